@@ -1,0 +1,256 @@
+#include "server/config/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace kfaild::config {
+namespace {
+
+[[noreturn]] void fail(const std::string& key, const std::string& problem) {
+  throw ConfigError(key + ": " + problem);
+}
+
+void rejectUnknownKeys(const YAML::Node& node, const std::string& key,
+                       const std::set<std::string>& known) {
+  if (!node.IsMap()) fail(key, "must be a mapping");
+  for (const auto& entry : node) {
+    const auto name = entry.first.as<std::string>();
+    if (!known.count(name)) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      fail(key.empty() ? name : key + "." + name, "unknown key (known: " + list + ")");
+    }
+  }
+}
+
+std::string readString(const YAML::Node& node, const std::string& key) {
+  if (!node.IsScalar()) fail(key, "must be a string");
+  return node.as<std::string>();
+}
+
+std::int64_t readInt(const YAML::Node& node, const std::string& key, std::int64_t min,
+                     std::int64_t max) {
+  if (!node.IsScalar()) fail(key, "must be an integer");
+  const auto text = node.as<std::string>();
+  std::int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || ptr != text.data() + text.size()) {
+    fail(key, "must be an integer, got '" + text + "'");
+  }
+  if (value < min || value > max) {
+    fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                  ", got " + text);
+  }
+  return value;
+}
+
+std::map<std::string, std::string> readStringMap(const YAML::Node& node, const std::string& key) {
+  if (!node.IsMap()) fail(key, "must be a mapping of names to values");
+  std::map<std::string, std::string> out;
+  for (const auto& entry : node) {
+    const auto name = entry.first.as<std::string>();
+    if (!entry.second.IsScalar()) fail(key + "." + name, "must be a scalar value");
+    out[name] = entry.second.as<std::string>();
+  }
+  return out;
+}
+
+TopicCreation readCreation(const YAML::Node& node, const std::string& key) {
+  rejectUnknownKeys(node, key, {"partitions", "replication_factor", "replica_assignment", "configs"});
+  TopicCreation c;
+  if (node["replica_assignment"]) {
+    c.replica_assignment = parseReplicaAssignment(
+        readString(node["replica_assignment"], key + ".replica_assignment"),
+        key + ".replica_assignment");
+    if (node["partitions"] || node["replication_factor"]) {
+      fail(key, "give either replica_assignment or partitions + replication_factor, not both");
+    }
+    c.partitions = static_cast<std::int32_t>(c.replica_assignment.size());
+    c.replication_factor = static_cast<std::int16_t>(c.replica_assignment.front().size());
+  } else {
+    if (!node["partitions"]) fail(key + ".partitions", "required (or replica_assignment)");
+    c.partitions =
+        static_cast<std::int32_t>(readInt(node["partitions"], key + ".partitions", 1, 100000));
+    c.replication_factor = static_cast<std::int16_t>(
+        node["replication_factor"]
+            ? readInt(node["replication_factor"], key + ".replication_factor", 1, 32)
+            : 3);
+  }
+  if (node["configs"]) c.configs = readStringMap(node["configs"], key + ".configs");
+  return c;
+}
+
+ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
+  rejectUnknownKeys(node, key,
+                    {"interval_ms", "payload_bytes", "gap_threshold_ms", "loss_timeout_ms", "topics"});
+  ProbeConfig p;
+  if (node["interval_ms"]) p.interval_us = readInt(node["interval_ms"], key + ".interval_ms", 1, 60000) * 1000;
+  if (node["payload_bytes"]) {
+    p.payload_bytes = static_cast<std::int32_t>(
+        readInt(node["payload_bytes"], key + ".payload_bytes", 32, 1'000'000));
+  }
+  p.gap_threshold_us = node["gap_threshold_ms"]
+                           ? readInt(node["gap_threshold_ms"], key + ".gap_threshold_ms", 1,
+                                     3'600'000) * 1000
+                           : 5 * p.interval_us;
+  if (node["loss_timeout_ms"]) {
+    p.loss_timeout_us =
+        readInt(node["loss_timeout_ms"], key + ".loss_timeout_ms", 1000, 86'400'000) * 1000;
+  }
+  const auto topics = node["topics"];
+  if (!topics || !topics.IsSequence() || topics.size() == 0) {
+    fail(key + ".topics", "required: a list of at least one probe topic");
+  }
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < topics.size(); ++i) {
+    const auto tkey = key + ".topics[" + std::to_string(i) + "]";
+    const auto t = topics[i];
+    ProbeTopic topic;
+    if (t.IsScalar()) {
+      topic.name = t.as<std::string>();
+    } else {
+      rejectUnknownKeys(t, tkey, {"name", "create"});
+      if (!t["name"]) fail(tkey + ".name", "required");
+      topic.name = readString(t["name"], tkey + ".name");
+      if (t["create"]) topic.create = readCreation(t["create"], tkey + ".create");
+    }
+    if (topic.name.empty() || topic.name.size() > 249 ||
+        topic.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                     "0123456789._-") != std::string::npos) {
+      fail(tkey + ".name", "not a valid Kafka topic name: '" + topic.name + "'");
+    }
+    if (!seen.insert(topic.name).second) fail(tkey + ".name", "duplicate topic " + topic.name);
+    p.topics.push_back(std::move(topic));
+  }
+  return p;
+}
+
+ClusterConfig readCluster(const YAML::Node& node, const std::string& key) {
+  rejectUnknownKeys(node, key, {"name", "bootstrap", "client", "probe", "observe"});
+  ClusterConfig c;
+  if (!node["name"]) fail(key + ".name", "required");
+  c.name = readString(node["name"], key + ".name");
+  if (c.name.empty() || c.name.size() > 64 ||
+      c.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos) {
+    fail(key + ".name", "must be 1-64 characters of a-z, 0-9, '_' and '-', got '" + c.name + "'");
+  }
+  if (!node["bootstrap"]) fail(key + ".bootstrap", "required (host:port[,host:port...])");
+  c.bootstrap = readString(node["bootstrap"], key + ".bootstrap");
+  if (c.bootstrap.empty()) fail(key + ".bootstrap", "must not be empty");
+  if (node["client"]) c.client = readStringMap(node["client"], key + ".client");
+  for (const auto& reserved : {"bootstrap.servers", "acks"}) {
+    if (c.client.count(reserved)) {
+      fail(key + ".client." + reserved,
+           "set by kfaild (bootstrap comes from .bootstrap; the probe always uses acks=all)");
+    }
+  }
+  if (!node["probe"]) fail(key + ".probe", "required");
+  c.probe = readProbe(node["probe"], key + ".probe");
+  if (node["observe"]) {
+    const auto o = node["observe"];
+    const auto okey = key + ".observe";
+    rejectUnknownKeys(o, okey, {"metadata_interval_ms", "client_debug"});
+    if (o["metadata_interval_ms"]) {
+      c.observe.metadata_interval_us =
+          readInt(o["metadata_interval_ms"], okey + ".metadata_interval_ms", 10, 60000) * 1000;
+    }
+    if (o["client_debug"]) c.observe.client_debug = readString(o["client_debug"], okey + ".client_debug");
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::int32_t>> parseReplicaAssignment(const std::string& text,
+                                                              const std::string& key) {
+  std::vector<std::vector<std::int32_t>> out;
+  std::stringstream partitions(text);
+  std::string part;
+  while (std::getline(partitions, part, ',')) {
+    std::vector<std::int32_t> replicas;
+    std::stringstream ids(part);
+    std::string id;
+    while (std::getline(ids, id, ':')) {
+      std::int32_t value = -1;
+      auto [ptr, ec] = std::from_chars(id.data(), id.data() + id.size(), value);
+      if (id.empty() || ec != std::errc{} || ptr != id.data() + id.size() || value < 0) {
+        fail(key, "'" + text + "' is not a list of broker ids like 1:2:3,2:3:1");
+      }
+      for (auto seen : replicas) {
+        if (seen == value) fail(key, "broker " + id + " appears twice in '" + part + "'");
+      }
+      replicas.push_back(value);
+    }
+    if (replicas.empty()) fail(key, "empty partition in '" + text + "'");
+    if (!out.empty() && replicas.size() != out.front().size()) {
+      fail(key, "every partition needs the same number of replicas in '" + text + "'");
+    }
+    out.push_back(std::move(replicas));
+  }
+  if (out.empty()) fail(key, "must not be empty");
+  return out;
+}
+
+Config parseConfig(const std::string& yaml_text, const std::string& origin) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(origin + ": not valid YAML: " + e.what());
+  }
+  try {
+    if (!root.IsMap()) fail("(top level)", "must be a mapping");
+    rejectUnknownKeys(root, "", {"log_level", "storage", "clusters"});
+    Config c;
+    if (root["log_level"]) {
+      c.log_level = readString(root["log_level"], "log_level");
+      static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error"};
+      if (!levels.count(c.log_level)) fail("log_level", "one of trace, debug, info, warn, error");
+    }
+    if (root["storage"]) {
+      const auto s = root["storage"];
+      rejectUnknownKeys(s, "storage", {"path", "sample_retention_hours", "max_queued_records"});
+      if (s["path"]) c.storage.path = readString(s["path"], "storage.path");
+      if (s["sample_retention_hours"]) {
+        c.storage.sample_retention_us =
+            readInt(s["sample_retention_hours"], "storage.sample_retention_hours", 1, 24 * 3650) *
+            3600 * 1'000'000;
+      }
+      if (s["max_queued_records"]) {
+        c.storage.max_queued_records = static_cast<std::size_t>(
+            readInt(s["max_queued_records"], "storage.max_queued_records", 1000, 100'000'000));
+      }
+    }
+    const auto clusters = root["clusters"];
+    if (!clusters || !clusters.IsSequence() || clusters.size() == 0) {
+      fail("clusters", "required: a list of at least one cluster");
+    }
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < clusters.size(); ++i) {
+      auto cluster = readCluster(clusters[i], "clusters[" + std::to_string(i) + "]");
+      if (!names.insert(cluster.name).second) {
+        fail("clusters[" + std::to_string(i) + "].name", "duplicate cluster name " + cluster.name);
+      }
+      c.clusters.push_back(std::move(cluster));
+    }
+    return c;
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(origin + ": " + e.what());
+  } catch (const ConfigError& e) {
+    throw ConfigError(origin + ": " + e.what());
+  }
+}
+
+Config loadConfigFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot read the file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parseConfig(text.str(), path);
+}
+
+}  // namespace kfaild::config

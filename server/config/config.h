@@ -1,0 +1,78 @@
+#pragma once
+
+// kfaild's configuration, read once at start-up from YAML. A mistake is a ConfigError whose
+// message names the key ("clusters[0].probe.interval_ms: must be between 1 and 60000, got 0");
+// kfaild then exits non-zero without starting anything. Unknown keys are mistakes too: a typo
+// must not silently fall back to a default.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kfaild::config {
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// How kfaild creates a probe topic that does not exist yet. Either `partitions` +
+// `replication_factor`, or an explicit `replica_assignment` ("1:2:3,2:3:1,3:1:2": one list of
+// broker ids per partition, preferred leader first).
+struct TopicCreation {
+  std::int32_t partitions = 0;
+  std::int16_t replication_factor = 0;
+  std::vector<std::vector<std::int32_t>> replica_assignment;
+  std::map<std::string, std::string> configs;
+};
+
+struct ProbeTopic {
+  std::string name;
+  std::optional<TopicCreation> create;  // absent: the topic must exist
+};
+
+struct ProbeConfig {
+  std::int64_t interval_us = 20'000;
+  std::int32_t payload_bytes = 64;
+  std::int64_t gap_threshold_us = 0;       // 0 in the file means 5 × interval
+  std::int64_t loss_timeout_us = 60'000'000;  // acked but not received after this → lost
+  std::vector<ProbeTopic> topics;
+};
+
+struct ObserveConfig {
+  std::int64_t metadata_interval_us = 100'000;
+  std::string client_debug = "metadata,topic";  // librdkafka debug contexts to capture
+};
+
+struct ClusterConfig {
+  std::string name;
+  std::string bootstrap;
+  std::map<std::string, std::string> client;  // passed through to librdkafka (security, ...)
+  ProbeConfig probe;
+  ObserveConfig observe;
+};
+
+struct StorageConfig {
+  std::string path = "kfaild.db";
+  std::int64_t sample_retention_us = 7LL * 24 * 3600 * 1'000'000;
+  std::size_t max_queued_records = 1'000'000;
+};
+
+struct Config {
+  std::string log_level = "info";
+  StorageConfig storage;
+  std::vector<ClusterConfig> clusters;
+};
+
+// Parses YAML text. `origin` (a file name) prefixes error messages.
+Config parseConfig(const std::string& yaml_text, const std::string& origin = "config");
+Config loadConfigFile(const std::string& path);
+
+// "1:2:3,2:3:1" → {{1,2,3},{2,3,1}}; throws ConfigError naming `key` when malformed.
+std::vector<std::vector<std::int32_t>> parseReplicaAssignment(const std::string& text,
+                                                              const std::string& key);
+
+}  // namespace kfaild::config

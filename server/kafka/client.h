@@ -1,0 +1,49 @@
+#pragma once
+
+// A thin RAII layer over librdkafka handles. Everything kfaild does with Kafka goes through
+// rd_kafka_t handles created here, so configuration, logging and error mapping live in one place.
+//
+// Log capture: librdkafka calls the log sink from its own threads (log.queue is off), so a sink
+// must be thread-safe and quick. The sink outlives the handle (the caller guarantees it).
+
+#include <librdkafka/rdkafka.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "server/common/result.h"
+
+namespace kfaild::kafka {
+
+// (client name as librdkafka reports it, e.g. "kfaild-lab#producer-1", syslog level, facility,
+// message)
+using LogSink =
+    std::function<void(std::string_view client, int level, std::string_view fac, std::string_view msg)>;
+
+struct ClientOptions {
+  std::string bootstrap;
+  std::map<std::string, std::string> properties;  // passed through to librdkafka
+  std::string client_id = "kfaild";
+  std::string debug;  // librdkafka debug contexts, empty for none
+  LogSink log;        // empty: librdkafka's warnings and errors go to spdlog
+};
+
+struct HandleDeleter {
+  void operator()(rd_kafka_t* rk) const;
+};
+using Handle = std::unique_ptr<rd_kafka_t, HandleDeleter>;
+
+// Creates a producer or consumer handle from the options plus `extra` (kfaild's own settings,
+// which win over the user's). `customize` may install further callbacks (delivery reports) on
+// the configuration before the handle is created. Errors name the refused property.
+Result<Handle> createClient(rd_kafka_type_t type, const ClientOptions& options,
+                            const std::map<std::string, std::string>& extra = {},
+                            const std::function<void(rd_kafka_conf_t*)>& customize = {});
+
+// The librdkafka version string the process runs with ("2.14.2").
+std::string librdkafkaVersion();
+
+}  // namespace kfaild::kafka

@@ -1,0 +1,92 @@
+#include "server/kafka/metadata.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "server/kafka/errc.h"
+
+namespace kfaild::kafka {
+namespace {
+
+struct MetadataDeleter {
+  void operator()(const rd_kafka_metadata_t* md) const { rd_kafka_metadata_destroy(md); }
+};
+struct TopicDeleter {
+  void operator()(rd_kafka_topic_t* t) const { rd_kafka_topic_destroy(t); }
+};
+
+void fillBrokers(const rd_kafka_metadata_t& md, ClusterSnapshot& snap) {
+  snap.brokers.clear();
+  for (int i = 0; i < md.broker_cnt; ++i) {
+    snap.brokers.push_back({md.brokers[i].id, md.brokers[i].host, md.brokers[i].port});
+  }
+  std::sort(snap.brokers.begin(), snap.brokers.end(),
+            [](const BrokerInfo& a, const BrokerInfo& b) { return a.id < b.id; });
+  snap.answered_by = md.orig_broker_id;
+}
+
+}  // namespace
+
+const TopicInfo* ClusterSnapshot::topic(const std::string& name) const {
+  for (const auto& t : topics) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+bool ClusterSnapshot::hasBroker(std::int32_t id) const {
+  return std::any_of(brokers.begin(), brokers.end(), [id](const BrokerInfo& b) { return b.id == id; });
+}
+
+Result<ClusterSnapshot> fetchMetadata(rd_kafka_t* rk, const std::vector<std::string>& topics,
+                                      int timeout_ms) {
+  ClusterSnapshot snap;
+  auto request = [&](rd_kafka_topic_t* only) -> Result<std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter>> {
+    const rd_kafka_metadata_t* md = nullptr;
+    const auto err = rd_kafka_metadata(rk, 0, only, &md, timeout_ms);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return kafkaError(errc::metadata_failed, "metadata request", err);
+    }
+    return std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter>(md);
+  };
+  if (topics.empty()) {
+    auto md = request(nullptr);
+    if (!md) return md.error();
+    fillBrokers(**md, snap);
+    snap.controller_id = rd_kafka_controllerid(rk, 0);
+    return snap;
+  }
+  for (const auto& name : topics) {
+    // rd_kafka_topic_new does not create the topic on the cluster: it is a local handle, and
+    // Metadata for it does not auto-create either (allow.auto.create.topics is false).
+    std::unique_ptr<rd_kafka_topic_t, TopicDeleter> handle(rd_kafka_topic_new(rk, name.c_str(), nullptr));
+    if (!handle) return kafkaError(errc::metadata_failed, "topic handle for " + name);
+    auto md = request(handle.get());
+    if (!md) return md.error();
+    fillBrokers(**md, snap);
+    TopicInfo info;
+    info.name = name;
+    for (int i = 0; i < (*md)->topic_cnt; ++i) {
+      const auto& t = (*md)->topics[i];
+      if (name != t.topic) continue;
+      if (t.err != RD_KAFKA_RESP_ERR_NO_ERROR) info.error = rd_kafka_err2name(t.err);
+      for (int p = 0; p < t.partition_cnt; ++p) {
+        const auto& mp = t.partitions[p];
+        PartitionInfo pi;
+        pi.partition = mp.id;
+        pi.leader = mp.leader;
+        pi.replicas.assign(mp.replicas, mp.replicas + mp.replica_cnt);
+        pi.isr.assign(mp.isrs, mp.isrs + mp.isr_cnt);
+        if (mp.err != RD_KAFKA_RESP_ERR_NO_ERROR) pi.error = rd_kafka_err2name(mp.err);
+        info.partitions.push_back(std::move(pi));
+      }
+    }
+    std::sort(info.partitions.begin(), info.partitions.end(),
+              [](const PartitionInfo& a, const PartitionInfo& b) { return a.partition < b.partition; });
+    snap.topics.push_back(std::move(info));
+  }
+  snap.controller_id = rd_kafka_controllerid(rk, 0);
+  return snap;
+}
+
+}  // namespace kfaild::kafka

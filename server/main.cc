@@ -1,0 +1,200 @@
+// kfaild: wires the configured parts together and runs until SIGTERM/SIGINT.
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "server/common/clock.h"
+#include "server/config/config.h"
+#include "server/kafka/client.h"
+#include "server/observe/client_log.h"
+#include "server/observe/metadata_poller.h"
+#include "server/probe/probe_runner.h"
+#include "storage/sqlite_store.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: kfaild --config FILE [--client-log-dir DIR] [--check-config] [--version]\n"
+    "  --config FILE         YAML configuration (see deploy/examples/)\n"
+    "  --client-log-dir DIR  append every librdkafka log line to DIR/<cluster>-client.log\n"
+    "  --check-config        validate the configuration and exit\n"
+    "  --version             print versions and exit\n";
+
+struct Options {
+  std::string config_path;
+  std::string client_log_dir;
+  bool check_only = false;
+};
+
+struct ClusterParts {
+  kfaild::config::ClusterConfig config;
+  std::unique_ptr<kfaild::observe::ClientLogWatcher> client_log;
+  std::unique_ptr<kfaild::observe::MetadataPoller> poller;
+  std::unique_ptr<kfaild::probe::ProbeRunner> probe;
+};
+
+void logStatus(const ClusterParts& parts, const kfaild::common::Clock& clock) {
+  const auto observed = parts.poller->latest();
+  std::string brokers;
+  if (observed.snapshot) {
+    for (const auto& b : observed.snapshot->brokers) brokers += (brokers.empty() ? "" : ",") + std::to_string(b.id);
+  }
+  const auto probe = parts.probe->status();
+  std::string partitions;
+  const auto now = clock.monoNow();
+  for (const auto& p : probe.partitions) {
+    const double since_ack =
+        p.last_ack ? static_cast<double>(now - p.last_ack->mono) / 1e6 : -1.0;
+    partitions += fmt::format(" {}[{}] acked={} recv={} failed={} lost={} gaps={} last_ack={:.3f}s",
+                              p.topic, p.partition, p.counters.acked, p.counters.received,
+                              p.counters.send_failed, p.counters.lost, p.counters.gaps, since_ack);
+  }
+  spdlog::info("cluster {}: {} brokers [{}] probe {}{}{}", parts.config.name,
+               observed.reachable ? "reachable," : "unreachable,", brokers,
+               kfaild::probe::toString(probe.phase),
+               probe.problem.empty() ? "" : " (" + probe.problem + ")", partitions);
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--config" && i + 1 < argc) {
+      options.config_path = argv[++i];
+    } else if (arg == "--client-log-dir" && i + 1 < argc) {
+      options.client_log_dir = argv[++i];
+    } else if (arg == "--check-config") {
+      options.check_only = true;
+    } else if (arg == "--version") {
+      std::cout << "kfaild " << KFAILD_VERSION << " (librdkafka "
+                << kfaild::kafka::librdkafkaVersion() << ")\n";
+      return 0;
+    } else if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      return 0;
+    } else {
+      std::cerr << "kfaild: unknown or incomplete argument '" << arg << "'\n" << kUsage;
+      return 2;
+    }
+  }
+  if (options.config_path.empty()) {
+    std::cerr << "kfaild: --config is required\n" << kUsage;
+    return 2;
+  }
+
+  kfaild::config::Config config;
+  try {
+    config = kfaild::config::loadConfigFile(options.config_path);
+  } catch (const kfaild::config::ConfigError& e) {
+    std::cerr << "kfaild: configuration error: " << e.what() << '\n';
+    return 2;
+  }
+  if (options.check_only) {
+    std::cout << options.config_path << ": ok (" << config.clusters.size() << " cluster(s))\n";
+    return 0;
+  }
+
+  spdlog::set_default_logger(spdlog::stderr_color_mt("kfaild"));
+  spdlog::set_level(spdlog::level::from_str(config.log_level));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%fZ %^%l%$ %v", spdlog::pattern_time_type::utc);
+  spdlog::info("kfaild {} starting, librdkafka {}", KFAILD_VERSION,
+               kfaild::kafka::librdkafkaVersion());
+
+  // Signals are taken synchronously by the main thread; every thread started after this inherits
+  // the blocked mask, so SIGTERM never interrupts a probe or writer thread.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  kfaild::common::SystemClock clock;
+  kfaild::storage::SqliteStoreOptions store_options;
+  store_options.max_queued_records = config.storage.max_queued_records;
+  auto store = kfaild::storage::SqliteStore::open(config.storage.path, store_options);
+  if (!store) {
+    spdlog::critical("cannot open the database {}: {}", config.storage.path,
+                     store.error().describe());
+    return 1;
+  }
+  spdlog::info("database {}", config.storage.path);
+
+  std::vector<ClusterParts> clusters;
+  for (std::size_t i = 0; i < config.clusters.size(); ++i) {
+    const auto& cc = config.clusters[i];
+    auto id = (*store)->ensureCluster(cc.name, cc.bootstrap);
+    if (!id) {
+      spdlog::critical("cannot register cluster {}: {}", cc.name, id.error().describe());
+      return 1;
+    }
+    ClusterParts parts;
+    parts.config = cc;
+    std::set<std::string> topics;
+    for (const auto& t : cc.probe.topics) topics.insert(t.name);
+    parts.client_log = std::make_unique<kfaild::observe::ClientLogWatcher>(
+        *id, topics, **store, clock,
+        options.client_log_dir.empty() ? std::string()
+                                       : options.client_log_dir + "/" + cc.name + "-client.log");
+    parts.poller = std::make_unique<kfaild::observe::MetadataPoller>(cc, *id, **store, clock);
+    parts.probe = std::make_unique<kfaild::probe::ProbeRunner>(cc, *id, **store, clock,
+                                                               parts.client_log->sink());
+    if (auto s = parts.probe->start(); !s) {
+      // A refused client property is a configuration mistake: name the key.
+      std::cerr << "kfaild: configuration error: clusters[" << i << "].client: "
+                << s.error().describe() << '\n';
+      return 2;
+    }
+    if (auto s = parts.poller->start(); !s) {
+      std::cerr << "kfaild: configuration error: clusters[" << i << "].client: "
+                << s.error().describe() << '\n';
+      return 2;
+    }
+    spdlog::info("cluster {}: probing {} topic(s) via {}", cc.name, cc.probe.topics.size(),
+                 cc.bootstrap);
+    clusters.push_back(std::move(parts));
+  }
+
+  const timespec tick{1, 0};
+  int seconds = 0;
+  while (true) {
+    const int sig = sigtimedwait(&signals, nullptr, &tick);
+    if (sig == SIGTERM || sig == SIGINT) {
+      spdlog::info("received {}, shutting down", strsignal(sig));
+      break;
+    }
+    ++seconds;
+    if (seconds % 10 == 0) {
+      for (const auto& parts : clusters) logStatus(parts, clock);
+      const auto w = (*store)->writerStats();
+      if (w.dropped_samples > 0 || w.failed_batches > 0) {
+        spdlog::warn("store: queued={} written={} dropped_samples={} failed_batches={} {}",
+                     w.queued, w.written, w.dropped_samples, w.failed_batches, w.last_error);
+      }
+    }
+    if (seconds % 3600 == 0) {
+      const auto cutoff = clock.wallNow() - config.storage.sample_retention_us;
+      if (auto pruned = (*store)->pruneSamples(cutoff, {}); pruned) {
+        spdlog::info("store: pruned {} samples older than the retention", *pruned);
+      }
+    }
+  }
+
+  for (auto& parts : clusters) {
+    parts.probe->stop();
+    parts.poller->stop();
+  }
+  (*store)->flush();
+  const auto w = (*store)->writerStats();
+  spdlog::info("stopped: {} records written, {} samples dropped", w.written, w.dropped_samples);
+  return 0;
+}

@@ -1,0 +1,65 @@
+#pragma once
+
+// The client library's own view of leadership. librdkafka 2.14.2, with the `topic` debug context
+// on, logs under facility BROKER each time it applies partition metadata:
+//   "orders [0]: leader 1 epoch 0 -> leader 2 epoch 1"
+// (older releases and confluent-kafka builds said "applying leader-id update 1 -> 2 (epoch 1)";
+// both forms are recognised). A line whose leader differs is the moment the producer or
+// consumer switched that partition to its new leader.
+
+#include <atomic>
+#include <cstdint>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "server/common/clock.h"
+#include "server/kafka/client.h"
+#include "storage/store.h"
+
+namespace kfaild::observe {
+
+struct ClientLeaderUpdate {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int32_t from_leader = -1;
+  std::int32_t to_leader = -1;
+  std::int32_t from_epoch = -1;  // -1 when the line does not say
+  std::int32_t to_epoch = -1;
+};
+
+// Recognises a leader update line; nullopt for any other line or when the leader is unchanged.
+std::optional<ClientLeaderUpdate> parseLeaderUpdate(std::string_view facility,
+                                                    std::string_view message);
+
+// "kfaild-lab#producer-1" → "producer"; "consumer"; else the name itself.
+std::string clientRole(std::string_view client_name);
+
+// Receives every log line of the probe's clients (thread-safe: librdkafka calls it from its own
+// threads). Records leader updates of the watched topics as `client_leader_update` events,
+// passes warnings and errors to kfaild's log, and appends every line with its wall time to
+// `log_file` when one is given (the article's client debug log).
+class ClientLogWatcher {
+ public:
+  ClientLogWatcher(storage::ClusterId cluster, std::set<std::string> topics, storage::Store& store,
+                   const common::Clock& clock, std::string log_file = {});
+
+  void onLine(std::string_view client, int level, std::string_view facility, std::string_view message);
+  kafka::LogSink sink();
+
+  std::uint64_t leaderUpdates() const { return updates_; }
+
+ private:
+  storage::ClusterId cluster_;
+  std::set<std::string> topics_;
+  storage::Store& store_;
+  const common::Clock& clock_;
+  std::mutex file_mutex_;
+  std::ofstream file_;  // guarded by file_mutex_
+  std::atomic<std::uint64_t> updates_{0};
+};
+
+}  // namespace kfaild::observe

@@ -1,0 +1,173 @@
+#include "server/probe/partition_ledger.h"
+
+#include <utility>
+
+namespace kfaild::probe {
+
+PartitionLedger::PartitionLedger(storage::ClusterId cluster, std::string topic,
+                                 std::int32_t partition, LedgerOptions options)
+    : cluster_(cluster),
+      topic_(std::move(topic)),
+      partition_(partition),
+      options_(options),
+      received_ring_(static_cast<std::size_t>(options.receive_window), 0) {}
+
+std::int64_t PartitionLedger::beginSend(common::Instant at) {
+  const std::int64_t seq = next_seq_++;
+  if (in_flight_.empty()) base_seq_ = seq;
+  in_flight_.push_back(InFlight{at, std::nullopt, 0, std::nullopt, std::nullopt, false});
+  receivedFlag(seq) = 0;
+  ++counters_.sent;
+  return seq;
+}
+
+std::uint8_t& PartitionLedger::receivedFlag(std::int64_t seq) {
+  return received_ring_[static_cast<std::size_t>(seq % options_.receive_window)];
+}
+
+PartitionLedger::InFlight* PartitionLedger::find(std::int64_t seq) {
+  if (seq < base_seq_ || seq >= base_seq_ + static_cast<std::int64_t>(in_flight_.size())) {
+    return nullptr;
+  }
+  auto& entry = in_flight_[static_cast<std::size_t>(seq - base_seq_)];
+  return entry.finished ? nullptr : &entry;
+}
+
+void PartitionLedger::sendRefused(std::int64_t seq, common::Instant at, std::int32_t error,
+                                  LedgerOutput& out) {
+  deliveryReport(seq, at, error, std::nullopt, out);
+}
+
+void PartitionLedger::deliveryReport(std::int64_t seq, common::Instant at, std::int32_t error,
+                                     std::optional<std::int64_t> offset, LedgerOutput& out) {
+  InFlight* entry = find(seq);
+  if (entry == nullptr || entry->report) return;  // already given up on, or a repeated report
+  entry->report = at;
+  entry->error = error;
+  entry->offset = offset;
+  if (error != 0) {
+    ++counters_.send_failed;
+    finish(seq, *entry, out);
+    popFinished();
+    return;
+  }
+  ++counters_.acked;
+  noteGap(storage::GapKind::kAck, last_ack_, last_ack_seq_, longest_ack_gap_us_, seq, at, out);
+  // The consumer may have read the message before its delivery report was served.
+  if (entry->receive_wall) {
+    finish(seq, *entry, out);
+    popFinished();
+  }
+}
+
+void PartitionLedger::received(std::int64_t seq, common::Instant at, LedgerOutput& out) {
+  if (seq < 0 || seq >= next_seq_) return;  // not ours (a sequence this run never sent)
+  if (seq < next_seq_ - options_.receive_window) {
+    // Too old to remember whether it was seen: a redelivery of something long finished.
+    ++counters_.duplicated;
+    return;
+  }
+  std::uint8_t& seen = receivedFlag(seq);
+  if (seen) {
+    ++counters_.duplicated;
+    return;
+  }
+  seen = 1;
+  ++counters_.received;
+  if (seq < max_received_seq_) ++counters_.reordered;
+  if (seq > max_received_seq_) max_received_seq_ = seq;
+  noteGap(storage::GapKind::kReceive, last_receive_, last_receive_seq_, longest_receive_gap_us_,
+          seq, at, out);
+  InFlight* entry = find(seq);
+  if (entry == nullptr) {
+    ++counters_.late;
+    return;
+  }
+  entry->receive_wall = at.wall;
+  if (entry->report) {
+    finish(seq, *entry, out);
+    popFinished();
+  }
+}
+
+void PartitionLedger::expire(common::Instant now, LedgerOutput& out) {
+  for (std::size_t i = 0; i < in_flight_.size(); ++i) {
+    auto& entry = in_flight_[i];
+    if (entry.finished) continue;
+    const std::int64_t seq = base_seq_ + static_cast<std::int64_t>(i);
+    if (entry.report && entry.error == 0 && !entry.receive_wall &&
+        now.mono - entry.report->mono > options_.loss_timeout_us) {
+      ++counters_.lost;
+      finish(seq, entry, out);
+    } else if (!entry.report && now.mono - entry.sent.mono > options_.unacked_timeout_us) {
+      entry.error = kNoDeliveryReport;
+      ++counters_.send_failed;
+      finish(seq, entry, out);
+    }
+  }
+  popFinished();
+}
+
+void PartitionLedger::finish(std::int64_t seq, InFlight& entry, LedgerOutput& out) {
+  entry.finished = true;
+  storage::ProbeSample sample;
+  sample.cluster = cluster_;
+  sample.topic = topic_;
+  sample.partition = partition_;
+  sample.seq = seq;
+  sample.send_us = entry.sent.wall;
+  if (entry.report) sample.ack_us = entry.report->wall;
+  sample.ack_error = entry.error;
+  sample.offset = entry.offset;
+  sample.receive_us = entry.receive_wall;
+  out.samples.push_back(std::move(sample));
+}
+
+void PartitionLedger::popFinished() {
+  while (!in_flight_.empty() && in_flight_.front().finished) {
+    in_flight_.pop_front();
+    ++base_seq_;
+  }
+  if (in_flight_.empty()) base_seq_ = next_seq_;
+}
+
+void PartitionLedger::noteGap(storage::GapKind kind, std::optional<common::Instant>& last,
+                              std::int64_t& last_seq, std::int64_t& longest, std::int64_t seq,
+                              common::Instant at, LedgerOutput& out) {
+  if (last && at.mono < last->mono) return;  // an earlier event served late; not a new gap
+  if (last) {
+    const std::int64_t gap = at.mono - last->mono;
+    if (gap > longest) longest = gap;
+    if (gap > options_.gap_threshold_us) {
+      storage::Gap g;
+      g.cluster = cluster_;
+      g.topic = topic_;
+      g.partition = partition_;
+      g.kind = kind;
+      g.start_us = last->wall;
+      g.end_us = at.wall;
+      g.duration_us = gap;
+      g.seq_before = last_seq;
+      g.seq_after = seq;
+      out.gaps.push_back(std::move(g));
+      ++counters_.gaps;
+    }
+  }
+  last = at;
+  last_seq = seq;
+}
+
+PartitionStatus PartitionLedger::status() const {
+  PartitionStatus s;
+  s.topic = topic_;
+  s.partition = partition_;
+  s.counters = counters_;
+  s.last_ack = last_ack_;
+  s.last_receive = last_receive_;
+  s.longest_ack_gap_us = longest_ack_gap_us_;
+  s.longest_receive_gap_us = longest_receive_gap_us_;
+  s.in_flight = in_flight_.size();
+  return s;
+}
+
+}  // namespace kfaild::probe

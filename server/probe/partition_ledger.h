@@ -1,0 +1,120 @@
+#pragma once
+
+// The accounting of one probe partition: which messages were sent, acked, received; the ack
+// gaps and receive gaps that exceed the threshold; loss, duplicates and reordering by sequence.
+//
+// Not thread-safe: the probe serialises calls per partition. Outputs (finished samples, gaps) are
+// appended to a LedgerOutput for the caller to hand to the store outside its lock.
+//
+// Time: every call takes an Instant; gap durations use its monotonic part, stored times its wall
+// part, so a wall-clock step never appears as (or hides) a gap.
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/common/clock.h"
+#include "storage/records.h"
+
+namespace kfaild::probe {
+
+// librdkafka's RD_KAFKA_RESP_ERR__TIMED_OUT: used for a message that never got a delivery
+// report within the unacked timeout.
+inline constexpr std::int32_t kNoDeliveryReport = -185;
+
+struct LedgerOptions {
+  std::int64_t gap_threshold_us = 100'000;
+  std::int64_t loss_timeout_us = 60'000'000;      // acked, not received after this → lost
+  std::int64_t unacked_timeout_us = 900'000'000;  // no delivery report after this → failed
+  std::int64_t receive_window = 1 << 16;          // sequences remembered for duplicate detection
+};
+
+struct PartitionCounters {
+  std::uint64_t sent = 0;
+  std::uint64_t send_failed = 0;  // refused by the client or delivery report with an error
+  std::uint64_t acked = 0;
+  std::uint64_t received = 0;
+  std::uint64_t lost = 0;        // acked but never received within the loss timeout
+  std::uint64_t duplicated = 0;  // received again
+  std::uint64_t reordered = 0;   // received after a higher sequence
+  std::uint64_t late = 0;        // received after it had been given up on
+  std::uint64_t gaps = 0;        // gaps over the threshold, ack and receive
+};
+
+struct PartitionStatus {
+  std::string topic;
+  std::int32_t partition = 0;
+  PartitionCounters counters;
+  std::optional<common::Instant> last_ack;
+  std::optional<common::Instant> last_receive;
+  std::int64_t longest_ack_gap_us = 0;
+  std::int64_t longest_receive_gap_us = 0;
+  std::size_t in_flight = 0;
+};
+
+struct LedgerOutput {
+  std::vector<storage::ProbeSample> samples;
+  std::vector<storage::Gap> gaps;
+};
+
+class PartitionLedger {
+ public:
+  PartitionLedger(storage::ClusterId cluster, std::string topic, std::int32_t partition,
+                  LedgerOptions options);
+
+  // Allocates the next sequence number for a message sent now.
+  std::int64_t beginSend(common::Instant at);
+  // The client refused the message at once (queue full, unknown partition, ...).
+  void sendRefused(std::int64_t seq, common::Instant at, std::int32_t error, LedgerOutput& out);
+  // Delivery report: error 0 is an ack (acks=all satisfied) at `offset`.
+  void deliveryReport(std::int64_t seq, common::Instant at, std::int32_t error,
+                      std::optional<std::int64_t> offset, LedgerOutput& out);
+  // The consumer read the message.
+  void received(std::int64_t seq, common::Instant at, LedgerOutput& out);
+  // Gives up on messages past their timeouts (lost or never reported).
+  void expire(common::Instant now, LedgerOutput& out);
+
+  PartitionStatus status() const;
+  const std::string& topic() const { return topic_; }
+  std::int32_t partition() const { return partition_; }
+
+ private:
+  struct InFlight {
+    common::Instant sent{};
+    std::optional<common::Instant> report;
+    std::int32_t error = 0;
+    std::optional<std::int64_t> offset;
+    std::optional<common::WallMicros> receive_wall;
+    bool finished = false;
+  };
+
+  InFlight* find(std::int64_t seq);
+  void finish(std::int64_t seq, InFlight& entry, LedgerOutput& out);
+  void popFinished();
+  void noteGap(storage::GapKind kind, std::optional<common::Instant>& last, std::int64_t& last_seq,
+               std::int64_t& longest, std::int64_t seq, common::Instant at, LedgerOutput& out);
+  std::uint8_t& receivedFlag(std::int64_t seq);
+
+  storage::ClusterId cluster_;
+  std::string topic_;
+  std::int32_t partition_;
+  LedgerOptions options_;
+
+  std::int64_t next_seq_ = 0;
+  std::int64_t base_seq_ = 0;     // sequence of in_flight_.front()
+  std::deque<InFlight> in_flight_;
+  std::vector<std::uint8_t> received_ring_;  // received flags, indexed by seq % receive_window
+  std::int64_t max_received_seq_ = -1;
+
+  PartitionCounters counters_;
+  std::optional<common::Instant> last_ack_;
+  std::int64_t last_ack_seq_ = -1;
+  std::optional<common::Instant> last_receive_;
+  std::int64_t last_receive_seq_ = -1;
+  std::int64_t longest_ack_gap_us_ = 0;
+  std::int64_t longest_receive_gap_us_ = 0;
+};
+
+}  // namespace kfaild::probe

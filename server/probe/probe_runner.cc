@@ -1,0 +1,386 @@
+#include "server/probe/probe_runner.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <random>
+
+#include "server/kafka/admin.h"
+#include "server/kafka/errc.h"
+#include "server/kafka/metadata.h"
+#include "server/probe/payload.h"
+
+namespace kfaild::probe {
+namespace {
+
+// A delivery report carries back which slot and sequence it belongs to in its opaque pointer:
+// 20 bits of slot index (a million partitions), 44 bits of sequence (centuries at 1 ms).
+constexpr int kSeqBits = 44;
+constexpr std::uint64_t kSeqMask = (std::uint64_t{1} << kSeqBits) - 1;
+constexpr std::size_t kMaxSlots = std::size_t{1} << (64 - kSeqBits);
+
+void* packOpaque(std::size_t slot, std::int64_t seq) {
+  return reinterpret_cast<void*>((static_cast<std::uint64_t>(slot) << kSeqBits) |
+                                 (static_cast<std::uint64_t>(seq) & kSeqMask));
+}
+std::pair<std::size_t, std::int64_t> unpackOpaque(void* opaque) {
+  const auto bits = reinterpret_cast<std::uint64_t>(opaque);
+  return {static_cast<std::size_t>(bits >> kSeqBits), static_cast<std::int64_t>(bits & kSeqMask)};
+}
+
+constexpr int kSetUpRequestTimeoutMs = 5000;
+constexpr std::int64_t kSetUpRetryUs = 3'000'000;
+constexpr std::int64_t kExpireEveryUs = 1'000'000;
+
+struct PartitionListDeleter {
+  void operator()(rd_kafka_topic_partition_list_t* l) const {
+    rd_kafka_topic_partition_list_destroy(l);
+  }
+};
+
+}  // namespace
+
+const char* toString(ProbePhase phase) {
+  switch (phase) {
+    case ProbePhase::kStarting: return "starting";
+    case ProbePhase::kSettingUp: return "setting_up";
+    case ProbePhase::kProbing: return "probing";
+    case ProbePhase::kStopped: return "stopped";
+  }
+  return "unknown";
+}
+
+ProbeRunner::ProbeRunner(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,
+                         storage::Store& store, const common::Clock& clock,
+                         kafka::LogSink client_log)
+    : cluster_(cluster),
+      cluster_id_(cluster_id),
+      store_(store),
+      clock_(clock),
+      client_log_(std::move(client_log)),
+      run_id_(std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32)) {}
+
+ProbeRunner::~ProbeRunner() { stop(); }
+
+Status ProbeRunner::start() {
+  kafka::ClientOptions options;
+  options.bootstrap = cluster_.bootstrap;
+  options.properties = cluster_.client;
+  options.client_id = "kfaild-" + cluster_.name;
+  options.debug = cluster_.observe.client_debug;
+  options.log = client_log_;
+
+  auto producer = kafka::createClient(RD_KAFKA_PRODUCER, options, {{"acks", "all"}},
+                                      [](rd_kafka_conf_t* conf) {
+                                        rd_kafka_conf_set_events(
+                                            conf, RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR);
+                                      });
+  if (!producer) return producer.error();
+  auto consumer = kafka::createClient(RD_KAFKA_CONSUMER, options,
+                                      {{"group.id", "kfaild-probe-" + cluster_.name},
+                                       {"enable.auto.commit", "false"},
+                                       {"enable.auto.offset.store", "false"},
+                                       {"auto.offset.reset", "latest"},
+                                       {"enable.partition.eof", "false"}});
+  if (!consumer) return consumer.error();
+  producer_ = std::move(*producer);
+  consumer_ = std::move(*consumer);
+  rd_kafka_poll_set_consumer(consumer_.get());
+
+  stopping_ = false;
+  reporter_stop_ = false;
+  sender_ = std::thread([this] { senderLoop(); });
+  reporter_ = std::thread([this] { reporterLoop(); });
+  receiver_ = std::thread([this] { receiverLoop(); });
+  return okStatus();
+}
+
+void ProbeRunner::stop() {
+  if (stopping_.exchange(true)) return;
+  wake_.notify_all();
+  if (sender_.joinable()) sender_.join();
+  if (producer_ && reporter_.joinable()) {
+    // Let outstanding messages finish (their samples are recorded) but do not wait out a stall.
+    // With the event API, flush waits while the reporter thread serves the reports.
+    rd_kafka_flush(producer_.get(), 2000);
+  }
+  reporter_stop_ = true;
+  if (reporter_.joinable()) reporter_.join();
+  if (receiver_.joinable()) receiver_.join();
+  if (consumer_) rd_kafka_consumer_close(consumer_.get());
+  for (auto* t : topic_handles_) rd_kafka_topic_destroy(t);
+  topic_handles_.clear();
+  consumer_.reset();
+  producer_.reset();
+  std::lock_guard lock(status_mutex_);
+  phase_ = ProbePhase::kStopped;
+}
+
+bool ProbeRunner::waitFor(std::int64_t micros) {
+  std::unique_lock lock(wait_mutex_);
+  return !wake_.wait_for(lock, std::chrono::microseconds(micros), [this] { return stopping_.load(); });
+}
+
+void ProbeRunner::setProblem(std::string problem) {
+  std::lock_guard lock(status_mutex_);
+  if (problem != problem_ && !problem.empty()) {
+    spdlog::warn("probe {}: {}", cluster_.name, problem);
+  }
+  problem_ = std::move(problem);
+}
+
+Status ProbeRunner::setUp() {
+  {
+    std::lock_guard lock(status_mutex_);
+    phase_ = ProbePhase::kSettingUp;
+  }
+  LedgerOptions ledger_options;
+  ledger_options.gap_threshold_us = cluster_.probe.gap_threshold_us;
+  ledger_options.loss_timeout_us = cluster_.probe.loss_timeout_us;
+
+  std::vector<std::unique_ptr<Slot>> slots;
+  std::vector<rd_kafka_topic_t*> handles;
+  auto release = [&handles] {
+    for (auto* h : handles) rd_kafka_topic_destroy(h);
+  };
+  std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionListDeleter> assignment(
+      rd_kafka_topic_partition_list_new(16));
+
+  for (std::size_t t = 0; t < cluster_.probe.topics.size(); ++t) {
+    const auto& topic = cluster_.probe.topics[t];
+    auto md = kafka::fetchMetadata(producer_.get(), {topic.name}, kSetUpRequestTimeoutMs);
+    if (!md) {
+      release();
+      return md.error();
+    }
+    const auto* info = md->topic(topic.name);
+    const bool missing = info == nullptr || info->error == "UNKNOWN_TOPIC_OR_PART" ||
+                         info->partitions.empty();
+    if (missing) {
+      if (!topic.create) {
+        release();
+        return kafka::kafkaError(kafka::errc::topic_missing,
+                                 "probe topic '" + topic.name + "' does not exist and clusters[" +
+                                     cluster_.name + "].probe.topics[" + std::to_string(t) +
+                                     "] has no 'create' section");
+      }
+      kafka::NewTopic spec;
+      spec.name = topic.name;
+      spec.partitions = topic.create->partitions;
+      spec.replication_factor = topic.create->replication_factor;
+      spec.replica_assignment = topic.create->replica_assignment;
+      spec.configs = topic.create->configs;
+      auto created = kafka::createTopic(producer_.get(), spec, kSetUpRequestTimeoutMs);
+      if (!created) {
+        release();
+        return created.error();
+      }
+      spdlog::info("probe {}: {} topic {}", cluster_.name,
+                   *created == kafka::CreateOutcome::kCreated ? "created" : "found existing",
+                   topic.name);
+      md = kafka::fetchMetadata(producer_.get(), {topic.name}, kSetUpRequestTimeoutMs);
+      if (!md) {
+        release();
+        return md.error();
+      }
+      info = md->topic(topic.name);
+      if (info == nullptr || info->partitions.empty()) {
+        release();
+        return kafka::kafkaError(kafka::errc::topic_error,
+                                 "topic " + topic.name + " created but not yet in metadata");
+      }
+    } else if (!info->error.empty()) {
+      release();
+      return kafka::kafkaError(kafka::errc::topic_error, topic.name + ": " + info->error);
+    }
+    rd_kafka_topic_t* handle = rd_kafka_topic_new(producer_.get(), topic.name.c_str(), nullptr);
+    handles.push_back(handle);
+    for (const auto& p : info->partitions) {
+      // Start reading at the current end: everything sent from now on lies beyond it.
+      std::int64_t low = 0, high = 0;
+      const auto err = rd_kafka_query_watermark_offsets(consumer_.get(), topic.name.c_str(),
+                                                        p.partition, &low, &high,
+                                                        kSetUpRequestTimeoutMs);
+      if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        release();
+        return kafka::kafkaError(kafka::errc::consume_failed,
+                                 "end offset of " + topic.name + "[" + std::to_string(p.partition) + "]",
+                                 err);
+      }
+      rd_kafka_topic_partition_list_add(assignment.get(), topic.name.c_str(), p.partition)->offset = high;
+      auto slot = std::make_unique<Slot>(cluster_id_, topic.name, p.partition, ledger_options);
+      slot->topic = handle;
+      slots.push_back(std::move(slot));
+    }
+  }
+  if (slots.size() >= kMaxSlots) {
+    release();
+    return kafka::kafkaError(kafka::errc::topic_error, "too many probe partitions");
+  }
+  if (auto err = rd_kafka_assign(consumer_.get(), assignment.get()); err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    release();
+    return kafka::kafkaError(kafka::errc::consume_failed, "assign probe partitions", err);
+  }
+  slots_ = std::move(slots);
+  topic_handles_ = std::move(handles);
+  ready_ = true;
+  {
+    std::lock_guard lock(status_mutex_);
+    phase_ = ProbePhase::kProbing;
+    problem_.clear();
+  }
+  spdlog::info("probe {}: probing {} partition(s) every {} µs, run id {:016x}", cluster_.name,
+               slots_.size(), cluster_.probe.interval_us, run_id_);
+  return okStatus();
+}
+
+void ProbeRunner::senderLoop() {
+  while (!stopping_) {
+    auto status = setUp();
+    if (status) break;
+    setProblem(status.error().describe());
+    if (!waitFor(kSetUpRetryUs)) return;
+  }
+  if (stopping_) return;
+  pacer_ = std::make_unique<Pacer>(cluster_.probe.interval_us, clock_.monoNow());
+  while (!stopping_) {
+    const auto wait = pacer_->deadline() - clock_.monoNow();
+    if (wait > 0 && !waitFor(wait)) return;
+    const auto skipped = pacer_->fire(clock_.monoNow());
+    sendTick();
+    ticks_ = pacer_->fired();
+    if (skipped > 0) skipped_ = pacer_->skipped();
+    max_lateness_ = pacer_->maxLateness();
+  }
+}
+
+void ProbeRunner::sendTick() {
+  LedgerOutput out;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    auto& slot = *slots_[i];
+    const auto now = clock_.now();
+    std::int64_t seq = 0;
+    {
+      std::lock_guard lock(slot.mutex);
+      seq = slot.ledger.beginSend(now);
+    }
+    const auto body = encodePayload({run_id_, seq, now.wall},
+                                    static_cast<std::size_t>(cluster_.probe.payload_bytes));
+    const auto err = rd_kafka_producev(
+        producer_.get(), RD_KAFKA_V_RKT(slot.topic), RD_KAFKA_V_PARTITION(slot.ledger.partition()),
+        RD_KAFKA_V_VALUE(const_cast<char*>(body.data()), body.size()),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(packOpaque(i, seq)),
+        RD_KAFKA_V_END);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      std::lock_guard lock(slot.mutex);
+      slot.ledger.sendRefused(seq, clock_.now(), err, out);
+    }
+  }
+  publish(out);
+}
+
+void ProbeRunner::reporterLoop() {
+  rd_kafka_queue_t* queue = rd_kafka_queue_get_main(producer_.get());
+  std::uint64_t logged_errors = 0;
+  while (!reporter_stop_) {
+    rd_kafka_event_t* event = rd_kafka_queue_poll(queue, 100);
+    if (event == nullptr) continue;
+    if (rd_kafka_event_type(event) == RD_KAFKA_EVENT_DR) {
+      const auto now = clock_.now();
+      LedgerOutput out;
+      while (const rd_kafka_message_t* msg = rd_kafka_event_message_next(event)) {
+        const auto [index, seq] = unpackOpaque(msg->_private);
+        if (index >= slots_.size()) continue;
+        auto& slot = *slots_[index];
+        std::lock_guard lock(slot.mutex);
+        slot.ledger.deliveryReport(seq, now, msg->err,
+                                   msg->err == RD_KAFKA_RESP_ERR_NO_ERROR
+                                       ? std::optional<std::int64_t>(msg->offset)
+                                       : std::nullopt,
+                                   out);
+      }
+      publish(out);
+    } else if (rd_kafka_event_type(event) == RD_KAFKA_EVENT_ERROR) {
+      // Transient errors (a broker went away) are the very thing being measured; log a few.
+      if (logged_errors++ < 20 || rd_kafka_event_error_is_fatal(event)) {
+        spdlog::warn("probe {}: producer: {}", cluster_.name, rd_kafka_event_error_string(event));
+      }
+    }
+    rd_kafka_event_destroy(event);
+  }
+  rd_kafka_queue_destroy(queue);
+}
+
+void ProbeRunner::receiverLoop() {
+  auto next_expire = clock_.monoNow() + kExpireEveryUs;
+  while (!stopping_) {
+    rd_kafka_message_t* msg = rd_kafka_consumer_poll(consumer_.get(), 100);
+    const auto now = clock_.now();
+    if (msg != nullptr) {
+      if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR && ready_) {
+        const auto payload = decodePayload(
+            std::string_view(static_cast<const char*>(msg->payload), msg->len));
+        if (payload && payload->run_id == run_id_) {
+          const char* topic = rd_kafka_topic_name(msg->rkt);
+          for (auto& slot : slots_) {
+            if (slot->ledger.partition() == msg->partition && slot->ledger.topic() == topic) {
+              LedgerOutput out;
+              {
+                std::lock_guard lock(slot->mutex);
+                slot->ledger.received(payload->seq, now, out);
+              }
+              publish(out);
+              break;
+            }
+          }
+        }
+      } else if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        spdlog::debug("probe {}: consumer: {}", cluster_.name, rd_kafka_message_errstr(msg));
+      }
+      rd_kafka_message_destroy(msg);
+    }
+    if (ready_ && now.mono >= next_expire) {
+      next_expire = now.mono + kExpireEveryUs;
+      LedgerOutput out;
+      for (auto& slot : slots_) {
+        std::lock_guard lock(slot->mutex);
+        slot->ledger.expire(now, out);
+      }
+      publish(out);
+    }
+  }
+}
+
+void ProbeRunner::publish(LedgerOutput& out) {
+  for (auto& gap : out.gaps) {
+    spdlog::info("probe {}: {} gap on {}[{}]: {:.3f} s", cluster_.name, storage::toString(gap.kind),
+                 gap.topic, gap.partition, static_cast<double>(gap.duration_us) / 1e6);
+    store_.addGap(std::move(gap));
+  }
+  for (auto& sample : out.samples) store_.addSample(std::move(sample));
+  out.gaps.clear();
+  out.samples.clear();
+}
+
+ProbeStatus ProbeRunner::status() const {
+  ProbeStatus s;
+  {
+    std::lock_guard lock(status_mutex_);
+    s.phase = phase_;
+    s.problem = problem_;
+  }
+  s.run_id = run_id_;
+  s.interval_us = cluster_.probe.interval_us;
+  s.ticks = ticks_;
+  s.skipped_ticks = skipped_;
+  s.max_send_lateness_us = max_lateness_;
+  if (ready_) {
+    for (const auto& slot : slots_) {
+      std::lock_guard lock(slot->mutex);
+      s.partitions.push_back(slot->ledger.status());
+    }
+  }
+  return s;
+}
+
+}  // namespace kfaild::probe

@@ -1,0 +1,115 @@
+#pragma once
+
+// Probes one cluster without pause: one producer (acks=all) sends a sequenced message to every
+// probe partition every interval; one consumer in the same process, assigned to those partitions
+// (no group rebalancing), reads them back. Finished samples and gaps go to the store.
+//
+// Threads (all owned here, stopped and joined by stop() or the destructor):
+//   sender    — resolves the topics (creating them when configured), assigns the consumer, then
+//               paces the sends; retries set-up every few seconds while the cluster is away
+//   reporter  — serves the producer's delivery reports
+//   receiver  — reads the consumer and gives up on lost messages
+// status() may be called from any thread.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/common/clock.h"
+#include "server/common/result.h"
+#include "server/config/config.h"
+#include "server/kafka/client.h"
+#include "server/probe/pacer.h"
+#include "server/probe/partition_ledger.h"
+#include "storage/store.h"
+
+namespace kfaild::probe {
+
+enum class ProbePhase { kStarting, kSettingUp, kProbing, kStopped };
+const char* toString(ProbePhase phase);
+
+struct ProbeStatus {
+  ProbePhase phase = ProbePhase::kStarting;
+  std::string problem;  // why set-up is not done yet (topic missing, cluster unreachable)
+  std::uint64_t run_id = 0;
+  std::int64_t interval_us = 0;
+  std::uint64_t ticks = 0;
+  std::uint64_t skipped_ticks = 0;
+  std::int64_t max_send_lateness_us = 0;
+  std::vector<PartitionStatus> partitions;
+};
+
+class ProbeRunner {
+ public:
+  // `client_log` receives every librdkafka log line of the producer and consumer (for the
+  // client-log observer); it must outlive the runner.
+  ProbeRunner(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,
+              storage::Store& store, const common::Clock& clock, kafka::LogSink client_log);
+  ~ProbeRunner();
+  ProbeRunner(const ProbeRunner&) = delete;
+  ProbeRunner& operator=(const ProbeRunner&) = delete;
+
+  // Creates the clients (a refused client property is an error here) and starts the threads.
+  [[nodiscard]] Status start();
+  void stop();
+
+  ProbeStatus status() const;
+
+ private:
+  struct Slot {
+    mutable std::mutex mutex;
+    PartitionLedger ledger;  // guarded by mutex
+    rd_kafka_topic_t* topic = nullptr;
+    Slot(storage::ClusterId cluster, std::string topic_name, std::int32_t partition,
+         LedgerOptions options)
+        : ledger(cluster, std::move(topic_name), partition, options) {}
+  };
+
+  void senderLoop();
+  void reporterLoop();
+  void receiverLoop();
+  [[nodiscard]] Status setUp();
+  void sendTick();
+  void publish(LedgerOutput& out);
+  bool waitFor(std::int64_t micros);  // false when stopping
+  void setProblem(std::string problem);
+
+  config::ClusterConfig cluster_;
+  storage::ClusterId cluster_id_;
+  storage::Store& store_;
+  const common::Clock& clock_;
+  kafka::LogSink client_log_;
+  std::uint64_t run_id_;
+
+  kafka::Handle producer_;
+  kafka::Handle consumer_;
+  std::vector<rd_kafka_topic_t*> topic_handles_;
+
+  // Slots are created once by the sender during set-up, then only read: ready_ publishes them.
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::atomic<bool> ready_{false};
+  std::unique_ptr<Pacer> pacer_;  // sender thread only
+
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> reporter_stop_{false};  // set after the final flush
+  mutable std::mutex wait_mutex_;
+  std::condition_variable wake_;
+
+  mutable std::mutex status_mutex_;
+  ProbePhase phase_ = ProbePhase::kStarting;  // guarded by status_mutex_
+  std::string problem_;                       // guarded by status_mutex_
+  std::atomic<std::uint64_t> ticks_{0};
+  std::atomic<std::uint64_t> skipped_{0};
+  std::atomic<std::int64_t> max_lateness_{0};
+
+  std::thread sender_;
+  std::thread reporter_;
+  std::thread receiver_;
+};
+
+}  // namespace kfaild::probe

@@ -1,0 +1,80 @@
+#include "server/config/config.h"
+
+#include <catch2/catch.hpp>
+
+using namespace kfaild::config;
+
+namespace {
+
+const char* kArticle = R"(
+log_level: info
+storage:
+  path: /tmp/k.db
+clusters:
+  - name: lab
+    bootstrap: 127.0.0.1:19091
+    client:
+      security.protocol: plaintext
+    probe:
+      interval_ms: 20
+      topics:
+        - name: orders
+          create:
+            replica_assignment: "1:2:3,2:3:1,3:1:2"
+            configs: {min.insync.replicas: "2"}
+        - existing
+)";
+
+std::string errorOf(const std::string& yaml) {
+  try {
+    parseConfig(yaml, "test.yaml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("the article's probe configuration parses with its defaults", "[unit][config]") {
+  const auto c = parseConfig(kArticle);
+  REQUIRE(c.clusters.size() == 1);
+  const auto& cl = c.clusters[0];
+  CHECK(cl.name == "lab");
+  CHECK(cl.client.at("security.protocol") == "plaintext");
+  CHECK(cl.probe.interval_us == 20'000);
+  CHECK(cl.probe.gap_threshold_us == 100'000);  // 5 × interval
+  REQUIRE(cl.probe.topics.size() == 2);
+  const auto& orders = cl.probe.topics[0];
+  REQUIRE(orders.create);
+  CHECK(orders.create->partitions == 3);
+  CHECK(orders.create->replication_factor == 3);
+  CHECK(orders.create->replica_assignment[1] == std::vector<std::int32_t>{2, 3, 1});
+  CHECK(orders.create->configs.at("min.insync.replicas") == "2");
+  CHECK_FALSE(cl.probe.topics[1].create);
+  CHECK(cl.observe.metadata_interval_us == 100'000);
+}
+
+TEST_CASE("a configuration mistake names its key", "[unit][config]") {
+  std::string base = kArticle;
+  auto replace = [&](const std::string& from, const std::string& to) {
+    auto s = base;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  CHECK_THAT(errorOf(replace("interval_ms: 20", "interval_ms: 0")),
+             Catch::Contains("clusters[0].probe.interval_ms: must be between 1 and 60000, got 0"));
+  CHECK_THAT(errorOf(replace("interval_ms: 20", "intervall_ms: 20")),
+             Catch::Contains("clusters[0].probe.intervall_ms: unknown key"));
+  CHECK_THAT(errorOf(replace("1:2:3,2:3:1,3:1:2", "1:2:3,2:x:1")),
+             Catch::Contains("clusters[0].probe.topics[0].create.replica_assignment"));
+  CHECK_THAT(errorOf(replace("1:2:3,2:3:1,3:1:2", "1:2:3,2:3")),
+             Catch::Contains("same number of replicas"));
+  CHECK_THAT(errorOf(replace("security.protocol: plaintext", "acks: \"1\"")),
+             Catch::Contains("clusters[0].client.acks"));
+  CHECK_THAT(errorOf(replace("name: lab", "name: Lab!")), Catch::Contains("clusters[0].name"));
+  CHECK_THAT(errorOf(replace("- existing", "- bad topic")),
+             Catch::Contains("clusters[0].probe.topics[1].name"));
+  CHECK_THAT(errorOf("clusters: [\n"), Catch::Contains("test.yaml: not valid YAML"));
+  CHECK_THAT(errorOf("log_level: info\n"), Catch::Contains("clusters: required"));
+}
