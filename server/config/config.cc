@@ -129,8 +129,104 @@ ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
   return p;
 }
 
+std::vector<std::string> readStringList(const YAML::Node& node, const std::string& key) {
+  if (!node.IsSequence()) fail(key, "must be a list of strings");
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    out.push_back(readString(node[i], key + "[" + std::to_string(i) + "]"));
+  }
+  return out;
+}
+
+NodeConfig readNode(const YAML::Node& node, const std::string& key) {
+  rejectUnknownKeys(node, key, {"id", "role", "docker", "ssh", "local", "log_timezone"});
+  NodeConfig n;
+  if (!node["id"]) fail(key + ".id", "required (the Kafka node.id)");
+  n.id = static_cast<std::int32_t>(readInt(node["id"], key + ".id", 0, 2'147'483'647));
+  if (node["role"]) {
+    n.role = readString(node["role"], key + ".role");
+    if (n.role != "broker" && n.role != "controller") fail(key + ".role", "broker or controller");
+  }
+  if (node["log_timezone"]) {
+    n.log_timezone = readString(node["log_timezone"], key + ".log_timezone");
+    if (n.log_timezone != "UTC" && n.log_timezone != "local") {
+      fail(key + ".log_timezone", "UTC or local");
+    }
+  }
+  int ways = 0;
+  if (node["docker"]) {
+    ++ways;
+    const auto d = node["docker"];
+    const auto dkey = key + ".docker";
+    rejectUnknownKeys(d, dkey, {"endpoint", "container"});
+    DockerTarget t;
+    if (d["endpoint"]) t.endpoint = readString(d["endpoint"], dkey + ".endpoint");
+    if (t.endpoint.rfind("unix://", 0) != 0 && t.endpoint.rfind("tcp://", 0) != 0) {
+      fail(dkey + ".endpoint", "must start with unix:// or tcp://");
+    }
+    if (!d["container"]) fail(dkey + ".container", "required");
+    t.container = readString(d["container"], dkey + ".container");
+    if (t.container.empty() ||
+        t.container.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+            std::string::npos) {
+      fail(dkey + ".container", "not a container name or id: '" + t.container + "'");
+    }
+    n.docker = t;
+  }
+  if (node["ssh"]) {
+    ++ways;
+    const auto s = node["ssh"];
+    const auto skey = key + ".ssh";
+    rejectUnknownKeys(s, skey, {"host", "user", "port", "identity_file", "connect_timeout_s",
+                                "options", "pid_command", "start_command", "log_dir"});
+    SshTarget t;
+    if (!s["host"]) fail(skey + ".host", "required");
+    t.host = readString(s["host"], skey + ".host");
+    if (t.host.empty() || t.host.front() == '-' ||
+        t.host.find_first_of(" \t\n;&|$`'\"<>()") != std::string::npos) {
+      fail(skey + ".host", "not a host name: '" + t.host + "'");
+    }
+    if (s["user"]) {
+      t.user = readString(s["user"], skey + ".user");
+      if (!t.user.empty() && (t.user.front() == '-' ||
+                              t.user.find_first_of(" \t\n;&|$`'\"<>()@") != std::string::npos)) {
+        fail(skey + ".user", "not a user name: '" + t.user + "'");
+      }
+    }
+    if (s["port"]) t.port = static_cast<int>(readInt(s["port"], skey + ".port", 1, 65535));
+    if (s["identity_file"]) t.identity_file = readString(s["identity_file"], skey + ".identity_file");
+    if (s["connect_timeout_s"]) {
+      t.connect_timeout_s =
+          static_cast<int>(readInt(s["connect_timeout_s"], skey + ".connect_timeout_s", 1, 120));
+    }
+    if (s["options"]) t.options = readStringList(s["options"], skey + ".options");
+    if (!s["pid_command"]) fail(skey + ".pid_command", "required (prints the broker's pid)");
+    t.pid_command = readString(s["pid_command"], skey + ".pid_command");
+    if (!s["start_command"]) fail(skey + ".start_command", "required (starts the broker)");
+    t.start_command = readString(s["start_command"], skey + ".start_command");
+    if (s["log_dir"]) t.log_dir = readString(s["log_dir"], skey + ".log_dir");
+    n.ssh = t;
+  }
+  if (node["local"]) {
+    ++ways;
+    const auto l = node["local"];
+    const auto lkey = key + ".local";
+    rejectUnknownKeys(l, lkey, {"pid_file", "start_command", "log_dir"});
+    LocalTarget t;
+    if (!l["pid_file"]) fail(lkey + ".pid_file", "required");
+    t.pid_file = readString(l["pid_file"], lkey + ".pid_file");
+    if (!l["start_command"]) fail(lkey + ".start_command", "required (a list: program and arguments)");
+    t.start_command = readStringList(l["start_command"], lkey + ".start_command");
+    if (t.start_command.empty()) fail(lkey + ".start_command", "must not be empty");
+    if (l["log_dir"]) t.log_dir = readString(l["log_dir"], lkey + ".log_dir");
+    n.local = t;
+  }
+  if (ways != 1) fail(key, "needs exactly one of docker, ssh, local");
+  return n;
+}
+
 ClusterConfig readCluster(const YAML::Node& node, const std::string& key) {
-  rejectUnknownKeys(node, key, {"name", "bootstrap", "client", "probe", "observe"});
+  rejectUnknownKeys(node, key, {"name", "bootstrap", "client", "probe", "observe", "inventory"});
   ClusterConfig c;
   if (!node["name"]) fail(key + ".name", "required");
   c.name = readString(node["name"], key + ".name");
@@ -159,6 +255,17 @@ ClusterConfig readCluster(const YAML::Node& node, const std::string& key) {
           readInt(o["metadata_interval_ms"], okey + ".metadata_interval_ms", 10, 60000) * 1000;
     }
     if (o["client_debug"]) c.observe.client_debug = readString(o["client_debug"], okey + ".client_debug");
+  }
+  if (node["inventory"]) {
+    const auto inv = node["inventory"];
+    if (!inv.IsSequence()) fail(key + ".inventory", "must be a list of nodes");
+    std::set<std::int32_t> ids;
+    for (std::size_t i = 0; i < inv.size(); ++i) {
+      const auto nkey = key + ".inventory[" + std::to_string(i) + "]";
+      auto n = readNode(inv[i], nkey);
+      if (!ids.insert(n.id).second) fail(nkey + ".id", "duplicate node id " + std::to_string(n.id));
+      c.inventory.push_back(std::move(n));
+    }
   }
   return c;
 }

@@ -47,12 +47,47 @@ struct ObserveConfig {
   std::string client_debug = "metadata,topic";  // librdkafka debug contexts to capture
 };
 
+// How kfaild reaches one Kafka process to inject faults. Exactly one of the three is set.
+// Everything here comes from the configuration file, never from an API request.
+struct DockerTarget {
+  std::string endpoint = "unix:///var/run/docker.sock";  // or tcp://host:port
+  std::string container;                                 // name or id
+};
+
+struct SshTarget {
+  std::string host;
+  std::string user;  // empty: ssh's default (~/.ssh/config)
+  int port = 22;
+  std::string identity_file;           // empty: the user's own keys
+  int connect_timeout_s = 5;
+  std::vector<std::string> options;    // extra "-o" options, e.g. StrictHostKeyChecking=yes
+  std::string pid_command;    // prints the broker's pid, e.g. "cat /var/run/kafka/kafka.pid"
+  std::string start_command;  // starts the broker, e.g. "sudo systemctl start kafka"
+  std::string log_dir;        // remote directory with server.log, controller.log, ...
+};
+
+struct LocalTarget {
+  std::string pid_file;
+  std::vector<std::string> start_command;  // argv, run without a shell
+  std::string log_dir;
+};
+
+struct NodeConfig {
+  std::int32_t id = -1;
+  std::string role = "broker";  // "broker" or "controller"
+  std::optional<DockerTarget> docker;
+  std::optional<SshTarget> ssh;
+  std::optional<LocalTarget> local;
+  std::string log_timezone = "UTC";  // the zone the node's log4j timestamps are written in
+};
+
 struct ClusterConfig {
   std::string name;
   std::string bootstrap;
   std::map<std::string, std::string> client;  // passed through to librdkafka (security, ...)
   ProbeConfig probe;
   ObserveConfig observe;
+  std::vector<NodeConfig> inventory;  // the processes drills may target, by node id
 };
 
 struct StorageConfig {

@@ -57,8 +57,7 @@ Result<ClusterSnapshot> fetchMetadata(rd_kafka_t* rk, const std::vector<std::str
     return snap;
   }
   for (const auto& name : topics) {
-    // rd_kafka_topic_new does not create the topic on the cluster: it is a local handle, and
-    // Metadata for it does not auto-create either (allow.auto.create.topics is false).
+    // A local handle only; see the header for why the request itself must not auto-create.
     std::unique_ptr<rd_kafka_topic_t, TopicDeleter> handle(rd_kafka_topic_new(rk, name.c_str(), nullptr));
     if (!handle) return kafkaError(errc::metadata_failed, "topic handle for " + name);
     auto md = request(handle.get());

@@ -51,6 +51,9 @@ struct ClusterSnapshot {
 
 // Sends one Metadata request per topic (a request for every topic of a large cluster would be
 // far heavier). Blocks up to `timeout_ms` per request. Thread-safe for a given handle.
+// The handle must have allow.auto.create.topics=false (librdkafka's producers default to true,
+// brokers to auto.create.topics.enable=true), or asking about a missing topic creates it with
+// one partition.
 Result<ClusterSnapshot> fetchMetadata(rd_kafka_t* rk, const std::vector<std::string>& topics,
                                       int timeout_ms);
 

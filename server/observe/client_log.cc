@@ -19,6 +19,11 @@ std::optional<ClientLeaderUpdate> parseLeaderUpdate(std::string_view facility,
       R"(^(?:Topic )?(\S+) \[(\d+)\]: leader (-?\d+) epoch (-?\d+) -> leader (-?\d+) epoch (-?\d+)$)");
   static const std::regex legacy(
       R"(^(\S+) \[(\d+)\]: applying leader-id update (-?\d+) -> (-?\d+) \(epoch (-?\d+)\))");
+  // With log.thread.name=true (librdkafka's default) every line starts with "[thrd:NAME]: ".
+  if (message.substr(0, 6) == "[thrd:") {
+    const auto end = message.find("]: ");
+    if (end != std::string_view::npos) message.remove_prefix(end + 3);
+  }
   const std::string text(message);
   std::smatch m;
   ClientLeaderUpdate u;

@@ -2,7 +2,7 @@
 
 // The client library's own view of leadership. librdkafka 2.14.2, with the `topic` debug context
 // on, logs under facility BROKER each time it applies partition metadata:
-//   "orders [0]: leader 1 epoch 0 -> leader 2 epoch 1"
+//   "[thrd:main]: orders [0]: leader 1 epoch 0 -> leader 2 epoch 1"
 // (older releases and confluent-kafka builds said "applying leader-id update 1 -> 2 (epoch 1)";
 // both forms are recognised). A line whose leader differs is the moment the producer or
 // consumer switched that partition to its new leader.

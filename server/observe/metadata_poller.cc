@@ -23,7 +23,8 @@ Status MetadataPoller::ensureHandle() {
   options.bootstrap = cluster_.bootstrap;
   options.properties = cluster_.client;
   options.client_id = "kfaild-" + cluster_.name + "-observer";
-  auto handle = kafka::createClient(RD_KAFKA_PRODUCER, options);
+  auto handle =
+      kafka::createClient(RD_KAFKA_PRODUCER, options, {{"allow.auto.create.topics", "false"}});
   if (!handle) return handle.error();
   handle_ = std::move(*handle);
   return okStatus();

@@ -70,7 +70,10 @@ Status ProbeRunner::start() {
   options.debug = cluster_.observe.client_debug;
   options.log = client_log_;
 
-  auto producer = kafka::createClient(RD_KAFKA_PRODUCER, options, {{"acks", "all"}},
+  // A metadata request for a missing topic must not create it with the broker's defaults: kfaild
+  // creates probe topics only as configured.
+  auto producer = kafka::createClient(RD_KAFKA_PRODUCER, options,
+                                      {{"acks", "all"}, {"allow.auto.create.topics", "false"}},
                                       [](rd_kafka_conf_t* conf) {
                                         rd_kafka_conf_set_events(
                                             conf, RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR);
@@ -81,7 +84,8 @@ Status ProbeRunner::start() {
                                        {"enable.auto.commit", "false"},
                                        {"enable.auto.offset.store", "false"},
                                        {"auto.offset.reset", "latest"},
-                                       {"enable.partition.eof", "false"}});
+                                       {"enable.partition.eof", "false"},
+                                       {"allow.auto.create.topics", "false"}});
   if (!consumer) return consumer.error();
   producer_ = std::move(*producer);
   consumer_ = std::move(*consumer);

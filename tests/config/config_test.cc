@@ -78,3 +78,38 @@ TEST_CASE("a configuration mistake names its key", "[unit][config]") {
   CHECK_THAT(errorOf("clusters: [\n"), Catch::Contains("test.yaml: not valid YAML"));
   CHECK_THAT(errorOf("log_level: info\n"), Catch::Contains("clusters: required"));
 }
+
+TEST_CASE("the drill inventory names how each node is reached, and only one way", "[unit][config]") {
+  const std::string base = std::string(kArticle) + R"(
+    inventory:
+      - id: 1
+        docker: {container: kbf-k1-1}
+      - id: 2
+        ssh: {host: k2.example, user: kafka, pid_command: "cat /run/kafka.pid", start_command: "systemctl start kafka"}
+      - id: 100
+        role: controller
+        local: {pid_file: /tmp/c.pid, start_command: [/bin/true]}
+)";
+  const auto c = parseConfig(base);
+  const auto& inv = c.clusters[0].inventory;
+  REQUIRE(inv.size() == 3);
+  CHECK(inv[0].docker->container == "kbf-k1-1");
+  CHECK(inv[0].docker->endpoint == "unix:///var/run/docker.sock");
+  CHECK(inv[1].ssh->port == 22);
+  CHECK(inv[2].role == "controller");
+  CHECK(inv[2].local->start_command == std::vector<std::string>{"/bin/true"});
+
+  auto replace = [&](const std::string& from, const std::string& to) {
+    auto s = base;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  CHECK_THAT(errorOf(replace("container: kbf-k1-1", "container: \"k1; rm -rf /\"")),
+             Catch::Contains("clusters[0].inventory[0].docker.container"));
+  CHECK_THAT(errorOf(replace("host: k2.example", "host: \"k2$(reboot)\"")),
+             Catch::Contains("clusters[0].inventory[1].ssh.host"));
+  CHECK_THAT(errorOf(replace("docker: {container: kbf-k1-1}",
+                             "docker: {container: a}\n        local: {pid_file: x, start_command: [y]}")),
+             Catch::Contains("clusters[0].inventory[0]: needs exactly one of docker, ssh, local"));
+  CHECK_THAT(errorOf(replace("id: 2", "id: 1")), Catch::Contains("duplicate node id 1"));
+}

@@ -28,6 +28,7 @@ kafka::Handle client(rd_kafka_type_t type, std::map<std::string, std::string> ex
   kafka::ClientOptions options;
   options.bootstrap = testing::labBootstrap();
   options.client_id = "kfaild-e2e";
+  extra.emplace("allow.auto.create.topics", "false");
   auto handle = kafka::createClient(type, options, extra);
   REQUIRE(handle);
   return std::move(*handle);

@@ -42,9 +42,42 @@ TEST_CASE("kfaild probing the lab records gaps on all three partitions and the f
   testing::ChildProcess kfaild({testing::kfaildBinary(), "--config", (dir / "kfaild.yaml").string(),
                                 "--client-log-dir", dir.path().string()},
                                log);
-  // Let the probe create its topic and settle into steady probing.
-  std::this_thread::sleep_for(8s);
+  auto store = storage::SqliteStore::open(db, {});
+  REQUIRE(store);
+  auto logTail = [&] {
+    std::ifstream in(log);
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return all.size() > 6000 ? all.substr(all.size() - 6000) : all;
+  };
+
+  // Wait for steady probing: every partition acked within 200 ms of sending during the last
+  // second (a lab that has just started, on a busy machine, needs a while to warm up).
+  auto steady = [&] {
+    auto clusters = (*store)->clusters();
+    if (!clusters || clusters->empty()) return false;
+    const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count();
+    for (int p = 0; p < 3; ++p) {
+      storage::SampleQuery q;
+      q.cluster = clusters->front().id;
+      q.topic = topic;
+      q.partition = p;
+      q.range = {now_us - 3'000'000, now_us};
+      auto rows = (*store)->samples(q);
+      if (!rows || rows->size() < 20) return false;
+      for (auto it = rows->end() - 20; it != rows->end(); ++it) {
+        if (!it->ack_us || *it->ack_us - it->send_us > 200'000) return false;
+      }
+    }
+    return true;
+  };
+  const auto wait_until = std::chrono::steady_clock::now() + 120s;
+  while (!steady() && std::chrono::steady_clock::now() < wait_until && kfaild.running()) {
+    std::this_thread::sleep_for(500ms);
+  }
+  INFO("kfaild log:\n" << logTail());
   REQUIRE(kfaild.running());
+  REQUIRE(steady());
 
   const auto killed_at = std::chrono::system_clock::now();
   REQUIRE(testing::lab("kill 1") == 0);
@@ -52,9 +85,8 @@ TEST_CASE("kfaild probing the lab records gaps on all three partitions and the f
   REQUIRE(testing::lab("start 1 --wait") == 0);
   std::this_thread::sleep_for(2s);
   REQUIRE(kfaild.stop(SIGTERM, 20000) == 0);
+  INFO("kfaild log after the kill:\n" << logTail());
 
-  auto store = storage::SqliteStore::open(db, {});
-  REQUIRE(store);
   auto clusters = (*store)->clusters();
   REQUIRE(clusters);
   REQUIRE(clusters->size() == 1);

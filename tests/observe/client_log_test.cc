@@ -5,8 +5,10 @@
 using namespace kfaild::observe;
 
 TEST_CASE("librdkafka 2.14.2's leader update line is recognised", "[unit][observe]") {
-  // Exactly as rd_kafka_toppar_leader_update() logs it (facility BROKER, debug context topic).
-  const auto u = parseLeaderUpdate("BROKER", "orders [0]: leader 1 epoch 0 -> leader 2 epoch 1");
+  // Exactly as the log callback receives it from rd_kafka_toppar_leader_update() (facility
+  // BROKER, debug context topic, thread name prefix on by default).
+  const auto u =
+      parseLeaderUpdate("BROKER", "[thrd:main]: orders [0]: leader 1 epoch 0 -> leader 2 epoch 1");
   REQUIRE(u);
   CHECK(u->topic == "orders");
   CHECK(u->partition == 0);
@@ -14,6 +16,8 @@ TEST_CASE("librdkafka 2.14.2's leader update line is recognised", "[unit][observ
   CHECK(u->to_leader == 2);
   CHECK(u->from_epoch == 0);
   CHECK(u->to_epoch == 1);
+  // The same line without the thread prefix (log.thread.name=false).
+  CHECK(parseLeaderUpdate("BROKER", "orders [0]: leader 1 epoch 0 -> leader 2 epoch 1"));
 }
 
 TEST_CASE("the article's older 'applying leader-id update' line is recognised", "[unit][observe]") {

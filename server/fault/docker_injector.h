@@ -1,0 +1,120 @@
+#pragma once
+
+// Faults through the Docker Engine API (Docker, or Podman's Docker-compatible service), over
+// HTTP/1.1 on a unix socket ("unix:///var/run/docker.sock") or plain TCP ("tcp://host:2375").
+// The API version is negotiated once with GET /version: kfaild speaks v1.41 and uses the
+// engine's own version when that is older, or its minimum when that is newer.
+//
+//   kill   POST /containers/{c}/kill?signal=KILL; fault_at = State.FinishedAt read right after
+//          ("docker:State.FinishedAt"), as the article's `finished` did by hand.
+//   stop   POST /containers/{c}/stop?t=<grace> (the engine sends SIGTERM, SIGKILL after t);
+//          fault_at = the time of Kafka's own "Terminating process due to signal SIGTERM" line
+//          in the container's log ("docker:logs", the article's `sigterm_at`), else
+//          requested_at ("kfaild:requested_at").
+//   pause / resume   POST /pause, /unpause (the cgroup freezer); no engine-side time.
+//   start  POST /start (already running is fine); fault_at = State.StartedAt.
+//   logs   server.log is the container's stdout (Kafka's root logger writes there); other files
+//          (controller.log, state-change.log) are read with `grep` through the exec API when
+//          `log_dir` (their directory inside the container) is given, else none.
+//
+// Errors: errc::engine_unreachable (socket missing, connection refused, no such host),
+// errc::permission_denied (socket mode, 401/403), errc::no_such_container (404),
+// errc::invalid_state (kill/pause of a stopped container, ...), errc::engine_error (anything
+// else, with the engine's "message" and the HTTP status), errc::timeout, errc::bad_response.
+// Every request has a deadline. Not thread-safe (see Injector).
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/common/clock.h"
+#include "server/config/config.h"
+#include "server/fault/injector.h"
+#include "server/fault/kafka_log.h"
+
+namespace kfaild::fault {
+
+struct DockerEndpoint {
+  enum class Kind { unix_socket, tcp };
+  Kind kind = Kind::unix_socket;
+  std::string path;  // unix
+  std::string host;  // tcp
+  std::string port;  // tcp
+};
+
+// "unix:///run/docker.sock" or "tcp://host:port" (also "tcp://[::1]:2375").
+Result<DockerEndpoint> parseDockerEndpoint(std::string_view endpoint);
+
+// The answer of GET /containers/{c}/json, the parts kfaild uses.
+struct ContainerInspect {
+  ProcessState state;
+  bool tty = false;  // a TTY container's log stream is raw, not multiplexed
+};
+Result<ContainerInspect> parseContainerInspect(std::string_view json);
+
+// An engine time ("2026-11-30T05:08:57.971471859Z", RFC 3339 with up to nanoseconds) in µs;
+// nullopt for Docker's "never" ("0001-01-01T00:00:00Z") and anything unreadable.
+std::optional<common::WallMicros> parseEngineTime(std::string_view text);
+
+// The engine's stdout/stderr stream of a container without a TTY: frames of an 8-byte header
+// (stream type, 3 zero bytes, big-endian payload size) and the payload. Returns the text of both
+// streams as complete lines in arrival order (a line split over frames is joined; a last line
+// without its newline is kept).
+std::string demuxLogStream(std::string_view raw);
+
+// "1.41" from GET /version's ApiVersion and MinAPIVersion; see the header comment.
+std::string negotiateApiVersion(std::string_view engine_version, std::string_view engine_min);
+
+// An unsuccessful HTTP answer of the engine as an Error: status → errc, body's "message" kept.
+Error engineAnswerError(unsigned status, std::string_view body, const std::string& what);
+
+// Percent-encodes everything but unreserved characters (RFC 3986), for a path segment.
+std::string urlEncode(std::string_view text);
+
+class DockerInjector final : public Injector {
+ public:
+  // `log_dir`: where controller.log etc. are inside the container ("" when unknown).
+  DockerInjector(config::DockerTarget target, LogZone zone, const common::Clock& clock,
+                 std::string log_dir = {},
+                 std::chrono::milliseconds request_timeout = std::chrono::seconds(15));
+
+  std::string describe() const override;
+  Result<FaultRecord> kill() override;
+  Result<FaultRecord> stop(std::chrono::seconds grace) override;
+  Result<FaultRecord> pause() override;
+  Result<FaultRecord> resume() override;
+  Result<FaultRecord> start() override;
+  Result<ProcessState> inspect() override;
+  Result<std::vector<BrokerLogLine>> logLines(const std::string& file, common::WallMicros since,
+                                              const std::vector<std::string>& patterns) override;
+
+  // The negotiated version, e.g. "1.41" (asks the engine on first use).
+  Result<std::string> apiVersion();
+
+ private:
+  struct Answer {
+    unsigned status = 0;
+    std::string body;
+  };
+  Result<Answer> request(std::string_view method, const std::string& target,
+                         const std::string& body, std::chrono::milliseconds timeout);
+  Result<Answer> containerRequest(std::string_view method, const std::string& action,
+                                  std::chrono::milliseconds timeout, const std::string& body = {});
+  Result<ContainerInspect> inspectContainer();
+  Result<std::string> containerLogText(common::WallMicros since, bool tty);
+  Result<std::string> execGrep(const std::string& file, const std::vector<std::string>& patterns);
+  Result<FaultRecord> simpleAction(const std::string& action, const std::string& what);
+
+  config::DockerTarget target_;
+  LogZone zone_;
+  const common::Clock& clock_;
+  std::string log_dir_;
+  std::chrono::milliseconds request_timeout_;
+  std::optional<DockerEndpoint> endpoint_;
+  std::string endpoint_error_;
+  std::string api_version_;  // empty until negotiated
+};
+
+}  // namespace kfaild::fault

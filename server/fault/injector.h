@@ -1,0 +1,72 @@
+#pragma once
+
+// The fault seam: one Injector per broker (or controller) process, bound at start-up to how the
+// configured inventory says that process is reached — a Docker-compatible engine, SSH, or a
+// local pid file. Nothing from an API request reaches an injector except the choice of broker id
+// (which selects the injector) and numeric durations.
+//
+// Every call blocks until the engine / remote host / kernel has answered or its timeout passed,
+// and never throws. Implementations are not required to be thread-safe: the drill runner owns
+// them and calls one at a time.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/common/clock.h"
+#include "server/common/result.h"
+
+namespace kfaild::fault {
+
+// When a fault happened, as well as kfaild can tell.
+struct FaultRecord {
+  common::WallMicros requested_at = 0;         // local wall clock just before the request
+  std::optional<common::WallMicros> fault_at;  // the injector side's own time, where it has one
+  std::string fault_time_source;  // "docker:State.FinishedAt", "ssh:remote-clock", "local"
+  std::string detail;             // what was done, e.g. "SIGKILL to pid 4242"
+};
+
+struct ProcessState {
+  bool running = false;
+  bool paused = false;
+  std::optional<std::int64_t> pid;
+  std::optional<common::WallMicros> started_at;
+  std::optional<common::WallMicros> finished_at;
+  std::string detail;  // engine-specific status text
+};
+
+// A line from the broker's own logs (server.log, controller.log, state-change.log) with the
+// time the broker wrote it.
+struct BrokerLogLine {
+  common::WallMicros t = 0;
+  std::string file;
+  std::string level;
+  std::string message;
+  std::string logger;  // log4j logger name, e.g. "org.apache.kafka.controller.QuorumController"
+};
+
+class Injector {
+ public:
+  virtual ~Injector() = default;
+
+  // "docker container kbf-k1-1 (unix:///var/run/docker.sock)", "ssh kafka@k1 (pid file ...)".
+  virtual std::string describe() const = 0;
+
+  virtual Result<FaultRecord> kill() = 0;                              // SIGKILL
+  virtual Result<FaultRecord> stop(std::chrono::seconds grace) = 0;    // SIGTERM, SIGKILL after grace
+  virtual Result<FaultRecord> pause() = 0;                             // freeze (SIGSTOP / cgroup freezer)
+  virtual Result<FaultRecord> resume() = 0;                            // thaw
+  virtual Result<FaultRecord> start() = 0;                             // start a stopped broker
+  virtual Result<ProcessState> inspect() = 0;
+
+  // Broker log lines written at or after `since` in `file` ("server.log", "controller.log",
+  // "state-change.log") that contain one of `patterns` (plain substrings). Injectors that cannot
+  // read logs return an empty list.
+  virtual Result<std::vector<BrokerLogLine>> logLines(const std::string& file,
+                                                      common::WallMicros since,
+                                                      const std::vector<std::string>& patterns) = 0;
+};
+
+}  // namespace kfaild::fault

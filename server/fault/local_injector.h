@@ -1,0 +1,56 @@
+#pragma once
+
+// Faults to a broker on kfaild's own host, found through its pid file, with kill(2).
+//
+// Before every signal the pid is checked: the pid file holds only digits, the process is alive
+// and not a zombie, and — when /proc/<pid>/cmdline is readable — it is a JVM (argv[0] ends in
+// "java") running kafka.Kafka. Anything else is refused (errc::no_such_process,
+// errc::not_a_broker): a stale pid file whose pid now belongs to another process must never
+// make kfaild signal it.
+//
+// fault_at is the wall-clock time kill(2) returned, fault_time_source "local". `start` runs the
+// configured argv (no shell) in kfaild's working directory and waits for it to return, so the
+// start command must launch the broker and return (`lab start 1`, `systemctl start kafka`,
+// `kafka-server-start.sh -daemon ...`). Relative paths are relative to kfaild's working
+// directory. Not thread-safe (see Injector).
+
+#include <chrono>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "server/common/clock.h"
+#include "server/config/config.h"
+#include "server/fault/injector.h"
+#include "server/fault/kafka_log.h"
+
+namespace kfaild::fault {
+
+class LocalInjector final : public Injector {
+ public:
+  LocalInjector(config::LocalTarget target, LogZone zone, const common::Clock& clock);
+
+  std::string describe() const override;
+  Result<FaultRecord> kill() override;
+  Result<FaultRecord> stop(std::chrono::seconds grace) override;
+  Result<FaultRecord> pause() override;
+  Result<FaultRecord> resume() override;
+  Result<FaultRecord> start() override;
+  Result<ProcessState> inspect() override;
+  Result<std::vector<BrokerLogLine>> logLines(const std::string& file, common::WallMicros since,
+                                              const std::vector<std::string>& patterns) override;
+
+ private:
+  // The broker's pid from the pid file, checked as the header says.
+  Result<pid_t> brokerPid() const;
+  Result<FaultRecord> signalBroker(int signal, pid_t* signalled = nullptr);
+
+  config::LocalTarget target_;
+  LogZone zone_;
+  const common::Clock& clock_;
+};
+
+// What /proc/<pid>/cmdline says about a process: true for a JVM running kafka.Kafka. Pure.
+bool looksLikeKafkaJvm(const std::vector<std::string>& argv);
+
+}  // namespace kfaild::fault

@@ -1,0 +1,84 @@
+#pragma once
+
+// Faults over SSH: the OpenSSH client, run with a fixed argv (no local shell), runs one short
+// POSIX shell script per call on the broker's host. Each script is built only from the
+// configured `pid_command`, `start_command` and `log_dir` and from numbers and fixed signal
+// names; the remote side checks that the pid is all digits, alive, and a Kafka JVM
+// (kafka.Kafka in its command line) before it sends any signal, so a stale pid file never
+// makes kfaild signal an unrelated process.
+//
+// fault_at comes from the remote host's clock (`date +%s%N`, read in the same session just
+// before the signal), fault_time_source "ssh:remote-clock".
+//
+// Errors: errc::ssh_failed (ssh's own exit 255, with its stderr: connection refused, host key,
+// authentication), errc::no_such_process (no pid, or it is not running), errc::not_a_broker,
+// errc::remote_command_failed (exit status and stderr), errc::timeout (ssh is killed),
+// errc::invalid_target (a host or user that ssh would read as an option).
+// Not thread-safe (see Injector).
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/common/clock.h"
+#include "server/config/config.h"
+#include "server/fault/injector.h"
+#include "server/fault/kafka_log.h"
+
+namespace kfaild::fault {
+
+enum class Signal { kill, term, stop, cont };
+
+// The remote scripts. Pure; exposed so tests can pin their exact text.
+namespace ssh_script {
+
+// Sends `signal` to the broker: validates the pid, prints "kfaild-pid=N" and
+// "kfaild-clock=<ns since epoch>" (the remote clock just before the signal), then signals.
+std::string signalCommand(const std::string& pid_command, Signal signal);
+// SIGTERM (and SIGCONT, so a frozen JVM can act on it), wait up to `grace_s` for the exit,
+// then SIGKILL; prints "kfaild-stop=exited|killed".
+std::string stopCommand(const std::string& pid_command, std::int64_t grace_s);
+// Prints kfaild-pid, kfaild-now, kfaild-stat, kfaild-etimes, kfaild-kafka lines, or
+// "kfaild-state=nopid"; never signals.
+std::string inspectCommand(const std::string& pid_command);
+// grep -h -F of `patterns` (single-quoted) in `log_dir`/`file`; exit 1 is "no match".
+std::string logsCommand(const std::string& log_dir, const std::string& file,
+                        const std::vector<std::string>& patterns);
+
+}  // namespace ssh_script
+
+class SshInjector final : public Injector {
+ public:
+  SshInjector(config::SshTarget target, LogZone zone, const common::Clock& clock,
+              std::string ssh_program = "ssh");
+
+  std::string describe() const override;
+  Result<FaultRecord> kill() override;
+  Result<FaultRecord> stop(std::chrono::seconds grace) override;
+  Result<FaultRecord> pause() override;
+  Result<FaultRecord> resume() override;
+  Result<FaultRecord> start() override;
+  Result<ProcessState> inspect() override;
+  Result<std::vector<BrokerLogLine>> logLines(const std::string& file, common::WallMicros since,
+                                              const std::vector<std::string>& patterns) override;
+
+  // The full local argv for one remote command: ssh, its options from the config, the
+  // destination, "--", and the remote command as one argument.
+  Result<std::vector<std::string>> sshArgv(const std::string& remote_command) const;
+
+ private:
+  Result<FaultRecord> signal(Signal signal);
+  Result<std::string> run(const std::string& remote_command, std::chrono::milliseconds timeout);
+  std::string destination() const;
+
+  config::SshTarget target_;
+  LogZone zone_;
+  const common::Clock& clock_;
+  std::string ssh_program_;
+};
+
+// "1796015337879312744" (date +%s%N) → µs; "1796015337N" (a date without %N) → whole seconds.
+std::optional<common::WallMicros> parseRemoteClock(std::string_view text);
+
+}  // namespace kfaild::fault
