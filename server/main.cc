@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -13,10 +14,14 @@
 
 #include "server/common/clock.h"
 #include "server/config/config.h"
+#include "server/drill/drill_runner.h"
+#include "server/drill/scheduler.h"
+#include "server/fault/injector_factory.h"
 #include "server/kafka/client.h"
 #include "server/observe/client_log.h"
 #include "server/observe/metadata_poller.h"
 #include "server/probe/probe_runner.h"
+#include "storage/sqlite_drill_store.h"
 #include "storage/sqlite_store.h"
 
 namespace {
@@ -39,6 +44,7 @@ struct ClusterParts {
   std::unique_ptr<kfaild::observe::ClientLogWatcher> client_log;
   std::unique_ptr<kfaild::observe::MetadataPoller> poller;
   std::unique_ptr<kfaild::probe::ProbeRunner> probe;
+  std::unique_ptr<kfaild::drill::DrillRunner> drills;  // only with an inventory
 };
 
 void logStatus(const ClusterParts& parts, const kfaild::common::Clock& clock) {
@@ -128,6 +134,12 @@ int main(int argc, char* argv[]) {
     return 1;
   }
   spdlog::info("database {}", config.storage.path);
+  auto drill_store = kfaild::storage::SqliteDrillStore::open(config.storage.path);
+  if (!drill_store) {
+    spdlog::critical("cannot open the drill tables of {}: {}", config.storage.path,
+                     drill_store.error().describe());
+    return 1;
+  }
 
   std::vector<ClusterParts> clusters;
   for (std::size_t i = 0; i < config.clusters.size(); ++i) {
@@ -148,6 +160,21 @@ int main(int argc, char* argv[]) {
     parts.poller = std::make_unique<kfaild::observe::MetadataPoller>(cc, *id, **store, clock);
     parts.probe = std::make_unique<kfaild::probe::ProbeRunner>(cc, *id, **store, clock,
                                                                parts.client_log->sink());
+    if (!cc.inventory.empty()) {
+      std::map<std::int32_t, std::unique_ptr<kfaild::fault::Injector>> injectors;
+      for (const auto& node : cc.inventory) injectors[node.id] = kfaild::fault::makeInjector(node, clock);
+      parts.drills = std::make_unique<kfaild::drill::DrillRunner>(cc, *id, **store, **drill_store, clock,
+                                                                  *parts.poller, *parts.probe,
+                                                                  std::move(injectors));
+      // Before anything else: a node a previous kfaild left down comes back first.
+      auto recovered = parts.drills->recoverPending(std::chrono::seconds(600));
+      if (!recovered) {
+        spdlog::critical("cluster {}: a node left down by an earlier drill could not be recovered: {}", cc.name,
+                         recovered.error().describe());
+        return 1;
+      }
+      if (*recovered > 0) spdlog::warn("cluster {}: recovered {} node(s) left down by an earlier drill", cc.name, *recovered);
+    }
     if (auto s = parts.probe->start(); !s) {
       // A refused client property is a configuration mistake: name the key.
       std::cerr << "kfaild: configuration error: clusters[" << i << "].client: "
@@ -159,10 +186,22 @@ int main(int argc, char* argv[]) {
                 << s.error().describe() << '\n';
       return 2;
     }
-    spdlog::info("cluster {}: probing {} topic(s) via {}", cc.name, cc.probe.topics.size(),
-                 cc.bootstrap);
+    if (parts.drills) {
+      if (auto s = parts.drills->start(); !s) {
+        spdlog::critical("cluster {}: cannot start the drill runner: {}", cc.name, s.error().describe());
+        return 1;
+      }
+    }
+    spdlog::info("cluster {}: probing {} topic(s) via {}{}", cc.name, cc.probe.topics.size(), cc.bootstrap,
+                 parts.drills ? ", drills enabled for " + std::to_string(cc.inventory.size()) + " node(s)" : "");
     clusters.push_back(std::move(parts));
   }
+  std::map<kfaild::storage::ClusterId, kfaild::drill::DrillRunner*> runners;
+  for (auto& parts : clusters) {
+    if (parts.drills) runners[parts.drills->clusterId()] = parts.drills.get();
+  }
+  kfaild::drill::Scheduler scheduler(**drill_store, clock, runners);
+  scheduler.start();
 
   const timespec tick{1, 0};
   int seconds = 0;
@@ -189,6 +228,11 @@ int main(int argc, char* argv[]) {
     }
   }
 
+  scheduler.stop();
+  // A running drill brings its node back before its runner stops.
+  for (auto& parts : clusters) {
+    if (parts.drills) parts.drills->stop();
+  }
   for (auto& parts : clusters) {
     parts.probe->stop();
     parts.poller->stop();

@@ -17,6 +17,7 @@
 
 namespace kfaild::storage {
 
+// Half-open, [from_us, to_us), wall-clock µs: consecutive windows never share a record.
 struct TimeRange {
   std::int64_t from_us = 0;
   std::int64_t to_us = INT64_MAX;

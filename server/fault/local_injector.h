@@ -8,15 +8,16 @@
 // errc::not_a_broker): a stale pid file whose pid now belongs to another process must never
 // make kfaild signal it.
 //
-// fault_at is the wall-clock time kill(2) returned, fault_time_source "local". `start` runs the
-// configured argv (no shell) in kfaild's working directory and waits for it to return, so the
-// start command must launch the broker and return (`lab start 1`, `systemctl start kafka`,
+// fault_at is the wall-clock time read right before kill(2), fault_time_source "local". `start`
+// runs the configured argv (no shell) in kfaild's working directory and waits for it to return, so
+// the start command must launch the broker and return (`lab start 1`, `systemctl start kafka`,
 // `kafka-server-start.sh -daemon ...`). Relative paths are relative to kfaild's working
 // directory. Not thread-safe (see Injector).
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 #include "server/common/clock.h"

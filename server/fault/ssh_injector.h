@@ -4,7 +4,7 @@
 // POSIX shell script per call on the broker's host. Each script is built only from the
 // configured `pid_command`, `start_command` and `log_dir` and from numbers and fixed signal
 // names; the remote side checks that the pid is all digits, alive, and a Kafka JVM
-// (kafka.Kafka in its command line) before it sends any signal, so a stale pid file never
+// (an argument that is exactly kafka.Kafka) before it sends any signal, so a stale pid file never
 // makes kfaild signal an unrelated process.
 //
 // fault_at comes from the remote host's clock (`date +%s%N`, read in the same session just

@@ -19,6 +19,39 @@ struct NewTopicDeleter {
 struct OptionsDeleter {
   void operator()(rd_kafka_AdminOptions_t* o) const { rd_kafka_AdminOptions_destroy(o); }
 };
+struct ConfigResourceDeleter {
+  void operator()(rd_kafka_ConfigResource_t* r) const { rd_kafka_ConfigResource_destroy(r); }
+};
+struct ElectLeadersDeleter {
+  void operator()(rd_kafka_ElectLeaders_t* e) const { rd_kafka_ElectLeaders_destroy(e); }
+};
+struct PartitionListDeleter {
+  void operator()(rd_kafka_topic_partition_list_t* l) const {
+    rd_kafka_topic_partition_list_destroy(l);
+  }
+};
+
+using EventPtr = std::unique_ptr<rd_kafka_event_t, EventDeleter>;
+
+std::unique_ptr<rd_kafka_AdminOptions_t, OptionsDeleter> adminOptions(rd_kafka_t* rk,
+                                                                     rd_kafka_admin_op_t op,
+                                                                     int timeout_ms) {
+  char errstr[256];
+  std::unique_ptr<rd_kafka_AdminOptions_t, OptionsDeleter> options(rd_kafka_AdminOptions_new(rk, op));
+  rd_kafka_AdminOptions_set_request_timeout(options.get(), timeout_ms, errstr, sizeof errstr);
+  return options;
+}
+
+// Waits for the admin result on `queue`; an event-level error becomes an Error.
+Result<EventPtr> awaitResult(rd_kafka_queue_t* queue, int timeout_ms, const std::string& what) {
+  EventPtr event(rd_kafka_queue_poll(queue, timeout_ms + 5000));
+  if (!event) return kafkaError(errc::admin_failed, what + ": no answer");
+  if (rd_kafka_event_error(event.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return kafkaError(errc::admin_failed, what + ": " + rd_kafka_event_error_string(event.get()),
+                      rd_kafka_event_error(event.get()));
+  }
+  return event;
+}
 
 }  // namespace
 
@@ -74,6 +107,95 @@ Result<CreateOutcome> createTopic(rd_kafka_t* rk, const NewTopic& topic, int tim
     }
   }
   return CreateOutcome::kCreated;
+}
+
+Status deleteTopic(rd_kafka_t* rk, const std::string& name, int timeout_ms) {
+  rd_kafka_DeleteTopic_t* topic = rd_kafka_DeleteTopic_new(name.c_str());
+  auto options = adminOptions(rk, RD_KAFKA_ADMIN_OP_DELETETOPICS, timeout_ms);
+  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(rk));
+  rd_kafka_DeleteTopics(rk, &topic, 1, options.get(), queue.get());
+  rd_kafka_DeleteTopic_destroy(topic);
+  auto event = awaitResult(queue.get(), timeout_ms, "delete topic " + name);
+  if (!event) return event.error();
+  size_t count = 0;
+  const auto** results =
+      rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(event->get()), &count);
+  for (size_t i = 0; i < count; ++i) {
+    const auto err = rd_kafka_topic_result_error(results[i]);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+      return kafkaError(errc::admin_failed, "delete topic " + name, err);
+    }
+  }
+  return okStatus();
+}
+
+Result<std::map<std::string, std::string>> describeTopicConfig(rd_kafka_t* rk,
+                                                               const std::vector<std::string>& topics,
+                                                               const std::string& key,
+                                                               int timeout_ms) {
+  std::map<std::string, std::string> out;
+  if (topics.empty()) return out;
+  std::vector<std::unique_ptr<rd_kafka_ConfigResource_t, ConfigResourceDeleter>> owned;
+  std::vector<rd_kafka_ConfigResource_t*> resources;
+  for (const auto& t : topics) {
+    owned.emplace_back(rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, t.c_str()));
+    resources.push_back(owned.back().get());
+  }
+  auto options = adminOptions(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms);
+  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(rk));
+  rd_kafka_DescribeConfigs(rk, resources.data(), resources.size(), options.get(), queue.get());
+  auto event = awaitResult(queue.get(), timeout_ms, "describe topic configs");
+  if (!event) return event.error();
+  const auto* result = rd_kafka_event_DescribeConfigs_result(event->get());
+  size_t count = 0;
+  const auto** described = rd_kafka_DescribeConfigs_result_resources(result, &count);
+  for (size_t i = 0; i < count; ++i) {
+    if (rd_kafka_ConfigResource_error(described[i]) != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+    size_t n = 0;
+    const auto** entries = rd_kafka_ConfigResource_configs(described[i], &n);
+    for (size_t j = 0; j < n; ++j) {
+      if (key == rd_kafka_ConfigEntry_name(entries[j])) {
+        const char* value = rd_kafka_ConfigEntry_value(entries[j]);
+        out[rd_kafka_ConfigResource_name(described[i])] = value ? value : "";
+      }
+    }
+  }
+  return out;
+}
+
+Result<std::vector<ElectionOutcome>> electPreferredLeaders(rd_kafka_t* rk,
+                                                           const std::vector<TopicPartition>& partitions,
+                                                           int timeout_ms) {
+  std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionListDeleter> list(
+      rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));
+  for (const auto& p : partitions) {
+    rd_kafka_topic_partition_list_add(list.get(), p.topic.c_str(), p.partition);
+  }
+  std::unique_ptr<rd_kafka_ElectLeaders_t, ElectLeadersDeleter> request(
+      rd_kafka_ElectLeaders_new(RD_KAFKA_ELECTION_TYPE_PREFERRED, list.get()));
+  auto options = adminOptions(rk, RD_KAFKA_ADMIN_OP_ELECTLEADERS, timeout_ms);
+  char errstr[256];
+  rd_kafka_AdminOptions_set_operation_timeout(options.get(), timeout_ms, errstr, sizeof errstr);
+  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(rk));
+  rd_kafka_ElectLeaders(rk, request.get(), options.get(), queue.get());
+  auto event = awaitResult(queue.get(), timeout_ms, "preferred leader election");
+  if (!event) return event.error();
+  const auto* result = rd_kafka_event_ElectLeaders_result(event->get());
+  size_t count = 0;
+  const auto** results = rd_kafka_ElectLeaders_result_partitions(result, &count);
+  std::vector<ElectionOutcome> out;
+  for (size_t i = 0; i < count; ++i) {
+    const auto* tp = rd_kafka_topic_partition_result_partition(results[i]);
+    const auto* error = rd_kafka_topic_partition_result_error(results[i]);
+    ElectionOutcome o;
+    o.partition = {tp->topic, tp->partition};
+    if (error != nullptr && rd_kafka_error_code(error) != RD_KAFKA_RESP_ERR_NO_ERROR &&
+        rd_kafka_error_code(error) != RD_KAFKA_RESP_ERR_ELECTION_NOT_NEEDED) {
+      o.error = rd_kafka_error_string(error);
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
 }
 
 }  // namespace kfaild::kafka

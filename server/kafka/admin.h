@@ -25,4 +25,31 @@ enum class CreateOutcome { kCreated, kAlreadyExists };
 
 Result<CreateOutcome> createTopic(rd_kafka_t* rk, const NewTopic& topic, int timeout_ms);
 
+// Deletes a topic; a topic that does not exist is not an error.
+Status deleteTopic(rd_kafka_t* rk, const std::string& name, int timeout_ms);
+
+// One configuration value of each named topic (e.g. "min.insync.replicas"), as the cluster
+// reports it (the topic's own value or the broker default). Topics the cluster does not know are
+// left out of the map.
+Result<std::map<std::string, std::string>> describeTopicConfig(rd_kafka_t* rk,
+                                                               const std::vector<std::string>& topics,
+                                                               const std::string& key,
+                                                               int timeout_ms);
+
+struct TopicPartition {
+  std::string topic;
+  std::int32_t partition = 0;
+};
+
+struct ElectionOutcome {
+  TopicPartition partition;
+  std::string error;  // empty: elected (or already the preferred leader)
+};
+
+// Preferred leader election (the article's kafka-leader-election.sh --election-type preferred)
+// for the given partitions. A partition whose preferred leader already leads is not an error.
+Result<std::vector<ElectionOutcome>> electPreferredLeaders(rd_kafka_t* rk,
+                                                           const std::vector<TopicPartition>& partitions,
+                                                           int timeout_ms);
+
 }  // namespace kfaild::kafka

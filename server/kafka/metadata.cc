@@ -88,4 +88,34 @@ Result<ClusterSnapshot> fetchMetadata(rd_kafka_t* rk, const std::vector<std::str
   return snap;
 }
 
+Result<ClusterSnapshot> fetchAllMetadata(rd_kafka_t* rk, int timeout_ms) {
+  const rd_kafka_metadata_t* raw = nullptr;
+  const auto err = rd_kafka_metadata(rk, 1, nullptr, &raw, timeout_ms);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return kafkaError(errc::metadata_failed, "metadata request (all topics)", err);
+  }
+  std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter> md(raw);
+  ClusterSnapshot snap;
+  fillBrokers(*md, snap);
+  for (int i = 0; i < md->topic_cnt; ++i) {
+    const auto& t = md->topics[i];
+    TopicInfo info;
+    info.name = t.topic;
+    if (t.err != RD_KAFKA_RESP_ERR_NO_ERROR) info.error = rd_kafka_err2name(t.err);
+    for (int p = 0; p < t.partition_cnt; ++p) {
+      const auto& mp = t.partitions[p];
+      PartitionInfo pi;
+      pi.partition = mp.id;
+      pi.leader = mp.leader;
+      pi.replicas.assign(mp.replicas, mp.replicas + mp.replica_cnt);
+      pi.isr.assign(mp.isrs, mp.isrs + mp.isr_cnt);
+      if (mp.err != RD_KAFKA_RESP_ERR_NO_ERROR) pi.error = rd_kafka_err2name(mp.err);
+      info.partitions.push_back(std::move(pi));
+    }
+    snap.topics.push_back(std::move(info));
+  }
+  snap.controller_id = rd_kafka_controllerid(rk, 0);
+  return snap;
+}
+
 }  // namespace kfaild::kafka

@@ -57,4 +57,8 @@ struct ClusterSnapshot {
 Result<ClusterSnapshot> fetchMetadata(rd_kafka_t* rk, const std::vector<std::string>& topics,
                                       int timeout_ms);
 
+// Every topic of the cluster (internal ones included) in one request: for drill guards, which
+// must know every partition a broker failure would take offline. Heavier than fetchMetadata.
+Result<ClusterSnapshot> fetchAllMetadata(rd_kafka_t* rk, int timeout_ms);
+
 }  // namespace kfaild::kafka

@@ -65,22 +65,28 @@ void PartitionLedger::received(std::int64_t seq, common::Instant at, LedgerOutpu
   if (seq < next_seq_ - options_.receive_window) {
     // Too old to remember whether it was seen: a redelivery of something long finished.
     ++counters_.duplicated;
+    out.anomalies.push_back({"duplicate", topic_, partition_, seq, at.wall});
     return;
   }
   std::uint8_t& seen = receivedFlag(seq);
   if (seen) {
     ++counters_.duplicated;
+    out.anomalies.push_back({"duplicate", topic_, partition_, seq, at.wall});
     return;
   }
   seen = 1;
   ++counters_.received;
-  if (seq < max_received_seq_) ++counters_.reordered;
+  if (seq < max_received_seq_) {
+    ++counters_.reordered;
+    out.anomalies.push_back({"reordered", topic_, partition_, seq, at.wall});
+  }
   if (seq > max_received_seq_) max_received_seq_ = seq;
   noteGap(storage::GapKind::kReceive, last_receive_, last_receive_seq_, longest_receive_gap_us_,
           seq, at, out);
   InFlight* entry = find(seq);
   if (entry == nullptr) {
     ++counters_.late;
+    out.anomalies.push_back({"late", topic_, partition_, seq, at.wall});
     return;
   }
   entry->receive_wall = at.wall;
@@ -98,6 +104,7 @@ void PartitionLedger::expire(common::Instant now, LedgerOutput& out) {
     if (entry.report && entry.error == 0 && !entry.receive_wall &&
         now.mono - entry.report->mono > options_.loss_timeout_us) {
       ++counters_.lost;
+      out.anomalies.push_back({"lost", topic_, partition_, seq, now.wall});
       finish(seq, entry, out);
     } else if (!entry.report && now.mono - entry.sent.mono > options_.unacked_timeout_us) {
       entry.error = kNoDeliveryReport;

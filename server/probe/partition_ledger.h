@@ -54,9 +54,19 @@ struct PartitionStatus {
   std::size_t in_flight = 0;
 };
 
+// A message that broke the stream's order: kind "duplicate", "reordered", "lost" or "late".
+struct Anomaly {
+  std::string kind;
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t seq = 0;
+  common::WallMicros at = 0;
+};
+
 struct LedgerOutput {
   std::vector<storage::ProbeSample> samples;
   std::vector<storage::Gap> gaps;
+  std::vector<Anomaly> anomalies;
 };
 
 class PartitionLedger {

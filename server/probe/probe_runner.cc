@@ -362,8 +362,20 @@ void ProbeRunner::publish(LedgerOutput& out) {
     store_.addGap(std::move(gap));
   }
   for (auto& sample : out.samples) store_.addSample(std::move(sample));
+  for (const auto& anomaly : out.anomalies) {
+    storage::Event e;
+    e.cluster = cluster_id_;
+    e.t_us = anomaly.at;
+    e.source = "probe";
+    e.kind = anomaly.kind;
+    e.topic = anomaly.topic;
+    e.partition = anomaly.partition;
+    e.detail = "{\"seq\":" + std::to_string(anomaly.seq) + "}";
+    store_.addEvent(std::move(e));
+  }
   out.gaps.clear();
   out.samples.clear();
+  out.anomalies.clear();
 }
 
 ProbeStatus ProbeRunner::status() const {

@@ -177,3 +177,20 @@ TEST_CASE("messages from sequences this run never sent are ignored", "[unit][pro
   h.receive(-1);
   CHECK(h.ledger.status().counters.received == 0);
 }
+
+TEST_CASE("duplicates, reorders and losses are reported as anomalies with their sequence", "[unit][probe]") {
+  Harness h;
+  for (int i = 0; i < 3; ++i) h.ack(h.send());
+  h.receive(1);
+  h.receive(0);  // reordered
+  h.receive(0);  // duplicate
+  h.advance(11'000'000);
+  h.ledger.expire(h.now, h.out);  // 2 was never received: lost
+  REQUIRE(h.out.anomalies.size() == 3);
+  CHECK(h.out.anomalies[0].kind == "reordered");
+  CHECK(h.out.anomalies[0].seq == 0);
+  CHECK(h.out.anomalies[1].kind == "duplicate");
+  CHECK(h.out.anomalies[2].kind == "lost");
+  CHECK(h.out.anomalies[2].seq == 2);
+  CHECK(h.out.anomalies[2].topic == "orders");
+}

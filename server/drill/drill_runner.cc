@@ -1,0 +1,669 @@
+#include "server/drill/drill_runner.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "server/common/time_format.h"
+#include "server/drill/errc.h"
+#include "server/drill/guards.h"
+#include "server/kafka/admin.h"
+#include "server/kafka/metadata.h"
+
+namespace kfaild::drill {
+namespace {
+
+constexpr int kAdminTimeoutMs = 5000;
+constexpr std::int64_t kPollUs = 100'000;
+constexpr std::int64_t kSecond = 1'000'000;
+
+bool terminal(const std::string& state) {
+  return state == "done" || state == "failed" || state == "aborted";
+}
+
+Error refused(const std::string& reason) { return Error{make_error_code(errc::guard_refused), reason}; }
+
+// Broker log lines that mark the phases of a failover, by file and by what they mean.
+struct LogPattern {
+  const char* file;
+  const char* needle;
+  const char* kind;
+};
+constexpr LogPattern kControllerPatterns[] = {
+    {"controller.log", "because its session has timed out", "fenced"},
+    {"controller.log", "has requested and been granted a controlled shutdown", "controlled_shutdown"},
+    {"controller.log", "to shut down has been granted", "shutdown_granted"},
+};
+
+}  // namespace
+
+DrillRunner::DrillRunner(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,
+                         storage::Store& store, storage::DrillStore& drills, const common::Clock& clock,
+                         observe::MetadataPoller& poller, probe::ProbeRunner& probe,
+                         std::map<std::int32_t, std::unique_ptr<fault::Injector>> injectors)
+    : cluster_(cluster),
+      cluster_id_(cluster_id),
+      store_(store),
+      drills_(drills),
+      clock_(clock),
+      poller_(poller),
+      probe_(probe),
+      injectors_(std::move(injectors)) {}
+
+DrillRunner::~DrillRunner() { stop(); }
+
+kafka::Handle& DrillRunner::admin() {
+  std::lock_guard lock(mutex_);
+  if (!admin_) {
+    kafka::ClientOptions options;
+    options.bootstrap = cluster_.bootstrap;
+    options.properties = cluster_.client;
+    options.client_id = "kfaild-" + cluster_.name + "-drill";
+    auto handle = kafka::createClient(RD_KAFKA_PRODUCER, options, {{"allow.auto.create.topics", "false"}});
+    if (handle) admin_ = std::move(*handle);
+  }
+  return admin_;
+}
+
+Status DrillRunner::start() {
+  if (!admin()) return Error{make_error_code(errc::injector_failed), "cannot create the admin client"};
+  // Drills queued before a restart start again in order.
+  storage::DrillQuery q;
+  q.cluster = cluster_id_;
+  q.state = "queued";
+  q.limit = 1000;
+  if (auto queued = drills_.drills(q); queued) {
+    std::lock_guard lock(mutex_);
+    for (auto it = queued->rbegin(); it != queued->rend(); ++it) queue_.push_back(it->id);
+  }
+  stopping_ = false;
+  thread_ = std::thread([this] { loop(); });
+  return okStatus();
+}
+
+void DrillRunner::stop() {
+  stopping_ = true;
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::optional<std::int64_t> DrillRunner::active() const {
+  std::lock_guard lock(mutex_);
+  return active_;
+}
+
+bool DrillRunner::interrupted() const {
+  if (stopping_) return true;
+  std::lock_guard lock(mutex_);
+  return abort_request_ && active_ && *abort_request_ == *active_;
+}
+
+bool DrillRunner::waitFor(std::int64_t micros) {
+  std::unique_lock lock(mutex_);
+  const auto is_interrupted = [this] {
+    return stopping_.load() || (abort_request_ && active_ && *abort_request_ == *active_);
+  };
+  wake_.wait_for(lock, std::chrono::microseconds(std::max<std::int64_t>(0, micros)), is_interrupted);
+  return !is_interrupted();
+}
+
+void DrillRunner::recordEvent(const std::string& source, const std::string& kind, std::int64_t t_us,
+                              std::optional<std::int32_t> broker, nlohmann::json detail) {
+  storage::Event e;
+  e.cluster = cluster_id_;
+  e.t_us = t_us;
+  e.source = source;
+  e.kind = kind;
+  e.broker = broker;
+  e.detail = detail.dump();
+  store_.addEvent(std::move(e));
+}
+
+void DrillRunner::persist(const storage::DrillRecord& drill) {
+  if (auto s = drills_.updateDrill(drill); !s) {
+    spdlog::error("drill {}: cannot record it: {}", drill.id, s.error().describe());
+  }
+}
+
+void DrillRunner::persist(const storage::RecoveryEntry& entry) {
+  // The node is recovered either way; a journal that stays open only means the next start of
+  // kfaild checks that node again.
+  if (auto s = drills_.updateRecovery(entry); !s) {
+    spdlog::error("recovery journal {}: cannot record it: {}", entry.id, s.error().describe());
+  }
+}
+
+void DrillRunner::setState(storage::DrillRecord& drill, const std::string& state, const std::string& reason) {
+  drill.state = state;
+  if (!reason.empty()) drill.reason = reason;
+  if (terminal(state)) drill.finished_us = clock_.wallNow();
+  if (auto s = drills_.updateDrill(drill); !s) {
+    spdlog::error("drill {}: cannot record state {}: {}", drill.id, state, s.error().describe());
+  }
+  spdlog::info("drill {} on {}: {}{}", drill.id, cluster_.name, state, reason.empty() ? "" : " (" + reason + ")");
+}
+
+Result<std::int32_t> DrillRunner::resolveTarget(const Target& target) const {
+  const auto observed = poller_.latest();
+  switch (target.kind) {
+    case TargetKind::kBroker:
+      if (!injectors_.count(target.broker)) {
+        return Error{make_error_code(errc::invalid_request),
+                     "target.broker: node " + std::to_string(target.broker) + " is not in the inventory of cluster " +
+                         cluster_.name};
+      }
+      return target.broker;
+    case TargetKind::kLeaderOf: {
+      if (!observed.snapshot) return refused("the cluster's metadata is unavailable");
+      const auto* topic = observed.snapshot->topic(target.topic);
+      if (topic == nullptr) {
+        return Error{make_error_code(errc::invalid_request),
+                     "target.leader_of.topic: " + target.topic + " is not a probe topic of cluster " + cluster_.name};
+      }
+      for (const auto& p : topic->partitions) {
+        if (p.partition == target.partition) {
+          if (p.leader < 0) return refused(target.topic + "-" + std::to_string(p.partition) + " has no leader");
+          if (!injectors_.count(p.leader)) {
+            return refused("the leader of " + target.topic + "-" + std::to_string(p.partition) + ", broker " +
+                           std::to_string(p.leader) + ", is not in the inventory");
+          }
+          return p.leader;
+        }
+      }
+      return Error{make_error_code(errc::invalid_request),
+                   "target.leader_of.partition: " + target.topic + " has no partition " + std::to_string(target.partition)};
+    }
+    case TargetKind::kController:
+      for (const auto& node : cluster_.inventory) {
+        if (node.role == "controller") return node.id;
+      }
+      return Error{make_error_code(errc::invalid_request), "target.controller: no controller in the inventory"};
+    case TargetKind::kRandom: {
+      std::vector<std::int32_t> brokers;
+      for (const auto& node : cluster_.inventory) {
+        if (node.role == "broker") brokers.push_back(node.id);
+      }
+      if (brokers.empty()) return Error{make_error_code(errc::invalid_request), "target.random: no broker in the inventory"};
+      std::mt19937 rng(std::random_device{}());
+      return brokers[std::uniform_int_distribution<std::size_t>(0, brokers.size() - 1)(rng)];
+    }
+  }
+  return Error{make_error_code(errc::invalid_request), "target: unknown kind"};
+}
+
+std::optional<std::string> DrillRunner::guards(std::int32_t target, const DrillSpec& spec, bool ignore_active) {
+  GuardInput in;
+  in.fault = spec.fault;
+  in.target = target;
+  in.allow_unavailable = spec.options.allow_unavailable;
+  for (const auto& node : cluster_.inventory) {
+    in.inventory.insert(node.id);
+    if (node.role == "broker") in.inventory_brokers.insert(node.id);
+  }
+  if (!ignore_active) in.active_drill = active();
+  for (const auto& t : cluster_.probe.topics) in.probe_topics.push_back(t.name);
+  auto& handle = admin();
+  if (!handle) return std::string("the admin client could not be created");
+  auto all = kafka::fetchAllMetadata(handle.get(), kAdminTimeoutMs);
+  if (!all) return "the cluster's metadata is unavailable: " + all.error().describe();
+  in.cluster = &*all;
+  // min.insync.replicas matters only where the target is in the ISR with company.
+  std::vector<std::string> topics;
+  for (const auto& t : all->topics) {
+    for (const auto& p : t.partitions) {
+      if (std::find(p.isr.begin(), p.isr.end(), target) != p.isr.end() && p.isr.size() > 1) {
+        topics.push_back(t.name);
+        break;
+      }
+    }
+  }
+  auto min_isr = kafka::describeTopicConfig(handle.get(), topics, "min.insync.replicas", kAdminTimeoutMs);
+  if (!min_isr) return "cannot read min.insync.replicas: " + min_isr.error().describe();
+  for (const auto& [topic, value] : *min_isr) {
+    try {
+      in.min_insync[topic] = std::stoi(value);
+    } catch (const std::exception&) {
+      in.min_insync[topic] = 1;
+    }
+  }
+  return checkGuards(in);
+}
+
+Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOptions& options) {
+  auto target = resolveTarget(spec.target);
+  if (!target) return target.error();
+  const auto running = active();
+  if (running && !options.queue_if_busy) {
+    return refused("drill " + std::to_string(*running) + " is running on cluster " + cluster_.name);
+  }
+  if (!running) {
+    if (auto reason = guards(*target, spec, true)) return refused(*reason);
+  }
+  storage::DrillRecord drill;
+  drill.cluster = cluster_id_;
+  drill.fault = toString(spec.fault);
+  drill.target = toJson(spec.target).dump();
+  drill.options = toJson(spec.options).dump();
+  drill.state = "queued";
+  drill.schedule_id = options.schedule_id;
+  drill.created_us = clock_.wallNow();
+  auto id = drills_.createDrill(drill);
+  if (!id) return id.error();
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(*id);
+  }
+  wake_.notify_all();
+  spdlog::info("drill {} on {}: queued {} of {}", *id, cluster_.name, drill.fault, drill.target);
+  return *id;
+}
+
+Status DrillRunner::abort(std::int64_t drill_id) {
+  {
+    std::lock_guard lock(mutex_);
+    if (active_ && *active_ == drill_id) {
+      abort_request_ = drill_id;
+      wake_.notify_all();
+      return okStatus();
+    }
+    auto it = std::find(queue_.begin(), queue_.end(), drill_id);
+    if (it == queue_.end()) {
+      return Error{make_error_code(errc::drill_not_found), "drill " + std::to_string(drill_id) + " is not queued or running"};
+    }
+    queue_.erase(it);
+  }
+  auto drill = drills_.drill(drill_id);
+  if (drill && *drill) {
+    auto record = **drill;
+    setState(record, "aborted", "aborted on request before it started");
+  }
+  return okStatus();
+}
+
+void DrillRunner::loop() {
+  while (true) {
+    std::int64_t id = 0;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [this] { return stopping_.load() || !queue_.empty(); });
+      if (stopping_) return;
+      id = queue_.front();
+      queue_.pop_front();
+      active_ = id;
+      abort_request_.reset();
+    }
+    auto drill = drills_.drill(id);
+    if (drill && *drill && (*drill)->state == "queued") execute(**drill);
+    std::lock_guard lock(mutex_);
+    active_.reset();
+    abort_request_.reset();
+  }
+}
+
+void DrillRunner::execute(storage::DrillRecord drill) {
+  auto spec = parseDrillSpec(nlohmann::json{{"fault", drill.fault},
+                                            {"target", nlohmann::json::parse(drill.target)},
+                                            {"options", nlohmann::json::parse(drill.options)}});
+  if (!spec) {
+    setState(drill, "failed", "stored request no longer valid: " + spec.error().message);
+    return;
+  }
+  drill.started_us = clock_.wallNow();
+  nlohmann::json result = {{"runs", nlohmann::json::array()}};
+  for (int run = 1; run <= spec->options.repeats; ++run) {
+    auto outcome = runOnce(drill, *spec, run);
+    result["runs"].push_back(outcome);
+    drill.result = result.dump();
+    if (outcome.value("state", "") != "done") {
+      setState(drill, outcome.value("state", "failed"), outcome.value("reason", ""));
+      return;
+    }
+    if (run < spec->options.repeats) persist(drill);
+  }
+  setState(drill, "done");
+}
+
+bool DrillRunner::probesResumed(std::int64_t fault_us) const {
+  const auto status = probe_.status();
+  if (status.phase != probe::ProbePhase::kProbing || status.partitions.empty()) return false;
+  const auto now = clock_.now();
+  const auto threshold = cluster_.probe.gap_threshold_us;
+  for (const auto& p : status.partitions) {
+    if (!p.last_ack || p.last_ack->wall < fault_us) return false;
+    if (now.mono - p.last_ack->mono > threshold) return false;
+  }
+  return true;
+}
+
+bool DrillRunner::nodeBack(std::int32_t node) const {
+  const auto observed = poller_.latest();
+  if (!observed.reachable || !observed.snapshot) return false;
+  bool is_broker = false;
+  for (const auto& n : cluster_.inventory) {
+    if (n.id == node) is_broker = n.role == "broker";
+  }
+  if (!is_broker) return observed.snapshot->brokers.size() > 0;  // a controller: the cluster answers
+  if (!observed.snapshot->hasBroker(node)) return false;
+  for (const auto& t : observed.snapshot->topics) {
+    for (const auto& p : t.partitions) {
+      const bool replica = std::find(p.replicas.begin(), p.replicas.end(), node) != p.replicas.end();
+      const bool in_isr = std::find(p.isr.begin(), p.isr.end(), node) != p.isr.end();
+      if (replica && !in_isr) return false;
+    }
+  }
+  return true;
+}
+
+Status DrillRunner::recoverNode(std::int32_t node, const std::string& action, std::int64_t timeout_us) {
+  auto& injector = injectors_.at(node);
+  const auto deadline = clock_.monoNow() + timeout_us;
+  std::int64_t backoff = kSecond;
+  std::string last_error;
+  while (clock_.monoNow() < deadline) {
+    auto state = injector->inspect();
+    const bool running = state && state->running && !state->paused;
+    if (!running) {
+      auto done = action == "resume" && state && state->paused ? injector->resume() : injector->start();
+      if (!done) {
+        last_error = done.error().describe();
+        spdlog::warn("recovery of node {}: {} failed: {} (retrying in {} s)", node, action, last_error, backoff / kSecond);
+        std::this_thread::sleep_for(std::chrono::microseconds(backoff));
+        backoff = std::min<std::int64_t>(backoff * 2, 30 * kSecond);
+        continue;
+      }
+      recordEvent("injector", action == "resume" ? "resumed" : "started", clock_.wallNow(), node,
+                  {{"injector", injector->describe()}});
+    }
+    // Wait for the node to rejoin: registered and back in every probe ISR.
+    while (clock_.monoNow() < deadline) {
+      if (nodeBack(node)) return okStatus();
+      std::this_thread::sleep_for(std::chrono::microseconds(kPollUs * 2));
+      auto again = injector->inspect();
+      if (again && !again->running) break;  // it died again: start it again
+    }
+  }
+  return Error{make_error_code(errc::injector_failed),
+               "node " + std::to_string(node) + " not back within " + std::to_string(timeout_us / kSecond) + " s" +
+                   (last_error.empty() ? "" : ": " + last_error)};
+}
+
+void DrillRunner::collectBrokerLogs(std::int32_t target, std::int64_t since_us) {
+  std::vector<std::string> controller_needles;
+  for (const auto& p : kControllerPatterns) controller_needles.push_back(p.needle);
+  for (const auto& node : cluster_.inventory) {
+    auto& injector = injectors_.at(node.id);
+    if (node.role == "controller") {
+      auto lines = injector->logLines("controller.log", since_us, controller_needles);
+      if (!lines) continue;
+      for (const auto& line : *lines) {
+        for (const auto& p : kControllerPatterns) {
+          const std::string subject = "broker " + std::to_string(target) + " ";
+          if (line.message.find(p.needle) == std::string::npos) continue;
+          // "Fencing broker 1 at epoch", "Unfenced broker 1 has requested", "request from broker 1 to shut down"
+          if (line.message.find(subject) == std::string::npos) continue;
+          recordEvent("broker_log", p.kind, line.t, target,
+                      {{"node", node.id}, {"file", line.file}, {"line", line.message}});
+        }
+      }
+    } else {
+      std::vector<std::string> needles;
+      for (const auto& t : cluster_.probe.topics) needles.push_back("Leader " + t.name + "-");
+      auto lines = injector->logLines("state-change.log", since_us, needles);
+      if (lines) {
+        for (const auto& line : *lines) {
+          if (line.message.find("starts at leader epoch") == std::string::npos) continue;
+          for (const auto& t : cluster_.probe.topics) {
+            const auto marker = "Leader " + t.name + "-";
+            const auto at = line.message.find(marker);
+            if (at == std::string::npos) continue;
+            const auto rest = line.message.substr(at + marker.size());
+            const auto space = rest.find(' ');
+            int partition = -1;
+            try {
+              partition = std::stoi(rest.substr(0, space));
+            } catch (const std::exception&) {
+              continue;
+            }
+            storage::Event e;
+            e.cluster = cluster_id_;
+            e.t_us = line.t;
+            e.source = "broker_log";
+            e.kind = "leader_epoch_start";
+            e.broker = node.id;
+            e.topic = t.name;
+            e.partition = partition;
+            e.detail = nlohmann::json{{"node", node.id}, {"file", line.file}, {"line", line.message}}.dump();
+            store_.addEvent(std::move(e));
+          }
+        }
+      }
+      if (node.id == target) {
+        auto sigterm = injector->logLines("server.log", since_us, {"Terminating process due to signal"});
+        if (sigterm) {
+          for (const auto& line : *sigterm) {
+            recordEvent("broker_log", "signal_received", line.t, target, {{"file", line.file}, {"line", line.message}});
+          }
+        }
+      }
+    }
+  }
+}
+
+nlohmann::json DrillRunner::runOnce(storage::DrillRecord& drill, const DrillSpec& spec, int run) {
+  nlohmann::json out = {{"run", run}, {"fault", toString(spec.fault)}};
+  auto fail = [&](const std::string& state, const std::string& reason) {
+    out["state"] = state;
+    out["reason"] = reason;
+    return out;
+  };
+
+  setState(drill, "preflight");
+  auto target = resolveTarget(spec.target);
+  if (!target) return fail("failed", target.error().message);
+  out["target"] = *target;
+  if (auto reason = guards(*target, spec, true)) return fail("failed", "refused: " + *reason);
+  if (interrupted()) return fail("aborted", "aborted on request during preflight");
+
+  setState(drill, "baseline");
+  const auto baseline_start = clock_.wallNow();
+  out["baseline_start_us"] = baseline_start;
+  if (!waitFor(spec.options.baseline_s * kSecond)) {
+    return fail("aborted", stopping_ ? "kfaild stopped during baseline" : "aborted on request during baseline");
+  }
+
+  // Roles are taken from the probe partitions' state just before the fault.
+  std::vector<analysis::PartitionAtFault> at_fault;
+  if (auto observed = poller_.latest(); observed.snapshot) {
+    for (const auto& t : observed.snapshot->topics) {
+      for (const auto& p : t.partitions) at_fault.push_back({t.name, p.partition, p.leader, p.replicas, p.isr});
+    }
+  }
+
+  setState(drill, "inject");
+  auto& injector = injectors_.at(*target);
+  storage::RecoveryEntry journal;
+  journal.drill_id = drill.id;
+  journal.cluster = cluster_id_;
+  journal.node = *target;
+  journal.action = spec.fault == FaultType::kPause ? "resume" : "start";
+  journal.phase = "inject";
+  journal.created_us = clock_.wallNow();
+  auto journal_id = drills_.addRecovery(journal);
+  if (!journal_id) return fail("failed", "cannot write the recovery journal: " + journal_id.error().describe());
+  journal.id = *journal_id;
+
+  Result<fault::FaultRecord> record = Error{};
+  switch (spec.fault) {
+    case FaultType::kKill: record = injector->kill(); break;
+    case FaultType::kStop:
+    case FaultType::kRestart: record = injector->stop(std::chrono::seconds(spec.options.grace_s)); break;
+    case FaultType::kPause: record = injector->pause(); break;
+  }
+  bool injected = record.ok();
+  std::string failure;
+  std::int64_t fault_us = clock_.wallNow();
+  if (injected) {
+    fault_us = record->fault_at.value_or(record->requested_at);
+    out["fault_requested_us"] = record->requested_at;
+    out["fault_us"] = fault_us;
+    out["fault_time_source"] = record->fault_at ? record->fault_time_source : "requested";
+    out["fault_detail"] = record->detail;
+    recordEvent("injector", "fault", fault_us, *target,
+                {{"fault", toString(spec.fault)}, {"requested_us", record->requested_at},
+                 {"time_source", out["fault_time_source"]}, {"detail", record->detail},
+                 {"drill", drill.id}, {"run", run}});
+  } else {
+    failure = "injecting " + std::string(toString(spec.fault)) + " into node " + std::to_string(*target) +
+              " failed: " + record.error().describe();
+  }
+
+  std::int64_t observe_end = clock_.wallNow();
+  if (injected) {
+    if (spec.fault == FaultType::kPause) {
+      const bool full = waitFor(spec.options.pause_s * kSecond);
+      auto resumed = injector->resume();
+      if (resumed) recordEvent("injector", "resumed", resumed->requested_at, *target, {{"paused_s", spec.options.pause_s}});
+      if (!full) failure = stopping_ ? "kfaild stopped during the pause" : "aborted on request during the pause";
+    }
+    if (spec.fault == FaultType::kRestart && !interrupted()) {
+      auto started = injector->start();
+      if (started) recordEvent("injector", "started", started->requested_at, *target, {{"restart", true}});
+    }
+    if (failure.empty()) {
+      setState(drill, "observe");
+      journal.phase = "observe";
+      persist(journal);
+      const auto settle_from = spec.fault == FaultType::kPause ? fault_us + spec.options.pause_s * kSecond : fault_us;
+      const auto started_mono = clock_.monoNow();
+      const auto timeout = spec.options.observe_timeout_s * kSecond;
+      bool resumed = false;
+      while (clock_.monoNow() - started_mono < timeout) {
+        if (clock_.wallNow() - settle_from >= spec.options.observe_min_s * kSecond && probesResumed(fault_us)) {
+          resumed = true;
+          break;
+        }
+        if (!waitFor(kPollUs)) break;
+      }
+      if (interrupted()) {
+        failure = stopping_ ? "kfaild stopped during observe" : "aborted on request during observe";
+      } else if (!resumed) {
+        out["observe_timed_out"] = true;
+      }
+      observe_end = clock_.wallNow();
+    }
+  }
+  out["observe_end_us"] = observe_end;
+
+  setState(drill, "recover");
+  journal.phase = "recover";
+  persist(journal);
+  auto recovered = recoverNode(*target, journal.action, spec.options.recover_timeout_s * kSecond);
+  journal.attempts += 1;
+  if (!recovered) {
+    journal.last_error = recovered.error().message;
+    persist(journal);
+    return fail("failed", (failure.empty() ? "" : failure + "; ") + recovered.error().message);
+  }
+  journal.done_us = clock_.wallNow();
+  persist(journal);
+  out["recovered_us"] = *journal.done_us;
+  recordEvent("injector", "recovered", *journal.done_us, *target, {{"drill", drill.id}, {"run", run}});
+
+  if (injected) collectBrokerLogs(*target, baseline_start);
+  if (!failure.empty() && injected) return fail("aborted", failure);
+  if (!injected) return fail("failed", failure);
+
+  if (spec.options.preferred_election) {
+    setState(drill, "elect");
+    std::vector<kafka::TopicPartition> partitions;
+    for (const auto& p : at_fault) partitions.push_back({p.topic, p.partition});
+    auto elected = kafka::electPreferredLeaders(admin().get(), partitions, kAdminTimeoutMs * 2);
+    if (!elected) {
+      out["election_error"] = elected.error().describe();
+    } else {
+      const auto deadline = clock_.monoNow() + 30 * kSecond;
+      bool preferred = false;
+      while (!preferred && clock_.monoNow() < deadline && waitFor(kPollUs * 2)) {
+        const auto observed = poller_.latest();
+        if (!observed.snapshot) continue;
+        preferred = true;
+        for (const auto& t : observed.snapshot->topics) {
+          for (const auto& p : t.partitions) {
+            if (!p.replicas.empty() && p.leader != p.replicas.front()) preferred = false;
+          }
+        }
+      }
+      out["preferred_leaders_restored"] = preferred;
+    }
+  }
+
+  setState(drill, "analyse");
+  store_.flush();
+  analysis::AnalysisInput input;
+  input.fault = toString(spec.fault);
+  input.target = *target;
+  input.fault_us = fault_us;
+  input.window_start_us = baseline_start;
+  input.observe_end_us = observe_end;
+  input.interval_us = cluster_.probe.interval_us;
+  input.partitions = at_fault;
+  for (const auto& p : at_fault) {
+    storage::SampleQuery q;
+    q.cluster = cluster_id_;
+    q.topic = p.topic;
+    q.partition = p.partition;
+    q.range = {baseline_start, observe_end};
+    if (auto rows = store_.samples(q); rows) {
+      input.samples.insert(input.samples.end(), rows->begin(), rows->end());
+    }
+  }
+  storage::EventQuery eq;
+  eq.cluster = cluster_id_;
+  eq.range = {baseline_start - kSecond, observe_end + 5 * kSecond};
+  if (auto events = store_.events(eq); events) input.events = std::move(*events);
+  out["analysis"] = analysis::toJson(analysis::analyse(input));
+  out["state"] = "done";
+  return out;
+}
+
+Result<int> DrillRunner::recoverPending(std::chrono::seconds timeout) {
+  auto pending = drills_.pendingRecoveries();
+  if (!pending) return pending.error();
+  int recovered = 0;
+  for (auto entry : *pending) {
+    if (entry.cluster != cluster_id_) continue;
+    if (!injectors_.count(entry.node)) {
+      spdlog::error("recovery journal: node {} of drill {} is no longer in the inventory", entry.node, entry.drill_id);
+      continue;
+    }
+    spdlog::warn("recovery journal: drill {} left node {} to {} (kfaild died during {})", entry.drill_id, entry.node,
+                 entry.action, entry.phase);
+    auto status = recoverNode(entry.node, entry.action, std::chrono::duration_cast<std::chrono::microseconds>(timeout).count());
+    entry.attempts += 1;
+    if (!status) {
+      entry.last_error = status.error().message;
+      persist(entry);
+      return status.error();
+    }
+    entry.done_us = clock_.wallNow();
+    persist(entry);
+    recordEvent("kfaild", "recovered_after_restart", *entry.done_us, entry.node,
+                {{"drill", entry.drill_id}, {"phase", entry.phase}});
+    ++recovered;
+  }
+  // Every drill this cluster had in flight died with the previous kfaild.
+  storage::DrillQuery q;
+  q.cluster = cluster_id_;
+  q.limit = 1000;
+  if (auto all = drills_.drills(q); all) {
+    for (auto d : *all) {
+      if (terminal(d.state) || d.state == "queued") continue;
+      setState(d, "aborted", "kfaild stopped during " + d.state);
+    }
+  }
+  return recovered;
+}
+
+}  // namespace kfaild::drill

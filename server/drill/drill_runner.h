@@ -1,0 +1,116 @@
+#pragma once
+
+// Runs the failure drills of one cluster, one at a time, on its own thread:
+//   queued → preflight → baseline → inject → observe → recover → elect → analyse → done
+// or failed / aborted with the reason. The drill row is written at every step, so a reader (the
+// API) always sees where a drill is. A recovery-journal entry is made durable before a fault is
+// injected and closed only when the node is back; recoverPending() finishes the entries a
+// previous kfaild left open (it was killed mid-drill) and marks their drills aborted.
+//
+// Threading: submit(), abort(), active() are thread-safe. The injectors are used by the runner
+// thread only (and by recoverPending() before start()).
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "server/analysis/drill_analysis.h"
+#include "server/common/clock.h"
+#include "server/common/result.h"
+#include "server/config/config.h"
+#include "server/drill/drill_spec.h"
+#include "server/fault/injector.h"
+#include "server/kafka/client.h"
+#include "server/observe/metadata_poller.h"
+#include "server/probe/probe_runner.h"
+#include "storage/drill_store.h"
+#include "storage/store.h"
+
+namespace kfaild::drill {
+
+struct SubmitOptions {
+  std::optional<std::int64_t> schedule_id;
+  bool queue_if_busy = false;  // schedules queue behind a running drill; API requests get 409
+};
+
+class DrillRunner {
+ public:
+  DrillRunner(const config::ClusterConfig& cluster, storage::ClusterId cluster_id, storage::Store& store,
+              storage::DrillStore& drills, const common::Clock& clock, observe::MetadataPoller& poller,
+              probe::ProbeRunner& probe, std::map<std::int32_t, std::unique_ptr<fault::Injector>> injectors);
+  ~DrillRunner();
+  DrillRunner(const DrillRunner&) = delete;
+  DrillRunner& operator=(const DrillRunner&) = delete;
+
+  // Brings back every node a previous run of kfaild left down (retrying with backoff up to
+  // `timeout`), marks those drills aborted, and fails drills left in a running state. Call before
+  // start(). Returns how many nodes it recovered.
+  Result<int> recoverPending(std::chrono::seconds timeout);
+
+  [[nodiscard]] Status start();
+  // Stops after the current drill has recovered its node (bounded by the drill's own timeouts).
+  void stop();
+
+  // Checks the guards now and queues the drill. errc::guard_refused carries the guard's reason;
+  // errc::invalid_request a target that cannot be resolved.
+  Result<std::int64_t> submit(const DrillSpec& spec, const SubmitOptions& options = {});
+  // Aborts a queued or running drill: a running one recovers its node at once.
+  // errc::drill_not_found when it is neither.
+  Status abort(std::int64_t drill_id);
+  std::optional<std::int64_t> active() const;
+
+  const std::string& clusterName() const { return cluster_.name; }
+  storage::ClusterId clusterId() const { return cluster_id_; }
+
+ private:
+  struct RunRecord;
+  class Aborted;
+
+  void loop();
+  void execute(storage::DrillRecord drill);
+  nlohmann::json runOnce(storage::DrillRecord& drill, const DrillSpec& spec, int run);
+  Result<std::int32_t> resolveTarget(const Target& target) const;
+  std::optional<std::string> guards(std::int32_t target, const DrillSpec& spec, bool ignore_active);
+  void persist(const storage::DrillRecord& drill);
+  void persist(const storage::RecoveryEntry& entry);
+  void setState(storage::DrillRecord& drill, const std::string& state, const std::string& reason = {});
+  // Sleeps up to `micros`; false when the drill was aborted or the runner is stopping.
+  bool waitFor(std::int64_t micros);
+  bool interrupted() const;
+  bool probesResumed(std::int64_t fault_us) const;
+  bool nodeBack(std::int32_t node) const;
+  Status recoverNode(std::int32_t node, const std::string& action, std::int64_t timeout_us);
+  void collectBrokerLogs(std::int32_t target, std::int64_t since_us);
+  void recordEvent(const std::string& source, const std::string& kind, std::int64_t t_us,
+                   std::optional<std::int32_t> broker, nlohmann::json detail);
+  kafka::Handle& admin();
+
+  config::ClusterConfig cluster_;
+  storage::ClusterId cluster_id_;
+  storage::Store& store_;
+  storage::DrillStore& drills_;
+  const common::Clock& clock_;
+  observe::MetadataPoller& poller_;
+  probe::ProbeRunner& probe_;
+  std::map<std::int32_t, std::unique_ptr<fault::Injector>> injectors_;  // runner thread only
+  kafka::Handle admin_;                                                 // runner thread only
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::int64_t> queue_;             // guarded by mutex_
+  std::optional<std::int64_t> active_;         // guarded by mutex_
+  std::optional<std::int64_t> abort_request_;  // guarded by mutex_
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace kfaild::drill

@@ -1,0 +1,161 @@
+#include "server/drill/drill_spec.h"
+
+#include <set>
+
+#include "server/drill/errc.h"
+
+namespace kfaild::drill {
+namespace {
+
+Error invalid(const std::string& field, const std::string& problem) {
+  return Error{make_error_code(errc::invalid_request), field + ": " + problem};
+}
+
+std::optional<Error> unknownFields(const nlohmann::json& object, const std::string& where,
+                                   const std::set<std::string>& known) {
+  for (const auto& item : object.items()) {
+    if (!known.count(item.key())) {
+      return invalid(where.empty() ? item.key() : where + "." + item.key(), "unknown field");
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Error> readInt(const nlohmann::json& object, const char* name, const std::string& where,
+                             std::int32_t min, std::int32_t max, std::int32_t& out) {
+  if (!object.contains(name)) return std::nullopt;
+  const auto& v = object[name];
+  const std::string field = where + "." + name;
+  if (!v.is_number_integer()) return invalid(field, "must be an integer");
+  const auto value = v.get<std::int64_t>();
+  if (value < min || value > max) {
+    return invalid(field, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                              ", got " + std::to_string(value));
+  }
+  out = static_cast<std::int32_t>(value);
+  return std::nullopt;
+}
+
+std::optional<Error> readBool(const nlohmann::json& object, const char* name, const std::string& where,
+                              bool& out) {
+  if (!object.contains(name)) return std::nullopt;
+  if (!object[name].is_boolean()) return invalid(where + "." + name, "must be true or false");
+  out = object[name].get<bool>();
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* toString(FaultType fault) {
+  switch (fault) {
+    case FaultType::kKill: return "kill";
+    case FaultType::kStop: return "stop";
+    case FaultType::kPause: return "pause";
+    case FaultType::kRestart: return "restart";
+  }
+  return "unknown";
+}
+
+std::optional<FaultType> faultFromString(const std::string& text) {
+  if (text == "kill") return FaultType::kKill;
+  if (text == "stop") return FaultType::kStop;
+  if (text == "pause") return FaultType::kPause;
+  if (text == "restart") return FaultType::kRestart;
+  return std::nullopt;
+}
+
+Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
+  if (!body.is_object()) return invalid("(body)", "must be a JSON object");
+  if (auto e = unknownFields(body, "", {"fault", "target", "options"})) return *e;
+  DrillSpec spec;
+  if (!body.contains("fault") || !body["fault"].is_string()) {
+    return invalid("fault", "required: one of kill, stop, pause, restart");
+  }
+  const auto fault = faultFromString(body["fault"].get<std::string>());
+  if (!fault) return invalid("fault", "must be one of kill, stop, pause, restart");
+  spec.fault = *fault;
+
+  if (!body.contains("target") || !body["target"].is_object() || body["target"].size() != 1) {
+    return invalid("target", "required: an object with exactly one of broker, leader_of, "
+                             "controller, random");
+  }
+  const auto& t = body["target"];
+  if (auto e = unknownFields(t, "target", {"broker", "leader_of", "controller", "random"})) return *e;
+  if (t.contains("broker")) {
+    spec.target.kind = TargetKind::kBroker;
+    if (auto e = readInt(t, "broker", "target", 0, 2'147'483'647, spec.target.broker)) return *e;
+  } else if (t.contains("leader_of")) {
+    spec.target.kind = TargetKind::kLeaderOf;
+    const auto& l = t["leader_of"];
+    if (!l.is_object()) return invalid("target.leader_of", "must be {\"topic\":..., \"partition\":...}");
+    if (auto e = unknownFields(l, "target.leader_of", {"topic", "partition"})) return *e;
+    if (!l.contains("topic") || !l["topic"].is_string() || l["topic"].get<std::string>().empty()) {
+      return invalid("target.leader_of.topic", "required: a probe topic name");
+    }
+    spec.target.topic = l["topic"].get<std::string>();
+    if (!l.contains("partition")) return invalid("target.leader_of.partition", "required");
+    if (auto e = readInt(l, "partition", "target.leader_of", 0, 1'000'000, spec.target.partition)) return *e;
+  } else {
+    const char* name = t.contains("controller") ? "controller" : "random";
+    if (!t[name].is_boolean() || !t[name].get<bool>()) {
+      return invalid(std::string("target.") + name, "must be true");
+    }
+    spec.target.kind = t.contains("controller") ? TargetKind::kController : TargetKind::kRandom;
+  }
+
+  if (body.contains("options")) {
+    const auto& o = body["options"];
+    if (!o.is_object()) return invalid("options", "must be an object");
+    if (auto e = unknownFields(o, "options",
+                               {"repeats", "baseline_s", "observe_min_s", "observe_timeout_s", "grace_s",
+                                "pause_s", "recover_timeout_s", "preferred_election",
+                                "allow_unavailable"})) {
+      return *e;
+    }
+    auto& opt = spec.options;
+    for (auto e : {readInt(o, "repeats", "options", 1, 20, opt.repeats),
+                   readInt(o, "baseline_s", "options", 1, 600, opt.baseline_s),
+                   readInt(o, "observe_min_s", "options", 1, 600, opt.observe_min_s),
+                   readInt(o, "observe_timeout_s", "options", 5, 3600, opt.observe_timeout_s),
+                   readInt(o, "grace_s", "options", 0, 600, opt.grace_s),
+                   readInt(o, "pause_s", "options", 1, 3600, opt.pause_s),
+                   readInt(o, "recover_timeout_s", "options", 10, 3600, opt.recover_timeout_s),
+                   readBool(o, "preferred_election", "options", opt.preferred_election),
+                   readBool(o, "allow_unavailable", "options", opt.allow_unavailable)}) {
+      if (e) return *e;
+    }
+    if (opt.observe_min_s > opt.observe_timeout_s) {
+      return invalid("options.observe_min_s", "must not exceed options.observe_timeout_s");
+    }
+  }
+  return spec;
+}
+
+nlohmann::json toJson(const Target& target) {
+  switch (target.kind) {
+    case TargetKind::kBroker: return {{"broker", target.broker}};
+    case TargetKind::kLeaderOf:
+      return {{"leader_of", {{"topic", target.topic}, {"partition", target.partition}}}};
+    case TargetKind::kController: return {{"controller", true}};
+    case TargetKind::kRandom: return {{"random", true}};
+  }
+  return nlohmann::json::object();
+}
+
+nlohmann::json toJson(const DrillOptions& o) {
+  return {{"repeats", o.repeats},
+          {"baseline_s", o.baseline_s},
+          {"observe_min_s", o.observe_min_s},
+          {"observe_timeout_s", o.observe_timeout_s},
+          {"grace_s", o.grace_s},
+          {"pause_s", o.pause_s},
+          {"recover_timeout_s", o.recover_timeout_s},
+          {"preferred_election", o.preferred_election},
+          {"allow_unavailable", o.allow_unavailable}};
+}
+
+nlohmann::json toJson(const DrillSpec& spec) {
+  return {{"fault", toString(spec.fault)}, {"target", toJson(spec.target)}, {"options", toJson(spec.options)}};
+}
+
+}  // namespace kfaild::drill

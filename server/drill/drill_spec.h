@@ -1,0 +1,60 @@
+#pragma once
+
+// A drill request: which fault, on which node, with which options. Parsed from JSON (the REST
+// API and schedules use the same form) with every field validated; an error names the field.
+//
+//   {"fault":"kill", "target":{"broker":1}, "options":{"repeats":3}}
+//   {"fault":"stop", "target":{"leader_of":{"topic":"orders","partition":0}}}
+//   {"fault":"pause","target":{"random":true}, "options":{"pause_s":12}}
+//   {"fault":"kill", "target":{"controller":true}}
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "server/common/result.h"
+
+namespace kfaild::drill {
+
+enum class FaultType { kKill, kStop, kPause, kRestart };
+const char* toString(FaultType fault);
+std::optional<FaultType> faultFromString(const std::string& text);
+
+enum class TargetKind { kBroker, kLeaderOf, kController, kRandom };
+
+struct Target {
+  TargetKind kind = TargetKind::kBroker;
+  std::int32_t broker = -1;  // kBroker
+  std::string topic;         // kLeaderOf
+  std::int32_t partition = 0;
+};
+
+struct DrillOptions {
+  std::int32_t repeats = 1;                // runs, with recovery in between
+  std::int32_t baseline_s = 5;             // normal probing before the fault
+  std::int32_t observe_min_s = 5;          // observe at least this long after the fault
+  std::int32_t observe_timeout_s = 120;    // give up waiting for the probes to resume
+  std::int32_t grace_s = 30;               // stop: SIGTERM → SIGKILL after this (docker stop -t)
+  std::int32_t pause_s = 10;               // pause: freeze for this long
+  std::int32_t recover_timeout_s = 180;    // start → back in every ISR
+  bool preferred_election = true;          // afterwards, give leadership back to preferred leaders
+  bool allow_unavailable = false;          // allow a fault that takes a partition offline / below min ISR
+};
+
+struct DrillSpec {
+  FaultType fault = FaultType::kKill;
+  Target target;
+  DrillOptions options;
+};
+
+// Parses and validates; unknown fields are errors. Error::message names the field, e.g.
+// "options.pause_s: must be between 1 and 3600, got 0".
+Result<DrillSpec> parseDrillSpec(const nlohmann::json& body);
+
+nlohmann::json toJson(const Target& target);
+nlohmann::json toJson(const DrillOptions& options);
+nlohmann::json toJson(const DrillSpec& spec);
+
+}  // namespace kfaild::drill

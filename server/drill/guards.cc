@@ -1,0 +1,80 @@
+#include "server/drill/guards.h"
+
+#include <algorithm>
+
+namespace kfaild::drill {
+namespace {
+
+std::string listOf(const std::vector<std::string>& items, std::size_t max = 5) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < max; ++i) out += (i ? ", " : "") + items[i];
+  if (items.size() > max) out += " and " + std::to_string(items.size() - max) + " more";
+  return out;
+}
+
+bool contains(const std::vector<std::int32_t>& v, std::int32_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+}  // namespace
+
+Impact impactOfLosing(std::int32_t broker, const kafka::ClusterSnapshot& cluster,
+                      const std::map<std::string, std::int32_t>& min_insync) {
+  Impact impact;
+  for (const auto& topic : cluster.topics) {
+    const auto min = min_insync.count(topic.name) ? min_insync.at(topic.name) : 1;
+    for (const auto& p : topic.partitions) {
+      if (!contains(p.isr, broker)) continue;
+      const auto remaining = static_cast<std::int32_t>(p.isr.size()) - 1;
+      const auto name = topic.name + "-" + std::to_string(p.partition);
+      if (remaining == 0) {
+        impact.offline.push_back(name);
+      } else if (remaining < min) {
+        impact.below_min_isr.push_back(name);
+      }
+    }
+  }
+  return impact;
+}
+
+std::optional<std::string> checkGuards(const GuardInput& in) {
+  if (in.active_drill) {
+    return "drill " + std::to_string(*in.active_drill) + " is running on this cluster";
+  }
+  if (!in.inventory.count(in.target)) {
+    return "node " + std::to_string(in.target) + " is not in the cluster's inventory";
+  }
+  if (in.cluster_problem) return *in.cluster_problem;
+  if (in.cluster == nullptr) return std::string("the cluster's metadata is unavailable");
+  for (auto id : in.inventory_brokers) {
+    if (!in.cluster->hasBroker(id)) {
+      return "broker " + std::to_string(id) + " is not registered (fenced or down)";
+    }
+  }
+  for (const auto& name : in.probe_topics) {
+    const auto* topic = in.cluster->topic(name);
+    if (topic == nullptr) return "probe topic " + name + " is missing from the metadata";
+    for (const auto& p : topic->partitions) {
+      if (p.isr.size() < p.replicas.size()) {
+        return "probe partition " + name + "-" + std::to_string(p.partition) + " is under-replicated (ISR " +
+               std::to_string(p.isr.size()) + " of " + std::to_string(p.replicas.size()) + ")";
+      }
+    }
+  }
+  if (in.inventory_brokers.count(in.target) && !in.allow_unavailable) {
+    const auto impact = impactOfLosing(in.target, *in.cluster, in.min_insync);
+    if (!impact.offline.empty()) {
+      return "losing broker " + std::to_string(in.target) + " would take " +
+             std::to_string(impact.offline.size()) + " partition(s) offline (" + listOf(impact.offline) +
+             "); set options.allow_unavailable to run it anyway";
+    }
+    if (!impact.below_min_isr.empty()) {
+      return "losing broker " + std::to_string(in.target) + " would leave " +
+             std::to_string(impact.below_min_isr.size()) + " partition(s) below min.insync.replicas (" +
+             listOf(impact.below_min_isr) + "); set options.allow_unavailable to run it anyway";
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace kfaild::drill

@@ -1,0 +1,43 @@
+#pragma once
+
+// The checks made before a fault is injected. Each refusal names its reason in words an operator
+// can act on; the first failing check wins. Pure: the caller gathers the cluster's state.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "server/drill/drill_spec.h"
+#include "server/kafka/metadata.h"
+
+namespace kfaild::drill {
+
+struct GuardInput {
+  FaultType fault = FaultType::kKill;
+  std::int32_t target = -1;                      // the node the fault will hit
+  bool allow_unavailable = false;
+  std::set<std::int32_t> inventory;              // node ids kfaild can reach
+  std::set<std::int32_t> inventory_brokers;      // of which brokers
+  std::optional<std::int64_t> active_drill;      // another drill running on this cluster
+  const kafka::ClusterSnapshot* cluster = nullptr;  // every topic (fetchAllMetadata)
+  std::vector<std::string> probe_topics;
+  std::map<std::string, std::int32_t> min_insync;   // per topic; absent: 1
+  std::optional<std::string> cluster_problem;       // metadata unavailable, controller gone, ...
+};
+
+// nullopt: the drill may go ahead; else the reason it may not.
+std::optional<std::string> checkGuards(const GuardInput& in);
+
+// Partitions (as "topic-partition") that would go offline or below min.insync.replicas if
+// `broker` left every ISR now.
+struct Impact {
+  std::vector<std::string> offline;
+  std::vector<std::string> below_min_isr;
+};
+Impact impactOfLosing(std::int32_t broker, const kafka::ClusterSnapshot& cluster,
+                      const std::map<std::string, std::int32_t>& min_insync);
+
+}  // namespace kfaild::drill

@@ -1,0 +1,92 @@
+#include "server/drill/scheduler.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <random>
+
+#include "server/drill/cron.h"
+#include "server/drill/drill_spec.h"
+
+namespace kfaild::drill {
+
+Scheduler::Scheduler(storage::DrillStore& store, const common::Clock& clock,
+                     std::map<storage::ClusterId, DrillRunner*> runners)
+    : store_(store), clock_(clock), runners_(std::move(runners)) {}
+
+Scheduler::~Scheduler() { stop(); }
+
+void Scheduler::start() {
+  stopping_ = false;
+  thread_ = std::thread([this] {
+    while (!stopping_) {
+      tick();
+      std::unique_lock lock(mutex_);
+      wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_.load(); });
+    }
+  });
+}
+
+void Scheduler::stop() {
+  stopping_ = true;
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::int64_t Scheduler::nextRun(const std::string& cron, std::int64_t jitter_s, std::int64_t after_us) {
+  auto schedule = CronSchedule::parse(cron);
+  if (!schedule) return -1;
+  auto next = schedule->nextAfter(after_us);
+  if (!next) return -1;
+  if (jitter_s > 0) {
+    std::mt19937_64 rng(std::random_device{}());
+    *next += std::uniform_int_distribution<std::int64_t>(0, jitter_s * 1'000'000)(rng);
+  }
+  return *next;
+}
+
+void Scheduler::save(const storage::ScheduleRecord& schedule) {
+  if (auto s = store_.updateSchedule(schedule); !s) {
+    spdlog::error("schedule {}: cannot record its run: {}", schedule.id, s.error().describe());
+  }
+}
+
+void Scheduler::tick() {
+  auto schedules = store_.schedules(std::nullopt);
+  if (!schedules) return;
+  const auto now = clock_.wallNow();
+  for (auto s : *schedules) {
+    if (!s.enabled) continue;
+    if (!s.next_run_us) {
+      const auto next = nextRun(s.cron, s.jitter_s, now);
+      if (next < 0) continue;
+      s.next_run_us = next;
+      save(s);
+      continue;
+    }
+    if (now < *s.next_run_us) continue;
+    const auto due = *s.next_run_us;
+    s.last_run_us = due;
+    if (now - due > kMissedAfterUs) {
+      s.last_outcome = "missed";
+      spdlog::warn("schedule {} ({}): the run due at {} was missed", s.id, s.name, due);
+    } else {
+      auto runner = runners_.find(s.cluster);
+      auto spec = parseDrillSpec(nlohmann::json::parse(s.drill, nullptr, false));
+      if (runner == runners_.end()) {
+        s.last_outcome = "refused: the schedule's cluster is not configured";
+      } else if (!spec) {
+        s.last_outcome = "refused: " + spec.error().message;
+      } else {
+        auto id = runner->second->submit(*spec, {s.id, true});
+        s.last_outcome = id ? "started drill " + std::to_string(*id) : "refused: " + id.error().message;
+      }
+      spdlog::info("schedule {} ({}): {}", s.id, s.name, s.last_outcome);
+    }
+    const auto next = nextRun(s.cron, s.jitter_s, now);
+    s.next_run_us = next < 0 ? std::optional<std::int64_t>() : next;
+    save(s);
+  }
+}
+
+}  // namespace kfaild::drill

@@ -1,0 +1,50 @@
+#pragma once
+
+// Fires drills on their cron schedules (UTC, with an optional random delay). A run that fell due
+// while kfaild was down is recorded as missed — never fired late, never in a burst. A scheduled
+// drill queues behind a running drill of its cluster; a guard's refusal is recorded as the
+// schedule's outcome. Own thread, woken once a second or by stop().
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "server/common/clock.h"
+#include "server/drill/drill_runner.h"
+#include "storage/drill_store.h"
+
+namespace kfaild::drill {
+
+class Scheduler {
+ public:
+  // `runners` by cluster id; they must outlive the scheduler.
+  Scheduler(storage::DrillStore& store, const common::Clock& clock,
+            std::map<storage::ClusterId, DrillRunner*> runners);
+  ~Scheduler();
+
+  void start();
+  void stop();
+  // One pass over the schedules at the clock's current time (the thread calls it every second;
+  // tests call it directly with a manual clock).
+  void tick();
+
+  // A run counts as missed when it is found this long after it fell due.
+  static constexpr std::int64_t kMissedAfterUs = 60'000'000;
+
+ private:
+  void save(const storage::ScheduleRecord& schedule);
+  std::int64_t nextRun(const std::string& cron, std::int64_t jitter_s, std::int64_t after_us);
+
+  storage::DrillStore& store_;
+  const common::Clock& clock_;
+  std::map<storage::ClusterId, DrillRunner*> runners_;
+  std::atomic<bool> stopping_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::thread thread_;
+};
+
+}  // namespace kfaild::drill

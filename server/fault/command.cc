@@ -1,0 +1,194 @@
+#include "server/fault/command.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "server/fault/errc.h"
+
+namespace kfaild::fault {
+namespace {
+
+constexpr std::size_t kMaxOutput = 4 * 1024 * 1024;
+
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  void reset(int fd = -1) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_;
+};
+
+bool makePipe(Fd& read_end, Fd& write_end) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return false;
+  read_end.reset(fds[0]);
+  write_end.reset(fds[1]);
+  return true;
+}
+
+// Reads what is there without blocking; returns false at end of file or on error.
+bool drain(int fd, std::string& into) {
+  std::array<char, 16384> buf{};
+  while (true) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n > 0) {
+      const auto room = kMaxOutput > into.size() ? kMaxOutput - into.size() : 0;
+      into.append(buf.data(), std::min<std::size_t>(room, static_cast<std::size_t>(n)));
+      continue;
+    }
+    if (n == 0) return false;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK;
+  }
+}
+
+int exitCodeOf(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+std::string tailOf(const std::string& text, std::size_t max = 2000) {
+  return text.size() <= max ? text : "..." + text.substr(text.size() - max);
+}
+
+}  // namespace
+
+std::string shellQuote(std::string_view text) {
+  std::string out = "'";
+  for (const char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += '\'';
+  return out;
+}
+
+std::string describeArgv(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    const bool plain = !a.empty() && a.find_first_not_of(
+                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                         "0123456789_-./=:@,+%") == std::string::npos;
+    out += plain ? a : shellQuote(a);
+  }
+  return out;
+}
+
+Result<CommandOutput> runCommand(const std::vector<std::string>& argv,
+                                 std::chrono::milliseconds timeout) {
+  if (argv.empty()) return faultError(errc::command_failed, "empty command");
+  Fd out_r, out_w, err_r, err_w, exec_r, exec_w;
+  if (!makePipe(out_r, out_w) || !makePipe(err_r, err_w) || !makePipe(exec_r, exec_w)) {
+    return faultError(errc::command_failed, std::string("pipe: ") + std::strerror(errno));
+  }
+  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+  std::vector<char*> args;
+  args.reserve(argv.size() + 1);
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+
+  const auto started = std::chrono::steady_clock::now();
+  const pid_t pid = ::fork();
+  if (pid < 0)
+    return faultError(errc::command_failed, std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::setsid();
+    // kfaild may ignore or block signals (SIGPIPE, the ones its shutdown waits on); the program
+    // must start with the defaults, as it would from a shell.
+    for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+    ::dup2(out_w.get(), STDOUT_FILENO);
+    ::dup2(err_w.get(), STDERR_FILENO);
+    // Descriptors kfaild opened without O_CLOEXEC (sockets of other threads) must not leak
+    // into a broker that this command may start and that outlives kfaild.
+    ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+    ::execvp(args[0], args.data());
+    const int err = errno;
+    [[maybe_unused]] const auto n = ::write(exec_w.get(), &err, sizeof err);
+    ::_exit(127);
+  }
+  out_w.reset();
+  err_w.reset();
+  exec_w.reset();
+
+  int exec_errno = 0;
+  ssize_t got = 0;
+  do {
+    got = ::read(exec_r.get(), &exec_errno, sizeof exec_errno);
+  } while (got < 0 && errno == EINTR);
+  if (got == static_cast<ssize_t>(sizeof exec_errno)) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return faultError(errc::command_failed,
+                      "cannot run " + argv[0] + ": " + std::strerror(exec_errno));
+  }
+  ::fcntl(out_r.get(), F_SETFL, O_NONBLOCK);
+  ::fcntl(err_r.get(), F_SETFL, O_NONBLOCK);
+
+  CommandOutput result;
+  bool out_open = true, err_open = true;
+  while (true) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) {
+      result.exit_code = exitCodeOf(status);
+      if (out_open) drain(out_r.get(), result.out);
+      if (err_open) drain(err_r.get(), result.err);
+      return result;
+    }
+    const auto elapsed = std::chrono::steady_clock::now() - started;
+    if (elapsed >= timeout) {
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      if (err_open) drain(err_r.get(), result.err);
+      return faultError(errc::timeout,
+                        describeArgv(argv) + " did not finish within " +
+                            std::to_string(timeout.count()) + " ms" +
+                            (result.err.empty() ? "" : "; stderr: " + tailOf(result.err)));
+    }
+    std::array<pollfd, 2> fds{};
+    nfds_t n = 0;
+    if (out_open) fds[n++] = {out_r.get(), POLLIN, 0};
+    if (err_open) fds[n++] = {err_r.get(), POLLIN, 0};
+    // Short slices: the exit is noticed by waitpid, not by the pipes closing.
+    if (n == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      continue;
+    }
+    if (::poll(fds.data(), n, 20) > 0) {
+      for (nfds_t i = 0; i < n; ++i) {
+        if (fds[i].revents == 0) continue;
+        if (fds[i].fd == out_r.get()) out_open = drain(out_r.get(), result.out);
+        if (fds[i].fd == err_r.get()) err_open = drain(err_r.get(), result.err);
+      }
+    }
+  }
+}
+
+}  // namespace kfaild::fault

@@ -1,0 +1,525 @@
+#include "server/fault/docker_injector.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <charconv>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "server/common/time_format.h"
+#include "server/fault/errc.h"
+
+namespace kfaild::fault {
+namespace {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using Tcp = asio::ip::tcp;
+using UnixSocket = asio::local::stream_protocol;
+
+constexpr std::string_view kWantedApiVersion = "1.41";
+constexpr std::uint64_t kMaxBody = 64ULL * 1024 * 1024;
+// Docker's kill answers once the signal is sent; the engine writes FinishedAt when it has seen
+// the exit, a few milliseconds later.
+constexpr std::chrono::seconds kExitWait{5};
+constexpr std::chrono::milliseconds kExitPoll{20};
+
+struct HttpAnswer {
+  unsigned status = 0;
+  std::string body;
+};
+
+Error connectError(const boost::system::error_code& ec, const std::string& where) {
+  if (ec == boost::system::errc::permission_denied ||
+      ec == boost::system::errc::operation_not_permitted) {
+    return faultError(errc::permission_denied, "connect " + where + ": " + ec.message());
+  }
+  return faultError(errc::engine_unreachable, "connect " + where + ": " + ec.message());
+}
+
+// One request on a fresh connection, everything under one deadline.
+Result<HttpAnswer> exchange(const DockerEndpoint& ep, http::request<http::string_body>& req,
+                            std::chrono::milliseconds timeout, const std::string& where) {
+  asio::io_context ioc;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(kMaxBody);
+  boost::beast::flat_buffer buffer;
+  boost::system::error_code failure;
+  std::string failed_step;
+  bool finished = false;
+
+  const auto fail = [&](const char* step, const boost::system::error_code& ec) {
+    failure = ec;
+    failed_step = step;
+  };
+  const auto talk = [&](auto& sock) {
+    http::async_write(sock, req, [&](const boost::system::error_code& ec, std::size_t) {
+      if (ec) return fail("write", ec);
+      http::async_read(sock, buffer, parser,
+                       [&](const boost::system::error_code& ec2, std::size_t) {
+                         if (ec2) return fail("read", ec2);
+                         finished = true;
+                       });
+    });
+  };
+
+  UnixSocket::socket unix_sock(ioc);
+  Tcp::socket tcp_sock(ioc);
+  Tcp::resolver resolver(ioc);
+  if (ep.kind == DockerEndpoint::Kind::unix_socket) {
+    unix_sock.async_connect(UnixSocket::endpoint(ep.path),
+                            [&](const boost::system::error_code& ec) {
+                              if (ec) return fail("connect", ec);
+                              talk(unix_sock);
+                            });
+  } else {
+    resolver.async_resolve(
+        ep.host, ep.port,
+        [&](const boost::system::error_code& ec, const Tcp::resolver::results_type& results) {
+          if (ec) return fail("connect", ec);
+          asio::async_connect(tcp_sock, results,
+                              [&](const boost::system::error_code& ec2, const Tcp::endpoint&) {
+                                if (ec2) return fail("connect", ec2);
+                                talk(tcp_sock);
+                              });
+        });
+  }
+  ioc.run_for(timeout);
+  if (!finished && !failure) {
+    // Pending handlers are destroyed with the io_context, never run.
+    return faultError(errc::timeout,
+                      std::string(req.method_string()) + " " + std::string(req.target()) + " on " +
+                          where + ": no answer within " + std::to_string(timeout.count()) + " ms");
+  }
+  if (failure) {
+    if (failed_step == "connect") return connectError(failure, where);
+    if (failure == http::error::body_limit) {
+      return faultError(errc::bad_response,
+                        where + ": answer larger than " + std::to_string(kMaxBody) + " bytes");
+    }
+    return faultError(errc::engine_error, failed_step + " " + where + ": " + failure.message());
+  }
+  HttpAnswer answer;
+  answer.status = parser.get().result_int();
+  answer.body = std::move(parser.get().body());
+  return answer;
+}
+
+std::pair<int, int> versionNumbers(std::string_view v) {
+  int major = 0, minor = 0;
+  const auto dot = v.find('.');
+  std::from_chars(v.data(), v.data() + (dot == std::string_view::npos ? v.size() : dot), major);
+  if (dot != std::string_view::npos)
+    std::from_chars(v.data() + dot + 1, v.data() + v.size(), minor);
+  return {major, minor};
+}
+
+std::string endpointText(const config::DockerTarget& t) {
+  return t.endpoint;
+}
+
+}  // namespace
+
+Result<DockerEndpoint> parseDockerEndpoint(std::string_view endpoint) {
+  DockerEndpoint ep;
+  if (endpoint.rfind("unix://", 0) == 0) {
+    ep.kind = DockerEndpoint::Kind::unix_socket;
+    ep.path = std::string(endpoint.substr(7));
+    if (ep.path.empty() || ep.path.front() != '/') {
+      return faultError(errc::invalid_target, "docker endpoint '" + std::string(endpoint) +
+                                                  "': expected unix:///absolute/path");
+    }
+    return ep;
+  }
+  if (endpoint.rfind("tcp://", 0) == 0) {
+    std::string_view rest = endpoint.substr(6);
+    while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+    std::size_t colon;
+    if (!rest.empty() && rest.front() == '[') {
+      const auto close = rest.find(']');
+      if (close == std::string_view::npos || close + 1 >= rest.size() || rest[close + 1] != ':') {
+        return faultError(errc::invalid_target, "docker endpoint '" + std::string(endpoint) +
+                                                    "': expected tcp://[addr]:port");
+      }
+      ep.host = std::string(rest.substr(1, close - 1));
+      colon = close + 1;
+    } else {
+      colon = rest.rfind(':');
+      if (colon == std::string_view::npos || colon == 0) {
+        return faultError(errc::invalid_target, "docker endpoint '" + std::string(endpoint) +
+                                                    "': expected tcp://host:port");
+      }
+      ep.host = std::string(rest.substr(0, colon));
+    }
+    ep.port = std::string(rest.substr(colon + 1));
+    int port = 0;
+    const auto [ptr, ec] = std::from_chars(ep.port.data(), ep.port.data() + ep.port.size(), port);
+    if (ec != std::errc{} || ptr != ep.port.data() + ep.port.size() || port < 1 || port > 65535) {
+      return faultError(errc::invalid_target,
+                        "docker endpoint '" + std::string(endpoint) + "': bad port");
+    }
+    ep.kind = DockerEndpoint::Kind::tcp;
+    return ep;
+  }
+  return faultError(errc::invalid_target, "docker endpoint '" + std::string(endpoint) +
+                                              "': expected unix:///path or tcp://host:port");
+}
+
+std::optional<common::WallMicros> parseEngineTime(std::string_view text) {
+  // Go's zero time.Time, which the engine prints for "never".
+  if (text.empty() || text.rfind("0001-01-01T", 0) == 0) return std::nullopt;
+  return common::parseRfc3339(text);
+}
+
+Result<ContainerInspect> parseContainerInspect(std::string_view json) {
+  const auto doc = nlohmann::json::parse(json, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("State") ||
+      !doc["State"].is_object()) {
+    return faultError(errc::bad_response, "container inspect answer without a State object");
+  }
+  const auto& st = doc["State"];
+  ContainerInspect out;
+  out.state.running = st.value("Running", false);
+  out.state.paused = st.value("Paused", false);
+  const auto pid = st.value("Pid", std::int64_t{0});
+  if (pid > 0) out.state.pid = pid;
+  out.state.started_at = parseEngineTime(st.value("StartedAt", std::string()));
+  out.state.finished_at = parseEngineTime(st.value("FinishedAt", std::string()));
+  out.state.detail = st.value("Status", std::string());
+  if (!out.state.running && st.contains("ExitCode")) {
+    out.state.detail += " (exit code " + std::to_string(st.value("ExitCode", 0)) + ")";
+  }
+  if (doc.contains("Config") && doc["Config"].is_object()) {
+    out.tty = doc["Config"].value("Tty", false);
+  }
+  return out;
+}
+
+std::string demuxLogStream(std::string_view raw) {
+  // Not a multiplexed stream (a TTY container, or an engine that sends plain text): as it is.
+  if (raw.size() >= 8 &&
+      (static_cast<unsigned char>(raw[0]) > 2 || raw[1] != 0 || raw[2] != 0 || raw[3] != 0)) {
+    return std::string(raw);
+  }
+  std::string out;
+  std::string partial[3];
+  std::size_t pos = 0;
+  while (pos + 8 <= raw.size()) {
+    const auto type = static_cast<unsigned char>(raw[pos]);
+    const std::uint32_t size =
+        (static_cast<std::uint32_t>(static_cast<unsigned char>(raw[pos + 4])) << 24) |
+        (static_cast<std::uint32_t>(static_cast<unsigned char>(raw[pos + 5])) << 16) |
+        (static_cast<std::uint32_t>(static_cast<unsigned char>(raw[pos + 6])) << 8) |
+        static_cast<std::uint32_t>(static_cast<unsigned char>(raw[pos + 7]));
+    pos += 8;
+    const std::string_view payload = raw.substr(pos, std::min<std::size_t>(size, raw.size() - pos));
+    pos += payload.size();
+    std::string& buf = partial[type <= 2 ? type : 1];
+    buf.append(payload);
+    std::size_t nl;
+    while ((nl = buf.find('\n')) != std::string::npos) {
+      out.append(buf, 0, nl + 1);
+      buf.erase(0, nl + 1);
+    }
+  }
+  for (auto& buf : partial) {
+    if (!buf.empty()) out += buf + "\n";
+  }
+  return out;
+}
+
+std::string negotiateApiVersion(std::string_view engine_version, std::string_view engine_min) {
+  const auto wanted = versionNumbers(kWantedApiVersion);
+  if (engine_version.empty()) return std::string(kWantedApiVersion);
+  if (versionNumbers(engine_version) < wanted) return std::string(engine_version);
+  if (!engine_min.empty() && versionNumbers(engine_min) > wanted) return std::string(engine_min);
+  return std::string(kWantedApiVersion);
+}
+
+Error engineAnswerError(unsigned status, std::string_view body, const std::string& what) {
+  std::string message;
+  const auto doc = nlohmann::json::parse(body, nullptr, false);
+  if (!doc.is_discarded() && doc.is_object() && doc.contains("message") &&
+      doc["message"].is_string()) {
+    message = doc["message"].get<std::string>();
+  } else {
+    message = std::string(body.substr(0, 500));
+    while (!message.empty() && (message.back() == '\n' || message.back() == '\r'))
+      message.pop_back();
+  }
+  const std::string text = what + ": " + message + " (HTTP " + std::to_string(status) + ")";
+  switch (status) {
+    case 404:
+      return faultError(errc::no_such_container, text);
+    case 401:
+    case 403:
+      return faultError(errc::permission_denied, text);
+    case 304:
+    case 409:
+      return faultError(errc::invalid_state, text);
+    default:
+      break;
+  }
+  // Podman's compat API answers a wrong state with 500 and this cause, where Docker says 409.
+  if (message.find("container state improper") != std::string::npos) {
+    return faultError(errc::invalid_state, text);
+  }
+  return faultError(errc::engine_error, text);
+}
+
+std::string urlEncode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 0xF];
+    }
+  }
+  return out;
+}
+
+DockerInjector::DockerInjector(config::DockerTarget target, LogZone zone,
+                               const common::Clock& clock, std::string log_dir,
+                               std::chrono::milliseconds request_timeout)
+    : target_(std::move(target)),
+      zone_(zone),
+      clock_(clock),
+      log_dir_(std::move(log_dir)),
+      request_timeout_(request_timeout) {
+  auto ep = parseDockerEndpoint(target_.endpoint);
+  if (ep) {
+    endpoint_ = std::move(*ep);
+  } else {
+    endpoint_error_ = ep.error().message;
+  }
+}
+
+std::string DockerInjector::describe() const {
+  return "docker container " + target_.container + " (" + endpointText(target_) + ")";
+}
+
+Result<DockerInjector::Answer> DockerInjector::request(std::string_view method,
+                                                       const std::string& target,
+                                                       const std::string& body,
+                                                       std::chrono::milliseconds timeout) {
+  if (!endpoint_) return faultError(errc::invalid_target, endpoint_error_);
+  const boost::beast::string_view verb(method.data(), method.size());
+  http::request<http::string_body> req{http::string_to_verb(verb), target, 11};
+  req.set(http::field::host, endpoint_->kind == DockerEndpoint::Kind::tcp
+                                 ? endpoint_->host + ":" + endpoint_->port
+                                 : std::string("docker"));
+  req.set(http::field::user_agent, "kfaild");
+  req.keep_alive(false);
+  if (!body.empty()) req.set(http::field::content_type, "application/json");
+  req.body() = body;
+  req.prepare_payload();
+  auto answer = exchange(*endpoint_, req, timeout, target_.endpoint);
+  if (!answer) return answer.error();
+  return Answer{answer->status, std::move(answer->body)};
+}
+
+Result<std::string> DockerInjector::apiVersion() {
+  if (!api_version_.empty()) return api_version_;
+  auto answer = request("GET", "/version", {}, request_timeout_);
+  if (!answer) return answer.error();
+  if (answer->status != 200) return engineAnswerError(answer->status, answer->body, "GET /version");
+  const auto doc = nlohmann::json::parse(answer->body, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return faultError(errc::bad_response, target_.endpoint + ": GET /version is not JSON");
+  }
+  api_version_ = negotiateApiVersion(doc.value("ApiVersion", std::string()),
+                                     doc.value("MinAPIVersion", std::string()));
+  return api_version_;
+}
+
+Result<DockerInjector::Answer> DockerInjector::containerRequest(std::string_view method,
+                                                                const std::string& action,
+                                                                std::chrono::milliseconds timeout,
+                                                                const std::string& body) {
+  auto version = apiVersion();
+  if (!version) return version.error();
+  const std::string path =
+      "/v" + *version + "/containers/" + urlEncode(target_.container) + "/" + action;
+  auto answer = request(method, path, body, timeout);
+  if (!answer) return answer.error();
+  if ((answer->status >= 200 && answer->status < 300) || answer->status == 304) return answer;
+  return engineAnswerError(answer->status, answer->body,
+                           std::string(method) + " " + action + " " + target_.container);
+}
+
+Result<ContainerInspect> DockerInjector::inspectContainer() {
+  auto answer = containerRequest("GET", "json", request_timeout_);
+  if (!answer) return answer.error();
+  return parseContainerInspect(answer->body);
+}
+
+Result<ProcessState> DockerInjector::inspect() {
+  auto ins = inspectContainer();
+  if (!ins) return ins.error();
+  return ins->state;
+}
+
+Result<FaultRecord> DockerInjector::kill() {
+  FaultRecord record;
+  record.requested_at = clock_.wallNow();
+  auto answer = containerRequest("POST", "kill?signal=KILL", request_timeout_);
+  if (!answer) return answer.error();
+  const auto deadline = std::chrono::steady_clock::now() + kExitWait;
+  auto ins = inspectContainer();
+  while (ins && ins->state.running && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(kExitPoll);
+    ins = inspectContainer();
+  }
+  if (!ins) return ins.error();
+  const auto& st = ins->state;
+  // A FinishedAt older than StartedAt belongs to an earlier run.
+  if (!st.running && st.finished_at && (!st.started_at || *st.finished_at >= *st.started_at)) {
+    record.fault_at = st.finished_at;
+    record.fault_time_source = "docker:State.FinishedAt";
+  }
+  record.detail = "SIGKILL to container " + target_.container + ": " + st.detail;
+  return record;
+}
+
+Result<FaultRecord> DockerInjector::stop(std::chrono::seconds grace) {
+  FaultRecord record;
+  auto before = inspectContainer();
+  if (!before) return before.error();
+  if (!before->state.running) {
+    return faultError(errc::invalid_state, "container " + target_.container +
+                                               " is not running: " + before->state.detail);
+  }
+  record.requested_at = clock_.wallNow();
+  auto answer = containerRequest("POST", "stop?t=" + std::to_string(grace.count()),
+                                 grace + request_timeout_ * 2);
+  if (!answer) return answer.error();
+  if (answer->status == 304) {
+    return faultError(errc::invalid_state, "container " + target_.container + " already stopped");
+  }
+  // Kafka's own line is the moment the JVM took the SIGTERM; the engine keeps no such time.
+  const auto since = before->state.started_at.value_or(record.requested_at - 60'000'000);
+  if (auto text = containerLogText(record.requested_at - 2'000'000, before->tty)) {
+    const auto lines =
+        selectKafkaLogLines(*text, "server.log", zone_, since, {std::string(kSigtermLine)});
+    if (!lines.empty()) {
+      record.fault_at = lines.back().t;
+      record.fault_time_source = "docker:logs";
+    }
+  }
+  if (!record.fault_at) {
+    record.fault_at = record.requested_at;
+    record.fault_time_source = "kfaild:requested_at";
+  }
+  auto after = inspectContainer();
+  record.detail = "docker stop -t " + std::to_string(grace.count()) + " " + target_.container +
+                  (after ? ": " + after->state.detail : std::string());
+  return record;
+}
+
+Result<FaultRecord> DockerInjector::simpleAction(const std::string& action,
+                                                 const std::string& what) {
+  FaultRecord record;
+  record.requested_at = clock_.wallNow();
+  auto answer = containerRequest("POST", action, request_timeout_);
+  if (!answer) return answer.error();
+  record.detail = what + " container " + target_.container;
+  return record;
+}
+
+Result<FaultRecord> DockerInjector::pause() {
+  return simpleAction("pause", "froze");
+}
+Result<FaultRecord> DockerInjector::resume() {
+  return simpleAction("unpause", "thawed");
+}
+
+Result<FaultRecord> DockerInjector::start() {
+  FaultRecord record;
+  record.requested_at = clock_.wallNow();
+  auto answer = containerRequest("POST", "start", request_timeout_);
+  if (!answer) return answer.error();
+  auto ins = inspectContainer();
+  if (!ins) return ins.error();
+  if (ins->state.started_at) {
+    record.fault_at = ins->state.started_at;
+    record.fault_time_source = "docker:State.StartedAt";
+  }
+  record.detail = (answer->status == 304 ? "already running: container " : "started container ") +
+                  target_.container;
+  return record;
+}
+
+Result<std::string> DockerInjector::containerLogText(common::WallMicros since, bool tty) {
+  const auto since_s = std::max<common::WallMicros>(0, since / 1'000'000);
+  auto answer = containerRequest(
+      "GET", "logs?stdout=1&stderr=1&timestamps=0&since=" + std::to_string(since_s),
+      request_timeout_);
+  if (!answer) return answer.error();
+  return tty ? std::move(answer->body) : demuxLogStream(answer->body);
+}
+
+Result<std::string> DockerInjector::execGrep(const std::string& file,
+                                             const std::vector<std::string>& patterns) {
+  nlohmann::json cmd = nlohmann::json::array({"grep", "-h", "-F"});
+  if (patterns.empty()) cmd.insert(cmd.end(), {"-e", ""});
+  for (const auto& p : patterns) cmd.insert(cmd.end(), {"-e", p});
+  cmd.insert(cmd.end(), {"--", log_dir_ + "/" + file});
+  const nlohmann::json create = {
+      {"AttachStdout", true}, {"AttachStderr", true}, {"Tty", false}, {"Cmd", cmd}};
+  auto created = containerRequest("POST", "exec", request_timeout_, create.dump());
+  if (!created) return created.error();
+  const auto doc = nlohmann::json::parse(created->body, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("Id") || !doc["Id"].is_string()) {
+    return faultError(errc::bad_response, "exec create answer without an Id");
+  }
+  const std::string id = urlEncode(doc["Id"].get<std::string>());
+  auto version = apiVersion();
+  if (!version) return version.error();
+  const std::string base = "/v" + *version + "/exec/" + id;
+  auto started =
+      request("POST", base + "/start", R"({"Detach":false,"Tty":false})", request_timeout_);
+  if (!started) return started.error();
+  if (started->status != 200)
+    return engineAnswerError(started->status, started->body, "exec start");
+  std::string text = demuxLogStream(started->body);
+  auto inspected = request("GET", base + "/json", {}, request_timeout_);
+  if (!inspected) return inspected.error();
+  const auto info = nlohmann::json::parse(inspected->body, nullptr, false);
+  const int exit_code = !info.is_discarded() && info.is_object() ? info.value("ExitCode", 0) : 0;
+  // grep: 0 lines found, 1 none found, 2 trouble (no such file).
+  if (exit_code >= 2) {
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    return faultError(errc::engine_error, "grep in container " + target_.container + " exited " +
+                                              std::to_string(exit_code) + ": " + text);
+  }
+  return text;
+}
+
+Result<std::vector<BrokerLogLine>> DockerInjector::logLines(
+    const std::string& file, common::WallMicros since, const std::vector<std::string>& patterns) {
+  if (file == "server.log") {
+    auto ins = inspectContainer();
+    if (!ins) return ins.error();
+    auto text = containerLogText(since, ins->tty);
+    if (!text) return text.error();
+    return selectKafkaLogLines(*text, file, zone_, since, patterns);
+  }
+  if (log_dir_.empty()) return std::vector<BrokerLogLine>{};
+  if (file.empty() || file.find('/') != std::string::npos || file.front() == '.') {
+    return faultError(errc::invalid_target, "log file '" + file + "' is not a plain file name");
+  }
+  auto text = execGrep(file, patterns);
+  if (!text) return text.error();
+  return selectKafkaLogLines(*text, file, zone_, since, patterns);
+}
+
+}  // namespace kfaild::fault

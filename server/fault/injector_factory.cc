@@ -1,0 +1,27 @@
+#include "server/fault/injector_factory.h"
+
+#include "server/fault/docker_injector.h"
+#include "server/fault/kafka_log.h"
+#include "server/fault/local_injector.h"
+#include "server/fault/ssh_injector.h"
+
+namespace kfaild::fault {
+
+std::unique_ptr<Injector> makeInjector(const config::NodeConfig& node, const common::Clock& clock) {
+  const std::string key = "inventory node " + std::to_string(node.id);
+  const auto zone = logZoneFromConfig(node.log_timezone);
+  if (!zone) {
+    throw config::ConfigError(key + ": log_timezone must be UTC or local, got '" +
+                              node.log_timezone + "'");
+  }
+  const int targets =
+      int{node.docker.has_value()} + int{node.ssh.has_value()} + int{node.local.has_value()};
+  if (targets != 1) {
+    throw config::ConfigError(key + ": exactly one of docker, ssh, local must be set");
+  }
+  if (node.docker) return std::make_unique<DockerInjector>(*node.docker, *zone, clock);
+  if (node.ssh) return std::make_unique<SshInjector>(*node.ssh, *zone, clock);
+  return std::make_unique<LocalInjector>(*node.local, *zone, clock);
+}
+
+}  // namespace kfaild::fault

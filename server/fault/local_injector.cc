@@ -1,0 +1,282 @@
+#include "server/fault/local_injector.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "server/fault/command.h"
+#include "server/fault/errc.h"
+
+namespace kfaild::fault {
+namespace {
+
+constexpr std::chrono::milliseconds kExitPoll{20};
+constexpr std::chrono::seconds kAfterKill{10};
+constexpr std::chrono::seconds kStartTimeout{180};
+constexpr std::chrono::seconds kStopStateWait{2};
+
+std::optional<std::string> readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The state letter of /proc/<pid>/stat (R, S, D, T, Z, ...), or 0 when the process is gone.
+char procState(pid_t pid) {
+  const auto stat = readFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return 0;
+  const auto close = stat->rfind(')');
+  if (close == std::string::npos || close + 2 >= stat->size()) return 0;
+  return (*stat)[close + 2];
+}
+
+std::optional<std::vector<std::string>> procCmdline(pid_t pid) {
+  const auto raw = readFile("/proc/" + std::to_string(pid) + "/cmdline");
+  if (!raw || raw->empty()) return std::nullopt;
+  std::vector<std::string> argv;
+  std::size_t pos = 0;
+  while (pos < raw->size()) {
+    auto end = raw->find('\0', pos);
+    if (end == std::string::npos) end = raw->size();
+    argv.push_back(raw->substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return argv;
+}
+
+// Alive for signalling purposes: exists and has not exited (a zombie has).
+bool alive(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
+  const char s = procState(pid);
+  return s != 0 && s != 'Z' && s != 'X';
+}
+
+std::optional<common::WallMicros> procStartTime(pid_t pid) {
+  const auto stat = readFile("/proc/" + std::to_string(pid) + "/stat");
+  const auto boot = readFile("/proc/stat");
+  if (!stat || !boot) return std::nullopt;
+  const auto close = stat->rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  // Field 22 (starttime, clock ticks after boot); fields 3.. follow the ')'.
+  std::istringstream fields(stat->substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+  }
+  const auto btime_at = boot->find("\nbtime ");
+  if (btime_at == std::string::npos) return std::nullopt;
+  const long long btime = std::atoll(boot->c_str() + btime_at + 7);
+  const long long ticks = std::atoll(field.c_str());
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  if (hz <= 0 || btime <= 0) return std::nullopt;
+  return btime * 1'000'000LL + ticks * 1'000'000LL / hz;
+}
+
+// SIGSTOP stops a JVM once every one of its threads has stopped, a moment after kill(2)
+// returned; a pause is not done before that.
+void waitForStopState(pid_t pid, bool stopped) {
+  const auto deadline = std::chrono::steady_clock::now() + kStopStateWait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const char s = procState(pid);
+    if (s == 0 || ((s == 'T' || s == 't') == stopped)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+std::string signalText(int signal) {
+  switch (signal) {
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGSTOP:
+      return "SIGSTOP";
+    case SIGCONT:
+      return "SIGCONT";
+    default:
+      return "signal " + std::to_string(signal);
+  }
+}
+
+std::string tailOf(const std::string& text, std::size_t max = 2000) {
+  std::string t = text;
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  return t.size() <= max ? t : "..." + t.substr(t.size() - max);
+}
+
+}  // namespace
+
+bool looksLikeKafkaJvm(const std::vector<std::string>& argv) {
+  if (argv.empty()) return false;
+  const std::string& exe = argv.front();
+  const auto slash = exe.rfind('/');
+  const std::string base = slash == std::string::npos ? exe : exe.substr(slash + 1);
+  if (base.find("java") == std::string::npos) return false;
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    if (argv[i] == "kafka.Kafka") return true;
+  }
+  return false;
+}
+
+LocalInjector::LocalInjector(config::LocalTarget target, LogZone zone, const common::Clock& clock)
+    : target_(std::move(target)), zone_(zone), clock_(clock) {}
+
+std::string LocalInjector::describe() const {
+  return "local process (pid file " + target_.pid_file + ")";
+}
+
+Result<pid_t> LocalInjector::brokerPid() const {
+  const auto text = readFile(target_.pid_file);
+  if (!text) {
+    return faultError(errc::no_such_process,
+                      "no pid file " + target_.pid_file + ": " + std::strerror(errno));
+  }
+  static const std::regex kPid("\\s*([0-9]{1,10})\\s*");
+  std::smatch m;
+  if (!std::regex_match(*text, m, kPid)) {
+    return faultError(errc::no_such_process, "pid file " + target_.pid_file + " holds no pid");
+  }
+  const long long value = std::stoll(m[1].str());
+  if (value <= 1 || value > std::numeric_limits<pid_t>::max()) {
+    return faultError(errc::no_such_process,
+                      "pid file " + target_.pid_file + " holds pid " + m[1].str());
+  }
+  const auto pid = static_cast<pid_t>(value);
+  if (!alive(pid)) {
+    return faultError(errc::no_such_process, "pid " + std::to_string(pid) + " from " +
+                                                 target_.pid_file +
+                                                 " is not running (stale pid file)");
+  }
+  if (const auto argv = procCmdline(pid); argv && !looksLikeKafkaJvm(*argv)) {
+    return faultError(errc::not_a_broker, "pid " + std::to_string(pid) + " from " +
+                                              target_.pid_file + " is '" + argv->front() +
+                                              "', not a Java process running kafka.Kafka; " +
+                                              "refusing to signal it (stale pid file?)");
+  }
+  return pid;
+}
+
+Result<FaultRecord> LocalInjector::signalBroker(int signal, pid_t* signalled) {
+  FaultRecord record;
+  record.requested_at = clock_.wallNow();
+  auto pid = brokerPid();
+  if (!pid) return pid.error();
+  if (signalled != nullptr) *signalled = *pid;
+  // The signal cannot arrive before the call starts; it can before the call returns.
+  const common::WallMicros sent_at = clock_.wallNow();
+  if (::kill(*pid, signal) != 0) {
+    const int err = errno;
+    return faultError(
+        err == EPERM ? errc::permission_denied : errc::no_such_process,
+        signalText(signal) + " to pid " + std::to_string(*pid) + ": " + std::strerror(err));
+  }
+  record.fault_at = sent_at;
+  record.fault_time_source = "local";
+  record.detail = signalText(signal) + " to pid " + std::to_string(*pid);
+  return record;
+}
+
+Result<FaultRecord> LocalInjector::kill() {
+  return signalBroker(SIGKILL);
+}
+
+Result<FaultRecord> LocalInjector::pause() {
+  pid_t pid = 0;
+  auto record = signalBroker(SIGSTOP, &pid);
+  if (record) waitForStopState(pid, true);
+  return record;
+}
+
+Result<FaultRecord> LocalInjector::resume() {
+  pid_t pid = 0;
+  auto record = signalBroker(SIGCONT, &pid);
+  if (record) waitForStopState(pid, false);
+  return record;
+}
+
+Result<FaultRecord> LocalInjector::stop(std::chrono::seconds grace) {
+  pid_t pid = 0;
+  auto record = signalBroker(SIGTERM, &pid);
+  if (!record) return record;
+  // A frozen JVM would sit on the SIGTERM until the grace period ends.
+  ::kill(pid, SIGCONT);
+  const auto t0 = std::chrono::steady_clock::now();
+  bool killed = false;
+  while (alive(pid)) {
+    const auto waited = std::chrono::steady_clock::now() - t0;
+    if (!killed && waited >= grace) {
+      ::kill(pid, SIGKILL);
+      killed = true;
+    } else if (killed && waited >= grace + kAfterKill) {
+      return faultError(errc::timeout, "pid " + std::to_string(pid) + " still alive " +
+                                           std::to_string(kAfterKill.count()) + " s after SIGKILL");
+    }
+    std::this_thread::sleep_for(kExitPoll);
+  }
+  const auto took =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  record->detail += killed
+                        ? ", SIGKILL after the " + std::to_string(grace.count()) + " s grace period"
+                        : ", exited after " + std::to_string(took.count()) + " ms";
+  return record;
+}
+
+Result<FaultRecord> LocalInjector::start() {
+  FaultRecord record;
+  record.requested_at = clock_.wallNow();
+  // A stale pid file (gone, or another process's pid now) is no reason not to start: the start
+  // command writes a new one.
+  if (auto pid = brokerPid()) {
+    record.detail = "already running (pid " + std::to_string(*pid) + ")";
+    return record;
+  }
+  auto out = runCommand(target_.start_command, kStartTimeout);
+  if (!out) return out.error();
+  if (out->exit_code != 0) {
+    std::string message = describeArgv(target_.start_command) + " exited with status " +
+                          std::to_string(out->exit_code);
+    if (!out->err.empty()) message += ": " + tailOf(out->err);
+    return faultError(errc::command_failed, message);
+  }
+  record.fault_at = clock_.wallNow();
+  record.fault_time_source = "local";
+  record.detail = "ran " + describeArgv(target_.start_command);
+  return record;
+}
+
+Result<ProcessState> LocalInjector::inspect() {
+  ProcessState state;
+  auto pid = brokerPid();
+  if (!pid) {
+    state.detail = pid.error().message;
+    return state;
+  }
+  state.pid = *pid;
+  state.running = true;
+  const char s = procState(*pid);
+  state.paused = s == 'T' || s == 't';
+  state.started_at = procStartTime(*pid);
+  state.detail = std::string("pid ") + std::to_string(*pid) + " state " + s;
+  return state;
+}
+
+Result<std::vector<BrokerLogLine>> LocalInjector::logLines(
+    const std::string& file, common::WallMicros since, const std::vector<std::string>& patterns) {
+  if (target_.log_dir.empty()) return std::vector<BrokerLogLine>{};
+  static const std::regex kPlain("[A-Za-z0-9][A-Za-z0-9._-]*");
+  if (!std::regex_match(file, kPlain)) {
+    return faultError(errc::invalid_target, "log file '" + file + "' is not a plain file name");
+  }
+  const std::string path = target_.log_dir + "/" + file;
+  const auto text = readFile(path);
+  if (!text) return faultError(errc::io_error, "cannot read " + path + ": " + std::strerror(errno));
+  return selectKafkaLogLines(*text, file, zone_, since, patterns);
+}
+
+}  // namespace kfaild::fault

@@ -1,0 +1,355 @@
+#include "server/fault/ssh_injector.h"
+
+#include <charconv>
+#include <map>
+#include <regex>
+
+#include "server/fault/command.h"
+#include "server/fault/errc.h"
+
+namespace kfaild::fault {
+namespace {
+
+// Exit codes of the remote scripts for the cases kfaild tells apart; ssh itself uses 255.
+constexpr int kExitNoPid = 93;
+constexpr int kExitNotRunning = 94;
+constexpr int kExitNotKafka = 95;
+constexpr int kExitSurvivedKill = 96;
+constexpr int kExitSshFailed = 255;
+
+constexpr std::chrono::seconds kShortCallSlack{20};
+constexpr std::chrono::seconds kStartTimeout{180};
+
+std::string_view signalName(Signal s) {
+  switch (s) {
+    case Signal::kill:
+      return "KILL";
+    case Signal::term:
+      return "TERM";
+    case Signal::stop:
+      return "STOP";
+    case Signal::cont:
+      return "CONT";
+  }
+  return "KILL";
+}
+
+// True when the process has an argument that is exactly kafka.Kafka (the JVM's main class).
+// A substring match would also take the shell running this very script, whose command line
+// holds the script's text; so no line or word of the script may be that argument alone.
+constexpr std::string_view kIsKafka =
+    "is_kafka() { if [ -r /proc/$1/cmdline ]; then tr '\\0' '\\n' </proc/$1/cmdline; else "
+    "ps -ww -o args= -p $1 | tr ' ' '\\n'; fi | grep -qxF kafka.Kafka; }\n";
+
+// The configured pid command goes on lines of its own so that a trailing comment in it cannot
+// swallow the closing parenthesis.
+std::string pidPrelude(const std::string& pid_command) {
+  return std::string(kIsKafka) + "pid=$(\n" + pid_command +
+         "\n)\n"
+         "case $pid in ''|*[!0-9]*) echo \"kfaild: the pid command printed no pid: $pid\" >&2; "
+         "exit 93;; esac\n"
+         "case $(ps -o stat= -p $pid) in ''|Z*) echo \"kfaild: pid $pid is not running\" >&2; "
+         "exit 94;; esac\n"
+         "is_kafka $pid || { echo \"kfaild: pid $pid is not a Kafka broker JVM; refusing to "
+         "signal it\" >&2; exit 95; }\n"
+         "echo kfaild-pid=$pid\n";
+}
+
+std::map<std::string, std::string> keyValues(const std::string& out) {
+  std::map<std::string, std::string> kv;
+  std::size_t pos = 0;
+  while (pos < out.size()) {
+    auto end = out.find('\n', pos);
+    if (end == std::string::npos) end = out.size();
+    const std::string line = out.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.rfind("kfaild-", 0) != 0) continue;
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    std::string value = line.substr(eq + 1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == ' ')) value.pop_back();
+    while (!value.empty() && value.front() == ' ') value.erase(0, 1);
+    kv[line.substr(7, eq - 7)] = value;
+  }
+  return kv;
+}
+
+std::optional<std::int64_t> parseNumber(std::string_view s) {
+  std::int64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+bool plainFileName(const std::string& name) {
+  static const std::regex kPlain("[A-Za-z0-9][A-Za-z0-9._-]*");
+  return std::regex_match(name, kPlain);
+}
+
+}  // namespace
+
+namespace ssh_script {
+
+std::string signalCommand(const std::string& pid_command, Signal signal) {
+  std::string script = pidPrelude(pid_command) +
+                       "echo kfaild-clock=$(date +%s%N)\n"
+                       "kill -" +
+                       std::string(signalName(signal)) + " $pid\n";
+  // A JVM is stopped once all its threads are, a moment after kill returned: wait up to 2 s
+  // for the state to show it, so a pause is done when this returns.
+  if (signal == Signal::stop) {
+    script +=
+        "n=0; while case $(ps -o stat= -p $pid) in T*) false;; esac && [ $n -lt 20 ]; do "
+        "sleep 0.1; n=$((n+1)); done\n";
+  } else if (signal == Signal::cont) {
+    script +=
+        "n=0; while case $(ps -o stat= -p $pid) in T*) true;; *) false;; esac && "
+        "[ $n -lt 20 ]; do sleep 0.1; n=$((n+1)); done\n";
+  }
+  return script;
+}
+
+std::string stopCommand(const std::string& pid_command, std::int64_t grace_s) {
+  return pidPrelude(pid_command) +
+         "echo kfaild-clock=$(date +%s%N)\n"
+         "kill -TERM $pid\n"
+         "kill -CONT $pid 2>/dev/null\n"
+         "end=$(($(date +%s) + " +
+         std::to_string(grace_s) +
+         "))\n"
+         "how=exited\n"
+         "while case $(ps -o stat= -p $pid) in ''|Z*) false;; esac; do\n"
+         "if [ $how = exited ] && [ $(date +%s) -ge $end ]; then kill -KILL $pid 2>/dev/null; "
+         "how=killed; end=$((end + 10)); fi\n"
+         "if [ $how = killed ] && [ $(date +%s) -ge $end ]; then echo \"kfaild: pid $pid still "
+         "alive 10 s after SIGKILL\" >&2; exit 96; fi\n"
+         "sleep 0.1\n"
+         "done\n"
+         "echo kfaild-stop=$how\n";
+}
+
+std::string inspectCommand(const std::string& pid_command) {
+  return std::string(kIsKafka) + "pid=$( {\n" + pid_command +
+         "\n} 2>/dev/null )\n"
+         "case $pid in ''|*[!0-9]*) echo kfaild-state=nopid; exit 0;; esac\n"
+         "echo kfaild-pid=$pid\n"
+         "echo kfaild-now=$(date +%s)\n"
+         "echo kfaild-stat=$(ps -o stat= -p $pid)\n"
+         "echo kfaild-etimes=$(ps -o etimes= -p $pid)\n"
+         "if is_kafka $pid; then echo kfaild-kafka=yes; else echo kfaild-kafka=no; fi\n";
+}
+
+std::string logsCommand(const std::string& log_dir, const std::string& file,
+                        const std::vector<std::string>& patterns) {
+  std::string cmd = "grep -h -F";
+  if (patterns.empty()) cmd += " -e ''";
+  for (const auto& p : patterns) cmd += " -e " + shellQuote(p);
+  return cmd + " -- " + shellQuote(log_dir) + "/" + shellQuote(file);
+}
+
+}  // namespace ssh_script
+
+std::optional<common::WallMicros> parseRemoteClock(std::string_view text) {
+  if (!text.empty() && text.back() == 'N') {
+    const auto secs = parseNumber(text.substr(0, text.size() - 1));
+    if (!secs) return std::nullopt;
+    return *secs * 1'000'000;
+  }
+  if (text.size() < 10) return std::nullopt;
+  const auto ns = parseNumber(text);
+  if (!ns) return std::nullopt;
+  return *ns / 1'000;
+}
+
+SshInjector::SshInjector(config::SshTarget target, LogZone zone, const common::Clock& clock,
+                         std::string ssh_program)
+    : target_(std::move(target)),
+      zone_(zone),
+      clock_(clock),
+      ssh_program_(std::move(ssh_program)) {}
+
+std::string SshInjector::destination() const {
+  return target_.user.empty() ? target_.host : target_.user + "@" + target_.host;
+}
+
+std::string SshInjector::describe() const {
+  return "ssh " + destination() + ":" + std::to_string(target_.port) +
+         " (pid: " + target_.pid_command + ")";
+}
+
+Result<std::vector<std::string>> SshInjector::sshArgv(const std::string& remote_command) const {
+  // ssh reads an argument that starts with '-' as an option, even after the destination; a host
+  // or user must be nothing but a name.
+  static const std::regex kHost("[A-Za-z0-9_][A-Za-z0-9._:%\\[\\]-]*");
+  static const std::regex kUser("[A-Za-z0-9_][A-Za-z0-9._-]*");
+  if (!std::regex_match(target_.host, kHost)) {
+    return faultError(errc::invalid_target, "ssh host '" + target_.host + "' is not a host name");
+  }
+  if (!target_.user.empty() && !std::regex_match(target_.user, kUser)) {
+    return faultError(errc::invalid_target, "ssh user '" + target_.user + "' is not a user name");
+  }
+  std::vector<std::string> argv = {ssh_program_, "-o", "BatchMode=yes", "-o",
+                                   "ConnectTimeout=" + std::to_string(target_.connect_timeout_s)};
+  if (target_.port != 22) {
+    argv.insert(argv.end(), {"-p", std::to_string(target_.port)});
+  }
+  if (!target_.identity_file.empty()) argv.insert(argv.end(), {"-i", target_.identity_file});
+  for (const auto& opt : target_.options) argv.insert(argv.end(), {"-o", opt});
+  argv.push_back(destination());
+  argv.push_back("--");
+  argv.push_back(remote_command);
+  return argv;
+}
+
+Result<std::string> SshInjector::run(const std::string& remote_command,
+                                     std::chrono::milliseconds timeout) {
+  auto argv = sshArgv(remote_command);
+  if (!argv) return argv.error();
+  auto out = runCommand(*argv, timeout);
+  if (!out) return out.error();
+  const std::string where = destination();
+  const std::string err = trimmed(out->err);
+  switch (out->exit_code) {
+    case 0:
+      return std::move(out->out);
+    case kExitSshFailed:
+      return faultError(errc::ssh_failed, where + ": " + err);
+    case kExitNoPid:
+    case kExitNotRunning:
+      return faultError(errc::no_such_process, where + ": " + err);
+    case kExitNotKafka:
+      return faultError(errc::not_a_broker, where + ": " + err);
+    case kExitSurvivedKill:
+      return faultError(errc::remote_command_failed, where + ": " + err);
+    default:
+      break;
+  }
+  std::string message = where + ": exit status " + std::to_string(out->exit_code);
+  if (!err.empty()) message += ": " + err;
+  return faultError(errc::remote_command_failed, message);
+}
+
+Result<FaultRecord> SshInjector::signal(Signal signal) {
+  FaultRecord record;
+  record.requested_at = clock_.wallNow();
+  const auto timeout = std::chrono::seconds(target_.connect_timeout_s) + kShortCallSlack;
+  auto out = run(ssh_script::signalCommand(target_.pid_command, signal), timeout);
+  if (!out) return out.error();
+  const auto kv = keyValues(*out);
+  const auto clock = kv.find("clock");
+  if (clock != kv.end()) record.fault_at = parseRemoteClock(clock->second);
+  if (record.fault_at) record.fault_time_source = "ssh:remote-clock";
+  const auto pid = kv.find("pid");
+  record.detail = "SIG" + std::string(signalName(signal)) + " to pid " +
+                  (pid != kv.end() ? pid->second : "?") + " on " + target_.host;
+  return record;
+}
+
+Result<FaultRecord> SshInjector::kill() {
+  return signal(Signal::kill);
+}
+Result<FaultRecord> SshInjector::pause() {
+  return signal(Signal::stop);
+}
+Result<FaultRecord> SshInjector::resume() {
+  return signal(Signal::cont);
+}
+
+Result<FaultRecord> SshInjector::stop(std::chrono::seconds grace) {
+  FaultRecord record;
+  record.requested_at = clock_.wallNow();
+  const auto timeout = grace + std::chrono::seconds(target_.connect_timeout_s) +
+                       std::chrono::seconds(10) + kShortCallSlack;
+  auto out = run(ssh_script::stopCommand(target_.pid_command, grace.count()), timeout);
+  if (!out) return out.error();
+  const auto kv = keyValues(*out);
+  const auto clock = kv.find("clock");
+  if (clock != kv.end()) record.fault_at = parseRemoteClock(clock->second);
+  if (record.fault_at) record.fault_time_source = "ssh:remote-clock";
+  const auto pid = kv.find("pid");
+  const auto how = kv.find("stop");
+  record.detail = "SIGTERM to pid " + (pid != kv.end() ? pid->second : "?") + " on " +
+                  target_.host + ", " +
+                  (how != kv.end() && how->second == "killed"
+                       ? "SIGKILL after the " + std::to_string(grace.count()) + " s grace period"
+                       : std::string("exited"));
+  return record;
+}
+
+Result<FaultRecord> SshInjector::start() {
+  FaultRecord record;
+  record.requested_at = clock_.wallNow();
+  const std::string command = "echo kfaild-clock=$(date +%s%N)\n" + target_.start_command + "\n";
+  auto out = run(command, kStartTimeout + std::chrono::seconds(target_.connect_timeout_s));
+  if (!out) return out.error();
+  const auto kv = keyValues(*out);
+  const auto clock = kv.find("clock");
+  if (clock != kv.end()) record.fault_at = parseRemoteClock(clock->second);
+  if (record.fault_at) record.fault_time_source = "ssh:remote-clock";
+  record.detail = "ran the start command on " + target_.host;
+  return record;
+}
+
+Result<ProcessState> SshInjector::inspect() {
+  const auto timeout = std::chrono::seconds(target_.connect_timeout_s) + kShortCallSlack;
+  auto out = run(ssh_script::inspectCommand(target_.pid_command), timeout);
+  if (!out) return out.error();
+  const auto kv = keyValues(*out);
+  ProcessState state;
+  if (kv.count("state") != 0) {
+    state.detail = "the pid command printed no pid";
+    return state;
+  }
+  const auto get = [&](const char* key) {
+    const auto it = kv.find(key);
+    return it == kv.end() ? std::string() : it->second;
+  };
+  state.pid = parseNumber(get("pid"));
+  const std::string stat = get("stat");
+  const bool alive = !stat.empty() && stat.front() != 'Z';
+  const bool kafka = get("kafka") == "yes";
+  state.running = alive && kafka;
+  state.paused = state.running && stat.front() == 'T';
+  if (state.running) {
+    const auto now = parseNumber(get("now"));
+    const auto etimes = parseNumber(get("etimes"));
+    if (now && etimes) state.started_at = (*now - *etimes) * 1'000'000;
+    state.detail = "pid " + get("pid") + " state " + stat;
+  } else if (alive) {
+    state.detail = "pid " + get("pid") + " is not a Kafka JVM (stale pid?)";
+  } else {
+    state.detail = "pid " + get("pid") + " is not running";
+  }
+  return state;
+}
+
+Result<std::vector<BrokerLogLine>> SshInjector::logLines(const std::string& file,
+                                                         common::WallMicros since,
+                                                         const std::vector<std::string>& patterns) {
+  if (target_.log_dir.empty()) return std::vector<BrokerLogLine>{};
+  if (!plainFileName(file)) {
+    return faultError(errc::invalid_target, "log file '" + file + "' is not a plain file name");
+  }
+  const auto timeout = std::chrono::seconds(target_.connect_timeout_s) + kShortCallSlack;
+  auto argv = sshArgv(ssh_script::logsCommand(target_.log_dir, file, patterns));
+  if (!argv) return argv.error();
+  auto out = runCommand(*argv, timeout);
+  if (!out) return out.error();
+  if (out->exit_code == 1) return std::vector<BrokerLogLine>{};  // grep: no line matched
+  if (out->exit_code == kExitSshFailed) {
+    return faultError(errc::ssh_failed, destination() + ": " + trimmed(out->err));
+  }
+  if (out->exit_code != 0) {
+    return faultError(errc::remote_command_failed, destination() + ": grep exit status " +
+                                                       std::to_string(out->exit_code) + ": " +
+                                                       trimmed(out->err));
+  }
+  return selectKafkaLogLines(out->out, file, zone_, since, patterns);
+}
+
+}  // namespace kfaild::fault

@@ -1,0 +1,216 @@
+#include "storage/batch_writer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <iterator>
+#include <utility>
+
+namespace kfaild::storage {
+
+BatchWriter::BatchWriter(BatchSink& sink, BatchWriterOptions options)
+    : sink_(sink), options_(options), thread_([this] { run(); }) {}
+
+BatchWriter::~BatchWriter() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+}
+
+std::size_t BatchWriter::queuedLocked() const {
+  return queue_.size();
+}
+
+void BatchWriter::addSample(ProbeSample sample) {
+  {
+    std::lock_guard lock(mutex_);
+    if (queuedLocked() >= options_.max_queued_records) {
+      ++dropped_samples_;
+      return;
+    }
+    queue_.samples.push_back(std::move(sample));
+  }
+  wake_.notify_one();
+}
+
+void BatchWriter::addGap(Gap gap) {
+  {
+    std::lock_guard lock(mutex_);
+    if (queuedLocked() >= options_.max_queued_records) {
+      if (queue_.samples.empty()) {
+        ++dropped_other_;
+        return;
+      }
+      queue_.samples.pop_front();
+      ++dropped_samples_;
+    }
+    queue_.gaps.push_back(std::move(gap));
+  }
+  wake_.notify_one();
+}
+
+void BatchWriter::addEvent(Event event) {
+  {
+    std::lock_guard lock(mutex_);
+    if (queuedLocked() >= options_.max_queued_records) {
+      if (queue_.samples.empty()) {
+        ++dropped_other_;
+        return;
+      }
+      queue_.samples.pop_front();
+      ++dropped_samples_;
+    }
+    queue_.events.push_back(std::move(event));
+  }
+  wake_.notify_one();
+}
+
+void BatchWriter::flush() {
+  std::unique_lock lock(mutex_);
+  if (exited_) return;
+  const auto ticket = ++flush_requested_;
+  wake_.notify_one();
+  flushed_.wait(lock, [&] { return flush_done_ >= ticket || exited_; });
+}
+
+WriterStats BatchWriter::stats() const {
+  std::lock_guard lock(mutex_);
+  return WriterStats{
+      .queued = queuedLocked(),
+      .written = written_,
+      .dropped_samples = dropped_samples_,
+      .dropped_other = dropped_other_,
+      .failed_batches = failed_batches_,
+      .last_error = last_error_,
+  };
+}
+
+bool BatchWriter::post(std::function<void()> task) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stop_) return false;
+    tasks_.push_back(std::move(task));
+  }
+  wake_.notify_one();
+  return true;
+}
+
+void BatchWriter::run() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    bool write_now = false;
+    for (;;) {
+      const bool flush_pending = flush_requested_ > flush_done_;
+      const auto now = std::chrono::steady_clock::now();
+      write_now = stop_ || flush_pending || !retry_at_ || now >= *retry_at_;
+      if (!tasks_.empty() || (write_now && (!queue_.empty() || stop_ || flush_pending))) break;
+      if (retry_at_ && !queue_.empty()) {
+        wake_.wait_until(lock, *retry_at_);
+      } else {
+        wake_.wait(lock);
+      }
+    }
+    const bool stopping = stop_;
+    const auto ticket = flush_requested_;
+    // A task (a prune chunk, say) does not cut a retry pause short: retrying a large failed
+    // batch before every chunk would make a prune crawl while the disk is full.
+    WriteBatch batch = write_now ? std::exchange(queue_, {}) : WriteBatch{};
+    auto tasks = std::exchange(tasks_, {});
+    lock.unlock();
+
+    std::optional<Result<BatchOutcome>> outcome;
+    if (!batch.empty()) outcome.emplace(sink_.write(batch));
+    for (auto& task : tasks) task();
+
+    lock.lock();
+    if (outcome) {
+      if (outcome->ok()) {
+        recordSuccessLocked(batch, outcome->value());
+      } else {
+        recordFailureLocked(batch, outcome->error());
+      }
+    }
+    flush_done_ = ticket;
+    if (stopping) break;
+    flushed_.notify_all();
+  }
+
+  if (!queue_.empty()) {
+    spdlog::error("storage: shutting down with {} samples, {} gaps and {} events not written: {}",
+                  queue_.samples.size(), queue_.gaps.size(), queue_.events.size(), last_error_);
+  }
+  exited_ = true;
+  flushed_.notify_all();
+}
+
+void BatchWriter::recordSuccessLocked(const WriteBatch& batch, const BatchOutcome& outcome) {
+  const auto rejected = outcome.rejected_samples + outcome.rejected_other;
+  written_ += batch.size() - rejected;
+  dropped_samples_ += outcome.rejected_samples;
+  dropped_other_ += outcome.rejected_other;
+  if (rejected > 0 && outcome.reject_reason != last_logged_reject_) {
+    spdlog::warn("storage: dropped {} samples and {} gaps/events the database refused: {}",
+                 outcome.rejected_samples, outcome.rejected_other, outcome.reject_reason);
+    last_logged_reject_ = outcome.reject_reason;
+  }
+  if (failures_in_a_row_ > 0) {
+    spdlog::info("storage: writing again after {} failed batches", failures_in_a_row_);
+  }
+  failures_in_a_row_ = 0;
+  retry_at_.reset();
+  last_error_.clear();
+  last_logged_error_.clear();
+}
+
+namespace {
+
+template <typename T>
+void putInFront(std::deque<T>& failed, std::deque<T>& queue) {
+  failed.insert(failed.end(), std::make_move_iterator(queue.begin()),
+                std::make_move_iterator(queue.end()));
+  queue = std::move(failed);
+}
+
+}  // namespace
+
+void BatchWriter::recordFailureLocked(WriteBatch& batch, const Error& error) {
+  ++failed_batches_;
+  ++failures_in_a_row_;
+  last_error_ = error.describe();
+  retry_at_ = std::chrono::steady_clock::now() + options_.retry_interval;
+
+  // The failed records are older than what arrived meanwhile, so they go first, and when the
+  // queue is over its bound the oldest samples are the first to go.
+  putInFront(batch.samples, queue_.samples);
+  putInFront(batch.gaps, queue_.gaps);
+  putInFront(batch.events, queue_.events);
+  std::uint64_t dropped_now = 0;
+  while (queuedLocked() > options_.max_queued_records && !queue_.samples.empty()) {
+    queue_.samples.pop_front();
+    ++dropped_now;
+  }
+  dropped_samples_ += dropped_now;
+  // Only when gaps and events alone exceed the bound: the newest are refused, as they would have
+  // been on arrival.
+  while (queuedLocked() > options_.max_queued_records && !queue_.events.empty()) {
+    queue_.events.pop_back();
+    ++dropped_other_;
+  }
+  while (queuedLocked() > options_.max_queued_records && !queue_.gaps.empty()) {
+    queue_.gaps.pop_back();
+    ++dropped_other_;
+  }
+
+  if (last_error_ != last_logged_error_) {
+    spdlog::error(
+        "storage: writing a batch failed, retrying every {} ms: {} (kept {} gaps, {} events, {} "
+        "samples; dropped {} samples)",
+        options_.retry_interval.count(), last_error_, queue_.gaps.size(), queue_.events.size(),
+        queue_.samples.size(), dropped_now);
+    last_logged_error_ = last_error_;
+  }
+}
+
+}  // namespace kfaild::storage

@@ -1,0 +1,91 @@
+#pragma once
+
+// What the drill runner keeps: drills (one row per request, its runs in `result`), the recovery
+// journal (written before a fault is injected, so a broker kfaild stopped is brought back even if
+// kfaild dies), and schedules. Every method is synchronous and durable when it returns OK (the
+// journal must be on disk before the signal is sent); they are safe from any thread.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/common/result.h"
+#include "storage/records.h"
+
+namespace kfaild::storage {
+
+struct DrillRecord {
+  std::int64_t id = 0;
+  ClusterId cluster = 0;
+  std::string fault;         // kill | stop | pause | restart
+  std::string target;        // the request's target, JSON ({"broker":1} / {"leader_of":...} / ...)
+  std::string options;       // JSON of the drill options
+  std::string state;         // queued | preflight | baseline | inject | observe | recover | elect
+                             // | analyse | done | failed | aborted
+  std::string reason;        // why it failed or was aborted (the guard's words), else empty
+  std::optional<std::int64_t> schedule_id;
+  std::int64_t created_us = 0;
+  std::optional<std::int64_t> started_us;
+  std::optional<std::int64_t> finished_us;
+  std::string result = "{}";  // JSON: {"runs":[...]} with per-run times and analysis
+};
+
+struct DrillQuery {
+  std::optional<ClusterId> cluster;
+  std::optional<std::string> state;
+  std::optional<std::string> fault;
+  std::optional<std::int64_t> created_from_us;
+  std::optional<std::int64_t> created_to_us;
+  std::optional<std::int64_t> before_id;  // cursor: only drills with a smaller id
+  std::size_t limit = 50;                 // newest first
+};
+
+struct RecoveryEntry {
+  std::int64_t id = 0;
+  std::int64_t drill_id = 0;
+  ClusterId cluster = 0;
+  std::int32_t node = -1;
+  std::string action;  // "start" (after kill/stop) or "resume" (after pause)
+  std::string phase;   // drill phase when written
+  std::int64_t created_us = 0;
+  std::optional<std::int64_t> done_us;
+  std::int32_t attempts = 0;
+  std::string last_error;
+};
+
+struct ScheduleRecord {
+  std::int64_t id = 0;
+  ClusterId cluster = 0;
+  std::string name;
+  std::string cron;           // 5-field, UTC
+  std::int64_t jitter_s = 0;  // random delay up to this many seconds
+  bool enabled = true;
+  std::string drill;          // JSON: the drill request it starts (fault, target, options)
+  std::optional<std::int64_t> last_run_us;
+  std::optional<std::int64_t> next_run_us;
+  std::string last_outcome;   // "started drill 12", "missed", "refused: ..."
+  std::int64_t created_us = 0;
+};
+
+class DrillStore {
+ public:
+  virtual ~DrillStore() = default;
+
+  virtual Result<std::int64_t> createDrill(const DrillRecord& drill) = 0;
+  virtual Status updateDrill(const DrillRecord& drill) = 0;
+  virtual Result<std::optional<DrillRecord>> drill(std::int64_t id) const = 0;
+  virtual Result<std::vector<DrillRecord>> drills(const DrillQuery& query) const = 0;
+
+  virtual Result<std::int64_t> addRecovery(const RecoveryEntry& entry) = 0;
+  virtual Status updateRecovery(const RecoveryEntry& entry) = 0;
+  virtual Result<std::vector<RecoveryEntry>> pendingRecoveries() const = 0;
+
+  virtual Result<std::int64_t> createSchedule(const ScheduleRecord& schedule) = 0;
+  virtual Status updateSchedule(const ScheduleRecord& schedule) = 0;
+  virtual Result<bool> deleteSchedule(std::int64_t id) = 0;
+  virtual Result<std::optional<ScheduleRecord>> schedule(std::int64_t id) const = 0;
+  virtual Result<std::vector<ScheduleRecord>> schedules(std::optional<ClusterId> cluster) const = 0;
+};
+
+}  // namespace kfaild::storage

@@ -1,0 +1,198 @@
+#include "storage/migrations.h"
+
+#include <array>
+#include <string>
+
+namespace kfaild::storage {
+namespace {
+
+constexpr std::string_view kInitialSchema = R"sql(
+CREATE TABLE clusters (
+  id         INTEGER PRIMARY KEY,
+  name       TEXT    NOT NULL UNIQUE,
+  bootstrap  TEXT    NOT NULL,
+  created_us INTEGER NOT NULL
+);
+
+-- One row per probed (cluster, topic, partition), so a sample carries a small integer instead of
+-- three columns and the topic text.
+CREATE TABLE probe_partitions (
+  id         INTEGER PRIMARY KEY,
+  cluster_id INTEGER NOT NULL REFERENCES clusters (id),
+  topic      TEXT    NOT NULL,
+  partition  INTEGER NOT NULL,
+  UNIQUE (cluster_id, topic, partition)
+);
+
+-- Clustered on (partition, send time): "this partition between t1 and t2" and pruning by time
+-- are range scans of the table itself, and there is no second b-tree to update per insert.
+-- Ack and receive times are stored relative to send_us: a few bytes instead of eight.
+CREATE TABLE probe_samples (
+  partition_id     INTEGER NOT NULL REFERENCES probe_partitions (id),
+  send_us          INTEGER NOT NULL,
+  seq              INTEGER NOT NULL,
+  ack_delay_us     INTEGER,
+  ack_error        INTEGER NOT NULL DEFAULT 0,
+  offset           INTEGER,
+  receive_delay_us INTEGER,
+  PRIMARY KEY (partition_id, send_us, seq)
+) WITHOUT ROWID;
+
+CREATE VIEW probe_samples_expanded AS
+SELECT p.cluster_id, p.topic, p.partition, s.seq, s.send_us,
+       s.send_us + s.ack_delay_us AS ack_us, s.ack_error, s.offset,
+       s.send_us + s.receive_delay_us AS receive_us
+FROM probe_samples AS s JOIN probe_partitions AS p ON p.id = s.partition_id;
+
+CREATE TABLE gaps (
+  id          INTEGER PRIMARY KEY,
+  cluster_id  INTEGER NOT NULL REFERENCES clusters (id),
+  topic       TEXT    NOT NULL,
+  partition   INTEGER NOT NULL,
+  kind        TEXT    NOT NULL CHECK (kind IN ('ack', 'receive')),
+  start_us    INTEGER NOT NULL,
+  end_us      INTEGER NOT NULL,
+  duration_us INTEGER NOT NULL,
+  seq_before  INTEGER NOT NULL,
+  seq_after   INTEGER NOT NULL
+);
+CREATE INDEX gaps_by_end ON gaps (end_us, duration_us);
+CREATE INDEX gaps_by_partition ON gaps (cluster_id, topic, partition, end_us);
+
+CREATE TABLE events (
+  id         INTEGER PRIMARY KEY,
+  cluster_id INTEGER NOT NULL REFERENCES clusters (id),
+  t_us       INTEGER NOT NULL,
+  source     TEXT    NOT NULL,
+  kind       TEXT    NOT NULL,
+  broker     INTEGER,
+  topic      TEXT,
+  partition  INTEGER,
+  detail     TEXT    NOT NULL DEFAULT '{}'
+);
+CREATE INDEX events_by_cluster_time ON events (cluster_id, t_us);
+CREATE INDEX events_by_time ON events (t_us);
+)sql";
+
+// Drills (one row per request; runs and analyses in `result`), the recovery journal that must
+// outlive a crash of kfaild, and cron schedules.
+constexpr std::string_view kDrillSchema = R"sql(
+CREATE TABLE drills (
+  id          INTEGER PRIMARY KEY,
+  cluster_id  INTEGER NOT NULL REFERENCES clusters (id),
+  fault       TEXT    NOT NULL,
+  target      TEXT    NOT NULL,
+  options     TEXT    NOT NULL,
+  state       TEXT    NOT NULL,
+  reason      TEXT    NOT NULL DEFAULT '',
+  schedule_id INTEGER,
+  created_us  INTEGER NOT NULL,
+  started_us  INTEGER,
+  finished_us INTEGER,
+  result      TEXT    NOT NULL DEFAULT '{}'
+);
+CREATE INDEX drills_by_cluster ON drills (cluster_id, id);
+
+CREATE TABLE recovery_journal (
+  id         INTEGER PRIMARY KEY,
+  drill_id   INTEGER NOT NULL REFERENCES drills (id),
+  cluster_id INTEGER NOT NULL REFERENCES clusters (id),
+  node       INTEGER NOT NULL,
+  action     TEXT    NOT NULL CHECK (action IN ('start', 'resume')),
+  phase      TEXT    NOT NULL,
+  created_us INTEGER NOT NULL,
+  done_us    INTEGER,
+  attempts   INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX recovery_pending ON recovery_journal (id) WHERE done_us IS NULL;
+
+CREATE TABLE schedules (
+  id           INTEGER PRIMARY KEY,
+  cluster_id   INTEGER NOT NULL REFERENCES clusters (id),
+  name         TEXT    NOT NULL,
+  cron         TEXT    NOT NULL,
+  jitter_s     INTEGER NOT NULL DEFAULT 0,
+  enabled      INTEGER NOT NULL DEFAULT 1,
+  drill        TEXT    NOT NULL,
+  last_run_us  INTEGER,
+  next_run_us  INTEGER,
+  last_outcome TEXT    NOT NULL DEFAULT '',
+  created_us   INTEGER NOT NULL
+);
+)sql";
+
+constexpr std::array kMigrations = {
+    Migration{"clusters, probe samples, gaps, events", kInitialSchema},
+    Migration{"drills, recovery journal, schedules", kDrillSchema},
+};
+
+}  // namespace
+
+std::span<const Migration> schemaMigrations() {
+  return kMigrations;
+}
+
+int latestSchemaVersion() {
+  return static_cast<int>(kMigrations.size());
+}
+
+Result<int> schemaVersion(sqlite::Database& db) {
+  auto version = db.queryInt("PRAGMA user_version");
+  if (!version) return version.error();
+  return static_cast<int>(*version);
+}
+
+namespace {
+
+Error newerSchema(const sqlite::Database& db, int found, std::size_t known) {
+  return Error{errc::newer_schema, db.path() + " has schema version " + std::to_string(found) +
+                                       ", this kfaild knows " + std::to_string(known) +
+                                       "; it was written by a newer kfaild (upgrade kfaild or "
+                                       "use another database file)"};
+}
+
+}  // namespace
+
+Status migrate(sqlite::Database& db, std::span<const Migration> steps) {
+  const auto known = steps.size();
+  // Checked before taking the write lock so a newer file is refused without being written to.
+  auto current = schemaVersion(db);
+  if (!current) return current.error();
+  if (*current < 0 || static_cast<std::size_t>(*current) > known) {
+    return newerSchema(db, *current, known);
+  }
+
+  for (;;) {
+    // IMMEDIATE: the version read below cannot change until this step commits.
+    if (auto begun = db.exec("BEGIN IMMEDIATE"); !begun) return begun.error();
+    auto version = schemaVersion(db);
+    if (!version) {
+      db.rollbackQuietly();
+      return version.error();
+    }
+    const auto at = static_cast<std::size_t>(*version);
+    if (*version < 0 || at > known) {
+      db.rollbackQuietly();
+      return newerSchema(db, *version, known);
+    }
+    if (at == known) return db.exec("COMMIT");
+
+    const Migration& step = steps[at];
+    const auto failed = [&](const Error& cause) {
+      db.rollbackQuietly();
+      return Error{errc::migration_failed, "migration " + std::to_string(at + 1) + " (" +
+                                               std::string(step.description) + ") of " + db.path() +
+                                               ": " + cause.describe()};
+    };
+    if (auto applied = db.exec(step.sql, errc::migration_failed); !applied) {
+      return failed(applied.error());
+    }
+    if (auto stamped = db.exec("PRAGMA user_version = " + std::to_string(at + 1)); !stamped) {
+      return failed(stamped.error());
+    }
+    if (auto committed = db.exec("COMMIT"); !committed) return failed(committed.error());
+  }
+}
+
+}  // namespace kfaild::storage

@@ -1,0 +1,38 @@
+#pragma once
+
+// The schema's history. The database's version is `PRAGMA user_version`: the number of steps of
+// kSchemaMigrations applied to it. Opening a database applies the missing steps in order, each in
+// its own transaction together with the version bump, so a crash or a failing step leaves the
+// file at the last complete version. A database whose version is above the number of steps this
+// build knows was written by a newer kfaild and is refused (newer_schema), never modified.
+//
+// To change the schema, append a step to kSchemaMigrations in migrations.cc, and document the
+// result in storage/README.md. Never edit or reorder a step that has shipped.
+
+#include <span>
+#include <string_view>
+
+#include "server/common/result.h"
+#include "storage/sqlite.h"
+
+namespace kfaild::storage {
+
+struct Migration {
+  std::string_view description;
+  std::string_view sql;  // one or more statements
+};
+
+// kfaild's steps, oldest first; step i brings the schema to version i + 1.
+std::span<const Migration> schemaMigrations();
+int latestSchemaVersion();
+
+// The version stamped in `db`.
+Result<int> schemaVersion(sqlite::Database& db);
+
+// Brings `db` to version steps.size(). Safe against another process migrating the same file at
+// the same time (each step re-reads the version under the write lock). Errors: newer_schema,
+// migration_failed (message names the step and keeps SQLite's text), busy, io_error, disk_full,
+// read_only.
+Status migrate(sqlite::Database& db, std::span<const Migration> steps);
+
+}  // namespace kfaild::storage

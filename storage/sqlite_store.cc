@@ -1,0 +1,695 @@
+#include "storage/sqlite_store.h"
+
+#include <spdlog/spdlog.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <limits>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+
+#include "storage/batch_writer.h"
+#include "storage/errc.h"
+#include "storage/migrations.h"
+#include "storage/sqlite.h"
+
+namespace kfaild::storage {
+namespace {
+
+constexpr std::int64_t kJournalSizeLimitBytes = 64 * 1024 * 1024;
+
+constexpr std::string_view kUpsertPartition = R"sql(
+INSERT INTO probe_partitions (cluster_id, topic, partition) VALUES (?1, ?2, ?3)
+ON CONFLICT (cluster_id, topic, partition) DO UPDATE SET topic = excluded.topic
+RETURNING id)sql";
+
+// A repeated (partition, send time, seq) is the same probe message written twice; the later
+// write knows at least as much about its fate.
+constexpr std::string_view kInsertSample = R"sql(
+INSERT OR REPLACE INTO probe_samples
+  (partition_id, send_us, seq, ack_delay_us, ack_error, offset, receive_delay_us)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7))sql";
+
+constexpr std::string_view kInsertGap = R"sql(
+INSERT INTO gaps (cluster_id, topic, partition, kind, start_us, end_us, duration_us, seq_before,
+                  seq_after)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9))sql";
+
+constexpr std::string_view kInsertEvent = R"sql(
+INSERT INTO events (cluster_id, t_us, source, kind, broker, topic, partition, detail)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))sql";
+
+constexpr std::string_view kUpsertCluster = R"sql(
+INSERT INTO clusters (name, bootstrap, created_us) VALUES (?1, ?2, ?3)
+ON CONFLICT (name) DO UPDATE SET bootstrap = excluded.bootstrap
+RETURNING id)sql";
+
+// Errors that belong to one record (its values), not to the database: the record is dropped and
+// the rest of the batch is written. Anything else aborts the batch so it can be retried.
+bool isRecordError(int code) {
+  switch (code & 0xff) {
+    case SQLITE_CONSTRAINT:
+    case SQLITE_TOOBIG:
+    case SQLITE_MISMATCH:
+    case SQLITE_RANGE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::int64_t sqlLimit(std::size_t limit) {
+  return static_cast<std::int64_t>(
+      std::min<std::size_t>(limit, std::numeric_limits<std::int64_t>::max()));
+}
+
+struct PartitionKeyView {
+  ClusterId cluster;
+  std::string_view topic;
+  std::int32_t partition;
+  bool operator==(const PartitionKeyView&) const = default;
+};
+
+struct PartitionKey {
+  ClusterId cluster;
+  std::string topic;
+  std::int32_t partition;
+  operator PartitionKeyView() const { return {cluster, topic, partition}; }  // NOLINT
+};
+
+// Transparent, so a lookup per sample does not copy the topic.
+struct PartitionKeyHash {
+  using is_transparent = void;
+  std::size_t operator()(const PartitionKeyView& key) const {
+    std::size_t hash = std::hash<std::string_view>{}(key.topic);
+    hash ^= std::hash<std::int64_t>{}(key.cluster) + 0x9e3779b97f4a7c15ULL + (hash << 6);
+    hash ^= std::hash<std::int32_t>{}(key.partition) + 0x9e3779b97f4a7c15ULL + (hash << 6);
+    return hash;
+  }
+};
+
+struct PartitionKeyEqual {
+  using is_transparent = void;
+  bool operator()(const PartitionKeyView& a, const PartitionKeyView& b) const { return a == b; }
+};
+
+struct PruneChunk {
+  std::int64_t deleted = 0;
+  std::optional<std::int64_t> next_from;  // unset when the interval is done
+};
+
+// A WHERE clause built from the filters a query sets, so SQLite sees only the conditions that
+// matter and can pick an index for them.
+class Conditions {
+ public:
+  void add(std::string_view condition, std::int64_t value) { push(condition, value); }
+  void add(std::string_view condition, std::string value) { push(condition, std::move(value)); }
+
+  std::string sql() const { return where_.empty() ? std::string() : " WHERE " + where_; }
+  // Binds the values in order; returns the next free parameter index.
+  int bind(sqlite::Statement& statement) const {
+    int index = 1;
+    for (const auto& value : values_) {
+      if (const auto* number = std::get_if<std::int64_t>(&value)) {
+        statement.bindInt(index++, *number);
+      } else {
+        statement.bindText(index++, std::get<std::string>(value));
+      }
+    }
+    return index;
+  }
+
+ private:
+  void push(std::string_view condition, std::variant<std::int64_t, std::string> value) {
+    if (!where_.empty()) where_ += " AND ";
+    where_ += condition;
+    values_.push_back(std::move(value));
+  }
+
+  std::string where_;
+  std::vector<std::variant<std::int64_t, std::string>> values_;
+};
+
+Status setUp(sqlite::Database& db, const std::string& path) {
+  const auto failed = [&](const Error& cause) {
+    return Error{errc::open_failed, "setting up " + path + ": " + cause.describe()};
+  };
+  // WAL: readers never wait for the writer and the writer never waits for readers.
+  auto mode = db.prepare("PRAGMA journal_mode = WAL");
+  if (!mode) return failed(mode.error());
+  auto row = mode->step();
+  if (!row) return failed(row.error());
+  if (const auto got = mode->columnText(0); got != "wal") {
+    return Error{errc::open_failed,
+                 path + ": cannot use write-ahead logging (journal mode is " + got + ")"};
+  }
+  // NORMAL in WAL mode: a power cut may lose the last commits but never corrupts the file; for
+  // probe data that is the right price for not syncing every batch.
+  if (auto set = db.exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"); !set) {
+    return failed(set.error());
+  }
+  return okStatus();
+}
+
+}  // namespace
+
+// The write connection and its statements. Used only on the writer thread, except
+// setMaxPageCount().
+class SqliteBatchSink final : public BatchSink {
+ public:
+  static Result<std::unique_ptr<SqliteBatchSink>> create(std::unique_ptr<sqlite::Database> db,
+                                                         std::optional<std::int64_t> max_pages) {
+    auto upsert_partition = db->prepare(kUpsertPartition);
+    if (!upsert_partition) return upsert_partition.error();
+    auto insert_sample = db->prepare(kInsertSample);
+    if (!insert_sample) return insert_sample.error();
+    auto insert_gap = db->prepare(kInsertGap);
+    if (!insert_gap) return insert_gap.error();
+    auto insert_event = db->prepare(kInsertEvent);
+    if (!insert_event) return insert_event.error();
+    auto default_pages = db->queryInt("PRAGMA max_page_count");
+    if (!default_pages) return default_pages.error();
+    // Prunes would otherwise zero every freed page (Debian builds SQLite with SECURE_DELETE);
+    // probe samples are not secrets.
+    if (auto set = db->exec("PRAGMA cache_size = -65536; PRAGMA secure_delete = FAST; PRAGMA "
+                            "journal_size_limit = " +
+                            std::to_string(kJournalSizeLimitBytes));
+        !set) {
+      return set.error();
+    }
+    auto sink = std::unique_ptr<SqliteBatchSink>(
+        new SqliteBatchSink(std::move(db), std::move(*upsert_partition), std::move(*insert_sample),
+                            std::move(*insert_gap), std::move(*insert_event), *default_pages));
+    sink->setMaxPageCount(max_pages);
+    return sink;
+  }
+
+  void setMaxPageCount(std::optional<std::int64_t> pages) {
+    wanted_max_pages_ = pages.value_or(0) > 0 ? *pages : 0;
+  }
+
+  Result<BatchOutcome> write(const WriteBatch& batch) override {
+    if (auto limited = applyPageLimit(); !limited) return limited.error();
+    if (auto begun = db_->exec("BEGIN IMMEDIATE"); !begun) return begun.error();
+    BatchOutcome outcome;
+    const auto abort = [&](Error error) {
+      db_->rollbackQuietly();
+      // Partitions registered in this transaction are gone again.
+      partition_ids_.clear();
+      return error;
+    };
+
+    for (const auto& sample : batch.samples) {
+      std::optional<std::int64_t> partition_id;
+      if (auto failure = partitionId(sample, partition_id, outcome)) return abort(*failure);
+      if (!partition_id) continue;
+      insert_sample_.bindInt(1, *partition_id);
+      insert_sample_.bindInt(2, sample.send_us);
+      insert_sample_.bindInt(3, sample.seq);
+      insert_sample_.bindOptionalInt(4, relativeTo(sample.send_us, sample.ack_us));
+      insert_sample_.bindInt(5, sample.ack_error);
+      insert_sample_.bindOptionalInt(6, sample.offset);
+      insert_sample_.bindOptionalInt(7, relativeTo(sample.send_us, sample.receive_us));
+      if (auto failure = insert(insert_sample_, outcome.rejected_samples, outcome)) {
+        return abort(*failure);
+      }
+    }
+    for (const auto& gap : batch.gaps) {
+      insert_gap_.bindInt(1, gap.cluster);
+      insert_gap_.bindText(2, gap.topic);
+      insert_gap_.bindInt(3, gap.partition);
+      insert_gap_.bindText(4, toString(gap.kind));
+      insert_gap_.bindInt(5, gap.start_us);
+      insert_gap_.bindInt(6, gap.end_us);
+      insert_gap_.bindInt(7, gap.duration_us);
+      insert_gap_.bindInt(8, gap.seq_before);
+      insert_gap_.bindInt(9, gap.seq_after);
+      if (auto failure = insert(insert_gap_, outcome.rejected_other, outcome)) {
+        return abort(*failure);
+      }
+    }
+    for (const auto& event : batch.events) {
+      insert_event_.bindInt(1, event.cluster);
+      insert_event_.bindInt(2, event.t_us);
+      insert_event_.bindText(3, event.source);
+      insert_event_.bindText(4, event.kind);
+      insert_event_.bindOptionalInt(5, event.broker);
+      insert_event_.bindOptionalText(6, event.topic);
+      insert_event_.bindOptionalInt(7, event.partition);
+      insert_event_.bindText(8, event.detail.empty() ? std::string_view("{}") : event.detail);
+      if (auto failure = insert(insert_event_, outcome.rejected_other, outcome)) {
+        return abort(*failure);
+      }
+    }
+
+    if (auto committed = db_->exec("COMMIT"); !committed) return abort(committed.error());
+    return outcome;
+  }
+
+  Result<ClusterId> upsertCluster(const std::string& name, const std::string& bootstrap,
+                                  std::int64_t now_us) {
+    if (auto limited = applyPageLimit(); !limited) return limited.error();
+    auto upsert = db_->prepare(kUpsertCluster);
+    if (!upsert) return upsert.error();
+    upsert->bindText(1, name);
+    upsert->bindText(2, bootstrap);
+    upsert->bindInt(3, now_us);
+    auto row = upsert->step();
+    if (!row) return row.error();
+    const ClusterId id = upsert->columnInt(0);
+    if (auto done = upsert->run(); !done) return done.error();
+    return id;
+  }
+
+  // Deletes up to `max_rows` samples of one partition with send_us in [from_us, to_us), oldest
+  // first, in one transaction.
+  Result<PruneChunk> pruneChunk(std::int64_t partition_id, std::int64_t from_us, std::int64_t to_us,
+                                std::int64_t max_rows) {
+    if (auto limited = applyPageLimit(); !limited) return limited.error();
+    // Where the chunk ends: the send time of the first row past it. Deleting by key range keeps
+    // the DELETE a plain range scan of the primary key.
+    auto boundary = db_->prepare(
+        "SELECT send_us FROM probe_samples WHERE partition_id = ?1 AND send_us >= ?2 "
+        "AND send_us < ?3 ORDER BY send_us LIMIT 1 OFFSET ?4");
+    if (!boundary) return boundary.error();
+    boundary->bindInt(1, partition_id);
+    boundary->bindInt(2, from_us);
+    boundary->bindInt(3, to_us);
+    boundary->bindInt(4, std::max<std::int64_t>(max_rows, 1));
+    auto row = boundary->step();
+    if (!row) return row.error();
+    PruneChunk chunk;
+    std::int64_t upper = to_us;
+    if (*row) {
+      // from_us + 1 at least, so rows sharing one send time cannot stall the loop.
+      upper = std::max(boundary->columnInt(0), from_us + 1);
+      chunk.next_from = upper;
+    }
+    auto erase = db_->prepare(
+        "DELETE FROM probe_samples WHERE partition_id = ?1 AND send_us >= ?2 AND send_us < ?3");
+    if (!erase) return erase.error();
+    erase->bindInt(1, partition_id);
+    erase->bindInt(2, from_us);
+    erase->bindInt(3, upper);
+    if (auto done = erase->run(); !done) return done.error();
+    chunk.deleted = db_->changes();
+    return chunk;
+  }
+
+ private:
+  SqliteBatchSink(std::unique_ptr<sqlite::Database> db, sqlite::Statement upsert_partition,
+                  sqlite::Statement insert_sample, sqlite::Statement insert_gap,
+                  sqlite::Statement insert_event, std::int64_t default_max_pages)
+      : db_(std::move(db)),
+        upsert_partition_(std::move(upsert_partition)),
+        insert_sample_(std::move(insert_sample)),
+        insert_gap_(std::move(insert_gap)),
+        insert_event_(std::move(insert_event)),
+        default_max_pages_(default_max_pages) {}
+
+  static std::optional<std::int64_t> relativeTo(std::int64_t base,
+                                                std::optional<std::int64_t> time) {
+    if (!time) return std::nullopt;
+    return *time - base;
+  }
+
+  Status applyPageLimit() {
+    const std::int64_t wanted = wanted_max_pages_;
+    if (wanted == applied_max_pages_) return okStatus();
+    const auto pages = wanted > 0 ? wanted : default_max_pages_;
+    auto set = db_->queryInt("PRAGMA max_page_count = " + std::to_string(pages));
+    if (!set) return set.error();
+    applied_max_pages_ = wanted;
+    return okStatus();
+  }
+
+  // Steps an INSERT bound for one record. A record error counts the record in `rejected`;
+  // any other error is returned, for the caller to abort the batch.
+  static std::optional<Error> insert(sqlite::Statement& statement, std::uint64_t& rejected,
+                                     BatchOutcome& outcome) {
+    const int code = statement.stepRaw();
+    std::optional<Error> failure;
+    if (code != SQLITE_DONE) {
+      Error error = statement.error(code);
+      if (isRecordError(code)) {
+        ++rejected;
+        if (outcome.reject_reason.empty()) outcome.reject_reason = error.describe();
+      } else {
+        failure = std::move(error);
+      }
+    }
+    statement.reset();
+    return failure;
+  }
+
+  // Finds (registering on first sight) the probe_partitions row of a sample. Leaves `id` unset
+  // when the sample was rejected (its cluster is unknown).
+  std::optional<Error> partitionId(const ProbeSample& sample, std::optional<std::int64_t>& id,
+                                   BatchOutcome& outcome) {
+    const PartitionKeyView key{sample.cluster, sample.topic, sample.partition};
+    if (auto found = partition_ids_.find(key); found != partition_ids_.end()) {
+      id = found->second;
+      return std::nullopt;
+    }
+    upsert_partition_.bindInt(1, sample.cluster);
+    upsert_partition_.bindText(2, sample.topic);
+    upsert_partition_.bindInt(3, sample.partition);
+    const int code = upsert_partition_.stepRaw();
+    if (code != SQLITE_ROW) {
+      // Put the code back through the same classification as a plain insert.
+      std::optional<Error> failure;
+      Error error = upsert_partition_.error(code);
+      if (isRecordError(code)) {
+        ++outcome.rejected_samples;
+        if (outcome.reject_reason.empty()) outcome.reject_reason = error.describe();
+      } else {
+        failure = std::move(error);
+      }
+      upsert_partition_.reset();
+      return failure;
+    }
+    id = upsert_partition_.columnInt(0);
+    upsert_partition_.reset();
+    partition_ids_.emplace(PartitionKey{sample.cluster, sample.topic, sample.partition}, *id);
+    return std::nullopt;
+  }
+
+  // Statements are declared after the connection so they are finalised before it closes.
+  std::unique_ptr<sqlite::Database> db_;
+  sqlite::Statement upsert_partition_;
+  sqlite::Statement insert_sample_;
+  sqlite::Statement insert_gap_;
+  sqlite::Statement insert_event_;
+  std::unordered_map<PartitionKey, std::int64_t, PartitionKeyHash, PartitionKeyEqual>
+      partition_ids_;
+  const std::int64_t default_max_pages_;
+  std::atomic<std::int64_t> wanted_max_pages_{0};  // 0: SQLite's default; set from any thread
+  std::int64_t applied_max_pages_ = -1;
+};
+
+class SqliteStore::ReaderPool {
+ public:
+  ReaderPool(std::string path, std::chrono::milliseconds busy_timeout, std::size_t max_idle)
+      : path_(std::move(path)), busy_timeout_(busy_timeout), max_idle_(max_idle) {}
+
+  Result<std::unique_ptr<sqlite::Database>> acquire() {
+    {
+      std::lock_guard lock(mutex_);
+      if (!idle_.empty()) {
+        auto db = std::move(idle_.back());
+        idle_.pop_back();
+        return db;
+      }
+    }
+    auto db = sqlite::Database::open(path_);
+    if (!db) return db.error();
+    (*db)->setBusyTimeout(busy_timeout_);
+    // A read connection that tried to write would be a bug; make it an error, not a write.
+    if (auto set = (*db)->exec("PRAGMA query_only = ON"); !set) return set.error();
+    return std::move(*db);
+  }
+
+  void release(std::unique_ptr<sqlite::Database> db) {
+    std::lock_guard lock(mutex_);
+    if (idle_.size() < max_idle_) idle_.push_back(std::move(db));
+  }
+
+ private:
+  const std::string path_;
+  const std::chrono::milliseconds busy_timeout_;
+  const std::size_t max_idle_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<sqlite::Database>> idle_;  // guarded by mutex_
+};
+
+template <typename F>
+auto SqliteStore::withReader(F&& read) const {
+  using R = std::invoke_result_t<F, sqlite::Database&>;
+  auto db = readers_->acquire();
+  if (!db) return R(db.error());
+  R result = read(**db);
+  readers_->release(std::move(*db));
+  return result;
+}
+
+SqliteStore::SqliteStore(std::string path, SqliteStoreOptions options)
+    : path_(std::move(path)),
+      options_(options),
+      clock_(options_.clock != nullptr ? *options_.clock : system_clock_) {}
+
+SqliteStore::~SqliteStore() = default;
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
+                                                       SqliteStoreOptions options) {
+  auto db = sqlite::Database::open(path);
+  if (!db) return db.error();
+  (*db)->setBusyTimeout(options.busy_timeout);
+  if (auto set = setUp(**db, path); !set) return set.error();
+  if (auto migrated = migrate(**db, schemaMigrations()); !migrated) return migrated.error();
+
+  auto sink = SqliteBatchSink::create(std::move(*db), options.max_page_count);
+  if (!sink) {
+    return Error{errc::open_failed,
+                 "preparing statements on " + path + ": " + sink.error().describe()};
+  }
+  auto store = std::unique_ptr<SqliteStore>(new SqliteStore(path, options));
+  store->readers_ =
+      std::make_unique<ReaderPool>(path, options.busy_timeout, options.max_idle_readers);
+  store->sink_ = std::move(*sink);
+  store->writer_ = std::make_unique<BatchWriter>(
+      *store->sink_, BatchWriterOptions{.max_queued_records = options.max_queued_records,
+                                        .retry_interval = options.retry_interval});
+  spdlog::info("storage: opened {} (schema version {})", path, latestSchemaVersion());
+  return store;
+}
+
+void SqliteStore::addSample(ProbeSample sample) {
+  writer_->addSample(std::move(sample));
+}
+
+void SqliteStore::addGap(Gap gap) {
+  writer_->addGap(std::move(gap));
+}
+
+void SqliteStore::addEvent(Event event) {
+  writer_->addEvent(std::move(event));
+}
+
+void SqliteStore::flush() {
+  writer_->flush();
+}
+
+WriterStats SqliteStore::writerStats() const {
+  return writer_->stats();
+}
+
+void SqliteStore::setMaxPageCount(std::optional<std::int64_t> pages) {
+  sink_->setMaxPageCount(pages);
+}
+
+Result<ClusterId> SqliteStore::ensureCluster(const std::string& name,
+                                             const std::string& bootstrap) {
+  const auto now_us = clock_.wallNow();
+  return writer_->runOnWriter<ClusterId>([this, name, bootstrap, now_us]() -> Result<ClusterId> {
+    return sink_->upsertCluster(name, bootstrap, now_us);
+  });
+}
+
+Result<std::vector<Cluster>> SqliteStore::clusters() const {
+  return withReader([](sqlite::Database& db) -> Result<std::vector<Cluster>> {
+    auto select = db.prepare("SELECT id, name, bootstrap, created_us FROM clusters ORDER BY id");
+    if (!select) return select.error();
+    std::vector<Cluster> found;
+    for (;;) {
+      auto row = select->step();
+      if (!row) return row.error();
+      if (!*row) return found;
+      found.push_back(Cluster{.id = select->columnInt(0),
+                              .name = select->columnText(1),
+                              .bootstrap = select->columnText(2),
+                              .created_us = select->columnInt(3)});
+    }
+  });
+}
+
+Result<std::vector<ProbeSample>> SqliteStore::samples(const SampleQuery& query) const {
+  return withReader([&query](sqlite::Database& db) -> Result<std::vector<ProbeSample>> {
+    auto select = db.prepare(R"sql(
+SELECT s.send_us, s.seq, s.ack_delay_us, s.ack_error, s.offset, s.receive_delay_us
+FROM probe_partitions AS p JOIN probe_samples AS s ON s.partition_id = p.id
+WHERE p.cluster_id = ?1 AND p.topic = ?2 AND p.partition = ?3
+  AND s.send_us >= ?4 AND s.send_us < ?5
+ORDER BY s.send_us, s.seq
+LIMIT ?6)sql");
+    if (!select) return select.error();
+    select->bindInt(1, query.cluster);
+    select->bindText(2, query.topic);
+    select->bindInt(3, query.partition);
+    select->bindInt(4, query.range.from_us);
+    select->bindInt(5, query.range.to_us);
+    select->bindInt(6, sqlLimit(query.limit));
+    std::vector<ProbeSample> found;
+    const auto absolute = [](std::int64_t send_us, std::optional<std::int64_t> delay) {
+      return delay ? std::optional<std::int64_t>(send_us + *delay) : std::nullopt;
+    };
+    for (;;) {
+      auto row = select->step();
+      if (!row) return row.error();
+      if (!*row) return found;
+      ProbeSample& sample = found.emplace_back();
+      sample.cluster = query.cluster;
+      sample.topic = query.topic;
+      sample.partition = query.partition;
+      sample.send_us = select->columnInt(0);
+      sample.seq = select->columnInt(1);
+      sample.ack_us = absolute(sample.send_us, select->columnOptionalInt(2));
+      sample.ack_error = static_cast<std::int32_t>(select->columnInt(3));
+      sample.offset = select->columnOptionalInt(4);
+      sample.receive_us = absolute(sample.send_us, select->columnOptionalInt(5));
+    }
+  });
+}
+
+Result<std::vector<Gap>> SqliteStore::gaps(const GapQuery& query) const {
+  Conditions where;
+  where.add("end_us >= ?", query.range.from_us);
+  where.add("end_us < ?", query.range.to_us);
+  if (query.cluster) where.add("cluster_id = ?", *query.cluster);
+  if (query.topic) where.add("topic = ?", *query.topic);
+  if (query.partition) where.add("partition = ?", std::int64_t{*query.partition});
+  if (query.kind) where.add("kind = ?", std::string(toString(*query.kind)));
+  if (query.min_duration_us > 0) where.add("duration_us >= ?", query.min_duration_us);
+  const std::string sql =
+      "SELECT id, cluster_id, topic, partition, kind, start_us, end_us, duration_us, seq_before, "
+      "seq_after FROM gaps" +
+      where.sql() + " ORDER BY end_us, id LIMIT ?";
+
+  return withReader([&](sqlite::Database& db) -> Result<std::vector<Gap>> {
+    auto select = db.prepare(sql);
+    if (!select) return select.error();
+    select->bindInt(where.bind(*select), sqlLimit(query.limit));
+    std::vector<Gap> found;
+    for (;;) {
+      auto row = select->step();
+      if (!row) return row.error();
+      if (!*row) return found;
+      const auto kind = gapKindFromString(select->columnText(4));
+      if (!kind) {
+        return Error{errc::query_failed, "gap " + std::to_string(select->columnInt(0)) +
+                                             " has unknown kind \"" + select->columnText(4) + "\""};
+      }
+      found.push_back(Gap{.id = select->columnInt(0),
+                          .cluster = select->columnInt(1),
+                          .topic = select->columnText(2),
+                          .partition = static_cast<std::int32_t>(select->columnInt(3)),
+                          .kind = *kind,
+                          .start_us = select->columnInt(5),
+                          .end_us = select->columnInt(6),
+                          .duration_us = select->columnInt(7),
+                          .seq_before = select->columnInt(8),
+                          .seq_after = select->columnInt(9)});
+    }
+  });
+}
+
+Result<std::vector<Event>> SqliteStore::events(const EventQuery& query) const {
+  Conditions where;
+  where.add("t_us >= ?", query.range.from_us);
+  where.add("t_us < ?", query.range.to_us);
+  if (query.cluster) where.add("cluster_id = ?", *query.cluster);
+  if (query.source) where.add("source = ?", *query.source);
+  if (query.kind) where.add("kind = ?", *query.kind);
+  if (query.topic) where.add("topic = ?", *query.topic);
+  if (query.partition) where.add("partition = ?", std::int64_t{*query.partition});
+  const std::string sql =
+      "SELECT id, cluster_id, t_us, source, kind, broker, topic, partition, detail FROM events" +
+      where.sql() + " ORDER BY t_us, id LIMIT ?";
+
+  return withReader([&](sqlite::Database& db) -> Result<std::vector<Event>> {
+    auto select = db.prepare(sql);
+    if (!select) return select.error();
+    select->bindInt(where.bind(*select), sqlLimit(query.limit));
+    std::vector<Event> found;
+    const auto optionalInt32 = [](std::optional<std::int64_t> value) {
+      return value ? std::optional<std::int32_t>(static_cast<std::int32_t>(*value)) : std::nullopt;
+    };
+    for (;;) {
+      auto row = select->step();
+      if (!row) return row.error();
+      if (!*row) return found;
+      found.push_back(Event{.id = select->columnInt(0),
+                            .cluster = select->columnInt(1),
+                            .t_us = select->columnInt(2),
+                            .source = select->columnText(3),
+                            .kind = select->columnText(4),
+                            .broker = optionalInt32(select->columnOptionalInt(5)),
+                            .topic = select->columnOptionalText(6),
+                            .partition = optionalInt32(select->columnOptionalInt(7)),
+                            .detail = select->columnText(8)});
+    }
+  });
+}
+
+namespace {
+
+// [INT64_MIN, cutoff) minus the keep ranges, as sorted disjoint half-open intervals.
+std::vector<TimeRange> deletionIntervals(std::int64_t cutoff_us, std::vector<TimeRange> keep) {
+  std::sort(keep.begin(), keep.end(),
+            [](const TimeRange& a, const TimeRange& b) { return a.from_us < b.from_us; });
+  std::vector<TimeRange> intervals;
+  std::int64_t cursor = std::numeric_limits<std::int64_t>::min();
+  for (const auto& range : keep) {
+    if (range.to_us <= range.from_us) continue;
+    if (cursor >= cutoff_us) break;
+    if (range.from_us > cursor) intervals.push_back({cursor, std::min(range.from_us, cutoff_us)});
+    cursor = std::max(cursor, range.to_us);
+  }
+  if (cursor < cutoff_us) intervals.push_back({cursor, cutoff_us});
+  return intervals;
+}
+
+}  // namespace
+
+Result<std::int64_t> SqliteStore::pruneSamples(std::int64_t cutoff_us,
+                                               const std::vector<TimeRange>& keep) {
+  const auto intervals = deletionIntervals(cutoff_us, keep);
+  if (intervals.empty()) return std::int64_t{0};
+  auto partition_ids = withReader([](sqlite::Database& db) -> Result<std::vector<std::int64_t>> {
+    auto select = db.prepare("SELECT id FROM probe_partitions ORDER BY id");
+    if (!select) return select.error();
+    std::vector<std::int64_t> ids;
+    for (;;) {
+      auto row = select->step();
+      if (!row) return row.error();
+      if (!*row) return ids;
+      ids.push_back(select->columnInt(0));
+    }
+  });
+  if (!partition_ids) return partition_ids.error();
+
+  std::int64_t deleted = 0;
+  const auto chunk_rows = options_.prune_chunk_rows;
+  for (const auto partition_id : *partition_ids) {
+    for (const auto& interval : intervals) {
+      std::optional<std::int64_t> from = interval.from_us;
+      while (from) {
+        auto chunk = writer_->runOnWriter<PruneChunk>(
+            [this, partition_id, start = *from, to = interval.to_us, chunk_rows] {
+              return sink_->pruneChunk(partition_id, start, to, chunk_rows);
+            });
+        if (!chunk) return chunk.error();
+        deleted += chunk->deleted;
+        from = chunk->next_from;
+      }
+    }
+  }
+  spdlog::info("storage: pruned {} samples sent before {}", deleted, cutoff_us);
+  return deleted;
+}
+
+}  // namespace kfaild::storage

@@ -1,0 +1,74 @@
+#include "server/drill/guards.h"
+
+#include <catch2/catch.hpp>
+
+using namespace kfaild;
+using namespace kfaild::drill;
+
+namespace {
+
+kafka::ClusterSnapshot article() {
+  kafka::ClusterSnapshot s;
+  s.brokers = {{1, "h", 1}, {2, "h", 2}, {3, "h", 3}};
+  kafka::TopicInfo orders{"orders", "", {{0, 1, {1, 2, 3}, {1, 2, 3}, ""},
+                                         {1, 2, {2, 3, 1}, {2, 3, 1}, ""},
+                                         {2, 3, {3, 1, 2}, {3, 1, 2}, ""}}};
+  s.topics = {orders};
+  return s;
+}
+
+GuardInput input(const kafka::ClusterSnapshot& s) {
+  GuardInput in;
+  in.target = 1;
+  in.inventory = {1, 2, 3, 100};
+  in.inventory_brokers = {1, 2, 3};
+  in.cluster = &s;
+  in.probe_topics = {"orders"};
+  in.min_insync = {{"orders", 2}};
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("a healthy article cluster lets a drill of broker 1 go ahead", "[unit][drill]") {
+  const auto s = article();
+  CHECK_FALSE(checkGuards(input(s)));
+}
+
+TEST_CASE("each guard refuses with its own reason", "[unit][drill]") {
+  auto s = article();
+  auto in = input(s);
+  in.active_drill = 12;
+  CHECK(*checkGuards(in) == "drill 12 is running on this cluster");
+
+  in = input(s);
+  in.target = 7;
+  CHECK(*checkGuards(in) == "node 7 is not in the cluster's inventory");
+
+  auto fenced = article();
+  fenced.brokers.pop_back();
+  in = input(fenced);
+  CHECK(*checkGuards(in) == "broker 3 is not registered (fenced or down)");
+
+  auto shrunk = article();
+  shrunk.topics[0].partitions[2].isr = {3, 2};
+  in = input(shrunk);
+  CHECK(*checkGuards(in) == "probe partition orders-2 is under-replicated (ISR 2 of 3)");
+
+  auto single = article();
+  single.topics.push_back({"single", "", {{0, 1, {1}, {1}, ""}}});
+  in = input(single);
+  CHECK_THAT(*checkGuards(in), Catch::Contains("would take 1 partition(s) offline (single-0)"));
+  in.allow_unavailable = true;
+  CHECK_FALSE(checkGuards(in));
+
+  auto two = article();
+  two.topics.push_back({"pairs", "", {{0, 1, {1, 2}, {1, 2}, ""}}});
+  in = input(two);
+  in.min_insync["pairs"] = 2;
+  CHECK_THAT(*checkGuards(in), Catch::Contains("below min.insync.replicas (pairs-0)"));
+
+  in = input(s);
+  in.cluster_problem = "the cluster's metadata is unavailable";
+  CHECK(*checkGuards(in) == "the cluster's metadata is unavailable");
+}

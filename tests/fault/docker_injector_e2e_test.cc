@@ -1,0 +1,159 @@
+// The Docker injector against a real Docker Engine API — Podman's compatible service started by
+// scripts/drill-env/podman-up — with the lab's broker 1 running in a container
+// (`lab start 1 --container`), so kill, stop, start, pause and logs act as `docker ...` would.
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
+
+#include "server/fault/docker_injector.h"
+#include "server/fault/errc.h"
+#include "server/fault/kafka_log.h"
+#include "tests/fault/lab_broker.h"
+
+using namespace kfaild;
+using namespace kfaild::fault;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string podmanEndpoint() {
+  std::string out;
+  REQUIRE(testing::shellCommand(std::string(KFAILD_SOURCE_DIR) + "/scripts/drill-env/podman-up",
+                                &out) == 0);
+  const auto socket = testing::assignment(out, "KFAILD_PODMAN_SOCKET");
+  REQUIRE_FALSE(socket.empty());
+  return "unix://" + socket;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "through the Docker API broker 1's container is killed and stopped and started and "
+    "paused with the engine's own times",
+    "[e2e][fault]") {
+  const auto endpoint = podmanEndpoint();
+  testing::LabBrokerOne broker(testing::LabBrokerOne::Mode::container);
+  const auto container = testing::trimmedOutput(testing::labOutput("container 1"));
+  const common::SystemClock clock;
+  // The container's stdout is Kafka's root logger; controller.log and state-change.log are read
+  // with grep through the exec API, in the node's log dir (mounted at the same path inside).
+  DockerInjector injector({endpoint, container}, LogZone::local, clock, testing::labLogDir(1));
+
+  const auto version = injector.apiVersion();
+  REQUIRE(version);
+  CHECK(*version == "1.41");
+  const auto running = injector.inspect();
+  REQUIRE(running);
+  REQUIRE(running->running);
+  CHECK_FALSE(running->paused);
+  REQUIRE(running->pid);
+  CHECK(*running->pid == broker.status().value("pid", 0));  // the JVM as the host sees it
+  CHECK_FALSE(running->finished_at);
+
+  {
+    INFO("kill: FinishedAt is the fault time, within 2 s of the request");
+    const auto killed = injector.kill();
+    REQUIRE(killed);
+    REQUIRE(killed->fault_at);
+    CHECK(killed->fault_time_source == "docker:State.FinishedAt");
+    const auto delta = *killed->fault_at - killed->requested_at;
+    INFO("FinishedAt - requested_at = " << delta << " µs");
+    CHECK(delta >= 0);
+    CHECK(delta < 2'000'000);
+    const auto dead = injector.inspect();
+    REQUIRE(dead);
+    CHECK_FALSE(dead->running);
+    CHECK(dead->finished_at == killed->fault_at);
+    CHECK(dead->detail == "exited (exit code 137)");
+
+    const auto again = injector.kill();
+    REQUIRE_FALSE(again);
+    CHECK(again.error().code == errc::invalid_state);
+    const auto pause_dead = injector.pause();
+    REQUIRE_FALSE(pause_dead);
+    CHECK(pause_dead.error().code == errc::invalid_state);
+
+    const auto started = injector.start();
+    REQUIRE(started);
+    REQUIRE(started->fault_at);
+    CHECK(started->fault_time_source == "docker:State.StartedAt");
+    CHECK(*started->fault_at >= started->requested_at - 1'000'000);
+    const auto back = injector.inspect();
+    REQUIRE(back);
+    CHECK(back->running);
+    CHECK(back->pid != running->pid);
+    const auto twice = injector.start();
+    REQUIRE(twice);
+    CHECK(twice->detail.rfind("already running", 0) == 0);
+    REQUIRE(testing::lab("wait --timeout 180") == 0);
+    CHECK(broker.waitInIsr(120s));
+  }
+
+  {
+    INFO("stop: Kafka's SIGTERM line in the container log is the fault time");
+    const auto stopped = injector.stop(30s);
+    REQUIRE(stopped);
+    INFO(stopped->detail);
+    REQUIRE(stopped->fault_at);
+    CHECK(stopped->fault_time_source == "docker:logs");
+    CHECK(*stopped->fault_at >= stopped->requested_at - 1'000);  // ms in the log line
+    CHECK(*stopped->fault_at - stopped->requested_at < 2'000'000);
+    CHECK(stopped->detail.find("exit code 143") != std::string::npos);  // JVM's exit on SIGTERM
+
+    const auto sigterm = injector.logLines("server.log", stopped->requested_at - 1'000'000,
+                                           {std::string(kSigtermLine)});
+    REQUIRE(sigterm);
+    REQUIRE(sigterm->size() == 1);
+    CHECK(sigterm->front().t == *stopped->fault_at);
+    const auto again = injector.stop(5s);
+    REQUIRE_FALSE(again);
+    CHECK(again.error().code == errc::invalid_state);
+
+    REQUIRE(injector.start());
+    REQUIRE(testing::lab("wait --timeout 180") == 0);
+    // Through exec: the broker's state-change.log has the leader epochs it started with.
+    const auto leaders =
+        injector.logLines("state-change.log", stopped->requested_at, {"starts at leader epoch"});
+    REQUIRE(leaders);
+    CHECK_FALSE(leaders->empty());
+    const auto nofile = injector.logLines("no-such.log", 0, {"x"});
+    REQUIRE_FALSE(nofile);
+    CHECK(nofile.error().message.find("No such file or directory") != std::string::npos);
+    CHECK(broker.waitInIsr(120s));
+  }
+
+  {
+    INFO("pause freezes the container and unpause thaws the same JVM");
+    REQUIRE(injector.pause());
+    const auto frozen = injector.inspect();
+    REQUIRE(frozen);
+    CHECK(frozen->paused);
+    CHECK(frozen->running);
+    CHECK(broker.status().value("paused", false));
+    std::this_thread::sleep_for(3s);
+    const auto twice = injector.pause();
+    REQUIRE_FALSE(twice);
+    CHECK(twice.error().code == errc::invalid_state);
+    REQUIRE(injector.resume());
+    const auto thawed = injector.inspect();
+    REQUIRE(thawed);
+    CHECK_FALSE(thawed->paused);
+    CHECK(thawed->pid == frozen->pid);
+    CHECK(broker.waitInIsr(60s));
+  }
+}
+
+TEST_CASE("through the Docker API a container that does not exist is no_such_container",
+          "[e2e][fault]") {
+  const common::SystemClock clock;
+  DockerInjector injector({podmanEndpoint(), "kfaild-no-such-container"}, LogZone::utc, clock);
+  for (const auto& r : {injector.kill(), injector.start(), injector.pause()}) {
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == errc::no_such_container);
+    CHECK(r.error().message.find("kfaild-no-such-container") != std::string::npos);
+  }
+  const auto state = injector.inspect();
+  REQUIRE_FALSE(state);
+  CHECK(state.error().code == errc::no_such_container);
+}

@@ -1,0 +1,309 @@
+#include "server/fault/local_injector.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "server/fault/errc.h"
+#include "tests/fault/lab_broker.h"
+#include "tests/support/temp_dir.h"
+
+using namespace kfaild;
+using namespace kfaild::fault;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A child process for the safety checks, reaped on destruction.
+class Child {
+ public:
+  explicit Child(std::vector<std::string> argv) {
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      std::vector<char*> args;
+      for (auto& a : argv) args.push_back(a.data());
+      args.push_back(nullptr);
+      ::execvp(args[0], args.data());
+      ::_exit(127);
+    }
+    // Until the child has exec'd, its command line is this test binary's.
+    const auto self = std::filesystem::read_symlink("/proc/self/exe");
+    testing::eventually(5s, [&] {
+      std::error_code ec;
+      const auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid_) + "/exe", ec);
+      return !ec && exe != self;
+    });
+  }
+  ~Child() {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  pid_t pid() const { return pid_; }
+  // Alive and not yet exited (a zombie child counts as gone).
+  bool running() const {
+    char state = 0;
+    std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    if (close != std::string::npos && close + 2 < text.size()) state = text[close + 2];
+    return state != 0 && state != 'Z';
+  }
+  char state() const {
+    std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    return close != std::string::npos && close + 2 < text.size() ? text[close + 2] : 0;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+void writePidFile(const std::string& path, pid_t pid) {
+  std::ofstream(path) << pid << "\n";
+}
+
+// A stand-in with a Kafka JVM's command line ("java ... kafka.Kafka ...") that does whatever
+// the given Python does on SIGTERM: the local injector's own logic, without a JVM's start-up.
+// It creates `ready` once its handler is in place.
+std::vector<std::string> fakeKafkaJvm(const std::string& on_sigterm, const std::string& ready) {
+  const std::string script =
+      "import signal, sys, time\n"
+      "signal.signal(signal.SIGTERM, lambda *a: " +
+      on_sigterm +
+      ")\n"
+      "open(sys.argv[2], 'w').close()\n"
+      "while True: time.sleep(0.05)\n";
+  return {"bash", "-c", "exec -a java /usr/bin/python3 -c \"$0\" kafka.Kafka \"$1\"", script,
+          ready};
+}
+
+}  // namespace
+
+TEST_CASE("a stale pid file pointing at another process is refused and that process untouched",
+          "[integration][fault]") {
+  const testing::TempDir dir;
+  const Child sleeper({"sleep", "60"});
+  const auto pid_file = (dir / "kafka.pid").string();
+  writePidFile(pid_file, sleeper.pid());
+  const common::SystemClock clock;
+  LocalInjector injector({pid_file, {"true"}, ""}, LogZone::utc, clock);
+
+  for (auto* action :
+       {+[](LocalInjector& i) { return i.kill(); }, +[](LocalInjector& i) { return i.pause(); },
+        +[](LocalInjector& i) { return i.stop(1s); }}) {
+    const auto r = action(injector);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == errc::not_a_broker);
+    CHECK(r.error().message.find("sleep") != std::string::npos);
+  }
+  std::this_thread::sleep_for(100ms);
+  CHECK(sleeper.running());
+  CHECK(sleeper.state() != 'T');
+  const auto state = injector.inspect();
+  REQUIRE(state);
+  CHECK_FALSE(state->running);
+}
+
+TEST_CASE("a missing or empty or dead pid file is no such process", "[integration][fault]") {
+  const testing::TempDir dir;
+  const common::SystemClock clock;
+  const auto pid_file = (dir / "kafka.pid").string();
+  LocalInjector injector({pid_file, {"true"}, ""}, LogZone::utc, clock);
+  CHECK(injector.kill().error().code == errc::no_such_process);
+  std::ofstream(pid_file) << "not a pid\n";
+  CHECK(injector.kill().error().code == errc::no_such_process);
+  std::ofstream(pid_file) << "1\n";  // init: never a broker, never signalled
+  CHECK(injector.kill().error().code == errc::no_such_process);
+  pid_t dead = 0;
+  {
+    const Child gone({"true"});
+    dead = gone.pid();
+  }
+  writePidFile(pid_file, dead);
+  const auto r = injector.kill();
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == errc::no_such_process);
+  CHECK(r.error().message.find("stale") != std::string::npos);
+}
+
+TEST_CASE("a broker that ignores SIGTERM is SIGKILLed after the grace period",
+          "[integration][fault]") {
+  const testing::TempDir dir;
+  const auto ready = (dir / "ready").string();
+  const Child jvm(fakeKafkaJvm("None", ready));
+  const auto pid_file = (dir / "kafka.pid").string();
+  writePidFile(pid_file, jvm.pid());
+  const common::SystemClock clock;
+  LocalInjector injector({pid_file, {"true"}, ""}, LogZone::utc, clock);
+  REQUIRE(testing::eventually(10s, [&] { return std::filesystem::exists(ready); }));
+  REQUIRE(injector.inspect()->running);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = injector.stop(1s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  REQUIRE(r);
+  CHECK(r->detail.find("SIGKILL after the 1 s grace period") != std::string::npos);
+  CHECK(took >= 1s);
+  CHECK(took < 4s);
+  CHECK_FALSE(jvm.running());
+  REQUIRE(r->fault_at);
+  CHECK(r->fault_time_source == "local");
+  CHECK(*r->fault_at >= r->requested_at);
+  CHECK(*r->fault_at - r->requested_at < 100'000);
+}
+
+TEST_CASE("pause freezes the process and resume thaws it", "[integration][fault]") {
+  const testing::TempDir dir;
+  const auto ready = (dir / "ready").string();
+  const Child jvm(fakeKafkaJvm("exit(0)", ready));
+  const auto pid_file = (dir / "kafka.pid").string();
+  writePidFile(pid_file, jvm.pid());
+  const common::SystemClock clock;
+  LocalInjector injector({pid_file, {"true"}, ""}, LogZone::utc, clock);
+  REQUIRE(testing::eventually(10s, [&] { return std::filesystem::exists(ready); }));
+  REQUIRE(injector.inspect()->running);
+
+  REQUIRE(injector.pause());
+  REQUIRE(testing::eventually(2s, [&] { return injector.inspect()->paused; }));
+  CHECK(jvm.state() == 'T');
+  REQUIRE(injector.resume());
+  REQUIRE(testing::eventually(2s, [&] { return !injector.inspect()->paused; }));
+  CHECK(jvm.running());
+
+  // A stop of a frozen broker thaws it, so it can act on SIGTERM at once.
+  REQUIRE(injector.pause());
+  const auto stopped = injector.stop(10s);
+  REQUIRE(stopped);
+  CHECK(stopped->detail.find("exited after") != std::string::npos);
+  CHECK_FALSE(jvm.running());
+}
+
+TEST_CASE("start runs the configured argv without a shell and reports its failure",
+          "[integration][fault]") {
+  const testing::TempDir dir;
+  const common::SystemClock clock;
+  const auto marker = (dir / "started; echo injected").string();
+  LocalInjector ok({(dir / "kafka.pid").string(), {"touch", marker}, ""}, LogZone::utc, clock);
+  const auto r = ok.start();
+  REQUIRE(r);
+  CHECK(std::filesystem::exists(marker));  // one argument, semicolon and all
+
+  LocalInjector failing({(dir / "kafka.pid").string(), {"ls", (dir / "nothing").string()}, ""},
+                        LogZone::utc, clock);
+  const auto f = failing.start();
+  REQUIRE_FALSE(f);
+  CHECK(f.error().code == errc::command_failed);
+  CHECK(f.error().message.find("No such file or directory") != std::string::npos);
+
+  LocalInjector missing({(dir / "kafka.pid").string(), {"/nonexistent/kafka-start"}, ""},
+                        LogZone::utc, clock);
+  CHECK(missing.start().error().code == errc::command_failed);
+}
+
+TEST_CASE("the local injector kills lab broker 1 at the time of kill(2) and starts it again",
+          "[e2e][fault]") {
+  testing::LabBrokerOne broker;
+  const common::SystemClock clock;
+  LocalInjector injector(
+      {testing::labPidFile(1), {testing::labScript(), "start", "1"}, testing::labLogDir(1)},
+      LogZone::local, clock);
+
+  const auto before = injector.inspect();
+  REQUIRE(before);
+  REQUIRE(before->running);
+  CHECK_FALSE(before->paused);
+  REQUIRE(before->pid);
+  REQUIRE(before->started_at);
+  CHECK(*before->started_at < clock.wallNow());
+
+  const auto killed = injector.kill();
+  REQUIRE(killed);
+  REQUIRE(killed->fault_at);
+  CHECK(killed->fault_time_source == "local");
+  CHECK(*killed->fault_at - killed->requested_at >= 0);
+  CHECK(*killed->fault_at - killed->requested_at < 50'000);
+  CHECK(killed->detail == "SIGKILL to pid " + std::to_string(*before->pid));
+  REQUIRE(testing::eventually(5s, [&] { return !injector.inspect()->running; }));
+  const auto again = injector.kill();
+  REQUIRE_FALSE(again);
+  CHECK(again.error().code == errc::no_such_process);
+
+  const auto started = injector.start();
+  REQUIRE(started);
+  const auto after = injector.inspect();
+  REQUIRE(after);
+  CHECK(after->running);
+  CHECK(after->pid != before->pid);
+  CHECK(broker.waitInIsr(120s));
+}
+
+TEST_CASE(
+    "the local injector's graceful stop of lab broker 1 shows in its own and the "
+    "controller's logs",
+    "[e2e][fault]") {
+  testing::LabBrokerOne broker;
+  const common::SystemClock clock;
+  LocalInjector injector(
+      {testing::labPidFile(1), {testing::labScript(), "start", "1"}, testing::labLogDir(1)},
+      LogZone::local, clock);
+  LocalInjector controller({testing::labPidFile(100), {}, testing::labLogDir(100)}, LogZone::local,
+                           clock);
+
+  const auto stopped = injector.stop(30s);
+  REQUIRE(stopped);
+  INFO(stopped->detail);
+  CHECK(stopped->detail.find("exited after") != std::string::npos);
+  REQUIRE(stopped->fault_at);
+
+  const auto sigterm = injector.logLines("server.log", stopped->requested_at - 1'000'000,
+                                         {std::string(kSigtermLine)});
+  REQUIRE(sigterm);
+  REQUIRE(sigterm->size() == 1);
+  CHECK(sigterm->front().file == "server.log");
+  // The JVM's log time (ms) against kill(2)'s time: the same clock, within the JVM's reaction.
+  CHECK(sigterm->front().t >= *stopped->fault_at - 1'000);
+  CHECK(sigterm->front().t - *stopped->fault_at < 1'000'000);
+
+  const auto granted = controller.logLines(
+      "controller.log", stopped->requested_at - 1'000'000,
+      {"Unfenced broker 1 has requested and been granted a controlled shutdown"});
+  REQUIRE(granted);
+  CHECK(granted->size() == 1);
+
+  REQUIRE(injector.start());
+  CHECK(broker.waitInIsr(120s));
+}
+
+TEST_CASE("the local injector pauses lab broker 1 for a few seconds and it runs again after",
+          "[e2e][fault]") {
+  testing::LabBrokerOne broker;
+  const common::SystemClock clock;
+  LocalInjector injector(
+      {testing::labPidFile(1), {testing::labScript(), "start", "1"}, testing::labLogDir(1)},
+      LogZone::local, clock);
+  const auto paused = injector.pause();
+  REQUIRE(paused);
+  CHECK(paused->detail.rfind("SIGSTOP to pid ", 0) == 0);
+  const auto frozen = injector.inspect();
+  REQUIRE(frozen);
+  CHECK(frozen->running);
+  CHECK(frozen->paused);
+  CHECK(broker.status().value("paused", false));
+  std::this_thread::sleep_for(3s);
+
+  const auto resumed = injector.resume();
+  REQUIRE(resumed);
+  const auto thawed = injector.inspect();
+  REQUIRE(thawed);
+  CHECK(thawed->running);
+  CHECK_FALSE(thawed->paused);
+  CHECK(thawed->pid == frozen->pid);  // the same JVM: frozen, not restarted
+  CHECK(broker.waitInIsr(60s));
+}

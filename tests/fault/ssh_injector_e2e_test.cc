@@ -1,0 +1,172 @@
+// The SSH injector against a real sshd on 127.0.0.1 (scripts/drill-env/sshd-up) reaching the
+// lab's broker 1 through its pid file, as kfaild would reach a broker on another host.
+
+#include <catch2/catch.hpp>
+#include <chrono>
+
+#include "server/fault/errc.h"
+#include "server/fault/kafka_log.h"
+#include "server/fault/ssh_injector.h"
+#include "tests/fault/lab_broker.h"
+
+using namespace kfaild;
+using namespace kfaild::fault;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Sshd {
+  std::string host, user, identity, known_hosts;
+  int port = 0;
+};
+
+Sshd sshdUp() {
+  std::string out;
+  const int rc =
+      testing::shellCommand(std::string(KFAILD_SOURCE_DIR) + "/scripts/drill-env/sshd-up", &out);
+  REQUIRE(rc == 0);
+  Sshd s;
+  s.host = testing::assignment(out, "KFAILD_SSHD_HOST");
+  s.user = testing::assignment(out, "KFAILD_SSHD_USER");
+  s.identity = testing::assignment(out, "KFAILD_SSHD_IDENTITY");
+  s.known_hosts = testing::assignment(out, "KFAILD_SSHD_KNOWN_HOSTS");
+  s.port = std::stoi(testing::assignment(out, "KFAILD_SSHD_PORT"));
+  REQUIRE_FALSE(s.identity.empty());
+  return s;
+}
+
+config::SshTarget brokerOneOver(const Sshd& sshd) {
+  config::SshTarget t;
+  t.host = sshd.host;
+  t.user = sshd.user;
+  t.port = sshd.port;
+  t.identity_file = sshd.identity;
+  t.connect_timeout_s = 5;
+  t.options = {"StrictHostKeyChecking=yes", "UserKnownHostsFile=" + sshd.known_hosts};
+  t.pid_command = "cat " + testing::labPidFile(1);
+  t.start_command = testing::labEnvironment() + testing::labScript() + " start 1";
+  t.log_dir = testing::labLogDir(1);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("over ssh kill takes the remote clock and start brings broker 1 back", "[e2e][fault]") {
+  const auto sshd = sshdUp();
+  testing::LabBrokerOne broker;
+  const common::SystemClock clock;
+  SshInjector injector(brokerOneOver(sshd), LogZone::local, clock);
+
+  const auto before = injector.inspect();
+  REQUIRE(before);
+  REQUIRE(before->running);
+  CHECK_FALSE(before->paused);
+  REQUIRE(before->started_at);
+  CHECK(*before->started_at <= clock.wallNow());
+
+  const auto killed = injector.kill();
+  REQUIRE(killed);
+  REQUIRE(killed->fault_at);
+  CHECK(killed->fault_time_source == "ssh:remote-clock");
+  // The same host's clock, read after ssh connected: later than the request, within the
+  // connection's set-up.
+  const auto skew = *killed->fault_at - killed->requested_at;
+  INFO("remote clock - local request: " << skew << " µs");
+  CHECK(skew > 0);
+  CHECK(skew < 5'000'000);
+  CHECK(killed->detail == "SIGKILL to pid " + std::to_string(*before->pid) + " on 127.0.0.1");
+
+  const auto gone = injector.inspect();
+  REQUIRE(gone);
+  CHECK_FALSE(gone->running);
+  const auto again = injector.kill();
+  REQUIRE_FALSE(again);
+  CHECK(again.error().code == errc::no_such_process);
+
+  const auto started = injector.start();
+  REQUIRE(started);
+  const auto after = injector.inspect();
+  REQUIRE(after);
+  CHECK(after->running);
+  CHECK(after->pid != before->pid);
+  CHECK(broker.waitInIsr(120s));
+}
+
+TEST_CASE("over ssh a graceful stop of broker 1 is read back from its log over ssh",
+          "[e2e][fault]") {
+  const auto sshd = sshdUp();
+  testing::LabBrokerOne broker;
+  const common::SystemClock clock;
+  SshInjector injector(brokerOneOver(sshd), LogZone::local, clock);
+
+  const auto stopped = injector.stop(30s);
+  REQUIRE(stopped);
+  INFO(stopped->detail);
+  CHECK(stopped->detail.find(", exited") != std::string::npos);
+  REQUIRE(stopped->fault_at);
+  CHECK(stopped->fault_time_source == "ssh:remote-clock");
+
+  const auto lines = injector.logLines("server.log", stopped->requested_at - 1'000'000,
+                                       {std::string(kSigtermLine)});
+  REQUIRE(lines);
+  REQUIRE(lines->size() == 1);
+  CHECK(lines->front().t >= *stopped->fault_at - 1'000);
+  CHECK(lines->front().t - *stopped->fault_at < 1'000'000);
+  const auto none = injector.logLines("server.log", stopped->requested_at, {"no such line, ever"});
+  REQUIRE(none);
+  CHECK(none->empty());
+
+  REQUIRE(injector.start());
+  CHECK(broker.waitInIsr(120s));
+}
+
+TEST_CASE("over ssh pause freezes broker 1 and resume thaws the same JVM", "[e2e][fault]") {
+  const auto sshd = sshdUp();
+  testing::LabBrokerOne broker;
+  const common::SystemClock clock;
+  SshInjector injector(brokerOneOver(sshd), LogZone::local, clock);
+  REQUIRE(injector.pause());
+  const auto frozen = injector.inspect();
+  REQUIRE(frozen);
+  CHECK(frozen->running);
+  CHECK(frozen->paused);
+  std::this_thread::sleep_for(2s);
+  REQUIRE(injector.resume());
+  const auto thawed = injector.inspect();
+  REQUIRE(thawed);
+  CHECK_FALSE(thawed->paused);
+  CHECK(thawed->pid == frozen->pid);
+  CHECK(broker.waitInIsr(60s));
+}
+
+TEST_CASE("over ssh a pid that is not a Kafka JVM is refused on the remote side", "[e2e][fault]") {
+  auto target = brokerOneOver(sshdUp());
+  target.pid_command = "echo $$";  // the remote shell itself: alive, but no broker
+  const common::SystemClock clock;
+  SshInjector injector(target, LogZone::local, clock);
+  const auto r = injector.kill();
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == errc::not_a_broker);
+  CHECK(r.error().message.find("refusing to signal it") != std::string::npos);
+
+  target.pid_command = "cat /nonexistent/kafka.pid";
+  const auto missing = SshInjector(target, LogZone::local, clock).stop(1s);
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code == errc::no_such_process);
+  CHECK(missing.error().message.find("No such file or directory") != std::string::npos);
+}
+
+TEST_CASE("an sshd that is down is ssh_failed with ssh's own message", "[integration][fault]") {
+  config::SshTarget target;
+  target.host = "127.0.0.1";
+  target.port = 1;  // nothing listens on tcpmux
+  target.connect_timeout_s = 3;
+  target.pid_command = "cat /nonexistent";
+  const common::SystemClock clock;
+  SshInjector injector(target, LogZone::utc, clock);
+  const auto r = injector.kill();
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == errc::ssh_failed);
+  CHECK(r.error().message.find("connect to host 127.0.0.1 port 1: Connection refused") !=
+        std::string::npos);
+}

@@ -1,0 +1,167 @@
+#include "server/fault/ssh_injector.h"
+
+#include <catch2/catch.hpp>
+
+#include "server/fault/command.h"
+#include "server/fault/errc.h"
+
+using namespace kfaild::fault;
+
+namespace {
+
+kfaild::config::SshTarget labTarget() {
+  kfaild::config::SshTarget t;
+  t.host = "127.0.0.1";
+  t.user = "root";
+  t.port = 2222;
+  t.identity_file = "/var/cache/kfaild drill/id ed25519";
+  t.connect_timeout_s = 3;
+  t.options = {"StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null"};
+  t.pid_command = "cat /work/main/.lab/node1/kafka.pid";
+  t.start_command = "/work/main/deploy/lab/lab start 1";
+  t.log_dir = "/work/main/.lab/node1/logs";
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "ssh runs with a fixed argv where config values are single arguments and the command comes "
+    "last",
+    "[unit][fault]") {
+  const kfaild::common::ManualClock clock;
+  const SshInjector injector(labTarget(), LogZone::utc, clock);
+  const auto argv = injector.sshArgv("date");
+  REQUIRE(argv);
+  const std::vector<std::string> expected = {
+      "ssh",
+      "-o",
+      "BatchMode=yes",
+      "-o",
+      "ConnectTimeout=3",
+      "-p",
+      "2222",
+      "-i",
+      "/var/cache/kfaild drill/id ed25519",  // a space in a path stays inside one argument
+      "-o",
+      "StrictHostKeyChecking=no",
+      "-o",
+      "UserKnownHostsFile=/dev/null",
+      "root@127.0.0.1",
+      "--",
+      "date"};
+  CHECK(*argv == expected);
+
+  // The default port is not spelled out; no user means ssh's own default.
+  auto t = labTarget();
+  t.port = 22;
+  t.user.clear();
+  t.identity_file.clear();
+  t.options.clear();
+  const auto plain = SshInjector(t, LogZone::utc, clock).sshArgv("true");
+  REQUIRE(plain);
+  CHECK(*plain == std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=3",
+                                           "127.0.0.1", "--", "true"});
+}
+
+TEST_CASE("a host or user that ssh would read as an option or a shell would interpret is refused",
+          "[unit][fault]") {
+  const kfaild::common::ManualClock clock;
+  for (const std::string host :
+       {"-oProxyCommand=touch /tmp/x", "k1;reboot", "k1 k2", "$(id)", "`id`", "k1|nc", ""}) {
+    auto t = labTarget();
+    t.host = host;
+    const auto argv = SshInjector(t, LogZone::utc, clock).sshArgv("true");
+    REQUIRE_FALSE(argv);
+    CHECK(argv.error().code == errc::invalid_target);
+  }
+  auto t = labTarget();
+  t.user = "-lroot";
+  CHECK(SshInjector(t, LogZone::utc, clock).sshArgv("true").error().code == errc::invalid_target);
+  t.user = "root@evil";
+  CHECK(SshInjector(t, LogZone::utc, clock).sshArgv("true").error().code == errc::invalid_target);
+  for (const std::string host : {"k1.example.com", "10.0.0.7", "fe80::1%eth0", "kafka_1"}) {
+    t = labTarget();
+    t.host = host;
+    CHECK(SshInjector(t, LogZone::utc, clock).sshArgv("true"));
+  }
+}
+
+TEST_CASE("the kill script is the pid check and the remote clock and the signal and nothing else",
+          "[unit][fault]") {
+  const std::string expected =
+      "is_kafka() { if [ -r /proc/$1/cmdline ]; then tr '\\0' '\\n' </proc/$1/cmdline; else "
+      "ps -ww -o args= -p $1 | tr ' ' '\\n'; fi | grep -qxF kafka.Kafka; }\n"
+      "pid=$(\n"
+      "cat /work/main/.lab/node1/kafka.pid\n"
+      ")\n"
+      "case $pid in ''|*[!0-9]*) echo \"kfaild: the pid command printed no pid: $pid\" >&2; "
+      "exit 93;; esac\n"
+      "case $(ps -o stat= -p $pid) in ''|Z*) echo \"kfaild: pid $pid is not running\" >&2; "
+      "exit 94;; esac\n"
+      "is_kafka $pid || { echo \"kfaild: pid $pid is not a Kafka broker JVM; refusing to "
+      "signal it\" >&2; exit 95; }\n"
+      "echo kfaild-pid=$pid\n"
+      "echo kfaild-clock=$(date +%s%N)\n"
+      "kill -KILL $pid\n";
+  CHECK(ssh_script::signalCommand("cat /work/main/.lab/node1/kafka.pid", Signal::kill) == expected);
+
+  const auto prelude_end = expected.find("echo kfaild-clock");
+  CHECK(ssh_script::signalCommand("cat /work/main/.lab/node1/kafka.pid", Signal::stop)
+            .substr(prelude_end) ==
+        "echo kfaild-clock=$(date +%s%N)\n"
+        "kill -STOP $pid\n"
+        "n=0; while case $(ps -o stat= -p $pid) in T*) false;; esac && [ $n -lt 20 ]; do "
+        "sleep 0.1; n=$((n+1)); done\n");
+  CHECK(ssh_script::signalCommand("cat /work/main/.lab/node1/kafka.pid", Signal::cont)
+            .substr(prelude_end) ==
+        "echo kfaild-clock=$(date +%s%N)\n"
+        "kill -CONT $pid\n"
+        "n=0; while case $(ps -o stat= -p $pid) in T*) true;; *) false;; esac && [ $n -lt 20 ]; "
+        "do sleep 0.1; n=$((n+1)); done\n");
+}
+
+TEST_CASE("the stop script's only number is the grace period", "[unit][fault]") {
+  const auto script = ssh_script::stopCommand("cat /p", 30);
+  const auto prelude_end = script.find("echo kfaild-pid=$pid\n") + 21;
+  CHECK(script.substr(prelude_end) ==
+        "echo kfaild-clock=$(date +%s%N)\n"
+        "kill -TERM $pid\n"
+        "kill -CONT $pid 2>/dev/null\n"
+        "end=$(($(date +%s) + 30))\n"
+        "how=exited\n"
+        "while case $(ps -o stat= -p $pid) in ''|Z*) false;; esac; do\n"
+        "if [ $how = exited ] && [ $(date +%s) -ge $end ]; then kill -KILL $pid 2>/dev/null; "
+        "how=killed; end=$((end + 10)); fi\n"
+        "if [ $how = killed ] && [ $(date +%s) -ge $end ]; then echo \"kfaild: pid $pid still "
+        "alive 10 s after SIGKILL\" >&2; exit 96; fi\n"
+        "sleep 0.1\n"
+        "done\n"
+        "echo kfaild-stop=$how\n");
+}
+
+TEST_CASE("log patterns and the log dir reach grep single-quoted", "[unit][fault]") {
+  CHECK(shellQuote("it's $(here)") == "'it'\\''s $(here)'");
+  CHECK(ssh_script::logsCommand("/var/log/kafka dir", "controller.log",
+                                {"Fencing broker 1", "it's `x`"}) ==
+        "grep -h -F -e 'Fencing broker 1' -e 'it'\\''s `x`' -- '/var/log/kafka "
+        "dir'/'controller.log'");
+  CHECK(ssh_script::logsCommand("/l", "server.log", {}) == "grep -h -F -e '' -- '/l'/'server.log'");
+}
+
+TEST_CASE("the remote clock is read in nanoseconds or in seconds where date has no %N",
+          "[unit][fault]") {
+  CHECK(parseRemoteClock("1796015337879312744") == 1'796'015'337'879'312);
+  CHECK(parseRemoteClock("1796015337N") == 1'796'015'337'000'000);
+  CHECK_FALSE(parseRemoteClock(""));
+  CHECK_FALSE(parseRemoteClock("17960x5337879312744"));
+  CHECK_FALSE(parseRemoteClock("N"));
+}
+
+TEST_CASE("a log file name that is a path is refused before anything runs", "[unit][fault]") {
+  const kfaild::common::ManualClock clock;
+  SshInjector injector(labTarget(), LogZone::utc, clock, "/nonexistent/ssh");
+  const auto lines = injector.logLines("../../etc/shadow", 0, {"x"});
+  REQUIRE_FALSE(lines);
+  CHECK(lines.error().code == errc::invalid_target);
+}
