@@ -234,7 +234,11 @@ std::optional<std::string> DrillRunner::guards(std::int32_t target, const DrillS
 Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOptions& options) {
   auto target = resolveTarget(spec.target);
   if (!target) return target.error();
-  const auto running = active();
+  std::optional<std::int64_t> running;
+  {
+    std::lock_guard lock(mutex_);
+    running = active_ ? active_ : (queue_.empty() ? std::nullopt : std::optional(queue_.front()));
+  }
   if (running && !options.queue_if_busy) {
     return refused("drill " + std::to_string(*running) + " is running on cluster " + cluster_.name);
   }
@@ -464,7 +468,9 @@ nlohmann::json DrillRunner::runOnce(storage::DrillRecord& drill, const DrillSpec
   if (!target) return fail("failed", target.error().message);
   out["target"] = *target;
   if (auto reason = guards(*target, spec, true)) return fail("failed", "refused: " + *reason);
-  if (interrupted()) return fail("aborted", "aborted on request during preflight");
+  if (interrupted()) {
+    return fail("aborted", stopping_ ? "kfaild stopped during preflight" : "aborted on request during preflight");
+  }
 
   setState(drill, "baseline");
   const auto baseline_start = clock_.wallNow();

@@ -118,10 +118,6 @@ std::pair<int, int> versionNumbers(std::string_view v) {
   return {major, minor};
 }
 
-std::string endpointText(const config::DockerTarget& t) {
-  return t.endpoint;
-}
-
 }  // namespace
 
 Result<DockerEndpoint> parseDockerEndpoint(std::string_view endpoint) {
@@ -304,7 +300,7 @@ DockerInjector::DockerInjector(config::DockerTarget target, LogZone zone,
 }
 
 std::string DockerInjector::describe() const {
-  return "docker container " + target_.container + " (" + endpointText(target_) + ")";
+  return "docker container " + target_.container + " (" + target_.endpoint + ")";
 }
 
 Result<DockerInjector::Answer> DockerInjector::request(std::string_view method,

@@ -20,12 +20,17 @@
 
 namespace kfaild::fault {
 
-// When a fault happened, as well as kfaild can tell.
+// When a fault happened, as well as kfaild can tell. fault_time_source says where fault_at
+// came from: "local" (kill(2) on this host), "ssh:remote-clock" (the broker host's clock just
+// before the signal), "docker:State.FinishedAt" (kill), "docker:logs" (stop: Kafka's own
+// SIGTERM line), "kfaild:requested_at" (stop, when that line was not found),
+// "docker:State.StartedAt" (start). Docker's pause and unpause have no engine-side time: fault_at
+// stays empty and requested_at is the best there is.
 struct FaultRecord {
   common::WallMicros requested_at = 0;         // local wall clock just before the request
   std::optional<common::WallMicros> fault_at;  // the injector side's own time, where it has one
-  std::string fault_time_source;  // "docker:State.FinishedAt", "ssh:remote-clock", "local"
-  std::string detail;             // what was done, e.g. "SIGKILL to pid 4242"
+  std::string fault_time_source;
+  std::string detail;  // what was done, e.g. "SIGKILL to pid 4242"
 };
 
 struct ProcessState {

@@ -119,8 +119,8 @@ std::string uniqueTopic() { return "e2e-drill-" + std::to_string(std::random_dev
 
 }  // namespace
 
-TEST_CASE("a kill drill of broker 1 stalls every orders partition for at least its detection, "
-          "recovers broker 1 and gives partition 0 back to it",
+TEST_CASE("a kill drill of broker 1 stalls every orders partition for at least its detection "
+          "then recovers broker 1 and gives partition 0 back to it",
           "[e2e][drill]") {
   const auto topic = uniqueTopic();
   Daemon d(topic);

@@ -13,6 +13,8 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() {
+  // KFAILD_KEEP_TEST_DIRS=1 keeps them for a post-mortem (databases, kfaild logs).
+  if (std::getenv("KFAILD_KEEP_TEST_DIRS") != nullptr) return;
   std::error_code ignored;
   std::filesystem::remove_all(path_, ignored);
 }
