@@ -222,7 +222,18 @@ int main(int argc, char* argv[]) {
     }
     if (seconds % 3600 == 0) {
       const auto cutoff = clock.wallNow() - config.storage.sample_retention_us;
-      if (auto pruned = (*store)->pruneSamples(cutoff, {}); pruned) {
+      // Samples around drills are kept beyond the retention: their analyses can be redone.
+      std::vector<kfaild::storage::TimeRange> keep;
+      kfaild::storage::DrillQuery drills;
+      drills.limit = 100000;
+      if (auto all = (*drill_store)->drills(drills); all) {
+        for (const auto& d : *all) {
+          const auto from = d.started_us.value_or(d.created_us) - 60'000'000;
+          const auto to = d.finished_us.value_or(clock.wallNow()) + 60'000'000;
+          keep.push_back({from, to});
+        }
+      }
+      if (auto pruned = (*store)->pruneSamples(cutoff, keep); pruned) {
         spdlog::info("store: pruned {} samples older than the retention", *pruned);
       }
     }

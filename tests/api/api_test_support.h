@@ -167,7 +167,8 @@ class ApiHarness {
     store_->addGap(makeGap(lab_id_, "orders", 0, GapKind::kAck, kNow - 2 * kHour, 9'400'000));
     store_->addGap(makeGap(lab_id_, "orders", 1, GapKind::kAck, kNow - 2 * kHour, 8'500'000));
     store_->addGap(makeGap(lab_id_, "orders", 2, GapKind::kAck, kNow - 2 * kHour + 1, 8'400'000));
-    store_->addGap(makeGap(lab_id_, "orders", 0, GapKind::kReceive, kNow - 2 * kHour + 5, 9'900'000));
+    store_->addGap(
+        makeGap(lab_id_, "orders", 0, GapKind::kReceive, kNow - 2 * kHour + 5, 9'900'000));
     // Noise: a short gap on p0 an hour ago, and one from two days ago (outside the default).
     store_->addGap(makeGap(lab_id_, "orders", 0, GapKind::kAck, kNow - kHour, 150'000));
     store_->addGap(makeGap(lab_id_, "orders", 0, GapKind::kAck, kNow - 48 * kHour, 12'000'000));

@@ -16,7 +16,9 @@ using testing::ApiHarness;
 using testing::kHour;
 using testing::kNow;
 
-std::string at(std::int64_t wall_us) { return common::formatRfc3339(wall_us); }
+std::string at(std::int64_t wall_us) {
+  return common::formatRfc3339(wall_us);
+}
 
 // The problem document of a reply, after checking the members every problem has.
 json problemOf(const testing::HttpReply& reply, int status, const std::string& slug) {
@@ -171,9 +173,9 @@ TEST_CASE("probe partitions missing from the metadata still show without replica
 
 TEST_CASE("an unknown cluster is a 404 problem naming it", "[integration][api]") {
   ApiHarness api;
-  for (const std::string target : {"/api/v1/clusters/nosuch", "/api/v1/clusters/nosuch/gaps",
-                                   "/api/v1/clusters/nosuch/events",
-                                   "/api/v1/clusters/nosuch/partitions/orders/0/samples"}) {
+  for (const std::string target :
+       {"/api/v1/clusters/nosuch", "/api/v1/clusters/nosuch/gaps", "/api/v1/clusters/nosuch/events",
+        "/api/v1/clusters/nosuch/partitions/orders/0/samples"}) {
     INFO(target);
     const auto body = problemOf(api.get(target), 404, "unknown-cluster");
     CHECK(body["detail"].get<std::string>().find("\"nosuch\"") != std::string::npos);
@@ -251,10 +253,12 @@ TEST_CASE("gaps of the last 24 hours can be filtered by partition and kind and d
 TEST_CASE("bad query parameters are 400 problems naming the parameter", "[integration][api]") {
   ApiHarness api;
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"/api/v1/clusters/lab/gaps?limit=0", "limit: must be an integer between 1 and 10000, got \"0\""},
+      {"/api/v1/clusters/lab/gaps?limit=0",
+       "limit: must be an integer between 1 and 10000, got \"0\""},
       {"/api/v1/clusters/lab/gaps?limit=10001",
        "limit: must be an integer between 1 and 10000, got \"10001\""},
-      {"/api/v1/clusters/lab/gaps?limit=ten", "limit: must be an integer between 1 and 10000, got \"ten\""},
+      {"/api/v1/clusters/lab/gaps?limit=ten",
+       "limit: must be an integer between 1 and 10000, got \"ten\""},
       {"/api/v1/clusters/lab/gaps?partition=-1",
        "partition: must be an integer between 0 and 2147483647, got \"-1\""},
       {"/api/v1/clusters/lab/gaps?kind=both", "kind: must be one of ack, receive, got \"both\""},
@@ -291,7 +295,8 @@ TEST_CASE("bad query parameters are 400 problems naming the parameter", "[integr
   }
 }
 
-TEST_CASE("events of a cluster can be filtered by source and kind and partition", "[integration][api]") {
+TEST_CASE("events of a cluster can be filtered by source and kind and partition",
+          "[integration][api]") {
   ApiHarness api;
   const auto all = api.get("/api/v1/clusters/lab/events").json();
   REQUIRE(all["count"] == 3);
@@ -344,9 +349,10 @@ TEST_CASE("samples of a partition carry their send and ack and receive times and
   CHECK(failed["ack_error"] == -185);
   CHECK(failed["receive_us"] == nullptr);
 
-  const auto window = api.get("/api/v1/clusters/lab/partitions/orders/0/samples?from=" +
-                              at(send + 100'000) + "&to=" + at(send + 140'000) + "&limit=1")
-                          .json();
+  const auto window =
+      api.get("/api/v1/clusters/lab/partitions/orders/0/samples?from=" + at(send + 100'000) +
+              "&to=" + at(send + 140'000) + "&limit=1")
+          .json();
   REQUIRE(window["count"] == 1);
   CHECK(window["items"][0]["seq"] == 5);
   CHECK(window["truncated"] == true);
@@ -359,6 +365,8 @@ TEST_CASE("metrics expose probe counters and cluster state and store and HTTP co
   api.live().update([](std::vector<ClusterLive>& clusters) {
     // A name that needs escaping in a label value.
     clusters[0].probe.partitions[1].topic = "or\"ders";
+    // A count a double could not hold exactly.
+    clusters[0].probe.partitions[2].counters.sent = (std::uint64_t{1} << 53) + 1;
   });
   CHECK(api.get("/healthz").status == 200);
   CHECK(api.get("/nope").status == 404);
@@ -371,14 +379,18 @@ TEST_CASE("metrics expose probe counters and cluster state and store and HTTP co
       "kfaild_probe_acked_total{cluster=\"lab\",topic=\"orders\",partition=\"0\"} 990\n",
       "kfaild_probe_acked_total{cluster=\"lab\",topic=\"or\\\"ders\",partition=\"1\"} 990\n",
       "kfaild_probe_received_total{cluster=\"lab\",topic=\"orders\",partition=\"0\"} 985\n",
+      "kfaild_probe_sent_total{cluster=\"lab\",topic=\"orders\",partition=\"2\"} "
+      "9007199254740993\n",
       "kfaild_probe_send_failed_total{cluster=\"lab\",topic=\"orders\",partition=\"0\"} 3\n",
       "kfaild_probe_lost_total{cluster=\"lab\",topic=\"orders\",partition=\"0\"} 2\n",
       "kfaild_probe_duplicated_total{cluster=\"lab\",topic=\"orders\",partition=\"0\"} 1\n",
       "kfaild_probe_reordered_total{cluster=\"lab\",topic=\"orders\",partition=\"0\"} 4\n",
       "kfaild_probe_gaps_total{cluster=\"lab\",topic=\"orders\",partition=\"0\"} 7\n",
       "# TYPE kfaild_probe_current_ack_gap_seconds gauge\n",
-      "kfaild_probe_current_ack_gap_seconds{cluster=\"lab\",topic=\"orders\",partition=\"0\"} 2.5\n",
-      "kfaild_probe_longest_ack_gap_seconds{cluster=\"lab\",topic=\"orders\",partition=\"0\"} 9.4\n",
+      "kfaild_probe_current_ack_gap_seconds{cluster=\"lab\",topic=\"orders\",partition=\"0\"} "
+      "2.5\n",
+      "kfaild_probe_longest_ack_gap_seconds{cluster=\"lab\",topic=\"orders\",partition=\"0\"} "
+      "9.4\n",
       "kfaild_cluster_reachable{cluster=\"lab\"} 1\n",
       "kfaild_cluster_brokers{cluster=\"lab\"} 3\n",
       "kfaild_store_queued_records 0\n",

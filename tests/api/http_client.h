@@ -61,7 +61,8 @@ class HttpConnection {
     namespace asio = boost::asio;
     const asio::ip::tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
     const auto ec = run([&](auto done) { stream_.async_connect(endpoint, done); });
-    if (ec) throw std::runtime_error("connect to port " + std::to_string(port) + ": " + ec.message());
+    if (ec)
+      throw std::runtime_error("connect to port " + std::to_string(port) + ": " + ec.message());
   }
 
   void send(const HttpRequestSpec& spec) {

@@ -10,15 +10,14 @@ namespace {
 using Query = QueryParams;
 
 TEST_CASE("a target splits into decoded path segments and query parameters", "[unit][api]") {
-  auto target = parseTarget("/api/v1/clusters/a%2Fb/gaps?topic=or%64ers&from=2026-01-01T00:00:00+02:00&flag&&x=");
+  auto target = parseTarget(
+      "/api/v1/clusters/a%2Fb/gaps?topic=or%64ers&from=2026-01-01T00:00:00+02:00&flag&&x=");
   REQUIRE(target.ok());
   CHECK(target->path == "/api/v1/clusters/a%2Fb/gaps");
   CHECK(target->segments == std::vector<std::string>{"api", "v1", "clusters", "a/b", "gaps"});
   // '+' stays a plus: an RFC 3339 offset typed into a URL must survive.
-  CHECK(target->query == Query{{"topic", "orders"},
-                               {"from", "2026-01-01T00:00:00+02:00"},
-                               {"flag", ""},
-                               {"x", ""}});
+  CHECK(target->query ==
+        Query{{"topic", "orders"}, {"from", "2026-01-01T00:00:00+02:00"}, {"flag", ""}, {"x", ""}});
 }
 
 TEST_CASE("the root and a trailing slash keep their empty segment", "[unit][api]") {
@@ -30,10 +29,9 @@ TEST_CASE("the root and a trailing slash keep their empty segment", "[unit][api]
   CHECK(trailing->segments == std::vector<std::string>{"api", ""});
 }
 
-TEST_CASE("targets that are not origin-form paths or have bad escapes are refused",
-          "[unit][api]") {
-  for (const std::string bad : {"", "*", "http://example.com/healthz", "/a#b", "/a%2", "/a%zz",
-                                "/a?x=%", "/a?%G1=1"}) {
+TEST_CASE("targets that are not origin-form paths or have bad escapes are refused", "[unit][api]") {
+  for (const std::string bad :
+       {"", "*", "http://example.com/healthz", "/a#b", "/a%2", "/a%zz", "/a?x=%", "/a?%G1=1"}) {
     INFO(bad);
     const auto target = parseTarget(bad);
     REQUIRE_FALSE(target.ok());
@@ -42,9 +40,8 @@ TEST_CASE("targets that are not origin-form paths or have bad escapes are refuse
 }
 
 TEST_CASE("a problem document has every RFC 9457 member", "[unit][api]") {
-  const auto response =
-      problem(ProblemType::kInvalidParameter, "limit: must be an integer", "/api/v1/x",
-              {{"reasons", {"a"}}});
+  const auto response = problem(ProblemType::kInvalidParameter, "limit: must be an integer",
+                                "/api/v1/x", {{"reasons", {"a"}}});
   CHECK(response.status == 400);
   CHECK(response.content_type == "application/problem+json");
   const auto body = nlohmann::json::parse(response.body);

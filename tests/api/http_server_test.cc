@@ -137,12 +137,12 @@ TEST_CASE("mutating requests need the configured bearer token", "[integration][a
     CHECK(reply.status == 401);
     CHECK(reply.header("WWW-Authenticate") == "Bearer realm=\"kfaild\"");
     CHECK(reply.header("Content-Type") == "application/problem+json");
-    CHECK(reply.json()["detail"] ==
-          "POST requires an \"Authorization: Bearer <token>\" header");
+    CHECK(reply.json()["detail"] == "POST requires an \"Authorization: Bearer <token>\" header");
   }
   SECTION("with a wrong token") {
     const auto reply = testing::httpRequest(
-        api.port(), {"POST", "/api/v1/echo", "hi", {{"Authorization", "Bearer s3cret-token-valuf"}}});
+        api.port(),
+        {"POST", "/api/v1/echo", "hi", {{"Authorization", "Bearer s3cret-token-valuf"}}});
     CHECK(reply.status == 401);
     CHECK(reply.header("WWW-Authenticate") == "Bearer realm=\"kfaild\", error=\"invalid_token\"");
   }
@@ -158,7 +158,8 @@ TEST_CASE("mutating requests need the configured bearer token", "[integration][a
   }
   SECTION("with the right token, any case of the scheme") {
     const auto reply = testing::httpRequest(
-        api.port(), {"POST", "/api/v1/echo", "hi", {{"Authorization", "bearer s3cret-token-value"}}});
+        api.port(),
+        {"POST", "/api/v1/echo", "hi", {{"Authorization", "bearer s3cret-token-value"}}});
     CHECK(reply.status == 200);
     CHECK(reply.json()["echo"] == "hi");
   }
@@ -260,9 +261,9 @@ TEST_CASE("random bytes never bring the server down", "[integration][api]") {
   std::mt19937 random(20261130);
   std::uniform_int_distribution<int> byte(0, 255);
   std::uniform_int_distribution<int> length(1, 4000);
-  const std::vector<std::string> prefixes = {"", "GET ", "GET / HTTP/1.1\r\n",
-                                             "POST /api/v1/echo HTTP/1.1\r\nContent-Length: 10\r\n",
-                                             "GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"};
+  const std::vector<std::string> prefixes = {
+      "", "GET ", "GET / HTTP/1.1\r\n", "POST /api/v1/echo HTTP/1.1\r\nContent-Length: 10\r\n",
+      "GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"};
   for (int round = 0; round < 60; ++round) {
     HttpConnection connection(api.port(), Millis(2000));
     std::string bytes = prefixes[static_cast<std::size_t>(round) % prefixes.size()];

@@ -30,8 +30,8 @@ TEST_CASE("a parameter given twice is an error", "[unit][api]") {
 }
 
 TEST_CASE("integers are parsed strictly and range-checked", "[unit][api]") {
-  for (const std::string bad : {"", "0", "10001", "1.0", "+5", " 5", "5 ", "0x10", "five",
-                                "99999999999999999999", "-1"}) {
+  for (const std::string bad :
+       {"", "0", "10001", "1.0", "+5", " 5", "5 ", "0x10", "five", "99999999999999999999", "-1"}) {
     INFO("limit=\"" << bad << "\"");
     const QueryParams params = {{"limit", bad}};
     const auto reader = QueryReader::create(params, {"limit"});
@@ -39,7 +39,8 @@ TEST_CASE("integers are parsed strictly and range-checked", "[unit][api]") {
     const auto limit = reader->integer("limit", 1, 10000);
     REQUIRE_FALSE(limit.ok());
     CHECK(limit.error().code == errc::invalid_parameter);
-    CHECK(limit.error().message.rfind("limit: must be an integer between 1 and 10000, got", 0) == 0);
+    CHECK(limit.error().message.rfind("limit: must be an integer between 1 and 10000, got", 0) ==
+          0);
   }
   const QueryParams good = {{"limit", "10000"}};
   const auto reader = QueryReader::create(good, {"limit"});
@@ -73,26 +74,28 @@ TEST_CASE("bad or inverted times and too long ranges are errors naming the param
           "[unit][api]") {
   SECTION("not a time") {
     const QueryParams params = {{"from", "yesterday"}};
-    const auto range = QueryReader::create(params, {"from", "to"})->range(kNow, kHour, std::nullopt);
+    const auto range =
+        QueryReader::create(params, {"from", "to"})->range(kNow, kHour, std::nullopt);
     REQUIRE_FALSE(range.ok());
     CHECK(range.error().message.rfind("from: must be an RFC 3339 date-time", 0) == 0);
   }
   SECTION("no offset") {
     const QueryParams params = {{"to", "2023-11-14T22:13:20"}};
-    const auto range = QueryReader::create(params, {"from", "to"})->range(kNow, kHour, std::nullopt);
+    const auto range =
+        QueryReader::create(params, {"from", "to"})->range(kNow, kHour, std::nullopt);
     REQUIRE_FALSE(range.ok());
     CHECK(range.error().message.rfind("to: ", 0) == 0);
   }
   SECTION("from after to") {
     const QueryParams params = {{"from", "2023-11-14T22:13:21Z"}};
-    const auto range = QueryReader::create(params, {"from", "to"})->range(kNow, kHour, std::nullopt);
+    const auto range =
+        QueryReader::create(params, {"from", "to"})->range(kNow, kHour, std::nullopt);
     REQUIRE_FALSE(range.ok());
     CHECK(range.error().message.rfind("from: must be earlier than to", 0) == 0);
   }
   SECTION("longer than allowed") {
     const QueryParams params = {{"from", "2023-11-13T22:13:19Z"}, {"to", "2023-11-14T22:13:20Z"}};
-    const auto range =
-        QueryReader::create(params, {"from", "to"})->range(kNow, kHour, 24 * kHour);
+    const auto range = QueryReader::create(params, {"from", "to"})->range(kNow, kHour, 24 * kHour);
     REQUIRE_FALSE(range.ok());
     CHECK(range.error().message.find("spans 86401 s, more than the 86400 s allowed") !=
           std::string::npos);

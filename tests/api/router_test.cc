@@ -80,8 +80,9 @@ TEST_CASE("HEAD runs the GET handler", "[unit][api]") {
   CHECK(response.body == R"({"ok":1})");
 }
 
-TEST_CASE("a mutating route answers missing or malformed or wrong credentials with a Bearer challenge",
-          "[unit][api]") {
+TEST_CASE(
+    "a mutating route answers missing or malformed or wrong credentials with a Bearer challenge",
+    "[unit][api]") {
   Router router;
   int calls = 0;
   router.add("POST", "/api/v1/drills", [&calls](const Request&) {
@@ -118,9 +119,8 @@ TEST_CASE("reading routes do not ask for credentials", "[unit][api]") {
 TEST_CASE("a handler that throws becomes a 500 problem that does not leak the exception",
           "[unit][api]") {
   Router router;
-  router.add("GET", "/boom", [](const Request&) -> Response {
-    throw std::runtime_error("secret internals");
-  });
+  router.add("GET", "/boom",
+             [](const Request&) -> Response { throw std::runtime_error("secret internals"); });
   auto request = makeRequest("GET", "/boom");
   const auto response = router.dispatch(request);
   CHECK(response.status == 500);
@@ -131,8 +131,9 @@ TEST_CASE("a handler that throws becomes a 500 problem that does not leak the ex
 TEST_CASE("a literal route wins over a parameter route for the same path", "[unit][api]") {
   Router router;
   router.add("GET", "/api/v1/clusters/{cluster}", echoParams);
-  router.add("GET", "/api/v1/clusters/summary",
-             [](const Request&) { return jsonResponse(200, {{"summary", true}}); });
+  router.add("GET", "/api/v1/clusters/summary", [](const Request&) {
+    return jsonResponse(200, {{"summary", true}});
+  });
   auto summary = makeRequest("GET", "/api/v1/clusters/summary");
   CHECK(nlohmann::json::parse(router.dispatch(summary).body) == nlohmann::json{{"summary", true}});
   auto lab = makeRequest("GET", "/api/v1/clusters/lab");

@@ -1,0 +1,622 @@
+#include "api/endpoints.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "api/errc.h"
+#include "api/prometheus_text.h"
+#include "api/query_params.h"
+#include "server/common/time_format.h"
+
+namespace kfaild::api {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::int64_t kMaxPartition = std::numeric_limits<std::int32_t>::max();
+
+Response badRequest(const Request& request, const Error& error) {
+  const auto type = error.code == errc::unknown_parameter ? ProblemType::kUnknownParameter
+                                                          : ProblemType::kInvalidParameter;
+  return problem(type, error.message, request.path);
+}
+
+Response storeFailure(const Request& request, const Error& error) {
+  spdlog::warn("http: {} failed to read the store: {}", printable(request.path), error.describe());
+  return problem(ProblemType::kStoreUnavailable, "reading the database failed: " + error.describe(),
+                 request.path);
+}
+
+json timeOrNull(std::optional<std::int64_t> wall_us) {
+  return wall_us ? json(common::formatRfc3339(*wall_us)) : json(nullptr);
+}
+
+json intOrNull(std::optional<std::int64_t> value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+json brokerIdOrNull(std::int32_t id) {
+  return id < 0 ? json(nullptr) : json(id);
+}
+
+json textOrNull(const std::string& text) {
+  return text.empty() ? json(nullptr) : json(text);
+}
+
+double seconds(std::int64_t micros) {
+  return static_cast<double>(micros) / 1e6;
+}
+
+std::optional<double> ageSeconds(const std::optional<common::Instant>& last,
+                                 common::MonoMicros now) {
+  if (!last) return std::nullopt;
+  return seconds(std::max<std::int64_t>(0, now - last->mono));
+}
+
+json optionalSeconds(std::optional<double> value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+std::string runId(std::uint64_t id) {
+  char buffer[17];
+  std::snprintf(buffer, sizeof buffer, "%016" PRIx64, id);
+  return buffer;
+}
+
+json brokerIds(const observe::ObservedCluster& observed) {
+  json ids = json::array();
+  if (observed.snapshot) {
+    for (const auto& broker : observed.snapshot->brokers) ids.push_back(broker.id);
+  }
+  return ids;
+}
+
+json probeOfPartition(const probe::PartitionStatus& p, common::MonoMicros now) {
+  const auto& c = p.counters;
+  return {
+      {"sent", c.sent},
+      {"acked", c.acked},
+      {"received", c.received},
+      {"send_failed", c.send_failed},
+      {"lost", c.lost},
+      {"duplicated", c.duplicated},
+      {"reordered", c.reordered},
+      {"late", c.late},
+      {"gaps", c.gaps},
+      {"in_flight", p.in_flight},
+      {"last_ack", timeOrNull(p.last_ack ? std::optional(p.last_ack->wall) : std::nullopt)},
+      {"last_ack_us", intOrNull(p.last_ack ? std::optional(p.last_ack->wall) : std::nullopt)},
+      {"current_ack_gap_seconds", optionalSeconds(ageSeconds(p.last_ack, now))},
+      {"longest_ack_gap_seconds", seconds(p.longest_ack_gap_us)},
+      {"last_receive",
+       timeOrNull(p.last_receive ? std::optional(p.last_receive->wall) : std::nullopt)},
+      {"last_receive_us",
+       intOrNull(p.last_receive ? std::optional(p.last_receive->wall) : std::nullopt)},
+      {"current_receive_gap_seconds", optionalSeconds(ageSeconds(p.last_receive, now))},
+      {"longest_receive_gap_seconds", seconds(p.longest_receive_gap_us)},
+  };
+}
+
+json partitionJson(std::int32_t partition, const kafka::PartitionInfo* info,
+                   const probe::PartitionStatus* status, common::MonoMicros now) {
+  return {
+      {"partition", partition},
+      {"leader", info ? brokerIdOrNull(info->leader) : json(nullptr)},
+      {"replicas", info ? json(info->replicas) : json::array()},
+      {"isr", info ? json(info->isr) : json::array()},
+      {"error", info ? textOrNull(info->error) : json(nullptr)},
+      {"probe", status ? probeOfPartition(*status, now) : json(nullptr)},
+  };
+}
+
+// The snapshot's topics and partitions, joined with the probe's partitions; partitions the
+// probe knows but the last metadata answer lacks still appear, without replicas.
+json topicsJson(const ClusterLive& cluster, common::MonoMicros now) {
+  json topics = json::array();
+  std::set<std::pair<std::string, std::int32_t>> shown;
+  const auto findStatus = [&cluster](const std::string& topic, std::int32_t partition) {
+    for (const auto& status : cluster.probe.partitions) {
+      if (status.topic == topic && status.partition == partition) return &status;
+    }
+    return static_cast<const probe::PartitionStatus*>(nullptr);
+  };
+  std::vector<std::string> order;
+  std::map<std::string, json> by_topic;
+  if (cluster.observed.snapshot) {
+    for (const auto& topic : cluster.observed.snapshot->topics) {
+      json partitions = json::array();
+      for (const auto& info : topic.partitions) {
+        partitions.push_back(
+            partitionJson(info.partition, &info, findStatus(topic.name, info.partition), now));
+        shown.emplace(topic.name, info.partition);
+      }
+      if (!by_topic.contains(topic.name)) order.push_back(topic.name);
+      by_topic[topic.name] = {
+          {"name", topic.name}, {"error", textOrNull(topic.error)}, {"partitions", partitions}};
+    }
+  }
+  for (const auto& status : cluster.probe.partitions) {
+    if (shown.contains({status.topic, status.partition})) continue;
+    if (!by_topic.contains(status.topic)) {
+      order.push_back(status.topic);
+      by_topic[status.topic] = {
+          {"name", status.topic}, {"error", nullptr}, {"partitions", json::array()}};
+    }
+    by_topic[status.topic]["partitions"].push_back(
+        partitionJson(status.partition, nullptr, &status, now));
+    shown.emplace(status.topic, status.partition);
+  }
+  for (const auto& name : order) topics.push_back(std::move(by_topic[name]));
+  return topics;
+}
+
+json gapJson(const storage::Gap& gap) {
+  return {
+      {"id", gap.id},
+      {"topic", gap.topic},
+      {"partition", gap.partition},
+      {"kind", storage::toString(gap.kind)},
+      {"start", common::formatRfc3339(gap.start_us)},
+      {"start_us", gap.start_us},
+      {"end", common::formatRfc3339(gap.end_us)},
+      {"end_us", gap.end_us},
+      {"duration_us", gap.duration_us},
+      {"seq_before", gap.seq_before},
+      {"seq_after", gap.seq_after},
+  };
+}
+
+json eventJson(const storage::Event& event) {
+  // `detail` is stored as JSON object text; anything else (older rows, a bug) is passed on as
+  // text rather than failing the whole list.
+  json detail = json::parse(event.detail, nullptr, false);
+  if (detail.is_discarded() || !detail.is_object()) detail = {{"text", event.detail}};
+  return {
+      {"id", event.id},
+      {"t", common::formatRfc3339(event.t_us)},
+      {"t_us", event.t_us},
+      {"source", event.source},
+      {"kind", event.kind},
+      {"broker", event.broker ? json(*event.broker) : json(nullptr)},
+      {"topic", event.topic ? json(*event.topic) : json(nullptr)},
+      {"partition", event.partition ? json(*event.partition) : json(nullptr)},
+      {"detail", std::move(detail)},
+  };
+}
+
+json sampleJson(const storage::ProbeSample& sample) {
+  const auto latency = [&sample](std::optional<std::int64_t> at) {
+    return at ? json(*at - sample.send_us) : json(nullptr);
+  };
+  return {
+      {"seq", sample.seq},
+      {"send", common::formatRfc3339(sample.send_us)},
+      {"send_us", sample.send_us},
+      {"ack", timeOrNull(sample.ack_us)},
+      {"ack_us", intOrNull(sample.ack_us)},
+      {"ack_error", sample.ack_error},
+      {"ack_latency_us", latency(sample.ack_us)},
+      {"offset", intOrNull(sample.offset)},
+      {"receive", timeOrNull(sample.receive_us)},
+      {"receive_us", intOrNull(sample.receive_us)},
+      {"receive_latency_us", latency(sample.receive_us)},
+  };
+}
+
+// A list with the range it covers. The store is asked for one row more than `limit`, so
+// `truncated` says for certain whether rows were left out.
+template <typename Row, typename ToJson>
+Response listResponse(std::vector<Row> rows, std::size_t limit, const storage::TimeRange& range,
+                      ToJson&& toJson) {
+  const bool truncated = rows.size() > limit;
+  if (truncated) rows.resize(limit);
+  json items = json::array();
+  for (const auto& row : rows) items.push_back(toJson(row));
+  return jsonResponse(200, {{"items", std::move(items)},
+                            {"count", rows.size()},
+                            {"truncated", truncated},
+                            {"from", common::formatRfc3339(range.from_us)},
+                            {"to", common::formatRfc3339(range.to_us)}});
+}
+
+}  // namespace
+
+Endpoints::Endpoints(const LiveClusters& live, const storage::Store& store,
+                     const common::Clock& clock)
+    : live_(live), store_(store), clock_(clock) {}
+
+void Endpoints::registerOn(Router& router) {
+  const auto bind = [this](Response (Endpoints::*handler)(const Request&) const) {
+    return [this, handler](const Request& request) { return (this->*handler)(request); };
+  };
+  router.add("GET", "/healthz", bind(&Endpoints::healthz));
+  router.add("GET", "/readyz", bind(&Endpoints::readyz));
+  const RequestCounter& responses = router.responses();
+  router.add("GET", "/metrics",
+             [this, &responses](const Request& request) { return metrics(request, responses); });
+  router.add("GET", "/api/v1/clusters", bind(&Endpoints::clusterList));
+  router.add("GET", "/api/v1/clusters/{cluster}", bind(&Endpoints::clusterDetail));
+  router.add("GET", "/api/v1/clusters/{cluster}/gaps", bind(&Endpoints::gaps));
+  router.add("GET", "/api/v1/clusters/{cluster}/events", bind(&Endpoints::events));
+  router.add("GET", "/api/v1/clusters/{cluster}/partitions/{topic}/{partition}/samples",
+             bind(&Endpoints::samples));
+}
+
+Response Endpoints::healthz(const Request& request) const {
+  if (auto query = QueryReader::create(request.query, {}); !query) {
+    return badRequest(request, query.error());
+  }
+  return jsonResponse(200, {{"status", "ok"}});
+}
+
+Response Endpoints::readyz(const Request& request) const {
+  if (auto query = QueryReader::create(request.query, {}); !query) {
+    return badRequest(request, query.error());
+  }
+  std::vector<std::string> reasons;
+  const auto writer = store_.writerStats();
+  if (!writer.last_error.empty()) {
+    reasons.push_back("store: the last write failed: " + writer.last_error);
+  }
+  for (const auto& cluster : live_.clusters()) {
+    if (cluster.probe.phase == probe::ProbePhase::kProbing) continue;
+    reasons.push_back("cluster " + cluster.name + ": probe is " +
+                      probe::toString(cluster.probe.phase) +
+                      (cluster.probe.problem.empty() ? "" : " (" + cluster.probe.problem + ")"));
+  }
+  if (reasons.empty()) return jsonResponse(200, {{"status", "ready"}});
+  std::string detail;
+  for (const auto& reason : reasons) detail += (detail.empty() ? "" : "; ") + reason;
+  return problem(ProblemType::kNotReady, detail, request.path, {{"reasons", reasons}});
+}
+
+Response Endpoints::metrics(const Request& request, const RequestCounter& responses) const {
+  if (auto query = QueryReader::create(request.query, {}); !query) {
+    return badRequest(request, query.error());
+  }
+  const auto clusters = live_.clusters();
+  const auto now = clock_.monoNow();
+  PrometheusText out;
+
+  // Counters stay integers end to end: a double would round them beyond 2^53.
+  struct PartitionCounter {
+    const char* name;
+    const char* help;
+    std::uint64_t (*value)(const probe::PartitionStatus&);
+  };
+  static constexpr PartitionCounter kCounters[] = {
+      {"kfaild_probe_sent_total", "Probe messages sent.",
+       [](const probe::PartitionStatus& p) { return p.counters.sent; }},
+      {"kfaild_probe_acked_total", "Probe messages acknowledged by the cluster (acks=all).",
+       [](const probe::PartitionStatus& p) { return p.counters.acked; }},
+      {"kfaild_probe_received_total",
+       "Probe messages read back by the probe's consumer (first receipt of each).",
+       [](const probe::PartitionStatus& p) { return p.counters.received; }},
+      {"kfaild_probe_send_failed_total",
+       "Probe messages refused by the client or reported failed by the delivery report.",
+       [](const probe::PartitionStatus& p) { return p.counters.send_failed; }},
+      {"kfaild_probe_lost_total",
+       "Probe messages acknowledged but not received within the loss timeout.",
+       [](const probe::PartitionStatus& p) { return p.counters.lost; }},
+      {"kfaild_probe_duplicated_total", "Probe messages received more than once.",
+       [](const probe::PartitionStatus& p) { return p.counters.duplicated; }},
+      {"kfaild_probe_reordered_total",
+       "Probe messages received after a message with a higher sequence number.",
+       [](const probe::PartitionStatus& p) { return p.counters.reordered; }},
+      {"kfaild_probe_gaps_total", "Ack and receive gaps longer than the gap threshold.",
+       [](const probe::PartitionStatus& p) { return p.counters.gaps; }},
+  };
+  struct PartitionGauge {
+    const char* name;
+    const char* help;
+    std::optional<double> (*value)(const probe::PartitionStatus&, common::MonoMicros);
+  };
+  static constexpr PartitionGauge kGauges[] = {
+      {"kfaild_probe_in_flight", "Probe messages sent whose fate (ack, receipt) is not known yet.",
+       [](const probe::PartitionStatus& p, common::MonoMicros) -> std::optional<double> {
+         return static_cast<double>(p.in_flight);
+       }},
+      {"kfaild_probe_current_ack_gap_seconds",
+       "Seconds since the last ack: the ack gap open now. Absent before the first ack.",
+       [](const probe::PartitionStatus& p, common::MonoMicros t) {
+         return ageSeconds(p.last_ack, t);
+       }},
+      {"kfaild_probe_current_receive_gap_seconds",
+       "Seconds since the last receipt: the receive gap open now. Absent before the first.",
+       [](const probe::PartitionStatus& p, common::MonoMicros t) {
+         return ageSeconds(p.last_receive, t);
+       }},
+      {"kfaild_probe_longest_ack_gap_seconds",
+       "Longest interval between two consecutive acks since the probe started.",
+       [](const probe::PartitionStatus& p, common::MonoMicros) -> std::optional<double> {
+         return seconds(p.longest_ack_gap_us);
+       }},
+      {"kfaild_probe_longest_receive_gap_seconds",
+       "Longest interval between two consecutive receipts since the probe started.",
+       [](const probe::PartitionStatus& p, common::MonoMicros) -> std::optional<double> {
+         return seconds(p.longest_receive_gap_us);
+       }},
+  };
+  // Label values outlive the samples that point at them (Labels holds string_views).
+  const auto forEachPartition = [&clusters](auto&& emit) {
+    for (const auto& cluster : clusters) {
+      for (const auto& p : cluster.probe.partitions) {
+        const std::string partition = std::to_string(p.partition);
+        emit(p, Labels{{"cluster", cluster.name}, {"topic", p.topic}, {"partition", partition}});
+      }
+    }
+  };
+  for (const auto& counter : kCounters) {
+    out.family(counter.name, "counter", counter.help);
+    forEachPartition([&](const probe::PartitionStatus& p, const Labels& labels) {
+      out.sample(counter.name, labels, counter.value(p));
+    });
+  }
+  for (const auto& gauge : kGauges) {
+    out.family(gauge.name, "gauge", gauge.help);
+    forEachPartition([&](const probe::PartitionStatus& p, const Labels& labels) {
+      if (const auto value = gauge.value(p, now)) out.sample(gauge.name, labels, *value);
+    });
+  }
+
+  out.family("kfaild_probe_probing", "gauge",
+             "1 when the cluster's probe is sending and reading, 0 while it starts or sets up.");
+  for (const auto& cluster : clusters) {
+    out.sample("kfaild_probe_probing", {{"cluster", cluster.name}},
+               std::int64_t{cluster.probe.phase == probe::ProbePhase::kProbing ? 1 : 0});
+  }
+  out.family("kfaild_cluster_reachable", "gauge",
+             "1 when the last metadata request to the cluster was answered, else 0.");
+  for (const auto& cluster : clusters) {
+    out.sample("kfaild_cluster_reachable", {{"cluster", cluster.name}},
+               std::int64_t{cluster.observed.reachable ? 1 : 0});
+  }
+  out.family("kfaild_cluster_brokers", "gauge",
+             "Brokers listed in the last metadata answer (registered and unfenced).");
+  for (const auto& cluster : clusters) {
+    const std::int64_t brokers =
+        cluster.observed.snapshot
+            ? static_cast<std::int64_t>(cluster.observed.snapshot->brokers.size())
+            : 0;
+    out.sample("kfaild_cluster_brokers", {{"cluster", cluster.name}}, brokers);
+  }
+
+  const auto writer = store_.writerStats();
+  out.family("kfaild_store_queued_records", "gauge", "Records waiting for the store's writer.");
+  out.sample("kfaild_store_queued_records", {}, writer.queued);
+  out.family("kfaild_store_written_total", "counter", "Records committed to the database.");
+  out.sample("kfaild_store_written_total", {}, writer.written);
+  out.family("kfaild_store_dropped_samples_total", "counter",
+             "Raw probe samples dropped because the writer fell behind.");
+  out.sample("kfaild_store_dropped_samples_total", {}, writer.dropped_samples);
+  out.family("kfaild_store_dropped_other_total", "counter",
+             "Gaps and events dropped because the writer's queue was full of them.");
+  out.sample("kfaild_store_dropped_other_total", {}, writer.dropped_other);
+  out.family("kfaild_store_failed_batches_total", "counter",
+             "Write transactions that failed (disk full, read-only, I/O error).");
+  out.sample("kfaild_store_failed_batches_total", {}, writer.failed_batches);
+
+  out.family("kfaild_http_requests_total", "counter",
+             "HTTP responses sent, by status code (this scrape not included).");
+  for (const auto& [code, count] : responses.snapshot()) {
+    const std::string text = std::to_string(code);
+    out.sample("kfaild_http_requests_total", {{"code", text}}, count);
+  }
+
+  Response response;
+  response.status = 200;
+  response.content_type = std::string(kPrometheusContentType);
+  response.body = out.text();
+  return response;
+}
+
+Response Endpoints::clusterList(const Request& request) const {
+  if (auto query = QueryReader::create(request.query, {}); !query) {
+    return badRequest(request, query.error());
+  }
+  json items = json::array();
+  for (const auto& cluster : live_.clusters()) {
+    items.push_back({
+        {"name", cluster.name},
+        {"id", cluster.id},
+        {"bootstrap", cluster.bootstrap},
+        {"reachable", cluster.observed.reachable},
+        {"brokers", brokerIds(cluster.observed)},
+        {"probe_phase", probe::toString(cluster.probe.phase)},
+        {"probe_problem", textOrNull(cluster.probe.problem)},
+    });
+  }
+  const auto count = items.size();
+  return jsonResponse(200, {{"items", std::move(items)}, {"count", count}});
+}
+
+Response Endpoints::clusterDetail(const Request& request) const {
+  const std::string& name = request.params.at("cluster");
+  const auto clusters = live_.clusters();
+  const auto found = std::find_if(clusters.begin(), clusters.end(),
+                                  [&name](const ClusterLive& c) { return c.name == name; });
+  if (found == clusters.end()) {
+    std::string known;
+    for (const auto& c : clusters) known += (known.empty() ? "" : ", ") + c.name;
+    return problem(ProblemType::kUnknownCluster,
+                   "no configured cluster is named \"" + printable(name, 100) +
+                       "\"; configured: " + (known.empty() ? std::string("none") : known),
+                   request.path);
+  }
+  if (auto query = QueryReader::create(request.query, {}); !query) {
+    return badRequest(request, query.error());
+  }
+  const ClusterLive& cluster = *found;
+  const auto& observed = cluster.observed;
+  json brokers = json::array();
+  if (observed.snapshot) {
+    for (const auto& broker : observed.snapshot->brokers) {
+      brokers.push_back({{"id", broker.id}, {"host", broker.host}, {"port", broker.port}});
+    }
+  }
+  const bool has_snapshot = observed.snapshot.has_value();
+  const auto& probe = cluster.probe;
+  return jsonResponse(
+      200,
+      {
+          {"name", cluster.name},
+          {"id", cluster.id},
+          {"bootstrap", cluster.bootstrap},
+          {"reachable", observed.reachable},
+          {"metadata",
+           {
+               {"at", has_snapshot ? json(common::formatRfc3339(observed.snapshot_at)) : json()},
+               {"at_us", has_snapshot ? json(observed.snapshot_at) : json()},
+               {"answered_by",
+                has_snapshot ? brokerIdOrNull(observed.snapshot->answered_by) : json()},
+               {"polls", observed.polls},
+               {"failures", observed.failures},
+               {"last_error", textOrNull(observed.last_error)},
+           }},
+          {"controller_id",
+           has_snapshot ? brokerIdOrNull(observed.snapshot->controller_id) : json()},
+          {"brokers", std::move(brokers)},
+          {"topics", topicsJson(cluster, clock_.monoNow())},
+          {"probe",
+           {
+               {"phase", probe::toString(probe.phase)},
+               {"problem", textOrNull(probe.problem)},
+               {"run_id", runId(probe.run_id)},
+               {"interval_us", probe.interval_us},
+               {"ticks", probe.ticks},
+               {"skipped_ticks", probe.skipped_ticks},
+               {"max_send_lateness_us", probe.max_send_lateness_us},
+           }},
+      });
+}
+
+std::variant<storage::ClusterId, Response> Endpoints::resolveCluster(const Request& request) const {
+  const std::string& name = request.params.at("cluster");
+  std::string known;
+  for (const auto& cluster : live_.clusters()) {
+    if (cluster.name == name) return cluster.id;
+    known += (known.empty() ? "" : ", ") + cluster.name;
+  }
+  auto stored = store_.clusters();
+  if (!stored) return storeFailure(request, stored.error());
+  for (const auto& cluster : *stored) {
+    if (cluster.name == name) return cluster.id;
+  }
+  return problem(ProblemType::kUnknownCluster,
+                 "no cluster named \"" + printable(name, 100) +
+                     "\" is configured or has history in the database; configured: " +
+                     (known.empty() ? std::string("none") : known),
+                 request.path);
+}
+
+Response Endpoints::gaps(const Request& request) const {
+  auto cluster = resolveCluster(request);
+  if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
+  auto query = QueryReader::create(request.query,
+                                   {"topic", "partition", "kind", "min_ms", "from", "to", "limit"});
+  if (!query) return badRequest(request, query.error());
+
+  storage::GapQuery gap_query;
+  gap_query.cluster = std::get<storage::ClusterId>(cluster);
+  auto topic = query->topic("topic");
+  if (!topic) return badRequest(request, topic.error());
+  gap_query.topic = *topic;
+  auto partition = query->integer("partition", 0, kMaxPartition);
+  if (!partition) return badRequest(request, partition.error());
+  if (*partition) gap_query.partition = static_cast<std::int32_t>(**partition);
+  auto kind = query->oneOf("kind", {"ack", "receive"});
+  if (!kind) return badRequest(request, kind.error());
+  if (*kind) gap_query.kind = storage::gapKindFromString(**kind);
+  auto min_ms = query->integer("min_ms", 0, kMaxMinGapMs);
+  if (!min_ms) return badRequest(request, min_ms.error());
+  gap_query.min_duration_us = min_ms->value_or(0) * 1000;
+  auto range = query->range(clock_.wallNow(), kGapsDefaultWindowUs, std::nullopt);
+  if (!range) return badRequest(request, range.error());
+  gap_query.range = *range;
+  auto limit = query->integer("limit", 1, kGapsMaxLimit);
+  if (!limit) return badRequest(request, limit.error());
+  const auto wanted = static_cast<std::size_t>(limit->value_or(kGapsDefaultLimit));
+  gap_query.limit = wanted + 1;
+
+  auto rows = store_.gaps(gap_query);
+  if (!rows) return storeFailure(request, rows.error());
+  return listResponse(std::move(*rows), wanted, *range, gapJson);
+}
+
+Response Endpoints::events(const Request& request) const {
+  auto cluster = resolveCluster(request);
+  if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
+  auto query = QueryReader::create(request.query,
+                                   {"source", "kind", "topic", "partition", "from", "to", "limit"});
+  if (!query) return badRequest(request, query.error());
+
+  storage::EventQuery event_query;
+  event_query.cluster = std::get<storage::ClusterId>(cluster);
+  auto source =
+      query->oneOf("source", {"metadata", "client", "broker_log", "injector", "probe", "kfaild"});
+  if (!source) return badRequest(request, source.error());
+  event_query.source = *source;
+  auto kind = query->identifier("kind");
+  if (!kind) return badRequest(request, kind.error());
+  event_query.kind = *kind;
+  auto topic = query->topic("topic");
+  if (!topic) return badRequest(request, topic.error());
+  event_query.topic = *topic;
+  auto partition = query->integer("partition", 0, kMaxPartition);
+  if (!partition) return badRequest(request, partition.error());
+  if (*partition) event_query.partition = static_cast<std::int32_t>(**partition);
+  auto range = query->range(clock_.wallNow(), kEventsDefaultWindowUs, std::nullopt);
+  if (!range) return badRequest(request, range.error());
+  event_query.range = *range;
+  auto limit = query->integer("limit", 1, kEventsMaxLimit);
+  if (!limit) return badRequest(request, limit.error());
+  const auto wanted = static_cast<std::size_t>(limit->value_or(kEventsDefaultLimit));
+  event_query.limit = wanted + 1;
+
+  auto rows = store_.events(event_query);
+  if (!rows) return storeFailure(request, rows.error());
+  return listResponse(std::move(*rows), wanted, *range, eventJson);
+}
+
+Response Endpoints::samples(const Request& request) const {
+  auto cluster = resolveCluster(request);
+  if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
+  const std::string& topic = request.params.at("topic");
+  if (!isTopicName(topic)) {
+    return problem(ProblemType::kInvalidParameter,
+                   "topic: must be a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -, not \".\" "
+                   "or \"..\"), got \"" +
+                       printable(topic, 100) + "\"",
+                   request.path);
+  }
+  auto partition = parseInteger("partition", request.params.at("partition"), 0, kMaxPartition);
+  if (!partition) return badRequest(request, partition.error());
+  auto query = QueryReader::create(request.query, {"from", "to", "limit"});
+  if (!query) return badRequest(request, query.error());
+
+  storage::SampleQuery sample_query;
+  sample_query.cluster = std::get<storage::ClusterId>(cluster);
+  sample_query.topic = topic;
+  sample_query.partition = static_cast<std::int32_t>(*partition);
+  auto range = query->range(clock_.wallNow(), kSamplesDefaultWindowUs, kSamplesMaxWindowUs);
+  if (!range) return badRequest(request, range.error());
+  sample_query.range = *range;
+  auto limit = query->integer("limit", 1, kSamplesMaxLimit);
+  if (!limit) return badRequest(request, limit.error());
+  const auto wanted = static_cast<std::size_t>(limit->value_or(kSamplesDefaultLimit));
+  sample_query.limit = wanted + 1;
+
+  auto rows = store_.samples(sample_query);
+  if (!rows) return storeFailure(request, rows.error());
+  return listResponse(std::move(*rows), wanted, *range, sampleJson);
+}
+
+}  // namespace kfaild::api

@@ -1,0 +1,455 @@
+#include "api/http_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cctype>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "api/errc.h"
+
+namespace kfaild::api {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+// After an error response the client may still be sending (a body we refused). Closing at once
+// would make the kernel answer with RST and the client could lose our response, so we read and
+// discard for a while first.
+constexpr std::chrono::milliseconds kLingerTimeout{2000};
+constexpr std::chrono::milliseconds kAcceptRetry{100};
+
+std::string_view view(beast::string_view text) {
+  return {text.data(), text.size()};
+}
+
+bool constantTimeEquals(std::string_view given, std::string_view expected) {
+  // The running time depends on the expected token's length only, never on where the first
+  // difference lies, so the token cannot be guessed byte by byte from response times.
+  unsigned diff = given.size() == expected.size() ? 0U : 1U;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const auto g = static_cast<unsigned char>(i < given.size() ? given[i] : 0);
+    diff = diff | (g ^ static_cast<unsigned char>(expected[i]));
+  }
+  return diff == 0;
+}
+
+bool startsWithIgnoreCase(std::string_view text, std::string_view prefix) {
+  if (text.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    const auto a = static_cast<unsigned char>(text[i]);
+    const auto b = static_cast<unsigned char>(prefix[i]);
+    if (std::tolower(a) != std::tolower(b)) return false;
+  }
+  return true;
+}
+
+template <typename Fields>
+Credentials evaluateCredentials(const http::request<http::string_body, Fields>& message,
+                                const std::string& token) {
+  if (token.empty()) return Credentials::kNotRequired;
+  const auto count = message.count(http::field::authorization);
+  if (count == 0) return Credentials::kMissing;
+  if (count > 1) return Credentials::kMalformed;
+  std::string_view value = view(message[http::field::authorization]);
+  if (!startsWithIgnoreCase(value, "Bearer ")) return Credentials::kMalformed;
+  value.remove_prefix(7);
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  if (value.empty()) return Credentials::kMalformed;
+  return constantTimeEquals(value, token) ? Credentials::kValid : Credentials::kInvalid;
+}
+
+std::string endpointText(const std::string& host, std::uint16_t port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+bool isLoopback(const asio::ip::address& address) {
+  if (address.is_loopback()) return true;
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    return asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6()).is_loopback();
+  }
+  return false;
+}
+
+}  // namespace
+
+Status validateOptions(const ServerOptions& options) {
+  const auto invalid = [](std::string message) {
+    return Status(Error{errc::invalid_options, std::move(message)});
+  };
+  if (options.host.empty()) return invalid("host: must not be empty");
+  if (options.threads < 1 || options.threads > 16) {
+    return invalid("threads: must be between 1 and 16, got " + std::to_string(options.threads));
+  }
+  if (options.max_connections < 1) return invalid("max_connections: must be at least 1");
+  if (options.max_body_bytes < 1 || options.max_body_bytes > (std::size_t{1} << 30)) {
+    return invalid("max_body_bytes: must be between 1 and 1073741824, got " +
+                   std::to_string(options.max_body_bytes));
+  }
+  if (options.max_header_bytes < 1024 || options.max_header_bytes > (std::size_t{1} << 20)) {
+    return invalid("max_header_bytes: must be between 1024 and 1048576, got " +
+                   std::to_string(options.max_header_bytes));
+  }
+  if (options.read_timeout.count() <= 0) {
+    return invalid("read_timeout: must be positive, got " +
+                   std::to_string(options.read_timeout.count()) + " ms");
+  }
+  // The token itself never goes into a message.
+  for (const char c : options.token) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x21 || byte > 0x7e) {
+      return invalid("token: must consist of visible ASCII characters (no spaces or controls)");
+    }
+  }
+  return okStatus();
+}
+
+class HttpServer::Impl {
+ public:
+  class Session;
+
+  Impl(ServerOptions options, Router& router)
+      : options_(std::move(options)),
+        router_(router),
+        ioc_(std::max(1, options_.threads)),
+        acceptor_(ioc_),
+        accept_retry_(ioc_) {}
+
+  ~Impl() { stop(); }
+
+  Status start();
+  void stop();
+  std::uint16_t port() const { return port_.load(); }
+
+  const ServerOptions& options() const { return options_; }
+  Router& router() { return router_; }
+  bool stopping() const { return stopping_.load(); }
+  void sessionEnded(Session* session) {
+    std::lock_guard lock(sessions_mutex_);
+    sessions_.erase(session);
+  }
+
+ private:
+  void accept();
+  void admit(tcp::socket socket);
+
+  ServerOptions options_;
+  Router& router_;
+  std::atomic<std::uint16_t> port_{0};
+  std::atomic<bool> stopping_{false};
+  bool started_ = false;
+
+  // Declared before the io_context: sessions destroyed while it shuts down still unregister.
+  std::mutex sessions_mutex_;
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions_;  // guarded by sessions_mutex_
+
+  asio::io_context ioc_;
+  tcp::acceptor acceptor_;
+  asio::steady_timer accept_retry_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  std::vector<std::thread> threads_;
+};
+
+// One connection. Everything runs on its strand; the shared_ptr held by the pending operation
+// keeps it alive, so it ends when its last operation completes without starting another.
+class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, HttpServer::Impl& server)
+      : stream_(std::move(socket)), server_(server) {}
+  ~Session() { server_.sessionEnded(this); }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  void run() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->readRequest(); });
+  }
+
+  // Only while no thread runs the io_context (HttpServer::stop()).
+  void closeNow() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().close(ignored);
+  }
+
+ private:
+  void readRequest() {
+    parser_.emplace();
+    parser_->body_limit(server_.options().max_body_bytes);
+    parser_->header_limit(static_cast<std::uint32_t>(server_.options().max_header_bytes));
+    stream_.expires_after(server_.options().read_timeout);
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onRead(ec); });
+  }
+
+  void onRead(beast::error_code ec) {
+    if (server_.stopping()) return;
+    started_ = Clock::now();
+    if (ec == http::error::end_of_stream) return shutdown();
+    if (ec == beast::error::timeout || ec == asio::error::operation_aborted) return;
+    if (ec == http::error::body_limit) {
+      return respondError(ProblemType::kPayloadTooLarge,
+                          "the request body exceeds the limit of " +
+                              std::to_string(server_.options().max_body_bytes) + " bytes");
+    }
+    if (ec == http::error::header_limit) {
+      return respondError(ProblemType::kHeadersTooLarge,
+                          "the request line and header fields exceed the limit of " +
+                              std::to_string(server_.options().max_header_bytes) + " bytes");
+    }
+    if (ec == http::error::partial_message) return;  // the client went away mid-request
+    if (ec.category() == http::make_error_code(http::error::bad_target).category()) {
+      return respondError(ProblemType::kMalformedRequest,
+                          "the request is not valid HTTP/1.1: " + ec.message());
+    }
+    if (ec) return;  // reset, broken pipe: nobody to answer
+
+    auto& message = parser_->get();
+    Request request;
+    request.method = std::string(view(message.method_string()));
+    const bool head = message.method() == http::verb::head;
+    const std::string_view raw_target = view(message.target());
+    auto target = parseTarget(raw_target);
+    Response response;
+    if (!target) {
+      request.path = std::string(raw_target.substr(0, raw_target.find('?')));
+      const bool is_path = !request.path.empty() && request.path.front() == '/';
+      response = problem(ProblemType::kMalformedRequest, target.error().message,
+                         is_path ? request.path : std::string());
+    } else {
+      request.path = std::move(target->path);
+      request.segments = std::move(target->segments);
+      request.query = std::move(target->query);
+      request.body = std::move(message.body());
+      request.credentials = evaluateCredentials(message, server_.options().token);
+      response = server_.router().dispatch(request);
+    }
+    write(std::move(response), request.method, request.path, head, message.version(),
+          message.keep_alive());
+  }
+
+  // Answers a request that could not be read completely; the connection cannot be reused.
+  void respondError(ProblemType type, std::string detail) {
+    std::string method = "-";
+    std::string path = "-";
+    std::string instance;
+    // The request line may have been read even when the header was not (a body or header
+    // limit hit while parsing the fields).
+    const std::string_view target = parser_ ? view(parser_->get().target()) : std::string_view();
+    if (!target.empty()) {
+      method = std::string(view(parser_->get().method_string()));
+      path = std::string(target.substr(0, target.find('?')));
+      if (path.front() == '/') instance = path;
+    }
+    write(problem(type, std::move(detail), instance), method, path, false, 11, false);
+  }
+
+  void write(Response response, const std::string& method, const std::string& path, bool head,
+             unsigned version, bool keep_alive) {
+    auto message = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(response.status), version);
+    message->set(http::field::content_type, response.content_type);
+    message->set(http::field::cache_control, "no-store");
+    for (const auto& [name, value] : response.headers) message->set(name, value);
+    message->keep_alive(keep_alive);
+    message->body() = std::move(response.body);
+    message->prepare_payload();
+    // HEAD gets GET's Content-Length without the body.
+    if (head) message->body().clear();
+
+    server_.router().responses().record(response.status);
+    const auto micros =
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started_).count();
+    spdlog::debug("http: {} {} {} {}us", printable(method, 32), printable(path), response.status,
+                  micros);
+
+    stream_.expires_after(server_.options().read_timeout);
+    http::async_write(
+        stream_, *message,
+        [self = shared_from_this(), message, keep_alive](beast::error_code ec, std::size_t) {
+          if (self->server_.stopping() || ec) return;
+          if (keep_alive) return self->readRequest();
+          self->shutdown();
+        });
+  }
+
+  void shutdown() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(
+        std::min<std::chrono::milliseconds>(kLingerTimeout, server_.options().read_timeout));
+    drain();
+  }
+
+  void drain() {
+    stream_.async_read_some(asio::buffer(drain_),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (self->server_.stopping()) return;
+                              if (ec) {
+                                beast::error_code ignored;
+                                self->stream_.socket().close(ignored);
+                                return;
+                              }
+                              self->drain();
+                            });
+  }
+
+  beast::tcp_stream stream_;
+  HttpServer::Impl& server_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  Clock::time_point started_ = Clock::now();
+  std::array<char, 16 * 1024> drain_{};
+};
+
+Status HttpServer::Impl::start() {
+  if (started_) return Error{errc::invalid_options, "the server was already started"};
+  if (auto valid = validateOptions(options_); !valid) return valid;
+  started_ = true;
+
+  const std::string where = endpointText(options_.host, options_.port);
+  beast::error_code ec;
+  tcp::endpoint endpoint;
+  const auto address = asio::ip::make_address(options_.host, ec);
+  if (!ec) {
+    endpoint = tcp::endpoint(address, options_.port);
+  } else {
+    tcp::resolver resolver(ioc_);
+    const auto results = resolver.resolve(options_.host, std::to_string(options_.port), ec);
+    if (ec || results.empty()) {
+      return Error{errc::listen_failed, "cannot listen on " + where + ": cannot resolve host: " +
+                                            (ec ? ec.message() : std::string("no address"))};
+    }
+    endpoint = results.begin()->endpoint();
+  }
+  if (options_.token.empty() && !isLoopback(endpoint.address())) {
+    return Error{errc::invalid_options,
+                 "token: required to listen on " + where + " (" + endpoint.address().to_string() +
+                     " is not a loopback address, and without a token anyone who can reach it "
+                     "could call the mutating endpoints)"};
+  }
+
+  const auto fail = [&where](const char* step, const beast::error_code& error) {
+    return Status(Error{errc::listen_failed,
+                        "cannot listen on " + where + ": " + step + ": " + error.message()});
+  };
+  acceptor_.open(endpoint.protocol(), ec);
+  if (ec) return fail("open", ec);
+  // Lets a restarted kfaild bind again while old connections sit in TIME_WAIT.
+  acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (ec) return fail("SO_REUSEADDR", ec);
+  acceptor_.bind(endpoint, ec);
+  if (ec) return fail("bind", ec);
+  acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return fail("listen", ec);
+  port_ = acceptor_.local_endpoint(ec).port();
+  if (ec) return fail("local address", ec);
+
+  work_.emplace(ioc_.get_executor());
+  accept();
+  for (int i = 0; i < options_.threads; ++i) {
+    threads_.emplace_back([this] { ioc_.run(); });
+  }
+  spdlog::info("http: listening on {} ({} thread(s), {})",
+               endpointText(endpoint.address().to_string(), port_.load()), options_.threads,
+               options_.token.empty() ? "no token" : "bearer token required for changes");
+  return okStatus();
+}
+
+void HttpServer::Impl::accept() {
+  acceptor_.async_accept(asio::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
+    if (stopping_ || ec == asio::error::operation_aborted) return;
+    if (ec) {
+      // Out of descriptors, typically: wait a moment instead of spinning on the error.
+      spdlog::warn("http: accept failed: {}", ec.message());
+      accept_retry_.expires_after(kAcceptRetry);
+      accept_retry_.async_wait([this](beast::error_code wait_ec) {
+        if (!wait_ec && !stopping_) accept();
+      });
+      return;
+    }
+    admit(std::move(socket));
+    accept();
+  });
+}
+
+void HttpServer::Impl::admit(tcp::socket socket) {
+  beast::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+  std::shared_ptr<Session> session;
+  {
+    std::lock_guard lock(sessions_mutex_);
+    if (sessions_.size() >= options_.max_connections) {
+      spdlog::debug("http: {} connections open, closing a new one", sessions_.size());
+      socket.close(ignored);
+      return;
+    }
+    session = std::make_shared<Session>(std::move(socket), *this);
+    sessions_.emplace(session.get(), session);
+  }
+  session->run();
+}
+
+void HttpServer::Impl::stop() {
+  if (!started_ || stopping_.exchange(true)) return;
+  work_.reset();
+  ioc_.stop();
+  for (auto& thread : threads_) thread.join();
+  threads_.clear();
+
+  beast::error_code ignored;
+  acceptor_.close(ignored);
+  accept_retry_.cancel();
+  std::vector<std::shared_ptr<Session>> open;
+  {
+    std::lock_guard lock(sessions_mutex_);
+    for (auto& [raw, weak] : sessions_) {
+      if (auto session = weak.lock()) open.push_back(std::move(session));
+    }
+  }
+  for (auto& session : open) session->closeNow();
+  open.clear();
+  // Lets the cancelled operations complete so that sessions release their memory now.
+  ioc_.restart();
+  ioc_.poll();
+  spdlog::info("http: stopped");
+}
+
+HttpServer::HttpServer(ServerOptions options, Router& router)
+    : impl_(std::make_unique<Impl>(std::move(options), router)) {}
+
+HttpServer::~HttpServer() = default;
+
+Status HttpServer::start() {
+  return impl_->start();
+}
+
+void HttpServer::stop() {
+  impl_->stop();
+}
+
+std::uint16_t HttpServer::port() const {
+  return impl_->port();
+}
+
+}  // namespace kfaild::api

@@ -1,0 +1,74 @@
+#pragma once
+
+// The HTTP/1.1 server (Boost.Beast over Asio) in front of a Router.
+//
+// Connections: keep-alive and pipelining (requests on one connection are answered in order);
+// a request body over max_body_bytes gets 413 and a header block over max_header_bytes gets 431,
+// both as problem documents, after which the connection is closed; a request that cannot be
+// parsed gets 400 and the connection is closed. A connection that takes longer than
+// read_timeout to send a request (or to take a response) is closed, so slow clients cannot hold
+// a slot; an idle keep-alive connection is closed after the same time. Beyond max_connections
+// open connections, a new connection is closed as soon as it is accepted.
+//
+// Auth: with a token set, routes of mutating methods need "Authorization: Bearer <token>"
+// (compared in constant time; router.h has the rules). The token is never logged, nor is any
+// Authorization header. Without a token, mutating routes are open, so start() refuses to listen
+// on a non-loopback address without one.
+//
+// Logging: one debug line per request (method, path without query, status, µs).
+//
+// Threads: start() runs the io_context on `threads` threads of its own; handlers run there, so
+// they must only read snapshots and the store, never wait on the probe or the writer.
+// stop() (also called by the destructor) closes the listener and every connection and joins the
+// threads; it returns as soon as running handlers finish. start() and stop() are for one owner
+// thread; port() may be called from any thread after start().
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "api/router.h"
+#include "server/common/result.h"
+
+namespace kfaild::api {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";  // an IP address or a name resolved at start()
+  std::uint16_t port = 8080;       // 0: an ephemeral port, see HttpServer::port()
+  std::string token;               // bearer token for mutating routes; empty: none
+  std::size_t max_body_bytes = 1024 * 1024;
+  std::size_t max_header_bytes = 16 * 1024;  // request line and header fields together
+  std::chrono::milliseconds read_timeout{30'000};
+  std::size_t max_connections = 1024;
+  int threads = 2;
+};
+
+// Checks the values that need no network (ranges, token characters). start() also checks the
+// resolved address against the token rule.
+[[nodiscard]] Status validateOptions(const ServerOptions& options);
+
+class HttpServer {
+ public:
+  // `router` must outlive the server and be fully set up before start().
+  HttpServer(ServerOptions options, Router& router);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Validates the options, binds and listens, and starts the threads. Errors: invalid_options
+  // (message names the option), listen_failed (message has "host:port" and the OS's reason).
+  // A server is started at most once.
+  [[nodiscard]] Status start();
+  void stop();
+
+  // The port actually listened on (the ephemeral one when options.port was 0); 0 before start().
+  std::uint16_t port() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kfaild::api

@@ -1,0 +1,37 @@
+#pragma once
+
+// The live-state seam: what the HTTP endpoints know about each configured cluster right now.
+// The daemon implements LiveClusters over its metadata pollers and probe runners; tests
+// implement it with fixed data.
+//
+// Time: the Instants in `probe` (last ack, last receive) come from the probe's Clock; the
+// endpoints compute ages ("now − last ack") with the monotonic part of the same Clock, which is
+// why that Clock is handed to them beside this interface.
+
+#include <string>
+#include <vector>
+
+#include "server/observe/metadata_poller.h"
+#include "server/probe/probe_runner.h"
+#include "storage/records.h"
+
+namespace kfaild::api {
+
+struct ClusterLive {
+  std::string name;
+  storage::ClusterId id = 0;
+  std::string bootstrap;
+  observe::ObservedCluster observed;
+  probe::ProbeStatus probe;
+};
+
+class LiveClusters {
+ public:
+  virtual ~LiveClusters() = default;
+  // Every configured cluster, in configuration order, as its poller and probe last saw it.
+  // Called by HTTP threads, concurrently: must be thread-safe, must not block on I/O, and must
+  // return promptly (copying snapshots; MetadataPoller::latest() and ProbeRunner::status() are).
+  virtual std::vector<ClusterLive> clusters() const = 0;
+};
+
+}  // namespace kfaild::api
