@@ -29,12 +29,26 @@ ProblemInfo infoOf(ProblemType type) {
       return {400, "invalid-parameter", "Invalid parameter"};
     case ProblemType::kUnknownParameter:
       return {400, "unknown-parameter", "Unknown parameter"};
+    case ProblemType::kInvalidBody:
+      return {400, "invalid-body", "Invalid request body"};
     case ProblemType::kUnauthorized:
       return {401, "unauthorized", "Authentication required"};
     case ProblemType::kNotFound:
       return {404, "not-found", "No such resource"};
     case ProblemType::kUnknownCluster:
       return {404, "unknown-cluster", "Unknown cluster"};
+    case ProblemType::kUnknownDrill:
+      return {404, "unknown-drill", "Unknown drill"};
+    case ProblemType::kUnknownSchedule:
+      return {404, "unknown-schedule", "Unknown schedule"};
+    case ProblemType::kNoDrill:
+      return {404, "no-drill", "No completed drill"};
+    case ProblemType::kDrillRefused:
+      return {409, "drill-refused", "Drill refused"};
+    case ProblemType::kDrillsDisabled:
+      return {409, "drills-disabled", "Drills not enabled for this cluster"};
+    case ProblemType::kDrillFinished:
+      return {409, "drill-finished", "Drill already finished"};
     case ProblemType::kMethodNotAllowed:
       return {405, "method-not-allowed", "Method not allowed"};
     case ProblemType::kPayloadTooLarge:

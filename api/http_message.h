@@ -65,10 +65,17 @@ enum class ProblemType {
   kMalformedRequest,  // 400: the HTTP request itself could not be parsed
   kInvalidParameter,  // 400: a query or path parameter has a bad value
   kUnknownParameter,  // 400: a query parameter the endpoint does not take
+  kInvalidBody,       // 400: the request body is not the JSON the endpoint takes
   kUnauthorized,      // 401
   kNotFound,          // 404: no such path
   kUnknownCluster,    // 404
+  kUnknownDrill,      // 404
+  kUnknownSchedule,   // 404
+  kNoDrill,           // 404: the cluster has no completed drill yet
   kMethodNotAllowed,  // 405
+  kDrillRefused,      // 409: a guard refused the drill (another drill runs, ISR short, ...)
+  kDrillsDisabled,    // 409: the cluster has no inventory, so kfaild cannot inject faults
+  kDrillFinished,     // 409: abort of a drill that is no longer queued or running
   kPayloadTooLarge,   // 413
   kHeadersTooLarge,   // 431
   kInternal,          // 500: a bug; the log has the details

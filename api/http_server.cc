@@ -268,7 +268,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
              unsigned version, bool keep_alive) {
     auto message = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(response.status), version);
-    message->set(http::field::content_type, response.content_type);
+    if (!response.content_type.empty()) message->set(http::field::content_type, response.content_type);
     message->set(http::field::cache_control, "no-store");
     for (const auto& [name, value] : response.headers) message->set(name, value);
     message->keep_alive(keep_alive);

@@ -3,8 +3,10 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstring>
+#include <future>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -12,9 +14,17 @@
 #include <string>
 #include <vector>
 
+#include "api/drill_control.h"
+#include "api/drill_endpoints.h"
+#include "api/endpoints.h"
+#include "api/http_server.h"
+#include "api/live_state.h"
+#include "api/router.h"
+#include "api/static_files.h"
 #include "server/common/clock.h"
 #include "server/config/config.h"
 #include "server/drill/drill_runner.h"
+#include "server/drill/errc.h"
 #include "server/drill/scheduler.h"
 #include "server/fault/injector_factory.h"
 #include "server/kafka/client.h"
@@ -41,10 +51,57 @@ struct Options {
 
 struct ClusterParts {
   kfaild::config::ClusterConfig config;
+  kfaild::storage::ClusterId id = 0;
   std::unique_ptr<kfaild::observe::ClientLogWatcher> client_log;
   std::unique_ptr<kfaild::observe::MetadataPoller> poller;
   std::unique_ptr<kfaild::probe::ProbeRunner> probe;
   std::unique_ptr<kfaild::drill::DrillRunner> drills;  // only with an inventory
+};
+
+// What the HTTP API sees of the running clusters: snapshots from the pollers and probes.
+class DaemonLiveClusters final : public kfaild::api::LiveClusters {
+ public:
+  explicit DaemonLiveClusters(const std::vector<ClusterParts>& clusters) : clusters_(clusters) {}
+  std::vector<kfaild::api::ClusterLive> clusters() const override {
+    std::vector<kfaild::api::ClusterLive> out;
+    out.reserve(clusters_.size());
+    for (const auto& parts : clusters_) {
+      out.push_back({parts.config.name, parts.id, parts.config.bootstrap, parts.poller->latest(),
+                     parts.probe->status()});
+    }
+    return out;
+  }
+
+ private:
+  const std::vector<ClusterParts>& clusters_;
+};
+
+// How the HTTP API starts and aborts drills: through the cluster's DrillRunner.
+class DaemonDrillControl final : public kfaild::api::DrillControl {
+ public:
+  explicit DaemonDrillControl(std::vector<ClusterParts>& clusters) : clusters_(clusters) {}
+  bool drillsEnabled(kfaild::storage::ClusterId cluster) const override { return runner(cluster) != nullptr; }
+  kfaild::Result<std::int64_t> submit(kfaild::storage::ClusterId cluster,
+                                      const kfaild::drill::DrillSpec& spec) override {
+    return runner(cluster)->submit(spec);
+  }
+  kfaild::Status abort(kfaild::storage::ClusterId cluster, std::int64_t drill_id) override {
+    auto* r = runner(cluster);
+    if (r == nullptr) {
+      return kfaild::Error{make_error_code(kfaild::drill::errc::drill_not_found),
+                           "drills are not enabled for the drill's cluster"};
+    }
+    return r->abort(drill_id);
+  }
+
+ private:
+  kfaild::drill::DrillRunner* runner(kfaild::storage::ClusterId cluster) const {
+    for (auto& parts : clusters_) {
+      if (parts.id == cluster) return parts.drills.get();
+    }
+    return nullptr;
+  }
+  std::vector<ClusterParts>& clusters_;
 };
 
 void logStatus(const ClusterParts& parts, const kfaild::common::Clock& clock) {
@@ -151,6 +208,7 @@ int main(int argc, char* argv[]) {
     }
     ClusterParts parts;
     parts.config = cc;
+    parts.id = *id;
     std::set<std::string> topics;
     for (const auto& t : cc.probe.topics) topics.insert(t.name);
     parts.client_log = std::make_unique<kfaild::observe::ClientLogWatcher>(
@@ -203,6 +261,43 @@ int main(int argc, char* argv[]) {
   kfaild::drill::Scheduler scheduler(**drill_store, clock, runners);
   scheduler.start();
 
+  // The HTTP API and the dashboard. Handlers only read snapshots and the database, and queue
+  // drills; they never wait on the probe, the writer or a drill.
+  DaemonLiveClusters live(clusters);
+  DaemonDrillControl control(clusters);
+  kfaild::api::Router router;
+  kfaild::api::Endpoints endpoints(live, **store, clock);
+  endpoints.registerOn(router);
+  kfaild::api::DrillEndpoints drill_endpoints(live, **store, **drill_store, control, clock);
+  drill_endpoints.registerOn(router);
+  kfaild::api::StaticFiles web;
+  if (!config.http.web_dir.empty()) {
+    if (auto s = web.load(config.http.web_dir); !s) {
+      std::cerr << "kfaild: configuration error: http." << s.error().message << '\n';
+      return 2;
+    }
+    web.registerOn(router);
+    spdlog::info("dashboard: {} files ({} bytes) from {}", web.fileCount(), web.totalBytes(), config.http.web_dir);
+  }
+  std::unique_ptr<kfaild::api::HttpServer> http;
+  if (config.http.enabled) {
+    kfaild::api::ServerOptions server_options;
+    server_options.host = config.http.host;
+    server_options.port = static_cast<std::uint16_t>(config.http.port);
+    server_options.token = config.http.token;
+    server_options.max_connections = static_cast<std::size_t>(config.http.max_connections);
+    server_options.read_timeout = std::chrono::milliseconds(config.http.read_timeout_ms);
+    server_options.max_body_bytes = static_cast<std::size_t>(config.http.max_body_bytes);
+    http = std::make_unique<kfaild::api::HttpServer>(server_options, router);
+    if (auto s = http->start(); !s) {
+      std::cerr << "kfaild: configuration error: http: " << s.error().message << '\n';
+      return 2;
+    }
+    spdlog::info("http: listening on http://{}:{}/ ({})", config.http.host, http->port(),
+                 config.http.token.empty() ? "no token: mutating routes open to loopback"
+                                           : "mutating routes need the bearer token");
+  }
+
   const timespec tick{1, 0};
   int seconds = 0;
   while (true) {
@@ -239,10 +334,21 @@ int main(int argc, char* argv[]) {
     }
   }
 
+  if (http) http->stop();
   scheduler.stop();
-  // A running drill brings its node back before its runner stops.
-  for (auto& parts : clusters) {
-    if (parts.drills) parts.drills->stop();
+  // A running drill brings its node back before its runner stops, within the grace period;
+  // past it kfaild exits anyway and the recovery journal finishes the job at the next start.
+  auto drills_stopped = std::async(std::launch::async, [&clusters] {
+    for (auto& parts : clusters) {
+      if (parts.drills) parts.drills->stop();
+    }
+  });
+  if (drills_stopped.wait_for(std::chrono::seconds(config.shutdown_grace_s)) != std::future_status::ready) {
+    spdlog::error("a drill did not recover its node within shutdown_grace_s={} s; exiting anyway, the "
+                  "recovery journal will bring the node back when kfaild starts again",
+                  config.shutdown_grace_s);
+    (*store)->flush();
+    std::_Exit(3);
   }
   for (auto& parts : clusters) {
     parts.probe->stop();

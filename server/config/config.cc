@@ -302,6 +302,39 @@ std::vector<std::vector<std::int32_t>> parseReplicaAssignment(const std::string&
   return out;
 }
 
+HttpConfig readHttp(const YAML::Node& node) {
+  if (!node.IsMap()) fail("http", "must be a mapping");
+  rejectUnknownKeys(node, "http", {"enabled", "host", "port", "token_file", "web_dir", "max_connections",
+                                   "read_timeout_ms", "max_body_bytes"});
+  HttpConfig h;
+  if (node["enabled"]) {
+    try {
+      h.enabled = node["enabled"].as<bool>();
+    } catch (const YAML::Exception&) {
+      fail("http.enabled", "must be true or false");
+    }
+  }
+  if (node["host"]) h.host = readString(node["host"], "http.host");
+  if (node["port"]) h.port = static_cast<std::int32_t>(readInt(node["port"], "http.port", 0, 65535));
+  if (node["token_file"]) {
+    h.token_file = readString(node["token_file"], "http.token_file");
+    const auto& path = h.token_file;  // relative to the working directory, like storage.path
+    std::ifstream in(path);
+    if (!in) fail("http.token_file", "cannot read " + path);
+    std::getline(in, h.token);
+    while (!h.token.empty() && (h.token.back() == '\r' || h.token.back() == ' ')) h.token.pop_back();
+    if (h.token.size() < 16) fail("http.token_file", "the token in " + path + " must be at least 16 characters");
+    for (const unsigned char ch : h.token) {
+      if (ch <= 0x20 || ch >= 0x7f) fail("http.token_file", "the token in " + path + " must be printable ASCII without spaces");
+    }
+  }
+  if (node["web_dir"]) h.web_dir = readString(node["web_dir"], "http.web_dir");
+  if (node["max_connections"]) h.max_connections = readInt(node["max_connections"], "http.max_connections", 1, 100000);
+  if (node["read_timeout_ms"]) h.read_timeout_ms = readInt(node["read_timeout_ms"], "http.read_timeout_ms", 100, 3'600'000);
+  if (node["max_body_bytes"]) h.max_body_bytes = readInt(node["max_body_bytes"], "http.max_body_bytes", 1024, 64 * 1024 * 1024);
+  return h;
+}
+
 Config parseConfig(const std::string& yaml_text, const std::string& origin) {
   YAML::Node root;
   try {
@@ -311,7 +344,7 @@ Config parseConfig(const std::string& yaml_text, const std::string& origin) {
   }
   try {
     if (!root.IsMap()) fail("(top level)", "must be a mapping");
-    rejectUnknownKeys(root, "", {"log_level", "storage", "clusters"});
+    rejectUnknownKeys(root, "", {"log_level", "storage", "http", "shutdown_grace_s", "clusters"});
     Config c;
     if (root["log_level"]) {
       c.log_level = readString(root["log_level"], "log_level");
@@ -332,6 +365,8 @@ Config parseConfig(const std::string& yaml_text, const std::string& origin) {
             readInt(s["max_queued_records"], "storage.max_queued_records", 1000, 100'000'000));
       }
     }
+    if (root["http"]) c.http = readHttp(root["http"]);
+    if (root["shutdown_grace_s"]) c.shutdown_grace_s = readInt(root["shutdown_grace_s"], "shutdown_grace_s", 1, 3600);
     const auto clusters = root["clusters"];
     if (!clusters || !clusters.IsSequence() || clusters.size() == 0) {
       fail("clusters", "required: a list of at least one cluster");

@@ -96,13 +96,33 @@ struct StorageConfig {
   std::size_t max_queued_records = 1'000'000;
 };
 
+// The HTTP API and dashboard. Without a token, mutating routes are open, so kfaild refuses to
+// listen on anything but loopback.
+struct HttpConfig {
+  bool enabled = true;
+  std::string host = "127.0.0.1";
+  std::int32_t port = 8080;              // 0: an ephemeral port (logged at start)
+  std::string token_file;                // file whose first line is the bearer token
+  std::string token;                     // read from token_file at load time, never logged
+  std::string web_dir;                   // the dashboard's build output (web/dist); empty: none
+  std::int64_t max_connections = 1024;
+  std::int64_t read_timeout_ms = 30'000;
+  std::int64_t max_body_bytes = 1024 * 1024;
+};
+
 struct Config {
   std::string log_level = "info";
   StorageConfig storage;
+  HttpConfig http;
+  // SIGTERM during a drill: how long kfaild waits for the drill to bring its node back before
+  // it exits anyway (the recovery journal then finishes the job at the next start).
+  std::int64_t shutdown_grace_s = 120;
   std::vector<ClusterConfig> clusters;
 };
 
 // Parses YAML text. `origin` (a file name) prefixes error messages.
+// Relative file names inside the config (storage.path, http.token_file) are taken relative to
+// the working directory.
 Config parseConfig(const std::string& yaml_text, const std::string& origin = "config");
 Config loadConfigFile(const std::string& path);
 

@@ -204,6 +204,20 @@ std::optional<std::string> DrillRunner::guards(std::int32_t target, const DrillS
   }
   if (!ignore_active) in.active_drill = active();
   for (const auto& t : cluster_.probe.topics) in.probe_topics.push_back(t.name);
+  const auto status = probe_.status();
+  if (status.phase != probe::ProbePhase::kProbing) {
+    in.probe_problem = std::string(probe::toString(status.phase)) + (status.problem.empty() ? "" : " (" + status.problem + ")");
+  }
+  const auto now = clock_.monoNow();
+  for (const auto& p : status.partitions) {
+    drill::ProbeHealth h;
+    h.topic = p.topic;
+    h.partition = p.partition;
+    h.backlog_us = static_cast<std::int64_t>(p.in_flight) * cluster_.probe.interval_us;
+    if (p.last_ack) h.last_ack_age_us = now - p.last_ack->mono;
+    in.probe.push_back(h);
+  }
+  in.gap_threshold_us = cluster_.probe.gap_threshold_us;
   auto& handle = admin();
   if (!handle) return std::string("the admin client could not be created");
   auto all = kafka::fetchAllMetadata(handle.get(), kAdminTimeoutMs);

@@ -1,6 +1,7 @@
 #include "server/drill/guards.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace kfaild::drill {
 namespace {
@@ -14,6 +15,12 @@ std::string listOf(const std::vector<std::string>& items, std::size_t max = 5) {
 
 bool contains(const std::vector<std::int32_t>& v, std::int32_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+std::string seconds(std::int64_t micros) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", static_cast<double>(micros) / 1e6);
+  return text;
 }
 
 }  // namespace
@@ -59,6 +66,21 @@ std::optional<std::string> checkGuards(const GuardInput& in) {
         return "probe partition " + name + "-" + std::to_string(p.partition) + " is under-replicated (ISR " +
                std::to_string(p.isr.size()) + " of " + std::to_string(p.replicas.size()) + ")";
       }
+    }
+  }
+  // The probe must be measuring normally, or the drill measures the probe.
+  if (in.probe_problem) return "the probe is not probing: " + *in.probe_problem;
+  for (const auto& p : in.probe) {
+    const auto name = p.topic + "-" + std::to_string(p.partition);
+    if (!p.last_ack_age_us) return "probe partition " + name + " has had no ack yet";
+    if (*p.last_ack_age_us > std::max<std::int64_t>(in.gap_threshold_us, 1'000'000)) {
+      return "probe partition " + name + " has had no ack for " + seconds(*p.last_ack_age_us) +
+             ": it is stalled already";
+    }
+    if (p.backlog_us > kMaxProbeBacklogUs) {
+      return "the probe of " + name + " is " + seconds(p.backlog_us) +
+             " behind (messages in flight): the cluster or kfaild's host is overloaded, and a drill "
+             "now would measure the backlog rather than the failover";
     }
   }
   if (in.inventory_brokers.count(in.target) && !in.allow_unavailable) {

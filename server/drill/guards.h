@@ -15,6 +15,18 @@
 
 namespace kfaild::drill {
 
+// What the probe looks like for one partition when the drill is asked for.
+struct ProbeHealth {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t backlog_us = 0;                  // messages in flight × interval: how far behind
+  std::optional<std::int64_t> last_ack_age_us;  // since the last ack; none before the first
+};
+
+// The most a probe may lag before a drill is refused: beyond it the acks a drill sees are those
+// of messages sent long before the fault, so the stall would be measured on the backlog.
+inline constexpr std::int64_t kMaxProbeBacklogUs = 2'000'000;
+
 struct GuardInput {
   FaultType fault = FaultType::kKill;
   std::int32_t target = -1;                      // the node the fault will hit
@@ -26,6 +38,9 @@ struct GuardInput {
   std::vector<std::string> probe_topics;
   std::map<std::string, std::int32_t> min_insync;   // per topic; absent: 1
   std::optional<std::string> cluster_problem;       // metadata unavailable, controller gone, ...
+  std::optional<std::string> probe_problem;         // the probe is not probing (phase, why)
+  std::vector<ProbeHealth> probe;
+  std::int64_t gap_threshold_us = 100'000;          // the probe's gap threshold
 };
 
 // nullopt: the drill may go ahead; else the reason it may not.

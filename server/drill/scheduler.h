@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <mutex>
 #include <thread>
 
@@ -34,9 +35,12 @@ class Scheduler {
   // A run counts as missed when it is found this long after it fell due.
   static constexpr std::int64_t kMissedAfterUs = 60'000'000;
 
+  // The schedule's next run strictly after `after_us`, with its random delay drawn; -1 when the
+  // cron text does not parse or never matches.
+  static std::int64_t nextRun(const std::string& cron, std::int64_t jitter_s, std::int64_t after_us);
+
  private:
   void save(const storage::ScheduleRecord& schedule);
-  std::int64_t nextRun(const std::string& cron, std::int64_t jitter_s, std::int64_t after_us);
 
   storage::DrillStore& store_;
   const common::Clock& clock_;

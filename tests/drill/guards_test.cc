@@ -25,6 +25,8 @@ GuardInput input(const kafka::ClusterSnapshot& s) {
   in.cluster = &s;
   in.probe_topics = {"orders"};
   in.min_insync = {{"orders", 2}};
+  for (std::int32_t p = 0; p < 3; ++p) in.probe.push_back({"orders", p, 20'000, 15'000});
+  in.gap_threshold_us = 100'000;
   return in;
 }
 
@@ -71,4 +73,32 @@ TEST_CASE("each guard refuses with its own reason", "[unit][drill]") {
   in = input(s);
   in.cluster_problem = "the cluster's metadata is unavailable";
   CHECK(*checkGuards(in) == "the cluster's metadata is unavailable");
+}
+
+TEST_CASE("a probe that is not measuring normally refuses the drill", "[unit][drill]") {
+  const auto s = article();
+  auto in = input(s);
+  in.probe_problem = "setting_up (topic orders missing)";
+  CHECK(*checkGuards(in) == "the probe is not probing: setting_up (topic orders missing)");
+
+  in = input(s);
+  in.probe[1].last_ack_age_us.reset();
+  CHECK(*checkGuards(in) == "probe partition orders-1 has had no ack yet");
+
+  in = input(s);
+  in.probe[2].last_ack_age_us = 4'500'000;
+  CHECK(*checkGuards(in) == "probe partition orders-2 has had no ack for 4.5 s: it is stalled already");
+
+  // 2,800 messages in flight at 20 ms: the acks seen now are of messages sent 56 s ago.
+  in = input(s);
+  in.probe[0].backlog_us = 2'800 * 20'000;
+  const auto reason = checkGuards(in);
+  REQUIRE(reason);
+  CHECK(reason->find("the probe of orders-0 is 56.0 s behind") == 0);
+
+  // Up to the limit is fine.
+  in = input(s);
+  in.probe[0].backlog_us = kMaxProbeBacklogUs;
+  in.probe[0].last_ack_age_us = 900'000;
+  CHECK_FALSE(checkGuards(in));
 }

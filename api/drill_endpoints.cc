@@ -1,0 +1,840 @@
+#include "api/drill_endpoints.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "api/query_params.h"
+#include "api/resources.h"
+#include "server/common/time_format.h"
+#include "server/drill/cron.h"
+#include "server/drill/drill_spec.h"
+#include "server/drill/errc.h"
+#include "server/drill/scheduler.h"
+
+namespace kfaild::api {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t kMaxPartition = std::numeric_limits<std::int32_t>::max();
+const std::vector<std::string_view> kDrillStates = {
+    "queued", "preflight", "baseline", "inject", "observe", "recover",
+    "elect",  "analyse",   "done",     "failed", "aborted"};
+const std::vector<std::string_view> kFaults = {"kill", "stop", "pause", "restart"};
+const std::vector<std::string_view> kRoles = {"leader", "follower", "follower_out_of_isr",
+                                              "not_a_replica"};
+
+bool finished(const std::string& state) {
+  return state == "done" || state == "failed" || state == "aborted";
+}
+
+Response invalidBody(const Request& request, std::string detail) {
+  return problem(ProblemType::kInvalidBody, std::move(detail), request.path);
+}
+
+// The body as a JSON object, or the 400 that says why it is not one.
+std::variant<json, Response> jsonObjectBody(const Request& request) {
+  if (request.body.empty()) return invalidBody(request, "the request needs a JSON object body");
+  json body = json::parse(request.body, nullptr, false);
+  if (body.is_discarded()) return invalidBody(request, "the body is not valid JSON");
+  if (!body.is_object()) return invalidBody(request, "the body must be a JSON object");
+  return body;
+}
+
+json parsedOr(const std::string& text, json fallback) {
+  json value = json::parse(text, nullptr, false);
+  return value.is_discarded() ? std::move(fallback) : value;
+}
+
+json drillJson(const storage::DrillRecord& d, const std::map<storage::ClusterId, std::string>& names) {
+  json runs = json::array();
+  const json result = parsedOr(d.result, json::object());
+  if (result.contains("runs") && result["runs"].is_array()) {
+    for (json run : result["runs"]) {
+      if (run.contains("fault_us") && run["fault_us"].is_number_integer()) {
+        run["fault_at"] = common::formatRfc3339(run["fault_us"].get<std::int64_t>());
+      }
+      runs.push_back(std::move(run));
+    }
+  }
+  const auto name = names.find(d.cluster);
+  return {
+      {"id", d.id},
+      {"cluster", name == names.end() ? json(nullptr) : json(name->second)},
+      {"fault", d.fault},
+      {"target", parsedOr(d.target, json::object())},
+      {"options", parsedOr(d.options, json::object())},
+      {"state", d.state},
+      {"reason", d.reason.empty() ? json(nullptr) : json(d.reason)},
+      {"schedule_id", intOrNull(d.schedule_id)},
+      {"created", common::formatRfc3339(d.created_us)},
+      {"created_us", d.created_us},
+      {"started", timeOrNull(d.started_us)},
+      {"started_us", intOrNull(d.started_us)},
+      {"finished", timeOrNull(d.finished_us)},
+      {"finished_us", intOrNull(d.finished_us)},
+      {"runs", std::move(runs)},
+  };
+}
+
+json scheduleJson(const storage::ScheduleRecord& s,
+                  const std::map<storage::ClusterId, std::string>& names) {
+  const auto name = names.find(s.cluster);
+  return {
+      {"id", s.id},
+      {"cluster", name == names.end() ? json(nullptr) : json(name->second)},
+      {"name", s.name},
+      {"cron", s.cron},
+      {"jitter_s", s.jitter_s},
+      {"enabled", s.enabled},
+      {"drill", parsedOr(s.drill, json::object())},
+      {"last_run", timeOrNull(s.last_run_us)},
+      {"last_run_us", intOrNull(s.last_run_us)},
+      {"next_run", timeOrNull(s.next_run_us)},
+      {"next_run_us", intOrNull(s.next_run_us)},
+      {"last_outcome", s.last_outcome.empty() ? json(nullptr) : json(s.last_outcome)},
+      {"created", common::formatRfc3339(s.created_us)},
+      {"created_us", s.created_us},
+  };
+}
+
+// Nearest-rank percentiles over a sample that is sorted here.
+json summary(std::vector<std::int64_t> values) {
+  if (values.empty()) return nullptr;
+  std::sort(values.begin(), values.end());
+  const auto rank = [&values](double q) {
+    const auto n = static_cast<double>(values.size());
+    const auto index = static_cast<std::size_t>(std::max(1.0, std::ceil(q * n))) - 1;
+    return values[std::min(index, values.size() - 1)];
+  };
+  return {{"min", values.front()},
+          {"median", rank(0.5)},
+          {"p95", rank(0.95)},
+          {"max", values.back()},
+          {"count", values.size()}};
+}
+
+std::optional<std::int64_t> intAt(const json& object, const char* key) {
+  if (!object.is_object() || !object.contains(key) || !object[key].is_number_integer()) {
+    return std::nullopt;
+  }
+  return object[key].get<std::int64_t>();
+}
+
+std::optional<std::int64_t> stallOf(const json& partition, const char* kind) {
+  if (!partition.contains(kind) || !partition[kind].is_object()) return std::nullopt;
+  const auto& stall = partition[kind].value("stall", json());
+  return intAt(stall, "duration_us");
+}
+
+// A schedule body's fields, validated; `partial` for PATCH (every field optional).
+struct ScheduleFields {
+  std::optional<std::string> cluster;
+  std::optional<std::string> name;
+  std::optional<std::string> cron;
+  std::optional<std::int64_t> jitter_s;
+  std::optional<bool> enabled;
+  std::optional<json> drill;
+};
+
+std::variant<ScheduleFields, std::string> readScheduleFields(const json& body, bool partial) {
+  static const std::set<std::string> kCreate = {"cluster", "name", "cron", "jitter_s", "enabled", "drill"};
+  static const std::set<std::string> kUpdate = {"name", "cron", "jitter_s", "enabled", "drill"};
+  const auto& known = partial ? kUpdate : kCreate;
+  for (const auto& item : body.items()) {
+    if (!known.contains(item.key())) {
+      return item.key() + ": unknown field" +
+             (partial && item.key() == "cluster" ? " (a schedule cannot move to another cluster)" : "");
+    }
+  }
+  ScheduleFields out;
+  if (body.contains("cluster")) {
+    if (!body["cluster"].is_string()) return std::string("cluster: must be a string");
+    out.cluster = body["cluster"].get<std::string>();
+  } else if (!partial) {
+    return std::string("cluster: required");
+  }
+  if (body.contains("name")) {
+    if (!body["name"].is_string()) return std::string("name: must be a string");
+    const auto name = body["name"].get<std::string>();
+    if (name.empty() || name.size() > kScheduleNameMax) {
+      return "name: must be 1 to " + std::to_string(kScheduleNameMax) + " bytes long";
+    }
+    for (const unsigned char c : name) {
+      if (c < 0x20 || c == 0x7f) return std::string("name: must not contain control characters");
+    }
+    out.name = name;
+  } else if (!partial) {
+    return std::string("name: required");
+  }
+  if (body.contains("cron")) {
+    if (!body["cron"].is_string()) return std::string("cron: must be a string");
+    auto cron = drill::CronSchedule::parse(body["cron"].get<std::string>());
+    if (!cron) return "cron: " + cron.error().message;
+    out.cron = cron->text();
+  } else if (!partial) {
+    return std::string("cron: required (5 fields, UTC, e.g. \"0 3 * * mon\")");
+  }
+  if (body.contains("jitter_s")) {
+    const auto& v = body["jitter_s"];
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > kScheduleMaxJitterS)) {
+      return "jitter_s: must be an integer between 0 and " + std::to_string(kScheduleMaxJitterS);
+    }
+    const auto jitter = v.get<std::int64_t>();
+    if (jitter < 0 || jitter > kScheduleMaxJitterS) {
+      return "jitter_s: must be between 0 and " + std::to_string(kScheduleMaxJitterS) + ", got " +
+             std::to_string(jitter);
+    }
+    out.jitter_s = jitter;
+  }
+  if (body.contains("enabled")) {
+    if (!body["enabled"].is_boolean()) return std::string("enabled: must be true or false");
+    out.enabled = body["enabled"].get<bool>();
+  }
+  if (body.contains("drill")) {
+    auto spec = drill::parseDrillSpec(body["drill"]);
+    if (!spec) return "drill." + spec.error().message;
+    out.drill = drill::toJson(*spec);
+  } else if (!partial) {
+    return std::string("drill: required (the drill request it starts: fault, target, options)");
+  }
+  return out;
+}
+
+}  // namespace
+
+DrillEndpoints::DrillEndpoints(const LiveClusters& live, const storage::Store& store,
+                               storage::DrillStore& drills, DrillControl& control,
+                               const common::Clock& clock)
+    : live_(live), store_(store), drills_(drills), control_(control), clock_(clock) {}
+
+void DrillEndpoints::registerOn(Router& router) {
+  const auto bind = [this](auto handler) {
+    return [this, handler](const Request& request) { return (this->*handler)(request); };
+  };
+  router.add("POST", "/api/v1/clusters/{cluster}/drills", bind(&DrillEndpoints::startDrill));
+  router.add("GET", "/api/v1/clusters/{cluster}/drills/last", bind(&DrillEndpoints::lastDrill));
+  router.add("GET", "/api/v1/clusters/{cluster}/incidents", bind(&DrillEndpoints::incidents));
+  router.add("GET", "/api/v1/drills", bind(&DrillEndpoints::listDrills));
+  router.add("GET", "/api/v1/drills/{id}", bind(&DrillEndpoints::getDrill));
+  router.add("GET", "/api/v1/drills/{id}/timeline", bind(&DrillEndpoints::timeline));
+  router.add("POST", "/api/v1/drills/{id}/abort", bind(&DrillEndpoints::abortDrill));
+  router.add("GET", "/api/v1/statistics", bind(&DrillEndpoints::statistics));
+  router.add("GET", "/api/v1/schedules", bind(&DrillEndpoints::listSchedules));
+  router.add("POST", "/api/v1/schedules", bind(&DrillEndpoints::createSchedule));
+  router.add("GET", "/api/v1/schedules/{id}", bind(&DrillEndpoints::getSchedule));
+  router.add("PATCH", "/api/v1/schedules/{id}", bind(&DrillEndpoints::updateSchedule));
+  router.add("DELETE", "/api/v1/schedules/{id}", bind(&DrillEndpoints::deleteSchedule));
+}
+
+std::variant<std::map<storage::ClusterId, std::string>, Response> DrillEndpoints::clusterNames(
+    const Request& request) const {
+  std::map<storage::ClusterId, std::string> names;
+  auto stored = store_.clusters();
+  if (!stored) return storeFailure(request, stored.error());
+  for (const auto& cluster : *stored) names[cluster.id] = cluster.name;
+  for (const auto& cluster : live_.clusters()) names[cluster.id] = cluster.name;
+  return names;
+}
+
+std::variant<storage::ClusterId, Response> DrillEndpoints::clusterByName(
+    const Request& request, const std::string& name, ProblemType unknown) const {
+  std::string known;
+  for (const auto& cluster : live_.clusters()) {
+    if (cluster.name == name) return cluster.id;
+    known += (known.empty() ? "" : ", ") + cluster.name;
+  }
+  auto stored = store_.clusters();
+  if (!stored) return storeFailure(request, stored.error());
+  for (const auto& cluster : *stored) {
+    if (cluster.name == name) return cluster.id;
+  }
+  const std::string detail = "no cluster named \"" + printable(name, 100) +
+                             "\" is configured or has history in the database; configured: " +
+                             (known.empty() ? std::string("none") : known);
+  return problem(unknown, unknown == ProblemType::kInvalidBody ? "cluster: " + detail : detail,
+                 request.path);
+}
+
+std::variant<storage::DrillRecord, Response> DrillEndpoints::drillOfPath(const Request& request) const {
+  auto id = parseInteger("id", request.params.at("id"), 1, kMaxId);
+  if (!id) return badRequest(request, id.error());
+  auto drill = drills_.drill(*id);
+  if (!drill) return storeFailure(request, drill.error());
+  if (!*drill) {
+    return problem(ProblemType::kUnknownDrill, "no drill has id " + std::to_string(*id), request.path);
+  }
+  return std::move(**drill);
+}
+
+std::variant<storage::ScheduleRecord, Response> DrillEndpoints::scheduleOfPath(
+    const Request& request) const {
+  auto id = parseInteger("id", request.params.at("id"), 1, kMaxId);
+  if (!id) return badRequest(request, id.error());
+  auto schedule = drills_.schedule(*id);
+  if (!schedule) return storeFailure(request, schedule.error());
+  if (!*schedule) {
+    return problem(ProblemType::kUnknownSchedule, "no schedule has id " + std::to_string(*id),
+                   request.path);
+  }
+  return std::move(**schedule);
+}
+
+Response DrillEndpoints::startDrill(const Request& request) {
+  auto cluster = clusterByName(request, request.params.at("cluster"), ProblemType::kUnknownCluster);
+  if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
+  const auto cluster_id = std::get<storage::ClusterId>(cluster);
+  if (auto query = QueryReader::create(request.query, {}); !query) {
+    return badRequest(request, query.error());
+  }
+  auto body = jsonObjectBody(request);
+  if (auto* failure = std::get_if<Response>(&body)) return std::move(*failure);
+  auto spec = drill::parseDrillSpec(std::get<json>(body));
+  if (!spec) return invalidBody(request, spec.error().message);
+  if (!control_.drillsEnabled(cluster_id)) {
+    return problem(ProblemType::kDrillsDisabled,
+                   "cluster " + printable(request.params.at("cluster"), 100) +
+                       " has no inventory in kfaild's configuration, so kfaild cannot reach its "
+                       "nodes to inject faults",
+                   request.path);
+  }
+  auto id = control_.submit(cluster_id, *spec);
+  if (!id) {
+    if (id.error().code == drill::errc::guard_refused ||
+        id.error().code == drill::errc::invalid_request) {
+      return problem(ProblemType::kDrillRefused, id.error().message, request.path,
+                     {{"reason", id.error().message}});
+    }
+    return storeFailure(request, id.error());
+  }
+  auto names = clusterNames(request);
+  if (auto* failure = std::get_if<Response>(&names)) return std::move(*failure);
+  auto drill = drills_.drill(*id);
+  if (!drill || !*drill) {
+    return storeFailure(request, drill ? Error{make_error_code(drill::errc::drill_not_found),
+                                               "drill " + std::to_string(*id) + " vanished"}
+                                       : drill.error());
+  }
+  auto response = jsonResponse(202, drillJson(**drill, std::get<0>(names)));
+  response.headers.emplace_back("Location", "/api/v1/drills/" + std::to_string(*id));
+  return response;
+}
+
+Response DrillEndpoints::lastDrill(const Request& request) const {
+  auto cluster = clusterByName(request, request.params.at("cluster"), ProblemType::kUnknownCluster);
+  if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
+  auto query = QueryReader::create(request.query, {"fault"});
+  if (!query) return badRequest(request, query.error());
+  auto fault = query->oneOf("fault", kFaults);
+  if (!fault) return badRequest(request, fault.error());
+  storage::DrillQuery q;
+  q.cluster = std::get<storage::ClusterId>(cluster);
+  q.state = "done";
+  q.fault = *fault;
+  q.limit = 1;
+  auto rows = drills_.drills(q);
+  if (!rows) return storeFailure(request, rows.error());
+  if (rows->empty()) {
+    return problem(ProblemType::kNoDrill,
+                   "cluster " + printable(request.params.at("cluster"), 100) +
+                       " has no completed drill" + (*fault ? " of kind " + **fault : std::string()),
+                   request.path);
+  }
+  auto names = clusterNames(request);
+  if (auto* failure = std::get_if<Response>(&names)) return std::move(*failure);
+  return jsonResponse(200, drillJson(rows->front(), std::get<0>(names)));
+}
+
+Response DrillEndpoints::listDrills(const Request& request) const {
+  auto query = QueryReader::create(request.query,
+                                   {"cluster", "state", "fault", "from", "to", "limit", "cursor"});
+  if (!query) return badRequest(request, query.error());
+  storage::DrillQuery q;
+  if (auto name = query->raw("cluster")) {
+    auto cluster = clusterByName(request, std::string(*name), ProblemType::kUnknownCluster);
+    if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
+    q.cluster = std::get<storage::ClusterId>(cluster);
+  }
+  auto state = query->oneOf("state", kDrillStates);
+  if (!state) return badRequest(request, state.error());
+  q.state = *state;
+  auto fault = query->oneOf("fault", kFaults);
+  if (!fault) return badRequest(request, fault.error());
+  q.fault = *fault;
+  auto from = query->time("from");
+  if (!from) return badRequest(request, from.error());
+  q.created_from_us = *from;
+  auto to = query->time("to");
+  if (!to) return badRequest(request, to.error());
+  q.created_to_us = *to;
+  if (*from && *to && **from >= **to) {
+    return problem(ProblemType::kInvalidParameter, "from: must be before to", request.path);
+  }
+  auto limit = query->integer("limit", 1, kDrillsMaxLimit);
+  if (!limit) return badRequest(request, limit.error());
+  auto cursor = query->integer("cursor", 1, kMaxId);
+  if (!cursor) return badRequest(request, cursor.error());
+  q.before_id = *cursor;
+  const auto wanted = static_cast<std::size_t>(limit->value_or(kDrillsDefaultLimit));
+  q.limit = wanted + 1;
+  auto rows = drills_.drills(q);
+  if (!rows) return storeFailure(request, rows.error());
+  auto names = clusterNames(request);
+  if (auto* failure = std::get_if<Response>(&names)) return std::move(*failure);
+  const bool more = rows->size() > wanted;
+  if (more) rows->resize(wanted);
+  json items = json::array();
+  for (const auto& row : *rows) items.push_back(drillJson(row, std::get<0>(names)));
+  return jsonResponse(200, {{"items", std::move(items)},
+                            {"count", rows->size()},
+                            {"next_cursor", more ? json(std::to_string(rows->back().id)) : json(nullptr)}});
+}
+
+Response DrillEndpoints::getDrill(const Request& request) const {
+  auto drill = drillOfPath(request);
+  if (auto* failure = std::get_if<Response>(&drill)) return std::move(*failure);
+  if (auto query = QueryReader::create(request.query, {}); !query) {
+    return badRequest(request, query.error());
+  }
+  auto names = clusterNames(request);
+  if (auto* failure = std::get_if<Response>(&names)) return std::move(*failure);
+  return jsonResponse(200, drillJson(std::get<storage::DrillRecord>(drill), std::get<0>(names)));
+}
+
+Response DrillEndpoints::timeline(const Request& request) const {
+  auto found = drillOfPath(request);
+  if (auto* failure = std::get_if<Response>(&found)) return std::move(*failure);
+  if (auto query = QueryReader::create(request.query, {}); !query) {
+    return badRequest(request, query.error());
+  }
+  const auto& drill = std::get<storage::DrillRecord>(found);
+  // The window: from the first baseline to the last recovery (or now, while it runs), with a
+  // margin for events stamped by other clocks (broker logs).
+  const json result = parsedOr(drill.result, json::object());
+  std::optional<std::int64_t> first_fault;
+  std::int64_t from = drill.started_us.value_or(drill.created_us);
+  std::int64_t to = drill.finished_us.value_or(clock_.wallNow());
+  struct RunWindow {
+    std::int64_t run, from, to;
+  };
+  std::vector<RunWindow> runs;
+  if (result.contains("runs") && result["runs"].is_array()) {
+    for (const auto& run : result["runs"]) {
+      const auto fault = intAt(run, "fault_us");
+      if (fault && !first_fault) first_fault = *fault;
+      const auto start = intAt(run, "baseline_start_us").value_or(fault.value_or(from));
+      const auto end = intAt(run, "recovered_us").value_or(intAt(run, "observe_end_us").value_or(to));
+      runs.push_back({intAt(run, "run").value_or(0), start, end});
+      from = std::min(from, start);
+      to = std::max(to, end);
+    }
+  }
+  storage::EventQuery q;
+  q.cluster = drill.cluster;
+  q.range = {from - 1'000'000, to + 5'000'000};
+  q.limit = kTimelineMaxEvents + 1;
+  auto events = store_.events(q);
+  if (!events) return storeFailure(request, events.error());
+  const bool truncated = events->size() > static_cast<std::size_t>(kTimelineMaxEvents);
+  if (truncated) events->resize(kTimelineMaxEvents);
+  std::sort(events->begin(), events->end(),
+            [](const storage::Event& a, const storage::Event& b) {
+              return std::tie(a.t_us, a.id) < std::tie(b.t_us, b.id);
+            });
+  json items = json::array();
+  for (const auto& event : *events) {
+    json item = eventJson(event);
+    item["relative_s"] = first_fault ? json(static_cast<double>(event.t_us - *first_fault) / 1e6)
+                                     : json(nullptr);
+    json run = nullptr;
+    for (const auto& w : runs) {
+      if (event.t_us >= w.from - 1'000'000 && event.t_us <= w.to + 5'000'000) run = w.run;
+    }
+    item["run"] = run;
+    items.push_back(std::move(item));
+  }
+  return jsonResponse(200, {{"drill", drill.id},
+                            {"fault_us", intOrNull(first_fault)},
+                            {"from", common::formatRfc3339(q.range.from_us)},
+                            {"from_us", q.range.from_us},
+                            {"to", common::formatRfc3339(q.range.to_us)},
+                            {"to_us", q.range.to_us},
+                            {"count", items.size()},
+                            {"truncated", truncated},
+                            {"items", std::move(items)}});
+}
+
+Response DrillEndpoints::abortDrill(const Request& request) {
+  auto found = drillOfPath(request);
+  if (auto* failure = std::get_if<Response>(&found)) return std::move(*failure);
+  if (auto query = QueryReader::create(request.query, {}); !query) {
+    return badRequest(request, query.error());
+  }
+  const auto& drill = std::get<storage::DrillRecord>(found);
+  const auto drillFinished = [&request, &drill]() {
+    return problem(ProblemType::kDrillFinished,
+                   "drill " + std::to_string(drill.id) + " is already " + drill.state, request.path,
+                   {{"state", drill.state}});
+  };
+  if (finished(drill.state)) return drillFinished();
+  if (auto s = control_.abort(drill.cluster, drill.id); !s) {
+    if (s.error().code == drill::errc::drill_not_found) {
+      // It finished between the read and the abort, or no runner of this process owns it.
+      auto again = drills_.drill(drill.id);
+      if (again && *again && finished((*again)->state)) {
+        auto latest = **again;
+        return problem(ProblemType::kDrillFinished,
+                       "drill " + std::to_string(latest.id) + " is already " + latest.state,
+                       request.path, {{"state", latest.state}});
+      }
+      return problem(ProblemType::kDrillFinished,
+                     "drill " + std::to_string(drill.id) + " is not queued or running in this kfaild",
+                     request.path, {{"state", drill.state}});
+    }
+    return storeFailure(request, s.error());
+  }
+  auto names = clusterNames(request);
+  if (auto* failure = std::get_if<Response>(&names)) return std::move(*failure);
+  auto latest = drills_.drill(drill.id);
+  const auto& record = latest && *latest ? **latest : drill;
+  auto response = jsonResponse(202, drillJson(record, std::get<0>(names)));
+  response.headers.emplace_back("Location", "/api/v1/drills/" + std::to_string(drill.id));
+  return response;
+}
+
+Response DrillEndpoints::statistics(const Request& request) const {
+  auto query = QueryReader::create(request.query,
+                                   {"cluster", "fault", "topic", "partition", "role", "from", "to"});
+  if (!query) return badRequest(request, query.error());
+  storage::DrillQuery q;
+  q.state = "done";
+  q.limit = kStatisticsMaxDrills;
+  if (auto name = query->raw("cluster")) {
+    auto cluster = clusterByName(request, std::string(*name), ProblemType::kUnknownCluster);
+    if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
+    q.cluster = std::get<storage::ClusterId>(cluster);
+  }
+  auto fault = query->oneOf("fault", kFaults);
+  if (!fault) return badRequest(request, fault.error());
+  q.fault = *fault;
+  auto topic = query->topic("topic");
+  if (!topic) return badRequest(request, topic.error());
+  auto partition = query->integer("partition", 0, kMaxPartition);
+  if (!partition) return badRequest(request, partition.error());
+  auto role = query->oneOf("role", kRoles);
+  if (!role) return badRequest(request, role.error());
+  auto from = query->time("from");
+  if (!from) return badRequest(request, from.error());
+  q.created_from_us = *from;
+  auto to = query->time("to");
+  if (!to) return badRequest(request, to.error());
+  q.created_to_us = *to;
+  if (*from && *to && **from >= **to) {
+    return problem(ProblemType::kInvalidParameter, "from: must be before to", request.path);
+  }
+  auto rows = drills_.drills(q);
+  if (!rows) return storeFailure(request, rows.error());
+  auto names = clusterNames(request);
+  if (auto* failure = std::get_if<Response>(&names)) return std::move(*failure);
+
+  struct Group {
+    std::string cluster, topic, role, fault;
+    std::int32_t partition = 0;
+    std::vector<std::int64_t> ack, receive, detection, election, discovery, resume;
+    json trend = json::array();
+  };
+  using Key = std::tuple<std::string, std::string, std::int32_t, std::string, std::string>;
+  std::map<Key, Group> groups;
+  std::size_t runs_used = 0;
+  // Oldest first, so each trend reads left to right.
+  for (auto it = rows->rbegin(); it != rows->rend(); ++it) {
+    const auto& drill = *it;
+    const json result = parsedOr(drill.result, json::object());
+    if (!result.contains("runs") || !result["runs"].is_array()) continue;
+    const auto cluster_name = std::get<0>(names).count(drill.cluster) ? std::get<0>(names).at(drill.cluster)
+                                                                       : std::to_string(drill.cluster);
+    for (const auto& run : result["runs"]) {
+      if (run.value("state", "") != "done" || !run.contains("analysis")) continue;
+      const auto& analysis = run["analysis"];
+      if (!analysis.contains("partitions") || !analysis["partitions"].is_array()) continue;
+      bool used = false;
+      for (const auto& p : analysis["partitions"]) {
+        const auto p_topic = p.value("topic", "");
+        const auto p_partition = p.value("partition", 0);
+        const auto p_role = p.value("role", "");
+        if (*topic && **topic != p_topic) continue;
+        if (*partition && **partition != p_partition) continue;
+        if (*role && **role != p_role) continue;
+        used = true;
+        auto& g = groups[{cluster_name, p_topic, p_partition, p_role, drill.fault}];
+        g.cluster = cluster_name;
+        g.topic = p_topic;
+        g.partition = p_partition;
+        g.role = p_role;
+        g.fault = drill.fault;
+        const auto ack = stallOf(p, "ack");
+        const auto receive = stallOf(p, "receive");
+        if (ack) g.ack.push_back(*ack);
+        if (receive) g.receive.push_back(*receive);
+        const json phases = p.value("phases", json::object());
+        if (auto v = intAt(phases, "detection_us")) g.detection.push_back(*v);
+        if (auto v = intAt(phases, "election_us")) g.election.push_back(*v);
+        if (auto v = intAt(phases, "discovery_us")) g.discovery.push_back(*v);
+        if (auto v = intAt(phases, "resume_us")) g.resume.push_back(*v);
+        const auto at = intAt(run, "fault_us").value_or(drill.created_us);
+        g.trend.push_back({{"drill", drill.id},
+                           {"run", run.value("run", 0)},
+                           {"at", common::formatRfc3339(at)},
+                           {"at_us", at},
+                           {"ack_stall_us", intOrNull(ack)},
+                           {"receive_stall_us", intOrNull(receive)}});
+      }
+      if (used) ++runs_used;
+    }
+  }
+  json out = json::array();
+  for (auto& [key, g] : groups) {
+    out.push_back({{"cluster", g.cluster},
+                   {"topic", g.topic},
+                   {"partition", g.partition},
+                   {"role", g.role},
+                   {"fault", g.fault},
+                   {"count", g.trend.size()},
+                   {"ack_stall_us", summary(g.ack)},
+                   {"receive_stall_us", summary(g.receive)},
+                   {"detection_us", summary(g.detection)},
+                   {"election_us", summary(g.election)},
+                   {"discovery_us", summary(g.discovery)},
+                   {"resume_us", summary(g.resume)},
+                   {"trend", std::move(g.trend)}});
+  }
+  return jsonResponse(200, {{"drills", rows->size()},
+                            {"runs", runs_used},
+                            {"truncated", rows->size() >= static_cast<std::size_t>(kStatisticsMaxDrills)},
+                            {"groups", std::move(out)}});
+}
+
+Response DrillEndpoints::incidents(const Request& request) const {
+  auto cluster = clusterByName(request, request.params.at("cluster"), ProblemType::kUnknownCluster);
+  if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
+  const auto cluster_id = std::get<storage::ClusterId>(cluster);
+  auto query = QueryReader::create(request.query, {"from", "to", "min_ms"});
+  if (!query) return badRequest(request, query.error());
+  auto range = query->range(clock_.wallNow(), kIncidentsDefaultWindowUs, std::nullopt);
+  if (!range) return badRequest(request, range.error());
+  auto min_ms = query->integer("min_ms", 1, 31'536'000'000);
+  if (!min_ms) return badRequest(request, min_ms.error());
+
+  storage::GapQuery gq;
+  gq.cluster = cluster_id;
+  gq.range = *range;
+  gq.min_duration_us = min_ms->value_or(kIncidentsDefaultMinMs) * 1000;
+  gq.limit = kIncidentsMaxGaps + 1;
+  auto gaps = store_.gaps(gq);
+  if (!gaps) return storeFailure(request, gaps.error());
+  const bool truncated = gaps->size() > static_cast<std::size_t>(kIncidentsMaxGaps);
+  if (truncated) gaps->resize(kIncidentsMaxGaps);
+
+  // Drill windows: from the drill's start to its end (or now), so a drill's own stalls are not
+  // incidents. A drill that ran long ago is outside the gaps' range and costs nothing here.
+  storage::DrillQuery dq;
+  dq.cluster = cluster_id;
+  dq.created_to_us = range->to_us;
+  dq.limit = 100'000;
+  auto drills = drills_.drills(dq);
+  if (!drills) return storeFailure(request, drills.error());
+  std::vector<storage::TimeRange> windows;
+  for (const auto& d : *drills) {
+    windows.push_back({d.started_us.value_or(d.created_us),
+                       d.finished_us.value_or(clock_.wallNow()) + 1'000'000});
+  }
+  const auto inDrill = [&windows](const storage::Gap& g) {
+    return std::any_of(windows.begin(), windows.end(), [&g](const storage::TimeRange& w) {
+      return g.start_us < w.to_us && g.end_us > w.from_us;
+    });
+  };
+  std::vector<storage::Gap> outside;
+  for (auto& g : *gaps) {
+    if (!inDrill(g)) outside.push_back(std::move(g));
+  }
+  std::sort(outside.begin(), outside.end(),
+            [](const storage::Gap& a, const storage::Gap& b) { return a.start_us < b.start_us; });
+
+  // Overlapping gaps (any partition, either kind) are one incident.
+  struct Incident {
+    std::int64_t start = 0, end = 0;
+    std::vector<const storage::Gap*> gaps;
+  };
+  std::vector<Incident> merged;
+  for (const auto& g : outside) {
+    if (!merged.empty() && g.start_us <= merged.back().end) {
+      merged.back().end = std::max(merged.back().end, g.end_us);
+      merged.back().gaps.push_back(&g);
+    } else {
+      merged.push_back({g.start_us, g.end_us, {&g}});
+    }
+  }
+  json items = json::array();
+  for (auto it = merged.rbegin(); it != merged.rend(); ++it) {  // newest first
+    json partitions = json::array();
+    for (const auto* g : it->gaps) {
+      partitions.push_back({{"topic", g->topic},
+                            {"partition", g->partition},
+                            {"kind", storage::toString(g->kind)},
+                            {"start_us", g->start_us},
+                            {"end_us", g->end_us},
+                            {"duration_us", g->duration_us}});
+    }
+    storage::EventQuery eq;
+    eq.cluster = cluster_id;
+    eq.range = {it->start - kIncidentEventsBeforeUs, it->end + kIncidentEventsAfterUs};
+    eq.limit = 200;
+    auto events = store_.events(eq);
+    if (!events) return storeFailure(request, events.error());
+    json event_items = json::array();
+    for (const auto& e : *events) {
+      if (e.source == "probe") continue;  // the gaps themselves, already listed
+      event_items.push_back(eventJson(e));
+    }
+    items.push_back({{"start", common::formatRfc3339(it->start)},
+                     {"start_us", it->start},
+                     {"end", common::formatRfc3339(it->end)},
+                     {"end_us", it->end},
+                     {"duration_us", it->end - it->start},
+                     {"partitions", std::move(partitions)},
+                     {"events", std::move(event_items)}});
+  }
+  return jsonResponse(200, {{"items", std::move(items)},
+                            {"count", merged.size()},
+                            {"truncated", truncated},
+                            {"from", common::formatRfc3339(range->from_us)},
+                            {"to", common::formatRfc3339(range->to_us)}});
+}
+
+Response DrillEndpoints::listSchedules(const Request& request) const {
+  auto query = QueryReader::create(request.query, {"cluster"});
+  if (!query) return badRequest(request, query.error());
+  std::optional<storage::ClusterId> cluster_id;
+  if (auto name = query->raw("cluster")) {
+    auto cluster = clusterByName(request, std::string(*name), ProblemType::kUnknownCluster);
+    if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
+    cluster_id = std::get<storage::ClusterId>(cluster);
+  }
+  auto rows = drills_.schedules(cluster_id);
+  if (!rows) return storeFailure(request, rows.error());
+  auto names = clusterNames(request);
+  if (auto* failure = std::get_if<Response>(&names)) return std::move(*failure);
+  json items = json::array();
+  for (const auto& row : *rows) items.push_back(scheduleJson(row, std::get<0>(names)));
+  const auto count = items.size();
+  return jsonResponse(200, {{"items", std::move(items)}, {"count", count}});
+}
+
+Response DrillEndpoints::createSchedule(const Request& request) {
+  if (auto query = QueryReader::create(request.query, {}); !query) {
+    return badRequest(request, query.error());
+  }
+  auto body = jsonObjectBody(request);
+  if (auto* failure = std::get_if<Response>(&body)) return std::move(*failure);
+  auto fields = readScheduleFields(std::get<json>(body), false);
+  if (auto* message = std::get_if<std::string>(&fields)) return invalidBody(request, *message);
+  auto& f = std::get<ScheduleFields>(fields);
+  auto cluster = clusterByName(request, *f.cluster, ProblemType::kInvalidBody);
+  if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
+  const auto cluster_id = std::get<storage::ClusterId>(cluster);
+  if (!control_.drillsEnabled(cluster_id)) {
+    return problem(ProblemType::kDrillsDisabled,
+                   "cluster " + printable(*f.cluster, 100) +
+                       " has no inventory in kfaild's configuration, so its schedules could never "
+                       "run a drill",
+                   request.path);
+  }
+  storage::ScheduleRecord s;
+  s.cluster = cluster_id;
+  s.name = *f.name;
+  s.cron = *f.cron;
+  s.jitter_s = f.jitter_s.value_or(0);
+  s.enabled = f.enabled.value_or(true);
+  s.drill = f.drill->dump();
+  s.created_us = clock_.wallNow();
+  if (s.enabled) {
+    const auto next = drill::Scheduler::nextRun(s.cron, s.jitter_s, s.created_us);
+    if (next >= 0) s.next_run_us = next;
+  }
+  auto id = drills_.createSchedule(s);
+  if (!id) return storeFailure(request, id.error());
+  s.id = *id;
+  auto names = clusterNames(request);
+  if (auto* failure = std::get_if<Response>(&names)) return std::move(*failure);
+  auto response = jsonResponse(201, scheduleJson(s, std::get<0>(names)));
+  response.headers.emplace_back("Location", "/api/v1/schedules/" + std::to_string(s.id));
+  return response;
+}
+
+Response DrillEndpoints::getSchedule(const Request& request) const {
+  auto found = scheduleOfPath(request);
+  if (auto* failure = std::get_if<Response>(&found)) return std::move(*failure);
+  if (auto query = QueryReader::create(request.query, {}); !query) {
+    return badRequest(request, query.error());
+  }
+  auto names = clusterNames(request);
+  if (auto* failure = std::get_if<Response>(&names)) return std::move(*failure);
+  return jsonResponse(200, scheduleJson(std::get<storage::ScheduleRecord>(found), std::get<0>(names)));
+}
+
+Response DrillEndpoints::updateSchedule(const Request& request) {
+  auto found = scheduleOfPath(request);
+  if (auto* failure = std::get_if<Response>(&found)) return std::move(*failure);
+  if (auto query = QueryReader::create(request.query, {}); !query) {
+    return badRequest(request, query.error());
+  }
+  auto body = jsonObjectBody(request);
+  if (auto* failure = std::get_if<Response>(&body)) return std::move(*failure);
+  auto fields = readScheduleFields(std::get<json>(body), true);
+  if (auto* message = std::get_if<std::string>(&fields)) return invalidBody(request, *message);
+  const auto& f = std::get<ScheduleFields>(fields);
+  auto s = std::get<storage::ScheduleRecord>(found);
+  const bool timing_changed = (f.cron && *f.cron != s.cron) || (f.jitter_s && *f.jitter_s != s.jitter_s) ||
+                              (f.enabled && *f.enabled != s.enabled);
+  if (f.name) s.name = *f.name;
+  if (f.cron) s.cron = *f.cron;
+  if (f.jitter_s) s.jitter_s = *f.jitter_s;
+  if (f.enabled) s.enabled = *f.enabled;
+  if (f.drill) s.drill = f.drill->dump();
+  if (timing_changed) {
+    s.next_run_us.reset();
+    if (s.enabled) {
+      const auto next = drill::Scheduler::nextRun(s.cron, s.jitter_s, clock_.wallNow());
+      if (next >= 0) s.next_run_us = next;
+    }
+  }
+  if (auto st = drills_.updateSchedule(s); !st) return storeFailure(request, st.error());
+  auto names = clusterNames(request);
+  if (auto* failure = std::get_if<Response>(&names)) return std::move(*failure);
+  return jsonResponse(200, scheduleJson(s, std::get<0>(names)));
+}
+
+Response DrillEndpoints::deleteSchedule(const Request& request) {
+  auto found = scheduleOfPath(request);
+  if (auto* failure = std::get_if<Response>(&found)) return std::move(*failure);
+  if (auto query = QueryReader::create(request.query, {}); !query) {
+    return badRequest(request, query.error());
+  }
+  auto deleted = drills_.deleteSchedule(std::get<storage::ScheduleRecord>(found).id);
+  if (!deleted) return storeFailure(request, deleted.error());
+  Response response;
+  response.status = 204;
+  response.content_type.clear();
+  return response;
+}
+
+}  // namespace kfaild::api

@@ -1,0 +1,467 @@
+#include "api/drill_endpoints.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/endpoints.h"
+#include "server/common/time_format.h"
+#include "server/drill/errc.h"
+#include "storage/sqlite_drill_store.h"
+#include "tests/api/api_test_support.h"
+
+namespace kfaild::api {
+namespace {
+
+using nlohmann::json;
+using testing::HttpReply;
+using testing::kHour;
+using testing::kNow;
+using testing::kSecond;
+
+constexpr const char* kToken = "drill-endpoints-test-token-1234";
+
+// Stands in for the drill runners: queues a drill row the way DrillRunner::submit does, or
+// refuses with the configured reason; abort marks a queued drill aborted.
+class FakeDrillControl final : public DrillControl {
+ public:
+  FakeDrillControl(storage::DrillStore& drills, const common::Clock& clock) : drills_(drills), clock_(clock) {}
+
+  bool drillsEnabled(storage::ClusterId cluster) const override { return enabled_.contains(cluster); }
+
+  Result<std::int64_t> submit(storage::ClusterId cluster, const drill::DrillSpec& spec) override {
+    std::lock_guard lock(mutex_);
+    if (!refusal.empty()) return Error{make_error_code(drill::errc::guard_refused), refusal};
+    storage::DrillRecord d;
+    d.cluster = cluster;
+    d.fault = drill::toString(spec.fault);
+    d.target = drill::toJson(spec.target).dump();
+    d.options = drill::toJson(spec.options).dump();
+    d.state = "queued";
+    d.created_us = clock_.wallNow();
+    auto id = drills_.createDrill(d);
+    if (id) submitted.push_back(*id);
+    return id;
+  }
+
+  Status abort(storage::ClusterId, std::int64_t drill_id) override {
+    auto d = drills_.drill(drill_id);
+    if (!d || !*d || (*d)->state != "queued") {
+      return Error{make_error_code(drill::errc::drill_not_found), "not queued or running"};
+    }
+    auto record = **d;
+    record.state = "aborted";
+    record.reason = "aborted on request before it started";
+    record.finished_us = clock_.wallNow();
+    return drills_.updateDrill(record);
+  }
+
+  void enable(storage::ClusterId cluster) { enabled_.insert(cluster); }
+
+  std::string refusal;
+  std::vector<std::int64_t> submitted;
+
+ private:
+  storage::DrillStore& drills_;
+  const common::Clock& clock_;
+  std::set<storage::ClusterId> enabled_;
+  std::mutex mutex_;
+};
+
+// One run's analysis as the drill runner stores it: p0 led by the target, p1 and p2 followers.
+json runResult(int run, std::int64_t fault_us, std::int64_t p0_stall_us, std::int64_t detection_us) {
+  json partitions = json::array();
+  for (int p = 0; p < 3; ++p) {
+    const std::int64_t stall = p == 0 ? p0_stall_us : detection_us + 200'000;
+    partitions.push_back(
+        {{"topic", "orders"},
+         {"partition", p},
+         {"role", p == 0 ? "leader" : "follower"},
+         {"ack", {{"stall", {{"start_us", fault_us - 10'000}, {"end_us", fault_us + stall}, {"duration_us", stall}}},
+                  {"baseline", nullptr},
+                  {"count", 500}}},
+         {"receive", {{"stall", {{"start_us", fault_us}, {"end_us", fault_us + stall + 5'000}, {"duration_us", stall + 5'000}}},
+                      {"baseline", nullptr},
+                      {"count", 500}}},
+         {"sent", 500}, {"failed", 0}, {"lost", 0}, {"unresolved", 0}, {"duplicated", 0}, {"reordered", 0},
+         {"phases", {{"detection_us", detection_us}, {"election_us", 70'000}, {"discovery_us", p == 0 ? json(100'000) : json(nullptr)},
+                     {"resume_us", 20'000}, {"fenced_at_us", fault_us + detection_us}, {"new_leader_at_us", nullptr},
+                     {"client_update_at_us", nullptr}, {"new_leader", p == 0 ? json(2) : json(nullptr)}}}});
+  }
+  return {{"run", run},
+          {"fault", "kill"},
+          {"state", "done"},
+          {"target", 1},
+          {"baseline_start_us", fault_us - 5 * kSecond},
+          {"fault_us", fault_us},
+          {"fault_time_source", "local"},
+          {"observe_end_us", fault_us + 20 * kSecond},
+          {"recovered_us", fault_us + 40 * kSecond},
+          {"analysis", {{"fault", "kill"}, {"target", 1}, {"fault_us", fault_us}, {"departure", "fenced"},
+                        {"departure_at_us", fault_us + detection_us}, {"partitions", partitions}}}};
+}
+
+class DrillApi {
+ public:
+  DrillApi() : clock_(kNow, 5'000'000'000) {
+    storage::SqliteStoreOptions store_options;
+    store_options.clock = &clock_;
+    const auto path = (dir_ / "kfaild.db").string();
+    auto store = storage::SqliteStore::open(path, store_options);
+    REQUIRE(store.ok());
+    store_ = std::move(*store);
+    auto drills = storage::SqliteDrillStore::open(path);
+    REQUIRE(drills.ok());
+    drills_ = std::move(*drills);
+    lab_ = *store_->ensureCluster("lab", "127.0.0.1:19091");
+    idle_ = *store_->ensureCluster("idle", "127.0.0.1:29091");
+    live_.set({testing::labCluster(lab_, clock_)});
+    control_ = std::make_unique<FakeDrillControl>(*drills_, clock_);
+    control_->enable(lab_);
+    endpoints_ = std::make_unique<Endpoints>(live_, *store_, clock_);
+    endpoints_->registerOn(router_);
+    drill_endpoints_ = std::make_unique<DrillEndpoints>(live_, *store_, *drills_, *control_, clock_);
+    drill_endpoints_->registerOn(router_);
+    ServerOptions options;
+    options.port = 0;
+    options.token = kToken;
+    server_ = std::make_unique<HttpServer>(options, router_);
+    const auto started = server_->start();
+    if (!started.ok()) FAIL(started.error().describe());
+  }
+
+  HttpReply get(const std::string& target) { return testing::httpGet(server_->port(), target); }
+  HttpReply send(const std::string& method, const std::string& target, const std::string& body = "",
+                 bool with_token = true) {
+    testing::HttpConnection connection(server_->port());
+    testing::HttpRequestSpec spec;
+    spec.method = method;
+    spec.target = target;
+    spec.body = body;
+    if (!body.empty()) spec.headers.emplace_back("Content-Type", "application/json");
+    if (with_token) spec.headers.emplace_back("Authorization", std::string("Bearer ") + kToken);
+    return connection.request(spec);
+  }
+
+  // A finished drill with `runs` runs whose p0 stalls are given, created at `created_us`.
+  std::int64_t seedDrill(const std::string& fault, const std::string& state, std::int64_t created_us,
+                         const std::vector<std::int64_t>& p0_stalls, storage::ClusterId cluster = 0) {
+    storage::DrillRecord d;
+    d.cluster = cluster == 0 ? lab_ : cluster;
+    d.fault = fault;
+    d.target = R"({"broker":1})";
+    d.options = drill::toJson(drill::DrillOptions{}).dump();
+    d.state = state;
+    d.created_us = created_us;
+    d.started_us = created_us + 100'000;
+    d.finished_us = created_us + 120 * kSecond;
+    json runs = json::array();
+    for (std::size_t i = 0; i < p0_stalls.size(); ++i) {
+      runs.push_back(runResult(static_cast<int>(i) + 1, created_us + 10 * kSecond + static_cast<std::int64_t>(i) * 50 * kSecond,
+                               p0_stalls[i], 8'800'000));
+    }
+    d.result = json{{"runs", runs}}.dump();
+    auto id = drills_->createDrill(d);
+    REQUIRE(id.ok());
+    return *id;
+  }
+
+  storage::SqliteStore& store() { return *store_; }
+  storage::SqliteDrillStore& drills() { return *drills_; }
+  FakeDrillControl& control() { return *control_; }
+  common::ManualClock& clock() { return clock_; }
+  storage::ClusterId lab() const { return lab_; }
+  storage::ClusterId idle() const { return idle_; }
+
+ private:
+  kfaild::testing::TempDir dir_;
+  common::ManualClock clock_;
+  std::unique_ptr<storage::SqliteStore> store_;
+  std::unique_ptr<storage::SqliteDrillStore> drills_;
+  storage::ClusterId lab_ = 0;
+  storage::ClusterId idle_ = 0;
+  testing::FixedLiveClusters live_;
+  std::unique_ptr<FakeDrillControl> control_;
+  Router router_;
+  std::unique_ptr<Endpoints> endpoints_;
+  std::unique_ptr<DrillEndpoints> drill_endpoints_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+json problemOf(const HttpReply& reply, int status, const std::string& slug) {
+  CHECK(reply.status == status);
+  CHECK(reply.header("Content-Type") == "application/problem+json");
+  const auto body = reply.json();
+  CHECK(body["type"] == "urn:kfaild:problem:" + slug);
+  CHECK(body["status"] == status);
+  return body;
+}
+
+TEST_CASE("POST a drill: 202 with Location, the drill queued as asked", "[integration][api]") {
+  DrillApi api;
+  const auto reply = api.send("POST", "/api/v1/clusters/lab/drills",
+                              R"({"fault":"stop","target":{"broker":1},"options":{"repeats":3,"grace_s":20}})");
+  REQUIRE(reply.status == 202);
+  const auto drill = reply.json();
+  REQUIRE(api.control().submitted.size() == 1);
+  CHECK(drill["id"] == api.control().submitted[0]);
+  CHECK(reply.header("Location") == "/api/v1/drills/" + std::to_string(api.control().submitted[0]));
+  CHECK(drill["cluster"] == "lab");
+  CHECK(drill["fault"] == "stop");
+  CHECK(drill["target"] == json{{"broker", 1}});
+  CHECK(drill["options"]["repeats"] == 3);
+  CHECK(drill["options"]["grace_s"] == 20);
+  CHECK(drill["options"]["preferred_election"] == true);
+  CHECK(drill["state"] == "queued");
+  CHECK(drill["runs"] == json::array());
+  CHECK(drill["created"] == common::formatRfc3339(kNow));
+
+  const auto again = api.get(reply.header("Location"));
+  CHECK(again.status == 200);
+  CHECK(again.json()["id"] == drill["id"]);
+}
+
+TEST_CASE("POST a drill is refused without the token, on bad bodies and by the guards", "[integration][api]") {
+  DrillApi api;
+  const std::string ok = R"({"fault":"kill","target":{"broker":1}})";
+  problemOf(api.send("POST", "/api/v1/clusters/lab/drills", ok, false), 401, "unauthorized");
+
+  CHECK(problemOf(api.send("POST", "/api/v1/clusters/lab/drills", "{\"fault\":"), 400, "invalid-body")["detail"] ==
+        "the body is not valid JSON");
+  CHECK(problemOf(api.send("POST", "/api/v1/clusters/lab/drills", "[1,2]"), 400, "invalid-body")["detail"] ==
+        "the body must be a JSON object");
+  CHECK(problemOf(api.send("POST", "/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":1},"x":1})"),
+                  400, "invalid-body")["detail"] == "x: unknown field");
+  CHECK(problemOf(api.send("POST", "/api/v1/clusters/lab/drills",
+                           R"({"fault":"pause","target":{"broker":1},"options":{"pause_s":0}})"),
+                  400, "invalid-body")["detail"] == "options.pause_s: must be between 1 and 3600, got 0");
+  CHECK(problemOf(api.send("POST", "/api/v1/clusters/lab/drills",
+                           R"({"fault":"kill","target":{"broker":1; rm -rf /}})"),
+                  400, "invalid-body")["detail"] == "the body is not valid JSON");
+  CHECK(problemOf(api.send("POST", "/api/v1/clusters/lab/drills",
+                           R"j({"fault":"kill","target":{"broker":"1; $(reboot)"}})j"),
+                  400, "invalid-body")["detail"] == "target.broker: must be an integer");
+  problemOf(api.send("POST", "/api/v1/clusters/nowhere/drills", ok), 404, "unknown-cluster");
+  problemOf(api.send("POST", "/api/v1/clusters/idle/drills", ok), 409, "drills-disabled");
+  problemOf(api.send("POST", "/api/v1/clusters/lab/drills?force=1", ok), 400, "unknown-parameter");
+
+  api.control().refusal = "drill 4 is running on cluster lab";
+  const auto refused = problemOf(api.send("POST", "/api/v1/clusters/lab/drills", ok), 409, "drill-refused");
+  CHECK(refused["detail"] == "drill 4 is running on cluster lab");
+  CHECK(refused["reason"] == "drill 4 is running on cluster lab");
+  CHECK(api.control().submitted.empty());
+  auto none = api.drills().drills({});
+  REQUIRE(none.ok());
+  CHECK(none->empty());
+}
+
+TEST_CASE("the drill list pages with a cursor, newest first, and filters", "[integration][api]") {
+  DrillApi api;
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 5; ++i) {
+    ids.push_back(api.seedDrill(i % 2 ? "stop" : "kill", i == 4 ? "failed" : "done", kNow - (10 - i) * kHour, {9'000'000}));
+  }
+  auto page = api.get("/api/v1/drills?limit=2").json();
+  CHECK(page["count"] == 2);
+  CHECK(page["items"][0]["id"] == ids[4]);
+  CHECK(page["items"][1]["id"] == ids[3]);
+  REQUIRE(page["next_cursor"].is_string());
+  page = api.get("/api/v1/drills?limit=2&cursor=" + page["next_cursor"].get<std::string>()).json();
+  CHECK(page["items"][0]["id"] == ids[2]);
+  page = api.get("/api/v1/drills?limit=2&cursor=" + page["next_cursor"].get<std::string>()).json();
+  CHECK(page["count"] == 1);
+  CHECK(page["items"][0]["id"] == ids[0]);
+  CHECK(page["next_cursor"].is_null());
+
+  CHECK(api.get("/api/v1/drills?fault=stop").json()["count"] == 2);
+  CHECK(api.get("/api/v1/drills?state=failed").json()["items"][0]["id"] == ids[4]);
+  CHECK(api.get("/api/v1/drills?cluster=idle").json()["count"] == 0);
+  CHECK(api.get("/api/v1/drills?from=" + common::formatRfc3339(kNow - 7 * kHour)).json()["count"] == 2);
+  problemOf(api.get("/api/v1/drills?cursor=0"), 400, "invalid-parameter");
+  problemOf(api.get("/api/v1/drills?state=sleeping"), 400, "invalid-parameter");
+  problemOf(api.get("/api/v1/drills?cluster=nowhere"), 404, "unknown-cluster");
+  problemOf(api.get("/api/v1/drills/999"), 404, "unknown-drill");
+  problemOf(api.get("/api/v1/drills/abc"), 400, "invalid-parameter");
+}
+
+TEST_CASE("a drill carries its runs' analyses; the last completed one is the on-call view", "[integration][api]") {
+  DrillApi api;
+  const auto older = api.seedDrill("kill", "done", kNow - 3 * kHour, {11'300'000});
+  const auto newer = api.seedDrill("kill", "done", kNow - 2 * kHour, {10'900'000, 11'100'000});
+  api.seedDrill("kill", "failed", kNow - kHour, {});
+  const auto last = api.get("/api/v1/clusters/lab/drills/last");
+  REQUIRE(last.status == 200);
+  const auto body = last.json();
+  CHECK(body["id"] == newer);
+  REQUIRE(body["runs"].size() == 2);
+  const auto& run = body["runs"][1];
+  CHECK(run["fault_at"] == common::formatRfc3339(run["fault_us"].get<std::int64_t>()));
+  CHECK(run["analysis"]["partitions"][0]["role"] == "leader");
+  CHECK(run["analysis"]["partitions"][0]["ack"]["stall"]["duration_us"] == 11'100'000);
+  CHECK(api.get("/api/v1/drills/" + std::to_string(older)).json()["runs"].size() == 1);
+  problemOf(api.get("/api/v1/clusters/lab/drills/last?fault=stop"), 404, "no-drill");
+  problemOf(api.get("/api/v1/clusters/idle/drills/last"), 404, "no-drill");
+}
+
+TEST_CASE("statistics summarise stalls and phases per partition and role across drills", "[integration][api]") {
+  DrillApi api;
+  api.seedDrill("kill", "done", kNow - 5 * kHour, {11'000'000, 12'000'000});
+  api.seedDrill("kill", "done", kNow - 4 * kHour, {10'000'000});
+  api.seedDrill("kill", "failed", kNow - 3 * kHour, {30'000'000});  // not completed: left out
+  api.seedDrill("stop", "done", kNow - 2 * kHour, {300'000});
+
+  const auto stats = api.get("/api/v1/statistics?fault=kill&topic=orders").json();
+  CHECK(stats["drills"] == 2);
+  CHECK(stats["runs"] == 3);
+  REQUIRE(stats["groups"].size() == 3);
+  const auto& p0 = stats["groups"][0];
+  CHECK(p0["partition"] == 0);
+  CHECK(p0["role"] == "leader");
+  CHECK(p0["count"] == 3);
+  CHECK(p0["ack_stall_us"] == json{{"min", 10'000'000}, {"median", 11'000'000}, {"p95", 12'000'000},
+                                   {"max", 12'000'000}, {"count", 3}});
+  CHECK(p0["detection_us"]["median"] == 8'800'000);
+  CHECK(p0["discovery_us"]["max"] == 100'000);
+  REQUIRE(p0["trend"].size() == 3);
+  CHECK(p0["trend"][0]["ack_stall_us"] == 11'000'000);  // oldest first
+  CHECK(p0["trend"][2]["ack_stall_us"] == 10'000'000);
+  CHECK(stats["groups"][1]["discovery_us"].is_null());
+
+  const auto followers = api.get("/api/v1/statistics?role=follower&partition=2").json();
+  REQUIRE(followers["groups"].size() == 2);  // kill and stop
+  CHECK(followers["groups"][0]["fault"] == "kill");
+  CHECK(followers["groups"][0]["ack_stall_us"]["max"] == 9'000'000);
+  CHECK(api.get("/api/v1/statistics?cluster=idle").json()["groups"].empty());
+  problemOf(api.get("/api/v1/statistics?role=boss"), 400, "invalid-parameter");
+}
+
+TEST_CASE("a drill's timeline lists the events of its window relative to the fault", "[integration][api]") {
+  DrillApi api;
+  const auto created = kNow - kHour;
+  const auto id = api.seedDrill("kill", "done", created, {11'000'000});
+  const auto fault = created + 10 * kSecond;
+  const auto event = [&](std::int64_t t, const std::string& source, const std::string& kind) {
+    storage::Event e;
+    e.cluster = api.lab();
+    e.t_us = t;
+    e.source = source;
+    e.kind = kind;
+    e.broker = 1;
+    e.detail = "{}";
+    api.store().addEvent(e);
+  };
+  event(fault + 8'800'000, "broker_log", "fenced");
+  event(fault, "injector", "fault");
+  event(fault + 8'900'000, "metadata", "leader_change");
+  event(fault - 10 * kHour, "metadata", "broker_gone");  // long before: not in the window
+  api.store().flush();
+  const auto timeline = api.get("/api/v1/drills/" + std::to_string(id) + "/timeline").json();
+  REQUIRE(timeline["count"] == 3);
+  CHECK(timeline["items"][0]["kind"] == "fault");
+  CHECK(timeline["items"][0]["relative_s"] == 0.0);
+  CHECK(timeline["items"][1]["kind"] == "fenced");
+  CHECK(timeline["items"][1]["relative_s"].get<double>() == Approx(8.8));
+  CHECK(timeline["items"][2]["kind"] == "leader_change");
+  CHECK(timeline["items"][2]["run"] == 1);
+  CHECK(timeline["fault_us"] == fault);
+}
+
+TEST_CASE("abort: a queued drill is aborted, a finished one is a 409", "[integration][api]") {
+  DrillApi api;
+  const auto queued = api.send("POST", "/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":2}})");
+  REQUIRE(queued.status == 202);
+  const auto id = std::to_string(queued.json()["id"].get<std::int64_t>());
+  problemOf(api.send("POST", "/api/v1/drills/" + id + "/abort", "", false), 401, "unauthorized");
+  const auto aborted = api.send("POST", "/api/v1/drills/" + id + "/abort");
+  REQUIRE(aborted.status == 202);
+  CHECK(aborted.json()["state"] == "aborted");
+  const auto again = problemOf(api.send("POST", "/api/v1/drills/" + id + "/abort"), 409, "drill-finished");
+  CHECK(again["state"] == "aborted");
+  problemOf(api.send("POST", "/api/v1/drills/424242/abort"), 404, "unknown-drill");
+}
+
+TEST_CASE("schedules: create, read, disable, change, delete", "[integration][api]") {
+  DrillApi api;
+  const std::string body =
+      R"({"cluster":"lab","name":"weekly kill","cron":"0 3 * * MON","jitter_s":0,"drill":{"fault":"kill","target":{"broker":1}}})";
+  problemOf(api.send("POST", "/api/v1/schedules", body, false), 401, "unauthorized");
+  const auto created = api.send("POST", "/api/v1/schedules", body);
+  REQUIRE(created.status == 201);
+  auto schedule = created.json();
+  CHECK(schedule["cron"] == "0 3 * * mon");
+  CHECK(schedule["enabled"] == true);
+  // kNow is Tuesday 2023-11-14 22:13:20Z: the next Monday 03:00 is the 20th.
+  CHECK(schedule["next_run"] == "2023-11-20T03:00:00.000000Z");
+  CHECK(schedule["drill"]["options"]["repeats"] == 1);
+  const auto location = created.header("Location");
+  CHECK(api.get(location).json() == schedule);
+  CHECK(api.get("/api/v1/schedules").json()["count"] == 1);
+
+  auto disabled = api.send("PATCH", location, R"({"enabled":false})");
+  REQUIRE(disabled.status == 200);
+  CHECK(disabled.json()["enabled"] == false);
+  CHECK(disabled.json()["next_run"].is_null());
+  auto changed = api.send("PATCH", location, R"({"enabled":true,"cron":"*/30 * * * *"})");
+  CHECK(changed.json()["next_run"] == "2023-11-14T22:30:00.000000Z");
+
+  CHECK(problemOf(api.send("PATCH", location, R"({"cron":"61 * * * *"})"), 400, "invalid-body")["detail"] ==
+        "cron: field 1 (minute): 61 is out of range 0-59");
+  CHECK(problemOf(api.send("PATCH", location, R"({"cluster":"idle"})"), 400, "invalid-body")["detail"] ==
+        "cluster: unknown field (a schedule cannot move to another cluster)");
+  CHECK(problemOf(api.send("POST", "/api/v1/schedules", R"({"cluster":"lab","name":"x","cron":"@reboot","drill":{"fault":"kill","target":{"broker":1}}})"),
+                  400, "invalid-body")["detail"].get<std::string>().rfind("cron: ", 0) == 0);
+  CHECK(problemOf(api.send("POST", "/api/v1/schedules", R"({"cluster":"lab","name":"x","cron":"@daily","drill":{"fault":"nap","target":{"broker":1}}})"),
+                  400, "invalid-body")["detail"] == "drill.fault: must be one of kill, stop, pause, restart");
+  CHECK(problemOf(api.send("POST", "/api/v1/schedules", R"({"cluster":"lab","name":"x","cron":"@daily","jitter_s":-1,"drill":{"fault":"kill","target":{"broker":1}}})"),
+                  400, "invalid-body")["detail"] == "jitter_s: must be between 0 and 86400, got -1");
+  problemOf(api.send("POST", "/api/v1/schedules", R"({"cluster":"idle","name":"x","cron":"@daily","drill":{"fault":"kill","target":{"broker":1}}})"),
+            409, "drills-disabled");
+
+  const auto deleted = api.send("DELETE", location);
+  CHECK(deleted.status == 204);
+  CHECK(deleted.body.empty());
+  problemOf(api.get(location), 404, "unknown-schedule");
+  problemOf(api.send("DELETE", location), 404, "unknown-schedule");
+}
+
+TEST_CASE("incidents are stalls outside drills, merged across partitions, with their events", "[integration][api]") {
+  DrillApi api;
+  using storage::GapKind;
+  // A drill two hours ago with its own stalls: not an incident.
+  const auto drill_at = kNow - 2 * kHour;
+  api.seedDrill("kill", "done", drill_at, {11'000'000});
+  api.store().addGap(testing::makeGap(api.lab(), "orders", 0, GapKind::kAck, drill_at + 21 * kSecond, 11'000'000));
+  // A real incident an hour ago on two partitions, and a short blip that is below min_ms.
+  const auto incident_end = kNow - kHour;
+  api.store().addGap(testing::makeGap(api.lab(), "orders", 1, GapKind::kAck, incident_end, 6'000'000));
+  api.store().addGap(testing::makeGap(api.lab(), "orders", 2, GapKind::kReceive, incident_end + 500'000, 5'000'000));
+  api.store().addGap(testing::makeGap(api.lab(), "orders", 0, GapKind::kAck, kNow - 10 * 60 * kSecond, 300'000));
+  storage::Event gone;
+  gone.cluster = api.lab();
+  gone.t_us = incident_end - 5 * kSecond;
+  gone.source = "metadata";
+  gone.kind = "broker_gone";
+  gone.broker = 3;
+  gone.detail = "{}";
+  api.store().addEvent(gone);
+  api.store().flush();
+
+  const auto list = api.get("/api/v1/clusters/lab/incidents").json();
+  REQUIRE(list["count"] == 1);
+  const auto& incident = list["items"][0];
+  CHECK(incident["start_us"] == incident_end - 6'000'000);
+  CHECK(incident["end_us"] == incident_end + 500'000);
+  CHECK(incident["partitions"].size() == 2);
+  REQUIRE(incident["events"].size() == 1);
+  CHECK(incident["events"][0]["kind"] == "broker_gone");
+  CHECK(api.get("/api/v1/clusters/lab/incidents?min_ms=100").json()["count"] == 2);
+  problemOf(api.get("/api/v1/clusters/lab/incidents?min_ms=0"), 400, "invalid-parameter");
+}
+
+}  // namespace
+}  // namespace kfaild::api

@@ -1,0 +1,306 @@
+// kfailctl: starts a drill on a kfaild, waits for it and prints its analysis — for scripts and
+// for people. Exit status: 0 the drill is done; 1 it failed or was aborted; 2 usage; 3 kfaild
+// refused the request (guard refusal, bad request, unknown drill); 4 kfaild unreachable, an
+// error of its own, or the wait timed out.
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tools/kfailctl/client.h"
+#include "tools/kfailctl/summary.h"
+
+namespace {
+
+using nlohmann::json;
+using kfaild::ctl::Client;
+
+constexpr int kDone = 0;
+constexpr int kDrillFailed = 1;
+constexpr int kUsage = 2;
+constexpr int kRefused = 3;
+constexpr int kUnavailable = 4;
+
+constexpr const char* kUsageText =
+    "usage: kfailctl [--url URL] [--token-file FILE] COMMAND ...\n"
+    "  drill CLUSTER TARGET [--fault kill|stop|pause|restart] [--repeats N] [--grace S] [--pause S]\n"
+    "        [--baseline S] [--no-election] [--allow-unavailable] [--no-wait] [--timeout S] [--json]\n"
+    "        TARGET: --broker ID | --leader-of TOPIC:PARTITION | --controller | --random\n"
+    "  show ID [--json]            one drill with its analysis\n"
+    "  last CLUSTER [--json]       the cluster's last completed drill\n"
+    "  list [--cluster C] [--state S] [--limit N] [--json]\n"
+    "  abort ID                    abort a queued or running drill (its node is recovered at once)\n"
+    "--url defaults to $KFAILD_URL or http://127.0.0.1:8080; the token is read from --token-file\n"
+    "or $KFAILD_TOKEN (needed by drill and abort when kfaild has one).\n"
+    "Exit: 0 done, 1 drill failed/aborted, 2 usage, 3 refused by kfaild, 4 kfaild unreachable/error/timeout.\n";
+
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> values;  // --name value
+  std::map<std::string, bool> flags;          // --name
+};
+
+const std::map<std::string, bool> kTakesValue = {
+    {"--url", true},     {"--token-file", true}, {"--fault", true},     {"--repeats", true},
+    {"--grace", true},   {"--pause", true},      {"--baseline", true},  {"--timeout", true},
+    {"--broker", true},  {"--leader-of", true},  {"--cluster", true},   {"--state", true},
+    {"--limit", true},   {"--controller", false}, {"--random", false},  {"--no-election", false},
+    {"--allow-unavailable", false}, {"--no-wait", false}, {"--json", false}, {"--help", false}};
+
+std::optional<Args> parseArgs(int argc, char* argv[], std::string& error) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0) {
+      args.positional.push_back(arg);
+      continue;
+    }
+    const auto known = kTakesValue.find(arg);
+    if (known == kTakesValue.end()) {
+      error = "unknown option " + arg;
+      return std::nullopt;
+    }
+    if (!known->second) {
+      args.flags[arg] = true;
+    } else if (i + 1 >= argc) {
+      error = arg + " needs a value";
+      return std::nullopt;
+    } else {
+      args.values[arg] = argv[++i];
+    }
+  }
+  return args;
+}
+
+std::optional<int> intOption(const Args& args, const std::string& name, std::string& error) {
+  const auto found = args.values.find(name);
+  if (found == args.values.end()) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const int value = std::stoi(found->second, &used);
+    if (used == found->second.size()) return value;
+  } catch (const std::exception&) {
+  }
+  error = name + " must be an integer, got \"" + found->second + "\"";
+  return std::nullopt;
+}
+
+// Prints kfaild's problem document (or the raw answer) and maps the status to an exit code.
+int reportFailure(const kfaild::ctl::Reply& reply) {
+  const json problem = json::parse(reply.body, nullptr, false);
+  if (problem.is_object() && problem.contains("detail")) {
+    std::cerr << "kfailctl: kfaild answered " << reply.status << " " << problem.value("title", std::string())
+              << ": " << problem.value("detail", std::string()) << '\n';
+  } else {
+    std::cerr << "kfailctl: kfaild answered " << reply.status << ": " << reply.body.substr(0, 500) << '\n';
+  }
+  return reply.status >= 500 ? kUnavailable : kRefused;
+}
+
+int printDrill(const json& drill, bool as_json) {
+  if (as_json) {
+    std::cout << drill.dump(2) << '\n';
+  } else {
+    std::cout << kfaild::ctl::formatDrill(drill);
+  }
+  const auto state = drill.value("state", std::string());
+  if (state == "done") return kDone;
+  return kfaild::ctl::isFinished(state) ? kDrillFailed : kDone;
+}
+
+std::optional<json> getJson(Client& client, const std::string& target, int& exit_code) {
+  auto reply = client.call("GET", target);
+  if (!reply) {
+    std::cerr << "kfailctl: " << reply.error().message << '\n';
+    exit_code = kUnavailable;
+    return std::nullopt;
+  }
+  if (reply->status != 200) {
+    exit_code = reportFailure(*reply);
+    return std::nullopt;
+  }
+  json body = json::parse(reply->body, nullptr, false);
+  if (body.is_discarded()) {
+    std::cerr << "kfailctl: kfaild's answer is not JSON\n";
+    exit_code = kUnavailable;
+    return std::nullopt;
+  }
+  return body;
+}
+
+int drillCommand(Client& client, const Args& args) {
+  if (args.positional.size() != 2) {
+    std::cerr << "kfailctl: drill takes one CLUSTER\n" << kUsageText;
+    return kUsage;
+  }
+  std::string error;
+  json target;
+  if (args.values.count("--broker")) {
+    auto broker = intOption(args, "--broker", error);
+    if (!broker) {
+      std::cerr << "kfailctl: " << error << '\n';
+      return kUsage;
+    }
+    target = {{"broker", *broker}};
+  } else if (args.values.count("--leader-of")) {
+    const auto& text = args.values.at("--leader-of");
+    const auto colon = text.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      std::cerr << "kfailctl: --leader-of takes TOPIC:PARTITION, got \"" << text << "\"\n";
+      return kUsage;
+    }
+    try {
+      target = {{"leader_of", {{"topic", text.substr(0, colon)}, {"partition", std::stoi(text.substr(colon + 1))}}}};
+    } catch (const std::exception&) {
+      std::cerr << "kfailctl: --leader-of takes TOPIC:PARTITION, got \"" << text << "\"\n";
+      return kUsage;
+    }
+  } else if (args.flags.count("--controller")) {
+    target = {{"controller", true}};
+  } else if (args.flags.count("--random")) {
+    target = {{"random", true}};
+  } else {
+    std::cerr << "kfailctl: drill needs a target: --broker ID, --leader-of TOPIC:PARTITION, --controller or --random\n";
+    return kUsage;
+  }
+  json options = json::object();
+  const std::map<std::string, std::string> int_options = {
+      {"--repeats", "repeats"}, {"--grace", "grace_s"}, {"--pause", "pause_s"}, {"--baseline", "baseline_s"}};
+  for (const auto& [flag, field] : int_options) {
+    auto value = intOption(args, flag, error);
+    if (!error.empty()) {
+      std::cerr << "kfailctl: " << error << '\n';
+      return kUsage;
+    }
+    if (value) options[field] = *value;
+  }
+  if (args.flags.count("--no-election")) options["preferred_election"] = false;
+  if (args.flags.count("--allow-unavailable")) options["allow_unavailable"] = true;
+  const json request = {{"fault", args.values.count("--fault") ? args.values.at("--fault") : "kill"},
+                        {"target", target},
+                        {"options", options}};
+  const auto timeout = intOption(args, "--timeout", error);
+  if (!error.empty()) {
+    std::cerr << "kfailctl: " << error << '\n';
+    return kUsage;
+  }
+
+  auto reply = client.call("POST", "/api/v1/clusters/" + args.positional[1] + "/drills", request.dump());
+  if (!reply) {
+    std::cerr << "kfailctl: " << reply.error().message << '\n';
+    return kUnavailable;
+  }
+  if (reply->status != 202) return reportFailure(*reply);
+  json drill = json::parse(reply->body, nullptr, false);
+  const auto id = drill.value("id", std::int64_t{0});
+  const bool as_json = args.flags.count("--json") > 0;
+  if (!as_json) std::cerr << "kfailctl: drill " << id << " queued; waiting for it (Ctrl-C leaves it running)\n";
+  if (args.flags.count("--no-wait")) return printDrill(drill, as_json);
+
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout.value_or(3600));
+  std::string last_state;
+  while (true) {
+    int exit_code = kDone;
+    auto latest = getJson(client, "/api/v1/drills/" + std::to_string(id), exit_code);
+    if (latest) {
+      drill = std::move(*latest);
+      const auto state = drill.value("state", std::string());
+      if (kfaild::ctl::isFinished(state)) return printDrill(drill, as_json);
+      if (state != last_state && !as_json) std::cerr << "kfailctl: drill " << id << ": " << state << '\n';
+      last_state = state;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::cerr << "kfailctl: drill " << id << " still " << last_state << " after the --timeout; it goes on in kfaild\n";
+      return kUnavailable;
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  std::string error;
+  auto args = parseArgs(argc, argv, error);
+  if (!args) {
+    std::cerr << "kfailctl: " << error << '\n' << kUsageText;
+    return kUsage;
+  }
+  if (args->flags.count("--help") || args->positional.empty()) {
+    (args->flags.count("--help") ? std::cout : std::cerr) << kUsageText;
+    return args->flags.count("--help") ? kDone : kUsage;
+  }
+  const char* env_url = std::getenv("KFAILD_URL");
+  const std::string url = args->values.count("--url") ? args->values.at("--url")
+                                                      : (env_url ? env_url : "http://127.0.0.1:8080");
+  auto endpoint = kfaild::ctl::parseUrl(url);
+  if (!endpoint) {
+    std::cerr << "kfailctl: " << endpoint.error().message << '\n';
+    return kUsage;
+  }
+  std::string token;
+  if (args->values.count("--token-file")) {
+    std::ifstream in(args->values.at("--token-file"));
+    if (!in || !std::getline(in, token)) {
+      std::cerr << "kfailctl: cannot read the token from " << args->values.at("--token-file") << '\n';
+      return kUsage;
+    }
+    while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  } else if (const char* env_token = std::getenv("KFAILD_TOKEN")) {
+    token = env_token;
+  }
+  Client client(*endpoint, token, std::chrono::seconds(30));
+  const auto& command = args->positional.front();
+  const bool as_json = args->flags.count("--json") > 0;
+  int exit_code = kDone;
+  if (command == "drill") return drillCommand(client, *args);
+  if ((command == "show" || command == "abort" || command == "last") && args->positional.size() != 2) {
+    std::cerr << "kfailctl: " << command << " takes one argument\n" << kUsageText;
+    return kUsage;
+  }
+  if (command == "show") {
+    auto drill = getJson(client, "/api/v1/drills/" + args->positional[1], exit_code);
+    return drill ? printDrill(*drill, as_json) : exit_code;
+  }
+  if (command == "last") {
+    auto drill = getJson(client, "/api/v1/clusters/" + args->positional[1] + "/drills/last", exit_code);
+    return drill ? printDrill(*drill, as_json) : exit_code;
+  }
+  if (command == "abort") {
+    auto reply = client.call("POST", "/api/v1/drills/" + args->positional[1] + "/abort");
+    if (!reply) {
+      std::cerr << "kfailctl: " << reply.error().message << '\n';
+      return kUnavailable;
+    }
+    if (reply->status != 202) return reportFailure(*reply);
+    std::cout << "drill " << args->positional[1] << ": abort requested; its node is being recovered\n";
+    return kDone;
+  }
+  if (command == "list") {
+    std::string target = "/api/v1/drills?limit=" + (args->values.count("--limit") ? args->values.at("--limit") : "20");
+    if (args->values.count("--cluster")) target += "&cluster=" + args->values.at("--cluster");
+    if (args->values.count("--state")) target += "&state=" + args->values.at("--state");
+    auto list = getJson(client, target, exit_code);
+    if (!list) return exit_code;
+    if (as_json) {
+      std::cout << list->dump(2) << '\n';
+      return kDone;
+    }
+    for (const auto& d : (*list)["items"]) {
+      std::cout << d.value("id", 0) << "  " << d.value("created", std::string()) << "  "
+                << d.value("cluster", std::string("?")) << "  " << d.value("fault", std::string()) << "  "
+                << d["target"].dump() << "  " << d.value("state", std::string()) << '\n';
+    }
+    return kDone;
+  }
+  std::cerr << "kfailctl: unknown command " << command << '\n' << kUsageText;
+  return kUsage;
+}

@@ -1,0 +1,86 @@
+#include "tools/kfailctl/summary.h"
+
+#include <fmt/format.h>
+
+namespace kfaild::ctl {
+namespace {
+
+using nlohmann::json;
+
+std::string describeTarget(const json& target) {
+  if (!target.is_object()) return "?";
+  if (target.contains("broker")) return "node " + target["broker"].dump();
+  if (target.contains("leader_of")) {
+    const auto& l = target["leader_of"];
+    return fmt::format("the leader of {}[{}]", l.value("topic", "?"), l.value("partition", 0));
+  }
+  if (target.contains("controller")) return "the active controller";
+  if (target.contains("random")) return "a random broker";
+  return target.dump();
+}
+
+const json& member(const json& object, const char* key) {
+  static const json kNull;
+  return object.is_object() && object.contains(key) ? object[key] : kNull;
+}
+
+}  // namespace
+
+bool isFinished(const std::string& state) {
+  return state == "done" || state == "failed" || state == "aborted";
+}
+
+std::string formatSeconds(const json& micros) {
+  if (!micros.is_number()) return "-";
+  return fmt::format("{:.3f} s", micros.get<double>() / 1e6);
+}
+
+std::string formatDrill(const json& drill) {
+  std::string out = fmt::format("drill {} on {}: {} of {} — {}", drill.value("id", 0),
+                                drill.value("cluster", std::string("?")), drill.value("fault", std::string("?")),
+                                describeTarget(member(drill, "target")), drill.value("state", std::string("?")));
+  if (member(drill, "reason").is_string()) out += " (" + drill["reason"].get<std::string>() + ")";
+  out += "\n";
+  const auto& runs = member(drill, "runs");
+  if (!runs.is_array()) return out;
+  for (const auto& run : runs) {
+    const auto& analysis = member(run, "analysis");
+    out += fmt::format("run {}: {}", run.value("run", 0), run.value("state", std::string("running")));
+    if (member(run, "fault_at").is_string()) {
+      out += fmt::format(", fault at {} ({})", run["fault_at"].get<std::string>(),
+                         run.value("fault_time_source", std::string("?")));
+    }
+    if (member(analysis, "departure").is_string()) {
+      out += ", node left: " + analysis["departure"].get<std::string>();
+      const auto& at = member(analysis, "departure_at_us");
+      if (at.is_number_integer() && member(analysis, "fault_us").is_number_integer()) {
+        out += " after " + formatSeconds(at.get<std::int64_t>() - analysis["fault_us"].get<std::int64_t>());
+      }
+    }
+    if (member(run, "preferred_leaders_restored").is_boolean()) {
+      out += run["preferred_leaders_restored"].get<bool>() ? ", preferred leaders restored"
+                                                           : ", preferred leaders NOT restored";
+    }
+    if (member(run, "reason").is_string()) out += " (" + run["reason"].get<std::string>() + ")";
+    out += "\n";
+    const auto& partitions = member(analysis, "partitions");
+    if (!partitions.is_array() || partitions.empty()) continue;
+    out += fmt::format("  {:<16} {:<20} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5}\n", "partition",
+                       "role", "ack stall", "recv stall", "detection", "election", "discovery", "resume",
+                       "failed", "lost");
+    for (const auto& p : partitions) {
+      const auto& phases = member(p, "phases");
+      out += fmt::format("  {:<16} {:<20} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5}\n",
+                         fmt::format("{}[{}]", p.value("topic", std::string("?")), p.value("partition", 0)),
+                         p.value("role", std::string("?")),
+                         formatSeconds(member(member(member(p, "ack"), "stall"), "duration_us")),
+                         formatSeconds(member(member(member(p, "receive"), "stall"), "duration_us")),
+                         formatSeconds(member(phases, "detection_us")), formatSeconds(member(phases, "election_us")),
+                         formatSeconds(member(phases, "discovery_us")), formatSeconds(member(phases, "resume_us")),
+                         p.value("failed", 0), p.value("lost", 0));
+    }
+  }
+  return out;
+}
+
+}  // namespace kfaild::ctl

@@ -1,0 +1,21 @@
+#pragma once
+
+// How kfailctl prints a drill (the JSON of GET /api/v1/drills/{id}) for a person: one line for
+// the drill, one per run, then one row per probe partition with its role, stalls and phases.
+// Pure functions of the JSON; fields the drill has not reached yet print as "-".
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace kfaild::ctl {
+
+std::string formatDrill(const nlohmann::json& drill);
+
+// "1.234 s" for a duration in µs; "-" for null or a missing value.
+std::string formatSeconds(const nlohmann::json& micros);
+
+// True for done / failed / aborted.
+bool isFinished(const std::string& state);
+
+}  // namespace kfaild::ctl
