@@ -218,6 +218,13 @@ int main(int argc, char* argv[]) {
     parts.poller = std::make_unique<kfaild::observe::MetadataPoller>(cc, *id, **store, clock);
     parts.probe = std::make_unique<kfaild::probe::ProbeRunner>(cc, *id, **store, clock,
                                                                parts.client_log->sink());
+    // The poller first: recovering a node left down by an earlier kfaild waits until the
+    // metadata shows it back in every ISR.
+    if (auto s = parts.poller->start(); !s) {
+      std::cerr << "kfaild: configuration error: clusters[" << i << "].client: "
+                << s.error().describe() << '\n';
+      return 2;
+    }
     if (!cc.inventory.empty()) {
       std::map<std::int32_t, std::unique_ptr<kfaild::fault::Injector>> injectors;
       for (const auto& node : cc.inventory) injectors[node.id] = kfaild::fault::makeInjector(node, clock);
@@ -235,11 +242,6 @@ int main(int argc, char* argv[]) {
     }
     if (auto s = parts.probe->start(); !s) {
       // A refused client property is a configuration mistake: name the key.
-      std::cerr << "kfaild: configuration error: clusters[" << i << "].client: "
-                << s.error().describe() << '\n';
-      return 2;
-    }
-    if (auto s = parts.poller->start(); !s) {
       std::cerr << "kfaild: configuration error: clusters[" << i << "].client: "
                 << s.error().describe() << '\n';
       return 2;

@@ -679,8 +679,9 @@ Result<int> DrillRunner::recoverPending(std::chrono::seconds timeout) {
   q.limit = 1000;
   if (auto all = drills_.drills(q); all) {
     for (auto d : *all) {
-      if (terminal(d.state) || d.state == "queued") continue;
-      setState(d, "aborted", "kfaild stopped during " + d.state);
+      if (terminal(d.state)) continue;
+      setState(d, "aborted", d.state == "queued" ? std::string("kfaild stopped before the drill ran")
+                                                 : "kfaild stopped during " + d.state);
     }
   }
   return recovered;

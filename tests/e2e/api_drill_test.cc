@@ -1,0 +1,382 @@
+// The whole product on the lab: kfaild as a process, drills started over its HTTP API by
+// kfailctl, the article's structure checked in the analyses, and kfaild SIGKILLed in the middle
+// of a drill and restarted.
+//
+// The lab runs Kafka's defaults (broker.session.timeout.ms 9000, broker.heartbeat.interval.ms
+// 2000), so detection must fall in [9 − 2 − 1, 9 + 1.5] s.
+
+#include <catch2/catch.hpp>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <csignal>
+#include <functional>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <sys/wait.h>
+
+#include "tests/api/http_client.h"
+#include "tests/support/lab.h"
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
+
+using namespace kfaild;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kToken = "e2e-api-token-0123456789abcdef";
+constexpr std::int64_t kSessionTimeoutUs = 9'000'000;
+constexpr std::int64_t kHeartbeatUs = 2'000'000;
+
+std::string readAll(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::string tail(const std::string& text, std::size_t n = 6000) {
+  return text.size() > n ? text.substr(text.size() - n) : text;
+}
+
+struct Lab {
+  testing::TempDir dir;
+  std::string topic = "e2e-api-" + std::to_string(std::random_device{}() % 1'000'000);
+  std::string config = (dir / "kfaild.yaml").string();
+  std::string token_file = (dir / "token").string();
+  std::string db = (dir / "kfaild.db").string();
+
+  explicit Lab(const std::string& web_dir = "", bool inventory = true) {
+    std::ofstream(token_file) << kToken << "\n";
+    const std::string lab = std::string(KFAILD_SOURCE_DIR) + "/.lab";
+    std::ofstream c(config);
+    c << "log_level: info\n"
+      << "http: {port: 0, token_file: " << token_file << (web_dir.empty() ? "" : ", web_dir: " + web_dir) << "}\n"
+      << "storage: {path: " << db << "}\n"
+      << "clusters:\n"
+      << "  - name: lab\n"
+      << "    bootstrap: " << testing::labBootstrap() << "\n"
+      << "    probe:\n"
+      << "      interval_ms: 20\n"
+      << "      topics:\n"
+      << "        - name: " << topic << "\n"
+      << "          create: {replica_assignment: \"1:2:3,2:3:1,3:1:2\", configs: {min.insync.replicas: \"2\"}}\n"
+      << "    observe: {client_debug: \"metadata,topic\"}\n";
+    if (!inventory) return;
+    c << "    inventory:\n";
+    for (int id : {1, 2, 3, 100}) {
+      const auto node = lab + "/node" + std::to_string(id);
+      c << "      - id: " << id << "\n"
+        << (id == 100 ? "        role: controller\n" : "")
+        << "        local: {pid_file: " << node << "/kafka.pid, start_command: [" << KFAILD_SOURCE_DIR
+        << "/deploy/lab/lab, start, \"" << id << "\"], log_dir: " << node << "/logs}\n";
+    }
+  }
+};
+
+// kfaild as a child process, with the port it listens on read from its log.
+struct Kfaild {
+  std::string log;
+  testing::ChildProcess process;
+  std::uint16_t port = 0;
+
+  Kfaild(const Lab& lab, const std::string& name)
+      : log((lab.dir / (name + ".log")).string()),
+        process({testing::kfaildBinary(), "--config", lab.config}, log) {
+    // Start-up may first recover a node an earlier kfaild left down: that can take a minute.
+    const std::regex listening(R"(http: listening on http://127\.0\.0\.1:([0-9]+)/)");
+    const auto deadline = std::chrono::steady_clock::now() + 300s;
+    while (std::chrono::steady_clock::now() < deadline && process.running()) {
+      std::smatch m;
+      const auto text = readAll(log);
+      if (std::regex_search(text, m, listening)) {
+        port = static_cast<std::uint16_t>(std::stoi(m[1]));
+        return;
+      }
+      std::this_thread::sleep_for(200ms);
+    }
+    INFO("kfaild log:\n" << tail(readAll(log)));
+    FAIL("kfaild did not start listening");
+  }
+
+  json get(const std::string& target) {
+    const auto reply = api::testing::httpGet(port, target);
+    INFO(target << " -> " << reply.status << " " << reply.body.substr(0, 500));
+    REQUIRE(reply.status == 200);
+    return reply.json();
+  }
+
+  api::testing::HttpReply post(const std::string& target, const std::string& body) {
+    api::testing::HttpConnection connection(port);
+    return connection.request({"POST", target, body, {{"Authorization", std::string("Bearer ") + kToken},
+                                                     {"Content-Type", "application/json"}}});
+  }
+
+  // Probing steadily: every partition acked within the last second and under a second of
+  // messages in flight, three polls in a row. A broker restarted by the previous drill lags for
+  // a while on a busy machine (2 cores, four JVMs and the build).
+  void waitSteady(const std::string& topic) {
+    const auto deadline = std::chrono::steady_clock::now() + 240s;
+    int good = 0;
+    while (std::chrono::steady_clock::now() < deadline && good < 3) {
+      const auto cluster = get("/api/v1/clusters/lab");
+      bool ok = cluster["probe"]["phase"] == "probing" && cluster["brokers"].size() == 3;
+      int partitions = 0;
+      for (const auto& t : cluster["topics"]) {
+        if (t["name"] != topic) continue;
+        for (const auto& p : t["partitions"]) {
+          ++partitions;
+          const auto& probe = p["probe"];
+          ok = ok && p["isr"].size() == 3 && probe.is_object() && probe["current_ack_gap_seconds"].is_number() &&
+               probe["current_ack_gap_seconds"].get<double>() < 1.0 && probe["in_flight"].get<int>() < 50;
+        }
+      }
+      good = ok && partitions == 3 ? good + 1 : 0;
+      std::this_thread::sleep_for(500ms);
+    }
+    INFO("kfaild log:\n" << tail(readAll(log)));
+    REQUIRE(good >= 3);
+  }
+
+  json waitForState(std::int64_t id, const std::function<bool(const std::string&)>& wanted, std::chrono::seconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    json drill;
+    while (std::chrono::steady_clock::now() < deadline) {
+      drill = get("/api/v1/drills/" + std::to_string(id));
+      if (wanted(drill["state"].get<std::string>())) return drill;
+      std::this_thread::sleep_for(250ms);
+    }
+    INFO("drill: " << drill.dump() << "\nkfaild log:\n" << tail(readAll(log)));
+    FAIL("drill " << id << " never reached the wanted state");
+    return drill;
+  }
+};
+
+// Runs kfailctl and returns its exit status and standard output.
+std::pair<int, std::string> kfailctl(const Kfaild& kfaild, const Lab& lab, const std::string& args) {
+  const std::string command = std::string(KFAILD_BINARY_DIR) + "/tools/kfailctl/kfailctl --url http://127.0.0.1:" +
+                              std::to_string(kfaild.port) + " --token-file " + lab.token_file + " " + args;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+const json& partitionOf(const json& analysis, const std::string& topic, int partition) {
+  for (const auto& p : analysis["partitions"]) {
+    if (p["topic"] == topic && p["partition"] == partition) return p;
+  }
+  FAIL("partition " << partition << " missing from the analysis");
+  static const json kNone;
+  return kNone;
+}
+
+std::int64_t ackStall(const json& p) {
+  const auto& stall = p["ack"]["stall"];
+  return stall.is_object() ? stall["duration_us"].get<std::int64_t>() : 0;
+}
+
+}  // namespace
+
+TEST_CASE("drills through the API and kfailctl show the article's structure: a kill stalls every "
+          "partition with broker 1 in its ISR for at least the detection, a graceful stop briefly",
+          "[e2e][api]") {
+  Lab lab;
+  Kfaild kfaild(lab, "kfaild");
+  kfaild.waitSteady(lab.topic);
+
+  // The kill.
+  auto [code, out] = kfailctl(kfaild, lab, "drill lab --broker 1 --fault kill --json --timeout 600");
+  INFO("kfailctl: " << out.substr(0, 3000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  REQUIRE(code == 0);
+  const json kill = json::parse(out);
+  REQUIRE(kill["state"] == "done");
+  REQUIRE(kill["runs"].size() == 1);
+  const auto& run = kill["runs"][0];
+  const auto& analysis = run["analysis"];
+  const auto fault_us = analysis["fault_us"].get<std::int64_t>();
+  REQUIRE(analysis["departure"] == "fenced");
+  const auto detection = analysis["departure_at_us"].get<std::int64_t>() - fault_us;
+  CHECK(detection >= kSessionTimeoutUs - kHeartbeatUs - 1'000'000);
+  CHECK(detection <= kSessionTimeoutUs + 1'500'000);
+
+  const auto& p0 = partitionOf(analysis, lab.topic, 0);
+  const auto& p1 = partitionOf(analysis, lab.topic, 1);
+  const auto& p2 = partitionOf(analysis, lab.topic, 2);
+  CHECK(p0["role"] == "leader");
+  CHECK(p1["role"] == "follower");
+  CHECK(p2["role"] == "follower");
+  for (const auto* p : {&p0, &p1, &p2}) {
+    INFO("partition " << (*p)["partition"]);
+    CHECK(ackStall(*p) >= detection);
+    CHECK((*p)["lost"] == 0);
+    CHECK((*p)["phases"]["detection_us"] == detection);
+  }
+  // The partition whose leader died waits for the election and the client's discovery on top.
+  CHECK(ackStall(p0) >= std::max(ackStall(p1), ackStall(p2)));
+  CHECK(run["preferred_leaders_restored"] == true);
+
+  // Its timeline, in order: fault → fenced → new leader → the producer's leader update → the
+  // first ack. Events from different sources (the broker's log has millisecond stamps) may
+  // disagree by a millisecond.
+  const auto timeline = kfaild.get("/api/v1/drills/" + std::to_string(kill["id"].get<std::int64_t>()) + "/timeline");
+  const auto firstAt = [&](const std::function<bool(const json&)>& match) -> std::int64_t {
+    for (const auto& e : timeline["items"]) {
+      if (e["t_us"].get<std::int64_t>() >= fault_us - 1'000 && match(e)) return e["t_us"].get<std::int64_t>();
+    }
+    return -1;
+  };
+  const auto fault_at = firstAt([](const json& e) { return e["source"] == "injector" && e["kind"] == "fault"; });
+  const auto fenced_at = firstAt([](const json& e) { return e["source"] == "broker_log" && e["kind"] == "fenced"; });
+  const auto new_leader_at = p0["phases"]["new_leader_at_us"];
+  const auto client_at = p0["phases"]["client_update_at_us"];
+  INFO("timeline: " << timeline.dump().substr(0, 4000));
+  REQUIRE(fault_at == fault_us);
+  REQUIRE(fenced_at > fault_at);
+  REQUIRE(new_leader_at.is_number());
+  REQUIRE(client_at.is_number());
+  CHECK(new_leader_at.get<std::int64_t>() >= fenced_at - 1'000);
+  CHECK(client_at.get<std::int64_t>() >= new_leader_at.get<std::int64_t>() - 1'000);
+  CHECK(p0["ack"]["stall"]["end_us"].get<std::int64_t>() >= client_at.get<std::int64_t>());
+  CHECK(firstAt([&](const json& e) {
+          return e["source"] == "client" && e["kind"] == "client_leader_update" && e["topic"] == lab.topic &&
+                 e["partition"] == 0 && e["detail"]["client"] == "producer";
+        }) == client_at.get<std::int64_t>());
+
+  // The graceful stop: a controlled shutdown, no detection phase, short stalls everywhere.
+  kfaild.waitSteady(lab.topic);
+  std::tie(code, out) = kfailctl(kfaild, lab, "drill lab --broker 1 --fault stop --json --timeout 600");
+  INFO("kfailctl: " << out.substr(0, 3000));
+  REQUIRE(code == 0);
+  const json stop = json::parse(out);
+  const auto& stopped = stop["runs"][0]["analysis"];
+  CHECK(stopped["departure"] == "controlled_shutdown");
+  for (int p = 0; p < 3; ++p) {
+    const auto& part = partitionOf(stopped, lab.topic, p);
+    INFO("partition " << p);
+    CHECK(part["phases"]["detection_us"].is_null());
+    CHECK(ackStall(part) < 3'000'000);
+    CHECK(part["lost"] == 0);
+  }
+
+  // The on-call view and the human summary agree with the drill just run.
+  CHECK(kfaild.get("/api/v1/clusters/lab/drills/last")["id"] == stop["id"]);
+  std::tie(code, out) = kfailctl(kfaild, lab, "show " + std::to_string(kill["id"].get<std::int64_t>()));
+  CHECK(code == 0);
+  CHECK(out.find(lab.topic + "[0]") != std::string::npos);
+  CHECK(out.find("leader") != std::string::npos);
+  const auto stats = kfaild.get("/api/v1/statistics?fault=kill&topic=" + lab.topic);
+  CHECK(stats["groups"].size() == 3);
+}
+
+TEST_CASE("kfaild SIGKILLed while broker 1 is down in a drill brings it back on restart and marks "
+          "the drill aborted in that phase",
+          "[e2e][api]") {
+  Lab lab;
+  std::int64_t id = 0;
+  {
+    Kfaild first(lab, "first");
+    first.waitSteady(lab.topic);
+    // A long observation keeps broker 1 down long enough to kill kfaild in the middle of it.
+    const auto reply = first.post("/api/v1/clusters/lab/drills",
+                                  R"({"fault":"kill","target":{"broker":1},"options":{"observe_min_s":120,"observe_timeout_s":300}})");
+    INFO(reply.body);
+    REQUIRE(reply.status == 202);
+    id = reply.json()["id"].get<std::int64_t>();
+    first.waitForState(id, [](const std::string& s) { return s == "observe"; }, 120s);
+    std::this_thread::sleep_for(2s);
+    REQUIRE(first.process.stop(SIGKILL, 10'000) == -1);  // killed by the signal: no exit code
+  }
+  // Broker 1 is still down: nobody has started it.
+  const std::regex broker1_alive(R"(\n1 +broker +\S+ +\S+ +yes)");
+  CHECK_FALSE(std::regex_search(testing::labOutput("status"), broker1_alive));
+
+  Kfaild second(lab, "second");  // recovers broker 1 before it listens
+  const auto drill = second.get("/api/v1/drills/" + std::to_string(id));
+  CHECK(drill["state"] == "aborted");
+  CHECK(drill["reason"] == "kfaild stopped during observe");
+  const auto events = second.get("/api/v1/clusters/lab/events?source=kfaild&kind=recovered_after_restart");
+  REQUIRE(events["count"] == 1);
+  CHECK(events["items"][0]["broker"] == 1);
+  CHECK(events["items"][0]["detail"]["phase"] == "observe");
+  const auto cluster = second.get("/api/v1/clusters/lab");
+  CHECK(cluster["brokers"].size() == 3);
+
+  // What the first kfaild wrote before it died is intact.
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open_v2(lab.db.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+  sqlite3_stmt* check = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &check, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(check) == SQLITE_ROW);
+  CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(check, 0))) == "ok");
+  sqlite3_finalize(check);
+  sqlite3_close(db);
+}
+
+TEST_CASE("the dashboard in Chromium: three brokers, a kill drill started from its form shows the gap "
+          "on partition 0, the last-drill page the roles",
+          "[e2e][web]") {
+  const std::string web = std::string(KFAILD_SOURCE_DIR) + "/web/dist";
+  if (!std::ifstream(web + "/index.html")) FAIL("the dashboard is not built: run scripts/build-web");
+  Lab lab(web);
+  Kfaild kfaild(lab, "kfaild");
+  kfaild.waitSteady(lab.topic);
+  const std::string shots = std::string(KFAILD_BINARY_DIR) + "/test-artifacts/dashboard";
+  const std::string command = "node " + std::string(KFAILD_SOURCE_DIR) + "/web/e2e/dashboard.mjs --url http://127.0.0.1:" +
+                              std::to_string(kfaild.port) + " --token " + kToken + " --cluster lab --broker 1 --topic " +
+                              lab.topic + " --timeout-s 400 --out " + shots + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  INFO("dashboard.mjs:\n" << out << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(std::ifstream(shots + "/05-last-drill.png").good());
+}
+
+TEST_CASE("schemathesis: generated requests against openapi.yaml on a live kfaild get no 5xx and "
+          "no response that breaks the schema, and change nothing",
+          "[e2e][contract]") {
+  // No inventory: every drill request passes validation and then meets 409, so nothing is
+  // ever killed, whatever the generator sends with the token.
+  Lab lab("", false);
+  Kfaild kfaild(lab, "kfaild");
+  kfaild.waitSteady(lab.topic);
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (api::testing::httpGet(kfaild.port, "/readyz").status != 200 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(500ms);
+  }
+  const std::string report = std::string(KFAILD_BINARY_DIR) + "/test-artifacts/schemathesis";
+  const std::string command = std::string(KFAILD_SOURCE_DIR) + "/tests/contract/run-schemathesis --url http://127.0.0.1:" +
+                              std::to_string(kfaild.port) + " --token-file " + lab.token_file + " --report " + report +
+                              " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  INFO("schemathesis:\n" << tail(out, 12000));
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  std::smatch generated;
+  REQUIRE(std::regex_search(out, generated, std::regex(R"(([0-9]+) generated)")));
+  CHECK(std::stoi(generated[1]) >= 1000);
+  // Nothing stored changed: no drill, no schedule survived (created ones were deleted by the
+  // stateful phase or refused), and kfaild still probes.
+  CHECK(kfaild.get("/api/v1/drills")["count"] == 0);
+  CHECK(kfaild.process.running());
+  CHECK(kfaild.get("/api/v1/clusters/lab")["probe"]["phase"] == "probing");
+}

@@ -1,0 +1,327 @@
+// What a drill means to a person: its verdict, the stall per partition and role, the phases of
+// each stall and how it compares with earlier drills of the same kind. Pure functions.
+
+import type {
+  Drill,
+  DrillState,
+  DrillTarget,
+  Fault,
+  PartitionResult,
+  Phases,
+  Role,
+  Run,
+  StatGroup,
+} from '../api/types';
+import { formatDuration } from './time';
+import { laneKey, sortPartitions } from './timeline';
+
+const TERMINAL: ReadonlySet<DrillState> = new Set(['done', 'failed', 'aborted']);
+
+export function isTerminal(state: DrillState): boolean {
+  return TERMINAL.has(state);
+}
+
+export function isRunning(state: DrillState): boolean {
+  return !TERMINAL.has(state);
+}
+
+export function targetLabel(t: DrillTarget | null | undefined): string {
+  if (!t) return '—';
+  if ('broker' in t) return `broker ${t.broker}`;
+  if ('leader_of' in t) return `leader of ${t.leader_of.topic}-${t.leader_of.partition}`;
+  if ('controller' in t) return 'the controller';
+  if ('random' in t) return 'a random broker';
+  return JSON.stringify(t);
+}
+
+const FAULT_VERB: Record<Fault, string> = {
+  kill: 'Kill (SIGKILL)',
+  stop: 'Stop (SIGTERM, controlled shutdown)',
+  pause: 'Pause (SIGSTOP, a GC-like freeze)',
+  restart: 'Restart (stop, then start)',
+};
+
+export function faultLabel(f: Fault): string {
+  return FAULT_VERB[f] ?? f;
+}
+
+export const ROLE_LABEL: Record<Role, string> = {
+  leader: 'leader',
+  follower: 'follower',
+  follower_out_of_isr: 'follower (out of ISR)',
+  not_a_replica: 'not a replica',
+};
+
+/** The broker(s) the runs actually hit, e.g. "broker 1" or "brokers 1, 3". */
+export function hitBrokers(drill: Drill): string {
+  const ids = [...new Set(drill.runs.map((r) => r.target).filter((t): t is number => t !== null && t !== undefined))];
+  if (ids.length === 0) return targetLabel(drill.target);
+  return ids.length === 1 ? `broker ${ids[0]}` : `brokers ${ids.join(', ')}`;
+}
+
+export interface Worst {
+  duration_us: number;
+  topic: string;
+  partition: number;
+  role: Role;
+  run: number;
+}
+
+/** The longest stall of a kind over every run and partition of a drill. */
+export function worstStall(drill: Drill, kind: 'ack' | 'receive'): Worst | null {
+  let best: Worst | null = null;
+  for (const run of drill.runs) {
+    for (const p of run.analysis?.partitions ?? []) {
+      const d = p[kind].stall?.duration_us;
+      if (d === undefined || d === null) continue;
+      if (best === null || d > best.duration_us) {
+        best = { duration_us: d, topic: p.topic, partition: p.partition, role: p.role, run: run.run };
+      }
+    }
+  }
+  return best;
+}
+
+export interface Totals {
+  sent: number;
+  failed: number;
+  lost: number;
+  unresolved: number;
+  duplicated: number;
+  reordered: number;
+}
+
+export function totals(drill: Drill): Totals {
+  const t: Totals = { sent: 0, failed: 0, lost: 0, unresolved: 0, duplicated: 0, reordered: 0 };
+  for (const run of drill.runs) {
+    for (const p of run.analysis?.partitions ?? []) {
+      t.sent += p.sent;
+      t.failed += p.failed;
+      t.lost += p.lost;
+      t.unresolved += p.unresolved;
+      t.duplicated += p.duplicated;
+      t.reordered += p.reordered;
+    }
+  }
+  return t;
+}
+
+export type VerdictLevel = 'ok' | 'warn' | 'bad' | 'running';
+
+export interface Verdict {
+  level: VerdictLevel;
+  /** One sentence an on-call engineer reads first. */
+  headline: string;
+  /** Supporting facts, one per line. */
+  facts: string[];
+}
+
+function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/**
+ * The verdict: `bad` when the drill failed or acked messages were lost, `warn` when it was
+ * aborted, sends failed, messages were duplicated, reordered or never resolved, or a stall never
+ * ended (no stall found on a partition with the target as leader); `ok` otherwise. The headline
+ * says how long writes stopped, and where.
+ */
+export function verdict(drill: Drill): Verdict {
+  const facts: string[] = [];
+  if (isRunning(drill.state)) {
+    return { level: 'running', headline: `Drill #${drill.id} is running (${drill.state})`, facts };
+  }
+  const ack = worstStall(drill, 'ack');
+  const rcv = worstStall(drill, 'receive');
+  const t = totals(drill);
+  const runs = drill.runs.length;
+  if (ack) {
+    facts.push(
+      `Writes (acks) stopped up to ${formatDuration(ack.duration_us)} on ${ack.topic}-${ack.partition} (${ROLE_LABEL[ack.role]}` +
+        `${runs > 1 ? `, run ${ack.run}` : ''})`,
+    );
+  }
+  if (rcv) {
+    facts.push(`Reads stopped up to ${formatDuration(rcv.duration_us)} on ${rcv.topic}-${rcv.partition} (${ROLE_LABEL[rcv.role]})`);
+  }
+  facts.push(
+    t.lost === 0 ? 'No acknowledged message lost' : `${plural(t.lost, 'acknowledged message')} lost`,
+  );
+  if (t.failed > 0) facts.push(`${plural(t.failed, 'send')} failed`);
+  if (t.duplicated > 0) facts.push(`${plural(t.duplicated, 'message')} duplicated`);
+  if (t.reordered > 0) facts.push(`${plural(t.reordered, 'message')} reordered`);
+  if (t.unresolved > 0) facts.push(`${plural(t.unresolved, 'message')} still unresolved at analysis`);
+
+  if (drill.state === 'failed') {
+    return { level: 'bad', headline: `Failed: ${drill.reason ?? 'no reason given'}`, facts };
+  }
+  if (drill.state === 'aborted') {
+    return { level: 'warn', headline: `Aborted${drill.reason ? `: ${drill.reason}` : ''}`, facts };
+  }
+  if (t.lost > 0) {
+    return { level: 'bad', headline: `Data loss: ${plural(t.lost, 'acknowledged message')} never read back`, facts };
+  }
+  const headline = ack
+    ? `Writes stopped for ${formatDuration(ack.duration_us)} at worst (${ack.topic}-${ack.partition}, ${ROLE_LABEL[ack.role]})`
+    : 'No stall spanning the fault';
+  const warn = t.failed > 0 || t.duplicated > 0 || t.reordered > 0 || t.unresolved > 0;
+  return { level: warn ? 'warn' : 'ok', headline, facts };
+}
+
+export interface StallRow {
+  key: string;
+  topic: string;
+  partition: number;
+  role: Role;
+  run: number;
+  ack_us: number | null;
+  receive_us: number | null;
+  baseline_ack_us: number | null;
+  result: PartitionResult;
+}
+
+/** One row per run and partition, ordered by run, topic, partition. */
+export function stallRows(drill: Drill): StallRow[] {
+  const rows: StallRow[] = [];
+  for (const run of drill.runs) {
+    const parts = sortPartitions([...(run.analysis?.partitions ?? [])]);
+    for (const p of parts) {
+      rows.push({
+        key: laneKey(p),
+        topic: p.topic,
+        partition: p.partition,
+        role: p.role,
+        run: run.run,
+        ack_us: p.ack.stall?.duration_us ?? null,
+        receive_us: p.receive.stall?.duration_us ?? null,
+        baseline_ack_us: p.ack.baseline?.duration_us ?? null,
+        result: p,
+      });
+    }
+  }
+  return rows;
+}
+
+/** The largest value among the rows' stalls, for a common bar scale (at least 1 µs). */
+export function stallScaleUs(rows: readonly StallRow[]): number {
+  let m = 1;
+  for (const r of rows) m = Math.max(m, r.ack_us ?? 0, r.receive_us ?? 0);
+  return m;
+}
+
+export type PhaseName = 'before_fault' | 'detection' | 'election' | 'discovery' | 'resume' | 'unexplained';
+
+export const PHASE_LABEL: Record<PhaseName, string> = {
+  before_fault: 'last ack → fault',
+  detection: 'detection',
+  election: 'election',
+  discovery: 'client discovery',
+  resume: 'resume',
+  unexplained: 'not attributed',
+};
+
+export interface PhaseSegment {
+  name: PhaseName;
+  duration_us: number;
+}
+
+/**
+ * The stall of one partition split into phases, in order. `before_fault` is the time between the
+ * last ack and the fault (at most one probe interval); `unexplained` is what the observed phases
+ * do not cover (a phase whose event was not seen). Segments with no duration are left out.
+ */
+export function phaseSegments(p: PartitionResult, faultUs: number | null | undefined): PhaseSegment[] {
+  const stall = p.ack.stall;
+  const ph: Phases = p.phases;
+  const segs: PhaseSegment[] = [];
+  if (stall && faultUs !== null && faultUs !== undefined && faultUs > stall.start_us) {
+    segs.push({ name: 'before_fault', duration_us: Math.min(faultUs - stall.start_us, stall.duration_us) });
+  }
+  const add = (name: PhaseName, v: number | null) => {
+    if (v !== null && v !== undefined && v > 0) segs.push({ name, duration_us: v });
+  };
+  add('detection', ph.detection_us);
+  add('election', ph.election_us);
+  add('discovery', ph.discovery_us);
+  add('resume', ph.resume_us);
+  if (stall) {
+    const covered = segs.reduce((s, x) => s + x.duration_us, 0);
+    const rest = stall.duration_us - covered;
+    // Below a millisecond the difference is rounding between clocks, not a missing phase.
+    if (rest > 1000) segs.push({ name: 'unexplained', duration_us: rest });
+  }
+  return segs;
+}
+
+/** The fault time of the run a row belongs to. */
+export function runFaultUs(run: Run): number | null {
+  return run.analysis?.fault_us ?? run.fault_us ?? null;
+}
+
+export interface Comparison {
+  key: string;
+  role: Role;
+  current_us: number | null;
+  /** Stalls of the same partition and role in earlier drills of the same fault, newest first. */
+  previous: { drill: number; duration_us: number | null }[];
+  median_us: number | null;
+  /** current / median of the previous drills; null without both. */
+  ratio: number | null;
+}
+
+export function median(values: readonly number[]): number | null {
+  if (values.length === 0) return null;
+  const s = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/**
+ * Compares the current drill's first-run ack stall per partition with earlier drills (any order
+ * given; only `done` drills of the same cluster and fault with an id below the current one count).
+ */
+export function compareWithPrevious(current: Drill, others: readonly Drill[], maxPrevious = 10): Comparison[] {
+  const prev = others
+    .filter((d) => d.id < current.id && d.state === 'done' && d.fault === current.fault && d.cluster === current.cluster)
+    .sort((a, b) => b.id - a.id)
+    .slice(0, maxPrevious);
+  const rows = stallRows(current).filter((r) => r.run === (current.runs[0]?.run ?? r.run));
+  return rows.map((r) => {
+    const previous = prev.map((d) => {
+      // The same role matters more than the same partition: a kill of broker 2 makes p1 the
+      // leader's partition. Prefer a partition with the same role and name, then the same name.
+      const parts = d.runs.flatMap((run) => run.analysis?.partitions ?? []);
+      const same = parts.find((p) => laneKey(p) === r.key && p.role === r.role);
+      return { drill: d.id, duration_us: same?.ack.stall?.duration_us ?? null };
+    });
+    const vals = previous.map((p) => p.duration_us).filter((v): v is number => v !== null);
+    const med = median(vals);
+    return {
+      key: r.key,
+      role: r.role,
+      current_us: r.ack_us,
+      previous,
+      median_us: med,
+      ratio: med && r.ack_us !== null ? r.ack_us / med : null,
+    };
+  });
+}
+
+/** The statistics group for a partition and role, if the statistics endpoint returned one. */
+export function findGroup(
+  groups: readonly StatGroup[],
+  cluster: string,
+  topic: string,
+  partition: number,
+  role: Role,
+  fault: Fault,
+): StatGroup | undefined {
+  return groups.find(
+    (g) => g.cluster === cluster && g.topic === topic && g.partition === partition && g.role === role && g.fault === fault,
+  );
+}
+
+/** A CSS-safe class name for a state or role. */
+export function cssToken(s: string): string {
+  return s.replace(/[^a-z0-9_-]/gi, '_');
+}

@@ -1,0 +1,144 @@
+import { describe, expect, it } from 'vitest';
+import {
+  compareWithPrevious,
+  findGroup,
+  hitBrokers,
+  isRunning,
+  median,
+  phaseSegments,
+  stallRows,
+  stallScaleUs,
+  targetLabel,
+  totals,
+  verdict,
+  worstStall,
+} from '../src/lib/drill';
+import { drill, FAULT_US, group, partition } from './fixtures';
+
+describe('drill verdict', () => {
+  it('names the worst write stall, its partition and role, and that nothing was lost', () => {
+    const v = verdict(drill(3));
+    expect(v.level).toBe('ok');
+    expect(v.headline).toBe('Writes stopped for 9.41 s at worst (orders-0, leader)');
+    expect(v.facts).toContain('No acknowledged message lost');
+    expect(v.facts[1]).toMatch(/^Reads stopped up to 9\.46 s on orders-0/);
+  });
+
+  it('is bad on loss of acknowledged messages', () => {
+    const d = drill(3, {}, [partition(0, 'leader', 9_000_000, { lost: 2 })]);
+    const v = verdict(d);
+    expect(v.level).toBe('bad');
+    expect(v.headline).toBe('Data loss: 2 acknowledged messages never read back');
+  });
+
+  it('is bad with the reason when the drill failed, a warning when aborted', () => {
+    expect(verdict(drill(3, { state: 'failed', reason: 'guard: broker 2 is not registered' })).headline).toBe(
+      'Failed: guard: broker 2 is not registered',
+    );
+    const a = verdict(drill(3, { state: 'aborted', reason: 'aborted on request during observe' }));
+    expect(a.level).toBe('warn');
+  });
+
+  it('warns about failed sends and duplicates', () => {
+    const v = verdict(drill(3, {}, [partition(0, 'leader', 400_000, { failed: 3, duplicated: 1 })]));
+    expect(v.level).toBe('warn');
+    expect(v.facts).toContain('3 sends failed');
+    expect(v.facts).toContain('1 message duplicated');
+  });
+
+  it('says a drill in progress is running', () => {
+    expect(verdict(drill(3, { state: 'observe' })).level).toBe('running');
+    expect(isRunning('queued')).toBe(true);
+    expect(isRunning('done')).toBe(false);
+  });
+
+  it('handles a run without analysis (failed in preflight)', () => {
+    const d = drill(4, { state: 'failed', reason: 'x' });
+    d.runs = [{ run: 1, state: 'failed', target: null }];
+    expect(worstStall(d, 'ack')).toBeNull();
+    expect(totals(d).sent).toBe(0);
+    expect(verdict(d).facts).toEqual(['No acknowledged message lost']);
+  });
+});
+
+describe('drill labels', () => {
+  it('labels every target form', () => {
+    expect(targetLabel({ broker: 1 })).toBe('broker 1');
+    expect(targetLabel({ leader_of: { topic: 'orders', partition: 0 } })).toBe('leader of orders-0');
+    expect(targetLabel({ controller: true })).toBe('the controller');
+    expect(targetLabel({ random: true })).toBe('a random broker');
+  });
+
+  it('names the broker the runs hit, which a random target only knows afterwards', () => {
+    const d = drill(3, { target: { random: true } });
+    expect(hitBrokers(d)).toBe('broker 1');
+    d.runs.push({ ...d.runs[0]!, run: 2, target: 3 });
+    expect(hitBrokers(d)).toBe('brokers 1, 3');
+  });
+});
+
+describe('stall rows and phases', () => {
+  it('gives a row per partition with role, ack and receive stall on a common scale', () => {
+    const rows = stallRows(drill(3));
+    expect(rows.map((r) => [r.key, r.role, r.ack_us])).toEqual([
+      ['orders-0', 'leader', 9_410_000],
+      ['orders-1', 'follower', 8_610_000],
+      ['orders-2', 'follower', 8_600_000],
+    ]);
+    expect(stallScaleUs(rows)).toBe(9_460_000);
+  });
+
+  it('splits a leader’s stall into last ack → fault, detection, election, discovery, resume', () => {
+    const segs = phaseSegments(partition(0, 'leader', 9_410_000), FAULT_US);
+    expect(segs.map((s) => s.name)).toEqual(['before_fault', 'detection', 'election', 'discovery', 'resume']);
+    expect(segs[0]!.duration_us).toBe(10_000);
+    expect(segs.reduce((a, s) => a + s.duration_us, 0)).toBe(9_410_000);
+  });
+
+  it('shows what the observed phases do not explain', () => {
+    const segs = phaseSegments(partition(1, 'follower', 8_610_000), FAULT_US);
+    expect(segs.map((s) => s.name)).toEqual(['before_fault', 'detection', 'resume']);
+    const p = partition(1, 'follower', 9_610_000);
+    expect(phaseSegments(p, FAULT_US).at(-1)).toEqual({ name: 'unexplained', duration_us: 1_000_000 });
+  });
+
+  it('has no segments without a stall or phases', () => {
+    const p = partition(2, 'not_a_replica', null);
+    p.phases = { ...p.phases, detection_us: null, resume_us: null };
+    expect(phaseSegments(p, FAULT_US)).toEqual([]);
+  });
+});
+
+describe('comparison with previous drills', () => {
+  it('compares each partition with the same partition and role in earlier done drills of the fault', () => {
+    const cur = drill(10, {}, [partition(0, 'leader', 12_000_000), partition(1, 'follower', 8_000_000)]);
+    const others = [
+      drill(9, {}, [partition(0, 'leader', 10_000_000), partition(1, 'follower', 9_000_000)]),
+      drill(8, {}, [partition(0, 'leader', 8_000_000), partition(1, 'follower', 7_000_000)]),
+      drill(7, { fault: 'stop' }, [partition(0, 'leader', 500_000)]),
+      drill(6, { state: 'failed' }, [partition(0, 'leader', 99_000_000)]),
+      drill(11, {}, [partition(0, 'leader', 1)]),
+      cur,
+    ];
+    const c = compareWithPrevious(cur, others);
+    expect(c[0]!.previous.map((p) => p.drill)).toEqual([9, 8]);
+    expect(c[0]!.median_us).toBe(9_000_000);
+    expect(c[0]!.ratio).toBeCloseTo(12 / 9, 6);
+    expect(c[1]!.median_us).toBe(8_000_000);
+  });
+
+  it('does not compare a partition whose role differed', () => {
+    const cur = drill(10, {}, [partition(0, 'leader', 12_000_000)]);
+    const c = compareWithPrevious(cur, [drill(9, {}, [partition(0, 'follower', 8_000_000)])]);
+    expect(c[0]!.previous).toEqual([{ drill: 9, duration_us: null }]);
+    expect(c[0]!.ratio).toBeNull();
+  });
+
+  it('finds the statistics group of a partition and role', () => {
+    const gs = [group(0, 'leader', [1]), group(0, 'follower', [2])];
+    expect(findGroup(gs, 'lab', 'orders', 0, 'follower', 'kill')).toBe(gs[1]);
+    expect(findGroup(gs, 'lab', 'orders', 0, 'follower', 'stop')).toBeUndefined();
+    expect(median([3, 1, 2, 10])).toBe(2.5);
+    expect(median([])).toBeNull();
+  });
+});

@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { ackSummary, alignTrend, groupLabel, jitter, quantile, sortGroups, stripSeries, summaryRows, trendSeries, yTop } from '../src/lib/stats';
+import { group } from './fixtures';
+
+describe('statistics shaping', () => {
+  const groups = [group(2, 'follower', [8_400_000, 8_900_000]), group(0, 'leader', [9_400_000, 10_240_000, 9_800_000]), group(1, 'follower', [8_370_000])];
+
+  it('orders groups leader first, then by partition, and labels them', () => {
+    expect(sortGroups(groups).map(groupLabel)).toEqual(['orders-0 · leader', 'orders-1 · follower', 'orders-2 · follower']);
+  });
+
+  it('computes quantiles by interpolation', () => {
+    expect(quantile([1, 2, 3, 4], 0.5)).toBe(2.5);
+    expect(quantile([5], 0.95)).toBe(5);
+    expect(quantile([], 0.5)).toBeNull();
+  });
+
+  it('takes the server’s summary when given and computes it from the trend otherwise', () => {
+    const g = group(0, 'leader', [9_400_000, 10_240_000, 9_800_000]);
+    expect(ackSummary(g)).toEqual({ min: 9_400_000, median: 9_800_000, p95: 10_196_000, max: 10_240_000 });
+    const given = { min: 1, median: 2, p95: 3, max: 4 };
+    expect(ackSummary({ ...g, ack_stall_us: given })).toBe(given);
+    expect(ackSummary(group(0, 'leader', []))).toBeNull();
+  });
+
+  it('places strip points around their group index, in seconds', () => {
+    const s = stripSeries(groups);
+    expect(s.map((x) => x.label)).toEqual(['orders-0 · leader', 'orders-1 · follower', 'orders-2 · follower']);
+    expect(s[0]!.y).toEqual([9.4, 10.24, 9.8]);
+    for (const [i, series] of s.entries()) for (const x of series.x) expect(Math.abs(x - i)).toBeLessThanOrEqual(0.25);
+    expect(s[0]!.drills).toEqual([1, 2, 3]);
+  });
+
+  it('keeps jitter deterministic and within half a unit', () => {
+    expect(jitter(3, 1)).toBe(jitter(3, 1));
+    for (let d = 0; d < 200; d++) {
+      const j = jitter(d, 1);
+      expect(j).toBeGreaterThanOrEqual(-0.5);
+      expect(j).toBeLessThan(0.5);
+    }
+  });
+
+  it('makes trend series in time order, skipping runs without a stall', () => {
+    const g = group(0, 'leader', [3_000_000, 1_000_000]);
+    g.trend.reverse();
+    g.trend.push({ drill: 9, run: 1, at: '', at_us: 1, ack_stall_us: null });
+    const t = trendSeries([g])[0]!;
+    expect(t.y).toEqual([3, 1]);
+    expect(t.x[0]! < t.x[1]!).toBe(true);
+  });
+
+  it('gives a y top with headroom, never below a second', () => {
+    expect(yTop([{ y: [10] }])).toBeCloseTo(11);
+    expect(yTop([{ y: [0.1] }])).toBe(1);
+    expect(yTop([{ y: [], summary: { min: 0, median: 0, p95: 0, max: 20_000_000 } }])).toBeCloseTo(22);
+  });
+
+  it('summarises each group with its phases', () => {
+    const rows = summaryRows([{ ...group(0, 'leader', [1_000_000]), detection_us: { min: 1, median: 2, p95: 3, max: 4 } }]);
+    expect(rows[0]!.count).toBe(1);
+    expect(rows[0]!.detection!.median).toBe(2);
+  });
+});
+
+describe('trend alignment', () => {
+  it('puts every series on the union of times with nulls where a series has no point', () => {
+    const a = alignTrend([
+      { label: 'a', role: 'leader', x: [1, 3], y: [10, 30] },
+      { label: 'b', role: 'follower', x: [2, 3], y: [20, 31] },
+    ]);
+    expect(a.x).toEqual([1, 2, 3]);
+    expect(a.ys).toEqual([
+      [10, null, 30],
+      [null, 20, 31],
+    ]);
+  });
+});
