@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 #include <string>
 #include <utility>
 
@@ -318,6 +319,59 @@ Response Endpoints::metrics(const Request& request, const RequestCounter& respon
     forEachPartition([&](const probe::PartitionStatus& p, const Labels& labels) {
       if (const auto value = gauge.value(p, now)) out.sample(gauge.name, labels, *value);
     });
+  }
+
+  // Intervals between consecutive acks and receipts as histograms (cumulative buckets).
+  struct Histogram {
+    const char* name;
+    const char* help;
+    const probe::GapHistogram& (*of)(const probe::PartitionStatus&);
+  };
+  static constexpr Histogram kHistograms[] = {
+      {"kfaild_probe_ack_interval_seconds", "Intervals between consecutive acks of a probe partition.",
+       [](const probe::PartitionStatus& p) -> const probe::GapHistogram& { return p.ack_intervals; }},
+      {"kfaild_probe_receive_interval_seconds",
+       "Intervals between consecutive receipts of a probe partition.",
+       [](const probe::PartitionStatus& p) -> const probe::GapHistogram& { return p.receive_intervals; }},
+  };
+  std::vector<std::string> bounds;
+  for (const auto bound : probe::kGapBucketsUs) bounds.push_back(fmt::format("{}", seconds(bound)));
+  bounds.push_back("+Inf");
+  for (const auto& histogram : kHistograms) {
+    const std::string name = histogram.name;
+    out.family(name, "histogram", histogram.help);
+    forEachPartition([&](const probe::PartitionStatus& p, const Labels& labels) {
+      const auto& h = histogram.of(p);
+      std::uint64_t cumulative = 0;
+      for (std::size_t i = 0; i < bounds.size(); ++i) {
+        cumulative += h.counts[i];
+        Labels with_le = labels;
+        with_le.emplace_back("le", bounds[i]);
+        out.sample(name + "_bucket", with_le, cumulative);
+      }
+      out.sample(name + "_sum", labels, seconds(h.sum_us));
+      out.sample(name + "_count", labels, h.count);
+    });
+  }
+
+  if (drills_ != nullptr) {
+    storage::DrillQuery all;
+    all.limit = 1'000'000;
+    if (auto rows = drills_->drills(all); rows) {
+      std::map<storage::ClusterId, std::string> names;
+      for (const auto& cluster : clusters) names[cluster.id] = cluster.name;
+      std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> counts;
+      for (const auto& d : *rows) {
+        const auto name = names.count(d.cluster) ? names[d.cluster] : std::to_string(d.cluster);
+        ++counts[{name, d.fault, d.state}];
+      }
+      out.family("kfaild_drills", "gauge", "Drills in the database, by cluster, fault and state (outcome).");
+      for (const auto& [key, count] : counts) {
+        out.sample("kfaild_drills",
+                   {{"cluster", std::get<0>(key)}, {"fault", std::get<1>(key)}, {"state", std::get<2>(key)}},
+                   count);
+      }
+    }
   }
 
   out.family("kfaild_probe_probing", "gauge",

@@ -25,6 +25,7 @@
 #include "api/live_state.h"
 #include "api/router.h"
 #include "server/common/clock.h"
+#include "storage/drill_store.h"
 #include "storage/store.h"
 
 namespace kfaild::api {
@@ -50,6 +51,9 @@ class Endpoints {
   // Registers every endpoint above; /metrics reports router.responses() as well.
   void registerOn(Router& router);
 
+  // With drills: /metrics also counts drills by cluster, fault and state. Set before serving.
+  void setDrillStore(const storage::DrillStore* drills) { drills_ = drills; }
+
  private:
   Response healthz(const Request& request) const;
   Response readyz(const Request& request) const;
@@ -66,6 +70,7 @@ class Endpoints {
   const LiveClusters& live_;
   const storage::Store& store_;
   const common::Clock& clock_;
+  const storage::DrillStore* drills_ = nullptr;
 };
 
 }  // namespace kfaild::api

@@ -269,6 +269,7 @@ int main(int argc, char* argv[]) {
   DaemonDrillControl control(clusters);
   kfaild::api::Router router;
   kfaild::api::Endpoints endpoints(live, **store, clock);
+  endpoints.setDrillStore(drill_store->get());
   endpoints.registerOn(router);
   kfaild::api::DrillEndpoints drill_endpoints(live, **store, **drill_store, control, clock);
   drill_endpoints.registerOn(router);

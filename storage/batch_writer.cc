@@ -23,48 +23,57 @@ std::size_t BatchWriter::queuedLocked() const {
   return queue_.size();
 }
 
+bool BatchWriter::wakeWriterLocked() const {
+  // The first record starts the linger; a full batch ends it. In between the writer sleeps.
+  return queue_.size() == 1 || queue_.size() >= options_.linger_max_records || options_.linger.count() == 0;
+}
+
 void BatchWriter::addSample(ProbeSample sample) {
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
     if (queuedLocked() >= options_.max_queued_records) {
       ++dropped_samples_;
       return;
     }
+    if (queue_.empty()) first_queued_ = std::chrono::steady_clock::now();
     queue_.samples.push_back(std::move(sample));
+    wake = wakeWriterLocked();
   }
-  wake_.notify_one();
+  if (wake) wake_.notify_one();
+}
+
+template <typename Record>
+bool BatchWriter::queueOtherLocked(std::deque<Record>& into, Record record) {
+  if (queuedLocked() >= options_.max_queued_records) {
+    if (queue_.samples.empty()) {
+      ++dropped_other_;
+      return false;
+    }
+    queue_.samples.pop_front();
+    ++dropped_samples_;
+  }
+  if (queue_.empty()) first_queued_ = std::chrono::steady_clock::now();
+  into.push_back(std::move(record));
+  return wakeWriterLocked();
 }
 
 void BatchWriter::addGap(Gap gap) {
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
-    if (queuedLocked() >= options_.max_queued_records) {
-      if (queue_.samples.empty()) {
-        ++dropped_other_;
-        return;
-      }
-      queue_.samples.pop_front();
-      ++dropped_samples_;
-    }
-    queue_.gaps.push_back(std::move(gap));
+    wake = queueOtherLocked(queue_.gaps, std::move(gap));
   }
-  wake_.notify_one();
+  if (wake) wake_.notify_one();
 }
 
 void BatchWriter::addEvent(Event event) {
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
-    if (queuedLocked() >= options_.max_queued_records) {
-      if (queue_.samples.empty()) {
-        ++dropped_other_;
-        return;
-      }
-      queue_.samples.pop_front();
-      ++dropped_samples_;
-    }
-    queue_.events.push_back(std::move(event));
+    wake = queueOtherLocked(queue_.events, std::move(event));
   }
-  wake_.notify_one();
+  if (wake) wake_.notify_one();
 }
 
 void BatchWriter::flush() {
@@ -105,8 +114,13 @@ void BatchWriter::run() {
       const bool flush_pending = flush_requested_ > flush_done_;
       const auto now = std::chrono::steady_clock::now();
       write_now = stop_ || flush_pending || !retry_at_ || now >= *retry_at_;
-      if (!tasks_.empty() || (write_now && (!queue_.empty() || stop_ || flush_pending))) break;
-      if (retry_at_ && !queue_.empty()) {
+      const auto linger_end = first_queued_ + options_.linger;
+      const bool lingering = !stop_ && !flush_pending && !retry_at_ && !queue_.empty() &&
+                             queue_.size() < options_.linger_max_records && now < linger_end;
+      if (!tasks_.empty() || (write_now && !lingering && (!queue_.empty() || stop_ || flush_pending))) break;
+      if (lingering) {
+        wake_.wait_until(lock, linger_end);
+      } else if (retry_at_ && !queue_.empty()) {
         wake_.wait_until(lock, *retry_at_);
       } else {
         wake_.wait(lock);

@@ -83,6 +83,9 @@ class DrillStore {
 
   virtual Result<std::int64_t> createSchedule(const ScheduleRecord& schedule) = 0;
   virtual Status updateSchedule(const ScheduleRecord& schedule) = 0;
+  // The scheduler's record of a run: only last_run_us, next_run_us and last_outcome change, so
+  // an edit made meanwhile through the API (enabled, cron, ...) is never overwritten.
+  virtual Status recordScheduleRun(const ScheduleRecord& schedule) = 0;
   virtual Result<bool> deleteSchedule(std::int64_t id) = 0;
   virtual Result<std::optional<ScheduleRecord>> schedule(std::int64_t id) const = 0;
   virtual Result<std::vector<ScheduleRecord>> schedules(std::optional<ClusterId> cluster) const = 0;

@@ -233,6 +233,17 @@ Status SqliteDrillStore::updateSchedule(const ScheduleRecord& r) {
   return s->run();
 }
 
+Status SqliteDrillStore::recordScheduleRun(const ScheduleRecord& r) {
+  std::lock_guard lock(mutex_);
+  auto s = db_->prepare("UPDATE schedules SET last_run_us = ?1, next_run_us = ?2, last_outcome = ?3 WHERE id = ?4");
+  if (!s) return s.error();
+  s->bindOptionalInt(1, r.last_run_us);
+  s->bindOptionalInt(2, r.next_run_us);
+  s->bindText(3, r.last_outcome);
+  s->bindInt(4, r.id);
+  return s->run();
+}
+
 Result<bool> SqliteDrillStore::deleteSchedule(std::int64_t id) {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare("DELETE FROM schedules WHERE id = ?1");

@@ -33,6 +33,7 @@ class SqliteDrillStore final : public DrillStore {
 
   Result<std::int64_t> createSchedule(const ScheduleRecord& schedule) override;
   Status updateSchedule(const ScheduleRecord& schedule) override;
+  Status recordScheduleRun(const ScheduleRecord& schedule) override;
   Result<bool> deleteSchedule(std::int64_t id) override;
   Result<std::optional<ScheduleRecord>> schedule(std::int64_t id) const override;
   Result<std::vector<ScheduleRecord>> schedules(std::optional<ClusterId> cluster) const override;

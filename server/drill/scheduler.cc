@@ -46,7 +46,7 @@ std::int64_t Scheduler::nextRun(const std::string& cron, std::int64_t jitter_s, 
 }
 
 void Scheduler::save(const storage::ScheduleRecord& schedule) {
-  if (auto s = store_.updateSchedule(schedule); !s) {
+  if (auto s = store_.recordScheduleRun(schedule); !s) {
     spdlog::error("schedule {}: cannot record its run: {}", schedule.id, s.error().describe());
   }
 }

@@ -52,7 +52,7 @@ void PartitionLedger::deliveryReport(std::int64_t seq, common::Instant at, std::
     return;
   }
   ++counters_.acked;
-  noteGap(storage::GapKind::kAck, last_ack_, last_ack_seq_, longest_ack_gap_us_, seq, at, out);
+  noteGap(storage::GapKind::kAck, last_ack_, last_ack_seq_, longest_ack_gap_us_, ack_intervals_, seq, at, out);
   // The consumer may have read the message before its delivery report was served.
   if (entry->receive_wall) {
     finish(seq, *entry, out);
@@ -82,7 +82,7 @@ void PartitionLedger::received(std::int64_t seq, common::Instant at, LedgerOutpu
   }
   if (seq > max_received_seq_) max_received_seq_ = seq;
   noteGap(storage::GapKind::kReceive, last_receive_, last_receive_seq_, longest_receive_gap_us_,
-          seq, at, out);
+          receive_intervals_, seq, at, out);
   InFlight* entry = find(seq);
   if (entry == nullptr) {
     ++counters_.late;
@@ -139,12 +139,13 @@ void PartitionLedger::popFinished() {
 }
 
 void PartitionLedger::noteGap(storage::GapKind kind, std::optional<common::Instant>& last,
-                              std::int64_t& last_seq, std::int64_t& longest, std::int64_t seq,
-                              common::Instant at, LedgerOutput& out) {
+                              std::int64_t& last_seq, std::int64_t& longest, GapHistogram& histogram,
+                              std::int64_t seq, common::Instant at, LedgerOutput& out) {
   if (last && at.mono < last->mono) return;  // an earlier event served late; not a new gap
   if (last) {
     const std::int64_t gap = at.mono - last->mono;
     if (gap > longest) longest = gap;
+    histogram.add(gap);
     if (gap > options_.gap_threshold_us) {
       storage::Gap g;
       g.cluster = cluster_;
@@ -164,6 +165,14 @@ void PartitionLedger::noteGap(storage::GapKind kind, std::optional<common::Insta
   last_seq = seq;
 }
 
+void GapHistogram::add(std::int64_t interval_us) {
+  std::size_t bucket = 0;
+  while (bucket < kGapBucketsUs.size() && interval_us > kGapBucketsUs[bucket]) ++bucket;
+  ++counts[bucket];
+  ++count;
+  sum_us += interval_us;
+}
+
 PartitionStatus PartitionLedger::status() const {
   PartitionStatus s;
   s.topic = topic_;
@@ -173,6 +182,8 @@ PartitionStatus PartitionLedger::status() const {
   s.last_receive = last_receive_;
   s.longest_ack_gap_us = longest_ack_gap_us_;
   s.longest_receive_gap_us = longest_receive_gap_us_;
+  s.ack_intervals = ack_intervals_;
+  s.receive_intervals = receive_intervals_;
   s.in_flight = in_flight_.size();
   return s;
 }

@@ -9,6 +9,7 @@
 // Time: every call takes an Instant; gap durations use its monotonic part, stored times its wall
 // part, so a wall-clock step never appears as (or hides) a gap.
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -43,6 +44,19 @@ struct PartitionCounters {
   std::uint64_t gaps = 0;        // gaps over the threshold, ack and receive
 };
 
+// Intervals between consecutive acks (or receipts) of a partition, in buckets for Prometheus:
+// counts[i] holds intervals ≤ kGapBucketsUs[i] and above the previous bound; the last counts
+// those above every bound.
+inline constexpr std::array<std::int64_t, 10> kGapBucketsUs = {
+    25'000, 50'000, 100'000, 250'000, 500'000, 1'000'000, 2'500'000, 5'000'000, 10'000'000, 30'000'000};
+
+struct GapHistogram {
+  std::array<std::uint64_t, kGapBucketsUs.size() + 1> counts{};
+  std::uint64_t count = 0;
+  std::int64_t sum_us = 0;
+  void add(std::int64_t interval_us);
+};
+
 struct PartitionStatus {
   std::string topic;
   std::int32_t partition = 0;
@@ -51,6 +65,8 @@ struct PartitionStatus {
   std::optional<common::Instant> last_receive;
   std::int64_t longest_ack_gap_us = 0;
   std::int64_t longest_receive_gap_us = 0;
+  GapHistogram ack_intervals;
+  GapHistogram receive_intervals;
   std::size_t in_flight = 0;
 };
 
@@ -104,7 +120,8 @@ class PartitionLedger {
   void finish(std::int64_t seq, InFlight& entry, LedgerOutput& out);
   void popFinished();
   void noteGap(storage::GapKind kind, std::optional<common::Instant>& last, std::int64_t& last_seq,
-               std::int64_t& longest, std::int64_t seq, common::Instant at, LedgerOutput& out);
+               std::int64_t& longest, GapHistogram& histogram, std::int64_t seq, common::Instant at,
+               LedgerOutput& out);
   std::uint8_t& receivedFlag(std::int64_t seq);
 
   storage::ClusterId cluster_;
@@ -125,6 +142,8 @@ class PartitionLedger {
   std::int64_t last_receive_seq_ = -1;
   std::int64_t longest_ack_gap_us_ = 0;
   std::int64_t longest_receive_gap_us_ = 0;
+  GapHistogram ack_intervals_;
+  GapHistogram receive_intervals_;
 };
 
 }  // namespace kfaild::probe

@@ -69,11 +69,17 @@ Status ProbeRunner::start() {
   options.client_id = "kfaild-" + cluster_.name;
   options.debug = cluster_.observe.client_debug;
   options.log = client_log_;
+  // librdkafka's default local queue (100,000 messages) fills during a 9 s stall from about 200
+  // probe partitions at 20 ms on, and the probe's own sends would then be refused during the very
+  // stall it measures (seen in bench/). Memory stays bounded by queue.buffering.max.kbytes.
+  std::map<std::string, std::string> producer_settings = {{"acks", "all"}, {"allow.auto.create.topics", "false"}};
+  if (!options.properties.contains("queue.buffering.max.messages")) {
+    producer_settings["queue.buffering.max.messages"] = "10000000";
+  }
 
   // A metadata request for a missing topic must not create it with the broker's defaults: kfaild
   // creates probe topics only as configured.
-  auto producer = kafka::createClient(RD_KAFKA_PRODUCER, options,
-                                      {{"acks", "all"}, {"allow.auto.create.topics", "false"}},
+  auto producer = kafka::createClient(RD_KAFKA_PRODUCER, options, producer_settings,
                                       [](rd_kafka_conf_t* conf) {
                                         rd_kafka_conf_set_events(
                                             conf, RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR);

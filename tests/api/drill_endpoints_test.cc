@@ -124,6 +124,7 @@ class DrillApi {
     control_ = std::make_unique<FakeDrillControl>(*drills_, clock_);
     control_->enable(lab_);
     endpoints_ = std::make_unique<Endpoints>(live_, *store_, clock_);
+    endpoints_->setDrillStore(drills_.get());
     endpoints_->registerOn(router_);
     drill_endpoints_ = std::make_unique<DrillEndpoints>(live_, *store_, *drills_, *control_, clock_);
     drill_endpoints_->registerOn(router_);
@@ -461,6 +462,24 @@ TEST_CASE("incidents are stalls outside drills, merged across partitions, with t
   CHECK(incident["events"][0]["kind"] == "broker_gone");
   CHECK(api.get("/api/v1/clusters/lab/incidents?min_ms=100").json()["count"] == 2);
   problemOf(api.get("/api/v1/clusters/lab/incidents?min_ms=0"), 400, "invalid-parameter");
+}
+
+TEST_CASE("metrics count drills by outcome and give the probe's interval histograms", "[integration][api]") {
+  DrillApi api;
+  api.seedDrill("kill", "done", kNow - 3 * kHour, {11'000'000});
+  api.seedDrill("kill", "done", kNow - 2 * kHour, {11'000'000});
+  api.seedDrill("stop", "aborted", kNow - kHour, {});
+  const auto text = api.get("/metrics").body;
+  CHECK(text.find("# TYPE kfaild_drills gauge\n") != std::string::npos);
+  CHECK(text.find("kfaild_drills{cluster=\"lab\",fault=\"kill\",state=\"done\"} 2\n") != std::string::npos);
+  CHECK(text.find("kfaild_drills{cluster=\"lab\",fault=\"stop\",state=\"aborted\"} 1\n") != std::string::npos);
+  CHECK(text.find("# TYPE kfaild_probe_ack_interval_seconds histogram\n") != std::string::npos);
+  CHECK(text.find("kfaild_probe_ack_interval_seconds_bucket{cluster=\"lab\",topic=\"orders\",partition=\"0\",le=\"0.025\"} 0\n") !=
+        std::string::npos);
+  CHECK(text.find("kfaild_probe_ack_interval_seconds_bucket{cluster=\"lab\",topic=\"orders\",partition=\"0\",le=\"+Inf\"} 0\n") !=
+        std::string::npos);
+  CHECK(text.find("kfaild_probe_ack_interval_seconds_count{cluster=\"lab\",topic=\"orders\",partition=\"2\"} 0\n") !=
+        std::string::npos);
 }
 
 }  // namespace

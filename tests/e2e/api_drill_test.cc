@@ -227,7 +227,7 @@ TEST_CASE("drills through the API and kfailctl show the article's structure: a k
 
   // Its timeline, in order: fault → fenced → new leader → the producer's leader update → the
   // first ack. Events from different sources (the broker's log has millisecond stamps) may
-  // disagree by a millisecond.
+  // disagree by a little.
   const auto timeline = kfaild.get("/api/v1/drills/" + std::to_string(kill["id"].get<std::int64_t>()) + "/timeline");
   const auto firstAt = [&](const std::function<bool(const json&)>& match) -> std::int64_t {
     for (const auto& e : timeline["items"]) {
@@ -245,7 +245,10 @@ TEST_CASE("drills through the API and kfailctl show the article's structure: a k
   REQUIRE(new_leader_at.is_number());
   REQUIRE(client_at.is_number());
   CHECK(new_leader_at.get<std::int64_t>() >= fenced_at - 1'000);
-  CHECK(client_at.get<std::int64_t>() >= new_leader_at.get<std::int64_t>() - 1'000);
+  // The producer may learn the new leader from a metadata answer a few milliseconds before
+  // the new leader's own log line is stamped (seen: 8 ms), and the poller looks every 100 ms:
+  // "leader change, then client update" holds within one metadata interval.
+  CHECK(client_at.get<std::int64_t>() >= new_leader_at.get<std::int64_t>() - 100'000);
   CHECK(p0["ack"]["stall"]["end_us"].get<std::int64_t>() >= client_at.get<std::int64_t>());
   CHECK(firstAt([&](const json& e) {
           return e["source"] == "client" && e["kind"] == "client_leader_update" && e["topic"] == lab.topic &&
@@ -379,4 +382,49 @@ TEST_CASE("schemathesis: generated requests against openapi.yaml on a live kfail
   CHECK(kfaild.get("/api/v1/drills")["count"] == 0);
   CHECK(kfaild.process.running());
   CHECK(kfaild.get("/api/v1/clusters/lab")["probe"]["phase"] == "probing");
+}
+
+TEST_CASE("a schedule created over the API fires a real drill on the lab at its minute", "[e2e][api]") {
+  Lab lab;
+  Kfaild kfaild(lab, "kfaild");
+  kfaild.waitSteady(lab.topic);
+  const auto created = kfaild.post(
+      "/api/v1/schedules",
+      R"({"cluster":"lab","name":"every minute","cron":"* * * * *",
+          "drill":{"fault":"kill","target":{"broker":2},"options":{"baseline_s":2,"observe_min_s":2}}})");
+  INFO(created.body);
+  REQUIRE(created.status == 201);
+  const auto schedule_id = created.json()["id"].get<std::int64_t>();
+  const auto location = created.header("Location");
+
+  // It fires at the next minute boundary (at most 60 s away) and records the drill it started.
+  const std::regex started(R"(started drill ([0-9]+))");
+  std::smatch m;
+  json schedule;
+  std::string outcome;
+  const auto deadline = std::chrono::steady_clock::now() + 90s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    schedule = kfaild.get(location);
+    outcome = schedule["last_outcome"].is_string() ? schedule["last_outcome"].get<std::string>() : "";
+    if (!outcome.empty()) break;
+    std::this_thread::sleep_for(500ms);
+  }
+  // Once is enough: no second drill a minute later.
+  api::testing::HttpConnection connection(kfaild.port);
+  const auto disabled = connection.request(
+      {"PATCH", location, R"({"enabled":false})", {{"Authorization", std::string("Bearer ") + kToken}}});
+  CHECK(disabled.status == 200);
+  INFO("schedule: " << schedule.dump() << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  REQUIRE(std::regex_search(outcome, m, started));
+  const auto drill_id = std::stoll(m[1]);
+  CHECK(schedule["last_run_us"].get<std::int64_t>() % 60'000'000 == 0);  // due on the minute
+
+  const auto drill = kfaild.waitForState(
+      drill_id, [](const std::string& s) { return s == "done" || s == "failed" || s == "aborted"; }, 400s);
+  CHECK(drill["state"] == "done");
+  CHECK(drill["schedule_id"] == schedule_id);
+  REQUIRE(drill["runs"].size() == 1);
+  CHECK(drill["runs"][0]["target"] == 2);
+  CHECK(partitionOf(drill["runs"][0]["analysis"], lab.topic, 1)["role"] == "leader");
+  CHECK(kfaild.get(location)["enabled"] == false);
 }

@@ -194,3 +194,15 @@ TEST_CASE("duplicates, reorders and losses are reported as anomalies with their 
   CHECK(h.out.anomalies[2].seq == 2);
   CHECK(h.out.anomalies[2].topic == "orders");
 }
+
+TEST_CASE("interval histogram buckets: each interval counted once, in the first bucket it fits",
+          "[unit][probe]") {
+  kfaild::probe::GapHistogram h;
+  for (const std::int64_t us : {20'000, 25'000, 25'001, 9'400'000, 45'000'000}) h.add(us);
+  CHECK(h.counts[0] == 2);   // ≤ 25 ms: the bound itself belongs to its bucket
+  CHECK(h.counts[1] == 1);   // (25, 50] ms
+  CHECK(h.counts[8] == 1);   // (5, 10] s: the article's stall
+  CHECK(h.counts[10] == 1);  // above 30 s
+  CHECK(h.count == 5);
+  CHECK(h.sum_us == 20'000 + 25'000 + 25'001 + 9'400'000 + 45'000'000);
+}

@@ -1,0 +1,379 @@
+#!/usr/bin/env python3
+"""Renders docs/PERFORMANCE.md from bench/results/*.json (written by bench/run-all).
+
+The prose that interprets the figures lives in bench/notes.md, kept by hand, and is copied in after
+the generated tables; everything with a number in the tables comes from the results.
+"""
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+RESULTS = BENCH / "results"
+OUT = BENCH.parent / "docs/PERFORMANCE.md"
+
+
+def load(part):
+    p = RESULTS / f"{part}.json"
+    return json.loads(p.read_text()) if p.exists() else None
+
+
+def f(v, digits=1, scale=1.0):
+    if v is None:
+        return "–"
+    if isinstance(v, int) and scale == 1.0:
+        return f"{v:,}"
+    v = v / scale
+    if abs(v) >= 1000 and digits <= 1:
+        return f"{v:,.0f}"
+    return f"{v:,.{digits}f}"
+
+
+def la(rec, key="load_before"):
+    v = rec.get(key) if rec else None
+    return "–" if not v else "/".join(f"{x:.2f}" for x in v)
+
+
+def cmd(c):
+    return f"`{c}`" if c else "–"
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def store_section(d):
+    out = ["## 1. Store: inserts and queries", ""]
+    if not d:
+        return out + ["Not run yet: `bench/run-all --parts store`.", ""]
+    out += [
+        "Sustained inserts through `SqliteStore`'s batch writer (`Store::addSample` → one "
+        "transaction per batch), 3 partitions in time order with noise gaps, drill stalls and "
+        "their events in the same stream, each run on a fresh database in `/tmp`. The producer "
+        "keeps the writer's queue under 400,000 records so nothing is dropped: the rate is what "
+        "the writer sustains. CPU is the whole process (producer thread included).",
+        "",
+        "| run | samples | rate (samples/s) | CPU s per 1M samples | dropped | load avg before (1/5/15 min) | command |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for i, r in enumerate(d["insert_runs"]):
+        out.append(f"| {i + 1} | {f(r.get('samples'))} | {f(r.get('rate_per_s'))} | "
+                   f"{f(r.get('cpu_s_per_million'), 2)} | {r.get('dropped_samples', '–')} | "
+                   f"{la(r)} | {cmd(r.get('command'))} |")
+    out += ["", f"**Median: {f(d.get('insert_rate_median'))} samples/s** (goal ≥ 200,000/s), "
+            f"{f(d.get('insert_cpu_s_per_million_median'), 2)} CPU-s per million samples "
+            "(producer and writer threads together; the writer alone is in `writer_thread_cpu_s` "
+            "of `bench/results/store.json`).", ""]
+
+    if d.get("paced"):
+        out += ["### The writer at the probe's own rates", "",
+                "`store_bench write --rate R`: samples produced in ticks at the probe's rate "
+                "(P partitions × 50/s), so the writer sees batches as small as in kfaild. "
+                "Writer CPU is the writer thread's own (from `/proc/self/task`); process CPU adds "
+                "the synthetic producer.", "",
+                "| partitions | rate (samples/s) | samples | writer CPU µs/sample | writer CPU share of a core | process CPU µs/sample | dropped | load avg before | command |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for r in d["paced"]:
+            share = (r.get("writer_thread_cpu_s") / r["elapsed_s"]) if r.get("elapsed_s") else None
+            out.append(f"| {r['partitions']} | {f(r.get('paced_rate_per_s'))} | {f(r.get('samples'))} | "
+                       f"**{f(r.get('writer_cpu_us_per_sample'), 1)}** | {f(share, 3)} | "
+                       f"{f(r.get('cpu_s_per_million'), 1)} | {r.get('dropped_samples', '–')} | "
+                       f"{la(r)} | {cmd(r.get('command'))} |")
+        out.append("")
+    out += ["### One database grown to 100 million samples", "",
+            "One file grown step by step (`store_bench write` continues the timeline of "
+            "what is there; the mode column says whether a step went through the batch writer or "
+            "`--direct`): 3 partitions × one sample per 20 ms, a noise gap of 100–400 ms every "
+            "simulated minute, a drill every simulated hour: a stall of 8–10 s on every "
+            "partition and kind plus 12 events). After each size, `store_bench query` measures "
+            "(50 warm runs, 10 cold runs; cold = the file's pages dropped from the page cache "
+            "with `posix_fadvise(DONTNEED)` before each query):",
+            "",
+            "- **hour**: `Store::samples` for one random partition and a random hour "
+            "(180,000 rows; `limit` raised, the default 100,000 is less than an hour at 20 ms);",
+            "- **gaps ≥ 1 s**: `Store::gaps` with `min_duration_us = 1 s` over the whole database;",
+            "- **drill reads**: what `DrillRunner` reads for an analysis: every partition's "
+            "samples from 5 s before the fault to 5 s after the stall, plus the window's events; "
+            "then `analysis::analyse` on them (timed separately).",
+            ""]
+    out += ["| samples | mode | simulated hours | write rate (samples/s) | write time | DB size | bytes/sample | gaps (≥1 s) | hour p50 / p99 ms | hour cold p50 / p99 ms | gaps ≥1 s p50 / p99 ms | drill reads p50 / p99 ms | drill reads cold p50 ms | analyse p50 ms | load avg (write; query) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in d["growth"]:
+        w, q = s["write"], s["query"]
+        out.append(
+            f"| {f(s['size'])} | {w.get('mode', '–')} | {f(w.get('simulated_hours'))} | {f(w.get('rate_per_s'))} | "
+            f"{f(w.get('elapsed_s'))} s | {f(q.get('db_bytes'), 2, 2**30)} GiB | "
+            f"{f(q.get('bytes_per_sample'), 1)} | {f(q.get('gaps'))} ({f(q.get('gaps_over_1s', {}).get('rows'))}) | "
+            f"{f(q.get('samples_hour', {}).get('p50_ms'), 1)} / {f(q.get('samples_hour', {}).get('p99_ms'), 1)} | "
+            f"{f(q.get('samples_hour_cold', {}).get('p50_ms'), 1)} / {f(q.get('samples_hour_cold', {}).get('p99_ms'), 1)} | "
+            f"{f(q.get('gaps_over_1s', {}).get('p50_ms'), 2)} / {f(q.get('gaps_over_1s', {}).get('p99_ms'), 2)} | "
+            f"{f(q.get('drill_reads', {}).get('p50_ms'), 2)} / {f(q.get('drill_reads', {}).get('p99_ms'), 2)} | "
+            f"{f(q.get('drill_reads_cold', {}).get('p50_ms'), 1)} | "
+            f"{f(q.get('drill_analyse', {}).get('p50_ms'), 2)} | {la(w)}; {la(q)} |")
+    out += ["", "Commands:", ""]
+    for s in d["growth"]:
+        out.append(f"- {f(s['size'])}: {cmd(s['write'].get('command'))}, then "
+                   f"{cmd(s['query'].get('command'))}")
+    big = d["growth"][-1] if d["growth"] else None
+    if big and big.get("progress"):
+        out += ["", f"Write rate while the {f(big['size'])}-sample database grew (per 10M samples "
+                "written in that step):", "",
+                "| written in step | elapsed s | rate in chunk (samples/s) | CPU s in chunk | file size GiB |",
+                "|---|---|---|---|---|"]
+        for p in big["progress"]:
+            out.append(f"| {f(p['written'])} | {f(p['elapsed_s'])} | {f(p['chunk_rate_per_s'])} | "
+                       f"{f(p['chunk_cpu_s'], 1)} | {f(p['db_bytes'], 2, 2**30)} |")
+    if d.get("db_deleted"):
+        out += ["", "The database was deleted afterwards."]
+    return out + [""]
+
+
+def probe_row(label, r, n):
+    return (f"| {label} | {n} | {f(r.get('window_s'))} | {f(r.get('acked'))} | "
+            f"{f(r.get('expected'))} | {f(r.get('cpu_s'), 2)} | {f(r.get('cpu_cores'), 3)} | "
+            f"**{f(r.get('cpu_ms_per_1000_acked'), 1)}** | {f(r.get('rss_kb'), 1, 1024)} | "
+            f"{f(r.get('rss_kb') / (r['acked'] / r['window_s'] / 1000) if r.get('acked') and r.get('rss_kb') else None, 2, 1024)} | "
+            f"{r.get('skipped_ticks', '–')} | {f(r.get('max_send_lateness_us'), 1, 1000)} | "
+            f"{r.get('dropped_samples', '–')} | {la(r)} |")
+
+
+PROBE_HEADER = [
+    "| who | partitions | window s | acked | expected | CPU s | cores | CPU ms per 1,000 acked | RSS MiB | RSS MiB per 1,000 msg/s | skipped ticks | max send lateness ms | dropped samples | load avg before |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+
+def probe_section(probe, peer):
+    out = ["## 2–3. Probe cost: kfaild and the article's method", ""]
+    if not probe and not peer:
+        return out + ["Not run yet: `bench/run-all --parts probe,peer`.", ""]
+    out += ["20 ms interval, acks=all, 64-byte messages, RF 3, `min.insync.replicas=2`, the bench "
+            "lab (3 brokers + 1 controller on this machine: the brokers' own CPU is not counted "
+            "in the probe's). Warm-up, then a measurement window; CPU = utime+stime of the probe "
+            "process in the window; RSS at the end of the window. 'RSS per 1,000 msg/s' divides "
+            "RSS by the probe rate (RSS is a level, not a flow).", "",
+            "- **kfaild (probe_bench)**: `bench/probe_bench.cc`, kfaild's own parts wired as "
+            "`server/main.cc` wires them (SqliteStore, client-log watcher, metadata poller every "
+            "100 ms, ProbeRunner), so it can read the probe's skipped ticks and send lateness, "
+            "which the binary does not print yet;",
+            "- **kfaild (binary)**: `server/kfaild` itself; CPU and RSS from `/proc/<pid>` at the "
+            "moment each 10 s status line appears, acked = the sum of the line's `acked=`;",
+            "- **probe.py**: `bench/peer-probe/probe.py` (confluent-kafka "
+            f"{(peer or {}).get('confluent_kafka', '?')}), writing its CSV as the article's "
+            "probe does.", ""] + PROBE_HEADER
+    rows = {}
+    for r in (probe or {}).get("runs", []):
+        rows.setdefault(r["partitions"], []).append(("kfaild (probe_bench)", r["probe_bench"]))
+        rows[r["partitions"]].append(("kfaild (binary)", r["binary"]))
+    for r in (peer or {}).get("runs", []):
+        rows.setdefault(r["partitions"], []).append(("probe.py", r["peer"]))
+    for n in sorted(rows):
+        for label, r in rows[n]:
+            out.append(probe_row(label, r, n))
+    out += ["", "Commands:", ""]
+    for n in sorted(rows):
+        for label, r in rows[n]:
+            out.append(f"- {label}, {n} partitions: {cmd(r.get('command'))}")
+    # Ratio
+    out += ["", "### kfaild vs probe.py, CPU per message", "",
+            "| partitions | kfaild CPU ms / 1,000 acked | probe.py CPU ms / 1,000 acked | probe.py ÷ kfaild | probe.py acked ÷ expected |",
+            "|---|---|---|---|---|"]
+    for n in sorted(rows):
+        k = next((r for l, r in rows[n] if l == "kfaild (probe_bench)"), None)
+        p = next((r for l, r in rows[n] if l == "probe.py"), None)
+        kc = k and k.get("cpu_ms_per_1000_acked")
+        pc = p and p.get("cpu_ms_per_1000_acked")
+        ratio = pc / kc if kc and pc else None
+        ach = p["acked"] / p["expected"] if p and p.get("expected") else None
+        out.append(f"| {n} | {f(kc, 1)} | {f(pc, 1)} | {f(ratio, 1)}× | {f(ach, 3)} |")
+    out += ["", "Where kfaild's CPU goes (probe_bench, CPU seconds per thread group in the window; "
+            "`b:probe` = sender + reporter + receiver, `b:store` = the SQLite writer, "
+            "`b:poller` = metadata poller, `rdk:*` = librdkafka's threads):", ""]
+    for r in (probe or {}).get("runs", []):
+        t = r["probe_bench"].get("thread_cpu_s") or {}
+        top = sorted(t.items(), key=lambda kv: -kv[1])[:8]
+        out.append(f"- {r['partitions']} partitions: " +
+                   ", ".join(f"{k} {v:.2f}" for k, v in top))
+    jit = []
+    for r in (probe or {}).get("runs", []):
+        j = r["probe_bench"].get("jitter")
+        if j:
+            jit.append(("kfaild", r["partitions"], j))
+    for r in (peer or {}).get("runs", []):
+        j = r["peer"].get("jitter")
+        if j:
+            jit.append(("probe.py", r["partitions"], j))
+    if jit:
+        out += ["", "### Send-time jitter at 20 ms", "",
+                "Spacing of consecutive sends of one partition (kfaild: `send_us` in "
+                "`probe_samples`; probe.py: `send_us` in its CSV), over the window after warm-up:",
+                "", "| who | partitions | spacings | mean µs | stddev µs | p99 abs. deviation µs | min µs | max µs |",
+                "|---|---|---|---|---|---|---|---|"]
+        for who, n, j in sorted(jit, key=lambda x: (x[1], x[0])):
+            out.append(f"| {who} | {n} | {f(j['n'])} | {f(j['mean_us'], 1)} | "
+                       f"{f(j['stddev_us'], 1)} | {f(j['p99_abs_dev_us'], 0)} | {f(j['min_us'], 0)} | "
+                       f"{f(j['max_us'], 0)} |")
+    return out + [""]
+
+
+def drill_section(d):
+    out = ["## 4–5. One kill, four observers", ""]
+    if not d:
+        return out + ["Not run yet: `bench/run-all --parts drill`.", ""]
+    out += ["Per drill: kfaild (binary, topic `orders`, assignment `1:2:3,2:3:1,3:1:2`, "
+            "`min.insync.replicas=2`, so broker 1 leads p0 and follows p1, p2), probe.py on the "
+            "**same topic** (each probe ignores the other's messages by run id: same partitions, "
+            "same leaders, so the same stall), Kafka's `EndToEndLatency` on `e2e-k1` and "
+            "`ProducerPerformance` (50 msg/s, acks=all) on `perf-k1`, both 1 partition with "
+            "assignment `1:2:3` (broker 1 leads), all started together; 20 s later `lab kill 1`; "
+            "30 s later `lab start 1 --wait`; 10 s later everything stops. A preferred-leader "
+            "election before each drill puts the leaders back. Kafka defaults: "
+            "`broker.session.timeout.ms` 9 s.", "",
+            "Stall = the longest interval between consecutive acks (receives) of a partition that "
+            "ends after the fault and starts before fault + 30 s (kfaild: from its `gaps` table; "
+            "probe.py: `gaps.py` on its CSV).", ""]
+    for i, dr in enumerate(d["drills"]):
+        out += [f"### Drill {i + 1} (load avg at kill {la(dr, 'load_at_kill')})", "",
+                f"`lab kill 1` printed: `{dr.get('lab_kill_output', '')}`", "",
+                "| partition | kind | kfaild stall s | probe.py stall s | kfaild − probe.py ms |",
+                "|---|---|---|---|---|"]
+        for a in dr["agreement"]:
+            out.append(f"| {a['partition']} | {a['kind']} | {f(a['kfaild_us'], 3, 1e6)} | "
+                       f"{f(a['peer_us'], 3, 1e6)} | {f(a['diff_us'], 1, 1000)} |")
+        ph = dr.get("kfaild_phases") or {}
+        if ph:
+            out += ["", f"kfaild's events (ms after the kill): metadata poller saw broker 1 gone at "
+                    f"{f(ph.get('broker_gone_ms'), 0)}; per partition: new leader in metadata / "
+                    "applied by the consumer / applied by the producer: " + "; ".join(
+                        f"p{k} {f(v.get('metadata_new_leader_ms'), 0)} / "
+                        f"{f(v.get('consumer_applied_ms'), 0)} / {f(v.get('producer_applied_ms'), 0)}"
+                        for k, v in sorted(ph.items()) if isinstance(v, dict))]
+        e, p = dr["e2e"], dr["perf"]
+        out += ["",
+                f"- EndToEndLatency (one message at a time, prints one line per 1,000): longest "
+                f"interval between its progress lines spanning the fault "
+                f"**{f(e.get('longest_line_interval_us'), 2, 1e6)} s** (normally "
+                f"{f(e.get('normal_line_interval_us'), 2, 1e6)} s); the largest latency it printed "
+                f"{f(e.get('max_latency_ms_printed'), 1)} ms; its summary: "
+                + "; ".join(f"`{s}`" for s in e.get("summary", [])),
+                f"- ProducerPerformance: largest per-window max latency around the fault "
+                f"**{f(p.get('max_latency_ms_around_fault'), 0)} ms** (before the fault: "
+                f"{f(p.get('max_latency_ms_before_fault'), 0)} ms)" +
+                ("; windows: " + " / ".join(f"`{x}`" for x in p.get("lines_around_fault", [])[:4])
+                 if p.get("lines_around_fault") else ""),
+                ""]
+    groups = {}
+    for dr in d["drills"]:
+        for a in dr["agreement"]:
+            if a["diff_us"] is None:
+                continue
+            where = "p0 (leader killed)" if a["partition"] == 0 else "p1, p2 (leader alive)"
+            groups.setdefault((where, a["kind"]), []).append(abs(a["diff_us"]))
+    if groups:
+        out += ["**Agreement** (bound: interval + 10 ms = 30 ms), |kfaild − probe.py| over the "
+                "drills:", "", "| partitions | kind | pairs | max ms | median ms | within 30 ms |",
+                "|---|---|---|---|---|---|"]
+        for (where, kind), v in sorted(groups.items(), key=lambda kv: (kv[0][0] != "p1, p2 (leader alive)", kv[0][1])):
+            out.append(f"| {where} | {kind} | {len(v)} | {f(max(v), 1, 1000)} | "
+                       f"{f(median(v), 1, 1000)} | {'yes' if max(v) <= 30_000 else 'no'} |")
+        out.append("")
+    out += ["Commands (drill 1):", ""]
+    for k, v in d["drills"][0]["commands"].items():
+        out.append(f"- {k}: {cmd(v)}")
+    return out + [""]
+
+
+def resolution_section(d):
+    out = ["## 6. Resolution: the smallest interval on 100 partitions", ""]
+    if not d:
+        return out + ["Not run yet: `bench/run-all --parts resolution`.", ""]
+    out += ["Sustained = no skipped tick in the window: the sender never fell behind (the pacer "
+            "skips a tick when a send is late by more than one interval). Whether the lab acked "
+            "everything is the separate 'acked ÷ expected' column: on this machine the lab, not "
+            "the probe, ran out first (see the notes at the top).", "",
+            "| who | interval ms | msg/s | acked ÷ expected | skipped ticks | max send lateness ms | CPU cores | CPU ms / 1,000 acked | sustained | load avg before | command |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    best = {}
+    for who, key in (("kfaild", "kfaild"), ("probe.py", "peer")):
+        for r in d.get(key, []):
+            rate = d["partitions"] * 1000 / r["interval_ms"]
+            ach = r["acked"] / r["expected"] if r.get("expected") else None
+            out.append(f"| {who} | {r['interval_ms']} | {f(rate)} | {f(ach, 3)} | "
+                       f"{r.get('skipped_ticks', '–')} | {f(r.get('max_send_lateness_us'), 2, 1000)} | "
+                       f"{f(r.get('cpu_cores'), 2)} | {f(r.get('cpu_ms_per_1000_acked'), 1)} | "
+                       f"{'yes' if r.get('sustained') else 'no'} | {la(r)} | {cmd(r.get('command'))} |")
+            if r.get("sustained"):
+                best[who] = min(best.get(who, 1e9), r["interval_ms"])
+    out += ["", "Smallest sustained interval: " + (", ".join(
+        f"**{who} {ms} ms**" for who, ms in best.items()) if best else
+        "**none of the intervals tried, for either probe, on this machine**") + ".", ""]
+    return out
+
+
+def growth_section(store, probe, peer):
+    out = ["## 7. How the figures grow", ""]
+    rows = []
+    paced = {r["partitions"]: r for r in (store or {}).get("paced", [])}
+    for r in (probe or {}).get("runs", []):
+        k = r["probe_bench"]
+        p = next((x["peer"] for x in (peer or {}).get("runs", [])
+                  if x["partitions"] == r["partitions"]), {})
+        w = paced.get(r["partitions"], {})
+        wshare = (w["writer_thread_cpu_s"] / w["elapsed_s"]) if w.get("elapsed_s") else None
+        rows.append(f"| {r['partitions']} partitions at 20 ms ({f(r['partitions'] * 50)} msg/s) | "
+                    f"{f(k.get('cpu_cores'), 3)} cores, {f(k.get('rss_kb'), 0, 1024)} MiB, "
+                    f"{f(k['acked'] / k['expected'] if k.get('expected') else None, 2)} of expected acked | "
+                    f"{f(wshare, 3)} cores ({f(w.get('writer_cpu_us_per_sample'), 1)} µs/sample) | "
+                    f"{f(p.get('cpu_cores'), 3)} cores, {f(p.get('rss_kb'), 0, 1024)} MiB, "
+                    f"{f(p['acked'] / p['expected'] if p.get('expected') else None, 2)} of expected acked |")
+    if rows:
+        out += ["Probe load (the probe columns are bounded by what the lab acked; the writer "
+                "column is `store_bench --rate` at the same rate, with no Kafka involved):", "",
+                "| load | kfaild (probe_bench) | kfaild's store writer alone at that rate | probe.py |",
+                "|---|---|---|---|"] + rows + [""]
+    if store and store.get("growth"):
+        out += ["Stored data (3 partitions; 100M samples = 7.7 days of 3 partitions at 20 ms, "
+                "about the default 168 h retention; at 1,000 partitions the same retention would "
+                "hold 30 billion samples, about 1 TB at these bytes/sample):", "",
+                "| stored samples | hour of one partition p50 ms | gaps ≥ 1 s p50 ms | drill reads p50 ms | bytes/sample |",
+                "|---|---|---|---|---|"]
+        for s in store["growth"]:
+            q = s["query"]
+            out.append(f"| {f(s['size'])} | {f(q.get('samples_hour', {}).get('p50_ms'), 1)} | "
+                       f"{f(q.get('gaps_over_1s', {}).get('p50_ms'), 2)} | "
+                       f"{f(q.get('drill_reads', {}).get('p50_ms'), 2)} | "
+                       f"{f(q.get('bytes_per_sample'), 1)} |")
+        out.append("")
+    return out
+
+
+def main():
+    store, probe, peer = load("store"), load("probe"), load("peer")
+    drill, res = load("drill"), load("resolution")
+    m = next((x["machine"] for x in (store, probe, peer, drill, res) if x), {})
+    lines = ["# kfaild performance", "",
+             "Generated by `bench/report.py` from `bench/results/*.json`, which `bench/run-all` "
+             "writes (`bench/run-all --parts PART` reruns one part; `--report-only` only "
+             "re-renders). Do not edit by hand: edit `bench/notes.md` for the prose.", "",
+             f"kfaild measured: commit `{m.get('kfaild_commit') or '3505dc9'}` (a snapshot, built "
+             "`-DCMAKE_BUILD_TYPE=Release -DKFAILD_WERROR=OFF`, librdkafka 2.14.2).", "",
+             f"Machine: {m.get('cpus', '?')} vCPU ({m.get('cpu', '?')}), {m.get('mem_gb', '?')} GB "
+             "RAM, shared with other builds while measuring: every figure carries the load "
+             "average (1/5/15 min) seen before it. The Kafka lab (4 JVMs) runs on the same 2 vCPU.",
+             ""]
+    notes = BENCH / "notes.md"
+    if notes.exists():
+        lines += [notes.read_text().rstrip(), ""]
+    for section in (store_section(store), probe_section(probe, peer), drill_section(drill),
+                    resolution_section(res), growth_section(store, probe, peer)):
+        lines += section
+    stamps = [f"{x['part']}: {x['generated']}" for x in (store, probe, peer, drill, res) if x]
+    lines += ["---", "", "Results generated: " + "; ".join(stamps) + "."]
+    OUT.write_text("\n".join(lines) + "\n")
+    print(f"wrote {OUT}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tools/kfailctl/client.h"
+#include "tools/kfailctl/summary.h"
+
+using nlohmann::json;
+
+TEST_CASE("kfailctl prints a drill as a table with a row per partition", "[unit][kfailctl]") {
+  const json drill = json::parse(R"({
+    "id": 7, "cluster": "lab", "fault": "kill", "target": {"broker": 1}, "state": "done", "reason": null,
+    "runs": [{"run": 1, "state": "done", "fault_at": "2026-11-30T08:31:10.756000Z", "fault_time_source": "local",
+              "preferred_leaders_restored": true,
+              "analysis": {"fault_us": 1000000, "departure": "fenced", "departure_at_us": 9850000,
+                "partitions": [
+                  {"topic": "orders", "partition": 0, "role": "leader",
+                   "ack": {"stall": {"duration_us": 11290000}}, "receive": {"stall": {"duration_us": 10300000}},
+                   "failed": 0, "lost": 0,
+                   "phases": {"detection_us": 8850000, "election_us": 66000, "discovery_us": 100000, "resume_us": null}},
+                  {"topic": "orders", "partition": 1, "role": "follower",
+                   "ack": {"stall": null}, "receive": {"stall": null}, "failed": 2, "lost": 0, "phases": {}}]}}]})");
+  const auto text = kfaild::ctl::formatDrill(drill);
+  INFO(text);
+  CHECK(text.find("drill 7 on lab: kill of node 1 — done\n") == 0);
+  CHECK(text.find("node left: fenced after 8.850 s, preferred leaders restored") != std::string::npos);
+  CHECK(text.find("orders[0]        leader                 11.290 s   10.300 s    8.850 s    0.066 s    0.100 s          -") !=
+        std::string::npos);
+  CHECK(text.find("orders[1]        follower                      -          -") != std::string::npos);
+}
+
+TEST_CASE("kfailctl reads a drill still running and a failed one without inventing figures", "[unit][kfailctl]") {
+  const auto running = kfaild::ctl::formatDrill(json::parse(
+      R"({"id": 3, "cluster": "lab", "fault": "stop", "target": {"leader_of": {"topic": "orders", "partition": 0}},
+          "state": "observe", "reason": null, "runs": []})"));
+  CHECK(running == "drill 3 on lab: stop of the leader of orders[0] — observe\n");
+  const auto failed = kfaild::ctl::formatDrill(json::parse(
+      R"({"id": 4, "cluster": "lab", "fault": "kill", "target": {"broker": 9}, "state": "failed",
+          "reason": "refused: node 9 is not in the cluster's inventory", "runs": []})"));
+  CHECK(failed == "drill 4 on lab: kill of node 9 — failed (refused: node 9 is not in the cluster's inventory)\n");
+  CHECK(kfaild::ctl::isFinished("aborted"));
+  CHECK_FALSE(kfaild::ctl::isFinished("recover"));
+  CHECK(kfaild::ctl::formatSeconds(json(nullptr)) == "-");
+}
+
+TEST_CASE("kfailctl's --url takes http://host:port and nothing else", "[unit][kfailctl]") {
+  auto ok = kfaild::ctl::parseUrl("http://127.0.0.1:8080/");
+  REQUIRE(ok);
+  CHECK(ok->host == "127.0.0.1");
+  CHECK(ok->port == "8080");
+  auto v6 = kfaild::ctl::parseUrl("http://[::1]:9000");
+  REQUIRE(v6);
+  CHECK(v6->host == "::1");
+  CHECK_FALSE(kfaild::ctl::parseUrl("https://kfaild:8080"));
+  CHECK_FALSE(kfaild::ctl::parseUrl("http://kfaild:8080/api"));
+  CHECK_FALSE(kfaild::ctl::parseUrl("http://kfaild:99999"));
+  CHECK_FALSE(kfaild::ctl::parseUrl("http://:8080"));
+}
