@@ -118,13 +118,14 @@ struct Kfaild {
                                                      {"Content-Type", "application/json"}}});
   }
 
-  // Probing steadily: every partition acked within the last second and under a second of
-  // messages in flight, three polls in a row. A broker restarted by the previous drill lags for
-  // a while on a busy machine (2 cores, four JVMs and the build).
+  // Probing steadily: every partition acked within the last half second and under 0.4 s of
+  // messages in flight, six polls (3 s) in a row. A broker restarted by the previous test lags
+  // for a while on a busy machine (2 cores, four JVMs), and kfaild's guard refuses a drill while
+  // the probe is more than 2 s behind.
   void waitSteady(const std::string& topic) {
     const auto deadline = std::chrono::steady_clock::now() + 240s;
     int good = 0;
-    while (std::chrono::steady_clock::now() < deadline && good < 3) {
+    while (std::chrono::steady_clock::now() < deadline && good < 6) {
       const auto cluster = get("/api/v1/clusters/lab");
       bool ok = cluster["probe"]["phase"] == "probing" && cluster["brokers"].size() == 3;
       int partitions = 0;
@@ -134,14 +135,14 @@ struct Kfaild {
           ++partitions;
           const auto& probe = p["probe"];
           ok = ok && p["isr"].size() == 3 && probe.is_object() && probe["current_ack_gap_seconds"].is_number() &&
-               probe["current_ack_gap_seconds"].get<double>() < 1.0 && probe["in_flight"].get<int>() < 50;
+               probe["current_ack_gap_seconds"].get<double>() < 0.5 && probe["in_flight"].get<int>() < 20;
         }
       }
       good = ok && partitions == 3 ? good + 1 : 0;
       std::this_thread::sleep_for(500ms);
     }
     INFO("kfaild log:\n" << tail(readAll(log)));
-    REQUIRE(good >= 3);
+    REQUIRE(good >= 6);
   }
 
   json waitForState(std::int64_t id, const std::function<bool(const std::string&)>& wanted, std::chrono::seconds limit) {
@@ -307,7 +308,13 @@ TEST_CASE("kfaild SIGKILLed while broker 1 is down in a drill brings it back on 
   const auto drill = second.get("/api/v1/drills/" + std::to_string(id));
   CHECK(drill["state"] == "aborted");
   CHECK(drill["reason"] == "kfaild stopped during observe");
-  const auto events = second.get("/api/v1/clusters/lab/events?source=kfaild&kind=recovered_after_restart");
+  // The event is committed by the store's writer within its linger (100 ms) of the recovery.
+  json events;
+  for (int i = 0; i < 50; ++i) {
+    events = second.get("/api/v1/clusters/lab/events?source=kfaild&kind=recovered_after_restart");
+    if (events["count"] != 0) break;
+    std::this_thread::sleep_for(200ms);
+  }
   REQUIRE(events["count"] == 1);
   CHECK(events["items"][0]["broker"] == 1);
   CHECK(events["items"][0]["detail"]["phase"] == "observe");
@@ -337,12 +344,20 @@ TEST_CASE("the dashboard in Chromium: three brokers, a kill drill started from i
   const std::string command = "node " + std::string(KFAILD_SOURCE_DIR) + "/web/e2e/dashboard.mjs --url http://127.0.0.1:" +
                               std::to_string(kfaild.port) + " --token " + kToken + " --cluster lab --broker 1 --topic " +
                               lab.topic + " --timeout-s 400 --out " + shots + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
+  // The form shows a guard's refusal as is; a probe that fell behind for a moment (a broker
+  // the previous test restarted still catching up) is such a refusal, so wait and try again.
   std::string out;
-  char buffer[4096];
-  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  const int status = pclose(pipe);
+  int status = -1;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    FILE* pipe = popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    out.clear();
+    char buffer[4096];
+    while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+    status = pclose(pipe);
+    if (out.find("refused the drill (HTTP 409)") == std::string::npos) break;
+    kfaild.waitSteady(lab.topic);
+  }
   INFO("dashboard.mjs:\n" << out << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
