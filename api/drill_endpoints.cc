@@ -246,25 +246,6 @@ std::variant<std::map<storage::ClusterId, std::string>, Response> DrillEndpoints
   return names;
 }
 
-std::variant<storage::ClusterId, Response> DrillEndpoints::clusterByName(
-    const Request& request, const std::string& name, ProblemType unknown) const {
-  std::string known;
-  for (const auto& cluster : live_.clusters()) {
-    if (cluster.name == name) return cluster.id;
-    known += (known.empty() ? "" : ", ") + cluster.name;
-  }
-  auto stored = store_.clusters();
-  if (!stored) return storeFailure(request, stored.error());
-  for (const auto& cluster : *stored) {
-    if (cluster.name == name) return cluster.id;
-  }
-  const std::string detail = "no cluster named \"" + printable(name, 100) +
-                             "\" is configured or has history in the database; configured: " +
-                             (known.empty() ? std::string("none") : known);
-  return problem(unknown, unknown == ProblemType::kInvalidBody ? "cluster: " + detail : detail,
-                 request.path);
-}
-
 std::variant<storage::DrillRecord, Response> DrillEndpoints::drillOfPath(const Request& request) const {
   auto id = parseInteger("id", request.params.at("id"), 1, kMaxId);
   if (!id) return badRequest(request, id.error());
@@ -290,7 +271,7 @@ std::variant<storage::ScheduleRecord, Response> DrillEndpoints::scheduleOfPath(
 }
 
 Response DrillEndpoints::startDrill(const Request& request) {
-  auto cluster = clusterByName(request, request.params.at("cluster"), ProblemType::kUnknownCluster);
+  auto cluster = findCluster(request, live_, store_, request.params.at("cluster"), ProblemType::kUnknownCluster);
   if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
   const auto cluster_id = std::get<storage::ClusterId>(cluster);
   if (auto query = QueryReader::create(request.query, {}); !query) {
@@ -330,7 +311,7 @@ Response DrillEndpoints::startDrill(const Request& request) {
 }
 
 Response DrillEndpoints::lastDrill(const Request& request) const {
-  auto cluster = clusterByName(request, request.params.at("cluster"), ProblemType::kUnknownCluster);
+  auto cluster = findCluster(request, live_, store_, request.params.at("cluster"), ProblemType::kUnknownCluster);
   if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
   auto query = QueryReader::create(request.query, {"fault"});
   if (!query) return badRequest(request, query.error());
@@ -360,7 +341,7 @@ Response DrillEndpoints::listDrills(const Request& request) const {
   if (!query) return badRequest(request, query.error());
   storage::DrillQuery q;
   if (auto name = query->raw("cluster")) {
-    auto cluster = clusterByName(request, std::string(*name), ProblemType::kUnknownCluster);
+    auto cluster = findCluster(request, live_, store_, std::string(*name), ProblemType::kUnknownCluster);
     if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
     q.cluster = std::get<storage::ClusterId>(cluster);
   }
@@ -519,7 +500,7 @@ Response DrillEndpoints::statistics(const Request& request) const {
   q.state = "done";
   q.limit = kStatisticsMaxDrills;
   if (auto name = query->raw("cluster")) {
-    auto cluster = clusterByName(request, std::string(*name), ProblemType::kUnknownCluster);
+    auto cluster = findCluster(request, live_, store_, std::string(*name), ProblemType::kUnknownCluster);
     if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
     q.cluster = std::get<storage::ClusterId>(cluster);
   }
@@ -624,7 +605,7 @@ Response DrillEndpoints::statistics(const Request& request) const {
 }
 
 Response DrillEndpoints::incidents(const Request& request) const {
-  auto cluster = clusterByName(request, request.params.at("cluster"), ProblemType::kUnknownCluster);
+  auto cluster = findCluster(request, live_, store_, request.params.at("cluster"), ProblemType::kUnknownCluster);
   if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
   const auto cluster_id = std::get<storage::ClusterId>(cluster);
   auto query = QueryReader::create(request.query, {"from", "to", "min_ms"});
@@ -725,7 +706,7 @@ Response DrillEndpoints::listSchedules(const Request& request) const {
   if (!query) return badRequest(request, query.error());
   std::optional<storage::ClusterId> cluster_id;
   if (auto name = query->raw("cluster")) {
-    auto cluster = clusterByName(request, std::string(*name), ProblemType::kUnknownCluster);
+    auto cluster = findCluster(request, live_, store_, std::string(*name), ProblemType::kUnknownCluster);
     if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
     cluster_id = std::get<storage::ClusterId>(cluster);
   }
@@ -748,7 +729,7 @@ Response DrillEndpoints::createSchedule(const Request& request) {
   auto fields = readScheduleFields(std::get<json>(body), false);
   if (auto* message = std::get_if<std::string>(&fields)) return invalidBody(request, *message);
   auto& f = std::get<ScheduleFields>(fields);
-  auto cluster = clusterByName(request, *f.cluster, ProblemType::kInvalidBody);
+  auto cluster = findCluster(request, live_, store_, *f.cluster, ProblemType::kInvalidBody);
   if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
   const auto cluster_id = std::get<storage::ClusterId>(cluster);
   if (!control_.drillsEnabled(cluster_id)) {

@@ -74,10 +74,6 @@ class DrillEndpoints {
   // Cluster names by id: configured clusters and those with history in the store.
   std::variant<std::map<storage::ClusterId, std::string>, Response> clusterNames(
       const Request& request) const;
-  // The cluster named in the path (or in a body), as resolveCluster in endpoints.cc does it.
-  std::variant<storage::ClusterId, Response> clusterByName(const Request& request,
-                                                           const std::string& name,
-                                                           ProblemType unknown) const;
   std::variant<storage::DrillRecord, Response> drillOfPath(const Request& request) const;
   std::variant<storage::ScheduleRecord, Response> scheduleOfPath(const Request& request) const;
 

@@ -506,22 +506,7 @@ Response Endpoints::clusterDetail(const Request& request) const {
 }
 
 std::variant<storage::ClusterId, Response> Endpoints::resolveCluster(const Request& request) const {
-  const std::string& name = request.params.at("cluster");
-  std::string known;
-  for (const auto& cluster : live_.clusters()) {
-    if (cluster.name == name) return cluster.id;
-    known += (known.empty() ? "" : ", ") + cluster.name;
-  }
-  auto stored = store_.clusters();
-  if (!stored) return storeFailure(request, stored.error());
-  for (const auto& cluster : *stored) {
-    if (cluster.name == name) return cluster.id;
-  }
-  return problem(ProblemType::kUnknownCluster,
-                 "no cluster named \"" + printable(name, 100) +
-                     "\" is configured or has history in the database; configured: " +
-                     (known.empty() ? std::string("none") : known),
-                 request.path);
+  return findCluster(request, live_, store_, request.params.at("cluster"), ProblemType::kUnknownCluster);
 }
 
 Response Endpoints::gaps(const Request& request) const {

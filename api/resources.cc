@@ -21,6 +21,26 @@ Response storeFailure(const Request& request, const Error& error) {
                  request.path);
 }
 
+std::variant<storage::ClusterId, Response> findCluster(const Request& request, const LiveClusters& live,
+                                                       const storage::Store& store, const std::string& name,
+                                                       ProblemType unknown) {
+  std::string known;
+  for (const auto& cluster : live.clusters()) {
+    if (cluster.name == name) return cluster.id;
+    known += (known.empty() ? "" : ", ") + cluster.name;
+  }
+  auto stored = store.clusters();
+  if (!stored) return storeFailure(request, stored.error());
+  for (const auto& cluster : *stored) {
+    if (cluster.name == name) return cluster.id;
+  }
+  const std::string detail = "no cluster named \"" + printable(name, 100) +
+                             "\" is configured or has history in the database; configured: " +
+                             (known.empty() ? std::string("none") : known);
+  return problem(unknown, unknown == ProblemType::kInvalidBody ? "cluster: " + detail : detail,
+                 request.path);
+}
+
 json timeOrNull(std::optional<std::int64_t> wall_us) {
   return wall_us ? json(common::formatRfc3339(*wall_us)) : json(nullptr);
 }

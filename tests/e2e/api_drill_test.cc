@@ -159,10 +159,8 @@ struct Kfaild {
   }
 };
 
-// Runs kfailctl and returns its exit status and standard output.
-std::pair<int, std::string> kfailctl(const Kfaild& kfaild, const Lab& lab, const std::string& args) {
-  const std::string command = std::string(KFAILD_BINARY_DIR) + "/tools/kfailctl/kfailctl --url http://127.0.0.1:" +
-                              std::to_string(kfaild.port) + " --token-file " + lab.token_file + " " + args;
+// Runs a shell command; its exit status (-1 when killed by a signal) and standard output.
+std::pair<int, std::string> run(const std::string& command) {
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string out;
@@ -170,6 +168,12 @@ std::pair<int, std::string> kfailctl(const Kfaild& kfaild, const Lab& lab, const
   while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
   const int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// Runs kfailctl and returns its exit status and standard output.
+std::pair<int, std::string> kfailctl(const Kfaild& kfaild, const Lab& lab, const std::string& args) {
+  return run(std::string(KFAILD_BINARY_DIR) + "/tools/kfailctl/kfailctl --url http://127.0.0.1:" +
+             std::to_string(kfaild.port) + " --token-file " + lab.token_file + " " + args);
 }
 
 const json& partitionOf(const json& analysis, const std::string& topic, int partition) {
@@ -346,21 +350,13 @@ TEST_CASE("the dashboard in Chromium: three brokers, a kill drill started from i
                               lab.topic + " --timeout-s 400 --out " + shots + " 2>&1";
   // The form shows a guard's refusal as is; a probe that fell behind for a moment (a broker
   // the previous test restarted still catching up) is such a refusal, so wait and try again.
-  std::string out;
-  int status = -1;
-  for (int attempt = 1; attempt <= 3; ++attempt) {
-    FILE* pipe = popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    out.clear();
-    char buffer[4096];
-    while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-    status = pclose(pipe);
-    if (out.find("refused the drill (HTTP 409)") == std::string::npos) break;
+  auto [code, out] = run(command);
+  for (int attempt = 2; attempt <= 3 && out.find("refused the drill (HTTP 409)") != std::string::npos; ++attempt) {
     kfaild.waitSteady(lab.topic);
+    std::tie(code, out) = run(command);
   }
   INFO("dashboard.mjs:\n" << out << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(code == 0);
   CHECK(std::ifstream(shots + "/05-last-drill.png").good());
 }
 
@@ -380,15 +376,9 @@ TEST_CASE("schemathesis: generated requests against openapi.yaml on a live kfail
   const std::string command = std::string(KFAILD_SOURCE_DIR) + "/tests/contract/run-schemathesis --url http://127.0.0.1:" +
                               std::to_string(kfaild.port) + " --token-file " + lab.token_file + " --report " + report +
                               " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buffer[4096];
-  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  const int status = pclose(pipe);
+  const auto [code, out] = run(command);
   INFO("schemathesis:\n" << tail(out, 12000));
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(code == 0);
   std::smatch generated;
   REQUIRE(std::regex_search(out, generated, std::regex(R"(([0-9]+) generated)")));
   CHECK(std::stoi(generated[1]) >= 1000);
