@@ -16,6 +16,10 @@
 #include <cctype>
 #include <mutex>
 #include <optional>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -137,6 +141,8 @@ class HttpServer::Impl {
 
   ~Impl() { stop(); }
 
+  Status listen();
+  Status serve();
   Status start();
   void stop();
   std::uint16_t port() const { return port_.load(); }
@@ -158,6 +164,8 @@ class HttpServer::Impl {
   std::atomic<std::uint16_t> port_{0};
   std::atomic<bool> stopping_{false};
   bool started_ = false;
+  bool listening_ = false;
+  bool serving_ = false;
 
   // Declared before the io_context: sessions destroyed while it shuts down still unregister.
   std::mutex sessions_mutex_;
@@ -323,6 +331,11 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
 };
 
 Status HttpServer::Impl::start() {
+  if (auto listening = listen(); !listening) return listening;
+  return serve();
+}
+
+Status HttpServer::Impl::listen() {
   if (started_) return Error{errc::invalid_options, "the server was already started"};
   if (auto valid = validateOptions(options_); !valid) return valid;
   started_ = true;
@@ -364,14 +377,30 @@ Status HttpServer::Impl::start() {
   if (ec) return fail("listen", ec);
   port_ = acceptor_.local_endpoint(ec).port();
   if (ec) return fail("local address", ec);
+  listening_ = true;
+  return okStatus();
+}
 
+Status HttpServer::Impl::serve() {
+  if (!listening_ || serving_) return Error{errc::invalid_options, "serve() needs listen() first, and only once"};
+  serving_ = true;
+  beast::error_code ec;
+  const auto endpoint = acceptor_.local_endpoint(ec);
   work_.emplace(ioc_.get_executor());
   accept();
   for (int i = 0; i < options_.threads; ++i) {
-    threads_.emplace_back([this] { ioc_.run(); });
+    threads_.emplace_back([this] {
+      // Below the probe: a burst of API requests must not delay the probe's sends and acks on a
+      // busy host. Lowering a thread's own priority needs no privilege.
+      if (options_.nice > 0 &&
+          setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), options_.nice) != 0) {
+        spdlog::warn("http: cannot lower the priority of a server thread to nice {}", options_.nice);
+      }
+      ioc_.run();
+    });
   }
-  spdlog::info("http: listening on {} ({} thread(s), {})",
-               endpointText(endpoint.address().to_string(), port_.load()), options_.threads,
+  spdlog::info("http: listening on {} ({} thread(s) at nice {}, {})",
+               endpointText(endpoint.address().to_string(), port_.load()), options_.threads, options_.nice,
                options_.token.empty() ? "no token" : "bearer token required for changes");
   return okStatus();
 }
@@ -442,6 +471,14 @@ HttpServer::~HttpServer() = default;
 
 Status HttpServer::start() {
   return impl_->start();
+}
+
+Status HttpServer::listen() {
+  return impl_->listen();
+}
+
+Status HttpServer::serve() {
+  return impl_->serve();
 }
 
 void HttpServer::stop() {

@@ -43,6 +43,9 @@ struct ServerOptions {
   std::chrono::milliseconds read_timeout{30'000};
   std::size_t max_connections = 1024;
   int threads = 2;
+  // The server threads' nice value (0: leave them as the process is): above 0 they yield the CPU
+  // to the probe and the writer.
+  int nice = 10;
 };
 
 // Checks the values that need no network (ranges, token characters). start() also checks the
@@ -61,6 +64,11 @@ class HttpServer {
   // (message names the option), listen_failed (message has "host:port" and the OS's reason).
   // A server is started at most once.
   [[nodiscard]] Status start();
+  // start() in two steps, so that a daemon can claim its address before it starts anything else
+  // and serve once its routes exist: listen() validates, binds and listens (connections wait in
+  // the backlog); serve() starts accepting.
+  [[nodiscard]] Status listen();
+  [[nodiscard]] Status serve();
   void stop();
 
   // The port actually listened on (the ephemeral one when options.port was 0); 0 before start().

@@ -181,6 +181,40 @@ int main(int argc, char* argv[]) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // Everything the configuration decides that can fail is tried before anything starts: a
+  // mistake stops kfaild with exit 2 before it opens the database, connects to a cluster or
+  // touches a node.
+  for (std::size_t i = 0; i < config.clusters.size(); ++i) {
+    if (auto s = kfaild::kafka::checkClientProperties(config.clusters[i].client); !s) {
+      std::cerr << "kfaild: configuration error: clusters[" << i << "].client: " << s.error().describe() << '\n';
+      return 2;
+    }
+  }
+  kfaild::api::StaticFiles web;
+  if (!config.http.web_dir.empty()) {
+    if (auto s = web.load(config.http.web_dir); !s) {
+      std::cerr << "kfaild: configuration error: http." << s.error().message << '\n';
+      return 2;
+    }
+  }
+  // The router is filled once the parts it serves exist; the address is claimed now.
+  kfaild::api::Router router;
+  std::unique_ptr<kfaild::api::HttpServer> http;
+  if (config.http.enabled) {
+    kfaild::api::ServerOptions server_options;
+    server_options.host = config.http.host;
+    server_options.port = static_cast<std::uint16_t>(config.http.port);
+    server_options.token = config.http.token;
+    server_options.max_connections = static_cast<std::size_t>(config.http.max_connections);
+    server_options.read_timeout = std::chrono::milliseconds(config.http.read_timeout_ms);
+    server_options.max_body_bytes = static_cast<std::size_t>(config.http.max_body_bytes);
+    http = std::make_unique<kfaild::api::HttpServer>(server_options, router);
+    if (auto s = http->listen(); !s) {
+      std::cerr << "kfaild: configuration error: http: " << s.error().message << '\n';
+      return 2;
+    }
+  }
+
   kfaild::common::SystemClock clock;
   kfaild::storage::SqliteStoreOptions store_options;
   store_options.max_queued_records = config.storage.max_queued_records;
@@ -234,7 +268,7 @@ int main(int argc, char* argv[]) {
       // Before anything else: a node a previous kfaild left down comes back first.
       auto recovered = parts.drills->recoverPending(std::chrono::seconds(600));
       if (!recovered) {
-        spdlog::critical("cluster {}: a node left down by an earlier drill could not be recovered: {}", cc.name,
+        spdlog::critical("cluster {}: cannot read the recovery journal: {}", cc.name,
                          recovered.error().describe());
         return 1;
       }
@@ -267,34 +301,19 @@ int main(int argc, char* argv[]) {
   // drills; they never wait on the probe, the writer or a drill.
   DaemonLiveClusters live(clusters);
   DaemonDrillControl control(clusters);
-  kfaild::api::Router router;
   kfaild::api::Endpoints endpoints(live, **store, clock);
   endpoints.setDrillStore(drill_store->get());
   endpoints.registerOn(router);
   kfaild::api::DrillEndpoints drill_endpoints(live, **store, **drill_store, control, clock);
   drill_endpoints.registerOn(router);
-  kfaild::api::StaticFiles web;
   if (!config.http.web_dir.empty()) {
-    if (auto s = web.load(config.http.web_dir); !s) {
-      std::cerr << "kfaild: configuration error: http." << s.error().message << '\n';
-      return 2;
-    }
     web.registerOn(router);
     spdlog::info("dashboard: {} files ({} bytes) from {}", web.fileCount(), web.totalBytes(), config.http.web_dir);
   }
-  std::unique_ptr<kfaild::api::HttpServer> http;
-  if (config.http.enabled) {
-    kfaild::api::ServerOptions server_options;
-    server_options.host = config.http.host;
-    server_options.port = static_cast<std::uint16_t>(config.http.port);
-    server_options.token = config.http.token;
-    server_options.max_connections = static_cast<std::size_t>(config.http.max_connections);
-    server_options.read_timeout = std::chrono::milliseconds(config.http.read_timeout_ms);
-    server_options.max_body_bytes = static_cast<std::size_t>(config.http.max_body_bytes);
-    http = std::make_unique<kfaild::api::HttpServer>(server_options, router);
-    if (auto s = http->start(); !s) {
-      std::cerr << "kfaild: configuration error: http: " << s.error().message << '\n';
-      return 2;
+  if (http) {
+    if (auto s = http->serve(); !s) {
+      spdlog::critical("http: {}", s.error().describe());
+      return 1;
     }
     spdlog::info("http: listening on http://{}:{}/ ({})", config.http.host, http->port(),
                  config.http.token.empty() ? "no token: mutating routes open to loopback"

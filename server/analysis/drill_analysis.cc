@@ -10,7 +10,8 @@ bool contains(const std::vector<std::int32_t>& v, std::int32_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-KindResult intervals(std::vector<std::int64_t> times, std::int64_t fault_us, std::int64_t observe_end_us) {
+KindResult intervals(std::vector<std::int64_t> times, std::int64_t fault_us, std::int64_t observe_end_us,
+                     std::int64_t interval_us) {
   KindResult r;
   std::sort(times.begin(), times.end());
   r.count = static_cast<std::int64_t>(times.size());
@@ -18,6 +19,14 @@ KindResult intervals(std::vector<std::int64_t> times, std::int64_t fault_us, std
     const Interval gap{times[i - 1], times[i]};
     const bool spans = gap.end_us > fault_us && gap.start_us < observe_end_us;
     if (spans && (!r.stall || gap.duration_us() > r.stall->duration_us())) r.stall = gap;
+  }
+  // Nothing since the last ack and observation is over: the stall has not ended. It counts when
+  // it is longer than any closed one and clearly more than the probe's own spacing.
+  if (!times.empty() && times.back() < observe_end_us && observe_end_us > fault_us) {
+    const Interval tail{times.back(), observe_end_us, true};
+    if (tail.duration_us() > std::max<std::int64_t>(r.stall ? r.stall->duration_us() : 0, 5 * interval_us)) {
+      r.stall = tail;
+    }
   }
   for (std::size_t i = 1; i < times.size(); ++i) {
     const Interval gap{times[i - 1], times[i]};
@@ -34,7 +43,7 @@ std::optional<std::int64_t> diff(std::optional<std::int64_t> later, std::optiona
 
 nlohmann::json intervalJson(const std::optional<Interval>& i) {
   if (!i) return nullptr;
-  return {{"start_us", i->start_us}, {"end_us", i->end_us}, {"duration_us", i->duration_us()}};
+  return {{"start_us", i->start_us}, {"end_us", i->end_us}, {"duration_us", i->duration_us()}, {"open", i->open}};
 }
 
 nlohmann::json optJson(const std::optional<std::int64_t>& v) { return v ? nlohmann::json(*v) : nullptr; }
@@ -110,8 +119,8 @@ RunAnalysis analyse(const AnalysisInput& in) {
       if (s->receive_us) receives.push_back(*s->receive_us);
     }
     if (max_seq >= 0) r.unresolved = (max_seq - min_seq + 1) - seen;
-    r.ack = intervals(std::move(acks), in.fault_us, in.observe_end_us);
-    r.receive = intervals(std::move(receives), in.fault_us, in.observe_end_us);
+    r.ack = intervals(std::move(acks), in.fault_us, in.observe_end_us, in.interval_us);
+    r.receive = intervals(std::move(receives), in.fault_us, in.observe_end_us, in.interval_us);
 
     auto& ph = r.phases;
     const bool fenced = out.departure == "fenced";
@@ -144,7 +153,7 @@ RunAnalysis analyse(const AnalysisInput& in) {
     const auto left_at = out.departure_at_us;
     ph.election_us = diff(ph.new_leader_at_us, left_at);
     ph.discovery_us = diff(ph.client_update_at_us, ph.new_leader_at_us);
-    if (r.ack.stall) {
+    if (r.ack.stall && !r.ack.stall->open) {
       const auto from = ph.client_update_at_us ? ph.client_update_at_us : ph.new_leader_at_us;
       ph.resume_us = diff(r.ack.stall->end_us, from);
     }

@@ -50,6 +50,10 @@ struct AnalysisInput {
 struct Interval {
   std::int64_t start_us = 0;
   std::int64_t end_us = 0;
+  // Still open when observation ended: no ack (receive) since start_us, so end_us is the end of
+  // observation and the duration a lower bound (a partition that stays offline, for instance
+  // with its only replica stopped).
+  bool open = false;
   std::int64_t duration_us() const { return end_us - start_us; }
 };
 

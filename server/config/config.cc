@@ -17,8 +17,11 @@ namespace {
 void rejectUnknownKeys(const YAML::Node& node, const std::string& key,
                        const std::set<std::string>& known) {
   if (!node.IsMap()) fail(key, "must be a mapping");
+  std::set<std::string> seen;
   for (const auto& entry : node) {
     const auto name = entry.first.as<std::string>();
+    // YAML parsers keep one of two equal keys and drop the other without a word.
+    if (!seen.insert(name).second) fail(key.empty() ? name : key + "." + name, "given twice");
     if (!known.count(name)) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;

@@ -16,6 +16,7 @@ namespace kfaild::drill {
 namespace {
 
 constexpr int kAdminTimeoutMs = 5000;
+constexpr int kControllerCheckMs = 3000;
 constexpr std::int64_t kPollUs = 100'000;
 constexpr std::int64_t kSecond = 1'000'000;
 
@@ -222,6 +223,13 @@ std::optional<std::string> DrillRunner::guards(std::int32_t target, const DrillS
   if (!handle) return std::string("the admin client could not be created");
   auto all = kafka::fetchAllMetadata(handle.get(), kAdminTimeoutMs);
   if (!all) return "the cluster's metadata is unavailable: " + all.error().describe();
+  if (auto open = openRecoveryProblem()) return open;
+  // Without a controller nobody fences the broker or elects new leaders: the "drill" would be an
+  // outage until the node is back. Asked before anything else that needs the controller.
+  if (auto answered = kafka::controllerAnswers(handle.get(), kControllerCheckMs); !answered) {
+    return "the KRaft controller does not answer (" + answered.error().describe() +
+           "): nothing would fence the broker or elect new leaders";
+  }
   in.cluster = &*all;
   // min.insync.replicas matters only where the target is in the ISR with company.
   std::vector<std::string> topics;
@@ -246,6 +254,9 @@ std::optional<std::string> DrillRunner::guards(std::int32_t target, const DrillS
 }
 
 Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOptions& options) {
+  // One submission at a time: simultaneous requests must not all pass the "nothing is running"
+  // check before any of them is queued.
+  std::lock_guard serial(submit_mutex_);
   auto target = resolveTarget(spec.target);
   if (!target) return target.error();
   std::optional<std::int64_t> running;
@@ -305,8 +316,18 @@ void DrillRunner::loop() {
     std::int64_t id = 0;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_.load() || !queue_.empty(); });
+      const auto ready = [this] { return stopping_.load() || !queue_.empty(); };
+      if (recovery_retry_at_) {
+        wake_.wait_until(lock, *recovery_retry_at_, ready);
+      } else {
+        wake_.wait(lock, ready);
+      }
       if (stopping_) return;
+      if (queue_.empty()) {
+        lock.unlock();
+        retryOpenRecoveries();
+        continue;
+      }
       id = queue_.front();
       queue_.pop_front();
       active_ = id;
@@ -317,6 +338,61 @@ void DrillRunner::loop() {
     std::lock_guard lock(mutex_);
     active_.reset();
     abort_request_.reset();
+  }
+}
+
+std::optional<std::string> DrillRunner::openRecoveryProblem() const {
+  auto pending = drills_.pendingRecoveries();
+  if (!pending) return "cannot read the recovery journal: " + pending.error().describe();
+  const auto running = active();
+  for (const auto& entry : *pending) {
+    if (entry.cluster != cluster_id_ || (running && entry.drill_id == *running)) continue;
+    return "node " + std::to_string(entry.node) + " left down by drill " + std::to_string(entry.drill_id) +
+           " is not recovered yet (" + std::to_string(entry.attempts) + " attempt(s)" +
+           (entry.last_error.empty() ? "" : ", last error: " + entry.last_error) + ")";
+  }
+  return std::nullopt;
+}
+
+void DrillRunner::retryOpenRecoveries() {
+  recovery_retry_at_.reset();
+  auto pending = drills_.pendingRecoveries();
+  if (!pending) {
+    spdlog::error("recovery journal: cannot read it: {}", pending.error().describe());
+    return;
+  }
+  bool open = false;
+  for (auto entry : *pending) {
+    if (entry.cluster != cluster_id_ || !injectors_.count(entry.node)) continue;
+    spdlog::warn("recovery of node {} (drill {}): trying again after {} attempt(s)", entry.node, entry.drill_id,
+                 entry.attempts);
+    const auto before = entry.attempts;
+    auto status = recoverNode(entry.node, entry.action, 60 * kSecond,
+                              [&](int attempt, const std::string& error, std::int64_t) {
+                                entry.attempts = before + attempt;
+                                entry.last_error = error;
+                                persist(entry);
+                              });
+    entry.attempts += 1;
+    if (!status) {
+      entry.last_error = status.error().message;
+      persist(entry);
+      open = true;
+      continue;
+    }
+    entry.done_us = clock_.wallNow();
+    persist(entry);
+    recordEvent("kfaild", "recovered_late", *entry.done_us, entry.node,
+                {{"drill", entry.drill_id}, {"attempts", entry.attempts}});
+    spdlog::info("recovery of node {} (drill {}): back after {} attempt(s)", entry.node, entry.drill_id, entry.attempts);
+  }
+  if (open && !stopping_) {
+    recovery_retry_backoff_us_ = std::clamp<std::int64_t>(recovery_retry_backoff_us_ * 2, 30 * kSecond, 300 * kSecond);
+    recovery_retry_at_ = std::chrono::steady_clock::now() + std::chrono::microseconds(recovery_retry_backoff_us_);
+    spdlog::warn("recovery journal: node(s) of cluster {} still down; next attempt in {} s", cluster_.name,
+                 recovery_retry_backoff_us_ / kSecond);
+  } else {
+    recovery_retry_backoff_us_ = 0;
   }
 }
 
@@ -374,20 +450,24 @@ bool DrillRunner::nodeBack(std::int32_t node) const {
   return true;
 }
 
-Status DrillRunner::recoverNode(std::int32_t node, const std::string& action, std::int64_t timeout_us) {
+Status DrillRunner::recoverNode(std::int32_t node, const std::string& action, std::int64_t timeout_us,
+                                const RetryReport& on_retry) {
   auto& injector = injectors_.at(node);
   const auto deadline = clock_.monoNow() + timeout_us;
   std::int64_t backoff = kSecond;
+  int attempt = 0;
   std::string last_error;
   while (clock_.monoNow() < deadline) {
     auto state = injector->inspect();
     const bool running = state && state->running && !state->paused;
     if (!running) {
       auto done = action == "resume" && state && state->paused ? injector->resume() : injector->start();
+      ++attempt;
       if (!done) {
         last_error = done.error().describe();
         spdlog::warn("recovery of node {}: {} failed: {} (retrying in {} s)", node, action, last_error, backoff / kSecond);
-        std::this_thread::sleep_for(std::chrono::microseconds(backoff));
+        if (on_retry) on_retry(attempt, last_error, backoff);
+        std::this_thread::sleep_for(std::chrono::microseconds(std::min(backoff, std::max<std::int64_t>(0, deadline - clock_.monoNow()))));
         backoff = std::min<std::int64_t>(backoff * 2, 30 * kSecond);
         continue;
       }
@@ -482,6 +562,12 @@ nlohmann::json DrillRunner::runOnce(storage::DrillRecord& drill, const DrillSpec
   if (!target) return fail("failed", target.error().message);
   out["target"] = *target;
   if (auto reason = guards(*target, spec, true)) return fail("failed", "refused: " + *reason);
+  // The way to the node must work before it is touched: a fault kfaild could not undo is worse
+  // than no drill.
+  if (auto state = injectors_.at(*target)->inspect(); !state) {
+    return fail("failed", "node " + std::to_string(*target) + " cannot be reached (" + injectors_.at(*target)->describe() +
+                              "): " + state.error().describe());
+  }
   if (interrupted()) {
     return fail("aborted", stopping_ ? "kfaild stopped during preflight" : "aborted on request during preflight");
   }
@@ -579,15 +665,40 @@ nlohmann::json DrillRunner::runOnce(storage::DrillRecord& drill, const DrillSpec
   setState(drill, "recover");
   journal.phase = "recover";
   persist(journal);
-  auto recovered = recoverNode(*target, journal.action, spec.options.recover_timeout_s * kSecond);
+  // Each failed attempt is reported where a reader looks: the drill's reason while it recovers,
+  // the journal, an event.
+  auto retry_errors = nlohmann::json::array();
+  auto recovered = recoverNode(
+      *target, journal.action, spec.options.recover_timeout_s * kSecond,
+      [&](int attempt, const std::string& error, std::int64_t retry_in_us) {
+        const auto now = clock_.wallNow();
+        journal.attempts = attempt;
+        journal.last_error = error;
+        persist(journal);
+        if (retry_errors.size() < 20) retry_errors.push_back({{"attempt", attempt}, {"t_us", now}, {"error", error}});
+        recordEvent("kfaild", "recovery_retry", now, *target,
+                    {{"drill", drill.id}, {"run", run}, {"attempt", attempt}, {"error", error},
+                     {"retry_in_s", static_cast<double>(retry_in_us) / kSecond}});
+        setState(drill, "recover",
+                 "recovering node " + std::to_string(*target) + ": attempt " + std::to_string(attempt) + " failed (" +
+                     error + "); retrying in " + std::to_string(retry_in_us / kSecond) + " s");
+      });
   journal.attempts += 1;
+  out["recovery"] = {{"attempts", journal.attempts}, {"errors", retry_errors}};
   if (!recovered) {
     journal.last_error = recovered.error().message;
     persist(journal);
-    return fail("failed", (failure.empty() ? "" : failure + "; ") + recovered.error().message);
+    // Left open: the runner keeps trying between drills and refuses new ones meanwhile.
+    recovery_retry_at_ = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    return fail("failed", (failure.empty() ? "" : failure + "; ") + recovered.error().message +
+                              " (kfaild keeps retrying every 30 s to 5 min; drills on this cluster are refused until it is back)");
   }
   journal.done_us = clock_.wallNow();
   persist(journal);
+  if (!retry_errors.empty()) {
+    drill.reason.clear();
+    persist(drill);
+  }
   out["recovered_us"] = *journal.done_us;
   recordEvent("injector", "recovered", *journal.done_us, *target, {{"drill", drill.id}, {"run", run}});
 
@@ -663,9 +774,14 @@ Result<int> DrillRunner::recoverPending(std::chrono::seconds timeout) {
     auto status = recoverNode(entry.node, entry.action, std::chrono::duration_cast<std::chrono::microseconds>(timeout).count());
     entry.attempts += 1;
     if (!status) {
+      // kfaild still starts: it serves, probes and refuses drills on this cluster while the
+      // runner keeps trying.
       entry.last_error = status.error().message;
       persist(entry);
-      return status.error();
+      spdlog::error("recovery journal: node {} of drill {} is still down: {}; retrying in the background",
+                    entry.node, entry.drill_id, status.error().describe());
+      recovery_retry_at_ = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      continue;
     }
     entry.done_us = clock_.wallNow();
     persist(entry);

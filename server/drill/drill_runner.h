@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,7 +54,8 @@ class DrillRunner {
 
   // Brings back every node a previous run of kfaild left down (retrying with backoff up to
   // `timeout`), marks those drills aborted, and fails drills left in a running state. Call before
-  // start(). Returns how many nodes it recovered.
+  // start(). Returns how many nodes it recovered; a node it could not bring back stays in the
+  // journal and is retried by the runner thread (drills on the cluster are refused meanwhile).
   Result<int> recoverPending(std::chrono::seconds timeout);
 
   [[nodiscard]] Status start();
@@ -88,7 +90,13 @@ class DrillRunner {
   bool interrupted() const;
   bool probesResumed(std::int64_t fault_us) const;
   bool nodeBack(std::int32_t node) const;
-  Status recoverNode(std::int32_t node, const std::string& action, std::int64_t timeout_us);
+  // Called after each failed attempt to bring a node back: attempt number, error, next wait.
+  using RetryReport = std::function<void(int attempt, const std::string& error, std::int64_t retry_in_us)>;
+  Status recoverNode(std::int32_t node, const std::string& action, std::int64_t timeout_us,
+                     const RetryReport& on_retry = {});
+  // Retries, while no drill runs, the recoveries earlier drills could not finish in time.
+  void retryOpenRecoveries();
+  std::optional<std::string> openRecoveryProblem() const;
   void collectBrokerLogs(std::int32_t target, std::int64_t since_us);
   void recordEvent(const std::string& source, const std::string& kind, std::int64_t t_us,
                    std::optional<std::int32_t> broker, nlohmann::json detail);
@@ -104,12 +112,16 @@ class DrillRunner {
   std::map<std::int32_t, std::unique_ptr<fault::Injector>> injectors_;  // runner thread only
   kafka::Handle admin_;                                                 // runner thread only
 
+  std::mutex submit_mutex_;  // held through a whole submit(): check, guards, queue
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::int64_t> queue_;             // guarded by mutex_
   std::optional<std::int64_t> active_;         // guarded by mutex_
   std::optional<std::int64_t> abort_request_;  // guarded by mutex_
   std::atomic<bool> stopping_{false};
+  // Open recovery-journal entries of finished drills are retried at this time (runner thread).
+  std::optional<std::chrono::steady_clock::time_point> recovery_retry_at_;
+  std::int64_t recovery_retry_backoff_us_ = 0;
   std::thread thread_;
 };
 

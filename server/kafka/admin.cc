@@ -109,6 +109,33 @@ Result<CreateOutcome> createTopic(rd_kafka_t* rk, const NewTopic& topic, int tim
   return CreateOutcome::kCreated;
 }
 
+Status controllerAnswers(rd_kafka_t* rk, int timeout_ms) {
+  char errstr[512];
+  const std::string name = "kfaild-controller-check";
+  std::unique_ptr<rd_kafka_NewTopic_t, NewTopicDeleter> nt(rd_kafka_NewTopic_new(name.c_str(), 1, -1, errstr, sizeof errstr));
+  if (!nt) return kafkaError(errc::admin_failed, std::string("controller check: ") + errstr);
+  auto options = adminOptions(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout_ms);
+  rd_kafka_AdminOptions_set_operation_timeout(options.get(), timeout_ms, errstr, sizeof errstr);
+  rd_kafka_AdminOptions_set_validate_only(options.get(), 1, errstr, sizeof errstr);
+  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(rk));
+  rd_kafka_NewTopic_t* topics[] = {nt.get()};
+  rd_kafka_CreateTopics(rk, topics, 1, options.get(), queue.get());
+  auto event = awaitResult(queue.get(), timeout_ms, "the controller did not answer");
+  if (!event) return event.error();
+  const auto* result = rd_kafka_event_CreateTopics_result(event->get());
+  size_t count = 0;
+  const auto** results = rd_kafka_CreateTopics_result_topics(result, &count);
+  for (size_t i = 0; i < count; ++i) {
+    const auto err = rd_kafka_topic_result_error(results[i]);
+    if (err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT || err == RD_KAFKA_RESP_ERR__TIMED_OUT ||
+        err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR_NOT_CONTROLLER) {
+      const char* msg = rd_kafka_topic_result_error_string(results[i]);
+      return kafkaError(errc::admin_failed, std::string("the controller did not answer: ") + (msg ? msg : rd_kafka_err2str(err)), err);
+    }
+  }
+  return okStatus();
+}
+
 Status deleteTopic(rd_kafka_t* rk, const std::string& name, int timeout_ms) {
   rd_kafka_DeleteTopic_t* topic = rd_kafka_DeleteTopic_new(name.c_str());
   auto options = adminOptions(rk, RD_KAFKA_ADMIN_OP_DELETETOPICS, timeout_ms);

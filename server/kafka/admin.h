@@ -36,6 +36,13 @@ Result<std::map<std::string, std::string>> describeTopicConfig(rd_kafka_t* rk,
                                                                const std::string& key,
                                                                int timeout_ms);
 
+// Whether the active KRaft controller answers: a CreateTopics request with validate_only, which
+// every broker forwards to the controller and which creates nothing. Any answer about the topic
+// (created-in-validation, exists, not authorised, invalid) means the controller answered; a
+// timeout or a transport error means it did not. In KRaft the controller id in the metadata is a
+// random broker, so this is the only client-side way to see that the quorum is gone.
+Status controllerAnswers(rd_kafka_t* rk, int timeout_ms);
+
 struct TopicPartition {
   std::string topic;
   std::int32_t partition = 0;

@@ -36,6 +36,17 @@ void HandleDeleter::operator()(rd_kafka_t* rk) const {
   delete hooks;
 }
 
+Status checkClientProperties(const std::map<std::string, std::string>& properties) {
+  std::unique_ptr<rd_kafka_conf_t, void (*)(rd_kafka_conf_t*)> conf(rd_kafka_conf_new(), rd_kafka_conf_destroy);
+  char errstr[512];
+  for (const auto& [key, value] : properties) {
+    if (rd_kafka_conf_set(conf.get(), key.c_str(), value.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
+      return kafkaError(errc::invalid_property, key + ": " + errstr);
+    }
+  }
+  return okStatus();
+}
+
 Result<Handle> createClient(rd_kafka_type_t type, const ClientOptions& options,
                             const std::map<std::string, std::string>& extra,
                             const std::function<void(rd_kafka_conf_t*)>& customize) {

@@ -43,6 +43,10 @@ Result<Handle> createClient(rd_kafka_type_t type, const ClientOptions& options,
                             const std::map<std::string, std::string>& extra = {},
                             const std::function<void(rd_kafka_conf_t*)>& customize = {});
 
+// Whether librdkafka accepts every property (known name, valid value), without creating a
+// client. Errors name the refused property.
+Status checkClientProperties(const std::map<std::string, std::string>& properties);
+
 // The librdkafka version string the process runs with ("2.14.2").
 std::string librdkafkaVersion();
 

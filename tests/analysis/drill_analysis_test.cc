@@ -155,3 +155,34 @@ TEST_CASE("losses, failures and partitions the target does not hold are reported
   CHECK(json["partitions"][3]["role"] == "not_a_replica");
   CHECK(json["partitions"][0]["phases"]["detection_us"] == 8'270'000);
 }
+
+TEST_CASE("a partition still without an ack when observation ends has an open stall, not none and not "
+          "the short gap before it",
+          "[unit][analysis]") {
+  // A graceful stop of the only replica: p0 acks for 60 ms more after the fault (the broker
+  // finishes its controlled shutdown), then nothing until observation ends 20 s later.
+  AnalysisInput in;
+  in.fault = "stop";
+  in.target = 1;
+  in.fault_us = kT0;
+  in.window_start_us = kT0 - 5'000'000;
+  in.observe_end_us = kT0 + 20'000'000;
+  in.partitions = {{"orders", 0, 1, {1}, {1}}, {"orders", 1, 2, {2}, {2}}};
+  std::int64_t seq0 = 0, seq1 = 0;
+  steady(in, 0, in.window_start_us, kT0 + 60'000, seq0);
+  steady(in, 1, in.window_start_us, in.observe_end_us - 5'000, seq1);
+  const auto a = analyse(in);
+  const auto& p0 = a.partitions[0];
+  REQUIRE(p0.ack.stall);
+  CHECK(p0.ack.stall->open);
+  CHECK(p0.ack.stall->start_us == kT0 + 40'000 + 3'000);
+  CHECK(p0.ack.stall->end_us == in.observe_end_us);
+  CHECK_FALSE(p0.phases.resume_us);
+  CHECK(toJson(a)["partitions"][0]["ack"]["stall"]["open"] == true);
+  // A partition that kept acking has its usual closed stall: its last gap before the end of
+  // observation is shorter than five intervals.
+  const auto& p1 = a.partitions[1];
+  REQUIRE(p1.ack.stall);
+  CHECK_FALSE(p1.ack.stall->open);
+  CHECK(p1.ack.stall->duration_us() == kInterval);
+}

@@ -227,7 +227,7 @@ TEST_CASE("POST a drill: 202 with Location, the drill queued as asked", "[integr
   CHECK(again.json()["id"] == drill["id"]);
 }
 
-TEST_CASE("POST a drill is refused without the token, on bad bodies and by the guards", "[integration][api]") {
+TEST_CASE("POST a drill is refused without the token, on bad bodies and by the guards", "[integration][api][reliability]") {
   DrillApi api;
   const std::string ok = R"({"fault":"kill","target":{"broker":1}})";
   problemOf(api.send("POST", "/api/v1/clusters/lab/drills", ok, false), 401, "unauthorized");

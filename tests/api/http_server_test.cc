@@ -7,6 +7,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include "api/errc.h"
 #include "tests/api/api_test_support.h"
 #include "tests/api/http_client.h"
+#include "tests/support/reliability_record.h"
 
 namespace kfaild::api {
 namespace {
@@ -93,7 +95,7 @@ TEST_CASE("a HEAD response has the GET length but no body and the connection goe
 }
 
 TEST_CASE("a request body over the limit gets a 413 problem and the connection closes",
-          "[integration][api]") {
+          "[integration][api][reliability]") {
   ApiHarness api;
   HttpConnection connection(api.port());
   const auto reply =
@@ -126,7 +128,7 @@ TEST_CASE("header fields over the limit get a 431 problem", "[integration][api]"
   CHECK(connection.closedByServer(Millis(5000)));
 }
 
-TEST_CASE("mutating requests need the configured bearer token", "[integration][api]") {
+TEST_CASE("mutating requests need the configured bearer token", "[integration][api][reliability]") {
   auto options = ephemeral();
   options.token = "s3cret-token-value";
   CapturedLog log;
@@ -201,7 +203,7 @@ TEST_CASE("the server stops promptly with an idle connection open", "[integratio
   CHECK_THROWS(HttpConnection(api.port(), Millis(500)).get("/healthz"));
 }
 
-TEST_CASE("a client that is too slow to send its request is disconnected", "[integration][api]") {
+TEST_CASE("a client that is too slow to send its request is disconnected", "[integration][api][reliability]") {
   auto options = ephemeral();
   options.read_timeout = Millis(300);
   ApiHarness api(options);
@@ -213,7 +215,7 @@ TEST_CASE("a client that is too slow to send its request is disconnected", "[int
   CHECK(api.get("/healthz").status == 200);
 }
 
-TEST_CASE("connections beyond the cap are closed at once", "[integration][api]") {
+TEST_CASE("connections beyond the cap are closed at once", "[integration][api][reliability]") {
   auto options = ephemeral();
   options.max_connections = 2;
   ApiHarness api(options);
@@ -236,6 +238,69 @@ TEST_CASE("connections beyond the cap are closed at once", "[integration][api]")
   CHECK(served);
 }
 
+// Resident memory of this process (the server runs in it), in KiB.
+long residentKiB() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+TEST_CASE("hundreds of idle connections, slow clients and a 2,000-request pipeline leave the server "
+          "responsive and its memory bounded",
+          "[integration][api][reliability]") {
+  kfaild::testing::Record record("http-connections");
+  auto options = ephemeral();
+  options.read_timeout = Millis(1500);
+  ApiHarness api(options);
+  const auto rss_before = residentKiB();
+
+  // 400 connections that send nothing, 50 that stop half-way through a request line.
+  std::vector<std::unique_ptr<HttpConnection>> idle;
+  for (int i = 0; i < 400; ++i) idle.push_back(std::make_unique<HttpConnection>(api.port()));
+  std::vector<std::unique_ptr<HttpConnection>> slow;
+  for (int i = 0; i < 50; ++i) {
+    slow.push_back(std::make_unique<HttpConnection>(api.port()));
+    slow.back()->writeRaw("GET /healthz HT");
+  }
+  // A newcomer is answered at once.
+  const auto asked = std::chrono::steady_clock::now();
+  CHECK(api.get("/healthz").status == 200);
+  const auto answer_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - asked).count();
+  CHECK(answer_ms < 500);
+
+  // One connection sends 2,000 requests in one write, then reads the answers in order.
+  std::string pipeline;
+  constexpr int kPipelined = 2000;
+  for (int i = 0; i < kPipelined; ++i) pipeline += "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  HttpConnection pipelined(api.port(), Millis(30'000));
+  std::thread writer([&] { pipelined.writeRaw(pipeline); });
+  int answered = 0;
+  for (int i = 0; i < kPipelined; ++i) answered += pipelined.receive().status == 200 ? 1 : 0;
+  writer.join();
+  CHECK(answered == kPipelined);
+  const auto rss_loaded = residentKiB();
+
+  // After the read timeout every idle and slow connection has been closed by the server.
+  int closed = 0;
+  for (auto& c : idle) closed += c->closedByServer(Millis(3000)) ? 1 : 0;
+  for (auto& c : slow) closed += c->closedByServer(Millis(3000)) ? 1 : 0;
+  CHECK(closed == 450);
+  CHECK(api.get("/healthz").status == 200);
+  const auto growth_kib = rss_loaded - rss_before;
+  CHECK(growth_kib < 32 * 1024);
+  record["idle_connections"] = 400;
+  record["slow_clients"] = 50;
+  record["closed_by_read_timeout"] = closed;
+  record["newcomer_answer_ms"] = answer_ms;
+  record["pipelined_requests"] = kPipelined;
+  record["pipelined_answered"] = answered;
+  record["rss_growth_kib"] = growth_kib;
+  record.completed();
+}
+
 TEST_CASE("a request that is not HTTP gets a 400 problem", "[integration][api]") {
   ApiHarness api;
   HttpConnection connection(api.port());
@@ -256,7 +321,7 @@ TEST_CASE("a target that is not a path gets a 400 problem and the connection sta
   CHECK(connection.get("/healthz").status == 200);
 }
 
-TEST_CASE("random bytes never bring the server down", "[integration][api]") {
+TEST_CASE("random bytes never bring the server down", "[integration][api][reliability]") {
   ApiHarness api;
   std::mt19937 random(20261130);
   std::uniform_int_distribution<int> byte(0, 255);
@@ -292,7 +357,7 @@ TEST_CASE("start() reports the address it could not bind", "[integration][api]")
         std::string::npos);
 }
 
-TEST_CASE("a non-loopback address needs a token", "[integration][api]") {
+TEST_CASE("a non-loopback address needs a token", "[integration][api][reliability]") {
   Router router;
   ServerOptions options;
   options.host = "0.0.0.0";
@@ -310,7 +375,7 @@ TEST_CASE("a non-loopback address needs a token", "[integration][api]") {
 }
 
 TEST_CASE("options out of range are refused with the option named and never the token",
-          "[unit][api]") {
+          "[unit][api][reliability]") {
   ServerOptions options;
   options.threads = 0;
   CHECK(validateOptions(options).error().message.rfind("threads: ", 0) == 0);

@@ -55,7 +55,7 @@ TEST_CASE("the article's probe configuration parses with its defaults", "[unit][
   CHECK(cl.observe.metadata_interval_us == 100'000);
 }
 
-TEST_CASE("a configuration mistake names its key", "[unit][config]") {
+TEST_CASE("a configuration mistake names its key", "[unit][config][reliability]") {
   std::string base = kArticle;
   auto replace = [&](const std::string& from, const std::string& to) {
     auto s = base;
@@ -77,6 +77,8 @@ TEST_CASE("a configuration mistake names its key", "[unit][config]") {
              Catch::Contains("clusters[0].probe.topics[1].name"));
   CHECK_THAT(errorOf("clusters: [\n"), Catch::Contains("test.yaml: not valid YAML"));
   CHECK_THAT(errorOf("log_level: info\n"), Catch::Contains("clusters: required"));
+  CHECK_THAT(errorOf(replace("interval_ms: 20", "interval_ms: 20\n      interval_ms: 50")),
+             Catch::Contains("clusters[0].probe.interval_ms: given twice"));
 }
 
 TEST_CASE("the drill inventory names how each node is reached, and only one way", "[unit][config]") {

@@ -37,7 +37,7 @@ TEST_CASE("a healthy article cluster lets a drill of broker 1 go ahead", "[unit]
   CHECK_FALSE(checkGuards(input(s)));
 }
 
-TEST_CASE("each guard refuses with its own reason", "[unit][drill]") {
+TEST_CASE("each guard refuses with its own reason", "[unit][drill][reliability]") {
   auto s = article();
   auto in = input(s);
   in.active_drill = 12;

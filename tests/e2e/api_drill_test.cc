@@ -5,192 +5,12 @@
 // The lab runs Kafka's defaults (broker.session.timeout.ms 9000, broker.heartbeat.interval.ms
 // 2000), so detection must fall in [9 − 2 − 1, 9 + 1.5] s.
 
-#include <catch2/catch.hpp>
-#include <sqlite3.h>
-
-#include <chrono>
-#include <csignal>
-#include <functional>
-#include <cstdio>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <random>
-#include <regex>
-#include <string>
-#include <thread>
-#include <tuple>
-#include <sys/wait.h>
-
-#include "tests/api/http_client.h"
-#include "tests/support/lab.h"
-#include "tests/support/process.h"
-#include "tests/support/temp_dir.h"
+#include "tests/e2e/e2e_support.h"
 
 using namespace kfaild;
+using namespace kfaild::e2e;
 using namespace std::chrono_literals;
 using nlohmann::json;
-
-namespace {
-
-constexpr const char* kToken = "e2e-api-token-0123456789abcdef";
-constexpr std::int64_t kSessionTimeoutUs = 9'000'000;
-constexpr std::int64_t kHeartbeatUs = 2'000'000;
-
-std::string readAll(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-std::string tail(const std::string& text, std::size_t n = 6000) {
-  return text.size() > n ? text.substr(text.size() - n) : text;
-}
-
-struct Lab {
-  testing::TempDir dir;
-  std::string topic = "e2e-api-" + std::to_string(std::random_device{}() % 1'000'000);
-  std::string config = (dir / "kfaild.yaml").string();
-  std::string token_file = (dir / "token").string();
-  std::string db = (dir / "kfaild.db").string();
-
-  explicit Lab(const std::string& web_dir = "", bool inventory = true) {
-    std::ofstream(token_file) << kToken << "\n";
-    const std::string lab = std::string(KFAILD_SOURCE_DIR) + "/.lab";
-    std::ofstream c(config);
-    c << "log_level: info\n"
-      << "http: {port: 0, token_file: " << token_file << (web_dir.empty() ? "" : ", web_dir: " + web_dir) << "}\n"
-      << "storage: {path: " << db << "}\n"
-      << "clusters:\n"
-      << "  - name: lab\n"
-      << "    bootstrap: " << testing::labBootstrap() << "\n"
-      << "    probe:\n"
-      << "      interval_ms: 20\n"
-      << "      topics:\n"
-      << "        - name: " << topic << "\n"
-      << "          create: {replica_assignment: \"1:2:3,2:3:1,3:1:2\", configs: {min.insync.replicas: \"2\"}}\n"
-      << "    observe: {client_debug: \"metadata,topic\"}\n";
-    if (!inventory) return;
-    c << "    inventory:\n";
-    for (int id : {1, 2, 3, 100}) {
-      const auto node = lab + "/node" + std::to_string(id);
-      c << "      - id: " << id << "\n"
-        << (id == 100 ? "        role: controller\n" : "")
-        << "        local: {pid_file: " << node << "/kafka.pid, start_command: [" << KFAILD_SOURCE_DIR
-        << "/deploy/lab/lab, start, \"" << id << "\"], log_dir: " << node << "/logs}\n";
-    }
-  }
-};
-
-// kfaild as a child process, with the port it listens on read from its log.
-struct Kfaild {
-  std::string log;
-  testing::ChildProcess process;
-  std::uint16_t port = 0;
-
-  Kfaild(const Lab& lab, const std::string& name)
-      : log((lab.dir / (name + ".log")).string()),
-        process({testing::kfaildBinary(), "--config", lab.config}, log) {
-    // Start-up may first recover a node an earlier kfaild left down: that can take a minute.
-    const std::regex listening(R"(http: listening on http://127\.0\.0\.1:([0-9]+)/)");
-    const auto deadline = std::chrono::steady_clock::now() + 300s;
-    while (std::chrono::steady_clock::now() < deadline && process.running()) {
-      std::smatch m;
-      const auto text = readAll(log);
-      if (std::regex_search(text, m, listening)) {
-        port = static_cast<std::uint16_t>(std::stoi(m[1]));
-        return;
-      }
-      std::this_thread::sleep_for(200ms);
-    }
-    INFO("kfaild log:\n" << tail(readAll(log)));
-    FAIL("kfaild did not start listening");
-  }
-
-  json get(const std::string& target) {
-    const auto reply = api::testing::httpGet(port, target);
-    INFO(target << " -> " << reply.status << " " << reply.body.substr(0, 500));
-    REQUIRE(reply.status == 200);
-    return reply.json();
-  }
-
-  api::testing::HttpReply post(const std::string& target, const std::string& body) {
-    api::testing::HttpConnection connection(port);
-    return connection.request({"POST", target, body, {{"Authorization", std::string("Bearer ") + kToken},
-                                                     {"Content-Type", "application/json"}}});
-  }
-
-  // Probing steadily: every partition acked within the last half second and under 0.4 s of
-  // messages in flight, six polls (3 s) in a row. A broker restarted by the previous test lags
-  // for a while on a busy machine (2 cores, four JVMs), and kfaild's guard refuses a drill while
-  // the probe is more than 2 s behind.
-  void waitSteady(const std::string& topic) {
-    const auto deadline = std::chrono::steady_clock::now() + 240s;
-    int good = 0;
-    while (std::chrono::steady_clock::now() < deadline && good < 6) {
-      const auto cluster = get("/api/v1/clusters/lab");
-      bool ok = cluster["probe"]["phase"] == "probing" && cluster["brokers"].size() == 3;
-      int partitions = 0;
-      for (const auto& t : cluster["topics"]) {
-        if (t["name"] != topic) continue;
-        for (const auto& p : t["partitions"]) {
-          ++partitions;
-          const auto& probe = p["probe"];
-          ok = ok && p["isr"].size() == 3 && probe.is_object() && probe["current_ack_gap_seconds"].is_number() &&
-               probe["current_ack_gap_seconds"].get<double>() < 0.5 && probe["in_flight"].get<int>() < 20;
-        }
-      }
-      good = ok && partitions == 3 ? good + 1 : 0;
-      std::this_thread::sleep_for(500ms);
-    }
-    INFO("kfaild log:\n" << tail(readAll(log)));
-    REQUIRE(good >= 6);
-  }
-
-  json waitForState(std::int64_t id, const std::function<bool(const std::string&)>& wanted, std::chrono::seconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    json drill;
-    while (std::chrono::steady_clock::now() < deadline) {
-      drill = get("/api/v1/drills/" + std::to_string(id));
-      if (wanted(drill["state"].get<std::string>())) return drill;
-      std::this_thread::sleep_for(250ms);
-    }
-    INFO("drill: " << drill.dump() << "\nkfaild log:\n" << tail(readAll(log)));
-    FAIL("drill " << id << " never reached the wanted state");
-    return drill;
-  }
-};
-
-// Runs a shell command; its exit status (-1 when killed by a signal) and standard output.
-std::pair<int, std::string> run(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buffer[4096];
-  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-// Runs kfailctl and returns its exit status and standard output.
-std::pair<int, std::string> kfailctl(const Kfaild& kfaild, const Lab& lab, const std::string& args) {
-  return run(std::string(KFAILD_BINARY_DIR) + "/tools/kfailctl/kfailctl --url http://127.0.0.1:" +
-             std::to_string(kfaild.port) + " --token-file " + lab.token_file + " " + args);
-}
-
-const json& partitionOf(const json& analysis, const std::string& topic, int partition) {
-  for (const auto& p : analysis["partitions"]) {
-    if (p["topic"] == topic && p["partition"] == partition) return p;
-  }
-  FAIL("partition " << partition << " missing from the analysis");
-  static const json kNone;
-  return kNone;
-}
-
-std::int64_t ackStall(const json& p) {
-  const auto& stall = p["ack"]["stall"];
-  return stall.is_object() ? stall["duration_us"].get<std::int64_t>() : 0;
-}
-
-}  // namespace
 
 TEST_CASE("drills through the API and kfailctl show the article's structure: a kill stalls every "
           "partition with broker 1 in its ISR for at least the detection, a graceful stop briefly",
@@ -288,7 +108,7 @@ TEST_CASE("drills through the API and kfailctl show the article's structure: a k
 
 TEST_CASE("kfaild SIGKILLed while broker 1 is down in a drill brings it back on restart and marks "
           "the drill aborted in that phase",
-          "[e2e][api]") {
+          "[e2e][api][reliability]") {
   Lab lab;
   std::int64_t id = 0;
   {
@@ -362,7 +182,7 @@ TEST_CASE("the dashboard in Chromium: three brokers, a kill drill started from i
 
 TEST_CASE("schemathesis: generated requests against openapi.yaml on a live kfaild get no 5xx and "
           "no response that breaks the schema, and change nothing",
-          "[e2e][contract]") {
+          "[e2e][contract][reliability]") {
   // No inventory: every drill request passes validation and then meets 409, so nothing is
   // ever killed, whatever the generator sends with the token.
   Lab lab("", false);
@@ -376,17 +196,23 @@ TEST_CASE("schemathesis: generated requests against openapi.yaml on a live kfail
   const std::string command = std::string(KFAILD_SOURCE_DIR) + "/tests/contract/run-schemathesis --url http://127.0.0.1:" +
                               std::to_string(kfaild.port) + " --token-file " + lab.token_file + " --report " + report +
                               " 2>&1";
+  Record record("schemathesis");
   const auto [code, out] = run(command);
   INFO("schemathesis:\n" << tail(out, 12000));
   CHECK(code == 0);
+  record["exit_code"] = code;
   std::smatch generated;
   REQUIRE(std::regex_search(out, generated, std::regex(R"(([0-9]+) generated)")));
   CHECK(std::stoi(generated[1]) >= 1000);
+  record["generated_requests"] = std::stoi(generated[1]);
   // Nothing stored changed: no drill, no schedule survived (created ones were deleted by the
   // stateful phase or refused), and kfaild still probes.
   CHECK(kfaild.get("/api/v1/drills")["count"] == 0);
   CHECK(kfaild.process.running());
   CHECK(kfaild.get("/api/v1/clusters/lab")["probe"]["phase"] == "probing");
+  checkTokenNotLogged(kfaild);
+  record["drills_stored"] = 0;
+  record.completed();
 }
 
 TEST_CASE("a schedule created over the API fires a real drill on the lab at its minute", "[e2e][api]") {

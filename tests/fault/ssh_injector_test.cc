@@ -65,7 +65,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a host or user that ssh would read as an option or a shell would interpret is refused",
-          "[unit][fault]") {
+          "[unit][fault][reliability]") {
   const kfaild::common::ManualClock clock;
   for (const std::string host :
        {"-oProxyCommand=touch /tmp/x", "k1;reboot", "k1 k2", "$(id)", "`id`", "k1|nc", ""}) {
@@ -88,7 +88,7 @@ TEST_CASE("a host or user that ssh would read as an option or a shell would inte
 }
 
 TEST_CASE("the kill script is the pid check and the remote clock and the signal and nothing else",
-          "[unit][fault]") {
+          "[unit][fault][reliability]") {
   const std::string expected =
       "is_kafka() { if [ -r /proc/$1/cmdline ]; then tr '\\0' '\\n' </proc/$1/cmdline; else "
       "ps -ww -o args= -p $1 | tr ' ' '\\n'; fi | grep -qxF kafka.Kafka; }\n"

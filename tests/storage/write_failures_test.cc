@@ -83,7 +83,7 @@ std::unique_ptr<SqliteStore> openStore(const std::string& path, SqliteStoreOptio
 TEST_CASE(
     "while another connection holds the write lock, samples overflow and are counted but "
     "gaps and events survive",
-    "[integration][storage]") {
+    "[integration][storage][reliability]") {
   TempDir dir;
   const auto path = (dir / "kfaild.db").string();
   SqliteStoreOptions options;
@@ -121,7 +121,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a writer locked out past its busy timeout fails the batch, keeps it, and resumes",
-          "[integration][storage]") {
+          "[integration][storage][reliability]") {
   TempDir dir;
   const auto path = (dir / "kfaild.db").string();
   SqliteStoreOptions options;
@@ -156,7 +156,7 @@ TEST_CASE("a writer locked out past its busy timeout fails the batch, keeps it, 
 TEST_CASE(
     "when the disk is full the writer says so, keeps earlier data, and resumes when space "
     "returns",
-    "[integration][storage]") {
+    "[integration][storage][reliability]") {
   TempDir dir;
   const auto path = (dir / "kfaild.db").string();
   SqliteStoreOptions options;
@@ -213,7 +213,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a store configured with a page cap too small for its data reports a full disk",
-          "[integration][storage]") {
+          "[integration][storage][reliability]") {
   TempDir dir;
   const auto path = (dir / "kfaild.db").string();
   SqliteStoreOptions options;

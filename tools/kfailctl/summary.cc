@@ -35,6 +35,12 @@ std::string formatSeconds(const json& micros) {
   return fmt::format("{:.3f} s", micros.get<double>() / 1e6);
 }
 
+// A stall still open when observation ended is a lower bound: ">=20.000 s".
+static std::string stallText(const json& stall) {
+  const auto text = formatSeconds(member(stall, "duration_us"));
+  return member(stall, "open").is_boolean() && stall["open"].get<bool>() ? ">=" + text : text;
+}
+
 std::string formatDrill(const json& drill) {
   std::string out = fmt::format("drill {} on {}: {} of {} — {}", drill.value("id", 0),
                                 drill.value("cluster", std::string("?")), drill.value("fault", std::string("?")),
@@ -73,8 +79,7 @@ std::string formatDrill(const json& drill) {
       out += fmt::format("  {:<16} {:<20} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5}\n",
                          fmt::format("{}[{}]", p.value("topic", std::string("?")), p.value("partition", 0)),
                          p.value("role", std::string("?")),
-                         formatSeconds(member(member(member(p, "ack"), "stall"), "duration_us")),
-                         formatSeconds(member(member(member(p, "receive"), "stall"), "duration_us")),
+                         stallText(member(member(p, "ack"), "stall")), stallText(member(member(p, "receive"), "stall")),
                          formatSeconds(member(phases, "detection_us")), formatSeconds(member(phases, "election_us")),
                          formatSeconds(member(phases, "discovery_us")), formatSeconds(member(phases, "resume_us")),
                          p.value("failed", 0), p.value("lost", 0));

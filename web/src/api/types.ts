@@ -188,6 +188,8 @@ export interface Interval {
   start_us: number;
   end_us: number;
   duration_us: number;
+  /** Not ended when observation did: duration_us is a lower bound. */
+  open?: boolean;
 }
 
 export interface KindResult {

@@ -1,0 +1,260 @@
+#pragma once
+
+// kfaild as a process on the lab, for the end-to-end tests: a configuration written for a fresh
+// probe topic (optionally with the lab's nodes as the drill inventory), kfaild started as a
+// child with its port read from its log, HTTP helpers, and a record of the figures a
+// reliability test measured (docs/RELIABILITY.md is made from those records).
+
+#include <catch2/catch.hpp>
+#include <sqlite3.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+#include <string>
+#include <thread>
+#include <tuple>
+
+#include "tests/api/http_client.h"
+#include "tests/support/lab.h"
+#include "tests/support/process.h"
+#include "tests/support/reliability_record.h"
+#include "tests/support/temp_dir.h"
+
+namespace kfaild::e2e {
+
+using namespace std::chrono_literals;
+using testing::Record;
+using nlohmann::json;
+
+inline constexpr const char* kToken = "e2e-api-token-0123456789abcdef";
+inline constexpr std::int64_t kSessionTimeoutUs = 9'000'000;
+inline constexpr std::int64_t kHeartbeatUs = 2'000'000;
+
+inline std::string readAll(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+inline std::string tail(const std::string& text, std::size_t n = 6000) {
+  return text.size() > n ? text.substr(text.size() - n) : text;
+}
+
+// How a test wants kfaild configured.
+struct LabOptions {
+  std::string web_dir;             // serve the dashboard from here
+  bool inventory = true;           // the lab's nodes as the drill inventory (local injector)
+  std::string node1_ssh;           // YAML flow mapping: broker 1 reached over ssh instead
+  int shutdown_grace_s = 0;        // 0: kfaild's default
+};
+
+struct Lab {
+  testing::TempDir dir;
+  std::string topic = "e2e-api-" + std::to_string(std::random_device{}() % 1'000'000);
+  std::string config = (dir / "kfaild.yaml").string();
+  std::string token_file = (dir / "token").string();
+  std::string db = (dir / "kfaild.db").string();
+
+  explicit Lab(const std::string& web_dir = "", bool inventory = true) : Lab(options(web_dir, inventory)) {}
+
+  static LabOptions options(const std::string& web_dir, bool inventory) {
+    LabOptions o;
+    o.web_dir = web_dir;
+    o.inventory = inventory;
+    return o;
+  }
+
+  explicit Lab(const LabOptions& options) {
+    std::ofstream(token_file) << kToken << "\n";
+    const std::string lab = std::string(KFAILD_SOURCE_DIR) + "/.lab";
+    std::ofstream c(config);
+    c << "log_level: info\n"
+      << "http: {port: 0, token_file: " << token_file
+      << (options.web_dir.empty() ? "" : ", web_dir: " + options.web_dir) << "}\n"
+      << "storage: {path: " << db << "}\n";
+    if (options.shutdown_grace_s > 0) c << "shutdown_grace_s: " << options.shutdown_grace_s << "\n";
+    c << "clusters:\n"
+      << "  - name: lab\n"
+      << "    bootstrap: " << testing::labBootstrap() << "\n"
+      << "    probe:\n"
+      << "      interval_ms: 20\n"
+      << "      topics:\n"
+      << "        - name: " << topic << "\n"
+      << "          create: {replica_assignment: \"1:2:3,2:3:1,3:1:2\", configs: {min.insync.replicas: \"2\"}}\n"
+      << "    observe: {client_debug: \"metadata,topic\"}\n";
+    if (!options.inventory) return;
+    c << "    inventory:\n";
+    for (int id : {1, 2, 3, 100}) {
+      const auto node = lab + "/node" + std::to_string(id);
+      c << "      - id: " << id << "\n" << (id == 100 ? "        role: controller\n" : "");
+      if (id == 1 && !options.node1_ssh.empty()) {
+        c << "        ssh: " << options.node1_ssh << "\n";
+        continue;
+      }
+      c << "        local: {pid_file: " << node << "/kafka.pid, start_command: [" << KFAILD_SOURCE_DIR
+        << "/deploy/lab/lab, start, \"" << id << "\"], log_dir: " << node << "/logs}\n";
+    }
+  }
+};
+
+// kfaild as a child process, with the port it listens on read from its log.
+struct Kfaild {
+  std::string log;
+  testing::ChildProcess process;
+  std::uint16_t port = 0;
+
+  Kfaild(const Lab& lab, const std::string& name)
+      : log((lab.dir / (name + ".log")).string()),
+        process({testing::kfaildBinary(), "--config", lab.config}, log) {
+    // Start-up may first recover a node an earlier kfaild left down: that can take a minute.
+    const std::regex listening(R"(http: listening on http://127\.0\.0\.1:([0-9]+)/)");
+    const auto deadline = std::chrono::steady_clock::now() + 300s;
+    while (std::chrono::steady_clock::now() < deadline && process.running()) {
+      std::smatch m;
+      const auto text = readAll(log);
+      if (std::regex_search(text, m, listening)) {
+        port = static_cast<std::uint16_t>(std::stoi(m[1]));
+        return;
+      }
+      std::this_thread::sleep_for(200ms);
+    }
+    INFO("kfaild log:\n" << tail(readAll(log)));
+    FAIL("kfaild did not start listening");
+  }
+
+  json get(const std::string& target) {
+    const auto reply = api::testing::httpGet(port, target);
+    INFO(target << " -> " << reply.status << " " << reply.body.substr(0, 500));
+    REQUIRE(reply.status == 200);
+    return reply.json();
+  }
+
+  api::testing::HttpReply post(const std::string& target, const std::string& body) {
+    api::testing::HttpConnection connection(port);
+    return connection.request({"POST", target, body, {{"Authorization", std::string("Bearer ") + kToken},
+                                                     {"Content-Type", "application/json"}}});
+  }
+
+  // Probing steadily: every partition acked within the last half second and under 0.4 s of
+  // messages in flight, six polls (3 s) in a row. A broker restarted by the previous test lags
+  // for a while on a busy machine (2 cores, four JVMs), and kfaild's guard refuses a drill while
+  // the probe is more than 2 s behind.
+  void waitSteady(const std::string& topic) {
+    const auto deadline = std::chrono::steady_clock::now() + 240s;
+    int good = 0;
+    while (std::chrono::steady_clock::now() < deadline && good < 6) {
+      const auto cluster = get("/api/v1/clusters/lab");
+      bool ok = cluster["probe"]["phase"] == "probing" && cluster["brokers"].size() == 3;
+      int partitions = 0;
+      for (const auto& t : cluster["topics"]) {
+        if (t["name"] != topic) continue;
+        for (const auto& p : t["partitions"]) {
+          ++partitions;
+          const auto& probe = p["probe"];
+          ok = ok && p["isr"].size() == 3 && probe.is_object() && probe["current_ack_gap_seconds"].is_number() &&
+               probe["current_ack_gap_seconds"].get<double>() < 0.5 && probe["in_flight"].get<int>() < 20;
+        }
+      }
+      good = ok && partitions == 3 ? good + 1 : 0;
+      std::this_thread::sleep_for(500ms);
+    }
+    INFO("kfaild log:\n" << tail(readAll(log)));
+    REQUIRE(good >= 6);
+  }
+
+  json waitForState(std::int64_t id, const std::function<bool(const std::string&)>& wanted, std::chrono::seconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    json drill;
+    while (std::chrono::steady_clock::now() < deadline) {
+      drill = get("/api/v1/drills/" + std::to_string(id));
+      if (wanted(drill["state"].get<std::string>())) return drill;
+      std::this_thread::sleep_for(250ms);
+    }
+    INFO("drill: " << drill.dump() << "\nkfaild log:\n" << tail(readAll(log)));
+    FAIL("drill " << id << " never reached the wanted state");
+    return drill;
+  }
+};
+
+// Runs a shell command; its exit status (-1 when killed by a signal) and standard output.
+inline std::pair<int, std::string> run(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// Runs kfailctl and returns its exit status and standard output.
+inline std::pair<int, std::string> kfailctl(const Kfaild& kfaild, const Lab& lab, const std::string& args) {
+  return run(std::string(KFAILD_BINARY_DIR) + "/tools/kfailctl/kfailctl --url http://127.0.0.1:" +
+             std::to_string(kfaild.port) + " --token-file " + lab.token_file + " " + args);
+}
+
+inline const json& partitionOf(const json& analysis, const std::string& topic, int partition) {
+  for (const auto& p : analysis["partitions"]) {
+    if (p["topic"] == topic && p["partition"] == partition) return p;
+  }
+  FAIL("partition " << partition << " missing from the analysis");
+  static const json kNone;
+  return kNone;
+}
+
+inline std::int64_t ackStall(const json& p) {
+  const auto& stall = p["ack"]["stall"];
+  return stall.is_object() ? stall["duration_us"].get<std::int64_t>() : 0;
+}
+
+// A drill request over the API; the drill's id once it is accepted (202).
+inline std::int64_t startDrill(Kfaild& kfaild, const std::string& body) {
+  const auto reply = kfaild.post("/api/v1/clusters/lab/drills", body);
+  INFO(reply.status << " " << reply.body << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  REQUIRE(reply.status == 202);
+  return reply.json()["id"].get<std::int64_t>();
+}
+
+inline bool finished(const std::string& state) { return state == "done" || state == "failed" || state == "aborted"; }
+
+// One value from the database file, read while kfaild runs or after it died.
+inline std::string sqlValue(const std::string& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
+  sqlite3_stmt* statement = nullptr;
+  std::string value;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr) == SQLITE_OK &&
+      sqlite3_step(statement) == SQLITE_ROW && sqlite3_column_text(statement, 0) != nullptr) {
+    value = reinterpret_cast<const char*>(sqlite3_column_text(statement, 0));
+  }
+  sqlite3_finalize(statement);
+  sqlite3_close(db);
+  return value;
+}
+
+// Which lab nodes are alive now (`deploy/lab/lab status`).
+inline std::map<int, bool> labAlive() {
+  std::map<int, bool> alive;
+  const auto text = testing::labOutput("status");
+  const std::regex row(R"((^|\n)(1|2|3|100) +(broker|controller) +\S+ +\S+ +(yes|no))");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), row); it != std::sregex_iterator(); ++it) {
+    alive[std::stoi((*it)[2])] = (*it)[4] == "yes";
+  }
+  return alive;
+}
+
+// The token must never reach a log.
+inline void checkTokenNotLogged(const Kfaild& kfaild) {
+  CHECK(readAll(kfaild.log).find(kToken) == std::string::npos);
+}
+
+}  // namespace kfaild::e2e
