@@ -11,6 +11,12 @@ local paths = {
   "/metrics",
 }
 local i = 0
+-- WRK_DELAY_MS > 0 paces each connection: one request, then that many milliseconds of pause.
+local pause = tonumber(os.getenv("WRK_DELAY_MS") or "0")
+
+delay = function()
+  return pause
+end
 
 request = function()
   i = i % #paths + 1
