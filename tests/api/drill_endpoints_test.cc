@@ -290,7 +290,7 @@ TEST_CASE("the drill list pages with a cursor, newest first, and filters", "[int
   problemOf(api.get("/api/v1/drills/abc"), 400, "invalid-parameter");
 }
 
-TEST_CASE("a drill carries its runs' analyses; the last completed one is the on-call view", "[integration][api]") {
+TEST_CASE("a drill carries its runs' analyses, and the last completed one is the on-call view", "[integration][api]") {
   DrillApi api;
   const auto older = api.seedDrill("kill", "done", kNow - 3 * kHour, {11'300'000});
   const auto newer = api.seedDrill("kill", "done", kNow - 2 * kHour, {10'900'000, 11'100'000});

@@ -128,7 +128,7 @@ TEST_CASE("kfaild SIGKILLed in baseline and in recovery, and SIGTERMed in observ
   record.completed();
 }
 
-TEST_CASE("with the controller gone drills are refused with the reason; with all three brokers gone for "
+TEST_CASE("with the controller gone drills are refused with the reason, and with all three brokers gone for "
           "a minute kfaild serves on, records the outage and resumes probing by itself",
           "[e2e][reliability]") {
   Record record("cluster-outages");
@@ -224,7 +224,7 @@ TEST_CASE("with the controller gone drills are refused with the reason; with all
   record.completed();
 }
 
-TEST_CASE("sshd unreachable: a drill fails at preflight with the reason and touches nothing; lost in the "
+TEST_CASE("sshd unreachable: a drill fails at preflight with the reason and touches nothing, and when sshd is lost in the "
           "middle of a drill, recovery is retried with backoff and reported until sshd is back",
           "[e2e][reliability]") {
   Record record("sshd-unreachable");
