@@ -31,7 +31,7 @@ const std::vector<std::string_view> kDrillStates = {
     "elect",  "analyse",   "done",     "failed", "aborted"};
 const std::vector<std::string_view> kFaults = {"kill", "stop", "pause", "restart"};
 const std::vector<std::string_view> kRoles = {"leader", "follower", "follower_out_of_isr",
-                                              "not_a_replica"};
+                                              "not_a_replica", "sole_replica"};
 
 bool finished(const std::string& state) {
   return state == "done" || state == "failed" || state == "aborted";
@@ -133,6 +133,8 @@ std::optional<std::int64_t> intAt(const json& object, const char* key) {
 std::optional<std::int64_t> stallOf(const json& partition, const char* kind) {
   if (!partition.contains(kind) || !partition[kind].is_object()) return std::nullopt;
   const auto& stall = partition[kind].value("stall", json());
+  // An open stall (results stored before outcomes existed) is a lower bound, not a figure.
+  if (stall.is_object() && stall.value("open", false)) return std::nullopt;
   return intAt(stall, "duration_us");
 }
 

@@ -33,6 +33,35 @@ json brokerIdOrNull(std::int32_t id) {
   return id < 0 ? json(nullptr) : json(id);
 }
 
+// The KRaft quorum as last described; null when it is unknown. Replica times are the active
+// controller's wall clock (it reports milliseconds), -1 from Kafka becomes null.
+json quorumJson(const observe::ObservedCluster& observed) {
+  if (!observed.quorum) return nullptr;
+  const auto& quorum = *observed.quorum;
+  auto replicas = [&quorum](const std::vector<kafka::QuorumReplica>& list) {
+    json out = json::array();
+    for (const auto& r : list) {
+      const auto lag = quorum.lagOf(r);
+      out.push_back({
+          {"id", r.replica_id},
+          {"log_end_offset", r.log_end_offset < 0 ? json() : json(r.log_end_offset)},
+          {"lag", lag ? json(*lag) : json()},
+          {"last_caught_up_at_us",
+           r.last_caught_up_timestamp_ms < 0 ? json() : json(r.last_caught_up_timestamp_ms * 1000)},
+      });
+    }
+    return out;
+  };
+  json out = json::object();
+  out["leader_id"] = brokerIdOrNull(quorum.leader_id);
+  out["leader_epoch"] = quorum.leader_epoch;
+  out["high_watermark"] = quorum.high_watermark;
+  out["voters"] = replicas(quorum.voters);
+  out["observers"] = replicas(quorum.observers);
+  out["described_at_us"] = observed.quorum_at;
+  return out;
+}
+
 json textOrNull(const std::string& text) {
   return text.empty() ? json(nullptr) : json(text);
 }
@@ -78,6 +107,10 @@ json probeOfPartition(const probe::PartitionStatus& p, common::MonoMicros now) {
       {"late", c.late},
       {"gaps", c.gaps},
       {"in_flight", p.in_flight},
+      {"outstanding", p.outstanding},
+      {"oldest_outstanding_age_seconds", optionalSeconds(ageSeconds(p.oldest_outstanding_sent, now))},
+      {"held_ticks", c.held_ticks},
+      {"holding_since_us", intOrNull(p.holding_since ? std::optional(p.holding_since->wall) : std::nullopt)},
       {"last_ack", timeOrNull(p.last_ack ? std::optional(p.last_ack->wall) : std::nullopt)},
       {"last_ack_us", intOrNull(p.last_ack ? std::optional(p.last_ack->wall) : std::nullopt)},
       {"current_ack_gap_seconds", optionalSeconds(ageSeconds(p.last_ack, now))},
@@ -267,6 +300,9 @@ Response Endpoints::metrics(const Request& request, const RequestCounter& respon
        [](const probe::PartitionStatus& p) { return p.counters.reordered; }},
       {"kfaild_probe_gaps_total", "Ack and receive gaps longer than the gap threshold.",
        [](const probe::PartitionStatus& p) { return p.counters.gaps; }},
+      {"kfaild_probe_held_ticks_total",
+       "Ticks the probe did not send because the partition's bound on outstanding messages was reached.",
+       [](const probe::PartitionStatus& p) { return p.counters.held_ticks; }},
   };
   struct PartitionGauge {
     const char* name;
@@ -277,6 +313,19 @@ Response Endpoints::metrics(const Request& request, const RequestCounter& respon
       {"kfaild_probe_in_flight", "Probe messages sent whose fate (ack, receipt) is not known yet.",
        [](const probe::PartitionStatus& p, common::MonoMicros) -> std::optional<double> {
          return static_cast<double>(p.in_flight);
+       }},
+      {"kfaild_probe_outstanding", "Probe messages sent without a delivery report yet.",
+       [](const probe::PartitionStatus& p, common::MonoMicros) -> std::optional<double> {
+         return static_cast<double>(p.outstanding);
+       }},
+      {"kfaild_probe_oldest_outstanding_age_seconds",
+       "Age of the oldest probe message without a delivery report. Absent when none is outstanding.",
+       [](const probe::PartitionStatus& p, common::MonoMicros t) {
+         return ageSeconds(p.oldest_outstanding_sent, t);
+       }},
+      {"kfaild_probe_holding", "1 while the probe holds back sends to the partition, else 0.",
+       [](const probe::PartitionStatus& p, common::MonoMicros) -> std::optional<double> {
+         return p.holding_since ? 1.0 : 0.0;
        }},
       {"kfaild_probe_current_ack_gap_seconds",
        "Seconds since the last ack: the ack gap open now. Absent before the first ack.",
@@ -489,7 +538,8 @@ Response Endpoints::clusterDetail(const Request& request) const {
                {"last_error", textOrNull(observed.last_error)},
            }},
           {"controller_id",
-           has_snapshot ? brokerIdOrNull(observed.snapshot->controller_id) : json()},
+           observed.quorum ? brokerIdOrNull(observed.quorum->leader_id) : json()},
+          {"quorum", quorumJson(observed)},
           {"brokers", std::move(brokers)},
           {"topics", topicsJson(cluster, clock_.monoNow())},
           {"probe",
@@ -500,7 +550,9 @@ Response Endpoints::clusterDetail(const Request& request) const {
                {"interval_us", probe.interval_us},
                {"ticks", probe.ticks},
                {"skipped_ticks", probe.skipped_ticks},
+               {"held_ticks", probe.held_ticks},
                {"max_send_lateness_us", probe.max_send_lateness_us},
+               {"client_settings", probe.client_settings},
            }},
       });
 }

@@ -1,52 +1,229 @@
 #include "server/analysis/drill_analysis.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
+#include <utility>
 
 namespace kfaild::analysis {
 namespace {
+
+// Broker and client log lines carry millisecond timestamps.
+constexpr std::int64_t kLogResolutionUs = 1'000;
+
+using PartitionKey = std::pair<std::string, std::int32_t>;
 
 bool contains(const std::vector<std::int32_t>& v, std::int32_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-KindResult intervals(std::vector<std::int64_t> times, std::int64_t fault_us, std::int64_t observe_end_us,
-                     std::int64_t interval_us) {
-  KindResult r;
-  std::sort(times.begin(), times.end());
-  r.count = static_cast<std::int64_t>(times.size());
-  for (std::size_t i = 1; i < times.size(); ++i) {
-    const Interval gap{times[i - 1], times[i]};
-    const bool spans = gap.end_us > fault_us && gap.start_us < observe_end_us;
-    if (spans && (!r.stall || gap.duration_us() > r.stall->duration_us())) r.stall = gap;
+bool isPartition(const storage::Event& e, const PartitionKey& key) {
+  return e.topic && *e.topic == key.first && e.partition && *e.partition == key.second;
+}
+
+std::string seconds(std::int64_t us) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f s", static_cast<double>(us) / 1e6);
+  return text;
+}
+
+// One ack or receive: when, and of which message.
+struct Mark {
+  std::int64_t at_us = 0;
+  std::int64_t seq = 0;
+};
+
+// What one kind of one partition is judged against.
+struct KindScope {
+  const char* plural = "acks";  // "acks" | "receives", for the reasons
+  std::int64_t fault_us = 0;
+  std::int64_t window_start_us = 0;
+  std::int64_t limit_us = 0;  // the partition's end of observation
+  std::int64_t interval_us = 0;
+  const ProbeAtFault* at_fault = nullptr;
+  std::vector<const ProbeHold*> holds;
+  std::vector<std::pair<std::int64_t, std::int64_t>> idles;  // this kind only
+};
+
+std::int64_t overlap(std::int64_t a_start, std::int64_t a_end, std::int64_t b_start,
+                     std::int64_t b_end) {
+  return std::max<std::int64_t>(0, std::min(a_end, b_end) - std::max(a_start, b_start));
+}
+
+std::int64_t idleInside(std::vector<std::pair<std::int64_t, std::int64_t>> idles,
+                        const Interval& candidate) {
+  // Stretches may be recorded overlapping (e.g. twice across a restart of the probe); merged
+  // first so that idle time is not counted twice.
+  std::sort(idles.begin(), idles.end());
+  std::int64_t total = 0;
+  std::optional<std::pair<std::int64_t, std::int64_t>> run;
+  for (const auto& idle : idles) {
+    if (run && idle.first <= run->second) {
+      run->second = std::max(run->second, idle.second);
+      continue;
+    }
+    if (run) total += overlap(run->first, run->second, candidate.start_us, candidate.end_us);
+    run = idle;
   }
-  // Nothing since the last ack and observation is over: the stall has not ended. It counts when
-  // it is longer than any closed one and clearly more than the probe's own spacing.
-  if (!times.empty() && times.back() < observe_end_us && observe_end_us > fault_us) {
-    const Interval tail{times.back(), observe_end_us, true};
-    if (tail.duration_us() > std::max<std::int64_t>(r.stall ? r.stall->duration_us() : 0, 5 * interval_us)) {
-      r.stall = tail;
+  if (run) total += overlap(run->first, run->second, candidate.start_us, candidate.end_us);
+  return total;
+}
+
+std::int64_t ticksInside(const std::vector<const ProbeHold*>& holds, const Interval& candidate) {
+  std::int64_t total = 0;
+  for (const auto* hold : holds) {
+    const std::int64_t end = hold->end_us.value_or(std::max(candidate.end_us, hold->start_us));
+    const std::int64_t length = end - hold->start_us;
+    if (length <= 0) {
+      if (hold->start_us >= candidate.start_us && hold->start_us <= candidate.end_us) {
+        total += hold->ticks;
+      }
+      continue;
+    }
+    const std::int64_t inside = overlap(hold->start_us, end, candidate.start_us, candidate.end_us);
+    if (inside == length) {
+      total += hold->ticks;
+    } else if (inside > 0) {
+      total += std::llround(static_cast<double>(hold->ticks) * static_cast<double>(inside) /
+                            static_cast<double>(length));
     }
   }
-  for (std::size_t i = 1; i < times.size(); ++i) {
-    const Interval gap{times[i - 1], times[i]};
-    if (r.stall && gap.start_us == r.stall->start_us && gap.end_us == r.stall->end_us) continue;
+  return total;
+}
+
+// `marks` sorted by time, then sequence number, so that among acks delivered at once the
+// lowest sequence number is the one named as ending a gap.
+KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
+  KindResult r;
+  r.count = static_cast<std::int64_t>(marks.size());
+
+  std::optional<Interval> candidate;
+  std::size_t candidate_index = 0;  // marks[index] ended it, when closed
+  for (std::size_t i = 1; i < marks.size(); ++i) {
+    const Interval gap{marks[i - 1].at_us, marks[i].at_us};
+    if (gap.end_us <= scope.fault_us || gap.start_us >= scope.limit_us) continue;
+    if (!candidate || gap.duration_us() > candidate->duration_us()) {
+      candidate = gap;
+      candidate_index = i;
+    }
+  }
+  if (!marks.empty() && marks.back().at_us < scope.limit_us && scope.limit_us > scope.fault_us) {
+    const Interval tail{marks.back().at_us, scope.limit_us, true};
+    if (!candidate || tail.duration_us() > candidate->duration_us()) candidate = tail;
+  }
+
+  // Gaps of zero length (acks delivered together) say nothing about the noise and are not
+  // counted towards knowing it.
+  std::int64_t noise_intervals = 0;
+  for (std::size_t i = 1; i < marks.size(); ++i) {
+    if (candidate && !candidate->open && i == candidate_index) continue;
+    const Interval gap{marks[i - 1].at_us, marks[i].at_us};
+    if (gap.start_us < scope.window_start_us || gap.end_us > scope.limit_us) continue;
+    if (gap.duration_us() <= 0) continue;
+    ++noise_intervals;
     if (!r.baseline || gap.duration_us() > r.baseline->duration_us()) r.baseline = gap;
   }
+
+  if (!candidate) {
+    r.reason = std::string("no ") + scope.plural +
+               (marks.size() < 2 ? " in the window" : " during the observation");
+    return r;
+  }
+  r.longest_gap = candidate;
+  if (!candidate->open) r.ended_by = EndedBy{marks[candidate_index].seq, candidate->end_us};
+  r.held_ticks = ticksInside(scope.holds, *candidate);
+  r.probe_idle_us = idleInside(scope.idles, *candidate);
+
+  const std::int64_t duration = candidate->duration_us();
+  if (candidate->open) {
+    r.reason = "still stalled when observation ended (≥ " + seconds(duration) + ")";
+    return r;
+  }
+  if (scope.at_fault && scope.at_fault->holding) {
+    r.reason = "the probe was holding back sends at the fault";
+    return r;
+  }
+  if (scope.at_fault && scope.at_fault->oldest_outstanding_age_us > kLagAtFaultUs) {
+    r.reason = "the probe was lagging at the fault (oldest outstanding message " +
+               seconds(scope.at_fault->oldest_outstanding_age_us) + " old)";
+    return r;
+  }
+  if (r.probe_idle_us > kIdleToleranceIntervals * scope.interval_us) {
+    r.reason = "the probe had nothing outstanding for " + seconds(r.probe_idle_us) + " of it";
+    return r;
+  }
+  if (noise_intervals < kMinNoiseIntervals) {
+    r.reason = std::string("too few ") + scope.plural + " outside the stall to know the noise (" +
+               std::to_string(noise_intervals) + " intervals, " +
+               std::to_string(kMinNoiseIntervals) + " needed)";
+    return r;
+  }
+  const std::int64_t noise = r.baseline ? r.baseline->duration_us() : 0;
+  if (duration >= kSignificanceFactor * noise &&
+      duration >= noise + kSignificanceIntervals * scope.interval_us) {
+    r.outcome = Outcome::kStall;
+    r.stall = candidate;
+    return r;
+  }
+  r.outcome = Outcome::kNone;
+  r.reason = seconds(duration) + " is within the noise (longest other gap " + seconds(noise) + ")";
   return r;
 }
 
-std::optional<std::int64_t> diff(std::optional<std::int64_t> later, std::optional<std::int64_t> earlier) {
+std::optional<std::int64_t> diff(std::optional<std::int64_t> later,
+                                 std::optional<std::int64_t> earlier) {
   if (!later || !earlier) return std::nullopt;
   return *later - *earlier;
 }
 
 nlohmann::json intervalJson(const std::optional<Interval>& i) {
   if (!i) return nullptr;
-  return {{"start_us", i->start_us}, {"end_us", i->end_us}, {"duration_us", i->duration_us()}, {"open", i->open}};
+  return {{"start_us", i->start_us},
+          {"end_us", i->end_us},
+          {"duration_us", i->duration_us()},
+          {"open", i->open}};
 }
 
-nlohmann::json optJson(const std::optional<std::int64_t>& v) { return v ? nlohmann::json(*v) : nullptr; }
+template <typename T>
+nlohmann::json optJson(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json kindJson(const KindResult& k) {
+  return {{"outcome", toString(k.outcome)},
+          {"stall", intervalJson(k.stall)},
+          {"longest_gap", intervalJson(k.longest_gap)},
+          {"baseline", intervalJson(k.baseline)},
+          {"ended_by", k.ended_by ? nlohmann::json{{"seq", k.ended_by->seq},
+                                                   {"at_us", k.ended_by->at_us}}
+                                  : nlohmann::json(nullptr)},
+          {"reason", k.reason},
+          {"held_ticks", k.held_ticks},
+          {"probe_idle_us", k.probe_idle_us},
+          {"count", k.count}};
+}
+
+nlohmann::json phasesJson(const Phases& p) {
+  return {{"detection_us", optJson(p.detection_us)},
+          {"election_us", optJson(p.election_us)},
+          {"discovery_us", optJson(p.discovery_us)},
+          {"resume_us", optJson(p.resume_us)},
+          {"node_back_us", optJson(p.node_back_us)},
+          {"fenced_at_us", optJson(p.fenced_at_us)},
+          {"new_leader_at_us", optJson(p.new_leader_at_us)},
+          {"client_update_at_us", optJson(p.client_update_at_us)},
+          {"new_leader", optJson(p.new_leader)},
+          {"detection_resolution_us", optJson(p.detection_resolution_us)},
+          {"election_resolution_us", optJson(p.election_resolution_us)},
+          {"discovery_resolution_us", optJson(p.discovery_resolution_us)}};
+}
+
+std::optional<std::int64_t> integerField(const nlohmann::json& detail, const char* key) {
+  const auto it = detail.find(key);
+  if (it == detail.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<std::int64_t>();
+}
 
 }  // namespace
 
@@ -56,11 +233,22 @@ const char* toString(Role role) {
     case Role::kFollowerInIsr: return "follower";
     case Role::kFollowerOutOfIsr: return "follower_out_of_isr";
     case Role::kNotAReplica: return "not_a_replica";
+    case Role::kSoleReplica: return "sole_replica";
+  }
+  return "unknown";
+}
+
+const char* toString(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kStall: return "stall";
+    case Outcome::kNone: return "none";
+    case Outcome::kInconclusive: return "inconclusive";
   }
   return "unknown";
 }
 
 Role roleOf(std::int32_t target, const PartitionAtFault& p) {
+  if (p.isr.size() == 1 && p.isr.front() == target) return Role::kSoleReplica;
   if (p.leader == target) return Role::kLeader;
   if (!contains(p.replicas, target)) return Role::kNotAReplica;
   return contains(p.isr, target) ? Role::kFollowerInIsr : Role::kFollowerOutOfIsr;
@@ -71,9 +259,11 @@ RunAnalysis analyse(const AnalysisInput& in) {
   out.fault = in.fault;
   out.target = in.target;
   out.fault_us = in.fault_us;
+  out.recovered_us = in.recovered_us;
 
   // How the target left: its fencing (the controller's log line or, without logs, the metadata)
   // or a controlled shutdown. The earliest sign after the fault counts.
+  bool departure_from_metadata = false;
   for (const auto& e : in.events) {
     if (e.t_us < in.fault_us - 1'000'000 || !e.broker || *e.broker != in.target) continue;
     std::string kind;
@@ -86,123 +276,239 @@ RunAnalysis analyse(const AnalysisInput& in) {
     }
   }
   if (!out.departure_at_us) {
-    // No broker log: the first metadata sign of the target leaving, classified by the fault.
+    // No broker log: the first metadata sign of the target leaving, classified by the fault. A
+    // restart signals the broker like a stop does, so it shuts down in a controlled way too.
     for (const auto& e : in.events) {
-      if (e.t_us < in.fault_us || e.source != "metadata" || !e.broker || *e.broker != in.target) continue;
+      if (e.t_us < in.fault_us || e.source != "metadata" || !e.broker || *e.broker != in.target) {
+        continue;
+      }
       if (e.kind != "broker_gone" && e.kind != "isr_shrink") continue;
       if (!out.departure_at_us || e.t_us < *out.departure_at_us) out.departure_at_us = e.t_us;
     }
-    if (out.departure_at_us) out.departure = in.fault == "stop" ? "controlled_shutdown" : "fenced";
+    if (out.departure_at_us) {
+      departure_from_metadata = true;
+      const bool controlled = in.fault == "stop" || in.fault == "restart";
+      out.departure = controlled ? "controlled_shutdown" : "fenced";
+    }
+  }
+  const auto resolution = [&](bool from_metadata) {
+    return from_metadata ? in.metadata_interval_us : kLogResolutionUs;
+  };
+
+  // A sequence number stored and still pending (the ledger not yet pruned) counts once, as
+  // stored: the stored sample is final.
+  struct Entry {
+    const storage::ProbeSample* sample = nullptr;
+    bool pending = false;
+  };
+  std::map<PartitionKey, std::map<std::int64_t, Entry>> by_partition;
+  for (const auto& s : in.samples) by_partition[{s.topic, s.partition}].try_emplace(s.seq, &s);
+  for (const auto& s : in.pending) {
+    by_partition[{s.topic, s.partition}].try_emplace(s.seq, Entry{&s, true});
   }
 
-  std::map<std::pair<std::string, std::int32_t>, std::vector<const storage::ProbeSample*>> by_partition;
-  for (const auto& s : in.samples) by_partition[{s.topic, s.partition}].push_back(&s);
-
+  out.settled = true;
+  out.conclusive = true;
   for (const auto& p : in.partitions) {
+    const PartitionKey key{p.topic, p.partition};
     PartitionResult r;
     r.topic = p.topic;
     r.partition = p.partition;
     r.role = roleOf(in.target, p);
-    std::vector<std::int64_t> acks, receives;
-    std::int64_t min_seq = -1, max_seq = -1, seen = 0;
-    for (const auto* s : by_partition[{p.topic, p.partition}]) {
+    const bool sole = r.role == Role::kSoleReplica;
+
+    std::vector<Mark> acks, receives;
+    const auto& entries = by_partition[key];
+    for (const auto& [seq, entry] : entries) {
+      const auto& s = *entry.sample;
       ++r.sent;
-      ++seen;
-      min_seq = min_seq < 0 ? s->seq : std::min(min_seq, s->seq);
-      max_seq = std::max(max_seq, s->seq);
-      if (s->ack_error != 0) {
-        ++r.failed;
-      } else if (s->ack_us) {
-        acks.push_back(*s->ack_us);
-        if (!s->receive_us) ++r.lost;
+      const bool acked = s.ack_error == 0 && s.ack_us.has_value();
+      // An error is a fate even when the ledger still holds the message.
+      if (s.ack_error != 0) ++r.failed;
+      if (entry.pending) {
+        if (s.ack_error == 0 && !s.ack_us) ++r.awaiting_ack;
+        if (acked && !s.receive_us) ++r.awaiting_receive;
+      } else if (acked && !s.receive_us) {
+        ++r.lost;
       }
-      if (s->receive_us) receives.push_back(*s->receive_us);
+      if (acked) acks.push_back({*s.ack_us, seq});
+      if (s.receive_us) receives.push_back({*s.receive_us, seq});
     }
-    if (max_seq >= 0) r.unresolved = (max_seq - min_seq + 1) - seen;
-    r.ack = intervals(std::move(acks), in.fault_us, in.observe_end_us, in.interval_us);
-    r.receive = intervals(std::move(receives), in.fault_us, in.observe_end_us, in.interval_us);
+    if (!entries.empty()) {
+      const std::int64_t span = entries.rbegin()->first - entries.begin()->first + 1;
+      r.missing = span - static_cast<std::int64_t>(entries.size());
+    }
+    r.unresolved = r.awaiting_ack + r.awaiting_receive + r.missing;
+    r.settled = r.unresolved == 0;
+
+    const auto byTime = [](const Mark& a, const Mark& b) {
+      return a.at_us != b.at_us ? a.at_us < b.at_us : a.seq < b.seq;
+    };
+    std::sort(acks.begin(), acks.end(), byTime);
+    std::sort(receives.begin(), receives.end(), byTime);
+
+    KindScope scope;
+    scope.fault_us = in.fault_us;
+    scope.window_start_us = in.window_start_us;
+    // A sole replica can only resume once the node is back, so it is watched to the end of the
+    // run's window (never less than the others).
+    scope.limit_us = sole ? std::max(in.observe_end_us, in.window_end_us) : in.observe_end_us;
+    scope.interval_us = in.interval_us;
+    for (const auto& f : in.probe_at_fault) {
+      if (f.topic == p.topic && f.partition == p.partition) scope.at_fault = &f;
+    }
+    for (const auto& h : in.holds) {
+      if (h.topic == p.topic && h.partition == p.partition) scope.holds.push_back(&h);
+    }
+    KindScope receive_scope = scope;
+    receive_scope.plural = "receives";
+    for (const auto& idle : in.idles) {
+      if (idle.topic != p.topic || idle.partition != p.partition) continue;
+      auto& into = idle.kind == storage::GapKind::kAck ? scope : receive_scope;
+      into.idles.emplace_back(idle.start_us, idle.end_us);
+    }
+    r.ack = analyseKind(acks, scope);
+    r.receive = analyseKind(receives, receive_scope);
 
     auto& ph = r.phases;
-    const bool fenced = out.departure == "fenced";
-    if (fenced && out.departure_at_us) {
+    bool new_leader_from_metadata = false;
+    if (out.departure == "fenced" && out.departure_at_us) {
       ph.fenced_at_us = out.departure_at_us;
       ph.detection_us = *out.departure_at_us - in.fault_us;
+      ph.detection_resolution_us = resolution(departure_from_metadata);
     }
+    // A sole replica has no one to hand over to: it comes back with the node (node_back), so
+    // it has no election or discovery.
     for (const auto& e : in.events) {
-      if (e.t_us < in.fault_us - 1'000'000 || !e.topic || *e.topic != p.topic || !e.partition ||
-          *e.partition != p.partition) {
-        continue;
-      }
+      if (sole || e.t_us < in.fault_us - 1'000'000 || !isPartition(e, key)) continue;
       const bool leader_event = (e.source == "metadata" && e.kind == "leader_change") ||
                                 (e.source == "broker_log" && e.kind == "leader_epoch_start");
       if (r.role == Role::kLeader && leader_event && e.broker && *e.broker != in.target &&
           (!ph.new_leader_at_us || e.t_us < *ph.new_leader_at_us)) {
         ph.new_leader_at_us = e.t_us;
         ph.new_leader = e.broker;
+        new_leader_from_metadata = e.source == "metadata";
       }
       if (r.role == Role::kFollowerInIsr && e.source == "metadata" && e.kind == "isr_shrink" &&
-          e.broker && *e.broker == in.target && (!ph.new_leader_at_us || e.t_us < *ph.new_leader_at_us)) {
+          e.broker && *e.broker == in.target &&
+          (!ph.new_leader_at_us || e.t_us < *ph.new_leader_at_us)) {
         ph.new_leader_at_us = e.t_us;  // the leader stays; the ISR no longer waits for the target
+        new_leader_from_metadata = true;
       }
       if (r.role == Role::kLeader && e.source == "client" && e.kind == "client_leader_update" &&
-          e.detail.find("\"producer\"") != std::string::npos && e.broker && *e.broker != in.target &&
-          (!ph.client_update_at_us || e.t_us < *ph.client_update_at_us)) {
+          e.detail.find("\"producer\"") != std::string::npos && e.broker &&
+          *e.broker != in.target && (!ph.client_update_at_us || e.t_us < *ph.client_update_at_us)) {
         ph.client_update_at_us = e.t_us;
       }
     }
-    const auto left_at = out.departure_at_us;
-    ph.election_us = diff(ph.new_leader_at_us, left_at);
-    ph.discovery_us = diff(ph.client_update_at_us, ph.new_leader_at_us);
-    if (r.ack.stall && !r.ack.stall->open) {
-      const auto from = ph.client_update_at_us ? ph.client_update_at_us : ph.new_leader_at_us;
-      ph.resume_us = diff(r.ack.stall->end_us, from);
+    ph.election_us = diff(ph.new_leader_at_us, out.departure_at_us);
+    if (ph.election_us) {
+      ph.election_resolution_us = resolution(departure_from_metadata || new_leader_from_metadata);
     }
-    for (const auto& e : in.events) {
-      if (e.source != "probe" || !e.topic || *e.topic != p.topic || !e.partition || *e.partition != p.partition) {
-        continue;
+    ph.discovery_us = diff(ph.client_update_at_us, ph.new_leader_at_us);
+    if (ph.discovery_us) ph.discovery_resolution_us = resolution(new_leader_from_metadata);
+
+    // Resume ends a stall: none when the gap was within the noise, none while it is still open.
+    const auto& gap = r.ack.longest_gap;
+    const bool resumed = gap && !gap->open && r.ack.outcome != Outcome::kNone;
+    if (sole) {
+      ph.node_back_us = diff(in.recovered_us, in.fault_us);
+      if (resumed && in.recovered_us) {
+        const auto first = std::find_if(acks.begin(), acks.end(), [&](const Mark& m) {
+          return m.at_us >= *in.recovered_us;
+        });
+        if (first != acks.end()) ph.resume_us = first->at_us - *in.recovered_us;
       }
+    } else if (resumed) {
+      const auto from = ph.client_update_at_us ? ph.client_update_at_us : ph.new_leader_at_us;
+      ph.resume_us = diff(gap->end_us, from);
+    }
+
+    for (const auto& e : in.events) {
+      if (e.source != "probe" || !isPartition(e, key)) continue;
       if (e.kind == "duplicate") ++r.duplicated;
       if (e.kind == "reordered") ++r.reordered;
     }
+
+    out.settled = out.settled && r.settled;
+    out.conclusive = out.conclusive && r.ack.outcome != Outcome::kInconclusive &&
+                     r.receive.outcome != Outcome::kInconclusive;
     out.partitions.push_back(std::move(r));
   }
   return out;
 }
 
+void probeStretchesFromEvents(const std::vector<storage::Event>& events,
+                              std::vector<ProbeHold>& holds, std::vector<ProbeIdle>& idles) {
+  for (const auto& e : events) {
+    if (e.source != "probe" || (e.kind != "held_back" && e.kind != "idle")) continue;
+    if (!e.topic || !e.partition) continue;
+    const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
+    if (detail.is_discarded() || !detail.is_object()) continue;
+    const auto end_us = integerField(detail, "end_us");
+    if (end_us && *end_us < e.t_us) continue;
+
+    if (e.kind == "held_back") {
+      const auto end = detail.find("end_us");
+      if (end == detail.end() || (!end->is_null() && !end_us)) continue;
+      const auto ticks = integerField(detail, "ticks");
+      if (!ticks || *ticks < 0) continue;
+      const auto reason = detail.find("reason");
+      if (reason != detail.end() && !reason->is_string()) continue;
+      ProbeHold hold;
+      hold.topic = *e.topic;
+      hold.partition = *e.partition;
+      hold.start_us = e.t_us;
+      hold.end_us = end_us;
+      hold.ticks = *ticks;
+      if (reason != detail.end()) hold.reason = reason->get<std::string>();
+      holds.push_back(std::move(hold));
+      continue;
+    }
+
+    const auto kind = detail.find("kind");
+    if (!end_us || kind == detail.end() || !kind->is_string()) continue;
+    const auto gap_kind = storage::gapKindFromString(kind->get<std::string>());
+    if (!gap_kind) continue;
+    ProbeIdle idle;
+    idle.topic = *e.topic;
+    idle.partition = *e.partition;
+    idle.kind = *gap_kind;
+    idle.start_us = e.t_us;
+    idle.end_us = *end_us;
+    idles.push_back(std::move(idle));
+  }
+}
+
 nlohmann::json toJson(const RunAnalysis& a) {
   nlohmann::json parts = nlohmann::json::array();
   for (const auto& p : a.partitions) {
-    auto kind = [](const KindResult& k) {
-      return nlohmann::json{{"stall", intervalJson(k.stall)},
-                            {"baseline", intervalJson(k.baseline)},
-                            {"count", k.count}};
-    };
     parts.push_back({{"topic", p.topic},
                      {"partition", p.partition},
                      {"role", toString(p.role)},
-                     {"ack", kind(p.ack)},
-                     {"receive", kind(p.receive)},
+                     {"ack", kindJson(p.ack)},
+                     {"receive", kindJson(p.receive)},
                      {"sent", p.sent},
                      {"failed", p.failed},
                      {"lost", p.lost},
                      {"unresolved", p.unresolved},
+                     {"awaiting_ack", p.awaiting_ack},
+                     {"awaiting_receive", p.awaiting_receive},
+                     {"missing", p.missing},
+                     {"settled", p.settled},
                      {"duplicated", p.duplicated},
                      {"reordered", p.reordered},
-                     {"phases",
-                      {{"detection_us", optJson(p.phases.detection_us)},
-                       {"election_us", optJson(p.phases.election_us)},
-                       {"discovery_us", optJson(p.phases.discovery_us)},
-                       {"resume_us", optJson(p.phases.resume_us)},
-                       {"fenced_at_us", optJson(p.phases.fenced_at_us)},
-                       {"new_leader_at_us", optJson(p.phases.new_leader_at_us)},
-                       {"client_update_at_us", optJson(p.phases.client_update_at_us)},
-                       {"new_leader", p.phases.new_leader ? nlohmann::json(*p.phases.new_leader) : nullptr}}}});
+                     {"phases", phasesJson(p.phases)}});
   }
   return {{"fault", a.fault},
           {"target", a.target},
           {"fault_us", a.fault_us},
-          {"departure", a.departure.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.departure)},
+          {"departure",
+           a.departure.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.departure)},
           {"departure_at_us", optJson(a.departure_at_us)},
+          {"recovered_us", optJson(a.recovered_us)},
+          {"settled", a.settled},
+          {"conclusive", a.conclusive},
           {"partitions", parts}};
 }
 

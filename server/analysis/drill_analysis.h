@@ -1,15 +1,36 @@
 #pragma once
 
-// The analysis of one drill run, from what was recorded: per probe partition and per kind (ack,
-// receive) the stall — the longest interval between consecutive acks (receives) that ends after
-// the fault and starts before the end of observation — and the longest interval elsewhere in the
-// run's window (baseline noise); the partition's role for the target at the fault; failed sends;
-// lost, duplicated, reordered messages; and the phases of the stall where events show them:
+// The analysis of one drill run, from what was recorded. Pure: everything comes in through
+// AnalysisInput; times are kfaild's timebase (common::Clock: wall-clock µs derived from the
+// monotonic clock, so durations between them are monotonic durations).
+//
+// Per probe partition and per kind (ack, receive):
+//   candidate  the longest interval between consecutive acks (receives) that ends after the fault
+//              and starts before the end of the partition's observation (observe_end_us; for a
+//              sole replica window_end_us, since it can only resume once the node is back). An
+//              interval with no ack since its start at the end of the observation is "open".
+//   noise      the longest interval between consecutive acks (receives) in [window_start_us, the
+//              partition's end of observation] other than the candidate.
+//   outcome    stall         the candidate is significant (see kSignificance* below), closed (the
+//                            ack/receive that ended it is named in ended_by) and the probe was
+//                            able to measure it (it was neither idle during it nor lagging at the
+//                            fault). Only then is `stall` set.
+//              none          the candidate is not significant: it is reported as `longest_gap`,
+//                            `stall` is null.
+//              inconclusive  the candidate is open, or the probe was idle during it (nothing
+//                            outstanding that the cluster could have acked: kfaild's fault, not
+//                            the cluster's), or lagging at the fault, or the noise is unknown
+//                            (fewer than kMinNoiseIntervals intervals outside the candidate).
+//                            `reason` says which; `stall` is null.
+// Per partition: the role of the target at the fault; sends failed, lost, duplicated, reordered;
+// what is still unresolved (no fate yet: pending in the probe, or a sequence number missing); and
+// the phases of the stall where events show them:
 //   detection   fault → the target is fenced (session timeout) — absent on a controlled shutdown
 //   election    fenced / shut down → the partition's new leader (or ISR without the target)
 //   discovery   new leader → the producer applies it (client log)
 //   resume      → the first ack after the stall
-// Pure: everything comes in through AnalysisInput. Times are wall-clock µs.
+//   node_back   (sole replica) fault → the node is back (recovered_us)
+//   resume      (sole replica) node back → the first ack after the stall
 
 #include <cstdint>
 #include <optional>
@@ -22,7 +43,19 @@
 
 namespace kfaild::analysis {
 
-enum class Role { kLeader, kFollowerInIsr, kFollowerOutOfIsr, kNotAReplica };
+// A candidate is significant when it is at least kSignificanceFactor × the noise and at least
+// the noise plus kSignificanceIntervals probe intervals.
+inline constexpr std::int64_t kSignificanceFactor = 2;
+inline constexpr std::int64_t kSignificanceIntervals = 2;
+// Fewer intervals than this outside the candidate: the noise is unknown.
+inline constexpr std::int64_t kMinNoiseIntervals = 10;
+// Idle time inside a candidate that is tolerated (the probe's own spacing), in probe intervals.
+inline constexpr std::int64_t kIdleToleranceIntervals = 2;
+// The probe lagged at the fault when its oldest outstanding message was older than this, or it
+// was holding back sends.
+inline constexpr std::int64_t kLagAtFaultUs = 1'000'000;
+
+enum class Role { kLeader, kFollowerInIsr, kFollowerOutOfIsr, kNotAReplica, kSoleReplica };
 const char* toString(Role role);
 
 struct PartitionAtFault {
@@ -33,34 +66,90 @@ struct PartitionAtFault {
   std::vector<std::int32_t> isr;
 };
 
+// kSoleReplica when the target is the only in-sync replica (the partition is offline until the
+// node is back), kLeader when it leads, then follower in / out of ISR, else not a replica.
 Role roleOf(std::int32_t target, const PartitionAtFault& p);
 
+// What the probe looked like for one partition just before the fault.
+struct ProbeAtFault {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t outstanding = 0;                  // sent, no delivery report yet
+  std::int64_t oldest_outstanding_age_us = 0;    // 0 when nothing is outstanding
+  bool holding = false;                          // sends held back at that moment
+  std::int64_t held_ticks = 0;                   // ticks held back since the probe started
+};
+
+// A stretch during which the probe held back its sends to a partition (its bound on outstanding
+// messages was reached). Messages were outstanding throughout, so the cluster could still end a
+// gap: a hold does not make a gap the probe's. Open when end_us is unset.
+struct ProbeHold {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t start_us = 0;
+  std::optional<std::int64_t> end_us;
+  std::int64_t ticks = 0;
+  std::string reason;  // "outstanding_count" | "outstanding_age"
+};
+
+// A stretch during which nothing was outstanding for the cluster to ack (kind ack) or to deliver
+// to the consumer (kind receive): a gap that overlaps it is (partly) the probe's own.
+struct ProbeIdle {
+  std::string topic;
+  std::int32_t partition = 0;
+  storage::GapKind kind = storage::GapKind::kAck;
+  std::int64_t start_us = 0;
+  std::int64_t end_us = 0;
+};
+
 struct AnalysisInput {
-  std::string fault;           // kill | stop | pause | restart
+  std::string fault;                 // kill | stop | pause | restart
   std::int32_t target = -1;
   std::int64_t fault_us = 0;         // best fault time (injector's own where it had one)
   std::int64_t window_start_us = 0;  // baseline start
-  std::int64_t observe_end_us = 0;   // end of observation (before recovery)
+  std::int64_t observe_end_us = 0;   // observation of the partitions that recover without the node
+  std::optional<std::int64_t> recovered_us;  // the node was back (registered, in its ISRs)
+  std::int64_t window_end_us = 0;    // end of the run's window (≥ observe_end_us); sole replicas
+                                     // are observed until here
   std::int64_t interval_us = 20'000;
+  std::int64_t metadata_interval_us = 100'000;  // resolution of phases taken from metadata events
   std::vector<PartitionAtFault> partitions;
-  std::vector<storage::ProbeSample> samples;  // sent within [window_start, observe_end]
-  std::vector<storage::Event> events;         // within [window_start, observe_end + settle]
+  std::vector<storage::ProbeSample> samples;  // stored (final) samples sent in the window
+  // Messages sent in the window whose fate was still open when analysed (from the probe's
+  // ledger): no delivery report yet, or acked and not yet received. Not counted as lost.
+  std::vector<storage::ProbeSample> pending;
+  std::vector<ProbeAtFault> probe_at_fault;
+  std::vector<ProbeHold> holds;
+  std::vector<ProbeIdle> idles;
+  std::vector<storage::Event> events;         // within [window_start - 1 s, window_end + 5 s]
 };
 
 struct Interval {
   std::int64_t start_us = 0;
   std::int64_t end_us = 0;
-  // Still open when observation ended: no ack (receive) since start_us, so end_us is the end of
-  // observation and the duration a lower bound (a partition that stays offline, for instance
-  // with its only replica stopped).
+  // No ack (receive) since start_us when observation ended: end_us is the end of observation.
   bool open = false;
   std::int64_t duration_us() const { return end_us - start_us; }
 };
 
+enum class Outcome { kStall, kNone, kInconclusive };
+const char* toString(Outcome outcome);
+
+struct EndedBy {
+  std::int64_t seq = 0;   // the message whose ack (receive) ended the candidate
+  std::int64_t at_us = 0;
+};
+
 struct KindResult {
-  std::optional<Interval> stall;     // none when no interval spans the fault
-  std::optional<Interval> baseline;  // longest interval elsewhere in the window
-  std::int64_t count = 0;            // acks (receives) in the window
+  Outcome outcome = Outcome::kInconclusive;
+  std::optional<Interval> stall;        // only when outcome == kStall
+  std::optional<Interval> longest_gap;  // the candidate, whatever the outcome
+  std::optional<Interval> baseline;     // the noise: longest interval elsewhere in the window
+  std::optional<EndedBy> ended_by;      // unset when the candidate is open or absent
+  std::string reason;                   // why none / inconclusive, in words
+  std::int64_t held_ticks = 0;          // ticks held back during the candidate
+  std::int64_t probe_idle_us = 0;       // idle time of this kind inside the candidate
+  std::int64_t count = 0;               // acks (receives) in the window
 };
 
 struct Phases {
@@ -68,10 +157,16 @@ struct Phases {
   std::optional<std::int64_t> election_us;
   std::optional<std::int64_t> discovery_us;
   std::optional<std::int64_t> resume_us;
+  std::optional<std::int64_t> node_back_us;  // sole replica: fault → node back
   std::optional<std::int64_t> fenced_at_us;
   std::optional<std::int64_t> new_leader_at_us;
   std::optional<std::int64_t> client_update_at_us;
   std::optional<std::int32_t> new_leader;
+  // The resolution of each phase: ± this much, from the source of the events bounding it
+  // (metadata: the poll interval; broker and client logs: 1 ms). Unset when the phase is.
+  std::optional<std::int64_t> detection_resolution_us;
+  std::optional<std::int64_t> election_resolution_us;
+  std::optional<std::int64_t> discovery_resolution_us;
 };
 
 struct PartitionResult {
@@ -80,11 +175,15 @@ struct PartitionResult {
   Role role = Role::kNotAReplica;
   KindResult ack;
   KindResult receive;
-  std::int64_t sent = 0;
-  std::int64_t failed = 0;      // sends with a delivery error
-  std::int64_t lost = 0;        // acked, never received
-  std::int64_t unresolved = 0;  // sequences not yet final when analysed (still in flight)
-  std::int64_t duplicated = 0;  // from the probe's anomaly events
+  std::int64_t sent = 0;              // samples + pending
+  std::int64_t failed = 0;            // sends with a delivery error (timeouts included)
+  std::int64_t lost = 0;              // acked, given up on by the probe (never received)
+  std::int64_t unresolved = 0;        // awaiting_ack + awaiting_receive + missing
+  std::int64_t awaiting_ack = 0;      // pending, no delivery report yet
+  std::int64_t awaiting_receive = 0;  // pending, acked, not yet received
+  std::int64_t missing = 0;           // sequence numbers in the window neither stored nor pending
+  bool settled = false;               // unresolved == 0: the counts are final
+  std::int64_t duplicated = 0;        // from the probe's anomaly events
   std::int64_t reordered = 0;
   Phases phases;
 };
@@ -95,10 +194,19 @@ struct RunAnalysis {
   std::int64_t fault_us = 0;
   std::string departure;  // "fenced" (session timeout), "controlled_shutdown", or "" when unseen
   std::optional<std::int64_t> departure_at_us;
+  std::optional<std::int64_t> recovered_us;
+  bool settled = false;       // every partition settled
+  bool conclusive = false;    // no partition's ack or receive outcome is inconclusive
   std::vector<PartitionResult> partitions;
 };
 
 RunAnalysis analyse(const AnalysisInput& input);
+
+// The probe's own events in a window (source "probe"): holds ("held_back", detail
+// {"end_us","ticks","reason"}, t_us = start) and idle stretches ("idle", detail
+// {"kind":"ack"|"receive","end_us"}, t_us = start), as the probe records them.
+void probeStretchesFromEvents(const std::vector<storage::Event>& events, std::vector<ProbeHold>& holds,
+                              std::vector<ProbeIdle>& idles);
 
 nlohmann::json toJson(const RunAnalysis& analysis);
 

@@ -1,8 +1,13 @@
 #pragma once
 
-// Time seam. Every recorded event carries a wall-clock time (CLOCK_REALTIME, microseconds since
-// the Unix epoch) so it lines up with broker logs; every duration inside one process is measured
-// on a monotonic clock (microseconds since an arbitrary origin) so a clock step cannot fake a gap.
+// Time seam. Every recorded event carries a wall-clock time (microseconds since the Unix epoch)
+// so it lines up with broker logs; every duration inside one process is measured on a monotonic
+// clock (microseconds since an arbitrary origin) so a clock step cannot fake a gap.
+//
+// One timebase: SystemClock's wall time is the monotonic clock plus an offset taken from
+// CLOCK_REALTIME, so the difference of two wall times kfaild records is a monotonic duration
+// (NTP slews both clocks alike). Only when CLOCK_REALTIME steps away by more than kClockStepUs is
+// the offset taken again; steps() counts those, and an analysis spanning one is told so.
 // Implementations are thread-safe.
 
 #include <atomic>
@@ -18,18 +23,30 @@ struct Instant {
   MonoMicros mono;
 };
 
+inline constexpr std::int64_t kClockStepUs = 1'000'000;
+
 class Clock {
  public:
   virtual ~Clock() = default;
   virtual WallMicros wallNow() const = 0;
   virtual MonoMicros monoNow() const = 0;
-  Instant now() const { return {wallNow(), monoNow()}; }
+  // Both parts of one reading.
+  virtual Instant now() const { return {wallNow(), monoNow()}; }
+  // How often the wall-clock offset was taken again after a step (0 for clocks that never step).
+  virtual std::uint64_t steps() const { return 0; }
 };
 
 class SystemClock final : public Clock {
  public:
-  WallMicros wallNow() const override;
+  SystemClock();
+  WallMicros wallNow() const override { return now().wall; }
   MonoMicros monoNow() const override;
+  Instant now() const override;
+  std::uint64_t steps() const override { return steps_.load(); }
+
+ private:
+  mutable std::atomic<std::int64_t> offset_us_;  // wall = mono + offset
+  mutable std::atomic<std::uint64_t> steps_{0};
 };
 
 // A clock that moves only when a test tells it to. Wall and monotonic time advance together

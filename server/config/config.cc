@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <set>
@@ -89,7 +90,8 @@ TopicCreation readCreation(const YAML::Node& node, const std::string& key) {
 
 ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
   rejectUnknownKeys(node, key,
-                    {"interval_ms", "payload_bytes", "gap_threshold_ms", "loss_timeout_ms", "topics"});
+                    {"interval_ms", "payload_bytes", "gap_threshold_ms", "loss_timeout_ms",
+                     "max_outstanding_ms", "max_outstanding", "message_timeout_ms", "topics"});
   ProbeConfig p;
   if (node["interval_ms"]) p.interval_us = readInt(node["interval_ms"], key + ".interval_ms", 1, 60000) * 1000;
   if (node["payload_bytes"]) {
@@ -103,6 +105,17 @@ ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
   if (node["loss_timeout_ms"]) {
     p.loss_timeout_us =
         readInt(node["loss_timeout_ms"], key + ".loss_timeout_ms", 1000, 86'400'000) * 1000;
+  }
+  if (node["max_outstanding_ms"]) {
+    p.max_outstanding_age_us =
+        readInt(node["max_outstanding_ms"], key + ".max_outstanding_ms", 10, 600'000) * 1000;
+  }
+  p.max_outstanding = node["max_outstanding"]
+                          ? readInt(node["max_outstanding"], key + ".max_outstanding", 1, 1'000'000)
+                          : std::max<std::int64_t>(10, 2 * p.max_outstanding_age_us / p.interval_us);
+  if (node["message_timeout_ms"]) {
+    p.message_timeout_us =
+        readInt(node["message_timeout_ms"], key + ".message_timeout_ms", 1000, 900'000) * 1000;
   }
   const auto topics = node["topics"];
   if (!topics || !topics.IsSequence() || topics.size() == 0) {

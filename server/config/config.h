@@ -39,6 +39,15 @@ struct ProbeConfig {
   std::int32_t payload_bytes = 64;
   std::int64_t gap_threshold_us = 0;       // 0 in the file means 5 × interval
   std::int64_t loss_timeout_us = 60'000'000;  // acked but not received after this → lost
+  // The bound on what one partition may have outstanding (sent, no delivery report): at either
+  // limit the probe holds back its sends and counts the ticks it skipped, so that it never
+  // measures its own backlog. Without max_outstanding in the file: 2 × age / interval (min 10),
+  // so that at a steady rate the age bound comes first and the count is a safety net.
+  std::int64_t max_outstanding_age_us = 2'000'000;
+  std::int64_t max_outstanding = 200;
+  // librdkafka's message.timeout.ms for the probe producer unless `client` sets it: every
+  // message has a fate (ack or error) within this.
+  std::int64_t message_timeout_us = 60'000'000;
   std::vector<ProbeTopic> topics;
 };
 

@@ -194,7 +194,8 @@ Result<std::int32_t> DrillRunner::resolveTarget(const Target& target) const {
   return Error{make_error_code(errc::invalid_request), "target: unknown kind"};
 }
 
-std::optional<std::string> DrillRunner::guards(std::int32_t target, const DrillSpec& spec, bool ignore_active) {
+std::optional<std::string> DrillRunner::guards(std::int32_t target, const DrillSpec& spec, bool ignore_active,
+                                              std::map<std::string, std::int32_t>* min_insync) {
   GuardInput in;
   in.fault = spec.fault;
   in.target = target;
@@ -205,20 +206,7 @@ std::optional<std::string> DrillRunner::guards(std::int32_t target, const DrillS
   }
   if (!ignore_active) in.active_drill = active();
   for (const auto& t : cluster_.probe.topics) in.probe_topics.push_back(t.name);
-  const auto status = probe_.status();
-  if (status.phase != probe::ProbePhase::kProbing) {
-    in.probe_problem = std::string(probe::toString(status.phase)) + (status.problem.empty() ? "" : " (" + status.problem + ")");
-  }
-  const auto now = clock_.monoNow();
-  for (const auto& p : status.partitions) {
-    drill::ProbeHealth h;
-    h.topic = p.topic;
-    h.partition = p.partition;
-    h.backlog_us = static_cast<std::int64_t>(p.in_flight) * cluster_.probe.interval_us;
-    if (p.last_ack) h.last_ack_age_us = now - p.last_ack->mono;
-    in.probe.push_back(h);
-  }
-  in.gap_threshold_us = cluster_.probe.gap_threshold_us;
+  fillProbeHealth(in);
   auto& handle = admin();
   if (!handle) return std::string("the admin client could not be created");
   auto all = kafka::fetchAllMetadata(handle.get(), kAdminTimeoutMs);
@@ -250,6 +238,7 @@ std::optional<std::string> DrillRunner::guards(std::int32_t target, const DrillS
       in.min_insync[topic] = 1;
     }
   }
+  if (min_insync != nullptr) *min_insync = in.min_insync;
   return checkGuards(in);
 }
 
@@ -419,13 +408,98 @@ void DrillRunner::execute(storage::DrillRecord drill) {
   setState(drill, "done");
 }
 
-bool DrillRunner::probesResumed(std::int64_t fault_us) const {
+void DrillRunner::fillProbeHealth(GuardInput& in) const {
+  const auto status = probe_.status();
+  if (status.phase != probe::ProbePhase::kProbing) {
+    in.probe_problem = std::string(probe::toString(status.phase)) + (status.problem.empty() ? "" : " (" + status.problem + ")");
+  }
+  const auto now = clock_.monoNow();
+  for (const auto& p : status.partitions) {
+    drill::ProbeHealth h;
+    h.topic = p.topic;
+    h.partition = p.partition;
+    if (p.oldest_outstanding_sent) h.backlog_us = now - p.oldest_outstanding_sent->mono;
+    h.holding = p.holding_since.has_value();
+    if (p.last_ack) h.last_ack_age_us = now - p.last_ack->mono;
+    in.probe.push_back(h);
+  }
+  in.gap_threshold_us = cluster_.probe.gap_threshold_us;
+}
+
+std::optional<std::string> DrillRunner::guardsAtFault(std::int32_t target, const DrillSpec& spec,
+                                                      const kafka::ClusterSnapshot& snapshot) {
+  // The same checks as at submission, on what kfaild keeps fresh (the poller's metadata of the
+  // probe topics, the probe's own state) so that nothing slow stands between them and the fault.
+  // Every other topic was checked at preflight.
+  GuardInput in;
+  in.fault = spec.fault;
+  in.target = target;
+  in.allow_unavailable = spec.options.allow_unavailable;
+  for (const auto& node : cluster_.inventory) {
+    in.inventory.insert(node.id);
+    if (node.role == "broker") in.inventory_brokers.insert(node.id);
+  }
+  for (const auto& t : cluster_.probe.topics) in.probe_topics.push_back(t.name);
+  fillProbeHealth(in);
+  in.cluster = &snapshot;
+  in.min_insync = min_insync_at_preflight_;
+  if (auto open = openRecoveryProblem()) return open;
+  return checkGuards(in);
+}
+
+std::optional<kafka::ClusterSnapshot> DrillRunner::freshSnapshot(std::int64_t max_age_us) {
+  // A snapshot taken before now - max_age_us may predate a leadership change; wait for the
+  // poller's next one (it polls every observe.metadata_interval_ms).
+  const auto deadline = clock_.monoNow() + std::max<std::int64_t>(2 * max_age_us, 2 * kSecond);
+  while (true) {
+    const auto observed = poller_.latest();
+    if (observed.reachable && observed.snapshot && clock_.wallNow() - observed.snapshot_at <= max_age_us) {
+      return observed.snapshot;
+    }
+    if (clock_.monoNow() >= deadline || !waitFor(kPollUs / 2)) return std::nullopt;
+  }
+}
+
+std::vector<kafka::TopicPartition> DrillRunner::notOnPreferredLeader() const {
+  std::vector<kafka::TopicPartition> out;
+  const auto observed = poller_.latest();
+  if (!observed.snapshot) return out;
+  for (const auto& t : observed.snapshot->topics) {
+    for (const auto& p : t.partitions) {
+      if (!p.replicas.empty() && p.leader != p.replicas.front()) out.push_back({t.name, p.partition});
+    }
+  }
+  return out;
+}
+
+nlohmann::json DrillRunner::electPreferred(const std::vector<kafka::TopicPartition>& partitions) {
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& p : partitions) names.push_back(p.topic + "-" + std::to_string(p.partition));
+  nlohmann::json out = {{"partitions", names}};
+  auto elected = kafka::electPreferredLeaders(admin().get(), partitions, kAdminTimeoutMs * 2);
+  if (!elected) {
+    out["error"] = elected.error().describe();
+    out["preferred"] = false;
+    return out;
+  }
+  const auto deadline = clock_.monoNow() + 30 * kSecond;
+  bool preferred = false;
+  while (!preferred && clock_.monoNow() < deadline && waitFor(kPollUs * 2)) {
+    preferred = notOnPreferredLeader().empty();
+  }
+  out["preferred"] = preferred;
+  return out;
+}
+
+bool DrillRunner::probesResumed(std::int64_t since_us, const std::set<std::string>& only) const {
   const auto status = probe_.status();
   if (status.phase != probe::ProbePhase::kProbing || status.partitions.empty()) return false;
   const auto now = clock_.now();
   const auto threshold = cluster_.probe.gap_threshold_us;
   for (const auto& p : status.partitions) {
-    if (!p.last_ack || p.last_ack->wall < fault_us) return false;
+    if (!only.count(p.topic + "-" + std::to_string(p.partition))) continue;
+    if (!p.last_ack || p.last_ack->wall < since_us) return false;
+    if (!p.last_receive || p.last_receive->wall < since_us) return false;
     if (now.mono - p.last_ack->mono > threshold) return false;
   }
   return true;
@@ -556,35 +630,94 @@ nlohmann::json DrillRunner::runOnce(storage::DrillRecord& drill, const DrillSpec
     out["reason"] = reason;
     return out;
   };
+  auto stopped = [&](const char* phase) {
+    return fail("aborted", std::string(stopping_ ? "kfaild stopped during " : "aborted on request during ") + phase);
+  };
 
   setState(drill, "preflight");
   auto target = resolveTarget(spec.target);
   if (!target) return fail("failed", target.error().message);
   out["target"] = *target;
-  if (auto reason = guards(*target, spec, true)) return fail("failed", "refused: " + *reason);
+  if (auto reason = guards(*target, spec, true, &min_insync_at_preflight_)) return fail("failed", "refused: " + *reason);
   // The way to the node must work before it is touched: a fault kfaild could not undo is worse
   // than no drill.
   if (auto state = injectors_.at(*target)->inspect(); !state) {
     return fail("failed", "node " + std::to_string(*target) + " cannot be reached (" + injectors_.at(*target)->describe() +
                               "): " + state.error().describe());
   }
-  if (interrupted()) {
-    return fail("aborted", stopping_ ? "kfaild stopped during preflight" : "aborted on request during preflight");
+  // Every run starts from the leadership the topics were designed with: after a restart of the
+  // cluster one broker may lead everything, and the drill would never see a follower.
+  if (spec.options.preflight_election) {
+    if (auto moved = notOnPreferredLeader(); !moved.empty()) {
+      setState(drill, "preflight", "moving leadership back to the preferred replicas first");
+      out["preflight_election"] = electPreferred(moved);
+      drill.reason.clear();
+      persist(drill);
+    }
   }
+  if (interrupted()) return stopped("preflight");
 
   setState(drill, "baseline");
   const auto baseline_start = clock_.wallNow();
   out["baseline_start_us"] = baseline_start;
-  if (!waitFor(spec.options.baseline_s * kSecond)) {
-    return fail("aborted", stopping_ ? "kfaild stopped during baseline" : "aborted on request during baseline");
-  }
+  if (!waitFor(spec.options.baseline_s * kSecond)) return stopped("baseline");
 
-  // Roles are taken from the probe partitions' state just before the fault.
+  // Roles come from metadata at most two poll intervals old; the guards are asked again now,
+  // right before the fault, and the probe's state at this moment goes with the result.
+  const auto max_age = std::max<std::int64_t>(2 * cluster_.observe.metadata_interval_us, 500'000);
+  const auto snapshot = freshSnapshot(max_age);
+  if (!snapshot) {
+    if (interrupted()) return stopped("baseline");
+    return fail("failed", "refused at the fault: no metadata younger than " + std::to_string(max_age / 1000) +
+                              " ms (the cluster does not answer); the node was not touched");
+  }
+  if (auto reason = guardsAtFault(*target, spec, *snapshot)) {
+    return fail("failed", "refused at the fault: " + *reason + "; the node was not touched");
+  }
+  const auto roles_at_us = poller_.latest().snapshot_at;
   std::vector<analysis::PartitionAtFault> at_fault;
-  if (auto observed = poller_.latest(); observed.snapshot) {
-    for (const auto& t : observed.snapshot->topics) {
-      for (const auto& p : t.partitions) at_fault.push_back({t.name, p.partition, p.leader, p.replicas, p.isr});
+  nlohmann::json leadership = nlohmann::json::array();
+  for (const auto& t : snapshot->topics) {
+    for (const auto& p : t.partitions) {
+      at_fault.push_back({t.name, p.partition, p.leader, p.replicas, p.isr});
+      leadership.push_back({{"topic", t.name}, {"partition", p.partition}, {"leader", p.leader},
+                            {"replicas", p.replicas}, {"isr", p.isr}});
     }
+  }
+  const auto probe_status = probe_.status();
+  std::vector<analysis::ProbeAtFault> probe_at_fault;
+  {
+    const auto now = clock_.monoNow();
+    nlohmann::json parts = nlohmann::json::array();
+    for (const auto& p : probe_status.partitions) {
+      analysis::ProbeAtFault f;
+      f.topic = p.topic;
+      f.partition = p.partition;
+      f.outstanding = static_cast<std::int64_t>(p.outstanding);
+      if (p.oldest_outstanding_sent) f.oldest_outstanding_age_us = now - p.oldest_outstanding_sent->mono;
+      f.holding = p.holding_since.has_value();
+      f.held_ticks = static_cast<std::int64_t>(p.counters.held_ticks);
+      parts.push_back({{"topic", f.topic}, {"partition", f.partition}, {"outstanding", f.outstanding},
+                       {"oldest_outstanding_age_us", f.oldest_outstanding_age_us}, {"holding", f.holding},
+                       {"held_ticks", f.held_ticks}});
+      probe_at_fault.push_back(std::move(f));
+    }
+    out["probe_at_fault"] = {{"partitions", parts},
+                             {"skipped_ticks", probe_status.skipped_ticks},
+                             {"max_send_lateness_us", probe_status.max_send_lateness_us},
+                             {"clock_steps", clock_.steps()}};
+    out["probe_client"] = probe_status.client_settings;
+  }
+  out["leadership_at_fault"] = {{"observed_at_us", roles_at_us}, {"partitions", leadership}};
+
+  // Partitions whose only in-sync replica is the target cannot recover while it is down: the
+  // observation does not wait for them, the node is brought back, and their outage is measured
+  // to their first ack after that.
+  std::set<std::string> recoverable, offline;
+  for (const auto& p : at_fault) {
+    const auto name = p.topic + "-" + std::to_string(p.partition);
+    const bool node_stays_down = spec.fault == FaultType::kKill || spec.fault == FaultType::kStop;
+    (node_stays_down && analysis::roleOf(*target, p) == analysis::Role::kSoleReplica ? offline : recoverable).insert(name);
   }
 
   setState(drill, "inject");
@@ -646,7 +779,8 @@ nlohmann::json DrillRunner::runOnce(storage::DrillRecord& drill, const DrillSpec
       const auto timeout = spec.options.observe_timeout_s * kSecond;
       bool resumed = false;
       while (clock_.monoNow() - started_mono < timeout) {
-        if (clock_.wallNow() - settle_from >= spec.options.observe_min_s * kSecond && probesResumed(fault_us)) {
+        if (clock_.wallNow() - settle_from >= spec.options.observe_min_s * kSecond &&
+            probesResumed(fault_us, recoverable)) {
           resumed = true;
           break;
         }
@@ -699,8 +833,21 @@ nlohmann::json DrillRunner::runOnce(storage::DrillRecord& drill, const DrillSpec
     drill.reason.clear();
     persist(drill);
   }
-  out["recovered_us"] = *journal.done_us;
-  recordEvent("injector", "recovered", *journal.done_us, *target, {{"drill", drill.id}, {"run", run}});
+  const auto recovered_us = *journal.done_us;
+  out["recovered_us"] = recovered_us;
+  recordEvent("injector", "recovered", recovered_us, *target, {{"drill", drill.id}, {"run", run}});
+
+  // The offline partitions' outage ends at their first ack (and receipt) after the node is back.
+  std::int64_t window_end = observe_end;
+  if (injected && failure.empty() && !offline.empty()) {
+    const auto deadline = clock_.monoNow() + spec.options.observe_timeout_s * kSecond;
+    bool back = false;
+    while (!(back = probesResumed(recovered_us, offline)) && clock_.monoNow() < deadline && waitFor(kPollUs)) {
+    }
+    if (!back) out["offline_timed_out"] = true;
+    window_end = clock_.wallNow();
+  }
+  out["window_end_us"] = window_end;
 
   if (injected) collectBrokerLogs(*target, baseline_start);
   if (!failure.empty() && injected) return fail("aborted", failure);
@@ -710,50 +857,62 @@ nlohmann::json DrillRunner::runOnce(storage::DrillRecord& drill, const DrillSpec
     setState(drill, "elect");
     std::vector<kafka::TopicPartition> partitions;
     for (const auto& p : at_fault) partitions.push_back({p.topic, p.partition});
-    auto elected = kafka::electPreferredLeaders(admin().get(), partitions, kAdminTimeoutMs * 2);
-    if (!elected) {
-      out["election_error"] = elected.error().describe();
+    const auto election = electPreferred(partitions);
+    if (election.contains("error")) {
+      out["election_error"] = election["error"];
     } else {
-      const auto deadline = clock_.monoNow() + 30 * kSecond;
-      bool preferred = false;
-      while (!preferred && clock_.monoNow() < deadline && waitFor(kPollUs * 2)) {
-        const auto observed = poller_.latest();
-        if (!observed.snapshot) continue;
-        preferred = true;
-        for (const auto& t : observed.snapshot->topics) {
-          for (const auto& p : t.partitions) {
-            if (!p.replicas.empty() && p.leader != p.replicas.front()) preferred = false;
-          }
-        }
-      }
-      out["preferred_leaders_restored"] = preferred;
+      out["preferred_leaders_restored"] = election["preferred"];
     }
   }
 
   setState(drill, "analyse");
-  store_.flush();
+  // Settle: every message sent in the window gets its fate (acked and received, failed, or given
+  // up on) before the numbers are taken, or the settle timeout passes and the rest is unresolved.
+  const auto settle_start = clock_.monoNow();
+  const auto settle_deadline = settle_start + spec.options.settle_timeout_s * kSecond;
+  while (!probe_.pending(baseline_start, window_end).empty() && clock_.monoNow() < settle_deadline &&
+         waitFor(kPollUs)) {
+  }
+  out["settle_us"] = clock_.monoNow() - settle_start;
+
   analysis::AnalysisInput input;
   input.fault = toString(spec.fault);
   input.target = *target;
   input.fault_us = fault_us;
   input.window_start_us = baseline_start;
   input.observe_end_us = observe_end;
+  input.recovered_us = recovered_us;
+  input.window_end_us = window_end;
   input.interval_us = cluster_.probe.interval_us;
+  input.metadata_interval_us = cluster_.observe.metadata_interval_us;
   input.partitions = at_fault;
+  input.probe_at_fault = std::move(probe_at_fault);
+  // The ledger first, then the store: a message that finishes in between is in both (the
+  // analysis prefers the stored one), never in neither.
+  input.pending = probe_.pending(baseline_start, window_end);
+  const auto live = probe_.status();
+  store_.flush();
   for (const auto& p : at_fault) {
     storage::SampleQuery q;
     q.cluster = cluster_id_;
     q.topic = p.topic;
     q.partition = p.partition;
-    q.range = {baseline_start, observe_end};
+    q.range = {baseline_start, window_end};
     if (auto rows = store_.samples(q); rows) {
       input.samples.insert(input.samples.end(), rows->begin(), rows->end());
     }
   }
   storage::EventQuery eq;
   eq.cluster = cluster_id_;
-  eq.range = {baseline_start - kSecond, observe_end + 5 * kSecond};
+  eq.range = {baseline_start - kSecond, window_end + 5 * kSecond};
   if (auto events = store_.events(eq); events) input.events = std::move(*events);
+  analysis::probeStretchesFromEvents(input.events, input.holds, input.idles);
+  for (const auto& p : live.partitions) {
+    // A hold still open is not an event yet.
+    if (p.holding_since && p.holding_since->wall <= window_end) {
+      input.holds.push_back({p.topic, p.partition, p.holding_since->wall, std::nullopt, 0, "open"});
+    }
+  }
   out["analysis"] = analysis::toJson(analysis::analyse(input));
   out["state"] = "done";
   return out;

@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -29,6 +30,8 @@
 #include "server/common/result.h"
 #include "server/config/config.h"
 #include "server/drill/drill_spec.h"
+#include "server/drill/guards.h"
+#include "server/kafka/admin.h"
 #include "server/fault/injector.h"
 #include "server/kafka/client.h"
 #include "server/observe/metadata_poller.h"
@@ -81,14 +84,27 @@ class DrillRunner {
   void execute(storage::DrillRecord drill);
   nlohmann::json runOnce(storage::DrillRecord& drill, const DrillSpec& spec, int run);
   Result<std::int32_t> resolveTarget(const Target& target) const;
-  std::optional<std::string> guards(std::int32_t target, const DrillSpec& spec, bool ignore_active);
+  // `min_insync` (optional) receives the min.insync.replicas values the guards read.
+  std::optional<std::string> guards(std::int32_t target, const DrillSpec& spec, bool ignore_active,
+                                    std::map<std::string, std::int32_t>* min_insync = nullptr);
   void persist(const storage::DrillRecord& drill);
   void persist(const storage::RecoveryEntry& entry);
   void setState(storage::DrillRecord& drill, const std::string& state, const std::string& reason = {});
   // Sleeps up to `micros`; false when the drill was aborted or the runner is stopping.
   bool waitFor(std::int64_t micros);
   bool interrupted() const;
-  bool probesResumed(std::int64_t fault_us) const;
+  // Every partition named in `only` ("topic-partition") has acked and received since `since_us`
+  // and its last ack is recent (within the gap threshold).
+  bool probesResumed(std::int64_t since_us, const std::set<std::string>& only) const;
+  void fillProbeHealth(GuardInput& in) const;
+  std::optional<std::string> guardsAtFault(std::int32_t target, const DrillSpec& spec,
+                                           const kafka::ClusterSnapshot& snapshot);
+  // The poller's latest snapshot once it is at most max_age_us old; nullopt when none comes.
+  std::optional<kafka::ClusterSnapshot> freshSnapshot(std::int64_t max_age_us);
+  std::vector<kafka::TopicPartition> notOnPreferredLeader() const;
+  // Elects the preferred leaders of `partitions` and waits (≤ 30 s) for the metadata to show
+  // them: {"partitions":[...], "preferred": bool, "error"?: text}.
+  nlohmann::json electPreferred(const std::vector<kafka::TopicPartition>& partitions);
   bool nodeBack(std::int32_t node) const;
   // Called after each failed attempt to bring a node back: attempt number, error, next wait.
   using RetryReport = std::function<void(int attempt, const std::string& error, std::int64_t retry_in_us)>;
@@ -122,6 +138,9 @@ class DrillRunner {
   // Open recovery-journal entries of finished drills are retried at this time (runner thread).
   std::optional<std::chrono::steady_clock::time_point> recovery_retry_at_;
   std::int64_t recovery_retry_backoff_us_ = 0;
+  // min.insync.replicas of the topics read at preflight, for the guards at the fault (runner
+  // thread).
+  std::map<std::string, std::int32_t> min_insync_at_preflight_;
   std::thread thread_;
 };
 

@@ -109,7 +109,7 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
     if (auto e = unknownFields(o, "options",
                                {"repeats", "baseline_s", "observe_min_s", "observe_timeout_s", "grace_s",
                                 "pause_s", "recover_timeout_s", "preferred_election",
-                                "allow_unavailable"})) {
+                                "preflight_election", "settle_timeout_s", "allow_unavailable"})) {
       return *e;
     }
     auto& opt = spec.options;
@@ -120,7 +120,9 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
                    readInt(o, "grace_s", "options", 0, 600, opt.grace_s),
                    readInt(o, "pause_s", "options", 1, 3600, opt.pause_s),
                    readInt(o, "recover_timeout_s", "options", 10, 3600, opt.recover_timeout_s),
+                   readInt(o, "settle_timeout_s", "options", 0, 3600, opt.settle_timeout_s),
                    readBool(o, "preferred_election", "options", opt.preferred_election),
+                   readBool(o, "preflight_election", "options", opt.preflight_election),
                    readBool(o, "allow_unavailable", "options", opt.allow_unavailable)}) {
       if (e) return *e;
     }
@@ -150,7 +152,9 @@ nlohmann::json toJson(const DrillOptions& o) {
           {"grace_s", o.grace_s},
           {"pause_s", o.pause_s},
           {"recover_timeout_s", o.recover_timeout_s},
+          {"settle_timeout_s", o.settle_timeout_s},
           {"preferred_election", o.preferred_election},
+          {"preflight_election", o.preflight_election},
           {"allow_unavailable", o.allow_unavailable}};
 }
 

@@ -39,7 +39,13 @@ struct DrillOptions {
   std::int32_t grace_s = 30;               // stop: SIGTERM → SIGKILL after this (docker stop -t)
   std::int32_t pause_s = 10;               // pause: freeze for this long
   std::int32_t recover_timeout_s = 180;    // start → back in every ISR
+  // After recovery, the analysis waits up to this long for every message of the run's window to
+  // have a fate (acked and received, failed, or given up on); what is still open is unresolved.
+  std::int32_t settle_timeout_s = 90;
   bool preferred_election = true;          // afterwards, give leadership back to preferred leaders
+  // Before the baseline, move leadership to the preferred replicas when it is elsewhere, so that
+  // every run starts from the roles the topic was designed with.
+  bool preflight_election = true;
   bool allow_unavailable = false;          // allow a fault that takes a partition offline / below min ISR
 };
 

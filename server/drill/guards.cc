@@ -77,10 +77,11 @@ std::optional<std::string> checkGuards(const GuardInput& in) {
       return "probe partition " + name + " has had no ack for " + seconds(*p.last_ack_age_us) +
              ": it is stalled already";
     }
-    if (p.backlog_us > kMaxProbeBacklogUs) {
+    if (p.holding || p.backlog_us > kMaxProbeBacklogUs) {
       return "the probe of " + name + " is " + seconds(p.backlog_us) +
-             " behind (messages in flight): the cluster or kfaild's host is overloaded, and a drill "
-             "now would measure the backlog rather than the failover";
+             " behind (oldest message without an ack" + (p.holding ? ", sends held back" : "") +
+             "): the cluster or kfaild's host is overloaded, and a drill now would measure the "
+             "backlog rather than the failover";
     }
   }
   if (in.inventory_brokers.count(in.target) && !in.allow_unavailable) {

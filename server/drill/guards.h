@@ -19,13 +19,15 @@ namespace kfaild::drill {
 struct ProbeHealth {
   std::string topic;
   std::int32_t partition = 0;
-  std::int64_t backlog_us = 0;                  // messages in flight × interval: how far behind
+  std::int64_t backlog_us = 0;                  // age of the oldest message without an ack
+  bool holding = false;                         // sends held back at the outstanding bound
   std::optional<std::int64_t> last_ack_age_us;  // since the last ack; none before the first
 };
 
 // The most a probe may lag before a drill is refused: beyond it the acks a drill sees are those
-// of messages sent long before the fault, so the stall would be measured on the backlog.
-inline constexpr std::int64_t kMaxProbeBacklogUs = 2'000'000;
+// of messages sent long before the fault, so the stall would be measured on the backlog. The
+// analysis calls a run inconclusive at the same bound (analysis::kLagAtFaultUs).
+inline constexpr std::int64_t kMaxProbeBacklogUs = 1'000'000;
 
 struct GuardInput {
   FaultType fault = FaultType::kKill;

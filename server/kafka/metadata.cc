@@ -15,31 +15,22 @@ struct TopicDeleter {
   void operator()(rd_kafka_topic_t* t) const { rd_kafka_topic_destroy(t); }
 };
 
-void fillBrokers(const rd_kafka_metadata_t& md, ClusterSnapshot& snap) {
-  snap.brokers.clear();
+// Takes the broker list of one answer. An unchanged list keeps its earlier time: the broker
+// events of a poll are dated by the first answer that showed the list they come from.
+void fillBrokers(const rd_kafka_metadata_t& md, common::WallMicros at, ClusterSnapshot& snap) {
+  std::vector<BrokerInfo> brokers;
   for (int i = 0; i < md.broker_cnt; ++i) {
-    snap.brokers.push_back({md.brokers[i].id, md.brokers[i].host, md.brokers[i].port});
+    brokers.push_back({md.brokers[i].id, md.brokers[i].host, md.brokers[i].port});
   }
-  std::sort(snap.brokers.begin(), snap.brokers.end(),
+  std::sort(brokers.begin(), brokers.end(),
             [](const BrokerInfo& a, const BrokerInfo& b) { return a.id < b.id; });
+  if (snap.brokers_at_us == 0 || brokers != snap.brokers) snap.brokers_at_us = at;
+  snap.brokers = std::move(brokers);
   snap.answered_by = md.orig_broker_id;
 }
 
-}  // namespace
-
-const TopicInfo* ClusterSnapshot::topic(const std::string& name) const {
-  for (const auto& t : topics) {
-    if (t.name == name) return &t;
-  }
-  return nullptr;
-}
-
-bool ClusterSnapshot::hasBroker(std::int32_t id) const {
-  return std::any_of(brokers.begin(), brokers.end(), [id](const BrokerInfo& b) { return b.id == id; });
-}
-
-Result<ClusterSnapshot> fetchMetadata(rd_kafka_t* rk, const std::vector<std::string>& topics,
-                                      int timeout_ms) {
+Result<ClusterSnapshot> fetchTopics(rd_kafka_t* rk, const std::vector<std::string>& topics,
+                                    int timeout_ms, const common::Clock* clock) {
   ClusterSnapshot snap;
   auto request = [&](rd_kafka_topic_t* only) -> Result<std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter>> {
     const rd_kafka_metadata_t* md = nullptr;
@@ -49,11 +40,11 @@ Result<ClusterSnapshot> fetchMetadata(rd_kafka_t* rk, const std::vector<std::str
     }
     return std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter>(md);
   };
+  auto answeredAt = [clock] { return clock != nullptr ? clock->wallNow() : common::WallMicros{0}; };
   if (topics.empty()) {
     auto md = request(nullptr);
     if (!md) return md.error();
-    fillBrokers(**md, snap);
-    snap.controller_id = rd_kafka_controllerid(rk, 0);
+    fillBrokers(**md, answeredAt(), snap);
     return snap;
   }
   for (const auto& name : topics) {
@@ -62,9 +53,11 @@ Result<ClusterSnapshot> fetchMetadata(rd_kafka_t* rk, const std::vector<std::str
     if (!handle) return kafkaError(errc::metadata_failed, "topic handle for " + name);
     auto md = request(handle.get());
     if (!md) return md.error();
-    fillBrokers(**md, snap);
+    const auto at = answeredAt();
+    fillBrokers(**md, at, snap);
     TopicInfo info;
     info.name = name;
+    info.answered_at_us = at;
     for (int i = 0; i < (*md)->topic_cnt; ++i) {
       const auto& t = (*md)->topics[i];
       if (name != t.topic) continue;
@@ -84,8 +77,31 @@ Result<ClusterSnapshot> fetchMetadata(rd_kafka_t* rk, const std::vector<std::str
               [](const PartitionInfo& a, const PartitionInfo& b) { return a.partition < b.partition; });
     snap.topics.push_back(std::move(info));
   }
-  snap.controller_id = rd_kafka_controllerid(rk, 0);
   return snap;
+}
+
+}  // namespace
+
+const TopicInfo* ClusterSnapshot::topic(const std::string& name) const {
+  for (const auto& t : topics) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+bool ClusterSnapshot::hasBroker(std::int32_t id) const {
+  return std::any_of(brokers.begin(), brokers.end(),
+                     [id](const BrokerInfo& b) { return b.id == id; });
+}
+
+Result<ClusterSnapshot> fetchMetadata(rd_kafka_t* rk, const std::vector<std::string>& topics,
+                                      int timeout_ms, const common::Clock& clock) {
+  return fetchTopics(rk, topics, timeout_ms, &clock);
+}
+
+Result<ClusterSnapshot> fetchMetadata(rd_kafka_t* rk, const std::vector<std::string>& topics,
+                                      int timeout_ms) {
+  return fetchTopics(rk, topics, timeout_ms, nullptr);
 }
 
 Result<ClusterSnapshot> fetchAllMetadata(rd_kafka_t* rk, int timeout_ms) {
@@ -96,7 +112,7 @@ Result<ClusterSnapshot> fetchAllMetadata(rd_kafka_t* rk, int timeout_ms) {
   }
   std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter> md(raw);
   ClusterSnapshot snap;
-  fillBrokers(*md, snap);
+  fillBrokers(*md, 0, snap);
   for (int i = 0; i < md->topic_cnt; ++i) {
     const auto& t = md->topics[i];
     TopicInfo info;
@@ -114,7 +130,6 @@ Result<ClusterSnapshot> fetchAllMetadata(rd_kafka_t* rk, int timeout_ms) {
     }
     snap.topics.push_back(std::move(info));
   }
-  snap.controller_id = rd_kafka_controllerid(rk, 0);
   return snap;
 }
 

@@ -31,21 +31,22 @@ std::vector<std::int32_t> minus(const std::vector<std::int32_t>& a, const std::v
 
 std::vector<storage::Event> diffSnapshots(const kafka::ClusterSnapshot& before,
                                           const kafka::ClusterSnapshot& after,
-                                          storage::ClusterId cluster, common::WallMicros at) {
+                                          storage::ClusterId cluster) {
   std::vector<storage::Event> events;
+  const auto brokers_at = after.brokers_at_us;
   std::set<std::int32_t> old_ids, new_ids;
   for (const auto& b : before.brokers) old_ids.insert(b.id);
   for (const auto& b : after.brokers) new_ids.insert(b.id);
   for (auto id : old_ids) {
     if (!new_ids.count(id)) {
-      auto e = makeEvent(cluster, at, "broker_gone", {{"brokers", after.brokers.size()}});
+      auto e = makeEvent(cluster, brokers_at, "broker_gone", {{"brokers", after.brokers.size()}});
       e.broker = id;
       events.push_back(std::move(e));
     }
   }
   for (auto id : new_ids) {
     if (!old_ids.count(id)) {
-      auto e = makeEvent(cluster, at, "broker_back", {{"brokers", after.brokers.size()}});
+      auto e = makeEvent(cluster, brokers_at, "broker_back", {{"brokers", after.brokers.size()}});
       e.broker = id;
       events.push_back(std::move(e));
     }
@@ -54,6 +55,7 @@ std::vector<storage::Event> diffSnapshots(const kafka::ClusterSnapshot& before,
   for (const auto& topic : after.topics) {
     const auto* old_topic = before.topic(topic.name);
     if (old_topic == nullptr) continue;
+    const auto at = topic.answered_at_us;
     for (const auto& p : topic.partitions) {
       auto old_p = std::find_if(old_topic->partitions.begin(), old_topic->partitions.end(),
                                 [&](const kafka::PartitionInfo& o) { return o.partition == p.partition; });
@@ -88,6 +90,19 @@ std::vector<storage::Event> diffSnapshots(const kafka::ClusterSnapshot& before,
     }
   }
   return events;
+}
+
+std::optional<storage::Event> diffQuorum(const kafka::QuorumInfo& before,
+                                         const kafka::QuorumInfo& after, storage::ClusterId cluster,
+                                         common::WallMicros at) {
+  if (before.leader_id == after.leader_id && before.leader_epoch == after.leader_epoch) {
+    return std::nullopt;
+  }
+  auto e = makeEvent(
+      cluster, at, "controller_change",
+      {{"from", before.leader_id}, {"to", after.leader_id}, {"epoch", after.leader_epoch}});
+  if (after.leader_id >= 0) e.broker = after.leader_id;
+  return e;
 }
 
 }  // namespace kfaild::observe

@@ -7,17 +7,31 @@
 //   isr_shrink / isr_expand         replicas left or joined a probe partition's ISR
 //   replicas_change                 the replica list itself changed (reassignment)
 // Event details are JSON objects ({"from":1,"to":2}, {"removed":[1],"isr":[2,3]}, ...).
+// Times: a partition's events carry the time its topic's answer arrived (TopicInfo::
+// answered_at_us), broker events the time the answers started to show the new broker list
+// (ClusterSnapshot::brokers_at_us); never one time taken after the whole poll.
+//
+// And two consecutive descriptions of the KRaft quorum into
+//   controller_change               the active controller changed, or was elected again (a new
+//                                   leader epoch); {"from":100,"to":101,"epoch":4}, -1 for none
 
+#include <optional>
 #include <vector>
 
 #include "server/common/clock.h"
 #include "server/kafka/metadata.h"
+#include "server/kafka/quorum.h"
 #include "storage/records.h"
 
 namespace kfaild::observe {
 
 std::vector<storage::Event> diffSnapshots(const kafka::ClusterSnapshot& before,
                                           const kafka::ClusterSnapshot& after,
-                                          storage::ClusterId cluster, common::WallMicros at);
+                                          storage::ClusterId cluster);
+
+// `at`: when `after` was described. Nothing when the leader and its epoch are unchanged.
+std::optional<storage::Event> diffQuorum(const kafka::QuorumInfo& before,
+                                         const kafka::QuorumInfo& after, storage::ClusterId cluster,
+                                         common::WallMicros at);
 
 }  // namespace kfaild::observe

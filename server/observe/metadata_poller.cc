@@ -2,17 +2,44 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "server/observe/metadata_diff.h"
 
 namespace kfaild::observe {
+namespace {
+
+// The quorum client speaks PLAINTEXT only; "" when the cluster's client settings allow it.
+std::string plaintextProblem(const std::map<std::string, std::string>& client) {
+  const auto found = client.find("security.protocol");
+  if (found == client.end()) return {};
+  std::string protocol = found->second;
+  std::transform(protocol.begin(), protocol.end(), protocol.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (protocol == "plaintext") return {};
+  return "the quorum is not described: security.protocol is " + found->second +
+         " and kfaild's DescribeQuorum client speaks PLAINTEXT only";
+}
+
+}  // namespace
 
 MetadataPoller::MetadataPoller(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,
                                storage::Store& store, const common::Clock& clock)
     : cluster_(cluster), cluster_id_(cluster_id), store_(store), clock_(clock) {
   for (const auto& t : cluster_.probe.topics) topics_.push_back(t.name);
+  if (auto problem = plaintextProblem(cluster_.client); !problem.empty()) {
+    state_.quorum_error = std::move(problem);
+  } else {
+    kafka::QuorumClientOptions options;
+    options.bootstrap = cluster_.bootstrap;
+    options.client_id = "kfaild-" + cluster_.name + "-observer";
+    options.timeout_ms = kQuorumTimeoutMs;
+    quorum_describer_.emplace(std::move(options));
+  }
 }
 
 MetadataPoller::~MetadataPoller() { stop(); }
@@ -34,6 +61,11 @@ Status MetadataPoller::start() {
   if (auto status = ensureHandle(); !status) return status;
   stopping_ = false;
   thread_ = std::thread([this] { run(); });
+  if (quorum_describer_) {
+    quorum_thread_ = std::thread([this] { runQuorum(); });
+  } else {
+    spdlog::warn("cluster {}: {}", cluster_.name, state_.quorum_error);
+  }
   return okStatus();
 }
 
@@ -41,6 +73,7 @@ void MetadataPoller::stop() {
   stopping_ = true;
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (quorum_thread_.joinable()) quorum_thread_.join();
 }
 
 void MetadataPoller::run() {
@@ -55,14 +88,64 @@ void MetadataPoller::run() {
   }
 }
 
+void MetadataPoller::runQuorum() {
+  while (!stopping_) {
+    const auto started = clock_.monoNow();
+    describeQuorumOnce();
+    const auto wait = kQuorumIntervalUs - (clock_.monoNow() - started);
+    if (wait > 0) {
+      std::unique_lock lock(wait_mutex_);
+      wake_.wait_for(lock, std::chrono::microseconds(wait), [this] { return stopping_.load(); });
+    }
+  }
+}
+
 void MetadataPoller::record(storage::Event event) { store_.addEvent(std::move(event)); }
+
+void MetadataPoller::describeQuorumOnce() {
+  if (!quorum_describer_) return;
+  auto quorum = quorum_describer_->describe(stopping_);
+  if (stopping_) return;
+  const auto now = clock_.wallNow();
+  std::lock_guard lock(mutex_);
+  if (!quorum) {
+    if (state_.quorum || state_.quorum_error.empty()) {
+      spdlog::warn("cluster {}: {}", cluster_.name, quorum.error().describe());
+    }
+    state_.quorum.reset();
+    state_.quorum_error = quorum.error().describe();
+    return;
+  }
+  if (last_quorum_ && !state_.quorum_error.empty()) {
+    spdlog::info("cluster {}: quorum described again via {}", cluster_.name, quorum->answered_by);
+  }
+  if (last_quorum_) {
+    if (auto e = diffQuorum(*last_quorum_, *quorum, cluster_id_, now)) {
+      spdlog::info("cluster {}: {} {}", cluster_.name, e->kind, e->detail);
+      record(std::move(*e));
+    }
+  } else {
+    std::string voters;
+    for (const auto& v : quorum->voters) {
+      voters += (voters.empty() ? "" : ", ") + std::to_string(v.replica_id);
+    }
+    spdlog::info(
+        "cluster {}: active controller {} (epoch {}), voters {} (DescribeQuorum v{} via {})",
+        cluster_.name, quorum->leader_id, quorum->leader_epoch, voters, quorum->api_version,
+        quorum->answered_by);
+  }
+  last_quorum_ = *quorum;
+  state_.quorum = std::move(*quorum);
+  state_.quorum_at = now;
+  state_.quorum_error.clear();
+}
 
 void MetadataPoller::pollOnce() {
   if (!ensureHandle()) return;
   // A request to a dead broker must not hold the poll for long: the client tries another.
   const int timeout_ms = static_cast<int>(std::max<std::int64_t>(
       1000, 10 * cluster_.observe.metadata_interval_us / 1000));
-  auto snapshot = kafka::fetchMetadata(handle_.get(), topics_, timeout_ms);
+  auto snapshot = kafka::fetchMetadata(handle_.get(), topics_, timeout_ms, clock_);
   const auto now = clock_.wallNow();
   std::lock_guard lock(mutex_);
   ++state_.polls;
@@ -85,7 +168,9 @@ void MetadataPoller::pollOnce() {
   if (!state_.reachable) {
     storage::Event e;
     e.cluster = cluster_id_;
-    e.t_us = now;
+    // The first answer of this poll is when the cluster was seen answering again.
+    e.t_us = snapshot->topics.empty() ? snapshot->brokers_at_us
+                                      : snapshot->topics.front().answered_at_us;
     e.source = "metadata";
     e.kind = "metadata_available";
     nlohmann::json brokers = nlohmann::json::array();
@@ -94,7 +179,7 @@ void MetadataPoller::pollOnce() {
     record(std::move(e));
   }
   if (state_.snapshot) {
-    for (auto& e : diffSnapshots(*state_.snapshot, *snapshot, cluster_id_, now)) {
+    for (auto& e : diffSnapshots(*state_.snapshot, *snapshot, cluster_id_)) {
       spdlog::info("cluster {}: {}{}{} {}", cluster_.name, e.kind,
                    e.topic ? " " + *e.topic : std::string(),
                    e.partition ? "[" + std::to_string(*e.partition) + "]" : std::string(), e.detail);

@@ -2,7 +2,11 @@
 
 // Polls a cluster's metadata for the probe topics at a short interval on its own thread and
 // records every change as an event (see metadata_diff.h), plus `metadata_unavailable` /
-// `metadata_available` when the cluster stops or starts answering. latest() is thread-safe.
+// `metadata_available` when the cluster stops or starts answering. On a second thread it
+// describes the KRaft quorum every kQuorumIntervalUs (a slower cadence: the active controller
+// rarely moves, and a describe that has to wait for a dead broker must not hold up the metadata
+// polls) and records `controller_change` when its leader or leader epoch changes.
+// latest() is thread-safe.
 
 #include <atomic>
 #include <condition_variable>
@@ -17,6 +21,7 @@
 #include "server/config/config.h"
 #include "server/kafka/client.h"
 #include "server/kafka/metadata.h"
+#include "server/kafka/quorum.h"
 #include "storage/store.h"
 
 namespace kfaild::observe {
@@ -24,6 +29,11 @@ namespace kfaild::observe {
 struct ObservedCluster {
   std::optional<kafka::ClusterSnapshot> snapshot;  // the last answer, if any
   common::WallMicros snapshot_at = 0;
+  // The quorum as the last describe found it; empty before the first answer and while the last
+  // describe failed (quorum_error says why), so a stale leader is never shown as the current one.
+  std::optional<kafka::QuorumInfo> quorum;
+  common::WallMicros quorum_at = 0;  // when `quorum` was described
+  std::string quorum_error;
   bool reachable = false;
   std::string last_error;
   std::uint64_t polls = 0;
@@ -32,6 +42,9 @@ struct ObservedCluster {
 
 class MetadataPoller {
  public:
+  static constexpr std::int64_t kQuorumIntervalUs = 2'000'000;
+  static constexpr int kQuorumTimeoutMs = 2000;  // per bootstrap broker tried
+
   MetadataPoller(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,
                  storage::Store& store, const common::Clock& clock);
   ~MetadataPoller();
@@ -43,11 +56,14 @@ class MetadataPoller {
   // One poll, on the caller's thread (the poller thread uses it; tests may call it directly
   // before start()).
   void pollOnce();
+  // One quorum describe, on the caller's thread (same use as pollOnce()).
+  void describeQuorumOnce();
 
   ObservedCluster latest() const;
 
  private:
   void run();
+  void runQuorum();
   [[nodiscard]] Status ensureHandle();
   void record(storage::Event event);
 
@@ -57,14 +73,20 @@ class MetadataPoller {
   const common::Clock& clock_;
   std::vector<std::string> topics_;
   kafka::Handle handle_;
+  // Empty when the cluster's listeners need TLS or SASL, which the quorum client does not speak.
+  std::optional<kafka::QuorumDescriber> quorum_describer_;  // used by one thread at a time
 
   mutable std::mutex mutex_;
   ObservedCluster state_;  // guarded by mutex_
+  // The last quorum that was described, kept through failed describes so that a leader change
+  // across an outage is still seen. Guarded by mutex_.
+  std::optional<kafka::QuorumInfo> last_quorum_;
 
   std::atomic<bool> stopping_{false};
   std::mutex wait_mutex_;
   std::condition_variable wake_;
   std::thread thread_;
+  std::thread quorum_thread_;
 };
 
 }  // namespace kfaild::observe

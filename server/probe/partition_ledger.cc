@@ -12,13 +12,83 @@ PartitionLedger::PartitionLedger(storage::ClusterId cluster, std::string topic,
       options_(options),
       received_ring_(static_cast<std::size_t>(options.receive_window), 0) {}
 
-std::int64_t PartitionLedger::beginSend(common::Instant at) {
+const char* toString(HoldReason reason) {
+  switch (reason) {
+    case HoldReason::kNone: return "none";
+    case HoldReason::kOutstandingCount: return "outstanding_count";
+    case HoldReason::kOutstandingAge: return "outstanding_age";
+  }
+  return "unknown";
+}
+
+HoldReason PartitionLedger::holdReason(common::Instant now) {
+  if (outstanding_ >= options_.max_outstanding) return HoldReason::kOutstandingCount;
+  const InFlight* oldest = oldestOutstanding();
+  if (oldest != nullptr && now.mono - oldest->sent.mono > options_.max_outstanding_age_us) {
+    return HoldReason::kOutstandingAge;
+  }
+  return HoldReason::kNone;
+}
+
+void PartitionLedger::holdTick(common::Instant at, HoldReason reason) {
+  if (!hold_since_) {
+    hold_since_ = at;
+    hold_ticks_ = 0;
+    hold_reason_ = reason;
+  }
+  ++hold_ticks_;
+  ++counters_.held_ticks;
+}
+
+std::int64_t PartitionLedger::beginSend(common::Instant at, LedgerOutput& out) {
+  if (hold_since_) {
+    out.stretches.push_back({"held_back", topic_, partition_, hold_since_->wall, at.wall, hold_ticks_,
+                             toString(hold_reason_), storage::GapKind::kAck});
+    hold_since_.reset();
+    hold_ticks_ = 0;
+  }
+  auto idle = [&](std::optional<common::Instant>& since, storage::GapKind kind) {
+    if (since && at.mono - since->mono > options_.idle_tolerance_us) {
+      out.stretches.push_back({"idle", topic_, partition_, since->wall, at.wall, 0, "", kind});
+    }
+    since.reset();
+  };
+  if (outstanding_ == 0) idle(ack_idle_since_, storage::GapKind::kAck);
+  if (awaiting_receive_ == 0) idle(receive_idle_since_, storage::GapKind::kReceive);
+
   const std::int64_t seq = next_seq_++;
   if (in_flight_.empty()) base_seq_ = seq;
   in_flight_.push_back(InFlight{at, std::nullopt, 0, std::nullopt, std::nullopt, false});
   receivedFlag(seq) = 0;
   ++counters_.sent;
+  ++outstanding_;
+  ++awaiting_receive_;
   return seq;
+}
+
+void PartitionLedger::reported(common::Instant at) {
+  if (--outstanding_ == 0) ack_idle_since_ = at;
+}
+
+void PartitionLedger::unreceivable(common::Instant at) {
+  if (--awaiting_receive_ == 0) receive_idle_since_ = at;
+}
+
+PartitionLedger::InFlight* PartitionLedger::entryAt(std::int64_t seq) {
+  if (seq < base_seq_ || seq >= base_seq_ + static_cast<std::int64_t>(in_flight_.size())) {
+    return nullptr;
+  }
+  return &in_flight_[static_cast<std::size_t>(seq - base_seq_)];
+}
+
+const PartitionLedger::InFlight* PartitionLedger::oldestOutstanding() {
+  // Reports come mostly in order, so the cursor only moves forward: amortised O(1).
+  while (oldest_outstanding_seq_ < next_seq_) {
+    const InFlight* entry = entryAt(oldest_outstanding_seq_);
+    if (entry != nullptr && !entry->report && !entry->finished) return entry;
+    ++oldest_outstanding_seq_;
+  }
+  return nullptr;
 }
 
 std::uint8_t& PartitionLedger::receivedFlag(std::int64_t seq) {
@@ -45,8 +115,10 @@ void PartitionLedger::deliveryReport(std::int64_t seq, common::Instant at, std::
   entry->report = at;
   entry->error = error;
   entry->offset = offset;
+  reported(at);
   if (error != 0) {
     ++counters_.send_failed;
+    if (!entry->receive_wall) unreceivable(at);
     finish(seq, *entry, out);
     popFinished();
     return;
@@ -90,6 +162,7 @@ void PartitionLedger::received(std::int64_t seq, common::Instant at, LedgerOutpu
     return;
   }
   entry->receive_wall = at.wall;
+  unreceivable(at);
   if (entry->report) {
     finish(seq, *entry, out);
     popFinished();
@@ -105,10 +178,13 @@ void PartitionLedger::expire(common::Instant now, LedgerOutput& out) {
         now.mono - entry.report->mono > options_.loss_timeout_us) {
       ++counters_.lost;
       out.anomalies.push_back({"lost", topic_, partition_, seq, now.wall});
+      unreceivable(now);
       finish(seq, entry, out);
     } else if (!entry.report && now.mono - entry.sent.mono > options_.unacked_timeout_us) {
       entry.error = kNoDeliveryReport;
       ++counters_.send_failed;
+      reported(now);
+      if (!entry.receive_wall) unreceivable(now);
       finish(seq, entry, out);
     }
   }
@@ -117,6 +193,10 @@ void PartitionLedger::expire(common::Instant now, LedgerOutput& out) {
 
 void PartitionLedger::finish(std::int64_t seq, InFlight& entry, LedgerOutput& out) {
   entry.finished = true;
+  out.samples.push_back(sampleOf(seq, entry));
+}
+
+storage::ProbeSample PartitionLedger::sampleOf(std::int64_t seq, const InFlight& entry) const {
   storage::ProbeSample sample;
   sample.cluster = cluster_;
   sample.topic = topic_;
@@ -127,7 +207,18 @@ void PartitionLedger::finish(std::int64_t seq, InFlight& entry, LedgerOutput& ou
   sample.ack_error = entry.error;
   sample.offset = entry.offset;
   sample.receive_us = entry.receive_wall;
-  out.samples.push_back(std::move(sample));
+  return sample;
+}
+
+std::vector<storage::ProbeSample> PartitionLedger::pending(common::WallMicros from,
+                                                           common::WallMicros to) const {
+  std::vector<storage::ProbeSample> out;
+  for (std::size_t i = 0; i < in_flight_.size(); ++i) {
+    const auto& entry = in_flight_[i];
+    if (entry.finished || entry.sent.wall < from || entry.sent.wall > to) continue;
+    out.push_back(sampleOf(base_seq_ + static_cast<std::int64_t>(i), entry));
+  }
+  return out;
 }
 
 void PartitionLedger::popFinished() {
@@ -173,7 +264,7 @@ void GapHistogram::add(std::int64_t interval_us) {
   sum_us += interval_us;
 }
 
-PartitionStatus PartitionLedger::status() const {
+PartitionStatus PartitionLedger::status() {
   PartitionStatus s;
   s.topic = topic_;
   s.partition = partition_;
@@ -185,6 +276,9 @@ PartitionStatus PartitionLedger::status() const {
   s.ack_intervals = ack_intervals_;
   s.receive_intervals = receive_intervals_;
   s.in_flight = in_flight_.size();
+  s.outstanding = static_cast<std::size_t>(outstanding_);
+  if (const InFlight* oldest = oldestOutstanding()) s.oldest_outstanding_sent = oldest->sent;
+  s.holding_since = hold_since_;
   return s;
 }
 

@@ -8,6 +8,12 @@
 //
 // Time: every call takes an Instant; gap durations use its monotonic part, stored times its wall
 // part, so a wall-clock step never appears as (or hides) a gap.
+//
+// Honesty: the ledger bounds what the partition may have outstanding (sent, no delivery report)
+// by count and by the age of the oldest such message; holdReason() tells the sender to skip a
+// tick at either bound, and holdTick() records it. The stretches in which the probe held back, and
+// those in which nothing at all was outstanding for longer than the idle tolerance (so a gap
+// there would be the probe's, not the cluster's), are reported as ProbeStretch outputs.
 
 #include <array>
 #include <cstdint>
@@ -30,7 +36,13 @@ struct LedgerOptions {
   std::int64_t loss_timeout_us = 60'000'000;      // acked, not received after this → lost
   std::int64_t unacked_timeout_us = 900'000'000;  // no delivery report after this → failed
   std::int64_t receive_window = 1 << 16;          // sequences remembered for duplicate detection
+  std::int64_t max_outstanding = 200;             // held back at this many without a report
+  std::int64_t max_outstanding_age_us = 2'000'000;  // or when the oldest is this old
+  std::int64_t idle_tolerance_us = 40'000;        // shorter idle stretches are the probe's spacing
 };
+
+enum class HoldReason { kNone, kOutstandingCount, kOutstandingAge };
+const char* toString(HoldReason reason);
 
 struct PartitionCounters {
   std::uint64_t sent = 0;
@@ -42,6 +54,7 @@ struct PartitionCounters {
   std::uint64_t reordered = 0;   // received after a higher sequence
   std::uint64_t late = 0;        // received after it had been given up on
   std::uint64_t gaps = 0;        // gaps over the threshold, ack and receive
+  std::uint64_t held_ticks = 0;  // ticks the probe did not send because of the bound
 };
 
 // Intervals between consecutive acks (or receipts) of a partition, in buckets for Prometheus:
@@ -67,7 +80,24 @@ struct PartitionStatus {
   std::int64_t longest_receive_gap_us = 0;
   GapHistogram ack_intervals;
   GapHistogram receive_intervals;
-  std::size_t in_flight = 0;
+  std::size_t in_flight = 0;          // not finished: no report, or acked and not received
+  std::size_t outstanding = 0;        // no delivery report yet
+  std::optional<common::Instant> oldest_outstanding_sent;
+  std::optional<common::Instant> holding_since;  // set while sends are held back
+};
+
+// A stretch of the probe's own behaviour: "held_back" (sends skipped at the bound; `ticks`,
+// `reason`) or "idle" (nothing outstanding of `gap_kind`: no message awaiting an ack, or none
+// awaiting receipt).
+struct ProbeStretch {
+  std::string kind;
+  std::string topic;
+  std::int32_t partition = 0;
+  common::WallMicros start = 0;
+  common::WallMicros end = 0;
+  std::int64_t ticks = 0;
+  std::string reason;
+  storage::GapKind gap_kind = storage::GapKind::kAck;
 };
 
 // A message that broke the stream's order: kind "duplicate", "reordered", "lost" or "late".
@@ -83,6 +113,7 @@ struct LedgerOutput {
   std::vector<storage::ProbeSample> samples;
   std::vector<storage::Gap> gaps;
   std::vector<Anomaly> anomalies;
+  std::vector<ProbeStretch> stretches;
 };
 
 class PartitionLedger {
@@ -90,8 +121,13 @@ class PartitionLedger {
   PartitionLedger(storage::ClusterId cluster, std::string topic, std::int32_t partition,
                   LedgerOptions options);
 
-  // Allocates the next sequence number for a message sent now.
-  std::int64_t beginSend(common::Instant at);
+  // Whether a send now would exceed the bound on outstanding messages.
+  HoldReason holdReason(common::Instant now);
+  // The sender skipped this partition's tick for `reason`.
+  void holdTick(common::Instant at, HoldReason reason);
+  // Allocates the next sequence number for a message sent now. Closes a hold, and reports an
+  // idle stretch that ends here.
+  std::int64_t beginSend(common::Instant at, LedgerOutput& out);
   // The client refused the message at once (queue full, unknown partition, ...).
   void sendRefused(std::int64_t seq, common::Instant at, std::int32_t error, LedgerOutput& out);
   // Delivery report: error 0 is an ack (acks=all satisfied) at `offset`.
@@ -102,7 +138,10 @@ class PartitionLedger {
   // Gives up on messages past their timeouts (lost or never reported).
   void expire(common::Instant now, LedgerOutput& out);
 
-  PartitionStatus status() const;
+  PartitionStatus status();
+  // Messages sent in [from, to] (wall) whose fate is still open: no delivery report, or acked
+  // and not received. For the analysis of a window that is not settled.
+  std::vector<storage::ProbeSample> pending(common::WallMicros from, common::WallMicros to) const;
   const std::string& topic() const { return topic_; }
   std::int32_t partition() const { return partition_; }
 
@@ -117,6 +156,11 @@ class PartitionLedger {
   };
 
   InFlight* find(std::int64_t seq);
+  InFlight* entryAt(std::int64_t seq);  // finished entries included
+  void reported(common::Instant at);   // an outstanding message got its report
+  void unreceivable(common::Instant at);  // one fewer message that may still be received
+  const InFlight* oldestOutstanding();
+  storage::ProbeSample sampleOf(std::int64_t seq, const InFlight& entry) const;
   void finish(std::int64_t seq, InFlight& entry, LedgerOutput& out);
   void popFinished();
   void noteGap(storage::GapKind kind, std::optional<common::Instant>& last, std::int64_t& last_seq,
@@ -134,6 +178,15 @@ class PartitionLedger {
   std::deque<InFlight> in_flight_;
   std::vector<std::uint8_t> received_ring_;  // received flags, indexed by seq % receive_window
   std::int64_t max_received_seq_ = -1;
+
+  std::int64_t outstanding_ = 0;         // no report yet
+  std::int64_t oldest_outstanding_seq_ = 0;  // no entry before it is outstanding
+  std::int64_t awaiting_receive_ = 0;    // may still be received (not failed, not given up on)
+  std::optional<common::Instant> ack_idle_since_;      // outstanding_ dropped to 0
+  std::optional<common::Instant> receive_idle_since_;  // awaiting_receive_ dropped to 0
+  std::optional<common::Instant> hold_since_;
+  std::int64_t hold_ticks_ = 0;
+  HoldReason hold_reason_ = HoldReason::kNone;
 
   PartitionCounters counters_;
   std::optional<common::Instant> last_ack_;

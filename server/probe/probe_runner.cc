@@ -10,6 +10,8 @@
 #include "server/kafka/metadata.h"
 #include "server/probe/payload.h"
 
+#include <nlohmann/json.hpp>
+
 namespace kfaild::probe {
 namespace {
 
@@ -31,6 +33,13 @@ std::pair<std::size_t, std::int64_t> unpackOpaque(void* opaque) {
 constexpr int kSetUpRequestTimeoutMs = 5000;
 constexpr std::int64_t kSetUpRetryUs = 3'000'000;
 constexpr std::int64_t kExpireEveryUs = 1'000'000;
+
+// The producer settings that decide what the probe measures, reported with every drill.
+constexpr const char* kReportedSettings[] = {
+    "acks", "enable.idempotence", "message.timeout.ms", "max.in.flight.requests.per.connection",
+    "retries", "retry.backoff.ms", "retry.backoff.max.ms", "linger.ms", "request.timeout.ms",
+    "queue.buffering.max.messages", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
+    "socket.timeout.ms", "topic.metadata.refresh.interval.ms", "metadata.max.age.ms"};
 
 struct PartitionListDeleter {
   void operator()(rd_kafka_topic_partition_list_t* l) const {
@@ -69,12 +78,21 @@ Status ProbeRunner::start() {
   options.client_id = "kfaild-" + cluster_.name;
   options.debug = cluster_.observe.client_debug;
   options.log = client_log_;
-  // librdkafka's default local queue (100,000 messages) fills during a 9 s stall from about 200
-  // probe partitions at 20 ms on, and the probe's own sends would then be refused during the very
-  // stall it measures (seen in bench/). Memory stays bounded by queue.buffering.max.kbytes.
+  // The ledger bounds what each partition may have outstanding (probe.max_outstanding*), so the
+  // local queue holds at most partitions × max_outstanding messages; librdkafka's default of
+  // 100,000 would refuse the probe's own sends from 1,000 partitions at the default bound on.
+  // The producer is idempotent (the Java client's default since Kafka 3.0), so its own retries
+  // neither duplicate nor reorder what it measures, and every message has a fate within
+  // message.timeout.ms. A user who runs their applications otherwise sets `client`; the
+  // settings in force are reported with every drill (clientSettings()).
   std::map<std::string, std::string> producer_settings = {{"acks", "all"}, {"allow.auto.create.topics", "false"}};
-  if (!options.properties.contains("queue.buffering.max.messages")) {
-    producer_settings["queue.buffering.max.messages"] = "10000000";
+  auto unless_set = [&](const char* key, std::string value) {
+    if (!options.properties.contains(key)) producer_settings[key] = std::move(value);
+  };
+  unless_set("queue.buffering.max.messages", "10000000");
+  unless_set("enable.idempotence", "true");
+  if (!options.properties.contains("delivery.timeout.ms")) {
+    unless_set("message.timeout.ms", std::to_string(cluster_.probe.message_timeout_us / 1000));
   }
 
   // A metadata request for a missing topic must not create it with the broker's defaults: kfaild
@@ -95,6 +113,17 @@ Status ProbeRunner::start() {
   if (!consumer) return consumer.error();
   producer_ = std::move(*producer);
   consumer_ = std::move(*consumer);
+  client_settings_.clear();
+  for (const char* key : kReportedSettings) {
+    char value[512];
+    std::size_t size = sizeof value;
+    if (rd_kafka_conf_get(rd_kafka_conf(producer_.get()), key, value, &size) == RD_KAFKA_CONF_OK) {
+      client_settings_[key] = value;
+    }
+  }
+  if (auto it = client_settings_.find("message.timeout.ms"); it != client_settings_.end()) {
+    message_timeout_us_ = std::stoll(it->second) * 1000;
+  }
   rd_kafka_poll_set_consumer(consumer_.get());
 
   stopping_ = false;
@@ -147,6 +176,11 @@ Status ProbeRunner::setUp() {
   LedgerOptions ledger_options;
   ledger_options.gap_threshold_us = cluster_.probe.gap_threshold_us;
   ledger_options.loss_timeout_us = cluster_.probe.loss_timeout_us;
+  // A report later than librdkafka's own timeout means the report itself was lost.
+  ledger_options.unacked_timeout_us = message_timeout_us_ + 30'000'000;
+  ledger_options.max_outstanding = cluster_.probe.max_outstanding;
+  ledger_options.max_outstanding_age_us = cluster_.probe.max_outstanding_age_us;
+  ledger_options.idle_tolerance_us = 2 * cluster_.probe.interval_us;
 
   std::vector<std::unique_ptr<Slot>> slots;
   std::vector<rd_kafka_topic_t*> handles;
@@ -272,7 +306,14 @@ void ProbeRunner::sendTick() {
     std::int64_t seq = 0;
     {
       std::lock_guard lock(slot.mutex);
-      seq = slot.ledger.beginSend(now);
+      // At the bound the probe skips the tick: a message queued behind a backlog would measure
+      // the backlog. What is outstanding still ends the gap when the cluster answers.
+      if (const auto hold = slot.ledger.holdReason(now); hold != HoldReason::kNone) {
+        slot.ledger.holdTick(now, hold);
+        held_ticks_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      seq = slot.ledger.beginSend(now, out);
     }
     const auto body = encodePayload({run_id_, seq, now.wall},
                                     static_cast<std::size_t>(cluster_.probe.payload_bytes));
@@ -368,6 +409,24 @@ void ProbeRunner::publish(LedgerOutput& out) {
     store_.addGap(std::move(gap));
   }
   for (auto& sample : out.samples) store_.addSample(std::move(sample));
+  for (const auto& stretch : out.stretches) {
+    storage::Event e;
+    e.cluster = cluster_id_;
+    e.t_us = stretch.start;
+    e.source = "probe";
+    e.kind = stretch.kind;
+    e.topic = stretch.topic;
+    e.partition = stretch.partition;
+    nlohmann::json detail = {{"end_us", stretch.end}};
+    if (stretch.kind == "held_back") {
+      detail["ticks"] = stretch.ticks;
+      detail["reason"] = stretch.reason;
+    } else {
+      detail["kind"] = storage::toString(stretch.gap_kind);
+    }
+    e.detail = detail.dump();
+    store_.addEvent(std::move(e));
+  }
   for (const auto& anomaly : out.anomalies) {
     storage::Event e;
     e.cluster = cluster_id_;
@@ -382,6 +441,7 @@ void ProbeRunner::publish(LedgerOutput& out) {
   out.gaps.clear();
   out.samples.clear();
   out.anomalies.clear();
+  out.stretches.clear();
 }
 
 ProbeStatus ProbeRunner::status() const {
@@ -396,6 +456,8 @@ ProbeStatus ProbeRunner::status() const {
   s.ticks = ticks_;
   s.skipped_ticks = skipped_;
   s.max_send_lateness_us = max_lateness_;
+  s.held_ticks = held_ticks_;
+  s.client_settings = client_settings_;
   if (ready_) {
     for (const auto& slot : slots_) {
       std::lock_guard lock(slot->mutex);
@@ -403,6 +465,17 @@ ProbeStatus ProbeRunner::status() const {
     }
   }
   return s;
+}
+
+std::vector<storage::ProbeSample> ProbeRunner::pending(common::WallMicros from, common::WallMicros to) const {
+  std::vector<storage::ProbeSample> out;
+  if (!ready_) return out;
+  for (const auto& slot : slots_) {
+    std::lock_guard lock(slot->mutex);
+    auto part = slot->ledger.pending(from, to);
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  return out;
 }
 
 }  // namespace kfaild::probe

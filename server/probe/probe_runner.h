@@ -14,6 +14,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -41,6 +42,8 @@ struct ProbeStatus {
   std::uint64_t ticks = 0;
   std::uint64_t skipped_ticks = 0;
   std::int64_t max_send_lateness_us = 0;
+  std::uint64_t held_ticks = 0;  // partition ticks held back at the outstanding bound
+  std::map<std::string, std::string> client_settings;  // the producer's, as librdkafka has them
   std::vector<PartitionStatus> partitions;
 };
 
@@ -59,6 +62,8 @@ class ProbeRunner {
   void stop();
 
   ProbeStatus status() const;
+  // Messages sent in [from, to] (wall) whose fate is still open (see PartitionLedger::pending).
+  std::vector<storage::ProbeSample> pending(common::WallMicros from, common::WallMicros to) const;
 
  private:
   struct Slot {
@@ -106,6 +111,9 @@ class ProbeRunner {
   std::atomic<std::uint64_t> ticks_{0};
   std::atomic<std::uint64_t> skipped_{0};
   std::atomic<std::int64_t> max_lateness_{0};
+  std::atomic<std::uint64_t> held_ticks_{0};
+  std::map<std::string, std::string> client_settings_;  // written by start() only
+  std::int64_t message_timeout_us_ = 300'000'000;       // written by start() only
 
   std::thread sender_;
   std::thread reporter_;

@@ -77,7 +77,6 @@ inline ClusterLive labCluster(storage::ClusterId id, const common::Clock& clock)
   lab.observed.failures = 1;
   kafka::ClusterSnapshot snapshot;
   snapshot.brokers = {{1, "k1", 19091}, {2, "k2", 19092}, {3, "k3", 19093}};
-  snapshot.controller_id = 2;
   snapshot.answered_by = 3;
   kafka::TopicInfo orders;
   orders.name = "orders";
@@ -86,11 +85,25 @@ inline ClusterLive labCluster(storage::ClusterId id, const common::Clock& clock)
                        {2, 3, {3, 1, 2}, {3, 1, 2}, ""}};
   snapshot.topics = {orders};
   lab.observed.snapshot = snapshot;
+  // The active controller is node 100, a voter that no metadata answer lists; the brokers
+  // replicate the metadata log as observers, broker 1 (fenced) far behind.
+  kafka::QuorumInfo quorum;
+  quorum.leader_id = 100;
+  quorum.leader_epoch = 3;
+  quorum.high_watermark = 1234;
+  quorum.voters = {{100, 1240, -1, kNow / 1000 - 100}};
+  quorum.observers = {{1, 900, kNow / 1000 - 9000, kNow / 1000 - 9500},
+                      {2, 1240, kNow / 1000 - 150, kNow / 1000 - 150},
+                      {3, -1, -1, -1}};
+  lab.observed.quorum = quorum;
+  lab.observed.quorum_at = kNow - 1'500'000;
 
   lab.probe.phase = probe::ProbePhase::kProbing;
   lab.probe.run_id = 0xabcdef0123456789ULL;
   lab.probe.interval_us = 20'000;
   lab.probe.ticks = 5000;
+  lab.probe.held_ticks = 40;
+  lab.probe.client_settings = {{"acks", "-1"}, {"enable.idempotence", "true"}};
   const auto now = clock.now();
   for (std::int32_t p = 0; p < 3; ++p) {
     probe::PartitionStatus status;
@@ -105,6 +118,13 @@ inline ClusterLive labCluster(storage::ClusterId id, const common::Clock& clock)
     status.counters.reordered = 4;
     status.counters.gaps = 7;
     status.in_flight = 5;
+    if (p == 0) {
+      // Holding back for a second: three messages outstanding, the oldest sent 2 s ago.
+      status.counters.held_ticks = 40;
+      status.outstanding = 3;
+      status.oldest_outstanding_sent = common::Instant{now.wall - 2'000'000, now.mono - 2'000'000};
+      status.holding_since = common::Instant{now.wall - 1'000'000, now.mono - 1'000'000};
+    }
     // Partition 0 has not been acked for 2.5 s: the stall in progress.
     const std::int64_t ack_age = p == 0 ? 2'500'000 : 20'000;
     status.last_ack = common::Instant{now.wall - ack_age, now.mono - ack_age};

@@ -102,7 +102,29 @@ TEST_CASE("a cluster's detail has its brokers and replicas and the probe state o
   const auto body = reply.json();
   CHECK(body["name"] == "lab");
   CHECK(body["reachable"] == true);
-  CHECK(body["controller_id"] == 2);
+  CHECK(body["controller_id"] == 100);
+  CHECK(body["quorum"] == json{{"leader_id", 100},
+                               {"leader_epoch", 3},
+                               {"high_watermark", 1234},
+                               {"voters",
+                                {{{"id", 100},
+                                  {"log_end_offset", 1240},
+                                  {"lag", 0},
+                                  {"last_caught_up_at_us", kNow - 100'000}}}},
+                               {"observers",
+                                {{{"id", 1},
+                                  {"log_end_offset", 900},
+                                  {"lag", 340},
+                                  {"last_caught_up_at_us", kNow - 9'500'000}},
+                                 {{"id", 2},
+                                  {"log_end_offset", 1240},
+                                  {"lag", 0},
+                                  {"last_caught_up_at_us", kNow - 150'000}},
+                                 {{"id", 3},
+                                  {"log_end_offset", nullptr},
+                                  {"lag", nullptr},
+                                  {"last_caught_up_at_us", nullptr}}}},
+                               {"described_at_us", kNow - 1'500'000}});
   CHECK(body["brokers"] == json{{{"id", 1}, {"host", "k1"}, {"port", 19091}},
                                 {{"id", 2}, {"host", "k2"}, {"port", 19092}},
                                 {{"id", 3}, {"host", "k3"}, {"port", 19093}}});
@@ -118,7 +140,9 @@ TEST_CASE("a cluster's detail has its brokers and replicas and the probe state o
                               {"interval_us", 20'000},
                               {"ticks", 5000},
                               {"skipped_ticks", 0},
-                              {"max_send_lateness_us", 0}});
+                              {"held_ticks", 40},
+                              {"max_send_lateness_us", 0},
+                              {"client_settings", {{"acks", "-1"}, {"enable.idempotence", "true"}}}});
   REQUIRE(body["topics"].size() == 1);
   const auto& orders = body["topics"][0];
   CHECK(orders["name"] == "orders");
@@ -139,6 +163,10 @@ TEST_CASE("a cluster's detail has its brokers and replicas and the probe state o
                             {"late", 0},
                             {"gaps", 7},
                             {"in_flight", 5},
+                            {"outstanding", 3},
+                            {"oldest_outstanding_age_seconds", 4.0},
+                            {"held_ticks", 40},
+                            {"holding_since_us", kNow - 1'000'000},
                             {"last_ack", at(kNow - 2'500'000)},
                             {"last_ack_us", kNow - 2'500'000},
                             {"current_ack_gap_seconds", 4.5},
@@ -149,6 +177,9 @@ TEST_CASE("a cluster's detail has its brokers and replicas and the probe state o
                             {"longest_receive_gap_seconds", 9.9}});
   CHECK(orders["partitions"][2]["leader"] == 3);
   CHECK(orders["partitions"][2]["probe"]["current_ack_gap_seconds"] == 2.02);
+  CHECK(orders["partitions"][2]["probe"]["outstanding"] == 0);
+  CHECK(orders["partitions"][2]["probe"]["oldest_outstanding_age_seconds"] == nullptr);
+  CHECK(orders["partitions"][2]["probe"]["holding_since_us"] == nullptr);
 }
 
 TEST_CASE("probe partitions missing from the metadata still show without replicas",
@@ -158,10 +189,13 @@ TEST_CASE("probe partitions missing from the metadata still show without replica
     clusters[0].observed.snapshot.reset();
     clusters[0].observed.reachable = false;
     clusters[0].observed.last_error = "Local: Broker transport failure";
+    clusters[0].observed.quorum.reset();
+    clusters[0].observed.quorum_error = "describe quorum: 127.0.0.1:19091: connect: refused";
   });
   const auto body = api.get("/api/v1/clusters/lab").json();
   CHECK(body["brokers"] == json::array());
   CHECK(body["controller_id"] == nullptr);
+  CHECK(body["quorum"] == nullptr);
   CHECK(body["metadata"]["at"] == nullptr);
   CHECK(body["metadata"]["last_error"] == "Local: Broker transport failure");
   REQUIRE(body["topics"].size() == 1);
@@ -386,6 +420,11 @@ TEST_CASE("metrics expose probe counters and cluster state and store and HTTP co
       "kfaild_probe_duplicated_total{cluster=\"lab\",topic=\"orders\",partition=\"0\"} 1\n",
       "kfaild_probe_reordered_total{cluster=\"lab\",topic=\"orders\",partition=\"0\"} 4\n",
       "kfaild_probe_gaps_total{cluster=\"lab\",topic=\"orders\",partition=\"0\"} 7\n",
+      "kfaild_probe_held_ticks_total{cluster=\"lab\",topic=\"orders\",partition=\"0\"} 40\n",
+      "kfaild_probe_held_ticks_total{cluster=\"lab\",topic=\"orders\",partition=\"2\"} 0\n",
+      "kfaild_probe_outstanding{cluster=\"lab\",topic=\"orders\",partition=\"0\"} 3\n",
+      "kfaild_probe_holding{cluster=\"lab\",topic=\"orders\",partition=\"0\"} 1\n",
+      "kfaild_probe_holding{cluster=\"lab\",topic=\"orders\",partition=\"2\"} 0\n",
       "# TYPE kfaild_probe_current_ack_gap_seconds gauge\n",
       "kfaild_probe_current_ack_gap_seconds{cluster=\"lab\",topic=\"orders\",partition=\"0\"} "
       "2.5\n",

@@ -25,7 +25,7 @@ GuardInput input(const kafka::ClusterSnapshot& s) {
   in.cluster = &s;
   in.probe_topics = {"orders"};
   in.min_insync = {{"orders", 2}};
-  for (std::int32_t p = 0; p < 3; ++p) in.probe.push_back({"orders", p, 20'000, 15'000});
+  for (std::int32_t p = 0; p < 3; ++p) in.probe.push_back({"orders", p, 20'000, false, 15'000});
   in.gap_threshold_us = 100'000;
   return in;
 }
@@ -89,12 +89,19 @@ TEST_CASE("a probe that is not measuring normally refuses the drill", "[unit][dr
   in.probe[2].last_ack_age_us = 4'500'000;
   CHECK(*checkGuards(in) == "probe partition orders-2 has had no ack for 4.5 s: it is stalled already");
 
-  // 2,800 messages in flight at 20 ms: the acks seen now are of messages sent 56 s ago.
+  // The oldest message without an ack was sent 56 s ago: the acks seen now are of old messages.
   in = input(s);
-  in.probe[0].backlog_us = 2'800 * 20'000;
+  in.probe[0].backlog_us = 56'000'000;
   const auto reason = checkGuards(in);
   REQUIRE(reason);
   CHECK(reason->find("the probe of orders-0 is 56.0 s behind") == 0);
+
+  // Holding back sends at the outstanding bound: behind, whatever the age.
+  in = input(s);
+  in.probe[1].holding = true;
+  const auto holding = checkGuards(in);
+  REQUIRE(holding);
+  CHECK(holding->find("the probe of orders-1 is 0.0 s behind (oldest message without an ack, sends held back)") == 0);
 
   // Up to the limit is fine.
   in = input(s);

@@ -54,11 +54,13 @@ struct LabOptions {
   bool inventory = true;           // the lab's nodes as the drill inventory (local injector)
   std::string node1_ssh;           // YAML flow mapping: broker 1 reached over ssh instead
   int shutdown_grace_s = 0;        // 0: kfaild's default
+  bool single = false;             // also probe `<topic>-single`: RF 1 on broker 1 (the article's `single`)
 };
 
 struct Lab {
   testing::TempDir dir;
   std::string topic = "e2e-api-" + std::to_string(std::random_device{}() % 1'000'000);
+  std::string single = topic + "-single";
   std::string config = (dir / "kfaild.yaml").string();
   std::string token_file = (dir / "token").string();
   std::string db = (dir / "kfaild.db").string();
@@ -88,8 +90,12 @@ struct Lab {
       << "      interval_ms: 20\n"
       << "      topics:\n"
       << "        - name: " << topic << "\n"
-      << "          create: {replica_assignment: \"1:2:3,2:3:1,3:1:2\", configs: {min.insync.replicas: \"2\"}}\n"
-      << "    observe: {client_debug: \"metadata,topic\"}\n";
+      << "          create: {replica_assignment: \"1:2:3,2:3:1,3:1:2\", configs: {min.insync.replicas: \"2\"}}\n";
+    if (options.single) {
+      c << "        - name: " << single << "\n"
+        << "          create: {replica_assignment: \"1\"}\n";
+    }
+    c << "    observe: {client_debug: \"metadata,topic\"}\n";
     if (!options.inventory) return;
     c << "    inventory:\n";
     for (int id : {1, 2, 3, 100}) {

@@ -192,6 +192,46 @@ TEST_CASE("with the controller gone drills are refused with the reason, and with
   }
   CHECK(acking);
   record["acks_resumed_after_lab_up_s"] = secondsSince(up_from);
+  // The probe kept at most max_outstanding_ms of messages outstanding through the outage, so it
+  // is steady (nothing old outstanding, no sends held back: the guards' probe checks) within
+  // seconds of acks resuming, not minutes.
+  const auto acks_back = std::chrono::steady_clock::now();
+  bool steady = false;
+  while (!steady && secondsSince(acks_back) < 60) {
+    int good = 0;
+    const auto cluster = kfaild.get("/api/v1/clusters/lab");
+    for (const auto& t : cluster["topics"]) {
+      if (t["name"] != lab.topic) continue;
+      for (const auto& p : t["partitions"]) {
+        const auto& probe = p["probe"];
+        const auto& age = probe["oldest_outstanding_age_seconds"];
+        good += probe["holding_since_us"].is_null() && (age.is_null() || age.get<double>() < 1.0) &&
+                        probe["current_ack_gap_seconds"].get<double>() < 0.5
+                    ? 1
+                    : 0;
+      }
+    }
+    steady = good == 3;
+    if (!steady) std::this_thread::sleep_for(250ms);
+  }
+  record["probe_steady_after_acks_resumed_s"] = secondsSince(acks_back);
+  CHECK(steady);
+  CHECK(secondsSince(acks_back) <= 10.5);
+  // A drill is accepted once the replicas are back in sync (the guard refuses an
+  // under-replicated probe partition, not a lagging probe); it is aborted at once.
+  api::testing::HttpReply accepted;
+  while (secondsSince(acks_back) < 240) {
+    accepted = kfaild.post("/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":2}})");
+    if (accepted.status == 202) break;
+    record["last_refusal_before_acceptance"] = accepted.json().value("reason", "");
+    std::this_thread::sleep_for(1s);
+  }
+  INFO(accepted.body);
+  REQUIRE(accepted.status == 202);
+  record["drill_accepted_after_acks_resumed_s"] = secondsSince(acks_back);
+  const auto drill_id = accepted.json()["id"].get<std::int64_t>();
+  kfaild.post("/api/v1/drills/" + std::to_string(drill_id) + "/abort", "");
+  kfaild.waitForState(drill_id, finished, 300s);
 
   // The outage is in the store: one ack gap per partition spanning it, and the brokers' going
   // and coming back as metadata events.

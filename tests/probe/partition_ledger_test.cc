@@ -24,7 +24,7 @@ struct Harness {
     now.wall += us;
     now.mono += us;
   }
-  std::int64_t send() { return ledger.beginSend(now); }
+  std::int64_t send() { return ledger.beginSend(now, out); }
   void ack(std::int64_t seq) { ledger.deliveryReport(seq, now, 0, 1000 + seq, out); }
   void receive(std::int64_t seq) { ledger.received(seq, now, out); }
 };
@@ -205,4 +205,131 @@ TEST_CASE("interval histogram buckets: each interval counted once, in the first 
   CHECK(h.counts[10] == 1);  // above 30 s
   CHECK(h.count == 5);
   CHECK(h.sum_us == 20'000 + 25'000 + 25'001 + 9'400'000 + 45'000'000);
+}
+
+namespace {
+
+// The sender's decision for one tick, as ProbeRunner::sendTick makes it.
+std::optional<std::int64_t> tick(Harness& h) {
+  if (const auto hold = h.ledger.holdReason(h.now); hold != HoldReason::kNone) {
+    h.ledger.holdTick(h.now, hold);
+    return std::nullopt;
+  }
+  return h.send();
+}
+
+}  // namespace
+
+TEST_CASE("during a long stall the probe holds back at the age bound and keeps what is outstanding", "[unit][probe]") {
+  Harness h;  // defaults: at most 100 outstanding, none older than 2 s
+  auto first = h.send();
+  h.ack(first);
+  h.receive(first);
+  std::vector<std::int64_t> sent;
+  for (int i = 0; i < 450; ++i) {  // 9 s of ticks without an ack
+    h.advance(20'000);
+    if (auto seq = tick(h)) sent.push_back(*seq);
+  }
+  // About 2 s worth were sent (the oldest then turned 2 s old), the rest of the ticks held.
+  CHECK(sent.size() >= 99);
+  CHECK(sent.size() <= 101);
+  auto st = h.ledger.status();
+  CHECK(st.counters.held_ticks == 450 - sent.size());
+  CHECK(st.outstanding == sent.size());
+  REQUIRE(st.holding_since);
+  REQUIRE(st.oldest_outstanding_sent);
+  CHECK(h.now.mono - st.oldest_outstanding_sent->mono == 8'980'000);
+  // The cluster answers: the outstanding messages end the gap, the probe sends again, and the
+  // hold is reported as one stretch with its ticks.
+  for (auto s : sent) h.ack(s);
+  CHECK(h.ledger.holdReason(h.now) == HoldReason::kNone);
+  h.advance(20'000);
+  REQUIRE(tick(h));
+  REQUIRE(h.out.stretches.size() == 1);
+  const auto& hold = h.out.stretches[0];
+  CHECK(hold.kind == "held_back");
+  CHECK(hold.reason == "outstanding_age");
+  CHECK(hold.ticks == static_cast<std::int64_t>(450 - sent.size()));
+  CHECK(hold.end == h.now.wall);
+  CHECK_FALSE(h.ledger.status().holding_since);
+  // The ack gap is the cluster's: 9 s, ended by the first outstanding message.
+  REQUIRE_FALSE(h.out.gaps.empty());
+  CHECK(h.out.gaps[0].duration_us == 9'000'000);
+  CHECK(h.out.gaps[0].seq_after == sent.front());
+}
+
+TEST_CASE("the probe holds back at the count bound before the age bound when sends are fast", "[unit][probe]") {
+  Harness h;
+  h.options.max_outstanding = 5;
+  PartitionLedger ledger{7, "orders", 0, h.options};
+  int sent = 0;
+  for (int i = 0; i < 20; ++i) {
+    if (ledger.holdReason(h.now) == HoldReason::kNone) {
+      ledger.beginSend(h.now, h.out);
+      ++sent;
+    } else {
+      CHECK(ledger.holdReason(h.now) == HoldReason::kOutstandingCount);
+      ledger.holdTick(h.now, HoldReason::kOutstandingCount);
+    }
+    h.advance(1'000);
+  }
+  CHECK(sent == 5);
+  CHECK(ledger.status().counters.held_ticks == 15);
+}
+
+TEST_CASE("a stretch with nothing outstanding longer than the tolerance is reported as idle", "[unit][probe]") {
+  Harness h;  // idle tolerance 40 ms by default
+  auto a = h.send();
+  h.advance(3'000);
+  h.ack(a);
+  h.advance(1'000);
+  h.receive(a);
+  h.advance(16'000);
+  auto b = h.send();  // 16-19 ms idle: the probe's own spacing, not reported
+  CHECK(h.out.stretches.empty());
+  h.advance(3'000);
+  h.ack(b);
+  h.advance(1'000);
+  h.receive(b);
+  h.advance(500'000);  // the sender was late by half a second
+  h.send();
+  REQUIRE(h.out.stretches.size() == 2);
+  CHECK(h.out.stretches[0].kind == "idle");
+  CHECK(h.out.stretches[0].gap_kind == GapKind::kAck);
+  CHECK(h.out.stretches[0].end - h.out.stretches[0].start == 501'000);
+  CHECK(h.out.stretches[1].gap_kind == GapKind::kReceive);
+  CHECK(h.out.stretches[1].end - h.out.stretches[1].start == 500'000);
+}
+
+TEST_CASE("a failed send leaves nothing to wait for and the next idle stretch counts from its report", "[unit][probe]") {
+  Harness h;
+  auto a = h.send();
+  h.advance(10'000);
+  h.ledger.deliveryReport(a, h.now, -192, std::nullopt, h.out);  // message timed out
+  h.advance(100'000);
+  h.send();
+  REQUIRE(h.out.stretches.size() == 2);
+  CHECK(h.out.stretches[0].end - h.out.stretches[0].start == 100'000);
+  CHECK(h.ledger.status().counters.send_failed == 1);
+}
+
+TEST_CASE("pending lists the window's messages whose fate is open and nothing finished", "[unit][probe]") {
+  Harness h;
+  const auto start = h.now.wall;
+  auto a = h.send();
+  h.advance(20'000);
+  auto b = h.send();
+  h.advance(20'000);
+  auto c = h.send();
+  h.ack(a);
+  h.receive(a);  // finished
+  h.ack(b);      // acked, awaiting its receipt
+  const auto pending = h.ledger.pending(start, h.now.wall);
+  REQUIRE(pending.size() == 2);
+  CHECK(pending[0].seq == b);
+  CHECK(pending[0].ack_us);
+  CHECK_FALSE(pending[0].receive_us);
+  CHECK(pending[1].seq == c);
+  CHECK_FALSE(pending[1].ack_us);
+  CHECK(h.ledger.pending(start, start + 10'000).size() == 0);
 }

@@ -28,6 +28,28 @@ TEST_CASE("kfailctl prints a drill as a table with a row per partition", "[unit]
   CHECK(text.find("orders[1]        follower                      -          -") != std::string::npos);
 }
 
+TEST_CASE("kfailctl prints none for noise and n/a with the reason for an inconclusive stall", "[unit][kfailctl]") {
+  const json drill = json::parse(R"({
+    "id": 8, "cluster": "lab", "fault": "stop", "target": {"broker": 1}, "state": "done", "reason": null,
+    "runs": [{"run": 1, "state": "done",
+              "analysis": {"fault_us": 1000000, "departure": "controlled_shutdown", "departure_at_us": 1050000,
+                "partitions": [
+                  {"topic": "orders", "partition": 1, "role": "follower",
+                   "ack": {"outcome": "none", "stall": null, "longest_gap": {"duration_us": 57000}, "reason": "within the noise"},
+                   "receive": {"outcome": "none", "stall": null, "reason": "within the noise"},
+                   "failed": 0, "lost": 0, "unresolved": 0, "phases": {}},
+                  {"topic": "single", "partition": 0, "role": "sole_replica",
+                   "ack": {"outcome": "stall", "stall": {"duration_us": 31200000}, "reason": ""},
+                   "receive": {"outcome": "inconclusive", "stall": null, "reason": "still stalled when observation ended"},
+                   "failed": 0, "lost": 0, "unresolved": 3, "phases": {}}]}}]})");
+  const auto text = kfaild::ctl::formatDrill(drill);
+  INFO(text);
+  CHECK(text.find("orders[1]        follower                   none       none") != std::string::npos);
+  CHECK(text.find("single[0]        sole_replica           31.200 s        n/a") != std::string::npos);
+  CHECK(text.find("n/a: single[0] receive: still stalled when observation ended") != std::string::npos);
+  CHECK(text.find("57") == std::string::npos);  // noise is not shown as a stall
+}
+
 TEST_CASE("kfailctl reads a drill still running and a failed one without inventing figures", "[unit][kfailctl]") {
   const auto running = kfaild::ctl::formatDrill(json::parse(
       R"({"id": 3, "cluster": "lab", "fault": "stop", "target": {"leader_of": {"topic": "orders", "partition": 0}},

@@ -35,10 +35,19 @@ std::string formatSeconds(const json& micros) {
   return fmt::format("{:.3f} s", micros.get<double>() / 1e6);
 }
 
-// A stall still open when observation ended is a lower bound: ">=20.000 s".
-static std::string stallText(const json& stall) {
-  const auto text = formatSeconds(member(stall, "duration_us"));
-  return member(stall, "open").is_boolean() && stall["open"].get<bool>() ? ">=" + text : text;
+// A stall is a figure only when the analysis says so: "none" when the longest gap is within the
+// partition's noise, "n/a" (with the reason listed under the table) when kfaild cannot tell.
+static std::string stallText(const json& kind) {
+  const auto& outcome = member(kind, "outcome");
+  if (!outcome.is_string()) {
+    // A result stored before outcomes existed.
+    const auto& stall = member(kind, "stall");
+    const auto text = formatSeconds(member(stall, "duration_us"));
+    return member(stall, "open").is_boolean() && stall["open"].get<bool>() ? ">=" + text : text;
+  }
+  if (outcome == "stall") return formatSeconds(member(member(kind, "stall"), "duration_us"));
+  if (outcome == "none") return "none";
+  return "n/a";
 }
 
 std::string formatDrill(const json& drill) {
@@ -71,19 +80,27 @@ std::string formatDrill(const json& drill) {
     out += "\n";
     const auto& partitions = member(analysis, "partitions");
     if (!partitions.is_array() || partitions.empty()) continue;
-    out += fmt::format("  {:<16} {:<20} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5}\n", "partition",
+    out += fmt::format("  {:<16} {:<20} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5} {:>6}\n", "partition",
                        "role", "ack stall", "recv stall", "detection", "election", "discovery", "resume",
-                       "failed", "lost");
+                       "failed", "lost", "unres");
+    std::string notes;
     for (const auto& p : partitions) {
       const auto& phases = member(p, "phases");
-      out += fmt::format("  {:<16} {:<20} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5}\n",
-                         fmt::format("{}[{}]", p.value("topic", std::string("?")), p.value("partition", 0)),
+      const auto name = fmt::format("{}[{}]", p.value("topic", std::string("?")), p.value("partition", 0));
+      out += fmt::format("  {:<16} {:<20} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5} {:>6}\n", name,
                          p.value("role", std::string("?")),
-                         stallText(member(member(p, "ack"), "stall")), stallText(member(member(p, "receive"), "stall")),
+                         stallText(member(p, "ack")), stallText(member(p, "receive")),
                          formatSeconds(member(phases, "detection_us")), formatSeconds(member(phases, "election_us")),
                          formatSeconds(member(phases, "discovery_us")), formatSeconds(member(phases, "resume_us")),
-                         p.value("failed", 0), p.value("lost", 0));
+                         p.value("failed", 0), p.value("lost", 0), p.value("unresolved", 0));
+      for (const char* kind : {"ack", "receive"}) {
+        const auto& k = member(p, kind);
+        if (member(k, "outcome") == "inconclusive" && member(k, "reason").is_string()) {
+          notes += fmt::format("  n/a: {} {}: {}\n", name, kind, k["reason"].get<std::string>());
+        }
+      }
     }
+    out += notes;
   }
   return out;
 }

@@ -1,16 +1,35 @@
 import { describe, expect, it } from 'vitest';
-import type { ClusterDetail } from '../src/api/types';
-import { brokerStatuses, probeHealth } from '../src/lib/brokers';
+import type { ClusterDetail, QuorumState } from '../src/api/types';
+import { brokerStatuses, controllerLabel, controllerStatuses, probeHealth } from '../src/lib/brokers';
 import { CursorPager } from '../src/lib/pager';
 
-function detail(brokers: number[], parts: { leader: number | null; replicas: number[]; isr: number[] }[]): ClusterDetail {
+function replica(id: number, lag: number | null = 0) {
+  return { id, log_end_offset: lag === null ? null : 500 - lag, lag, last_caught_up_at_us: 1_700_000_000_000_000 };
+}
+
+/** The lab: dedicated controller 100 leads and is the only voter; the brokers observe. */
+const labQuorum: QuorumState = {
+  leader_id: 100,
+  leader_epoch: 3,
+  high_watermark: 500,
+  voters: [replica(100)],
+  observers: [replica(1, 12), replica(2), replica(3)],
+  described_at_us: 1_700_000_000_000_000,
+};
+
+function detail(
+  brokers: number[],
+  parts: { leader: number | null; replicas: number[]; isr: number[] }[],
+  quorum: QuorumState | null = labQuorum,
+): ClusterDetail {
   return {
     name: 'lab',
     id: 1,
     bootstrap: '',
     reachable: true,
     metadata: { at: null, at_us: null, answered_by: null, polls: 0, failures: 0, last_error: null },
-    controller_id: 2,
+    controller_id: quorum?.leader_id ?? null,
+    quorum,
     brokers: brokers.map((id) => ({ id, host: '127.0.0.1', port: 19090 + id })),
     topics: [{ name: 'orders', error: null, partitions: parts.map((p, i) => ({ partition: i, error: null, probe: null, ...p })) }],
     probe: { phase: 'probing', problem: null, run_id: '0', interval_us: 20_000, ticks: 0, skipped_ticks: 0, max_send_lateness_us: 0 },
@@ -27,7 +46,7 @@ describe('broker status', () => {
     const s = brokerStatuses(d);
     expect(s.map((b) => [b.id, b.up, b.controller, b.leads, b.outOfIsr])).toEqual([
       [1, false, false, 0, 3],
-      [2, true, true, 2, 0],
+      [2, true, false, 2, 0],
       [3, true, false, 1, 0],
     ]);
     expect(s[1]!.port).toBe(19092);
@@ -38,6 +57,43 @@ describe('broker status', () => {
       [1, true],
       [4, false],
     ]);
+  });
+
+  it('shows the dedicated active controller as a row of its own, not as a broker', () => {
+    const d = detail([1, 2, 3], [{ leader: 1, replicas: [1, 2, 3], isr: [1, 2, 3] }]);
+    const brokers = brokerStatuses(d);
+    expect(brokers.map((b) => b.id)).toEqual([1, 2, 3]);
+    expect(brokers.some((b) => b.controller || b.voter)).toBe(false);
+    const controllers = controllerStatuses(d, brokers);
+    expect(controllers).toEqual([{ id: 100, active: true, voter: true, lag: 0, lastCaughtUpAtUs: 1_700_000_000_000_000 }]);
+    expect(controllerLabel(controllers[0]!)).toBe('controller 100 (active, voter)');
+  });
+
+  it('lists every voter and marks the one that leads', () => {
+    const quorum: QuorumState = { ...labQuorum, leader_id: 101, voters: [replica(100, 3), replica(101), replica(102, null)] };
+    const d = detail([1, 2, 3], [], quorum);
+    const controllers = controllerStatuses(d, brokerStatuses(d));
+    expect(controllers.map(controllerLabel)).toEqual(['controller 100 (voter)', 'controller 101 (active, voter)', 'controller 102 (voter)']);
+    expect(controllers.map((c) => c.lag)).toEqual([3, 0, null]);
+  });
+
+  it('marks a combined broker and controller on its broker row', () => {
+    const quorum: QuorumState = { ...labQuorum, leader_id: 2, voters: [replica(1), replica(2), replica(3)], observers: [] };
+    const d = detail([1, 2, 3], [], quorum);
+    const brokers = brokerStatuses(d);
+    expect(brokers.map((b) => [b.id, b.controller, b.voter])).toEqual([
+      [1, false, true],
+      [2, true, true],
+      [3, false, true],
+    ]);
+    expect(controllerStatuses(d, brokers)).toEqual([]);
+  });
+
+  it('marks no controller while the quorum is unknown', () => {
+    const d = detail([1, 2, 3], [], null);
+    const brokers = brokerStatuses(d);
+    expect(brokers.some((b) => b.controller)).toBe(false);
+    expect(controllerStatuses(d, brokers)).toEqual([]);
   });
 
   it('judges probe health from the open ack gap against the interval', () => {

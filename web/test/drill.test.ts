@@ -8,6 +8,7 @@ import {
   phaseSegments,
   stallRows,
   stallScaleUs,
+  stallText,
   targetLabel,
   totals,
   verdict,
@@ -44,6 +45,22 @@ describe('drill verdict', () => {
     expect(v.level).toBe('warn');
     expect(v.facts).toContain('3 sends failed');
     expect(v.facts).toContain('1 message duplicated');
+  });
+
+  it('names every stall the analysis could not measure, with its reason, and warns', () => {
+    const sole = partition(0, 'sole_replica', null);
+    sole.topic = 'single';
+    sole.ack = { ...sole.ack, outcome: 'inconclusive', stall: null, reason: 'still stalled when observation ended (≥ 20.0 s)' };
+    const v = verdict(drill(3, {}, [partition(0, 'leader', 9_410_000), sole]));
+    expect(v.level).toBe('warn');
+    expect(v.facts).toContain('No figure for the ack stall of single-0: still stalled when observation ended (≥ 20.0 s)');
+  });
+
+  it('shows a stall as its length, noise as none and an inconclusive one as n/a', () => {
+    const p = partition(1, 'follower', 57_000);
+    expect(stallText({ ...p.ack, outcome: 'stall' })).toBe('57 ms');
+    expect(stallText({ ...p.ack, outcome: 'none', stall: null })).toBe('none');
+    expect(stallText({ ...p.ack, outcome: 'inconclusive', stall: null })).toBe('n/a');
   });
 
   it('says a drill in progress is running', () => {

@@ -76,6 +76,27 @@ export interface TopicState {
   partitions: PartitionState[];
 }
 
+/** A member of the KRaft quorum as the active controller reports it. */
+export interface QuorumReplica {
+  id: number;
+  log_end_offset: number | null;
+  /** Records behind the leader's log end offset; 0 for the leader. */
+  lag: number | null;
+  /** On the active controller's wall clock. */
+  last_caught_up_at_us: number | null;
+}
+
+export interface QuorumState {
+  /** The active controller; null during an election. */
+  leader_id: number | null;
+  leader_epoch: number;
+  high_watermark: number;
+  voters: QuorumReplica[];
+  /** The brokers (and controllers without a vote). */
+  observers: QuorumReplica[];
+  described_at_us: number;
+}
+
 export interface ClusterDetail {
   name: string;
   id: number;
@@ -89,7 +110,10 @@ export interface ClusterDetail {
     failures: number;
     last_error: string | null;
   };
+  /** The active KRaft controller (the quorum's leader), often not one of `brokers`. */
   controller_id: number | null;
+  /** Null while unknown. Absent from servers older than DescribeQuorum support. */
+  quorum?: QuorumState | null;
   brokers: Broker[];
   topics: TopicState[];
   probe: {
@@ -182,7 +206,7 @@ export interface DrillRequest {
   options?: DrillOptions;
 }
 
-export type Role = 'leader' | 'follower' | 'follower_out_of_isr' | 'not_a_replica';
+export type Role = 'leader' | 'follower' | 'follower_out_of_isr' | 'not_a_replica' | 'sole_replica';
 
 export interface Interval {
   start_us: number;
@@ -192,9 +216,19 @@ export interface Interval {
   open?: boolean;
 }
 
+export type Outcome = 'stall' | 'none' | 'inconclusive';
+
 export interface KindResult {
+  /** Absent in results stored before outcomes existed. */
+  outcome?: Outcome;
+  /** Set only when outcome is 'stall'. */
   stall: Interval | null;
+  longest_gap?: Interval | null;
   baseline: Interval | null;
+  ended_by?: { seq: number; at_us: number } | null;
+  reason?: string;
+  held_ticks?: number;
+  probe_idle_us?: number;
   count: number;
 }
 
@@ -207,6 +241,10 @@ export interface Phases {
   new_leader_at_us: number | null;
   client_update_at_us: number | null;
   new_leader: number | null;
+  node_back_us?: number | null;
+  detection_resolution_us?: number | null;
+  election_resolution_us?: number | null;
+  discovery_resolution_us?: number | null;
 }
 
 export interface PartitionResult {
@@ -219,6 +257,10 @@ export interface PartitionResult {
   failed: number;
   lost: number;
   unresolved: number;
+  awaiting_ack?: number;
+  awaiting_receive?: number;
+  missing?: number;
+  settled?: boolean;
   duplicated: number;
   reordered: number;
   phases: Phases;
@@ -230,6 +272,9 @@ export interface RunAnalysis {
   fault_us: number;
   departure: 'fenced' | 'controlled_shutdown' | null;
   departure_at_us: number | null;
+  recovered_us?: number | null;
+  settled?: boolean;
+  conclusive?: boolean;
   partitions: PartitionResult[];
 }
 

@@ -1,5 +1,8 @@
 // Broker status for the overview: which brokers are up, which were seen before and are gone now
-// (fenced or stopped: metadata lists only registered, unfenced brokers), which is the controller.
+// (fenced or stopped: metadata lists only registered, unfenced brokers); and the KRaft
+// controllers: which node is the active controller (the quorum's leader, from DescribeQuorum, not
+// the Metadata answer's controller id, which in KRaft is a random broker) and which vote. A
+// dedicated controller is in no broker list, so it gets a status of its own.
 
 import type { ClusterDetail } from '../api/types';
 
@@ -8,7 +11,10 @@ export interface BrokerStatus {
   host: string | null;
   port: number | null;
   up: boolean;
+  /** The active KRaft controller (a broker that is also a controller, in combined mode). */
   controller: boolean;
+  /** A voter of the KRaft quorum. */
+  voter: boolean;
   /** Probe partitions this broker leads. */
   leads: number;
   /** Probe partitions this broker is a replica of but not in the ISR. */
@@ -20,6 +26,7 @@ export interface BrokerStatus {
  * (`remembered`, e.g. from previous polls in this page). Sorted by id.
  */
 export function brokerStatuses(detail: ClusterDetail, remembered: Iterable<number> = []): BrokerStatus[] {
+  const voters = new Set((detail.quorum?.voters ?? []).map((v) => v.id));
   const up = new Map(detail.brokers.map((b) => [b.id, b]));
   const ids = new Set<number>([...up.keys(), ...remembered]);
   const leads = new Map<number, number>();
@@ -43,10 +50,54 @@ export function brokerStatuses(detail: ClusterDetail, remembered: Iterable<numbe
         port: b?.port ?? null,
         up: b !== undefined,
         controller: detail.controller_id === id,
+        voter: voters.has(id),
         leads: leads.get(id) ?? 0,
         outOfIsr: outOfIsr.get(id) ?? 0,
       };
     });
+}
+
+export interface ControllerStatus {
+  id: number;
+  /** The quorum's leader. */
+  active: boolean;
+  voter: boolean;
+  /** Metadata records behind the leader; null when unknown. */
+  lag: number | null;
+  /** On the active controller's wall clock; null when unknown. */
+  lastCaughtUpAtUs: number | null;
+}
+
+/**
+ * The controllers that are not brokers (`brokers` as brokerStatuses returned them): the quorum's
+ * voters and its leader, sorted by id. Empty while the quorum is unknown.
+ */
+export function controllerStatuses(detail: ClusterDetail, brokers: readonly BrokerStatus[]): ControllerStatus[] {
+  const quorum = detail.quorum;
+  if (!quorum) return [];
+  const brokerIds = new Set(brokers.map((b) => b.id));
+  const members = new Map(quorum.voters.map((v) => [v.id, v]));
+  const ids = new Set(members.keys());
+  if (quorum.leader_id !== null) ids.add(quorum.leader_id);
+  return [...ids]
+    .filter((id) => !brokerIds.has(id))
+    .sort((a, b) => a - b)
+    .map((id) => {
+      const v = members.get(id);
+      return {
+        id,
+        active: quorum.leader_id === id,
+        voter: v !== undefined,
+        lag: v?.lag ?? null,
+        lastCaughtUpAtUs: v?.last_caught_up_at_us ?? null,
+      };
+    });
+}
+
+/** "controller 100 (active, voter)". */
+export function controllerLabel(c: ControllerStatus): string {
+  const roles = [c.active ? 'active' : null, c.voter ? 'voter' : null].filter((r) => r !== null);
+  return `controller ${c.id}${roles.length ? ` (${roles.join(', ')})` : ''}`;
 }
 
 /** Health of a probe partition from its current ack gap, relative to the probe interval. */

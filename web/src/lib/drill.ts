@@ -6,6 +6,7 @@ import type {
   DrillState,
   DrillTarget,
   Fault,
+  KindResult,
   PartitionResult,
   Phases,
   Role,
@@ -50,6 +51,7 @@ export const ROLE_LABEL: Record<Role, string> = {
   follower: 'follower',
   follower_out_of_isr: 'follower (out of ISR)',
   not_a_replica: 'not a replica',
+  sole_replica: 'sole replica (offline)',
 };
 
 /** The broker(s) the runs actually hit, e.g. "broker 1" or "brokers 1, 3". */
@@ -151,6 +153,8 @@ export function verdict(drill: Drill): Verdict {
   if (t.duplicated > 0) facts.push(`${plural(t.duplicated, 'message')} duplicated`);
   if (t.reordered > 0) facts.push(`${plural(t.reordered, 'message')} reordered`);
   if (t.unresolved > 0) facts.push(`${plural(t.unresolved, 'message')} still unresolved at analysis`);
+  const unknown = inconclusive(drill);
+  for (const u of unknown) facts.push(`No figure for the ${u.kind} stall of ${u.key}: ${u.reason}`);
 
   if (drill.state === 'failed') {
     return { level: 'bad', headline: `Failed: ${drill.reason ?? 'no reason given'}`, facts };
@@ -164,8 +168,31 @@ export function verdict(drill: Drill): Verdict {
   const headline = ack
     ? `Writes stopped for ${formatDuration(ack.duration_us)} at worst (${ack.topic}-${ack.partition}, ${ROLE_LABEL[ack.role]})`
     : 'No stall spanning the fault';
-  const warn = t.failed > 0 || t.duplicated > 0 || t.reordered > 0 || t.unresolved > 0;
+  const warn = t.failed > 0 || t.duplicated > 0 || t.reordered > 0 || t.unresolved > 0 || unknown.length > 0;
   return { level: warn ? 'warn' : 'ok', headline, facts };
+}
+
+/** The partitions and kinds whose stall the analysis could not measure, with its reason. */
+export function inconclusive(drill: Drill): { key: string; kind: 'ack' | 'receive'; reason: string }[] {
+  const out: { key: string; kind: 'ack' | 'receive'; reason: string }[] = [];
+  for (const run of drill.runs) {
+    for (const p of run.analysis?.partitions ?? []) {
+      for (const kind of ['ack', 'receive'] as const) {
+        if (p[kind].outcome === 'inconclusive') {
+          const key = `${p.topic}-${p.partition}${drill.runs.length > 1 ? ` (run ${run.run})` : ''}`;
+          out.push({ key, kind, reason: p[kind].reason ?? 'unknown' });
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/** A kind's stall as a person reads it: its length, "none" (within the noise) or "n/a". */
+export function stallText(k: KindResult): string {
+  if (k.outcome === 'none') return 'none';
+  if (k.outcome === 'inconclusive') return 'n/a';
+  return formatDuration(k.stall?.duration_us);
 }
 
 export interface StallRow {

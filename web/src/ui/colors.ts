@@ -10,6 +10,7 @@ export const ROLE_COLOR: Record<Role, string> = {
   follower: '#0072b2',
   follower_out_of_isr: '#56b4e9',
   not_a_replica: '#999999',
+  sole_replica: '#cc79a7',
 };
 
 export const PHASE_COLOR: Record<PhaseName, string> = {

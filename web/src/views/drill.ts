@@ -4,7 +4,7 @@
 
 import { api, ApiError } from '../api/client';
 import type { ClusterDetail, Drill, Sample, Timeline } from '../api/types';
-import { cssToken, faultLabel, hitBrokers, isRunning, PHASE_LABEL, ROLE_LABEL, runFaultUs, targetLabel } from '../lib/drill';
+import { cssToken, faultLabel, hitBrokers, isRunning, PHASE_LABEL, ROLE_LABEL, runFaultUs, stallText, targetLabel } from '../lib/drill';
 import { SampleWindow } from '../lib/gaps';
 import {
   buildLane,
@@ -213,8 +213,8 @@ export class DrillView implements View {
         String(run.run),
         `${p.topic}-${p.partition}`,
         roleBadge(p.role),
-        formatDuration(p.ack.stall?.duration_us),
-        formatDuration(p.receive.stall?.duration_us),
+        stallText(p.ack),
+        stallText(p.receive),
         formatDuration(p.ack.baseline?.duration_us),
         `${p.sent} / ${p.failed} / ${p.lost}`,
         `${p.duplicated} / ${p.reordered} / ${p.unresolved}`,

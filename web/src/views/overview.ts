@@ -3,7 +3,7 @@
 
 import { api, ApiError } from '../api/client';
 import type { ClusterDetail, ClusterSummary, Drill, Incident, PartitionState } from '../api/types';
-import { brokerStatuses, probeHealth } from '../lib/brokers';
+import { brokerStatuses, controllerLabel, controllerStatuses, probeHealth } from '../lib/brokers';
 import { cssToken, hitBrokers, targetLabel, verdict, worstStall } from '../lib/drill';
 import { SampleWindow, sparkline } from '../lib/gaps';
 import { buildHash, drillHash } from '../lib/route';
@@ -95,6 +95,8 @@ class ClusterCard {
   private renderBrokers(d: ClusterDetail): void {
     const list = brokerStatuses(d, this.seenBrokers);
     for (const b of list) this.seenBrokers.add(b.id);
+    // Controllers get their own testid: the broker count stays the brokers' (web/e2e relies on it).
+    const controllers = controllerStatuses(d, list);
     replace(
       this.brokers,
       list.map((b) =>
@@ -108,11 +110,28 @@ class ClusterCard {
           },
           h('strong', null, `broker ${b.id}`),
           b.up ? badge('up', 'ok') : badge('gone / fenced', 'bad'),
-          b.controller ? badge('controller', 'info', { title: 'As the metadata answer reports it; in KRaft mode informational only' }) : null,
+          b.controller ? badge('active controller', 'info', { title: 'Leader of the KRaft quorum (DescribeQuorum)' }) : null,
+          b.voter && !b.controller ? badge('voter', 'info', { title: 'Votes in the KRaft quorum' }) : null,
           h('small', null, b.host ? `${b.host}:${b.port}` : 'not in metadata'),
           h('small', null, `leads ${b.leads}${b.outOfIsr ? ` · out of ISR on ${b.outOfIsr}` : ''}`),
         ),
       ),
+      controllers.map((c) =>
+        h(
+          'div',
+          {
+            class: 'broker controller up',
+            'data-testid': 'controller',
+            'data-controller-id': c.id,
+            'data-state': c.active ? 'active' : 'voter',
+          },
+          h('strong', null, controllerLabel(c)),
+          c.active ? badge('active controller', 'info', { title: 'Leader of the KRaft quorum (DescribeQuorum)' }) : null,
+          h('small', null, 'KRaft controller, not a broker'),
+          h('small', null, c.lag === null ? 'metadata lag unknown' : `metadata lag ${c.lag}`),
+        ),
+      ),
+      d.quorum === null ? h('small', { class: 'muted', 'data-testid': 'controller-unknown' }, 'Active controller unknown: the KRaft quorum is not described.') : null,
     );
   }
 

@@ -1,0 +1,133 @@
+#pragma once
+
+// The KRaft quorum as the active controller describes it (DescribeQuorum, API key 55, for the
+// metadata log "__cluster_metadata" partition 0): who leads it, in which epoch, how far each
+// voter and observer has replicated. In KRaft the controller id of a Metadata answer is a random
+// live broker; this is the only client-side view of the active controller.
+//
+// librdkafka has no DescribeQuorum, so this is a minimal Kafka protocol client of its own: plain
+// TCP (PLAINTEXT listeners only: no TLS, no SASL), one short-lived connection per describe. A
+// broker forwards the request to the active controller, as `kafka-metadata-quorum.sh
+// --bootstrap-server` relies on.
+//
+// The wire format lives in pure functions (bytes in, bytes or a typed answer out) so it can be
+// tested without a socket. Encoders return a whole frame (4-byte size prefix included); decoders
+// take a response without its size prefix, exactly as it follows the prefix on the wire.
+//
+// Errors: Error{errc::admin_failed, ...} with the broker's own error name and message (or the
+// socket's strerror, or what the decoder found malformed) kept in the message.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/common/result.h"
+
+namespace kfaild::kafka {
+
+struct QuorumReplica {
+  std::int32_t replica_id = -1;
+  std::int64_t log_end_offset = -1;  // -1: unknown
+  // The leader's wall clock, ms since the Unix epoch; -1 when unknown (and always with v0).
+  // For the leader itself both are its "now" (Kafka 4.x; the schema allows -1 for last fetch).
+  std::int64_t last_fetch_timestamp_ms = -1;
+  std::int64_t last_caught_up_timestamp_ms = -1;
+  bool operator==(const QuorumReplica&) const = default;
+};
+
+struct QuorumInfo {
+  std::int32_t leader_id = -1;  // -1: no leader (an election is under way)
+  std::int32_t leader_epoch = -1;
+  std::int64_t high_watermark = -1;
+  std::vector<QuorumReplica> voters;     // in the controller's order
+  std::vector<QuorumReplica> observers;  // brokers (and controllers that are not voters)
+  std::int16_t api_version = -1;         // the DescribeQuorum version the answer came in
+  std::string answered_by;               // "host:port" of the broker that was asked
+
+  // The leader's own entry among the voters, nullptr when it is not there.
+  const QuorumReplica* leaderReplica() const;
+  bool isVoter(std::int32_t id) const;
+  // How far `replica` trails the leader's log end offset (what kafka-metadata-quorum.sh calls
+  // lag), nullopt when either end offset is unknown.
+  std::optional<std::int64_t> lagOf(const QuorumReplica& replica) const;
+};
+
+inline constexpr std::int16_t kApiVersionsKey = 18;
+inline constexpr std::int16_t kDescribeQuorumKey = 55;
+// The newest DescribeQuorum version the decoder reads (v2: Kafka 3.9 and later).
+inline constexpr std::int16_t kDescribeQuorumMaxVersion = 2;
+inline constexpr std::string_view kClusterMetadataTopic = "__cluster_metadata";
+
+struct ApiVersionRange {
+  std::int16_t min = 0;
+  std::int16_t max = -1;
+};
+
+// ApiVersions v0 (request header v1, empty body). Every broker answers it in the v0 format, also
+// when it supports newer versions only (it then sets UNSUPPORTED_VERSION and still lists its APIs).
+std::vector<std::uint8_t> encodeApiVersionsRequest(std::int32_t correlation_id,
+                                                   std::string_view client_id);
+
+// The versions the broker supports for `api_key`; nullopt when it does not support the API.
+Result<std::optional<ApiVersionRange>> decodeApiVersionsResponse(
+    std::span<const std::uint8_t> response, std::int32_t correlation_id, std::int16_t api_key);
+
+// The newest version both sides speak, nullopt when there is none.
+std::optional<std::int16_t> pickDescribeQuorumVersion(ApiVersionRange broker);
+
+// DescribeQuorum (flexible in every version: request header v2) for __cluster_metadata-0.
+// `version` must be between 0 and kDescribeQuorumMaxVersion.
+std::vector<std::uint8_t> encodeDescribeQuorumRequest(std::int16_t version,
+                                                      std::int32_t correlation_id,
+                                                      std::string_view client_id);
+
+// Decodes a DescribeQuorum response of `version` (response header v1). A top-level or partition
+// error, a missing __cluster_metadata-0, a wrong correlation id, and a truncated or malformed
+// response are errors.
+Result<QuorumInfo> decodeDescribeQuorumResponse(std::span<const std::uint8_t> response,
+                                                std::int16_t version, std::int32_t correlation_id);
+
+struct QuorumClientOptions {
+  std::string bootstrap;  // "host:port,host:port" (an optional "PLAINTEXT://" is accepted)
+  std::string client_id = "kfaild";
+  int timeout_ms = 2000;  // per broker tried: connect, ApiVersions and DescribeQuorum together
+};
+
+// Asks the bootstrap brokers in turn, starting with the one that answered last, until one
+// answers. Blocks up to timeout_ms per broker tried; with `cancel`, returns within ~100 ms of it
+// turning true (an error saying so). Not thread-safe: one caller at a time.
+class QuorumDescriber {
+ public:
+  explicit QuorumDescriber(QuorumClientOptions options);
+
+  [[nodiscard]] Result<QuorumInfo> describe() { return describe(nullptr); }
+  [[nodiscard]] Result<QuorumInfo> describe(const std::atomic<bool>& cancel) {
+    return describe(&cancel);
+  }
+
+ private:
+  struct Server {
+    std::string host;
+    std::string port;
+  };
+
+  Result<QuorumInfo> describe(const std::atomic<bool>* cancel);
+  Result<QuorumInfo> describeOn(const Server& server, const std::atomic<bool>* cancel);
+  std::int32_t nextCorrelationId();
+
+  QuorumClientOptions options_;
+  std::vector<Server> servers_;
+  std::string bootstrap_error_;  // why `bootstrap` has no usable server, empty when it has
+  std::size_t preferred_ = 0;    // index into servers_ of the last broker that answered
+  std::int32_t next_correlation_id_ = 1;
+};
+
+// One describe with a fresh QuorumDescriber.
+[[nodiscard]] Result<QuorumInfo> describeQuorum(const QuorumClientOptions& options);
+
+}  // namespace kfaild::kafka

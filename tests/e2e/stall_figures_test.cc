@@ -1,0 +1,195 @@
+// The figures a drill reports are the cluster's: on the lab, with the article's `single` topic
+// (replication factor 1 on broker 1) probed beside `orders`, kill, stop and pause drills of
+// broker 1 classify every partition, end `single`'s outage at its first ack after the node is
+// back instead of at kfaild's observe timeout, and report only significant stalls. After a full
+// restart of the lab a drill starts from the preferred leaders.
+
+#include "tests/e2e/e2e_support.h"
+
+using namespace kfaild;
+using namespace kfaild::e2e;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+LabOptions withSingle() {
+  LabOptions o;
+  o.single = true;
+  return o;
+}
+
+// Submits until a guard stops refusing (a broker restarted by the previous drill may still be
+// catching up); the drill's id.
+std::int64_t startWhenAccepted(Kfaild& kfaild, const std::string& body, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  api::testing::HttpReply reply;
+  while (std::chrono::steady_clock::now() < deadline) {
+    reply = kfaild.post("/api/v1/clusters/lab/drills", body);
+    if (reply.status == 202) return reply.json()["id"].get<std::int64_t>();
+    std::this_thread::sleep_for(1s);
+  }
+  INFO(reply.status << " " << reply.body << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  FAIL("the drill was never accepted");
+  return 0;
+}
+
+json runDrill(Kfaild& kfaild, const std::string& body) {
+  const auto id = startWhenAccepted(kfaild, body, 180s);
+  auto drill = kfaild.waitForState(id, finished, 600s);
+  INFO("drill: " << drill.dump().substr(0, 6000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  REQUIRE(drill["state"] == "done");
+  REQUIRE(drill["runs"].size() == 1);
+  return drill;
+}
+
+double seconds(std::int64_t micros) { return static_cast<double>(micros) / 1e6; }
+
+void recordPartitions(Record& record, const std::string& name, const json& run, const Lab& lab) {
+  for (const auto& p : run["analysis"]["partitions"]) {
+    const auto key = (p["topic"] == lab.single ? std::string("single") : std::string("orders")) + "-" +
+                     std::to_string(p["partition"].get<int>());
+    auto& r = record[name][key];
+    r["role"] = p["role"];
+    for (const char* kind : {"ack", "receive"}) {
+      r[std::string(kind) + "_outcome"] = p[kind]["outcome"];
+      if (p[kind]["longest_gap"].is_object()) {
+        r[std::string(kind) + "_longest_gap_s"] = seconds(p[kind]["longest_gap"]["duration_us"].get<std::int64_t>());
+      }
+    }
+    r["failed"] = p["failed"];
+    r["unresolved"] = p["unresolved"];
+  }
+}
+
+}  // namespace
+
+TEST_CASE("kill stop and pause of broker 1 with a sole-replica topic: roles leader follower follower and "
+          "sole replica, the sole replica's outage ends at its first ack after the node is back",
+          "[e2e][measurement]") {
+  Record record("stall-figures");
+  Lab lab(withSingle());
+  Kfaild kfaild(lab, "kfaild");
+  kfaild.waitSteady(lab.topic);
+
+  const std::string unavailable = R"("options":{"allow_unavailable":true})";
+  for (const std::string fault : {"kill", "stop", "pause"}) {
+    kfaild.waitSteady(lab.topic);
+    const auto wall_start = std::chrono::steady_clock::now();
+    const auto drill = runDrill(kfaild, R"({"fault":")" + fault + R"(","target":{"broker":1},)" + unavailable + "}");
+    const auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    const auto& run = drill["runs"][0];
+    const auto& analysis = run["analysis"];
+    INFO(fault << " drill: " << run.dump().substr(0, 8000));
+    recordPartitions(record, fault, run, lab);
+    record[fault]["took_s"] = took;
+
+    // Roles as the topics were designed: broker 1 leads orders-0, follows orders-1 and -2, and
+    // is the only replica of single-0.
+    CHECK(partitionOf(analysis, lab.topic, 0)["role"] == "leader");
+    CHECK(partitionOf(analysis, lab.topic, 1)["role"] == "follower");
+    CHECK(partitionOf(analysis, lab.topic, 2)["role"] == "follower");
+    const auto& single = partitionOf(analysis, lab.single, 0);
+    CHECK(single["role"] == "sole_replica");
+    CHECK(run["probe_client"]["enable.idempotence"] == "true");
+    CHECK(run["leadership_at_fault"]["partitions"].size() == 4);
+
+    // Everything sent in the window has a fate: nothing lost, nothing left open.
+    for (const auto& p : analysis["partitions"]) {
+      INFO(p["topic"] << "-" << p["partition"]);
+      CHECK(p["lost"] == 0);
+      CHECK(p["duplicated"] == 0);
+      CHECK(p["reordered"] == 0);
+      CHECK(p["settled"] == true);
+    }
+
+    const auto fault_us = run["fault_us"].get<std::int64_t>();
+    const auto recovered_us = run["recovered_us"].get<std::int64_t>();
+    if (fault != "pause") {
+      // single: offline from the fault until the node is back, ended by its first ack after
+      // that — not by kfaild's observe timeout (120 s).
+      REQUIRE(single["ack"]["outcome"] == "stall");
+      const auto& stall = single["ack"]["stall"];
+      CHECK(stall["open"] == false);
+      CHECK(stall["end_us"].get<std::int64_t>() > recovered_us);
+      CHECK(stall["start_us"].get<std::int64_t>() <= fault_us + 100'000);
+      CHECK(single["ack"]["ended_by"]["at_us"] == stall["end_us"]);
+      CHECK(single["phases"]["node_back_us"] == recovered_us - fault_us);
+      CHECK(single["phases"]["resume_us"].get<std::int64_t>() == stall["end_us"].get<std::int64_t>() - recovered_us);
+      CHECK(single["phases"]["resume_us"].get<std::int64_t>() < 30'000'000);
+      // Observation did not wait for single: it ended once orders had resumed, and the node
+      // came back right after.
+      const auto observe_end = run["observe_end_us"].get<std::int64_t>();
+      CHECK(run.value("observe_timed_out", false) == false);
+      CHECK(observe_end - fault_us < 30'000'000);
+      CHECK(run["window_end_us"].get<std::int64_t>() - observe_end < 60'000'000);
+      record[fault]["single_outage_s"] = seconds(stall["duration_us"].get<std::int64_t>());
+      record[fault]["single_node_back_s"] = seconds(single["phases"]["node_back_us"].get<std::int64_t>());
+      record[fault]["single_resume_s"] = seconds(single["phases"]["resume_us"].get<std::int64_t>());
+    }
+    const auto& p0 = partitionOf(analysis, lab.topic, 0);
+    if (fault == "kill" || fault == "pause") {
+      // The leader's partition and both followers (acks=all waits for broker 1 until it is
+      // fenced) stall for about the session timeout: significant, closed, named.
+      for (int p = 0; p < 3; ++p) {
+        const auto& part = partitionOf(analysis, lab.topic, p);
+        INFO("orders-" << p);
+        CHECK(part["ack"]["outcome"] == "stall");
+        CHECK(part["ack"]["ended_by"].is_object());
+        CHECK(part["ack"]["stall"]["duration_us"].get<std::int64_t>() > 5'000'000);
+      }
+    } else {
+      // A controlled shutdown moves leadership first: the leader's partition stalls briefly, the
+      // followers' longest gaps are normally within their noise. Either way no figure is a
+      // multiple-second artefact.
+      CHECK(analysis["departure"] == "controlled_shutdown");
+      CHECK(p0["ack"]["outcome"] != "inconclusive");
+      for (int p = 0; p < 3; ++p) {
+        const auto& part = partitionOf(analysis, lab.topic, p);
+        INFO("orders-" << p);
+        CHECK(part["ack"]["outcome"] != "inconclusive");
+        CHECK(part["ack"]["longest_gap"]["duration_us"].get<std::int64_t>() < 3'000'000);
+        if (part["ack"]["outcome"] == "none") CHECK(part["ack"]["stall"].is_null());
+      }
+    }
+    // A drill of broker 1 with single present ends well within a minute of orders resuming
+    // (baseline 5 s, the stall, observe_min_s 5 s, the node's restart, single's first ack).
+    CHECK(took < 150);
+  }
+  checkTokenNotLogged(kfaild);
+  record.completed();
+}
+
+TEST_CASE("right after the lab is restarted a drill is accepted once the probe is steady, elects the "
+          "preferred leaders first and classifies the roles as designed",
+          "[e2e][measurement]") {
+  Record record("after-restart");
+  Lab lab;
+  Kfaild kfaild(lab, "kfaild");
+  kfaild.waitSteady(lab.topic);
+
+  REQUIRE(testing::lab("down") == 0);
+  REQUIRE(testing::lab("up") == 0);
+  const auto up = std::chrono::steady_clock::now();
+  const auto id = startWhenAccepted(kfaild, R"({"fault":"kill","target":{"broker":1}})", 240s);
+  record["accepted_after_lab_up_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - up).count();
+  auto drill = kfaild.waitForState(id, finished, 600s);
+  INFO("drill: " << drill.dump().substr(0, 6000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  REQUIRE(drill["state"] == "done");
+  const auto& run = drill["runs"][0];
+  // Whatever leadership the restart left, the roles are the designed ones.
+  const auto& analysis = run["analysis"];
+  CHECK(partitionOf(analysis, lab.topic, 0)["role"] == "leader");
+  CHECK(partitionOf(analysis, lab.topic, 1)["role"] == "follower");
+  CHECK(partitionOf(analysis, lab.topic, 2)["role"] == "follower");
+  for (const auto& p : run["leadership_at_fault"]["partitions"]) {
+    CHECK(p["leader"] == p["replicas"][0]);
+  }
+  if (run.contains("preflight_election")) {
+    CHECK(run["preflight_election"]["preferred"] == true);
+    record["preflight_election"] = run["preflight_election"];
+  } else {
+    record["preflight_election"] = "not needed: leadership was already preferred";
+  }
+  record.completed();
+}
