@@ -85,7 +85,13 @@ Status DrillRunner::start() {
 }
 
 void DrillRunner::stop() {
-  stopping_ = true;
+  {
+    // Set under the mutex the runner waits on: set outside it, the flag could land between the
+    // loop's check and its wait, and the wake-up would be lost (the loop waits without a
+    // timeout when nothing is queued).
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
 }

@@ -28,7 +28,10 @@ void Scheduler::start() {
 }
 
 void Scheduler::stop() {
-  stopping_ = true;
+  {
+    std::lock_guard lock(mutex_);  // no lost wake-up between the loop's check and its wait
+    stopping_ = true;
+  }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
 }

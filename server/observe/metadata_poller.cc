@@ -70,7 +70,10 @@ Status MetadataPoller::start() {
 }
 
 void MetadataPoller::stop() {
-  stopping_ = true;
+  {
+    std::lock_guard lock(wait_mutex_);  // no lost wake-up between a waiter's check and its wait
+    stopping_ = true;
+  }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (quorum_thread_.joinable()) quorum_thread_.join();

@@ -135,7 +135,10 @@ Status ProbeRunner::start() {
 }
 
 void ProbeRunner::stop() {
-  if (stopping_.exchange(true)) return;
+  {
+    std::lock_guard lock(wait_mutex_);  // no lost wake-up between a waiter's check and its wait
+    if (stopping_.exchange(true)) return;
+  }
   wake_.notify_all();
   if (sender_.joinable()) sender_.join();
   if (producer_ && reporter_.joinable()) {

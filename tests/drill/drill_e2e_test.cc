@@ -1,6 +1,7 @@
 // Drills on the lab through the local injector, in process: the runner kills broker 1, observes,
 // brings it back, restores the preferred leaders and analyses what the probe saw.
 
+#include "tests/support/paths.h"
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>

@@ -5,6 +5,7 @@
 // The lab runs Kafka's defaults (broker.session.timeout.ms 9000, broker.heartbeat.interval.ms
 // 2000), so detection must fall in [9 − 2 − 1, 9 + 1.5] s.
 
+#include "tests/support/paths.h"
 #include "tests/e2e/e2e_support.h"
 
 using namespace kfaild;

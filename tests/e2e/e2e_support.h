@@ -5,6 +5,7 @@
 // child with its port read from its log, HTTP helpers, and a record of the figures a
 // reliability test measured (docs/RELIABILITY.md is made from those records).
 
+#include "tests/support/paths.h"
 #include <catch2/catch.hpp>
 #include <sqlite3.h>
 #include <sys/wait.h>

@@ -3,6 +3,7 @@
 // burst of simultaneous drill requests, and read load during a kill. Each test writes what it
 // measured to <build>/reliability/ for docs/RELIABILITY.md (scripts/reliability-report).
 
+#include "tests/support/paths.h"
 #include <array>
 #include <atomic>
 #include <set>

@@ -2,6 +2,7 @@
 // scripts/drill-env/podman-up — with the lab's broker 1 running in a container
 // (`lab start 1 --container`), so kill, stop, start, pause and logs act as `docker ...` would.
 
+#include "tests/support/paths.h"
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>

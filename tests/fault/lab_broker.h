@@ -7,6 +7,7 @@
 // assignment 1:2:3,2:3:1,3:1:2, as the article's `orders`). The lab is the one `deploy/lab/lab`
 // finds (KFAILD_LAB_DIR / KFAILD_LAB_PORT_BASE are honoured).
 
+#include "tests/support/paths.h"
 #include <signal.h>
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // The SSH injector against a real sshd on 127.0.0.1 (scripts/drill-env/sshd-up) reaching the
 // lab's broker 1 through its pid file, as kfaild would reach a broker on another host.
 
+#include "tests/support/paths.h"
 #include <catch2/catch.hpp>
 #include <chrono>
 

@@ -1,3 +1,4 @@
+#include "tests/support/paths.h"
 #include "tests/support/lab.h"
 
 #include <array>

@@ -3,6 +3,7 @@
 // What a reliability test measured, for docs/RELIABILITY.md (issue #8): scripts/reliability-report
 // reads <build>/reliability/*.json after the test run.
 
+#include "tests/support/paths.h"
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>

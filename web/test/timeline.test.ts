@@ -7,6 +7,7 @@ import {
   eventLabel,
   eventRows,
   laneSummary,
+  markerCategory,
   markers,
   thinMarkers,
   timelineOrigin,
@@ -128,5 +129,17 @@ describe('timeline markers and events', () => {
     expect(rows[3]!.partition).toBe('orders-0');
     expect(rows[3]!.detail).toBe('leader=2');
     expect(eventLabel(item(0, 'broker_log', 'fenced', { broker: 3 }))).toBe('fenced b3');
+  });
+});
+
+describe('probe markers', () => {
+  it('draws the probe holding back and idling, with the ticks it held', () => {
+    expect(markerCategory('probe', 'held_back')).toBe('probe');
+    expect(markerCategory('probe', 'idle')).toBe('probe');
+    expect(markerCategory('probe', 'duplicate')).toBeNull();
+    expect(markerCategory('metadata', 'controller_change')).toBe('broker');
+    expect(eventLabel({ kind: 'held_back', broker: null, topic: 'orders', partition: 0, detail: { ticks: 350, end_us: 1 } })).toBe(
+      'held_back orders-0 350 ticks',
+    );
   });
 });

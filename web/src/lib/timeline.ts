@@ -114,7 +114,7 @@ export function buildLane(ref: PartitionRef, samples: readonly Sample[], originU
   };
 }
 
-export type MarkerCategory = 'fault' | 'fenced' | 'leader' | 'client' | 'recovery' | 'isr' | 'broker';
+export type MarkerCategory = 'fault' | 'fenced' | 'leader' | 'client' | 'recovery' | 'isr' | 'broker' | 'probe';
 
 export interface Marker {
   x: number;
@@ -131,7 +131,11 @@ const MARKER_KINDS: Record<string, Record<string, MarkerCategory>> = {
     leader_change: 'leader',
     isr_shrink: 'isr',
     isr_expand: 'isr',
+    controller_change: 'broker',
   },
+  // The probe's own behaviour: sends held back at its outstanding bound, stretches with nothing
+  // outstanding. A gap beside these is (partly) kfaild's, which is why they are drawn.
+  probe: { held_back: 'probe', idle: 'probe' },
   broker_log: { fenced: 'fenced', controlled_shutdown: 'fenced', leader_epoch_start: 'leader' },
   client: { client_leader_update: 'client' },
 };
@@ -150,6 +154,7 @@ export function eventLabel(it: Pick<TimelineItem, 'kind' | 'broker' | 'topic' | 
   if (typeof leader === 'number' && it.kind.includes('leader')) parts.push(`→ ${leader}`);
   if (it.broker !== null && !(typeof leader === 'number' && it.kind.includes('leader'))) parts.push(`b${it.broker}`);
   if (typeof d['fault'] === 'string') parts.push(String(d['fault']));
+  if (it.kind === 'held_back' && typeof d['ticks'] === 'number') parts.push(`${d['ticks']} ticks`);
   return parts.join(' ');
 }
 

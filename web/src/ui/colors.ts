@@ -30,6 +30,7 @@ export const MARKER_COLOR: Record<MarkerCategory, string> = {
   recovery: '#009e73',
   isr: '#8c6bb1',
   broker: '#666666',
+  probe: '#b8860b',
 };
 
 export const ACK_COLOR = '#1f4e79';

@@ -39,7 +39,8 @@ const CATEGORY_LABEL: Record<MarkerCategory, string> = {
   client: 'client update',
   recovery: 'recovery',
   isr: 'ISR change',
-  broker: 'broker gone / back',
+  broker: 'broker gone / back, controller',
+  probe: 'probe held back / idle',
 };
 
 export class DrillView implements View {
