@@ -453,14 +453,14 @@ std::optional<std::string> DrillRunner::guardsAtFault(std::int32_t target, const
   return checkGuards(in);
 }
 
-std::optional<kafka::ClusterSnapshot> DrillRunner::freshSnapshot(std::int64_t max_age_us) {
+std::optional<observe::ObservedCluster> DrillRunner::freshSnapshot(std::int64_t max_age_us) {
   // A snapshot taken before now - max_age_us may predate a leadership change; wait for the
   // poller's next one (it polls every observe.metadata_interval_ms).
   const auto deadline = clock_.monoNow() + std::max<std::int64_t>(2 * max_age_us, 2 * kSecond);
   while (true) {
     const auto observed = poller_.latest();
     if (observed.reachable && observed.snapshot && clock_.wallNow() - observed.snapshot_at <= max_age_us) {
-      return observed.snapshot;
+      return observed;
     }
     if (clock_.monoNow() >= deadline || !waitFor(kPollUs / 2)) return std::nullopt;
   }
@@ -657,6 +657,14 @@ nlohmann::json DrillRunner::runOnce(storage::DrillRecord& drill, const DrillSpec
     if (auto moved = notOnPreferredLeader(); !moved.empty()) {
       setState(drill, "preflight", "moving leadership back to the preferred replicas first");
       out["preflight_election"] = electPreferred(moved);
+      // The producer follows the moved leaders within moments; the baseline starts once every
+      // partition acks and reads back again, so that the move is not counted as noise.
+      const auto elected_us = clock_.wallNow();
+      std::set<std::string> all;
+      for (const auto& p : probe_.status().partitions) all.insert(p.topic + "-" + std::to_string(p.partition));
+      const auto deadline = clock_.monoNow() + 30 * kSecond;
+      while (!probesResumed(elected_us + kSecond, all) && clock_.monoNow() < deadline && waitFor(kPollUs)) {
+      }
       drill.reason.clear();
       persist(drill);
     }
@@ -671,8 +679,9 @@ nlohmann::json DrillRunner::runOnce(storage::DrillRecord& drill, const DrillSpec
   // Roles come from metadata at most two poll intervals old; the guards are asked again now,
   // right before the fault, and the probe's state at this moment goes with the result.
   const auto max_age = std::max<std::int64_t>(2 * cluster_.observe.metadata_interval_us, 500'000);
-  const auto snapshot = freshSnapshot(max_age);
-  if (!snapshot) {
+  const auto observed = freshSnapshot(max_age);
+  const auto* snapshot = observed ? &*observed->snapshot : nullptr;
+  if (snapshot == nullptr) {
     if (interrupted()) return stopped("baseline");
     return fail("failed", "refused at the fault: no metadata younger than " + std::to_string(max_age / 1000) +
                               " ms (the cluster does not answer); the node was not touched");
@@ -680,7 +689,7 @@ nlohmann::json DrillRunner::runOnce(storage::DrillRecord& drill, const DrillSpec
   if (auto reason = guardsAtFault(*target, spec, *snapshot)) {
     return fail("failed", "refused at the fault: " + *reason + "; the node was not touched");
   }
-  const auto roles_at_us = poller_.latest().snapshot_at;
+  const auto roles_at_us = observed->snapshot_at;
   std::vector<analysis::PartitionAtFault> at_fault;
   nlohmann::json leadership = nlohmann::json::array();
   for (const auto& t : snapshot->topics) {

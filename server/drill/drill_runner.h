@@ -99,8 +99,9 @@ class DrillRunner {
   void fillProbeHealth(GuardInput& in) const;
   std::optional<std::string> guardsAtFault(std::int32_t target, const DrillSpec& spec,
                                            const kafka::ClusterSnapshot& snapshot);
-  // The poller's latest snapshot once it is at most max_age_us old; nullopt when none comes.
-  std::optional<kafka::ClusterSnapshot> freshSnapshot(std::int64_t max_age_us);
+  // The poller's latest observation once its snapshot is at most max_age_us old; nullopt when
+  // none comes (within twice that, at least 2 s) or the drill is interrupted.
+  std::optional<observe::ObservedCluster> freshSnapshot(std::int64_t max_age_us);
   std::vector<kafka::TopicPartition> notOnPreferredLeader() const;
   // Elects the preferred leaders of `partitions` and waits (≤ 30 s) for the metadata to show
   // them: {"partitions":[...], "preferred": bool, "error"?: text}.

@@ -32,7 +32,8 @@ constexpr int kUnavailable = 4;
 constexpr const char* kUsageText =
     "usage: kfailctl [--url URL] [--token-file FILE] COMMAND ...\n"
     "  drill CLUSTER TARGET [--fault kill|stop|pause|restart] [--repeats N] [--grace S] [--pause S]\n"
-    "        [--baseline S] [--no-election] [--allow-unavailable] [--no-wait] [--timeout S] [--json]\n"
+    "        [--baseline S] [--no-election] [--no-preflight-election] [--allow-unavailable] [--no-wait]\n"
+    "        [--timeout S] [--json]\n"
     "        TARGET: --broker ID | --leader-of TOPIC:PARTITION | --controller | --random\n"
     "  show ID [--json]            one drill with its analysis\n"
     "  last CLUSTER [--json]       the cluster's last completed drill\n"
@@ -53,7 +54,7 @@ const std::map<std::string, bool> kTakesValue = {
     {"--grace", true},   {"--pause", true},      {"--baseline", true},  {"--timeout", true},
     {"--broker", true},  {"--leader-of", true},  {"--cluster", true},   {"--state", true},
     {"--limit", true},   {"--controller", false}, {"--random", false},  {"--no-election", false},
-    {"--allow-unavailable", false}, {"--no-wait", false}, {"--json", false}, {"--help", false}};
+    {"--no-preflight-election", false}, {"--allow-unavailable", false}, {"--no-wait", false}, {"--json", false}, {"--help", false}};
 
 std::optional<Args> parseArgs(int argc, char* argv[], std::string& error) {
   Args args;
@@ -183,6 +184,7 @@ int drillCommand(Client& client, const Args& args) {
     if (value) options[field] = *value;
   }
   if (args.flags.count("--no-election")) options["preferred_election"] = false;
+  if (args.flags.count("--no-preflight-election")) options["preflight_election"] = false;
   if (args.flags.count("--allow-unavailable")) options["allow_unavailable"] = true;
   const json request = {{"fault", args.values.count("--fault") ? args.values.at("--fault") : "kill"},
                         {"target", target},
