@@ -427,6 +427,7 @@ void DrillRunner::fillProbeHealth(GuardInput& in) const {
     if (p.oldest_outstanding_sent) h.backlog_us = now - p.oldest_outstanding_sent->mono;
     h.holding = p.holding_since.has_value();
     if (p.last_ack) h.last_ack_age_us = now - p.last_ack->mono;
+    if (p.last_receive) h.last_receive_age_us = now - p.last_receive->mono;
     in.probe.push_back(h);
   }
   in.gap_threshold_us = cluster_.probe.gap_threshold_us;

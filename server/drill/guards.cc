@@ -77,6 +77,13 @@ std::optional<std::string> checkGuards(const GuardInput& in) {
       return "probe partition " + name + " has had no ack for " + seconds(*p.last_ack_age_us) +
              ": it is stalled already";
     }
+    // The consumer is half of the probe: a drill started while it catches up would measure the
+    // catching up as receive stalls.
+    if (!p.last_receive_age_us) return "probe partition " + name + " has read nothing back yet";
+    if (*p.last_receive_age_us > std::max<std::int64_t>(in.gap_threshold_us, 1'000'000)) {
+      return "probe partition " + name + " has read nothing back for " + seconds(*p.last_receive_age_us) +
+             ": its consumer is behind";
+    }
     if (p.holding || p.backlog_us > kMaxProbeBacklogUs) {
       return "the probe of " + name + " is " + seconds(p.backlog_us) +
              " behind (oldest message without an ack" + (p.holding ? ", sends held back" : "") +

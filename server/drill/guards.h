@@ -22,6 +22,7 @@ struct ProbeHealth {
   std::int64_t backlog_us = 0;                  // age of the oldest message without an ack
   bool holding = false;                         // sends held back at the outstanding bound
   std::optional<std::int64_t> last_ack_age_us;  // since the last ack; none before the first
+  std::optional<std::int64_t> last_receive_age_us;  // since the last receipt; none before the first
 };
 
 // The most a probe may lag before a drill is refused: beyond it the acks a drill sees are those

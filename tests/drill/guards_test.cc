@@ -25,7 +25,7 @@ GuardInput input(const kafka::ClusterSnapshot& s) {
   in.cluster = &s;
   in.probe_topics = {"orders"};
   in.min_insync = {{"orders", 2}};
-  for (std::int32_t p = 0; p < 3; ++p) in.probe.push_back({"orders", p, 20'000, false, 15'000});
+  for (std::int32_t p = 0; p < 3; ++p) in.probe.push_back({"orders", p, 20'000, false, 15'000, 18'000});
   in.gap_threshold_us = 100'000;
   return in;
 }
@@ -88,6 +88,13 @@ TEST_CASE("a probe that is not measuring normally refuses the drill", "[unit][dr
   in = input(s);
   in.probe[2].last_ack_age_us = 4'500'000;
   CHECK(*checkGuards(in) == "probe partition orders-2 has had no ack for 4.5 s: it is stalled already");
+
+  // Acks come back but the consumer reads nothing: it is behind.
+  in = input(s);
+  in.probe[2].last_receive_age_us = 3'000'000;
+  CHECK(*checkGuards(in) == "probe partition orders-2 has read nothing back for 3.0 s: its consumer is behind");
+  in.probe[2].last_receive_age_us.reset();
+  CHECK(*checkGuards(in) == "probe partition orders-2 has read nothing back yet");
 
   // The oldest message without an ack was sent 56 s ago: the acks seen now are of old messages.
   in = input(s);
