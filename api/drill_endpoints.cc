@@ -13,6 +13,8 @@
 
 #include "api/query_params.h"
 #include "api/resources.h"
+#include "server/analysis/incidents.h"
+#include "server/analysis/statistics.h"
 #include "server/common/time_format.h"
 #include "server/drill/cron.h"
 #include "server/drill/drill_spec.h"
@@ -107,20 +109,10 @@ json scheduleJson(const storage::ScheduleRecord& s,
   };
 }
 
-// Nearest-rank percentiles over a sample that is sorted here.
-json summary(std::vector<std::int64_t> values) {
-  if (values.empty()) return nullptr;
-  std::sort(values.begin(), values.end());
-  const auto rank = [&values](double q) {
-    const auto n = static_cast<double>(values.size());
-    const auto index = static_cast<std::size_t>(std::max(1.0, std::ceil(q * n))) - 1;
-    return values[std::min(index, values.size() - 1)];
-  };
-  return {{"min", values.front()},
-          {"median", rank(0.5)},
-          {"p95", rank(0.95)},
-          {"max", values.back()},
-          {"count", values.size()}};
+json summary(const std::vector<std::int64_t>& values) {
+  const auto d = analysis::distributionOf(values);
+  if (!d) return nullptr;
+  return {{"min", d->min}, {"median", d->median}, {"p95", d->p95}, {"max", d->max}, {"count", d->count}};
 }
 
 std::optional<std::int64_t> intAt(const json& object, const char* key) {
@@ -128,14 +120,6 @@ std::optional<std::int64_t> intAt(const json& object, const char* key) {
     return std::nullopt;
   }
   return object[key].get<std::int64_t>();
-}
-
-std::optional<std::int64_t> stallOf(const json& partition, const char* kind) {
-  if (!partition.contains(kind) || !partition[kind].is_object()) return std::nullopt;
-  const auto& stall = partition[kind].value("stall", json());
-  // An open stall (results stored before outcomes existed) is a lower bound, not a figure.
-  if (stall.is_object() && stall.value("open", false)) return std::nullopt;
-  return intAt(stall, "duration_us");
 }
 
 // A schedule body's fields, validated; `partial` for PATCH (every field optional).
@@ -529,63 +513,30 @@ Response DrillEndpoints::statistics(const Request& request) const {
   auto names = clusterNames(request);
   if (auto* failure = std::get_if<Response>(&names)) return std::move(*failure);
 
-  struct Group {
-    std::string cluster, topic, role, fault;
-    std::int32_t partition = 0;
-    std::vector<std::int64_t> ack, receive, detection, election, discovery, resume;
-    json trend = json::array();
-  };
-  using Key = std::tuple<std::string, std::string, std::int32_t, std::string, std::string>;
-  std::map<Key, Group> groups;
-  std::size_t runs_used = 0;
-  // Oldest first, so each trend reads left to right.
-  for (auto it = rows->rbegin(); it != rows->rend(); ++it) {
-    const auto& drill = *it;
-    const json result = parsedOr(drill.result, json::object());
-    if (!result.contains("runs") || !result["runs"].is_array()) continue;
-    const auto cluster_name = std::get<0>(names).count(drill.cluster) ? std::get<0>(names).at(drill.cluster)
-                                                                       : std::to_string(drill.cluster);
-    for (const auto& run : result["runs"]) {
-      if (run.value("state", "") != "done" || !run.contains("analysis")) continue;
-      const auto& analysis = run["analysis"];
-      if (!analysis.contains("partitions") || !analysis["partitions"].is_array()) continue;
-      bool used = false;
-      for (const auto& p : analysis["partitions"]) {
-        const auto p_topic = p.value("topic", "");
-        const auto p_partition = p.value("partition", 0);
-        const auto p_role = p.value("role", "");
-        if (*topic && **topic != p_topic) continue;
-        if (*partition && **partition != p_partition) continue;
-        if (*role && **role != p_role) continue;
-        used = true;
-        auto& g = groups[{cluster_name, p_topic, p_partition, p_role, drill.fault}];
-        g.cluster = cluster_name;
-        g.topic = p_topic;
-        g.partition = p_partition;
-        g.role = p_role;
-        g.fault = drill.fault;
-        const auto ack = stallOf(p, "ack");
-        const auto receive = stallOf(p, "receive");
-        if (ack) g.ack.push_back(*ack);
-        if (receive) g.receive.push_back(*receive);
-        const json phases = p.value("phases", json::object());
-        if (auto v = intAt(phases, "detection_us")) g.detection.push_back(*v);
-        if (auto v = intAt(phases, "election_us")) g.election.push_back(*v);
-        if (auto v = intAt(phases, "discovery_us")) g.discovery.push_back(*v);
-        if (auto v = intAt(phases, "resume_us")) g.resume.push_back(*v);
-        const auto at = intAt(run, "fault_us").value_or(drill.created_us);
-        g.trend.push_back({{"drill", drill.id},
-                           {"run", run.value("run", 0)},
-                           {"at", common::formatRfc3339(at)},
-                           {"at_us", at},
-                           {"ack_stall_us", intOrNull(ack)},
-                           {"receive_stall_us", intOrNull(receive)}});
-      }
-      if (used) ++runs_used;
-    }
+  std::vector<analysis::StoredDrill> stored;
+  stored.reserve(rows->size());
+  for (auto it = rows->rbegin(); it != rows->rend(); ++it) {  // oldest first
+    const auto& names_by_id = std::get<0>(names);
+    stored.push_back({it->id, names_by_id.count(it->cluster) ? names_by_id.at(it->cluster) : std::to_string(it->cluster),
+                      it->fault, it->created_us, parsedOr(it->result, json::object())});
   }
+  analysis::StatisticsFilter filter;
+  if (*topic) filter.topic = std::string(**topic);
+  if (*partition) filter.partition = static_cast<std::int32_t>(**partition);
+  if (*role) filter.role = std::string(**role);
+  const auto stats = analysis::statisticsOf(stored, filter);
+  const auto runs_used = stats.runs_used;
   json out = json::array();
-  for (auto& [key, g] : groups) {
+  for (const auto& g : stats.groups) {
+    json trend = json::array();
+    for (const auto& t : g.trend) {
+      trend.push_back({{"drill", t.drill},
+                       {"run", t.run},
+                       {"at", common::formatRfc3339(t.at_us)},
+                       {"at_us", t.at_us},
+                       {"ack_stall_us", intOrNull(t.ack_stall_us)},
+                       {"receive_stall_us", intOrNull(t.receive_stall_us)}});
+    }
     out.push_back({{"cluster", g.cluster},
                    {"topic", g.topic},
                    {"partition", g.partition},
@@ -598,7 +549,7 @@ Response DrillEndpoints::statistics(const Request& request) const {
                    {"election_us", summary(g.election)},
                    {"discovery_us", summary(g.discovery)},
                    {"resume_us", summary(g.resume)},
-                   {"trend", std::move(g.trend)}});
+                   {"trend", std::move(trend)}});
   }
   return jsonResponse(200, {{"drills", rows->size()},
                             {"runs", runs_used},
@@ -635,51 +586,26 @@ Response DrillEndpoints::incidents(const Request& request) const {
   dq.limit = 100'000;
   auto drills = drills_.drills(dq);
   if (!drills) return storeFailure(request, drills.error());
-  std::vector<storage::TimeRange> windows;
+  std::vector<analysis::DrillWindow> windows;
   for (const auto& d : *drills) {
     windows.push_back({d.started_us.value_or(d.created_us),
                        d.finished_us.value_or(clock_.wallNow()) + 1'000'000});
   }
-  const auto inDrill = [&windows](const storage::Gap& g) {
-    return std::any_of(windows.begin(), windows.end(), [&g](const storage::TimeRange& w) {
-      return g.start_us < w.to_us && g.end_us > w.from_us;
-    });
-  };
-  std::vector<storage::Gap> outside;
-  for (auto& g : *gaps) {
-    if (!inDrill(g)) outside.push_back(std::move(g));
-  }
-  std::sort(outside.begin(), outside.end(),
-            [](const storage::Gap& a, const storage::Gap& b) { return a.start_us < b.start_us; });
-
-  // Overlapping gaps (any partition, either kind) are one incident.
-  struct Incident {
-    std::int64_t start = 0, end = 0;
-    std::vector<const storage::Gap*> gaps;
-  };
-  std::vector<Incident> merged;
-  for (const auto& g : outside) {
-    if (!merged.empty() && g.start_us <= merged.back().end) {
-      merged.back().end = std::max(merged.back().end, g.end_us);
-      merged.back().gaps.push_back(&g);
-    } else {
-      merged.push_back({g.start_us, g.end_us, {&g}});
-    }
-  }
+  const auto merged = analysis::incidentsOf(std::move(*gaps), windows);
   json items = json::array();
   for (auto it = merged.rbegin(); it != merged.rend(); ++it) {  // newest first
     json partitions = json::array();
-    for (const auto* g : it->gaps) {
-      partitions.push_back({{"topic", g->topic},
-                            {"partition", g->partition},
-                            {"kind", storage::toString(g->kind)},
-                            {"start_us", g->start_us},
-                            {"end_us", g->end_us},
-                            {"duration_us", g->duration_us}});
+    for (const auto& g : it->gaps) {
+      partitions.push_back({{"topic", g.topic},
+                            {"partition", g.partition},
+                            {"kind", storage::toString(g.kind)},
+                            {"start_us", g.start_us},
+                            {"end_us", g.end_us},
+                            {"duration_us", g.duration_us}});
     }
     storage::EventQuery eq;
     eq.cluster = cluster_id;
-    eq.range = {it->start - kIncidentEventsBeforeUs, it->end + kIncidentEventsAfterUs};
+    eq.range = {it->start_us - kIncidentEventsBeforeUs, it->end_us + kIncidentEventsAfterUs};
     eq.limit = 200;
     auto events = store_.events(eq);
     if (!events) return storeFailure(request, events.error());
@@ -688,11 +614,11 @@ Response DrillEndpoints::incidents(const Request& request) const {
       if (e.source == "probe") continue;  // the gaps themselves, already listed
       event_items.push_back(eventJson(e));
     }
-    items.push_back({{"start", common::formatRfc3339(it->start)},
-                     {"start_us", it->start},
-                     {"end", common::formatRfc3339(it->end)},
-                     {"end_us", it->end},
-                     {"duration_us", it->end - it->start},
+    items.push_back({{"start", common::formatRfc3339(it->start_us)},
+                     {"start_us", it->start_us},
+                     {"end", common::formatRfc3339(it->end_us)},
+                     {"end_us", it->end_us},
+                     {"duration_us", it->end_us - it->start_us},
                      {"partitions", std::move(partitions)},
                      {"events", std::move(event_items)}});
   }

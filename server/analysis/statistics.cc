@@ -1,0 +1,90 @@
+#include "server/analysis/statistics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+namespace kfaild::analysis {
+namespace {
+
+using nlohmann::json;
+
+std::optional<std::int64_t> intAt(const json& object, const char* key) {
+  if (!object.is_object() || !object.contains(key) || !object[key].is_number_integer()) {
+    return std::nullopt;
+  }
+  return object[key].get<std::int64_t>();
+}
+
+std::optional<std::int64_t> stallOf(const json& partition, const char* kind) {
+  if (!partition.contains(kind) || !partition[kind].is_object()) return std::nullopt;
+  const auto& stall = partition[kind].value("stall", json());
+  if (stall.is_object() && stall.value("open", false)) return std::nullopt;
+  return intAt(stall, "duration_us");
+}
+
+std::string textAt(const json& object, const char* key) {
+  return object.contains(key) && object[key].is_string() ? object[key].get<std::string>() : std::string();
+}
+
+}  // namespace
+
+std::optional<Distribution> distributionOf(std::vector<std::int64_t> values) {
+  if (values.empty()) return std::nullopt;
+  std::sort(values.begin(), values.end());
+  const auto rank = [&values](double q) {
+    const auto n = static_cast<double>(values.size());
+    const auto index = static_cast<std::size_t>(std::max(1.0, std::ceil(q * n))) - 1;
+    return values[std::min(index, values.size() - 1)];
+  };
+  return Distribution{values.front(), rank(0.5), rank(0.95), values.back(), values.size()};
+}
+
+Statistics statisticsOf(const std::vector<StoredDrill>& drills, const StatisticsFilter& filter) {
+  using Key = std::tuple<std::string, std::string, std::int32_t, std::string, std::string>;
+  std::map<Key, StatisticsGroup> groups;
+  Statistics out;
+  for (const auto& drill : drills) {
+    const auto& runs = drill.result.is_object() ? drill.result.value("runs", json()) : json();
+    if (!runs.is_array()) continue;
+    for (const auto& run : runs) {
+      if (!run.is_object() || textAt(run, "state") != "done" || !run.contains("analysis")) continue;
+      const auto& partitions = run["analysis"].is_object() ? run["analysis"].value("partitions", json()) : json();
+      if (!partitions.is_array()) continue;
+      bool used = false;
+      for (const auto& p : partitions) {
+        if (!p.is_object()) continue;
+        const auto topic = textAt(p, "topic");
+        const auto partition = static_cast<std::int32_t>(intAt(p, "partition").value_or(0));
+        const auto role = textAt(p, "role");
+        if (filter.topic && *filter.topic != topic) continue;
+        if (filter.partition && *filter.partition != partition) continue;
+        if (filter.role && *filter.role != role) continue;
+        used = true;
+        auto& g = groups[{drill.cluster, topic, partition, role, drill.fault}];
+        g.cluster = drill.cluster;
+        g.topic = topic;
+        g.partition = partition;
+        g.role = role;
+        g.fault = drill.fault;
+        const auto ack = stallOf(p, "ack");
+        const auto receive = stallOf(p, "receive");
+        if (ack) g.ack.push_back(*ack);
+        if (receive) g.receive.push_back(*receive);
+        const json phases = p.value("phases", json::object());
+        if (auto v = intAt(phases, "detection_us")) g.detection.push_back(*v);
+        if (auto v = intAt(phases, "election_us")) g.election.push_back(*v);
+        if (auto v = intAt(phases, "discovery_us")) g.discovery.push_back(*v);
+        if (auto v = intAt(phases, "resume_us")) g.resume.push_back(*v);
+        g.trend.push_back({drill.id, static_cast<std::int32_t>(intAt(run, "run").value_or(0)),
+                           intAt(run, "fault_us").value_or(drill.created_us), ack, receive});
+      }
+      if (used) ++out.runs_used;
+    }
+  }
+  for (auto& [key, g] : groups) out.groups.push_back(std::move(g));
+  return out;
+}
+
+}  // namespace kfaild::analysis
