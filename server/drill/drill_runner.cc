@@ -79,22 +79,13 @@ Status DrillRunner::start() {
     std::lock_guard lock(mutex_);
     for (auto it = queued->rbegin(); it != queued->rend(); ++it) queue_.push_back(it->id);
   }
-  stopping_ = false;
-  thread_ = std::thread([this] { loop(); });
+  worker_.start([this] { loop(); });
   return okStatus();
 }
 
-void DrillRunner::stop() {
-  {
-    // Set under the mutex the runner waits on: set outside it, the flag could land between the
-    // loop's check and its wait, and the wake-up would be lost (the loop waits without a
-    // timeout when nothing is queued).
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void DrillRunner::stop() { worker_.stop(); }
+
+bool DrillRunner::stopping() const { return worker_.stopRequested(); }
 
 std::optional<std::int64_t> DrillRunner::active() const {
   std::lock_guard lock(mutex_);
@@ -102,18 +93,16 @@ std::optional<std::int64_t> DrillRunner::active() const {
 }
 
 bool DrillRunner::interrupted() const {
-  if (stopping_) return true;
+  if (stopping()) return true;
   std::lock_guard lock(mutex_);
   return abort_request_ && active_ && *abort_request_ == *active_;
 }
 
 bool DrillRunner::waitFor(std::int64_t micros) {
   std::unique_lock lock(mutex_);
-  const auto is_interrupted = [this] {
-    return stopping_.load() || (abort_request_ && active_ && *abort_request_ == *active_);
-  };
-  wake_.wait_for(lock, std::chrono::microseconds(std::max<std::int64_t>(0, micros)), is_interrupted);
-  return !is_interrupted();
+  const auto aborted = [this] { return abort_request_ && active_ && *abort_request_ == *active_; };
+  worker_.waitFor(lock, std::chrono::microseconds(std::max<std::int64_t>(0, micros)), aborted);
+  return !stopping() && !aborted();
 }
 
 void DrillRunner::recordEvent(const std::string& source, const std::string& kind, std::int64_t t_us,
@@ -279,7 +268,7 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
     std::lock_guard lock(mutex_);
     queue_.push_back(*id);
   }
-  wake_.notify_all();
+  worker_.wake();
   spdlog::info("drill {} on {}: queued {} of {}", *id, cluster_.name, drill.fault, drill.target);
   return *id;
 }
@@ -289,7 +278,7 @@ Status DrillRunner::abort(std::int64_t drill_id) {
     std::lock_guard lock(mutex_);
     if (active_ && *active_ == drill_id) {
       abort_request_ = drill_id;
-      wake_.notify_all();
+      worker_.wake();
       return okStatus();
     }
     auto it = std::find(queue_.begin(), queue_.end(), drill_id);
@@ -311,13 +300,13 @@ void DrillRunner::loop() {
     std::int64_t id = 0;
     {
       std::unique_lock lock(mutex_);
-      const auto ready = [this] { return stopping_.load() || !queue_.empty(); };
+      const auto ready = [this] { return !queue_.empty(); };
       if (recovery_retry_at_) {
-        wake_.wait_until(lock, *recovery_retry_at_, ready);
+        worker_.waitUntil(lock, *recovery_retry_at_, ready);
       } else {
-        wake_.wait(lock, ready);
+        worker_.wait(lock, ready);
       }
-      if (stopping_) return;
+      if (stopping()) return;
       if (queue_.empty()) {
         lock.unlock();
         retryOpenRecoveries();
@@ -381,7 +370,7 @@ void DrillRunner::retryOpenRecoveries() {
                 {{"drill", entry.drill_id}, {"attempts", entry.attempts}});
     spdlog::info("recovery of node {} (drill {}): back after {} attempt(s)", entry.node, entry.drill_id, entry.attempts);
   }
-  if (open && !stopping_) {
+  if (open && !stopping()) {
     recovery_retry_backoff_us_ = std::clamp<std::int64_t>(recovery_retry_backoff_us_ * 2, 30 * kSecond, 300 * kSecond);
     recovery_retry_at_ = std::chrono::steady_clock::now() + std::chrono::microseconds(recovery_retry_backoff_us_);
     spdlog::warn("recovery journal: node(s) of cluster {} still down; next attempt in {} s", cluster_.name,
@@ -638,7 +627,7 @@ nlohmann::json DrillRunner::runOnce(storage::DrillRecord& drill, const DrillSpec
     return out;
   };
   auto stopped = [&](const char* phase) {
-    return fail("aborted", std::string(stopping_ ? "kfaild stopped during " : "aborted on request during ") + phase);
+    return fail("aborted", std::string(stopping() ? "kfaild stopped during " : "aborted on request during ") + phase);
   };
 
   setState(drill, "preflight");
@@ -780,7 +769,7 @@ nlohmann::json DrillRunner::runOnce(storage::DrillRecord& drill, const DrillSpec
       const bool full = waitFor(spec.options.pause_s * kSecond);
       auto resumed = injector->resume();
       if (resumed) recordEvent("injector", "resumed", resumed->requested_at, *target, {{"paused_s", spec.options.pause_s}});
-      if (!full) failure = stopping_ ? "kfaild stopped during the pause" : "aborted on request during the pause";
+      if (!full) failure = stopping() ? "kfaild stopped during the pause" : "aborted on request during the pause";
     }
     if (spec.fault == FaultType::kRestart && !interrupted()) {
       auto started = injector->start();
@@ -803,7 +792,7 @@ nlohmann::json DrillRunner::runOnce(storage::DrillRecord& drill, const DrillSpec
         if (!waitFor(kPollUs)) break;
       }
       if (interrupted()) {
-        failure = stopping_ ? "kfaild stopped during observe" : "aborted on request during observe";
+        failure = stopping() ? "kfaild stopped during observe" : "aborted on request during observe";
       } else if (!resumed) {
         out["observe_timed_out"] = true;
       }

@@ -28,6 +28,7 @@
 #include "server/analysis/drill_analysis.h"
 #include "server/common/clock.h"
 #include "server/common/result.h"
+#include "server/common/worker.h"
 #include "server/config/config.h"
 #include "server/drill/drill_spec.h"
 #include "server/drill/guards.h"
@@ -93,6 +94,7 @@ class DrillRunner {
   // Sleeps up to `micros`; false when the drill was aborted or the runner is stopping.
   bool waitFor(std::int64_t micros);
   bool interrupted() const;
+  bool stopping() const;  // stop() was called
   // Every partition named in `only` ("topic-partition") has acked and received since `since_us`
   // and its last ack is recent (within the gap threshold).
   bool probesResumed(std::int64_t since_us, const std::set<std::string>& only) const;
@@ -131,18 +133,17 @@ class DrillRunner {
 
   std::mutex submit_mutex_;  // held through a whole submit(): check, guards, queue
   mutable std::mutex mutex_;
-  std::condition_variable wake_;
   std::deque<std::int64_t> queue_;             // guarded by mutex_
   std::optional<std::int64_t> active_;         // guarded by mutex_
   std::optional<std::int64_t> abort_request_;  // guarded by mutex_
-  std::atomic<bool> stopping_{false};
   // Open recovery-journal entries of finished drills are retried at this time (runner thread).
   std::optional<std::chrono::steady_clock::time_point> recovery_retry_at_;
   std::int64_t recovery_retry_backoff_us_ = 0;
   // min.insync.replicas of the topics read at preflight, for the guards at the fault (runner
   // thread).
   std::map<std::string, std::int32_t> min_insync_at_preflight_;
-  std::thread thread_;
+  // The runner thread; its stop wakes every wait of a drill at once. Last: stopped first.
+  common::Worker worker_;
 };
 
 }  // namespace kfaild::drill

@@ -17,24 +17,14 @@ Scheduler::Scheduler(storage::DrillStore& store, const common::Clock& clock,
 Scheduler::~Scheduler() { stop(); }
 
 void Scheduler::start() {
-  stopping_ = false;
-  thread_ = std::thread([this] {
-    while (!stopping_) {
+  worker_.start([this] {
+    do {
       tick();
-      std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_.load(); });
-    }
+    } while (worker_.sleepFor(std::chrono::seconds(1)));
   });
 }
 
-void Scheduler::stop() {
-  {
-    std::lock_guard lock(mutex_);  // no lost wake-up between the loop's check and its wait
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void Scheduler::stop() { worker_.stop(); }
 
 std::int64_t Scheduler::nextRun(const std::string& cron, std::int64_t jitter_s, std::int64_t after_us) {
   auto schedule = CronSchedule::parse(cron);

@@ -3,17 +3,14 @@
 // Fires drills on their cron schedules (UTC, with an optional random delay). A run that fell due
 // while kfaild was down is recorded as missed — never fired late, never in a burst. A scheduled
 // drill queues behind a running drill of its cluster; a guard's refusal is recorded as the
-// schedule's outcome. Own thread, woken once a second or by stop().
+// schedule's outcome. Own thread (a common::Worker), woken once a second or by stop().
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <string>
-#include <mutex>
-#include <thread>
 
 #include "server/common/clock.h"
+#include "server/common/worker.h"
 #include "server/drill/drill_runner.h"
 #include "storage/drill_store.h"
 
@@ -45,10 +42,7 @@ class Scheduler {
   storage::DrillStore& store_;
   const common::Clock& clock_;
   std::map<storage::ClusterId, DrillRunner*> runners_;
-  std::atomic<bool> stopping_{false};
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::thread thread_;
+  common::Worker worker_;  // last: stopped before the members above go
 };
 
 }  // namespace kfaild::drill

@@ -207,7 +207,8 @@ TEST_CASE("with the controller gone drills are refused with the reason, and with
         const auto& probe = p["probe"];
         const auto& age = probe["oldest_outstanding_age_seconds"];
         good += probe["holding_since_us"].is_null() && (age.is_null() || age.get<double>() < 1.0) &&
-                        probe["current_ack_gap_seconds"].get<double>() < 0.5
+                        probe["current_ack_gap_seconds"].get<double>() < 0.5 &&
+                        probe["current_receive_gap_seconds"].get<double>() < 1.0
                     ? 1
                     : 0;
       }

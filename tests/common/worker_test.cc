@@ -1,0 +1,61 @@
+#include "server/common/worker.h"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <future>
+
+using kfaild::common::Worker;
+using namespace std::chrono_literals;
+
+TEST_CASE("a worker sleeping for an hour stops at once, at any moment, every time", "[unit][common]") {
+  for (int i = 0; i < 300; ++i) {
+    Worker worker;
+    std::atomic<int> rounds{0};
+    worker.start([&] {
+      while (!worker.stopRequested()) {
+        ++rounds;
+        worker.sleepFor(std::chrono::hours(1));
+      }
+    });
+    if (i % 3 == 1) std::this_thread::yield();
+    if (i % 3 == 2) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    auto stopped = std::async(std::launch::async, [&worker] { worker.stop(); });
+    INFO("iteration " << i);
+    REQUIRE(stopped.wait_for(5s) == std::future_status::ready);
+    CHECK(rounds <= 1);
+  }
+}
+
+TEST_CASE("a worker waiting for work without a timeout is woken by work and by stop", "[unit][common]") {
+  Worker worker;
+  std::mutex mutex;
+  std::deque<int> queue;  // guarded by mutex
+  std::vector<int> done;  // worker thread only until stopped
+  worker.start([&] {
+    while (true) {
+      std::unique_lock lock(mutex);
+      if (!worker.wait(lock, [&] { return !queue.empty(); })) return;  // stop requested
+      done.push_back(queue.front());
+      queue.pop_front();
+    }
+  });
+  for (int n = 0; n < 3; ++n) {
+    {
+      std::lock_guard lock(mutex);
+      queue.push_back(n);
+    }
+    worker.wake();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::lock_guard lock(mutex);
+    if (queue.empty()) break;
+  }
+  auto stopped = std::async(std::launch::async, [&worker] { worker.stop(); });
+  REQUIRE(stopped.wait_for(5s) == std::future_status::ready);
+  CHECK(done == std::vector<int>{0, 1, 2});
+  CHECK(worker.stopRequested());
+}
