@@ -349,10 +349,75 @@ def growth_section(store, probe, peer):
     return out
 
 
+def outage_section(d):
+    out = ["## 8. Probe recovery after an outage", ""]
+    if not d:
+        return out + ["Not run yet: `bench/run-all --parts outage`.", ""]
+    out += [f"The kfaild binary probes a fresh topic of {d['partitions']} partitions (assignment "
+            f"`{d['assignment']}`, `min.insync.replicas=2`) every {d['interval_ms']} ms with its "
+            "defaults (`probe.max_outstanding_ms` 2000: sends are held back while a partition "
+            "has a message without a delivery report older than 2 s; idempotent producer, "
+            "`message.timeout.ms` 60000). Once the probe has been steady for 10 s, `lab kill` 1, 2 "
+            "and 3 (SIGKILL; the controller stays up); after the outage length, `lab up` starts "
+            "them again, and from that moment `bench/run-all` reads `GET "
+            "/api/v1/clusters/bench` every 100 ms. **Writable** = the first read whose metadata (a "
+            "snapshot kfaild's poller took after the start) shows every partition with a leader "
+            "and at least 2 in-sync replicas, i.e. the cluster accepts acks=all writes again; "
+            "**acks resumed** = the first read in which every "
+            "partition's `current_ack_gap_seconds` is below 1 s, in seconds after `lab up` began; "
+            "**steady** = the first read in which every partition passes the drill guards' probe "
+            "checks (`holding_since_us` null, `oldest_outstanding_age_seconds` null or below 1 s, "
+            "`current_ack_gap_seconds` below 0.5 s). The claim: steady within 10 s of acks "
+            "resuming (≤ 10 s); steady after writable is the same claim counted from the "
+            "cluster's side, so it includes how long kfaild's clients take to reconnect. Held "
+            "ticks and failed sends are the probe's counters summed over the partitions, from the "
+            "kill to the end of the observation (10 s after steady, longer "
+            "while the consumer has not received again, at most 60 s); the longest ack gap is the "
+            "longest gap ending after the kill in `GET /api/v1/clusters/bench/gaps?kind=ack`. "
+            "Receives resumed (every partition's `current_receive_gap_seconds` below 1 s) is not "
+            "part of the steady checks and is shown beside them; `lab up` returned = when the lab "
+            "saw every broker registered and unfenced.", "",
+            "| outage s | writable after start s | acks resumed after start s | steady after acks s | ≤ 10 s | steady after writable s | held ticks | failed sends | longest ack gap s | receives resumed after start s | `lab up` returned after start s | load avg at kill |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in d.get("runs", []):
+        if r.get("error"):
+            out.append(f"| {r['outage_s']} | failed: {r['error'][:200]} | | | | | | | | | | "
+                       f"{la(r, 'load_at_kill')} |")
+            continue
+        c = r.get("counters_delta") or {}
+        gap = r.get("longest_ack_gap") or {}
+        met = ("yes" if r.get("claim_met") else
+               "no" if r.get("steady_after_acks_s") is not None else "never steady")
+        out.append(f"| {r['outage_s']} | {f(r.get('writable_s'), 1)} | "
+                   f"{f(r.get('acks_resumed_s'), 1)} | **{f(r.get('steady_after_acks_s'), 1)}** | "
+                   f"{met} | {f(r.get('steady_after_writable_s'), 1)} | {f(c.get('held_ticks'))} | "
+                   f"{f(c.get('send_failed'))} | {f(gap.get('duration_s'), 1)} | "
+                   f"{f(r.get('receives_resumed_s'), 1)} | {f(r.get('lab_up_s'), 1)} | "
+                   f"{la(r, 'load_at_kill')} |")
+    b = d.get("build") or {}
+    if b:
+        changed = b.get("uncommitted_at_run") or []
+        before = (b.get("commit_time") and b.get("binary_mtime")
+                  and b["binary_mtime"] < b["commit_time"])
+        out += ["", f"kfaild from `{b.get('dir')}` (checked out: commit `{b.get('commit') or '?'}` "
+                f"of {b.get('commit_time') or '?'}; binary of {b.get('binary_mtime')}"
+                + (", built from the working tree before that commit was made" if before else "")
+                + ")" + (
+                    "; the source tree had uncommitted changes when the part ran: " +
+                    ", ".join(f"`{x}`" for x in changed) if changed else "") + "."]
+    runs = [r for r in d.get("runs", []) if r.get("command")]
+    if runs:
+        out += ["", "Commands:", ""]
+        for c in dict.fromkeys(r["command"] for r in runs):
+            out.append(f"- {cmd(c)}")
+        out.append(f"- kfaild, per outage: {cmd(runs[0].get('kfaild_command'))}")
+    return out + [""]
+
+
 def main():
     store, probe, peer = load("store"), load("probe"), load("peer")
-    drill, res = load("drill"), load("resolution")
-    m = next((x["machine"] for x in (store, probe, peer, drill, res) if x), {})
+    drill, res, outage = load("drill"), load("resolution"), load("outage")
+    m = next((x["machine"] for x in (store, probe, peer, drill, res, outage) if x), {})
     lines = ["# kfaild performance", "",
              "Generated by `bench/report.py` from `bench/results/*.json`, which `bench/run-all` "
              "writes (`bench/run-all --parts PART` reruns one part; `--report-only` only "
@@ -367,9 +432,11 @@ def main():
     if notes.exists():
         lines += [notes.read_text().rstrip(), ""]
     for section in (store_section(store), probe_section(probe, peer), drill_section(drill),
-                    resolution_section(res), growth_section(store, probe, peer)):
+                    resolution_section(res), growth_section(store, probe, peer),
+                    outage_section(outage)):
         lines += section
-    stamps = [f"{x['part']}: {x['generated']}" for x in (store, probe, peer, drill, res) if x]
+    stamps = [f"{x['part']}: {x['generated']}"
+              for x in (store, probe, peer, drill, res, outage) if x]
     lines += ["---", "", "Results generated: " + "; ".join(stamps) + "."]
     OUT.write_text("\n".join(lines) + "\n")
     print(f"wrote {OUT}", file=sys.stderr)

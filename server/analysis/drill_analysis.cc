@@ -216,7 +216,8 @@ nlohmann::json phasesJson(const Phases& p) {
           {"new_leader", optJson(p.new_leader)},
           {"detection_resolution_us", optJson(p.detection_resolution_us)},
           {"election_resolution_us", optJson(p.election_resolution_us)},
-          {"discovery_resolution_us", optJson(p.discovery_resolution_us)}};
+          {"discovery_resolution_us", optJson(p.discovery_resolution_us)},
+          {"resume_resolution_us", optJson(p.resume_resolution_us)}};
 }
 
 std::optional<std::int64_t> integerField(const nlohmann::json& detail, const char* key) {
@@ -412,16 +413,27 @@ RunAnalysis analyse(const AnalysisInput& in) {
     const auto& gap = r.ack.longest_gap;
     const bool resumed = gap && !gap->open && r.ack.outcome != Outcome::kNone;
     if (sole) {
-      ph.node_back_us = diff(in.recovered_us, in.fault_us);
-      if (resumed && in.recovered_us) {
-        const auto first = std::find_if(acks.begin(), acks.end(), [&](const Mark& m) {
-          return m.at_us >= *in.recovered_us;
-        });
-        if (first != acks.end()) ph.resume_us = first->at_us - *in.recovered_us;
+      // The node is back for this partition once it has registered again (the metadata's
+      // broker_back), which can be before kfaild sees it back in every ISR of the cluster
+      // (recovered_us): the partition may ack in between.
+      std::optional<std::int64_t> back_at;
+      for (const auto& e : in.events) {
+        if (e.source == "metadata" && e.kind == "broker_back" && e.broker && *e.broker == in.target &&
+            e.t_us > in.fault_us && (!back_at || e.t_us < *back_at)) {
+          back_at = e.t_us;
+        }
+      }
+      const bool back_from_metadata = back_at.has_value();
+      if (!back_at) back_at = in.recovered_us;
+      ph.node_back_us = diff(back_at, in.fault_us);
+      if (resumed && back_at) {
+        ph.resume_us = gap->end_us - *back_at;
+        ph.resume_resolution_us = resolution(back_from_metadata);
       }
     } else if (resumed) {
       const auto from = ph.client_update_at_us ? ph.client_update_at_us : ph.new_leader_at_us;
       ph.resume_us = diff(gap->end_us, from);
+      if (ph.resume_us) ph.resume_resolution_us = resolution(!ph.client_update_at_us && new_leader_from_metadata);
     }
 
     for (const auto& e : in.events) {

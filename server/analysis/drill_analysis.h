@@ -29,8 +29,9 @@
 //   election    fenced / shut down → the partition's new leader (or ISR without the target)
 //   discovery   new leader → the producer applies it (client log)
 //   resume      → the first ack after the stall
-//   node_back   (sole replica) fault → the node is back (recovered_us)
-//   resume      (sole replica) node back → the first ack after the stall
+//   node_back   (sole replica) fault → the node is back: registered again (the metadata's
+//               broker_back), else recovered_us
+//   resume      (sole replica) node back → the ack that ended the stall
 
 #include <cstdint>
 #include <optional>
@@ -167,6 +168,7 @@ struct Phases {
   std::optional<std::int64_t> detection_resolution_us;
   std::optional<std::int64_t> election_resolution_us;
   std::optional<std::int64_t> discovery_resolution_us;
+  std::optional<std::int64_t> resume_resolution_us;
 };
 
 struct PartitionResult {

@@ -541,8 +541,9 @@ Status DrillRunner::recoverNode(std::int32_t node, const std::string& action, st
         backoff = std::min<std::int64_t>(backoff * 2, 30 * kSecond);
         continue;
       }
-      recordEvent("injector", action == "resume" ? "resumed" : "started", clock_.wallNow(), node,
-                  {{"injector", injector->describe()}});
+      // Stamped when the start was asked for: the command returns after the process is up.
+      recordEvent("injector", action == "resume" ? "resumed" : "started", done->requested_at, node,
+                  {{"injector", injector->describe()}, {"returned_us", clock_.wallNow()}});
     }
     // Wait for the node to rejoin: registered and back in every probe ISR.
     while (clock_.monoNow() < deadline) {

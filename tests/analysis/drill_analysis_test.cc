@@ -429,6 +429,18 @@ TEST_CASE("a sole replica is observed until the window ends and resumes once the
   CHECK(p1.ack.stall->end_us == kT0 + 100'000);
   CHECK(toJson(a)["partitions"][0]["role"] == "sole_replica");
 
+  SECTION("the node's registration counts as back when the partition acks before every ISR is whole") {
+    // Broker 1 registered at 33.1 s and led the partition again at once; kfaild saw it back in
+    // every ISR only at 34 s, after the partition's first ack (33.26 s).
+    in.recovered_us = kT0 + 34 * kSecond;
+    in.events.push_back(event(kT0 + 33'100'000, "metadata", "broker_back", 1));
+    const auto early = analyse(in);
+    const auto& r = early.partitions[0];
+    CHECK(*r.phases.node_back_us == 33'100'000);
+    CHECK(*r.phases.resume_us == 160'000);
+    CHECK(*r.phases.resume_resolution_us == in.metadata_interval_us);
+  }
+
   SECTION("without the node back it stays open until the window ends") {
     in.recovered_us.reset();
     std::erase_if(in.samples,

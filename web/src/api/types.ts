@@ -245,6 +245,7 @@ export interface Phases {
   detection_resolution_us?: number | null;
   election_resolution_us?: number | null;
   discovery_resolution_us?: number | null;
+  resume_resolution_us?: number | null;
 }
 
 export interface PartitionResult {
