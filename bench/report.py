@@ -357,7 +357,7 @@ def outage_section(d):
             f"`{d['assignment']}`, `min.insync.replicas=2`) every {d['interval_ms']} ms with its "
             "defaults (`probe.max_outstanding_ms` 2000: sends are held back while a partition "
             "has a message without a delivery report older than 2 s; idempotent producer, "
-            "`message.timeout.ms` 60000). Once the probe has been steady for 10 s, `lab kill` 1, 2 "
+            "`message.timeout.ms` 60000, its clients' `reconnect.backoff.max.ms` 1000). Once the probe has been steady for 10 s, `lab kill` 1, 2 "
             "and 3 (SIGKILL; the controller stays up); after the outage length, `lab up` starts "
             "them again, and from that moment `bench/run-all` reads `GET "
             "/api/v1/clusters/bench` every 100 ms. **Writable** = the first read whose metadata (a "
@@ -367,15 +367,16 @@ def outage_section(d):
             "partition's `current_ack_gap_seconds` is below 1 s, in seconds after `lab up` began; "
             "**steady** = the first read in which every partition passes the drill guards' probe "
             "checks (`holding_since_us` null, `oldest_outstanding_age_seconds` null or below 1 s, "
-            "`current_ack_gap_seconds` below 0.5 s). The claim: steady within 10 s of acks "
+            "`current_ack_gap_seconds` below 0.5 s, `current_receive_gap_seconds` below 1 s). "
+            "The claim: steady within 10 s of acks "
             "resuming (≤ 10 s); steady after writable is the same claim counted from the "
             "cluster's side, so it includes how long kfaild's clients take to reconnect. Held "
             "ticks and failed sends are the probe's counters summed over the partitions, from the "
             "kill to the end of the observation (10 s after steady, longer "
             "while the consumer has not received again, at most 60 s); the longest ack gap is the "
             "longest gap ending after the kill in `GET /api/v1/clusters/bench/gaps?kind=ack`. "
-            "Receives resumed (every partition's `current_receive_gap_seconds` below 1 s) is not "
-            "part of the steady checks and is shown beside them; `lab up` returned = when the lab "
+            "Receives resumed (every partition's `current_receive_gap_seconds` below 1 s) is one of "
+            "the steady checks, shown on its own beside them; `lab up` returned = when the lab "
             "saw every broker registered and unfenced.", "",
             "| outage s | writable after start s | acks resumed after start s | steady after acks s | ≤ 10 s | steady after writable s | held ticks | failed sends | longest ack gap s | receives resumed after start s | `lab up` returned after start s | load avg at kill |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
