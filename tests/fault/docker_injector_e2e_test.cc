@@ -75,12 +75,13 @@ TEST_CASE(
     REQUIRE_FALSE(pause_dead);
     CHECK(pause_dead.error().code == errc::invalid_state);
 
-    // Podman may still be cleaning up the killed container for a moment; the drill runner's
-    // recovery retries a refused start with backoff, and so does this test (three tries).
+    // Podman may still be cleaning up the killed container for a while (seen: "write child:
+    // broken pipe" three times in a row, one second apart); the drill runner's recovery retries a
+    // refused start with backoff (1, 2, 4 ... s), and so does this test, for up to 31 s.
     auto started = injector.start();
-    for (int attempt = 2; attempt <= 3 && !started; ++attempt) {
-      WARN("start refused, retrying: " << started.error().describe());
-      std::this_thread::sleep_for(std::chrono::seconds(1));
+    for (int attempt = 2, wait_s = 1; attempt <= 6 && !started; ++attempt, wait_s *= 2) {
+      WARN("start refused, retrying in " << wait_s << " s: " << started.error().describe());
+      std::this_thread::sleep_for(std::chrono::seconds(wait_s));
       started = injector.start();
     }
     INFO("start: " << (started ? std::string("ok") : started.error().describe()));
