@@ -191,17 +191,8 @@ Result<std::int32_t> DrillRunner::resolveTarget(const Target& target) const {
 
 std::optional<std::string> DrillRunner::guards(std::int32_t target, const DrillSpec& spec, bool ignore_active,
                                               std::map<std::string, std::int32_t>* min_insync) {
-  GuardInput in;
-  in.fault = spec.fault;
-  in.target = target;
-  in.allow_unavailable = spec.options.allow_unavailable;
-  for (const auto& node : cluster_.inventory) {
-    in.inventory.insert(node.id);
-    if (node.role == "broker") in.inventory_brokers.insert(node.id);
-  }
+  GuardInput in = guardInput(target, spec);
   if (!ignore_active) in.active_drill = active();
-  for (const auto& t : cluster_.probe.topics) in.probe_topics.push_back(t.name);
-  fillProbeHealth(in);
   auto& handle = admin();
   if (!handle) return std::string("the admin client could not be created");
   auto all = kafka::fetchAllMetadata(handle.get(), kAdminTimeoutMs);
@@ -403,7 +394,16 @@ void DrillRunner::execute(storage::DrillRecord drill) {
   setState(drill, "done");
 }
 
-void DrillRunner::fillProbeHealth(GuardInput& in) const {
+GuardInput DrillRunner::guardInput(std::int32_t target, const DrillSpec& spec) const {
+  GuardInput in;
+  in.fault = spec.fault;
+  in.target = target;
+  in.allow_unavailable = spec.options.allow_unavailable;
+  for (const auto& node : cluster_.inventory) {
+    in.inventory.insert(node.id);
+    if (node.role == "broker") in.inventory_brokers.insert(node.id);
+  }
+  for (const auto& t : cluster_.probe.topics) in.probe_topics.push_back(t.name);
   const auto status = probe_.status();
   if (status.phase != probe::ProbePhase::kProbing) {
     in.probe_problem = std::string(probe::toString(status.phase)) + (status.problem.empty() ? "" : " (" + status.problem + ")");
@@ -420,6 +420,7 @@ void DrillRunner::fillProbeHealth(GuardInput& in) const {
     in.probe.push_back(h);
   }
   in.gap_threshold_us = cluster_.probe.gap_threshold_us;
+  return in;
 }
 
 std::optional<std::string> DrillRunner::guardsAtFault(std::int32_t target, const DrillSpec& spec,
@@ -427,16 +428,7 @@ std::optional<std::string> DrillRunner::guardsAtFault(std::int32_t target, const
   // The same checks as at submission, on what kfaild keeps fresh (the poller's metadata of the
   // probe topics, the probe's own state) so that nothing slow stands between them and the fault.
   // Every other topic was checked at preflight.
-  GuardInput in;
-  in.fault = spec.fault;
-  in.target = target;
-  in.allow_unavailable = spec.options.allow_unavailable;
-  for (const auto& node : cluster_.inventory) {
-    in.inventory.insert(node.id);
-    if (node.role == "broker") in.inventory_brokers.insert(node.id);
-  }
-  for (const auto& t : cluster_.probe.topics) in.probe_topics.push_back(t.name);
-  fillProbeHealth(in);
+  GuardInput in = guardInput(target, spec);
   in.cluster = &snapshot;
   in.min_insync = min_insync_at_preflight_;
   if (auto open = openRecoveryProblem()) return open;

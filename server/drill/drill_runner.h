@@ -98,7 +98,9 @@ class DrillRunner {
   // Every partition named in `only` ("topic-partition") has acked and received since `since_us`
   // and its last ack is recent (within the gap threshold).
   bool probesResumed(std::int64_t since_us, const std::set<std::string>& only) const;
-  void fillProbeHealth(GuardInput& in) const;
+  // What every guard check starts from: the request, the inventory, the probe topics and the
+  // probe's health now. The caller adds the cluster's metadata and what else it knows.
+  GuardInput guardInput(std::int32_t target, const DrillSpec& spec) const;
   std::optional<std::string> guardsAtFault(std::int32_t target, const DrillSpec& spec,
                                            const kafka::ClusterSnapshot& snapshot);
   // The poller's latest observation once its snapshot is at most max_age_us old; nullopt when
