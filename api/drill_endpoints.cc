@@ -17,9 +17,9 @@
 #include "server/analysis/statistics.h"
 #include "server/common/time_format.h"
 #include "server/drill/cron.h"
+#include "server/drill/drill_state.h"
 #include "server/drill/drill_spec.h"
 #include "server/drill/errc.h"
-#include "server/drill/scheduler.h"
 
 namespace kfaild::api {
 namespace {
@@ -28,16 +28,9 @@ using nlohmann::json;
 
 constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kMaxPartition = std::numeric_limits<std::int32_t>::max();
-const std::vector<std::string_view> kDrillStates = {
-    "queued", "preflight", "baseline", "inject", "observe", "recover",
-    "elect",  "analyse",   "done",     "failed", "aborted"};
 const std::vector<std::string_view> kFaults = {"kill", "stop", "pause", "restart"};
 const std::vector<std::string_view> kRoles = {"leader", "follower", "follower_out_of_isr",
                                               "not_a_replica", "sole_replica"};
-
-bool finished(const std::string& state) {
-  return state == "done" || state == "failed" || state == "aborted";
-}
 
 Response invalidBody(const Request& request, std::string detail) {
   return problem(ProblemType::kInvalidBody, std::move(detail), request.path);
@@ -331,7 +324,7 @@ Response DrillEndpoints::listDrills(const Request& request) const {
     if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
     q.cluster = std::get<storage::ClusterId>(cluster);
   }
-  auto state = query->oneOf("state", kDrillStates);
+  auto state = query->oneOf("state", drill::drillStateNames());
   if (!state) return badRequest(request, state.error());
   q.state = *state;
   auto fault = query->oneOf("fault", kFaults);
@@ -452,12 +445,12 @@ Response DrillEndpoints::abortDrill(const Request& request) {
                    "drill " + std::to_string(drill.id) + " is already " + drill.state, request.path,
                    {{"state", drill.state}});
   };
-  if (finished(drill.state)) return drillFinished();
+  if (drill::isTerminal(drill.state)) return drillFinished();
   if (auto s = control_.abort(drill.cluster, drill.id); !s) {
     if (s.error().code == drill::errc::drill_not_found) {
       // It finished between the read and the abort, or no runner of this process owns it.
       auto again = drills_.drill(drill.id);
-      if (again && *again && finished((*again)->state)) {
+      if (again && *again && drill::isTerminal((*again)->state)) {
         auto latest = **again;
         return problem(ProblemType::kDrillFinished,
                        "drill " + std::to_string(latest.id) + " is already " + latest.state,
@@ -676,7 +669,7 @@ Response DrillEndpoints::createSchedule(const Request& request) {
   s.drill = f.drill->dump();
   s.created_us = clock_.wallNow();
   if (s.enabled) {
-    const auto next = drill::Scheduler::nextRun(s.cron, s.jitter_s, s.created_us);
+    const auto next = drill::nextScheduledRun(s.cron, s.jitter_s, s.created_us);
     if (next >= 0) s.next_run_us = next;
   }
   auto id = drills_.createSchedule(s);
@@ -722,7 +715,7 @@ Response DrillEndpoints::updateSchedule(const Request& request) {
   if (timing_changed) {
     s.next_run_us.reset();
     if (s.enabled) {
-      const auto next = drill::Scheduler::nextRun(s.cron, s.jitter_s, clock_.wallNow());
+      const auto next = drill::nextScheduledRun(s.cron, s.jitter_s, clock_.wallNow());
       if (next >= 0) s.next_run_us = next;
     }
   }

@@ -29,6 +29,7 @@
 #include "server/fault/injector_factory.h"
 #include "server/kafka/client.h"
 #include "server/observe/client_log.h"
+#include "server/drill/live_seams.h"
 #include "server/observe/metadata_poller.h"
 #include "server/probe/probe_runner.h"
 #include "storage/sqlite_drill_store.h"
@@ -55,7 +56,12 @@ struct ClusterParts {
   std::unique_ptr<kfaild::observe::ClientLogWatcher> client_log;
   std::unique_ptr<kfaild::observe::MetadataPoller> poller;
   std::unique_ptr<kfaild::probe::ProbeRunner> probe;
-  std::unique_ptr<kfaild::drill::DrillRunner> drills;  // only with an inventory
+  // The drill engine's seams over the poller, the probe and an admin client, and the engine;
+  // only with an inventory.
+  std::unique_ptr<kfaild::drill::PollerView> view;
+  std::unique_ptr<kfaild::drill::RunnerProbeView> probe_view;
+  std::unique_ptr<kfaild::drill::KafkaClusterAdmin> admin;
+  std::unique_ptr<kfaild::drill::DrillRunner> drills;
 };
 
 // What the HTTP API sees of the running clusters: snapshots from the pollers and probes.
@@ -262,9 +268,16 @@ int main(int argc, char* argv[]) {
     if (!cc.inventory.empty()) {
       std::map<std::int32_t, std::unique_ptr<kfaild::fault::Injector>> injectors;
       for (const auto& node : cc.inventory) injectors[node.id] = kfaild::fault::makeInjector(node, clock);
-      parts.drills = std::make_unique<kfaild::drill::DrillRunner>(cc, *id, **store, **drill_store, clock,
-                                                                  *parts.poller, *parts.probe,
-                                                                  std::move(injectors));
+      parts.view = std::make_unique<kfaild::drill::PollerView>(*parts.poller);
+      parts.probe_view = std::make_unique<kfaild::drill::RunnerProbeView>(*parts.probe);
+      parts.admin = std::make_unique<kfaild::drill::KafkaClusterAdmin>(cc);
+      if (auto s = parts.admin->connect(); !s) {
+        spdlog::critical("cluster {}: cannot start the drill engine: {}", cc.name, s.error().describe());
+        return 1;
+      }
+      parts.drills = std::make_unique<kfaild::drill::DrillRunner>(
+          cc, *id, **store, **drill_store, clock,
+          kfaild::drill::RunnerSeams{*parts.view, *parts.probe_view, *parts.admin}, std::move(injectors));
       // Before anything else: a node a previous kfaild left down comes back first.
       auto recovered = parts.drills->recoverPending(std::chrono::seconds(600));
       if (!recovered) {
@@ -280,12 +293,7 @@ int main(int argc, char* argv[]) {
                 << s.error().describe() << '\n';
       return 2;
     }
-    if (parts.drills) {
-      if (auto s = parts.drills->start(); !s) {
-        spdlog::critical("cluster {}: cannot start the drill runner: {}", cc.name, s.error().describe());
-        return 1;
-      }
-    }
+    if (parts.drills) parts.drills->start();
     spdlog::info("cluster {}: probing {} topic(s) via {}{}", cc.name, cc.probe.topics.size(), cc.bootstrap,
                  parts.drills ? ", drills enabled for " + std::to_string(cc.inventory.size()) + " node(s)" : "");
     clusters.push_back(std::move(parts));

@@ -47,7 +47,7 @@ struct RecoveryEntry {
   ClusterId cluster = 0;
   std::int32_t node = -1;
   std::string action;  // "start" (after kill/stop) or "resume" (after pause)
-  std::string phase;   // drill phase when written
+  std::string phase;   // drill phase when written; "resolved" when an operator closed it
   std::int64_t created_us = 0;
   std::optional<std::int64_t> done_us;
   std::int32_t attempts = 0;
@@ -90,5 +90,9 @@ class DrillStore {
   virtual Result<std::optional<ScheduleRecord>> schedule(std::int64_t id) const = 0;
   virtual Result<std::vector<ScheduleRecord>> schedules(std::optional<ClusterId> cluster) const = 0;
 };
+
+// Closes an open journal entry on an operator's word (the node is back, or retired): done_us is
+// `now_us`, phase "resolved", last_error keeps the note. False when no open entry has that id.
+Result<bool> resolveRecovery(DrillStore& store, std::int64_t id, const std::string& note, std::int64_t now_us);
 
 }  // namespace kfaild::storage

@@ -1,6 +1,8 @@
 #include "server/common/clock.h"
 
+#include <chrono>
 #include <ctime>
+#include <thread>
 
 namespace kfaild::common {
 namespace {
@@ -11,7 +13,18 @@ std::int64_t readMicros(clockid_t id) {
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1'000;
 }
 
+std::chrono::steady_clock::time_point steadyAt(MonoMicros deadline) {
+  return std::chrono::steady_clock::time_point(std::chrono::microseconds(deadline));
+}
+
 }  // namespace
+
+bool Clock::waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, MonoMicros deadline,
+                      const std::function<bool()>& ready) const {
+  return cv.wait_until(lock, steadyAt(deadline), ready);
+}
+
+void Clock::sleepUntil(MonoMicros deadline) const { std::this_thread::sleep_until(steadyAt(deadline)); }
 
 SystemClock::SystemClock()
     : offset_us_(readMicros(CLOCK_REALTIME) - readMicros(CLOCK_MONOTONIC)) {}

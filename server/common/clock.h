@@ -9,9 +9,16 @@
 // (NTP slews both clocks alike). Only when CLOCK_REALTIME steps away by more than kClockStepUs is
 // the offset taken again; steps() counts those, and an analysis spanning one is told so.
 // Implementations are thread-safe.
+//
+// The clock also does the waiting: every timed wait and sleep of the drill engine goes through
+// it, so a test clock (tests/support) can run a whole drill in milliseconds. Deadlines are on
+// the monotonic clock.
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 
 namespace kfaild::common {
 
@@ -34,6 +41,16 @@ class Clock {
   virtual Instant now() const { return {wallNow(), monoNow()}; }
   // How often the wall-clock offset was taken again after a step (0 for clocks that never step).
   virtual std::uint64_t steps() const { return 0; }
+
+  // Waits on `cv` with `lock` (held on entry and on return) until `ready()` or the monotonic
+  // time reaches `deadline`; returns ready() as evaluated last. Whoever changes what `ready`
+  // reads does so under the lock's mutex and notifies `cv`. This one waits on the system's
+  // steady clock, which is CLOCK_MONOTONIC, the clock monoNow() reads in SystemClock.
+  virtual bool waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, MonoMicros deadline,
+                         const std::function<bool()>& ready) const;
+  // Sleeps until the monotonic time reaches `deadline`; nothing wakes it early.
+  virtual void sleepUntil(MonoMicros deadline) const;
+  void sleepFor(std::int64_t micros) const { sleepUntil(monoNow() + micros); }
 };
 
 class SystemClock final : public Clock {
@@ -47,25 +64,6 @@ class SystemClock final : public Clock {
  private:
   mutable std::atomic<std::int64_t> offset_us_;  // wall = mono + offset
   mutable std::atomic<std::uint64_t> steps_{0};
-};
-
-// A clock that moves only when a test tells it to. Wall and monotonic time advance together
-// unless stepWall() simulates an NTP step.
-class ManualClock final : public Clock {
- public:
-  explicit ManualClock(WallMicros wall_start = 1'700'000'000'000'000, MonoMicros mono_start = 0)
-      : wall_(wall_start), mono_(mono_start) {}
-  WallMicros wallNow() const override { return wall_.load(); }
-  MonoMicros monoNow() const override { return mono_.load(); }
-  void advance(std::int64_t micros) {
-    wall_ += micros;
-    mono_ += micros;
-  }
-  void stepWall(std::int64_t micros) { wall_ += micros; }
-
- private:
-  std::atomic<WallMicros> wall_;
-  std::atomic<MonoMicros> mono_;
 };
 
 }  // namespace kfaild::common

@@ -8,6 +8,9 @@
 // notifying under the mutex, both lost such stops under this type's test with libstdc++ 12, a few
 // times in a thousand; this form has not.)
 //
+// Timed waits go through a common::Clock (the system's unless one is given), so a test clock can
+// drive a worker's loop.
+//
 // Threading: start() and stop() from the owner (stop() is idempotent and joins; the destructor
 // stops). The waits (wait, waitFor, waitUntil, sleepFor) from the loop's thread only: one waiter.
 // wake() and stopRequested() from any thread.
@@ -19,11 +22,14 @@
 #include <mutex>
 #include <thread>
 
+#include "server/common/clock.h"
+
 namespace kfaild::common {
 
 class Worker {
  public:
-  Worker() = default;
+  Worker() : clock_(systemClock()) {}
+  explicit Worker(const Clock& clock) : clock_(clock) {}
   ~Worker() { stop(); }
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -37,15 +43,19 @@ class Worker {
 
   void stop() {
     if (!thread_.joinable()) return;
-    stopping_ = true;
-    {
-      std::lock_guard registry(registry_mutex_);
-      if (waiter_mutex_ != nullptr) {
-        std::lock_guard guard(*waiter_mutex_);
-        wake_.notify_all();
-      }
-    }
+    requestStop();
     thread_.join();
+  }
+
+  // Raises the stop flag and wakes the loop without waiting for it to end (callable from the
+  // loop's own thread too); stop() still joins.
+  void requestStop() {
+    stopping_ = true;
+    std::lock_guard registry(registry_mutex_);
+    if (waiter_mutex_ != nullptr) {
+      std::lock_guard guard(*waiter_mutex_);
+      wake_.notify_all();
+    }
   }
 
   bool stopRequested() const { return stopping_.load(); }
@@ -53,14 +63,14 @@ class Worker {
   // Waits with `lock` (held on entry and on return) until `ready()`, a stop request or the
   // deadline; returns ready() as evaluated last, under the lock. A thread that changes what
   // `ready` reads does so under the same mutex and then calls wake().
+  // `deadline` is on the clock's monotonic time (Clock::monoNow()).
   template <typename Ready>
-  bool waitUntil(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point deadline,
-                 Ready ready) {
-    return waitWithStop(lock, [&](auto& pred) { wake_.wait_until(lock, deadline, pred); }, ready);
+  bool waitUntil(std::unique_lock<std::mutex>& lock, MonoMicros deadline, Ready ready) {
+    return waitWithStop(lock, [&](auto& pred) { clock_.waitUntil(lock, wake_, deadline, pred); }, ready);
   }
   template <typename Ready>
   bool waitFor(std::unique_lock<std::mutex>& lock, std::chrono::microseconds timeout, Ready ready) {
-    return waitUntil(lock, std::chrono::steady_clock::now() + timeout, std::move(ready));
+    return waitUntil(lock, clock_.monoNow() + timeout.count(), std::move(ready));
   }
   // Without a deadline: until ready() or a stop request.
   template <typename Ready>
@@ -85,7 +95,7 @@ class Worker {
     lock.unlock();
     setWaiter(lock.mutex());
     lock.lock();
-    auto pred = [&] { return stopping_.load() || ready(); };
+    std::function<bool()> pred = [&] { return stopping_.load() || ready(); };
     wait(pred);
     const bool is_ready = ready();
     lock.unlock();
@@ -94,11 +104,17 @@ class Worker {
     return is_ready;
   }
 
+  static const Clock& systemClock() {
+    static const SystemClock clock;
+    return clock;
+  }
+
   void setWaiter(std::mutex* mutex) {
     std::lock_guard registry(registry_mutex_);
     waiter_mutex_ = mutex;
   }
 
+  const Clock& clock_;
   std::atomic<bool> stopping_{false};
   std::condition_variable wake_;
   std::mutex registry_mutex_;

@@ -1,5 +1,7 @@
 #include "server/drill/cron.h"
 
+#include <random>
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -347,6 +349,18 @@ std::optional<common::WallMicros> CronSchedule::nextAfter(common::WallMicros t_u
     return found * kMicrosPerMinute;
   }
   return std::nullopt;
+}
+
+std::int64_t nextScheduledRun(const std::string& cron, std::int64_t jitter_s, std::int64_t after_us) {
+  auto schedule = CronSchedule::parse(cron);
+  if (!schedule) return -1;
+  auto next = schedule->nextAfter(after_us);
+  if (!next) return -1;
+  if (jitter_s > 0) {
+    std::mt19937_64 rng(std::random_device{}());
+    *next += std::uniform_int_distribution<std::int64_t>(0, jitter_s * 1'000'000)(rng);
+  }
+  return *next;
 }
 
 }  // namespace kfaild::drill

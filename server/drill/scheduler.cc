@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <random>
 
 #include "server/drill/cron.h"
 #include "server/drill/drill_spec.h"
@@ -12,7 +11,7 @@ namespace kfaild::drill {
 
 Scheduler::Scheduler(storage::DrillStore& store, const common::Clock& clock,
                      std::map<storage::ClusterId, DrillRunner*> runners)
-    : store_(store), clock_(clock), runners_(std::move(runners)) {}
+    : store_(store), clock_(clock), runners_(std::move(runners)), worker_(clock) {}
 
 Scheduler::~Scheduler() { stop(); }
 
@@ -25,18 +24,6 @@ void Scheduler::start() {
 }
 
 void Scheduler::stop() { worker_.stop(); }
-
-std::int64_t Scheduler::nextRun(const std::string& cron, std::int64_t jitter_s, std::int64_t after_us) {
-  auto schedule = CronSchedule::parse(cron);
-  if (!schedule) return -1;
-  auto next = schedule->nextAfter(after_us);
-  if (!next) return -1;
-  if (jitter_s > 0) {
-    std::mt19937_64 rng(std::random_device{}());
-    *next += std::uniform_int_distribution<std::int64_t>(0, jitter_s * 1'000'000)(rng);
-  }
-  return *next;
-}
 
 void Scheduler::save(const storage::ScheduleRecord& schedule) {
   if (auto s = store_.recordScheduleRun(schedule); !s) {
@@ -51,7 +38,7 @@ void Scheduler::tick() {
   for (auto s : *schedules) {
     if (!s.enabled) continue;
     if (!s.next_run_us) {
-      const auto next = nextRun(s.cron, s.jitter_s, now);
+      const auto next = nextScheduledRun(s.cron, s.jitter_s, now);
       if (next < 0) continue;
       s.next_run_us = next;
       save(s);
@@ -76,7 +63,7 @@ void Scheduler::tick() {
       }
       spdlog::info("schedule {} ({}): {}", s.id, s.name, s.last_outcome);
     }
-    const auto next = nextRun(s.cron, s.jitter_s, now);
+    const auto next = nextScheduledRun(s.cron, s.jitter_s, now);
     s.next_run_us = next < 0 ? std::optional<std::int64_t>() : next;
     save(s);
   }

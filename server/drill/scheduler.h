@@ -32,10 +32,6 @@ class Scheduler {
   // A run counts as missed when it is found this long after it fell due.
   static constexpr std::int64_t kMissedAfterUs = 60'000'000;
 
-  // The schedule's next run strictly after `after_us`, with its random delay drawn; -1 when the
-  // cron text does not parse or never matches.
-  static std::int64_t nextRun(const std::string& cron, std::int64_t jitter_s, std::int64_t after_us);
-
  private:
   void save(const storage::ScheduleRecord& schedule);
 

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <stdexcept>
 #include <ctime>
 
 namespace kfaild::fault {
@@ -120,6 +121,73 @@ std::vector<BrokerLogLine> selectKafkaLogLines(std::string_view text, const std:
     if (!wanted) continue;
     line->file = file;
     out.push_back(std::move(*line));
+  }
+  return out;
+}
+
+namespace {
+
+// controller.log lines about a broker, by what they mean.
+struct ControllerMark {
+  const char* needle;
+  const char* kind;
+};
+constexpr ControllerMark kControllerMarks[] = {
+    {"because its session has timed out", "fenced"},
+    {"has requested and been granted a controlled shutdown", "controlled_shutdown"},
+    {"to shut down has been granted", "shutdown_granted"},
+};
+
+}  // namespace
+
+std::vector<FailoverLogEvent> readFailoverLogs(const std::vector<LogSource>& nodes, std::int32_t target,
+                                               const std::vector<std::string>& topics, common::WallMicros since) {
+  std::vector<FailoverLogEvent> out;
+  std::vector<std::string> controller_needles;
+  for (const auto& m : kControllerMarks) controller_needles.emplace_back(m.needle);
+  // "Fencing broker 1 at epoch", "Unfenced broker 1 has requested", "request from broker 1 to shut down"
+  const std::string subject = "broker " + std::to_string(target) + " ";
+  for (const auto& source : nodes) {
+    if (source.injector == nullptr) continue;
+    if (source.controller) {
+      auto lines = source.injector->logLines("controller.log", since, controller_needles);
+      if (!lines) continue;
+      for (const auto& line : *lines) {
+        if (line.message.find(subject) == std::string::npos) continue;
+        for (const auto& m : kControllerMarks) {
+          if (line.message.find(m.needle) == std::string::npos) continue;
+          out.push_back({line.t, m.kind, target, source.node, line.file, line.message, std::nullopt, std::nullopt});
+        }
+      }
+      continue;
+    }
+    std::vector<std::string> needles;
+    for (const auto& t : topics) needles.push_back("Leader " + t + "-");
+    if (auto lines = source.injector->logLines("state-change.log", since, needles); lines) {
+      for (const auto& line : *lines) {
+        if (line.message.find("starts at leader epoch") == std::string::npos) continue;
+        for (const auto& t : topics) {
+          const auto marker = "Leader " + t + "-";
+          const auto at = line.message.find(marker);
+          if (at == std::string::npos) continue;
+          const auto rest = line.message.substr(at + marker.size());
+          std::int32_t partition = -1;
+          try {
+            partition = std::stoi(rest.substr(0, rest.find(' ')));
+          } catch (const std::exception&) {
+            continue;
+          }
+          out.push_back({line.t, "leader_epoch_start", source.node, source.node, line.file, line.message, t, partition});
+        }
+      }
+    }
+    if (source.node == target) {
+      if (auto lines = source.injector->logLines("server.log", since, {"Terminating process due to signal"}); lines) {
+        for (const auto& line : *lines) {
+          out.push_back({line.t, "signal_received", target, source.node, line.file, line.message, std::nullopt, std::nullopt});
+        }
+      }
+    }
   }
   return out;
 }

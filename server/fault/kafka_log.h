@@ -7,6 +7,7 @@
 // `log_timezone` names. Lines that do not start with a timestamp (stack traces, the rest of a
 // multi-line message) are continuation lines and are skipped. Pure functions, thread-safe.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,5 +39,30 @@ std::vector<BrokerLogLine> selectKafkaLogLines(std::string_view text, const std:
 // The line Kafka writes when it receives SIGTERM (kafka.Kafka's shutdown hook, logged by
 // org.apache.kafka.common.utils.LoggingSignalHandler). The graceful stop's own time.
 inline constexpr std::string_view kSigtermLine = "Terminating process due to signal SIGTERM";
+
+// A line of a node's own logs that marks a phase of a failover: "fenced", "controlled_shutdown",
+// "shutdown_granted" (controller.log, about the target), "leader_epoch_start" (state-change.log
+// of a broker becoming a probe partition's leader), "signal_received" (the target's server.log).
+struct FailoverLogEvent {
+  common::WallMicros t = 0;
+  std::string kind;
+  std::int32_t broker = -1;  // the broker the line is about (the new leader for leader_epoch_start)
+  std::int32_t node = -1;    // whose log it is
+  std::string file;
+  std::string line;
+  std::optional<std::string> topic;  // leader_epoch_start only
+  std::optional<std::int32_t> partition;
+};
+
+struct LogSource {
+  std::int32_t node = -1;
+  bool controller = false;
+  Injector* injector = nullptr;
+};
+
+// Reads the failover's marks from every node's logs since `since` (nodes whose logs cannot be
+// read contribute nothing). `topics` are the probe topics.
+std::vector<FailoverLogEvent> readFailoverLogs(const std::vector<LogSource>& nodes, std::int32_t target,
+                                               const std::vector<std::string>& topics, common::WallMicros since);
 
 }  // namespace kfaild::fault

@@ -14,6 +14,7 @@
 #include "api/http_server.h"
 #include "api/live_state.h"
 #include "api/router.h"
+#include "tests/support/manual_clock.h"
 #include "server/common/clock.h"
 #include "storage/sqlite_store.h"
 #include "tests/api/http_client.h"
@@ -175,7 +176,7 @@ class ApiHarness {
   Router& router() { return router_; }
   FixedLiveClusters& live() { return live_; }
   storage::SqliteStore& store() { return *store_; }
-  common::ManualClock& clock() { return clock_; }
+  kfaild::testing::ManualClock& clock() { return clock_; }
   storage::ClusterId labId() const { return lab_id_; }
 
   HttpReply get(const std::string& target) { return httpGet(port(), target); }
@@ -240,7 +241,7 @@ class ApiHarness {
   }
 
   kfaild::testing::TempDir dir_;
-  common::ManualClock clock_;
+  kfaild::testing::ManualClock clock_;
   std::unique_ptr<storage::SqliteStore> store_;
   storage::ClusterId lab_id_ = 0;
   storage::ClusterId retired_id_ = 0;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/endpoints.h"
+#include "tests/support/manual_clock.h"
 #include "server/common/time_format.h"
 #include "server/drill/errc.h"
 #include "storage/sqlite_drill_store.h"
@@ -175,13 +176,13 @@ class DrillApi {
   storage::SqliteStore& store() { return *store_; }
   storage::SqliteDrillStore& drills() { return *drills_; }
   FakeDrillControl& control() { return *control_; }
-  common::ManualClock& clock() { return clock_; }
+  kfaild::testing::ManualClock& clock() { return clock_; }
   storage::ClusterId lab() const { return lab_; }
   storage::ClusterId idle() const { return idle_; }
 
  private:
   kfaild::testing::TempDir dir_;
-  common::ManualClock clock_;
+  kfaild::testing::ManualClock clock_;
   std::unique_ptr<storage::SqliteStore> store_;
   std::unique_ptr<storage::SqliteDrillStore> drills_;
   storage::ClusterId lab_ = 0;

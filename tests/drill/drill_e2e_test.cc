@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "server/drill/drill_runner.h"
+#include "server/drill/live_seams.h"
 #include "server/drill/errc.h"
 #include "server/fault/injector_factory.h"
 #include "server/kafka/admin.h"
@@ -60,6 +61,9 @@ struct Daemon {
   std::unique_ptr<observe::ClientLogWatcher> client_log;
   std::unique_ptr<observe::MetadataPoller> poller;
   std::unique_ptr<probe::ProbeRunner> probe;
+  std::unique_ptr<drill::PollerView> view;
+  std::unique_ptr<drill::RunnerProbeView> probe_view;
+  std::unique_ptr<drill::KafkaClusterAdmin> admin;
   std::unique_ptr<drill::DrillRunner> runner;
 
   explicit Daemon(const std::string& topic) : cluster(labCluster(topic)) {
@@ -77,11 +81,15 @@ struct Daemon {
     probe = std::make_unique<probe::ProbeRunner>(cluster, id, *store, clock, client_log->sink());
     std::map<std::int32_t, std::unique_ptr<fault::Injector>> injectors;
     for (const auto& n : cluster.inventory) injectors[n.id] = fault::makeInjector(n, clock);
-    runner = std::make_unique<drill::DrillRunner>(cluster, id, *store, *drills, clock, *poller, *probe,
-                                                  std::move(injectors));
+    view = std::make_unique<drill::PollerView>(*poller);
+    probe_view = std::make_unique<drill::RunnerProbeView>(*probe);
+    admin = std::make_unique<drill::KafkaClusterAdmin>(cluster);
+    REQUIRE(admin->connect());
+    runner = std::make_unique<drill::DrillRunner>(cluster, id, *store, *drills, clock,
+                                                  drill::RunnerSeams{*view, *probe_view, *admin}, std::move(injectors));
     REQUIRE(probe->start());
     REQUIRE(poller->start());
-    REQUIRE(runner->start());
+    runner->start();
   }
   ~Daemon() {
     runner->stop();

@@ -1,3 +1,4 @@
+#include "tests/support/manual_clock.h"
 #include "server/fault/docker_injector.h"
 
 #include <sys/socket.h>
@@ -149,7 +150,7 @@ TEST_CASE("container names are URL-encoded and endpoints parsed", "[unit][fault]
 
 TEST_CASE("a socket that is missing or refuses is an unreachable engine", "[integration][fault]") {
   const kfaild::testing::TempDir dir;
-  const kfaild::common::ManualClock clock;
+  const kfaild::testing::ManualClock clock;
   DockerInjector missing({"unix://" + (dir / "none.sock").string(), "kfaild-lab-k1"}, LogZone::utc,
                          clock);
   const auto a = missing.kill();
@@ -176,7 +177,7 @@ TEST_CASE("a socket that is missing or refuses is an unreachable engine", "[inte
 
 TEST_CASE("an engine that accepts but never answers times out", "[integration][fault]") {
   const kfaild::testing::TempDir dir;
-  const kfaild::common::ManualClock clock;
+  const kfaild::testing::ManualClock clock;
   const std::string path = (dir / "silent.sock").string();
   const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
   sockaddr_un addr{};

@@ -1,3 +1,4 @@
+#include "tests/support/manual_clock.h"
 #include "server/fault/ssh_injector.h"
 
 #include <catch2/catch.hpp>
@@ -29,7 +30,7 @@ TEST_CASE(
     "ssh runs with a fixed argv where config values are single arguments and the command comes "
     "last",
     "[unit][fault]") {
-  const kfaild::common::ManualClock clock;
+  const kfaild::testing::ManualClock clock;
   const SshInjector injector(labTarget(), LogZone::utc, clock);
   const auto argv = injector.sshArgv("date");
   REQUIRE(argv);
@@ -66,7 +67,7 @@ TEST_CASE(
 
 TEST_CASE("a host or user that ssh would read as an option or a shell would interpret is refused",
           "[unit][fault][reliability]") {
-  const kfaild::common::ManualClock clock;
+  const kfaild::testing::ManualClock clock;
   for (const std::string host :
        {"-oProxyCommand=touch /tmp/x", "k1;reboot", "k1 k2", "$(id)", "`id`", "k1|nc", ""}) {
     auto t = labTarget();
@@ -159,7 +160,7 @@ TEST_CASE("the remote clock is read in nanoseconds or in seconds where date has 
 }
 
 TEST_CASE("a log file name that is a path is refused before anything runs", "[unit][fault]") {
-  const kfaild::common::ManualClock clock;
+  const kfaild::testing::ManualClock clock;
   SshInjector injector(labTarget(), LogZone::utc, clock, "/nonexistent/ssh");
   const auto lines = injector.logLines("../../etc/shadow", 0, {"x"});
   REQUIRE_FALSE(lines);

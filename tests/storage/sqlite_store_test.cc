@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/manual_clock.h"
 #include "server/common/clock.h"
 #include "tests/storage/store_test_support.h"
 #include "tests/support/temp_dir.h"
@@ -472,7 +473,7 @@ TEST_CASE("a reopened database keeps every sample, gap, event and cluster",
 TEST_CASE("ensureCluster returns the same id for the same name and follows bootstrap changes",
           "[integration][storage]") {
   TempDir dir;
-  common::ManualClock clock(kBase);
+  kfaild::testing::ManualClock clock(kBase);
   SqliteStoreOptions options;
   options.clock = &clock;
   auto store = openStore((dir / "kfaild.db").string(), options);

@@ -1,5 +1,7 @@
 #include "tools/kfailctl/summary.h"
 
+#include "server/drill/drill_state.h"
+
 #include <fmt/format.h>
 
 namespace kfaild::ctl {
@@ -26,9 +28,7 @@ const json& member(const json& object, const char* key) {
 
 }  // namespace
 
-bool isFinished(const std::string& state) {
-  return state == "done" || state == "failed" || state == "aborted";
-}
+bool isFinished(const std::string& state) { return drill::isTerminal(state); }
 
 std::string formatSeconds(const json& micros) {
   if (!micros.is_number()) return "-";

@@ -1,0 +1,164 @@
+#include "server/drill/guard_inputs.h"
+
+#include <random>
+
+#include "server/drill/errc.h"
+
+namespace kfaild::drill {
+namespace {
+
+Error refused(const std::string& reason) { return Error{make_error_code(errc::guard_refused), reason}; }
+
+}  // namespace
+
+Result<std::int32_t> resolveTarget(const EngineDeps& deps, const Target& target) {
+  const auto& cluster = deps.cluster;
+  switch (target.kind) {
+    case TargetKind::kBroker:
+      if (!deps.injectors.count(target.broker)) {
+        return Error{make_error_code(errc::invalid_request),
+                     "target.broker: node " + std::to_string(target.broker) + " is not in the inventory of cluster " +
+                         cluster.name};
+      }
+      return target.broker;
+    case TargetKind::kLeaderOf: {
+      const auto observed = deps.view.latest();
+      if (!observed.snapshot) return refused("the cluster's metadata is unavailable");
+      const auto* topic = observed.snapshot->topic(target.topic);
+      if (topic == nullptr) {
+        return Error{make_error_code(errc::invalid_request),
+                     "target.leader_of.topic: " + target.topic + " is not a probe topic of cluster " + cluster.name};
+      }
+      for (const auto& p : topic->partitions) {
+        if (p.partition != target.partition) continue;
+        if (p.leader < 0) return refused(target.topic + "-" + std::to_string(p.partition) + " has no leader");
+        if (!deps.injectors.count(p.leader)) {
+          return refused("the leader of " + target.topic + "-" + std::to_string(p.partition) + ", broker " +
+                         std::to_string(p.leader) + ", is not in the inventory");
+        }
+        return p.leader;
+      }
+      return Error{make_error_code(errc::invalid_request),
+                   "target.leader_of.partition: " + target.topic + " has no partition " + std::to_string(target.partition)};
+    }
+    case TargetKind::kController:
+      for (const auto& node : cluster.inventory) {
+        if (node.role == "controller") return node.id;
+      }
+      return Error{make_error_code(errc::invalid_request), "target.controller: no controller in the inventory"};
+    case TargetKind::kRandom: {
+      std::vector<std::int32_t> brokers;
+      for (const auto& node : cluster.inventory) {
+        if (node.role == "broker") brokers.push_back(node.id);
+      }
+      if (brokers.empty()) return Error{make_error_code(errc::invalid_request), "target.random: no broker in the inventory"};
+      std::mt19937 rng(std::random_device{}());
+      return brokers[std::uniform_int_distribution<std::size_t>(0, brokers.size() - 1)(rng)];
+    }
+  }
+  return Error{make_error_code(errc::invalid_request), "target: unknown kind"};
+}
+
+GuardInput GuardInputs::base(std::int32_t target, const DrillSpec& spec) const {
+  GuardInput in;
+  in.fault = spec.fault;
+  in.target = target;
+  in.allow_unavailable = spec.options.allow_unavailable;
+  for (const auto& node : deps_.cluster.inventory) {
+    in.inventory.insert(node.id);
+    if (node.role == "broker") in.inventory_brokers.insert(node.id);
+  }
+  for (const auto& t : deps_.cluster.probe.topics) in.probe_topics.push_back(t.name);
+  const auto status = deps_.probe.status();
+  if (status.phase != probe::ProbePhase::kProbing) {
+    in.probe_problem = std::string(probe::toString(status.phase)) + (status.problem.empty() ? "" : " (" + status.problem + ")");
+  }
+  const auto now = deps_.clock.monoNow();
+  for (const auto& p : status.partitions) {
+    ProbeHealth h;
+    h.topic = p.topic;
+    h.partition = p.partition;
+    if (p.oldest_outstanding_sent) h.backlog_us = now - p.oldest_outstanding_sent->mono;
+    h.holding = p.holding_since.has_value();
+    if (p.last_ack) h.last_ack_age_us = now - p.last_ack->mono;
+    if (p.last_receive) h.last_receive_age_us = now - p.last_receive->mono;
+    in.probe.push_back(h);
+  }
+  in.gap_threshold_us = deps_.cluster.probe.gap_threshold_us;
+  return in;
+}
+
+ClusterFacts GuardInputs::read() {
+  ClusterFacts facts;
+  auto all = deps_.admin.describeCluster();
+  if (!all) {
+    facts.problem = "the cluster's metadata is unavailable: " + all.error().describe();
+  } else {
+    facts.all = std::move(*all);
+    // Without a controller nobody fences the broker or elects new leaders: the "drill" would be
+    // an outage until the node is back.
+    if (auto answered = deps_.admin.controllerAnswers(); !answered) {
+      facts.problem = "the KRaft controller does not answer (" + answered.error().describe() +
+                      "): nothing would fence the broker or elect new leaders";
+    } else {
+      std::vector<std::string> topics;
+      for (const auto& t : facts.all->topics) topics.push_back(t.name);
+      auto min_isr = deps_.admin.topicConfig(topics, "min.insync.replicas");
+      if (!min_isr) {
+        facts.problem = "cannot read min.insync.replicas: " + min_isr.error().describe();
+      } else {
+        for (const auto& [topic, value] : *min_isr) {
+          try {
+            facts.min_insync[topic] = std::stoi(value);
+          } catch (const std::exception&) {
+            facts.min_insync[topic] = 1;
+          }
+        }
+      }
+    }
+  }
+  facts.read_at = deps_.clock.monoNow();
+  {
+    std::lock_guard lock(mutex_);
+    latest_ = facts;
+    refresh_wanted_ = false;
+  }
+  read_done_.notify_all();
+  return facts;
+}
+
+bool GuardInputs::refreshWanted() const {
+  std::lock_guard lock(mutex_);
+  return refresh_wanted_;
+}
+
+std::optional<ClusterFacts> GuardInputs::fresh(const std::function<void()>& ask_refresh) {
+  std::unique_lock lock(mutex_);
+  const auto is_fresh = [&] { return latest_ && deps_.clock.monoNow() - latest_->read_at <= kMaxFactsAgeUs; };
+  if (is_fresh()) return latest_;
+  refresh_wanted_ = true;
+  lock.unlock();
+  ask_refresh();
+  lock.lock();
+  // Real time: this bounds how long an HTTP thread waits, whatever the engine's clock does.
+  const auto asked_at = deps_.clock.monoNow();
+  read_done_.wait_for(lock, kRefreshWait, [&] { return latest_ && latest_->read_at >= asked_at; });
+  if (latest_ && latest_->read_at >= asked_at) return latest_;
+  return std::nullopt;
+}
+
+std::optional<std::string> checkWithFacts(GuardInput in, const ClusterFacts& facts,
+                                          const std::optional<std::string>& open_recovery) {
+  if (!facts.all) return facts.problem.value_or("the cluster's metadata is unavailable");
+  if (open_recovery) return open_recovery;
+  if (facts.problem) return facts.problem;
+  in.cluster = &*facts.all;
+  // min.insync.replicas matters only where the target is in the ISR with company.
+  for (const auto& t : facts.all->topics) {
+    auto value = facts.min_insync.find(t.name);
+    if (value != facts.min_insync.end()) in.min_insync[t.name] = value->second;
+  }
+  return checkGuards(in);
+}
+
+}  // namespace kfaild::drill

@@ -1,0 +1,54 @@
+#include "server/drill/live_seams.h"
+
+#include "server/drill/errc.h"
+
+namespace kfaild::drill {
+
+Result<rd_kafka_t*> KafkaClusterAdmin::handle() {
+  std::lock_guard lock(mutex_);
+  if (!handle_) {
+    kafka::ClientOptions options;
+    options.bootstrap = cluster_.bootstrap;
+    options.properties = cluster_.client;
+    options.client_id = "kfaild-" + cluster_.name + "-drill";
+    auto created = kafka::createClient(RD_KAFKA_PRODUCER, options, {{"allow.auto.create.topics", "false"}});
+    if (!created) return created.error();
+    handle_ = std::move(*created);
+  }
+  return handle_.get();
+}
+
+Status KafkaClusterAdmin::connect() {
+  auto h = handle();
+  if (!h) return Error{make_error_code(errc::injector_failed), "cannot create the admin client: " + h.error().describe()};
+  return okStatus();
+}
+
+Result<kafka::ClusterSnapshot> KafkaClusterAdmin::describeCluster() {
+  auto h = handle();
+  if (!h) return h.error();
+  return kafka::fetchAllMetadata(*h, kTimeoutMs);
+}
+
+Status KafkaClusterAdmin::controllerAnswers() {
+  auto h = handle();
+  if (!h) return h.error();
+  return kafka::controllerAnswers(*h, kControllerTimeoutMs);
+}
+
+Result<std::map<std::string, std::string>> KafkaClusterAdmin::topicConfig(const std::vector<std::string>& topics,
+                                                                          const std::string& key) {
+  auto h = handle();
+  if (!h) return h.error();
+  return kafka::describeTopicConfig(*h, topics, key, kTimeoutMs);
+}
+
+Status KafkaClusterAdmin::electPreferredLeaders(const std::vector<kafka::TopicPartition>& partitions) {
+  auto h = handle();
+  if (!h) return h.error();
+  auto elected = kafka::electPreferredLeaders(*h, partitions, kTimeoutMs * 2);
+  if (!elected) return elected.error();
+  return okStatus();
+}
+
+}  // namespace kfaild::drill

@@ -1,0 +1,60 @@
+#pragma once
+
+// The drill engine's seams over the real thing: the metadata poller, the probe runner and a
+// librdkafka admin client.
+
+#include <memory>
+#include <mutex>
+
+#include "server/config/config.h"
+#include "server/drill/seams.h"
+#include "server/kafka/client.h"
+
+namespace kfaild::drill {
+
+class PollerView final : public ClusterView {
+ public:
+  explicit PollerView(const observe::MetadataPoller& poller) : poller_(poller) {}
+  observe::ObservedCluster latest() const override { return poller_.latest(); }
+
+ private:
+  const observe::MetadataPoller& poller_;
+};
+
+class RunnerProbeView final : public ProbeView {
+ public:
+  explicit RunnerProbeView(const probe::ProbeRunner& probe) : probe_(probe) {}
+  probe::ProbeStatus status() const override { return probe_.status(); }
+  std::vector<storage::ProbeSample> pending(common::WallMicros from, common::WallMicros to) const override {
+    return probe_.pending(from, to);
+  }
+
+ private:
+  const probe::ProbeRunner& probe_;
+};
+
+// A librdkafka client of its own (created on first use) for the admin calls.
+class KafkaClusterAdmin final : public ClusterAdmin {
+ public:
+  static constexpr int kTimeoutMs = 5000;
+  static constexpr int kControllerTimeoutMs = 3000;
+
+  explicit KafkaClusterAdmin(const config::ClusterConfig& cluster) : cluster_(cluster) {}
+
+  // Creates the client now: a refused client property is an error at start-up, not at a drill.
+  Status connect();
+  Result<kafka::ClusterSnapshot> describeCluster() override;
+  Status controllerAnswers() override;
+  Result<std::map<std::string, std::string>> topicConfig(const std::vector<std::string>& topics,
+                                                         const std::string& key) override;
+  Status electPreferredLeaders(const std::vector<kafka::TopicPartition>& partitions) override;
+
+ private:
+  Result<rd_kafka_t*> handle();
+
+  config::ClusterConfig cluster_;
+  std::mutex mutex_;
+  kafka::Handle handle_;  // guarded by mutex_ until created; librdkafka's handle is thread-safe
+};
+
+}  // namespace kfaild::drill

@@ -1,0 +1,198 @@
+#include "server/drill/node_recovery.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "server/drill/errc.h"
+#include "server/drill/event_log.h"
+
+namespace kfaild::drill {
+namespace {
+
+constexpr std::int64_t kSecond = 1'000'000;
+constexpr std::int64_t kRejoinPollUs = 200'000;
+
+}  // namespace
+
+std::string orphanProblem(const storage::RecoveryEntry& entry, const std::string& cluster) {
+  return "node " + std::to_string(entry.node) + " left down by drill " + std::to_string(entry.drill_id) +
+         " is no longer in the inventory of cluster " + cluster +
+         ", so kfaild cannot bring it back: once it is back (or retired), resolve recovery " +
+         std::to_string(entry.id) + " (POST /api/v1/recoveries/" + std::to_string(entry.id) + "/resolve)";
+}
+
+bool NodeRecovery::nodeBack(std::int32_t node) const {
+  const auto observed = deps_.view.latest();
+  if (!observed.reachable || !observed.snapshot) return false;
+  bool is_broker = false;
+  for (const auto& n : deps_.cluster.inventory) {
+    if (n.id == node) is_broker = n.role == "broker";
+  }
+  if (!is_broker) return !observed.snapshot->brokers.empty();  // a controller: the cluster answers
+  if (!observed.snapshot->hasBroker(node)) return false;
+  for (const auto& t : observed.snapshot->topics) {
+    for (const auto& p : t.partitions) {
+      const bool replica = std::find(p.replicas.begin(), p.replicas.end(), node) != p.replicas.end();
+      const bool in_isr = std::find(p.isr.begin(), p.isr.end(), node) != p.isr.end();
+      if (replica && !in_isr) return false;
+    }
+  }
+  return true;
+}
+
+Status NodeRecovery::bringBack(std::int32_t node, const std::string& action, std::int64_t timeout_us,
+                               const RetryReport& on_retry) {
+  auto& injector = deps_.injectors.at(node);
+  const auto& clock = deps_.clock;
+  const auto deadline = clock.monoNow() + timeout_us;
+  std::int64_t backoff = kSecond;
+  int attempt = 0;
+  std::string last_error;
+  while (clock.monoNow() < deadline) {
+    auto state = injector->inspect();
+    const bool running = state && state->running && !state->paused;
+    if (!running) {
+      auto done = action == "resume" && state && state->paused ? injector->resume() : injector->start();
+      ++attempt;
+      if (!done) {
+        last_error = done.error().describe();
+        spdlog::warn("recovery of node {}: {} failed: {} (retrying in {} s)", node, action, last_error, backoff / kSecond);
+        if (on_retry) on_retry(attempt, last_error, backoff);
+        clock.sleepUntil(std::min(clock.monoNow() + backoff, deadline));
+        backoff = std::min<std::int64_t>(backoff * 2, 30 * kSecond);
+        continue;
+      }
+      // Stamped when the start was asked for: the command returns after the process is up.
+      recordEvent(deps_, "injector", action == "resume" ? "resumed" : "started", done->requested_at, node,
+                  {{"injector", injector->describe()}, {"returned_us", clock.wallNow()}});
+    }
+    // Wait for the node to rejoin: registered and back in every probe ISR.
+    while (clock.monoNow() < deadline) {
+      if (nodeBack(node)) return okStatus();
+      clock.sleepFor(kRejoinPollUs);
+      auto again = injector->inspect();
+      if (again && !again->running) break;  // it died again: start it again
+    }
+  }
+  return Error{make_error_code(errc::injector_failed),
+               "node " + std::to_string(node) + " not back within " + std::to_string(timeout_us / kSecond) + " s" +
+                   (last_error.empty() ? "" : ": " + last_error)};
+}
+
+Result<storage::RecoveryEntry> NodeRecovery::open(std::int64_t drill_id, std::int32_t node, const std::string& action) {
+  storage::RecoveryEntry entry;
+  entry.drill_id = drill_id;
+  entry.cluster = deps_.cluster_id;
+  entry.node = node;
+  entry.action = action;
+  entry.phase = "inject";
+  entry.created_us = deps_.clock.wallNow();
+  auto id = deps_.drills.addRecovery(entry);
+  if (!id) return id.error();
+  entry.id = *id;
+  return entry;
+}
+
+void NodeRecovery::save(const storage::RecoveryEntry& entry) {
+  // The node is recovered either way; a journal that stays open only means the next start of
+  // kfaild checks that node again.
+  if (auto s = deps_.drills.updateRecovery(entry); !s) {
+    spdlog::error("recovery journal {}: cannot record it: {}", entry.id, s.error().describe());
+  }
+}
+
+std::optional<std::string> NodeRecovery::openProblem(std::optional<std::int64_t> running) const {
+  auto pending = deps_.drills.pendingRecoveries();
+  if (!pending) return "cannot read the recovery journal: " + pending.error().describe();
+  for (const auto& entry : *pending) {
+    if (entry.cluster != deps_.cluster_id || (running && entry.drill_id == *running)) continue;
+    if (!deps_.injectors.count(entry.node)) return orphanProblem(entry, deps_.cluster.name);
+    return "node " + std::to_string(entry.node) + " left down by drill " + std::to_string(entry.drill_id) +
+           " is not recovered yet (" + std::to_string(entry.attempts) + " attempt(s)" +
+           (entry.last_error.empty() ? "" : ", last error: " + entry.last_error) + ")";
+  }
+  return std::nullopt;
+}
+
+void NodeRecovery::scheduleRetry(std::int64_t in_us) {
+  retry_backoff_us_ = in_us;
+  retry_at_ = deps_.clock.monoNow() + in_us;
+}
+
+Result<int> NodeRecovery::replay(std::int64_t timeout_us) {
+  auto pending = deps_.drills.pendingRecoveries();
+  if (!pending) return pending.error();
+  int recovered = 0;
+  for (auto entry : *pending) {
+    if (entry.cluster != deps_.cluster_id) continue;
+    if (!deps_.injectors.count(entry.node)) {
+      spdlog::error("recovery journal: {}", orphanProblem(entry, deps_.cluster.name));
+      recordEvent(deps_, "kfaild", "recovery_orphaned", deps_.clock.wallNow(), entry.node,
+                  {{"drill", entry.drill_id}, {"recovery", entry.id}});
+      continue;
+    }
+    spdlog::warn("recovery journal: drill {} left node {} to {} (kfaild died during {})", entry.drill_id, entry.node,
+                 entry.action, entry.phase);
+    auto status = bringBack(entry.node, entry.action, timeout_us);
+    entry.attempts += 1;
+    if (!status) {
+      // kfaild still starts: it serves, probes and refuses drills on this cluster while the
+      // engine keeps trying.
+      entry.last_error = status.error().message;
+      save(entry);
+      spdlog::error("recovery journal: node {} of drill {} is still down: {}; retrying in the background", entry.node,
+                    entry.drill_id, status.error().describe());
+      scheduleRetry(kFirstRetryUs);
+      continue;
+    }
+    entry.done_us = deps_.clock.wallNow();
+    save(entry);
+    recordEvent(deps_, "kfaild", "recovered_after_restart", *entry.done_us, entry.node,
+                {{"drill", entry.drill_id}, {"phase", entry.phase}});
+    ++recovered;
+  }
+  return recovered;
+}
+
+void NodeRecovery::retryOpen() {
+  retry_at_.reset();
+  auto pending = deps_.drills.pendingRecoveries();
+  if (!pending) {
+    spdlog::error("recovery journal: cannot read it: {}", pending.error().describe());
+    return;
+  }
+  bool open = false;
+  for (auto entry : *pending) {
+    if (entry.cluster != deps_.cluster_id || !deps_.injectors.count(entry.node)) continue;
+    spdlog::warn("recovery of node {} (drill {}): trying again after {} attempt(s)", entry.node, entry.drill_id,
+                 entry.attempts);
+    const auto before = entry.attempts;
+    auto status = bringBack(entry.node, entry.action, 60 * kSecond, [&](int attempt, const std::string& error, std::int64_t) {
+      entry.attempts = before + attempt;
+      entry.last_error = error;
+      save(entry);
+    });
+    entry.attempts += 1;
+    if (!status) {
+      entry.last_error = status.error().message;
+      save(entry);
+      open = true;
+      continue;
+    }
+    entry.done_us = deps_.clock.wallNow();
+    save(entry);
+    recordEvent(deps_, "kfaild", "recovered_late", *entry.done_us, entry.node,
+                {{"drill", entry.drill_id}, {"attempts", entry.attempts}});
+    spdlog::info("recovery of node {} (drill {}): back after {} attempt(s)", entry.node, entry.drill_id, entry.attempts);
+  }
+  if (open) {
+    scheduleRetry(std::clamp<std::int64_t>(retry_backoff_us_ * 2, kFirstRetryUs, kMaxRetryUs));
+    spdlog::warn("recovery journal: node(s) of cluster {} still down; next attempt in {} s", deps_.cluster.name,
+                 retry_backoff_us_ / kSecond);
+  } else {
+    retry_backoff_us_ = 0;
+  }
+}
+
+}  // namespace kfaild::drill

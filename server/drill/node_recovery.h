@@ -1,0 +1,65 @@
+#pragma once
+
+// Bringing a node back after a fault, and the recovery journal that makes sure it happens even
+// when kfaild dies mid-drill. An entry is made durable before a fault is injected and closed only
+// when the node is back (or an operator resolves it); while one is open, drills on the cluster
+// are refused. Entries a previous kfaild left open are replayed at start; entries that could not
+// be closed in time are retried between drills with a growing backoff (30 s to 5 min). An entry
+// for a node that is no longer in the inventory cannot be retried: it is reported, and an
+// operator who has brought the node back (or retired it) resolves it through the API.
+//
+// Threading: the drill engine's thread only (and its start-up before the thread runs).
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "server/common/result.h"
+#include "server/drill/seams.h"
+
+namespace kfaild::drill {
+
+class NodeRecovery {
+ public:
+  static constexpr std::int64_t kFirstRetryUs = 30'000'000;
+  static constexpr std::int64_t kMaxRetryUs = 300'000'000;
+
+  explicit NodeRecovery(EngineDeps& deps) : deps_(deps) {}
+
+  // Called after each failed attempt: attempt number, error, the wait before the next one.
+  using RetryReport = std::function<void(int attempt, const std::string& error, std::int64_t retry_in_us)>;
+  // Starts (or resumes) `node` until it runs and has rejoined (registered, back in every ISR it
+  // is a replica of), retrying with backoff (1 s doubling to 30 s) up to `timeout_us`. Not
+  // interruptible: a node kfaild took down comes back before anything else happens.
+  Status bringBack(std::int32_t node, const std::string& action, std::int64_t timeout_us,
+                   const RetryReport& on_retry = {});
+  // Registered and in every ISR it is a replica of (a controller: the cluster answers).
+  bool nodeBack(std::int32_t node) const;
+
+  // The journal entry for a fault about to be injected, made durable now.
+  Result<storage::RecoveryEntry> open(std::int64_t drill_id, std::int32_t node, const std::string& action);
+  void save(const storage::RecoveryEntry& entry);
+
+  // Why no drill may start while `running` (if any) runs: a node an earlier drill left down.
+  std::optional<std::string> openProblem(std::optional<std::int64_t> running) const;
+
+  // At start: brings back every node a previous kfaild left down (each up to `timeout`). Returns
+  // how many; a node not back stays open and is retried by retryOpen().
+  Result<int> replay(std::int64_t timeout_us);
+  // Between drills: one more try at every open entry of the cluster; schedules the next try.
+  void retryOpen();
+  // When retryOpen() is due (monotonic), if anything is open.
+  std::optional<common::MonoMicros> retryDueAt() const { return retry_at_; }
+  void scheduleRetry(std::int64_t in_us);
+
+ private:
+  EngineDeps& deps_;
+  std::optional<common::MonoMicros> retry_at_;
+  std::int64_t retry_backoff_us_ = 0;
+};
+
+// The text an operator reads for an entry whose node is not in the inventory.
+std::string orphanProblem(const storage::RecoveryEntry& entry, const std::string& cluster);
+
+}  // namespace kfaild::drill

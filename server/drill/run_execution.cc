@@ -1,0 +1,451 @@
+#include "server/drill/run_execution.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "server/drill/event_log.h"
+#include "server/fault/kafka_log.h"
+
+namespace kfaild::drill {
+namespace {
+
+constexpr std::int64_t kPollUs = 100'000;
+constexpr std::int64_t kSecond = 1'000'000;
+
+std::string partitionName(const std::string& topic, std::int32_t partition) {
+  return topic + "-" + std::to_string(partition);
+}
+
+}  // namespace
+
+RunExecution::RunExecution(RunParts parts, storage::DrillRecord& drill, const DrillSpec& spec, int run)
+    : parts_(parts), deps_(parts.deps), drill_(drill), spec_(spec) {
+  outcome_.run = run;
+  outcome_.fault = spec.fault;
+}
+
+RunOutcome RunExecution::execute() {
+  if (!preflight() || !baseline() || !atFault() || !inject()) return outcome_;
+  if (injected_) observe();
+  if (!recover()) return outcome_;
+  if (injected_ && failure_.empty()) observeOffline();
+  outcome_.window_end_us = window_end_us_;
+  if (injected_) collectBrokerLogs();
+  if (!failure_.empty()) {
+    end(injected_ ? DrillState::kAborted : DrillState::kFailed, failure_);
+    return outcome_;
+  }
+  if (spec_.options.preferred_election) {
+    elect();
+    if (interrupted()) {
+      end(DrillState::kAborted, interruption("elect"));
+      return outcome_;
+    }
+  }
+  analyse();
+  return outcome_;
+}
+
+bool RunExecution::end(DrillState state, const std::string& reason) {
+  outcome_.state = state;
+  outcome_.reason = reason;
+  return false;
+}
+
+bool RunExecution::stopping() const { return parts_.worker.stopRequested(); }
+
+bool RunExecution::interrupted() const { return stopping() || parts_.queue.abortRequested(); }
+
+std::string RunExecution::interruption(const char* phase) const {
+  return std::string(stopping() ? "kfaild stopped during " : "aborted on request during ") + phase;
+}
+
+void RunExecution::setState(DrillState state, const std::string& reason) { parts_.records.setState(drill_, state, reason); }
+
+bool RunExecution::preflight() {
+  setState(DrillState::kPreflight);
+  auto target = resolveTarget(deps_, spec_.target);
+  if (!target) return end(DrillState::kFailed, target.error().message);
+  target_ = *target;
+  outcome_.target = target_;
+  const auto facts = parts_.guards.read();
+  if (auto reason = checkWithFacts(parts_.guards.base(target_, spec_), facts, parts_.recovery.openProblem(drill_.id))) {
+    return end(DrillState::kFailed, "refused: " + *reason);
+  }
+  min_insync_at_preflight_ = facts.min_insync;
+  // The way to the node must work before it is touched: a fault kfaild could not undo is worse
+  // than no drill.
+  auto& injector = deps_.injectors.at(target_);
+  if (auto state = injector->inspect(); !state) {
+    return end(DrillState::kFailed, "node " + std::to_string(target_) + " cannot be reached (" + injector->describe() +
+                                        "): " + state.error().describe());
+  }
+  // Every run starts from the leadership the topics were designed with: after a restart of the
+  // cluster one broker may lead everything, and the drill would never see a follower.
+  if (spec_.options.preflight_election) {
+    if (auto moved = notOnPreferredLeader(); !moved.empty()) {
+      setState(DrillState::kPreflight, "moving leadership back to the preferred replicas first");
+      outcome_.preflight_election = electPreferred(moved);
+      // The producer follows the moved leaders within moments; the baseline starts once every
+      // partition acks and reads back again, so that the move is not counted as noise.
+      const auto elected_us = deps_.clock.wallNow();
+      std::set<std::string> all;
+      for (const auto& p : deps_.probe.status().partitions) all.insert(partitionName(p.topic, p.partition));
+      const auto deadline = deps_.clock.monoNow() + 30 * kSecond;
+      while (!probesResumed(elected_us + kSecond, all) && deps_.clock.monoNow() < deadline &&
+             parts_.queue.sleep(kPollUs)) {
+      }
+      drill_.reason.clear();
+      parts_.records.persist(drill_);
+    }
+  }
+  if (interrupted()) return end(DrillState::kAborted, interruption("preflight"));
+  return true;
+}
+
+bool RunExecution::baseline() {
+  setState(DrillState::kBaseline);
+  baseline_start_us_ = deps_.clock.wallNow();
+  outcome_.baseline_start_us = baseline_start_us_;
+  if (!parts_.queue.sleep(spec_.options.baseline_s * kSecond)) return end(DrillState::kAborted, interruption("baseline"));
+  return true;
+}
+
+bool RunExecution::atFault() {
+  // Roles come from metadata at most two poll intervals old; the guards are asked again now,
+  // right before the fault, on what kfaild keeps fresh (the poller's metadata of the probe
+  // topics, the probe's own state), and the probe's state at this moment goes with the result.
+  // Every other topic was checked at preflight.
+  const auto max_age = std::max<std::int64_t>(2 * deps_.cluster.observe.metadata_interval_us, 500'000);
+  const auto observed = freshSnapshot(max_age);
+  if (!observed) {
+    if (interrupted()) return end(DrillState::kAborted, interruption("baseline"));
+    return end(DrillState::kFailed, "refused at the fault: no metadata younger than " + std::to_string(max_age / 1000) +
+                                        " ms (the cluster does not answer); the node was not touched");
+  }
+  const auto& snapshot = *observed->snapshot;
+  auto in = parts_.guards.base(target_, spec_);
+  in.cluster = &snapshot;
+  in.min_insync = min_insync_at_preflight_;
+  auto reason = parts_.recovery.openProblem(drill_.id);
+  if (!reason) reason = checkGuards(in);
+  if (reason) return end(DrillState::kFailed, "refused at the fault: " + *reason + "; the node was not touched");
+
+  LeadershipAtFault leadership;
+  leadership.observed_at_us = observed->snapshot_at;
+  for (const auto& t : snapshot.topics) {
+    for (const auto& p : t.partitions) at_fault_.push_back({t.name, p.partition, p.leader, p.replicas, p.isr});
+  }
+  leadership.partitions = at_fault_;
+  outcome_.leadership_at_fault = std::move(leadership);
+
+  const auto status = deps_.probe.status();
+  ProbeSnapshotAtFault probe;
+  const auto now = deps_.clock.monoNow();
+  for (const auto& p : status.partitions) {
+    analysis::ProbeAtFault f;
+    f.topic = p.topic;
+    f.partition = p.partition;
+    f.outstanding = static_cast<std::int64_t>(p.outstanding);
+    if (p.oldest_outstanding_sent) f.oldest_outstanding_age_us = now - p.oldest_outstanding_sent->mono;
+    f.holding = p.holding_since.has_value();
+    f.held_ticks = static_cast<std::int64_t>(p.counters.held_ticks);
+    probe.partitions.push_back(std::move(f));
+  }
+  probe.skipped_ticks = status.skipped_ticks;
+  probe.max_send_lateness_us = status.max_send_lateness_us;
+  probe.clock_steps = deps_.clock.steps();
+  outcome_.probe_at_fault = std::move(probe);
+  outcome_.probe_client = status.client_settings;
+
+  // Partitions whose only in-sync replica is the target cannot recover while it is down: the
+  // observation does not wait for them, the node is brought back, and their outage is measured
+  // to their first ack after that.
+  const bool node_stays_down = spec_.fault == FaultType::kKill || spec_.fault == FaultType::kStop;
+  for (const auto& p : at_fault_) {
+    const bool sole = node_stays_down && analysis::roleOf(target_, p) == analysis::Role::kSoleReplica;
+    (sole ? offline_ : recoverable_).insert(partitionName(p.topic, p.partition));
+  }
+  return true;
+}
+
+bool RunExecution::inject() {
+  setState(DrillState::kInject);
+  if (interrupted()) return end(DrillState::kAborted, interruption("inject") + "; the node was not touched");
+  auto journal = parts_.recovery.open(drill_.id, target_, spec_.fault == FaultType::kPause ? "resume" : "start");
+  if (!journal) return end(DrillState::kFailed, "cannot write the recovery journal: " + journal.error().describe());
+  journal_ = std::move(*journal);
+
+  auto& injector = deps_.injectors.at(target_);
+  Result<fault::FaultRecord> record = Error{};
+  switch (spec_.fault) {
+    case FaultType::kKill: record = injector->kill(); break;
+    case FaultType::kStop:
+    case FaultType::kRestart: record = injector->stop(std::chrono::seconds(spec_.options.grace_s)); break;
+    case FaultType::kPause: record = injector->pause(); break;
+  }
+  injected_ = record.ok();
+  fault_us_ = deps_.clock.wallNow();
+  if (injected_) {
+    fault_us_ = record->fault_at.value_or(record->requested_at);
+    FaultInjected fault{record->requested_at, fault_us_, record->fault_at ? record->fault_time_source : "requested",
+                        record->detail};
+    recordEvent(deps_, "injector", "fault", fault_us_, target_,
+                {{"fault", toString(spec_.fault)}, {"requested_us", fault.requested_us},
+                 {"time_source", fault.time_source}, {"detail", fault.detail}, {"drill", drill_.id},
+                 {"run", outcome_.run}});
+    outcome_.fault_injected = std::move(fault);
+  } else {
+    failure_ = "injecting " + std::string(toString(spec_.fault)) + " into node " + std::to_string(target_) +
+               " failed: " + record.error().describe();
+  }
+  observe_end_us_ = deps_.clock.wallNow();
+  return true;
+}
+
+void RunExecution::observe() {
+  auto& injector = deps_.injectors.at(target_);
+  if (spec_.fault == FaultType::kPause) {
+    const bool full = parts_.queue.sleep(spec_.options.pause_s * kSecond);
+    auto resumed = injector->resume();
+    if (resumed) recordEvent(deps_, "injector", "resumed", resumed->requested_at, target_, {{"paused_s", spec_.options.pause_s}});
+    if (!full) failure_ = interruption("the pause");
+  }
+  if (spec_.fault == FaultType::kRestart && !interrupted()) {
+    auto started = injector->start();
+    if (started) recordEvent(deps_, "injector", "started", started->requested_at, target_, {{"restart", true}});
+  }
+  if (failure_.empty()) {
+    setState(DrillState::kObserve);
+    journal_->phase = "observe";
+    parts_.recovery.save(*journal_);
+    const auto settle_from = spec_.fault == FaultType::kPause ? fault_us_ + spec_.options.pause_s * kSecond : fault_us_;
+    const auto started_mono = deps_.clock.monoNow();
+    const auto timeout = spec_.options.observe_timeout_s * kSecond;
+    bool resumed = false;
+    while (deps_.clock.monoNow() - started_mono < timeout) {
+      if (deps_.clock.wallNow() - settle_from >= spec_.options.observe_min_s * kSecond &&
+          probesResumed(fault_us_, recoverable_)) {
+        resumed = true;
+        break;
+      }
+      if (!parts_.queue.sleep(kPollUs)) break;
+    }
+    if (interrupted()) {
+      failure_ = interruption("observe");
+    } else if (!resumed) {
+      outcome_.observe_timed_out = true;
+    }
+    observe_end_us_ = deps_.clock.wallNow();
+  }
+}
+
+bool RunExecution::recover() {
+  outcome_.observe_end_us = observe_end_us_;
+  setState(DrillState::kRecover);
+  auto& journal = *journal_;
+  journal.phase = "recover";
+  parts_.recovery.save(journal);
+  // Each failed attempt is reported where a reader looks: the drill's reason while it recovers,
+  // the journal, an event.
+  RecoveryReport report;
+  auto recovered = parts_.recovery.bringBack(
+      target_, journal.action, spec_.options.recover_timeout_s * kSecond,
+      [&](int attempt, const std::string& error, std::int64_t retry_in_us) {
+        const auto now = deps_.clock.wallNow();
+        journal.attempts = attempt;
+        journal.last_error = error;
+        parts_.recovery.save(journal);
+        if (report.errors.size() < 20) report.errors.push_back({attempt, now, error});
+        recordEvent(deps_, "kfaild", "recovery_retry", now, target_,
+                    {{"drill", drill_.id}, {"run", outcome_.run}, {"attempt", attempt}, {"error", error},
+                     {"retry_in_s", static_cast<double>(retry_in_us) / kSecond}});
+        setState(DrillState::kRecover, "recovering node " + std::to_string(target_) + ": attempt " +
+                                           std::to_string(attempt) + " failed (" + error + "); retrying in " +
+                                           std::to_string(retry_in_us / kSecond) + " s");
+      });
+  journal.attempts += 1;
+  report.attempts = journal.attempts;
+  const bool retried = !report.errors.empty();
+  outcome_.recovery = std::move(report);
+  if (!recovered) {
+    journal.last_error = recovered.error().message;
+    parts_.recovery.save(journal);
+    // Left open: the engine keeps trying between drills and refuses new ones meanwhile.
+    parts_.recovery.scheduleRetry(NodeRecovery::kFirstRetryUs);
+    return end(DrillState::kFailed, (failure_.empty() ? "" : failure_ + "; ") + recovered.error().message +
+                                        " (kfaild keeps retrying every 30 s to 5 min; drills on this cluster are "
+                                        "refused until it is back)");
+  }
+  journal.done_us = deps_.clock.wallNow();
+  parts_.recovery.save(journal);
+  if (retried) {
+    drill_.reason.clear();
+    parts_.records.persist(drill_);
+  }
+  recovered_us_ = *journal.done_us;
+  outcome_.recovered_us = recovered_us_;
+  recordEvent(deps_, "injector", "recovered", recovered_us_, target_, {{"drill", drill_.id}, {"run", outcome_.run}});
+  window_end_us_ = observe_end_us_;
+  return true;
+}
+
+void RunExecution::observeOffline() {
+  // The offline partitions' outage ends at their first ack (and receipt) after the node is back.
+  if (offline_.empty()) return;
+  const auto deadline = deps_.clock.monoNow() + spec_.options.observe_timeout_s * kSecond;
+  bool back = false;
+  while (!(back = probesResumed(recovered_us_, offline_)) && deps_.clock.monoNow() < deadline &&
+         parts_.queue.sleep(kPollUs)) {
+  }
+  if (!back) outcome_.offline_timed_out = true;
+  window_end_us_ = deps_.clock.wallNow();
+}
+
+void RunExecution::elect() {
+  setState(DrillState::kElect);
+  std::vector<kafka::TopicPartition> partitions;
+  for (const auto& p : at_fault_) partitions.push_back({p.topic, p.partition});
+  const auto election = electPreferred(partitions);
+  if (election.error) {
+    outcome_.election_error = *election.error;
+  } else {
+    outcome_.preferred_leaders_restored = election.preferred;
+  }
+}
+
+void RunExecution::analyse() {
+  setState(DrillState::kAnalyse);
+  // Settle: every message sent in the window gets its fate (acked and received, failed, or given
+  // up on) before the numbers are taken, or the settle timeout passes and the rest is unresolved.
+  const auto& clock = deps_.clock;
+  const auto settle_start = clock.monoNow();
+  const auto settle_deadline = settle_start + spec_.options.settle_timeout_s * kSecond;
+  while (!deps_.probe.pending(baseline_start_us_, window_end_us_).empty() && clock.monoNow() < settle_deadline &&
+         parts_.queue.sleep(kPollUs)) {
+  }
+  outcome_.settle_us = clock.monoNow() - settle_start;
+  if (interrupted()) {
+    end(DrillState::kAborted, interruption("analyse"));
+    return;
+  }
+
+  analysis::AnalysisInput input;
+  input.fault = toString(spec_.fault);
+  input.target = target_;
+  input.fault_us = fault_us_;
+  input.window_start_us = baseline_start_us_;
+  input.observe_end_us = observe_end_us_;
+  input.recovered_us = recovered_us_;
+  input.window_end_us = window_end_us_;
+  input.interval_us = deps_.cluster.probe.interval_us;
+  input.metadata_interval_us = deps_.cluster.observe.metadata_interval_us;
+  input.partitions = at_fault_;
+  input.probe_at_fault = outcome_.probe_at_fault->partitions;
+  // The ledger first, then the store: a message that finishes in between is in both (the
+  // analysis prefers the stored one), never in neither.
+  input.pending = deps_.probe.pending(baseline_start_us_, window_end_us_);
+  const auto live = deps_.probe.status();
+  deps_.store.flush();
+  for (const auto& p : at_fault_) {
+    storage::SampleQuery q;
+    q.cluster = deps_.cluster_id;
+    q.topic = p.topic;
+    q.partition = p.partition;
+    q.range = {baseline_start_us_, window_end_us_};
+    if (auto rows = deps_.store.samples(q); rows) input.samples.insert(input.samples.end(), rows->begin(), rows->end());
+  }
+  storage::EventQuery eq;
+  eq.cluster = deps_.cluster_id;
+  eq.range = {baseline_start_us_ - kSecond, window_end_us_ + 5 * kSecond};
+  if (auto events = deps_.store.events(eq); events) input.events = std::move(*events);
+  analysis::probeStretchesFromEvents(input.events, input.holds, input.idles);
+  for (const auto& p : live.partitions) {
+    // A hold still open is not an event yet.
+    if (p.holding_since && p.holding_since->wall <= window_end_us_) {
+      input.holds.push_back({p.topic, p.partition, p.holding_since->wall, std::nullopt, 0, "open"});
+    }
+  }
+  outcome_.analysis = analysis::analyse(input);
+  outcome_.state = DrillState::kDone;
+  outcome_.reason.clear();
+}
+
+bool RunExecution::probesResumed(std::int64_t since_us, const std::set<std::string>& only) const {
+  const auto status = deps_.probe.status();
+  if (status.phase != probe::ProbePhase::kProbing || status.partitions.empty()) return false;
+  const auto now = deps_.clock.now();
+  const auto threshold = deps_.cluster.probe.gap_threshold_us;
+  for (const auto& p : status.partitions) {
+    if (!only.count(partitionName(p.topic, p.partition))) continue;
+    if (!p.last_ack || p.last_ack->wall < since_us) return false;
+    if (!p.last_receive || p.last_receive->wall < since_us) return false;
+    if (now.mono - p.last_ack->mono > threshold) return false;
+  }
+  return true;
+}
+
+std::optional<observe::ObservedCluster> RunExecution::freshSnapshot(std::int64_t max_age_us) {
+  // A snapshot taken before now - max_age_us may predate a leadership change; wait for the
+  // poller's next one (it polls every observe.metadata_interval_ms).
+  const auto deadline = deps_.clock.monoNow() + std::max<std::int64_t>(2 * max_age_us, 2 * kSecond);
+  while (true) {
+    auto observed = deps_.view.latest();
+    if (observed.reachable && observed.snapshot && deps_.clock.wallNow() - observed.snapshot_at <= max_age_us) {
+      return observed;
+    }
+    if (deps_.clock.monoNow() >= deadline || !parts_.queue.sleep(kPollUs / 2)) return std::nullopt;
+  }
+}
+
+std::vector<kafka::TopicPartition> RunExecution::notOnPreferredLeader() const {
+  std::vector<kafka::TopicPartition> out;
+  const auto observed = deps_.view.latest();
+  if (!observed.snapshot) return out;
+  for (const auto& t : observed.snapshot->topics) {
+    for (const auto& p : t.partitions) {
+      if (!p.replicas.empty() && p.leader != p.replicas.front()) out.push_back({t.name, p.partition});
+    }
+  }
+  return out;
+}
+
+ElectionOutcome RunExecution::electPreferred(const std::vector<kafka::TopicPartition>& partitions) {
+  ElectionOutcome out;
+  for (const auto& p : partitions) out.partitions.push_back(partitionName(p.topic, p.partition));
+  if (auto elected = deps_.admin.electPreferredLeaders(partitions); !elected) {
+    out.error = elected.error().describe();
+    return out;
+  }
+  const auto deadline = deps_.clock.monoNow() + 30 * kSecond;
+  while (!out.preferred && deps_.clock.monoNow() < deadline && parts_.queue.sleep(kPollUs * 2)) {
+    out.preferred = notOnPreferredLeader().empty();
+  }
+  return out;
+}
+
+void RunExecution::collectBrokerLogs() {
+  std::vector<fault::LogSource> sources;
+  for (const auto& node : deps_.cluster.inventory) {
+    sources.push_back({node.id, node.role == "controller", deps_.injectors.at(node.id).get()});
+  }
+  std::vector<std::string> topics;
+  for (const auto& t : deps_.cluster.probe.topics) topics.push_back(t.name);
+  for (auto& line : fault::readFailoverLogs(sources, target_, topics, baseline_start_us_)) {
+    storage::Event e;
+    e.cluster = deps_.cluster_id;
+    e.t_us = line.t;
+    e.source = "broker_log";
+    e.kind = line.kind;
+    e.broker = line.broker;
+    e.topic = line.topic;
+    e.partition = line.partition;
+    nlohmann::json detail = {{"file", line.file}, {"line", line.line}};
+    if (line.kind != "signal_received") detail["node"] = line.node;
+    e.detail = detail.dump();
+    deps_.store.addEvent(std::move(e));
+  }
+}
+
+}  // namespace kfaild::drill

@@ -1,0 +1,89 @@
+#pragma once
+
+// One run of a drill, phase by phase:
+//   preflight → baseline → inject → observe → recover → elect → analyse
+// Each phase is a method that either lets the run go on or ends it with a typed outcome. An
+// abort or a stop ends the run after the phase it lands in; once the fault is in, the node is
+// always brought back first. Made and used on the engine's thread, one object per run.
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "server/analysis/drill_analysis.h"
+#include "server/drill/drill_queue.h"
+#include "server/drill/drill_records.h"
+#include "server/drill/guard_inputs.h"
+#include "server/drill/node_recovery.h"
+#include "server/drill/run_outcome.h"
+#include "server/drill/seams.h"
+
+namespace kfaild::drill {
+
+// The parts of the engine a run uses.
+struct RunParts {
+  EngineDeps& deps;
+  GuardInputs& guards;
+  NodeRecovery& recovery;
+  DrillQueue& queue;    // sleeps that end on an abort or a stop, and the abort request
+  DrillRecords& records;
+  const common::Worker& worker;  // whether kfaild is stopping
+};
+
+class RunExecution {
+ public:
+  RunExecution(RunParts parts, storage::DrillRecord& drill, const DrillSpec& spec, int run);
+  RunOutcome execute();
+
+ private:
+  // Each returns false when the run ends there (outcome_ then says how).
+  bool preflight();
+  bool baseline();
+  bool atFault();
+  bool inject();
+  void observe();
+  bool recover();
+  void observeOffline();
+  void elect();
+  void analyse();
+
+  bool end(DrillState state, const std::string& reason);
+  bool interrupted() const;
+  bool stopping() const;
+  std::string interruption(const char* phase) const;
+  void setState(DrillState state, const std::string& reason = {});
+  // Every partition named in `only` ("topic-partition") has acked and received since `since_us`
+  // and its last ack is recent (within the gap threshold).
+  bool probesResumed(std::int64_t since_us, const std::set<std::string>& only) const;
+  // The poller's latest observation once its snapshot is at most max_age_us old; nullopt when
+  // none comes (within twice that, at least 2 s) or the run is interrupted.
+  std::optional<observe::ObservedCluster> freshSnapshot(std::int64_t max_age_us);
+  std::vector<kafka::TopicPartition> notOnPreferredLeader() const;
+  // Elects the preferred leaders of `partitions` and waits (≤ 30 s) for the metadata to show them.
+  ElectionOutcome electPreferred(const std::vector<kafka::TopicPartition>& partitions);
+  void collectBrokerLogs();
+
+  RunParts parts_;
+  EngineDeps& deps_;
+  storage::DrillRecord& drill_;
+  const DrillSpec& spec_;
+  RunOutcome outcome_;
+
+  std::int32_t target_ = -1;
+  std::map<std::string, std::int32_t> min_insync_at_preflight_;
+  std::int64_t baseline_start_us_ = 0;
+  std::vector<analysis::PartitionAtFault> at_fault_;
+  // Partitions that recover without the target, and those whose only in-sync replica it is.
+  std::set<std::string> recoverable_, offline_;
+  std::optional<storage::RecoveryEntry> journal_;
+  bool injected_ = false;
+  std::string failure_;  // why the run cannot be done once the fault is in (an abort, a stop)
+  std::int64_t fault_us_ = 0;
+  std::int64_t observe_end_us_ = 0;
+  std::int64_t recovered_us_ = 0;
+  std::int64_t window_end_us_ = 0;
+};
+
+}  // namespace kfaild::drill

@@ -1,0 +1,83 @@
+#pragma once
+
+// What one run of a drill found, typed. It becomes JSON only where it is stored (the drill's
+// `result.runs[]`, served as is by the API): toJson() is that edge, and the spelling of every
+// key is the API's (openapi.yaml, DrillRun).
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/analysis/drill_analysis.h"
+#include "server/drill/drill_spec.h"
+#include "server/drill/drill_state.h"
+
+namespace kfaild::drill {
+
+struct ElectionOutcome {
+  std::vector<std::string> partitions;  // "topic-partition"
+  bool preferred = false;               // the metadata shows every preferred leader leading
+  std::optional<std::string> error;     // the election request failed
+};
+
+struct ProbeSnapshotAtFault {
+  std::vector<analysis::ProbeAtFault> partitions;
+  std::uint64_t skipped_ticks = 0;
+  std::int64_t max_send_lateness_us = 0;
+  std::uint64_t clock_steps = 0;
+};
+
+struct LeadershipAtFault {
+  std::int64_t observed_at_us = 0;  // when the poller's snapshot was taken
+  std::vector<analysis::PartitionAtFault> partitions;
+};
+
+struct FaultInjected {
+  std::int64_t requested_us = 0;
+  std::int64_t fault_us = 0;
+  std::string time_source;  // where fault_us comes from ("requested" when only the request time is known)
+  std::string detail;
+};
+
+struct RecoveryAttempt {
+  int attempt = 0;
+  std::int64_t t_us = 0;
+  std::string error;
+};
+
+struct RecoveryReport {
+  int attempts = 0;
+  std::vector<RecoveryAttempt> errors;  // the first 20 failed attempts
+};
+
+struct RunOutcome {
+  int run = 0;
+  FaultType fault = FaultType::kKill;
+  DrillState state = DrillState::kFailed;  // done, failed or aborted
+  std::string reason;                      // why not done
+  std::optional<std::int32_t> target;
+  std::optional<ElectionOutcome> preflight_election;
+  std::optional<std::int64_t> baseline_start_us;
+  std::optional<ProbeSnapshotAtFault> probe_at_fault;
+  std::optional<std::map<std::string, std::string>> probe_client;
+  std::optional<LeadershipAtFault> leadership_at_fault;
+  std::optional<FaultInjected> fault_injected;
+  bool observe_timed_out = false;
+  std::optional<std::int64_t> observe_end_us;
+  std::optional<RecoveryReport> recovery;
+  std::optional<std::int64_t> recovered_us;
+  bool offline_timed_out = false;
+  std::optional<std::int64_t> window_end_us;
+  std::optional<std::string> election_error;
+  std::optional<bool> preferred_leaders_restored;
+  std::optional<std::int64_t> settle_us;
+  std::optional<analysis::RunAnalysis> analysis;
+};
+
+nlohmann::json toJson(const RunOutcome& outcome);
+
+}  // namespace kfaild::drill

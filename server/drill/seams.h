@@ -1,0 +1,74 @@
+#pragma once
+
+// What the drill engine depends on, each a small interface with one real implementation
+// (live_seams.h: the metadata poller, the probe runner, librdkafka's admin API) and fakes in the
+// unit tests (tests/drill/fake_cluster.h). The other seams are existing interfaces: the fault
+// injectors (fault::Injector), the stores (storage::Store, storage::DrillStore) and the clock,
+// which also does the waiting (common::Clock).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/common/clock.h"
+#include "server/common/result.h"
+#include "server/kafka/admin.h"
+#include "server/kafka/metadata.h"
+#include "server/observe/metadata_poller.h"
+#include "server/probe/probe_runner.h"
+#include "server/config/config.h"
+#include "server/fault/injector.h"
+#include "storage/drill_store.h"
+#include "storage/records.h"
+#include "storage/store.h"
+
+namespace kfaild::drill {
+
+// The cluster as kfaild last observed it (the probe topics' metadata, polled continuously).
+// Thread-safe, never blocks on I/O.
+class ClusterView {
+ public:
+  virtual ~ClusterView() = default;
+  virtual observe::ObservedCluster latest() const = 0;
+};
+
+// The probe's health and its open messages. Thread-safe, never blocks on I/O.
+class ProbeView {
+ public:
+  virtual ~ProbeView() = default;
+  virtual probe::ProbeStatus status() const = 0;
+  // Messages sent in [from, to] (wall) whose fate is still open.
+  virtual std::vector<storage::ProbeSample> pending(common::WallMicros from, common::WallMicros to) const = 0;
+};
+
+// The admin calls a drill makes. Each call blocks for at most its own timeout; thread-safe.
+class ClusterAdmin {
+ public:
+  virtual ~ClusterAdmin() = default;
+  // Every topic's metadata.
+  virtual Result<kafka::ClusterSnapshot> describeCluster() = 0;
+  // A validate-only topic creation, which only the KRaft controller answers.
+  virtual Status controllerAnswers() = 0;
+  // One config value of each topic (topic → value).
+  virtual Result<std::map<std::string, std::string>> topicConfig(const std::vector<std::string>& topics,
+                                                                 const std::string& key) = 0;
+  virtual Status electPreferredLeaders(const std::vector<kafka::TopicPartition>& partitions) = 0;
+};
+
+// Everything one cluster's drill engine works with. The references outlive the engine; the
+// injectors (one per inventory node) are used by the engine's thread only.
+struct EngineDeps {
+  const config::ClusterConfig& cluster;
+  storage::ClusterId cluster_id;
+  storage::Store& store;
+  storage::DrillStore& drills;
+  const common::Clock& clock;
+  const ClusterView& view;
+  const ProbeView& probe;
+  ClusterAdmin& admin;
+  std::map<std::int32_t, std::unique_ptr<fault::Injector>>& injectors;
+};
+
+}  // namespace kfaild::drill

@@ -1,0 +1,381 @@
+// The drill engine on a simulated cluster and a manual clock: every phase, abort and stop in
+// each, recovery retries, a node that does not come back, the journal replayed after a crash,
+// an orphaned journal entry, guard refusals at submission, preflight and the fault, the
+// scheduler, and stopping the engine idle and mid-drill many times.
+
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <thread>
+
+#include "server/drill/drill_state.h"
+#include "server/drill/errc.h"
+#include "server/drill/scheduler.h"
+#include "tests/drill/engine_harness.h"
+
+using namespace kfaild;
+using kfaild::testing::EngineHarness;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* kKillBroker1 = R"({"fault":"kill","target":{"broker":1}})";
+
+nlohmann::json firstRun(const storage::DrillRecord& d) {
+  auto result = nlohmann::json::parse(d.result.empty() ? "{}" : d.result);
+  REQUIRE(result.contains("runs"));
+  REQUIRE(!result["runs"].empty());
+  return result["runs"][0];
+}
+
+}  // namespace
+
+TEST_CASE("a kill drill goes through every phase to done on a simulated cluster", "[unit][drill]") {
+  EngineHarness h;
+  h.runner->start();
+  auto id = h.runner->submit(EngineHarness::spec(kKillBroker1));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason);
+  REQUIRE(d.state == "done");
+  CHECK(h.drills->states(*id) == std::vector<std::string>{"queued", "preflight", "baseline", "inject", "observe",
+                                                           "recover", "elect", "analyse", "done"});
+  const auto run = firstRun(d);
+  CHECK(run["target"] == 1);
+  CHECK(run["state"] == "done");
+  CHECK_FALSE(run.contains("reason"));
+  // The baseline lasted its 5 s, the fault came after it, observation ended after the failover
+  // (6 s) and observe_min_s (5 s), recovery after it.
+  CHECK(run["fault_us"].get<std::int64_t>() - run["baseline_start_us"].get<std::int64_t>() >= 5'000'000);
+  CHECK(run["observe_end_us"].get<std::int64_t>() - run["fault_us"].get<std::int64_t>() >= 6'000'000);
+  CHECK(run["recovered_us"].get<std::int64_t>() > run["observe_end_us"].get<std::int64_t>());
+  CHECK(run["recovery"]["attempts"] == 1);
+  CHECK(run["leadership_at_fault"]["partitions"].size() == 3);
+  CHECK(run["preferred_leaders_restored"] == true);
+  CHECK(run.contains("analysis"));
+  CHECK(h.injectors[1]->count("kill") == 1);
+  CHECK(h.injectors[1]->count("start") == 1);
+  CHECK(h.cluster.available(1));
+  CHECK(h.openRecoveries().empty());
+  CHECK(h.cluster.leaderOf(0) == 1);  // the preferred election gave it back
+}
+
+TEST_CASE("an abort in any phase ends the drill aborted with the node running and the journal closed",
+          "[unit][drill]") {
+  for (const std::string phase : {"preflight", "baseline", "inject", "observe", "recover", "elect", "analyse"}) {
+    DYNAMIC_SECTION("abort during " << phase) {
+      EngineHarness h;
+      h.drills->on_state = [&](const storage::DrillRecord& d) {
+        if (d.state == phase) REQUIRE(h.runner->abort(d.id));
+      };
+      h.runner->start();
+      auto id = h.runner->submit(EngineHarness::spec(kKillBroker1));
+      REQUIRE(id);
+      const auto d = h.runToEnd(*id);
+      CHECK(d.state == "aborted");
+      CHECK(d.reason.find("aborted on request during") != std::string::npos);
+      CHECK(h.cluster.available(1));
+      CHECK(h.openRecoveries().empty());
+      const bool before_fault = phase == "preflight" || phase == "baseline" || phase == "inject";
+      CHECK(h.injectors[1]->count("kill") == (before_fault ? 0 : 1));
+      if (phase == "inject") CHECK(d.reason.find("the node was not touched") != std::string::npos);
+      if (phase == "observe") CHECK(d.reason == "aborted on request during observe");
+    }
+  }
+}
+
+TEST_CASE("kfaild stopping in any phase brings the node back and closes the journal first", "[unit][drill]") {
+  for (const std::string phase : {"preflight", "baseline", "inject", "observe", "recover", "elect", "analyse"}) {
+    DYNAMIC_SECTION("stop during " << phase) {
+      EngineHarness h;
+      h.drills->on_state = [&](const storage::DrillRecord& d) {
+        if (d.state == phase) h.runner->requestStop();
+      };
+      h.runner->start();
+      auto id = h.runner->submit(EngineHarness::spec(kKillBroker1));
+      REQUIRE(id);
+      const auto d = h.runToEnd(*id);
+      CHECK(d.state == "aborted");
+      CHECK(d.reason.find("kfaild stopped during") != std::string::npos);
+      CHECK(h.cluster.available(1));
+      CHECK(h.openRecoveries().empty());
+      h.runner->stop();
+    }
+  }
+}
+
+TEST_CASE("a journal left open by a kfaild that died mid-drill is replayed at the next start", "[unit][drill]") {
+  for (const std::string phase : {"inject", "observe", "recover"}) {
+    DYNAMIC_SECTION("died during " << phase) {
+      EngineHarness h;
+      // What a kfaild killed in that phase leaves behind: the drill in its state, the node down,
+      // the journal entry open.
+      storage::DrillRecord drill;
+      drill.cluster = h.id;
+      drill.fault = "kill";
+      drill.target = R"({"broker":2})";
+      drill.options = "{}";
+      drill.state = phase;
+      drill.created_us = h.clock.wallNow();
+      auto drill_id = h.drills->createDrill(drill);
+      REQUIRE(drill_id);
+      storage::RecoveryEntry entry;
+      entry.drill_id = *drill_id;
+      entry.cluster = h.id;
+      entry.node = 2;
+      entry.action = "start";
+      entry.phase = phase;
+      entry.created_us = h.clock.wallNow();
+      REQUIRE(h.drills->addRecovery(entry));
+      h.cluster.down(2, false);
+
+      auto replay = std::async(std::launch::async, [&] { return h.runner->recoverPending(600s); });
+      while (replay.wait_for(0ms) != std::future_status::ready) h.clock.advanceToNextDeadline(50ms);
+      const auto recovered = replay.get();
+      REQUIRE(recovered);
+      CHECK(*recovered == 1);
+      CHECK(h.cluster.available(2));
+      CHECK(h.openRecoveries().empty());
+      const auto d = h.record(*drill_id);
+      CHECK(d.state == "aborted");
+      CHECK(d.reason == "kfaild stopped during " + phase);
+      CHECK(h.events("recovered_after_restart").size() == 1);
+    }
+  }
+}
+
+TEST_CASE("a failed start is retried with a doubling backoff and reported", "[unit][drill]") {
+  EngineHarness h;
+  h.injectors[1]->start_failures = 3;
+  h.runner->start();
+  auto id = h.runner->submit(EngineHarness::spec(kKillBroker1));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  REQUIRE(d.state == "done");
+  const auto run = firstRun(d);
+  CHECK(run["recovery"]["attempts"] == 4);
+  REQUIRE(run["recovery"]["errors"].size() == 3);
+  const auto retries = h.events("recovery_retry");
+  REQUIRE(retries.size() == 3);
+  std::vector<double> waits;
+  for (const auto& e : retries) waits.push_back(nlohmann::json::parse(e.detail)["retry_in_s"].get<double>());
+  CHECK(waits == std::vector<double>{1.0, 2.0, 4.0});
+  CHECK(h.cluster.available(1));
+  CHECK(h.openRecoveries().empty());
+}
+
+TEST_CASE("a node that does not come back fails the drill, blocks drills, and is recovered late", "[unit][drill]") {
+  EngineHarness h;
+  h.injectors[1]->start_failures = -1;
+  h.runner->start();
+  auto spec = EngineHarness::spec(R"({"fault":"kill","target":{"broker":1},"options":{"recover_timeout_s":20}})");
+  auto id = h.runner->submit(spec);
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  CHECK(d.state == "failed");
+  CHECK(d.reason.find("not back within 20 s") != std::string::npos);
+  CHECK_FALSE(h.cluster.running(1));
+  REQUIRE(h.openRecoveries().size() == 1);
+
+  // Drills on the cluster are refused while the node is down.
+  auto refused = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":2}})"));
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == make_error_code(drill::errc::guard_refused));
+  CHECK(refused.error().message.find("node 1 left down by drill") != std::string::npos);
+
+  // The engine keeps trying between drills; once the node starts again it is recovered late.
+  h.injectors[1]->start_failures = 0;
+  for (int i = 0; i < 10'000 && !h.openRecoveries().empty(); ++i) h.clock.advanceToNextDeadline(50ms);
+  CHECK(h.openRecoveries().empty());
+  CHECK(h.cluster.available(1));
+  CHECK(h.events("recovered_late").size() == 1);
+  auto accepted = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":2}})"));
+  CHECK(accepted);
+}
+
+TEST_CASE("a journal entry for a node no longer in the inventory is reported and can be resolved", "[unit][drill]") {
+  EngineHarness h;
+  storage::DrillRecord drill;
+  drill.cluster = h.id;
+  drill.fault = "kill";
+  drill.target = R"({"broker":9})";
+  drill.options = "{}";
+  drill.state = "failed";
+  drill.created_us = h.clock.wallNow();
+  auto drill_id = h.drills->createDrill(drill);
+  REQUIRE(drill_id);
+  storage::RecoveryEntry entry;
+  entry.drill_id = *drill_id;
+  entry.cluster = h.id;
+  entry.node = 9;
+  entry.action = "start";
+  entry.phase = "observe";
+  entry.created_us = h.clock.wallNow();
+  auto entry_id = h.drills->addRecovery(entry);
+  REQUIRE(entry_id);
+  auto recovered = h.runner->recoverPending(60s);
+  REQUIRE(recovered);
+  CHECK(*recovered == 0);
+  CHECK(h.events("recovery_orphaned").size() == 1);
+  h.runner->start();
+  auto refused = h.runner->submit(EngineHarness::spec(kKillBroker1));
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message.find("no longer in the inventory") != std::string::npos);
+  CHECK(refused.error().message.find("POST /api/v1/recoveries/" + std::to_string(*entry_id) + "/resolve") !=
+        std::string::npos);
+
+  REQUIRE(storage::resolveRecovery(*h.drills, *entry_id, "node 9 retired", h.clock.wallNow()));
+  CHECK(h.openRecoveries().empty());
+  CHECK(h.runner->submit(EngineHarness::spec(kKillBroker1)));
+}
+
+TEST_CASE("the guards refuse at submission, at preflight and at the fault without touching the node",
+          "[unit][drill]") {
+  SECTION("at submission: the controller does not answer") {
+    EngineHarness h;
+    h.cluster.controller_answers = false;
+    h.runner->start();
+    auto id = h.runner->submit(EngineHarness::spec(kKillBroker1));
+    REQUIRE_FALSE(id);
+    CHECK(id.error().message.find("KRaft controller does not answer") != std::string::npos);
+  }
+  SECTION("at preflight: the controller stopped answering after the submission") {
+    EngineHarness h;
+    h.drills->on_state = [&](const storage::DrillRecord& d) {
+      if (d.state == "preflight") h.cluster.controller_answers = false;
+    };
+    h.runner->start();
+    auto id = h.runner->submit(EngineHarness::spec(kKillBroker1));
+    REQUIRE(id);
+    const auto d = h.runToEnd(*id);
+    CHECK(d.state == "failed");
+    CHECK(d.reason.find("refused: the KRaft controller does not answer") == 0);
+    CHECK(h.injectors[1]->count("kill") == 0);
+  }
+  SECTION("at the fault: the probe lags") {
+    EngineHarness h;
+    h.drills->on_state = [&](const storage::DrillRecord& d) {
+      if (d.state == "baseline") h.cluster.probe_backlog_us = 3'000'000;
+    };
+    h.runner->start();
+    auto id = h.runner->submit(EngineHarness::spec(kKillBroker1));
+    REQUIRE(id);
+    const auto d = h.runToEnd(*id);
+    CHECK(d.state == "failed");
+    CHECK(d.reason.find("refused at the fault: ") == 0);
+    CHECK(d.reason.find("the node was not touched") != std::string::npos);
+    CHECK(h.injectors[1]->count("kill") == 0);
+    CHECK(h.openRecoveries().empty());
+  }
+  SECTION("at preflight: the node cannot be reached") {
+    EngineHarness h;
+    h.injectors[1]->unreachable = true;
+    h.runner->start();
+    auto id = h.runner->submit(EngineHarness::spec(kKillBroker1));
+    REQUIRE(id);
+    const auto d = h.runToEnd(*id);
+    CHECK(d.state == "failed");
+    CHECK(d.reason.find("node 1 cannot be reached") == 0);
+  }
+}
+
+TEST_CASE("a drill while another runs is refused, a scheduled one queues up to the queue bound", "[unit][drill]") {
+  EngineHarness h;
+  h.runner->start();
+  auto first = h.runner->submit(EngineHarness::spec(kKillBroker1));
+  REQUIRE(first);
+  auto refused = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":2}})"));
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message.find("is running on cluster fake") != std::string::npos);
+  std::vector<std::int64_t> queued;
+  for (std::size_t i = 0; i < drill::DrillQueue::kCapacity; ++i) {
+    auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":2}})"), {std::nullopt, true});
+    if (id) queued.push_back(*id);
+  }
+  // The first may already have left the queue to run: at most one more fits than the bound.
+  CHECK(queued.size() >= drill::DrillQueue::kCapacity - 1);
+  auto over = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":2}})"), {std::nullopt, true});
+  REQUIRE_FALSE(over);
+  CHECK(over.error().message.find("already waiting") != std::string::npos);
+  CHECK(h.runToEnd(*first).state == "done");
+  CHECK(h.runToEnd(queued.front()).state == "done");
+  for (auto id : queued) REQUIRE(h.runner->abort(id).ok() == !drill::isTerminal(h.record(id).state));
+}
+
+TEST_CASE("the scheduler fires a due schedule, records a missed one, and queues behind a running drill",
+          "[unit][drill]") {
+  EngineHarness h;
+  h.runner->start();
+  drill::Scheduler scheduler(*h.drills, h.clock, {{h.id, h.runner.get()}});
+  storage::ScheduleRecord s;
+  s.cluster = h.id;
+  s.name = "hourly";
+  s.cron = "0 * * * *";
+  s.drill = kKillBroker1;
+  s.enabled = true;
+  s.created_us = h.clock.wallNow();
+  auto sid = h.drills->createSchedule(s);
+  REQUIRE(sid);
+  auto load = [&] {
+    auto r = h.drills->schedule(*sid);
+    REQUIRE(r);
+    REQUIRE(*r);
+    return **r;
+  };
+
+  scheduler.tick();  // sets the next run
+  const auto next = load().next_run_us;
+  REQUIRE(next);
+  CHECK(*next > h.clock.wallNow());
+  CHECK(*next % 3'600'000'000 == 0);
+
+  SECTION("due: it fires a drill that runs") {
+    h.clock.advance(*next - h.clock.wallNow() + 1'000'000);
+    scheduler.tick();
+    const auto fired = load();
+    REQUIRE(fired.last_outcome.rfind("started drill ", 0) == 0);
+    const auto drill_id = std::stoll(fired.last_outcome.substr(14));
+    CHECK(h.record(drill_id).schedule_id == *sid);
+    CHECK(*fired.next_run_us == *next + 3'600'000'000);
+    CHECK(h.runToEnd(drill_id).state == "done");
+  }
+  SECTION("found more than a minute late: missed, never fired late") {
+    h.clock.advance(*next - h.clock.wallNow() + drill::Scheduler::kMissedAfterUs + 1'000'000);
+    scheduler.tick();
+    CHECK(load().last_outcome == "missed");
+    storage::DrillQuery q;
+    q.cluster = h.id;
+    CHECK(h.drills->drills(q)->empty());
+  }
+  SECTION("while a drill runs: it queues behind it") {
+    auto running = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":2}})"));
+    REQUIRE(running);
+    h.clock.advance(*next - h.clock.wallNow() + 1'000'000);
+    scheduler.tick();
+    const auto fired = load();
+    REQUIRE(fired.last_outcome.rfind("started drill ", 0) == 0);
+    const auto drill_id = std::stoll(fired.last_outcome.substr(14));
+    CHECK(h.record(drill_id).state == "queued");
+    CHECK(h.runToEnd(*running).state == "done");
+    CHECK(h.runToEnd(drill_id).state == "done");
+  }
+}
+
+TEST_CASE("the engine stops at once while idle and mid-drill, every time", "[unit][drill]") {
+  for (int i = 0; i < 200; ++i) {
+    EngineHarness h;
+    h.runner->start();
+    if (i % 2 == 1) {
+      // Mid-drill: a few steps in, in whatever phase that is.
+      auto id = h.runner->submit(EngineHarness::spec(kKillBroker1));
+      REQUIRE(id);
+      for (int step = 0; step < i; ++step) h.clock.advanceToNextDeadline(20ms);
+    }
+    auto stopped = std::async(std::launch::async, [&h] { h.runner->stop(); });
+    // A drill past its fault recovers its node first, on the manual clock.
+    while (stopped.wait_for(1ms) != std::future_status::ready) h.clock.advanceToNextDeadline(1ms);
+    INFO("iteration " << i);
+    CHECK(h.cluster.available(1));
+    CHECK(h.openRecoveries().empty());
+  }
+}

@@ -1,0 +1,182 @@
+#pragma once
+
+// A drill engine on a FakeCluster, a ManualClock and a SQLite store in a temporary directory: a
+// whole drill runs in milliseconds. The drill store is wrapped so a test can act when a drill
+// enters a state (abort it, stop kfaild, break the cluster) on the engine's own thread.
+
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/drill/drill_runner.h"
+#include "storage/sqlite_drill_store.h"
+#include "storage/sqlite_store.h"
+#include "tests/drill/fake_cluster.h"
+#include "tests/support/manual_clock.h"
+#include "tests/support/temp_dir.h"
+
+namespace kfaild::testing {
+
+class HookedDrillStore final : public storage::DrillStore {
+ public:
+  explicit HookedDrillStore(storage::DrillStore& inner) : inner_(inner) {}
+
+  // Called after every update of a drill whose state changed, on the updating thread.
+  std::function<void(const storage::DrillRecord&)> on_state;
+
+  std::vector<std::string> states(std::int64_t id) const {
+    std::lock_guard lock(mutex_);
+    auto it = states_.find(id);
+    return it == states_.end() ? std::vector<std::string>{} : it->second;
+  }
+
+  Result<std::int64_t> createDrill(const storage::DrillRecord& d) override {
+    auto id = inner_.createDrill(d);
+    if (id) {
+      std::lock_guard lock(mutex_);
+      states_[*id].push_back(d.state);
+    }
+    return id;
+  }
+  Status updateDrill(const storage::DrillRecord& d) override {
+    auto s = inner_.updateDrill(d);
+    bool changed = false;
+    {
+      std::lock_guard lock(mutex_);
+      auto& seen = states_[d.id];
+      if (seen.empty() || seen.back() != d.state) {
+        seen.push_back(d.state);
+        changed = true;
+      }
+    }
+    if (changed && on_state) on_state(d);
+    return s;
+  }
+  Result<std::optional<storage::DrillRecord>> drill(std::int64_t id) const override { return inner_.drill(id); }
+  Result<std::vector<storage::DrillRecord>> drills(const storage::DrillQuery& q) const override { return inner_.drills(q); }
+  Result<std::int64_t> addRecovery(const storage::RecoveryEntry& e) override { return inner_.addRecovery(e); }
+  Status updateRecovery(const storage::RecoveryEntry& e) override { return inner_.updateRecovery(e); }
+  Result<std::vector<storage::RecoveryEntry>> pendingRecoveries() const override { return inner_.pendingRecoveries(); }
+  Result<std::int64_t> createSchedule(const storage::ScheduleRecord& s) override { return inner_.createSchedule(s); }
+  Status updateSchedule(const storage::ScheduleRecord& s) override { return inner_.updateSchedule(s); }
+  Status recordScheduleRun(const storage::ScheduleRecord& s) override { return inner_.recordScheduleRun(s); }
+  Result<bool> deleteSchedule(std::int64_t id) override { return inner_.deleteSchedule(id); }
+  Result<std::optional<storage::ScheduleRecord>> schedule(std::int64_t id) const override { return inner_.schedule(id); }
+  Result<std::vector<storage::ScheduleRecord>> schedules(std::optional<storage::ClusterId> c) const override {
+    return inner_.schedules(c);
+  }
+
+ private:
+  storage::DrillStore& inner_;
+  mutable std::mutex mutex_;
+  std::map<std::int64_t, std::vector<std::string>> states_;
+};
+
+struct EngineHarness {
+  TempDir dir;
+  ManualClock clock;
+  FakeCluster cluster{clock};
+  FakeView view{cluster};
+  FakeProbe probe{cluster};
+  FakeAdmin admin{cluster};
+  config::ClusterConfig config;
+  std::unique_ptr<storage::SqliteStore> store;
+  std::unique_ptr<storage::SqliteDrillStore> sqlite;
+  std::unique_ptr<HookedDrillStore> drills;
+  storage::ClusterId id = 0;
+  std::map<std::int32_t, FakeInjector*> injectors;  // owned by the runner
+  std::unique_ptr<drill::DrillRunner> runner;
+
+  EngineHarness() {
+    config.name = "fake";
+    config.bootstrap = "127.0.0.1:1";
+    config.probe.topics = {config::ProbeTopic{"probe", std::nullopt}};
+    for (std::int32_t node : {1, 2, 3, 100}) {
+      config::NodeConfig n;
+      n.id = node;
+      n.role = node == 100 ? "controller" : "broker";
+      n.local = config::LocalTarget{"/nonexistent/kafka.pid", {"/bin/false"}, ""};
+      config.inventory.push_back(n);
+    }
+    auto s = storage::SqliteStore::open((dir / "kfaild.db").string());
+    REQUIRE(s);
+    store = std::move(*s);
+    auto d = storage::SqliteDrillStore::open((dir / "kfaild.db").string());
+    REQUIRE(d);
+    sqlite = std::move(*d);
+    drills = std::make_unique<HookedDrillStore>(*sqlite);
+    auto cid = store->ensureCluster(config.name, config.bootstrap);
+    REQUIRE(cid);
+    id = *cid;
+    makeRunner();
+  }
+  ~EngineHarness() {
+    if (runner) runner->stop();
+  }
+
+  // A new engine (as a restarted kfaild makes), not started.
+  void makeRunner() {
+    if (runner) runner->stop();
+    runner.reset();
+    injectors.clear();
+    std::map<std::int32_t, std::unique_ptr<fault::Injector>> owned;
+    for (std::int32_t node : {1, 2, 3, 100}) {
+      auto injector = std::make_unique<FakeInjector>(cluster, node, clock);
+      injectors[node] = injector.get();
+      owned[node] = std::move(injector);
+    }
+    runner = std::make_unique<drill::DrillRunner>(config, id, *store, *drills, clock,
+                                                  drill::RunnerSeams{view, probe, admin}, std::move(owned));
+  }
+
+  static drill::DrillSpec spec(const std::string& json) {
+    auto parsed = drill::parseDrillSpec(nlohmann::json::parse(json));
+    REQUIRE(parsed);
+    return *parsed;
+  }
+
+  storage::DrillRecord record(std::int64_t drill_id) const {
+    auto d = drills->drill(drill_id);
+    REQUIRE(d);
+    REQUIRE(*d);
+    return **d;
+  }
+
+  // Moves the clock from deadline to deadline until the drill has ended.
+  storage::DrillRecord runToEnd(std::int64_t drill_id) {
+    for (int i = 0; i < 200'000; ++i) {
+      auto d = record(drill_id);
+      if (drill::isTerminal(d.state)) return d;
+      clock.advanceToNextDeadline(std::chrono::milliseconds(50));
+    }
+    FAIL("drill " << drill_id << " did not end");
+    return {};
+  }
+
+  std::vector<storage::RecoveryEntry> openRecoveries() const {
+    auto pending = drills->pendingRecoveries();
+    REQUIRE(pending);
+    return *pending;
+  }
+
+  std::vector<storage::Event> events(const std::string& kind) {
+    store->flush();
+    storage::EventQuery q;
+    q.cluster = id;
+    auto all = store->events(q);
+    REQUIRE(all);
+    std::vector<storage::Event> out;
+    for (auto& e : *all) {
+      if (e.kind == kind) out.push_back(std::move(e));
+    }
+    return out;
+  }
+};
+
+}  // namespace kfaild::testing

@@ -1,0 +1,307 @@
+#pragma once
+
+// A simulated KRaft cluster for the drill engine's unit tests: three brokers (1, 2, 3) and a
+// controller (100), one probe topic "probe" with three partitions led by 1, 2, 3, replicated on
+// all three brokers. Time is a ManualClock's. A broker that goes down (kill, stop, pause) loses
+// its leaderships and leaves the ISRs `failover_us` later; its partitions' probe acks stop until
+// then. A broker started again rejoins every ISR `rejoin_us` later. The fakes of the engine's
+// seams (view, probe, admin, injectors) all read and change this one model.
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "server/drill/seams.h"
+#include "server/fault/errc.h"
+#include "tests/support/manual_clock.h"
+
+namespace kfaild::testing {
+
+class FakeCluster {
+ public:
+  static constexpr std::int64_t kSecond = 1'000'000;
+
+  explicit FakeCluster(ManualClock& clock) : clock_(clock) {
+    for (std::int32_t id : {1, 2, 3, 100}) nodes_[id] = Node{};
+    for (std::int32_t p = 0; p < 3; ++p) {
+      std::vector<std::int32_t> replicas;
+      for (std::int32_t k = 0; k < 3; ++k) replicas.push_back(1 + (p + k) % 3);
+      parts_.push_back({p, replicas, replicas.front(), {replicas.begin(), replicas.end()}, clock.now()});
+    }
+  }
+
+  std::int64_t failover_us = 6 * kSecond;
+  std::int64_t rejoin_us = 1 * kSecond;
+
+  // Faults and recovery, as the injectors do them.
+  void down(std::int32_t node, bool paused) {
+    std::lock_guard lock(mutex_);
+    update();
+    auto& n = nodes_.at(node);
+    n.running = paused;  // a paused process still runs
+    n.paused = paused;
+    n.down_since = clock_.monoNow();
+  }
+  void up(std::int32_t node) {
+    std::lock_guard lock(mutex_);
+    update();
+    auto& n = nodes_.at(node);
+    n.running = true;
+    n.paused = false;
+    n.down_since.reset();
+    n.up_since = clock_.monoNow();
+  }
+  bool running(std::int32_t node) const {
+    std::lock_guard lock(mutex_);
+    return nodes_.at(node).running;
+  }
+  bool paused(std::int32_t node) const {
+    std::lock_guard lock(mutex_);
+    return nodes_.at(node).paused;
+  }
+  bool available(std::int32_t node) const {
+    std::lock_guard lock(mutex_);
+    return nodes_.at(node).running && !nodes_.at(node).paused;
+  }
+
+  observe::ObservedCluster observed() const {
+    std::lock_guard lock(mutex_);
+    update();
+    observe::ObservedCluster out;
+    out.reachable = true;
+    out.snapshot = snapshotLocked();
+    out.snapshot_at = clock_.wallNow();
+    return out;
+  }
+
+  probe::ProbeStatus probeStatus() const {
+    std::lock_guard lock(mutex_);
+    update();
+    probe::ProbeStatus status;
+    status.phase = probe::ProbePhase::kProbing;
+    status.interval_us = 10'000;
+    for (const auto& p : parts_) {
+      probe::PartitionStatus s;
+      s.topic = "probe";
+      s.partition = p.partition;
+      s.last_ack = p.last_ok;
+      s.last_receive = p.last_ok;
+      if (probe_backlog_us > 0) {
+        s.outstanding = 10;
+        s.oldest_outstanding_sent = common::Instant{clock_.wallNow() - probe_backlog_us, clock_.monoNow() - probe_backlog_us};
+      }
+      status.partitions.push_back(s);
+    }
+    return status;
+  }
+
+  Result<kafka::ClusterSnapshot> describe() const {
+    std::lock_guard lock(mutex_);
+    update();
+    return snapshotLocked();
+  }
+
+  void electPreferred() {
+    std::lock_guard lock(mutex_);
+    update();
+    for (auto& p : parts_) {
+      const auto preferred = p.replicas.front();
+      if (p.isr.count(preferred) && availableLocked(preferred)) p.leader = preferred;
+    }
+  }
+
+  // Moves leadership away from the preferred replicas (as after a cluster restart).
+  void moveLeadershipTo(std::int32_t node) {
+    std::lock_guard lock(mutex_);
+    for (auto& p : parts_) p.leader = node;
+  }
+
+  std::int32_t leaderOf(std::int32_t partition) const {
+    std::lock_guard lock(mutex_);
+    update();
+    return parts_.at(static_cast<std::size_t>(partition)).leader;
+  }
+
+  // Knobs a test turns.
+  bool controller_answers = true;
+  std::int64_t probe_backlog_us = 0;  // the probe's oldest unacked message is this old
+
+ private:
+  struct Node {
+    bool running = true;
+    bool paused = false;
+    std::optional<common::MonoMicros> down_since;
+    std::optional<common::MonoMicros> up_since;
+  };
+  struct Part {
+    std::int32_t partition;
+    std::vector<std::int32_t> replicas;
+    std::int32_t leader;
+    std::set<std::int32_t> isr;
+    common::Instant last_ok;  // the probe's last ack and receipt
+  };
+
+  bool availableLocked(std::int32_t node) const { return nodes_.at(node).running && !nodes_.at(node).paused; }
+
+  // Applies what time has done since the last look.
+  void update() const {
+    const auto now = clock_.monoNow();
+    for (auto& [id, n] : nodes_) {
+      if (n.down_since && now - *n.down_since >= failover_us) {
+        for (auto& p : parts_) {
+          if (!p.isr.count(id) || p.isr.size() == 1) continue;  // the last ISR member stays
+          p.isr.erase(id);
+          if (p.leader == id) p.leader = *p.isr.begin();
+        }
+      }
+      if (n.up_since && now - *n.up_since >= rejoin_us) {
+        for (auto& p : parts_) {
+          if (std::find(p.replicas.begin(), p.replicas.end(), id) != p.replicas.end()) p.isr.insert(id);
+        }
+        n.up_since.reset();
+      }
+    }
+    for (auto& p : parts_) {
+      if (availableLocked(p.leader)) p.last_ok = clock_.now();
+    }
+  }
+
+  kafka::ClusterSnapshot snapshotLocked() const {
+    kafka::ClusterSnapshot s;
+    for (std::int32_t id : {1, 2, 3}) {
+      if (availableLocked(id)) s.brokers.push_back({id, "127.0.0.1", 9000 + id});
+    }
+    kafka::TopicInfo topic;
+    topic.name = "probe";
+    for (const auto& p : parts_) {
+      kafka::PartitionInfo info;
+      info.partition = p.partition;
+      info.leader = availableLocked(p.leader) ? p.leader : -1;
+      if (info.leader < 0 && p.isr.size() > 1) info.leader = p.leader;  // not fenced yet
+      info.replicas = p.replicas;
+      info.isr.assign(p.isr.begin(), p.isr.end());
+      topic.partitions.push_back(info);
+    }
+    s.topics.push_back(topic);
+    return s;
+  }
+
+  ManualClock& clock_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::int32_t, Node> nodes_;
+  mutable std::vector<Part> parts_;
+};
+
+class FakeView final : public drill::ClusterView {
+ public:
+  explicit FakeView(const FakeCluster& cluster) : cluster_(cluster) {}
+  observe::ObservedCluster latest() const override { return cluster_.observed(); }
+
+ private:
+  const FakeCluster& cluster_;
+};
+
+class FakeProbe final : public drill::ProbeView {
+ public:
+  explicit FakeProbe(const FakeCluster& cluster) : cluster_(cluster) {}
+  probe::ProbeStatus status() const override { return cluster_.probeStatus(); }
+  std::vector<storage::ProbeSample> pending(common::WallMicros, common::WallMicros) const override { return {}; }
+
+ private:
+  const FakeCluster& cluster_;
+};
+
+class FakeAdmin final : public drill::ClusterAdmin {
+ public:
+  explicit FakeAdmin(FakeCluster& cluster) : cluster_(cluster) {}
+  Result<kafka::ClusterSnapshot> describeCluster() override { return cluster_.describe(); }
+  Status controllerAnswers() override {
+    if (cluster_.controller_answers) return okStatus();
+    return Error{make_error_code(std::errc::timed_out), "CreateTopics (validate only) timed out"};
+  }
+  Result<std::map<std::string, std::string>> topicConfig(const std::vector<std::string>& topics,
+                                                         const std::string&) override {
+    std::map<std::string, std::string> out;
+    for (const auto& t : topics) out[t] = "2";
+    return out;
+  }
+  Status electPreferredLeaders(const std::vector<kafka::TopicPartition>&) override {
+    cluster_.electPreferred();
+    return okStatus();
+  }
+
+ private:
+  FakeCluster& cluster_;
+};
+
+// One node's injector over the model; counts what it was asked and fails on demand.
+class FakeInjector final : public fault::Injector {
+ public:
+  FakeInjector(FakeCluster& cluster, std::int32_t node, const common::Clock& clock)
+      : cluster_(cluster), node_(node), clock_(clock) {}
+
+  std::string describe() const override { return "fake node " + std::to_string(node_); }
+  Result<fault::FaultRecord> kill() override { return fault("kill", false); }
+  Result<fault::FaultRecord> stop(std::chrono::seconds) override { return fault("stop", false); }
+  Result<fault::FaultRecord> pause() override { return fault("pause", true); }
+  Result<fault::FaultRecord> resume() override { return back("resume"); }
+  Result<fault::FaultRecord> start() override { return back("start"); }
+  Result<fault::ProcessState> inspect() override {
+    record("inspect");
+    if (unreachable) return Error{make_error_code(std::errc::host_unreachable), "no route to the fake node"};
+    fault::ProcessState s;
+    s.running = cluster_.running(node_);
+    s.paused = cluster_.paused(node_);
+    return s;
+  }
+  Result<std::vector<fault::BrokerLogLine>> logLines(const std::string&, common::WallMicros,
+                                                     const std::vector<std::string>&) override {
+    return std::vector<fault::BrokerLogLine>{};
+  }
+
+  int count(const std::string& call) const {
+    std::lock_guard lock(mutex_);
+    return static_cast<int>(std::count(calls_.begin(), calls_.end(), call));
+  }
+
+  // Knobs a test turns (set before the engine's thread uses the injector, or from its hooks).
+  std::atomic<int> start_failures{0};  // the next this many starts fail; -1: every one
+  std::atomic<bool> unreachable{false};
+
+ private:
+  void record(const std::string& call) {
+    std::lock_guard lock(mutex_);
+    calls_.push_back(call);
+  }
+  Result<fault::FaultRecord> fault(const std::string& call, bool paused) {
+    record(call);
+    fault::FaultRecord r;
+    r.requested_at = clock_.wallNow();
+    r.detail = call + " of fake node " + std::to_string(node_);
+    cluster_.down(node_, paused);
+    return r;
+  }
+  Result<fault::FaultRecord> back(const std::string& call) {
+    record(call);
+    if (start_failures != 0) {
+      if (start_failures > 0) --start_failures;
+      return Error{make_error_code(std::errc::io_error), "the fake engine refused to " + call};
+    }
+    fault::FaultRecord r;
+    r.requested_at = clock_.wallNow();
+    cluster_.up(node_);
+    return r;
+  }
+
+  FakeCluster& cluster_;
+  std::int32_t node_;
+  const common::Clock& clock_;
+  mutable std::mutex mutex_;
+  std::vector<std::string> calls_;
+};
+
+}  // namespace kfaild::testing
