@@ -81,6 +81,20 @@ json drillJson(const storage::DrillRecord& d, const std::map<storage::ClusterId,
   };
 }
 
+json recoveryJson(const storage::RecoveryEntry& e, const std::map<storage::ClusterId, std::string>& names) {
+  const auto name = names.find(e.cluster);
+  return {{"id", e.id},
+          {"drill_id", e.drill_id},
+          {"cluster", name == names.end() ? json(nullptr) : json(name->second)},
+          {"node", e.node},
+          {"action", e.action},
+          {"phase", e.phase},
+          {"created_us", e.created_us},
+          {"done_us", intOrNull(e.done_us)},
+          {"attempts", e.attempts},
+          {"last_error", e.last_error.empty() ? json(nullptr) : json(e.last_error)}};
+}
+
 json scheduleJson(const storage::ScheduleRecord& s,
                   const std::map<storage::ClusterId, std::string>& names) {
   const auto name = names.find(s.cluster);
@@ -208,6 +222,8 @@ void DrillEndpoints::registerOn(Router& router) {
   router.add("GET", "/api/v1/drills/{id}/timeline", bind(&DrillEndpoints::timeline));
   router.add("POST", "/api/v1/drills/{id}/abort", bind(&DrillEndpoints::abortDrill));
   router.add("GET", "/api/v1/statistics", bind(&DrillEndpoints::statistics));
+  router.add("GET", "/api/v1/recoveries", bind(&DrillEndpoints::listRecoveries));
+  router.add("POST", "/api/v1/recoveries/{id}/resolve", bind(&DrillEndpoints::resolveRecovery));
   router.add("GET", "/api/v1/schedules", bind(&DrillEndpoints::listSchedules));
   router.add("POST", "/api/v1/schedules", bind(&DrillEndpoints::createSchedule));
   router.add("GET", "/api/v1/schedules/{id}", bind(&DrillEndpoints::getSchedule));
@@ -431,6 +447,61 @@ Response DrillEndpoints::timeline(const Request& request) const {
                             {"count", items.size()},
                             {"truncated", truncated},
                             {"items", std::move(items)}});
+}
+
+Response DrillEndpoints::listRecoveries(const Request& request) const {
+  if (auto query = QueryReader::create(request.query, {}); !query) return badRequest(request, query.error());
+  auto pending = drills_.pendingRecoveries();
+  if (!pending) return storeFailure(request, pending.error());
+  auto names = clusterNames(request);
+  if (auto* failure = std::get_if<Response>(&names)) return std::move(*failure);
+  json items = json::array();
+  for (const auto& e : *pending) items.push_back(recoveryJson(e, std::get<0>(names)));
+  return jsonResponse(200, {{"items", std::move(items)}});
+}
+
+Response DrillEndpoints::resolveRecovery(const Request& request) {
+  auto id = parseInteger("id", request.params.at("id"), 1, kMaxId);
+  if (!id) return badRequest(request, id.error());
+  if (auto query = QueryReader::create(request.query, {}); !query) return badRequest(request, query.error());
+  std::string note;
+  if (!request.body.empty()) {
+    auto body = jsonObjectBody(request);
+    if (auto* failure = std::get_if<Response>(&body)) return std::move(*failure);
+    const auto& b = std::get<json>(body);
+    for (const auto& [key, value] : b.items()) {
+      if (key != "note") return invalidBody(request, key + ": unknown field");
+    }
+    if (b.contains("note")) {
+      if (!b["note"].is_string() || b["note"].get<std::string>().size() > kRecoveryNoteMax) {
+        return invalidBody(request, "note: must be a string of at most " + std::to_string(kRecoveryNoteMax) + " characters");
+      }
+      note = b["note"].get<std::string>();
+    }
+  }
+  auto pending = drills_.pendingRecoveries();
+  if (!pending) return storeFailure(request, pending.error());
+  const auto entry = std::find_if(pending->begin(), pending->end(), [&](const auto& e) { return e.id == *id; });
+  if (entry == pending->end()) {
+    return problem(ProblemType::kUnknownRecovery, "no open recovery has id " + std::to_string(*id), request.path);
+  }
+  // While its drill runs, the engine itself is bringing the node back.
+  auto drill = drills_.drill(entry->drill_id);
+  if (!drill) return storeFailure(request, drill.error());
+  if (*drill && !drill::isTerminal((*drill)->state)) {
+    return problem(ProblemType::kRecoveryInProgress,
+                   "drill " + std::to_string(entry->drill_id) + " is still " + (*drill)->state +
+                       ": it brings node " + std::to_string(entry->node) + " back itself",
+                   request.path);
+  }
+  auto resolved = storage::resolveRecovery(drills_, *id, note, clock_.wallNow());
+  if (!resolved) return storeFailure(request, resolved.error());
+  if (!*resolved) {
+    return problem(ProblemType::kUnknownRecovery, "no open recovery has id " + std::to_string(*id), request.path);
+  }
+  auto names = clusterNames(request);
+  if (auto* failure = std::get_if<Response>(&names)) return std::move(*failure);
+  return jsonResponse(200, recoveryJson(**resolved, std::get<0>(names)));
 }
 
 Response DrillEndpoints::abortDrill(const Request& request) {

@@ -13,6 +13,8 @@
 //   GET    /api/v1/statistics                       stall and phase distributions across drills
 //   GET    /api/v1/schedules, POST /api/v1/schedules
 //   GET    /api/v1/schedules/{id}, PATCH, DELETE
+//   GET    /api/v1/recoveries                       nodes drills left down and not back yet
+//   POST   /api/v1/recoveries/{id}/resolve          an operator closes one (node back or retired)
 //
 // Reads go to the DrillStore and the Store; starts and aborts to the DrillControl. Nothing here
 // waits for a drill to run.
@@ -46,6 +48,7 @@ inline constexpr std::int64_t kIncidentEventsBeforeUs = 30'000'000;
 inline constexpr std::int64_t kIncidentEventsAfterUs = 10'000'000;
 inline constexpr std::int64_t kTimelineMaxEvents = 10'000;
 inline constexpr std::size_t kScheduleNameMax = 100;
+inline constexpr std::size_t kRecoveryNoteMax = 500;
 inline constexpr std::int64_t kScheduleMaxJitterS = 86'400;
 
 class DrillEndpoints {
@@ -58,6 +61,8 @@ class DrillEndpoints {
 
  private:
   Response startDrill(const Request& request);
+  Response listRecoveries(const Request& request) const;
+  Response resolveRecovery(const Request& request);
   Response lastDrill(const Request& request) const;
   Response incidents(const Request& request) const;
   Response listDrills(const Request& request) const;

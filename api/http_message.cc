@@ -41,6 +41,8 @@ ProblemInfo infoOf(ProblemType type) {
       return {404, "unknown-drill", "Unknown drill"};
     case ProblemType::kUnknownSchedule:
       return {404, "unknown-schedule", "Unknown schedule"};
+    case ProblemType::kUnknownRecovery:
+      return {404, "unknown-recovery", "No open recovery"};
     case ProblemType::kNoDrill:
       return {404, "no-drill", "No completed drill"};
     case ProblemType::kDrillRefused:
@@ -49,6 +51,8 @@ ProblemInfo infoOf(ProblemType type) {
       return {409, "drills-disabled", "Drills not enabled for this cluster"};
     case ProblemType::kDrillFinished:
       return {409, "drill-finished", "Drill already finished"};
+    case ProblemType::kRecoveryInProgress:
+      return {409, "recovery-in-progress", "Recovery in progress"};
     case ProblemType::kMethodNotAllowed:
       return {405, "method-not-allowed", "Method not allowed"};
     case ProblemType::kPayloadTooLarge:

@@ -2,7 +2,7 @@
 
 namespace kfaild::storage {
 
-Result<bool> resolveRecovery(DrillStore& store, std::int64_t id, const std::string& note, std::int64_t now_us) {
+Result<std::optional<RecoveryEntry>> resolveRecovery(DrillStore& store, std::int64_t id, const std::string& note, std::int64_t now_us) {
   auto pending = store.pendingRecoveries();
   if (!pending) return pending.error();
   for (auto entry : *pending) {
@@ -12,9 +12,9 @@ Result<bool> resolveRecovery(DrillStore& store, std::int64_t id, const std::stri
     entry.last_error = "resolved by an operator" + (note.empty() ? std::string() : ": " + note) +
                        (entry.last_error.empty() ? std::string() : " (last error: " + entry.last_error + ")");
     if (auto s = store.updateRecovery(entry); !s) return s.error();
-    return true;
+    return std::optional<RecoveryEntry>(entry);
   }
-  return false;
+  return std::optional<RecoveryEntry>();
 }
 
 }  // namespace kfaild::storage

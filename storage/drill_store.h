@@ -92,7 +92,8 @@ class DrillStore {
 };
 
 // Closes an open journal entry on an operator's word (the node is back, or retired): done_us is
-// `now_us`, phase "resolved", last_error keeps the note. False when no open entry has that id.
-Result<bool> resolveRecovery(DrillStore& store, std::int64_t id, const std::string& note, std::int64_t now_us);
+// `now_us`, phase "resolved", last_error keeps the note. The entry as closed; nullopt when no open
+// entry has that id.
+Result<std::optional<RecoveryEntry>> resolveRecovery(DrillStore& store, std::int64_t id, const std::string& note, std::int64_t now_us);
 
 }  // namespace kfaild::storage

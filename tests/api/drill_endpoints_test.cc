@@ -387,6 +387,52 @@ TEST_CASE("abort: a queued drill is aborted, a finished one is a 409", "[integra
   problemOf(api.send("POST", "/api/v1/drills/424242/abort"), 404, "unknown-drill");
 }
 
+TEST_CASE("recoveries: the open ones are listed, an operator resolves one whose drill has ended", "[integration][api]") {
+  DrillApi api;
+  const auto ended = api.seedDrill("kill", "failed", kNow - 600 * kSecond, {});
+  storage::DrillRecord running;
+  running.cluster = api.lab();
+  running.fault = "kill";
+  running.target = R"({"broker":2})";
+  running.options = "{}";
+  running.state = "recover";
+  running.created_us = kNow - 60 * kSecond;
+  const auto running_id = *api.drills().createDrill(running);
+  storage::RecoveryEntry orphan;
+  orphan.drill_id = ended;
+  orphan.cluster = api.lab();
+  orphan.node = 9;
+  orphan.action = "start";
+  orphan.phase = "recover";
+  orphan.created_us = kNow - 590 * kSecond;
+  orphan.attempts = 3;
+  orphan.last_error = "no such container";
+  const auto orphan_id = *api.drills().addRecovery(orphan);
+  auto busy = orphan;
+  busy.drill_id = running_id;
+  busy.node = 2;
+  const auto busy_id = *api.drills().addRecovery(busy);
+
+  const auto list = api.get("/api/v1/recoveries");
+  REQUIRE(list.status == 200);
+  REQUIRE(list.json()["items"].size() == 2);
+  CHECK(list.json()["items"][0]["node"] == 9);
+  CHECK(list.json()["items"][0]["cluster"] == "lab");
+  CHECK(list.json()["items"][0]["done_us"].is_null());
+
+  const auto path = "/api/v1/recoveries/" + std::to_string(orphan_id) + "/resolve";
+  problemOf(api.send("POST", path, R"({"note":"retired"})", false), 401, "unauthorized");
+  problemOf(api.send("POST", path, R"({"reason":"x"})"), 400, "invalid-body");
+  problemOf(api.send("POST", "/api/v1/recoveries/" + std::to_string(busy_id) + "/resolve"), 409, "recovery-in-progress");
+  const auto resolved = api.send("POST", path, R"({"note":"node 9 retired"})");
+  REQUIRE(resolved.status == 200);
+  CHECK(resolved.json()["phase"] == "resolved");
+  CHECK(resolved.json()["done_us"] == kNow);
+  CHECK(resolved.json()["last_error"] == "resolved by an operator: node 9 retired (last error: no such container)");
+  problemOf(api.send("POST", path), 404, "unknown-recovery");
+  CHECK(api.get("/api/v1/recoveries").json()["items"].size() == 1);
+}
+
 TEST_CASE("schedules: create, read, disable, change, delete", "[integration][api]") {
   DrillApi api;
   const std::string body =

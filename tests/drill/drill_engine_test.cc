@@ -224,7 +224,11 @@ TEST_CASE("a journal entry for a node no longer in the inventory is reported and
   CHECK(refused.error().message.find("POST /api/v1/recoveries/" + std::to_string(*entry_id) + "/resolve") !=
         std::string::npos);
 
-  REQUIRE(storage::resolveRecovery(*h.drills, *entry_id, "node 9 retired", h.clock.wallNow()));
+  auto resolved = storage::resolveRecovery(*h.drills, *entry_id, "node 9 retired", h.clock.wallNow());
+  REQUIRE(resolved);
+  REQUIRE(*resolved);
+  CHECK((*resolved)->phase == "resolved");
+  CHECK((*resolved)->last_error == "resolved by an operator: node 9 retired");
   CHECK(h.openRecoveries().empty());
   CHECK(h.runner->submit(EngineHarness::spec(kKillBroker1)));
 }

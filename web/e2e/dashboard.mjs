@@ -132,7 +132,10 @@ try {
   await page.click('[data-testid=token-button]');
   await page.fill('[data-testid=token-input]', opt.token);
   await page.click('[data-testid=token-save]');
-  const stored = await page.evaluate(() => sessionStorage.getItem('kfaild.token'));
+  // The dialog's close event, which stores the token, is dispatched after the click returns.
+  const stored = await page
+    .waitForFunction((t) => sessionStorage.getItem('kfaild.token') === t, opt.token, { timeout: 5000 })
+    .then(() => opt.token, () => page.evaluate(() => sessionStorage.getItem('kfaild.token')));
   if (stored !== opt.token) fail('the token was not kept in sessionStorage');
   passed.push('token kept in sessionStorage');
 

@@ -6,9 +6,13 @@
 // 20 ms generated from the clock, and drills that run through their states in about 20 s with
 // stalls of the article's size (kill: ~9.4 s where the target leads, ~8.6 s where it follows).
 //
-//   node e2e/mock-server.mjs [--port 8090] [--token secret] [--history 6] [--dist ../dist]
+//   node e2e/mock-server.mjs [--port 8090] [--token secret] [--history 6] [--dist ../dist] [--check-schema]
 //
-// It is not kfaild: shapes follow the API brief, numbers are made up.
+// --check-schema validates every API answer against openapi.yaml as it is sent and prints each
+// departure on stderr as "mock: schema: ..." (npm run e2e:mock turns them into a failed check).
+//
+// It is not kfaild: shapes follow ../../openapi.yaml (test/mock-schema.test.ts checks every route's
+// answers against it; --check-schema checks each answer as it is sent), numbers are made up.
 
 import { createServer } from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
@@ -26,6 +30,7 @@ const PORT = Number(args.port ?? 8090);
 const TOKEN = args.token ?? 'secret';
 const DIST = resolve(args.dist ?? join(here, '..', 'dist'));
 const HISTORY = Number(args.history ?? 6);
+const schema = args['check-schema'] === 'true' ? (await import('../scripts/openapi.mjs')).responseValidator() : null;
 const INTERVAL = 20_000;
 const CLUSTER = 'lab';
 const BROKERS = [1, 2, 3];
@@ -184,20 +189,24 @@ function drillJson(d, now = nowUs()) {
     .filter((p) => (d.aborted_us === null ? now >= p.analysed : p.faultUs < d.aborted_us && (now >= p.analysed || now >= d.aborted_us)))
     .map((p) => {
       const done = now >= p.analysed && (d.aborted_us === null || p.analysed <= d.aborted_us);
-      return {
+      // Like kfaild, a member appears once the run got that far (absent, not null, before).
+      const run = {
         run: p.run,
+        fault: d.fault,
         state: done ? 'done' : 'aborted',
-        reason: done ? null : 'aborted on request',
         target: p.target,
         baseline_start_us: p.baselineStart,
         fault_requested_us: p.faultUs - 180,
         fault_us: p.faultUs,
+        fault_at: rfc(p.faultUs),
         fault_time_source: 'local',
-        observe_end_us: now >= p.observeEnd ? p.observeEnd : null,
-        recovered_us: now >= p.recovered ? p.recovered : null,
-        preferred_leaders_restored: now >= p.elected ? (d.options.preferred_election ?? true) : null,
-        analysis: done ? analysisJson(d, p) : null,
       };
+      if (!done) run.reason = 'aborted on request during observe';
+      if (now >= p.observeEnd) run.observe_end_us = p.observeEnd;
+      if (now >= p.recovered) run.recovered_us = p.recovered;
+      if (now >= p.elected && (d.options.preferred_election ?? true)) run.preferred_leaders_restored = true;
+      if (done) run.analysis = analysisJson(d, p);
+      return run;
     });
   return {
     id: d.id,
@@ -340,7 +349,7 @@ const quant = (vals, q) => {
   const hi = Math.ceil(pos);
   return Math.round(s[lo] + (s[hi] - s[lo]) * (pos - lo));
 };
-const summary = (vals) => (vals.length ? { min: quant(vals, 0), median: quant(vals, 0.5), p95: quant(vals, 0.95), max: quant(vals, 1) } : null);
+const summary = (vals) => (vals.length ? { min: quant(vals, 0), median: quant(vals, 0.5), p95: quant(vals, 0.95), max: quant(vals, 1), count: vals.length } : null);
 
 function statistics(q, now) {
   const from = parseTime(q.get('from')) ?? -Infinity;
@@ -370,6 +379,7 @@ function statistics(q, now) {
   return {
     drills: nDrills,
     runs: nRuns,
+    truncated: false,
     groups: [...groups.values()].map((g) => ({
       cluster: g.cluster,
       topic: g.topic,
@@ -383,7 +393,7 @@ function statistics(q, now) {
       election_us: summary(pick(g.rows, (r) => r.p.phases.election_us)),
       discovery_us: summary(pick(g.rows, (r) => r.p.phases.discovery_us)),
       resume_us: summary(pick(g.rows, (r) => r.p.phases.resume_us)),
-      trend: g.rows.map((r) => ({ drill: r.d.id, run: r.run.run, at: rfc(r.run.fault_us), at_us: r.run.fault_us, ack_stall_us: r.p.ack.stall?.duration_us ?? null })),
+      trend: g.rows.map((r) => ({ drill: r.d.id, run: r.run.run, at: rfc(r.run.fault_us), at_us: r.run.fault_us, ack_stall_us: r.p.ack.stall?.duration_us ?? null, receive_stall_us: r.p.receive.stall?.duration_us ?? null })),
     })),
   };
 }
@@ -396,9 +406,9 @@ function send(res, status, body, headers = {}) {
   res.end(text);
 }
 
-function problem(res, status, type, title, detail, instance, headers = {}) {
+function problem(res, status, type, title, detail, instance, headers = {}, extra = {}) {
   res.writeHead(status, { 'Content-Type': 'application/problem+json', ...headers });
-  res.end(JSON.stringify({ type: `urn:kfaild:problem:${type}`, title, status, detail, instance }));
+  res.end(JSON.stringify({ type: `urn:kfaild:problem:${type}`, title, status, detail, instance, ...extra }));
 }
 
 async function body(req) {
@@ -451,6 +461,10 @@ function clusterDetail(now) {
         late: 0,
         gaps: drills.length,
         in_flight: 2,
+        outstanding: 1,
+        oldest_outstanding_age_seconds: gap === null ? null : Math.max(gap, 0.002),
+        held_ticks: 0,
+        holding_since_us: null,
         last_ack: la === null ? null : rfc(la),
         last_ack_us: la,
         current_ack_gap_seconds: gap,
@@ -462,16 +476,38 @@ function clusterDetail(now) {
       },
     };
   });
+  // Combined mode: the three nodes are brokers and the KRaft quorum's voters; the first node up leads.
+  const controller = BROKERS.find((b) => !down.has(b)) ?? null;
+  const logEnd = Math.floor(now / 500_000);
+  const quorum = {
+    leader_id: controller,
+    leader_epoch: 1 + drills.filter((d) => d.plans.some((p) => p.fenced <= now)).length,
+    high_watermark: logEnd,
+    voters: BROKERS.map((id) => (down.has(id) ? { id, log_end_offset: null, lag: null, last_caught_up_at_us: null } : { id, log_end_offset: logEnd, lag: 0, last_caught_up_at_us: now - 100_000 })),
+    observers: [],
+    described_at_us: now - 300_000,
+  };
   return {
     name: CLUSTER,
     id: 1,
     bootstrap: '127.0.0.1:19091,127.0.0.1:19092,127.0.0.1:19093',
     reachable: true,
-    metadata: { at: rfc(now - 50_000), at_us: now - 50_000, answered_by: BROKERS.find((b) => !down.has(b)) ?? null, polls: 1000, failures: 0, last_error: null },
-    controller_id: BROKERS.find((b) => !down.has(b)) ?? null,
+    metadata: { at: rfc(now - 50_000), at_us: now - 50_000, answered_by: controller, polls: 1000, failures: 0, last_error: null },
+    controller_id: controller,
+    quorum,
     brokers: BROKERS.filter((b) => !down.has(b)).map((id) => ({ id, host: '127.0.0.1', port: 19090 + id })),
     topics: [{ name: TOPIC, error: null, partitions }],
-    probe: { phase: 'probing', problem: null, run_id: '00c0ffee00c0ffee', interval_us: INTERVAL, ticks: Math.floor(now / INTERVAL), skipped_ticks: 0, max_send_lateness_us: 900 },
+    probe: {
+      phase: 'probing',
+      problem: null,
+      run_id: '00c0ffee00c0ffee',
+      interval_us: INTERVAL,
+      ticks: Math.floor(now / INTERVAL),
+      skipped_ticks: 0,
+      held_ticks: 0,
+      max_send_lateness_us: 900,
+      client_settings: { acks: 'all', 'enable.idempotence': 'true', 'message.timeout.ms': '30000', 'max.in.flight.requests.per.connection': '5', retries: '2147483647' },
+    },
   };
 }
 
@@ -524,9 +560,12 @@ async function api(req, res, url) {
     return send(res, 200, { items, count: items.length, truncated: false, from: rfc(from), to: rfc(to) });
   }
   if ((r = m(/^\/api\/v1\/clusters\/([^/]+)\/incidents$/))) {
+    const to = parseTime(q.get('to')) ?? now;
+    const from = parseTime(q.get('from')) ?? to - 7 * 86_400e6;
     const s = now - 3 * 3600e6;
-    const items = [{ start: rfc(s), start_us: s, end: rfc(s + 2_300_000), end_us: s + 2_300_000, duration_us: 2_300_000, partitions: [{ topic: TOPIC, partition: 1, kind: 'ack', duration_us: 2_300_000 }], events: [{ id: 1, t: rfc(s + 100_000), t_us: s + 100_000, source: 'metadata', kind: 'isr_shrink', broker: 3, topic: TOPIC, partition: 1, detail: { removed: [3] } }] }];
-    return send(res, 200, { items, count: items.length });
+    const incident = { start: rfc(s), start_us: s, end: rfc(s + 2_300_000), end_us: s + 2_300_000, duration_us: 2_300_000, partitions: [{ topic: TOPIC, partition: 1, kind: 'ack', start_us: s, end_us: s + 2_300_000, duration_us: 2_300_000 }], events: [{ id: 1, t: rfc(s + 100_000), t_us: s + 100_000, source: 'metadata', kind: 'isr_shrink', broker: 3, topic: TOPIC, partition: 1, detail: { removed: [3] } }] };
+    const items = incident.end_us >= from && incident.end_us < to ? [incident] : [];
+    return send(res, 200, { items, count: items.length, truncated: false, from: rfc(from), to: rfc(to) });
   }
   if ((r = m(/^\/api\/v1\/clusters\/([^/]+)\/drills\/last$/))) {
     const done = drills.filter((d) => stateAt(d, now) === 'done').sort((a, b) => b.id - a.id);
@@ -543,28 +582,38 @@ async function api(req, res, url) {
     const bad = validateDrill(b);
     if (bad) return problem(res, 400, 'invalid-body', 'Bad Request', bad, path);
     const running = drills.find((d) => !['done', 'failed', 'aborted'].includes(stateAt(d, now)));
-    if (running) return problem(res, 409, 'guard-refused', 'Conflict', `drill ${running.id} is still running on cluster ${CLUSTER}; one drill at a time`, path);
-    if (b.target.broker !== undefined && brokerDownAt(b.target.broker, now)) return problem(res, 409, 'guard-refused', 'Conflict', `broker ${b.target.broker} is not registered: the cluster is not healthy enough for a drill`, path);
+    if (running) {
+      const why = `drill ${running.id} is still running on cluster ${CLUSTER}; one drill at a time`;
+      return problem(res, 409, 'drill-refused', 'Drill refused', why, path, {}, { reason: why });
+    }
+    if (b.target.broker !== undefined && brokerDownAt(b.target.broker, now)) {
+      const why = `broker ${b.target.broker} is not registered: the cluster is not healthy enough for a drill`;
+      return problem(res, 409, 'drill-refused', 'Drill refused', why, path, {}, { reason: why });
+    }
     const d = createDrill(b, now);
     return send(res, 202, drillJson(d, now), { Location: `/api/v1/drills/${d.id}` });
   }
   if (path === '/api/v1/drills') {
     let list = drills.map((d) => drillJson(d, now)).sort((a, b) => b.id - a.id);
     for (const k of ['cluster', 'state', 'fault']) if (q.get(k)) list = list.filter((d) => d[k] === q.get(k));
+    // As kfaild: the cursor is the last id of the page (an integer), sent as a string.
     const cursor = q.get('cursor');
-    if (cursor) list = list.filter((d) => d.id < Number(Buffer.from(cursor, 'base64url').toString()));
+    if (cursor) {
+      if (!/^[1-9]\d*$/.test(cursor)) return problem(res, 400, 'invalid-parameter', 'Invalid parameter', 'cursor: must be an integer ≥ 1', path);
+      list = list.filter((d) => d.id < Number(cursor));
+    }
     const limit = Number(q.get('limit') ?? 50);
     const page = list.slice(0, limit);
-    const next = list.length > limit ? Buffer.from(String(page.at(-1).id)).toString('base64url') : null;
+    const next = list.length > limit ? String(page.at(-1).id) : null;
     return send(res, 200, { items: page, count: page.length, next_cursor: next });
   }
   if ((r = m(/^\/api\/v1\/drills\/(\d+)(\/timeline|\/abort)?$/))) {
     const d = drills.find((x) => x.id === Number(r[1]));
-    if (!d) return problem(res, 404, 'no-drill', 'Not Found', `no drill ${r[1]}`, path);
+    if (!d) return problem(res, 404, 'unknown-drill', 'Unknown drill', `no drill has id ${r[1]}`, path);
     if (r[2] === '/abort') {
       if (req.method !== 'POST') return problem(res, 405, 'method-not-allowed', 'Method Not Allowed', 'POST only', path, { Allow: 'POST' });
       const st = stateAt(d, now);
-      if (['done', 'failed', 'aborted'].includes(st)) return problem(res, 409, 'drill-finished', 'Conflict', `drill ${d.id} is already ${st}`, path);
+      if (['done', 'failed', 'aborted'].includes(st)) return problem(res, 409, 'drill-finished', 'Drill already finished', `drill ${d.id} is already ${st}`, path, {}, { state: st });
       d.aborted_us = now;
       return send(res, 202, drillJson(d, now));
     }
@@ -605,7 +654,7 @@ async function api(req, res, url) {
   }
   if ((r = m(/^\/api\/v1\/schedules\/(\d+)$/))) {
     const i = schedules.findIndex((s) => s.id === Number(r[1]));
-    if (i < 0) return problem(res, 404, 'no-schedule', 'Not Found', `no schedule ${r[1]}`, path);
+    if (i < 0) return problem(res, 404, 'unknown-schedule', 'Unknown schedule', `no schedule has id ${r[1]}`, path);
     if (req.method === 'DELETE') {
       schedules.splice(i, 1);
       res.writeHead(204);
@@ -630,14 +679,33 @@ function seedHistory() {
 
 seedHistory();
 
+/** With --check-schema: checks the answer to an API request against openapi.yaml when it is sent. */
+function checkAnswer(req, res, path) {
+  const writeHead = res.writeHead.bind(res);
+  const end = res.end.bind(res);
+  let contentType = null;
+  res.writeHead = (status, headers = {}) => {
+    contentType = headers['Content-Type'] ?? null;
+    return writeHead(status, headers);
+  };
+  res.end = (chunk, ...rest) => {
+    if (req.method !== 'HEAD') {
+      const body = chunk === undefined ? '' : String(chunk);
+      for (const p of schema.check({ method: req.method, path, status: res.statusCode, contentType, body })) console.error(`mock: schema: ${p}`);
+    }
+    return end(chunk, ...rest);
+  };
+}
+
 const server = createServer(async (req, res) => {
   try {
     const url = new URL(req.url ?? '/', 'http://localhost');
+    if (schema && url.pathname.startsWith('/api/')) checkAnswer(req, res, url.pathname);
     if (url.pathname.startsWith('/api/')) await api(req, res, url);
     else if (req.method === 'GET' || req.method === 'HEAD') await serveStatic(req, res, url.pathname);
     else problem(res, 405, 'method-not-allowed', 'Method Not Allowed', 'GET only', url.pathname, { Allow: 'GET, HEAD' });
   } catch (e) {
-    problem(res, 500, 'internal', 'Internal Server Error', String(e?.stack ?? e), req.url ?? '');
+    problem(res, 500, 'internal-error', 'Internal error', String(e?.stack ?? e), req.url ?? '');
   }
 });
 server.listen(PORT, '127.0.0.1', () => {

@@ -2,7 +2,8 @@
 // Smoke test of the built dashboard against e2e/mock-server.mjs (no Kafka, no kfaild): runs
 // dashboard.mjs, then checks the flows the real lab rarely shows — a mutating request without a
 // token asks for it and goes through after it is entered, a guard's 409 is shown with its detail,
-// and the statistics and schedules pages render. Needs `npm run build` first.
+// and the statistics and schedules pages render; the mock checks its every API answer against
+// openapi.yaml (--check-schema). Needs `npm run build` first.
 //
 //   node e2e/run-mock.mjs [--out DIR]
 
@@ -12,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { startMock } from './start-mock.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const outIdx = process.argv.indexOf('--out');
@@ -19,17 +21,16 @@ const out = resolve(outIdx > 0 ? process.argv[outIdx + 1] : join(here, 'out'));
 const TOKEN = 'mock-token';
 await mkdir(out, { recursive: true });
 
-const mock = spawn(process.execPath, [join(here, 'mock-server.mjs'), '--port', '0', '--token', TOKEN], { stdio: ['ignore', 'pipe', 'inherit'] });
-const url = await new Promise((res, rej) => {
-  let buf = '';
-  mock.stdout.on('data', (d) => {
-    buf += d;
-    const m = /(http:\/\/127\.0\.0\.1:\d+)/.exec(buf);
-    if (m) res(m[1]);
-  });
-  mock.on('exit', (c) => rej(new Error(`mock server exited with ${c}`)));
-  setTimeout(() => rej(new Error('mock server did not start')), 10_000);
+// Every API answer the mock sends in the flows below is checked against openapi.yaml.
+const schemaProblems = [];
+const mock = await startMock({
+  args: ['--token', TOKEN, '--check-schema'],
+  onStderr: (text) => {
+    process.stderr.write(text);
+    for (const line of text.split('\n')) if (line.startsWith('mock: schema: ')) schemaProblems.push(line.slice(14));
+  },
 });
+const url = mock.url;
 console.log(`[run-mock] mock at ${url}`);
 
 const run = (args) =>
@@ -111,13 +112,14 @@ try {
   await page.screenshot({ path: join(out, '12-schedules.png'), fullPage: true });
 
   check(errors.length === 0, `no uncaught page errors${errors.length ? `: ${errors.join('; ')}` : ''}`);
+  check(schemaProblems.length === 0, `every API answer of the mock matched openapi.yaml${schemaProblems.length ? ` (${schemaProblems.length} did not, first: ${schemaProblems[0]})` : ''}`);
   await ctx.close();
   await rm(profile, { recursive: true, force: true });
 } catch (e) {
   failed++;
   console.log(`not ok - ${e?.stack ?? e}`);
 } finally {
-  mock.kill('SIGTERM');
+  mock.stop();
 }
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

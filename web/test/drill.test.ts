@@ -71,7 +71,7 @@ describe('drill verdict', () => {
 
   it('handles a run without analysis (failed in preflight)', () => {
     const d = drill(4, { state: 'failed', reason: 'x' });
-    d.runs = [{ run: 1, state: 'failed', target: null }];
+    d.runs = [{ run: 1, fault: 'kill', state: 'failed', reason: 'preflight: node 1 cannot be reached' }];
     expect(worstStall(d, 'ack')).toBeNull();
     expect(totals(d).sent).toBe(0);
     expect(verdict(d).facts).toEqual(['No acknowledged message lost']);

@@ -2,6 +2,7 @@
 // p1 and p2 followed by 1), numbers close to the article's.
 
 import type { Drill, PartitionResult, Role, Sample, StatGroup } from '../src/api/types';
+import { rfc3339FromUs } from '../src/lib/time';
 
 export const FAULT_US = 1_790_000_000_000_000;
 
@@ -66,6 +67,7 @@ export function drill(id: number, overrides: Partial<Drill> = {}, parts?: Partit
     runs: [
       {
         run: 1,
+        fault: 'kill',
         state: 'done',
         target: 1,
         baseline_start_us: FAULT_US - 5_000_000,
@@ -95,7 +97,20 @@ export function samples(fromUs: number, n: number, gap?: { from: number; to: num
     const send = fromUs + i * 20_000;
     let ack = send + 2_000;
     if (gap && ack >= gap.from && ack < gap.to) ack = gap.to + i; // released together, in order
-    out.push({ seq: i, send_us: send, ack_us: ack, ack_error: 0, ack_latency_us: ack - send, offset: i, receive_us: ack + 1_000 });
+    const receive = ack + 1_000;
+    out.push({
+      seq: i,
+      send: rfc3339FromUs(send),
+      send_us: send,
+      ack: rfc3339FromUs(ack),
+      ack_us: ack,
+      ack_error: 0,
+      ack_latency_us: ack - send,
+      offset: i,
+      receive: rfc3339FromUs(receive),
+      receive_us: receive,
+      receive_latency_us: receive - send,
+    });
   }
   return out;
 }
@@ -114,6 +129,9 @@ export function group(partitionNo: number, role: Role, stalls: number[]): StatGr
     election_us: null,
     discovery_us: null,
     resume_us: null,
-    trend: stalls.map((s, i) => ({ drill: i + 1, run: 1, at: '', at_us: FAULT_US + i * 86_400_000_000, ack_stall_us: s })),
+    trend: stalls.map((s, i) => {
+      const at = FAULT_US + i * 86_400_000_000;
+      return { drill: i + 1, run: 1, at: rfc3339FromUs(at), at_us: at, ack_stall_us: s, receive_stall_us: null };
+    }),
   };
 }

@@ -17,8 +17,8 @@ describe('statistics shaping', () => {
 
   it('takes the server’s summary when given and computes it from the trend otherwise', () => {
     const g = group(0, 'leader', [9_400_000, 10_240_000, 9_800_000]);
-    expect(ackSummary(g)).toEqual({ min: 9_400_000, median: 9_800_000, p95: 10_196_000, max: 10_240_000 });
-    const given = { min: 1, median: 2, p95: 3, max: 4 };
+    expect(ackSummary(g)).toEqual({ min: 9_400_000, median: 9_800_000, p95: 10_196_000, max: 10_240_000, count: 3 });
+    const given = { min: 1, median: 2, p95: 3, max: 4, count: 3 };
     expect(ackSummary({ ...g, ack_stall_us: given })).toBe(given);
     expect(ackSummary(group(0, 'leader', []))).toBeNull();
   });
@@ -43,7 +43,7 @@ describe('statistics shaping', () => {
   it('makes trend series in time order, skipping runs without a stall', () => {
     const g = group(0, 'leader', [3_000_000, 1_000_000]);
     g.trend.reverse();
-    g.trend.push({ drill: 9, run: 1, at: '', at_us: 1, ack_stall_us: null });
+    g.trend.push({ drill: 9, run: 1, at: '1970-01-01T00:00:00.000001Z', at_us: 1, ack_stall_us: null, receive_stall_us: null });
     const t = trendSeries([g])[0]!;
     expect(t.y).toEqual([3, 1]);
     expect(t.x[0]! < t.x[1]!).toBe(true);
@@ -52,11 +52,11 @@ describe('statistics shaping', () => {
   it('gives a y top with headroom, never below a second', () => {
     expect(yTop([{ y: [10] }])).toBeCloseTo(11);
     expect(yTop([{ y: [0.1] }])).toBe(1);
-    expect(yTop([{ y: [], summary: { min: 0, median: 0, p95: 0, max: 20_000_000 } }])).toBeCloseTo(22);
+    expect(yTop([{ y: [], summary: { min: 0, median: 0, p95: 0, max: 20_000_000, count: 1 } }])).toBeCloseTo(22);
   });
 
   it('summarises each group with its phases', () => {
-    const rows = summaryRows([{ ...group(0, 'leader', [1_000_000]), detection_us: { min: 1, median: 2, p95: 3, max: 4 } }]);
+    const rows = summaryRows([{ ...group(0, 'leader', [1_000_000]), detection_us: { min: 1, median: 2, p95: 3, max: 4, count: 1 } }]);
     expect(rows[0]!.count).toBe(1);
     expect(rows[0]!.detection!.median).toBe(2);
   });

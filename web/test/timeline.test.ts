@@ -13,12 +13,15 @@ import {
   timelineOrigin,
   xRange,
 } from '../src/lib/timeline';
+import { rfc3339FromUs } from '../src/lib/time';
 import { drill, FAULT_US, samples } from './fixtures';
 
 function item(relative_s: number, source: string, kind: string, extra: Partial<TimelineItem> = {}): TimelineItem {
+  const t_us = FAULT_US + Math.round(relative_s * 1e6);
   return {
-    t: '',
-    t_us: FAULT_US + Math.round(relative_s * 1e6),
+    id: 1,
+    t: rfc3339FromUs(t_us),
+    t_us,
     relative_s,
     run: 1,
     source,
@@ -26,7 +29,7 @@ function item(relative_s: number, source: string, kind: string, extra: Partial<T
     broker: null,
     topic: null,
     partition: null,
-    detail: null,
+    detail: {},
     ...extra,
   };
 }

@@ -3,18 +3,18 @@
 
 import type {
   ClusterDetail,
-  ClusterSummary,
+  ClusterList,
   Drill,
   DrillList,
   DrillRequest,
-  Incident,
-  KafkaEvent,
-  List,
+  EventList,
+  IncidentList,
   Problem,
-  RangeList,
-  Sample,
+  SampleList,
   Schedule,
+  ScheduleList,
   ScheduleRequest,
+  ScheduleUpdate,
   Statistics,
   Timeline,
 } from './types';
@@ -118,12 +118,12 @@ export async function send<T>(method: 'POST' | 'PATCH' | 'DELETE', path: string,
 const enc = encodeURIComponent;
 
 export const api = {
-  clusters: (s?: AbortSignal) => getJson<List<ClusterSummary>>('/api/v1/clusters', {}, s),
+  clusters: (s?: AbortSignal) => getJson<ClusterList>('/api/v1/clusters', {}, s),
   cluster: (c: string, s?: AbortSignal) => getJson<ClusterDetail>(`/api/v1/clusters/${enc(c)}`, {}, s),
   samples: (c: string, topic: string, partition: number, q: { from?: string; to?: string; limit?: number }, s?: AbortSignal) =>
-    getJson<RangeList<Sample>>(`/api/v1/clusters/${enc(c)}/partitions/${enc(topic)}/${partition}/samples`, q, s),
-  events: (c: string, q: Query, s?: AbortSignal) => getJson<RangeList<KafkaEvent>>(`/api/v1/clusters/${enc(c)}/events`, q, s),
-  incidents: (c: string, q: Query, s?: AbortSignal) => getJson<List<Incident>>(`/api/v1/clusters/${enc(c)}/incidents`, q, s),
+    getJson<SampleList>(`/api/v1/clusters/${enc(c)}/partitions/${enc(topic)}/${partition}/samples`, q, s),
+  events: (c: string, q: Query, s?: AbortSignal) => getJson<EventList>(`/api/v1/clusters/${enc(c)}/events`, q, s),
+  incidents: (c: string, q: Query, s?: AbortSignal) => getJson<IncidentList>(`/api/v1/clusters/${enc(c)}/incidents`, q, s),
   drills: (q: Query, s?: AbortSignal) => getJson<DrillList>('/api/v1/drills', q, s),
   drill: (id: number, s?: AbortSignal) => getJson<Drill>(`/api/v1/drills/${id}`, {}, s),
   lastDrill: (c: string, s?: AbortSignal) => getJson<Drill>(`/api/v1/clusters/${enc(c)}/drills/last`, {}, s),
@@ -131,8 +131,8 @@ export const api = {
   statistics: (q: Query, s?: AbortSignal) => getJson<Statistics>('/api/v1/statistics', q, s),
   startDrill: (c: string, req: DrillRequest) => send<Drill>('POST', `/api/v1/clusters/${enc(c)}/drills`, req),
   abortDrill: (id: number) => send<Drill>('POST', `/api/v1/drills/${id}/abort`),
-  schedules: (s?: AbortSignal) => getJson<List<Schedule>>('/api/v1/schedules', {}, s),
+  schedules: (s?: AbortSignal) => getJson<ScheduleList>('/api/v1/schedules', {}, s),
   createSchedule: (req: ScheduleRequest) => send<Schedule>('POST', '/api/v1/schedules', req),
-  patchSchedule: (id: number, patch: Partial<ScheduleRequest>) => send<Schedule>('PATCH', `/api/v1/schedules/${id}`, patch),
+  patchSchedule: (id: number, patch: ScheduleUpdate) => send<Schedule>('PATCH', `/api/v1/schedules/${id}`, patch),
   deleteSchedule: (id: number) => send<void>('DELETE', `/api/v1/schedules/${id}`),
 };

@@ -1,415 +1,98 @@
-// Shapes of kfaild's REST API (openapi.yaml and the drill endpoints). Times come twice: an
-// RFC 3339 string and `*_us`, integer microseconds since the Unix epoch; durations named `*_us`
-// are microseconds, `*_seconds` seconds.
+// Shapes of kfaild's REST API, as ../../openapi.yaml defines them. Every type here is an alias of a
+// schema component in schema.gen.ts, which `npm run gen:types` generates from openapi.yaml with
+// openapi-typescript (before every build, typecheck and test run; not committed). A change of the
+// schema therefore shows up here as a type error where the dashboard relies on the old shape.
+// Change openapi.yaml, not this file, when the API changes; this file only names the shapes.
+//
+// Times come twice: an RFC 3339 string and `*_us`, integer microseconds since the Unix epoch;
+// durations named `*_us` are microseconds, `*_seconds` seconds.
 
-export interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  instance?: string;
-  [extra: string]: unknown;
-}
+import type { components, paths } from './schema.gen';
 
-export type ProbePhase = 'starting' | 'setting_up' | 'probing' | 'stopped';
+type Schemas = components['schemas'];
 
-export interface ClusterSummary {
-  name: string;
-  id: number;
-  bootstrap: string;
-  reachable: boolean;
-  brokers: number[];
-  probe_phase: ProbePhase;
-  probe_problem: string | null;
-}
+export type { components, paths };
 
-export interface List<T> {
-  items: T[];
-  count: number;
-}
+/** An RFC 9457 problem document (`application/problem+json`). */
+export type Problem = Schemas['Problem'];
 
-export interface RangeList<T> extends List<T> {
-  truncated: boolean;
-  from: string;
-  to: string;
-}
-
-export interface Broker {
-  id: number;
-  host: string;
-  port: number;
-}
-
-export interface PartitionProbe {
-  sent: number;
-  acked: number;
-  received: number;
-  send_failed: number;
-  lost: number;
-  duplicated: number;
-  reordered: number;
-  late: number;
-  gaps: number;
-  in_flight: number;
-  last_ack: string | null;
-  last_ack_us: number | null;
-  current_ack_gap_seconds: number | null;
-  longest_ack_gap_seconds: number;
-  last_receive: string | null;
-  last_receive_us: number | null;
-  current_receive_gap_seconds: number | null;
-  longest_receive_gap_seconds: number;
-}
-
-export interface PartitionState {
-  partition: number;
-  leader: number | null;
-  replicas: number[];
-  isr: number[];
-  error: string | null;
-  probe: PartitionProbe | null;
-}
-
-export interface TopicState {
-  name: string;
-  error: string | null;
-  partitions: PartitionState[];
-}
-
+export type ProbePhase = Schemas['ProbePhase'];
+export type ClusterSummary = Schemas['ClusterSummary'];
+export type ClusterList = Schemas['ClusterList'];
+export type Broker = Schemas['Broker'];
+export type MetadataState = Schemas['MetadataState'];
+export type ProbeState = Schemas['ProbeState'];
+export type PartitionProbe = Schemas['PartitionProbe'];
+export type PartitionState = Schemas['PartitionState'];
+export type TopicState = Schemas['TopicState'];
 /** A member of the KRaft quorum as the active controller reports it. */
-export interface QuorumReplica {
-  id: number;
-  log_end_offset: number | null;
-  /** Records behind the leader's log end offset; 0 for the leader. */
-  lag: number | null;
-  /** On the active controller's wall clock. */
-  last_caught_up_at_us: number | null;
+export type QuorumReplica = Schemas['QuorumReplica'];
+export type QuorumState = Schemas['QuorumState'];
+export type ClusterDetail = Schemas['ClusterDetail'];
+
+export type Sample = Schemas['Sample'];
+export type SampleList = Schemas['SampleList'];
+/** A recorded event (metadata change, client or broker log line, fault, ...). */
+export type KafkaEvent = Schemas['Event'];
+export type EventList = Schemas['EventList'];
+export type Gap = Schemas['Gap'];
+export type GapList = Schemas['GapList'];
+
+export type Fault = Schemas['Fault'];
+export type DrillState = Schemas['DrillState'];
+export type Role = Schemas['Role'];
+/** Exactly one member (the schema's minProperties/maxProperties 1). */
+export type DrillTarget = Schemas['DrillTarget'];
+export type DrillOptions = Schemas['DrillOptions'];
+export type DrillRequest = Schemas['DrillRequest'];
+
+/** A stall or gap; `open`: not ended when observation did, duration_us is a lower bound. */
+export type Interval = NonNullable<Schemas['Interval']>;
+export type KindResult = Schemas['KindResult'];
+export type Outcome = NonNullable<KindResult['outcome']>;
+export type Phases = Schemas['Phases'];
+export type PartitionResult = Schemas['PartitionAnalysis'];
+export type RunAnalysis = Schemas['RunAnalysis'];
+/** One run of a drill; members appear as the run gets that far. */
+export type Run = Schemas['Run'];
+export type Drill = Schemas['Drill'];
+export type DrillList = Schemas['DrillList'];
+
+/** An event with its place in the drill (`relative_s`: seconds from the first run's fault). */
+export type TimelineItem = Schemas['TimelineEvent'];
+export type Timeline = Schemas['Timeline'];
+
+/** Nearest-rank order statistics in µs. */
+export type Quantiles = NonNullable<Schemas['Summary']>;
+export type TrendPoint = Schemas['TrendPoint'];
+export type StatGroup = Schemas['StatisticsGroup'];
+export type Statistics = Schemas['Statistics'];
+
+export type Incident = Schemas['Incident'];
+export type IncidentList = Schemas['IncidentList'];
+
+export type Schedule = Schemas['Schedule'];
+export type ScheduleList = Schemas['ScheduleList'];
+export type ScheduleRequest = Schemas['ScheduleRequest'];
+export type ScheduleUpdate = Schemas['ScheduleUpdate'];
+
+/** Every member of the string union T, in the order written; a missing or unknown one is a type error. */
+function allOf<T extends string>(members: Record<T, true>): T[] {
+  return Object.keys(members) as T[];
 }
 
-export interface QuorumState {
-  /** The active controller; null during an election. */
-  leader_id: number | null;
-  leader_epoch: number;
-  high_watermark: number;
-  voters: QuorumReplica[];
-  /** The brokers (and controllers without a vote). */
-  observers: QuorumReplica[];
-  described_at_us: number;
-}
+export const FAULTS: Fault[] = allOf<Fault>({ kill: true, stop: true, pause: true, restart: true });
 
-export interface ClusterDetail {
-  name: string;
-  id: number;
-  bootstrap: string;
-  reachable: boolean;
-  metadata: {
-    at: string | null;
-    at_us: number | null;
-    answered_by: number | null;
-    polls: number;
-    failures: number;
-    last_error: string | null;
-  };
-  /** The active KRaft controller (the quorum's leader), often not one of `brokers`. */
-  controller_id: number | null;
-  /** Null while unknown. Absent from servers older than DescribeQuorum support. */
-  quorum?: QuorumState | null;
-  brokers: Broker[];
-  topics: TopicState[];
-  probe: {
-    phase: ProbePhase;
-    problem: string | null;
-    run_id: string;
-    interval_us: number;
-    ticks: number;
-    skipped_ticks: number;
-    max_send_lateness_us: number;
-  };
-}
-
-export interface Sample {
-  seq: number;
-  send?: string;
-  send_us: number;
-  ack?: string | null;
-  ack_us: number | null;
-  ack_error: number;
-  ack_latency_us: number | null;
-  offset: number | null;
-  receive?: string | null;
-  receive_us: number | null;
-  receive_latency_us?: number | null;
-}
-
-export interface KafkaEvent {
-  id?: number;
-  t: string;
-  t_us: number;
-  source: string;
-  kind: string;
-  broker: number | null;
-  topic: string | null;
-  partition: number | null;
-  detail: Record<string, unknown> | null;
-}
-
-export type Fault = 'kill' | 'stop' | 'pause' | 'restart';
-export const FAULTS: Fault[] = ['kill', 'stop', 'pause', 'restart'];
-
-export type DrillState =
-  | 'queued'
-  | 'preflight'
-  | 'baseline'
-  | 'inject'
-  | 'observe'
-  | 'recover'
-  | 'elect'
-  | 'analyse'
-  | 'done'
-  | 'failed'
-  | 'aborted';
-export const DRILL_STATES: DrillState[] = [
-  'queued',
-  'preflight',
-  'baseline',
-  'inject',
-  'observe',
-  'recover',
-  'elect',
-  'analyse',
-  'done',
-  'failed',
-  'aborted',
-];
-
-export type DrillTarget =
-  | { broker: number }
-  | { leader_of: { topic: string; partition: number } }
-  | { controller: true }
-  | { random: true };
-
-export interface DrillOptions {
-  repeats?: number;
-  baseline_s?: number;
-  observe_min_s?: number;
-  observe_timeout_s?: number;
-  grace_s?: number;
-  pause_s?: number;
-  recover_timeout_s?: number;
-  preferred_election?: boolean;
-  allow_unavailable?: boolean;
-}
-
-export interface DrillRequest {
-  fault: Fault;
-  target: DrillTarget;
-  options?: DrillOptions;
-}
-
-export type Role = 'leader' | 'follower' | 'follower_out_of_isr' | 'not_a_replica' | 'sole_replica';
-
-export interface Interval {
-  start_us: number;
-  end_us: number;
-  duration_us: number;
-  /** Not ended when observation did: duration_us is a lower bound. */
-  open?: boolean;
-}
-
-export type Outcome = 'stall' | 'none' | 'inconclusive';
-
-export interface KindResult {
-  /** Absent in results stored before outcomes existed. */
-  outcome?: Outcome;
-  /** Set only when outcome is 'stall'. */
-  stall: Interval | null;
-  longest_gap?: Interval | null;
-  baseline: Interval | null;
-  ended_by?: { seq: number; at_us: number } | null;
-  reason?: string;
-  held_ticks?: number;
-  probe_idle_us?: number;
-  count: number;
-}
-
-export interface Phases {
-  detection_us: number | null;
-  election_us: number | null;
-  discovery_us: number | null;
-  resume_us: number | null;
-  fenced_at_us: number | null;
-  new_leader_at_us: number | null;
-  client_update_at_us: number | null;
-  new_leader: number | null;
-  node_back_us?: number | null;
-  detection_resolution_us?: number | null;
-  election_resolution_us?: number | null;
-  discovery_resolution_us?: number | null;
-  resume_resolution_us?: number | null;
-}
-
-export interface PartitionResult {
-  topic: string;
-  partition: number;
-  role: Role;
-  ack: KindResult;
-  receive: KindResult;
-  sent: number;
-  failed: number;
-  lost: number;
-  unresolved: number;
-  awaiting_ack?: number;
-  awaiting_receive?: number;
-  missing?: number;
-  settled?: boolean;
-  duplicated: number;
-  reordered: number;
-  phases: Phases;
-}
-
-export interface RunAnalysis {
-  fault: Fault;
-  target: number;
-  fault_us: number;
-  departure: 'fenced' | 'controlled_shutdown' | null;
-  departure_at_us: number | null;
-  recovered_us?: number | null;
-  settled?: boolean;
-  conclusive?: boolean;
-  partitions: PartitionResult[];
-}
-
-export interface Run {
-  run: number;
-  state: string;
-  reason?: string | null;
-  target: number | null;
-  baseline_start_us?: number | null;
-  fault_requested_us?: number | null;
-  fault_us?: number | null;
-  fault_time_source?: string | null;
-  observe_end_us?: number | null;
-  recovered_us?: number | null;
-  preferred_leaders_restored?: boolean | null;
-  analysis?: RunAnalysis | null;
-}
-
-export interface Drill {
-  id: number;
-  cluster: string;
-  fault: Fault;
-  target: DrillTarget;
-  options: DrillOptions;
-  state: DrillState;
-  reason: string | null;
-  schedule_id: number | null;
-  created: string;
-  created_us: number;
-  started: string | null;
-  started_us: number | null;
-  finished: string | null;
-  finished_us: number | null;
-  runs: Run[];
-}
-
-export interface DrillList extends List<Drill> {
-  next_cursor: string | null;
-}
-
-export interface TimelineItem {
-  id?: number;
-  t: string;
-  t_us: number;
-  /** Seconds from the first run's fault; null while no run has finished (runs are stored per run). */
-  relative_s: number | null;
-  run: number | null;
-  source: string;
-  kind: string;
-  broker: number | null;
-  topic: string | null;
-  partition: number | null;
-  detail: Record<string, unknown> | null;
-}
-
-export interface Timeline {
-  drill: number;
-  fault_us: number | null;
-  from_us: number;
-  to_us: number;
-  count?: number;
-  truncated?: boolean;
-  items: TimelineItem[];
-}
-
-export interface Quantiles {
-  min: number;
-  median: number;
-  p95: number;
-  max: number;
-}
-
-export interface TrendPoint {
-  drill: number;
-  run: number;
-  at: string;
-  at_us: number;
-  ack_stall_us: number | null;
-}
-
-export interface StatGroup {
-  cluster: string;
-  topic: string;
-  partition: number;
-  role: Role;
-  fault: Fault;
-  count: number;
-  ack_stall_us: Quantiles | null;
-  receive_stall_us: Quantiles | null;
-  detection_us: Quantiles | null;
-  election_us: Quantiles | null;
-  discovery_us: Quantiles | null;
-  resume_us: Quantiles | null;
-  trend: TrendPoint[];
-}
-
-export interface Statistics {
-  drills: number;
-  runs: number;
-  groups: StatGroup[];
-}
-
-export interface Incident {
-  start: string;
-  start_us: number;
-  end: string;
-  end_us: number;
-  duration_us: number;
-  partitions: { topic: string; partition: number; kind: string; duration_us: number }[];
-  events: KafkaEvent[];
-}
-
-export interface Schedule {
-  id: number;
-  cluster: string;
-  name: string;
-  cron: string;
-  jitter_s: number;
-  enabled: boolean;
-  drill: DrillRequest;
-  last_run: string | null;
-  last_run_us: number | null;
-  next_run: string | null;
-  next_run_us: number | null;
-  last_outcome: string | null;
-  created: string;
-  created_us: number;
-}
-
-export interface ScheduleRequest {
-  cluster: string;
-  name: string;
-  cron: string;
-  jitter_s?: number;
-  enabled?: boolean;
-  drill: DrillRequest;
-}
+export const DRILL_STATES: DrillState[] = allOf<DrillState>({
+  queued: true,
+  preflight: true,
+  baseline: true,
+  inject: true,
+  observe: true,
+  recover: true,
+  elect: true,
+  analyse: true,
+  done: true,
+  failed: true,
+  aborted: true,
+});

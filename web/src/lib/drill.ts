@@ -28,10 +28,10 @@ export function isRunning(state: DrillState): boolean {
 
 export function targetLabel(t: DrillTarget | null | undefined): string {
   if (!t) return '—';
-  if ('broker' in t) return `broker ${t.broker}`;
-  if ('leader_of' in t) return `leader of ${t.leader_of.topic}-${t.leader_of.partition}`;
-  if ('controller' in t) return 'the controller';
-  if ('random' in t) return 'a random broker';
+  if (t.broker !== undefined) return `broker ${t.broker}`;
+  if (t.leader_of) return `leader of ${t.leader_of.topic}-${t.leader_of.partition}`;
+  if (t.controller) return 'the controller';
+  if (t.random) return 'a random broker';
   return JSON.stringify(t);
 }
 
@@ -56,7 +56,7 @@ export const ROLE_LABEL: Record<Role, string> = {
 
 /** The broker(s) the runs actually hit, e.g. "broker 1" or "brokers 1, 3". */
 export function hitBrokers(drill: Drill): string {
-  const ids = [...new Set(drill.runs.map((r) => r.target).filter((t): t is number => t !== null && t !== undefined))];
+  const ids = [...new Set(drill.runs.map((r) => r.target).filter((t): t is number => t !== undefined))];
   if (ids.length === 0) return targetLabel(drill.target);
   return ids.length === 1 ? `broker ${ids[0]}` : `brokers ${ids.join(', ')}`;
 }
@@ -337,7 +337,7 @@ export function compareWithPrevious(current: Drill, others: readonly Drill[], ma
 /** The statistics group for a partition and role, if the statistics endpoint returned one. */
 export function findGroup(
   groups: readonly StatGroup[],
-  cluster: string,
+  cluster: string | null,
   topic: string,
   partition: number,
   role: Role,

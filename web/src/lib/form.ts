@@ -114,9 +114,9 @@ const CONFIRM_VERB: Record<Fault, string> = {
 export function confirmText(req: DrillRequest, cluster: string): string {
   const t = req.target;
   let who: string;
-  if ('broker' in t) who = `broker ${t.broker}`;
-  else if ('leader_of' in t) who = `the broker leading ${t.leader_of.topic}-${t.leader_of.partition}`;
-  else if ('controller' in t) who = 'the controller';
+  if (t.broker !== undefined) who = `broker ${t.broker}`;
+  else if (t.leader_of) who = `the broker leading ${t.leader_of.topic}-${t.leader_of.partition}`;
+  else if (t.controller) who = 'the controller';
   else who = 'a random broker';
   const o = req.options ?? {};
   const parts = [`${CONFIRM_VERB[req.fault]} ${who} of cluster "${cluster}"`];

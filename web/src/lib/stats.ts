@@ -34,7 +34,7 @@ export function ackSummary(g: StatGroup): Quantiles | null {
   if (g.ack_stall_us) return g.ack_stall_us;
   const vals = g.trend.map((t) => t.ack_stall_us).filter((v): v is number => v !== null);
   if (vals.length === 0) return null;
-  return { min: quantile(vals, 0)!, median: quantile(vals, 0.5)!, p95: quantile(vals, 0.95)!, max: quantile(vals, 1)! };
+  return { min: quantile(vals, 0)!, median: quantile(vals, 0.5)!, p95: quantile(vals, 0.95)!, max: quantile(vals, 1)!, count: vals.length };
 }
 
 /** A deterministic jitter in [-0.5, 0.5) from a drill and run number, so points don't overlap. */

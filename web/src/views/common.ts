@@ -30,7 +30,7 @@ export function verdictBanner(d: Drill): HTMLElement {
       'div',
       { class: 'verdict-meta' },
       h('a', { href: `#/drills/${d.id}` }, `Drill #${d.id}`),
-      ` · ${faultLabel(d.fault)} · ${hitBrokers(d)} · cluster ${d.cluster} · `,
+      ` · ${faultLabel(d.fault)} · ${hitBrokers(d)} · cluster ${d.cluster ?? '(no longer configured)'} · `,
       h('span', { title: formatTimestamp(when) }, `${formatAgo(when, nowUs())} (${formatTimestamp(when)})`),
       d.runs.length > 1 ? ` · ${d.runs.length} runs` : '',
       d.schedule_id !== null ? ` · from schedule #${d.schedule_id}` : '',

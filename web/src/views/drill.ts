@@ -140,7 +140,7 @@ export class DrillView implements View {
       h(
         'p',
         { class: 'muted' },
-        `${faultLabel(d.fault)} of ${targetLabel(d.target)}${d.runs.some((r) => r.target !== null) ? ` (hit: ${hitBrokers(d)})` : ''} · cluster ${d.cluster} · created ${formatTimestamp(d.created_us)}`,
+        `${faultLabel(d.fault)} of ${targetLabel(d.target)}${d.runs.some((r) => r.target !== undefined) ? ` (hit: ${hitBrokers(d)})` : ''} · cluster ${d.cluster ?? '(no longer configured)'} · created ${formatTimestamp(d.created_us)}`,
         d.started_us ? ` · started ${formatTimestamp(d.started_us)}` : '',
         d.finished_us ? ` · finished ${formatTimestamp(d.finished_us)}` : '',
       ),
@@ -171,12 +171,12 @@ export class DrillView implements View {
     const runRows = d.runs.map((r) => [
       String(r.run),
       r.state,
-      r.target === null ? '—' : `broker ${r.target}`,
+      r.target === undefined ? '—' : `broker ${r.target}`,
       formatTimestamp(runFaultUs(r)),
       r.fault_time_source ?? '—',
       r.fault_requested_us && r.fault_us ? formatDuration(r.fault_us - r.fault_requested_us) : '—',
       r.recovered_us && runFaultUs(r) ? formatRelative((r.recovered_us - runFaultUs(r)!) / 1e6) : '—',
-      r.preferred_leaders_restored === undefined || r.preferred_leaders_restored === null ? '—' : r.preferred_leaders_restored ? 'yes' : 'no',
+      r.preferred_leaders_restored === undefined ? '—' : r.preferred_leaders_restored ? 'yes' : 'no',
       r.reason ?? '',
     ]);
     replace(
@@ -263,12 +263,12 @@ export class DrillView implements View {
     );
   }
 
-  private async partitionsFor(d: Drill, signal: AbortSignal): Promise<PartitionRef[]> {
+  private async partitionsFor(d: Drill, cluster: string, signal: AbortSignal): Promise<PartitionRef[]> {
     const analysed = drillPartitions(d);
     if (analysed.length) return analysed;
     if (this.probePartitions) return this.probePartitions;
     // Before the analysis, lanes come from the cluster's probe partitions.
-    const c: ClusterDetail = await api.cluster(d.cluster, signal);
+    const c: ClusterDetail = await api.cluster(cluster, signal);
     this.probePartitions = sortPartitions(c.topics.flatMap((t) => t.partitions.filter((p) => p.probe).map((p) => ({ topic: t.name, partition: p.partition }))));
     return this.probePartitions;
   }
@@ -282,9 +282,15 @@ export class DrillView implements View {
       this.lanes = [];
       return;
     }
+    const cluster = d.cluster;
+    if (cluster === null) {
+      replace(this.timelineNote, notice('warn', 'No raw samples: the drill’s cluster is no longer configured.'));
+      this.lanes = [];
+      return;
+    }
     let parts: PartitionRef[];
     try {
-      parts = await this.partitionsFor(d, signal);
+      parts = await this.partitionsFor(d, cluster, signal);
     } catch (e) {
       if (signal.aborted) throw e;
       replace(this.timelineNote, notice('warn', `Cannot find the probe partitions: ${(e as Error).message}`));
@@ -302,7 +308,7 @@ export class DrillView implements View {
         }
         const from = Math.max(tl.from_us, w.size ? w.nextFromUs(tl.to_us) : tl.from_us);
         try {
-          const res = await api.samples(d.cluster, p.topic, p.partition, { from: rfc3339FromUs(from), to: rfc3339FromUs(tl.to_us), limit: 100_000 }, signal);
+          const res = await api.samples(cluster, p.topic, p.partition, { from: rfc3339FromUs(from), to: rfc3339FromUs(tl.to_us), limit: 100_000 }, signal);
           if (res.truncated) truncated.push(key);
           w.merge(res.items, tl.to_us);
         } catch (e) {

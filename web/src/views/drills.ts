@@ -145,9 +145,9 @@ export class DrillsView implements View {
               const v = verdict(d);
               return [
                 h('a', { href: drillHash(d.id), 'data-drill-id': d.id }, `#${d.id}`),
-                d.cluster,
+                d.cluster ?? '—',
                 d.fault,
-                d.runs.some((r) => r.target !== null) ? hitBrokers(d) : targetLabel(d.target),
+                d.runs.some((r) => r.target !== undefined) ? hitBrokers(d) : targetLabel(d.target),
                 badge(d.state, `state-${cssToken(d.state)}`),
                 h('span', { title: formatTimestamp(d.created_us) }, formatAgo(d.created_us, now)),
                 d.started_us && d.finished_us ? formatDuration(d.finished_us - d.started_us) : '—',

@@ -58,7 +58,7 @@ export class SchedulesView implements View {
             ['name', 'cluster', 'cron', 'jitter', 'drill', 'enabled', 'next run', 'last run', 'last outcome', ''],
             items.map((s) => [
               h('strong', null, s.name),
-              s.cluster,
+              s.cluster ?? '—',
               h('code', null, s.cron),
               `${s.jitter_s} s`,
               `${s.drill.fault} ${targetLabel(s.drill.target)}`,
