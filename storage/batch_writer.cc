@@ -8,16 +8,12 @@
 namespace kfaild::storage {
 
 BatchWriter::BatchWriter(BatchSink& sink, BatchWriterOptions options)
-    : sink_(sink), options_(options), thread_([this] { run(); }) {}
-
-BatchWriter::~BatchWriter() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_one();
-  thread_.join();
+    : sink_(sink), options_(options) {
+  writer_.start([this] { run(); });
 }
+
+// The stop wakes the writer wherever it waits; its last round writes what is queued.
+BatchWriter::~BatchWriter() { writer_.stop(); }
 
 std::size_t BatchWriter::queuedLocked() const {
   return queue_.size();
@@ -40,7 +36,7 @@ void BatchWriter::addSample(ProbeSample sample) {
     queue_.samples.push_back(std::move(sample));
     wake = wakeWriterLocked();
   }
-  if (wake) wake_.notify_one();
+  if (wake) writer_.wake();
 }
 
 template <typename Record>
@@ -64,7 +60,7 @@ void BatchWriter::addGap(Gap gap) {
     std::lock_guard lock(mutex_);
     wake = queueOtherLocked(queue_.gaps, std::move(gap));
   }
-  if (wake) wake_.notify_one();
+  if (wake) writer_.wake();
 }
 
 void BatchWriter::addEvent(Event event) {
@@ -73,14 +69,14 @@ void BatchWriter::addEvent(Event event) {
     std::lock_guard lock(mutex_);
     wake = queueOtherLocked(queue_.events, std::move(event));
   }
-  if (wake) wake_.notify_one();
+  if (wake) writer_.wake();
 }
 
 void BatchWriter::flush() {
   std::unique_lock lock(mutex_);
   if (exited_) return;
   const auto ticket = ++flush_requested_;
-  wake_.notify_one();
+  writer_.wake();
   flushed_.wait(lock, [&] { return flush_done_ >= ticket || exited_; });
 }
 
@@ -99,38 +95,62 @@ WriterStats BatchWriter::stats() const {
 bool BatchWriter::post(std::function<void()> task) {
   {
     std::lock_guard lock(mutex_);
-    if (stop_) return false;
+    // Read under mutex_, as the writer reads it before it takes the tasks: a task queued here is
+    // taken by a later round, at the latest by the last one.
+    if (writer_.stopRequested()) return false;
     tasks_.push_back(std::move(task));
   }
-  wake_.notify_one();
+  writer_.wake();
   return true;
+}
+
+BatchWriter::Due BatchWriter::dueLocked(bool stopping,
+                                        std::chrono::steady_clock::time_point now) const {
+  const bool flush_pending = flush_requested_ > flush_done_;
+  const bool write = stopping || flush_pending || !retry_at_ || now >= *retry_at_;
+  const bool lingering = !stopping && !flush_pending && !retry_at_ && !queue_.empty() &&
+                         queue_.size() < options_.linger_max_records &&
+                         now < first_queued_ + options_.linger;
+  return Due{
+      .round = !tasks_.empty() ||
+               (write && !lingering && (!queue_.empty() || stopping || flush_pending)),
+      .write = write,
+  };
+}
+
+std::optional<std::chrono::steady_clock::time_point> BatchWriter::pauseEndLocked() const {
+  if (queue_.empty()) return std::nullopt;
+  if (retry_at_) return *retry_at_;
+  return first_queued_ + options_.linger;
 }
 
 void BatchWriter::run() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    bool write_now = false;
+    bool stopping = false;
+    Due due;
     for (;;) {
-      const bool flush_pending = flush_requested_ > flush_done_;
-      const auto now = std::chrono::steady_clock::now();
-      write_now = stop_ || flush_pending || !retry_at_ || now >= *retry_at_;
-      const auto linger_end = first_queued_ + options_.linger;
-      const bool lingering = !stop_ && !flush_pending && !retry_at_ && !queue_.empty() &&
-                             queue_.size() < options_.linger_max_records && now < linger_end;
-      if (!tasks_.empty() || (write_now && !lingering && (!queue_.empty() || stop_ || flush_pending))) break;
-      if (lingering) {
-        wake_.wait_until(lock, linger_end);
-      } else if (retry_at_ && !queue_.empty()) {
-        wake_.wait_until(lock, *retry_at_);
+      // The stop flag is read once per decision: the round decided on is the round done.
+      stopping = writer_.stopRequested();
+      due = dueLocked(stopping, std::chrono::steady_clock::now());
+      if (due.round) break;
+      // The wait also ends when its own end moves: the first record into an empty queue starts
+      // a linger that a wait without a deadline would never see end.
+      const auto until = pauseEndLocked();
+      const auto decide_again = [&] {
+        return dueLocked(writer_.stopRequested(), std::chrono::steady_clock::now()).round ||
+               pauseEndLocked() != until;
+      };
+      if (until) {
+        writer_.waitUntil(lock, *until, decide_again);
       } else {
-        wake_.wait(lock);
+        writer_.wait(lock, decide_again);
       }
     }
-    const bool stopping = stop_;
     const auto ticket = flush_requested_;
     // A task (a prune chunk, say) does not cut a retry pause short: retrying a large failed
     // batch before every chunk would make a prune crawl while the disk is full.
-    WriteBatch batch = write_now ? std::exchange(queue_, {}) : WriteBatch{};
+    WriteBatch batch = due.write ? std::exchange(queue_, {}) : WriteBatch{};
     auto tasks = std::exchange(tasks_, {});
     lock.unlock();
 

@@ -17,7 +17,8 @@
 // retried; they are counted as dropped and logged once per distinct reason.
 //
 // Thread-safety: every public method may be called from any thread. The sink and the tasks given
-// to runOnWriter() run on the writer thread only, one at a time.
+// to runOnWriter() run on the writer thread (a common::Worker) only, one at a time. Its waits (for
+// work, the end of a linger, a retry pause) wake at once when the writer is destroyed.
 
 #include <chrono>
 #include <condition_variable>
@@ -29,10 +30,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "server/common/result.h"
+#include "server/common/worker.h"
 #include "storage/errc.h"
 #include "storage/records.h"
 #include "storage/store.h"
@@ -108,8 +109,20 @@ class BatchWriter {
   }
 
  private:
+  // What the writer is to do now: whether it has a round to do (records to write, a flush, a
+  // task, or stop) and whether that round writes the queue (a failed batch waits out its retry
+  // pause unless stopping or flushing).
+  struct Due {
+    bool round = false;
+    bool write = false;
+  };
+
   bool post(std::function<void()> task);
   void run();
+  Due dueLocked(bool stopping, std::chrono::steady_clock::time_point now) const;
+  // When the writer, with nothing due, stops waiting by itself (the end of a linger or a retry
+  // pause); nullopt: only a record, a flush, a task or stop wakes it.
+  std::optional<std::chrono::steady_clock::time_point> pauseEndLocked() const;
   std::size_t queuedLocked() const;
   void recordSuccessLocked(const WriteBatch& batch, const BatchOutcome& outcome);
   void recordFailureLocked(WriteBatch& batch, const Error& error);
@@ -124,14 +137,14 @@ class BatchWriter {
   // Whether the writer must be woken for the record just queued.
   bool wakeWriterLocked() const;
 
+  // The writer waits with mutex_; whoever changes the state below so that it may have a round to
+  // do calls writer_.wake() afterwards.
   mutable std::mutex mutex_;
-  std::condition_variable wake_;     // for the writer: work, a flush, a task, or stop
   std::condition_variable flushed_;  // for flush(): a round finished
   // Guarded by mutex_:
   WriteBatch queue_;
   std::chrono::steady_clock::time_point first_queued_;  // when queue_ last became non-empty
   std::vector<std::function<void()>> tasks_;
-  bool stop_ = false;
   bool exited_ = false;
   std::uint64_t flush_requested_ = 0;  // tickets handed out by flush()
   std::uint64_t flush_done_ = 0;       // the highest ticket whose round has finished
@@ -145,7 +158,7 @@ class BatchWriter {
   std::string last_logged_error_;
   std::string last_logged_reject_;
 
-  std::thread thread_;  // last: starts after everything above is initialised
+  common::Worker writer_;  // last: stopped (and joined) before anything above goes
 };
 
 }  // namespace kfaild::storage

@@ -59,10 +59,10 @@ Status MetadataPoller::ensureHandle() {
 
 Status MetadataPoller::start() {
   if (auto status = ensureHandle(); !status) return status;
-  stopping_ = false;
-  thread_ = std::thread([this] { run(); });
+  cancel_describe_ = false;
+  metadata_poller_.start([this] { run(); });
   if (quorum_describer_) {
-    quorum_thread_ = std::thread([this] { runQuorum(); });
+    quorum_poller_.start([this] { runQuorum(); });
   } else {
     spdlog::warn("cluster {}: {}", cluster_.name, state_.quorum_error);
   }
@@ -70,36 +70,27 @@ Status MetadataPoller::start() {
 }
 
 void MetadataPoller::stop() {
-  {
-    std::lock_guard lock(wait_mutex_);  // no lost wake-up between a waiter's check and its wait
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-  if (quorum_thread_.joinable()) quorum_thread_.join();
+  // Before either stop joins, so a describe under way gives up while the metadata poll ends.
+  cancel_describe_ = true;
+  metadata_poller_.stop();
+  quorum_poller_.stop();
 }
 
 void MetadataPoller::run() {
-  while (!stopping_) {
+  while (!metadata_poller_.stopRequested()) {
     const auto started = clock_.monoNow();
     pollOnce();
     const auto wait = cluster_.observe.metadata_interval_us - (clock_.monoNow() - started);
-    if (wait > 0) {
-      std::unique_lock lock(wait_mutex_);
-      wake_.wait_for(lock, std::chrono::microseconds(wait), [this] { return stopping_.load(); });
-    }
+    if (wait > 0) metadata_poller_.sleepFor(std::chrono::microseconds(wait));
   }
 }
 
 void MetadataPoller::runQuorum() {
-  while (!stopping_) {
+  while (!quorum_poller_.stopRequested()) {
     const auto started = clock_.monoNow();
     describeQuorumOnce();
     const auto wait = kQuorumIntervalUs - (clock_.monoNow() - started);
-    if (wait > 0) {
-      std::unique_lock lock(wait_mutex_);
-      wake_.wait_for(lock, std::chrono::microseconds(wait), [this] { return stopping_.load(); });
-    }
+    if (wait > 0) quorum_poller_.sleepFor(std::chrono::microseconds(wait));
   }
 }
 
@@ -107,8 +98,8 @@ void MetadataPoller::record(storage::Event event) { store_.addEvent(std::move(ev
 
 void MetadataPoller::describeQuorumOnce() {
   if (!quorum_describer_) return;
-  auto quorum = quorum_describer_->describe(stopping_);
-  if (stopping_) return;
+  auto quorum = quorum_describer_->describe(cancel_describe_);
+  if (cancel_describe_) return;
   const auto now = clock_.wallNow();
   std::lock_guard lock(mutex_);
   if (!quorum) {

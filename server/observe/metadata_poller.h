@@ -7,17 +7,20 @@
 // rarely moves, and a describe that has to wait for a dead broker must not hold up the metadata
 // polls) and records `controller_change` when its leader or leader epoch changes.
 // latest() is thread-safe.
+//
+// Both threads are common::Workers: stop() wakes their waits between polls at once and cuts a
+// describe under way short (within ~100 ms); a metadata request under way finishes first (up to
+// its timeout, 10 polling intervals and at least 1 s).
 
 #include <atomic>
-#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "server/common/clock.h"
 #include "server/common/result.h"
+#include "server/common/worker.h"
 #include "server/config/config.h"
 #include "server/kafka/client.h"
 #include "server/kafka/metadata.h"
@@ -82,11 +85,14 @@ class MetadataPoller {
   // across an outage is still seen. Guarded by mutex_.
   std::optional<kafka::QuorumInfo> last_quorum_;
 
-  std::atomic<bool> stopping_{false};
-  std::mutex wait_mutex_;
-  std::condition_variable wake_;
-  std::thread thread_;
-  std::thread quorum_thread_;
+  // Raised by stop() before it stops the quorum worker: QuorumDescriber's socket waits look at an
+  // atomic flag, which a Worker does not lend out. While raised, describeQuorumOnce() does
+  // nothing.
+  std::atomic<bool> cancel_describe_{false};
+
+  // Last, so they stop before anything they use goes.
+  common::Worker quorum_poller_;
+  common::Worker metadata_poller_;
 };
 
 }  // namespace kfaild::observe

@@ -134,29 +134,25 @@ Status ProbeRunner::start() {
   }
   rd_kafka_poll_set_consumer(consumer_.get());
 
-  stopping_ = false;
-  reporter_stop_ = false;
-  sender_ = std::thread([this] { senderLoop(); });
-  reporter_ = std::thread([this] { reporterLoop(); });
-  receiver_ = std::thread([this] { receiverLoop(); });
+  sender_.start([this] { senderLoop(); });
+  reporter_.start([this] { reporterLoop(); });
+  receiver_.start([this] { receiverLoop(); });
   return okStatus();
 }
 
 void ProbeRunner::stop() {
-  {
-    std::lock_guard lock(wait_mutex_);  // no lost wake-up between a waiter's check and its wait
-    if (stopping_.exchange(true)) return;
-  }
-  wake_.notify_all();
-  if (sender_.joinable()) sender_.join();
-  if (producer_ && reporter_.joinable()) {
+  // The sender first, so nothing is sent once the flush below has begun; then the receiver,
+  // which has always stopped reading as soon as a stop began (it does not read back what the
+  // flush gets acked).
+  sender_.stop();
+  receiver_.stop();
+  if (producer_) {
     // Let outstanding messages finish (their samples are recorded) but do not wait out a stall.
-    // With the event API, flush waits while the reporter thread serves the reports.
+    // With the event API, flush waits while the reporter thread serves the reports: the
+    // reporter stops only after it.
     rd_kafka_flush(producer_.get(), 2000);
   }
-  reporter_stop_ = true;
-  if (reporter_.joinable()) reporter_.join();
-  if (receiver_.joinable()) receiver_.join();
+  reporter_.stop();
   if (consumer_) rd_kafka_consumer_close(consumer_.get());
   for (auto* t : topic_handles_) rd_kafka_topic_destroy(t);
   topic_handles_.clear();
@@ -164,11 +160,6 @@ void ProbeRunner::stop() {
   producer_.reset();
   std::lock_guard lock(status_mutex_);
   phase_ = ProbePhase::kStopped;
-}
-
-bool ProbeRunner::waitFor(std::int64_t micros) {
-  std::unique_lock lock(wait_mutex_);
-  return !wake_.wait_for(lock, std::chrono::microseconds(micros), [this] { return stopping_.load(); });
 }
 
 void ProbeRunner::setProblem(std::string problem) {
@@ -290,17 +281,17 @@ Status ProbeRunner::setUp() {
 }
 
 void ProbeRunner::senderLoop() {
-  while (!stopping_) {
+  while (!sender_.stopRequested()) {
     auto status = setUp();
     if (status) break;
     setProblem(status.error().describe());
-    if (!waitFor(kSetUpRetryUs)) return;
+    if (!sender_.sleepFor(std::chrono::microseconds(kSetUpRetryUs))) return;
   }
-  if (stopping_) return;
+  if (sender_.stopRequested()) return;
   pacer_ = std::make_unique<Pacer>(cluster_.probe.interval_us, clock_.monoNow());
-  while (!stopping_) {
+  while (!sender_.stopRequested()) {
     const auto wait = pacer_->deadline() - clock_.monoNow();
-    if (wait > 0 && !waitFor(wait)) return;
+    if (wait > 0 && !sender_.sleepFor(std::chrono::microseconds(wait))) return;
     const auto skipped = pacer_->fire(clock_.monoNow());
     sendTick();
     ticks_ = pacer_->fired();
@@ -344,7 +335,7 @@ void ProbeRunner::sendTick() {
 void ProbeRunner::reporterLoop() {
   rd_kafka_queue_t* queue = rd_kafka_queue_get_main(producer_.get());
   std::uint64_t logged_errors = 0;
-  while (!reporter_stop_) {
+  while (!reporter_.stopRequested()) {
     rd_kafka_event_t* event = rd_kafka_queue_poll(queue, 100);
     if (event == nullptr) continue;
     if (rd_kafka_event_type(event) == RD_KAFKA_EVENT_DR) {
@@ -375,7 +366,7 @@ void ProbeRunner::reporterLoop() {
 
 void ProbeRunner::receiverLoop() {
   auto next_expire = clock_.monoNow() + kExpireEveryUs;
-  while (!stopping_) {
+  while (!receiver_.stopRequested()) {
     rd_kafka_message_t* msg = rd_kafka_consumer_poll(consumer_.get(), 100);
     const auto now = clock_.now();
     if (msg != nullptr) {

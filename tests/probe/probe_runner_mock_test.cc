@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include "server/common/clock.h"
@@ -123,4 +124,90 @@ TEST_CASE("a mock broker going down stalls only the partition it leads, for as l
   REQUIRE(rows);
   CHECK(rows->size() >= 100);
   CHECK(rows->front().receive_us.has_value());
+}
+
+// The sender waits a minute between ticks here, so a stop that did not wake it would take up to a
+// minute; the bound of 30 s leaves room for a loaded machine and still tells the two apart.
+TEST_CASE("a probe stopped while setting up, probing or retrying set-up stops at once, every time",
+          "[integration][probe]") {
+  MockCluster mock(1);
+  REQUIRE(rd_kafka_mock_topic_create(mock.cluster, "probe", 1, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  testing::TempDir dir;
+  auto store = storage::SqliteStore::open((dir / "kfaild.db").string(), {});
+  REQUIRE(store);
+  auto cluster_id = (*store)->ensureCluster("mock", mock.bootstrap());
+  REQUIRE(cluster_id);
+
+  config::ClusterConfig probing;
+  probing.name = "mock";
+  probing.bootstrap = mock.bootstrap();
+  probing.observe.client_debug = "";
+  probing.probe.interval_us = 60'000'000;
+  probing.probe.topics = {config::ProbeTopic{"probe", std::nullopt}};
+  // Set-up fails at once (the topic is missing and not to be created) and is retried in 3 s.
+  config::ClusterConfig retrying = probing;
+  retrying.probe.topics = {config::ProbeTopic{"absent", std::nullopt}};
+
+  common::SystemClock clock;
+  int stopped_probing = 0;
+  int stopped_retrying = 0;
+  for (int i = 0; i < 200; ++i) {
+    INFO("iteration " << i);
+    const int state = i % 4;
+    probe::ProbeRunner runner(state == 3 ? retrying : probing, *cluster_id, **store, clock, {});
+    REQUIRE(runner.start());
+    if (state == 1) std::this_thread::sleep_for(std::chrono::microseconds(i * 10));
+    if (state == 2) {
+      // The first tick goes out at once; after it the sender waits a minute for the next.
+      REQUIRE(eventually(30s, [&] {
+        const auto s = runner.status();
+        return s.phase == probe::ProbePhase::kProbing && s.ticks >= 1;
+      }));
+      ++stopped_probing;
+    }
+    if (state == 3) {
+      REQUIRE(eventually(30s, [&] { return !runner.status().problem.empty(); }));
+      ++stopped_retrying;
+    }
+    auto stopped = std::async(std::launch::async, [&runner] { runner.stop(); });
+    REQUIRE(stopped.wait_for(30s) == std::future_status::ready);
+    const auto status = runner.status();
+    CHECK(status.phase == probe::ProbePhase::kStopped);
+    if (state == 2) CHECK(status.ticks == 1);
+  }
+  CHECK(stopped_probing == 50);
+  CHECK(stopped_retrying == 50);
+}
+
+TEST_CASE("stopping the probe first lets what it already sent be acked", "[integration][probe]") {
+  MockCluster mock(1);
+  REQUIRE(rd_kafka_mock_topic_create(mock.cluster, "probe", 2, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  testing::TempDir dir;
+  auto store = storage::SqliteStore::open((dir / "kfaild.db").string(), {});
+  REQUIRE(store);
+  auto cluster_id = (*store)->ensureCluster("mock", mock.bootstrap());
+  REQUIRE(cluster_id);
+
+  config::ClusterConfig cluster;
+  cluster.name = "mock";
+  cluster.bootstrap = mock.bootstrap();
+  cluster.observe.client_debug = "";
+  cluster.probe.interval_us = 60'000'000;
+  cluster.probe.topics = {config::ProbeTopic{"probe", std::nullopt}};
+
+  common::SystemClock clock;
+  probe::ProbeRunner runner(cluster, *cluster_id, **store, clock, {});
+  // Every answer takes 800 ms, so the first tick's messages are still unacked when stop begins
+  // (unless this thread is held up that long); the stop's flush waits up to 2 s for them.
+  REQUIRE(rd_kafka_mock_broker_set_rtt(mock.cluster, 1, 800) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  REQUIRE(runner.start());
+  REQUIRE(eventually(60s, [&] { return runner.status().ticks >= 1; }));
+  runner.stop();
+
+  const auto status = runner.status();
+  REQUIRE(status.partitions.size() == 2);
+  for (const auto& p : status.partitions) {
+    CHECK(p.counters.sent == 1);
+    CHECK(p.counters.acked == 1);
+  }
 }

@@ -348,5 +348,49 @@ TEST_CASE("a failure that repeats is logged once, and again when it changes", "[
   CHECK(resumed == 1);
 }
 
+TEST_CASE("a record is written by itself once its linger ends, without a flush",
+          "[unit][storage]") {
+  ControlledSink sink;
+  BatchWriter writer(sink, {.linger = 20ms});
+  // The writer was waiting with nothing queued: the first record must start its linger.
+  writer.addSample(sample(1));
+  sink.awaitEntered(1);
+  writer.addGap(gap(2));  // the same again, now that the writer has written and waits anew
+  sink.awaitEntered(2);
+  const auto all = sink.committedTogether();
+  CHECK(seqs(all.samples) == std::vector<std::int64_t>{1});
+  CHECK(seqs(all.gaps) == std::vector<std::int64_t>{2});
+}
+
+// Each wait here would last a minute (or for ever, when idle) without the wake; the bound of 30 s
+// leaves room for a loaded machine and still tells the two apart.
+TEST_CASE("flushing or destroying the writer wakes it wherever it waits and writes what is queued, "
+          "every time",
+          "[unit][storage]") {
+  enum Waiting { kIdle, kLingering, kFlushedInLinger, kInRetryPause };
+  for (int i = 0; i < 200; ++i) {
+    INFO("iteration " << i);
+    const auto waiting = static_cast<Waiting>(i % 4);
+    ControlledSink sink;
+    if (waiting == kInRetryPause) sink.failOn(1, kDiskFull);
+    auto writer = std::make_unique<BatchWriter>(
+        sink, BatchWriterOptions{.retry_interval = 60s, .linger = 60s});
+    if (waiting != kIdle) writer->addSample(sample(i));
+    if (waiting == kFlushedInLinger || waiting == kInRetryPause) {
+      // Cuts the linger short; in the retry case the write fails and a minute's pause begins.
+      auto flushed = std::async(std::launch::async, [&writer] { writer->flush(); });
+      REQUIRE(flushed.wait_for(30s) == std::future_status::ready);
+      CHECK(sink.entered() == 1);
+    }
+    if (i % 8 >= 4) std::this_thread::sleep_for(std::chrono::microseconds(i * 10));
+    auto destroyed = std::async(std::launch::async, [&writer] { writer.reset(); });
+    REQUIRE(destroyed.wait_for(30s) == std::future_status::ready);
+    const auto expected =
+        waiting == kIdle ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{i};
+    CHECK(seqs(sink.committedTogether().samples) == expected);
+    CHECK(sink.entered() == (waiting == kIdle ? 0 : waiting == kInRetryPause ? 2 : 1));
+  }
+}
+
 }  // namespace
 }  // namespace kfaild::storage
