@@ -68,6 +68,12 @@ class Worker {
   bool waitUntil(std::unique_lock<std::mutex>& lock, MonoMicros deadline, Ready ready) {
     return waitWithStop(lock, [&](auto& pred) { clock_.waitUntil(lock, wake_, deadline, pred); }, ready);
   }
+  // A deadline on the system's steady clock, for loops that keep their times there.
+  template <typename Ready>
+  bool waitUntil(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point deadline, Ready ready) {
+    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
+    return waitFor(lock, left, std::move(ready));
+  }
   template <typename Ready>
   bool waitFor(std::unique_lock<std::mutex>& lock, std::chrono::microseconds timeout, Ready ready) {
     return waitUntil(lock, clock_.monoNow() + timeout.count(), std::move(ready));
