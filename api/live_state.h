@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "server/observe/metadata_poller.h"
-#include "server/probe/probe_runner.h"
+#include "server/observe/observed_cluster.h"
+#include "server/probe/probe_status.h"
 #include "storage/records.h"
 
 namespace kfaild::api {

@@ -53,15 +53,24 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
   }
   if (!running) {
     // On what the engine read of the cluster, at most GuardInputs::kMaxFactsAgeUs ago: no admin
-    // call is made on this (an HTTP) thread.
-    const auto facts = guards_.fresh([this] { queue_.wake(); });
-    if (!facts) {
-      return refused("kfaild has not been able to read the cluster's state in the last " +
-                     std::to_string(GuardInputs::kMaxFactsAgeUs / 1'000'000) + " s; try again in a moment");
+    // call is made on this (an HTTP) thread. A refusal is only given on facts read after the
+    // request came (a topic created a moment ago is not "missing"): then the engine reads again.
+    const auto asked_at = deps_.clock.monoNow();
+    const auto wake = [this] { queue_.wake(); };
+    // Either wait is bounded by GuardInputs::kRefreshWait, and at most one of them waits.
+    const auto could_not_read = [] {
+      return refused("kfaild could not read the cluster's state within " +
+                     std::to_string(GuardInputs::kRefreshWait.count() / 1000) + " s; try again in a moment");
+    };
+    auto facts = guards_.fresh(wake);
+    if (!facts) return could_not_read();
+    auto reason = checkWithFacts(guards_.base(*target, spec), *facts, recovery_.openProblem(std::nullopt));
+    if (reason && facts->read_at < asked_at) {
+      facts = guards_.fresh(wake, asked_at);
+      if (!facts) return could_not_read();
+      reason = checkWithFacts(guards_.base(*target, spec), *facts, recovery_.openProblem(std::nullopt));
     }
-    if (auto reason = checkWithFacts(guards_.base(*target, spec), *facts, recovery_.openProblem(std::nullopt))) {
-      return refused(*reason);
-    }
+    if (reason) return refused(*reason);
   }
   if (queue_.waiting() >= DrillQueue::kCapacity) {
     return refused(std::to_string(DrillQueue::kCapacity) + " drills are already waiting on cluster " + cluster_.name);

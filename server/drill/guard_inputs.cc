@@ -132,18 +132,21 @@ bool GuardInputs::refreshWanted() const {
   return refresh_wanted_;
 }
 
-std::optional<ClusterFacts> GuardInputs::fresh(const std::function<void()>& ask_refresh) {
+std::optional<ClusterFacts> GuardInputs::fresh(const std::function<void()>& ask_refresh,
+                                               std::optional<common::MonoMicros> read_after) {
   std::unique_lock lock(mutex_);
-  const auto is_fresh = [&] { return latest_ && deps_.clock.monoNow() - latest_->read_at <= kMaxFactsAgeUs; };
-  if (is_fresh()) return latest_;
+  const auto usable = [&](common::MonoMicros since) {
+    return latest_ && deps_.clock.monoNow() - latest_->read_at <= kMaxFactsAgeUs && latest_->read_at >= since;
+  };
+  if (usable(read_after.value_or(0))) return latest_;
   refresh_wanted_ = true;
+  const auto asked_at = deps_.clock.monoNow();
   lock.unlock();
   ask_refresh();
   lock.lock();
   // Real time: this bounds how long an HTTP thread waits, whatever the engine's clock does.
-  const auto asked_at = deps_.clock.monoNow();
-  read_done_.wait_for(lock, kRefreshWait, [&] { return latest_ && latest_->read_at >= asked_at; });
-  if (latest_ && latest_->read_at >= asked_at) return latest_;
+  read_done_.wait_for(lock, kRefreshWait, [&] { return usable(asked_at); });
+  if (usable(asked_at)) return latest_;
   return std::nullopt;
 }
 

@@ -49,9 +49,11 @@ class GuardInputs {
   // Reads the facts with admin calls (blocking, each call bounded by its timeout), keeps them
   // for submissions and returns them.
   ClusterFacts read();
-  // Facts no older than kMaxFactsAgeUs; else calls `ask_refresh` (which wakes the engine) and
-  // waits up to kRefreshWait for a read. nullopt when none came.
-  std::optional<ClusterFacts> fresh(const std::function<void()>& ask_refresh);
+  // Facts no older than kMaxFactsAgeUs and, when `read_after` is given, read at or after it; else
+  // calls `ask_refresh` (which wakes the engine) and waits up to kRefreshWait for such a read.
+  // nullopt when none came.
+  std::optional<ClusterFacts> fresh(const std::function<void()>& ask_refresh,
+                                    std::optional<common::MonoMicros> read_after = std::nullopt);
   // A submission asked for facts the engine has not read yet.
   bool refreshWanted() const;
 

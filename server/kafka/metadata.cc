@@ -82,18 +82,6 @@ Result<ClusterSnapshot> fetchTopics(rd_kafka_t* rk, const std::vector<std::strin
 
 }  // namespace
 
-const TopicInfo* ClusterSnapshot::topic(const std::string& name) const {
-  for (const auto& t : topics) {
-    if (t.name == name) return &t;
-  }
-  return nullptr;
-}
-
-bool ClusterSnapshot::hasBroker(std::int32_t id) const {
-  return std::any_of(brokers.begin(), brokers.end(),
-                     [id](const BrokerInfo& b) { return b.id == id; });
-}
-
 Result<ClusterSnapshot> fetchMetadata(rd_kafka_t* rk, const std::vector<std::string>& topics,
                                       int timeout_ms, const common::Clock& clock) {
   return fetchTopics(rk, topics, timeout_ms, &clock);

@@ -17,44 +17,9 @@
 
 #include "server/common/clock.h"
 #include "server/common/result.h"
+#include "server/kafka/cluster_types.h"
 
 namespace kfaild::kafka {
-
-struct BrokerInfo {
-  std::int32_t id = -1;
-  std::string host;
-  int port = 0;
-  bool operator==(const BrokerInfo&) const = default;
-};
-
-struct PartitionInfo {
-  std::int32_t partition = 0;
-  std::int32_t leader = -1;  // -1: no leader (offline)
-  std::vector<std::int32_t> replicas;
-  std::vector<std::int32_t> isr;
-  std::string error;  // librdkafka error name, empty when none
-  bool operator==(const PartitionInfo&) const = default;
-};
-
-struct TopicInfo {
-  std::string name;
-  std::string error;  // e.g. "UNKNOWN_TOPIC_OR_PART", empty when none
-  std::vector<PartitionInfo> partitions;
-  common::WallMicros answered_at_us = 0;  // when this topic's answer arrived; 0: not stamped
-  bool operator==(const TopicInfo&) const = default;
-};
-
-struct ClusterSnapshot {
-  std::vector<BrokerInfo> brokers;  // sorted by id, as the last answer lists them
-  // When the answers started to list exactly `brokers`: the first of the trailing answers with
-  // this list (per-topic requests may see a broker leave half-way). 0: not stamped.
-  common::WallMicros brokers_at_us = 0;
-  std::vector<TopicInfo> topics;    // in the order requested
-  std::int32_t answered_by = -1;    // the broker that answered
-
-  const TopicInfo* topic(const std::string& name) const;
-  bool hasBroker(std::int32_t id) const;
-};
 
 // Sends one Metadata request per topic (a request for every topic of a large cluster would be
 // far heavier). Blocks up to `timeout_ms` per request. Thread-safe for a given handle.

@@ -377,25 +377,6 @@ std::string trim(std::string_view s) {
 
 }  // namespace
 
-const QuorumReplica* QuorumInfo::leaderReplica() const {
-  for (const auto& v : voters) {
-    if (v.replica_id == leader_id) return &v;
-  }
-  return nullptr;
-}
-
-bool QuorumInfo::isVoter(std::int32_t id) const {
-  return std::any_of(voters.begin(), voters.end(),
-                     [id](const QuorumReplica& v) { return v.replica_id == id; });
-}
-
-std::optional<std::int64_t> QuorumInfo::lagOf(const QuorumReplica& replica) const {
-  const auto* leader = leaderReplica();
-  if (leader == nullptr || leader->log_end_offset < 0 || replica.log_end_offset < 0) {
-    return std::nullopt;
-  }
-  return leader->log_end_offset - replica.log_end_offset;
-}
 
 std::vector<std::uint8_t> encodeApiVersionsRequest(std::int32_t correlation_id,
                                                    std::string_view client_id) {

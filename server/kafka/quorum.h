@@ -27,35 +27,9 @@
 #include <vector>
 
 #include "server/common/result.h"
+#include "server/kafka/cluster_types.h"
 
 namespace kfaild::kafka {
-
-struct QuorumReplica {
-  std::int32_t replica_id = -1;
-  std::int64_t log_end_offset = -1;  // -1: unknown
-  // The leader's wall clock, ms since the Unix epoch; -1 when unknown (and always with v0).
-  // For the leader itself both are its "now" (Kafka 4.x; the schema allows -1 for last fetch).
-  std::int64_t last_fetch_timestamp_ms = -1;
-  std::int64_t last_caught_up_timestamp_ms = -1;
-  bool operator==(const QuorumReplica&) const = default;
-};
-
-struct QuorumInfo {
-  std::int32_t leader_id = -1;  // -1: no leader (an election is under way)
-  std::int32_t leader_epoch = -1;
-  std::int64_t high_watermark = -1;
-  std::vector<QuorumReplica> voters;     // in the controller's order
-  std::vector<QuorumReplica> observers;  // brokers (and controllers that are not voters)
-  std::int16_t api_version = -1;         // the DescribeQuorum version the answer came in
-  std::string answered_by;               // "host:port" of the broker that was asked
-
-  // The leader's own entry among the voters, nullptr when it is not there.
-  const QuorumReplica* leaderReplica() const;
-  bool isVoter(std::int32_t id) const;
-  // How far `replica` trails the leader's log end offset (what kafka-metadata-quorum.sh calls
-  // lag), nullopt when either end offset is unknown.
-  std::optional<std::int64_t> lagOf(const QuorumReplica& replica) const;
-};
 
 inline constexpr std::int16_t kApiVersionsKey = 18;
 inline constexpr std::int16_t kDescribeQuorumKey = 55;

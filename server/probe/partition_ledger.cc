@@ -256,14 +256,6 @@ void PartitionLedger::noteGap(storage::GapKind kind, std::optional<common::Insta
   last_seq = seq;
 }
 
-void GapHistogram::add(std::int64_t interval_us) {
-  std::size_t bucket = 0;
-  while (bucket < kGapBucketsUs.size() && interval_us > kGapBucketsUs[bucket]) ++bucket;
-  ++counts[bucket];
-  ++count;
-  sum_us += interval_us;
-}
-
 PartitionStatus PartitionLedger::status() {
   PartitionStatus s;
   s.topic = topic_;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "server/common/clock.h"
+#include "server/probe/probe_status.h"
 #include "storage/records.h"
 
 namespace kfaild::probe {
@@ -43,48 +44,6 @@ struct LedgerOptions {
 
 enum class HoldReason { kNone, kOutstandingCount, kOutstandingAge };
 const char* toString(HoldReason reason);
-
-struct PartitionCounters {
-  std::uint64_t sent = 0;
-  std::uint64_t send_failed = 0;  // refused by the client or delivery report with an error
-  std::uint64_t acked = 0;
-  std::uint64_t received = 0;
-  std::uint64_t lost = 0;        // acked but never received within the loss timeout
-  std::uint64_t duplicated = 0;  // received again
-  std::uint64_t reordered = 0;   // received after a higher sequence
-  std::uint64_t late = 0;        // received after it had been given up on
-  std::uint64_t gaps = 0;        // gaps over the threshold, ack and receive
-  std::uint64_t held_ticks = 0;  // ticks the probe did not send because of the bound
-};
-
-// Intervals between consecutive acks (or receipts) of a partition, in buckets for Prometheus:
-// counts[i] holds intervals ≤ kGapBucketsUs[i] and above the previous bound; the last counts
-// those above every bound.
-inline constexpr std::array<std::int64_t, 10> kGapBucketsUs = {
-    25'000, 50'000, 100'000, 250'000, 500'000, 1'000'000, 2'500'000, 5'000'000, 10'000'000, 30'000'000};
-
-struct GapHistogram {
-  std::array<std::uint64_t, kGapBucketsUs.size() + 1> counts{};
-  std::uint64_t count = 0;
-  std::int64_t sum_us = 0;
-  void add(std::int64_t interval_us);
-};
-
-struct PartitionStatus {
-  std::string topic;
-  std::int32_t partition = 0;
-  PartitionCounters counters;
-  std::optional<common::Instant> last_ack;
-  std::optional<common::Instant> last_receive;
-  std::int64_t longest_ack_gap_us = 0;
-  std::int64_t longest_receive_gap_us = 0;
-  GapHistogram ack_intervals;
-  GapHistogram receive_intervals;
-  std::size_t in_flight = 0;          // not finished: no report, or acked and not received
-  std::size_t outstanding = 0;        // no delivery report yet
-  std::optional<common::Instant> oldest_outstanding_sent;
-  std::optional<common::Instant> holding_since;  // set while sends are held back
-};
 
 // A stretch of the probe's own behaviour: "held_back" (sends skipped at the bound; `ticks`,
 // `reason`) or "idle" (nothing outstanding of `gap_kind`: no message awaiting an ack, or none

@@ -49,16 +49,6 @@ struct PartitionListDeleter {
 
 }  // namespace
 
-const char* toString(ProbePhase phase) {
-  switch (phase) {
-    case ProbePhase::kStarting: return "starting";
-    case ProbePhase::kSettingUp: return "setting_up";
-    case ProbePhase::kProbing: return "probing";
-    case ProbePhase::kStopped: return "stopped";
-  }
-  return "unknown";
-}
-
 ProbeRunner::ProbeRunner(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,
                          storage::Store& store, const common::Clock& clock,
                          kafka::LogSink client_log)

@@ -31,25 +31,10 @@
 #include "server/kafka/client.h"
 #include "server/probe/pacer.h"
 #include "server/probe/partition_ledger.h"
+#include "server/probe/probe_status.h"
 #include "storage/store.h"
 
 namespace kfaild::probe {
-
-enum class ProbePhase { kStarting, kSettingUp, kProbing, kStopped };
-const char* toString(ProbePhase phase);
-
-struct ProbeStatus {
-  ProbePhase phase = ProbePhase::kStarting;
-  std::string problem;  // why set-up is not done yet (topic missing, cluster unreachable)
-  std::uint64_t run_id = 0;
-  std::int64_t interval_us = 0;
-  std::uint64_t ticks = 0;
-  std::uint64_t skipped_ticks = 0;
-  std::int64_t max_send_lateness_us = 0;
-  std::uint64_t held_ticks = 0;  // partition ticks held back at the outstanding bound
-  std::map<std::string, std::string> client_settings;  // the producer's, as librdkafka has them
-  std::vector<PartitionStatus> partitions;
-};
 
 class ProbeRunner {
  public:

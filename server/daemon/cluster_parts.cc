@@ -1,0 +1,81 @@
+#include "server/daemon/cluster_parts.h"
+
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+#include "server/fault/injector_factory.h"
+
+namespace kfaild::daemon {
+
+ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::ClusterId id, storage::Store& store,
+                           storage::DrillStore& drills, const common::Clock& clock, const std::string& client_log_dir)
+    : config_(config), id_(id), drill_store_(drills), clock_(clock) {
+  std::set<std::string> topics;
+  for (const auto& t : config.probe.topics) topics.insert(t.name);
+  client_log_ = std::make_unique<observe::ClientLogWatcher>(
+      id, topics, store, clock, client_log_dir.empty() ? std::string() : client_log_dir + "/" + config.name + "-client.log");
+  poller_ = std::make_unique<observe::MetadataPoller>(config_, id, store, clock);
+  probe_ = std::make_unique<probe::ProbeRunner>(config_, id, store, clock, client_log_->sink());
+  if (!config.inventory.empty()) {
+    std::map<std::int32_t, std::unique_ptr<fault::Injector>> injectors;
+    for (const auto& node : config.inventory) injectors[node.id] = fault::makeInjector(node, clock);
+    view_ = std::make_unique<drill::PollerView>(*poller_);
+    probe_view_ = std::make_unique<drill::RunnerProbeView>(*probe_);
+    admin_ = std::make_unique<drill::KafkaClusterAdmin>(config_);
+    drills_ = std::make_unique<drill::DrillRunner>(config_, id, store, drills, clock,
+                                                   drill::RunnerSeams{*view_, *probe_view_, *admin_}, std::move(injectors));
+  }
+}
+
+std::optional<StartFailure> ClusterParts::start(std::size_t index) {
+  const auto where = "clusters[" + std::to_string(index) + "].client: ";
+  if (auto s = poller_->start(); !s) return StartFailure{2, where + s.error().describe()};
+  if (drills_) {
+    if (auto s = admin_->connect(); !s) return StartFailure{1, "cluster " + config_.name + ": " + s.error().describe()};
+    // Before anything else: a node a previous kfaild left down comes back first.
+    auto recovered = drills_->recoverPending(std::chrono::seconds(600));
+    if (!recovered) {
+      return StartFailure{1, "cluster " + config_.name + ": cannot read the recovery journal: " + recovered.error().describe()};
+    }
+    if (*recovered > 0) spdlog::warn("cluster {}: recovered {} node(s) left down by an earlier drill", config_.name, *recovered);
+  }
+  // A refused client property is a configuration mistake: name the key.
+  if (auto s = probe_->start(); !s) return StartFailure{2, where + s.error().describe()};
+  if (drills_) drills_->start();
+  spdlog::info("cluster {}: probing {} topic(s) via {}{}", config_.name, config_.probe.topics.size(), config_.bootstrap,
+               drills_ ? ", drills enabled for " + std::to_string(config_.inventory.size()) + " node(s)" : "");
+  return std::nullopt;
+}
+
+void ClusterParts::stopDrills() {
+  if (drills_) drills_->stop();
+}
+
+void ClusterParts::stop() {
+  stopDrills();
+  probe_->stop();
+  poller_->stop();
+}
+
+std::string ClusterParts::statusLine() const {
+  const auto observed = poller_->latest();
+  std::string brokers;
+  if (observed.snapshot) {
+    for (const auto& b : observed.snapshot->brokers) brokers += (brokers.empty() ? "" : ",") + std::to_string(b.id);
+  }
+  const auto probe = probe_->status();
+  std::string partitions;
+  const auto now = clock_.monoNow();
+  for (const auto& p : probe.partitions) {
+    const double since_ack = p.last_ack ? static_cast<double>(now - p.last_ack->mono) / 1e6 : -1.0;
+    partitions += fmt::format(" {}[{}] acked={} recv={} failed={} lost={} gaps={} last_ack={:.3f}s", p.topic, p.partition,
+                              p.counters.acked, p.counters.received, p.counters.send_failed, p.counters.lost,
+                              p.counters.gaps, since_ack);
+  }
+  return fmt::format("cluster {}: {} brokers [{}] probe {}{}{}", config_.name,
+                     observed.reachable ? "reachable," : "unreachable,", brokers, probe::toString(probe.phase),
+                     probe.problem.empty() ? "" : " (" + probe.problem + ")", partitions);
+}
+
+}  // namespace kfaild::daemon

@@ -1,0 +1,68 @@
+#pragma once
+
+// Everything kfaild runs for one configured cluster. Members are declared in the order they
+// start; stop() stops them in the reverse order (the drill engine first, so a running drill
+// still has its probe and poller while it brings its node back).
+
+#include <memory>
+#include <string>
+
+#include "server/common/clock.h"
+#include "server/common/result.h"
+#include "server/config/config.h"
+#include "server/drill/drill_runner.h"
+#include "server/drill/live_seams.h"
+#include "server/observe/client_log.h"
+#include "server/observe/metadata_poller.h"
+#include "server/probe/probe_runner.h"
+#include "storage/drill_store.h"
+#include "storage/store.h"
+
+namespace kfaild::daemon {
+
+// Why start-up stopped, and the exit status it means: 2 a configuration mistake, 1 anything else.
+struct StartFailure {
+  int exit_status = 1;
+  std::string message;
+};
+
+class ClusterParts {
+ public:
+  ClusterParts(const config::ClusterConfig& config, storage::ClusterId id, storage::Store& store,
+               storage::DrillStore& drills, const common::Clock& clock, const std::string& client_log_dir);
+  ~ClusterParts() { stop(); }
+  ClusterParts(const ClusterParts&) = delete;
+  ClusterParts& operator=(const ClusterParts&) = delete;
+
+  // The poller first: recovering a node left down by an earlier kfaild waits until the metadata
+  // shows it back in every ISR. Then that recovery, the probe, and the drill engine.
+  std::optional<StartFailure> start(std::size_t index);
+  // Stops the drill engine (a running drill brings its node back first).
+  void stopDrills();
+  // Stops the rest.
+  void stop();
+
+  const config::ClusterConfig& config() const { return config_; }
+  storage::ClusterId id() const { return id_; }
+  const observe::MetadataPoller& poller() const { return *poller_; }
+  const probe::ProbeRunner& probe() const { return *probe_; }
+  drill::DrillRunner* drills() { return drills_.get(); }
+  // One line of what the cluster and its probe look like now, for the log.
+  std::string statusLine() const;
+
+ private:
+  config::ClusterConfig config_;
+  storage::ClusterId id_;
+  storage::DrillStore& drill_store_;
+  const common::Clock& clock_;
+  std::unique_ptr<observe::ClientLogWatcher> client_log_;
+  std::unique_ptr<observe::MetadataPoller> poller_;
+  std::unique_ptr<probe::ProbeRunner> probe_;
+  // The drill engine and its seams, only with an inventory.
+  std::unique_ptr<drill::PollerView> view_;
+  std::unique_ptr<drill::RunnerProbeView> probe_view_;
+  std::unique_ptr<drill::KafkaClusterAdmin> admin_;
+  std::unique_ptr<drill::DrillRunner> drills_;
+};
+
+}  // namespace kfaild::daemon

@@ -1,0 +1,192 @@
+#include "server/daemon/daemon.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <map>
+
+#include "api/drill_control.h"
+#include "api/live_state.h"
+#include "server/drill/errc.h"
+#include "server/kafka/client.h"
+
+namespace kfaild::daemon {
+
+// What the HTTP API sees of the running clusters: snapshots from the pollers and probes.
+class Daemon::LiveView final : public api::LiveClusters {
+ public:
+  explicit LiveView(const std::vector<std::unique_ptr<ClusterParts>>& clusters) : clusters_(clusters) {}
+  std::vector<api::ClusterLive> clusters() const override {
+    std::vector<api::ClusterLive> out;
+    out.reserve(clusters_.size());
+    for (const auto& parts : clusters_) {
+      out.push_back({parts->config().name, parts->id(), parts->config().bootstrap, parts->poller().latest(),
+                     parts->probe().status()});
+    }
+    return out;
+  }
+
+ private:
+  const std::vector<std::unique_ptr<ClusterParts>>& clusters_;
+};
+
+// How the HTTP API starts and aborts drills: through the cluster's drill engine.
+class Daemon::Control final : public api::DrillControl {
+ public:
+  explicit Control(const std::vector<std::unique_ptr<ClusterParts>>& clusters) : clusters_(clusters) {}
+  bool drillsEnabled(storage::ClusterId cluster) const override { return runner(cluster) != nullptr; }
+  Result<std::int64_t> submit(storage::ClusterId cluster, const drill::DrillSpec& spec) override {
+    return runner(cluster)->submit(spec);
+  }
+  Status abort(storage::ClusterId cluster, std::int64_t drill_id) override {
+    auto* r = runner(cluster);
+    if (r == nullptr) {
+      return Error{make_error_code(drill::errc::drill_not_found), "drills are not enabled for the drill's cluster"};
+    }
+    return r->abort(drill_id);
+  }
+
+ private:
+  drill::DrillRunner* runner(storage::ClusterId cluster) const {
+    for (const auto& parts : clusters_) {
+      if (parts->id() == cluster) return parts->drills();
+    }
+    return nullptr;
+  }
+  const std::vector<std::unique_ptr<ClusterParts>>& clusters_;
+};
+
+Daemon::Daemon(const config::Config& config, const DaemonOptions& options) : config_(config), options_(options) {}
+
+Daemon::~Daemon() { stop(); }
+
+std::variant<std::unique_ptr<Daemon>, StartFailure> Daemon::start(const config::Config& config,
+                                                                   const DaemonOptions& options) {
+  std::unique_ptr<Daemon> daemon(new Daemon(config, options));
+  if (auto failure = daemon->startAll()) return *failure;
+  return daemon;
+}
+
+std::optional<StartFailure> Daemon::startAll() {
+  // Everything the configuration decides that can fail is tried before anything starts: a
+  // mistake stops kfaild with exit 2 before it opens the database, connects to a cluster or
+  // touches a node.
+  for (std::size_t i = 0; i < config_.clusters.size(); ++i) {
+    if (auto s = kafka::checkClientProperties(config_.clusters[i].client); !s) {
+      return StartFailure{kConfigError, "clusters[" + std::to_string(i) + "].client: " + s.error().describe()};
+    }
+  }
+  if (!config_.http.web_dir.empty()) {
+    if (auto s = web_.load(config_.http.web_dir); !s) return StartFailure{kConfigError, "http." + s.error().message};
+  }
+  // The address is claimed now; the routes are filled once the parts they serve exist.
+  if (config_.http.enabled) {
+    api::ServerOptions server_options;
+    server_options.host = config_.http.host;
+    server_options.port = static_cast<std::uint16_t>(config_.http.port);
+    server_options.token = config_.http.token;
+    server_options.max_connections = static_cast<std::size_t>(config_.http.max_connections);
+    server_options.read_timeout = std::chrono::milliseconds(config_.http.read_timeout_ms);
+    server_options.max_body_bytes = static_cast<std::size_t>(config_.http.max_body_bytes);
+    http_ = std::make_unique<api::HttpServer>(server_options, router_);
+    if (auto s = http_->listen(); !s) return StartFailure{kConfigError, "http: " + s.error().message};
+  }
+
+  storage::SqliteStoreOptions store_options;
+  store_options.max_queued_records = config_.storage.max_queued_records;
+  auto store = storage::SqliteStore::open(config_.storage.path, store_options);
+  if (!store) return StartFailure{1, "cannot open the database " + config_.storage.path + ": " + store.error().describe()};
+  store_ = std::move(*store);
+  spdlog::info("database {}", config_.storage.path);
+  auto drill_store = storage::SqliteDrillStore::open(config_.storage.path);
+  if (!drill_store) {
+    return StartFailure{1, "cannot open the drill tables of " + config_.storage.path + ": " + drill_store.error().describe()};
+  }
+  drill_store_ = std::move(*drill_store);
+
+  for (std::size_t i = 0; i < config_.clusters.size(); ++i) {
+    const auto& cc = config_.clusters[i];
+    auto id = store_->ensureCluster(cc.name, cc.bootstrap);
+    if (!id) return StartFailure{1, "cannot register cluster " + cc.name + ": " + id.error().describe()};
+    clusters_.push_back(std::make_unique<ClusterParts>(cc, *id, *store_, *drill_store_, clock_, options_.client_log_dir));
+    if (auto failure = clusters_.back()->start(i)) return failure;
+  }
+  std::map<storage::ClusterId, drill::DrillRunner*> runners;
+  for (auto& parts : clusters_) {
+    if (parts->drills()) runners[parts->id()] = parts->drills();
+  }
+  scheduler_ = std::make_unique<drill::Scheduler>(*drill_store_, clock_, runners);
+  scheduler_->start();
+  retention_ = std::make_unique<RetentionTask>(*store_, *drill_store_, clock_, config_.storage.sample_retention_us);
+  retention_->start();
+
+  // The HTTP API and the dashboard. Handlers only read snapshots and the database, and queue
+  // drills; they never wait on the probe, the writer or a drill.
+  live_ = std::make_unique<LiveView>(clusters_);
+  control_ = std::make_unique<Control>(clusters_);
+  endpoints_ = std::make_unique<api::Endpoints>(*live_, *store_, clock_);
+  endpoints_->setDrillStore(drill_store_.get());
+  endpoints_->registerOn(router_);
+  drill_endpoints_ = std::make_unique<api::DrillEndpoints>(*live_, *store_, *drill_store_, *control_, clock_);
+  drill_endpoints_->registerOn(router_);
+  if (!config_.http.web_dir.empty()) {
+    web_.registerOn(router_);
+    spdlog::info("dashboard: {} files ({} bytes) from {}", web_.fileCount(), web_.totalBytes(), config_.http.web_dir);
+  }
+  if (http_) {
+    if (auto s = http_->serve(); !s) return StartFailure{1, "http: " + s.error().describe()};
+    spdlog::info("http: listening on http://{}:{}/ ({})", config_.http.host, http_->port(),
+                 config_.http.token.empty() ? "no token: mutating routes open to loopback"
+                                            : "mutating routes need the bearer token");
+  }
+  return std::nullopt;
+}
+
+void Daemon::runUntil(const sigset_t& signals) {
+  const timespec tick{10, 0};
+  while (true) {
+    const int sig = sigtimedwait(&signals, nullptr, &tick);
+    if (sig > 0) {
+      spdlog::info("received {}, shutting down", strsignal(sig));
+      return;
+    }
+    for (const auto& parts : clusters_) spdlog::info("{}", parts->statusLine());
+    const auto w = store_->writerStats();
+    if (w.dropped_samples > 0 || w.failed_batches > 0) {
+      spdlog::warn("store: queued={} written={} dropped_samples={} failed_batches={} {}", w.queued, w.written,
+                   w.dropped_samples, w.failed_batches, w.last_error);
+    }
+  }
+}
+
+int Daemon::stop() {
+  if (stopped_) return 0;
+  stopped_ = true;
+  if (http_) http_->stop();
+  if (retention_) retention_->stop();
+  if (scheduler_) scheduler_->stop();
+  // A running drill brings its node back before its engine stops, within the grace period; past
+  // it kfaild exits anyway and the recovery journal finishes the job at the next start.
+  auto drills_stopped = std::async(std::launch::async, [this] {
+    for (auto& parts : clusters_) parts->stopDrills();
+  });
+  if (drills_stopped.wait_for(std::chrono::seconds(config_.shutdown_grace_s)) != std::future_status::ready) {
+    spdlog::error("a drill did not recover its node within shutdown_grace_s={} s; exiting anyway, the recovery "
+                  "journal will bring the node back when kfaild starts again",
+                  config_.shutdown_grace_s);
+    if (store_) store_->flush();
+    std::_Exit(kDrillNotRecovered);
+  }
+  for (auto& parts : clusters_) parts->stop();
+  if (store_) {
+    store_->flush();
+    const auto w = store_->writerStats();
+    spdlog::info("stopped: {} records written, {} samples dropped", w.written, w.dropped_samples);
+  }
+  return 0;
+}
+
+}  // namespace kfaild::daemon

@@ -1,0 +1,81 @@
+#pragma once
+
+// kfaild as one object. The members are declared in the order they start: the HTTP address is
+// claimed first (a taken port stops kfaild before it touches anything), then the database, the
+// clusters (poller, recovery of nodes an earlier kfaild left down, probe, drill engine), the
+// scheduler and the retention task, and last the API, which starts serving once all it serves
+// exists. stop() goes the other way: the API stops taking requests, the scheduler stops firing,
+// every drill brings its node back (within shutdown_grace_s), then the probes, pollers and the
+// database writer stop.
+
+#include <csignal>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "api/drill_endpoints.h"
+#include "api/endpoints.h"
+#include "api/http_server.h"
+#include "api/router.h"
+#include "api/static_files.h"
+#include "server/common/clock.h"
+#include "server/config/config.h"
+#include "server/daemon/cluster_parts.h"
+#include "server/daemon/retention.h"
+#include "server/drill/scheduler.h"
+#include "storage/sqlite_drill_store.h"
+#include "storage/sqlite_store.h"
+
+namespace kfaild::daemon {
+
+struct DaemonOptions {
+  std::string client_log_dir;  // append each cluster's librdkafka log lines to DIR/<cluster>-client.log
+};
+
+class Daemon {
+ public:
+  // Exit statuses of kfaild.
+  static constexpr int kConfigError = 2;
+  static constexpr int kDrillNotRecovered = 3;
+
+  // Starts everything; on a failure, what was started is stopped again.
+  static std::variant<std::unique_ptr<Daemon>, StartFailure> start(const config::Config& config,
+                                                                    const DaemonOptions& options);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Logs each cluster's state every 10 s until one of `signals` (blocked in every thread) arrives.
+  void runUntil(const sigset_t& signals);
+  // Stops everything; the exit status: 0, or kDrillNotRecovered when a drill did not bring its
+  // node back within shutdown_grace_s (the recovery journal finishes that at the next start).
+  int stop();
+
+ private:
+  class LiveView;
+  class Control;
+
+  Daemon(const config::Config& config, const DaemonOptions& options);
+  std::optional<StartFailure> startAll();
+
+  config::Config config_;
+  DaemonOptions options_;
+  common::SystemClock clock_;
+  api::StaticFiles web_;
+  api::Router router_;
+  std::unique_ptr<api::HttpServer> http_;  // listening from the start, serving last, stopped first
+  std::unique_ptr<storage::SqliteStore> store_;
+  std::unique_ptr<storage::SqliteDrillStore> drill_store_;
+  std::vector<std::unique_ptr<ClusterParts>> clusters_;
+  std::unique_ptr<drill::Scheduler> scheduler_;
+  std::unique_ptr<RetentionTask> retention_;
+  std::unique_ptr<LiveView> live_;
+  std::unique_ptr<Control> control_;
+  std::unique_ptr<api::Endpoints> endpoints_;
+  std::unique_ptr<api::DrillEndpoints> drill_endpoints_;
+  bool stopped_ = false;
+};
+
+}  // namespace kfaild::daemon
