@@ -52,25 +52,21 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
     return refused("drill " + std::to_string(*running) + " is running on cluster " + cluster_.name);
   }
   if (!running) {
-    // On what the engine read of the cluster, at most GuardInputs::kMaxFactsAgeUs ago: no admin
-    // call is made on this (an HTTP) thread. A refusal is only given on facts read after the
-    // request came (a topic created a moment ago is not "missing"): then the engine reads again.
-    const auto asked_at = deps_.clock.monoNow();
-    const auto wake = [this] { queue_.wake(); };
-    // Either wait is bounded by GuardInputs::kRefreshWait, and at most one of them waits.
-    const auto could_not_read = [] {
+    // On the cluster as the engine's thread reads it for this request: the admin calls (a few
+    // seconds when the cluster is in trouble) never run on this, an HTTP, thread, which waits
+    // for them at most GuardInputs::kReadWait.
+    // A node an earlier drill left down refuses at once (the journal is in the database; the
+    // engine may be busy retrying that very recovery).
+    const auto open_recovery = recovery_.openProblem(std::nullopt);
+    if (open_recovery) return refused(*open_recovery);
+    const auto facts = guards_.readAfter(deps_.clock.monoNow(), [this] { queue_.wake(); });
+    if (!facts) {
       return refused("kfaild could not read the cluster's state within " +
-                     std::to_string(GuardInputs::kRefreshWait.count() / 1000) + " s; try again in a moment");
-    };
-    auto facts = guards_.fresh(wake);
-    if (!facts) return could_not_read();
-    auto reason = checkWithFacts(guards_.base(*target, spec), *facts, recovery_.openProblem(std::nullopt));
-    if (reason && facts->read_at < asked_at) {
-      facts = guards_.fresh(wake, asked_at);
-      if (!facts) return could_not_read();
-      reason = checkWithFacts(guards_.base(*target, spec), *facts, recovery_.openProblem(std::nullopt));
+                     std::to_string(GuardInputs::kReadWait.count() / 1000) + " s; try again in a moment");
     }
-    if (reason) return refused(*reason);
+    if (auto reason = checkWithFacts(guards_.base(*target, spec), *facts, std::nullopt)) {
+      return refused(*reason);
+    }
   }
   if (queue_.waiting() >= DrillQueue::kCapacity) {
     return refused(std::to_string(DrillQueue::kCapacity) + " drills are already waiting on cluster " + cluster_.name);
@@ -108,17 +104,11 @@ Status DrillRunner::abort(std::int64_t drill_id) {
 }
 
 void DrillRunner::loop() {
-  // While idle, the engine keeps what submissions check fresh (GuardInputs) and retries the
+  // Between drills the engine reads the cluster for submissions (GuardInputs) and retries the
   // recoveries earlier drills could not finish.
-  auto facts_due = deps_.clock.monoNow();
   while (!worker_.stopRequested()) {
-    if (guards_.refreshWanted() || deps_.clock.monoNow() >= facts_due) {
-      guards_.read();
-      facts_due = deps_.clock.monoNow() + GuardInputs::kIdleRefreshUs;
-    }
-    auto until = facts_due;
-    if (auto retry = recovery_.retryDueAt()) until = std::min(until, *retry);
-    const auto id = queue_.next(until, [this] { return guards_.refreshWanted(); });
+    if (guards_.readWanted()) guards_.read();
+    const auto id = queue_.next(recovery_.retryDueAt(), [this] { return guards_.readWanted(); });
     if (worker_.stopRequested()) return;
     if (!id) {
       if (auto retry = recovery_.retryDueAt(); retry && deps_.clock.monoNow() >= *retry) recovery_.retryOpen();
@@ -127,7 +117,6 @@ void DrillRunner::loop() {
     auto drill = deps_.drills.drill(*id);
     if (drill && *drill && (*drill)->state == toString(DrillState::kQueued)) execute(**drill);
     queue_.finished();
-    facts_due = deps_.clock.monoNow();  // what a drill did to the cluster is read at once
   }
 }
 

@@ -9,10 +9,9 @@
 // Everything outside is reached through seams (seams.h), so a fake cluster and a manual clock
 // drive it in the unit tests.
 //
-// Threading: submit(), abort(), active() are thread-safe and never wait on the cluster (a
-// submission waits at most GuardInputs::kRefreshWait for the engine to read the cluster, when
-// what it read is older than GuardInputs::kMaxFactsAgeUs). The injectors are used by the engine's
-// thread only (and by recoverPending() before start()).
+// Threading: submit(), abort(), active() are thread-safe and make no admin call (a submission
+// waits at most GuardInputs::kReadWait for the engine's thread to read the cluster for it). The
+// injectors are used by the engine's thread only (and by recoverPending() before start()).
 
 #include <cstdint>
 #include <map>

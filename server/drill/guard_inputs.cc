@@ -121,32 +121,27 @@ ClusterFacts GuardInputs::read() {
   {
     std::lock_guard lock(mutex_);
     latest_ = facts;
-    refresh_wanted_ = false;
+    read_wanted_ = false;
   }
   read_done_.notify_all();
   return facts;
 }
 
-bool GuardInputs::refreshWanted() const {
+bool GuardInputs::readWanted() const {
   std::lock_guard lock(mutex_);
-  return refresh_wanted_;
+  return read_wanted_;
 }
 
-std::optional<ClusterFacts> GuardInputs::fresh(const std::function<void()>& ask_refresh,
-                                               std::optional<common::MonoMicros> read_after) {
+std::optional<ClusterFacts> GuardInputs::readAfter(common::MonoMicros since, const std::function<void()>& ask_read) {
   std::unique_lock lock(mutex_);
-  const auto usable = [&](common::MonoMicros since) {
-    return latest_ && deps_.clock.monoNow() - latest_->read_at <= kMaxFactsAgeUs && latest_->read_at >= since;
-  };
-  if (usable(read_after.value_or(0))) return latest_;
-  refresh_wanted_ = true;
-  const auto asked_at = deps_.clock.monoNow();
+  const auto done = [&] { return latest_ && latest_->read_at >= since; };
+  if (done()) return latest_;
+  read_wanted_ = true;
   lock.unlock();
-  ask_refresh();
+  ask_read();
   lock.lock();
   // Real time: this bounds how long an HTTP thread waits, whatever the engine's clock does.
-  read_done_.wait_for(lock, kRefreshWait, [&] { return usable(asked_at); });
-  if (usable(asked_at)) return latest_;
+  if (read_done_.wait_for(lock, kReadWait, done)) return latest_;
   return std::nullopt;
 }
 

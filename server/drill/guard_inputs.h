@@ -1,12 +1,12 @@
 #pragma once
 
 // What the guards (guards.h) are checked on, gathered from the engine's seams. Three moments:
-// - submission: on ClusterFacts the engine's thread keeps fresh while it is idle, so an HTTP
-//   thread never waits on an admin call (it waits, bounded, only for a refresh it asked for);
+// - submission: on ClusterFacts the engine's thread reads when a submission asks, so the admin
+//   calls never run on an HTTP thread, which waits for them at most kReadWait;
 // - preflight: on facts read there and then (the engine's thread);
 // - the fault: on the poller's metadata and the probe's state, nothing slow in between.
 //
-// Threading: base() and fresh() from any thread; read() from the engine's thread.
+// Threading: base() and readAfter() from any thread; read() from the engine's thread.
 
 #include <chrono>
 #include <condition_variable>
@@ -34,11 +34,8 @@ struct ClusterFacts {
 
 class GuardInputs {
  public:
-  // Submissions use facts at most this old, and wait at most kRefreshWait for newer ones.
-  static constexpr std::int64_t kMaxFactsAgeUs = 15'000'000;
-  static constexpr std::chrono::milliseconds kRefreshWait{5000};
-  // The engine refreshes its facts this often while idle.
-  static constexpr std::int64_t kIdleRefreshUs = 10'000'000;
+  // How long a submitting thread waits for the engine to read the cluster.
+  static constexpr std::chrono::milliseconds kReadWait{5000};
 
   explicit GuardInputs(EngineDeps& deps) : deps_(deps) {}
 
@@ -47,22 +44,20 @@ class GuardInputs {
   GuardInput base(std::int32_t target, const DrillSpec& spec) const;
 
   // Reads the facts with admin calls (blocking, each call bounded by its timeout), keeps them
-  // for submissions and returns them.
+  // for the submission that asked and returns them. The engine's thread.
   ClusterFacts read();
-  // Facts no older than kMaxFactsAgeUs and, when `read_after` is given, read at or after it; else
-  // calls `ask_refresh` (which wakes the engine) and waits up to kRefreshWait for such a read.
-  // nullopt when none came.
-  std::optional<ClusterFacts> fresh(const std::function<void()>& ask_refresh,
-                                    std::optional<common::MonoMicros> read_after = std::nullopt);
-  // A submission asked for facts the engine has not read yet.
-  bool refreshWanted() const;
+  // Facts read at or after `since`: asks the engine for a read with `ask_read` (which wakes it)
+  // and waits up to kReadWait. nullopt when none came in time. Any thread.
+  std::optional<ClusterFacts> readAfter(common::MonoMicros since, const std::function<void()>& ask_read);
+  // A submission is waiting for a read.
+  bool readWanted() const;
 
  private:
   EngineDeps& deps_;
   mutable std::mutex mutex_;
   std::condition_variable read_done_;
   std::optional<ClusterFacts> latest_;  // guarded by mutex_
-  bool refresh_wanted_ = false;         // guarded by mutex_
+  bool read_wanted_ = false;            // guarded by mutex_
 };
 
 // The guards on `facts` (a refusal's reason, or nullopt). `open_recovery` is the recovery
