@@ -10,7 +10,7 @@ namespace kfaild::daemon {
 
 ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::ClusterId id, storage::Store& store,
                            storage::DrillStore& drills, const common::Clock& clock, const std::string& client_log_dir)
-    : config_(config), id_(id), drill_store_(drills), clock_(clock) {
+    : config_(config), id_(id), clock_(clock) {
   std::set<std::string> topics;
   for (const auto& t : config.probe.topics) topics.insert(t.name);
   client_log_ = std::make_unique<observe::ClientLogWatcher>(

@@ -53,7 +53,6 @@ class ClusterParts {
  private:
   config::ClusterConfig config_;
   storage::ClusterId id_;
-  storage::DrillStore& drill_store_;
   const common::Clock& clock_;
   std::unique_ptr<observe::ClientLogWatcher> client_log_;
   std::unique_ptr<observe::MetadataPoller> poller_;

@@ -151,11 +151,7 @@ std::optional<std::string> checkWithFacts(GuardInput in, const ClusterFacts& fac
   if (open_recovery) return open_recovery;
   if (facts.problem) return facts.problem;
   in.cluster = &*facts.all;
-  // min.insync.replicas matters only where the target is in the ISR with company.
-  for (const auto& t : facts.all->topics) {
-    auto value = facts.min_insync.find(t.name);
-    if (value != facts.min_insync.end()) in.min_insync[t.name] = value->second;
-  }
+  in.min_insync = facts.min_insync;
   return checkGuards(in);
 }
 

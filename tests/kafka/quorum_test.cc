@@ -3,6 +3,7 @@
 // and the quorum client against sockets that misbehave.
 
 #include "server/kafka/quorum.h"
+#include "tests/support/kafka_doubles.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -19,6 +20,7 @@
 #include "server/kafka/errc.h"
 
 using namespace kfaild;
+using kfaild::testing::SilentListener;
 using Bytes = std::vector<std::uint8_t>;
 
 namespace {
@@ -88,33 +90,6 @@ Bytes leader100V2() {
   append(b, {0x00});        // response tagged fields
   return b;
 }
-
-// A socket listening on an ephemeral loopback port that never accepts: the kernel completes
-// handshakes from the backlog, so a client connects and sends, and nobody ever reads or answers
-// (as with a SIGSTOPped broker).
-class SilentListener {
- public:
-  SilentListener() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd_ >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(::listen(fd_, 4) == 0);
-    socklen_t len = sizeof addr;
-    REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    port_ = ntohs(addr.sin_port);
-  }
-  ~SilentListener() { ::close(fd_); }
-  SilentListener(const SilentListener&) = delete;
-  SilentListener& operator=(const SilentListener&) = delete;
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
 
 }  // namespace
 

@@ -20,56 +20,15 @@
 #include "server/kafka/client.h"
 #include "server/observe/metadata_poller.h"
 #include "storage/sqlite_store.h"
+#include "tests/support/kafka_doubles.h"
 #include "tests/support/temp_dir.h"
 
 using namespace kfaild;
+using kfaild::testing::MockCluster;
+using kfaild::testing::SilentListener;
 using namespace std::chrono_literals;
 
 namespace {
-
-struct MockCluster {
-  kafka::Handle owner;
-  rd_kafka_mock_cluster_t* cluster = nullptr;
-
-  explicit MockCluster(int brokers) {
-    kafka::ClientOptions options;
-    options.bootstrap = "";
-    auto handle = kafka::createClient(RD_KAFKA_PRODUCER, options);
-    REQUIRE(handle);
-    owner = std::move(*handle);
-    cluster = rd_kafka_mock_cluster_new(owner.get(), brokers);
-    REQUIRE(cluster != nullptr);
-  }
-  ~MockCluster() { rd_kafka_mock_cluster_destroy(cluster); }
-  std::string bootstrap() const { return rd_kafka_mock_cluster_bootstraps(cluster); }
-};
-
-// A loopback socket that listens and never accepts: the kernel completes the first handshakes
-// from its backlog and nobody ever answers (later connects wait for the backlog), as with a
-// SIGSTOPped broker.
-class SilentListener {
- public:
-  SilentListener() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd_ >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(::listen(fd_, 4) == 0);
-    socklen_t len = sizeof addr;
-    REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    port_ = ntohs(addr.sin_port);
-  }
-  ~SilentListener() { ::close(fd_); }
-  SilentListener(const SilentListener&) = delete;
-  SilentListener& operator=(const SilentListener&) = delete;
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
 
 template <typename Pred>
 bool eventually(std::chrono::seconds limit, Pred pred) {

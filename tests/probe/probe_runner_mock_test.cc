@@ -13,29 +13,14 @@
 #include "server/kafka/client.h"
 #include "server/probe/probe_runner.h"
 #include "storage/sqlite_store.h"
+#include "tests/support/kafka_doubles.h"
 #include "tests/support/temp_dir.h"
 
 using namespace kfaild;
+using kfaild::testing::MockCluster;
 using namespace std::chrono_literals;
 
 namespace {
-
-struct MockCluster {
-  kafka::Handle owner;
-  rd_kafka_mock_cluster_t* cluster = nullptr;
-
-  explicit MockCluster(int brokers) {
-    kafka::ClientOptions options;
-    options.bootstrap = "";
-    auto handle = kafka::createClient(RD_KAFKA_PRODUCER, options);
-    REQUIRE(handle);
-    owner = std::move(*handle);
-    cluster = rd_kafka_mock_cluster_new(owner.get(), brokers);
-    REQUIRE(cluster != nullptr);
-  }
-  ~MockCluster() { rd_kafka_mock_cluster_destroy(cluster); }
-  std::string bootstrap() const { return rd_kafka_mock_cluster_bootstraps(cluster); }
-};
 
 template <typename Pred>
 bool eventually(std::chrono::seconds limit, Pred pred) {
