@@ -408,6 +408,7 @@ TEST_CASE("twenty simultaneous drill requests on one cluster: one runs, the othe
   }
   record["status_looks"] = looks;
   record["most_brokers_down"] = most_down;
+  INFO("the drill: " << drill.dump());
   CHECK(drill["state"] == "done");
   CHECK(most_down == 1);
   checkTokenNotLogged(kfaild);
