@@ -214,19 +214,21 @@ void DrillEndpoints::registerOn(Router& router) {
   const auto bind = [this](auto handler) {
     return [this, handler](const Request& request) { return (this->*handler)(request); };
   };
+  // Drill reasons, events, outcomes and recovery errors carry command lines and hosts.
+  const RouteOptions redacted{RouteAccess::kDefault, true};
   router.add("POST", "/api/v1/clusters/{cluster}/drills", bind(&DrillEndpoints::startDrill));
-  router.add("GET", "/api/v1/clusters/{cluster}/drills/last", bind(&DrillEndpoints::lastDrill));
-  router.add("GET", "/api/v1/clusters/{cluster}/incidents", bind(&DrillEndpoints::incidents));
-  router.add("GET", "/api/v1/drills", bind(&DrillEndpoints::listDrills));
-  router.add("GET", "/api/v1/drills/{id}", bind(&DrillEndpoints::getDrill));
-  router.add("GET", "/api/v1/drills/{id}/timeline", bind(&DrillEndpoints::timeline));
+  router.add("GET", "/api/v1/clusters/{cluster}/drills/last", bind(&DrillEndpoints::lastDrill), redacted);
+  router.add("GET", "/api/v1/clusters/{cluster}/incidents", bind(&DrillEndpoints::incidents), redacted);
+  router.add("GET", "/api/v1/drills", bind(&DrillEndpoints::listDrills), redacted);
+  router.add("GET", "/api/v1/drills/{id}", bind(&DrillEndpoints::getDrill), redacted);
+  router.add("GET", "/api/v1/drills/{id}/timeline", bind(&DrillEndpoints::timeline), redacted);
   router.add("POST", "/api/v1/drills/{id}/abort", bind(&DrillEndpoints::abortDrill));
   router.add("GET", "/api/v1/statistics", bind(&DrillEndpoints::statistics));
-  router.add("GET", "/api/v1/recoveries", bind(&DrillEndpoints::listRecoveries));
+  router.add("GET", "/api/v1/recoveries", bind(&DrillEndpoints::listRecoveries), redacted);
   router.add("POST", "/api/v1/recoveries/{id}/resolve", bind(&DrillEndpoints::resolveRecovery));
-  router.add("GET", "/api/v1/schedules", bind(&DrillEndpoints::listSchedules));
+  router.add("GET", "/api/v1/schedules", bind(&DrillEndpoints::listSchedules), redacted);
   router.add("POST", "/api/v1/schedules", bind(&DrillEndpoints::createSchedule));
-  router.add("GET", "/api/v1/schedules/{id}", bind(&DrillEndpoints::getSchedule));
+  router.add("GET", "/api/v1/schedules/{id}", bind(&DrillEndpoints::getSchedule), redacted);
   router.add("PATCH", "/api/v1/schedules/{id}", bind(&DrillEndpoints::updateSchedule));
   router.add("DELETE", "/api/v1/schedules/{id}", bind(&DrillEndpoints::deleteSchedule));
 }

@@ -224,15 +224,18 @@ void Endpoints::registerOn(Router& router) {
   const auto bind = [this](Response (Endpoints::*handler)(const Request&) const) {
     return [this, handler](const Request& request) { return (this->*handler)(request); };
   };
-  router.add("GET", "/healthz", bind(&Endpoints::healthz));
-  router.add("GET", "/readyz", bind(&Endpoints::readyz));
+  // Health probes need no token; what readyz says about a cluster is redacted for them.
+  router.add("GET", "/healthz", bind(&Endpoints::healthz), RouteOptions{RouteAccess::kPublic, false});
+  router.add("GET", "/readyz", bind(&Endpoints::readyz), RouteOptions{RouteAccess::kPublic, true});
   const RequestCounter& responses = router.responses();
   router.add("GET", "/metrics",
              [this, &responses](const Request& request) { return metrics(request, responses); });
-  router.add("GET", "/api/v1/clusters", bind(&Endpoints::clusterList));
-  router.add("GET", "/api/v1/clusters/{cluster}", bind(&Endpoints::clusterDetail));
+  // Cluster descriptions name hosts, and events carry command lines: operators only in full.
+  const RouteOptions redacted{RouteAccess::kDefault, true};
+  router.add("GET", "/api/v1/clusters", bind(&Endpoints::clusterList), redacted);
+  router.add("GET", "/api/v1/clusters/{cluster}", bind(&Endpoints::clusterDetail), redacted);
   router.add("GET", "/api/v1/clusters/{cluster}/gaps", bind(&Endpoints::gaps));
-  router.add("GET", "/api/v1/clusters/{cluster}/events", bind(&Endpoints::events));
+  router.add("GET", "/api/v1/clusters/{cluster}/events", bind(&Endpoints::events), redacted);
   router.add("GET", "/api/v1/clusters/{cluster}/partitions/{topic}/{partition}/samples",
              bind(&Endpoints::samples));
 }

@@ -33,6 +33,14 @@ ProblemInfo infoOf(ProblemType type) {
       return {400, "invalid-body", "Invalid request body"};
     case ProblemType::kUnauthorized:
       return {401, "unauthorized", "Authentication required"};
+    case ProblemType::kForbidden:
+      return {403, "forbidden", "Role not allowed"};
+    case ProblemType::kCrossSite:
+      return {403, "cross-site-request", "Cross-site request refused"};
+    case ProblemType::kUnsupportedMediaType:
+      return {415, "unsupported-media-type", "Unsupported media type"};
+    case ProblemType::kMisdirected:
+      return {421, "unknown-host", "Host not served here"};
     case ProblemType::kNotFound:
       return {404, "not-found", "No such resource"};
     case ProblemType::kUnknownCluster:
@@ -147,6 +155,18 @@ int statusOf(ProblemType type) {
 
 std::string typeUri(ProblemType type) {
   return std::string("urn:kfaild:problem:") + infoOf(type).slug;
+}
+
+const char* roleName(Role role) {
+  switch (role) {
+    case Role::kAnonymous:
+      return "anonymous";
+    case Role::kViewer:
+      return "viewer";
+    case Role::kOperator:
+      return "operator";
+  }
+  return "anonymous";
 }
 
 const char* titleOf(ProblemType type) {

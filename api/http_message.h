@@ -26,9 +26,21 @@ namespace kfaild::api {
 // it no meaning, and RFC 3339 offsets such as "+02:00" must survive unencoded).
 using QueryParams = std::vector<std::pair<std::string, std::string>>;
 
-// What the server made of the Authorization header; routes of mutating methods require kValid
-// or kNotRequired (no token configured).
-enum class Credentials { kNotRequired, kValid, kMissing, kMalformed, kInvalid };
+// The header fields the access checks read (api/access.h), copied by the server; the rest of a
+// request's header is not kept.
+struct RequestHeaders {
+  std::optional<std::string> host;
+  std::optional<std::string> origin;
+  std::optional<std::string> sec_fetch_site;
+  std::optional<std::string> content_type;
+  std::vector<std::string> authorization;  // every Authorization field, in order
+  bool client_header = false;              // X-Kfaild-Client is present (any value)
+};
+
+// Who the request proved to be (api/access.h decides). kOperator may do everything; kViewer reads
+// and sees redacted text; kAnonymous carried no token.
+enum class Role { kAnonymous, kViewer, kOperator };
+const char* roleName(Role role);
 
 struct Request {
   std::string method;                 // as sent, e.g. "GET" (methods are case-sensitive)
@@ -37,7 +49,9 @@ struct Request {
   QueryParams query;
   std::map<std::string, std::string> params;  // {name} segments of the matched route
   std::string body;
-  Credentials credentials = Credentials::kNotRequired;
+  RequestHeaders headers;
+  std::string remote_address;  // the peer's IP address, for the audit log
+  Role role = Role::kAnonymous;  // set by the router before the handler runs
 };
 
 struct Response {
@@ -66,7 +80,11 @@ enum class ProblemType {
   kInvalidParameter,  // 400: a query or path parameter has a bad value
   kUnknownParameter,  // 400: a query parameter the endpoint does not take
   kInvalidBody,       // 400: the request body is not the JSON the endpoint takes
-  kUnauthorized,      // 401
+  kUnauthorized,      // 401: no token, or not a configured one
+  kForbidden,         // 403: the token's role may not use this route
+  kCrossSite,         // 403: Origin or Sec-Fetch-Site says another site sent it
+  kUnsupportedMediaType,  // 415: a mutating request whose body is not application/json
+  kMisdirected,       // 421: the Host header names a host this server does not answer to
   kNotFound,          // 404: no such path
   kUnknownCluster,    // 404
   kUnknownDrill,      // 404

@@ -45,42 +45,35 @@ std::string_view view(beast::string_view text) {
   return {text.data(), text.size()};
 }
 
-bool constantTimeEquals(std::string_view given, std::string_view expected) {
-  // The running time depends on the expected token's length only, never on where the first
-  // difference lies, so the token cannot be guessed byte by byte from response times.
-  unsigned diff = given.size() == expected.size() ? 0U : 1U;
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    const auto g = static_cast<unsigned char>(i < given.size() ? given[i] : 0);
-    diff = diff | (g ^ static_cast<unsigned char>(expected[i]));
-  }
-  return diff == 0;
-}
-
-bool startsWithIgnoreCase(std::string_view text, std::string_view prefix) {
-  if (text.size() < prefix.size()) return false;
-  for (std::size_t i = 0; i < prefix.size(); ++i) {
-    const auto a = static_cast<unsigned char>(text[i]);
-    const auto b = static_cast<unsigned char>(prefix[i]);
-    if (std::tolower(a) != std::tolower(b)) return false;
-  }
-  return true;
-}
-
 template <typename Fields>
-Credentials evaluateCredentials(const http::request<http::string_body, Fields>& message,
-                                const std::string& token) {
-  if (token.empty()) return Credentials::kNotRequired;
-  const auto count = message.count(http::field::authorization);
-  if (count == 0) return Credentials::kMissing;
-  if (count > 1) return Credentials::kMalformed;
-  std::string_view value = view(message[http::field::authorization]);
-  if (!startsWithIgnoreCase(value, "Bearer ")) return Credentials::kMalformed;
-  value.remove_prefix(7);
-  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-  if (value.empty()) return Credentials::kMalformed;
-  return constantTimeEquals(value, token) ? Credentials::kValid : Credentials::kInvalid;
+std::optional<std::string> field(const http::request<http::string_body, Fields>& message, http::field name) {
+  const auto it = message.find(name);
+  if (it == message.end()) return std::nullopt;
+  return std::string(view(it->value()));
 }
+
+// The fields api/access.h reads; the rest of the header stays in Beast's buffer.
+template <typename Fields>
+RequestHeaders headersOf(const http::request<http::string_body, Fields>& message) {
+  RequestHeaders headers;
+  headers.host = field(message, http::field::host);
+  headers.origin = field(message, http::field::origin);
+  headers.content_type = field(message, http::field::content_type);
+  if (const auto it = message.find("Sec-Fetch-Site"); it != message.end()) {
+    headers.sec_fetch_site = std::string(view(it->value()));
+  }
+  const auto [first, last] = message.equal_range(http::field::authorization);
+  for (auto it = first; it != last; ++it) headers.authorization.emplace_back(view(it->value()));
+  headers.client_header = message.find("X-Kfaild-Client") != message.end();
+  return headers;
+}
+
+// The headers every answer carries: the dashboard's pages run only kfaild's own scripts, are
+// never framed, never sniffed and never leak the URL to another site.
+constexpr std::string_view kContentSecurityPolicy =
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'";
 
 std::string endpointText(const std::string& host, std::uint16_t port) {
   const bool v6 = host.find(':') != std::string::npos;
@@ -117,13 +110,6 @@ Status validateOptions(const ServerOptions& options) {
   if (options.read_timeout.count() <= 0) {
     return invalid("read_timeout: must be positive, got " +
                    std::to_string(options.read_timeout.count()) + " ms");
-  }
-  // The token itself never goes into a message.
-  for (const char c : options.token) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x21 || byte > 0x7e) {
-      return invalid("token: must consist of visible ASCII characters (no spaces or controls)");
-    }
   }
   return okStatus();
 }
@@ -183,7 +169,7 @@ class HttpServer::Impl {
 class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, HttpServer::Impl& server)
-      : stream_(std::move(socket)), server_(server) {}
+      : remote_address_(remoteAddressOf(socket)), stream_(std::move(socket)), server_(server) {}
   ~Session() { server_.sessionEnded(this); }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -249,7 +235,8 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
       request.segments = std::move(target->segments);
       request.query = std::move(target->query);
       request.body = std::move(message.body());
-      request.credentials = evaluateCredentials(message, server_.options().token);
+      request.headers = headersOf(message);
+      request.remote_address = remote_address_;
       response = server_.router().dispatch(request);
     }
     write(std::move(response), request.method, request.path, head, message.version(),
@@ -278,6 +265,10 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
         static_cast<http::status>(response.status), version);
     if (!response.content_type.empty()) message->set(http::field::content_type, response.content_type);
     message->set(http::field::cache_control, "no-store");
+    message->set("Content-Security-Policy", beast::string_view(kContentSecurityPolicy.data(), kContentSecurityPolicy.size()));
+    message->set("X-Content-Type-Options", "nosniff");
+    message->set("Referrer-Policy", "no-referrer");
+    message->set("X-Frame-Options", "DENY");
     for (const auto& [name, value] : response.headers) message->set(name, value);
     message->keep_alive(keep_alive);
     message->body() = std::move(response.body);
@@ -322,6 +313,13 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
                             });
   }
 
+  static std::string remoteAddressOf(const tcp::socket& socket) {
+    beast::error_code ec;
+    const auto endpoint = socket.remote_endpoint(ec);
+    return ec ? std::string("-") : endpoint.address().to_string();
+  }
+
+  std::string remote_address_;  // before stream_, which takes the socket
   beast::tcp_stream stream_;
   HttpServer::Impl& server_;
   beast::flat_buffer buffer_;
@@ -355,9 +353,9 @@ Status HttpServer::Impl::listen() {
     }
     endpoint = results.begin()->endpoint();
   }
-  if (options_.token.empty() && !isLoopback(endpoint.address())) {
+  if (!router_.access().authEnabled() && !isLoopback(endpoint.address())) {
     return Error{errc::invalid_options,
-                 "token: required to listen on " + where + " (" + endpoint.address().to_string() +
+                 "auth: a token is required to listen on " + where + " (" + endpoint.address().to_string() +
                      " is not a loopback address, and without a token anyone who can reach it "
                      "could call the mutating endpoints)"};
   }
@@ -401,7 +399,7 @@ Status HttpServer::Impl::serve() {
   }
   spdlog::info("http: listening on {} ({} thread(s) at nice {}, {})",
                endpointText(endpoint.address().to_string(), port_.load()), options_.threads, options_.nice,
-               options_.token.empty() ? "no token" : "bearer token required for changes");
+               router_.access().authEnabled() ? "bearer token required for changes" : "auth none: no token");
   return okStatus();
 }
 

@@ -10,10 +10,13 @@
 // a slot; an idle keep-alive connection is closed after the same time. Beyond max_connections
 // open connections, a new connection is closed as soon as it is accepted.
 //
-// Auth: with a token set, routes of mutating methods need "Authorization: Bearer <token>"
-// (compared in constant time; router.h has the rules). The token is never logged, nor is any
-// Authorization header. Without a token, mutating routes are open, so start() refuses to listen
-// on a non-loopback address without one.
+// Auth: the router's access policy decides (api/access.h); the server copies the header fields it
+// reads and the peer's address into the Request. No Authorization header is ever logged. When the
+// router's policy has auth off (http.auth: none), listen() refuses a non-loopback address.
+//
+// Every answer carries Content-Security-Policy (only the server's own scripts, styles and
+// connections; frame-ancestors 'none'), X-Content-Type-Options: nosniff, Referrer-Policy:
+// no-referrer and X-Frame-Options: DENY.
 //
 // Logging: one debug line per request (method, path without query, status, µs).
 //
@@ -37,7 +40,6 @@ namespace kfaild::api {
 struct ServerOptions {
   std::string host = "127.0.0.1";  // an IP address or a name resolved at start()
   std::uint16_t port = 8080;       // 0: an ephemeral port, see HttpServer::port()
-  std::string token;               // bearer token for mutating routes; empty: none
   std::size_t max_body_bytes = 1024 * 1024;
   std::size_t max_header_bytes = 16 * 1024;  // request line and header fields together
   std::chrono::milliseconds read_timeout{30'000};
@@ -48,8 +50,8 @@ struct ServerOptions {
   int nice = 10;
 };
 
-// Checks the values that need no network (ranges, token characters). start() also checks the
-// resolved address against the token rule.
+// Checks the values that need no network (ranges). start() also checks the resolved address
+// against the auth rule.
 [[nodiscard]] Status validateOptions(const ServerOptions& options);
 
 class HttpServer {

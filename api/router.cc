@@ -2,16 +2,46 @@
 
 #include <spdlog/spdlog.h>
 
+#include <openssl/evp.h>
+
+#include <array>
 #include <exception>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 namespace kfaild::api {
+namespace {
+
+std::string sha256Hex(const std::string& data) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int size = 0;
+  if (EVP_Digest(data.data(), data.size(), digest.data(), &size, EVP_sha256(), nullptr) != 1) return {};
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < size; ++i) {
+    out.push_back(kHex[digest[i] >> 4]);
+    out.push_back(kHex[digest[i] & 0x0f]);
+  }
+  return out;
+}
+
+// "urn:kfaild:problem:drill-refused" → "drill-refused".
+std::string problemSlug(const std::string& body) {
+  const auto document = nlohmann::json::parse(body, nullptr, false);
+  if (!document.is_object() || !document.contains("type") || !document["type"].is_string()) return {};
+  const auto type = document["type"].get<std::string>();
+  const auto colon = type.rfind(':');
+  return colon == std::string::npos ? type : type.substr(colon + 1);
+}
+
+}  // namespace
 
 bool Router::isMutating(std::string_view method) {
   return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
 }
 
-void Router::add(const std::string& method, std::string_view pattern, Handler handler) {
+void Router::add(const std::string& method, std::string_view pattern, Handler handler,
+                 RouteOptions options) {
   if (pattern.empty() || pattern.front() != '/') {
     throw std::invalid_argument("route pattern must start with '/': " + std::string(pattern));
   }
@@ -44,10 +74,12 @@ void Router::add(const std::string& method, std::string_view pattern, Handler ha
     if (!route.handlers.emplace(method, std::move(handler)).second) {
       throw std::invalid_argument("route registered twice: " + method + " " + std::string(pattern));
     }
+    route.options.emplace(method, options);
     return;
   }
-  Route route{std::string(pattern), std::move(segments), {}};
+  Route route{std::string(pattern), std::move(segments), {}, {}};
   route.handlers.emplace(method, std::move(handler));
+  route.options.emplace(method, options);
   routes_.push_back(std::move(route));
 }
 
@@ -71,6 +103,35 @@ std::string Router::allowHeader(const Route& route) {
 }
 
 Response Router::dispatch(Request& request) const {
+  std::string pattern;
+  Response response = route(request, pattern);
+  if (audit_ && isMutating(request.method)) {
+    AuditEntry entry;
+    entry.role = request.role;
+    entry.remote_address = request.remote_address;
+    entry.method = printable(request.method, 32);
+    entry.route = pattern.empty() ? printable(request.path) : pattern;
+    entry.body_sha256 = sha256Hex(request.body);
+    entry.body_bytes = request.body.size();
+    entry.status = response.status;
+    if (response.status >= 400 && response.content_type == "application/problem+json") {
+      entry.problem = problemSlug(response.body);
+    }
+    audit_(entry);
+  }
+  return response;
+}
+
+void Router::redactBody(Response& response) const {
+  if (response.content_type != "application/json") return;
+  auto body = nlohmann::json::parse(response.body, nullptr, false);
+  if (body.is_discarded()) return;
+  redactor_.redactJson(body);
+  response.body = jsonBody(body);
+}
+
+Response Router::route(Request& request, std::string& pattern) const {
+  if (auto misdirected = access_.checkHost(request)) return std::move(*misdirected);
   const Route* best = nullptr;
   std::size_t best_literals = 0;
   for (const auto& route : routes_) {
@@ -86,6 +147,7 @@ Response Router::dispatch(Request& request) const {
     return problem(ProblemType::kNotFound,
                    "no resource at path \"" + printable(request.path) + "\"", request.path);
   }
+  pattern = best->pattern;
 
   auto handler = best->handlers.find(request.method);
   if (handler == best->handlers.end() && request.method == "HEAD") {
@@ -100,27 +162,9 @@ Response Router::dispatch(Request& request) const {
     response.headers.emplace_back("Allow", allow);
     return response;
   }
-
-  if (isMutating(request.method) && request.credentials != Credentials::kValid &&
-      request.credentials != Credentials::kNotRequired) {
-    std::string detail;
-    std::string challenge = "Bearer realm=\"kfaild\"";
-    switch (request.credentials) {
-      case Credentials::kMissing:
-        detail = request.method + " requires an \"Authorization: Bearer <token>\" header";
-        break;
-      case Credentials::kMalformed:
-        detail = "the Authorization header is not of the form \"Bearer <token>\"";
-        challenge += ", error=\"invalid_request\"";
-        break;
-      default:
-        detail = "the bearer token is not the one configured for this server";
-        challenge += ", error=\"invalid_token\"";
-        break;
-    }
-    Response response = problem(ProblemType::kUnauthorized, detail, request.path);
-    response.headers.emplace_back("WWW-Authenticate", challenge);
-    return response;
+  const RouteOptions& options = best->options.at(handler->first);
+  if (auto refused = access_.admit(request, options.access, isMutating(request.method))) {
+    return std::move(*refused);
   }
 
   request.params.clear();
@@ -128,7 +172,9 @@ Response Router::dispatch(Request& request) const {
     if (best->segments[i].is_param) request.params[best->segments[i].text] = request.segments[i];
   }
   try {
-    return handler->second(request);
+    Response response = handler->second(request);
+    if (options.redact && request.role != Role::kOperator) redactBody(response);
+    return response;
   } catch (const std::exception& e) {
     spdlog::error("http: {} {} failed: {}", printable(request.method, 32), printable(request.path),
                   e.what());

@@ -4,12 +4,20 @@
 // `{name}` segments that match one non-empty segment and land in Request::params
 // ("/api/v1/clusters/{cluster}/gaps"); where two patterns match a path, the one with more literal
 // segments wins. The router decides, in this order:
+//   421 when the Host header names a host this server does not answer to (api/access.h);
 //   404 when no pattern matches the path;
 //   405 with `Allow` when patterns match but none for this method;
-//   401 with `WWW-Authenticate: Bearer` when the route's method mutates (POST, PUT, PATCH,
-//       DELETE) and the request's credentials are missing or wrong;
+//   403, 401 or 415 when the access policy refuses the request for this route (access.h: a
+//       cross-site change, missing or wrong credentials, a role too low, a body not JSON);
 // and otherwise runs the handler. HEAD runs the GET handler (the server drops the body). A
 // handler that throws yields a 500 problem; the exception is logged, never sent.
+//
+// A route added with `redact` has every string of its JSON answer passed through the redactor
+// (api/redaction.h) unless the request proved the operator token.
+//
+// Every request of a mutating method (POST, PUT, PATCH, DELETE), refused or not, is handed to the
+// audit sink after its answer is made: role, peer address, route pattern, SHA-256 of the body,
+// status. The sink runs on the server thread; it must not throw.
 //
 // Thread-safety: add() during set-up only, before the server starts; dispatch() is then safe
 // from any number of threads (handlers must be too).
@@ -20,18 +28,46 @@
 #include <string_view>
 #include <vector>
 
+#include "api/access.h"
 #include "api/http_message.h"
+#include "api/redaction.h"
 #include "api/request_counter.h"
 
 namespace kfaild::api {
 
+struct RouteOptions {
+  RouteAccess access = RouteAccess::kDefault;
+  bool redact = false;  // non-operators get the redacted text
+};
+
+// A mutating request as the audit log keeps it.
+struct AuditEntry {
+  Role role = Role::kAnonymous;
+  std::string remote_address;
+  std::string method;
+  std::string route;  // the matched pattern; the (printable) path when none matched
+  std::string body_sha256;  // hex; of the empty string for a request without a body
+  std::size_t body_bytes = 0;
+  int status = 0;
+  std::string problem;  // the problem type's slug when refused or failed, else empty
+};
+
 class Router {
  public:
   using Handler = std::function<Response(const Request&)>;
+  using AuditSink = std::function<void(const AuditEntry&)>;
 
   // Throws std::invalid_argument on a malformed pattern or a route registered twice (a bug in
   // the caller, found at start-up).
-  void add(const std::string& method, std::string_view pattern, Handler handler);
+  void add(const std::string& method, std::string_view pattern, Handler handler,
+           RouteOptions options = {});
+
+  // Set-up, before the server starts. Without setAccess the router runs with AccessPolicy's
+  // default (no tokens, loopback names).
+  void setAccess(AccessPolicy policy) { access_ = std::move(policy); }
+  void setRedactor(Redactor redactor) { redactor_ = std::move(redactor); }
+  void setAuditSink(AuditSink sink) { audit_ = std::move(sink); }
+  const AccessPolicy& access() const { return access_; }
 
   // Fills request.params for the matched route.
   Response dispatch(Request& request) const;
@@ -52,13 +88,19 @@ class Router {
     std::string pattern;
     std::vector<Segment> segments;
     std::map<std::string, Handler> handlers;  // by method
+    std::map<std::string, RouteOptions> options;  // by method
   };
 
   static bool matches(const Route& route, const std::vector<std::string>& segments);
   static std::string allowHeader(const Route& route);
+  Response route(Request& request, std::string& pattern) const;
+  void redactBody(Response& response) const;
 
   std::vector<Route> routes_;
   RequestCounter responses_;
+  AccessPolicy access_;
+  Redactor redactor_;
+  AuditSink audit_;
 };
 
 }  // namespace kfaild::api

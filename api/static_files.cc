@@ -77,12 +77,14 @@ std::size_t StaticFiles::totalBytes() const {
 }
 
 void StaticFiles::registerOn(Router& router) const {
-  router.add("GET", "/", [this](const Request& request) { return serve(request, "index.html"); });
+  // The page must load before it can ask for a token.
+  const RouteOptions open{RouteAccess::kPublic, false};
+  router.add("GET", "/", [this](const Request& request) { return serve(request, "index.html"); }, open);
   router.add("GET", "/{file}",
-             [this](const Request& request) { return serve(request, request.params.at("file")); });
+             [this](const Request& request) { return serve(request, request.params.at("file")); }, open);
   router.add("GET", "/assets/{file}", [this](const Request& request) {
     return serve(request, "assets/" + request.params.at("file"));
-  });
+  }, open);
 }
 
 Response StaticFiles::serve(const Request& request, const std::string& name) const {

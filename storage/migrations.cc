@@ -122,9 +122,26 @@ CREATE TABLE schedules (
 );
 )sql";
 
+// Every mutating API request, refused or not (api/router.h): who, from where, what, the result.
+constexpr std::string_view kAuditSchema = R"sql(
+CREATE TABLE audit_log (
+  id          INTEGER PRIMARY KEY,
+  time_us     INTEGER NOT NULL,
+  role        TEXT    NOT NULL,
+  remote      TEXT    NOT NULL,
+  method      TEXT    NOT NULL,
+  route       TEXT    NOT NULL,
+  body_sha256 TEXT    NOT NULL,
+  body_bytes  INTEGER NOT NULL,
+  status      INTEGER NOT NULL,
+  problem     TEXT    NOT NULL DEFAULT ''
+);
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{"clusters, probe samples, gaps, events", kInitialSchema},
     Migration{"drills, recovery journal, schedules", kDrillSchema},
+    Migration{"audit log", kAuditSchema},
 };
 
 }  // namespace

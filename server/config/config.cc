@@ -1,5 +1,7 @@
 #include "server/config/config.h"
 
+#include "server/config/token_file.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -320,8 +322,8 @@ std::vector<std::vector<std::int32_t>> parseReplicaAssignment(const std::string&
 
 HttpConfig readHttp(const YAML::Node& node) {
   if (!node.IsMap()) fail("http", "must be a mapping");
-  rejectUnknownKeys(node, "http", {"enabled", "host", "port", "token_file", "web_dir", "max_connections",
-                                   "read_timeout_ms", "max_body_bytes"});
+  rejectUnknownKeys(node, "http", {"enabled", "host", "port", "auth", "token_file", "viewer_token_file", "read_auth",
+                                   "allowed_hosts", "web_dir", "max_connections", "read_timeout_ms", "max_body_bytes"});
   HttpConfig h;
   if (node["enabled"]) {
     try {
@@ -332,16 +334,41 @@ HttpConfig readHttp(const YAML::Node& node) {
   }
   if (node["host"]) h.host = readString(node["host"], "http.host");
   if (node["port"]) h.port = static_cast<std::int32_t>(readInt(node["port"], "http.port", 0, 65535));
-  if (node["token_file"]) {
-    h.token_file = readString(node["token_file"], "http.token_file");
-    const auto& path = h.token_file;  // relative to the working directory, like storage.path
-    std::ifstream in(path);
-    if (!in) fail("http.token_file", "cannot read " + path);
-    std::getline(in, h.token);
-    while (!h.token.empty() && (h.token.back() == '\r' || h.token.back() == ' ')) h.token.pop_back();
-    if (h.token.size() < 16) fail("http.token_file", "the token in " + path + " must be at least 16 characters");
-    for (const unsigned char ch : h.token) {
-      if (ch <= 0x20 || ch >= 0x7f) fail("http.token_file", "the token in " + path + " must be printable ASCII without spaces");
+  if (node["auth"]) {
+    const auto auth = readString(node["auth"], "http.auth");
+    if (auth != "token" && auth != "none") fail("http.auth", "must be token or none, got '" + auth + "'");
+    h.auth_none = auth == "none";
+  }
+  // Token files are relative to the working directory, like storage.path.
+  const auto readToken = [](const YAML::Node& value, const std::string& key, std::string& file, std::string& token) {
+    file = readString(value, key);
+    auto read = readTokenFile(file);
+    if (!read) fail(key, read.error().message);
+    token = std::move(*read);
+  };
+  if (node["token_file"]) readToken(node["token_file"], "http.token_file", h.token_file, h.token);
+  if (node["viewer_token_file"]) {
+    readToken(node["viewer_token_file"], "http.viewer_token_file", h.viewer_token_file, h.viewer_token);
+  }
+  if (h.auth_none && (!h.token_file.empty() || !h.viewer_token_file.empty())) {
+    fail("http.auth", "none contradicts the token files configured: remove one or the other");
+  }
+  if (!h.viewer_token.empty() && h.viewer_token == h.token) {
+    fail("http.viewer_token_file", "holds the operator's token: the viewer needs a token of its own");
+  }
+  if (node["read_auth"]) {
+    try {
+      h.read_auth = node["read_auth"].as<bool>();
+    } catch (const YAML::Exception&) {
+      fail("http.read_auth", "must be true or false");
+    }
+    if (h.read_auth && h.auth_none) fail("http.read_auth", "needs tokens, but http.auth is none");
+  }
+  if (node["allowed_hosts"]) {
+    h.allowed_hosts = readStringList(node["allowed_hosts"], "http.allowed_hosts");
+    for (const auto& name : h.allowed_hosts) {
+      const bool ok = !name.empty() && name.find_first_of(" /@?#\t") == std::string::npos;
+      if (!ok) fail("http.allowed_hosts", "'" + name + "' is not a host name (name or name:port)");
     }
   }
   if (node["web_dir"]) h.web_dir = readString(node["web_dir"], "http.web_dir");

@@ -105,14 +105,20 @@ struct StorageConfig {
   std::size_t max_queued_records = 1'000'000;
 };
 
-// The HTTP API and dashboard. Without a token, mutating routes are open, so kfaild refuses to
-// listen on anything but loopback.
+// The HTTP API and dashboard (api/access.h has the rules). Mutating routes need the operator
+// token: from token_file, or, without one, generated at first start into
+// <directory of storage.path>/api-token. `auth: none` (no token at all) is for loopback only.
 struct HttpConfig {
   bool enabled = true;
   std::string host = "127.0.0.1";
   std::int32_t port = 8080;              // 0: an ephemeral port (logged at start)
-  std::string token_file;                // file whose first line is the bearer token
+  bool auth_none = false;                // http.auth: none
+  std::string token_file;                // file whose first line is the operator's bearer token
   std::string token;                     // read from token_file at load time, never logged
+  std::string viewer_token_file;         // optional: the read-only (viewer) token
+  std::string viewer_token;
+  bool read_auth = false;                // reads need the viewer or operator token
+  std::vector<std::string> allowed_hosts;  // Host names answered besides the listen address
   std::string web_dir;                   // the dashboard's build output (web/dist); empty: none
   std::int64_t max_connections = 1024;
   std::int64_t read_timeout_ms = 30'000;

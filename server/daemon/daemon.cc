@@ -8,7 +8,10 @@
 #include <future>
 #include <map>
 
+#include "api/access.h"
 #include "api/drill_control.h"
+#include "api/redaction.h"
+#include "server/config/token_file.h"
 #include "api/live_state.h"
 #include "server/drill/errc.h"
 #include "server/kafka/client.h"
@@ -59,6 +62,41 @@ class Daemon::Control final : public api::DrillControl {
   const std::vector<std::unique_ptr<ClusterParts>>& clusters_;
 };
 
+namespace {
+
+// What a reader without the operator token must not see in drill reasons, events and cluster
+// descriptions (api/redaction.h): how kfaild reaches each node and each cluster.
+std::vector<std::string> sensitiveLiterals(const config::Config& config) {
+  std::vector<std::string> out;
+  for (const auto& cluster : config.clusters) {
+    std::size_t start = 0;
+    while (start <= cluster.bootstrap.size()) {
+      const auto comma = cluster.bootstrap.find(',', start);
+      const auto server = cluster.bootstrap.substr(start, comma - start);
+      out.push_back(server);
+      out.push_back(server.substr(0, server.rfind(':')));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    for (const auto& node : cluster.inventory) {
+      if (node.docker) out.insert(out.end(), {node.docker->endpoint});
+      if (node.ssh) {
+        const auto& ssh = *node.ssh;
+        out.insert(out.end(), {ssh.host, ssh.user.empty() ? ssh.host : ssh.user + "@" + ssh.host, ssh.identity_file,
+                               ssh.pid_command, ssh.start_command, ssh.log_dir});
+        out.insert(out.end(), ssh.options.begin(), ssh.options.end());
+      }
+      if (node.local) {
+        out.insert(out.end(), {node.local->pid_file, node.local->log_dir});
+        out.insert(out.end(), node.local->start_command.begin(), node.local->start_command.end());
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Daemon::Daemon(const config::Config& config, const DaemonOptions& options) : config_(config), options_(options) {}
 
 Daemon::~Daemon() { stop(); }
@@ -84,10 +122,10 @@ std::optional<StartFailure> Daemon::startAll() {
   }
   // The address is claimed now; the routes are filled once the parts they serve exist.
   if (config_.http.enabled) {
+    if (auto failure = setUpAccess()) return failure;
     api::ServerOptions server_options;
     server_options.host = config_.http.host;
     server_options.port = static_cast<std::uint16_t>(config_.http.port);
-    server_options.token = config_.http.token;
     server_options.max_connections = static_cast<std::size_t>(config_.http.max_connections);
     server_options.read_timeout = std::chrono::milliseconds(config_.http.read_timeout_ms);
     server_options.max_body_bytes = static_cast<std::size_t>(config_.http.max_body_bytes);
@@ -106,6 +144,13 @@ std::optional<StartFailure> Daemon::startAll() {
     return StartFailure{1, "cannot open the drill tables of " + config_.storage.path + ": " + drill_store.error().describe()};
   }
   drill_store_ = std::move(*drill_store);
+  auto audit_log = storage::AuditLog::open(config_.storage.path);
+  if (!audit_log) {
+    return StartFailure{1, "cannot open the audit log of " + config_.storage.path + ": " + audit_log.error().describe()};
+  }
+  audit_log_ = std::move(*audit_log);
+  audit_recorder_ = std::make_unique<api::AuditRecorder>(*audit_log_, clock_);
+  router_.setAuditSink([recorder = audit_recorder_.get()](const api::AuditEntry& entry) { (*recorder)(entry); });
 
   for (std::size_t i = 0; i < config_.clusters.size(); ++i) {
     const auto& cc = config_.clusters[i];
@@ -132,6 +177,8 @@ std::optional<StartFailure> Daemon::startAll() {
   endpoints_->registerOn(router_);
   drill_endpoints_ = std::make_unique<api::DrillEndpoints>(*live_, *store_, *drill_store_, *control_, clock_);
   drill_endpoints_->registerOn(router_);
+  audit_endpoints_ = std::make_unique<api::AuditEndpoints>(*audit_log_);
+  audit_endpoints_->registerOn(router_);
   if (!config_.http.web_dir.empty()) {
     web_.registerOn(router_);
     spdlog::info("dashboard: {} files ({} bytes) from {}", web_.fileCount(), web_.totalBytes(), config_.http.web_dir);
@@ -139,9 +186,30 @@ std::optional<StartFailure> Daemon::startAll() {
   if (http_) {
     if (auto s = http_->serve(); !s) return StartFailure{1, "http: " + s.error().describe()};
     spdlog::info("http: listening on http://{}:{}/ ({})", config_.http.host, http_->port(),
-                 config_.http.token.empty() ? "no token: mutating routes open to loopback"
-                                            : "mutating routes need the bearer token");
+                 config_.http.auth_none ? "http.auth none: no token, loopback only"
+                 : config_.http.read_auth ? "every route but health and the dashboard's files needs a token"
+                                          : "changes need the operator token");
   }
+  return std::nullopt;
+}
+
+std::optional<StartFailure> Daemon::setUpAccess() {
+  api::AccessOptions access;
+  access.auth = !config_.http.auth_none;
+  access.operator_token = config_.http.token;
+  access.viewer_token = config_.http.viewer_token;
+  access.read_auth = config_.http.read_auth;
+  access.listen_host = config_.http.host;
+  access.allowed_hosts = config_.http.allowed_hosts;
+  if (access.auth && access.operator_token.empty()) {
+    auto generated = config::ensureGeneratedToken(config_.storage.path);
+    if (!generated) return StartFailure{kConfigError, "http.token_file: not set, and " + generated.error().message};
+    access.operator_token = generated->token;
+    spdlog::info("http: no http.token_file configured; the operator token is in {} ({})", generated->path,
+                 generated->created ? "created now, mode 0600" : "made at an earlier start");
+  }
+  router_.setAccess(api::AccessPolicy(access));
+  router_.setRedactor(api::Redactor(sensitiveLiterals(config_)));
   return std::nullopt;
 }
 

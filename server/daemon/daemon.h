@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "api/audit_endpoints.h"
 #include "api/drill_endpoints.h"
 #include "api/endpoints.h"
 #include "api/http_server.h"
@@ -25,6 +26,7 @@
 #include "server/daemon/cluster_parts.h"
 #include "server/daemon/retention.h"
 #include "server/drill/scheduler.h"
+#include "storage/audit_log.h"
 #include "storage/sqlite_drill_store.h"
 #include "storage/sqlite_store.h"
 
@@ -59,6 +61,8 @@ class Daemon {
 
   Daemon(const config::Config& config, const DaemonOptions& options);
   std::optional<StartFailure> startAll();
+  // The router's access policy and redactor; makes the operator token when none is configured.
+  std::optional<StartFailure> setUpAccess();
 
   config::Config config_;
   DaemonOptions options_;
@@ -68,6 +72,8 @@ class Daemon {
   std::unique_ptr<api::HttpServer> http_;  // listening from the start, serving last, stopped first
   std::unique_ptr<storage::SqliteStore> store_;
   std::unique_ptr<storage::SqliteDrillStore> drill_store_;
+  std::unique_ptr<storage::AuditLog> audit_log_;
+  std::unique_ptr<api::AuditRecorder> audit_recorder_;  // the router's audit sink
   std::vector<std::unique_ptr<ClusterParts>> clusters_;
   std::unique_ptr<drill::Scheduler> scheduler_;
   std::unique_ptr<RetentionTask> retention_;
@@ -75,6 +81,7 @@ class Daemon {
   std::unique_ptr<Control> control_;
   std::unique_ptr<api::Endpoints> endpoints_;
   std::unique_ptr<api::DrillEndpoints> drill_endpoints_;
+  std::unique_ptr<api::AuditEndpoints> audit_endpoints_;
   bool stopped_ = false;
 };
 

@@ -139,7 +139,9 @@ inline ClusterLive labCluster(storage::ClusterId id, const common::Clock& clock)
 
 class ApiHarness {
  public:
-  explicit ApiHarness(ServerOptions options = defaultOptions()) : clock_(kNow, 5'000'000'000) {
+  explicit ApiHarness(ServerOptions options = defaultOptions(), std::optional<AccessOptions> access = std::nullopt)
+      : clock_(kNow, 5'000'000'000) {
+    if (access) router_.setAccess(AccessPolicy(*access));
     storage::SqliteStoreOptions store_options;
     store_options.clock = &clock_;
     auto store = storage::SqliteStore::open((dir_ / "kfaild.db").string(), store_options);

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "api/audit_endpoints.h"
 #include "api/endpoints.h"
+#include "storage/audit_log.h"
 #include "tests/support/manual_clock.h"
 #include "server/common/time_format.h"
 #include "server/drill/errc.h"
@@ -26,6 +28,7 @@ using testing::kNow;
 using testing::kSecond;
 
 constexpr const char* kToken = "drill-endpoints-test-token-1234";
+constexpr const char* kViewerToken = "drill-endpoints-viewer-token-5678";
 
 // Stands in for the drill runners: queues a drill row the way DrillRunner::submit does, or
 // refuses with the configured reason; abort marks a queued drill aborted.
@@ -129,24 +132,50 @@ class DrillApi {
     endpoints_->registerOn(router_);
     drill_endpoints_ = std::make_unique<DrillEndpoints>(live_, *store_, *drills_, *control_, clock_);
     drill_endpoints_->registerOn(router_);
+    AccessOptions access;
+    access.operator_token = kToken;
+    access.viewer_token = kViewerToken;
+    router_.setAccess(AccessPolicy(access));
+    router_.setRedactor(Redactor({"127.0.0.1:19091"}));
+    auto audit = storage::AuditLog::open(path);
+    REQUIRE(audit.ok());
+    audit_ = std::move(*audit);
+    recorder_ = std::make_unique<AuditRecorder>(*audit_, clock_);
+    router_.setAuditSink([this](const AuditEntry& entry) { (*recorder_)(entry); });
+    audit_endpoints_ = std::make_unique<AuditEndpoints>(*audit_);
+    audit_endpoints_->registerOn(router_);
     ServerOptions options;
     options.port = 0;
-    options.token = kToken;
     server_ = std::make_unique<HttpServer>(options, router_);
     const auto started = server_->start();
     if (!started.ok()) FAIL(started.error().describe());
   }
 
   HttpReply get(const std::string& target) { return testing::httpGet(server_->port(), target); }
+  std::uint16_t port() const { return server_->port(); }
   HttpReply send(const std::string& method, const std::string& target, const std::string& body = "",
                  bool with_token = true) {
+    return sendAs(method, target, body, with_token ? kToken : "");
+  }
+  // `token` empty: no Authorization header.
+  HttpReply sendAs(const std::string& method, const std::string& target, const std::string& body,
+                   const std::string& token, std::vector<std::pair<std::string, std::string>> headers = {}) {
     testing::HttpConnection connection(server_->port());
     testing::HttpRequestSpec spec;
     spec.method = method;
     spec.target = target;
     spec.body = body;
     if (!body.empty()) spec.headers.emplace_back("Content-Type", "application/json");
-    if (with_token) spec.headers.emplace_back("Authorization", std::string("Bearer ") + kToken);
+    if (!token.empty()) spec.headers.emplace_back("Authorization", "Bearer " + token);
+    for (auto& header : headers) spec.headers.push_back(std::move(header));
+    return connection.request(spec);
+  }
+  HttpReply getAs(const std::string& target, const std::string& token) {
+    testing::HttpConnection connection(server_->port());
+    testing::HttpRequestSpec spec;
+    spec.method = "GET";
+    spec.target = target;
+    if (!token.empty()) spec.headers.emplace_back("Authorization", "Bearer " + token);
     return connection.request(spec);
   }
 
@@ -192,7 +221,10 @@ class DrillApi {
   Router router_;
   std::unique_ptr<Endpoints> endpoints_;
   std::unique_ptr<DrillEndpoints> drill_endpoints_;
-  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<storage::AuditLog> audit_;
+  std::unique_ptr<AuditRecorder> recorder_;
+  std::unique_ptr<AuditEndpoints> audit_endpoints_;
+  std::unique_ptr<HttpServer> server_;  // last: stopped before the parts its handlers use
 };
 
 json problemOf(const HttpReply& reply, int status, const std::string& slug) {
@@ -527,6 +559,153 @@ TEST_CASE("metrics count drills by outcome and give the probe's interval histogr
         std::string::npos);
   CHECK(text.find("kfaild_probe_ack_interval_seconds_count{cluster=\"lab\",topic=\"orders\",partition=\"2\"} 0\n") !=
         std::string::npos);
+}
+
+}  // namespace
+}  // namespace kfaild::api
+
+namespace kfaild::api {
+namespace {
+
+// Every mutating route of the API, with a body it accepts from the operator.
+struct MutatingRoute {
+  std::string method, target, body;
+};
+
+std::vector<MutatingRoute> mutatingRoutes(DrillApi& api) {
+  const auto finished = api.seedDrill("kill", "done", kNow - 600 * kSecond, {8'000'000});
+  storage::RecoveryEntry entry;
+  entry.drill_id = finished;
+  entry.cluster = api.lab();
+  entry.node = 9;
+  entry.action = "start";
+  entry.phase = "recover";
+  entry.created_us = kNow - 590 * kSecond;
+  const auto recovery = *api.drills().addRecovery(entry);
+  storage::ScheduleRecord schedule;
+  schedule.cluster = api.lab();
+  schedule.name = "nightly";
+  schedule.cron = "0 3 * * *";
+  schedule.drill = R"({"fault":"kill","target":{"broker":1}})";
+  schedule.created_us = kNow;
+  const auto schedule_id = std::to_string(*api.drills().createSchedule(schedule));
+  return {
+      {"POST", "/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":1}})"},
+      {"POST", "/api/v1/drills/" + std::to_string(api.seedDrill("kill", "queued", kNow, {})) + "/abort", ""},
+      {"POST", "/api/v1/recoveries/" + std::to_string(recovery) + "/resolve", R"({"note":"retired"})"},
+      {"POST", "/api/v1/schedules",
+       R"({"cluster":"lab","name":"weekly","cron":"0 3 * * MON","drill":{"fault":"kill","target":{"broker":1}}})"},
+      {"PATCH", "/api/v1/schedules/" + schedule_id, R"({"enabled":false})"},
+      {"DELETE", "/api/v1/schedules/" + schedule_id, ""},
+  };
+}
+
+TEST_CASE("every mutating route: the viewer token is 403, no token 401, a foreign Origin or a text/plain body "
+          "403/415, a foreign Host 421, and the operator succeeds, every attempt in the audit log",
+          "[integration][api][security]") {
+  DrillApi api;
+  const auto routes = mutatingRoutes(api);
+  int attempts = 0;
+  for (const auto& route : routes) {
+    INFO(route.method << " " << route.target);
+    problemOf(api.sendAs(route.method, route.target, route.body, kViewerToken), 403, "forbidden");
+    problemOf(api.sendAs(route.method, route.target, route.body, ""), 401, "unauthorized");
+    problemOf(api.sendAs(route.method, route.target, route.body, kToken, {{"Origin", "http://evil.example"}}), 403,
+              "cross-site-request");
+    problemOf(api.sendAs(route.method, route.target, route.body, kToken, {{"Sec-Fetch-Site", "cross-site"}}), 403,
+              "cross-site-request");
+    problemOf(api.sendAs(route.method, route.target, route.body, kToken, {{"Host", "rebound.evil.example"}}), 421,
+              "unknown-host");
+    if (!route.body.empty()) {
+      testing::HttpConnection connection(api.port());
+      const auto plain = connection.request({route.method, route.target, route.body,
+                                             {{"Authorization", std::string("Bearer ") + kToken}, {"Content-Type", "text/plain"}}});
+      problemOf(plain, 415, "unsupported-media-type");
+      ++attempts;
+    }
+    const auto done = api.sendAs(route.method, route.target, route.body, kToken,
+                                 {{"Host", "127.0.0.1:" + std::to_string(api.port())},
+                                  {"Origin", "http://127.0.0.1:" + std::to_string(api.port())},
+                                  {"Sec-Fetch-Site", "same-origin"}});
+    CHECK(done.status < 300);
+    attempts += 6;
+  }
+  CHECK(api.control().submitted.size() == 1);  // only the operator's drill
+
+  // The audit log: operator only, newest first, paged.
+  problemOf(api.getAs("/api/v1/audit", kViewerToken), 403, "forbidden");
+  problemOf(api.getAs("/api/v1/audit", ""), 401, "unauthorized");
+  std::vector<json> rows;
+  std::string cursor;
+  for (int page = 0; page < 20; ++page) {
+    const auto reply = api.getAs("/api/v1/audit?limit=7" + (cursor.empty() ? "" : "&cursor=" + cursor), kToken);
+    REQUIRE(reply.status == 200);
+    const auto page_json = reply.json();
+    for (const auto& item : page_json["items"]) rows.push_back(item);
+    if (page_json["next_cursor"].is_null()) break;
+    cursor = page_json["next_cursor"].get<std::string>();
+  }
+  CHECK(static_cast<int>(rows.size()) == attempts);
+  const auto& newest = rows.front();  // the operator's DELETE of the schedule
+  CHECK(newest["method"] == "DELETE");
+  CHECK(newest["route"] == "/api/v1/schedules/{id}");
+  CHECK(newest["role"] == "operator");
+  CHECK(newest["remote_address"] == "127.0.0.1");
+  CHECK(newest["status"] == 204);
+  CHECK(newest["problem"].is_null());
+  CHECK(newest["body_sha256"] == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(newest["time"] == common::formatRfc3339(kNow));
+  std::set<std::string> problems;
+  std::set<std::string> roles;
+  for (const auto& row : rows) {
+    if (!row["problem"].is_null()) problems.insert(row["problem"].get<std::string>());
+    roles.insert(row["role"].get<std::string>());
+  }
+  CHECK(problems == std::set<std::string>{"forbidden", "unauthorized", "cross-site-request", "unknown-host",
+                                          "unsupported-media-type"});
+  CHECK(roles == std::set<std::string>{"anonymous", "viewer", "operator"});
+  // The drill's body, hashed: the log proves what was sent without keeping it.
+  const auto drill_post = std::find_if(rows.begin(), rows.end(), [](const json& row) {
+    return row["route"] == "/api/v1/clusters/{cluster}/drills" && row["status"] == 202;
+  });
+  REQUIRE(drill_post != rows.end());
+  CHECK((*drill_post)["body_sha256"] == "708939e0b8e216fbe201e65fd472eb046a0c153599e015dea56707cc14d6ff58");
+}
+
+TEST_CASE("a reader without the operator token sees drill reasons and cluster addresses redacted",
+          "[integration][api][security]") {
+  DrillApi api;
+  storage::DrillRecord failed;
+  failed.cluster = api.lab();
+  failed.fault = "kill";
+  failed.target = R"({"broker":1})";
+  failed.options = "{}";
+  failed.state = "failed";
+  failed.reason = "kill of broker 1 failed: ssh_failed: root@kafka-1.internal: Permission denied (publickey)";
+  failed.created_us = kNow;
+  const auto id = std::to_string(*api.drills().createDrill(failed));
+  const std::string redacted = "kill of broker 1 failed: ssh_failed: [redacted]: Permission denied (publickey)";
+  CHECK(api.getAs("/api/v1/drills/" + id, "").json()["reason"] == redacted);
+  CHECK(api.getAs("/api/v1/drills/" + id, kViewerToken).json()["reason"] == redacted);
+  CHECK(api.getAs("/api/v1/drills/" + id, kToken).json()["reason"] == failed.reason);
+  CHECK(api.getAs("/api/v1/drills", "").json()["items"][0]["reason"] == redacted);
+
+  const auto anonymous = api.getAs("/api/v1/clusters/lab", "").body;
+  const auto operator_view = api.getAs("/api/v1/clusters/lab", kToken).body;
+  CHECK(anonymous.find("127.0.0.1:19091") == std::string::npos);
+  CHECK(operator_view.find("127.0.0.1:19091") != std::string::npos);
+}
+
+TEST_CASE("every answer carries the dashboard's security headers", "[integration][api][security]") {
+  DrillApi api;
+  for (const auto& reply : {api.get("/api/v1/drills"), api.get("/no/such/path"), api.getAs("/api/v1/audit", "")}) {
+    const auto csp = reply.header("Content-Security-Policy");
+    CHECK(csp.find("script-src 'self'") != std::string::npos);
+    CHECK(csp.find("frame-ancestors 'none'") != std::string::npos);
+    CHECK(csp.find("unsafe-inline") == std::string::npos);
+    CHECK(reply.header("X-Content-Type-Options") == "nosniff");
+    CHECK(reply.header("Referrer-Policy") == "no-referrer");
+  }
 }
 
 }  // namespace

@@ -8,8 +8,8 @@
 namespace kfaild::api {
 namespace {
 
-Request makeRequest(const std::string& method, const std::string& target,
-                    Credentials credentials = Credentials::kNotRequired) {
+// `authorization`: the Authorization field's value; empty: none.
+Request makeRequest(const std::string& method, const std::string& target, const std::string& authorization = "") {
   auto parsed = parseTarget(target);
   REQUIRE(parsed.ok());
   Request request;
@@ -17,7 +17,8 @@ Request makeRequest(const std::string& method, const std::string& target,
   request.path = parsed->path;
   request.segments = parsed->segments;
   request.query = parsed->query;
-  request.credentials = credentials;
+  if (!authorization.empty()) request.headers.authorization.push_back(authorization);
+  if (method != "GET" && method != "HEAD") request.headers.client_header = true;
   return request;
 }
 
@@ -84,15 +85,18 @@ TEST_CASE(
     "a mutating route answers missing or malformed or wrong credentials with a Bearer challenge",
     "[unit][api]") {
   Router router;
+  AccessOptions access;
+  access.operator_token = "operator-token-0123456789";
+  router.setAccess(AccessPolicy(access));
   int calls = 0;
   router.add("POST", "/api/v1/drills", [&calls](const Request&) {
     ++calls;
     return jsonResponse(201, {});
   });
 
-  for (const auto credentials :
-       {Credentials::kMissing, Credentials::kMalformed, Credentials::kInvalid}) {
-    auto request = makeRequest("POST", "/api/v1/drills", credentials);
+  for (const std::string authorization :
+       {"", "Basic b3BlcmF0b3I=", "Bearer", "Bearer operator-token-012345678", "Bearer operator-token-01234567890"}) {
+    auto request = makeRequest("POST", "/api/v1/drills", authorization);
     const auto response = router.dispatch(request);
     CHECK(response.status == 401);
     REQUIRE(response.headers.size() == 1);
@@ -102,18 +106,44 @@ TEST_CASE(
   }
   CHECK(calls == 0);
 
-  auto valid = makeRequest("POST", "/api/v1/drills", Credentials::kValid);
+  auto valid = makeRequest("POST", "/api/v1/drills", "Bearer operator-token-0123456789");
   CHECK(router.dispatch(valid).status == 201);
-  auto open = makeRequest("POST", "/api/v1/drills", Credentials::kNotRequired);
-  CHECK(router.dispatch(open).status == 201);
-  CHECK(calls == 2);
+  CHECK(valid.role == Role::kOperator);
+  CHECK(calls == 1);
 }
 
-TEST_CASE("reading routes do not ask for credentials", "[unit][api]") {
+TEST_CASE("without tokens configured (auth none) every request is the operator", "[unit][api]") {
   Router router;
+  router.add("POST", "/api/v1/drills", [](const Request& request) {
+    return jsonResponse(201, {{"role", roleName(request.role)}});
+  });
+  auto open = makeRequest("POST", "/api/v1/drills");
+  const auto response = router.dispatch(open);
+  CHECK(response.status == 201);
+  CHECK(nlohmann::json::parse(response.body)["role"] == "operator");
+}
+
+TEST_CASE("reading routes do not ask for credentials unless read_auth is on", "[unit][api]") {
+  AccessOptions access;
+  access.operator_token = "operator-token-0123456789";
+  Router router;
+  router.setAccess(AccessPolicy(access));
   router.add("GET", "/api/v1/clusters", echoParams);
-  auto request = makeRequest("GET", "/api/v1/clusters", Credentials::kMissing);
+  auto request = makeRequest("GET", "/api/v1/clusters");
   CHECK(router.dispatch(request).status == 200);
+  CHECK(request.role == Role::kAnonymous);
+
+  access.read_auth = true;
+  Router guarded;
+  guarded.setAccess(AccessPolicy(access));
+  guarded.add("GET", "/api/v1/clusters", echoParams);
+  guarded.add("GET", "/healthz", echoParams, RouteOptions{RouteAccess::kPublic, false});
+  auto anonymous = makeRequest("GET", "/api/v1/clusters");
+  CHECK(guarded.dispatch(anonymous).status == 401);
+  auto health = makeRequest("GET", "/healthz");
+  CHECK(guarded.dispatch(health).status == 200);
+  auto with_token = makeRequest("GET", "/api/v1/clusters", "Bearer operator-token-0123456789");
+  CHECK(guarded.dispatch(with_token).status == 200);
 }
 
 TEST_CASE("a handler that throws becomes a 500 problem that does not leak the exception",

@@ -66,6 +66,11 @@ TEST_CASE("kfaild refuses every kind of configuration mistake at start with exit
   const auto token_file = (dir / "token").string();
   std::ofstream(token_file) << kToken << "\n";
   std::ofstream(dir / "short-token") << "short\n";
+  std::ofstream(dir / "shared-token") << kToken << "\n";  // left readable by others
+  const auto owner_only = std::filesystem::perms::owner_read | std::filesystem::perms::owner_write;
+  std::filesystem::permissions(token_file, owner_only);
+  std::filesystem::permissions(dir / "short-token", owner_only);
+  std::filesystem::permissions(dir / "shared-token", owner_only | std::filesystem::perms::others_read);
   const auto db = (dir / "kfaild.db").string();
   HeldPort held;
 
@@ -91,7 +96,15 @@ TEST_CASE("kfaild refuses every kind of configuration mistake at start with exit
       {"token file missing", config("token_file: " + (dir / "nope").string(), ""), "http.token_file: cannot read"},
       {"token too short", config("token_file: " + (dir / "short-token").string(), ""),
        "http.token_file: the token in"},
-      {"non-loopback address without a token", config("host: 0.0.0.0, port: 0", ""), "token: required"},
+      {"token file readable by others", config("port: 0, token_file: " + (dir / "shared-token").string(), ""),
+       "http.token_file: " + (dir / "shared-token").string() + " is readable or writable by group or others (mode 0604)"},
+      {"viewer token the operator's", config("port: 0, token_file: " + token_file + ", viewer_token_file: " + token_file, ""),
+       "http.viewer_token_file: holds the operator's token"},
+      {"auth neither token nor none", config("port: 0, auth: basic", ""), "http.auth: must be token or none"},
+      {"auth none beside a token file", config("port: 0, auth: none, token_file: " + token_file, ""), "http.auth: none contradicts"},
+      {"a Host name that is not one", config("port: 0, allowed_hosts: [\"a/b\"]", ""), "http.allowed_hosts: 'a/b'"},
+      {"non-loopback address without a token", config("host: 0.0.0.0, port: 0, auth: none", ""),
+       "auth: a token is required to listen on 0.0.0.0"},
       {"dashboard directory missing", config("port: 0, token_file: " + token_file + ", web_dir: " + (dir / "no-web").string(), ""),
        "http.web_dir"},
       {"port in use", config("port: " + std::to_string(held.port) + ", token_file: " + token_file, ""),

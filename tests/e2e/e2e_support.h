@@ -77,6 +77,7 @@ struct Lab {
 
   explicit Lab(const LabOptions& options) {
     std::ofstream(token_file) << kToken << "\n";
+    std::filesystem::permissions(token_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     const std::string lab = std::string(KFAILD_SOURCE_DIR) + "/.lab";
     std::ofstream c(config);
     c << "log_level: info\n"

@@ -65,6 +65,8 @@ Result<Reply> Client::call(const std::string& method, const std::string& target,
   request.set(http::field::host, endpoint_.host);
   request.set(http::field::user_agent, "kfailctl");
   request.set(http::field::accept, "application/json");
+  // What kfaild asks of a body-less change when it runs without tokens (api/access.h).
+  request.set("X-Kfaild-Client", "kfailctl");
   if (!token_.empty()) request.set(http::field::authorization, "Bearer " + token_);
   if (!body.empty()) {
     request.set(http::field::content_type, "application/json");

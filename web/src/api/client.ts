@@ -88,16 +88,36 @@ async function toError(res: Response): Promise<ApiError> {
   return new ApiError(res.status, problem, msg);
 }
 
+/**
+ * A read. The token, when one was entered, goes along: kfaild then shows the operator the full
+ * text (command lines, hosts) it redacts for others. On 401 (kfaild configured with read_auth)
+ * asks for a token once and retries.
+ */
 export async function getJson<T>(path: string, query: Query = {}, signal?: AbortSignal): Promise<T> {
-  const res = await fetch(withQuery(path, query), { headers: { Accept: 'application/json' }, signal });
-  if (!res.ok) throw await toError(res);
-  return (await res.json()) as T;
-}
-
-/** A mutating request with the bearer token; on 401 asks for a token once and retries. */
-export async function send<T>(method: 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     const headers: Record<string, string> = { Accept: 'application/json' };
+    const token = getToken();
+    if (token) headers['Authorization'] = `Bearer ${token}`;
+    const res = await fetch(withQuery(path, query), { headers, signal });
+    if (res.status === 401 && attempt === 0) {
+      const err = await toError(res);
+      const reason = token ? `The token was refused (${err.detail}). Enter the right one.` : 'Reading needs the API token.';
+      if (await askForToken(reason)) continue;
+      throw err;
+    }
+    if (!res.ok) throw await toError(res);
+    return (await res.json()) as T;
+  }
+}
+
+/** A mutating request with the bearer token; on 401 asks for a token once and retries. A 403
+ * (the viewer token) is an error shown as is. */
+export async function send<T>(method: 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    // X-Kfaild-Client: a header a page of another site cannot send without a CORS preflight,
+    // which kfaild never grants; it is what lets a body-less change through on a kfaild run
+    // with http.auth none.
+    const headers: Record<string, string> = { Accept: 'application/json', 'X-Kfaild-Client': 'dashboard' };
     const token = getToken();
     if (token) headers['Authorization'] = `Bearer ${token}`;
     if (body !== undefined) headers['Content-Type'] = 'application/json';

@@ -1,0 +1,121 @@
+#include "api/redaction.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace kfaild::api {
+namespace {
+
+bool isDigit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+// Characters that end a token: what separates words in kfaild's messages.
+bool isSeparator(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == ';' || c == '(' ||
+         c == ')' || c == '"' || c == '\'' || c == '<' || c == '>' || c == '{' || c == '}';
+}
+
+// d.d.d.d, optionally followed by :port.
+bool isIpv4Token(std::string_view token) {
+  const auto colon = token.find(':');
+  std::string_view address = token.substr(0, colon);
+  if (colon != std::string_view::npos) {
+    const auto port = token.substr(colon + 1);
+    if (port.empty() || !std::all_of(port.begin(), port.end(), isDigit)) return false;
+  }
+  int dots = 0;
+  int digits = 0;
+  for (const char c : address) {
+    if (c == '.') {
+      if (digits == 0) return false;
+      ++dots;
+      digits = 0;
+    } else if (isDigit(c)) {
+      if (++digits > 3) return false;
+    } else {
+      return false;
+    }
+  }
+  return dots == 3 && digits > 0;
+}
+
+bool isSensitiveToken(std::string_view token) {
+  // Trailing punctuation of a sentence is not part of the token ("...on 10.0.0.5:9092.").
+  while (!token.empty() && (token.back() == '.' || token.back() == ':')) token.remove_suffix(1);
+  if (token.empty()) return false;
+  if (token.find('/') != std::string_view::npos) return true;  // a path or a URL
+  const auto at = token.find('@');
+  if (at != std::string_view::npos && at > 0 && at + 1 < token.size()) return true;  // user@host
+  if (token.front() == '[' && token.find(':') != std::string_view::npos) return true;  // [v6]:port
+  return isIpv4Token(token);
+}
+
+}  // namespace
+
+Redactor::Redactor(std::vector<std::string> literals) {
+  for (auto& literal : literals) {
+    if (literal.size() >= 3 &&
+        std::find(literals_.begin(), literals_.end(), literal) == literals_.end()) {
+      literals_.push_back(std::move(literal));
+    }
+  }
+  std::sort(literals_.begin(), literals_.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+}
+
+std::string Redactor::redact(std::string_view input) const {
+  std::string text(input);
+  // Tool output first: after "stderr: " anything may follow.
+  if (const auto stderr_at = text.find("stderr: "); stderr_at != std::string::npos) {
+    text = text.substr(0, stderr_at + 8) + std::string(kRedacted);
+  }
+  // Command lines the fault layer quotes in backquotes.
+  for (std::size_t open = text.find('`'); open != std::string::npos; open = text.find('`', open)) {
+    const auto close = text.find('`', open + 1);
+    if (close == std::string::npos) {
+      text = text.substr(0, open) + std::string(kRedacted);
+      break;
+    }
+    text.replace(open, close - open + 1, kRedacted);
+    open += kRedacted.size();
+  }
+  for (const auto& literal : literals_) {
+    for (std::size_t at = text.find(literal); at != std::string::npos;
+         at = text.find(literal, at + kRedacted.size())) {
+      text.replace(at, literal.size(), kRedacted);
+    }
+  }
+  std::string out;
+  out.reserve(text.size());
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = start;
+    while (end < text.size() && !isSeparator(text[end])) ++end;
+    const std::string_view token(text.data() + start, end - start);
+    if (token != kRedacted && isSensitiveToken(token)) {
+      // Keep the sentence's own trailing punctuation.
+      std::size_t keep = token.size();
+      while (keep > 0 && (token[keep - 1] == '.' || token[keep - 1] == ':')) --keep;
+      out += kRedacted;
+      out.append(token.substr(keep));
+    } else {
+      out.append(token);
+    }
+    if (end < text.size()) out.push_back(text[end]);
+    start = end + 1;
+  }
+  return out;
+}
+
+void Redactor::redactJson(nlohmann::json& value) const {
+  if (value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    auto redacted = redact(text);
+    if (redacted != text) value = std::move(redacted);
+  } else if (value.is_array() || value.is_object()) {
+    for (auto& item : value) redactJson(item);
+  }
+}
+
+}  // namespace kfaild::api

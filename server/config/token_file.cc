@@ -1,0 +1,93 @@
+#include "server/config/token_file.h"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "server/config/config.h"
+
+namespace kfaild::config {
+namespace {
+
+Error tokenError(std::string message) {
+  return Error{std::make_error_code(std::errc::invalid_argument), std::move(message)};
+}
+
+std::string octal(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
+}
+
+}  // namespace
+
+Result<std::string> readTokenFile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return tokenError("cannot read " + path + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return tokenError(path + " is not a regular file");
+  if ((st.st_mode & 077) != 0) {
+    return tokenError(path + " is readable or writable by group or others (mode " + octal(st.st_mode) +
+                      "); whoever reads it can kill brokers: chmod 600 " + path);
+  }
+  std::ifstream in(path);
+  if (!in) return tokenError("cannot read " + path);
+  std::string token;
+  std::getline(in, token);
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ' || token.back() == '\t')) token.pop_back();
+  if (token.size() < 16) return tokenError("the token in " + path + " must be at least 16 characters");
+  if (token.size() > 4096) return tokenError("the token in " + path + " must be at most 4096 characters");
+  for (const unsigned char ch : token) {
+    if (ch <= 0x20 || ch >= 0x7f) return tokenError("the token in " + path + " must be printable ASCII without spaces");
+  }
+  return token;
+}
+
+Result<GeneratedToken> ensureGeneratedToken(const std::string& storage_path) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(storage_path).parent_path();
+  GeneratedToken out;
+  out.path = (dir.empty() ? fs::path(kGeneratedTokenName) : dir / kGeneratedTokenName).string();
+  const int fd = ::open(out.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno != EEXIST) return tokenError("cannot create " + out.path + ": " + std::strerror(errno));
+    auto token = readTokenFile(out.path);
+    if (!token) return token.error();
+    out.token = std::move(*token);
+    return out;
+  }
+  std::array<unsigned char, 32> random{};
+  std::size_t filled = 0;
+  while (filled < random.size()) {
+    const auto got = ::getrandom(random.data() + filled, random.size() - filled, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      ::close(fd);
+      ::unlink(out.path.c_str());
+      return tokenError(std::string("getrandom: ") + std::strerror(errno));
+    }
+    filled += static_cast<std::size_t>(got);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (const auto byte : random) {
+    out.token.push_back(kHex[byte >> 4]);
+    out.token.push_back(kHex[byte & 0x0f]);
+  }
+  const std::string line = out.token + "\n";
+  const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!written) {
+    ::unlink(out.path.c_str());
+    return tokenError("cannot write " + out.path + ": " + std::strerror(errno));
+  }
+  out.created = true;
+  return out;
+}
+
+}  // namespace kfaild::config
