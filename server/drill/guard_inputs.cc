@@ -118,11 +118,14 @@ ClusterFacts GuardInputs::read() {
         }
       }
     }
-    if (auto quorum = deps_.admin.describeQuorum(); quorum) {
-      facts.quorum = std::move(*quorum);
-    } else {
-      facts.quorum_problem = quorum.error().describe();
-    }
+  }
+  // The poller's quorum, not a describe of its own: with the controller gone a DescribeQuorum
+  // waits its timeout on every broker, which a submission cannot afford.
+  const auto observed = deps_.view.latest();
+  if (observed.quorum) {
+    facts.quorum = *observed.quorum;
+  } else {
+    facts.quorum_problem = observed.quorum_error.empty() ? "not described yet" : observed.quorum_error;
   }
   facts.read_at = deps_.clock.monoNow();
   {

@@ -24,9 +24,9 @@
 namespace kfaild::drill {
 
 // The cluster as the admin API describes it: every topic, whether the KRaft controller answers,
-// min.insync.replicas per topic, the KRaft quorum. `problem` names the first thing that could not
-// be read; a quorum that cannot be described is `quorum_problem` (only a drill on a controller
-// needs it, and the guard decides).
+// min.insync.replicas per topic; and the KRaft quorum as the metadata poller last described it
+// (every 2 s). `problem` names the first thing that could not be read; a quorum that could not be
+// described is `quorum_problem` (only a drill on a controller needs it, and the guard decides).
 struct ClusterFacts {
   std::optional<kafka::ClusterSnapshot> all;
   std::optional<std::string> problem;

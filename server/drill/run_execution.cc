@@ -118,8 +118,8 @@ bool RunExecution::atFault() {
   // Roles come from metadata at most two poll intervals old; the guards are asked again now,
   // right before the fault, on what kfaild keeps fresh (the poller's metadata of the probe
   // topics, the probe's own state), and the probe's state at this moment goes with the result.
-  // Every other topic was checked at preflight. The quorum is the poller's (described every 2 s),
-  // or preflight's when the poller's last describe failed.
+  // Every other topic was checked at preflight. The quorum is the poller's latest, or
+  // preflight's when the poller's last describe failed.
   const auto max_age = std::max<std::int64_t>(2 * deps_.cluster.observe.metadata_interval_us, 500'000);
   const auto observed = freshSnapshot(max_age);
   if (!observed) {

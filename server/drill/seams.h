@@ -56,7 +56,8 @@ class ClusterAdmin {
   virtual Result<std::map<std::string, std::string>> topicConfig(const std::vector<std::string>& topics,
                                                                  const std::string& key) = 0;
   virtual Status electPreferredLeaders(const std::vector<kafka::TopicPartition>& partitions) = 0;
-  // The KRaft quorum (DescribeQuorum through a broker, answered by the active controller).
+  // The KRaft quorum (DescribeQuorum through a broker, answered by the active controller); blocks
+  // up to its timeout per bootstrap broker tried. Used by a controller's recovery.
   virtual Result<kafka::QuorumInfo> describeQuorum() = 0;
 };
 
