@@ -48,8 +48,8 @@ std::optional<std::string> quorumRefusal(const GuardInput& in) {
   return "losing controller " + node + " would leave the KRaft quorum without a majority: " +
          std::to_string(impact.caught_up_without.size()) + " of its " + std::to_string(impact.voters.size()) +
          " voter(s) (" + idList(impact.voters) + ") up and caught up without it (" + idList(impact.caught_up_without) +
-         "), " + std::to_string(impact.majority) + " needed; nothing would fence brokers or elect leaders until it is back" +
-         opt_in;
+         "), " + std::to_string(impact.majority) +
+         " needed; nothing would fence brokers or elect leaders until it is back" + opt_in;
 }
 
 }  // namespace

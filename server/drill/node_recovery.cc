@@ -76,7 +76,8 @@ std::optional<std::string> NodeRecovery::controllerNotBack(std::int32_t node, Re
     baseline = {q.leader_id, q.high_watermark, leader_now};
   }
   const bool offset_reached = baseline.high_watermark >= 0 && entry->log_end_offset >= baseline.high_watermark;
-  const bool caught_up_since = baseline.leader_now_ms < 0 || entry->last_caught_up_timestamp_ms >= baseline.leader_now_ms;
+  const bool caught_up_since =
+      baseline.leader_now_ms < 0 || entry->last_caught_up_timestamp_ms >= baseline.leader_now_ms;
   if (offset_reached && caught_up_since) return std::nullopt;
   return name + " has not caught up with the KRaft quorum's leader " + std::to_string(q.leader_id) +
          " since its start (log end offset " + std::to_string(entry->log_end_offset) + ", high watermark " +

@@ -50,7 +50,8 @@ Cmdline procCmdline(pid_t pid) {
   const auto path = "/proc/" + std::to_string(pid) + "/cmdline";
   errno = 0;
   const auto raw = readFile(path);
-  if (!raw) return {{}, "cannot be read (" + std::string(std::strerror(errno != 0 ? errno : EACCES)) + ")"};
+  if (!raw)
+    return {{}, "cannot be read (" + std::string(std::strerror(errno != 0 ? errno : EACCES)) + ")"};
   if (raw->empty()) return {{}, "is empty (a kernel thread, or a process that is exiting)"};
   Cmdline out;
   std::size_t pos = 0;
@@ -170,7 +171,8 @@ Result<pid_t> LocalInjector::brokerPid() const {
   if (!cmdline.problem.empty()) {
     if (!alive(pid)) {
       return faultError(errc::no_such_process, "pid " + std::to_string(pid) + " from " +
-                                                   target_.pid_file + " is not running (it exited)");
+                                                   target_.pid_file +
+                                                   " is not running (it exited)");
     }
     return faultError(errc::not_a_broker,
                       "pid " + std::to_string(pid) + " from " + target_.pid_file + ": /proc/" +

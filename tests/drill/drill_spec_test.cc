@@ -50,12 +50,15 @@ TEST_CASE("leader_of.topic must be a Kafka topic name", "[unit][drill]") {
   auto topic = [](const std::string& name) {
     return parseDrillSpec(json{{"fault", "kill"}, {"target", {{"leader_of", {{"topic", name}, {"partition", 0}}}}}});
   };
-  for (const auto& good : std::vector<std::string>{"orders", "a", "__consumer_offsets", "my.topic-1_x", "...", std::string(249, 'x')}) {
+  const std::vector<std::string> good_names{"orders", "a", "__consumer_offsets", "my.topic-1_x", "...",
+                                            std::string(249, 'x')};
+  for (const auto& good : good_names) {
     INFO(good);
     CHECK(topic(good));
   }
-  for (const auto& bad : std::vector<std::string>{".", "..", std::string(250, 'x'), "orders/0", "orders 1", "ordérs", "o\nrders",
-                                "$(reboot)", std::string("orders\0x", 8)}) {
+  const std::vector<std::string> bad_names{".", "..", std::string(250, 'x'), "orders/0", "orders 1", "ordérs",
+                                           "o\nrders", "$(reboot)", std::string("orders\0x", 8)};
+  for (const auto& bad : bad_names) {
     INFO(bad);
     const auto r = topic(bad);
     REQUIRE_FALSE(r);
@@ -80,7 +83,8 @@ TEST_CASE("allow_quorum_loss is off by default, parsed, and stored with the requ
   auto again = parseDrillSpec(toJson(*allowed));
   REQUIRE(again);
   CHECK(again->options.allow_quorum_loss);
-  auto wrong = parseDrillSpec(json::parse(R"({"fault":"kill","target":{"broker":100},"options":{"allow_quorum_loss":1}})"));
+  auto wrong =
+      parseDrillSpec(json::parse(R"({"fault":"kill","target":{"broker":100},"options":{"allow_quorum_loss":1}})"));
   REQUIRE_FALSE(wrong);
   CHECK(wrong.error().message == "options.allow_quorum_loss: must be true or false");
 }

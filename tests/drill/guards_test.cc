@@ -177,7 +177,8 @@ TEST_CASE("a drill that would leave the KRaft quorum without a majority is refus
   in = controllerInput(s, &behind);
   reason = checkGuards(in);
   REQUIRE(reason);
-  CHECK_THAT(*reason, Catch::Contains("1 of its 3 voter(s) (100, 101, 102) up and caught up without it (102), 2 needed"));
+  CHECK_THAT(*reason,
+             Catch::Contains("1 of its 3 voter(s) (100, 101, 102) up and caught up without it (102), 2 needed"));
   in.allow_quorum_loss = true;
   CHECK_FALSE(checkGuards(in));
 

@@ -127,8 +127,11 @@ pid_t kernelThread() {
     std::ifstream stat(entry.path() / "stat");
     std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
     const auto close = text.rfind(')');
-    const char state = close != std::string::npos && close + 2 < text.size() ? text[close + 2] : 'Z';
-    if (cmdline && cmdline.peek() == std::ifstream::traits_type::eof() && state != 'Z' && state != 'X') return pid;
+    const char state =
+        close != std::string::npos && close + 2 < text.size() ? text[close + 2] : 'Z';
+    if (cmdline && cmdline.peek() == std::ifstream::traits_type::eof() && state != 'Z' &&
+        state != 'X')
+      return pid;
   }
   return 0;
 }
@@ -150,9 +153,10 @@ TEST_CASE("a pid whose command line is empty is refused, naming the pid and the 
   REQUIRE_FALSE(r);
   CHECK(r.error().code == errc::not_a_broker);
   const auto path = "/proc/" + std::to_string(pid) + "/cmdline";
-  CHECK(r.error().message == "pid " + std::to_string(pid) + " from " + pid_file + ": " + path +
-                                 " is empty (a kernel thread, or a process that is exiting), so kfaild cannot "
-                                 "tell it is a Java process running kafka.Kafka; refusing to signal it");
+  CHECK(r.error().message ==
+        "pid " + std::to_string(pid) + " from " + pid_file + ": " + path +
+            " is empty (a kernel thread, or a process that is exiting), so kfaild cannot "
+            "tell it is a Java process running kafka.Kafka; refusing to signal it");
   const auto state = injector.inspect();
   REQUIRE(state);
   CHECK_FALSE(state->running);
