@@ -1,5 +1,6 @@
 #include "server/drill/drill_spec.h"
 
+#include <algorithm>
 #include <set>
 
 #include "server/drill/errc.h"
@@ -45,6 +46,15 @@ std::optional<Error> readBool(const nlohmann::json& object, const char* name, co
 }
 
 }  // namespace
+
+bool isValidTopicName(const std::string& name) {
+  // Kafka's own rule (org.apache.kafka.common.internals.Topic.validate).
+  if (name.empty() || name.size() > 249 || name == "." || name == "..") return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '-';
+  });
+}
 
 const char* toString(FaultType fault) {
   switch (fault) {
@@ -93,6 +103,11 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
       return invalid("target.leader_of.topic", "required: a probe topic name");
     }
     spec.target.topic = l["topic"].get<std::string>();
+    if (!isValidTopicName(spec.target.topic)) {
+      return invalid("target.leader_of.topic",
+                     "not a Kafka topic name: 1 to 249 characters of a-z, A-Z, 0-9, '.', '_' and '-', "
+                     "not \".\" or \"..\"");
+    }
     if (!l.contains("partition")) return invalid("target.leader_of.partition", "required");
     if (auto e = readInt(l, "partition", "target.leader_of", 0, 1'000'000, spec.target.partition)) return *e;
   } else {
@@ -109,7 +124,8 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
     if (auto e = unknownFields(o, "options",
                                {"repeats", "baseline_s", "observe_min_s", "observe_timeout_s", "grace_s",
                                 "pause_s", "recover_timeout_s", "preferred_election",
-                                "preflight_election", "settle_timeout_s", "allow_unavailable"})) {
+                                "preflight_election", "settle_timeout_s", "allow_unavailable",
+                                "allow_quorum_loss"})) {
       return *e;
     }
     auto& opt = spec.options;
@@ -123,7 +139,8 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
                    readInt(o, "settle_timeout_s", "options", 0, 3600, opt.settle_timeout_s),
                    readBool(o, "preferred_election", "options", opt.preferred_election),
                    readBool(o, "preflight_election", "options", opt.preflight_election),
-                   readBool(o, "allow_unavailable", "options", opt.allow_unavailable)}) {
+                   readBool(o, "allow_unavailable", "options", opt.allow_unavailable),
+                   readBool(o, "allow_quorum_loss", "options", opt.allow_quorum_loss)}) {
       if (e) return *e;
     }
     if (opt.observe_min_s > opt.observe_timeout_s) {
@@ -155,7 +172,8 @@ nlohmann::json toJson(const DrillOptions& o) {
           {"settle_timeout_s", o.settle_timeout_s},
           {"preferred_election", o.preferred_election},
           {"preflight_election", o.preflight_election},
-          {"allow_unavailable", o.allow_unavailable}};
+          {"allow_unavailable", o.allow_unavailable},
+          {"allow_quorum_loss", o.allow_quorum_loss}};
 }
 
 nlohmann::json toJson(const DrillSpec& spec) {

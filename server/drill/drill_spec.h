@@ -47,6 +47,9 @@ struct DrillOptions {
   // every run starts from the roles the topic was designed with.
   bool preflight_election = true;
   bool allow_unavailable = false;          // allow a fault that takes a partition offline / below min ISR
+  // Allow a fault on a KRaft voter that leaves the quorum without a majority of caught-up voters
+  // (with a single controller, any fault on it): the cluster has no controller until it is back.
+  bool allow_quorum_loss = false;
 };
 
 struct DrillSpec {
@@ -54,6 +57,9 @@ struct DrillSpec {
   Target target;
   DrillOptions options;
 };
+
+// A valid Kafka topic name: 1 to 249 characters of [a-zA-Z0-9._-], neither "." nor "..". Pure.
+bool isValidTopicName(const std::string& name);
 
 // Parses and validates; unknown fields are errors. Error::message names the field, e.g.
 // "options.pause_s: must be between 1 and 3600, got 0".

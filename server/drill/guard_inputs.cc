@@ -64,9 +64,11 @@ GuardInput GuardInputs::base(std::int32_t target, const DrillSpec& spec) const {
   in.fault = spec.fault;
   in.target = target;
   in.allow_unavailable = spec.options.allow_unavailable;
+  in.allow_quorum_loss = spec.options.allow_quorum_loss;
   for (const auto& node : deps_.cluster.inventory) {
     in.inventory.insert(node.id);
     if (node.role == "broker") in.inventory_brokers.insert(node.id);
+    if (node.role == "controller") in.inventory_controllers.insert(node.id);
   }
   for (const auto& t : deps_.cluster.probe.topics) in.probe_topics.push_back(t.name);
   const auto status = deps_.probe.status();
@@ -117,6 +119,14 @@ ClusterFacts GuardInputs::read() {
       }
     }
   }
+  // The poller's quorum, not a describe of its own: with the controller gone a DescribeQuorum
+  // waits its timeout on every broker, which a submission cannot afford.
+  const auto observed = deps_.view.latest();
+  if (observed.quorum) {
+    facts.quorum = *observed.quorum;
+  } else {
+    facts.quorum_problem = observed.quorum_error.empty() ? "not described yet" : observed.quorum_error;
+  }
   facts.read_at = deps_.clock.monoNow();
   {
     std::lock_guard lock(mutex_);
@@ -152,6 +162,8 @@ std::optional<std::string> checkWithFacts(GuardInput in, const ClusterFacts& fac
   if (facts.problem) return facts.problem;
   in.cluster = &*facts.all;
   in.min_insync = facts.min_insync;
+  if (facts.quorum) in.quorum = &*facts.quorum;
+  in.quorum_problem = facts.quorum_problem;
   return checkGuards(in);
 }
 

@@ -4,7 +4,7 @@
 // - submission: on ClusterFacts the engine's thread reads when a submission asks, so the admin
 //   calls never run on an HTTP thread, which waits for them at most kReadWait;
 // - preflight: on facts read there and then (the engine's thread);
-// - the fault: on the poller's metadata and the probe's state, nothing slow in between.
+// - the fault: on the poller's metadata, quorum and the probe's state, nothing slow in between.
 //
 // Threading: base() and readAfter() from any thread; read() from the engine's thread.
 
@@ -24,11 +24,15 @@
 namespace kfaild::drill {
 
 // The cluster as the admin API describes it: every topic, whether the KRaft controller answers,
-// min.insync.replicas per topic. `problem` names the first thing that could not be read.
+// min.insync.replicas per topic; and the KRaft quorum as the metadata poller last described it
+// (every 2 s). `problem` names the first thing that could not be read; a quorum that could not be
+// described is `quorum_problem` (only a drill on a controller needs it, and the guard decides).
 struct ClusterFacts {
   std::optional<kafka::ClusterSnapshot> all;
   std::optional<std::string> problem;
   std::map<std::string, std::int32_t> min_insync;
+  std::optional<kafka::QuorumInfo> quorum;
+  std::optional<std::string> quorum_problem;
   common::MonoMicros read_at = 0;
 };
 

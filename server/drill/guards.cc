@@ -23,7 +23,59 @@ std::string seconds(std::int64_t micros) {
   return text;
 }
 
+std::string idList(const std::vector<std::int32_t>& ids) {
+  std::string out;
+  for (auto id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
+  return out.empty() ? "none" : out;
+}
+
+// The quorum guard: nullopt when losing the target leaves the KRaft quorum a majority.
+std::optional<std::string> quorumRefusal(const GuardInput& in) {
+  const auto node = std::to_string(in.target);
+  const std::string opt_in = "; set options.allow_quorum_loss to run it anyway";
+  if (in.quorum == nullptr) {
+    // Whether a broker is a voter (combined mode) cannot be told either; a dedicated controller
+    // is one by all odds.
+    if (!in.inventory_controllers.count(in.target)) return std::nullopt;
+    return "the KRaft quorum cannot be described (" + in.quorum_problem.value_or("no answer") +
+           "), so kfaild cannot tell whether losing controller " + node + " leaves a majority of voters" + opt_in;
+  }
+  const auto& q = *in.quorum;
+  if (!q.isVoter(in.target)) return std::nullopt;
+  if (q.leader_id < 0) return "the KRaft quorum has no leader (an election is under way)" + opt_in;
+  const auto impact = quorumImpactOfLosing(in.target, q);
+  if (impact.keepsMajority()) return std::nullopt;
+  return "losing controller " + node + " would leave the KRaft quorum without a majority: " +
+         std::to_string(impact.caught_up_without.size()) + " of its " + std::to_string(impact.voters.size()) +
+         " voter(s) (" + idList(impact.voters) + ") up and caught up without it (" + idList(impact.caught_up_without) +
+         "), " + std::to_string(impact.majority) +
+         " needed; nothing would fence brokers or elect leaders until it is back" + opt_in;
+}
+
 }  // namespace
+
+bool voterCaughtUp(const kafka::QuorumInfo& quorum, const kafka::QuorumReplica& voter) {
+  if (voter.replica_id == quorum.leader_id) return true;
+  const auto* leader = quorum.leaderReplica();
+  const auto leader_now =
+      leader == nullptr ? -1 : std::max(leader->last_fetch_timestamp_ms, leader->last_caught_up_timestamp_ms);
+  if (leader_now >= 0) {
+    return voter.last_fetch_timestamp_ms >= 0 && voter.last_caught_up_timestamp_ms >= 0 &&
+           leader_now - voter.last_fetch_timestamp_ms <= kVoterMaxAgeMs &&
+           leader_now - voter.last_caught_up_timestamp_ms <= kVoterMaxAgeMs;
+  }
+  return quorum.high_watermark >= 0 && voter.log_end_offset >= quorum.high_watermark;
+}
+
+QuorumImpact quorumImpactOfLosing(std::int32_t node, const kafka::QuorumInfo& quorum) {
+  QuorumImpact impact;
+  for (const auto& v : quorum.voters) {
+    impact.voters.push_back(v.replica_id);
+    if (v.replica_id != node && voterCaughtUp(quorum, v)) impact.caught_up_without.push_back(v.replica_id);
+  }
+  impact.majority = quorum.voters.size() / 2 + 1;
+  return impact;
+}
 
 Impact impactOfLosing(std::int32_t broker, const kafka::ClusterSnapshot& cluster,
                       const std::map<std::string, std::int32_t>& min_insync) {
@@ -90,6 +142,9 @@ std::optional<std::string> checkGuards(const GuardInput& in) {
              "): the cluster or kfaild's host is overloaded, and a drill now would measure the "
              "backlog rather than the failover";
     }
+  }
+  if (!in.allow_quorum_loss) {
+    if (auto refusal = quorumRefusal(in)) return refusal;
   }
   if (in.inventory_brokers.count(in.target) && !in.allow_unavailable) {
     const auto impact = impactOfLosing(in.target, *in.cluster, in.min_insync);

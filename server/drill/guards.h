@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "server/drill/drill_spec.h"
+#include "server/kafka/cluster_types.h"
 #include "server/kafka/metadata.h"
 
 namespace kfaild::drill {
@@ -34,12 +35,18 @@ struct GuardInput {
   FaultType fault = FaultType::kKill;
   std::int32_t target = -1;                      // the node the fault will hit
   bool allow_unavailable = false;
+  bool allow_quorum_loss = false;
   std::set<std::int32_t> inventory;              // node ids kfaild can reach
   std::set<std::int32_t> inventory_brokers;      // of which brokers
+  std::set<std::int32_t> inventory_controllers;  // of which KRaft controllers
   std::optional<std::int64_t> active_drill;      // another drill running on this cluster
   const kafka::ClusterSnapshot* cluster = nullptr;  // every topic (fetchAllMetadata)
   std::vector<std::string> probe_topics;
   std::map<std::string, std::int32_t> min_insync;   // per topic; absent: 1
+  // The KRaft quorum (DescribeQuorum); nullptr when it could not be described, quorum_problem
+  // then says why.
+  const kafka::QuorumInfo* quorum = nullptr;
+  std::optional<std::string> quorum_problem;
   std::optional<std::string> cluster_problem;       // metadata unavailable, controller gone, ...
   std::optional<std::string> probe_problem;         // the probe is not probing (phase, why)
   std::vector<ProbeHealth> probe;
@@ -57,5 +64,23 @@ struct Impact {
 };
 Impact impactOfLosing(std::int32_t broker, const kafka::ClusterSnapshot& cluster,
                       const std::map<std::string, std::int32_t>& min_insync);
+
+// A voter counts towards the quorum's majority when it leads it, or when, on the leader's clock
+// (the leader's own entry: its "now" in Kafka 3.9 and later), it fetched from the leader and was
+// caught up with the leader's log end within kVoterMaxAgeMs (controller.quorum.fetch.timeout.ms's
+// default: a follower silent that long starts an election). Without timestamps (DescribeQuorum v0,
+// or a leader that reports none) its log end offset must have reached the high watermark.
+inline constexpr std::int64_t kVoterMaxAgeMs = 2000;
+bool voterCaughtUp(const kafka::QuorumInfo& quorum, const kafka::QuorumReplica& voter);
+
+// What losing `node` does to the KRaft quorum: voters up and caught up without it against the
+// majority (floor(voters / 2) + 1). Only meaningful for a voter.
+struct QuorumImpact {
+  std::vector<std::int32_t> voters;
+  std::vector<std::int32_t> caught_up_without;  // voters up and caught up, the target left out
+  std::size_t majority = 0;
+  bool keepsMajority() const { return caught_up_without.size() >= majority; }
+};
+QuorumImpact quorumImpactOfLosing(std::int32_t node, const kafka::QuorumInfo& quorum);
 
 }  // namespace kfaild::drill

@@ -1,8 +1,20 @@
 #include "server/drill/live_seams.h"
 
 #include "server/drill/errc.h"
+#include "server/kafka/errc.h"
 
 namespace kfaild::drill {
+
+KafkaClusterAdmin::KafkaClusterAdmin(const config::ClusterConfig& cluster) : cluster_(cluster) {
+  quorum_problem_ = kafka::quorumClientProblem(cluster_.client);
+  if (quorum_problem_.empty()) {
+    kafka::QuorumClientOptions options;
+    options.bootstrap = cluster_.bootstrap;
+    options.client_id = "kfaild-" + cluster_.name + "-drill";
+    options.timeout_ms = kQuorumTimeoutMs;
+    quorum_.emplace(std::move(options));
+  }
+}
 
 Result<rd_kafka_t*> KafkaClusterAdmin::handle() {
   std::lock_guard lock(mutex_);
@@ -49,6 +61,12 @@ Status KafkaClusterAdmin::electPreferredLeaders(const std::vector<kafka::TopicPa
   auto elected = kafka::electPreferredLeaders(*h, partitions, kTimeoutMs * 2);
   if (!elected) return elected.error();
   return okStatus();
+}
+
+Result<kafka::QuorumInfo> KafkaClusterAdmin::describeQuorum() {
+  std::lock_guard lock(quorum_mutex_);
+  if (!quorum_) return Error{make_error_code(kafka::errc::admin_failed), quorum_problem_};
+  return quorum_->describe();
 }
 
 }  // namespace kfaild::drill

@@ -1,14 +1,16 @@
 #pragma once
 
 // The drill engine's seams over the real thing: the metadata poller, the probe runner and a
-// librdkafka admin client.
+// librdkafka admin client (and kfaild's own DescribeQuorum client).
 
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "server/config/config.h"
 #include "server/drill/seams.h"
 #include "server/kafka/client.h"
+#include "server/kafka/quorum.h"
 
 namespace kfaild::drill {
 
@@ -33,13 +35,16 @@ class RunnerProbeView final : public ProbeView {
   const probe::ProbeRunner& probe_;
 };
 
-// A librdkafka client of its own (created on first use) for the admin calls.
+// A librdkafka client of its own (created on first use) for the admin calls; DescribeQuorum
+// through kafka::QuorumDescriber, which speaks PLAINTEXT only (describeQuorum() says so for any
+// other security.protocol).
 class KafkaClusterAdmin final : public ClusterAdmin {
  public:
   static constexpr int kTimeoutMs = 5000;
   static constexpr int kControllerTimeoutMs = 3000;
+  static constexpr int kQuorumTimeoutMs = 2000;  // per bootstrap broker tried
 
-  explicit KafkaClusterAdmin(const config::ClusterConfig& cluster) : cluster_(cluster) {}
+  explicit KafkaClusterAdmin(const config::ClusterConfig& cluster);
 
   // Creates the client now: a refused client property is an error at start-up, not at a drill.
   Status connect();
@@ -48,6 +53,7 @@ class KafkaClusterAdmin final : public ClusterAdmin {
   Result<std::map<std::string, std::string>> topicConfig(const std::vector<std::string>& topics,
                                                          const std::string& key) override;
   Status electPreferredLeaders(const std::vector<kafka::TopicPartition>& partitions) override;
+  Result<kafka::QuorumInfo> describeQuorum() override;
 
  private:
   Result<rd_kafka_t*> handle();
@@ -55,6 +61,9 @@ class KafkaClusterAdmin final : public ClusterAdmin {
   config::ClusterConfig cluster_;
   std::mutex mutex_;
   kafka::Handle handle_;  // guarded by mutex_ until created; librdkafka's handle is thread-safe
+  std::mutex quorum_mutex_;
+  std::optional<kafka::QuorumDescriber> quorum_;  // guarded by quorum_mutex_; empty: not PLAINTEXT
+  std::string quorum_problem_;                    // why quorum_ is empty
 };
 
 }  // namespace kfaild::drill

@@ -6,6 +6,7 @@
 
 #include "server/drill/errc.h"
 #include "server/drill/event_log.h"
+#include "server/kafka/quorum.h"
 
 namespace kfaild::drill {
 namespace {
@@ -22,23 +23,66 @@ std::string orphanProblem(const storage::RecoveryEntry& entry, const std::string
          std::to_string(entry.id) + " (POST /api/v1/recoveries/" + std::to_string(entry.id) + "/resolve)";
 }
 
-bool NodeRecovery::nodeBack(std::int32_t node) const {
-  const auto observed = deps_.view.latest();
-  if (!observed.reachable || !observed.snapshot) return false;
-  bool is_broker = false;
+std::optional<std::string> NodeRecovery::notBack(std::int32_t node, RejoinBaseline& baseline) {
   for (const auto& n : deps_.cluster.inventory) {
-    if (n.id == node) is_broker = n.role == "broker";
+    if (n.id == node && n.role == "controller") return controllerNotBack(node, baseline);
   }
-  if (!is_broker) return !observed.snapshot->brokers.empty();  // a controller: the cluster answers
-  if (!observed.snapshot->hasBroker(node)) return false;
+  return brokerNotBack(node);
+}
+
+std::optional<std::string> NodeRecovery::brokerNotBack(std::int32_t node) const {
+  const auto observed = deps_.view.latest();
+  if (!observed.reachable || !observed.snapshot) return std::string("the cluster does not answer");
+  if (!observed.snapshot->hasBroker(node)) return "broker " + std::to_string(node) + " is not registered";
   for (const auto& t : observed.snapshot->topics) {
     for (const auto& p : t.partitions) {
       const bool replica = std::find(p.replicas.begin(), p.replicas.end(), node) != p.replicas.end();
       const bool in_isr = std::find(p.isr.begin(), p.isr.end(), node) != p.isr.end();
-      if (replica && !in_isr) return false;
+      if (replica && !in_isr) {
+        return "broker " + std::to_string(node) + " is not back in the ISR of " + t.name + "-" +
+               std::to_string(p.partition);
+      }
     }
   }
-  return true;
+  return std::nullopt;
+}
+
+std::optional<std::string> NodeRecovery::controllerNotBack(std::int32_t node, RejoinBaseline& baseline) {
+  const auto name = "controller " + std::to_string(node);
+  if (!kafka::quorumClientProblem(deps_.cluster.client).empty()) {
+    // kfaild cannot see the quorum: the cluster answering is all it can tell.
+    const auto observed = deps_.view.latest();
+    if (!observed.reachable || !observed.snapshot || observed.snapshot->brokers.empty()) {
+      return std::string("the cluster does not answer");
+    }
+    return std::nullopt;
+  }
+  auto quorum = deps_.admin.describeQuorum();
+  if (!quorum) return "the KRaft quorum cannot be described: " + quorum.error().describe();
+  const auto& q = *quorum;
+  if (q.leader_id < 0) return std::string("the KRaft quorum has no leader");
+  const kafka::QuorumReplica* entry = nullptr;
+  std::string voters;
+  for (const auto& v : q.voters) {
+    if (v.replica_id == node) entry = &v;
+    voters += (voters.empty() ? "" : ", ") + std::to_string(v.replica_id);
+  }
+  if (entry == nullptr) return name + " is not a voter of the KRaft quorum (voters " + voters + ")";
+  if (q.leader_id == node) return std::nullopt;
+  const auto* leader = q.leaderReplica();
+  const auto leader_now =
+      leader == nullptr ? -1 : std::max(leader->last_fetch_timestamp_ms, leader->last_caught_up_timestamp_ms);
+  if (baseline.leader != q.leader_id || baseline.high_watermark < 0) {
+    baseline = {q.leader_id, q.high_watermark, leader_now};
+  }
+  const bool offset_reached = baseline.high_watermark >= 0 && entry->log_end_offset >= baseline.high_watermark;
+  const bool caught_up_since =
+      baseline.leader_now_ms < 0 || entry->last_caught_up_timestamp_ms >= baseline.leader_now_ms;
+  if (offset_reached && caught_up_since) return std::nullopt;
+  return name + " has not caught up with the KRaft quorum's leader " + std::to_string(q.leader_id) +
+         " since its start (log end offset " + std::to_string(entry->log_end_offset) + ", high watermark " +
+         std::to_string(baseline.high_watermark) + " when first described after the start" +
+         (caught_up_since ? "" : "; last caught up before then") + ")";
 }
 
 Status NodeRecovery::bringBack(std::int32_t node, const std::string& action, std::int64_t timeout_us,
@@ -49,6 +93,7 @@ Status NodeRecovery::bringBack(std::int32_t node, const std::string& action, std
   std::int64_t backoff = kSecond;
   int attempt = 0;
   std::string last_error;
+  std::optional<std::string> missing;
   while (clock.monoNow() < deadline) {
     auto state = injector->inspect();
     const bool running = state && state->running && !state->paused;
@@ -67,9 +112,11 @@ Status NodeRecovery::bringBack(std::int32_t node, const std::string& action, std
       recordEvent(deps_, "injector", action == "resume" ? "resumed" : "started", done->requested_at, node,
                   {{"injector", injector->describe()}, {"returned_us", clock.wallNow()}});
     }
-    // Wait for the node to rejoin: registered and back in every probe ISR.
+    // Wait for the node to rejoin, measured from this start.
+    RejoinBaseline baseline;
     while (clock.monoNow() < deadline) {
-      if (nodeBack(node)) return okStatus();
+      missing = notBack(node, baseline);
+      if (!missing) return okStatus();
       clock.sleepFor(kRejoinPollUs);
       auto again = injector->inspect();
       if (again && !again->running) break;  // it died again: start it again
@@ -77,7 +124,7 @@ Status NodeRecovery::bringBack(std::int32_t node, const std::string& action, std
   }
   return Error{make_error_code(errc::injector_failed),
                "node " + std::to_string(node) + " not back within " + std::to_string(timeout_us / kSecond) + " s" +
-                   (last_error.empty() ? "" : ": " + last_error)};
+                   (missing ? ": " + *missing : "") + (last_error.empty() ? "" : ": " + last_error)};
 }
 
 Result<storage::RecoveryEntry> NodeRecovery::open(std::int64_t drill_id, std::int32_t node, const std::string& action) {

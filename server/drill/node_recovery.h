@@ -29,13 +29,27 @@ class NodeRecovery {
 
   // Called after each failed attempt: attempt number, error, the wait before the next one.
   using RetryReport = std::function<void(int attempt, const std::string& error, std::int64_t retry_in_us)>;
-  // Starts (or resumes) `node` until it runs and has rejoined (registered, back in every ISR it
-  // is a replica of), retrying with backoff (1 s doubling to 30 s) up to `timeout_us`. Not
-  // interruptible: a node kfaild took down comes back before anything else happens.
+  // Starts (or resumes) `node` until it runs and has rejoined (see notBack), retrying with
+  // backoff (1 s doubling to 30 s) up to `timeout_us`; the error then says what was still
+  // missing. Not interruptible: a node kfaild took down comes back before anything else happens.
   Status bringBack(std::int32_t node, const std::string& action, std::int64_t timeout_us,
                    const RetryReport& on_retry = {});
-  // Registered and in every ISR it is a replica of (a controller: the cluster answers).
-  bool nodeBack(std::int32_t node) const;
+
+  // What a controller's rejoin is measured against: the quorum as first described after the
+  // node was (re)started, taken again when the quorum's leader changes.
+  struct RejoinBaseline {
+    std::int32_t leader = -1;
+    std::int64_t high_watermark = -1;
+    std::int64_t leader_now_ms = -1;  // the leader's clock; -1: it reports no timestamps
+  };
+  // Why `node` has not rejoined yet; nullopt once it has. A broker: registered and in every ISR
+  // it is a replica of. A controller: the KRaft quorum has a leader and the node is a voter that
+  // leads it, or that has caught up with the leader since `baseline`: its log end offset has
+  // reached the high watermark of the baseline and (when the leader reports timestamps) the
+  // leader saw it caught up at or after the baseline's moment. A baseline is empty after each
+  // start of the node and is filled by the first answer. When kfaild cannot describe the quorum
+  // (not PLAINTEXT) a controller is back once the cluster answers. Blocks for a DescribeQuorum.
+  std::optional<std::string> notBack(std::int32_t node, RejoinBaseline& baseline);
 
   // The journal entry for a fault about to be injected, made durable now.
   Result<storage::RecoveryEntry> open(std::int64_t drill_id, std::int32_t node, const std::string& action);
@@ -54,6 +68,9 @@ class NodeRecovery {
   void scheduleRetry(std::int64_t in_us);
 
  private:
+  std::optional<std::string> brokerNotBack(std::int32_t node) const;
+  std::optional<std::string> controllerNotBack(std::int32_t node, RejoinBaseline& baseline);
+
   EngineDeps& deps_;
   std::optional<common::MonoMicros> retry_at_;
   std::int64_t retry_backoff_us_ = 0;

@@ -74,6 +74,8 @@ bool RunExecution::preflight() {
     return end(DrillState::kFailed, "refused: " + *reason);
   }
   min_insync_at_preflight_ = facts.min_insync;
+  quorum_at_preflight_ = facts.quorum;
+  quorum_problem_at_preflight_ = facts.quorum_problem;
   // The way to the node must work before it is touched: a fault kfaild could not undo is worse
   // than no drill.
   auto& injector = deps_.injectors.at(target_);
@@ -116,7 +118,8 @@ bool RunExecution::atFault() {
   // Roles come from metadata at most two poll intervals old; the guards are asked again now,
   // right before the fault, on what kfaild keeps fresh (the poller's metadata of the probe
   // topics, the probe's own state), and the probe's state at this moment goes with the result.
-  // Every other topic was checked at preflight.
+  // Every other topic was checked at preflight. The quorum is the poller's latest, or
+  // preflight's when the poller's last describe failed.
   const auto max_age = std::max<std::int64_t>(2 * deps_.cluster.observe.metadata_interval_us, 500'000);
   const auto observed = freshSnapshot(max_age);
   if (!observed) {
@@ -128,6 +131,13 @@ bool RunExecution::atFault() {
   auto in = parts_.guards.base(target_, spec_);
   in.cluster = &snapshot;
   in.min_insync = min_insync_at_preflight_;
+  if (observed->quorum) {
+    in.quorum = &*observed->quorum;
+  } else if (quorum_at_preflight_) {
+    in.quorum = &*quorum_at_preflight_;
+  } else {
+    in.quorum_problem = quorum_problem_at_preflight_;
+  }
   auto reason = parts_.recovery.openProblem(drill_.id);
   if (!reason) reason = checkGuards(in);
   if (reason) return end(DrillState::kFailed, "refused at the fault: " + *reason + "; the node was not touched");

@@ -73,6 +73,8 @@ class RunExecution {
 
   std::int32_t target_ = -1;
   std::map<std::string, std::int32_t> min_insync_at_preflight_;
+  std::optional<kafka::QuorumInfo> quorum_at_preflight_;
+  std::optional<std::string> quorum_problem_at_preflight_;
   std::int64_t baseline_start_us_ = 0;
   std::vector<analysis::PartitionAtFault> at_fault_;
   // Partitions that recover without the target, and those whose only in-sync replica it is.

@@ -15,6 +15,7 @@
 #include "server/common/clock.h"
 #include "server/common/result.h"
 #include "server/kafka/admin.h"
+#include "server/kafka/cluster_types.h"
 #include "server/kafka/metadata.h"
 #include "server/observe/metadata_poller.h"
 #include "server/probe/probe_runner.h"
@@ -55,6 +56,9 @@ class ClusterAdmin {
   virtual Result<std::map<std::string, std::string>> topicConfig(const std::vector<std::string>& topics,
                                                                  const std::string& key) = 0;
   virtual Status electPreferredLeaders(const std::vector<kafka::TopicPartition>& partitions) = 0;
+  // The KRaft quorum (DescribeQuorum through a broker, answered by the active controller); blocks
+  // up to its timeout per bootstrap broker tried. Used by a controller's recovery.
+  virtual Result<kafka::QuorumInfo> describeQuorum() = 0;
 };
 
 // Everything one cluster's drill engine works with. The references outlive the engine; the

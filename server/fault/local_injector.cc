@@ -39,18 +39,29 @@ char procState(pid_t pid) {
   return (*stat)[close + 2];
 }
 
-std::optional<std::vector<std::string>> procCmdline(pid_t pid) {
-  const auto raw = readFile("/proc/" + std::to_string(pid) + "/cmdline");
-  if (!raw || raw->empty()) return std::nullopt;
+// The argv of /proc/<pid>/cmdline, or why there is none: the file cannot be read (errno's text),
+// or it is empty (a kernel thread, a process being torn down).
+struct Cmdline {
   std::vector<std::string> argv;
+  std::string problem;  // empty when argv was read
+};
+
+Cmdline procCmdline(pid_t pid) {
+  const auto path = "/proc/" + std::to_string(pid) + "/cmdline";
+  errno = 0;
+  const auto raw = readFile(path);
+  if (!raw)
+    return {{}, "cannot be read (" + std::string(std::strerror(errno != 0 ? errno : EACCES)) + ")"};
+  if (raw->empty()) return {{}, "is empty (a kernel thread, or a process that is exiting)"};
+  Cmdline out;
   std::size_t pos = 0;
   while (pos < raw->size()) {
     auto end = raw->find('\0', pos);
     if (end == std::string::npos) end = raw->size();
-    argv.push_back(raw->substr(pos, end - pos));
+    out.argv.push_back(raw->substr(pos, end - pos));
     pos = end + 1;
   }
-  return argv;
+  return out;
 }
 
 // Alive for signalling purposes: exists and has not exited (a zombie has).
@@ -155,9 +166,23 @@ Result<pid_t> LocalInjector::brokerPid() const {
                                                  target_.pid_file +
                                                  " is not running (stale pid file)");
   }
-  if (const auto argv = procCmdline(pid); argv && !looksLikeKafkaJvm(*argv)) {
+  // What kfaild cannot show to be a Kafka JVM it does not signal.
+  const auto cmdline = procCmdline(pid);
+  if (!cmdline.problem.empty()) {
+    if (!alive(pid)) {
+      return faultError(errc::no_such_process, "pid " + std::to_string(pid) + " from " +
+                                                   target_.pid_file +
+                                                   " is not running (it exited)");
+    }
+    return faultError(errc::not_a_broker,
+                      "pid " + std::to_string(pid) + " from " + target_.pid_file + ": /proc/" +
+                          std::to_string(pid) + "/cmdline " + cmdline.problem +
+                          ", so kfaild cannot tell it is a Java process running kafka.Kafka; "
+                          "refusing to signal it");
+  }
+  if (!looksLikeKafkaJvm(cmdline.argv)) {
     return faultError(errc::not_a_broker, "pid " + std::to_string(pid) + " from " +
-                                              target_.pid_file + " is '" + argv->front() +
+                                              target_.pid_file + " is '" + cmdline.argv.front() +
                                               "', not a Java process running kafka.Kafka; " +
                                               "refusing to signal it (stale pid file?)");
   }

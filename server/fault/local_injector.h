@@ -3,10 +3,11 @@
 // Faults to a broker on kfaild's own host, found through its pid file, with kill(2).
 //
 // Before every signal the pid is checked: the pid file holds only digits, the process is alive
-// and not a zombie, and — when /proc/<pid>/cmdline is readable — it is a JVM (argv[0] ends in
-// "java") running kafka.Kafka. Anything else is refused (errc::no_such_process,
-// errc::not_a_broker): a stale pid file whose pid now belongs to another process must never
-// make kfaild signal it.
+// and not a zombie, and /proc/<pid>/cmdline says it is a JVM (argv[0] contains "java") running
+// kafka.Kafka. Anything else is refused (errc::no_such_process, errc::not_a_broker), also a
+// command line kfaild cannot read or that is empty (a kernel thread): errc::not_a_broker naming
+// the pid and the /proc path. A stale pid file whose pid now belongs to another process must
+// never make kfaild signal it.
 //
 // fault_at is the wall-clock time read right before kill(2), fault_time_source "local". `start`
 // runs the configured argv (no shell) in kfaild's working directory and waits for it to return, so

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -579,6 +580,17 @@ Result<QuorumInfo> QuorumDescriber::describeOn(const Server& server,
 std::int32_t QuorumDescriber::nextCorrelationId() {
   if (next_correlation_id_ == std::numeric_limits<std::int32_t>::max()) next_correlation_id_ = 1;
   return next_correlation_id_++;
+}
+
+std::string quorumClientProblem(const std::map<std::string, std::string>& client) {
+  const auto found = client.find("security.protocol");
+  if (found == client.end()) return {};
+  std::string protocol = found->second;
+  std::transform(protocol.begin(), protocol.end(), protocol.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (protocol == "plaintext") return {};
+  return "the quorum is not described: security.protocol is " + found->second +
+         " and kfaild's DescribeQuorum client speaks PLAINTEXT only";
 }
 
 Result<QuorumInfo> describeQuorum(const QuorumClientOptions& options) {

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -100,6 +101,10 @@ class QuorumDescriber {
   std::size_t preferred_ = 0;    // index into servers_ of the last broker that answered
   std::int32_t next_correlation_id_ = 1;
 };
+
+// Why the quorum client cannot describe a cluster with these client properties ("" when it can):
+// it speaks PLAINTEXT only, so any other security.protocol is a problem. Pure.
+std::string quorumClientProblem(const std::map<std::string, std::string>& client);
 
 // One describe with a fresh QuorumDescriber.
 [[nodiscard]] Result<QuorumInfo> describeQuorum(const QuorumClientOptions& options);

@@ -247,3 +247,66 @@ TEST_CASE("a drill that would take a single-replica partition offline is refused
   REQUIRE_FALSE(bad);
   CHECK(bad.error().code == drill::errc::invalid_request);
 }
+
+TEST_CASE("a kill drill on the lab's only controller is refused for the quorum, and with allow_quorum_loss it runs "
+          "and counts the controller back only once it leads the quorum again",
+          "[e2e][drill]") {
+  const auto topic = uniqueTopic();
+  Daemon d(topic);
+  d.waitSteady();
+
+  auto plain = drill::parseDrillSpec(nlohmann::json::parse(R"({"fault":"kill","target":{"broker":100}})"));
+  REQUIRE(plain);
+  auto refused = d.runner->submit(*plain);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == drill::errc::guard_refused);
+  CHECK_THAT(refused.error().message,
+             Catch::StartsWith("losing controller 100 would leave the KRaft quorum without a majority: 0 of its 1 "
+                               "voter(s) (100)") &&
+                 Catch::Contains("set options.allow_quorum_loss to run it anyway"));
+  auto none = d.drills->drills({});
+  REQUIRE(none);
+  CHECK(none->empty());
+
+  auto allowed = drill::parseDrillSpec(nlohmann::json::parse(
+      R"({"fault":"kill","target":{"controller":true},
+          "options":{"allow_quorum_loss":true,"baseline_s":3,"observe_min_s":3}})"));
+  REQUIRE(allowed);
+  auto id = d.runner->submit(*allowed);
+  REQUIRE(id);
+  const auto drill = d.waitForDrill(*id, 300s);
+  INFO("drill: " << drill.state << " " << drill.reason << " " << drill.result);
+  REQUIRE(drill.state == "done");
+  const auto run = nlohmann::json::parse(drill.result)["runs"][0];
+  CHECK(run["target"] == 100);
+
+  // Its start (the lab's start command returns once the node listens) came before it was counted
+  // back, and it leads the quorum now.
+  storage::EventQuery q;
+  q.cluster = d.id;
+  d.store->flush();
+  auto events = d.store->events(q);
+  REQUIRE(events);
+  std::optional<std::int64_t> started_us, returned_us;
+  for (const auto& e : *events) {
+    if (e.source == "injector" && e.kind == "started" && e.broker == 100) {
+      started_us = e.t_us;
+      returned_us = nlohmann::json::parse(e.detail).value("returned_us", std::int64_t{0});
+    }
+  }
+  REQUIRE(started_us);
+  const auto recovered_us = run["recovered_us"].get<std::int64_t>();
+  CHECK(recovered_us > *started_us);
+  auto quorum = d.admin->describeQuorum();
+  REQUIRE(quorum);
+  CHECK(quorum->leader_id == 100);
+  CHECK(quorum->isVoter(100));
+  auto journal = d.drills->pendingRecoveries();
+  REQUIRE(journal);
+  CHECK(journal->empty());
+  // What it took, for the report.
+  WARN("controller 100: start asked " << (*started_us - run["fault_us"].get<std::int64_t>()) / 1000
+                                      << " ms after the kill, the start command returned after "
+                                      << (*returned_us - *started_us) / 1000 << " ms, counted back "
+                                      << (recovered_us - *returned_us) / 1000 << " ms after that");
+}

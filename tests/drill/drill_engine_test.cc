@@ -1,6 +1,7 @@
 // The drill engine on a simulated cluster and a manual clock: every phase, abort and stop in
 // each, recovery retries, a node that does not come back, the journal replayed after a crash,
-// an orphaned journal entry, guard refusals at submission, preflight and the fault, the
+// an orphaned journal entry, guard refusals at submission, preflight and the fault, the quorum
+// guard on controller drills and a controller's recovery waiting for it to rejoin the quorum, the
 // scheduler, and stopping the engine idle and mid-drill many times.
 
 #include <catch2/catch.hpp>
@@ -10,6 +11,7 @@
 
 #include "server/drill/drill_state.h"
 #include "server/drill/errc.h"
+#include "server/drill/guards.h"
 #include "server/drill/scheduler.h"
 #include "tests/drill/engine_harness.h"
 
@@ -384,6 +386,110 @@ TEST_CASE("the engine stops at once while idle and mid-drill, every time", "[uni
     while (stopped.wait_for(1ms) != std::future_status::ready) h.clock.advanceToNextDeadline(1ms);
     INFO("iteration " << i);
     CHECK(h.cluster.available(1));
+    CHECK(h.openRecoveries().empty());
+  }
+}
+
+TEST_CASE("a drill on the only controller is refused for the quorum, and with allow_quorum_loss it runs and "
+          "recovers only once the controller leads the quorum again",
+          "[unit][drill]") {
+  EngineHarness h;
+  h.cluster.rejoin_us = 4 * testing::FakeCluster::kSecond;
+  h.runner->start();
+  auto refused = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"controller":true}})"));
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == make_error_code(drill::errc::guard_refused));
+  CHECK_THAT(refused.error().message,
+             Catch::StartsWith("losing controller 100 would leave the KRaft quorum without a majority") &&
+                 Catch::EndsWith("set options.allow_quorum_loss to run it anyway"));
+  auto stored = h.drills->drills({});
+  REQUIRE(stored);
+  CHECK(stored->empty());
+
+  auto id = h.runner->submit(EngineHarness::spec(
+      R"({"fault":"kill","target":{"controller":true},"options":{"allow_quorum_loss":true}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason);
+  REQUIRE(d.state == "done");
+  const auto run = firstRun(d);
+  CHECK(run["target"] == 100);
+  CHECK(h.injectors[100]->count("kill") == 1);
+  // Started at once, back only when it leads the quorum again, rejoin_us (4 s) after its start.
+  const auto started = h.events("started");
+  REQUIRE(started.size() == 1);
+  CHECK(run["recovered_us"].get<std::int64_t>() - started[0].t_us >= 4'000'000);
+  auto quorum = h.admin.describeQuorum();
+  REQUIRE(quorum);
+  CHECK(quorum->leader_id == 100);
+  CHECK(h.openRecoveries().empty());
+}
+
+TEST_CASE("a drill on one of three controllers goes ahead while the other two are caught up, and is refused when "
+          "one of them is behind",
+          "[unit][drill]") {
+  EngineHarness h;
+  h.cluster.quorum_voters = {100, 101, 102};
+  h.cluster.rejoin_us = 3 * testing::FakeCluster::kSecond;
+  h.cluster.setVotersBehind({101});
+  h.runner->start();
+  const auto kill_controller = EngineHarness::spec(R"({"fault":"kill","target":{"controller":true}})");
+  auto refused = h.runner->submit(kill_controller);
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.error().message,
+             Catch::Contains("1 of its 3 voter(s) (100, 101, 102) up and caught up without it (102), 2 needed"));
+
+  h.cluster.setVotersBehind({});
+  h.clock.advance(1000);  // a submission is checked on facts read at or after it
+  auto id = h.runner->submit(kill_controller);
+  INFO((id ? std::string() : id.error().message));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason);
+  REQUIRE(d.state == "done");
+  // Leadership moved to 101 while 100 was down; 100 counts as back once it has caught up with it.
+  auto quorum = h.admin.describeQuorum();
+  REQUIRE(quorum);
+  CHECK(quorum->leader_id == 101);
+  const auto started = h.events("started");
+  REQUIRE(started.size() == 1);
+  CHECK(firstRun(d)["recovered_us"].get<std::int64_t>() - started[0].t_us >= 3'000'000);
+  CHECK(drill::voterCaughtUp(*quorum, quorum->voters[0]));
+}
+
+TEST_CASE("a controller that does not rejoin the quorum fails its recovery with the reason and is recovered late",
+          "[unit][drill]") {
+  SECTION("three voters: it never catches up with the new leader") {
+    EngineHarness h;
+    h.cluster.quorum_voters = {100, 101, 102};
+    h.cluster.controller_catches_up = false;
+    h.runner->start();
+    auto id = h.runner->submit(
+        EngineHarness::spec(R"({"fault":"kill","target":{"controller":true},"options":{"recover_timeout_s":10}})"));
+    REQUIRE(id);
+    const auto d = h.runToEnd(*id);
+    CHECK(d.state == "failed");
+    CHECK_THAT(d.reason, Catch::StartsWith("node 100 not back within 10 s: controller 100 has not caught up with "
+                                           "the KRaft quorum's leader 101 since its start (log end offset "));
+    CHECK(h.cluster.running(100));  // started, but not back
+    REQUIRE(h.openRecoveries().size() == 1);
+
+    h.cluster.controller_catches_up = true;
+    for (int i = 0; i < 10'000 && !h.openRecoveries().empty(); ++i) h.clock.advanceToNextDeadline(50ms);
+    CHECK(h.openRecoveries().empty());
+  }
+  SECTION("the only voter: the quorum has no leader") {
+    EngineHarness h;
+    h.cluster.controller_catches_up = false;
+    h.runner->start();
+    auto id = h.runner->submit(EngineHarness::spec(
+        R"({"fault":"stop","target":{"broker":100},"options":{"recover_timeout_s":10,"allow_quorum_loss":true}})"));
+    REQUIRE(id);
+    const auto d = h.runToEnd(*id);
+    CHECK(d.state == "failed");
+    CHECK_THAT(d.reason, Catch::StartsWith("node 100 not back within 10 s: the KRaft quorum has no leader"));
+    h.cluster.controller_catches_up = true;
+    for (int i = 0; i < 10'000 && !h.openRecoveries().empty(); ++i) h.clock.advanceToNextDeadline(50ms);
     CHECK(h.openRecoveries().empty());
   }
 }

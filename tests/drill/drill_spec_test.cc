@@ -2,6 +2,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <vector>
+
 using namespace kfaild::drill;
 using nlohmann::json;
 
@@ -41,4 +44,47 @@ TEST_CASE("a bad drill request names the field that is wrong", "[unit][drill]") 
              Catch::Contains("options.allow_unavailable: must be true or false"));
   CHECK_THAT(error(R"({"fault":"kill","target":{"broker":1},"options":{"repeats":1e12}})"),
              Catch::Contains("options.repeats"));
+}
+
+TEST_CASE("leader_of.topic must be a Kafka topic name", "[unit][drill]") {
+  auto topic = [](const std::string& name) {
+    return parseDrillSpec(json{{"fault", "kill"}, {"target", {{"leader_of", {{"topic", name}, {"partition", 0}}}}}});
+  };
+  const std::vector<std::string> good_names{"orders", "a", "__consumer_offsets", "my.topic-1_x", "...",
+                                            std::string(249, 'x')};
+  for (const auto& good : good_names) {
+    INFO(good);
+    CHECK(topic(good));
+  }
+  const std::vector<std::string> bad_names{".", "..", std::string(250, 'x'), "orders/0", "orders 1", "ordérs",
+                                           "o\nrders", "$(reboot)", std::string("orders\0x", 8)};
+  for (const auto& bad : bad_names) {
+    INFO(bad);
+    const auto r = topic(bad);
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error().message, Catch::StartsWith("target.leader_of.topic: not a Kafka topic name"));
+  }
+  const auto empty = topic("");
+  REQUIRE_FALSE(empty);
+  CHECK_THAT(empty.error().message, Catch::StartsWith("target.leader_of.topic: required"));
+  CHECK(isValidTopicName("orders"));
+  CHECK_FALSE(isValidTopicName(".."));
+}
+
+TEST_CASE("allow_quorum_loss is off by default, parsed, and stored with the request", "[unit][drill]") {
+  auto plain = parseDrillSpec(json::parse(R"({"fault":"kill","target":{"controller":true}})"));
+  REQUIRE(plain);
+  CHECK_FALSE(plain->options.allow_quorum_loss);
+  auto allowed =
+      parseDrillSpec(json::parse(R"({"fault":"kill","target":{"broker":100},"options":{"allow_quorum_loss":true}})"));
+  REQUIRE(allowed);
+  CHECK(allowed->options.allow_quorum_loss);
+  CHECK(toJson(*allowed)["options"]["allow_quorum_loss"] == true);
+  auto again = parseDrillSpec(toJson(*allowed));
+  REQUIRE(again);
+  CHECK(again->options.allow_quorum_loss);
+  auto wrong =
+      parseDrillSpec(json::parse(R"({"fault":"kill","target":{"broker":100},"options":{"allow_quorum_loss":1}})"));
+  REQUIRE_FALSE(wrong);
+  CHECK(wrong.error().message == "options.allow_quorum_loss: must be true or false");
 }

@@ -4,10 +4,17 @@
 // controller (100), one probe topic "probe" with three partitions led by 1, 2, 3, replicated on
 // all three brokers. Time is a ManualClock's. A broker that goes down (kill, stop, pause) loses
 // its leaderships and leaves the ISRs `failover_us` later; its partitions' probe acks stop until
-// then. A broker started again rejoins every ISR `rejoin_us` later. The fakes of the engine's
-// seams (view, probe, admin, injectors) all read and change this one model.
+// then. A broker started again rejoins every ISR `rejoin_us` later. The KRaft quorum has the
+// voters `quorum_voters` (100 by default; ids outside the nodes are voters a test sets up or
+// behind through `voters_behind`): a node down leaves it at once with its log end offset and
+// timestamps frozen, a node started again catches up `rejoin_us` later (unless
+// `controller_catches_up` is off). The quorum's leader stays while it is in the quorum, else the
+// first voter in it while a majority is; the high watermark grows by one every 500 ms, as KRaft's
+// no-op records make it. The fakes of the engine's seams (view, probe, admin, injectors) all read
+// and change this one model.
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,6 +52,12 @@ class FakeCluster {
     n.running = paused;  // a paused process still runs
     n.paused = paused;
     n.down_since = clock_.monoNow();
+    if (n.in_quorum) {
+      n.in_quorum = false;
+      n.left_offset = highWatermarkLocked();
+      n.left_ms = clock_.wallNow() / 1000;
+    }
+    updateQuorumLeader();
   }
   void up(std::int32_t node) {
     std::lock_guard lock(mutex_);
@@ -75,6 +88,12 @@ class FakeCluster {
     out.reachable = true;
     out.snapshot = snapshotLocked();
     out.snapshot_at = clock_.wallNow();
+    if (quorum_answers) {
+      out.quorum = quorumLocked();
+      out.quorum_at = clock_.wallNow();
+    } else {
+      out.quorum_error = "DescribeQuorum timed out";
+    }
     return out;
   }
 
@@ -97,6 +116,13 @@ class FakeCluster {
       status.partitions.push_back(s);
     }
     return status;
+  }
+
+  Result<kafka::QuorumInfo> describeQuorum() const {
+    std::lock_guard lock(mutex_);
+    update();
+    if (!quorum_answers) return Error{make_error_code(std::errc::timed_out), "DescribeQuorum timed out"};
+    return quorumLocked();
   }
 
   Result<kafka::ClusterSnapshot> describe() const {
@@ -129,6 +155,14 @@ class FakeCluster {
   // Knobs a test turns.
   bool controller_answers = true;
   std::int64_t probe_backlog_us = 0;  // the probe's oldest unacked message is this old
+  std::vector<std::int32_t> quorum_voters = {100};  // set before the engine starts
+  std::atomic<bool> controller_catches_up{true};    // a voter started again rejoins the quorum
+  std::atomic<bool> quorum_answers{true};
+  // Voters outside the nodes that are down or behind (any time).
+  void setVotersBehind(std::set<std::int32_t> ids) {
+    std::lock_guard lock(mutex_);
+    voters_behind_ = std::move(ids);
+  }
 
  private:
   struct Node {
@@ -136,6 +170,9 @@ class FakeCluster {
     bool paused = false;
     std::optional<common::MonoMicros> down_since;
     std::optional<common::MonoMicros> up_since;
+    bool in_quorum = true;  // fetching from the quorum's leader, caught up (voters only matter)
+    std::int64_t left_offset = 0;  // its log end offset and the leader's clock (ms) when it left
+    std::int64_t left_ms = 0;
   };
   struct Part {
     std::int32_t partition;
@@ -164,10 +201,57 @@ class FakeCluster {
         }
         n.up_since.reset();
       }
+      // Back and caught up with the quorum once it has rejoined (and is allowed to).
+      if (!n.in_quorum && n.running && !n.paused && !n.up_since && controller_catches_up) n.in_quorum = true;
     }
+    updateQuorumLeader();
     for (auto& p : parts_) {
       if (availableLocked(p.leader)) p.last_ok = clock_.now();
     }
+  }
+
+  std::int64_t highWatermarkLocked() const { return clock_.monoNow() / 500'000; }
+
+  bool voterInQuorum(std::int32_t id) const {
+    const auto n = nodes_.find(id);
+    if (n == nodes_.end()) return !voters_behind_.count(id);
+    return n->second.in_quorum && availableLocked(id);
+  }
+
+  void updateQuorumLeader() const {
+    if (quorum_leader_ >= 0 && voterInQuorum(quorum_leader_)) return;
+    std::vector<std::int32_t> in;
+    for (auto id : quorum_voters) {
+      if (voterInQuorum(id)) in.push_back(id);
+    }
+    const auto before = quorum_leader_;
+    quorum_leader_ = in.size() >= quorum_voters.size() / 2 + 1 ? in.front() : -1;
+    if (quorum_leader_ != before && quorum_leader_ >= 0) ++quorum_epoch_;
+  }
+
+  kafka::QuorumInfo quorumLocked() const {
+    kafka::QuorumInfo q;
+    const auto now_ms = clock_.wallNow() / 1000;
+    q.leader_id = quorum_leader_;
+    q.leader_epoch = quorum_epoch_;
+    q.high_watermark = highWatermarkLocked();
+    q.api_version = 2;
+    for (auto id : quorum_voters) {
+      kafka::QuorumReplica r;
+      r.replica_id = id;
+      if (voterInQuorum(id)) {
+        r.log_end_offset = q.high_watermark;
+        r.last_fetch_timestamp_ms = r.last_caught_up_timestamp_ms = now_ms;
+      } else if (const auto n = nodes_.find(id); n != nodes_.end()) {
+        r.log_end_offset = n->second.left_offset;
+        r.last_fetch_timestamp_ms = r.last_caught_up_timestamp_ms = n->second.left_ms;
+      } else {
+        r.log_end_offset = 0;
+        r.last_fetch_timestamp_ms = r.last_caught_up_timestamp_ms = 0;
+      }
+      q.voters.push_back(r);
+    }
+    return q;
   }
 
   kafka::ClusterSnapshot snapshotLocked() const {
@@ -194,6 +278,9 @@ class FakeCluster {
   mutable std::mutex mutex_;
   mutable std::map<std::int32_t, Node> nodes_;
   mutable std::vector<Part> parts_;
+  std::set<std::int32_t> voters_behind_;  // guarded by mutex_
+  mutable std::int32_t quorum_leader_ = 100;
+  mutable std::int32_t quorum_epoch_ = 1;
 };
 
 class FakeView final : public drill::ClusterView {
@@ -233,6 +320,7 @@ class FakeAdmin final : public drill::ClusterAdmin {
     cluster_.electPreferred();
     return okStatus();
   }
+  Result<kafka::QuorumInfo> describeQuorum() override { return cluster_.describeQuorum(); }
 
  private:
   FakeCluster& cluster_;

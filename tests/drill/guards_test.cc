@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <set>
+
 using namespace kfaild;
 using namespace kfaild::drill;
 
@@ -115,4 +117,115 @@ TEST_CASE("a probe that is not measuring normally refuses the drill", "[unit][dr
   in.probe[0].backlog_us = kMaxProbeBacklogUs;
   in.probe[0].last_ack_age_us = 900'000;
   CHECK_FALSE(checkGuards(in));
+}
+
+namespace {
+
+// A quorum of `voters` led by the first, described at the leader's 1'000'000 ms; `behind` voters
+// last fetched 5 s before that.
+kafka::QuorumInfo quorumOf(const std::vector<std::int32_t>& voters, const std::set<std::int32_t>& behind = {}) {
+  kafka::QuorumInfo q;
+  q.leader_id = voters.front();
+  q.leader_epoch = 7;
+  q.high_watermark = 5000;
+  for (auto id : voters) {
+    const bool late = behind.count(id) > 0;
+    const std::int64_t at = late ? 995'000 : 1'000'000;
+    q.voters.push_back({id, late ? 4200 : 5000, at, at});
+  }
+  return q;
+}
+
+GuardInput controllerInput(const kafka::ClusterSnapshot& s, const kafka::QuorumInfo* quorum) {
+  auto in = input(s);
+  in.target = 100;
+  in.inventory_controllers = {100};
+  in.quorum = quorum;
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("a drill on a controller goes ahead while the other voters keep a majority", "[unit][drill]") {
+  const auto s = article();
+  const auto three = quorumOf({100, 101, 102});
+  CHECK_FALSE(checkGuards(controllerInput(s, &three)));
+  // The leader's followers are the ones that count: losing a follower is as fine.
+  const auto led_by_101 = quorumOf({101, 100, 102});
+  CHECK_FALSE(checkGuards(controllerInput(s, &led_by_101)));
+  const auto five = quorumOf({100, 101, 102, 103, 104}, {103});
+  CHECK_FALSE(checkGuards(controllerInput(s, &five)));  // 101, 102, 104: 3 of 5 without it
+}
+
+TEST_CASE("a drill that would leave the KRaft quorum without a majority is refused unless allowed",
+          "[unit][drill]") {
+  const auto s = article();
+  // The lab: one dedicated controller. Losing it loses the quorum.
+  const auto lab = quorumOf({100});
+  auto in = controllerInput(s, &lab);
+  auto reason = checkGuards(in);
+  REQUIRE(reason);
+  CHECK(*reason ==
+        "losing controller 100 would leave the KRaft quorum without a majority: 0 of its 1 voter(s) (100) up and "
+        "caught up without it (none), 1 needed; nothing would fence brokers or elect leaders until it is back; "
+        "set options.allow_quorum_loss to run it anyway");
+  in.allow_quorum_loss = true;
+  CHECK_FALSE(checkGuards(in));
+
+  // Three voters, one of them 5 s behind the leader: losing the leader leaves one of three.
+  const auto behind = quorumOf({100, 101, 102}, {101});
+  in = controllerInput(s, &behind);
+  reason = checkGuards(in);
+  REQUIRE(reason);
+  CHECK_THAT(*reason,
+             Catch::Contains("1 of its 3 voter(s) (100, 101, 102) up and caught up without it (102), 2 needed"));
+  in.allow_quorum_loss = true;
+  CHECK_FALSE(checkGuards(in));
+
+  // No leader: nothing to keep.
+  auto leaderless = quorumOf({100, 101, 102});
+  leaderless.leader_id = -1;
+  in = controllerInput(s, &leaderless);
+  CHECK_THAT(*checkGuards(in), Catch::StartsWith("the KRaft quorum has no leader"));
+}
+
+TEST_CASE("a controller drill is refused when the quorum cannot be described, a broker drill is not",
+          "[unit][drill]") {
+  const auto s = article();
+  auto in = controllerInput(s, nullptr);
+  in.quorum_problem = "DescribeQuorum timed out";
+  CHECK(*checkGuards(in) ==
+        "the KRaft quorum cannot be described (DescribeQuorum timed out), so kfaild cannot tell whether losing "
+        "controller 100 leaves a majority of voters; set options.allow_quorum_loss to run it anyway");
+  in.allow_quorum_loss = true;
+  CHECK_FALSE(checkGuards(in));
+
+  in = input(s);
+  in.inventory_controllers = {100};
+  in.quorum_problem = "DescribeQuorum timed out";
+  CHECK_FALSE(checkGuards(in));  // broker 1 is not a controller
+  const auto lab = quorumOf({100});
+  in.quorum = &lab;
+  CHECK_FALSE(checkGuards(in));  // nor a voter
+}
+
+TEST_CASE("a voter is caught up by the leader's clock, or by its log end without timestamps", "[unit][drill]") {
+  auto q = quorumOf({100, 101, 102}, {102});
+  CHECK(voterCaughtUp(q, q.voters[0]));   // the leader
+  CHECK(voterCaughtUp(q, q.voters[1]));
+  CHECK_FALSE(voterCaughtUp(q, q.voters[2]));  // last fetched 5 s before the leader's now
+  q.voters[2].last_fetch_timestamp_ms = 1'000'000 - kVoterMaxAgeMs;
+  q.voters[2].last_caught_up_timestamp_ms = 1'000'000 - kVoterMaxAgeMs;
+  CHECK(voterCaughtUp(q, q.voters[2]));
+  q.voters[2].last_caught_up_timestamp_ms = 1'000'000 - kVoterMaxAgeMs - 1;  // fetching, but behind
+  CHECK_FALSE(voterCaughtUp(q, q.voters[2]));
+
+  // DescribeQuorum v0: no timestamps; the log end against the high watermark.
+  for (auto& v : q.voters) v.last_fetch_timestamp_ms = v.last_caught_up_timestamp_ms = -1;
+  CHECK(voterCaughtUp(q, q.voters[1]));
+  CHECK_FALSE(voterCaughtUp(q, q.voters[2]));  // 4200 < 5000
+  const auto impact = quorumImpactOfLosing(100, q);
+  CHECK(impact.majority == 2);
+  CHECK(impact.caught_up_without == std::vector<std::int32_t>{101});
+  CHECK_FALSE(impact.keepsMajority());
 }

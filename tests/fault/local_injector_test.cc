@@ -6,7 +6,9 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <string>
 #include <thread>
 
 #include "server/fault/errc.h"
@@ -109,6 +111,56 @@ TEST_CASE("a stale pid file pointing at another process is refused and that proc
   const auto state = injector.inspect();
   REQUIRE(state);
   CHECK_FALSE(state->running);
+}
+
+namespace {
+
+// A live process whose /proc/<pid>/cmdline is empty: a kernel thread (kthreadd is pid 2 where the
+// host's kernel threads are visible). 0 when there is none.
+pid_t kernelThread() {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto pid = static_cast<pid_t>(std::stol(name));
+    if (pid <= 1) continue;
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::ifstream stat(entry.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    const char state =
+        close != std::string::npos && close + 2 < text.size() ? text[close + 2] : 'Z';
+    if (cmdline && cmdline.peek() == std::ifstream::traits_type::eof() && state != 'Z' &&
+        state != 'X')
+      return pid;
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("a pid whose command line is empty is refused, naming the pid and the /proc path",
+          "[integration][fault]") {
+  const pid_t pid = kernelThread();
+  INFO("this test needs a kernel thread visible in /proc");
+  REQUIRE(pid > 1);
+  const testing::TempDir dir;
+  const common::SystemClock clock;
+  const auto pid_file = (dir / "kafka.pid").string();
+  writePidFile(pid_file, pid);
+  LocalInjector injector({pid_file, {"true"}, ""}, LogZone::utc, clock);
+  // SIGCONT: harmless to any process, should the check ever let it through.
+  const auto r = injector.resume();
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == errc::not_a_broker);
+  const auto path = "/proc/" + std::to_string(pid) + "/cmdline";
+  CHECK(r.error().message ==
+        "pid " + std::to_string(pid) + " from " + pid_file + ": " + path +
+            " is empty (a kernel thread, or a process that is exiting), so kfaild cannot "
+            "tell it is a Java process running kafka.Kafka; refusing to signal it");
+  const auto state = injector.inspect();
+  REQUIRE(state);
+  CHECK_FALSE(state->running);
+  CHECK(state->detail.find(path) != std::string::npos);
 }
 
 TEST_CASE("a missing or empty or dead pid file is no such process", "[integration][fault]") {
