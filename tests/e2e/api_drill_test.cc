@@ -6,6 +6,8 @@
 // 2000), so detection must fall in [9 − 2 − 1, 9 + 1.5] s.
 
 #include "tests/support/paths.h"
+#include <filesystem>
+#include <set>
 #include "tests/e2e/e2e_support.h"
 
 using namespace kfaild;
@@ -179,6 +181,54 @@ TEST_CASE("the dashboard in Chromium: three brokers, a kill drill started from i
   INFO("dashboard.mjs:\n" << out << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
   CHECK(code == 0);
   CHECK(std::ifstream(shots + "/05-last-drill.png").good());
+}
+
+TEST_CASE("a page of another origin cannot make the browser start a drill, abort one or create a schedule on "
+          "a kfaild without a configured token, and every attempt is in the audit log",
+          "[e2e][web][security]") {
+  LabOptions options = Lab::options("", true);
+  options.token_file = false;
+  Lab lab(options);
+  Kfaild kfaild(lab, "kfaild");
+  // kfaild made its own operator token, owner-only, and said where (never what).
+  REQUIRE(std::filesystem::exists(lab.token_file));
+  const auto perms = std::filesystem::status(lab.token_file).permissions();
+  CHECK((perms & (std::filesystem::perms::group_all | std::filesystem::perms::others_all)) == std::filesystem::perms::none);
+  std::string token;
+  std::getline(std::ifstream(lab.token_file), token);
+  REQUIRE(token.size() == 64);
+  const auto log = readAll(kfaild.log);
+  CHECK(log.find(lab.token_file) != std::string::npos);
+  CHECK(log.find(token) == std::string::npos);
+
+  const std::string command = "node " + std::string(KFAILD_SOURCE_DIR) + "/web/e2e/cross-origin.mjs --url http://127.0.0.1:" +
+                              std::to_string(kfaild.port) + " --cluster lab --broker 1 2>&1";
+  const auto [code, out] = run(command);
+  INFO("cross-origin.mjs:\n" << out << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  REQUIRE(code == 0);
+  CHECK(out.find("attempt 3: sent") != std::string::npos);
+
+  // Nothing was created.
+  CHECK(kfaild.get("/api/v1/drills")["count"] == 0);
+  CHECK(kfaild.get("/api/v1/schedules")["count"] == 0);
+  // What reached kfaild was refused, and recorded: the no-cors drill and abort, the form.
+  api::testing::HttpConnection connection(kfaild.port);
+  const auto audit = connection.request({"GET", "/api/v1/audit", "", {{"Authorization", "Bearer " + token}}});
+  REQUIRE(audit.status == 200);
+  std::set<std::string> refused_routes;
+  for (const auto& entry : audit.json()["items"]) {
+    CHECK(entry["status"].get<int>() >= 400);
+    CHECK(entry["problem"] == "cross-site-request");
+    refused_routes.insert(entry["route"].get<std::string>());
+  }
+  CHECK(refused_routes == std::set<std::string>{"/api/v1/clusters/{cluster}/drills", "/api/v1/drills/{id}/abort",
+                                                "/api/v1/schedules"});
+  // The operator, with the token, from no browser: allowed (the checks refuse browsers of
+  // other sites, not clients).
+  const auto viewer_like = connection.request({"POST", "/api/v1/schedules",
+                                               R"({"cluster":"lab","name":"off","cron":"0 3 * * *","enabled":false,"drill":{"fault":"kill","target":{"broker":1}}})",
+                                               {{"Authorization", "Bearer " + token}, {"Content-Type", "application/json"}}});
+  CHECK(viewer_like.status == 201);
 }
 
 TEST_CASE("schemathesis: generated requests against openapi.yaml on a live kfaild get no 5xx and "

@@ -56,6 +56,7 @@ struct LabOptions {
   std::string node1_ssh;           // YAML flow mapping: broker 1 reached over ssh instead
   int shutdown_grace_s = 0;        // 0: kfaild's default
   bool single = false;             // also probe `<topic>-single`: RF 1 on broker 1 (the article's `single`)
+  bool token_file = true;          // false: no http.token_file, kfaild makes <dir>/api-token itself
 };
 
 struct Lab {
@@ -76,12 +77,16 @@ struct Lab {
   }
 
   explicit Lab(const LabOptions& options) {
-    std::ofstream(token_file) << kToken << "\n";
-    std::filesystem::permissions(token_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    if (options.token_file) {
+      std::ofstream(token_file) << kToken << "\n";
+      std::filesystem::permissions(token_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    } else {
+      token_file = (dir / "api-token").string();  // where kfaild will write the token it makes
+    }
     const std::string lab = std::string(KFAILD_SOURCE_DIR) + "/.lab";
     std::ofstream c(config);
     c << "log_level: info\n"
-      << "http: {port: 0, token_file: " << token_file
+      << "http: {port: 0" << (options.token_file ? ", token_file: " + token_file : std::string())
       << (options.web_dir.empty() ? "" : ", web_dir: " + options.web_dir) << "}\n"
       << "storage: {path: " << db << "}\n";
     if (options.shutdown_grace_s > 0) c << "shutdown_grace_s: " << options.shutdown_grace_s << "\n";

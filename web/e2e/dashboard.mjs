@@ -9,7 +9,8 @@
 //      (confirming the dialog) lands on its detail page and reaches state `done` (≤ --timeout-s);
 //   3. the drill's timeline drew the lanes and a visible ack gap ≥ --min-gap-s on partition 0;
 //   4. the last-drill page shows that drill with one row per probe partition and the roles
-//      given by --roles (default leader,follower,follower: broker 1 on the lab's assignment).
+//      given by --roles (default leader,follower,follower: broker 1 on the lab's assignment);
+//   5. nothing the pages did broke kfaild's Content-Security-Policy (console violations).
 // Exits 0 when every check passes, 1 with a message naming the failed check otherwise, 2 on bad
 // arguments. Screenshots (png) go to --out. Never downloads a browser: --chromium (default
 // /usr/bin/chromium) must exist.
@@ -263,6 +264,12 @@ try {
   await shot('06-last-drill-phone');
   passed.push(`last-drill page: ${rows.map((r) => `${r.key} ${r.role}`).join(', ')}`);
 
+  // kfaild serves the dashboard under a Content-Security-Policy without inline script or style:
+  // anything the page needs that the policy refuses is a failure, not noise.
+  step = 'no Content-Security-Policy violation';
+  const violations = consoleErrors.filter((m) => /Content Security Policy/i.test(m));
+  if (violations.length) fail(`the page broke kfaild's Content-Security-Policy:\n  ${violations.join('\n  ')}`);
+  passed.push('no Content-Security-Policy violation');
   if (consoleErrors.length) log(`console errors (not failing the test):\n  ${consoleErrors.join('\n  ')}`);
   for (const p of passed) console.log(`ok - ${p}`);
   console.log(`${passed.length} passed, 0 failed`);
