@@ -145,6 +145,7 @@ TEST_CASE("over TLS with a client certificate the Docker injector inspects, kill
     INFO(answer.error().message);
     CHECK(answer.error().code == errc::permission_denied);
     CHECK(answer.error().message.find("TLS with " + endpoint + ": ") == 0);
+    CHECK(answer.error().message.find("certificate required") != std::string::npos);
   }
   {
     INFO("the engine's certificate is not signed by the CA given");
@@ -154,9 +155,11 @@ TEST_CASE("over TLS with a client certificate the Docker injector inspects, kill
     const auto answer = refused.inspect();
     REQUIRE_FALSE(answer);
     CHECK(answer.error().code == errc::permission_denied);
-    CHECK(answer.error().message ==
-          "TLS with " + endpoint + ": handshake: certificate verify failed (unable to get local "
-          "issuer certificate)");
+    INFO(answer.error().message);
+    // OpenSSL's reason depends on whether the terminator sends its CA along ("self-signed
+    // certificate in certificate chain", stunnel does) or not ("unable to get local issuer").
+    CHECK(answer.error().message.find("TLS with " + endpoint +
+                                      ": handshake: certificate verify failed (") == 0);
   }
   {
     INFO("plain HTTP to the TLS port gets no engine answer");
