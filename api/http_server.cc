@@ -101,13 +101,17 @@ bool isLoopback(const asio::ip::address& address) {
   return false;
 }
 
-// OpenSSL's reason for the last failure ("no start line", "key values mismatch"), or the error
-// code's message when OpenSSL queued none.
+// OpenSSL's reason for a file it could not use: the first error it queued, the innermost ("no
+// start line", "key values mismatch", "No such file or directory"; the later ones only say
+// "PEM lib"), or the error code's message when it queued none.
 std::string opensslReason(const beast::error_code& ec) {
   std::string reason;
   while (const unsigned long code = ERR_get_error()) {
-    if (const char* text = ERR_reason_error_string(code)) reason = text;
+    const char* text = ERR_reason_error_string(code);
+    if (reason.empty() && text != nullptr) reason = text;
   }
+  // OpenSSL 3 reads keys through decoders that queue nothing of their own.
+  if (reason == "PEM lib") return "not a PEM file of the expected kind (an unencrypted key, a certificate)";
   return reason.empty() ? ec.message() : reason;
 }
 

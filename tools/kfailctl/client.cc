@@ -27,12 +27,16 @@ Error failure(const std::string& message) {
   return Error{std::make_error_code(std::errc::invalid_argument), message};
 }
 
-// The last of OpenSSL's queued errors (the most specific), or the error code's message.
+// The first (innermost) of OpenSSL's queued errors ("no start line"; the later ones only say
+// "PEM lib"), or the error code's message.
 std::string opensslReason(const beast::error_code& ec) {
   std::string reason;
   while (const unsigned long code = ERR_get_error()) {
-    if (const char* text = ERR_reason_error_string(code)) reason = text;
+    const char* text = ERR_reason_error_string(code);
+    if (reason.empty() && text != nullptr) reason = text;
   }
+  // OpenSSL 3 reads keys through decoders that queue nothing of their own.
+  if (reason == "PEM lib") return "not a PEM file of the expected kind (an unencrypted key, a certificate)";
   return reason.empty() ? ec.message() : reason;
 }
 
