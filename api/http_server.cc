@@ -408,12 +408,16 @@ class HttpServer::Impl::Session : public Connection,
     tcp().expires_after(
         std::min<std::chrono::milliseconds>(kLingerTimeout, server_.options().read_timeout));
     if constexpr (kTls) {
-      // Sends close_notify and waits for the client's, reading and discarding what it still
-      // sends meanwhile: the linger of the plain connection, inside TLS.
+      // Sends close_notify, then lingers as a plain connection does. OpenSSL would wait for the
+      // client's close_notify and fail on the data a client still sends before it (a refused
+      // body), so it is told that it arrived already; what comes after is drained undecrypted.
+      SSL* ssl = stream_.native_handle();
+      SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_RECEIVED_SHUTDOWN);
       stream_.async_shutdown([self = shared_from_this()](beast::error_code) {
         if (self->server_.stopping()) return;
         beast::error_code ignored;
-        self->socket().close(ignored);
+        self->socket().shutdown(tcp::socket::shutdown_send, ignored);
+        self->drain();
       });
     } else {
       beast::error_code ignored;
@@ -422,8 +426,10 @@ class HttpServer::Impl::Session : public Connection,
     }
   }
 
+  // Reads and discards the raw bytes of the connection until the client closes it or the
+  // linger time ends.
   void drain() {
-    stream_.async_read_some(asio::buffer(drain_),
+    tcp().async_read_some(asio::buffer(drain_),
                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
                               if (self->server_.stopping()) return;
                               if (ec) {

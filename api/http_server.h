@@ -11,6 +11,11 @@
 // a slot; an idle keep-alive connection is closed after the same time. Beyond max_connections
 // open connections, a new connection is closed as soon as it is accepted.
 //
+// TLS: the handshake has the same read_timeout as a request; a client that fails it (plain HTTP,
+// an older protocol, no certificate when tls.client_ca_file is set, one that CA did not sign)
+// is disconnected without an answer, logged at debug level. Everything above holds unchanged
+// inside TLS; a connection being closed sends close_notify, then lingers as a plain one does.
+//
 // Auth: with a token set, routes of mutating methods need "Authorization: Bearer <token>"
 // (compared in constant time; router.h has the rules). The token is never logged, nor is any
 // Authorization header. Without a token, mutating routes are open, so start() refuses to listen
