@@ -193,6 +193,15 @@ Result<HttpAnswer> exchange(const DockerEndpoint& ep, http::request<http::string
     if (failed_step == "connect") return connectError(failure, where);
     // A certificate refused by either side shows in the handshake, or (TLS 1.3, where the
     // engine checks ours after the client's handshake ended) as an alert on the first read.
+    // Or, when the engine's side closes faster than our request goes out, as a reset of the
+    // request's write: the first thing after the handshake.
+    if (tls_stream && failed_step == "write" &&
+        (failure == asio::error::connection_reset || failure == asio::error::broken_pipe)) {
+      return faultError(errc::permission_denied,
+                        "TLS with " + where + ": write: " + failure.message() +
+                            " right after the handshake (the engine refused our client "
+                            "certificate?)");
+    }
     if (isTlsError(failure) || (tls_stream && failed_step == "handshake")) {
       return faultError(errc::permission_denied,
                         "TLS with " + where + ": " + failed_step + ": " +

@@ -23,7 +23,8 @@
 //
 // Errors: errc::engine_unreachable (socket missing, connection refused, no such host),
 // errc::permission_denied (socket mode, 401/403, TLS: a certificate either side refused, message
-// "TLS with tcp://...: ..." with OpenSSL's reason), errc::no_such_container (404),
+// "TLS with tcp://...: ..." with OpenSSL's reason, or a reset of the first write after the
+// handshake, as an engine refusing our client certificate may cause), errc::no_such_container (404),
 // errc::invalid_state (kill/pause of a stopped container, ...), errc::engine_error (anything
 // else, with the engine's "message" and the HTTP status), errc::timeout, errc::bad_response.
 // Every request has a deadline. Not thread-safe (see Injector).

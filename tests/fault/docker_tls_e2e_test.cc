@@ -145,7 +145,11 @@ TEST_CASE("over TLS with a client certificate the Docker injector inspects, kill
     INFO(answer.error().message);
     CHECK(answer.error().code == errc::permission_denied);
     CHECK(answer.error().message.find("TLS with " + endpoint + ": ") == 0);
-    CHECK(answer.error().message.find("certificate required") != std::string::npos);
+    // TLS 1.3: the terminator checks the certificate after the client's handshake ended; its
+    // alert arrives on the first read, or its close already resets the request's write.
+    const bool alert = answer.error().message.find("certificate required") != std::string::npos;
+    const bool reset = answer.error().message.find("right after the handshake") != std::string::npos;
+    CHECK((alert || reset));
   }
   {
     INFO("the engine's certificate is not signed by the CA given");
