@@ -212,6 +212,12 @@ Result<Reply> Client::call(const std::string& method, const std::string& target,
   } else {
     http::write(stream, request, ec);
   }
+  // Under TLS 1.3 a server refusing our client certificate may close before the request is out.
+  if (ec && tls_stream &&
+      (ec == boost::asio::error::connection_reset || ec == boost::asio::error::broken_pipe)) {
+    return Error{ec, "TLS: " + ec.message() + " right after the handshake for " + url() +
+                         ": kfaild may require a client certificate (--cert-file and --key-file)"};
+  }
   if (ec) return Error{ec, "sending to " + where + " failed: " + ec.message()};
 
   beast::flat_buffer buffer;
