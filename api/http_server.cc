@@ -13,14 +13,18 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <cctype>
 #include <mutex>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <optional>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -32,8 +36,10 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 // After an error response the client may still be sending (a body we refused). Closing at once
 // would make the kernel answer with RST and the client could lose our response, so we read and
@@ -88,6 +94,53 @@ bool isLoopback(const asio::ip::address& address) {
   return false;
 }
 
+// OpenSSL's reason for a file it could not use: the first error it queued, the innermost ("no
+// start line", "key values mismatch", "No such file or directory"; the later ones only say
+// "PEM lib"), or the error code's message when it queued none.
+std::string opensslReason(const beast::error_code& ec) {
+  std::string reason;
+  while (const unsigned long code = ERR_get_error()) {
+    const char* text = ERR_reason_error_string(code);
+    if (reason.empty() && text != nullptr) reason = text;
+  }
+  // OpenSSL 3 reads keys through decoders that queue nothing of their own.
+  if (reason == "PEM lib") return "not a PEM file of the expected kind (an unencrypted key, a certificate)";
+  return reason.empty() ? ec.message() : reason;
+}
+
+Result<std::unique_ptr<ssl::context>> serverTlsContext(const ServerTls& tls) {
+  auto context = std::make_unique<ssl::context>(ssl::context::tls_server);
+  const auto refuse = [](const char* key, const std::string& file, const std::string& reason) {
+    return Error{errc::invalid_options, std::string(key) + ": cannot use " + file + ": " + reason};
+  };
+  SSL_CTX* native = context->native_handle();
+  ERR_clear_error();
+  if (SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION) != 1) {
+    return Error{errc::invalid_options, "tls: OpenSSL refuses TLS 1.2 as the minimum version"};
+  }
+  context->set_options(ssl::context::default_workarounds | ssl::context::no_compression |
+                       ssl::context::single_dh_use);
+  beast::error_code ec;
+  context->use_certificate_chain_file(tls.cert_file, ec);
+  if (ec) return refuse("tls.cert_file", tls.cert_file, opensslReason(ec));
+  context->use_private_key_file(tls.key_file, ssl::context::pem, ec);
+  if (ec) return refuse("tls.key_file", tls.key_file, opensslReason(ec));
+  if (SSL_CTX_check_private_key(native) != 1) {
+    return refuse("tls.key_file", tls.key_file, "not the key of the certificate in " + tls.cert_file);
+  }
+  if (!tls.client_ca_file.empty()) {
+    context->load_verify_file(tls.client_ca_file, ec);
+    if (ec) return refuse("tls.client_ca_file", tls.client_ca_file, opensslReason(ec));
+    // Tells clients which CA to pick their certificate for.
+    if (STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(tls.client_ca_file.c_str())) {
+      SSL_CTX_set_client_CA_list(native, names);
+    }
+    context->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+  }
+  ERR_clear_error();
+  return context;
+}
+
 }  // namespace
 
 Status validateOptions(const ServerOptions& options) {
@@ -111,11 +164,20 @@ Status validateOptions(const ServerOptions& options) {
     return invalid("read_timeout: must be positive, got " +
                    std::to_string(options.read_timeout.count()) + " ms");
   }
+  if (options.tls.enabled() && (options.tls.cert_file.empty() || options.tls.key_file.empty())) {
+    return invalid(options.tls.cert_file.empty() ? "tls.cert_file: required with tls.key_file"
+                                                 : "tls.key_file: required with tls.cert_file");
+  }
+  if (!options.tls.client_ca_file.empty() && !options.tls.enabled()) {
+    return invalid("tls.client_ca_file: needs tls.cert_file and tls.key_file");
+  }
   return okStatus();
 }
 
 class HttpServer::Impl {
  public:
+  class Connection;
+  template <typename Stream>
   class Session;
 
   Impl(ServerOptions options, Router& router)
@@ -136,7 +198,7 @@ class HttpServer::Impl {
   const ServerOptions& options() const { return options_; }
   Router& router() { return router_; }
   bool stopping() const { return stopping_.load(); }
-  void sessionEnded(Session* session) {
+  void sessionEnded(Connection* session) {
     std::lock_guard lock(sessions_mutex_);
     sessions_.erase(session);
   }
@@ -153,9 +215,11 @@ class HttpServer::Impl {
   bool listening_ = false;
   bool serving_ = false;
 
-  // Declared before the io_context: sessions destroyed while it shuts down still unregister.
+  // Declared before the io_context: sessions destroyed while it shuts down still unregister
+  // and still have their TLS context.
   std::mutex sessions_mutex_;
-  std::unordered_map<Session*, std::weak_ptr<Session>> sessions_;  // guarded by sessions_mutex_
+  std::unordered_map<Connection*, std::weak_ptr<Connection>> sessions_;  // guarded by sessions_mutex_
+  std::unique_ptr<ssl::context> tls_;  // set by listen() when options_.tls is enabled
 
   asio::io_context ioc_;
   tcp::acceptor acceptor_;
@@ -164,33 +228,72 @@ class HttpServer::Impl {
   std::vector<std::thread> threads_;
 };
 
-// One connection. Everything runs on its strand; the shared_ptr held by the pending operation
-// keeps it alive, so it ends when its last operation completes without starting another.
-class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
+// What the server needs of a connection of either kind to close it at stop().
+class HttpServer::Impl::Connection {
  public:
-  Session(tcp::socket socket, HttpServer::Impl& server)
-      : remote_address_(remoteAddressOf(socket)), stream_(std::move(socket)), server_(server) {}
-  ~Session() { server_.sessionEnded(this); }
+  virtual ~Connection() = default;
+  // Only while no thread runs the io_context (HttpServer::stop()).
+  virtual void closeNow() = 0;
+};
+
+// One connection over `Stream`: beast::tcp_stream, or TlsStream over one. Everything runs on its
+// strand; the shared_ptr held by the pending operation keeps it alive, so it ends when its last
+// operation completes without starting another.
+template <typename Stream>
+class HttpServer::Impl::Session : public Connection,
+                                  public std::enable_shared_from_this<Session<Stream>> {
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+  using std::enable_shared_from_this<Session<Stream>>::shared_from_this;
+
+ public:
+  template <typename... TlsContext>
+  Session(tcp::socket socket, HttpServer::Impl& server, TlsContext&... context)
+      : remote_address_(remoteAddressOf(socket)), stream_(std::move(socket), context...), server_(server) {}
+  ~Session() override { server_.sessionEnded(this); }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   void run() {
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->readRequest(); });
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      if constexpr (kTls) {
+        self->handshake();
+      } else {
+        self->readRequest();
+      }
+    });
   }
 
-  // Only while no thread runs the io_context (HttpServer::stop()).
-  void closeNow() {
+  void closeNow() override {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.socket().close(ignored);
+    socket().shutdown(tcp::socket::shutdown_both, ignored);
+    socket().close(ignored);
   }
 
  private:
+  beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream_); }
+  tcp::socket& socket() { return tcp().socket(); }
+
+  void handshake() {
+    tcp().expires_after(server_.options().read_timeout);
+    stream_.async_handshake(ssl::stream_base::server,
+                            [self = shared_from_this()](beast::error_code ec) {
+                              if (self->server_.stopping()) return;
+                              if (ec) {
+                                // Nothing to answer in: the client does not speak our TLS.
+                                spdlog::debug("http: TLS handshake failed: {}", ec.message());
+                                beast::error_code ignored;
+                                self->socket().close(ignored);
+                                return;
+                              }
+                              self->readRequest();
+                            });
+  }
+
   void readRequest() {
     parser_.emplace();
     parser_->body_limit(server_.options().max_body_bytes);
     parser_->header_limit(static_cast<std::uint32_t>(server_.options().max_header_bytes));
-    stream_.expires_after(server_.options().read_timeout);
+    tcp().expires_after(server_.options().read_timeout);
     http::async_read(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onRead(ec); });
@@ -282,7 +385,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     spdlog::debug("http: {} {} {} {}us", printable(method, 32), printable(path), response.status,
                   micros);
 
-    stream_.expires_after(server_.options().read_timeout);
+    tcp().expires_after(server_.options().read_timeout);
     http::async_write(
         stream_, *message,
         [self = shared_from_this(), message, keep_alive](beast::error_code ec, std::size_t) {
@@ -293,20 +396,36 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   }
 
   void shutdown() {
-    beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.expires_after(
+    tcp().expires_after(
         std::min<std::chrono::milliseconds>(kLingerTimeout, server_.options().read_timeout));
-    drain();
+    if constexpr (kTls) {
+      // Sends close_notify, then lingers as a plain connection does. OpenSSL would wait for the
+      // client's close_notify and fail on the data a client still sends before it (a refused
+      // body), so it is told that it arrived already; what comes after is drained undecrypted.
+      SSL* ssl = stream_.native_handle();
+      SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_RECEIVED_SHUTDOWN);
+      stream_.async_shutdown([self = shared_from_this()](beast::error_code) {
+        if (self->server_.stopping()) return;
+        beast::error_code ignored;
+        self->socket().shutdown(tcp::socket::shutdown_send, ignored);
+        self->drain();
+      });
+    } else {
+      beast::error_code ignored;
+      socket().shutdown(tcp::socket::shutdown_send, ignored);
+      drain();
+    }
   }
 
+  // Reads and discards the raw bytes of the connection until the client closes it or the
+  // linger time ends.
   void drain() {
-    stream_.async_read_some(asio::buffer(drain_),
+    tcp().async_read_some(asio::buffer(drain_),
                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
                               if (self->server_.stopping()) return;
                               if (ec) {
                                 beast::error_code ignored;
-                                self->stream_.socket().close(ignored);
+                                self->socket().close(ignored);
                                 return;
                               }
                               self->drain();
@@ -320,7 +439,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   }
 
   std::string remote_address_;  // before stream_, which takes the socket
-  beast::tcp_stream stream_;
+  Stream stream_;
   HttpServer::Impl& server_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -337,6 +456,12 @@ Status HttpServer::Impl::listen() {
   if (started_) return Error{errc::invalid_options, "the server was already started"};
   if (auto valid = validateOptions(options_); !valid) return valid;
   started_ = true;
+
+  if (options_.tls.enabled()) {
+    auto context = serverTlsContext(options_.tls);
+    if (!context) return context.error();
+    tls_ = std::move(*context);
+  }
 
   const std::string where = endpointText(options_.host, options_.port);
   beast::error_code ec;
@@ -397,8 +522,11 @@ Status HttpServer::Impl::serve() {
       ioc_.run();
     });
   }
-  spdlog::info("http: listening on {} ({} thread(s) at nice {}, {})",
-               endpointText(endpoint.address().to_string(), port_.load()), options_.threads, options_.nice,
+  spdlog::info("http: listening on {} ({}, {} thread(s) at nice {}, {})",
+               endpointText(endpoint.address().to_string(), port_.load()),
+               !tls_ ? "plain HTTP"
+                     : (options_.tls.client_ca_file.empty() ? "TLS" : "TLS, client certificates required"),
+               options_.threads, options_.nice,
                router_.access().authEnabled() ? "bearer token required for changes" : "auth none: no token");
   return okStatus();
 }
@@ -423,7 +551,8 @@ void HttpServer::Impl::accept() {
 void HttpServer::Impl::admit(tcp::socket socket) {
   beast::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
-  std::shared_ptr<Session> session;
+  std::shared_ptr<Session<TlsStream>> tls_session;
+  std::shared_ptr<Session<beast::tcp_stream>> session;
   {
     std::lock_guard lock(sessions_mutex_);
     if (sessions_.size() >= options_.max_connections) {
@@ -431,10 +560,16 @@ void HttpServer::Impl::admit(tcp::socket socket) {
       socket.close(ignored);
       return;
     }
-    session = std::make_shared<Session>(std::move(socket), *this);
-    sessions_.emplace(session.get(), session);
+    if (tls_) {
+      tls_session = std::make_shared<Session<TlsStream>>(std::move(socket), *this, *tls_);
+      sessions_.emplace(tls_session.get(), tls_session);
+    } else {
+      session = std::make_shared<Session<beast::tcp_stream>>(std::move(socket), *this);
+      sessions_.emplace(session.get(), session);
+    }
   }
-  session->run();
+  if (tls_session) tls_session->run();
+  if (session) session->run();
 }
 
 void HttpServer::Impl::stop() {
@@ -447,7 +582,7 @@ void HttpServer::Impl::stop() {
   beast::error_code ignored;
   acceptor_.close(ignored);
   accept_retry_.cancel();
-  std::vector<std::shared_ptr<Session>> open;
+  std::vector<std::shared_ptr<Connection>> open;
   {
     std::lock_guard lock(sessions_mutex_);
     for (auto& [raw, weak] : sessions_) {

@@ -1,6 +1,7 @@
 #pragma once
 
-// The HTTP/1.1 server (Boost.Beast over Asio) in front of a Router.
+// The HTTP/1.1 server (Boost.Beast over Asio) in front of a Router, over plain TCP or, with a
+// certificate and key in ServerOptions::tls, over TLS 1.2 or newer (OpenSSL).
 //
 // Connections: keep-alive and pipelining (requests on one connection are answered in order);
 // a request body over max_body_bytes gets 413 and a header block over max_header_bytes gets 431,
@@ -9,6 +10,11 @@
 // read_timeout to send a request (or to take a response) is closed, so slow clients cannot hold
 // a slot; an idle keep-alive connection is closed after the same time. Beyond max_connections
 // open connections, a new connection is closed as soon as it is accepted.
+//
+// TLS: the handshake has the same read_timeout as a request; a client that fails it (plain HTTP,
+// an older protocol, no certificate when tls.client_ca_file is set, one that CA did not sign)
+// is disconnected without an answer, logged at debug level. Everything above holds unchanged
+// inside TLS; a connection being closed sends close_notify, then lingers as a plain one does.
 //
 // Auth: the router's access policy decides (api/access.h); the server copies the header fields it
 // reads and the peer's address into the Request. No Authorization header is ever logged. When the
@@ -37,6 +43,14 @@
 
 namespace kfaild::api {
 
+// PEM files, read at listen(). Both cert_file and key_file, or neither (plain HTTP).
+struct ServerTls {
+  std::string cert_file;       // the server's certificate, then any intermediates
+  std::string key_file;        // its private key (unencrypted)
+  std::string client_ca_file;  // set: every client must present a certificate this CA signed
+  bool enabled() const { return !cert_file.empty() || !key_file.empty(); }
+};
+
 struct ServerOptions {
   std::string host = "127.0.0.1";  // an IP address or a name resolved at start()
   std::uint16_t port = 8080;       // 0: an ephemeral port, see HttpServer::port()
@@ -48,10 +62,11 @@ struct ServerOptions {
   // The server threads' nice value (0: leave them as the process is): above 0 they yield the CPU
   // to the probe and the writer.
   int nice = 10;
+  ServerTls tls;
 };
 
-// Checks the values that need no network (ranges). start() also checks the resolved address
-// against the auth rule.
+// Checks the values that need no network (ranges, TLS files given in pairs). listen() also
+// checks the resolved address against the auth rule and loads the TLS files.
 [[nodiscard]] Status validateOptions(const ServerOptions& options);
 
 class HttpServer {
@@ -63,7 +78,8 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   // Validates the options, binds and listens, and starts the threads. Errors: invalid_options
-  // (message names the option), listen_failed (message has "host:port" and the OS's reason).
+  // (message names the option; for a TLS file that cannot be used, "tls.cert_file: ..." with the
+  // file and OpenSSL's reason), listen_failed (message has "host:port" and the OS's reason).
   // A server is started at most once.
   [[nodiscard]] Status start();
   // start() in two steps, so that a daemon can claim its address before it starts anything else

@@ -4,6 +4,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <charconv>
 #include <fstream>
@@ -147,6 +150,16 @@ ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
   return p;
 }
 
+// A file the configuration names that kfaild reads later (at start, or at each use): its name
+// must be readable now, so that --check-config and start-up catch a typo.
+std::string readFileName(const YAML::Node& node, const std::string& key) {
+  auto path = readString(node, key);
+  if (path.empty()) fail(key, "must not be empty");
+  std::ifstream in(path);
+  if (!in) fail(key, "cannot read " + path);
+  return path;
+}
+
 std::vector<std::string> readStringList(const YAML::Node& node, const std::string& key) {
   if (!node.IsSequence()) fail(key, "must be a list of strings");
   std::vector<std::string> out;
@@ -154,6 +167,51 @@ std::vector<std::string> readStringList(const YAML::Node& node, const std::strin
     out.push_back(readString(node[i], key + "[" + std::to_string(i) + "]"));
   }
   return out;
+}
+
+// docker.tls and docker.insecure against docker.endpoint (already read into `t`).
+void readDockerTransport(const YAML::Node& d, const std::string& dkey, DockerTarget& t) {
+  const bool tcp = t.endpoint.rfind("tcp://", 0) == 0;
+  if (d["insecure"]) {
+    try {
+      t.insecure = d["insecure"].as<bool>();
+    } catch (const YAML::Exception&) {
+      fail(dkey + ".insecure", "must be true or false");
+    }
+    if (!tcp) fail(dkey + ".insecure", "only for tcp:// endpoints");
+  }
+  if (d["tls"]) {
+    const auto tkey = dkey + ".tls";
+    if (!tcp) fail(tkey, "only for tcp:// endpoints (a unix socket has no TLS)");
+    if (t.insecure) fail(dkey + ".insecure", "give either tls or insecure: true, not both");
+    const auto tls = d["tls"];
+    rejectUnknownKeys(tls, tkey, {"ca_file", "cert_file", "key_file"});
+    DockerTls files;
+    if (!tls["ca_file"]) fail(tkey + ".ca_file", "required: the CA that signed the engine's certificate");
+    files.ca_file = readFileName(tls["ca_file"], tkey + ".ca_file");
+    if (tls["cert_file"]) files.cert_file = readFileName(tls["cert_file"], tkey + ".cert_file");
+    if (tls["key_file"]) files.key_file = readFileName(tls["key_file"], tkey + ".key_file");
+    if (files.cert_file.empty() != files.key_file.empty()) {
+      fail(tkey + (files.cert_file.empty() ? ".cert_file" : ".key_file"),
+           "required with " + std::string(files.cert_file.empty() ? "key_file" : "cert_file"));
+    }
+    t.tls = std::move(files);
+  }
+  if (tcp && !t.tls && !t.insecure) {
+    // The host as parseDockerEndpoint reads it: tcp://host:port or tcp://[v6]:port.
+    std::string host = t.endpoint.substr(6);
+    if (!host.empty() && host.front() == '[') {
+      host = host.substr(1, host.find(']') == std::string::npos ? 0 : host.find(']') - 1);
+    } else {
+      host = host.substr(0, host.rfind(':'));
+    }
+    if (!isLoopbackHost(host)) {
+      fail(dkey + ".endpoint",
+           "plain tcp:// to " + host + ", which is not loopback: anyone on the way could read and "
+           "forge the requests that control the container; set " + dkey + ".tls (ca_file, "
+           "cert_file, key_file), or " + dkey + ".insecure: true to accept that");
+    }
+  }
 }
 
 NodeConfig readNode(const YAML::Node& node, const std::string& key) {
@@ -176,12 +234,13 @@ NodeConfig readNode(const YAML::Node& node, const std::string& key) {
     ++ways;
     const auto d = node["docker"];
     const auto dkey = key + ".docker";
-    rejectUnknownKeys(d, dkey, {"endpoint", "container"});
+    rejectUnknownKeys(d, dkey, {"endpoint", "container", "tls", "insecure"});
     DockerTarget t;
     if (d["endpoint"]) t.endpoint = readString(d["endpoint"], dkey + ".endpoint");
     if (t.endpoint.rfind("unix://", 0) != 0 && t.endpoint.rfind("tcp://", 0) != 0) {
       fail(dkey + ".endpoint", "must start with unix:// or tcp://");
     }
+    readDockerTransport(d, dkey, t);
     if (!d["container"]) fail(dkey + ".container", "required");
     t.container = readString(d["container"], dkey + ".container");
     if (t.container.empty() ||
@@ -290,6 +349,16 @@ ClusterConfig readCluster(const YAML::Node& node, const std::string& key) {
 
 }  // namespace
 
+bool isLoopbackHost(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) != 1) return false;
+  if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+  return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+}
+
 std::vector<std::vector<std::int32_t>> parseReplicaAssignment(const std::string& text,
                                                               const std::string& key) {
   std::vector<std::vector<std::int32_t>> out;
@@ -323,7 +392,7 @@ std::vector<std::vector<std::int32_t>> parseReplicaAssignment(const std::string&
 HttpConfig readHttp(const YAML::Node& node) {
   if (!node.IsMap()) fail("http", "must be a mapping");
   rejectUnknownKeys(node, "http", {"enabled", "host", "port", "auth", "token_file", "viewer_token_file", "read_auth",
-                                   "allowed_hosts", "web_dir", "max_connections", "read_timeout_ms", "max_body_bytes"});
+                                   "allowed_hosts", "web_dir", "max_connections", "read_timeout_ms", "max_body_bytes", "tls"});
   HttpConfig h;
   if (node["enabled"]) {
     try {
@@ -375,6 +444,15 @@ HttpConfig readHttp(const YAML::Node& node) {
   if (node["max_connections"]) h.max_connections = readInt(node["max_connections"], "http.max_connections", 1, 100000);
   if (node["read_timeout_ms"]) h.read_timeout_ms = readInt(node["read_timeout_ms"], "http.read_timeout_ms", 100, 3'600'000);
   if (node["max_body_bytes"]) h.max_body_bytes = readInt(node["max_body_bytes"], "http.max_body_bytes", 1024, 64 * 1024 * 1024);
+  if (node["tls"]) {
+    const auto tls = node["tls"];
+    rejectUnknownKeys(tls, "http.tls", {"cert_file", "key_file", "client_ca_file"});
+    if (!tls["cert_file"]) fail("http.tls.cert_file", "required with http.tls");
+    if (!tls["key_file"]) fail("http.tls.key_file", "required with http.tls");
+    h.tls.cert_file = readFileName(tls["cert_file"], "http.tls.cert_file");
+    h.tls.key_file = readFileName(tls["key_file"], "http.tls.key_file");
+    if (tls["client_ca_file"]) h.tls.client_ca_file = readFileName(tls["client_ca_file"], "http.tls.client_ca_file");
+  }
   return h;
 }
 

@@ -56,12 +56,29 @@ struct ObserveConfig {
   std::string client_debug = "metadata,topic";  // librdkafka debug contexts to capture
 };
 
+// TLS to a Docker Engine on tcp://, as Docker's own DOCKER_TLS_VERIFY setup: the engine's
+// certificate must be signed by ca_file and name the endpoint's host; cert_file and key_file
+// (both or neither) are the client certificate the engine verifies. PEM files.
+struct DockerTls {
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+};
+
 // How kfaild reaches one Kafka process to inject faults. Exactly one of the three is set.
 // Everything here comes from the configuration file, never from an API request.
+// Plain tcp:// (no tls) reaches only a loopback host unless `insecure` says otherwise: anyone on
+// the path could read and replay requests that control containers.
 struct DockerTarget {
   std::string endpoint = "unix:///var/run/docker.sock";  // or tcp://host:port
   std::string container;                                 // name or id
+  std::optional<DockerTls> tls{};                        // only with tcp://
+  bool insecure = false;  // allows plain tcp:// to a host that is not loopback
 };
+
+// True for "localhost" and loopback IP literals (127.0.0.0/8, ::1, ::ffff:127.x.y.z); a name is
+// never resolved, so any other name is not loopback.
+bool isLoopbackHost(const std::string& host);
 
 struct SshTarget {
   std::string host;
@@ -105,6 +122,16 @@ struct StorageConfig {
   std::size_t max_queued_records = 1'000'000;
 };
 
+// HTTPS for the API: cert_file and key_file (both or neither; neither is plain HTTP), PEM files
+// checked readable at load and parsed when the server starts. client_ca_file: every client must
+// present a certificate signed by it.
+struct HttpTlsConfig {
+  std::string cert_file;
+  std::string key_file;
+  std::string client_ca_file;
+  bool enabled() const { return !cert_file.empty(); }
+};
+
 // The HTTP API and dashboard (api/access.h has the rules). Mutating routes need the operator
 // token: from token_file, or, without one, generated at first start into
 // <directory of storage.path>/api-token. `auth: none` (no token at all) is for loopback only.
@@ -123,6 +150,7 @@ struct HttpConfig {
   std::int64_t max_connections = 1024;
   std::int64_t read_timeout_ms = 30'000;
   std::int64_t max_body_bytes = 1024 * 1024;
+  HttpTlsConfig tls;
 };
 
 struct Config {
@@ -136,8 +164,8 @@ struct Config {
 };
 
 // Parses YAML text. `origin` (a file name) prefixes error messages.
-// Relative file names inside the config (storage.path, http.token_file) are taken relative to
-// the working directory.
+// Relative file names inside the config (storage.path, http.token_file, http.tls.*,
+// docker.tls.*) are taken relative to the working directory.
 Config parseConfig(const std::string& yaml_text, const std::string& origin = "config");
 Config loadConfigFile(const std::string& path);
 

@@ -129,6 +129,9 @@ std::optional<StartFailure> Daemon::startAll() {
     server_options.max_connections = static_cast<std::size_t>(config_.http.max_connections);
     server_options.read_timeout = std::chrono::milliseconds(config_.http.read_timeout_ms);
     server_options.max_body_bytes = static_cast<std::size_t>(config_.http.max_body_bytes);
+    server_options.tls.cert_file = config_.http.tls.cert_file;
+    server_options.tls.key_file = config_.http.tls.key_file;
+    server_options.tls.client_ca_file = config_.http.tls.client_ca_file;
     http_ = std::make_unique<api::HttpServer>(server_options, router_);
     if (auto s = http_->listen(); !s) return StartFailure{kConfigError, "http: " + s.error().message};
   }
@@ -185,7 +188,7 @@ std::optional<StartFailure> Daemon::startAll() {
   }
   if (http_) {
     if (auto s = http_->serve(); !s) return StartFailure{1, "http: " + s.error().describe()};
-    spdlog::info("http: listening on http://{}:{}/ ({})", config_.http.host, http_->port(),
+    spdlog::info("http: listening on {}://{}:{}/ ({})", config_.http.tls.enabled() ? "https" : "http", config_.http.host, http_->port(),
                  config_.http.auth_none ? "http.auth none: no token, loopback only"
                  : config_.http.read_auth ? "every route but health and the dashboard's files needs a token"
                                           : "changes need the operator token");

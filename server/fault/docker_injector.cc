@@ -4,10 +4,14 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <charconv>
 #include <nlohmann/json.hpp>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <thread>
 
 #include "server/common/time_format.h"
@@ -18,6 +22,7 @@ namespace {
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
+namespace ssl = asio::ssl;
 using Tcp = asio::ip::tcp;
 using UnixSocket = asio::local::stream_protocol;
 
@@ -41,9 +46,68 @@ Error connectError(const boost::system::error_code& ec, const std::string& where
   return faultError(errc::engine_unreachable, "connect " + where + ": " + ec.message());
 }
 
-// One request on a fresh connection, everything under one deadline.
+bool isTlsError(const boost::system::error_code& ec) {
+  return ec.category() == asio::error::get_ssl_category() ||
+         ec.category() == ssl::error::get_stream_category();
+}
+
+// OpenSSL's reason, with the certificate check's own when that is what failed ("certificate
+// verify failed (unable to get local issuer certificate)").
+std::string tlsReason(const boost::system::error_code& ec, SSL* ssl) {
+  std::string reason = ec.message();
+  // Asio names the library after the reason; it says nothing here.
+  const auto lib = reason.find(" (SSL routines)");
+  if (lib != std::string::npos) reason.erase(lib);
+  if (ssl != nullptr) {
+    const long verify = SSL_get_verify_result(ssl);
+    if (verify != X509_V_OK) reason += std::string(" (") + X509_verify_cert_error_string(verify) + ")";
+  }
+  return reason;
+}
+
+// The first (innermost) of OpenSSL's queued errors for a file it could not use ("no start line";
+// the later ones only say "PEM lib"), or the error code's message.
+std::string opensslReason(const boost::system::error_code& ec) {
+  std::string reason;
+  while (const unsigned long code = ERR_get_error()) {
+    const char* text = ERR_reason_error_string(code);
+    if (reason.empty() && text != nullptr) reason = text;
+  }
+  // OpenSSL 3 reads keys through decoders that queue nothing of their own.
+  if (reason == "PEM lib") return "not a PEM file of the expected kind (an unencrypted key, a certificate)";
+  return reason.empty() ? ec.message() : reason;
+}
+
+Result<std::unique_ptr<ssl::context>> clientTlsContext(const config::DockerTls& files) {
+  auto context = std::make_unique<ssl::context>(ssl::context::tls_client);
+  const auto refuse = [](const char* key, const std::string& file, const std::string& reason) {
+    return faultError(errc::invalid_target,
+                      std::string("docker.tls.") + key + ": cannot use " + file + ": " + reason);
+  };
+  ERR_clear_error();
+  SSL_CTX_set_min_proto_version(context->native_handle(), TLS1_2_VERSION);
+  boost::system::error_code ec;
+  context->load_verify_file(files.ca_file, ec);
+  if (ec) return refuse("ca_file", files.ca_file, opensslReason(ec));
+  context->set_verify_mode(ssl::verify_peer);
+  if (!files.cert_file.empty()) {
+    context->use_certificate_chain_file(files.cert_file, ec);
+    if (ec) return refuse("cert_file", files.cert_file, opensslReason(ec));
+    context->use_private_key_file(files.key_file, ssl::context::pem, ec);
+    if (ec) return refuse("key_file", files.key_file, opensslReason(ec));
+    if (SSL_CTX_check_private_key(context->native_handle()) != 1) {
+      return refuse("key_file", files.key_file, "not the key of " + files.cert_file);
+    }
+  }
+  ERR_clear_error();
+  return context;
+}
+
+// One request on a fresh connection, everything under one deadline; over TLS when `tls` is set
+// (tcp only).
 Result<HttpAnswer> exchange(const DockerEndpoint& ep, http::request<http::string_body>& req,
-                            std::chrono::milliseconds timeout, const std::string& where) {
+                            std::chrono::milliseconds timeout, const std::string& where,
+                            ssl::context* tls) {
   asio::io_context ioc;
   http::response_parser<http::string_body> parser;
   parser.body_limit(kMaxBody);
@@ -69,8 +133,38 @@ Result<HttpAnswer> exchange(const DockerEndpoint& ep, http::request<http::string
 
   UnixSocket::socket unix_sock(ioc);
   Tcp::socket tcp_sock(ioc);
+  std::optional<ssl::stream<Tcp::socket>> tls_stream;
   Tcp::resolver resolver(ioc);
-  if (ep.kind == DockerEndpoint::Kind::unix_socket) {
+  if (tls != nullptr && ep.kind == DockerEndpoint::Kind::tcp) {
+    tls_stream.emplace(ioc, *tls);
+    SSL* native = tls_stream->native_handle();
+    // The engine's certificate must name the host of the endpoint, as an IP address or a name.
+    X509_VERIFY_PARAM* param = SSL_get0_param(native);
+    boost::system::error_code not_ip;
+    asio::ip::make_address(ep.host, not_ip);
+    if (!not_ip) {
+      X509_VERIFY_PARAM_set1_ip_asc(param, ep.host.c_str());
+    } else {
+      X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+      X509_VERIFY_PARAM_set1_host(param, ep.host.c_str(), 0);
+      SSL_set_tlsext_host_name(native, ep.host.c_str());
+    }
+    resolver.async_resolve(
+        ep.host, ep.port,
+        [&](const boost::system::error_code& ec, const Tcp::resolver::results_type& results) {
+          if (ec) return fail("connect", ec);
+          asio::async_connect(
+              tls_stream->next_layer(), results,
+              [&](const boost::system::error_code& ec2, const Tcp::endpoint&) {
+                if (ec2) return fail("connect", ec2);
+                tls_stream->async_handshake(ssl::stream_base::client,
+                                            [&](const boost::system::error_code& ec3) {
+                                              if (ec3) return fail("handshake", ec3);
+                                              talk(*tls_stream);
+                                            });
+              });
+        });
+  } else if (ep.kind == DockerEndpoint::Kind::unix_socket) {
     unix_sock.async_connect(UnixSocket::endpoint(ep.path),
                             [&](const boost::system::error_code& ec) {
                               if (ec) return fail("connect", ec);
@@ -97,6 +191,22 @@ Result<HttpAnswer> exchange(const DockerEndpoint& ep, http::request<http::string
   }
   if (failure) {
     if (failed_step == "connect") return connectError(failure, where);
+    // A certificate refused by either side shows in the handshake, or (TLS 1.3, where the
+    // engine checks ours after the client's handshake ended) as an alert on the first read.
+    // Or, when the engine's side closes faster than our request goes out, as a reset of the
+    // request's write: the first thing after the handshake.
+    if (tls_stream && failed_step == "write" &&
+        (failure == asio::error::connection_reset || failure == asio::error::broken_pipe)) {
+      return faultError(errc::permission_denied,
+                        "TLS with " + where + ": write: " + failure.message() +
+                            " right after the handshake (the engine refused our client "
+                            "certificate?)");
+    }
+    if (isTlsError(failure) || (tls_stream && failed_step == "handshake")) {
+      return faultError(errc::permission_denied,
+                        "TLS with " + where + ": " + failed_step + ": " +
+                            tlsReason(failure, tls_stream ? tls_stream->native_handle() : nullptr));
+    }
     if (failure == http::error::body_limit) {
       return faultError(errc::bad_response,
                         where + ": answer larger than " + std::to_string(kMaxBody) + " bytes");
@@ -292,12 +402,28 @@ DockerInjector::DockerInjector(config::DockerTarget target, LogZone zone,
       log_dir_(std::move(log_dir)),
       request_timeout_(request_timeout) {
   auto ep = parseDockerEndpoint(target_.endpoint);
-  if (ep) {
-    endpoint_ = std::move(*ep);
-  } else {
+  if (!ep) {
     endpoint_error_ = ep.error().message;
+    return;
   }
+  if (ep->kind == DockerEndpoint::Kind::tcp && target_.tls) {
+    auto context = clientTlsContext(*target_.tls);
+    if (!context) {
+      endpoint_error_ = context.error().message;
+      return;
+    }
+    tls_ = std::move(*context);
+  } else if (ep->kind == DockerEndpoint::Kind::tcp && !target_.insecure &&
+             !config::isLoopbackHost(ep->host)) {
+    endpoint_error_ = "docker endpoint '" + target_.endpoint +
+                      "': plain tcp:// to a host that is not loopback is refused without tls "
+                      "(or insecure: true)";
+    return;
+  }
+  endpoint_ = std::move(*ep);
 }
+
+DockerInjector::~DockerInjector() = default;
 
 std::string DockerInjector::describe() const {
   return "docker container " + target_.container + " (" + target_.endpoint + ")";
@@ -318,7 +444,7 @@ Result<DockerInjector::Answer> DockerInjector::request(std::string_view method,
   if (!body.empty()) req.set(http::field::content_type, "application/json");
   req.body() = body;
   req.prepare_payload();
-  auto answer = exchange(*endpoint_, req, timeout, target_.endpoint);
+  auto answer = exchange(*endpoint_, req, timeout, target_.endpoint, tls_.get());
   if (!answer) return answer.error();
   return Answer{answer->status, std::move(answer->body)};
 }

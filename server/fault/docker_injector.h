@@ -1,7 +1,11 @@
 #pragma once
 
 // Faults through the Docker Engine API (Docker, or Podman's Docker-compatible service), over
-// HTTP/1.1 on a unix socket ("unix:///var/run/docker.sock") or plain TCP ("tcp://host:2375").
+// HTTP/1.1 on a unix socket ("unix:///var/run/docker.sock") or TCP ("tcp://host:2376"), there
+// with TLS as Docker's DOCKER_TLS_VERIFY does when the target has `tls`: TLS 1.2 or newer, the
+// engine's certificate verified against tls.ca_file and against the endpoint's host (IP address
+// or name), the client certificate presented when given. Plain tcp:// to a host that is not
+// loopback is refused (errc::invalid_target) unless the target says `insecure`.
 // The API version is negotiated once with GET /version: kfaild speaks v1.41 and uses the
 // engine's own version when that is older, or its minimum when that is newer.
 //
@@ -18,12 +22,15 @@
 //          `log_dir` (their directory inside the container) is given, else none.
 //
 // Errors: errc::engine_unreachable (socket missing, connection refused, no such host),
-// errc::permission_denied (socket mode, 401/403), errc::no_such_container (404),
+// errc::permission_denied (socket mode, 401/403, TLS: a certificate either side refused, message
+// "TLS with tcp://...: ..." with OpenSSL's reason, or a reset of the first write after the
+// handshake, as an engine refusing our client certificate may cause), errc::no_such_container (404),
 // errc::invalid_state (kill/pause of a stopped container, ...), errc::engine_error (anything
 // else, with the engine's "message" and the HTTP status), errc::timeout, errc::bad_response.
 // Every request has a deadline. Not thread-safe (see Injector).
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +40,10 @@
 #include "server/config/config.h"
 #include "server/fault/injector.h"
 #include "server/fault/kafka_log.h"
+
+namespace boost::asio::ssl {
+class context;
+}
 
 namespace kfaild::fault {
 
@@ -76,9 +87,12 @@ std::string urlEncode(std::string_view text);
 class DockerInjector final : public Injector {
  public:
   // `log_dir`: where controller.log etc. are inside the container ("" when unknown).
+  // The TLS files are read here; a file that cannot be used makes every call fail with
+  // errc::invalid_target naming it.
   DockerInjector(config::DockerTarget target, LogZone zone, const common::Clock& clock,
                  std::string log_dir = {},
                  std::chrono::milliseconds request_timeout = std::chrono::seconds(15));
+  ~DockerInjector() override;
 
   std::string describe() const override;
   Result<FaultRecord> kill() override;
@@ -114,6 +128,7 @@ class DockerInjector final : public Injector {
   std::chrono::milliseconds request_timeout_;
   std::optional<DockerEndpoint> endpoint_;
   std::string endpoint_error_;
+  std::unique_ptr<boost::asio::ssl::context> tls_;  // set when target_.tls is
   std::string api_version_;  // empty until negotiated
 };
 

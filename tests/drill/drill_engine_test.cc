@@ -376,7 +376,7 @@ TEST_CASE("the engine stops at once while idle and mid-drill, every time", "[uni
     if (i % 2 == 1) {
       // Mid-drill: a few steps in, in whatever phase that is.
       auto id = h.runner->submit(EngineHarness::spec(kKillBroker1));
-      REQUIRE(id);
+      if (!id) FAIL("submission " << i << " refused: " << id.error().describe());
       for (int step = 0; step < i && !drill::isTerminal(h.record(*id).state); ++step) {
         h.clock.advanceToNextDeadline(20ms);
       }

@@ -64,15 +64,24 @@ TEST_CASE("kfailctl reads a drill still running and a failed one without inventi
   CHECK(kfaild::ctl::formatSeconds(json(nullptr)) == "-");
 }
 
-TEST_CASE("kfailctl's --url takes http://host:port and nothing else", "[unit][kfailctl]") {
+TEST_CASE("kfailctl's --url takes http:// or https://host:port and nothing else", "[unit][kfailctl]") {
   auto ok = kfaild::ctl::parseUrl("http://127.0.0.1:8080/");
   REQUIRE(ok);
   CHECK(ok->host == "127.0.0.1");
   CHECK(ok->port == "8080");
+  CHECK_FALSE(ok->tls);
   auto v6 = kfaild::ctl::parseUrl("http://[::1]:9000");
   REQUIRE(v6);
   CHECK(v6->host == "::1");
-  CHECK_FALSE(kfaild::ctl::parseUrl("https://kfaild:8080"));
+  auto tls = kfaild::ctl::parseUrl("https://kfaild:8443");
+  REQUIRE(tls);
+  CHECK(tls->tls);
+  CHECK(tls->host == "kfaild");
+  CHECK(tls->port == "8443");
+  CHECK(kfaild::ctl::parseUrl("https://kfaild")->port == "443");
+  CHECK(kfaild::ctl::parseUrl("http://kfaild")->port == "80");
+  CHECK_FALSE(kfaild::ctl::parseUrl("ftp://kfaild:8080"));
+  CHECK_FALSE(kfaild::ctl::parseUrl("https://kfaild:8080/api"));
   CHECK_FALSE(kfaild::ctl::parseUrl("http://kfaild:8080/api"));
   CHECK_FALSE(kfaild::ctl::parseUrl("http://kfaild:99999"));
   CHECK_FALSE(kfaild::ctl::parseUrl("http://:8080"));

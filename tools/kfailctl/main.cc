@@ -1,7 +1,7 @@
 // kfailctl: starts a drill on a kfaild, waits for it and prints its analysis — for scripts and
 // for people. Exit status: 0 the drill is done; 1 it failed or was aborted; 2 usage; 3 kfaild
 // refused the request (guard refusal, bad request, unknown drill); 4 kfaild unreachable, an
-// error of its own, or the wait timed out.
+// error of its own (a TLS failure included), or the wait timed out.
 
 #include <chrono>
 #include <cstdlib>
@@ -30,7 +30,8 @@ constexpr int kRefused = 3;
 constexpr int kUnavailable = 4;
 
 constexpr const char* kUsageText =
-    "usage: kfailctl [--url URL] [--token-file FILE] COMMAND ...\n"
+    "usage: kfailctl [--url URL] [--token-file FILE] [--ca-file FILE] [--cert-file FILE --key-file FILE]\n"
+    "                COMMAND ...\n"
     "  drill CLUSTER TARGET [--fault kill|stop|pause|restart] [--repeats N] [--grace S] [--pause S]\n"
     "        [--baseline S] [--no-election] [--no-preflight-election] [--allow-unavailable] [--no-wait]\n"
     "        [--timeout S] [--json]\n"
@@ -41,7 +42,10 @@ constexpr const char* kUsageText =
     "  abort ID                    abort a queued or running drill (its node is recovered at once)\n"
     "--url defaults to $KFAILD_URL or http://127.0.0.1:8080; the token is read from --token-file\n"
     "or $KFAILD_TOKEN (needed by drill and abort when kfaild has one).\n"
-    "Exit: 0 done, 1 drill failed/aborted, 2 usage, 3 refused by kfaild, 4 kfaild unreachable/error/timeout.\n";
+    "https:// URLs: the server's certificate must be signed by --ca-file (default: the system's CAs)\n"
+    "and name the URL's host; --cert-file/--key-file present a client certificate (PEM files).\n"
+    "Exit: 0 done, 1 drill failed/aborted, 2 usage, 3 refused by kfaild, 4 kfaild unreachable (TLS failures\n"
+    "included)/error/timeout.\n";
 
 struct Args {
   std::vector<std::string> positional;
@@ -50,7 +54,8 @@ struct Args {
 };
 
 const std::map<std::string, bool> kTakesValue = {
-    {"--url", true},     {"--token-file", true}, {"--fault", true},     {"--repeats", true},
+    {"--url", true},     {"--token-file", true}, {"--ca-file", true},   {"--cert-file", true},
+    {"--key-file", true}, {"--fault", true},     {"--repeats", true},
     {"--grace", true},   {"--pause", true},      {"--baseline", true},  {"--timeout", true},
     {"--broker", true},  {"--leader-of", true},  {"--cluster", true},   {"--state", true},
     {"--limit", true},   {"--controller", false}, {"--random", false},  {"--no-election", false},
@@ -259,7 +264,16 @@ int main(int argc, char* argv[]) {
   } else if (const char* env_token = std::getenv("KFAILD_TOKEN")) {
     token = env_token;
   }
-  Client client(*endpoint, token, std::chrono::seconds(30));
+  kfaild::ctl::TlsFiles tls;
+  if (args->values.count("--ca-file")) tls.ca_file = args->values.at("--ca-file");
+  if (args->values.count("--cert-file")) tls.cert_file = args->values.at("--cert-file");
+  if (args->values.count("--key-file")) tls.key_file = args->values.at("--key-file");
+  auto made = Client::create(*endpoint, token, std::chrono::seconds(30), tls);
+  if (!made) {
+    std::cerr << "kfailctl: " << made.error().message << '\n';
+    return kUsage;
+  }
+  Client& client = *made;
   const auto& command = args->positional.front();
   const bool as_json = args->flags.count("--json") > 0;
   int exit_code = kDone;
