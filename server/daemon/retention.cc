@@ -26,12 +26,14 @@ constexpr int kMaxSteps = 64;
 // runs the pass.
 class RetentionTask::Pass {
  public:
-  Pass(RetentionTask& task, std::int64_t now_us) : task_(task), policy_(task.policy_), now_us_(now_us) {}
+  Pass(RetentionTask& task, std::int64_t now_us)
+      : task_(task), policy_(task.policy_), now_us_(now_us) {}
 
   RetentionPass run() {
     readDrillWindows();
     if (windows_ && policy_.samples_us) pruneSamples(now_us_ - *policy_.samples_us, false);
-    if (windows_ && policy_.drill_samples_us) pruneSamples(now_us_ - *policy_.drill_samples_us, true);
+    if (windows_ && policy_.drill_samples_us)
+      pruneSamples(now_us_ - *policy_.drill_samples_us, true);
     if (policy_.gaps_us) pruneGaps(now_us_ - *policy_.gaps_us);
     if (policy_.events_us) pruneEvents(now_us_ - *policy_.events_us);
     if (policy_.max_bytes) holdMaxBytes(*policy_.max_bytes);
@@ -52,8 +54,10 @@ class RetentionTask::Pass {
   // Without the drill windows, no sample is deleted: a raw-sample prune would take the drills'
   // samples with it.
   void readDrillWindows() {
-    auto spans = task_.drills_.drillSpans(std::nullopt, {std::numeric_limits<std::int64_t>::min(), kForeverUs});
-    if (!spans) return failed("read the drill windows (no sample is pruned this pass)", spans.error());
+    auto spans = task_.drills_.drillSpans(std::nullopt,
+                                          {std::numeric_limits<std::int64_t>::min(), kForeverUs});
+    if (!spans)
+      return failed("read the drill windows (no sample is pruned this pass)", spans.error());
     std::vector<storage::TimeRange> windows;
     windows.reserve(spans->size());
     const auto margin = policy_.drill_margin_us;
@@ -90,7 +94,8 @@ class RetentionTask::Pass {
                  });
   }
   bool pruneGaps(std::int64_t before_us) {
-    return drain("gaps", out_.gaps, [&](std::int64_t rows) { return task_.store_.pruneGaps(before_us, rows); });
+    return drain("gaps", out_.gaps,
+                 [&](std::int64_t rows) { return task_.store_.pruneGaps(before_us, rows); });
   }
   bool pruneEvents(std::int64_t before_us) {
     return drain("events", out_.events,
@@ -129,13 +134,20 @@ class RetentionTask::Pass {
       const auto used = static_cast<double>(size.usedBytes());
       const double share = std::min(1.0, 1.25 * (used - static_cast<double>(target)) / used);
       const double span = static_cast<double>(now_us_ - cutoff);
-      const auto advance = std::max<std::int64_t>(kMinStepUs, static_cast<std::int64_t>(span * share));
+      const auto advance =
+          std::max<std::int64_t>(kMinStepUs, static_cast<std::int64_t>(span * share));
       cutoff = now_us_ - cutoff <= advance ? kForeverUs : cutoff + advance;
       bool done = true;
       switch (kind) {
-        case Kind::kRawSamples: done = pruneSamples(cutoff, false); break;
-        case Kind::kDrillSamples: done = pruneSamples(cutoff, true); break;
-        case Kind::kGapsAndEvents: done = pruneGaps(cutoff) && pruneEvents(cutoff); break;
+        case Kind::kRawSamples:
+          done = pruneSamples(cutoff, false);
+          break;
+        case Kind::kDrillSamples:
+          done = pruneSamples(cutoff, true);
+          break;
+        case Kind::kGapsAndEvents:
+          done = pruneGaps(cutoff) && pruneEvents(cutoff);
+          break;
       }
       if (!done) return false;
       auto measured = measure();
@@ -151,8 +163,10 @@ class RetentionTask::Pass {
     if (!size) return;
     if (size->usedBytes() > max_bytes) {
       const auto target = static_cast<std::int64_t>(static_cast<double>(max_bytes) * kLowWater);
-      spdlog::info("storage: {} bytes in use, over storage.max_bytes={}; pruning the oldest records down to {}",
-                   size->usedBytes(), max_bytes, target);
+      spdlog::info(
+          "storage: {} bytes in use, over storage.max_bytes={}; pruning the oldest records down to "
+          "{}",
+          size->usedBytes(), max_bytes, target);
       for (const auto kind : {Kind::kRawSamples, Kind::kDrillSamples, Kind::kGapsAndEvents}) {
         if (size->usedBytes() <= target || stopping()) break;
         if (kind != Kind::kGapsAndEvents && !windows_) continue;
@@ -161,9 +175,12 @@ class RetentionTask::Pass {
       if (size->usedBytes() > max_bytes && !stopping()) {
         ++failures_;
         out_.ok = false;
-        spdlog::warn("storage: retention cannot hold storage.max_bytes={}: {} bytes are still in use with no sample, "
-                     "gap or event left to prune (drills, clusters and the recovery journal are never pruned)",
-                     max_bytes, size->usedBytes());
+        spdlog::warn(
+            "storage: retention cannot hold storage.max_bytes={}: {} bytes are still in use with "
+            "no sample, "
+            "gap or event left to prune (drills, clusters and the recovery journal are never "
+            "pruned)",
+            max_bytes, size->usedBytes());
       }
     }
     // The file outgrew the bound (it was lowered, or a burst came between two passes): give the
@@ -188,8 +205,8 @@ class RetentionTask::Pass {
   std::uint64_t failures_ = 0;
 };
 
-RetentionTask::RetentionTask(storage::Store& store, const storage::DrillStore& drills, const common::Clock& clock,
-                             RetentionPolicy policy)
+RetentionTask::RetentionTask(storage::Store& store, const storage::DrillStore& drills,
+                             const common::Clock& clock, RetentionPolicy policy)
     : store_(store), drills_(drills), clock_(clock), policy_(policy), worker_(clock) {
   report_.max_bytes = policy_.max_bytes;
 }
@@ -216,8 +233,10 @@ RetentionPass RetentionTask::prune() {
   const auto deleted = out.samples + out.drill_samples + out.gaps + out.events;
   if (deleted > 0) {
     const auto seconds = static_cast<double>(clock_.monoNow() - started.mono) / 1e6;
-    spdlog::info("storage: retention deleted {} raw samples, {} drill-window samples, {} gaps, {} events in {:.1f} s",
-                 out.samples, out.drill_samples, out.gaps, out.events, seconds);
+    spdlog::info(
+        "storage: retention deleted {} raw samples, {} drill-window samples, {} gaps, {} events in "
+        "{:.1f} s",
+        out.samples, out.drill_samples, out.gaps, out.events, seconds);
   }
   std::lock_guard report_lock(report_mutex_);
   report_.pruned_samples += static_cast<std::uint64_t>(out.samples);

@@ -8,7 +8,6 @@
 #include <spdlog/spdlog.h>
 
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -152,10 +151,10 @@ TEST_CASE("each kind is pruned by its own retention, and forever keeps it", "[un
   Db db;
   const auto now = clock.wallNow();
   db.drill(now - 72 * kHour, now - 72 * kHour + 2 * kMinute);
-  db.sample(now - 10 * kDay);                 // raw
-  db.sample(now - 2 * kDay);                  // raw
-  db.sample(now - kHour);                     // raw, recent
-  db.sample(now - 72 * kHour + kMinute);      // inside the drill
+  db.sample(now - 10 * kDay);             // raw
+  db.sample(now - 2 * kDay);              // raw
+  db.sample(now - kHour);                 // raw, recent
+  db.sample(now - 72 * kHour + kMinute);  // inside the drill
   db.gap(now - 40 * kDay);
   db.gap(now - kDay);
   db.event(now - 40 * kDay);
@@ -215,7 +214,8 @@ TEST_CASE("each kind is pruned by its own retention, and forever keeps it", "[un
   }
 }
 
-TEST_CASE("samples around a drill are kept longer than raw samples, then go too", "[unit][daemon]") {
+TEST_CASE("samples around a drill are kept longer than raw samples, then go too",
+          "[unit][daemon]") {
   kfaild::testing::ManualClock clock(1'800'000'000'000'000);
   Db db;
   const auto now = clock.wallNow();
@@ -224,14 +224,14 @@ TEST_CASE("samples around a drill are kept longer than raw samples, then go too"
   db.drill(started, finished);
   const auto running_since = now - 30 * kMinute;
   db.drill(running_since, std::nullopt);
-  db.sample(now - 96 * kHour);                 // raw: pruned
-  db.sample(started - 90 * kSecond);           // more than a minute before the drill: raw
-  db.sample(started - 30 * kSecond);           // within a minute before the drill: kept
-  db.sample(started + kMinute);                // during the drill: kept
-  db.sample(finished + 50 * kSecond);          // within a minute after it: kept
-  db.sample(finished + 90 * kSecond);          // 90 s after it: raw
-  db.sample(running_since + kMinute);          // the running drill, newer than the raw cutoff
-  db.sample(now - kHour);                      // recent raw: kept
+  db.sample(now - 96 * kHour);         // raw: pruned
+  db.sample(started - 90 * kSecond);   // more than a minute before the drill: raw
+  db.sample(started - 30 * kSecond);   // within a minute before the drill: kept
+  db.sample(started + kMinute);        // during the drill: kept
+  db.sample(finished + 50 * kSecond);  // within a minute after it: kept
+  db.sample(finished + 90 * kSecond);  // 90 s after it: raw
+  db.sample(running_since + kMinute);  // the running drill, newer than the raw cutoff
+  db.sample(now - kHour);              // recent raw: kept
   db.store().flush();
 
   auto policy = keepAll();
@@ -330,9 +330,10 @@ class WriteLock {
   std::unique_ptr<storage::sqlite::Database> db_;
 };
 
-TEST_CASE("a prune that fails is logged with the database's error and counted, and the next one "
-          "succeeds",
-          "[integration][daemon]") {
+TEST_CASE(
+    "a prune that fails is logged with the database's error and counted, and the next one "
+    "succeeds",
+    "[integration][daemon]") {
   kfaild::testing::ManualClock clock(1'800'000'000'000'000);
   storage::SqliteStoreOptions options;
   options.busy_timeout = 20ms;
@@ -365,7 +366,8 @@ TEST_CASE("a prune that fails is logged with the database's error and counted, a
   CHECK_FALSE(report.last_success_us);
   int warnings = 0;
   for (const auto& line : ring->last_formatted()) {
-    if (line.find("[warning]") != std::string::npos && line.find("retention could not prune") != std::string::npos &&
+    if (line.find("[warning]") != std::string::npos &&
+        line.find("retention could not prune") != std::string::npos &&
         line.find("database is locked") != std::string::npos) {
       ++warnings;
     }
@@ -384,9 +386,10 @@ TEST_CASE("a prune that fails is logged with the database's error and counted, a
   CHECK(report.last_success_us == clock.wallNow());
 }
 
-TEST_CASE("storage.max_bytes holds under a fast writer, raw samples going first and the file "
-          "not growing",
-          "[integration][daemon][reliability]") {
+TEST_CASE(
+    "storage.max_bytes holds under a fast writer, raw samples going first and the file "
+    "not growing",
+    "[integration][daemon][reliability]") {
   kfaild::testing::ManualClock clock(1'800'000'000'000'000);
   Db db;
   constexpr std::int64_t kMaxBytes = 8LL * 1024 * 1024;
@@ -489,7 +492,8 @@ TEST_CASE("retention prune throughput and the size the bound holds", "[.][retent
   const auto full = db.store().databaseSize();
   t0 = std::chrono::steady_clock::now();
   const auto held_pass = bounded.prune();
-  const double size_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double size_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   REQUIRE(held_pass.ok);
   const auto held = db.store().databaseSize();
   REQUIRE(held.ok());
@@ -497,13 +501,16 @@ TEST_CASE("retention prune throughput and the size the bound holds", "[.][retent
   CHECK(db.integrity() == "ok");
   std::printf("written: %lld samples, %lld bytes used\n", static_cast<long long>(kSamples),
               static_cast<long long>(before->usedBytes()));
-  std::printf("by age: %lld samples pruned in %.2f s: %.0f rows/s\n", static_cast<long long>(pass.samples), age_s,
+  std::printf("by age: %lld samples pruned in %.2f s: %.0f rows/s\n",
+              static_cast<long long>(pass.samples), age_s,
               static_cast<double>(pass.samples) / age_s);
-  std::printf("by size: from %lld bytes used, %lld samples pruned in %.2f s (%.0f rows/s); holds %lld bytes used, "
-              "file %lld bytes (max_bytes %lld)\n",
-              static_cast<long long>(full->usedBytes()), static_cast<long long>(held_pass.samples), size_s,
-              static_cast<double>(held_pass.samples) / size_s, static_cast<long long>(held->usedBytes()),
-              static_cast<long long>(held->fileBytes()), static_cast<long long>(kMaxBytes));
+  std::printf(
+      "by size: from %lld bytes used, %lld samples pruned in %.2f s (%.0f rows/s); holds %lld "
+      "bytes used, "
+      "file %lld bytes (max_bytes %lld)\n",
+      static_cast<long long>(full->usedBytes()), static_cast<long long>(held_pass.samples), size_s,
+      static_cast<double>(held_pass.samples) / size_s, static_cast<long long>(held->usedBytes()),
+      static_cast<long long>(held->fileBytes()), static_cast<long long>(kMaxBytes));
 }
 
 }  // namespace

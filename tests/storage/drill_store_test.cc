@@ -2,7 +2,6 @@
 // /metrics, answered by SQL instead of reading every drill.
 
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
 
@@ -50,7 +49,8 @@ struct Drills {
     d.created_us = created_us;
     d.started_us = started_us;
     d.finished_us = finished_us;
-    d.result = R"({"runs":[)" + std::string(2'000, ' ') + "]}";  // a result that spills to overflow pages
+    d.result =
+        R"({"runs":[)" + std::string(2'000, ' ') + "]}";  // a result that spills to overflow pages
     auto id = drills->createDrill(d);
     REQUIRE(id.ok());
     return *id;
@@ -67,8 +67,10 @@ TEST_CASE("drill spans are the drills that overlap a range, open while they run"
           "[integration][storage]") {
   Drills db;
   const auto done = db.add(db.lab, "kill", "done", kBase, kBase + kSecond, kBase + 100 * kSecond);
-  const auto queued = db.add(db.lab, "stop", "queued", kBase + 500 * kSecond, std::nullopt, std::nullopt);
-  const auto running = db.add(db.lab, "kill", "observe", kBase + 200 * kSecond, kBase + 201 * kSecond, std::nullopt);
+  const auto queued =
+      db.add(db.lab, "stop", "queued", kBase + 500 * kSecond, std::nullopt, std::nullopt);
+  const auto running =
+      db.add(db.lab, "kill", "observe", kBase + 200 * kSecond, kBase + 201 * kSecond, std::nullopt);
   const auto other = db.add(db.prod, "kill", "done", kBase, kBase + kSecond, kBase + 50 * kSecond);
 
   auto all = db.drills->drillSpans(std::nullopt, {});
@@ -84,10 +86,12 @@ TEST_CASE("drill spans are the drills that overlap a range, open while they run"
   CHECK_FALSE((*all)[2].to_us);
 
   // Overlap: began before the range ends, not finished before it starts.
-  auto lab_after_done = db.drills->drillSpans(db.lab, {kBase + 100 * kSecond + 1, kBase + 300 * kSecond});
+  auto lab_after_done =
+      db.drills->drillSpans(db.lab, {kBase + 100 * kSecond + 1, kBase + 300 * kSecond});
   REQUIRE(lab_after_done.ok());
   CHECK(idsOf(*lab_after_done) == std::vector<std::int64_t>{running});
-  auto lab_touching = db.drills->drillSpans(db.lab, {kBase + 100 * kSecond, kBase + 200 * kSecond + kSecond + 1});
+  auto lab_touching =
+      db.drills->drillSpans(db.lab, {kBase + 100 * kSecond, kBase + 200 * kSecond + kSecond + 1});
   REQUIRE(lab_touching.ok());
   CHECK(idsOf(*lab_touching) == std::vector<std::int64_t>{done, running});
   auto before_all = db.drills->drillSpans(std::nullopt, {kBase - 10 * kSecond, kBase + kSecond});
@@ -122,7 +126,8 @@ TEST_CASE("drills are counted per cluster, fault and state over an index, not th
       "GROUP BY cluster_id, fault, state ORDER BY cluster_id, fault, state");
   REQUIRE(plan.ok());
   std::string steps;
-  for (auto step = plan->step(); step.ok() && *step; step = plan->step()) steps += plan->columnText(3) + "; ";
+  for (auto step = plan->step(); step.ok() && *step; step = plan->step())
+    steps += plan->columnText(3) + "; ";
   CHECK_THAT(steps, Catch::Contains("COVERING INDEX drills_by_outcome"));
 }
 
