@@ -897,22 +897,28 @@ Result<DatabaseSize> SqliteStore::databaseSize() const {
   });
 }
 
-Result<OldestRecords> SqliteStore::oldestRecords() const {
-  return withReader([](sqlite::Database& db) -> Result<OldestRecords> {
+Result<RecordSpans> SqliteStore::recordSpans() const {
+  return withReader([](sqlite::Database& db) -> Result<RecordSpans> {
     // Each an index seek: per partition on the samples' primary key, and on the gaps' and events'
     // time indexes.
     auto select = db.prepare(R"sql(
-SELECT (SELECT min(m) FROM (SELECT (SELECT min(send_us) FROM probe_samples
-                                    WHERE partition_id = p.id) AS m
-                            FROM probe_partitions AS p)),
-       (SELECT min(end_us) FROM gaps),
-       (SELECT min(t_us) FROM events))sql");
+WITH per_partition (oldest, newest) AS (
+  SELECT (SELECT min(send_us) FROM probe_samples WHERE partition_id = p.id),
+         (SELECT max(send_us) FROM probe_samples WHERE partition_id = p.id)
+  FROM probe_partitions AS p)
+SELECT (SELECT min(oldest) FROM per_partition), (SELECT max(newest) FROM per_partition),
+       (SELECT min(end_us) FROM gaps), (SELECT max(end_us) FROM gaps),
+       (SELECT min(t_us) FROM events), (SELECT max(t_us) FROM events))sql");
     if (!select) return select.error();
     auto row = select->step();
     if (!row) return row.error();
-    return OldestRecords{.sample_send_us = select->columnOptionalInt(0),
-                         .gap_end_us = select->columnOptionalInt(1),
-                         .event_us = select->columnOptionalInt(2)};
+    const auto span = [&](int first) -> std::optional<TimeSpan> {
+      const auto oldest = select->columnOptionalInt(first);
+      const auto newest = select->columnOptionalInt(first + 1);
+      if (!oldest || !newest) return std::nullopt;
+      return TimeSpan{.oldest_us = *oldest, .newest_us = *newest};
+    };
+    return RecordSpans{.samples = span(0), .gaps = span(2), .events = span(4)};
   });
 }
 

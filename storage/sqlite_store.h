@@ -94,7 +94,7 @@ class SqliteStore final : public Store {
   Result<std::int64_t> pruneGaps(std::int64_t before_us, std::int64_t max_rows) override;
   Result<std::int64_t> pruneEvents(std::int64_t before_us, std::int64_t max_rows) override;
   Result<DatabaseSize> databaseSize() const override;
-  Result<OldestRecords> oldestRecords() const override;
+  Result<RecordSpans> recordSpans() const override;
   Result<std::int64_t> releaseFreePages(std::int64_t max_pages) override;
 
   // Changes the page cap of options.max_page_count (nullopt lifts it); applied before the

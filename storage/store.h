@@ -74,11 +74,18 @@ struct DatabaseSize {
   std::int64_t usedBytes() const { return (pages - free_pages) * page_size; }
 };
 
-// The oldest record of each prunable kind; nullopt when there is none.
-struct OldestRecords {
-  std::optional<std::int64_t> sample_send_us;
-  std::optional<std::int64_t> gap_end_us;
-  std::optional<std::int64_t> event_us;
+// The oldest and the newest record of a kind.
+struct TimeSpan {
+  std::int64_t oldest_us = 0;
+  std::int64_t newest_us = 0;
+};
+
+// Each prunable kind's span (samples by send_us, gaps by end_us, events by t_us); nullopt when
+// there is none.
+struct RecordSpans {
+  std::optional<TimeSpan> samples;
+  std::optional<TimeSpan> gaps;
+  std::optional<TimeSpan> events;
 };
 
 struct WriterStats {
@@ -126,7 +133,7 @@ class Store {
   virtual Result<std::int64_t> pruneEvents(std::int64_t before_us, std::int64_t max_rows) = 0;
 
   virtual Result<DatabaseSize> databaseSize() const = 0;
-  virtual Result<OldestRecords> oldestRecords() const = 0;
+  virtual Result<RecordSpans> recordSpans() const = 0;
   // Gives up to `max_pages` free pages back to the file system (PRAGMA incremental_vacuum), in
   // bounded transactions; the number given back. 0 when the file is not in incremental
   // auto-vacuum mode (databases created before kfaild set it: see storage/README.md).

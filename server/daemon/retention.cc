@@ -114,29 +114,35 @@ class RetentionTask::Pass {
   enum class Kind { kRawSamples, kDrillSamples, kGapsAndEvents };
 
   // Oldest first within a kind: the cutoff starts at the kind's oldest record and moves towards
-  // now by the share of the database that is over the target (records are written at a roughly
-  // steady rate, so a share of the time span is about that share of the rows), re-measuring
-  // after every step. False when a step failed.
+  // its newest by the share of the used size that is over the target (records come at a roughly
+  // steady rate, so a share of the time span is about that share of the rows), at most half of
+  // what is left per step, re-measuring after every step: a span with a hole in it (kfaild was
+  // down for days) or a kind that is a small part of the database costs steps, never more
+  // records than needed. False when a step failed.
   bool shrinkKind(Kind kind, std::int64_t target, storage::DatabaseSize& size) {
-    auto oldest = task_.store_.oldestRecords();
-    if (!oldest) {
-      failed("find the oldest records", oldest.error());
+    auto spans = task_.store_.recordSpans();
+    if (!spans) {
+      failed("find the oldest records", spans.error());
       return false;
     }
-    std::optional<std::int64_t> start = oldest->sample_send_us;
+    std::optional<storage::TimeSpan> span = spans->samples;
     if (kind == Kind::kGapsAndEvents) {
-      start = oldest->gap_end_us;
-      if (!start || (oldest->event_us && *oldest->event_us < *start)) start = oldest->event_us;
+      span = spans->gaps;
+      if (spans->events) {
+        span = span ? storage::TimeSpan{std::min(span->oldest_us, spans->events->oldest_us),
+                                        std::max(span->newest_us, spans->events->newest_us)}
+                    : spans->events;
+      }
     }
-    if (!start) return true;
-    std::int64_t cutoff = *start;
+    if (!span) return true;
+    std::int64_t cutoff = span->oldest_us;
     for (int step = 0; step < kMaxSteps && size.usedBytes() > target && !stopping(); ++step) {
       const auto used = static_cast<double>(size.usedBytes());
-      const double share = std::min(1.0, 1.25 * (used - static_cast<double>(target)) / used);
-      const double span = static_cast<double>(now_us_ - cutoff);
-      const auto advance =
-          std::max<std::int64_t>(kMinStepUs, static_cast<std::int64_t>(span * share));
-      cutoff = now_us_ - cutoff <= advance ? kForeverUs : cutoff + advance;
+      const double share = std::min(0.5, (used - static_cast<double>(target)) / used);
+      const auto left = span->newest_us - cutoff;
+      const auto advance = std::max<std::int64_t>(
+          kMinStepUs, static_cast<std::int64_t>(static_cast<double>(left) * share));
+      cutoff = advance >= left ? kForeverUs : cutoff + advance;
       bool done = true;
       switch (kind) {
         case Kind::kRawSamples:

@@ -710,9 +710,10 @@ TEST_CASE("a sample prune with max_rows stops there and the next call goes on fr
   CHECK(calls == std::vector<std::int64_t>{2'500, 2'500, 2'500, 500});
   CHECK(countRows(path, "probe_samples") ==
         static_cast<std::int64_t>(fixture.samples.size()) - want_deleted);
-  auto first_left = store->oldestRecords();
-  REQUIRE(first_left.ok());
-  CHECK(first_left->sample_send_us == kBase + 2'000 * kInterval);
+  auto left = store->recordSpans();
+  REQUIRE(left.ok());
+  REQUIRE(left->samples);
+  CHECK(left->samples->oldest_us == kBase + 2'000 * kInterval);
 }
 
 TEST_CASE("gaps and events are pruned oldest first before their cutoff, in chunks, and nothing else",
@@ -872,25 +873,32 @@ TEST_CASE("a database created without auto-vacuum keeps its mode and gives no pa
   CHECK(store->databaseSize()->pages == size->pages);
 }
 
-TEST_CASE("oldestRecords finds the oldest sample, gap and event, and none in an empty database",
+TEST_CASE("recordSpans finds the oldest and newest sample, gap and event, and none in an empty "
+          "database",
           "[integration][storage]") {
   TempDir dir;
   auto store = openStore((dir / "kfaild.db").string());
-  auto empty = store->oldestRecords();
+  auto empty = store->recordSpans();
   REQUIRE(empty.ok());
-  CHECK_FALSE(empty->sample_send_us);
-  CHECK_FALSE(empty->gap_end_us);
-  CHECK_FALSE(empty->event_us);
+  CHECK_FALSE(empty->samples);
+  CHECK_FALSE(empty->gaps);
+  CHECK_FALSE(empty->events);
   Fixture fixture;
   fixture.fill(*store, 50);
-  // A partition whose samples are all newer than the others'.
+  // A partition whose one sample is newer than all the others'.
   store->addSample(probeSample(fixture.prod, "late", 0, 1'000));
   store->flush();
-  auto oldest = store->oldestRecords();
-  REQUIRE(oldest.ok());
-  CHECK(oldest->sample_send_us == kBase);
-  CHECK(oldest->gap_end_us == kBase);
-  CHECK(oldest->event_us == kBase);
+  auto spans = store->recordSpans();
+  REQUIRE(spans.ok());
+  REQUIRE(spans->samples);
+  CHECK(spans->samples->oldest_us == kBase);
+  CHECK(spans->samples->newest_us == kBase + 1'000 * kInterval);
+  REQUIRE(spans->gaps);
+  CHECK(spans->gaps->oldest_us == kBase);
+  CHECK(spans->gaps->newest_us == kBase + 119 * 1'000'000);
+  REQUIRE(spans->events);
+  CHECK(spans->events->oldest_us == kBase);
+  CHECK(spans->events->newest_us == kBase + 99 * 500'000);
 }
 
 }  // namespace
