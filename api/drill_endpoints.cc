@@ -644,22 +644,36 @@ Response DrillEndpoints::incidents(const Request& request) const {
   const bool truncated = gaps->size() > static_cast<std::size_t>(kIncidentsMaxGaps);
   if (truncated) gaps->resize(kIncidentsMaxGaps);
 
-  // Drill windows: from the drill's start to its end (or now), so a drill's own stalls are not
-  // incidents. A drill that ran long ago is outside the gaps' range and costs nothing here.
-  storage::DrillQuery dq;
-  dq.cluster = cluster_id;
-  dq.created_to_us = range->to_us;
-  dq.limit = 100'000;
-  auto drills = drills_.drills(dq);
-  if (!drills) return storeFailure(request, drills.error());
+  // Drill windows: from the drill's start to its end (or now) plus a second, so a drill's own
+  // stalls are not incidents. Only the spans of drills that can overlap one of the gaps are read
+  // (a gap may start before the range it was selected by), never the drills' rows.
   std::vector<analysis::DrillWindow> windows;
-  for (const auto& d : *drills) {
-    windows.push_back({d.started_us.value_or(d.created_us),
-                       d.finished_us.value_or(clock_.wallNow()) + 1'000'000});
+  if (!gaps->empty()) {
+    std::int64_t first_start = gaps->front().start_us;
+    std::int64_t last_end = gaps->front().end_us;
+    for (const auto& g : *gaps) {
+      first_start = std::min(first_start, g.start_us);
+      last_end = std::max(last_end, g.end_us);
+    }
+    constexpr std::int64_t kAfterDrillUs = 1'000'000;
+    auto spans = drills_.drillSpans(cluster_id, {first_start - kAfterDrillUs, last_end});
+    if (!spans) return storeFailure(request, spans.error());
+    for (const auto& d : *spans) {
+      windows.push_back({d.from_us, d.to_us.value_or(clock_.wallNow()) + kAfterDrillUs});
+    }
   }
   const auto merged = analysis::incidentsOf(std::move(*gaps), windows);
-  json items = json::array();
+  // The events around every incident of the page in one query.
+  std::vector<storage::TimeRange> around;
+  around.reserve(merged.size());
   for (auto it = merged.rbegin(); it != merged.rend(); ++it) {  // newest first
+    around.push_back({it->start_us - kIncidentEventsBeforeUs, it->end_us + kIncidentEventsAfterUs});
+  }
+  auto events_around = store_.eventsInWindows(cluster_id, around, 200);
+  if (!events_around) return storeFailure(request, events_around.error());
+  json items = json::array();
+  std::size_t index = 0;
+  for (auto it = merged.rbegin(); it != merged.rend(); ++it, ++index) {  // newest first
     json partitions = json::array();
     for (const auto& g : it->gaps) {
       partitions.push_back({{"topic", g.topic},
@@ -669,14 +683,8 @@ Response DrillEndpoints::incidents(const Request& request) const {
                             {"end_us", g.end_us},
                             {"duration_us", g.duration_us}});
     }
-    storage::EventQuery eq;
-    eq.cluster = cluster_id;
-    eq.range = {it->start_us - kIncidentEventsBeforeUs, it->end_us + kIncidentEventsAfterUs};
-    eq.limit = 200;
-    auto events = store_.events(eq);
-    if (!events) return storeFailure(request, events.error());
     json event_items = json::array();
-    for (const auto& e : *events) {
+    for (const auto& e : (*events_around)[index]) {
       if (e.source == "probe") continue;  // the gaps themselves, already listed
       event_items.push_back(eventJson(e));
     }

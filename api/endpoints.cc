@@ -407,15 +407,14 @@ Response Endpoints::metrics(const Request& request, const RequestCounter& respon
   }
 
   if (drills_ != nullptr) {
-    storage::DrillQuery all;
-    all.limit = 1'000'000;
-    if (auto rows = drills_->drills(all); rows) {
+    // Counted by SQL over an index, not by reading every drill on every scrape.
+    if (auto rows = drills_->drillCounts(); rows) {
       std::map<storage::ClusterId, std::string> names;
       for (const auto& cluster : clusters) names[cluster.id] = cluster.name;
       std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> counts;
       for (const auto& d : *rows) {
         const auto name = names.count(d.cluster) ? names[d.cluster] : std::to_string(d.cluster);
-        ++counts[{name, d.fault, d.state}];
+        counts[{name, d.fault, d.state}] += static_cast<std::uint64_t>(d.count);
       }
       out.family("kfaild_drills", "gauge", "Drills in the database, by cluster, fault and state (outcome).");
       for (const auto& [key, count] : counts) {
@@ -462,6 +461,41 @@ Response Endpoints::metrics(const Request& request, const RequestCounter& respon
   out.family("kfaild_store_failed_batches_total", "counter",
              "Write transactions that failed (disk full, read-only, I/O error).");
   out.sample("kfaild_store_failed_batches_total", {}, writer.failed_batches);
+
+  if (const auto size = store_.databaseSize(); size) {
+    out.family("kfaild_storage_database_bytes", "gauge",
+               "Size of the database file in pages (WAL content included), in bytes.");
+    out.sample("kfaild_storage_database_bytes", {}, size->fileBytes());
+    out.family("kfaild_storage_used_bytes", "gauge",
+               "Bytes of the database's pages in use (the file less SQLite's free pages): what storage.max_bytes bounds.");
+    out.sample("kfaild_storage_used_bytes", {}, size->usedBytes());
+  }
+  if (retention_ != nullptr) {
+    const auto report = retention_->retentionReport();
+    if (report.max_bytes) {
+      out.family("kfaild_storage_max_bytes", "gauge", "storage.max_bytes: the bound on the used bytes.");
+      out.sample("kfaild_storage_max_bytes", {}, *report.max_bytes);
+    }
+    out.family("kfaild_storage_pruned_rows_total", "counter",
+               "Rows deleted by retention (age or size bound), by kind: samples (raw, outside drill windows), "
+               "drill_samples, gaps, events.");
+    for (const auto& [kind, rows] : {std::pair{"samples", report.pruned_samples},
+                                     std::pair{"drill_samples", report.pruned_drill_samples},
+                                     std::pair{"gaps", report.pruned_gaps},
+                                     std::pair{"events", report.pruned_events}}) {
+      out.sample("kfaild_storage_pruned_rows_total", {{"kind", kind}}, rows);
+    }
+    out.family("kfaild_storage_retention_passes_total", "counter", "Retention passes finished.");
+    out.sample("kfaild_storage_retention_passes_total", {}, report.passes);
+    out.family("kfaild_storage_prune_failures_total", "counter",
+               "Retention steps that failed (each logged with the database's error).");
+    out.sample("kfaild_storage_prune_failures_total", {}, report.failures);
+    if (report.last_success_us) {
+      out.family("kfaild_storage_last_prune_timestamp_seconds", "gauge",
+                 "When the last retention pass without a failure ended (Unix time).");
+      out.sample("kfaild_storage_last_prune_timestamp_seconds", {}, seconds(*report.last_success_us));
+    }
+  }
 
   out.family("kfaild_http_requests_total", "counter",
              "HTTP responses sent, by status code (this scrape not included).");

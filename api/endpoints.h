@@ -26,6 +26,7 @@
 #include "api/router.h"
 #include "server/common/clock.h"
 #include "storage/drill_store.h"
+#include "storage/retention_status.h"
 #include "storage/store.h"
 
 namespace kfaild::api {
@@ -53,6 +54,8 @@ class Endpoints {
 
   // With drills: /metrics also counts drills by cluster, fault and state. Set before serving.
   void setDrillStore(const storage::DrillStore* drills) { drills_ = drills; }
+  // With retention: /metrics also reports what it pruned and when. Set before serving.
+  void setRetentionStatus(const storage::RetentionStatus* retention) { retention_ = retention; }
 
  private:
   Response healthz(const Request& request) const;
@@ -71,6 +74,7 @@ class Endpoints {
   const storage::Store& store_;
   const common::Clock& clock_;
   const storage::DrillStore* drills_ = nullptr;
+  const storage::RetentionStatus* retention_ = nullptr;
 };
 
 }  // namespace kfaild::api

@@ -12,6 +12,7 @@
 
 #include "server/common/result.h"
 #include "storage/records.h"
+#include "storage/store.h"
 
 namespace kfaild::storage {
 
@@ -39,6 +40,23 @@ struct DrillQuery {
   std::optional<std::int64_t> created_to_us;
   std::optional<std::int64_t> before_id;  // cursor: only drills with a smaller id
   std::size_t limit = 50;                 // newest first
+};
+
+// When a drill ran, without its request or result: for the readers that need only that
+// (retention's drill windows, incidents).
+struct DrillSpan {
+  std::int64_t id = 0;
+  ClusterId cluster = 0;
+  std::int64_t from_us = 0;              // started_us, or created_us while it has not started
+  std::optional<std::int64_t> to_us;     // finished_us; nullopt while it is not finished
+};
+
+// How many drills of a cluster ended (or stand) in one state after one kind of fault.
+struct DrillCount {
+  ClusterId cluster = 0;
+  std::string fault;
+  std::string state;
+  std::int64_t count = 0;
 };
 
 struct RecoveryEntry {
@@ -76,6 +94,12 @@ class DrillStore {
   virtual Status updateDrill(const DrillRecord& drill) = 0;
   virtual Result<std::optional<DrillRecord>> drill(std::int64_t id) const = 0;
   virtual Result<std::vector<DrillRecord>> drills(const DrillQuery& query) const = 0;
+  // The spans of the drills (of `cluster`, or of all) that overlap `range`: began before its end
+  // and did not finish before its start. By id.
+  virtual Result<std::vector<DrillSpan>> drillSpans(std::optional<ClusterId> cluster,
+                                                    TimeRange range) const = 0;
+  // Drills counted per (cluster, fault, state) in SQL, in that order.
+  virtual Result<std::vector<DrillCount>> drillCounts() const = 0;
 
   virtual Result<std::int64_t> addRecovery(const RecoveryEntry& entry) = 0;
   virtual Status updateRecovery(const RecoveryEntry& entry) = 0;

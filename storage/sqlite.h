@@ -25,6 +25,7 @@ namespace kfaild::storage::sqlite {
 
 class Statement {
  public:
+  Statement() = default;  // holds nothing until a prepared one is moved in
   Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
   ~Statement();
   Statement(Statement&& other) noexcept;
@@ -58,8 +59,8 @@ class Statement {
   Error error(int code) const;
 
  private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_;
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* stmt_ = nullptr;
 };
 
 class Database {

@@ -152,6 +152,49 @@ Result<std::vector<DrillRecord>> SqliteDrillStore::drills(const DrillQuery& q) c
   return out;
 }
 
+Result<std::vector<DrillSpan>> SqliteDrillStore::drillSpans(std::optional<ClusterId> cluster,
+                                                            TimeRange range) const {
+  std::lock_guard lock(mutex_);
+  auto s = db_->prepare(
+      "SELECT id, cluster_id, coalesce(started_us, created_us), finished_us FROM drills"
+      " WHERE (?1 IS NULL OR cluster_id = ?1) AND coalesce(started_us, created_us) < ?3"
+      " AND (finished_us IS NULL OR finished_us >= ?2) ORDER BY id");
+  if (!s) return s.error();
+  s->bindOptionalInt(1, cluster);
+  s->bindInt(2, range.from_us);
+  s->bindInt(3, range.to_us);
+  std::vector<DrillSpan> out;
+  for (;;) {
+    auto row = s->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    out.push_back(DrillSpan{.id = s->columnInt(0),
+                            .cluster = s->columnInt(1),
+                            .from_us = s->columnInt(2),
+                            .to_us = s->columnOptionalInt(3)});
+  }
+  return out;
+}
+
+Result<std::vector<DrillCount>> SqliteDrillStore::drillCounts() const {
+  std::lock_guard lock(mutex_);
+  auto s = db_->prepare(
+      "SELECT cluster_id, fault, state, count(*) FROM drills GROUP BY cluster_id, fault, state"
+      " ORDER BY cluster_id, fault, state");
+  if (!s) return s.error();
+  std::vector<DrillCount> out;
+  for (;;) {
+    auto row = s->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    out.push_back(DrillCount{.cluster = s->columnInt(0),
+                             .fault = s->columnText(1),
+                             .state = s->columnText(2),
+                             .count = s->columnInt(3)});
+  }
+  return out;
+}
+
 Result<std::int64_t> SqliteDrillStore::addRecovery(const RecoveryEntry& e) {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(

@@ -26,6 +26,10 @@ class SqliteDrillStore final : public DrillStore {
   Status updateDrill(const DrillRecord& drill) override;
   Result<std::optional<DrillRecord>> drill(std::int64_t id) const override;
   Result<std::vector<DrillRecord>> drills(const DrillQuery& query) const override;
+  Result<std::vector<DrillSpan>> drillSpans(std::optional<ClusterId> cluster,
+                                            TimeRange range) const override;
+  // A scan of the covering index drills_by_outcome, not of the drills' rows.
+  Result<std::vector<DrillCount>> drillCounts() const override;
 
   Result<std::int64_t> addRecovery(const RecoveryEntry& entry) override;
   Status updateRecovery(const RecoveryEntry& entry) override;

@@ -44,6 +44,20 @@ constexpr std::string_view kInsertEvent = R"sql(
 INSERT INTO events (cluster_id, t_us, source, kind, broker, topic, partition, detail)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))sql";
 
+constexpr std::string_view kPruneBoundary = R"sql(
+SELECT send_us FROM probe_samples WHERE partition_id = ?1 AND send_us >= ?2 AND send_us < ?3
+ORDER BY send_us LIMIT 1 OFFSET ?4)sql";
+
+constexpr std::string_view kPruneSamples = R"sql(
+DELETE FROM probe_samples WHERE partition_id = ?1 AND send_us >= ?2 AND send_us < ?3)sql";
+
+// Oldest first through the time indexes (gaps_by_end, events_by_time), which hold the rowid.
+constexpr std::string_view kPruneGaps = R"sql(
+DELETE FROM gaps WHERE id IN (SELECT id FROM gaps WHERE end_us < ?1 ORDER BY end_us LIMIT ?2))sql";
+
+constexpr std::string_view kPruneEvents = R"sql(
+DELETE FROM events WHERE id IN (SELECT id FROM events WHERE t_us < ?1 ORDER BY t_us LIMIT ?2))sql";
+
 constexpr std::string_view kUpsertCluster = R"sql(
 INSERT INTO clusters (name, bootstrap, created_us) VALUES (?1, ?2, ?3)
 ON CONFLICT (name) DO UPDATE SET bootstrap = excluded.bootstrap
@@ -61,6 +75,22 @@ bool isRecordError(int code) {
     default:
       return false;
   }
+}
+
+// The columns id, cluster_id, t_us, source, kind, broker, topic, partition, detail from `first`.
+Event readEvent(const sqlite::Statement& row, int first) {
+  const auto optionalInt32 = [](std::optional<std::int64_t> value) {
+    return value ? std::optional<std::int32_t>(static_cast<std::int32_t>(*value)) : std::nullopt;
+  };
+  return Event{.id = row.columnInt(first),
+               .cluster = row.columnInt(first + 1),
+               .t_us = row.columnInt(first + 2),
+               .source = row.columnText(first + 3),
+               .kind = row.columnText(first + 4),
+               .broker = optionalInt32(row.columnOptionalInt(first + 5)),
+               .topic = row.columnOptionalText(first + 6),
+               .partition = optionalInt32(row.columnOptionalInt(first + 7)),
+               .detail = row.columnText(first + 8)};
 }
 
 std::int64_t sqlLimit(std::size_t limit) {
@@ -98,10 +128,21 @@ struct PartitionKeyEqual {
   bool operator()(const PartitionKeyView& a, const PartitionKeyView& b) const { return a == b; }
 };
 
-struct PruneChunk {
-  std::int64_t deleted = 0;
-  std::optional<std::int64_t> next_from;  // unset when the interval is done
+// Where a prune of one partition's samples stands: the interval it is in and the send time it
+// continues from. Done when `interval` is past the last one.
+struct SampleCursor {
+  std::size_t interval = 0;
+  std::int64_t from_us = 0;
 };
+
+struct SampleChunk {
+  std::int64_t deleted = 0;
+  SampleCursor next;
+};
+
+// Pages given back per incremental_vacuum transaction (16 MiB at 4 KiB pages): like a prune
+// chunk, it bounds how long a batch waits behind it.
+constexpr std::int64_t kVacuumChunkPages = 4096;
 
 // A WHERE clause built from the filters a query sets, so SQLite sees only the conditions that
 // matter and can pick an index for them.
@@ -139,6 +180,14 @@ Status setUp(sqlite::Database& db, const std::string& path) {
   const auto failed = [&](const Error& cause) {
     return Error{errc::open_failed, "setting up " + path + ": " + cause.describe()};
   };
+  // A new file is created in incremental auto-vacuum mode, so that pages freed by retention can
+  // be given back when the file is over storage.max_bytes (releaseFreePages). It can only be
+  // chosen before the first table exists, and before journal_mode=WAL writes the header.
+  auto pages = db.queryInt("PRAGMA page_count");
+  if (!pages) return failed(pages.error());
+  if (*pages == 0) {
+    if (auto set = db.exec("PRAGMA auto_vacuum = INCREMENTAL"); !set) return failed(set.error());
+  }
   // WAL: readers never wait for the writer and the writer never waits for readers.
   auto mode = db.prepare("PRAGMA journal_mode = WAL");
   if (!mode) return failed(mode.error());
@@ -164,14 +213,20 @@ class SqliteBatchSink final : public BatchSink {
  public:
   static Result<std::unique_ptr<SqliteBatchSink>> create(std::unique_ptr<sqlite::Database> db,
                                                          std::optional<std::int64_t> max_pages) {
-    auto upsert_partition = db->prepare(kUpsertPartition);
-    if (!upsert_partition) return upsert_partition.error();
-    auto insert_sample = db->prepare(kInsertSample);
-    if (!insert_sample) return insert_sample.error();
-    auto insert_gap = db->prepare(kInsertGap);
-    if (!insert_gap) return insert_gap.error();
-    auto insert_event = db->prepare(kInsertEvent);
-    if (!insert_event) return insert_event.error();
+    Statements statements{};
+    for (const auto& [sql, statement] :
+         {std::pair{kUpsertPartition, &statements.upsert_partition},
+          std::pair{kInsertSample, &statements.insert_sample},
+          std::pair{kInsertGap, &statements.insert_gap},
+          std::pair{kInsertEvent, &statements.insert_event},
+          std::pair{kPruneBoundary, &statements.prune_boundary},
+          std::pair{kPruneSamples, &statements.prune_samples},
+          std::pair{kPruneGaps, &statements.prune_gaps},
+          std::pair{kPruneEvents, &statements.prune_events}}) {
+      auto prepared = db->prepare(sql);
+      if (!prepared) return prepared.error();
+      *statement = std::move(*prepared);
+    }
     auto default_pages = db->queryInt("PRAGMA max_page_count");
     if (!default_pages) return default_pages.error();
     // Prunes would otherwise zero every freed page (Debian builds SQLite with SECURE_DELETE);
@@ -183,8 +238,7 @@ class SqliteBatchSink final : public BatchSink {
       return set.error();
     }
     auto sink = std::unique_ptr<SqliteBatchSink>(
-        new SqliteBatchSink(std::move(db), std::move(*upsert_partition), std::move(*insert_sample),
-                            std::move(*insert_gap), std::move(*insert_event), *default_pages));
+        new SqliteBatchSink(std::move(db), std::move(statements), *default_pages));
     sink->setMaxPageCount(max_pages);
     return sink;
   }
@@ -266,50 +320,106 @@ class SqliteBatchSink final : public BatchSink {
     return id;
   }
 
-  // Deletes up to `max_rows` samples of one partition with send_us in [from_us, to_us), oldest
-  // first, in one transaction.
-  Result<PruneChunk> pruneChunk(std::int64_t partition_id, std::int64_t from_us, std::int64_t to_us,
-                                std::int64_t max_rows) {
+  // Deletes up to about `max_rows` samples of one partition with send_us in `intervals` (sorted,
+  // disjoint), oldest first from `cursor`, in one transaction.
+  Result<SampleChunk> pruneSampleChunk(std::int64_t partition_id,
+                                       const std::vector<TimeRange>& intervals, SampleCursor cursor,
+                                       std::int64_t max_rows) {
     if (auto limited = applyPageLimit(); !limited) return limited.error();
-    // Where the chunk ends: the send time of the first row past it. Deleting by key range keeps
-    // the DELETE a plain range scan of the primary key.
-    auto boundary = db_->prepare(
-        "SELECT send_us FROM probe_samples WHERE partition_id = ?1 AND send_us >= ?2 "
-        "AND send_us < ?3 ORDER BY send_us LIMIT 1 OFFSET ?4");
-    if (!boundary) return boundary.error();
-    boundary->bindInt(1, partition_id);
-    boundary->bindInt(2, from_us);
-    boundary->bindInt(3, to_us);
-    boundary->bindInt(4, std::max<std::int64_t>(max_rows, 1));
-    auto row = boundary->step();
-    if (!row) return row.error();
-    PruneChunk chunk;
-    std::int64_t upper = to_us;
-    if (*row) {
+    if (auto begun = db_->exec("BEGIN IMMEDIATE"); !begun) return begun.error();
+    SampleChunk chunk;
+    const auto fail = [&](Error error) {
+      db_->rollbackQuietly();
+      prune_boundary_.reset();
+      prune_samples_.reset();
+      return error;
+    };
+    while (cursor.interval < intervals.size() && chunk.deleted < max_rows) {
+      const auto to_us = intervals[cursor.interval].to_us;
+      // Where the chunk ends: the send time of the first row past it. Deleting by key range keeps
+      // the DELETE a plain range scan of the primary key.
+      prune_boundary_.bindInt(1, partition_id);
+      prune_boundary_.bindInt(2, cursor.from_us);
+      prune_boundary_.bindInt(3, to_us);
+      prune_boundary_.bindInt(4, std::max<std::int64_t>(max_rows - chunk.deleted, 1));
+      auto row = prune_boundary_.step();
+      if (!row) return fail(row.error());
+      std::int64_t upper = to_us;
       // from_us + 1 at least, so rows sharing one send time cannot stall the loop.
-      upper = std::max(boundary->columnInt(0), from_us + 1);
-      chunk.next_from = upper;
+      if (*row) upper = std::max(prune_boundary_.columnInt(0), cursor.from_us + 1);
+      prune_boundary_.reset();
+      prune_samples_.bindInt(1, partition_id);
+      prune_samples_.bindInt(2, cursor.from_us);
+      prune_samples_.bindInt(3, upper);
+      if (auto done = prune_samples_.run(); !done) return fail(done.error());
+      prune_samples_.reset();
+      chunk.deleted += db_->changes();
+      if (upper < to_us) {
+        cursor.from_us = upper;
+      } else if (++cursor.interval < intervals.size()) {
+        cursor.from_us = intervals[cursor.interval].from_us;
+      }
     }
-    auto erase = db_->prepare(
-        "DELETE FROM probe_samples WHERE partition_id = ?1 AND send_us >= ?2 AND send_us < ?3");
-    if (!erase) return erase.error();
-    erase->bindInt(1, partition_id);
-    erase->bindInt(2, from_us);
-    erase->bindInt(3, upper);
-    if (auto done = erase->run(); !done) return done.error();
-    chunk.deleted = db_->changes();
+    if (auto committed = db_->exec("COMMIT"); !committed) return fail(committed.error());
+    chunk.next = cursor;
     return chunk;
   }
 
+  // Deletes up to `max_rows` of the oldest rows of `table` before `before_us` on its time
+  // column, in one transaction (the statement's own).
+  Result<std::int64_t> pruneByTime(sqlite::Statement& erase, std::int64_t before_us,
+                                   std::int64_t max_rows) {
+    if (auto limited = applyPageLimit(); !limited) return limited.error();
+    erase.bindInt(1, before_us);
+    erase.bindInt(2, std::max<std::int64_t>(max_rows, 1));
+    auto done = erase.run();
+    erase.reset();
+    if (!done) return done.error();
+    return db_->changes();
+  }
+  Result<std::int64_t> pruneGaps(std::int64_t before_us, std::int64_t max_rows) {
+    return pruneByTime(prune_gaps_, before_us, max_rows);
+  }
+  Result<std::int64_t> pruneEvents(std::int64_t before_us, std::int64_t max_rows) {
+    return pruneByTime(prune_events_, before_us, max_rows);
+  }
+
+  // Gives up to `pages` free pages back to the file system; how many it gave.
+  Result<std::int64_t> incrementalVacuum(std::int64_t pages) {
+    if (auto limited = applyPageLimit(); !limited) return limited.error();
+    auto before = db_->queryInt("PRAGMA freelist_count");
+    if (!before) return before.error();
+    if (auto done = db_->exec("PRAGMA incremental_vacuum(" + std::to_string(pages) + ")"); !done) {
+      return done.error();
+    }
+    auto after = db_->queryInt("PRAGMA freelist_count");
+    if (!after) return after.error();
+    return *before - *after;
+  }
+
  private:
-  SqliteBatchSink(std::unique_ptr<sqlite::Database> db, sqlite::Statement upsert_partition,
-                  sqlite::Statement insert_sample, sqlite::Statement insert_gap,
-                  sqlite::Statement insert_event, std::int64_t default_max_pages)
+  struct Statements {
+    sqlite::Statement upsert_partition;
+    sqlite::Statement insert_sample;
+    sqlite::Statement insert_gap;
+    sqlite::Statement insert_event;
+    sqlite::Statement prune_boundary;
+    sqlite::Statement prune_samples;
+    sqlite::Statement prune_gaps;
+    sqlite::Statement prune_events;
+  };
+
+  SqliteBatchSink(std::unique_ptr<sqlite::Database> db, Statements statements,
+                  std::int64_t default_max_pages)
       : db_(std::move(db)),
-        upsert_partition_(std::move(upsert_partition)),
-        insert_sample_(std::move(insert_sample)),
-        insert_gap_(std::move(insert_gap)),
-        insert_event_(std::move(insert_event)),
+        upsert_partition_(std::move(statements.upsert_partition)),
+        insert_sample_(std::move(statements.insert_sample)),
+        insert_gap_(std::move(statements.insert_gap)),
+        insert_event_(std::move(statements.insert_event)),
+        prune_boundary_(std::move(statements.prune_boundary)),
+        prune_samples_(std::move(statements.prune_samples)),
+        prune_gaps_(std::move(statements.prune_gaps)),
+        prune_events_(std::move(statements.prune_events)),
         default_max_pages_(default_max_pages) {}
 
   static std::optional<std::int64_t> relativeTo(std::int64_t base,
@@ -385,6 +495,10 @@ class SqliteBatchSink final : public BatchSink {
   sqlite::Statement insert_sample_;
   sqlite::Statement insert_gap_;
   sqlite::Statement insert_event_;
+  sqlite::Statement prune_boundary_;
+  sqlite::Statement prune_samples_;
+  sqlite::Statement prune_gaps_;
+  sqlite::Statement prune_events_;
   std::unordered_map<PartitionKey, std::int64_t, PartitionKeyHash, PartitionKeyEqual>
       partition_ids_;
   const std::int64_t default_max_pages_;
@@ -615,50 +729,96 @@ Result<std::vector<Event>> SqliteStore::events(const EventQuery& query) const {
     if (!select) return select.error();
     select->bindInt(where.bind(*select), sqlLimit(query.limit));
     std::vector<Event> found;
-    const auto optionalInt32 = [](std::optional<std::int64_t> value) {
-      return value ? std::optional<std::int32_t>(static_cast<std::int32_t>(*value)) : std::nullopt;
-    };
     for (;;) {
       auto row = select->step();
       if (!row) return row.error();
       if (!*row) return found;
-      found.push_back(Event{.id = select->columnInt(0),
-                            .cluster = select->columnInt(1),
-                            .t_us = select->columnInt(2),
-                            .source = select->columnText(3),
-                            .kind = select->columnText(4),
-                            .broker = optionalInt32(select->columnOptionalInt(5)),
-                            .topic = select->columnOptionalText(6),
-                            .partition = optionalInt32(select->columnOptionalInt(7)),
-                            .detail = select->columnText(8)});
+      found.push_back(readEvent(*select, 0));
+    }
+  });
+}
+
+Result<std::vector<std::vector<Event>>> SqliteStore::eventsInWindows(
+    ClusterId cluster, const std::vector<TimeRange>& windows, std::size_t limit_each) const {
+  std::vector<std::vector<Event>> found(windows.size());
+  if (windows.empty()) return found;
+  // The windows go in as one JSON parameter, however many there are. For each window the
+  // subquery walks events_by_cluster_time from the window's start and stops at its limit.
+  std::string json = "[";
+  for (const auto& w : windows) {
+    if (json.size() > 1) json += ',';
+    json += '[' + std::to_string(w.from_us) + ',' + std::to_string(w.to_us) + ']';
+  }
+  json += ']';
+  return withReader([&](sqlite::Database& db) -> Result<std::vector<std::vector<Event>>> {
+    auto select = db.prepare(R"sql(
+WITH w (idx, from_us, to_us) AS (
+  SELECT key, json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?1))
+SELECT w.idx, e.id, e.cluster_id, e.t_us, e.source, e.kind, e.broker, e.topic, e.partition,
+       e.detail
+FROM w JOIN events AS e ON e.id IN (
+  SELECT id FROM events WHERE cluster_id = ?2 AND t_us >= w.from_us AND t_us < w.to_us
+  ORDER BY t_us, id LIMIT ?3)
+ORDER BY w.idx, e.t_us, e.id)sql");
+    if (!select) return select.error();
+    select->bindText(1, json);
+    select->bindInt(2, cluster);
+    select->bindInt(3, sqlLimit(limit_each));
+    for (;;) {
+      auto row = select->step();
+      if (!row) return row.error();
+      if (!*row) return std::move(found);
+      found.at(static_cast<std::size_t>(select->columnInt(0))).push_back(readEvent(*select, 1));
     }
   });
 }
 
 namespace {
 
-// [INT64_MIN, cutoff) minus the keep ranges, as sorted disjoint half-open intervals.
-std::vector<TimeRange> deletionIntervals(std::int64_t cutoff_us, std::vector<TimeRange> keep) {
-  std::sort(keep.begin(), keep.end(),
+// The windows sorted and merged, empty ones left out.
+std::vector<TimeRange> merged(std::vector<TimeRange> windows) {
+  std::erase_if(windows, [](const TimeRange& r) { return r.to_us <= r.from_us; });
+  std::sort(windows.begin(), windows.end(),
             [](const TimeRange& a, const TimeRange& b) { return a.from_us < b.from_us; });
-  std::vector<TimeRange> intervals;
-  std::int64_t cursor = std::numeric_limits<std::int64_t>::min();
-  for (const auto& range : keep) {
-    if (range.to_us <= range.from_us) continue;
-    if (cursor >= cutoff_us) break;
-    if (range.from_us > cursor) intervals.push_back({cursor, std::min(range.from_us, cutoff_us)});
-    cursor = std::max(cursor, range.to_us);
+  std::vector<TimeRange> out;
+  for (const auto& range : windows) {
+    if (!out.empty() && range.from_us <= out.back().to_us) {
+      out.back().to_us = std::max(out.back().to_us, range.to_us);
+    } else {
+      out.push_back(range);
+    }
   }
-  if (cursor < cutoff_us) intervals.push_back({cursor, cutoff_us});
+  return out;
+}
+
+// The send-time intervals a prune deletes, sorted and disjoint: [INT64_MIN, before) minus the
+// windows, or within them.
+std::vector<TimeRange> sampleIntervals(const SamplePrune& prune) {
+  const auto windows = merged(prune.drill_windows);
+  const auto before = prune.before_us;
+  std::vector<TimeRange> intervals;
+  if (prune.inside_windows) {
+    for (const auto& w : windows) {
+      if (w.from_us >= before) break;
+      intervals.push_back({w.from_us, std::min(w.to_us, before)});
+    }
+    return intervals;
+  }
+  std::int64_t cursor = std::numeric_limits<std::int64_t>::min();
+  for (const auto& w : windows) {
+    if (cursor >= before) break;
+    if (w.from_us > cursor) intervals.push_back({cursor, std::min(w.from_us, before)});
+    cursor = std::max(cursor, w.to_us);
+  }
+  if (cursor < before) intervals.push_back({cursor, before});
   return intervals;
 }
 
 }  // namespace
 
-Result<std::int64_t> SqliteStore::pruneSamples(std::int64_t cutoff_us,
-                                               const std::vector<TimeRange>& keep) {
-  const auto intervals = deletionIntervals(cutoff_us, keep);
-  if (intervals.empty()) return std::int64_t{0};
+Result<std::int64_t> SqliteStore::pruneSamples(const SamplePrune& prune) {
+  const auto intervals = sampleIntervals(prune);
+  if (intervals.empty() || prune.max_rows <= 0) return std::int64_t{0};
   auto partition_ids = withReader([](sqlite::Database& db) -> Result<std::vector<std::int64_t>> {
     auto select = db.prepare("SELECT id FROM probe_partitions ORDER BY id");
     if (!select) return select.error();
@@ -673,23 +833,109 @@ Result<std::int64_t> SqliteStore::pruneSamples(std::int64_t cutoff_us,
   if (!partition_ids) return partition_ids.error();
 
   std::int64_t deleted = 0;
-  const auto chunk_rows = options_.prune_chunk_rows;
   for (const auto partition_id : *partition_ids) {
-    for (const auto& interval : intervals) {
-      std::optional<std::int64_t> from = interval.from_us;
-      while (from) {
-        auto chunk = writer_->runOnWriter<PruneChunk>(
-            [this, partition_id, start = *from, to = interval.to_us, chunk_rows] {
-              return sink_->pruneChunk(partition_id, start, to, chunk_rows);
-            });
-        if (!chunk) return chunk.error();
-        deleted += chunk->deleted;
-        from = chunk->next_from;
-      }
+    SampleCursor cursor{0, intervals.front().from_us};
+    while (cursor.interval < intervals.size() && deleted < prune.max_rows) {
+      const auto rows = std::min(options_.prune_chunk_rows, prune.max_rows - deleted);
+      auto chunk = writer_->runOnWriter<SampleChunk>(
+          [this, partition_id, &intervals, cursor, rows] {
+            return sink_->pruneSampleChunk(partition_id, intervals, cursor, rows);
+          });
+      if (!chunk) return chunk.error();
+      deleted += chunk->deleted;
+      cursor = chunk->next;
     }
   }
-  spdlog::info("storage: pruned {} samples sent before {}", deleted, cutoff_us);
   return deleted;
+}
+
+template <typename Chunk>
+Result<std::int64_t> SqliteStore::pruneChunked(std::int64_t max_rows, Chunk chunk) {
+  std::int64_t deleted = 0;
+  while (deleted < max_rows) {
+    const auto rows = std::min(options_.prune_chunk_rows, max_rows - deleted);
+    auto done = writer_->runOnWriter<std::int64_t>([&chunk, rows] { return chunk(rows); });
+    if (!done) return done.error();
+    deleted += *done;
+    if (*done < rows) break;
+  }
+  return deleted;
+}
+
+Result<std::int64_t> SqliteStore::pruneGaps(std::int64_t before_us, std::int64_t max_rows) {
+  return pruneChunked(max_rows, [this, before_us](std::int64_t rows) {
+    return sink_->pruneGaps(before_us, rows);
+  });
+}
+
+Result<std::int64_t> SqliteStore::pruneEvents(std::int64_t before_us, std::int64_t max_rows) {
+  return pruneChunked(max_rows, [this, before_us](std::int64_t rows) {
+    return sink_->pruneEvents(before_us, rows);
+  });
+}
+
+Result<DatabaseSize> SqliteStore::databaseSize() const {
+  return withReader([](sqlite::Database& db) -> Result<DatabaseSize> {
+    // One read transaction, so the page count and the free pages are of the same moment.
+    if (auto begun = db.exec("BEGIN"); !begun) return begun.error();
+    DatabaseSize size;
+    for (const auto& [pragma, into] : {std::pair{"PRAGMA page_size", &size.page_size},
+                                       std::pair{"PRAGMA page_count", &size.pages},
+                                       std::pair{"PRAGMA freelist_count", &size.free_pages}}) {
+      auto value = db.queryInt(pragma);
+      if (!value) {
+        db.rollbackQuietly();
+        return value.error();
+      }
+      *into = *value;
+    }
+    auto mode = db.queryInt("PRAGMA auto_vacuum");
+    db.rollbackQuietly();
+    if (!mode) return mode.error();
+    size.incremental_vacuum = *mode == 2;
+    return size;
+  });
+}
+
+Result<RecordSpans> SqliteStore::recordSpans() const {
+  return withReader([](sqlite::Database& db) -> Result<RecordSpans> {
+    // Each an index seek: per partition on the samples' primary key, and on the gaps' and events'
+    // time indexes.
+    auto select = db.prepare(R"sql(
+WITH per_partition (oldest, newest) AS (
+  SELECT (SELECT min(send_us) FROM probe_samples WHERE partition_id = p.id),
+         (SELECT max(send_us) FROM probe_samples WHERE partition_id = p.id)
+  FROM probe_partitions AS p)
+SELECT (SELECT min(oldest) FROM per_partition), (SELECT max(newest) FROM per_partition),
+       (SELECT min(end_us) FROM gaps), (SELECT max(end_us) FROM gaps),
+       (SELECT min(t_us) FROM events), (SELECT max(t_us) FROM events))sql");
+    if (!select) return select.error();
+    auto row = select->step();
+    if (!row) return row.error();
+    const auto span = [&](int first) -> std::optional<TimeSpan> {
+      const auto oldest = select->columnOptionalInt(first);
+      const auto newest = select->columnOptionalInt(first + 1);
+      if (!oldest || !newest) return std::nullopt;
+      return TimeSpan{.oldest_us = *oldest, .newest_us = *newest};
+    };
+    return RecordSpans{.samples = span(0), .gaps = span(2), .events = span(4)};
+  });
+}
+
+Result<std::int64_t> SqliteStore::releaseFreePages(std::int64_t max_pages) {
+  auto size = databaseSize();
+  if (!size) return size.error();
+  if (!size->incremental_vacuum) return std::int64_t{0};
+  std::int64_t released = 0;
+  while (released < max_pages) {
+    const auto pages = std::min(kVacuumChunkPages, max_pages - released);
+    auto done = writer_->runOnWriter<std::int64_t>(
+        [this, pages] { return sink_->incrementalVacuum(pages); });
+    if (!done) return done.error();
+    released += *done;
+    if (*done < pages) break;
+  }
+  return released;
 }
 
 }  // namespace kfaild::storage

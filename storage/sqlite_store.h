@@ -4,7 +4,7 @@
 //
 // Connections, and who uses them:
 //   - one write connection, owned by the BatchWriter's thread. Every write goes through it:
-//     sample/gap/event batches, and also ensureCluster() and each chunk of pruneSamples(), which
+//     sample/gap/event batches, and also ensureCluster() and each chunk of a prune, which
 //     run on the writer thread between two batches (BatchWriter::runOnWriter). One writer means
 //     kfaild never contends with itself for SQLite's write lock: a long prune cannot make a
 //     batch wait out the busy timeout and fail, and it cannot starve the probe's writes either,
@@ -46,7 +46,7 @@ struct SqliteStoreOptions {
   std::chrono::milliseconds retry_interval{1000};
   // How long a connection waits for a lock held by another process (or a test) before failing.
   std::chrono::milliseconds busy_timeout{5000};
-  // Rows deleted per pruneSamples() transaction; bounds how long a batch waits behind a prune.
+  // Rows deleted per prune transaction; bounds how long a batch waits behind a prune.
   std::int64_t prune_chunk_rows = 10'000;
   std::size_t max_idle_readers = 4;
   // Caps the file at this many pages (4 KiB each) on the write connection: a way to see
@@ -82,11 +82,20 @@ class SqliteStore final : public Store {
   Result<std::vector<Gap>> gaps(const GapQuery& query) const override;
   Result<std::vector<Event>> events(const EventQuery& query) const override;
 
-  // Chunks of at most prune_chunk_rows rows, one transaction each, taking turns with batches on
-  // the writer thread. Keep ranges are [from_us, to_us) on send_us. If a chunk fails, the rows
-  // deleted so far stay deleted and the error is returned.
-  Result<std::int64_t> pruneSamples(std::int64_t cutoff_us,
-                                    const std::vector<TimeRange>& keep) override;
+  Result<std::vector<std::vector<Event>>> eventsInWindows(
+      ClusterId cluster, const std::vector<TimeRange>& windows,
+      std::size_t limit_each) const override;
+
+  // Prunes run in chunks of at most prune_chunk_rows rows (incremental_vacuum: 4096 pages), one
+  // transaction each, on the writer thread between batches. If a chunk fails, the rows deleted
+  // so far stay deleted and the error is returned. Samples are deleted partition by partition,
+  // oldest first within each.
+  Result<std::int64_t> pruneSamples(const SamplePrune& prune) override;
+  Result<std::int64_t> pruneGaps(std::int64_t before_us, std::int64_t max_rows) override;
+  Result<std::int64_t> pruneEvents(std::int64_t before_us, std::int64_t max_rows) override;
+  Result<DatabaseSize> databaseSize() const override;
+  Result<RecordSpans> recordSpans() const override;
+  Result<std::int64_t> releaseFreePages(std::int64_t max_pages) override;
 
   // Changes the page cap of options.max_page_count (nullopt lifts it); applied before the
   // writer's next transaction.
@@ -101,6 +110,9 @@ class SqliteStore final : public Store {
   // Runs `read(sqlite::Database&)` on a pooled read connection.
   template <typename F>
   auto withReader(F&& read) const;
+  // Runs `chunk(rows)` on the writer until it deletes fewer than asked or max_rows are done.
+  template <typename Chunk>
+  Result<std::int64_t> pruneChunked(std::int64_t max_rows, Chunk chunk);
 
   std::string path_;
   SqliteStoreOptions options_;

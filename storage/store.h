@@ -51,6 +51,43 @@ struct SampleQuery {
   std::size_t limit = 100000;
 };
 
+// Which samples a prune deletes: those sent before `before_us` that lie outside every drill
+// window (raw samples), or, with `inside_windows`, inside one of them (drill-window samples).
+// Windows are [from_us, to_us) on send_us and may overlap.
+struct SamplePrune {
+  std::int64_t before_us = 0;
+  std::vector<TimeRange> drill_windows{};
+  bool inside_windows = false;
+  // Stops after the chunk that reaches this many rows (so it may delete up to one chunk more):
+  // a caller that loops over calls can stop in between.
+  std::int64_t max_rows = INT64_MAX;
+};
+
+// The database file's pages (SQLite's own accounting, seen by a fresh read transaction).
+struct DatabaseSize {
+  std::int64_t page_size = 0;
+  std::int64_t pages = 0;       // the file's length in pages (WAL content included)
+  std::int64_t free_pages = 0;  // on SQLite's freelist: reused by later writes
+  bool incremental_vacuum = false;  // auto_vacuum=INCREMENTAL: free pages can be given back
+
+  std::int64_t fileBytes() const { return pages * page_size; }
+  std::int64_t usedBytes() const { return (pages - free_pages) * page_size; }
+};
+
+// The oldest and the newest record of a kind.
+struct TimeSpan {
+  std::int64_t oldest_us = 0;
+  std::int64_t newest_us = 0;
+};
+
+// Each prunable kind's span (samples by send_us, gaps by end_us, events by t_us); nullopt when
+// there is none.
+struct RecordSpans {
+  std::optional<TimeSpan> samples;
+  std::optional<TimeSpan> gaps;
+  std::optional<TimeSpan> events;
+};
+
 struct WriterStats {
   std::uint64_t queued = 0;            // records waiting for the writer now
   std::uint64_t written = 0;           // records committed since start
@@ -81,10 +118,26 @@ class Store {
   virtual Result<std::vector<Gap>> gaps(const GapQuery& query) const = 0;
   virtual Result<std::vector<Event>> events(const EventQuery& query) const = 0;
 
-  // Deletes raw samples sent before `cutoff_us`, except those inside any of `keep` (drill
-  // windows). Returns the number of rows deleted. Gaps and events are never deleted.
-  virtual Result<std::int64_t> pruneSamples(std::int64_t cutoff_us,
-                                            const std::vector<TimeRange>& keep) = 0;
+  // Events in each of `windows` (of one cluster), at most `limit_each` per window, by t_us then
+  // id: one query for many windows. The result has one list per window, in the order given.
+  virtual Result<std::vector<std::vector<Event>>> eventsInWindows(
+      ClusterId cluster, const std::vector<TimeRange>& windows, std::size_t limit_each) const = 0;
+
+  // Retention. Each deletes oldest first in bounded transactions that take turns with the
+  // writer's batches, returns the number of rows deleted, and on failure leaves what it deleted
+  // so far deleted. Clusters, probe partitions and the drill tables are never deleted.
+  virtual Result<std::int64_t> pruneSamples(const SamplePrune& prune) = 0;
+  // Gaps that ended before `before_us` / events that happened before it; at most about
+  // `max_rows` (whole chunks).
+  virtual Result<std::int64_t> pruneGaps(std::int64_t before_us, std::int64_t max_rows) = 0;
+  virtual Result<std::int64_t> pruneEvents(std::int64_t before_us, std::int64_t max_rows) = 0;
+
+  virtual Result<DatabaseSize> databaseSize() const = 0;
+  virtual Result<RecordSpans> recordSpans() const = 0;
+  // Gives up to `max_pages` free pages back to the file system (PRAGMA incremental_vacuum), in
+  // bounded transactions; the number given back. 0 when the file is not in incremental
+  // auto-vacuum mode (databases created before kfaild set it: see storage/README.md).
+  virtual Result<std::int64_t> releaseFreePages(std::int64_t max_pages) = 0;
 };
 
 }  // namespace kfaild::storage

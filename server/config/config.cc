@@ -347,6 +347,61 @@ ClusterConfig readCluster(const YAML::Node& node, const std::string& key) {
   return c;
 }
 
+// A retention: whole hours, or `forever` (nullopt).
+std::optional<std::int64_t> readRetention(const YAML::Node& node, const std::string& key) {
+  constexpr std::int64_t kMaxHours = 24 * 3650;
+  if (!node.IsScalar()) fail(key, "must be a number of hours or forever");
+  const auto text = node.as<std::string>();
+  if (text == "forever") return std::nullopt;
+  std::int64_t hours = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), hours);
+  if (ec != std::errc{} || ptr != text.data() + text.size() || hours < 1 || hours > kMaxHours) {
+    fail(key, "must be a whole number of hours from 1 to " + std::to_string(kMaxHours) +
+                  ", or forever, got '" + text + "'");
+  }
+  return hours * RetentionConfig::kHourUs;
+}
+
+StorageConfig readStorage(const YAML::Node& node) {
+  rejectUnknownKeys(node, "storage",
+                    {"path", "retention", "retention_interval_s", "max_bytes", "sample_retention_hours",
+                     "max_queued_records"});
+  StorageConfig s;
+  if (node["path"]) s.path = readString(node["path"], "storage.path");
+  if (node["retention"]) {
+    const auto r = node["retention"];
+    rejectUnknownKeys(r, "storage.retention",
+                      {"samples_hours", "drill_samples_hours", "gaps_hours", "events_hours"});
+    for (const auto& [name, into] :
+         {std::pair{"samples_hours", &s.retention.samples_us},
+          std::pair{"drill_samples_hours", &s.retention.drill_samples_us},
+          std::pair{"gaps_hours", &s.retention.gaps_us}, std::pair{"events_hours", &s.retention.events_us}}) {
+      if (r[name]) *into = readRetention(r[name], std::string("storage.retention.") + name);
+    }
+  }
+  // The key of earlier versions, for raw samples.
+  if (node["sample_retention_hours"]) {
+    if (node["retention"] && node["retention"]["samples_hours"]) {
+      fail("storage.sample_retention_hours",
+           "is the old name of storage.retention.samples_hours; give only one of them");
+    }
+    s.retention.samples_us = readRetention(node["sample_retention_hours"], "storage.sample_retention_hours");
+  }
+  if (node["retention_interval_s"]) {
+    s.retention_interval_us =
+        readInt(node["retention_interval_s"], "storage.retention_interval_s", 10, 86'400) * 1'000'000;
+  }
+  if (node["max_bytes"]) {
+    s.max_bytes = readInt(node["max_bytes"], "storage.max_bytes", StorageConfig::kMinMaxBytes,
+                          std::int64_t{1} << 50);
+  }
+  if (node["max_queued_records"]) {
+    s.max_queued_records = static_cast<std::size_t>(
+        readInt(node["max_queued_records"], "storage.max_queued_records", 1000, 100'000'000));
+  }
+  return s;
+}
+
 }  // namespace
 
 bool isLoopbackHost(const std::string& host) {
@@ -472,20 +527,7 @@ Config parseConfig(const std::string& yaml_text, const std::string& origin) {
       static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error"};
       if (!levels.count(c.log_level)) fail("log_level", "one of trace, debug, info, warn, error");
     }
-    if (root["storage"]) {
-      const auto s = root["storage"];
-      rejectUnknownKeys(s, "storage", {"path", "sample_retention_hours", "max_queued_records"});
-      if (s["path"]) c.storage.path = readString(s["path"], "storage.path");
-      if (s["sample_retention_hours"]) {
-        c.storage.sample_retention_us =
-            readInt(s["sample_retention_hours"], "storage.sample_retention_hours", 1, 24 * 3650) *
-            3600 * 1'000'000;
-      }
-      if (s["max_queued_records"]) {
-        c.storage.max_queued_records = static_cast<std::size_t>(
-            readInt(s["max_queued_records"], "storage.max_queued_records", 1000, 100'000'000));
-      }
-    }
+    if (root["storage"]) c.storage = readStorage(root["storage"]);
     if (root["http"]) c.http = readHttp(root["http"]);
     if (root["shutdown_grace_s"]) c.shutdown_grace_s = readInt(root["shutdown_grace_s"], "shutdown_grace_s", 1, 3600);
     const auto clusters = root["clusters"];

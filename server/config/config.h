@@ -116,9 +116,23 @@ struct ClusterConfig {
   std::vector<NodeConfig> inventory;  // the processes drills may target, by node id
 };
 
+// How long each kind of record is kept, in µs; nullopt: forever (`forever` in the file).
+// Defaults and their reasons: docs/CONFIG.md.
+struct RetentionConfig {
+  static constexpr std::int64_t kHourUs = 3'600'000'000;
+  std::optional<std::int64_t> samples_us = 7 * 24 * kHourUs;         // raw, outside drill windows
+  std::optional<std::int64_t> drill_samples_us = 90 * 24 * kHourUs;  // inside drill windows
+  std::optional<std::int64_t> gaps_us = 365 * 24 * kHourUs;
+  std::optional<std::int64_t> events_us = 90 * 24 * kHourUs;
+};
+
 struct StorageConfig {
+  static constexpr std::int64_t kMinMaxBytes = 16LL * 1024 * 1024;
+
   std::string path = "kfaild.db";
-  std::int64_t sample_retention_us = 7LL * 24 * 3600 * 1'000'000;
+  RetentionConfig retention;
+  std::int64_t retention_interval_us = 600'000'000;  // between retention passes (one at start)
+  std::optional<std::int64_t> max_bytes;             // bound on the used pages; nullopt: none
   std::size_t max_queued_records = 1'000'000;
 };
 

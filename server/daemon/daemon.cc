@@ -168,7 +168,14 @@ std::optional<StartFailure> Daemon::startAll() {
   }
   scheduler_ = std::make_unique<drill::Scheduler>(*drill_store_, clock_, runners);
   scheduler_->start();
-  retention_ = std::make_unique<RetentionTask>(*store_, *drill_store_, clock_, config_.storage.sample_retention_us);
+  const auto& kept = config_.storage.retention;
+  retention_ = std::make_unique<RetentionTask>(*store_, *drill_store_, clock_,
+                                               RetentionPolicy{.samples_us = kept.samples_us,
+                                                               .drill_samples_us = kept.drill_samples_us,
+                                                               .gaps_us = kept.gaps_us,
+                                                               .events_us = kept.events_us,
+                                                               .max_bytes = config_.storage.max_bytes,
+                                                               .interval_us = config_.storage.retention_interval_us});
   retention_->start();
 
   // The HTTP API and the dashboard. Handlers only read snapshots and the database, and queue
@@ -177,6 +184,7 @@ std::optional<StartFailure> Daemon::startAll() {
   control_ = std::make_unique<Control>(clusters_);
   endpoints_ = std::make_unique<api::Endpoints>(*live_, *store_, clock_);
   endpoints_->setDrillStore(drill_store_.get());
+  endpoints_->setRetentionStatus(retention_.get());
   endpoints_->registerOn(router_);
   drill_endpoints_ = std::make_unique<api::DrillEndpoints>(*live_, *store_, *drill_store_, *control_, clock_);
   drill_endpoints_->registerOn(router_);

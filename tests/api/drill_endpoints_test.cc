@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -110,6 +111,23 @@ json runResult(int run, std::int64_t fault_us, std::int64_t p0_stall_us, std::in
                         {"departure_at_us", fault_us + detection_us}, {"partitions", partitions}}}};
 }
 
+// What the retention task would report, set by a test.
+class FixedRetention final : public storage::RetentionStatus {
+ public:
+  storage::RetentionReport retentionReport() const override {
+    std::lock_guard lock(mutex_);
+    return report_;
+  }
+  void set(const storage::RetentionReport& report) {
+    std::lock_guard lock(mutex_);
+    report_ = report;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  storage::RetentionReport report_;  // guarded by mutex_
+};
+
 class DrillApi {
  public:
   DrillApi() : clock_(kNow, 5'000'000'000) {
@@ -129,6 +147,7 @@ class DrillApi {
     control_->enable(lab_);
     endpoints_ = std::make_unique<Endpoints>(live_, *store_, clock_);
     endpoints_->setDrillStore(drills_.get());
+    endpoints_->setRetentionStatus(&retention_);
     endpoints_->registerOn(router_);
     drill_endpoints_ = std::make_unique<DrillEndpoints>(live_, *store_, *drills_, *control_, clock_);
     drill_endpoints_->registerOn(router_);
@@ -206,6 +225,7 @@ class DrillApi {
   storage::SqliteDrillStore& drills() { return *drills_; }
   FakeDrillControl& control() { return *control_; }
   kfaild::testing::ManualClock& clock() { return clock_; }
+  FixedRetention& retention() { return retention_; }
   storage::ClusterId lab() const { return lab_; }
   storage::ClusterId idle() const { return idle_; }
 
@@ -218,6 +238,7 @@ class DrillApi {
   storage::ClusterId idle_ = 0;
   testing::FixedLiveClusters live_;
   std::unique_ptr<FakeDrillControl> control_;
+  FixedRetention retention_;
   Router router_;
   std::unique_ptr<Endpoints> endpoints_;
   std::unique_ptr<DrillEndpoints> drill_endpoints_;
@@ -559,6 +580,125 @@ TEST_CASE("metrics count drills by outcome and give the probe's interval histogr
         std::string::npos);
   CHECK(text.find("kfaild_probe_ack_interval_seconds_count{cluster=\"lab\",topic=\"orders\",partition=\"2\"} 0\n") !=
         std::string::npos);
+}
+
+TEST_CASE("each incident gets its own events, cut at 200 before probe events are left out, from one query",
+          "[integration][api]") {
+  DrillApi api;
+  using storage::GapKind;
+  const auto addEvent = [&](std::int64_t t_us, const std::string& source, const std::string& kind) {
+    storage::Event e;
+    e.cluster = api.lab();
+    e.t_us = t_us;
+    e.source = source;
+    e.kind = kind;
+    e.detail = "{}";
+    api.store().addEvent(e);
+  };
+  // Incident B three hours ago, with 250 events around it, every tenth from the probe.
+  const auto b_end = kNow - 3 * kHour;
+  api.store().addGap(testing::makeGap(api.lab(), "orders", 0, GapKind::kAck, b_end, 5 * kSecond));
+  for (int i = 0; i < 250; ++i) {
+    addEvent(b_end - 5 * kSecond - kIncidentEventsBeforeUs + i * 100'000, i % 10 == 0 ? "probe" : "metadata",
+             "b" + std::to_string(i));
+  }
+  // Incident C two hours ago with two events, and an event between B and C that is near neither.
+  const auto c_end = kNow - 2 * kHour;
+  api.store().addGap(testing::makeGap(api.lab(), "orders", 1, GapKind::kReceive, c_end, 3 * kSecond));
+  addEvent(c_end - 3 * kSecond - kIncidentEventsBeforeUs, "client", "c-first");
+  addEvent(c_end + kIncidentEventsAfterUs - 1, "broker_log", "c-last");
+  addEvent(c_end + kIncidentEventsAfterUs, "broker_log", "just-after-c");
+  addEvent(kNow - 150 * 60 * kSecond, "metadata", "between");
+  // A two-hour gap that ends an hour into the default 7-day range but began before it, during a
+  // drill that finished before the range: the drill's own stall, not an incident.
+  const auto range_from = kNow - 7 * 24 * kHour;
+  api.seedDrill("kill", "done", range_from - 30 * 60 * kSecond, {});
+  api.store().addGap(testing::makeGap(api.lab(), "orders", 2, GapKind::kAck, range_from + kHour, 2 * kHour));
+  api.store().flush();
+
+  const auto list = api.get("/api/v1/clusters/lab/incidents").json();
+  REQUIRE(list["count"] == 2);
+  const auto& c = list["items"][0];
+  CHECK(c["end_us"] == c_end);
+  REQUIRE(c["events"].size() == 2);
+  CHECK(c["events"][0]["kind"] == "c-first");
+  CHECK(c["events"][1]["kind"] == "c-last");
+  const auto& b = list["items"][1];
+  CHECK(b["end_us"] == b_end);
+  // The first 200 events by time, then the 20 of them from the probe left out.
+  REQUIRE(b["events"].size() == 180);
+  CHECK(b["events"][0]["kind"] == "b1");
+  CHECK(b["events"][179]["kind"] == "b199");
+  for (const auto& e : b["events"]) CHECK(e["source"] != "probe");
+}
+
+TEST_CASE("metrics report the database's size and what retention pruned", "[integration][api]") {
+  DrillApi api;
+  storage::RetentionReport report;
+  report.pruned_samples = (std::uint64_t{1} << 53) + 1;
+  report.pruned_drill_samples = 7;
+  report.pruned_gaps = 3;
+  report.pruned_events = 11;
+  report.passes = 5;
+  report.failures = 2;
+  api.retention().set(report);
+  auto text = api.get("/metrics").body;
+  const auto size = api.store().databaseSize();
+  REQUIRE(size.ok());
+  const std::vector<std::string> expected = {
+      "# TYPE kfaild_storage_database_bytes gauge\n",
+      "kfaild_storage_database_bytes " + std::to_string(size->fileBytes()) + "\n",
+      "# TYPE kfaild_storage_used_bytes gauge\n",
+      "kfaild_storage_used_bytes " + std::to_string(size->usedBytes()) + "\n",
+      "# TYPE kfaild_storage_pruned_rows_total counter\n",
+      "kfaild_storage_pruned_rows_total{kind=\"samples\"} 9007199254740993\n",
+      "kfaild_storage_pruned_rows_total{kind=\"drill_samples\"} 7\n",
+      "kfaild_storage_pruned_rows_total{kind=\"gaps\"} 3\n",
+      "kfaild_storage_pruned_rows_total{kind=\"events\"} 11\n",
+      "# TYPE kfaild_storage_retention_passes_total counter\n",
+      "kfaild_storage_retention_passes_total 5\n",
+      "# TYPE kfaild_storage_prune_failures_total counter\n",
+      "kfaild_storage_prune_failures_total 2\n",
+  };
+  for (const auto& line : expected) {
+    INFO(line);
+    CHECK(text.find(line) != std::string::npos);
+  }
+  // Neither a bound nor a successful pass yet: those families are absent, not zero.
+  CHECK(text.find("kfaild_storage_max_bytes") == std::string::npos);
+  CHECK(text.find("kfaild_storage_last_prune_timestamp_seconds") == std::string::npos);
+
+  report.max_bytes = 1LL << 30;
+  report.last_success_us = kNow - 1'500'000;
+  api.retention().set(report);
+  text = api.get("/metrics").body;
+  CHECK(text.find("# TYPE kfaild_storage_max_bytes gauge\nkfaild_storage_max_bytes 1073741824\n") != std::string::npos);
+  CHECK(text.find("# TYPE kfaild_storage_last_prune_timestamp_seconds gauge\n"
+                  "kfaild_storage_last_prune_timestamp_seconds 1699999998.5\n") != std::string::npos);
+}
+
+TEST_CASE("metrics count many drills by outcome, as many as there are", "[integration][api]") {
+  DrillApi api;
+  // More than one page of any listing, in three outcomes and two clusters.
+  for (int i = 0; i < 120; ++i) {
+    api.seedDrill(i % 3 == 0 ? "stop" : "kill", i % 4 == 0 ? "failed" : "done", kNow - (200 - i) * kHour, {},
+                  i % 5 == 0 ? api.idle() : api.lab());
+  }
+  std::map<std::string, int> want;
+  for (int i = 0; i < 120; ++i) {
+    const std::string cluster = i % 5 == 0 ? "idle" : "lab";
+    ++want["kfaild_drills{cluster=\"" + (cluster == "idle" ? std::to_string(api.idle()) : cluster) + "\",fault=\"" +
+           (i % 3 == 0 ? "stop" : "kill") + "\",state=\"" + (i % 4 == 0 ? "failed" : "done") + "\"} "];
+  }
+  const auto text = api.get("/metrics").body;
+  int total = 0;
+  for (const auto& [prefix, count] : want) {
+    INFO(prefix);
+    CHECK(text.find(prefix + std::to_string(count) + "\n") != std::string::npos);
+    total += count;
+  }
+  CHECK(total == 120);
+  CHECK(want.size() == 8);
 }
 
 }  // namespace

@@ -60,6 +60,11 @@ class HookedDrillStore final : public storage::DrillStore {
   }
   Result<std::optional<storage::DrillRecord>> drill(std::int64_t id) const override { return inner_.drill(id); }
   Result<std::vector<storage::DrillRecord>> drills(const storage::DrillQuery& q) const override { return inner_.drills(q); }
+  Result<std::vector<storage::DrillSpan>> drillSpans(std::optional<storage::ClusterId> c,
+                                                     storage::TimeRange r) const override {
+    return inner_.drillSpans(c, r);
+  }
+  Result<std::vector<storage::DrillCount>> drillCounts() const override { return inner_.drillCounts(); }
   Result<std::int64_t> addRecovery(const storage::RecoveryEntry& e) override { return inner_.addRecovery(e); }
   Status updateRecovery(const storage::RecoveryEntry& e) override { return inner_.updateRecovery(e); }
   Result<std::vector<storage::RecoveryEntry>> pendingRecoveries() const override { return inner_.pendingRecoveries(); }

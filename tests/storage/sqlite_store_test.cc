@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
+#include <limits>
 #include <catch2/catch.hpp>
 #include <functional>
 #include <string>
@@ -525,8 +527,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "pruneSamples deletes old samples except inside keep ranges and never touches gaps or "
-    "events",
+    "a raw-sample prune deletes old samples except inside drill windows and never touches gaps "
+    "or events",
     "[integration][storage]") {
   TempDir dir;
   const auto path = (dir / "kfaild.db").string();
@@ -555,7 +557,7 @@ TEST_CASE(
   for (const auto& s : fixture.samples) want_deleted += kept(s) ? 0 : 1;
   REQUIRE(want_deleted > 1'000);
 
-  auto deleted = store->pruneSamples(cutoff, keep);
+  auto deleted = store->pruneSamples({.before_us = cutoff, .drill_windows = keep});
   REQUIRE(deleted.ok());
   CHECK(*deleted == want_deleted);
   CHECK(countRows(path, "probe_samples") ==
@@ -575,7 +577,7 @@ TEST_CASE(
   CHECK(countRows(path, "gaps") == gaps_before);
   CHECK(countRows(path, "events") == events_before);
 
-  auto again = store->pruneSamples(cutoff, keep);
+  auto again = store->pruneSamples({.before_us = cutoff, .drill_windows = keep});
   REQUIRE(again.ok());
   CHECK(*again == 0);
 }
@@ -598,7 +600,7 @@ TEST_CASE("pruning interleaves with writes that keep arriving", "[integration][s
     }
     done = true;
   });
-  auto deleted = store->pruneSamples(kBase + 10'000 * kInterval, {});
+  auto deleted = store->pruneSamples({.before_us = kBase + 10'000 * kInterval});
   producer.join();
   store->flush();
   REQUIRE(deleted.ok());
@@ -634,6 +636,269 @@ TEST_CASE("queries from many threads run while the writer writes", "[integration
   CHECK(failures == 0);
   CHECK(short_reads == 0);
   CHECK(store->samples(sampleQuery(lab, "orders", 0, {}, 1'000'000))->size() == 30'000);
+}
+
+TEST_CASE("a drill-window prune deletes only samples inside drill windows sent before its cutoff",
+          "[integration][storage]") {
+  TempDir dir;
+  const auto path = (dir / "kfaild.db").string();
+  SqliteStoreOptions options;
+  options.prune_chunk_rows = 37;
+  auto store = openStore(path, options);
+  Fixture fixture;
+  fixture.fill(*store, 3'000);
+  const auto gaps_before = countRows(path, "gaps");
+  const auto events_before = countRows(path, "events");
+
+  const std::int64_t cutoff = kBase + 2'000 * kInterval;
+  const std::vector<TimeRange> windows = {
+      {kBase + 500 * kInterval, kBase + 600 * kInterval},
+      {kBase + 1'900 * kInterval, kBase + 2'500 * kInterval},  // reaches past the cutoff
+      {kBase + 550 * kInterval, kBase + 700 * kInterval},      // overlaps the first
+      {kBase + 100 * kInterval, kBase + 100 * kInterval},      // empty
+  };
+  const auto deleted_by_prune = [&](const ProbeSample& s) {
+    return s.send_us < cutoff && std::any_of(windows.begin(), windows.end(), [&](const TimeRange& r) {
+             return s.send_us >= r.from_us && s.send_us < r.to_us;
+           });
+  };
+  std::int64_t want_deleted = 0;
+  for (const auto& s : fixture.samples) want_deleted += deleted_by_prune(s) ? 1 : 0;
+  REQUIRE(want_deleted > 1'000);
+
+  auto deleted =
+      store->pruneSamples({.before_us = cutoff, .drill_windows = windows, .inside_windows = true});
+  REQUIRE(deleted.ok());
+  CHECK(*deleted == want_deleted);
+  for (const auto& [id, topic, partition] :
+       {std::tuple{fixture.lab, "orders", 0}, std::tuple{fixture.lab, "orders", 1},
+        std::tuple{fixture.lab, "single", 0}, std::tuple{fixture.prod, "orders", 0}}) {
+    INFO(topic << "/" << partition);
+    std::vector<ProbeSample> want;
+    for (const auto& s : fixture.samplesOf(id, topic, partition)) {
+      if (!deleted_by_prune(s)) want.push_back(s);
+    }
+    requireSameRecords(querySamples(*store, sampleQuery(id, topic, partition, {}, 1'000'000)),
+                       want);
+  }
+  CHECK(countRows(path, "gaps") == gaps_before);
+  CHECK(countRows(path, "events") == events_before);
+}
+
+TEST_CASE("a sample prune with max_rows stops there and the next call goes on from there",
+          "[integration][storage]") {
+  TempDir dir;
+  const auto path = (dir / "kfaild.db").string();
+  SqliteStoreOptions options;
+  options.prune_chunk_rows = 100;
+  auto store = openStore(path, options);
+  Fixture fixture;
+  fixture.fill(*store, 3'000);
+  const std::int64_t cutoff = kBase + 2'000 * kInterval;
+  std::int64_t want_deleted = 0;
+  for (const auto& s : fixture.samples) want_deleted += s.send_us < cutoff ? 1 : 0;
+
+  std::vector<std::int64_t> calls;
+  for (int i = 0; i < 10; ++i) {
+    auto deleted = store->pruneSamples({.before_us = cutoff, .max_rows = 2'500});
+    REQUIRE(deleted.ok());
+    calls.push_back(*deleted);
+    if (*deleted < 2'500) break;
+  }
+  // 8,000 rows: three full calls and the rest.
+  REQUIRE(want_deleted == 8'000);
+  CHECK(calls == std::vector<std::int64_t>{2'500, 2'500, 2'500, 500});
+  CHECK(countRows(path, "probe_samples") ==
+        static_cast<std::int64_t>(fixture.samples.size()) - want_deleted);
+  auto left = store->recordSpans();
+  REQUIRE(left.ok());
+  REQUIRE(left->samples);
+  CHECK(left->samples->oldest_us == kBase + 2'000 * kInterval);
+}
+
+TEST_CASE("gaps and events are pruned oldest first before their cutoff, in chunks, and nothing else",
+          "[integration][storage]") {
+  TempDir dir;
+  const auto path = (dir / "kfaild.db").string();
+  SqliteStoreOptions options;
+  options.prune_chunk_rows = 7;
+  auto store = openStore(path, options);
+  Fixture fixture;
+  fixture.fill(*store, 100);
+  const auto samples_before = countRows(path, "probe_samples");
+
+  // Gaps end every half second in pairs: the ten oldest are exactly the five first end times.
+  auto first_ten = store->pruneGaps(kBase + 60 * 1'000'000, 10);
+  REQUIRE(first_ten.ok());
+  CHECK(*first_ten == 10);
+  std::vector<Gap> by_end = fixture.gaps;
+  std::stable_sort(by_end.begin(), by_end.end(),
+                   [](const Gap& a, const Gap& b) { return a.end_us < b.end_us; });
+  auto left = queryGaps(*store, allGaps());
+  REQUIRE(left.size() == fixture.gaps.size() - 10);
+  CHECK(left.front().end_us == by_end[10].end_us);
+
+  const std::int64_t gap_cutoff = kBase + 60 * 1'000'000;
+  auto gaps = store->pruneGaps(gap_cutoff, std::numeric_limits<std::int64_t>::max());
+  REQUIRE(gaps.ok());
+  std::vector<Gap> want_gaps;
+  for (const auto& g : fixture.gaps) {
+    if (g.end_us >= gap_cutoff) want_gaps.push_back(g);
+  }
+  CHECK(*gaps == static_cast<std::int64_t>(fixture.gaps.size() - want_gaps.size()) - 10);
+  requireSameRecords(queryGaps(*store, allGaps()), expectedGaps(want_gaps, allGaps()));
+
+  const std::int64_t event_cutoff = kBase + 30 * 1'000'000;
+  auto events = store->pruneEvents(event_cutoff, std::numeric_limits<std::int64_t>::max());
+  REQUIRE(events.ok());
+  std::vector<Event> want_events;
+  for (const auto& e : fixture.events) {
+    if (e.t_us >= event_cutoff) want_events.push_back(e);
+  }
+  CHECK(*events == static_cast<std::int64_t>(fixture.events.size() - want_events.size()));
+  const auto got_events = queryEvents(*store, allEvents());
+  const auto expected = expectedEvents(want_events, allEvents());
+  REQUIRE(got_events.size() == expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) CHECK(sameRecord(got_events[i], expected[i]));
+  CHECK(countRows(path, "probe_samples") == samples_before);
+  CHECK(countRows(path, "clusters") == 2);
+}
+
+TEST_CASE("events of many windows come from one query with the rows, order and limit of one query "
+          "per window",
+          "[integration][storage]") {
+  TempDir dir;
+  auto store = openStore((dir / "kfaild.db").string());
+  Fixture fixture;
+  fixture.fill(*store, 10);
+  const std::vector<TimeRange> windows = {
+      {kBase + 40'000'000, kBase + 60'000'000},  // more events than the limit
+      {kBase, kBase + 2'000'000},
+      {kBase + 45'000'000, kBase + 46'000'000},  // inside the first
+      {kBase + 500'000'000, kBase + 600'000'000},  // no events
+      {kBase + 1'000'000, kBase + 1'000'000},      // empty
+      {kBase - 1'000'000, kBase + 300'000'000},    // all of them, cut by the limit
+  };
+  for (const std::size_t limit : {std::size_t{5}, std::size_t{1'000}}) {
+    INFO("limit " << limit);
+    auto found = store->eventsInWindows(fixture.lab, windows, limit);
+    REQUIRE(found.ok());
+    REQUIRE(found->size() == windows.size());
+    for (std::size_t w = 0; w < windows.size(); ++w) {
+      INFO("window " << w);
+      EventQuery one;
+      one.cluster = fixture.lab;
+      one.range = windows[w];
+      one.limit = limit;
+      const auto want = queryEvents(*store, one);
+      REQUIRE((*found)[w].size() == want.size());
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        CHECK((*found)[w][i].id == want[i].id);
+        CHECK(sameRecord((*found)[w][i], want[i]));
+      }
+    }
+    CHECK((*found)[0].size() == std::min<std::size_t>(limit, 50));  // lab's events in it
+    CHECK((*found)[3].empty());
+  }
+  auto none = store->eventsInWindows(fixture.lab, {}, 10);
+  REQUIRE(none.ok());
+  CHECK(none->empty());
+}
+
+TEST_CASE("a new database gives the pages retention freed back to the file system on request",
+          "[integration][storage]") {
+  TempDir dir;
+  const auto path = (dir / "kfaild.db").string();
+  auto store = openStore(path);
+  const auto lab = cluster(*store, "lab");
+  for (std::int64_t n = 0; n < 100'000; ++n) store->addSample(probeSample(lab, "orders", n % 3, n));
+  store->flush();
+  auto full = store->databaseSize();
+  REQUIRE(full.ok());
+  CHECK(full->incremental_vacuum);
+  CHECK(full->page_size == 4096);
+  CHECK(full->free_pages == 0);
+  CHECK(full->usedBytes() > 2'000'000);
+
+  auto deleted = store->pruneSamples({.before_us = kBase + 90'000 * kInterval});
+  REQUIRE(deleted.ok());
+  CHECK(*deleted == 90'000);
+  auto pruned = store->databaseSize();
+  REQUIRE(pruned.ok());
+  CHECK(pruned->pages == full->pages);  // freed pages stay in the file, for reuse
+  CHECK(pruned->free_pages > full->pages * 7 / 10);
+
+  auto released = store->releaseFreePages(pruned->free_pages);
+  REQUIRE(released.ok());
+  CHECK(*released == pruned->free_pages);
+  auto shrunk = store->databaseSize();
+  REQUIRE(shrunk.ok());
+  CHECK(shrunk->free_pages == 0);
+  // Pointer-map pages that are no longer needed go too.
+  CHECK(shrunk->pages <= pruned->pages - *released);
+  CHECK(shrunk->pages >= pruned->pages - *released - 4);
+  CHECK(querySamples(*store, sampleQuery(lab, "orders", 1)).size() == 3'333);
+  store.reset();
+  CHECK(std::filesystem::file_size(path) == static_cast<std::uintmax_t>(shrunk->fileBytes()));
+  auto db = sqlite::Database::open(path);
+  REQUIRE(db.ok());
+  auto check = (*db)->prepare("PRAGMA integrity_check");
+  REQUIRE(check.ok());
+  REQUIRE(check->step().ok());
+  CHECK(check->columnText(0) == "ok");
+}
+
+TEST_CASE("a database created without auto-vacuum keeps its mode and gives no pages back",
+          "[integration][storage]") {
+  TempDir dir;
+  const auto path = (dir / "kfaild.db").string();
+  {
+    // As kfaild before this version left its files.
+    auto db = sqlite::Database::open(path);
+    REQUIRE(db.ok());
+    REQUIRE((*db)->exec("PRAGMA journal_mode = WAL; CREATE TABLE t (x); DROP TABLE t;").ok());
+  }
+  auto store = openStore(path);
+  const auto lab = cluster(*store, "lab");
+  for (std::int64_t n = 0; n < 20'000; ++n) store->addSample(probeSample(lab, "orders", 0, n));
+  store->flush();
+  REQUIRE(store->pruneSamples({.before_us = kBase + 20'000 * kInterval}).ok());
+  auto size = store->databaseSize();
+  REQUIRE(size.ok());
+  CHECK_FALSE(size->incremental_vacuum);
+  CHECK(size->free_pages > 0);
+  auto released = store->releaseFreePages(size->free_pages);
+  REQUIRE(released.ok());
+  CHECK(*released == 0);
+  CHECK(store->databaseSize()->pages == size->pages);
+}
+
+TEST_CASE("recordSpans finds the oldest and newest sample, gap and event, and none in an empty "
+          "database",
+          "[integration][storage]") {
+  TempDir dir;
+  auto store = openStore((dir / "kfaild.db").string());
+  auto empty = store->recordSpans();
+  REQUIRE(empty.ok());
+  CHECK_FALSE(empty->samples);
+  CHECK_FALSE(empty->gaps);
+  CHECK_FALSE(empty->events);
+  Fixture fixture;
+  fixture.fill(*store, 50);
+  // A partition whose one sample is newer than all the others'.
+  store->addSample(probeSample(fixture.prod, "late", 0, 1'000));
+  store->flush();
+  auto spans = store->recordSpans();
+  REQUIRE(spans.ok());
+  REQUIRE(spans->samples);
+  CHECK(spans->samples->oldest_us == kBase);
+  CHECK(spans->samples->newest_us == kBase + 1'000 * kInterval);
+  REQUIRE(spans->gaps);
+  CHECK(spans->gaps->oldest_us == kBase);
+  CHECK(spans->gaps->newest_us == kBase + 119 * 1'000'000);
+  REQUIRE(spans->events);
+  CHECK(spans->events->oldest_us == kBase);
+  CHECK(spans->events->newest_us == kBase + 99 * 500'000);
 }
 
 }  // namespace
