@@ -216,7 +216,8 @@ TEST_CASE("a page of another origin cannot make the browser start a drill, abort
   const auto audit = connection.request({"GET", "/api/v1/audit", "", {{"Authorization", "Bearer " + token}}});
   REQUIRE(audit.status == 200);
   std::set<std::string> refused_routes;
-  for (const auto& entry : audit.json()["items"]) {
+  const auto entries = audit.json();
+  for (const auto& entry : entries["items"]) {
     CHECK(entry["status"].get<int>() >= 400);
     CHECK(entry["problem"] == "cross-site-request");
     refused_routes.insert(entry["route"].get<std::string>());
