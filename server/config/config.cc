@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <set>
@@ -276,7 +277,26 @@ NodeConfig readNode(const YAML::Node& node, const std::string& key) {
       t.connect_timeout_s =
           static_cast<int>(readInt(s["connect_timeout_s"], skey + ".connect_timeout_s", 1, 120));
     }
-    if (s["options"]) t.options = readStringList(s["options"], skey + ".options");
+    if (s["options"]) {
+      t.options = readStringList(s["options"], skey + ".options");
+      // kfaild signals brokers over this connection: it never talks to a host it cannot
+      // authenticate. ssh_config keywords are case-insensitive; "key value" equals "key=value".
+      for (const auto& option : t.options) {
+        std::string normal;
+        for (const char c : option) {
+          if (c == ' ' || c == '\t') {
+            if (!normal.empty() && normal.back() != '=') normal.push_back('=');
+          } else {
+            normal.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+          }
+        }
+        if (normal == "stricthostkeychecking=no" || normal == "stricthostkeychecking=off" ||
+            normal == "userknownhostsfile=/dev/null" || normal == "batchmode=no") {
+          fail(skey + ".options", "'" + option + "' would let kfaild talk to a host it cannot authenticate (or wait "
+                                  "for a password); kfaild keeps BatchMode=yes and host-key checking on");
+        }
+      }
+    }
     if (!s["pid_command"]) fail(skey + ".pid_command", "required (prints the broker's pid)");
     t.pid_command = readString(s["pid_command"], skey + ".pid_command");
     if (!s["start_command"]) fail(skey + ".start_command", "required (starts the broker)");

@@ -114,4 +114,15 @@ TEST_CASE("the drill inventory names how each node is reached, and only one way"
                              "docker: {container: a}\n        local: {pid_file: x, start_command: [y]}")),
              Catch::Contains("clusters[0].inventory[0]: needs exactly one of docker, ssh, local"));
   CHECK_THAT(errorOf(replace("id: 2", "id: 1")), Catch::Contains("duplicate node id 1"));
+  // Host-key checking and batch mode stay on, however the option is spelt.
+  for (const std::string option : {"StrictHostKeyChecking=no", "stricthostkeychecking no", "UserKnownHostsFile=/dev/null",
+                                   "BatchMode=no"}) {
+    INFO(option);
+    CHECK_THAT(errorOf(replace("user: kafka,", "user: kafka, options: [\"" + option + "\"],")),
+               Catch::Contains("clusters[0].inventory[1].ssh.options: '" + option + "' would let kfaild talk to a host"));
+  }
+  CHECK(parseConfig(replace("user: kafka,", "user: kafka, options: [StrictHostKeyChecking=yes],"))
+            .clusters[0]
+            .inventory[1]
+            .ssh->options.size() == 1);
 }

@@ -33,7 +33,7 @@ constexpr const char* kUsageText =
     "usage: kfailctl [--url URL] [--token-file FILE] [--ca-file FILE] [--cert-file FILE --key-file FILE]\n"
     "                COMMAND ...\n"
     "  drill CLUSTER TARGET [--fault kill|stop|pause|restart] [--repeats N] [--grace S] [--pause S]\n"
-    "        [--baseline S] [--no-election] [--no-preflight-election] [--allow-unavailable] [--no-wait]\n"
+    "        [--baseline S] [--no-election] [--no-preflight-election] [--allow-unavailable] [--allow-quorum-loss] [--no-wait]\n"
     "        [--timeout S] [--json]\n"
     "        TARGET: --broker ID | --leader-of TOPIC:PARTITION | --controller | --random\n"
     "  show ID [--json]            one drill with its analysis\n"
@@ -59,7 +59,7 @@ const std::map<std::string, bool> kTakesValue = {
     {"--grace", true},   {"--pause", true},      {"--baseline", true},  {"--timeout", true},
     {"--broker", true},  {"--leader-of", true},  {"--cluster", true},   {"--state", true},
     {"--limit", true},   {"--controller", false}, {"--random", false},  {"--no-election", false},
-    {"--no-preflight-election", false}, {"--allow-unavailable", false}, {"--no-wait", false}, {"--json", false}, {"--help", false}};
+    {"--no-preflight-election", false}, {"--allow-unavailable", false}, {"--allow-quorum-loss", false}, {"--no-wait", false}, {"--json", false}, {"--help", false}};
 
 std::optional<Args> parseArgs(int argc, char* argv[], std::string& error) {
   Args args;
@@ -191,6 +191,7 @@ int drillCommand(Client& client, const Args& args) {
   if (args.flags.count("--no-election")) options["preferred_election"] = false;
   if (args.flags.count("--no-preflight-election")) options["preflight_election"] = false;
   if (args.flags.count("--allow-unavailable")) options["allow_unavailable"] = true;
+  if (args.flags.count("--allow-quorum-loss")) options["allow_quorum_loss"] = true;
   const json request = {{"fault", args.values.count("--fault") ? args.values.at("--fault") : "kill"},
                         {"target", target},
                         {"options", options}};
