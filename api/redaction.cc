@@ -80,10 +80,22 @@ std::string Redactor::redact(std::string_view input) const {
     text.replace(open, close - open + 1, kRedacted);
     open += kRedacted.size();
   }
+  // A literal counts only as a whole word: a host named "kafka" is redacted in "kafka: refused",
+  // not in "kafka-probe" or "kafkas".
+  const auto isWordChar = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
+  };
   for (const auto& literal : literals_) {
-    for (std::size_t at = text.find(literal); at != std::string::npos;
-         at = text.find(literal, at + kRedacted.size())) {
-      text.replace(at, literal.size(), kRedacted);
+    std::size_t at = text.find(literal);
+    while (at != std::string::npos) {
+      const std::size_t end = at + literal.size();
+      const bool whole = (at == 0 || !isWordChar(text[at - 1])) && (end == text.size() || !isWordChar(text[end]));
+      if (whole) {
+        text.replace(at, literal.size(), kRedacted);
+        at = text.find(literal, at + kRedacted.size());
+      } else {
+        at = text.find(literal, at + 1);
+      }
     }
   }
   std::string out;

@@ -4,7 +4,8 @@
 // and tool output that drill reasons, events, recoveries and cluster descriptions carry.
 // redact() replaces, in a text:
 //   - every literal the daemon names sensitive (the inventory's hosts, users, endpoints, files and
-//     commands, the bootstrap addresses), longest first;
+//     commands, the bootstrap addresses), longest first, where it stands as a whole word (not
+//     inside a longer word: a host named "kafka" leaves "kafka-probe" alone);
 //   - a command line as the fault layer writes it, between backquotes: `...`;
 //   - everything after "stderr: " (a tool's own words may name anything);
 //   - tokens that look like user@host, an IPv4 address (with or without port), a bracketed IPv6

@@ -87,8 +87,10 @@ std::vector<std::string> sensitiveLiterals(const config::Config& config) {
         out.insert(out.end(), ssh.options.begin(), ssh.options.end());
       }
       if (node.local) {
-        out.insert(out.end(), {node.local->pid_file, node.local->log_dir});
-        out.insert(out.end(), node.local->start_command.begin(), node.local->start_command.end());
+        // The command as one line, not its words: "start" is an argument and an English word.
+        std::string command;
+        for (const auto& word : node.local->start_command) command += (command.empty() ? "" : " ") + word;
+        out.insert(out.end(), {node.local->pid_file, node.local->log_dir, command});
       }
     }
   }

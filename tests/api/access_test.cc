@@ -202,6 +202,10 @@ TEST_CASE("the redactor hides command lines, hosts, users, paths and tool output
   const std::string plain = "partition kfaild-probe-3 stalled 8.8 s at 2026-12-01T14:42:16.123Z (ack, leader)";
   CHECK(redactor.redact(plain) == plain);
   CHECK(redactor.redact("about 1.5 s, abc and ab") == "about 1.5 s, abc and ab");  // literals under 3 characters are ignored
+  // A literal only as a whole word: a host named like a word leaves longer words alone.
+  const Redactor words({"start", "kafka"});
+  CHECK(words.redact("started drill 12") == "started drill 12");
+  CHECK(words.redact("kafka-probe-1 on kafka: refused; restart") == "kafka-probe-1 on [redacted]: refused; restart");
 
   nlohmann::json document = {{"reason", "ran `deploy/lab/lab start 1`"},
                              {"runs", {{{"error", "root@kafka-1.internal: exit status 3"}, {"stall_ms", 8800}}}},

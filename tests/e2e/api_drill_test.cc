@@ -295,7 +295,8 @@ TEST_CASE("a schedule created over the API fires a real drill on the lab at its 
   // Once is enough: no second drill a minute later.
   api::testing::HttpConnection connection(kfaild.port);
   const auto disabled = connection.request(
-      {"PATCH", location, R"({"enabled":false})", {{"Authorization", std::string("Bearer ") + kToken}}});
+      {"PATCH", location, R"({"enabled":false})",
+       {{"Authorization", std::string("Bearer ") + kToken}, {"Content-Type", "application/json"}}});
   CHECK(disabled.status == 200);
   INFO("schedule: " << schedule.dump() << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
   REQUIRE(std::regex_search(outcome, m, started));
