@@ -166,8 +166,14 @@ Result<pid_t> LocalInjector::brokerPid() const {
                                                  target_.pid_file +
                                                  " is not running (stale pid file)");
   }
-  // What kfaild cannot show to be a Kafka JVM it does not signal.
-  const auto cmdline = procCmdline(pid);
+  // What kfaild cannot show to be a Kafka JVM it does not signal. A process that was just
+  // killed has an empty cmdline for a moment before it becomes a zombie: give it up to 500 ms to
+  // finish exiting, so that it reads as gone rather than as not a broker.
+  auto cmdline = procCmdline(pid);
+  for (int wait = 0; wait < 50 && !cmdline.problem.empty() && alive(pid); ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    cmdline = procCmdline(pid);
+  }
   if (!cmdline.problem.empty()) {
     if (!alive(pid)) {
       return faultError(errc::no_such_process, "pid " + std::to_string(pid) + " from " +
