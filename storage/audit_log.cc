@@ -15,13 +15,7 @@ Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& path) {
   for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL"}) {
     if (auto s = (*db)->exec(pragma); !s) return s.error();
   }
-  auto version = schemaVersion(**db);
-  if (!version) return version.error();
-  if (*version != latestSchemaVersion()) {
-    return Error{errc::migration_failed, path + " is at schema version " + std::to_string(*version) +
-                                             ", expected " + std::to_string(latestSchemaVersion()) +
-                                             " (open it with SqliteStore first)"};
-  }
+  if (auto latest = requireLatestSchema(**db, path); !latest) return latest.error();
   return std::unique_ptr<AuditLog>(new AuditLog(std::move(*db)));
 }
 

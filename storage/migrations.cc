@@ -219,4 +219,15 @@ Status migrate(sqlite::Database& db, std::span<const Migration> steps) {
   }
 }
 
+Status requireLatestSchema(sqlite::Database& db, const std::string& path) {
+  auto version = schemaVersion(db);
+  if (!version) return version.error();
+  if (*version != latestSchemaVersion()) {
+    return Error{errc::migration_failed, path + " is at schema version " + std::to_string(*version) +
+                                             ", expected " + std::to_string(latestSchemaVersion()) +
+                                             " (open it with SqliteStore first)"};
+  }
+  return okStatus();
+}
+
 }  // namespace kfaild::storage

@@ -10,6 +10,7 @@
 // result in storage/README.md. Never edit or reorder a step that has shipped.
 
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "server/common/result.h"
@@ -28,6 +29,10 @@ int latestSchemaVersion();
 
 // The version stamped in `db`.
 Result<int> schemaVersion(sqlite::Database& db);
+
+// For the connections that do not migrate (drill store, audit log): fails with migration_failed
+// unless `db` (the file at `path`) is at latestSchemaVersion(); SqliteStore::open migrates.
+Status requireLatestSchema(sqlite::Database& db, const std::string& path);
 
 // Brings `db` to version steps.size(). Safe against another process migrating the same file at
 // the same time (each step re-reads the version under the write lock). Errors: newer_schema,

@@ -71,13 +71,7 @@ Result<std::unique_ptr<SqliteDrillStore>> SqliteDrillStore::open(const std::stri
   for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"}) {
     if (auto s = (*db)->exec(pragma); !s) return s.error();
   }
-  auto version = schemaVersion(**db);
-  if (!version) return version.error();
-  if (*version != latestSchemaVersion()) {
-    return Error{errc::migration_failed, path + " is at schema version " + std::to_string(*version) +
-                                             ", expected " + std::to_string(latestSchemaVersion()) +
-                                             " (open it with SqliteStore first)"};
-  }
+  if (auto latest = requireLatestSchema(**db, path); !latest) return latest.error();
   return std::unique_ptr<SqliteDrillStore>(new SqliteDrillStore(std::move(*db)));
 }
 

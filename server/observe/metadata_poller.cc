@@ -11,27 +11,12 @@
 #include "server/observe/metadata_diff.h"
 
 namespace kfaild::observe {
-namespace {
-
-// The quorum client speaks PLAINTEXT only; "" when the cluster's client settings allow it.
-std::string plaintextProblem(const std::map<std::string, std::string>& client) {
-  const auto found = client.find("security.protocol");
-  if (found == client.end()) return {};
-  std::string protocol = found->second;
-  std::transform(protocol.begin(), protocol.end(), protocol.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (protocol == "plaintext") return {};
-  return "the quorum is not described: security.protocol is " + found->second +
-         " and kfaild's DescribeQuorum client speaks PLAINTEXT only";
-}
-
-}  // namespace
 
 MetadataPoller::MetadataPoller(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,
                                storage::Store& store, const common::Clock& clock)
     : cluster_(cluster), cluster_id_(cluster_id), store_(store), clock_(clock) {
   for (const auto& t : cluster_.probe.topics) topics_.push_back(t.name);
-  if (auto problem = plaintextProblem(cluster_.client); !problem.empty()) {
+  if (auto problem = kafka::quorumClientProblem(cluster_.client); !problem.empty()) {
     state_.quorum_error = std::move(problem);
   } else {
     kafka::QuorumClientOptions options;
