@@ -9,7 +9,8 @@
 namespace kfaild::daemon {
 
 ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::ClusterId id, storage::Store& store,
-                           storage::DrillStore& drills, const common::Clock& clock, const std::string& client_log_dir)
+                           storage::DrillStore& drills, const common::Clock& clock, const std::string& client_log_dir,
+                           drill::DrillListener* listener)
     : config_(config), id_(id), clock_(clock) {
   std::set<std::string> topics;
   for (const auto& t : config.probe.topics) topics.insert(t.name);
@@ -24,7 +25,7 @@ ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::Cluster
     probe_view_ = std::make_unique<drill::RunnerProbeView>(*probe_);
     admin_ = std::make_unique<drill::KafkaClusterAdmin>(config_);
     drills_ = std::make_unique<drill::DrillRunner>(config_, id, store, drills, clock,
-                                                   drill::RunnerSeams{*view_, *probe_view_, *admin_}, std::move(injectors));
+                                                   drill::RunnerSeams{*view_, *probe_view_, *admin_, listener}, std::move(injectors));
   }
 }
 

@@ -29,7 +29,8 @@ struct StartFailure {
 class ClusterParts {
  public:
   ClusterParts(const config::ClusterConfig& config, storage::ClusterId id, storage::Store& store,
-               storage::DrillStore& drills, const common::Clock& clock, const std::string& client_log_dir);
+               storage::DrillStore& drills, const common::Clock& clock, const std::string& client_log_dir,
+               drill::DrillListener* listener = nullptr);
   ~ClusterParts() { stop(); }
   ClusterParts(const ClusterParts&) = delete;
   ClusterParts& operator=(const ClusterParts&) = delete;

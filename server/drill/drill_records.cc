@@ -12,6 +12,7 @@ void DrillRecords::setState(storage::DrillRecord& drill, DrillState state, const
     spdlog::error("drill {}: cannot record state {}: {}", drill.id, drill.state, s.error().describe());
   }
   spdlog::info("drill {} on {}: {}{}", drill.id, deps_.cluster.name, drill.state, reason.empty() ? "" : " (" + reason + ")");
+  if (isTerminal(state) && deps_.listener) deps_.listener->drillFinished(deps_.cluster.name, drill);
 }
 
 void DrillRecords::persist(const storage::DrillRecord& drill) {

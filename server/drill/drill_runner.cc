@@ -18,7 +18,7 @@ DrillRunner::DrillRunner(const config::ClusterConfig& cluster, storage::ClusterI
     : cluster_(cluster),
       cluster_id_(cluster_id),
       injectors_(std::move(injectors)),
-      deps_{cluster_, cluster_id_, store, drills, clock, seams.view, seams.probe, seams.admin, injectors_},
+      deps_{cluster_, cluster_id_, store, drills, clock, seams.view, seams.probe, seams.admin, injectors_, seams.listener},
       records_(deps_),
       guards_(deps_),
       recovery_(deps_),

@@ -41,6 +41,7 @@ struct RunnerSeams {
   const ClusterView& view;
   const ProbeView& probe;
   ClusterAdmin& admin;
+  DrillListener* listener = nullptr;  // told when a drill ends (drill_listener.h); may be null
 };
 
 class DrillRunner {

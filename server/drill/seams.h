@@ -20,6 +20,7 @@
 #include "server/observe/metadata_poller.h"
 #include "server/probe/probe_runner.h"
 #include "server/config/config.h"
+#include "server/drill/drill_listener.h"
 #include "server/fault/injector.h"
 #include "storage/drill_store.h"
 #include "storage/records.h"
@@ -73,6 +74,7 @@ struct EngineDeps {
   const ProbeView& probe;
   ClusterAdmin& admin;
   std::map<std::int32_t, std::unique_ptr<fault::Injector>>& injectors;
+  DrillListener* listener = nullptr;  // told of every terminal state; may be null
 };
 
 }  // namespace kfaild::drill
