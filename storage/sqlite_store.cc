@@ -664,7 +664,12 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
       *store->sink_, BatchWriterOptions{.max_queued_records = options.max_queued_records,
                                         .retry_interval = options.retry_interval,
                                         .linger = options.linger,
-                                        .linger_max_records = options.linger_max_records});
+                                        // A lingering batch must never fill the queue: it would
+                                        // refuse samples while waiting to be written.
+                                        .linger_max_records = std::min(
+                                            options.linger_max_records,
+                                            std::max<std::size_t>(options.max_queued_records / 2,
+                                                                  1))});
   spdlog::info("storage: opened {} (schema version {})", path, latestSchemaVersion());
   return store;
 }
@@ -743,6 +748,27 @@ ORDER BY b.first_send_us, b.id)sql");
     std::vector<Found> found;
     std::vector<BlockSample> decoded;
     std::int64_t newest_found = std::numeric_limits<std::int64_t>::min();
+    const auto before = [](const Found& a, const Found& b) {
+      if (a.sample.send_us != b.sample.send_us) return a.sample.send_us < b.sample.send_us;
+      if (a.sample.seq != b.sample.seq) return a.sample.seq < b.sample.seq;
+      return a.block < b.block;
+    };
+    // Sorted, and of each (send_us, seq) only the copy from the block written last.
+    const auto settle = [&] {
+      if (!std::is_sorted(found.begin(), found.end(), before)) {
+        std::sort(found.begin(), found.end(), before);
+      }
+      std::size_t kept = 0;
+      for (std::size_t i = 0; i < found.size(); ++i) {
+        if (i + 1 < found.size() && found[i + 1].sample.send_us == found[i].sample.send_us &&
+            found[i + 1].sample.seq == found[i].sample.seq) {
+          continue;
+        }
+        if (kept != i) found[kept] = std::move(found[i]);
+        ++kept;
+      }
+      found.resize(kept);
+    };
     for (;;) {
       auto row = select->step();
       if (!row) return row.error();
@@ -751,7 +777,10 @@ ORDER BY b.first_send_us, b.id)sql");
       const auto first_send_us = select->columnInt(1);
       // Every sample still to come was sent at first_send_us or later: once `limit` samples
       // sent before it are in hand, nothing later can be among the first `limit`.
-      if (found.size() >= query.limit && newest_found < first_send_us) break;
+      if (found.size() >= query.limit && newest_found < first_send_us) {
+        settle();
+        if (found.size() >= query.limit) break;
+      }
       decoded.clear();
       if (auto read = decodeSampleBlock(select->columnBlob(2), first_send_us, decoded); !read) {
         return read.error();
@@ -762,22 +791,11 @@ ORDER BY b.first_send_us, b.id)sql");
         found.push_back({std::move(sample), block});
       }
     }
-    const auto before = [](const Found& a, const Found& b) {
-      if (a.sample.send_us != b.sample.send_us) return a.sample.send_us < b.sample.send_us;
-      if (a.sample.seq != b.sample.seq) return a.sample.seq < b.sample.seq;
-      return a.block < b.block;
-    };
-    if (!std::is_sorted(found.begin(), found.end(), before)) {
-      std::sort(found.begin(), found.end(), before);
-    }
+    settle();
     std::vector<ProbeSample> samples;
     samples.reserve(std::min(found.size(), query.limit));
     for (std::size_t i = 0; i < found.size() && samples.size() < query.limit; ++i) {
       const auto& s = found[i].sample;
-      if (i + 1 < found.size() && found[i + 1].sample.send_us == s.send_us &&
-          found[i + 1].sample.seq == s.seq) {
-        continue;
-      }
       samples.push_back(ProbeSample{.cluster = query.cluster,
                                     .topic = query.topic,
                                     .partition = query.partition,
