@@ -46,12 +46,17 @@ def decode(data, base_send_us):
         raise ValueError(f"unknown sample block format {data[0]}")
     at = 1
     count = varint()
+    flags_of = []
+    for _ in range(varint()):
+        length = varint()
+        flags_of += [data[at]] * length
+        at += 1
+    if len(flags_of) != count:
+        raise ValueError("flag runs do not cover the samples")
     out = []
     prev_send, prev_delta, prev_seq = base_send_us, 0, -1
     prev_ack, prev_offset, prev_receive = 0, -1, 0
-    for _ in range(count):
-        flags = data[at]
-        at += 1
+    for flags in flags_of:
         prev_delta = _wrap(prev_delta + signed())
         send = _wrap(prev_send + prev_delta)
         prev_send = send

@@ -81,21 +81,48 @@ void encodeSampleBlock(const std::vector<BlockSample>& samples, std::int64_t bas
                        std::string& out) {
   out.push_back(static_cast<char>(kSampleBlockFormat));
   putVarint(samples.size(), out);
+  // The flags first, as runs: a steady probe's samples all have the same flags, so a block
+  // usually needs one run (two bytes) instead of a byte per sample.
+  std::vector<std::uint8_t> flags_of(samples.size());
+  {
+    std::int64_t seq = -1;
+    std::int64_t offset = -1;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      const auto& s = samples[i];
+      std::uint8_t flags = 0;
+      if (s.ack_us) flags |= kAck;
+      if (s.offset) flags |= kOffset;
+      if (s.receive_us) flags |= kReceive;
+      if (s.ack_error != 0) flags |= kError;
+      if (s.seq != plus(seq, 1)) flags |= kSeqExplicit;
+      if (s.offset && *s.offset != plus(offset, 1)) flags |= kOffsetExplicit;
+      seq = s.seq;
+      if (s.offset) offset = *s.offset;
+      flags_of[i] = flags;
+    }
+    std::vector<std::pair<std::size_t, std::uint8_t>> runs;
+    for (const auto flags : flags_of) {
+      if (!runs.empty() && runs.back().second == flags) {
+        ++runs.back().first;
+      } else {
+        runs.emplace_back(1, flags);
+      }
+    }
+    putVarint(runs.size(), out);
+    for (const auto& [length, flags] : runs) {
+      putVarint(length, out);
+      out.push_back(static_cast<char>(flags));
+    }
+  }
   std::int64_t prev_send = base_send_us;
   std::int64_t prev_send_delta = 0;
   std::int64_t prev_seq = -1;
   std::int64_t prev_ack_delay = 0;
   std::int64_t prev_offset = -1;
   std::int64_t prev_receive_delay = 0;
-  for (const auto& s : samples) {
-    std::uint8_t flags = 0;
-    if (s.ack_us) flags |= kAck;
-    if (s.offset) flags |= kOffset;
-    if (s.receive_us) flags |= kReceive;
-    if (s.ack_error != 0) flags |= kError;
-    if (s.seq != plus(prev_seq, 1)) flags |= kSeqExplicit;
-    if (s.offset && *s.offset != plus(prev_offset, 1)) flags |= kOffsetExplicit;
-    out.push_back(static_cast<char>(flags));
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const auto& s = samples[i];
+    const std::uint8_t flags = flags_of[i];
 
     const auto send_delta = minus(s.send_us, prev_send);
     putSigned(minus(send_delta, prev_send_delta), out);
@@ -134,9 +161,26 @@ Status decodeSampleBlock(std::string_view data, std::int64_t base_send_us,
   if (format != kSampleBlockFormat) return corrupt("unknown format " + std::to_string(format));
   std::uint64_t count = 0;
   if (!in.varint(count)) return corrupt("no sample count");
-  // Every sample takes at least two bytes: a corrupt count cannot make us reserve gigabytes.
+  // Every sample takes at least one byte: a corrupt count cannot make us reserve gigabytes.
   if (count > data.size()) return corrupt("more samples than bytes");
+  std::uint64_t runs = 0;
+  if (!in.varint(runs)) return corrupt("no flag runs");
+  if (runs > count) return corrupt("more flag runs than samples");
+  std::vector<std::pair<std::uint64_t, std::uint8_t>> flag_runs;
+  std::uint64_t covered = 0;
+  for (std::uint64_t r = 0; r < runs; ++r) {
+    std::uint64_t length = 0;
+    std::uint8_t flags = 0;
+    if (!in.varint(length) || !in.byte(flags)) return corrupt("truncated flag runs");
+    if ((flags & ~kKnownFlags) != 0) return corrupt("unknown flags");
+    if (length == 0 || length > count - covered) return corrupt("flag runs do not cover the samples");
+    covered += length;
+    flag_runs.emplace_back(length, flags);
+  }
+  if (covered != count) return corrupt("flag runs do not cover the samples");
   out.reserve(out.size() + count);
+  std::size_t run = 0;
+  std::uint64_t left_in_run = 0;
 
   std::int64_t prev_send = base_send_us;
   std::int64_t prev_send_delta = 0;
@@ -145,9 +189,9 @@ Status decodeSampleBlock(std::string_view data, std::int64_t base_send_us,
   std::int64_t prev_offset = -1;
   std::int64_t prev_receive_delay = 0;
   for (std::uint64_t i = 0; i < count; ++i) {
-    std::uint8_t flags = 0;
-    if (!in.byte(flags)) return corrupt("truncated");
-    if ((flags & ~kKnownFlags) != 0) return corrupt("unknown flags");
+    if (left_in_run == 0) left_in_run = flag_runs[run++].first;
+    const std::uint8_t flags = flag_runs[run - 1].second;
+    --left_in_run;
     BlockSample& s = out.emplace_back();
     std::int64_t value = 0;
     if (!in.signedVarint(value)) return corrupt("truncated send time");

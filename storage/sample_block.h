@@ -6,8 +6,11 @@
 //
 //   byte 0         format (kSampleBlockFormat)
 //   varint         number of samples
-//   per sample     a flags byte, then the fields the flags say are there, each a zigzag varint
-//                  of its difference from what the previous sample predicts:
+//   varint         number of flag runs, then per run: varint length, flags byte. A sample's
+//                  flags say which fields it has; a steady probe's samples all have the same,
+//                  so a block usually has one run.
+//   per sample     the fields its flags say are there, each a zigzag varint of its difference
+//                  from what the previous sample predicts:
 //     send_us      always: delta-of-delta (this send minus the previous one, minus the previous
 //                  such difference; the first sample's "previous send" is the block's base)
 //     seq          if kSeqExplicit: seq − (previous seq + 1); else it is previous seq + 1
@@ -17,8 +20,8 @@
 //                  alone it is previous offset + 1
 //     receive_us   if kReceive: (receive − send) − the previous sample's (receive − send)
 //
-// A probe at a steady interval costs about 5–7 bytes per sample: one flags byte, and one or two
-// bytes each for the send jitter, the ack delay's change and the receive delay's change.
+// A probe at a steady interval costs about 5–6 bytes per sample: one or two bytes each for the
+// send jitter, the ack delay's change and the receive delay's change.
 // Arithmetic wraps (two's complement), so every int64 value round-trips, however large.
 //
 // Thread-safety: pure functions.

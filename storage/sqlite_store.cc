@@ -361,10 +361,10 @@ class SqliteBatchSink final : public BatchSink {
     return id;
   }
 
-  // Deletes up to about `max_rows` samples (whole blocks: it stops after the block that reaches
-  // it) of one partition with send_us in `intervals` (sorted, disjoint), oldest first from
-  // `cursor`, in one transaction. A block wholly inside an interval is deleted; a block an
-  // interval's end cuts through is rewritten with the samples outside it.
+  // Deletes up to `max_rows` samples of one partition with send_us in `intervals` (sorted,
+  // disjoint), oldest first from `cursor`, in one transaction. A block whose samples all go is
+  // deleted; a block an interval's edge (or the row budget) cuts through is rewritten with the
+  // samples it keeps.
   Result<SampleChunk> pruneSampleChunk(std::int64_t partition_id,
                                        const std::vector<TimeRange>& intervals, SampleCursor cursor,
                                        std::int64_t max_rows) {
@@ -403,19 +403,34 @@ class SqliteBatchSink final : public BatchSink {
                               std::string(prune_candidates_.columnBlob(2))});
       }
       prune_candidates_.reset();
+      bool budget_spent = false;
       for (const auto& block : candidates) {
-        if (chunk.deleted >= max_rows) break;
-        cursor.after_first_us = block.first_send_us;
-        cursor.after_id = block.id;
+        if (chunk.deleted >= max_rows) {
+          budget_spent = true;
+          break;
+        }
         decoded.clear();
         if (auto read = decodeSampleBlock(block.data, block.first_send_us, decoded); !read) {
           return fail(read.error());
         }
+        // Oldest first within the block too, and no more than the budget: a prune's row count
+        // is exact, as it was when a sample was a row.
+        auto budget = max_rows - chunk.deleted;
         kept.clear();
         for (const auto& sample : decoded) {
-          if (sample.send_us < range.from_us || sample.send_us >= range.to_us) {
+          const bool inside = sample.send_us >= range.from_us && sample.send_us < range.to_us;
+          if (inside && budget > 0) {
+            --budget;
+          } else {
             kept.push_back(sample);
           }
+        }
+        // A block the budget ran out in keeps samples to prune: the next chunk starts at it.
+        if (budget > 0) {
+          cursor.after_first_us = block.first_send_us;
+          cursor.after_id = block.id;
+        } else {
+          budget_spent = true;
         }
         if (kept.size() == decoded.size()) continue;
         chunk.deleted += static_cast<std::int64_t>(decoded.size() - kept.size());
@@ -435,9 +450,10 @@ class SqliteBatchSink final : public BatchSink {
           rewrite_block_.reset();
         }
         if (!done) return fail(done.error());
+        if (budget_spent) break;
       }
       if (static_cast<std::int64_t>(candidates.size()) < kPruneCandidatesPerQuery &&
-          chunk.deleted < max_rows) {
+          !budget_spent) {
         cursor = SampleCursor::at(cursor.interval + 1, intervals);
       }
     }
