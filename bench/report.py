@@ -207,8 +207,9 @@ def probe_section(probe, peer):
             jit.append(("probe.py", r["partitions"], j))
     if jit:
         out += ["", "### Send-time jitter at 20 ms", "",
-                "Spacing of consecutive sends of one partition (kfaild: `send_us` in "
-                "`probe_samples`; probe.py: `send_us` in its CSV), over the window after warm-up:",
+                "Spacing of consecutive sends of one partition (kfaild: `send_us` of its stored "
+                "samples, decoded by `bench/sample_blocks.py`; probe.py: `send_us` in its CSV), over "
+                "the window after warm-up:",
                 "", "| who | partitions | spacings | mean µs | stddev µs | p99 abs. deviation µs | min µs | max µs |",
                 "|---|---|---|---|---|---|---|---|"]
         for who, n, j in sorted(jit, key=lambda x: (x[1], x[0])):

@@ -48,6 +48,7 @@
 #include <sqlite3.h>
 
 #include "server/analysis/drill_analysis.h"
+#include "storage/sample_block.h"
 #include "storage/sqlite_store.h"
 
 namespace {
@@ -226,14 +227,31 @@ DbFacts facts(const std::string& path, bool count_samples) {
   sqlite3_finalize(st);
   f.min_send_us = INT64_MAX;
   f.max_send_us = 0;
+  // A block's first_send_us is its oldest sample; the newest is in the blocks that start within
+  // one block span of the last start (storage/sample_block.h).
   for (const auto id : ids) {
-    const auto lo = scalar(db, ("SELECT min(send_us) FROM probe_samples WHERE partition_id = " + std::to_string(id)).c_str());
-    const auto hi = scalar(db, ("SELECT max(send_us) FROM probe_samples WHERE partition_id = " + std::to_string(id)).c_str());
+    const auto lo = scalar(db, ("SELECT min(first_send_us) FROM probe_sample_blocks WHERE partition_id = " + std::to_string(id)).c_str());
+    const auto last = scalar(db, ("SELECT max(first_send_us) FROM probe_sample_blocks WHERE partition_id = " + std::to_string(id)).c_str());
     if (lo > 0) f.min_send_us = std::min(f.min_send_us, lo);
-    f.max_send_us = std::max(f.max_send_us, hi);
+    sqlite3_stmt* blocks = nullptr;
+    sqlite3_prepare_v2(db, "SELECT first_send_us, data FROM probe_sample_blocks WHERE partition_id = ?1 AND first_send_us > ?2",
+                       -1, &blocks, nullptr);
+    sqlite3_bind_int64(blocks, 1, id);
+    sqlite3_bind_int64(blocks, 2, last - kfaild::storage::kSampleBlockSpanUs);
+    std::vector<kfaild::storage::BlockSample> decoded;
+    while (sqlite3_step(blocks) == SQLITE_ROW) {
+      const auto* data = static_cast<const char*>(sqlite3_column_blob(blocks, 1));
+      const std::string_view bytes(data == nullptr ? "" : data, static_cast<std::size_t>(sqlite3_column_bytes(blocks, 1)));
+      if (!kfaild::storage::decodeSampleBlock(bytes, sqlite3_column_int64(blocks, 0), decoded).ok()) {
+        std::cerr << "store_bench: a corrupt sample block in " << path << "\n";
+        std::exit(1);
+      }
+    }
+    sqlite3_finalize(blocks);
+    for (const auto& sample : decoded) f.max_send_us = std::max(f.max_send_us, sample.send_us);
   }
   if (f.min_send_us == INT64_MAX) f.min_send_us = 0;
-  if (count_samples) f.samples = scalar(db, "SELECT count(*) FROM probe_samples");
+  if (count_samples) f.samples = scalar(db, "SELECT coalesce(sum(samples), 0) FROM probe_sample_blocks");
   f.gaps = scalar(db, "SELECT count(*) FROM gaps");
   f.events = scalar(db, "SELECT count(*) FROM events");
   sqlite3_close(db);
@@ -242,8 +260,10 @@ DbFacts facts(const std::string& path, bool count_samples) {
 
 
 // The same rows as SqliteStore writes, with the same SQL, but straight through one connection in
-// transactions of `rows_per_commit` rows and synchronous=OFF: for building a large database faster
-// than the batch writer would. Not what kfaild does at run time.
+// transactions of `rows_per_commit` samples and synchronous=OFF: for building a large database
+// faster than the batch writer would. Not what kfaild does at run time. Blocks are cut as the
+// writer cuts them at the probe's own rate: a partition's samples of one linger (1 s of send
+// time) per block, or kMaxSamplesPerBlock.
 class DirectWriter {
  public:
   DirectWriter(const std::string& path, std::int64_t rows_per_commit)
@@ -257,9 +277,8 @@ INSERT INTO probe_partitions (cluster_id, topic, partition) VALUES (?1, ?2, ?3)
 ON CONFLICT (cluster_id, topic, partition) DO UPDATE SET topic = excluded.topic
 RETURNING id)sql");
     prepare(&sample_, R"sql(
-INSERT OR REPLACE INTO probe_samples
-  (partition_id, send_us, seq, ack_delay_us, ack_error, offset, receive_delay_us)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7))sql");
+INSERT INTO probe_sample_blocks (partition_id, first_send_us, samples, data)
+VALUES (?1, ?2, ?3, ?4))sql");
     prepare(&gap_, R"sql(
 INSERT INTO gaps (cluster_id, topic, partition, kind, start_us, end_us, duration_us, seq_before,
                   seq_after)
@@ -270,6 +289,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))sql");
     exec("BEGIN");
   }
   ~DirectWriter() {
+    for (auto& [id, run] : runs_) writeRun(id, run);
     sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr);
     for (auto* st : {partition_, sample_, gap_, event_}) sqlite3_finalize(st);
     sqlite3_close(db_);
@@ -278,14 +298,11 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))sql");
   DirectWriter& operator=(const DirectWriter&) = delete;
 
   void addSample(kfaild::storage::ProbeSample s) {
-    sqlite3_bind_int64(sample_, 1, partitionId(s.cluster, s.topic, s.partition));
-    sqlite3_bind_int64(sample_, 2, s.send_us);
-    sqlite3_bind_int64(sample_, 3, s.seq);
-    bindOptional(sample_, 4, s.ack_us ? std::optional(*s.ack_us - s.send_us) : std::nullopt);
-    sqlite3_bind_int64(sample_, 5, s.ack_error);
-    bindOptional(sample_, 6, s.offset);
-    bindOptional(sample_, 7, s.receive_us ? std::optional(*s.receive_us - s.send_us) : std::nullopt);
-    step(sample_);
+    const auto id = partitionId(s.cluster, s.topic, s.partition);
+    auto& run = runs_[id];
+    if (!run.empty() && s.send_us - run.front().send_us >= kLingerUs) writeRun(id, run);
+    run.push_back({.seq = s.seq, .send_us = s.send_us, .ack_us = s.ack_us, .ack_error = s.ack_error,
+                   .offset = s.offset, .receive_us = s.receive_us});
     if (++rows_ % rows_per_commit_ == 0) {
       exec("COMMIT");
       exec("BEGIN");
@@ -316,6 +333,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))sql");
     step(event_);
   }
   void flush() {
+    for (auto& [id, run] : runs_) writeRun(id, run);
     exec("COMMIT");
     exec("BEGIN");
   }
@@ -338,6 +356,17 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))sql");
     const int rc = sqlite3_step(st);
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) fail("step");
     sqlite3_reset(st);
+  }
+  static constexpr std::int64_t kLingerUs = 1'000'000;
+  void writeRun(std::int64_t partition_id, std::vector<kfaild::storage::BlockSample>& run) {
+    for (const auto& block : kfaild::storage::packSampleBlocks(run)) {
+      sqlite3_bind_int64(sample_, 1, partition_id);
+      sqlite3_bind_int64(sample_, 2, block.first_send_us);
+      sqlite3_bind_int64(sample_, 3, static_cast<std::int64_t>(block.samples));
+      sqlite3_bind_blob64(sample_, 4, block.data.data(), block.data.size(), SQLITE_TRANSIENT);
+      step(sample_);
+    }
+    run.clear();
   }
   static void bindOptional(sqlite3_stmt* st, int i, std::optional<std::int64_t> v) {
     if (v) sqlite3_bind_int64(st, i, *v);
@@ -364,6 +393,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))sql");
   std::int64_t rows_per_commit_;
   std::int64_t rows_ = 0;
   std::map<std::int32_t, std::int64_t> ids_;  // one topic only
+  std::map<std::int64_t, std::vector<kfaild::storage::BlockSample>> runs_;  // by partition id
 };
 
 template <typename Target>

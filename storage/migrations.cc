@@ -2,6 +2,9 @@
 
 #include <array>
 #include <string>
+#include <vector>
+
+#include "storage/sample_block.h"
 
 namespace kfaild::storage {
 namespace {
@@ -144,11 +147,104 @@ constexpr std::string_view kDrillOutcomeIndex = R"sql(
 CREATE INDEX drills_by_outcome ON drills (cluster_id, fault, state);
 )sql";
 
+// Probe samples in blocks (storage/sample_block.h): one row per run of up to 96 samples of one
+// partition sent within 2 s, instead of one row per sample. The rowid table grows at its end, so
+// its pages stay full; the index finds a partition's blocks by time.
+constexpr std::string_view kSampleBlocksTable = R"sql(
+CREATE TABLE IF NOT EXISTS probe_sample_blocks (
+  id            INTEGER PRIMARY KEY,
+  partition_id  INTEGER NOT NULL REFERENCES probe_partitions (id),
+  first_send_us INTEGER NOT NULL,
+  samples       INTEGER NOT NULL,
+  data          BLOB    NOT NULL
+);
+CREATE INDEX IF NOT EXISTS probe_sample_blocks_by_time
+  ON probe_sample_blocks (partition_id, first_send_us);
+)sql";
+
+// Runs in the transaction of convertSampleRows's last batch, which created probe_sample_blocks:
+// the old table is empty when it is dropped. Nothing reads the view (it could not show blocks).
+constexpr std::string_view kSampleBlocksStep = R"sql(
+DROP VIEW IF EXISTS probe_samples_expanded;
+DROP TABLE probe_samples;
+)sql";
+
+// Rows moved per transaction: a few MB of blocks, a second or two of work.
+constexpr std::int64_t kConvertRowsPerTransaction = 50'000;
+
+// Moves the oldest rows of probe_samples (in key order) into blocks and deletes them.
+Result<bool> convertSampleRows(sqlite::Database& db) {
+  if (auto created = db.exec(kSampleBlocksTable); !created) return created.error();
+  auto select = db.prepare(R"sql(
+SELECT partition_id, send_us, seq, ack_delay_us, ack_error, offset, receive_delay_us
+FROM probe_samples ORDER BY partition_id, send_us, seq LIMIT ?1)sql");
+  if (!select) return select.error();
+  auto insert = db.prepare(
+      "INSERT INTO probe_sample_blocks (partition_id, first_send_us, samples, data) "
+      "VALUES (?1, ?2, ?3, ?4)");
+  if (!insert) return insert.error();
+  select->bindInt(1, kConvertRowsPerTransaction);
+
+  std::int64_t rows = 0;
+  std::int64_t partition = 0;
+  std::int64_t last_send = 0;
+  std::int64_t last_seq = 0;
+  std::vector<BlockSample> run;
+  const auto writeRun = [&]() -> Status {
+    for (const auto& block : packSampleBlocks(run)) {
+      insert->bindInt(1, partition);
+      insert->bindInt(2, block.first_send_us);
+      insert->bindInt(3, static_cast<std::int64_t>(block.samples));
+      insert->bindBlob(4, block.data);
+      auto done = insert->run();
+      insert->reset();
+      if (!done) return done.error();
+    }
+    run.clear();
+    return okStatus();
+  };
+  const auto absolute = [](std::int64_t send_us, std::optional<std::int64_t> delay) {
+    return delay ? std::optional<std::int64_t>(send_us + *delay) : std::nullopt;
+  };
+  for (;;) {
+    auto row = select->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    const auto id = select->columnInt(0);
+    if (rows > 0 && id != partition) {
+      if (auto written = writeRun(); !written) return written.error();
+    }
+    partition = id;
+    BlockSample& sample = run.emplace_back();
+    sample.send_us = select->columnInt(1);
+    sample.seq = select->columnInt(2);
+    sample.ack_us = absolute(sample.send_us, select->columnOptionalInt(3));
+    sample.ack_error = static_cast<std::int32_t>(select->columnInt(4));
+    sample.offset = select->columnOptionalInt(5);
+    sample.receive_us = absolute(sample.send_us, select->columnOptionalInt(6));
+    last_send = sample.send_us;
+    last_seq = sample.seq;
+    ++rows;
+  }
+  select->reset();
+  if (rows == 0) return false;
+  if (auto written = writeRun(); !written) return written.error();
+  auto erase = db.prepare(
+      "DELETE FROM probe_samples WHERE (partition_id, send_us, seq) <= (?1, ?2, ?3)");
+  if (!erase) return erase.error();
+  erase->bindInt(1, partition);
+  erase->bindInt(2, last_send);
+  erase->bindInt(3, last_seq);
+  if (auto done = erase->run(); !done) return done.error();
+  return rows == kConvertRowsPerTransaction;
+}
+
 constexpr std::array kMigrations = {
     Migration{"clusters, probe samples, gaps, events", kInitialSchema},
     Migration{"drills, recovery journal, schedules", kDrillSchema},
     Migration{"audit log", kAuditSchema},
     Migration{"drills counted by outcome", kDrillOutcomeIndex},
+    Migration{"probe samples in blocks", kSampleBlocksStep, convertSampleRows},
 };
 
 }  // namespace
@@ -209,6 +305,15 @@ Status migrate(sqlite::Database& db, std::span<const Migration> steps) {
                                                std::string(step.description) + ") of " + db.path() +
                                                ": " + cause.describe()};
     };
+    if (step.convert != nullptr) {
+      auto more = step.convert(db);
+      if (!more) return failed(more.error());
+      if (*more) {
+        // A batch moved and more remain: commit it, and take the next in a new transaction.
+        if (auto committed = db.exec("COMMIT"); !committed) return failed(committed.error());
+        continue;
+      }
+    }
     if (auto applied = db.exec(step.sql, errc::migration_failed); !applied) {
       return failed(applied.error());
     }

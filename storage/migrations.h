@@ -21,6 +21,14 @@ namespace kfaild::storage {
 struct Migration {
   std::string_view description;
   std::string_view sql;  // one or more statements
+  // Optional: a data conversion that `sql` depends on, too big for one transaction. migrate()
+  // calls it first inside the step's transaction; while it returns true (it moved a full batch,
+  // more may remain), that transaction commits with the version unchanged and the next one calls
+  // it again. When it returns false (it moved the last, partial batch, or nothing), `sql` and the
+  // version bump follow in the same transaction. So each call must move one bounded batch and
+  // leave the database consistent: a crash between two calls leaves the version unchanged, and
+  // the next open continues where it stopped.
+  Result<bool> (*convert)(sqlite::Database& db) = nullptr;
 };
 
 // kfaild's steps, oldest first; step i brings the schema to version i + 1.

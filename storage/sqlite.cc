@@ -48,6 +48,10 @@ void Statement::bindOptionalText(int index, const std::optional<std::string>& te
   }
 }
 
+void Statement::bindBlob(int index, std::string_view bytes) {
+  sqlite3_bind_blob64(stmt_, index, bytes.data(), bytes.size(), SQLITE_TRANSIENT);
+}
+
 int Statement::stepRaw() {
   return sqlite3_step(stmt_);
 }
@@ -91,6 +95,12 @@ std::string Statement::columnText(int index) const {
 std::optional<std::string> Statement::columnOptionalText(int index) const {
   if (sqlite3_column_type(stmt_, index) == SQLITE_NULL) return std::nullopt;
   return columnText(index);
+}
+
+std::string_view Statement::columnBlob(int index) const {
+  const auto* bytes = static_cast<const char*>(sqlite3_column_blob(stmt_, index));
+  if (bytes == nullptr) return {};
+  return {bytes, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, index))};
 }
 
 Error Statement::error(int code) const {

@@ -38,6 +38,7 @@ class Statement {
   void bindOptionalInt(int index, std::optional<std::int64_t> value);
   void bindText(int index, std::string_view text);
   void bindOptionalText(int index, const std::optional<std::string>& text);
+  void bindBlob(int index, std::string_view bytes);  // copied
 
   // One step; the raw SQLite code (SQLITE_ROW, SQLITE_DONE or an error), for callers that treat
   // some errors differently from others.
@@ -54,6 +55,8 @@ class Statement {
   std::optional<std::int64_t> columnOptionalInt(int index) const;
   std::string columnText(int index) const;
   std::optional<std::string> columnOptionalText(int index) const;
+  // Valid until the next step, reset or column call on this statement; NULL reads as empty.
+  std::string_view columnBlob(int index) const;
 
   // The error for a failed step, worded with the statement's SQL.
   Error error(int code) const;

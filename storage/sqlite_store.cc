@@ -16,6 +16,7 @@
 #include "storage/batch_writer.h"
 #include "storage/errc.h"
 #include "storage/migrations.h"
+#include "storage/sample_block.h"
 #include "storage/sqlite.h"
 
 namespace kfaild::storage {
@@ -28,12 +29,9 @@ INSERT INTO probe_partitions (cluster_id, topic, partition) VALUES (?1, ?2, ?3)
 ON CONFLICT (cluster_id, topic, partition) DO UPDATE SET topic = excluded.topic
 RETURNING id)sql";
 
-// A repeated (partition, send time, seq) is the same probe message written twice; the later
-// write knows at least as much about its fate.
-constexpr std::string_view kInsertSample = R"sql(
-INSERT OR REPLACE INTO probe_samples
-  (partition_id, send_us, seq, ack_delay_us, ack_error, offset, receive_delay_us)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7))sql";
+constexpr std::string_view kInsertBlock = R"sql(
+INSERT INTO probe_sample_blocks (partition_id, first_send_us, samples, data)
+VALUES (?1, ?2, ?3, ?4))sql";
 
 constexpr std::string_view kInsertGap = R"sql(
 INSERT INTO gaps (cluster_id, topic, partition, kind, start_us, end_us, duration_us, seq_before,
@@ -44,12 +42,20 @@ constexpr std::string_view kInsertEvent = R"sql(
 INSERT INTO events (cluster_id, t_us, source, kind, broker, topic, partition, detail)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))sql";
 
-constexpr std::string_view kPruneBoundary = R"sql(
-SELECT send_us FROM probe_samples WHERE partition_id = ?1 AND send_us >= ?2 AND send_us < ?3
-ORDER BY send_us LIMIT 1 OFFSET ?4)sql";
+// A partition's blocks after the block (first_send_us ?2, id ?3) that start before ?4, in order.
+constexpr std::string_view kPruneCandidates = R"sql(
+SELECT id, first_send_us, data FROM probe_sample_blocks
+WHERE partition_id = ?1 AND (first_send_us, id) > (?2, ?3) AND first_send_us < ?4
+ORDER BY first_send_us, id LIMIT ?5)sql";
 
-constexpr std::string_view kPruneSamples = R"sql(
-DELETE FROM probe_samples WHERE partition_id = ?1 AND send_us >= ?2 AND send_us < ?3)sql";
+constexpr std::string_view kDeleteBlock = R"sql(
+DELETE FROM probe_sample_blocks WHERE id = ?1)sql";
+
+constexpr std::string_view kRewriteBlock = R"sql(
+UPDATE probe_sample_blocks SET first_send_us = ?2, samples = ?3, data = ?4 WHERE id = ?1)sql";
+
+// Blocks a prune chunk looks at per query.
+constexpr std::int64_t kPruneCandidatesPerQuery = 64;
 
 // Oldest first through the time indexes (gaps_by_end, events_by_time), which hold the rowid.
 constexpr std::string_view kPruneGaps = R"sql(
@@ -128,11 +134,26 @@ struct PartitionKeyEqual {
   bool operator()(const PartitionKeyView& a, const PartitionKeyView& b) const { return a == b; }
 };
 
-// Where a prune of one partition's samples stands: the interval it is in and the send time it
-// continues from. Done when `interval` is past the last one.
+// The lowest first_send_us a block holding a sample sent at `from_us` or later can have, minus
+// one (saturating): such blocks have first_send_us > blocksFrom(from_us).
+std::int64_t blocksFrom(std::int64_t from_us) {
+  return from_us < std::numeric_limits<std::int64_t>::min() + kSampleBlockSpanUs
+             ? std::numeric_limits<std::int64_t>::min()
+             : from_us - kSampleBlockSpanUs;
+}
+
+// Where a prune of one partition's samples stands: the interval it is in and the block (by
+// first_send_us, id) it continues after. Done when `interval` is past the last one.
 struct SampleCursor {
   std::size_t interval = 0;
-  std::int64_t from_us = 0;
+  std::int64_t after_first_us = 0;
+  std::int64_t after_id = std::numeric_limits<std::int64_t>::max();
+
+  static SampleCursor at(std::size_t interval, const std::vector<TimeRange>& intervals) {
+    SampleCursor cursor{.interval = interval};
+    if (interval < intervals.size()) cursor.after_first_us = blocksFrom(intervals[interval].from_us);
+    return cursor;
+  }
 };
 
 struct SampleChunk {
@@ -216,11 +237,12 @@ class SqliteBatchSink final : public BatchSink {
     Statements statements{};
     for (const auto& [sql, statement] :
          {std::pair{kUpsertPartition, &statements.upsert_partition},
-          std::pair{kInsertSample, &statements.insert_sample},
+          std::pair{kInsertBlock, &statements.insert_block},
           std::pair{kInsertGap, &statements.insert_gap},
           std::pair{kInsertEvent, &statements.insert_event},
-          std::pair{kPruneBoundary, &statements.prune_boundary},
-          std::pair{kPruneSamples, &statements.prune_samples},
+          std::pair{kPruneCandidates, &statements.prune_candidates},
+          std::pair{kDeleteBlock, &statements.delete_block},
+          std::pair{kRewriteBlock, &statements.rewrite_block},
           std::pair{kPruneGaps, &statements.prune_gaps},
           std::pair{kPruneEvents, &statements.prune_events}}) {
       auto prepared = db->prepare(sql);
@@ -258,19 +280,38 @@ class SqliteBatchSink final : public BatchSink {
       return error;
     };
 
+    // Each partition's samples of the batch become its blocks. The runs keep their capacity
+    // from batch to batch: at 1,000 partitions that is 1,000 vectors not reallocated per batch.
+    for (auto& run : runs_) run.samples.clear();
+    std::size_t runs_used = 0;
     for (const auto& sample : batch.samples) {
       std::optional<std::int64_t> partition_id;
       if (auto failure = partitionId(sample, partition_id, outcome)) return abort(*failure);
       if (!partition_id) continue;
-      insert_sample_.bindInt(1, *partition_id);
-      insert_sample_.bindInt(2, sample.send_us);
-      insert_sample_.bindInt(3, sample.seq);
-      insert_sample_.bindOptionalInt(4, relativeTo(sample.send_us, sample.ack_us));
-      insert_sample_.bindInt(5, sample.ack_error);
-      insert_sample_.bindOptionalInt(6, sample.offset);
-      insert_sample_.bindOptionalInt(7, relativeTo(sample.send_us, sample.receive_us));
-      if (auto failure = insert(insert_sample_, outcome.rejected_samples, outcome)) {
-        return abort(*failure);
+      auto [slot, added] = run_of_partition_.try_emplace(*partition_id, runs_used);
+      if (added) {
+        if (runs_used == runs_.size()) runs_.emplace_back();
+        runs_[runs_used++].partition_id = *partition_id;
+      }
+      runs_[slot->second].samples.push_back(BlockSample{.seq = sample.seq,
+                                                        .send_us = sample.send_us,
+                                                        .ack_us = sample.ack_us,
+                                                        .ack_error = sample.ack_error,
+                                                        .offset = sample.offset,
+                                                        .receive_us = sample.receive_us});
+    }
+    run_of_partition_.clear();
+    for (std::size_t r = 0; r < runs_used; ++r) {
+      for (const auto& block : packSampleBlocks(runs_[r].samples)) {
+        insert_block_.bindInt(1, runs_[r].partition_id);
+        insert_block_.bindInt(2, block.first_send_us);
+        insert_block_.bindInt(3, static_cast<std::int64_t>(block.samples));
+        insert_block_.bindBlob(4, block.data);
+        std::uint64_t rejected_blocks = 0;
+        if (auto failure = insert(insert_block_, rejected_blocks, outcome)) {
+          return abort(*failure);
+        }
+        if (rejected_blocks > 0) outcome.rejected_samples += block.samples;
       }
     }
     for (const auto& gap : batch.gaps) {
@@ -320,8 +361,10 @@ class SqliteBatchSink final : public BatchSink {
     return id;
   }
 
-  // Deletes up to about `max_rows` samples of one partition with send_us in `intervals` (sorted,
-  // disjoint), oldest first from `cursor`, in one transaction.
+  // Deletes up to `max_rows` samples of one partition with send_us in `intervals` (sorted,
+  // disjoint), oldest first from `cursor`, in one transaction. A block whose samples all go is
+  // deleted; a block an interval's edge (or the row budget) cuts through is rewritten with the
+  // samples it keeps.
   Result<SampleChunk> pruneSampleChunk(std::int64_t partition_id,
                                        const std::vector<TimeRange>& intervals, SampleCursor cursor,
                                        std::int64_t max_rows) {
@@ -330,34 +373,88 @@ class SqliteBatchSink final : public BatchSink {
     SampleChunk chunk;
     const auto fail = [&](Error error) {
       db_->rollbackQuietly();
-      prune_boundary_.reset();
-      prune_samples_.reset();
+      prune_candidates_.reset();
+      delete_block_.reset();
+      rewrite_block_.reset();
       return error;
     };
+    struct Candidate {
+      std::int64_t id;
+      std::int64_t first_send_us;
+      std::string data;
+    };
+    std::vector<Candidate> candidates;
+    std::vector<BlockSample> decoded;
+    std::vector<BlockSample> kept;
     while (cursor.interval < intervals.size() && chunk.deleted < max_rows) {
-      const auto to_us = intervals[cursor.interval].to_us;
-      // Where the chunk ends: the send time of the first row past it. Deleting by key range keeps
-      // the DELETE a plain range scan of the primary key.
-      prune_boundary_.bindInt(1, partition_id);
-      prune_boundary_.bindInt(2, cursor.from_us);
-      prune_boundary_.bindInt(3, to_us);
-      prune_boundary_.bindInt(4, std::max<std::int64_t>(max_rows - chunk.deleted, 1));
-      auto row = prune_boundary_.step();
-      if (!row) return fail(row.error());
-      std::int64_t upper = to_us;
-      // from_us + 1 at least, so rows sharing one send time cannot stall the loop.
-      if (*row) upper = std::max(prune_boundary_.columnInt(0), cursor.from_us + 1);
-      prune_boundary_.reset();
-      prune_samples_.bindInt(1, partition_id);
-      prune_samples_.bindInt(2, cursor.from_us);
-      prune_samples_.bindInt(3, upper);
-      if (auto done = prune_samples_.run(); !done) return fail(done.error());
-      prune_samples_.reset();
-      chunk.deleted += db_->changes();
-      if (upper < to_us) {
-        cursor.from_us = upper;
-      } else if (++cursor.interval < intervals.size()) {
-        cursor.from_us = intervals[cursor.interval].from_us;
+      const auto& range = intervals[cursor.interval];
+      // Read first, then change: the candidates are not read by a statement still stepping.
+      candidates.clear();
+      prune_candidates_.bindInt(1, partition_id);
+      prune_candidates_.bindInt(2, cursor.after_first_us);
+      prune_candidates_.bindInt(3, cursor.after_id);
+      prune_candidates_.bindInt(4, range.to_us);
+      prune_candidates_.bindInt(5, kPruneCandidatesPerQuery);
+      for (;;) {
+        auto row = prune_candidates_.step();
+        if (!row) return fail(row.error());
+        if (!*row) break;
+        candidates.push_back({prune_candidates_.columnInt(0), prune_candidates_.columnInt(1),
+                              std::string(prune_candidates_.columnBlob(2))});
+      }
+      prune_candidates_.reset();
+      bool budget_spent = false;
+      for (const auto& block : candidates) {
+        if (chunk.deleted >= max_rows) {
+          budget_spent = true;
+          break;
+        }
+        decoded.clear();
+        if (auto read = decodeSampleBlock(block.data, block.first_send_us, decoded); !read) {
+          return fail(read.error());
+        }
+        // Oldest first within the block too, and no more than the budget: a prune's row count
+        // is exact, as it was when a sample was a row.
+        auto budget = max_rows - chunk.deleted;
+        kept.clear();
+        for (const auto& sample : decoded) {
+          const bool inside = sample.send_us >= range.from_us && sample.send_us < range.to_us;
+          if (inside && budget > 0) {
+            --budget;
+          } else {
+            kept.push_back(sample);
+          }
+        }
+        // A block the budget ran out in keeps samples to prune: the next chunk starts at it.
+        if (budget > 0) {
+          cursor.after_first_us = block.first_send_us;
+          cursor.after_id = block.id;
+        } else {
+          budget_spent = true;
+        }
+        if (kept.size() == decoded.size()) continue;
+        chunk.deleted += static_cast<std::int64_t>(decoded.size() - kept.size());
+        Status done = okStatus();
+        if (kept.empty()) {
+          delete_block_.bindInt(1, block.id);
+          done = delete_block_.run();
+          delete_block_.reset();
+        } else {
+          // A subset of one block is one block again.
+          const auto packed = packSampleBlocks(kept);
+          rewrite_block_.bindInt(1, block.id);
+          rewrite_block_.bindInt(2, packed.front().first_send_us);
+          rewrite_block_.bindInt(3, static_cast<std::int64_t>(packed.front().samples));
+          rewrite_block_.bindBlob(4, packed.front().data);
+          done = rewrite_block_.run();
+          rewrite_block_.reset();
+        }
+        if (!done) return fail(done.error());
+        if (budget_spent) break;
+      }
+      if (static_cast<std::int64_t>(candidates.size()) < kPruneCandidatesPerQuery &&
+          !budget_spent) {
+        cursor = SampleCursor::at(cursor.interval + 1, intervals);
       }
     }
     if (auto committed = db_->exec("COMMIT"); !committed) return fail(committed.error());
@@ -400,11 +497,12 @@ class SqliteBatchSink final : public BatchSink {
  private:
   struct Statements {
     sqlite::Statement upsert_partition;
-    sqlite::Statement insert_sample;
+    sqlite::Statement insert_block;
     sqlite::Statement insert_gap;
     sqlite::Statement insert_event;
-    sqlite::Statement prune_boundary;
-    sqlite::Statement prune_samples;
+    sqlite::Statement prune_candidates;
+    sqlite::Statement delete_block;
+    sqlite::Statement rewrite_block;
     sqlite::Statement prune_gaps;
     sqlite::Statement prune_events;
   };
@@ -413,20 +511,15 @@ class SqliteBatchSink final : public BatchSink {
                   std::int64_t default_max_pages)
       : db_(std::move(db)),
         upsert_partition_(std::move(statements.upsert_partition)),
-        insert_sample_(std::move(statements.insert_sample)),
+        insert_block_(std::move(statements.insert_block)),
         insert_gap_(std::move(statements.insert_gap)),
         insert_event_(std::move(statements.insert_event)),
-        prune_boundary_(std::move(statements.prune_boundary)),
-        prune_samples_(std::move(statements.prune_samples)),
+        prune_candidates_(std::move(statements.prune_candidates)),
+        delete_block_(std::move(statements.delete_block)),
+        rewrite_block_(std::move(statements.rewrite_block)),
         prune_gaps_(std::move(statements.prune_gaps)),
         prune_events_(std::move(statements.prune_events)),
         default_max_pages_(default_max_pages) {}
-
-  static std::optional<std::int64_t> relativeTo(std::int64_t base,
-                                                std::optional<std::int64_t> time) {
-    if (!time) return std::nullopt;
-    return *time - base;
-  }
 
   Status applyPageLimit() {
     const std::int64_t wanted = wanted_max_pages_;
@@ -492,15 +585,23 @@ class SqliteBatchSink final : public BatchSink {
   // Statements are declared after the connection so they are finalised before it closes.
   std::unique_ptr<sqlite::Database> db_;
   sqlite::Statement upsert_partition_;
-  sqlite::Statement insert_sample_;
+  sqlite::Statement insert_block_;
   sqlite::Statement insert_gap_;
   sqlite::Statement insert_event_;
-  sqlite::Statement prune_boundary_;
-  sqlite::Statement prune_samples_;
+  sqlite::Statement prune_candidates_;
+  sqlite::Statement delete_block_;
+  sqlite::Statement rewrite_block_;
   sqlite::Statement prune_gaps_;
   sqlite::Statement prune_events_;
   std::unordered_map<PartitionKey, std::int64_t, PartitionKeyHash, PartitionKeyEqual>
       partition_ids_;
+  // A batch's samples per partition (write()); empty between batches.
+  struct PartitionRun {
+    std::int64_t partition_id = 0;
+    std::vector<BlockSample> samples;
+  };
+  std::vector<PartitionRun> runs_;
+  std::unordered_map<std::int64_t, std::size_t> run_of_partition_;
   const std::int64_t default_max_pages_;
   std::atomic<std::int64_t> wanted_max_pages_{0};  // 0: SQLite's default; set from any thread
   std::int64_t applied_max_pages_ = -1;
@@ -577,7 +678,14 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
   store->sink_ = std::move(*sink);
   store->writer_ = std::make_unique<BatchWriter>(
       *store->sink_, BatchWriterOptions{.max_queued_records = options.max_queued_records,
-                                        .retry_interval = options.retry_interval});
+                                        .retry_interval = options.retry_interval,
+                                        .linger = options.linger,
+                                        // A lingering batch must never fill the queue: it would
+                                        // refuse samples while waiting to be written.
+                                        .linger_max_records = std::min(
+                                            options.linger_max_records,
+                                            std::max<std::size_t>(options.max_queued_records / 2,
+                                                                  1))});
   spdlog::info("storage: opened {} (schema version {})", path, latestSchemaVersion());
   return store;
 }
@@ -634,38 +742,87 @@ Result<std::vector<Cluster>> SqliteStore::clusters() const {
 Result<std::vector<ProbeSample>> SqliteStore::samples(const SampleQuery& query) const {
   return withReader([&query](sqlite::Database& db) -> Result<std::vector<ProbeSample>> {
     auto select = db.prepare(R"sql(
-SELECT s.send_us, s.seq, s.ack_delay_us, s.ack_error, s.offset, s.receive_delay_us
-FROM probe_partitions AS p JOIN probe_samples AS s ON s.partition_id = p.id
+SELECT b.id, b.first_send_us, b.data
+FROM probe_partitions AS p JOIN probe_sample_blocks AS b ON b.partition_id = p.id
 WHERE p.cluster_id = ?1 AND p.topic = ?2 AND p.partition = ?3
-  AND s.send_us >= ?4 AND s.send_us < ?5
-ORDER BY s.send_us, s.seq
-LIMIT ?6)sql");
+  AND b.first_send_us > ?4 AND b.first_send_us < ?5
+ORDER BY b.first_send_us, b.id)sql");
     if (!select) return select.error();
     select->bindInt(1, query.cluster);
     select->bindText(2, query.topic);
     select->bindInt(3, query.partition);
-    select->bindInt(4, query.range.from_us);
+    select->bindInt(4, blocksFrom(query.range.from_us));
     select->bindInt(5, query.range.to_us);
-    select->bindInt(6, sqlLimit(query.limit));
-    std::vector<ProbeSample> found;
-    const auto absolute = [](std::int64_t send_us, std::optional<std::int64_t> delay) {
-      return delay ? std::optional<std::int64_t>(send_us + *delay) : std::nullopt;
+
+    // Blocks come by first send time, and each holds samples sent within the span after it, so
+    // blocks may overlap (a late sample, a second write of a message): the samples in range are
+    // gathered with their block's id, then sorted, and of one (send_us, seq) the later write wins.
+    struct Found {
+      BlockSample sample;
+      std::int64_t block;
+    };
+    std::vector<Found> found;
+    std::vector<BlockSample> decoded;
+    std::int64_t newest_found = std::numeric_limits<std::int64_t>::min();
+    const auto before = [](const Found& a, const Found& b) {
+      if (a.sample.send_us != b.sample.send_us) return a.sample.send_us < b.sample.send_us;
+      if (a.sample.seq != b.sample.seq) return a.sample.seq < b.sample.seq;
+      return a.block < b.block;
+    };
+    // Sorted, and of each (send_us, seq) only the copy from the block written last.
+    const auto settle = [&] {
+      if (!std::is_sorted(found.begin(), found.end(), before)) {
+        std::sort(found.begin(), found.end(), before);
+      }
+      std::size_t kept = 0;
+      for (std::size_t i = 0; i < found.size(); ++i) {
+        if (i + 1 < found.size() && found[i + 1].sample.send_us == found[i].sample.send_us &&
+            found[i + 1].sample.seq == found[i].sample.seq) {
+          continue;
+        }
+        if (kept != i) found[kept] = std::move(found[i]);
+        ++kept;
+      }
+      found.resize(kept);
     };
     for (;;) {
       auto row = select->step();
       if (!row) return row.error();
-      if (!*row) return found;
-      ProbeSample& sample = found.emplace_back();
-      sample.cluster = query.cluster;
-      sample.topic = query.topic;
-      sample.partition = query.partition;
-      sample.send_us = select->columnInt(0);
-      sample.seq = select->columnInt(1);
-      sample.ack_us = absolute(sample.send_us, select->columnOptionalInt(2));
-      sample.ack_error = static_cast<std::int32_t>(select->columnInt(3));
-      sample.offset = select->columnOptionalInt(4);
-      sample.receive_us = absolute(sample.send_us, select->columnOptionalInt(5));
+      if (!*row) break;
+      const auto block = select->columnInt(0);
+      const auto first_send_us = select->columnInt(1);
+      // Every sample still to come was sent at first_send_us or later: once `limit` samples
+      // sent before it are in hand, nothing later can be among the first `limit`.
+      if (found.size() >= query.limit && newest_found < first_send_us) {
+        settle();
+        if (found.size() >= query.limit) break;
+      }
+      decoded.clear();
+      if (auto read = decodeSampleBlock(select->columnBlob(2), first_send_us, decoded); !read) {
+        return read.error();
+      }
+      for (auto& sample : decoded) {
+        if (sample.send_us < query.range.from_us || sample.send_us >= query.range.to_us) continue;
+        newest_found = std::max(newest_found, sample.send_us);
+        found.push_back({std::move(sample), block});
+      }
     }
+    settle();
+    std::vector<ProbeSample> samples;
+    samples.reserve(std::min(found.size(), query.limit));
+    for (std::size_t i = 0; i < found.size() && samples.size() < query.limit; ++i) {
+      const auto& s = found[i].sample;
+      samples.push_back(ProbeSample{.cluster = query.cluster,
+                                    .topic = query.topic,
+                                    .partition = query.partition,
+                                    .seq = s.seq,
+                                    .send_us = s.send_us,
+                                    .ack_us = s.ack_us,
+                                    .ack_error = s.ack_error,
+                                    .offset = s.offset,
+                                    .receive_us = s.receive_us});
+    }
+    return samples;
   });
 }
 
@@ -834,7 +991,7 @@ Result<std::int64_t> SqliteStore::pruneSamples(const SamplePrune& prune) {
 
   std::int64_t deleted = 0;
   for (const auto partition_id : *partition_ids) {
-    SampleCursor cursor{0, intervals.front().from_us};
+    auto cursor = SampleCursor::at(0, intervals);
     while (cursor.interval < intervals.size() && deleted < prune.max_rows) {
       const auto rows = std::min(options_.prune_chunk_rows, prune.max_rows - deleted);
       auto chunk = writer_->runOnWriter<SampleChunk>(
@@ -899,16 +1056,17 @@ Result<DatabaseSize> SqliteStore::databaseSize() const {
 
 Result<RecordSpans> SqliteStore::recordSpans() const {
   return withReader([](sqlite::Database& db) -> Result<RecordSpans> {
-    // Each an index seek: per partition on the samples' primary key, and on the gaps' and events'
-    // time indexes.
+    // Each an index seek: per partition on probe_sample_blocks_by_time, and on the gaps' and
+    // events' time indexes. A block's first_send_us is its oldest sample; its newest is within
+    // the span after the newest block start, so only those last blocks are decoded.
     auto select = db.prepare(R"sql(
 WITH per_partition (oldest, newest) AS (
-  SELECT (SELECT min(send_us) FROM probe_samples WHERE partition_id = p.id),
-         (SELECT max(send_us) FROM probe_samples WHERE partition_id = p.id)
+  SELECT (SELECT min(first_send_us) FROM probe_sample_blocks WHERE partition_id = p.id),
+         (SELECT max(first_send_us) FROM probe_sample_blocks WHERE partition_id = p.id)
   FROM probe_partitions AS p)
-SELECT (SELECT min(oldest) FROM per_partition), (SELECT max(newest) FROM per_partition),
-       (SELECT min(end_us) FROM gaps), (SELECT max(end_us) FROM gaps),
-       (SELECT min(t_us) FROM events), (SELECT max(t_us) FROM events))sql");
+SELECT (SELECT min(end_us) FROM gaps), (SELECT max(end_us) FROM gaps),
+       (SELECT min(t_us) FROM events), (SELECT max(t_us) FROM events),
+       (SELECT min(oldest) FROM per_partition))sql");
     if (!select) return select.error();
     auto row = select->step();
     if (!row) return row.error();
@@ -918,7 +1076,34 @@ SELECT (SELECT min(oldest) FROM per_partition), (SELECT max(newest) FROM per_par
       if (!oldest || !newest) return std::nullopt;
       return TimeSpan{.oldest_us = *oldest, .newest_us = *newest};
     };
-    return RecordSpans{.samples = span(0), .gaps = span(2), .events = span(4)};
+    RecordSpans spans{.samples = std::nullopt, .gaps = span(0), .events = span(2)};
+    const auto oldest_sample = select->columnOptionalInt(4);
+    select->reset();
+    if (!oldest_sample) return spans;
+
+    auto last_blocks = db.prepare(R"sql(
+SELECT b.first_send_us, b.data
+FROM probe_partitions AS p JOIN probe_sample_blocks AS b ON b.partition_id = p.id
+WHERE b.first_send_us > (SELECT max(first_send_us) FROM probe_sample_blocks
+                         WHERE partition_id = p.id) - ?1)sql");
+    if (!last_blocks) return last_blocks.error();
+    last_blocks->bindInt(1, kSampleBlockSpanUs);
+    std::int64_t newest = *oldest_sample;
+    std::vector<BlockSample> decoded;
+    for (;;) {
+      auto block = last_blocks->step();
+      if (!block) return block.error();
+      if (!*block) break;
+      decoded.clear();
+      const auto first_send_us = last_blocks->columnInt(0);
+      if (auto read = decodeSampleBlock(last_blocks->columnBlob(1), first_send_us, decoded);
+          !read) {
+        return read.error();
+      }
+      for (const auto& sample : decoded) newest = std::max(newest, sample.send_us);
+    }
+    spans.samples = TimeSpan{.oldest_us = *oldest_sample, .newest_us = newest};
+    return spans;
   });
 }
 

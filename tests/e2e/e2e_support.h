@@ -24,6 +24,7 @@
 #include <thread>
 #include <tuple>
 
+#include "storage/sample_block.h"
 #include "tests/api/http_client.h"
 #include "tests/support/lab.h"
 #include "tests/support/process.h"
@@ -252,6 +253,32 @@ inline std::string sqlValue(const std::string& db_path, const std::string& sql) 
   sqlite3_finalize(statement);
   sqlite3_close(db);
   return value;
+}
+
+// The probe samples stored for one topic partition (partition < 0: every partition of every
+// topic), decoded from their blocks, read while kfaild runs or after it died. Unordered.
+inline std::vector<storage::BlockSample> storedSamples(const std::string& db_path, const std::string& topic = "",
+                                                       int partition = -1) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
+  sqlite3_stmt* statement = nullptr;
+  const std::string sql =
+      "SELECT b.first_send_us, b.data FROM probe_sample_blocks b JOIN probe_partitions p ON p.id = b.partition_id"
+      " WHERE ?1 < 0 OR (p.topic = ?2 AND p.partition = ?1)";
+  REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr) == SQLITE_OK);
+  sqlite3_bind_int(statement, 1, partition);
+  sqlite3_bind_text(statement, 2, topic.c_str(), -1, SQLITE_TRANSIENT);
+  std::vector<storage::BlockSample> samples;
+  while (sqlite3_step(statement) == SQLITE_ROW) {
+    const auto* data = static_cast<const char*>(sqlite3_column_blob(statement, 1));
+    const std::string_view bytes(data == nullptr ? "" : data, static_cast<std::size_t>(sqlite3_column_bytes(statement, 1)));
+    const auto decoded = storage::decodeSampleBlock(bytes, sqlite3_column_int64(statement, 0), samples);
+    CHECK(decoded.ok());
+  }
+  sqlite3_finalize(statement);
+  sqlite3_close(db);
+  return samples;
 }
 
 // Which lab nodes are alive now (`deploy/lab/lab status`).

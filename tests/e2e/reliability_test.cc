@@ -4,6 +4,7 @@
 // measured to <build>/reliability/ for docs/RELIABILITY.md (scripts/reliability-report).
 
 #include "tests/support/paths.h"
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <set>
@@ -33,7 +34,8 @@ std::string drillRow(const Lab& lab, std::int64_t id) {
 }
 
 std::int64_t sampleCount(const Lab& lab, std::int64_t before_us = std::numeric_limits<std::int64_t>::max()) {
-  return std::stoll(sqlValue(lab.db, "SELECT count(*) FROM probe_samples WHERE send_us <= " + std::to_string(before_us)));
+  const auto samples = storedSamples(lab.db);
+  return std::count_if(samples.begin(), samples.end(), [&](const auto& s) { return s.send_us <= before_us; });
 }
 
 // Waits for the store's writer (100 ms linger) to commit an event of this kind.
@@ -448,16 +450,17 @@ json toJson(const WrkSummary& w) {
 // The 99th percentile and the longest of the times between consecutive acks of one probe
 // partition, for messages sent in [from, to] (µs).
 std::pair<std::int64_t, std::int64_t> ackIntervals(const Lab& lab, int partition, std::int64_t from_us, std::int64_t to_us) {
-  const std::string gaps =
-      "WITH a AS (SELECT s.send_us + s.ack_delay_us AS t FROM probe_samples s JOIN probe_partitions p ON p.id = "
-      "s.partition_id WHERE p.topic = '" + lab.topic + "' AND p.partition = " + std::to_string(partition) +
-      " AND s.ack_delay_us IS NOT NULL AND s.send_us BETWEEN " + std::to_string(from_us) + " AND " +
-      std::to_string(to_us) + "), d AS (SELECT t - lag(t) OVER (ORDER BY t) AS g FROM a) ";
-  const auto p99 = sqlValue(lab.db, gaps + "SELECT g FROM d WHERE g IS NOT NULL ORDER BY g LIMIT 1 OFFSET "
-                                           "(SELECT CAST(count(*) * 0.99 AS INTEGER) FROM d WHERE g IS NOT NULL)");
-  const auto longest = sqlValue(lab.db, gaps + "SELECT max(g) FROM d");
-  REQUIRE_FALSE(p99.empty());
-  return {std::stoll(p99), std::stoll(longest)};
+  std::vector<std::int64_t> acks;
+  for (const auto& s : storedSamples(lab.db, lab.topic, partition)) {
+    if (s.ack_us && s.send_us >= from_us && s.send_us <= to_us) acks.push_back(*s.ack_us);
+  }
+  std::sort(acks.begin(), acks.end());
+  std::vector<std::int64_t> intervals;
+  for (std::size_t i = 1; i < acks.size(); ++i) intervals.push_back(acks[i] - acks[i - 1]);
+  REQUIRE_FALSE(intervals.empty());
+  std::sort(intervals.begin(), intervals.end());
+  const auto p99 = intervals[static_cast<std::size_t>(static_cast<double>(intervals.size()) * 0.99)];
+  return {p99, intervals.back()};
 }
 
 // A kill drill of broker 1: detection, each partition's ack stall, p0's time from the producer
