@@ -102,12 +102,12 @@ void HttpReceiver::start() {
 
 void HttpReceiver::stop() {
   if (!impl_->thread.joinable()) return;
-  asio::post(impl_->ioc, [this] {
-    boost::system::error_code ignored;
-    impl_->acceptor->close(ignored);
-  });
+  // Closed after the thread ends, not by a posted handler: one left queued would close the next
+  // start's acceptor.
   impl_->ioc.stop();
   impl_->thread.join();
+  boost::system::error_code ignored;
+  impl_->acceptor->close(ignored);
   impl_->acceptor.reset();
 }
 
