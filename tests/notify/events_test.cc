@@ -58,7 +58,7 @@ TEST_CASE("a done drill with a failing verdict and a regression makes a drill_fi
   CHECK(events[1].dedupKey() == "regression:drill:42");
 }
 
-TEST_CASE("a drill without a verdict is a drill_finished with verdict none; a failed one is drill_failed",
+TEST_CASE("a drill without a verdict is a drill_finished with verdict none, and a failed one is drill_failed",
           "[unit][notify]") {
   auto d = failingDrill();
   d.result = R"({"runs":[]})";

@@ -258,7 +258,7 @@ TEST_CASE("an HTTPS receiver is reached with the configured CA and refused with 
   }
 }
 
-TEST_CASE("a receiver that answers 4xx is given up at once; 5xx is retried", "[integration][notify]") {
+TEST_CASE("a receiver that answers 4xx is given up at once, and one that answers 5xx is retried", "[integration][notify]") {
   QueueDb db;
   testing::HttpReceiver hook;
   hook.start();
@@ -284,7 +284,7 @@ TEST_CASE("a receiver that answers 4xx is given up at once; 5xx is retried", "[i
   CHECK(metrics.outcomes[0].outcome == "failed");
 }
 
-TEST_CASE("a stall outside drills is queued once as an incident; stalls inside a drill are not", "[integration][notify]") {
+TEST_CASE("a stall outside drills is queued once as an incident, and stalls inside a drill are not", "[integration][notify]") {
   QueueDb db;
   auto drills = storage::SqliteDrillStore::open(db.path);
   REQUIRE(drills);
