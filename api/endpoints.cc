@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "api/errc.h"
+#include "api/notification_endpoints.h"
 #include "api/prometheus_text.h"
 #include "api/query_params.h"
 #include "api/resources.h"
@@ -496,6 +497,8 @@ Response Endpoints::metrics(const Request& request, const RequestCounter& respon
       out.sample("kfaild_storage_last_prune_timestamp_seconds", {}, seconds(*report.last_success_us));
     }
   }
+
+  if (notifications_ != nullptr) appendNotificationMetrics(out, notifications_->notificationMetrics());
 
   out.family("kfaild_http_requests_total", "counter",
              "HTTP responses sent, by status code (this scrape not included).");

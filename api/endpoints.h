@@ -25,6 +25,7 @@
 #include "api/live_state.h"
 #include "api/router.h"
 #include "server/common/clock.h"
+#include "server/notify/notification_status.h"
 #include "storage/drill_store.h"
 #include "storage/retention_status.h"
 #include "storage/store.h"
@@ -56,6 +57,8 @@ class Endpoints {
   void setDrillStore(const storage::DrillStore* drills) { drills_ = drills; }
   // With retention: /metrics also reports what it pruned and when. Set before serving.
   void setRetentionStatus(const storage::RetentionStatus* retention) { retention_ = retention; }
+  // With notifications: /metrics also reports deliveries and the queue. Set before serving.
+  void setNotificationStatus(const notify::NotificationStatus* notifications) { notifications_ = notifications; }
 
  private:
   Response healthz(const Request& request) const;
@@ -75,6 +78,7 @@ class Endpoints {
   const common::Clock& clock_;
   const storage::DrillStore* drills_ = nullptr;
   const storage::RetentionStatus* retention_ = nullptr;
+  const notify::NotificationStatus* notifications_ = nullptr;
 };
 
 }  // namespace kfaild::api

@@ -239,12 +239,34 @@ FROM probe_samples ORDER BY partition_id, send_us, seq LIMIT ?1)sql");
   return rows == kConvertRowsPerTransaction;
 }
 
+// The notification queue (server/notify): one row per (receiver, event), the payload rendered
+// when queued. UNIQUE (receiver, dedup_key) is what keeps a repeated listener call, an incident
+// seen by two scans or a restart from sending twice.
+constexpr std::string_view kNotificationSchema = R"sql(
+CREATE TABLE notifications (
+  id              INTEGER PRIMARY KEY,
+  receiver        TEXT    NOT NULL,
+  event           TEXT    NOT NULL,
+  dedup_key       TEXT    NOT NULL,
+  payload         TEXT    NOT NULL,
+  state           TEXT    NOT NULL CHECK (state IN ('queued', 'delivering', 'delivered', 'failed')),
+  attempts        INTEGER NOT NULL DEFAULT 0,
+  next_attempt_us INTEGER NOT NULL,
+  last_error      TEXT    NOT NULL DEFAULT '',
+  created_us      INTEGER NOT NULL,
+  delivered_us    INTEGER,
+  UNIQUE (receiver, dedup_key)
+);
+CREATE INDEX notifications_due ON notifications (next_attempt_us) WHERE state IN ('queued', 'delivering');
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{"clusters, probe samples, gaps, events", kInitialSchema},
     Migration{"drills, recovery journal, schedules", kDrillSchema},
     Migration{"audit log", kAuditSchema},
     Migration{"drills counted by outcome", kDrillOutcomeIndex},
     Migration{"probe samples in blocks", kSampleBlocksStep, convertSampleRows},
+    Migration{"notification queue", kNotificationSchema},
 };
 
 }  // namespace

@@ -531,6 +531,121 @@ HttpConfig readHttp(const YAML::Node& node) {
   return h;
 }
 
+NotificationsConfig readNotifications(const YAML::Node& node) {
+  rejectUnknownKeys(node, "notifications", {"receivers", "retry", "incidents", "external_url"});
+  NotificationsConfig n;
+  if (node["external_url"]) {
+    n.external_url = readString(node["external_url"], "notifications.external_url");
+    if (n.external_url.rfind("http://", 0) != 0 && n.external_url.rfind("https://", 0) != 0) {
+      fail("notifications.external_url", "must start with http:// or https://");
+    }
+    while (!n.external_url.empty() && n.external_url.back() == '/') n.external_url.pop_back();
+  }
+  const auto readChoices = [](const YAML::Node& value, const std::string& key, const std::set<std::string>& allowed) {
+    auto list = readStringList(value, key);
+    for (const auto& item : list) {
+      if (!allowed.count(item)) {
+        std::string known;
+        for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
+        fail(key, "'" + item + "' is not one of " + known);
+      }
+    }
+    return list;
+  };
+  if (node["receivers"]) {
+    const auto list = node["receivers"];
+    if (!list.IsSequence()) fail("notifications.receivers", "must be a list of receivers");
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const auto key = "notifications.receivers[" + std::to_string(i) + "]";
+      const auto r = list[i];
+      rejectUnknownKeys(r, key, {"name", "type", "url", "events", "verdicts", "headers", "tls", "timeout_s",
+                                 "alert_resolve_after_s"});
+      ReceiverConfig rc;
+      if (!r["name"]) fail(key + ".name", "required");
+      rc.name = readString(r["name"], key + ".name");
+      if (rc.name.empty() || rc.name.size() > 64 ||
+          rc.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos) {
+        fail(key + ".name", "must be 1-64 characters of a-z, 0-9, '_' and '-', got '" + rc.name + "'");
+      }
+      if (!names.insert(rc.name).second) fail(key + ".name", "duplicate receiver name " + rc.name);
+      if (!r["type"]) fail(key + ".type", "required (webhook, slack or alertmanager)");
+      rc.type = readString(r["type"], key + ".type");
+      if (rc.type != "webhook" && rc.type != "slack" && rc.type != "alertmanager") {
+        fail(key + ".type", "must be webhook, slack or alertmanager, got '" + rc.type + "'");
+      }
+      if (!r["url"]) fail(key + ".url", "required");
+      rc.url = readString(r["url"], key + ".url");
+      const bool https = rc.url.rfind("https://", 0) == 0;
+      if (!https && rc.url.rfind("http://", 0) != 0) fail(key + ".url", "must start with http:// or https://");
+      if (rc.url.find_first_of(" \t\r\n") != std::string::npos) fail(key + ".url", "must not contain white space");
+      if (r["events"]) {
+        rc.events = readChoices(r["events"], key + ".events", {"drill_finished", "drill_failed", "regression", "incident"});
+      }
+      if (r["verdicts"]) {
+        rc.verdicts = readChoices(r["verdicts"], key + ".verdicts", {"pass", "fail", "inconclusive", "none"});
+      }
+      if (r["headers"]) {
+        rc.headers = readStringMap(r["headers"], key + ".headers");
+        for (const auto& [name, value] : rc.headers) {
+          if (name.empty() || name.find_first_of(" :\r\n\t") != std::string::npos ||
+              value.find_first_of("\r\n") != std::string::npos) {
+            fail(key + ".headers." + name, "not a valid header name or value");
+          }
+          std::string lower;
+          for (char c : name) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+          if (lower == "host" || lower == "content-length" || lower == "content-type" || lower == "transfer-encoding") {
+            fail(key + ".headers." + name, "set by kfaild");
+          }
+        }
+      }
+      if (r["tls"]) {
+        const auto tls = r["tls"];
+        const auto tkey = key + ".tls";
+        rejectUnknownKeys(tls, tkey, {"ca_file", "cert_file", "key_file"});
+        if (!https) fail(tkey, "needs an https:// url");
+        if (tls["ca_file"]) rc.tls.ca_file = readFileName(tls["ca_file"], tkey + ".ca_file");
+        if (tls["cert_file"]) rc.tls.cert_file = readFileName(tls["cert_file"], tkey + ".cert_file");
+        if (tls["key_file"]) rc.tls.key_file = readFileName(tls["key_file"], tkey + ".key_file");
+        if (rc.tls.cert_file.empty() != rc.tls.key_file.empty()) fail(tkey, "cert_file and key_file go together");
+      }
+      if (r["timeout_s"]) rc.timeout_ms = readInt(r["timeout_s"], key + ".timeout_s", 1, 300) * 1000;
+      if (r["alert_resolve_after_s"]) {
+        if (rc.type != "alertmanager") fail(key + ".alert_resolve_after_s", "only for type alertmanager");
+        rc.alert_resolve_after_us =
+            readInt(r["alert_resolve_after_s"], key + ".alert_resolve_after_s", 60, 30LL * 86400) * 1'000'000;
+      }
+      n.receivers.push_back(std::move(rc));
+    }
+  }
+  if (node["retry"]) {
+    const auto r = node["retry"];
+    rejectUnknownKeys(r, "notifications.retry", {"initial_s", "max_s", "max_attempts", "max_age_h"});
+    if (r["initial_s"]) n.retry.initial_us = readInt(r["initial_s"], "notifications.retry.initial_s", 1, 3600) * 1'000'000;
+    if (r["max_s"]) n.retry.max_us = readInt(r["max_s"], "notifications.retry.max_s", 1, 86400) * 1'000'000;
+    if (n.retry.max_us < n.retry.initial_us) fail("notifications.retry.max_s", "must not be below initial_s");
+    if (r["max_attempts"]) n.retry.max_attempts = readInt(r["max_attempts"], "notifications.retry.max_attempts", 1, 1000);
+    if (r["max_age_h"]) {
+      n.retry.max_age_us = readInt(r["max_age_h"], "notifications.retry.max_age_h", 1, 24 * 30) * RetentionConfig::kHourUs;
+    }
+  }
+  if (node["incidents"]) {
+    const auto r = node["incidents"];
+    rejectUnknownKeys(r, "notifications.incidents", {"min_stall_s", "scan_interval_s", "lookback_h"});
+    if (r["min_stall_s"]) {
+      n.incidents.min_stall_us = readInt(r["min_stall_s"], "notifications.incidents.min_stall_s", 1, 86400) * 1'000'000;
+    }
+    if (r["scan_interval_s"]) {
+      n.incidents.scan_interval_us =
+          readInt(r["scan_interval_s"], "notifications.incidents.scan_interval_s", 1, 3600) * 1'000'000;
+    }
+    if (r["lookback_h"]) {
+      n.incidents.lookback_us = readInt(r["lookback_h"], "notifications.incidents.lookback_h", 1, 24 * 7) * RetentionConfig::kHourUs;
+    }
+  }
+  return n;
+}
+
 Config parseConfig(const std::string& yaml_text, const std::string& origin) {
   YAML::Node root;
   try {
@@ -540,7 +655,7 @@ Config parseConfig(const std::string& yaml_text, const std::string& origin) {
   }
   try {
     if (!root.IsMap()) fail("(top level)", "must be a mapping");
-    rejectUnknownKeys(root, "", {"log_level", "storage", "http", "shutdown_grace_s", "clusters"});
+    rejectUnknownKeys(root, "", {"log_level", "storage", "http", "shutdown_grace_s", "clusters", "notifications"});
     Config c;
     if (root["log_level"]) {
       c.log_level = readString(root["log_level"], "log_level");
@@ -550,6 +665,7 @@ Config parseConfig(const std::string& yaml_text, const std::string& origin) {
     if (root["storage"]) c.storage = readStorage(root["storage"]);
     if (root["http"]) c.http = readHttp(root["http"]);
     if (root["shutdown_grace_s"]) c.shutdown_grace_s = readInt(root["shutdown_grace_s"], "shutdown_grace_s", 1, 3600);
+    if (root["notifications"]) c.notifications = readNotifications(root["notifications"]);
     const auto clusters = root["clusters"];
     if (!clusters || !clusters.IsSequence() || clusters.size() == 0) {
       fail("clusters", "required: a list of at least one cluster");

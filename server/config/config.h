@@ -167,6 +167,49 @@ struct HttpConfig {
   HttpTlsConfig tls;
 };
 
+// Where kfaild sends word of finished and failed drills, regressions and incidents (server/notify;
+// docs/CONFIG.md has every key and its default).
+struct NotificationTls {
+  std::string ca_file;    // PEM; empty: the system's trust store
+  std::string cert_file;  // client certificate (with key_file), for receivers that verify one
+  std::string key_file;
+};
+
+struct ReceiverConfig {
+  std::string name;          // [a-z0-9_-]{1,64}, unique; the `receiver` of queue rows and metrics
+  std::string type;          // webhook | slack | alertmanager
+  std::string url;           // http(s)://host[:port]/path; for alertmanager its base URL
+  std::vector<std::string> events = {"drill_finished", "drill_failed", "regression", "incident"};
+  // drill_finished is sent only for these verdicts ("none": a drill without a verdict).
+  std::vector<std::string> verdicts = {"pass", "fail", "inconclusive", "none"};
+  std::map<std::string, std::string> headers;  // extra request headers (Authorization, ...)
+  NotificationTls tls;
+  std::int64_t timeout_ms = 10'000;
+  // alertmanager: how long an alert stays firing before Alertmanager resolves it by itself.
+  std::int64_t alert_resolve_after_us = 24LL * 3600 * 1'000'000;
+};
+
+struct RetryConfig {
+  std::int64_t initial_us = 5'000'000;  // the first retry's delay
+  std::int64_t max_us = 600'000'000;    // the cap of the doubling delay
+  std::int64_t max_attempts = 20;       // then failed
+  std::int64_t max_age_us = 24LL * 3600 * 1'000'000;  // or this long after queueing: failed
+};
+
+struct IncidentNotifyConfig {
+  std::int64_t min_stall_us = 5'000'000;          // a gap outside drills at least this long
+  std::int64_t scan_interval_us = 30'000'000;     // how often stored gaps are scanned
+  std::int64_t lookback_us = 3600LL * 1'000'000;  // how far back each scan looks
+};
+
+struct NotificationsConfig {
+  std::vector<ReceiverConfig> receivers;
+  RetryConfig retry;
+  IncidentNotifyConfig incidents;
+  // Base of the links in payloads ("https://kfaild.example.com"); empty: http://<http.host>:<port>.
+  std::string external_url;
+};
+
 struct Config {
   std::string log_level = "info";
   StorageConfig storage;
@@ -175,6 +218,7 @@ struct Config {
   // it exits anyway (the recovery journal then finishes the job at the next start).
   std::int64_t shutdown_grace_s = 120;
   std::vector<ClusterConfig> clusters;
+  NotificationsConfig notifications;
 };
 
 // Parses YAML text. `origin` (a file name) prefixes error messages.

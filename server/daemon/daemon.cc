@@ -94,6 +94,19 @@ std::vector<std::string> sensitiveLiterals(const config::Config& config) {
       }
     }
   }
+  // A receiver's URL may carry its secret (a Slack webhook's path is its credential); its host
+  // says where kfaild reaches.
+  for (const auto& receiver : config.notifications.receivers) {
+    out.push_back(receiver.url);
+    const auto scheme_end = receiver.url.find("://");
+    if (scheme_end != std::string::npos) {
+      const auto host_start = scheme_end + 3;
+      const auto host_end = receiver.url.find_first_of("/?", host_start);
+      const auto authority = receiver.url.substr(host_start, host_end - host_start);
+      out.push_back(authority);
+      out.push_back(authority.substr(0, authority.rfind(':')));
+    }
+  }
   return out;
 }
 
@@ -156,13 +169,37 @@ std::optional<StartFailure> Daemon::startAll() {
   audit_log_ = std::move(*audit_log);
   audit_recorder_ = std::make_unique<api::AuditRecorder>(*audit_log_, clock_);
   router_.setAuditSink([recorder = audit_recorder_.get()](const api::AuditEntry& entry) { (*recorder)(entry); });
+  auto notification_queue = storage::NotificationQueue::open(config_.storage.path);
+  if (!notification_queue) {
+    return StartFailure{1, "cannot open the notification queue of " + config_.storage.path + ": " +
+                               notification_queue.error().describe()};
+  }
+  notification_queue_ = std::move(*notification_queue);
+  if (!config_.notifications.receivers.empty()) {
+    // Links in payloads point at kfaild's API and dashboard as the receivers' readers reach it.
+    auto external_url = config_.notifications.external_url;
+    if (external_url.empty()) {
+      const auto port = http_ ? http_->port() : static_cast<std::uint16_t>(config_.http.port);
+      external_url = std::string(config_.http.tls.enabled() ? "https" : "http") + "://" + config_.http.host + ":" +
+                     std::to_string(port);
+    }
+    notifier_ = std::make_unique<notify::Notifier>(config_.notifications, external_url, *notification_queue_, clock_);
+  }
 
   for (std::size_t i = 0; i < config_.clusters.size(); ++i) {
     const auto& cc = config_.clusters[i];
     auto id = store_->ensureCluster(cc.name, cc.bootstrap);
     if (!id) return StartFailure{1, "cannot register cluster " + cc.name + ": " + id.error().describe()};
-    clusters_.push_back(std::make_unique<ClusterParts>(cc, *id, *store_, *drill_store_, clock_, options_.client_log_dir));
+    clusters_.push_back(
+        std::make_unique<ClusterParts>(cc, *id, *store_, *drill_store_, clock_, options_.client_log_dir, notifier_.get()));
     if (auto failure = clusters_.back()->start(i)) return failure;
+  }
+  if (notifier_) {
+    std::vector<notify::WatchedCluster> watched;
+    for (const auto& parts : clusters_) watched.push_back({parts->id(), parts->config().name});
+    notifier_->watchIncidents(*store_, *drill_store_, std::move(watched));
+    if (auto s = notifier_->start(); !s) return StartFailure{1, "notifications: " + s.error().describe()};
+    spdlog::info("notifications: {} receiver(s)", config_.notifications.receivers.size());
   }
   std::map<storage::ClusterId, drill::DrillRunner*> runners;
   for (auto& parts : clusters_) {
@@ -187,11 +224,14 @@ std::optional<StartFailure> Daemon::startAll() {
   endpoints_ = std::make_unique<api::Endpoints>(*live_, *store_, clock_);
   endpoints_->setDrillStore(drill_store_.get());
   endpoints_->setRetentionStatus(retention_.get());
+  endpoints_->setNotificationStatus(notifier_.get());
   endpoints_->registerOn(router_);
   drill_endpoints_ = std::make_unique<api::DrillEndpoints>(*live_, *store_, *drill_store_, *control_, clock_);
   drill_endpoints_->registerOn(router_);
   audit_endpoints_ = std::make_unique<api::AuditEndpoints>(*audit_log_);
   audit_endpoints_->registerOn(router_);
+  notification_endpoints_ = std::make_unique<api::NotificationEndpoints>(*notification_queue_);
+  notification_endpoints_->registerOn(router_);
   if (!config_.http.web_dir.empty()) {
     web_.registerOn(router_);
     spdlog::info("dashboard: {} files ({} bytes) from {}", web_.fileCount(), web_.totalBytes(), config_.http.web_dir);
@@ -262,6 +302,9 @@ int Daemon::stop() {
     std::_Exit(kDrillNotRecovered);
   }
   for (auto& parts : clusters_) parts->stop();
+  // After the drill engines: a drill that ended while they stopped is queued, and sent at the
+  // next start if not now.
+  if (notifier_) notifier_->stop();
   if (store_) {
     store_->flush();
     const auto w = store_->writerStats();

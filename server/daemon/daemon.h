@@ -19,6 +19,7 @@
 #include "api/drill_endpoints.h"
 #include "api/endpoints.h"
 #include "api/http_server.h"
+#include "api/notification_endpoints.h"
 #include "api/router.h"
 #include "api/static_files.h"
 #include "server/common/clock.h"
@@ -26,7 +27,9 @@
 #include "server/daemon/cluster_parts.h"
 #include "server/daemon/retention.h"
 #include "server/drill/scheduler.h"
+#include "server/notify/notifier.h"
 #include "storage/audit_log.h"
+#include "storage/notification_queue.h"
 #include "storage/sqlite_drill_store.h"
 #include "storage/sqlite_store.h"
 
@@ -74,6 +77,9 @@ class Daemon {
   std::unique_ptr<storage::SqliteDrillStore> drill_store_;
   std::unique_ptr<storage::AuditLog> audit_log_;
   std::unique_ptr<api::AuditRecorder> audit_recorder_;  // the router's audit sink
+  // Before the clusters: their drill engines tell it of every finished drill.
+  std::unique_ptr<storage::NotificationQueue> notification_queue_;
+  std::unique_ptr<notify::Notifier> notifier_;
   std::vector<std::unique_ptr<ClusterParts>> clusters_;
   std::unique_ptr<drill::Scheduler> scheduler_;
   std::unique_ptr<RetentionTask> retention_;
@@ -82,6 +88,7 @@ class Daemon {
   std::unique_ptr<api::Endpoints> endpoints_;
   std::unique_ptr<api::DrillEndpoints> drill_endpoints_;
   std::unique_ptr<api::AuditEndpoints> audit_endpoints_;
+  std::unique_ptr<api::NotificationEndpoints> notification_endpoints_;
   bool stopped_ = false;
 };
 

@@ -13,7 +13,7 @@ const TOKEN = 'schema-test';
 const validator = responseValidator();
 
 /** Operations the mock does not serve (the dashboard does not call them). */
-const NOT_SERVED = new Set(['getHealth', 'getReadiness', 'getMetrics', 'listGaps', 'listRecoveries', 'resolveRecovery', 'listAudit']);
+const NOT_SERVED = new Set(['getHealth', 'getReadiness', 'getMetrics', 'listGaps', 'listRecoveries', 'resolveRecovery', 'listAudit', 'listNotifications']);
 
 let stopMock = () => {};
 let base = '';
