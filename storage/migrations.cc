@@ -144,11 +144,21 @@ constexpr std::string_view kDrillOutcomeIndex = R"sql(
 CREATE INDEX drills_by_outcome ON drills (cluster_id, fault, state);
 )sql";
 
+// A drill's verdict and regression flag beside its result (which holds the details), so that
+// lists, statistics and metrics can filter and count them in SQL; and the request's objectives.
+constexpr std::string_view kDrillVerdict = R"sql(
+ALTER TABLE drills ADD COLUMN verdict TEXT CHECK (verdict IN ('pass', 'fail', 'inconclusive'));
+ALTER TABLE drills ADD COLUMN regressed INTEGER;
+ALTER TABLE drills ADD COLUMN expect TEXT NOT NULL DEFAULT '';
+CREATE INDEX drills_by_verdict ON drills (cluster_id, verdict);
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{"clusters, probe samples, gaps, events", kInitialSchema},
     Migration{"drills, recovery journal, schedules", kDrillSchema},
     Migration{"audit log", kAuditSchema},
     Migration{"drills counted by outcome", kDrillOutcomeIndex},
+    Migration{"drill verdicts and regressions", kDrillVerdict},
 };
 
 }  // namespace
