@@ -242,7 +242,10 @@ std::vector<StallSample> stallSamplesOf(const json& result) {
         const auto& k = p.is_object() ? p.value(toString(kind), json()) : json();
         const auto outcome = textAt(k, "outcome");
         const char* field = outcome == "stall" ? "stall" : outcome == "none" ? "longest_gap" : nullptr;
-        if (!field || !k[field].is_object() || k[field].value("open", false)) continue;
+        if (!field || !k.is_object() || !k.contains(field) || !k[field].is_object() ||
+            k[field].value("open", false)) {
+          continue;
+        }
         if (auto d = intAt(k[field], "duration_us")) {
           out.push_back({textAt(p, "topic"), textAt(p, "role"), kind, seconds(*d)});
         }

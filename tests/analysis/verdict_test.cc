@@ -93,7 +93,7 @@ TEST_CASE("the article's kill passes the default objectives and fails a 1 s ack 
   REQUIRE(fails.size() == 3);
   CHECK(fails[0]->objective == "max_ack_stall_s");
   CHECK(fails[0]->threshold == 1.0);
-  CHECK(fails[0]->measured == Approx(9.8));
+  CHECK(*fails[0]->measured == Approx(9.8));
   CHECK(fails[0]->partition == 0);
   CHECK(fails[0]->role == "leader");
   CHECK(fails[0]->run == 1);

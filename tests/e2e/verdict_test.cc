@@ -58,7 +58,8 @@ TEST_CASE("a kill drill expected to stall at most 1 s fails on the killed leader
   CHECK(sqlValue(lab.db, "SELECT verdict FROM drills WHERE id = " + std::to_string(id)) ==
         "fail");
   bool listed = false;
-  for (const auto& d : kfaild.get("/api/v1/drills?verdict=fail&cluster=lab")["items"]) listed = listed || d["id"] == id;
+  const auto failed = kfaild.get("/api/v1/drills?verdict=fail&cluster=lab");
+  for (const auto& d : failed["items"]) listed = listed || d["id"] == id;
   CHECK(listed);
   std::tie(code, out) = kfailctl(kfaild, lab, "show " + std::to_string(id));
   CHECK(code == 5);

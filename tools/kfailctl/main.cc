@@ -43,7 +43,7 @@ constexpr const char* kUsageText =
     "        TARGET: --broker ID | --leader-of TOPIC:PARTITION | --controller | --random\n"
     "  show ID [--json]            one drill with its analysis\n"
     "  last CLUSTER [--json]       the cluster's last completed drill\n"
-    "  list [--cluster C] [--state S] [--limit N] [--json]\n"
+    "  list [--cluster C] [--state S] [--verdict pass|fail|inconclusive] [--limit N] [--json]\n"
     "  abort ID                    abort a queued or running drill (its node is recovered at once)\n"
     "--url defaults to $KFAILD_URL or http://127.0.0.1:8080; the token is read from --token-file\n"
     "or $KFAILD_TOKEN (needed by drill and abort when kfaild has one).\n"
@@ -65,7 +65,7 @@ const std::map<std::string, bool> kTakesValue = {
     {"--key-file", true}, {"--fault", true},     {"--repeats", true},
     {"--grace", true},   {"--pause", true},      {"--baseline", true},  {"--timeout", true},
     {"--broker", true},  {"--leader-of", true},  {"--cluster", true},   {"--state", true},
-    {"--limit", true},   {"--expect", true},     {"--controller", false}, {"--random", false},  {"--no-election", false},
+    {"--limit", true},   {"--expect", true},     {"--verdict", true},     {"--controller", false}, {"--random", false},  {"--no-election", false},
     {"--no-preflight-election", false}, {"--allow-unavailable", false}, {"--allow-quorum-loss", false}, {"--no-wait", false}, {"--json", false}, {"--help", false}};
 
 std::optional<Args> parseArgs(int argc, char* argv[], std::string& error) {
@@ -356,6 +356,7 @@ int main(int argc, char* argv[]) {
     std::string target = "/api/v1/drills?limit=" + (args->values.count("--limit") ? args->values.at("--limit") : "20");
     if (args->values.count("--cluster")) target += "&cluster=" + args->values.at("--cluster");
     if (args->values.count("--state")) target += "&state=" + args->values.at("--state");
+    if (args->values.count("--verdict")) target += "&verdict=" + args->values.at("--verdict");
     auto list = getJson(client, target, exit_code);
     if (!list) return exit_code;
     if (as_json) {
@@ -365,7 +366,9 @@ int main(int argc, char* argv[]) {
     for (const auto& d : (*list)["items"]) {
       std::cout << d.value("id", 0) << "  " << d.value("created", std::string()) << "  "
                 << d.value("cluster", std::string("?")) << "  " << d.value("fault", std::string()) << "  "
-                << d["target"].dump() << "  " << d.value("state", std::string()) << '\n';
+                << d["target"].dump() << "  " << d.value("state", std::string()) << "  "
+                << (d.contains("verdict") && d["verdict"].is_string() ? d["verdict"].get<std::string>() : "-")
+                << (d.contains("regressed") && d["regressed"] == true ? " (regressed)" : "") << '\n';
     }
     return kDone;
   }
