@@ -129,8 +129,8 @@ void DrillRunner::execute(storage::DrillRecord drill) {
   if (!drill.expect.empty()) request["expect"] = nlohmann::json::parse(drill.expect, nullptr, false);
   auto spec = parseDrillSpec(request);
   if (!spec) {
-    finishUnfinished(drill, DrillState::kFailed, "stored request no longer valid: " + spec.error().message,
-                     cluster_.objectives);
+    // It never started: nothing was measured, so it has no verdict (as a drill aborted while queued).
+    records_.setState(drill, DrillState::kFailed, "stored request no longer valid: " + spec.error().message);
     return;
   }
   const auto objectives = spec->expect ? analysis::overlay(cluster_.objectives, *spec->expect) : cluster_.objectives;
