@@ -75,7 +75,7 @@ TEST_CASE("a finished drill's terminal row carries its verdict against the clust
   CHECK(*d.verdict == (any_fail ? "fail" : any_inconclusive ? "inconclusive" : "pass"));
 }
 
-TEST_CASE("a drill aborted after it started is inconclusive with its reason; one that never ran has no verdict",
+TEST_CASE("a drill aborted after it started is inconclusive with its reason, one that never ran has no verdict",
           "[unit][drill][verdict]") {
   EngineHarness h;
   TerminalRow terminal;
