@@ -29,6 +29,7 @@ using nlohmann::json;
 constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kMaxPartition = std::numeric_limits<std::int32_t>::max();
 const std::vector<std::string_view> kFaults = {"kill", "stop", "pause", "restart"};
+const std::vector<std::string_view> kVerdicts = {"pass", "fail", "inconclusive"};
 const std::vector<std::string_view> kRoles = {"leader", "follower", "follower_out_of_isr",
                                               "not_a_replica", "sole_replica"};
 
@@ -78,6 +79,10 @@ json drillJson(const storage::DrillRecord& d, const std::map<storage::ClusterId,
       {"finished", timeOrNull(d.finished_us)},
       {"finished_us", intOrNull(d.finished_us)},
       {"runs", std::move(runs)},
+      {"expect", d.expect.empty() ? json(nullptr) : parsedOr(d.expect, json(nullptr))},
+      {"verdict", d.verdict ? json(*d.verdict) : json(nullptr)},
+      {"regressed", d.regressed ? json(*d.regressed) : json(nullptr)},
+      {"verdict_detail", result.contains("verdict") ? result["verdict"] : json(nullptr)},
   };
 }
 
@@ -334,7 +339,7 @@ Response DrillEndpoints::lastDrill(const Request& request) const {
 
 Response DrillEndpoints::listDrills(const Request& request) const {
   auto query = QueryReader::create(request.query,
-                                   {"cluster", "state", "fault", "from", "to", "limit", "cursor"});
+                                   {"cluster", "state", "fault", "verdict", "from", "to", "limit", "cursor"});
   if (!query) return badRequest(request, query.error());
   storage::DrillQuery q;
   if (auto name = query->raw("cluster")) {
@@ -348,6 +353,9 @@ Response DrillEndpoints::listDrills(const Request& request) const {
   auto fault = query->oneOf("fault", kFaults);
   if (!fault) return badRequest(request, fault.error());
   q.fault = *fault;
+  auto verdict = query->oneOf("verdict", kVerdicts);
+  if (!verdict) return badRequest(request, verdict.error());
+  q.verdict = *verdict;
   auto from = query->time("from");
   if (!from) return badRequest(request, from.error());
   q.created_from_us = *from;
@@ -601,7 +609,9 @@ Response DrillEndpoints::statistics(const Request& request) const {
                        {"at", common::formatRfc3339(t.at_us)},
                        {"at_us", t.at_us},
                        {"ack_stall_us", intOrNull(t.ack_stall_us)},
-                       {"receive_stall_us", intOrNull(t.receive_stall_us)}});
+                       {"receive_stall_us", intOrNull(t.receive_stall_us)},
+                       {"ack_regressed", t.ack_regressed},
+                       {"receive_regressed", t.receive_regressed}});
     }
     out.push_back({{"cluster", g.cluster},
                    {"topic", g.topic},
@@ -609,6 +619,7 @@ Response DrillEndpoints::statistics(const Request& request) const {
                    {"role", g.role},
                    {"fault", g.fault},
                    {"count", g.trend.size()},
+                   {"regressions", g.regressions},
                    {"ack_stall_us", summary(g.ack)},
                    {"receive_stall_us", summary(g.receive)},
                    {"detection_us", summary(g.detection)},

@@ -30,12 +30,18 @@ struct DrillRecord {
   std::optional<std::int64_t> started_us;
   std::optional<std::int64_t> finished_us;
   std::string result = "{}";  // JSON: {"runs":[...]} with per-run times and analysis
+  std::string expect;         // JSON of the request's objectives (`expect`), empty when it had none
+  // The verdict (pass | fail | inconclusive) and whether a regression was flagged, once the drill
+  // ended; also in `result.verdict`, kept here so they can be filtered and counted in SQL.
+  std::optional<std::string> verdict;
+  std::optional<bool> regressed;
 };
 
 struct DrillQuery {
   std::optional<ClusterId> cluster;
   std::optional<std::string> state;
   std::optional<std::string> fault;
+  std::optional<std::string> verdict;
   std::optional<std::int64_t> created_from_us;
   std::optional<std::int64_t> created_to_us;
   std::optional<std::int64_t> before_id;  // cursor: only drills with a smaller id

@@ -258,6 +258,13 @@ CREATE TABLE notifications (
   UNIQUE (receiver, dedup_key)
 );
 CREATE INDEX notifications_due ON notifications (next_attempt_us) WHERE state IN ('queued', 'delivering');
+// A drill's verdict and regression flag beside its result (which holds the details), so that
+// lists, statistics and metrics can filter and count them in SQL; and the request's objectives.
+constexpr std::string_view kDrillVerdict = R"sql(
+ALTER TABLE drills ADD COLUMN verdict TEXT CHECK (verdict IN ('pass', 'fail', 'inconclusive'));
+ALTER TABLE drills ADD COLUMN regressed INTEGER;
+ALTER TABLE drills ADD COLUMN expect TEXT NOT NULL DEFAULT '';
+CREATE INDEX drills_by_verdict ON drills (cluster_id, verdict);
 )sql";
 
 constexpr std::array kMigrations = {
@@ -267,6 +274,7 @@ constexpr std::array kMigrations = {
     Migration{"drills counted by outcome", kDrillOutcomeIndex},
     Migration{"probe samples in blocks", kSampleBlocksStep, convertSampleRows},
     Migration{"notification queue", kNotificationSchema},
+    Migration{"drill verdicts and regressions", kDrillVerdict},
 };
 
 }  // namespace

@@ -8,7 +8,7 @@ namespace {
 
 constexpr const char* kDrillColumns =
     "id, cluster_id, fault, target, options, state, reason, schedule_id, created_us, started_us, "
-    "finished_us, result";
+    "finished_us, result, expect, verdict, regressed";
 
 DrillRecord readDrill(const sqlite::Statement& s) {
   DrillRecord d;
@@ -24,6 +24,9 @@ DrillRecord readDrill(const sqlite::Statement& s) {
   d.started_us = s.columnOptionalInt(9);
   d.finished_us = s.columnOptionalInt(10);
   d.result = s.columnText(11);
+  d.expect = s.columnText(12);
+  d.verdict = s.columnOptionalText(13);
+  if (auto r = s.columnOptionalInt(14)) d.regressed = *r != 0;
   return d;
 }
 
@@ -79,7 +82,8 @@ Result<std::int64_t> SqliteDrillStore::createDrill(const DrillRecord& d) {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(
       "INSERT INTO drills (cluster_id, fault, target, options, state, reason, schedule_id, created_us, "
-      "started_us, finished_us, result) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+      "started_us, finished_us, result, expect, verdict, regressed)"
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
   if (!s) return s.error();
   s->bindInt(1, d.cluster);
   s->bindText(2, d.fault);
@@ -92,6 +96,9 @@ Result<std::int64_t> SqliteDrillStore::createDrill(const DrillRecord& d) {
   s->bindOptionalInt(9, d.started_us);
   s->bindOptionalInt(10, d.finished_us);
   s->bindText(11, d.result);
+  s->bindText(12, d.expect);
+  s->bindOptionalText(13, d.verdict);
+  s->bindOptionalInt(14, d.regressed ? std::optional<std::int64_t>(*d.regressed ? 1 : 0) : std::nullopt);
   if (auto r = s->run(); !r) return r.error();
   return db_->queryInt("SELECT last_insert_rowid()");
 }
@@ -99,7 +106,8 @@ Result<std::int64_t> SqliteDrillStore::createDrill(const DrillRecord& d) {
 Status SqliteDrillStore::updateDrill(const DrillRecord& d) {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(
-      "UPDATE drills SET state = ?2, reason = ?3, started_us = ?4, finished_us = ?5, result = ?6 WHERE id = ?1");
+      "UPDATE drills SET state = ?2, reason = ?3, started_us = ?4, finished_us = ?5, result = ?6, verdict = ?7,"
+      " regressed = ?8 WHERE id = ?1");
   if (!s) return s.error();
   s->bindInt(1, d.id);
   s->bindText(2, d.state);
@@ -107,6 +115,8 @@ Status SqliteDrillStore::updateDrill(const DrillRecord& d) {
   s->bindOptionalInt(4, d.started_us);
   s->bindOptionalInt(5, d.finished_us);
   s->bindText(6, d.result);
+  s->bindOptionalText(7, d.verdict);
+  s->bindOptionalInt(8, d.regressed ? std::optional<std::int64_t>(*d.regressed ? 1 : 0) : std::nullopt);
   return s->run();
 }
 
@@ -127,7 +137,7 @@ Result<std::vector<DrillRecord>> SqliteDrillStore::drills(const DrillQuery& q) c
                         " FROM drills WHERE (?1 IS NULL OR cluster_id = ?1) AND (?2 IS NULL OR state = ?2)"
                         " AND (?3 IS NULL OR fault = ?3) AND (?4 IS NULL OR created_us >= ?4)"
                         " AND (?5 IS NULL OR created_us < ?5) AND (?6 IS NULL OR id < ?6)"
-                        " ORDER BY id DESC LIMIT ?7");
+                        " AND (?8 IS NULL OR verdict = ?8) ORDER BY id DESC LIMIT ?7");
   if (!s) return s.error();
   s->bindOptionalInt(1, q.cluster);
   s->bindOptionalText(2, q.state);
@@ -136,6 +146,7 @@ Result<std::vector<DrillRecord>> SqliteDrillStore::drills(const DrillQuery& q) c
   s->bindOptionalInt(5, q.created_to_us);
   s->bindOptionalInt(6, q.before_id);
   s->bindInt(7, static_cast<std::int64_t>(q.limit));
+  s->bindOptionalText(8, q.verdict);
   std::vector<DrillRecord> out;
   for (;;) {
     auto row = s->step();

@@ -77,8 +77,21 @@ Statistics statisticsOf(const std::vector<StoredDrill>& drills, const Statistics
         if (auto v = intAt(phases, "election_us")) g.election.push_back(*v);
         if (auto v = intAt(phases, "discovery_us")) g.discovery.push_back(*v);
         if (auto v = intAt(phases, "resume_us")) g.resume.push_back(*v);
-        g.trend.push_back({drill.id, static_cast<std::int32_t>(intAt(run, "run").value_or(0)),
-                           intAt(run, "fault_us").value_or(drill.created_us), ack, receive});
+        const auto run_number = static_cast<std::int32_t>(intAt(run, "run").value_or(0));
+        TrendPoint point{drill.id, run_number, intAt(run, "fault_us").value_or(drill.created_us), ack, receive};
+        const auto& verdict = drill.result.is_object() ? drill.result.value("verdict", json()) : json();
+        const auto& regressions = verdict.is_object() ? verdict.value("regressions", json()) : json();
+        if (regressions.is_array()) {
+          for (const auto& r : regressions) {
+            if (!r.is_object() || intAt(r, "run") != run_number || textAt(r, "topic") != topic ||
+                intAt(r, "partition") != partition) {
+              continue;
+            }
+            (textAt(r, "kind") == "ack" ? point.ack_regressed : point.receive_regressed) = true;
+          }
+        }
+        if (point.ack_regressed || point.receive_regressed) ++g.regressions;
+        g.trend.push_back(point);
       }
       if (used) ++out.runs_used;
     }

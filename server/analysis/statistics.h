@@ -49,6 +49,9 @@ struct TrendPoint {
   std::int64_t at_us = 0;  // the run's fault time (the drill's creation when unknown)
   std::optional<std::int64_t> ack_stall_us;
   std::optional<std::int64_t> receive_stall_us;
+  // The drill's verdict flagged this run's stall of this partition as a regression (verdict.h).
+  bool ack_regressed = false;
+  bool receive_regressed = false;
 };
 
 struct StatisticsGroup {
@@ -59,6 +62,7 @@ struct StatisticsGroup {
   std::string fault;
   std::vector<std::int64_t> ack, receive, detection, election, discovery, resume;
   std::vector<TrendPoint> trend;  // oldest first
+  std::size_t regressions = 0;    // trend points with a regressed ack or receive stall
 };
 
 struct Statistics {

@@ -2,6 +2,7 @@
 
 #include "server/config/token_file.h"
 
+#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <arpa/inet.h>
@@ -322,8 +323,45 @@ NodeConfig readNode(const YAML::Node& node, const std::string& key) {
   return n;
 }
 
+// Objectives and the regression policy share their parser with drill requests (JSON): a YAML
+// scalar becomes a JSON boolean, integer or float when it reads as one, else a string (which
+// the parser then refuses with the key's name).
+nlohmann::json yamlToJson(const YAML::Node& node, const std::string& key) {
+  if (node.IsMap()) {
+    nlohmann::json out = nlohmann::json::object();
+    std::set<std::string> seen;
+    for (const auto& entry : node) {
+      const auto name = entry.first.as<std::string>();
+      if (!seen.insert(name).second) fail(key + "." + name, "given twice");
+      out[name] = yamlToJson(entry.second, key + "." + name);
+    }
+    return out;
+  }
+  if (node.IsSequence()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (std::size_t i = 0; i < node.size(); ++i) out.push_back(yamlToJson(node[i], key + "[" + std::to_string(i) + "]"));
+    return out;
+  }
+  if (!node.IsScalar()) return nullptr;
+  const auto text = node.as<std::string>();
+  if (text == "true") return true;
+  if (text == "false") return false;
+  std::int64_t whole = 0;
+  if (auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), whole);
+      ec == std::errc{} && ptr == text.data() + text.size()) {
+    return whole;
+  }
+  double real = 0;
+  if (auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), real);
+      ec == std::errc{} && ptr == text.data() + text.size()) {
+    return real;
+  }
+  return text;
+}
+
 ClusterConfig readCluster(const YAML::Node& node, const std::string& key) {
-  rejectUnknownKeys(node, key, {"name", "bootstrap", "client", "probe", "observe", "inventory"});
+  rejectUnknownKeys(node, key, {"name", "bootstrap", "client", "probe", "observe", "inventory", "objectives",
+                                "regression"});
   ClusterConfig c;
   if (!node["name"]) fail(key + ".name", "required");
   c.name = readString(node["name"], key + ".name");
@@ -352,6 +390,18 @@ ClusterConfig readCluster(const YAML::Node& node, const std::string& key) {
           readInt(o["metadata_interval_ms"], okey + ".metadata_interval_ms", 10, 60000) * 1000;
     }
     if (o["client_debug"]) c.observe.client_debug = readString(o["client_debug"], okey + ".client_debug");
+  }
+  if (node["objectives"]) {
+    auto objectives = analysis::parseObjectives(yamlToJson(node["objectives"], key + ".objectives"),
+                                                key + ".objectives");
+    if (!objectives) throw ConfigError(objectives.error().message);
+    c.objectives = *objectives;
+  }
+  if (node["regression"]) {
+    auto regression = analysis::parseRegressionPolicy(yamlToJson(node["regression"], key + ".regression"),
+                                                      key + ".regression");
+    if (!regression) throw ConfigError(regression.error().message);
+    c.regression = *regression;
   }
   if (node["inventory"]) {
     const auto inv = node["inventory"];

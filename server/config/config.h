@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "server/analysis/objectives.h"
+
 namespace kfaild::config {
 
 class ConfigError : public std::runtime_error {
@@ -114,6 +116,10 @@ struct ClusterConfig {
   ProbeConfig probe;
   ObserveConfig observe;
   std::vector<NodeConfig> inventory;  // the processes drills may target, by node id
+  // What a drill must achieve (analysis/objectives.h). Without `objectives` in the file:
+  // analysis::defaultObjectives(); `objectives: {}` checks nothing.
+  analysis::Objectives objectives = analysis::defaultObjectives();
+  analysis::RegressionPolicy regression;
 };
 
 // How long each kind of record is kept, in µs; nullopt: forever (`forever` in the file).

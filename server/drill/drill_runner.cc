@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "server/analysis/verdict.h"
 #include "server/drill/errc.h"
 #include "server/drill/run_execution.h"
 
@@ -76,6 +77,7 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
   drill.fault = toString(spec.fault);
   drill.target = toJson(spec.target).dump();
   drill.options = toJson(spec.options).dump();
+  if (spec.expect) drill.expect = analysis::toJson(*spec.expect).dump();
   drill.state = toString(DrillState::kQueued);
   drill.schedule_id = options.schedule_id;
   drill.created_us = deps_.clock.wallNow();
@@ -121,27 +123,73 @@ void DrillRunner::loop() {
 }
 
 void DrillRunner::execute(storage::DrillRecord drill) {
-  auto spec = parseDrillSpec(nlohmann::json{{"fault", drill.fault},
-                                            {"target", nlohmann::json::parse(drill.target)},
-                                            {"options", nlohmann::json::parse(drill.options)}});
+  nlohmann::json request = {{"fault", drill.fault},
+                            {"target", nlohmann::json::parse(drill.target, nullptr, false)},
+                            {"options", nlohmann::json::parse(drill.options, nullptr, false)}};
+  if (!drill.expect.empty()) request["expect"] = nlohmann::json::parse(drill.expect, nullptr, false);
+  auto spec = parseDrillSpec(request);
   if (!spec) {
+    // It never started: nothing was measured, so it has no verdict (as a drill aborted while queued).
     records_.setState(drill, DrillState::kFailed, "stored request no longer valid: " + spec.error().message);
     return;
   }
+  const auto objectives = spec->expect ? analysis::overlay(cluster_.objectives, *spec->expect) : cluster_.objectives;
   drill.started_us = deps_.clock.wallNow();
   nlohmann::json result = {{"runs", nlohmann::json::array()}};
+  std::vector<analysis::RunAnalysis> analyses;
   for (int run = 1; run <= spec->options.repeats; ++run) {
     RunExecution execution({deps_, guards_, recovery_, queue_, records_, worker_}, drill, *spec, run);
     const auto outcome = execution.execute();
     result["runs"].push_back(toJson(outcome));
     drill.result = result.dump();
     if (outcome.state != DrillState::kDone) {
-      records_.setState(drill, outcome.state, outcome.reason);
+      finishUnfinished(drill, outcome.state, outcome.reason, objectives);
       return;
     }
+    if (outcome.analysis) analyses.push_back(*outcome.analysis);
     if (run < spec->options.repeats) records_.persist(drill);
   }
+  // Before the terminal state is written: the listener is told of the row as written, verdict included.
+  const auto verdict = analysis::evaluate(analyses, objectives, drill.fault, history(drill), cluster_.regression);
+  result["verdict"] = analysis::toJson(verdict);
+  drill.result = result.dump();
+  drill.verdict = analysis::toString(verdict.verdict);
+  drill.regressed = !verdict.regressions.empty();
+  spdlog::info("drill {} on {}: verdict {} ({} checks, {} regressions)", drill.id, cluster_.name, *drill.verdict,
+               verdict.checks.size(), verdict.regressions.size());
   records_.setState(drill, DrillState::kDone);
+}
+
+void DrillRunner::finishUnfinished(storage::DrillRecord& drill, DrillState state, const std::string& reason,
+                                   const analysis::Objectives& objectives) {
+  // A drill that did not finish is never a pass: its verdict says why it is inconclusive.
+  auto result = nlohmann::json::parse(drill.result, nullptr, false);
+  if (!result.is_object()) result = nlohmann::json::object();
+  result["verdict"] = analysis::toJson(analysis::unfinishedVerdict(objectives, toString(state), reason));
+  drill.result = result.dump();
+  drill.verdict = analysis::toString(analysis::CheckStatus::kInconclusive);
+  drill.regressed = false;
+  records_.setState(drill, state, reason);
+}
+
+std::vector<analysis::StallSample> DrillRunner::history(const storage::DrillRecord& drill) const {
+  storage::DrillQuery q;
+  q.cluster = cluster_id_;
+  q.state = toString(DrillState::kDone);
+  q.fault = drill.fault;
+  q.before_id = drill.id;
+  q.limit = static_cast<std::size_t>(cluster_.regression.window);
+  std::vector<analysis::StallSample> out;
+  auto earlier = deps_.drills.drills(q);
+  if (!earlier) {
+    spdlog::warn("drill {}: no regression check, cannot read earlier drills: {}", drill.id, earlier.error().describe());
+    return out;
+  }
+  for (const auto& d : *earlier) {
+    auto samples = analysis::stallSamplesOf(nlohmann::json::parse(d.result, nullptr, false));
+    out.insert(out.end(), samples.begin(), samples.end());
+  }
+  return out;
 }
 
 Result<int> DrillRunner::recoverPending(std::chrono::seconds timeout) {
@@ -154,9 +202,12 @@ Result<int> DrillRunner::recoverPending(std::chrono::seconds timeout) {
   if (auto all = deps_.drills.drills(q); all) {
     for (auto d : *all) {
       if (isTerminal(d.state)) continue;
-      records_.setState(d, DrillState::kAborted, d.state == toString(DrillState::kQueued)
-                                                     ? std::string("kfaild stopped before the drill ran")
-                                                     : "kfaild stopped during " + d.state);
+      if (d.state == toString(DrillState::kQueued)) {
+        // Never ran: nothing was measured, so it has no verdict at all.
+        records_.setState(d, DrillState::kAborted, "kfaild stopped before the drill ran");
+      } else {
+        finishUnfinished(d, DrillState::kAborted, "kfaild stopped during " + d.state, cluster_.objectives);
+      }
     }
   }
   return recovered;

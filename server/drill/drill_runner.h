@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 
+#include "server/analysis/verdict.h"
 #include "server/common/result.h"
 #include "server/common/worker.h"
 #include "server/drill/drill_queue.h"
@@ -80,6 +81,11 @@ class DrillRunner {
  private:
   void loop();
   void execute(storage::DrillRecord drill);
+  // Writes a failed / aborted terminal state with an inconclusive verdict (in `result.verdict`).
+  void finishUnfinished(storage::DrillRecord& drill, DrillState state, const std::string& reason,
+                        const analysis::Objectives& objectives);
+  // The stalls of the cluster's last regression.window done drills of the same fault before `drill`.
+  std::vector<analysis::StallSample> history(const storage::DrillRecord& drill) const;
 
   config::ClusterConfig cluster_;
   storage::ClusterId cluster_id_;

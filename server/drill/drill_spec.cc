@@ -76,7 +76,7 @@ std::optional<FaultType> faultFromString(const std::string& text) {
 
 Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
   if (!body.is_object()) return invalid("(body)", "must be a JSON object");
-  if (auto e = unknownFields(body, "", {"fault", "target", "options"})) return *e;
+  if (auto e = unknownFields(body, "", {"fault", "target", "options", "expect"})) return *e;
   DrillSpec spec;
   if (!body.contains("fault") || !body["fault"].is_string()) {
     return invalid("fault", "required: one of kill, stop, pause, restart");
@@ -147,6 +147,11 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
       return invalid("options.observe_min_s", "must not exceed options.observe_timeout_s");
     }
   }
+  if (body.contains("expect")) {
+    auto expect = analysis::parseObjectives(body["expect"], "expect");
+    if (!expect) return Error{make_error_code(errc::invalid_request), expect.error().message};
+    spec.expect = std::move(*expect);
+  }
   return spec;
 }
 
@@ -177,7 +182,9 @@ nlohmann::json toJson(const DrillOptions& o) {
 }
 
 nlohmann::json toJson(const DrillSpec& spec) {
-  return {{"fault", toString(spec.fault)}, {"target", toJson(spec.target)}, {"options", toJson(spec.options)}};
+  nlohmann::json out = {{"fault", toString(spec.fault)}, {"target", toJson(spec.target)}, {"options", toJson(spec.options)}};
+  if (spec.expect) out["expect"] = analysis::toJson(*spec.expect);
+  return out;
 }
 
 }  // namespace kfaild::drill

@@ -7,6 +7,9 @@
 //   {"fault":"stop", "target":{"leader_of":{"topic":"orders","partition":0}}}
 //   {"fault":"pause","target":{"random":true}, "options":{"pause_s":12}}
 //   {"fault":"kill", "target":{"controller":true}}
+//   {"fault":"kill", "target":{"broker":1}, "expect":{"max_ack_stall_s":1}}
+//
+// `expect`: objectives of this request, on top of the cluster's (analysis/objectives.h).
 
 #include <cstdint>
 #include <optional>
@@ -14,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/analysis/objectives.h"
 #include "server/common/result.h"
 
 namespace kfaild::drill {
@@ -56,6 +60,7 @@ struct DrillSpec {
   FaultType fault = FaultType::kKill;
   Target target;
   DrillOptions options;
+  std::optional<analysis::Objectives> expect;
 };
 
 // A valid Kafka topic name: 1 to 249 characters of [a-zA-Z0-9._-], neither "." nor "..". Pure.

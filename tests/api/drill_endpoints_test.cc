@@ -12,6 +12,7 @@
 
 #include "api/audit_endpoints.h"
 #include "api/endpoints.h"
+#include "server/analysis/verdict.h"
 #include "storage/audit_log.h"
 #include "tests/support/manual_clock.h"
 #include "server/common/time_format.h"
@@ -47,6 +48,7 @@ class FakeDrillControl final : public DrillControl {
     d.fault = drill::toString(spec.fault);
     d.target = drill::toJson(spec.target).dump();
     d.options = drill::toJson(spec.options).dump();
+    if (spec.expect) d.expect = analysis::toJson(*spec.expect).dump();
     d.state = "queued";
     d.created_us = clock_.wallNow();
     auto id = drills_.createDrill(d);
@@ -849,4 +851,105 @@ TEST_CASE("every answer carries the dashboard's security headers", "[integration
 }
 
 }  // namespace
+}  // namespace kfaild::api
+
+namespace kfaild::api {
+namespace {
+
+// A stored verdict as the engine writes it: one failing ack check on p0 of run `run` and, when
+// `regressed`, a regression of that stall.
+void setVerdict(storage::SqliteDrillStore& drills, std::int64_t id, analysis::CheckStatus status, bool regressed) {
+  auto row = drills.drill(id);
+  REQUIRE(row.ok());
+  REQUIRE(row->has_value());
+  auto d = **row;
+  analysis::Verdict v;
+  v.verdict = status;
+  v.objectives = analysis::defaultObjectives();
+  analysis::Check c;
+  c.objective = c.source = "max_ack_stall_s";
+  c.threshold = 1;
+  c.measured = 9.0;
+  c.unit = "s";
+  c.status = status;
+  c.run = 1;
+  c.topic = "orders";
+  c.partition = 0;
+  c.role = "leader";
+  v.checks.push_back(c);
+  if (regressed) v.regressions.push_back({analysis::StallKind::kAck, "leader", "orders", 0, 1, 9.0, 4.0, 2.25, 3});
+  auto result = json::parse(d.result);
+  result["verdict"] = analysis::toJson(v);
+  d.result = result.dump();
+  d.verdict = analysis::toString(status);
+  d.regressed = regressed;
+  REQUIRE(drills.updateDrill(d).ok());
+}
+
+}  // namespace
+
+TEST_CASE("a drill request's expect is kept with the drill, and an unknown objective is a 400 naming it",
+          "[integration][api][verdict]") {
+  DrillApi api;
+  const auto reply = api.send("POST", "/api/v1/clusters/lab/drills",
+                              R"({"fault":"kill","target":{"broker":1},"expect":{"max_ack_stall_s":1}})");
+  REQUIRE(reply.status == 202);
+  const auto drill = reply.json();
+  CHECK(drill["expect"] == json{{"max_ack_stall_s", 1.0}});
+  CHECK(drill["verdict"].is_null());
+  CHECK(drill["regressed"].is_null());
+  CHECK(drill["verdict_detail"].is_null());
+  auto stored = api.drills().drill(drill["id"].get<std::int64_t>());
+  REQUIRE(stored.ok());
+  CHECK(json::parse((*stored)->expect) == json{{"max_ack_stall_s", 1.0}});
+
+  CHECK(problemOf(api.send("POST", "/api/v1/clusters/lab/drills",
+                           R"({"fault":"kill","target":{"broker":1},"expect":{"max_ack_stall":1}})"),
+                  400, "invalid-body")["detail"]
+            .get<std::string>()
+            .starts_with("expect.max_ack_stall: unknown key"));
+  CHECK(problemOf(api.send("POST", "/api/v1/clusters/lab/drills",
+                           R"({"fault":"kill","target":{"broker":1},"expect":{"by_fault":{"kill":{"max_ack_stall_s":-2}}}})"),
+                  400, "invalid-body")["detail"]
+            .get<std::string>()
+            .starts_with("expect.by_fault.kill.max_ack_stall_s: must be between"));
+}
+
+TEST_CASE("a drill's verdict and regression are served, filtered and counted in the statistics",
+          "[integration][api][verdict]") {
+  DrillApi api;
+  const auto passed = api.seedDrill("kill", "done", kNow - 3 * kHour, {9'000'000});
+  const auto failed = api.seedDrill("kill", "done", kNow - 2 * kHour, {9'000'000});
+  const auto unjudged = api.seedDrill("kill", "done", kNow - kHour, {9'000'000});
+  setVerdict(api.drills(), passed, analysis::CheckStatus::kPass, false);
+  setVerdict(api.drills(), failed, analysis::CheckStatus::kFail, true);
+
+  const auto body = api.get("/api/v1/drills/" + std::to_string(failed)).json();
+  CHECK(body["verdict"] == "fail");
+  CHECK(body["regressed"] == true);
+  CHECK(body["verdict_detail"]["verdict"] == "fail");
+  REQUIRE(body["verdict_detail"]["checks"].size() == 1);
+  CHECK(body["verdict_detail"]["checks"][0]["partition"] == 0);
+  CHECK(body["verdict_detail"]["checks"][0]["measured"] == 9.0);
+  CHECK(body["verdict_detail"]["regressions"][0]["median_s"] == 4.0);
+  CHECK(api.get("/api/v1/drills/" + std::to_string(unjudged)).json()["verdict"].is_null());
+
+  const auto fails = api.get("/api/v1/drills?verdict=fail").json();
+  REQUIRE(fails["count"] == 1);
+  CHECK(fails["items"][0]["id"] == failed);
+  CHECK(api.get("/api/v1/drills?verdict=pass").json()["items"][0]["id"] == passed);
+  CHECK(api.get("/api/v1/drills?verdict=inconclusive").json()["count"] == 0);
+  problemOf(api.get("/api/v1/drills?verdict=maybe"), 400, "invalid-parameter");
+
+  const auto stats = api.get("/api/v1/statistics?fault=kill&partition=0").json();
+  REQUIRE(stats["groups"].size() == 1);
+  const auto& p0 = stats["groups"][0];
+  CHECK(p0["regressions"] == 1);
+  REQUIRE(p0["trend"].size() == 3);
+  CHECK(p0["trend"][0]["ack_regressed"] == false);
+  CHECK(p0["trend"][1]["ack_regressed"] == true);
+  CHECK(p0["trend"][1]["receive_regressed"] == false);
+  CHECK(p0["trend"][2]["ack_regressed"] == false);
+}
+
 }  // namespace kfaild::api

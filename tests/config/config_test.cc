@@ -126,3 +126,49 @@ TEST_CASE("the drill inventory names how each node is reached, and only one way"
             .inventory[1]
             .ssh->options.size() == 1);
 }
+
+TEST_CASE("a cluster's objectives and regression policy parse, with defaults when it names none",
+          "[unit][config][verdict]") {
+  const auto plain = parseConfig(kArticle, "test.yaml");
+  CHECK(kfaild::analysis::toJson(plain.clusters[0].objectives) ==
+        kfaild::analysis::toJson(kfaild::analysis::defaultObjectives()));
+  CHECK(plain.clusters[0].regression.window == 5);
+
+  std::string yaml = kArticle;
+  yaml += R"(    objectives:
+      max_ack_stall_s: 12
+      by_role: {leader: {max_ack_stall_s: 15.5}}
+      by_fault: {stop: {max_receive_stall_s: 2, by_role: {sole_replica: {max_ack_stall_s: 40}}}}
+      max_lost: 0
+      fail_on_regression: true
+    regression: {window: 8, factor: 2, min_runs: 4}
+)";
+  const auto c = parseConfig(yaml, "test.yaml").clusters[0];
+  CHECK(c.objectives.stall.max_ack_stall_s == 12.0);
+  CHECK_FALSE(c.objectives.stall.max_receive_stall_s);  // objectives given: no defaults beneath
+  CHECK(c.objectives.by_role.at("leader").max_ack_stall_s == 15.5);
+  CHECK(c.objectives.by_fault.at("stop").stall.max_receive_stall_s == 2.0);
+  CHECK(c.objectives.by_fault.at("stop").by_role.at("sole_replica").max_ack_stall_s == 40.0);
+  CHECK(c.objectives.max_lost == 0);
+  CHECK(c.objectives.fail_on_regression == true);
+  CHECK(c.regression.window == 8);
+  CHECK(c.regression.factor == 2.0);
+  CHECK(c.regression.min_runs == 4);
+
+  std::string none = kArticle;
+  none += "    objectives: {}\n";
+  CHECK(kfaild::analysis::toJson(parseConfig(none, "test.yaml").clusters[0].objectives).empty());
+}
+
+TEST_CASE("an unknown or wrong objective key in the configuration names the key", "[unit][config][verdict]") {
+  const auto with = [](const std::string& tail) { return errorOf(std::string(kArticle) + tail); };
+  CHECK_THAT(with("    objectives: {max_ack_stal_s: 12}\n"),
+             Catch::Contains("clusters[0].objectives.max_ack_stal_s: unknown key"));
+  CHECK_THAT(with("    objectives: {by_fault: {kil: {max_ack_stall_s: 1}}}\n"),
+             Catch::Contains("clusters[0].objectives.by_fault.kil: unknown key"));
+  CHECK_THAT(with("    objectives: {max_ack_stall_s: twelve}\n"),
+             Catch::Contains("clusters[0].objectives.max_ack_stall_s: must be a number"));
+  CHECK_THAT(with("    objectives: {max_lost: 0, max_lost: 1}\n"), Catch::Contains("max_lost"));
+  CHECK_THAT(with("    regression: {factor: 0.5}\n"), Catch::Contains("clusters[0].regression.factor: must be"));
+  CHECK_THAT(with("    regression: {windows: 5}\n"), Catch::Contains("clusters[0].regression.windows: unknown key"));
+}

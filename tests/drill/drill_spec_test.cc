@@ -1,4 +1,5 @@
 #include "server/drill/drill_spec.h"
+#include "server/drill/errc.h"
 
 #include <catch2/catch.hpp>
 
@@ -87,4 +88,22 @@ TEST_CASE("allow_quorum_loss is off by default, parsed, and stored with the requ
       parseDrillSpec(json::parse(R"({"fault":"kill","target":{"broker":100},"options":{"allow_quorum_loss":1}})"));
   REQUIRE_FALSE(wrong);
   CHECK(wrong.error().message == "options.allow_quorum_loss: must be true or false");
+}
+
+TEST_CASE("a drill request's expect parses, round-trips, and names an unknown objective", "[unit][drill][verdict]") {
+  auto spec = parseDrillSpec(json::parse(
+      R"({"fault":"kill","target":{"broker":1},"expect":{"max_ack_stall_s":1,"by_role":{"leader":{"max_receive_stall_s":2.5}}}})"));
+  REQUIRE(spec);
+  REQUIRE(spec->expect);
+  CHECK(spec->expect->stall.max_ack_stall_s == 1.0);
+  CHECK(spec->expect->by_role.at("leader").max_receive_stall_s == 2.5);
+  auto again = parseDrillSpec(toJson(*spec));
+  REQUIRE(again);
+  CHECK(toJson(*again) == toJson(*spec));
+  CHECK_FALSE(toJson(*parseDrillSpec(json::parse(R"({"fault":"kill","target":{"broker":1}})"))).contains("expect"));
+
+  auto bad = parseDrillSpec(json::parse(R"({"fault":"kill","target":{"broker":1},"expect":{"max_ack":1}})"));
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::StartsWith("expect.max_ack: unknown key"));
+  CHECK(bad.error().code == make_error_code(errc::invalid_request));
 }

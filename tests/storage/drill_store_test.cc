@@ -133,3 +133,52 @@ TEST_CASE("drills are counted per cluster, fault and state over an index, not th
 
 }  // namespace
 }  // namespace kfaild::storage
+
+namespace kfaild::storage {
+
+TEST_CASE("a drill's verdict, regression flag and expect are stored, read back and filtered on",
+          "[integration][storage][verdict]") {
+  Drills f;
+  const auto judged = f.add(f.lab, "kill", "analyse", kBase, kBase + kSecond, std::nullopt);
+  const auto running = f.add(f.lab, "kill", "observe", kBase + 10 * kSecond, kBase + 11 * kSecond, std::nullopt);
+  auto row = f.drills->drill(judged);
+  REQUIRE(row.ok());
+  auto d = **row;
+  CHECK_FALSE(d.verdict);
+  CHECK_FALSE(d.regressed);
+  CHECK(d.expect.empty());
+  d.state = "done";
+  d.verdict = "fail";
+  d.regressed = true;
+  REQUIRE(f.drills->updateDrill(d).ok());
+
+  DrillRecord with_expect;
+  with_expect.cluster = f.lab;
+  with_expect.fault = "stop";
+  with_expect.state = "queued";
+  with_expect.expect = R"({"max_ack_stall_s":1.0})";
+  with_expect.created_us = kBase + 20 * kSecond;
+  const auto queued = f.drills->createDrill(with_expect);
+  REQUIRE(queued.ok());
+
+  const auto back = **f.drills->drill(judged);
+  CHECK(back.verdict == "fail");
+  CHECK(back.regressed == true);
+  CHECK((*f.drills->drill(*queued))->expect == R"({"max_ack_stall_s":1.0})");
+  CHECK_FALSE((*f.drills->drill(running))->verdict);
+
+  DrillQuery q;
+  q.verdict = "fail";
+  auto fails = f.drills->drills(q);
+  REQUIRE(fails.ok());
+  REQUIRE(fails->size() == 1);
+  CHECK(fails->front().id == judged);
+  q.verdict = "pass";
+  CHECK(f.drills->drills(q)->empty());
+
+  // A verdict outside pass | fail | inconclusive is refused by the schema.
+  d.verdict = "maybe";
+  CHECK_FALSE(f.drills->updateDrill(d).ok());
+}
+
+}  // namespace kfaild::storage

@@ -86,3 +86,38 @@ TEST_CASE("kfailctl's --url takes http:// or https://host:port and nothing else"
   CHECK_FALSE(kfaild::ctl::parseUrl("http://kfaild:99999"));
   CHECK_FALSE(kfaild::ctl::parseUrl("http://:8080"));
 }
+
+TEST_CASE("kfailctl prints the verdict first, with every check that did not pass and the regressions",
+          "[unit][kfailctl][verdict]") {
+  const json drill = {
+      {"id", 9}, {"cluster", "lab"}, {"fault", "kill"}, {"target", {{"broker", 1}}}, {"state", "done"},
+      {"reason", nullptr}, {"runs", json::array()}, {"verdict", "fail"}, {"regressed", true},
+      {"verdict_detail",
+       {{"verdict", "fail"},
+        {"checks",
+         {{{"objective", "max_ack_stall_s"}, {"source", "max_ack_stall_s"}, {"threshold", 1.0}, {"measured", 9.41},
+           {"unit", "s"}, {"status", "fail"}, {"run", 1}, {"topic", "orders"}, {"partition", 0}, {"role", "leader"},
+           {"reason", ""}},
+          {{"objective", "max_lost"}, {"source", "max_lost"}, {"threshold", 0.0}, {"measured", 0.0},
+           {"unit", "messages"}, {"status", "pass"}, {"run", 1}, {"topic", "orders"}, {"partition", 0},
+           {"role", "leader"}, {"reason", ""}},
+          {{"objective", "max_recovery_s"}, {"source", "max_recovery_s"}, {"threshold", 120.0}, {"measured", nullptr},
+           {"unit", "s"}, {"status", "inconclusive"}, {"run", 1}, {"topic", nullptr}, {"partition", nullptr},
+           {"role", nullptr}, {"reason", "the node was not seen back in its ISRs"}}}},
+        {"regressions",
+         {{{"kind", "ack"}, {"role", "leader"}, {"topic", "orders"}, {"partition", 0}, {"run", 1}, {"stall_s", 9.41},
+           {"median_s", 5.2}, {"factor", 1.81}, {"previous", 4}}}}}}};
+  const auto text = kfaild::ctl::formatDrill(drill);
+  INFO(text);
+  CHECK(text.find("verdict: fail (3 checks: 1 failed, 1 inconclusive)\n") == 0);
+  CHECK(text.find("max_ack_stall_s        run 1 orders[0] leader: 9.410 s (limit 1.000 s, max_ack_stall_s)") !=
+        std::string::npos);
+  CHECK(text.find("max_recovery_s         run 1: n/a s (limit 120.000 s, max_recovery_s) — the node was not seen") !=
+        std::string::npos);
+  CHECK(text.find("max_lost") == std::string::npos);  // passed checks are not listed
+  CHECK(text.find("regression   ack stall run 1 orders[0] leader: 9.410 s, 1.8 × the median 5.200 s of 4 earlier") !=
+        std::string::npos);
+  CHECK(text.find("drill 9 on lab: kill of node 1 — done\n") != std::string::npos);
+  // A drill without a verdict (running, or from an older kfaild) prints none.
+  CHECK(kfaild::ctl::formatVerdict(json{{"state", "observe"}}).empty());
+}

@@ -46,7 +46,8 @@ class DrillServer {
     router_.add("GET", "/api/v1/drills/{id}", [](const Request&) {
       return kfaild::api::jsonResponse(
           200, {{"id", 7}, {"cluster", "lab"}, {"fault", "kill"}, {"target", {{"broker", 1}}},
-                {"state", "done"}, {"reason", nullptr}, {"runs", nlohmann::json::array()}});
+                {"state", "done"}, {"reason", nullptr}, {"runs", nlohmann::json::array()},
+                {"verdict", "pass"}});  // a passed drill: kfailctl exits 0 for it
     });
     ServerOptions options;
     options.port = 0;

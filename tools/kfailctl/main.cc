@@ -1,7 +1,8 @@
-// kfailctl: starts a drill on a kfaild, waits for it and prints its analysis — for scripts and
-// for people. Exit status: 0 the drill is done; 1 it failed or was aborted; 2 usage; 3 kfaild
-// refused the request (guard refusal, bad request, unknown drill); 4 kfaild unreachable, an
-// error of its own (a TLS failure included), or the wait timed out.
+// kfailctl: starts a drill on a kfaild, waits for it and prints its verdict and analysis — for
+// scripts (a CI pipeline, a pager) and for people. Exit status: 0 the drill is done and its
+// verdict is pass; 1 it failed or was aborted; 2 usage; 3 kfaild refused the request (guard
+// refusal, bad request, unknown drill); 4 kfaild unreachable, an error of its own (a TLS failure
+// included), or the wait timed out; 5 done, verdict fail; 6 done, verdict inconclusive (or none).
 
 #include <chrono>
 #include <cstdlib>
@@ -28,29 +29,35 @@ constexpr int kDrillFailed = 1;
 constexpr int kUsage = 2;
 constexpr int kRefused = 3;
 constexpr int kUnavailable = 4;
+constexpr int kVerdictFail = 5;
+constexpr int kVerdictInconclusive = 6;
 
 constexpr const char* kUsageText =
     "usage: kfailctl [--url URL] [--token-file FILE] [--ca-file FILE] [--cert-file FILE --key-file FILE]\n"
     "                COMMAND ...\n"
     "  drill CLUSTER TARGET [--fault kill|stop|pause|restart] [--repeats N] [--grace S] [--pause S]\n"
     "        [--baseline S] [--no-election] [--no-preflight-election] [--allow-unavailable] [--allow-quorum-loss] [--no-wait]\n"
-    "        [--timeout S] [--json]\n"
+    "        [--timeout S] [--json] [--expect KEY=VALUE]...\n"
+    "        --expect: an objective of this drill (repeatable), e.g. --expect max_ack_stall_s=12\n"
+    "        --expect by_role.leader.max_ack_stall_s=15 --expect max_lost=0 (see docs/CONFIG.md)\n"
     "        TARGET: --broker ID | --leader-of TOPIC:PARTITION | --controller | --random\n"
     "  show ID [--json]            one drill with its analysis\n"
     "  last CLUSTER [--json]       the cluster's last completed drill\n"
-    "  list [--cluster C] [--state S] [--limit N] [--json]\n"
+    "  list [--cluster C] [--state S] [--verdict pass|fail|inconclusive] [--limit N] [--json]\n"
     "  abort ID                    abort a queued or running drill (its node is recovered at once)\n"
     "--url defaults to $KFAILD_URL or http://127.0.0.1:8080; the token is read from --token-file\n"
     "or $KFAILD_TOKEN (needed by drill and abort when kfaild has one).\n"
     "https:// URLs: the server's certificate must be signed by --ca-file (default: the system's CAs)\n"
     "and name the URL's host; --cert-file/--key-file present a client certificate (PEM files).\n"
-    "Exit: 0 done, 1 drill failed/aborted, 2 usage, 3 refused by kfaild, 4 kfaild unreachable (TLS failures\n"
-    "included)/error/timeout.\n";
+    "Exit (drill, show, last): 0 done and verdict pass, 5 done and verdict fail, 6 done and verdict\n"
+    "inconclusive, 1 drill failed/aborted, 2 usage, 3 refused by kfaild, 4 kfaild unreachable (TLS\n"
+    "failures included)/error/timeout. Other commands: 0 on success.\n";
 
 struct Args {
   std::vector<std::string> positional;
   std::map<std::string, std::string> values;  // --name value
   std::map<std::string, bool> flags;          // --name
+  std::vector<std::string> expects;           // every --expect KEY=VALUE, in order
 };
 
 const std::map<std::string, bool> kTakesValue = {
@@ -58,7 +65,7 @@ const std::map<std::string, bool> kTakesValue = {
     {"--key-file", true}, {"--fault", true},     {"--repeats", true},
     {"--grace", true},   {"--pause", true},      {"--baseline", true},  {"--timeout", true},
     {"--broker", true},  {"--leader-of", true},  {"--cluster", true},   {"--state", true},
-    {"--limit", true},   {"--controller", false}, {"--random", false},  {"--no-election", false},
+    {"--limit", true},   {"--expect", true},     {"--verdict", true},     {"--controller", false}, {"--random", false},  {"--no-election", false},
     {"--no-preflight-election", false}, {"--allow-unavailable", false}, {"--allow-quorum-loss", false}, {"--no-wait", false}, {"--json", false}, {"--help", false}};
 
 std::optional<Args> parseArgs(int argc, char* argv[], std::string& error) {
@@ -79,6 +86,8 @@ std::optional<Args> parseArgs(int argc, char* argv[], std::string& error) {
     } else if (i + 1 >= argc) {
       error = arg + " needs a value";
       return std::nullopt;
+    } else if (arg == "--expect") {
+      args.expects.emplace_back(argv[++i]);
     } else {
       args.values[arg] = argv[++i];
     }
@@ -118,8 +127,40 @@ int printDrill(const json& drill, bool as_json) {
     std::cout << kfaild::ctl::formatDrill(drill);
   }
   const auto state = drill.value("state", std::string());
-  if (state == "done") return kDone;
+  if (state == "done") {
+    const auto& verdict = drill.contains("verdict") ? drill["verdict"] : json();
+    if (verdict == "pass") return kDone;
+    return verdict == "fail" ? kVerdictFail : kVerdictInconclusive;
+  }
   return kfaild::ctl::isFinished(state) ? kDrillFailed : kDone;
+}
+
+// "--expect by_role.leader.max_ack_stall_s=15" → {"by_role":{"leader":{"max_ack_stall_s":15}}}.
+// The value is JSON (a number, true, false); kfaild checks the keys and says which is wrong.
+bool addExpectation(json& expect, const std::string& text, std::string& error) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    error = "--expect takes KEY=VALUE, got \"" + text + "\"";
+    return false;
+  }
+  json value = json::parse(text.substr(eq + 1), nullptr, false);
+  if (value.is_discarded() || !(value.is_number() || value.is_boolean())) {
+    error = "--expect " + text.substr(0, eq) + ": the value must be a number, true or false, got \"" +
+            text.substr(eq + 1) + "\"";
+    return false;
+  }
+  json* at = &expect;
+  const auto key = text.substr(0, eq);
+  std::size_t from = 0;
+  for (auto dot = key.find('.'); dot != std::string::npos; from = dot + 1, dot = key.find('.', from)) {
+    at = &(*at)[key.substr(from, dot - from)];
+    if (!at->is_null() && !at->is_object()) {
+      error = "--expect " + key + ": conflicts with an earlier --expect";
+      return false;
+    }
+  }
+  (*at)[key.substr(from)] = std::move(value);
+  return true;
 }
 
 std::optional<json> getJson(Client& client, const std::string& target, int& exit_code) {
@@ -192,9 +233,19 @@ int drillCommand(Client& client, const Args& args) {
   if (args.flags.count("--no-preflight-election")) options["preflight_election"] = false;
   if (args.flags.count("--allow-unavailable")) options["allow_unavailable"] = true;
   if (args.flags.count("--allow-quorum-loss")) options["allow_quorum_loss"] = true;
-  const json request = {{"fault", args.values.count("--fault") ? args.values.at("--fault") : "kill"},
-                        {"target", target},
-                        {"options", options}};
+  json request = {{"fault", args.values.count("--fault") ? args.values.at("--fault") : "kill"},
+                  {"target", target},
+                  {"options", options}};
+  if (!args.expects.empty()) {
+    json expect = json::object();
+    for (const auto& e : args.expects) {
+      if (!addExpectation(expect, e, error)) {
+        std::cerr << "kfailctl: " << error << '\n';
+        return kUsage;
+      }
+    }
+    request["expect"] = std::move(expect);
+  }
   const auto timeout = intOption(args, "--timeout", error);
   if (!error.empty()) {
     std::cerr << "kfailctl: " << error << '\n';
@@ -305,6 +356,7 @@ int main(int argc, char* argv[]) {
     std::string target = "/api/v1/drills?limit=" + (args->values.count("--limit") ? args->values.at("--limit") : "20");
     if (args->values.count("--cluster")) target += "&cluster=" + args->values.at("--cluster");
     if (args->values.count("--state")) target += "&state=" + args->values.at("--state");
+    if (args->values.count("--verdict")) target += "&verdict=" + args->values.at("--verdict");
     auto list = getJson(client, target, exit_code);
     if (!list) return exit_code;
     if (as_json) {
@@ -314,7 +366,9 @@ int main(int argc, char* argv[]) {
     for (const auto& d : (*list)["items"]) {
       std::cout << d.value("id", 0) << "  " << d.value("created", std::string()) << "  "
                 << d.value("cluster", std::string("?")) << "  " << d.value("fault", std::string()) << "  "
-                << d["target"].dump() << "  " << d.value("state", std::string()) << '\n';
+                << d["target"].dump() << "  " << d.value("state", std::string()) << "  "
+                << (d.contains("verdict") && d["verdict"].is_string() ? d["verdict"].get<std::string>() : "-")
+                << (d.contains("regressed") && d["regressed"] == true ? " (regressed)" : "") << '\n';
     }
     return kDone;
   }

@@ -50,8 +50,52 @@ static std::string stallText(const json& kind) {
   return "n/a";
 }
 
+std::string formatVerdict(const json& drill) {
+  const auto& verdict = member(drill, "verdict");
+  if (!verdict.is_string()) return "";  // running, never started, or stored before verdicts
+  const auto& detail = member(drill, "verdict_detail");
+  const auto& checks = member(detail, "checks");
+  std::size_t failed = 0, inconclusive = 0, total = checks.is_array() ? checks.size() : 0;
+  std::string lines;
+  for (std::size_t i = 0; i < total; ++i) {
+    const auto& c = checks[i];
+    const auto status = c.value("status", std::string());
+    if (status == "pass") continue;
+    (status == "fail" ? failed : inconclusive) += 1;
+    std::string where = fmt::format("run {}", c.value("run", 0));
+    if (member(c, "topic").is_string()) {
+      where += fmt::format(" {}[{}] {}", c["topic"].get<std::string>(), c.value("partition", 0),
+                           c.value("role", std::string("?")));
+    }
+    const auto unit = c.value("unit", std::string());
+    const auto& measured = member(c, "measured");
+    const auto measured_text = measured.is_number() ? fmt::format("{:.3f}", measured.get<double>()) : std::string("n/a");
+    lines += fmt::format("  {:<12} {:<22} {}: {} {} (limit {:.3f} {}, {})", status, c.value("objective", std::string()),
+                         where, measured_text, unit, c.value("threshold", 0.0), unit, c.value("source", std::string()));
+    if (member(c, "reason").is_string() && !c["reason"].get<std::string>().empty()) {
+      lines += " — " + c["reason"].get<std::string>();
+    }
+    lines += "\n";
+  }
+  std::string out = fmt::format("verdict: {} ({} checks: {} failed, {} inconclusive)", verdict.get<std::string>(),
+                                total, failed, inconclusive);
+  if (member(detail, "reason").is_string()) out += " — " + detail["reason"].get<std::string>();
+  out += "\n" + lines;
+  const auto& regressions = member(detail, "regressions");
+  if (regressions.is_array()) {
+    for (const auto& r : regressions) {
+      out += fmt::format("  regression   {} stall run {} {}[{}] {}: {:.3f} s, {:.1f} × the median {:.3f} s of {} earlier\n",
+                         r.value("kind", std::string()), r.value("run", 0), r.value("topic", std::string()),
+                         r.value("partition", 0), r.value("role", std::string()), r.value("stall_s", 0.0),
+                         r.value("factor", 0.0), r.value("median_s", 0.0), r.value("previous", 0));
+    }
+  }
+  return out;
+}
+
 std::string formatDrill(const json& drill) {
-  std::string out = fmt::format("drill {} on {}: {} of {} — {}", drill.value("id", 0),
+  std::string out = formatVerdict(drill);
+  out += fmt::format("drill {} on {}: {} of {} — {}", drill.value("id", 0),
                                 drill.value("cluster", std::string("?")), drill.value("fault", std::string("?")),
                                 describeTarget(member(drill, "target")), drill.value("state", std::string("?")));
   if (member(drill, "reason").is_string()) out += " (" + drill["reason"].get<std::string>() + ")";

@@ -10,7 +10,10 @@
 
 namespace kfaild::ctl {
 
+// The verdict first (pass / fail / inconclusive, then every check that did not pass and every
+// regression), then the drill.
 std::string formatDrill(const nlohmann::json& drill);
+std::string formatVerdict(const nlohmann::json& drill);
 
 // "1.234 s" for a duration in µs; "-" for null or a missing value.
 std::string formatSeconds(const nlohmann::json& micros);

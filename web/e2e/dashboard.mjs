@@ -8,7 +8,8 @@
 //   2. with the token set in the settings box, a kill drill of the broker started from the form
 //      (confirming the dialog) lands on its detail page and reaches state `done` (≤ --timeout-s);
 //   3. the drill's timeline drew the lanes and a visible ack gap ≥ --min-gap-s on partition 0;
-//   4. the last-drill page shows that drill with one row per probe partition and the roles
+//   4. the last-drill page shows that drill with one row per probe partition and the roles, its
+//      verdict first (as the API has it, with every failed check)
 //      given by --roles (default leader,follower,follower: broker 1 on the lab's assignment);
 //   5. nothing the pages did broke kfaild's Content-Security-Policy (console violations).
 // Exits 0 when every check passes, 1 with a message naming the failed check otherwise, 2 on bad
@@ -258,6 +259,19 @@ try {
   log(`last drill rows: ${rows.map((r) => `${r.key}=${r.role} (${r.stall} µs)`).join(', ')}`);
   if (rows.length !== expectedRoles.length) fail(`expected ${expectedRoles.length} partitions on the last-drill page, found ${rows.length}: ${rows.map((r) => r.key).join(', ')}`);
   if (roles.join(',') !== expectedRoles.join(',')) fail(`roles ${roles.join(', ')}; expected ${expectedRoles.join(', ')}`);
+  // The verdict against the objectives comes first, as kfaild's API has it, with every failed check.
+  step = 'last-drill page shows the verdict first';
+  const apiDrill = await (await fetch(`${base}/api/v1/drills/${drillId}`, { headers: { Authorization: `Bearer ${opt.token}` } })).json();
+  if (!apiDrill.verdict) fail(`drill #${drillId} has no verdict in the API`);
+  const banner = page.locator('[data-testid=last-drill] [data-testid=verdict]');
+  const firstPart = await banner.locator(':scope > *').first().getAttribute('data-testid').catch(() => null);
+  if (firstPart !== 'objective-verdict') fail(`the verdict banner starts with ${firstPart ?? 'nothing'}, not the verdict`);
+  const shownVerdict = await banner.locator('[data-testid=objective-verdict]').getAttribute('data-verdict');
+  if (shownVerdict !== apiDrill.verdict) fail(`the page shows verdict ${shownVerdict}, the API ${apiDrill.verdict}`);
+  const failedApi = apiDrill.verdict_detail.checks.filter((c) => c.status === 'fail').length;
+  const failedShown = await banner.locator('[data-testid=failed-check]').count();
+  if (failedShown !== failedApi) fail(`the page lists ${failedShown} failed checks, the API has ${failedApi}`);
+  passed.push(`verdict first: ${shownVerdict} with ${failedShown} failed check(s), as the API`);
   await shot('05-last-drill');
   await page.setViewportSize({ width: 390, height: 844 });
   await page.waitForTimeout(300);

@@ -138,6 +138,7 @@ function createDrill(body, createdUs, scheduleId = null) {
     fault: body.fault,
     target: t,
     options: o,
+    expect: body.expect ?? null,
     schedule_id: scheduleId,
     created_us: createdUs,
     runTargets: Array.from({ length: repeats }, (_, i) => pickTarget(i)),
@@ -224,7 +225,43 @@ function drillJson(d, now = nowUs()) {
     finished: finished ? rfc(finished) : null,
     finished_us: finished,
     runs,
+    ...mockVerdict(d, state, runs),
   };
+}
+
+/**
+ * The verdict as kfaild computes it (server/analysis/verdict.cc), for the ack and receive stall
+ * objectives only: the request's `expect.max_ack_stall_s` over the default 15 s (5 s after a stop or
+ * restart). A drill that started and did not finish is inconclusive; one still running has none.
+ */
+function mockVerdict(d, state, runs) {
+  const objectives = { max_ack_stall_s: 15, max_receive_stall_s: 15, by_fault: { stop: { max_ack_stall_s: 5, max_receive_stall_s: 5 }, restart: { max_ack_stall_s: 5, max_receive_stall_s: 5 } } };
+  const regression = { window: 5, factor: 1.5, min_runs: 3, min_delta_s: 1 };
+  const base = { expect: d.expect ?? null, regressed: null, verdict: null, verdict_detail: null };
+  if (state !== 'done' && state !== 'failed' && state !== 'aborted') return base;
+  if (state !== 'done') {
+    const detail = { verdict: 'inconclusive', objectives, checks: [], regressions: [], regression, reason: `the drill ${state}: aborted on request during observe` };
+    return { ...base, verdict: 'inconclusive', regressed: false, verdict_detail: detail };
+  }
+  const checks = [];
+  for (const run of runs) {
+    for (const p of run.analysis.partitions) {
+      for (const kind of ['ack', 'receive']) {
+        const key = `max_${kind}_stall_s`;
+        let threshold = objectives.by_fault[d.fault]?.[key] ?? objectives[key];
+        let source = objectives.by_fault[d.fault]?.[key] !== undefined ? `by_fault.${d.fault}.${key}` : key;
+        if (d.expect?.[key] !== undefined) [threshold, source] = [d.expect[key], key];
+        const measured = p[kind].stall ? p[kind].stall.duration_us / 1e6 : 0;
+        checks.push({ objective: key, source, threshold, measured, unit: 's', status: measured <= threshold ? 'pass' : 'fail', run: run.run, topic: p.topic, partition: p.partition, role: p.role, reason: '' });
+      }
+    }
+  }
+  // The mock's fourth kill regressed (a fixed, recognisable case for the dashboard's tests).
+  const regressions = d.fault === 'kill' && d.id === 4 && runs[0]?.analysis
+    ? [{ kind: 'ack', role: 'leader', topic: TOPIC, partition: 0, run: 1, stall_s: checks[0].measured, median_s: checks[0].measured / 1.6, factor: 1.6, previous: 3 }]
+    : [];
+  const verdict = checks.some((c) => c.status === 'fail') ? 'fail' : 'pass';
+  return { ...base, verdict, regressed: regressions.length > 0, verdict_detail: { verdict, objectives: { ...objectives, ...(d.expect ?? {}) }, checks, regressions, regression } };
 }
 
 function analysisJson(d, p) {
@@ -371,11 +408,13 @@ function statistics(q, now) {
         if (q.get('partition') && Number(q.get('partition')) !== p.partition) continue;
         const key = `${p.topic}/${p.partition}/${p.role}`;
         if (!groups.has(key)) groups.set(key, { cluster: d.cluster, topic: p.topic, partition: p.partition, role: p.role, fault: d.fault, rows: [] });
-        groups.get(key).rows.push({ d, run, p });
+        groups.get(key).rows.push({ d, j, run, p });
       }
     }
   }
   const pick = (rows, f) => rows.map(f).filter((v) => v !== null && v !== undefined);
+  const regressedAt = (r, kind) =>
+    (r.j.verdict_detail?.regressions ?? []).some((x) => x.kind === kind && x.run === r.run.run && x.topic === r.p.topic && x.partition === r.p.partition);
   return {
     drills: nDrills,
     runs: nRuns,
@@ -393,7 +432,8 @@ function statistics(q, now) {
       election_us: summary(pick(g.rows, (r) => r.p.phases.election_us)),
       discovery_us: summary(pick(g.rows, (r) => r.p.phases.discovery_us)),
       resume_us: summary(pick(g.rows, (r) => r.p.phases.resume_us)),
-      trend: g.rows.map((r) => ({ drill: r.d.id, run: r.run.run, at: rfc(r.run.fault_us), at_us: r.run.fault_us, ack_stall_us: r.p.ack.stall?.duration_us ?? null, receive_stall_us: r.p.receive.stall?.duration_us ?? null })),
+      trend: g.rows.map((r) => ({ drill: r.d.id, run: r.run.run, at: rfc(r.run.fault_us), at_us: r.run.fault_us, ack_stall_us: r.p.ack.stall?.duration_us ?? null, receive_stall_us: r.p.receive.stall?.duration_us ?? null, ack_regressed: regressedAt(r, 'ack'), receive_regressed: regressedAt(r, 'receive') })),
+      regressions: g.rows.filter((r) => regressedAt(r, 'ack') || regressedAt(r, 'receive')).length,
     })),
   };
 }
@@ -595,7 +635,7 @@ async function api(req, res, url) {
   }
   if (path === '/api/v1/drills') {
     let list = drills.map((d) => drillJson(d, now)).sort((a, b) => b.id - a.id);
-    for (const k of ['cluster', 'state', 'fault']) if (q.get(k)) list = list.filter((d) => d[k] === q.get(k));
+    for (const k of ['cluster', 'state', 'fault', 'verdict']) if (q.get(k)) list = list.filter((d) => d[k] === q.get(k));
     // As kfaild: the cursor is the last id of the page (an integer), sent as a string.
     const cursor = q.get('cursor');
     if (cursor) {

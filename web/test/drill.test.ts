@@ -5,6 +5,7 @@ import {
   hitBrokers,
   isRunning,
   median,
+  objectiveVerdict,
   phaseSegments,
   stallRows,
   stallScaleUs,
@@ -157,5 +158,39 @@ describe('comparison with previous drills', () => {
     expect(findGroup(gs, 'lab', 'orders', 0, 'follower', 'stop')).toBeUndefined();
     expect(median([3, 1, 2, 10])).toBe(2.5);
     expect(median([])).toBeNull();
+  });
+});
+
+describe("kfaild's verdict against the objectives", () => {
+  const failing = drill(5, {
+    verdict: 'fail',
+    regressed: true,
+    verdict_detail: {
+      verdict: 'fail',
+      objectives: { max_ack_stall_s: 1 },
+      checks: [
+        { objective: 'max_ack_stall_s', source: 'max_ack_stall_s', threshold: 1, measured: 9.41, unit: 's', status: 'fail', run: 1, topic: 'orders', partition: 0, role: 'leader', reason: '' },
+        { objective: 'max_lost', source: 'max_lost', threshold: 0, measured: 0, unit: 'messages', status: 'pass', run: 1, topic: 'orders', partition: 0, role: 'leader', reason: '' },
+        { objective: 'max_recovery_s', source: 'max_recovery_s', threshold: 120, measured: null, unit: 's', status: 'inconclusive', run: 1, topic: null, partition: null, role: null, reason: 'the node was not seen back in its ISRs' },
+      ],
+      regressions: [{ kind: 'ack', role: 'leader', topic: 'orders', partition: 0, run: 1, stall_s: 9.41, median_s: 5.2, factor: 1.81, previous: 4 }],
+      regression: { window: 5, factor: 1.5, min_runs: 3, min_delta_s: 1 },
+    },
+  });
+
+  it('lists the failed checks with the partition, the measured value and the limit, and the regressions', () => {
+    const o = objectiveVerdict(failing);
+    expect(o.status).toBe('fail');
+    expect(o.checks).toBe(3);
+    expect(o.failed).toEqual(['max_ack_stall_s on orders-0 (leader): 9.41 s, limit 1 s (max_ack_stall_s)']);
+    expect(o.inconclusive).toEqual(['max_recovery_s on the run: not measured, limit 120 s (max_recovery_s) — the node was not seen back in its ISRs']);
+    expect(o.regressions).toEqual(['ack stall of orders-0 (leader): 9.41 s, 1.8× the median 5.20 s of 4 earlier']);
+  });
+
+  it('makes the banner bad on fail and a warning on inconclusive, whatever the stalls look like', () => {
+    expect(verdict(failing).level).toBe('bad');
+    expect(verdict(drill(6, { verdict: 'inconclusive' })).level).toBe('warn');
+    expect(verdict(drill(7, { verdict: 'pass' })).level).toBe('ok');
+    expect(objectiveVerdict(drill(8)).status).toBeNull();
   });
 });

@@ -64,6 +64,10 @@ export function drill(id: number, overrides: Partial<Drill> = {}, parts?: Partit
     started_us: FAULT_US - 9_000_000,
     finished: '2026-09-21T12:01:00.000000Z',
     finished_us: FAULT_US + 50_000_000,
+    expect: null,
+    verdict: null,
+    regressed: null,
+    verdict_detail: null,
     runs: [
       {
         run: 1,
@@ -123,6 +127,7 @@ export function group(partitionNo: number, role: Role, stalls: number[]): StatGr
     role,
     fault: 'kill',
     count: stalls.length,
+    regressions: 0,
     ack_stall_us: null,
     receive_stall_us: null,
     detection_us: null,
@@ -131,7 +136,7 @@ export function group(partitionNo: number, role: Role, stalls: number[]): StatGr
     resume_us: null,
     trend: stalls.map((s, i) => {
       const at = FAULT_US + i * 86_400_000_000;
-      return { drill: i + 1, run: 1, at: rfc3339FromUs(at), at_us: at, ack_stall_us: s, receive_stall_us: null };
+      return { drill: i + 1, run: 1, at: rfc3339FromUs(at), at_us: at, ack_stall_us: s, receive_stall_us: null, ack_regressed: false, receive_regressed: false };
     }),
   };
 }

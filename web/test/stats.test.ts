@@ -43,7 +43,7 @@ describe('statistics shaping', () => {
   it('makes trend series in time order, skipping runs without a stall', () => {
     const g = group(0, 'leader', [3_000_000, 1_000_000]);
     g.trend.reverse();
-    g.trend.push({ drill: 9, run: 1, at: '1970-01-01T00:00:00.000001Z', at_us: 1, ack_stall_us: null, receive_stall_us: null });
+    g.trend.push({ drill: 9, run: 1, at: '1970-01-01T00:00:00.000001Z', at_us: 1, ack_stall_us: null, receive_stall_us: null, ack_regressed: false, receive_regressed: false });
     const t = trendSeries([g])[0]!;
     expect(t.y).toEqual([3, 1]);
     expect(t.x[0]! < t.x[1]!).toBe(true);

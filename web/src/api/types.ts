@@ -56,6 +56,12 @@ export type RunAnalysis = Schemas['RunAnalysis'];
 /** One run of a drill; members appear as the run gets that far. */
 export type Run = Schemas['Run'];
 export type Drill = Schemas['Drill'];
+/** What a drill must achieve; the cluster's, with a request's `expect` on top. */
+export type Objectives = Schemas['Objectives'];
+export type VerdictStatus = Schemas['VerdictStatus'];
+export type VerdictCheck = Schemas['VerdictCheck'];
+export type Regression = Schemas['Regression'];
+export type VerdictDetail = Schemas['Verdict'];
 export type DrillList = Schemas['DrillList'];
 
 /** An event with its place in the drill (`relative_s`: seconds from the first run's fault). */

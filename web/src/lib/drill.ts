@@ -12,6 +12,8 @@ import type {
   Role,
   Run,
   StatGroup,
+  VerdictCheck,
+  VerdictStatus,
 } from '../api/types';
 import { formatDuration } from './time';
 import { laneKey, sortPartitions } from './timeline';
@@ -108,6 +110,45 @@ export function totals(drill: Drill): Totals {
   return t;
 }
 
+/** kfaild's verdict against the objectives (server/analysis/verdict.h), as the page shows it. */
+export interface ObjectiveVerdict {
+  status: VerdictStatus | null;
+  /** Checks that failed, then those that could not be measured, one sentence each. */
+  failed: string[];
+  inconclusive: string[];
+  regressions: string[];
+  /** Why a drill that did not finish has no measured verdict. */
+  reason: string | null;
+  checks: number;
+}
+
+function checkText(c: VerdictCheck, multiRun: boolean): string {
+  const where = c.topic !== null ? `${c.topic}-${c.partition}${c.role ? ` (${ROLE_LABEL[c.role as Role] ?? c.role})` : ''}` : 'the run';
+  const unit = c.unit === 's' ? ' s' : ` ${c.unit}`;
+  const measured = c.measured === null ? 'not measured' : `${c.unit === 's' ? c.measured.toFixed(2) : c.measured}${unit}`;
+  const run = multiRun ? `, run ${c.run}` : '';
+  const why = c.reason ? ` — ${c.reason}` : '';
+  return `${c.objective} on ${where}${run}: ${measured}, limit ${c.threshold}${unit} (${c.source})${why}`;
+}
+
+export function objectiveVerdict(drill: Drill): ObjectiveVerdict {
+  const detail = drill.verdict_detail;
+  const multiRun = drill.runs.length > 1;
+  const checks = detail?.checks ?? [];
+  return {
+    status: drill.verdict,
+    failed: checks.filter((c) => c.status === 'fail').map((c) => checkText(c, multiRun)),
+    inconclusive: checks.filter((c) => c.status === 'inconclusive').map((c) => checkText(c, multiRun)),
+    regressions: (detail?.regressions ?? []).map(
+      (r) =>
+        `${r.kind} stall of ${r.topic}-${r.partition} (${ROLE_LABEL[r.role as Role] ?? r.role}${multiRun ? `, run ${r.run}` : ''}): ` +
+        `${r.stall_s.toFixed(2)} s, ${r.factor.toFixed(1)}× the median ${r.median_s.toFixed(2)} s of ${r.previous} earlier`,
+    ),
+    reason: detail?.reason ?? null,
+    checks: checks.length,
+  };
+}
+
 export type VerdictLevel = 'ok' | 'warn' | 'bad' | 'running';
 
 export interface Verdict {
@@ -168,6 +209,9 @@ export function verdict(drill: Drill): Verdict {
   const headline = ack
     ? `Writes stopped for ${formatDuration(ack.duration_us)} at worst (${ack.topic}-${ack.partition}, ${ROLE_LABEL[ack.role]})`
     : 'No stall spanning the fault';
+  // kfaild's verdict against the objectives decides when there is one.
+  if (drill.verdict === 'fail') return { level: 'bad', headline, facts };
+  if (drill.verdict === 'inconclusive') return { level: 'warn', headline, facts };
   const warn = t.failed > 0 || t.duplicated > 0 || t.reordered > 0 || t.unresolved > 0 || unknown.length > 0;
   return { level: warn ? 'warn' : 'ok', headline, facts };
 }

@@ -1,7 +1,7 @@
 // Pieces shared by the drill pages: the verdict banner, stall bars by role, phase bars, the
 // cluster picker.
 
-import type { ClusterSummary, Drill, Run } from '../api/types';
+import type { ClusterSummary, Drill, Run, VerdictStatus } from '../api/types';
 import {
   cssToken,
   faultLabel,
@@ -13,11 +13,41 @@ import {
   stallRows,
   stallScaleUs,
   type PhaseName,
+  objectiveVerdict,
   verdict,
 } from '../lib/drill';
 import { formatAgo, formatDuration, formatTimestamp, nowUs } from '../lib/time';
 import { PHASE_COLOR, ROLE_COLOR } from '../ui/colors';
 import { badge, h, select } from '../ui/dom';
+
+const VERDICT_CLASS: Record<VerdictStatus, string> = { pass: 'ok', fail: 'bad', inconclusive: 'warn' };
+
+/** kfaild's verdict against the objectives: a badge, then what failed, what could not be measured, and the regressions. */
+export function objectiveBlock(d: Drill): HTMLElement | null {
+  const o = objectiveVerdict(d);
+  if (o.status === null) return null;
+  const list = (items: string[], title: string, testid: string) =>
+    items.length ? h('div', { class: 'verdict-list' }, h('strong', null, title), h('ul', null, items.map((t) => h('li', { 'data-testid': testid }, t)))) : null;
+  return h(
+    'div',
+    { class: 'objective-verdict', 'data-testid': 'objective-verdict', 'data-verdict': o.status },
+    h(
+      'div',
+      { class: 'verdict-headline' },
+      badge(o.status.toUpperCase(), `verdict-${VERDICT_CLASS[o.status]}`),
+      ' ',
+      o.status === 'pass'
+        ? `all ${o.checks} objective checks met`
+        : o.status === 'fail'
+          ? `${o.failed.length} of ${o.checks} objective checks failed`
+          : o.reason ?? `${o.inconclusive.length} of ${o.checks} objective checks could not be measured`,
+      d.regressed ? badge('REGRESSED', 'verdict-warn') : null,
+    ),
+    list(o.failed, 'Failed', 'failed-check'),
+    list(o.inconclusive, 'Not measured', 'inconclusive-check'),
+    list(o.regressions, 'Regressions (against the median of earlier drills)', 'regression'),
+  );
+}
 
 export function verdictBanner(d: Drill): HTMLElement {
   const v = verdict(d);
@@ -25,6 +55,7 @@ export function verdictBanner(d: Drill): HTMLElement {
   return h(
     'div',
     { class: `verdict verdict-${v.level}`, 'data-testid': 'verdict', 'data-level': v.level },
+    objectiveBlock(d),
     h('div', { class: 'verdict-headline' }, v.headline),
     h(
       'div',

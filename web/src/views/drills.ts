@@ -152,7 +152,11 @@ export class DrillsView implements View {
                 h('span', { title: formatTimestamp(d.created_us) }, formatAgo(d.created_us, now)),
                 d.started_us && d.finished_us ? formatDuration(d.finished_us - d.started_us) : '—',
                 w ? `${formatDuration(w.duration_us)} (${w.topic}-${w.partition})` : '—',
-                h('span', { class: `verdict-dot verdict-${v.level}`, title: v.headline }, v.level === 'running' ? 'running' : v.headline),
+                h(
+                  'span',
+                  { class: `verdict-dot verdict-${v.level}`, title: v.headline, 'data-verdict': d.verdict ?? '' },
+                  v.level === 'running' ? 'running' : d.verdict ? `${d.verdict.toUpperCase()}${d.regressed ? ' · regressed' : ''} — ${v.headline}` : v.headline,
+                ),
               ];
             }),
           ),

@@ -1,0 +1,97 @@
+#pragma once
+
+// A drill's verdict: its runs' analyses checked against the effective objectives (objectives.h),
+// and each run's stalls compared with earlier drills'. Pure: the caller reads the earlier drills.
+//
+// Checks, one per (objective, run, partition) where the objective applies:
+//   max_ack_stall_s / max_receive_stall_s  every partition with a limit for its role and the fault.
+//        outcome stall → the stall; none → the longest gap (not significant, still compared);
+//        inconclusive → inconclusive with the analysis' reason.
+//   max_lost / max_duplicated / max_failed  every partition. A count above the limit fails even
+//        while the partition is unsettled (counts only grow); otherwise unsettled → inconclusive.
+//   max_detection_s  every partition whose detection phase was observed; a kill or pause whose
+//        run shows no fencing at all gets one inconclusive check (no partition).
+//   max_discovery_s  every partition whose client-discovery phase was observed.
+//   max_recovery_s   per run (no partition): fault → the node back; unset → inconclusive.
+//   regression       only with fail_on_regression: one failing check per regression.
+// Verdict: fail if any check fails; else inconclusive if any is inconclusive; else pass.
+//
+// Regression: a run's stall (outcome stall) of a kind, role and topic is compared with the median
+// of the same kind, role and topic over `history` (the earlier drills' values, the caller keeps
+// the last RegressionPolicy::window drills of the same cluster and fault). A regression needs at
+// least min_runs earlier values, a stall > factor × median, and stall − median ≥ min_delta_s.
+// A regression is reported apart and does not change the verdict unless fail_on_regression.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/analysis/drill_analysis.h"
+#include "server/analysis/objectives.h"
+
+namespace kfaild::analysis {
+
+enum class CheckStatus { kPass, kFail, kInconclusive };
+const char* toString(CheckStatus status);
+std::optional<CheckStatus> checkStatusFromString(const std::string& text);
+
+struct Check {
+  std::string objective;   // "max_ack_stall_s", ...
+  std::string source;      // the key it comes from ("by_fault.kill.max_ack_stall_s")
+  double threshold = 0;
+  std::optional<double> measured;
+  std::string unit;        // "s" or "messages"
+  CheckStatus status = CheckStatus::kInconclusive;
+  int run = 0;
+  std::optional<std::string> topic;
+  std::optional<std::int32_t> partition;
+  std::optional<std::string> role;
+  std::string reason;
+};
+
+struct Regression {
+  StallKind kind = StallKind::kAck;
+  std::string role;
+  std::string topic;
+  std::int32_t partition = 0;
+  int run = 0;
+  double stall_s = 0;
+  double median_s = 0;
+  double factor = 0;      // stall / median
+  std::size_t previous = 0;  // earlier values the median is taken over
+};
+
+// One earlier stall: a run of an earlier drill of the same cluster and fault.
+struct StallSample {
+  std::string topic;
+  std::string role;
+  StallKind kind = StallKind::kAck;
+  double seconds = 0;
+};
+
+struct Verdict {
+  CheckStatus verdict = CheckStatus::kInconclusive;
+  Objectives objectives;
+  std::vector<Check> checks;
+  std::vector<Regression> regressions;
+  RegressionPolicy policy;
+  std::string reason;  // set when the drill did not finish (failed / aborted)
+};
+
+// `runs`: the analyses of the drill's runs (run numbers from 1, in order).
+Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& objectives, const std::string& fault,
+                 const std::vector<StallSample>& history, const RegressionPolicy& policy);
+
+// A drill that ended failed or aborted: never pass, whatever its runs measured.
+Verdict unfinishedVerdict(const Objectives& objectives, const std::string& state, const std::string& reason);
+
+// The stalls of a stored drill result ({"runs":[{"state":"done","analysis":{...}}]}), for the
+// history of later drills: outcome stall, and none's longest gap (a measured non-stall).
+std::vector<StallSample> stallSamplesOf(const nlohmann::json& result);
+
+nlohmann::json toJson(const Verdict& verdict);
+
+}  // namespace kfaild::analysis

@@ -1,0 +1,288 @@
+#include "server/analysis/verdict.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+using namespace kfaild::analysis;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::int64_t kSecond = 1'000'000;
+
+KindResult stallOf(double s) {
+  KindResult k;
+  k.outcome = Outcome::kStall;
+  k.stall = Interval{0, static_cast<std::int64_t>(s * kSecond), false};
+  k.longest_gap = k.stall;
+  return k;
+}
+
+KindResult noneWith(double gap_s) {
+  KindResult k;
+  k.outcome = Outcome::kNone;
+  k.longest_gap = Interval{0, static_cast<std::int64_t>(gap_s * kSecond), false};
+  k.reason = "not significant";
+  return k;
+}
+
+KindResult inconclusive(const std::string& reason) {
+  KindResult k;
+  k.outcome = Outcome::kInconclusive;
+  k.longest_gap = Interval{0, 30 * kSecond, true};
+  k.reason = reason;
+  return k;
+}
+
+PartitionResult partition(std::int32_t p, Role role, KindResult ack, KindResult receive) {
+  PartitionResult r;
+  r.topic = "orders";
+  r.partition = p;
+  r.role = role;
+  r.ack = std::move(ack);
+  r.receive = std::move(receive);
+  r.settled = true;
+  return r;
+}
+
+// The article's kill: p0's leader died (9.8 s), p1 and p2 followed (8.6 s).
+RunAnalysis killRun(double leader_s = 9.8, double follower_s = 8.6) {
+  RunAnalysis a;
+  a.fault = "kill";
+  a.target = 1;
+  a.fault_us = 100 * kSecond;
+  a.recovered_us = a.fault_us + 15 * kSecond;
+  a.departure = "fenced";
+  a.partitions.push_back(partition(0, Role::kLeader, stallOf(leader_s), stallOf(leader_s)));
+  a.partitions.push_back(partition(1, Role::kFollowerInIsr, stallOf(follower_s), stallOf(follower_s)));
+  a.partitions.push_back(partition(2, Role::kFollowerInIsr, stallOf(follower_s), stallOf(follower_s)));
+  for (auto& p : a.partitions) p.phases.detection_us = static_cast<std::int64_t>(8.4 * kSecond);
+  a.partitions[0].phases.discovery_us = 100'000;
+  return a;
+}
+
+Objectives parsed(const char* text) {
+  auto o = parseObjectives(json::parse(text), "expect");
+  REQUIRE(o);
+  return *o;
+}
+
+std::vector<const Check*> failing(const Verdict& v) {
+  std::vector<const Check*> out;
+  for (const auto& c : v.checks) {
+    if (c.status == CheckStatus::kFail) out.push_back(&c);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the article's kill passes the default objectives and fails a 1 s ack stall on every partition",
+          "[unit][verdict]") {
+  const auto pass = evaluate({killRun()}, defaultObjectives(), "kill", {}, {});
+  CHECK(pass.verdict == CheckStatus::kPass);
+  CHECK(failing(pass).empty());
+  // 3 partitions × (ack, receive, lost, duplicated, failed, detection) + p0's discovery + the run's recovery.
+  CHECK(pass.checks.size() == 3 * 6 + 1 + 1);
+
+  const auto strict = evaluate({killRun()}, overlay(defaultObjectives(), parsed(R"({"max_ack_stall_s":1})")), "kill",
+                               {}, {});
+  CHECK(strict.verdict == CheckStatus::kFail);
+  const auto fails = failing(strict);
+  REQUIRE(fails.size() == 3);
+  CHECK(fails[0]->objective == "max_ack_stall_s");
+  CHECK(fails[0]->threshold == 1.0);
+  CHECK(*fails[0]->measured == Approx(9.8));
+  CHECK(fails[0]->partition == 0);
+  CHECK(fails[0]->role == "leader");
+  CHECK(fails[0]->run == 1);
+  CHECK(toJson(strict)["checks"][0]["topic"] == "orders");
+}
+
+TEST_CASE("a stall limit is the most specific one: by_fault.by_role, by_role, by_fault, top level",
+          "[unit][verdict]") {
+  const auto o = parsed(R"({"max_ack_stall_s":20,
+                            "by_fault":{"kill":{"max_ack_stall_s":11,"by_role":{"leader":{"max_ack_stall_s":9}}},
+                                        "stop":{"max_ack_stall_s":2}},
+                            "by_role":{"follower":{"max_ack_stall_s":8}}})");
+  CHECK(stallLimit(o, "kill", "leader", StallKind::kAck)->seconds == 9);
+  CHECK(stallLimit(o, "kill", "leader", StallKind::kAck)->source == "by_fault.kill.by_role.leader.max_ack_stall_s");
+  CHECK(stallLimit(o, "kill", "follower", StallKind::kAck)->seconds == 8);
+  CHECK(stallLimit(o, "kill", "sole_replica", StallKind::kAck)->seconds == 11);
+  CHECK(stallLimit(o, "stop", "leader", StallKind::kAck)->seconds == 2);
+  CHECK(stallLimit(o, "pause", "leader", StallKind::kAck)->seconds == 20);
+  CHECK_FALSE(stallLimit(o, "kill", "leader", StallKind::kReceive));
+
+  // The leader's 9.8 s stall breaks its own 9 s; the followers' 7.5 s stays within their 8 s by role.
+  const auto v = evaluate({killRun(9.8, 7.5)}, o, "kill", {}, {});
+  const auto fails = failing(v);
+  REQUIRE(fails.size() == 1);
+  CHECK(fails[0]->partition == 0);
+  CHECK(fails[0]->source == "by_fault.kill.by_role.leader.max_ack_stall_s");
+  // The same run as a stop is judged by the stop's 2 s (followers' 8 s by role wins over it).
+  const auto as_stop = evaluate({killRun(9.8, 7.5)}, o, "stop", {}, {});
+  CHECK(failing(as_stop).size() == 1);
+  CHECK(failing(as_stop)[0]->threshold == 2);
+}
+
+TEST_CASE("a request's objectives override the cluster's key by key, and beneath the key they set",
+          "[unit][verdict]") {
+  const auto cluster = parsed(R"({"max_ack_stall_s":15,"max_receive_stall_s":15,
+                                  "by_fault":{"kill":{"max_ack_stall_s":12,"by_role":{"leader":{"max_ack_stall_s":13}}}},
+                                  "by_role":{"sole_replica":{"max_ack_stall_s":60}},
+                                  "max_lost":0,"max_detection_s":12})");
+  const auto merged = overlay(cluster, parsed(R"({"max_ack_stall_s":1,"max_detection_s":20})"));
+  CHECK(stallLimit(merged, "kill", "leader", StallKind::kAck)->seconds == 1);
+  CHECK(stallLimit(merged, "kill", "sole_replica", StallKind::kAck)->seconds == 1);
+  CHECK(stallLimit(merged, "kill", "leader", StallKind::kReceive)->seconds == 15);  // untouched kind
+  CHECK(merged.max_detection_s == 20);
+  CHECK(merged.max_lost == 0);
+
+  // A more specific request key leaves the cluster's other levels alone.
+  const auto leader_only = overlay(cluster, parsed(R"({"by_role":{"leader":{"max_ack_stall_s":30}}})"));
+  CHECK(stallLimit(leader_only, "kill", "leader", StallKind::kAck)->seconds == 30);
+  CHECK(stallLimit(leader_only, "kill", "follower", StallKind::kAck)->seconds == 12);
+  CHECK(stallLimit(leader_only, "stop", "follower", StallKind::kAck)->seconds == 15);
+  CHECK(toJson(leader_only)["by_role"]["leader"]["max_ack_stall_s"] == 30.0);
+}
+
+TEST_CASE("what the analysis could not measure makes a check inconclusive, never a pass", "[unit][verdict]") {
+  auto run = killRun();
+  run.partitions[1].ack = inconclusive("the probe was lagging at the fault");
+  run.partitions[2].settled = false;
+  run.partitions[2].unresolved = 4;
+  auto v = evaluate({run}, defaultObjectives(), "kill", {}, {});
+  CHECK(v.verdict == CheckStatus::kInconclusive);
+  const auto lagging = std::find_if(v.checks.begin(), v.checks.end(), [](const Check& c) {
+    return c.objective == "max_ack_stall_s" && c.partition == 1;
+  });
+  REQUIRE(lagging != v.checks.end());
+  CHECK(lagging->status == CheckStatus::kInconclusive);
+  CHECK_FALSE(lagging->measured);
+  CHECK(lagging->reason == "the probe was lagging at the fault");
+  const auto lost = std::find_if(v.checks.begin(), v.checks.end(), [](const Check& c) {
+    return c.objective == "max_lost" && c.partition == 2;
+  });
+  REQUIRE(lost != v.checks.end());
+  CHECK(lost->status == CheckStatus::kInconclusive);
+
+  // A count already above its limit fails even while unsettled: counts only grow.
+  run.partitions[2].lost = 2;
+  v = evaluate({run}, defaultObjectives(), "kill", {}, {});
+  CHECK(v.verdict == CheckStatus::kFail);
+
+  // No fencing seen on a kill: detection is inconclusive; no recovery: recovery is inconclusive.
+  auto unseen = killRun();
+  for (auto& p : unseen.partitions) p.phases.detection_us.reset();
+  unseen.recovered_us.reset();
+  v = evaluate({unseen}, defaultObjectives(), "kill", {}, {});
+  CHECK(v.verdict == CheckStatus::kInconclusive);
+  CHECK(std::count_if(v.checks.begin(), v.checks.end(), [](const Check& c) {
+          return c.status == CheckStatus::kInconclusive;
+        }) == 2);
+}
+
+TEST_CASE("a gap that is no stall is still compared with the limit", "[unit][verdict]") {
+  auto run = killRun();
+  run.fault = "stop";
+  run.departure = "controlled_shutdown";
+  run.partitions[0].ack = stallOf(0.2);
+  run.partitions[1].ack = noneWith(0.04);
+  run.partitions[2].ack = noneWith(0.04);
+  for (auto& p : run.partitions) {
+    p.receive = p.ack;
+    p.phases.detection_us.reset();
+  }
+  CHECK(evaluate({run}, defaultObjectives(), "stop", {}, {}).verdict == CheckStatus::kPass);
+  const auto tight = overlay(defaultObjectives(), parsed(R"({"max_ack_stall_s":0.03})"));
+  const auto v = evaluate({run}, tight, "stop", {}, {});
+  CHECK(failing(v).size() == 3);
+}
+
+TEST_CASE("a failed or aborted drill is inconclusive with its reason, and no runs is never a pass",
+          "[unit][verdict]") {
+  const auto v = unfinishedVerdict(defaultObjectives(), "failed", "preflight: broker 2 is not in the ISR");
+  CHECK(v.verdict == CheckStatus::kInconclusive);
+  CHECK(toJson(v)["verdict"] == "inconclusive");
+  CHECK(toJson(v)["reason"] == "the drill failed: preflight: broker 2 is not in the ISR");
+  CHECK(evaluate({}, defaultObjectives(), "kill", {}, {}).verdict == CheckStatus::kInconclusive);
+}
+
+TEST_CASE("a stall well above the median of earlier runs is a regression, flagged apart from the verdict",
+          "[unit][verdict][regression]") {
+  const std::vector<StallSample> history = {
+      {"orders", "leader", StallKind::kAck, 9.0}, {"orders", "leader", StallKind::kAck, 9.4},
+      {"orders", "leader", StallKind::kAck, 30.0}, {"orders", "follower", StallKind::kAck, 8.5}};
+  RegressionPolicy policy;  // factor 1.5, min_runs 3, min_delta 1 s
+  auto v = evaluate({killRun(14.5, 8.6)}, defaultObjectives(), "kill", history, policy);
+  REQUIRE(v.regressions.size() == 1);  // median of 9.0, 9.4, 30 = 9.4; 14.5 > 14.1
+  CHECK(v.regressions[0].kind == StallKind::kAck);
+  CHECK(v.regressions[0].partition == 0);
+  CHECK(v.regressions[0].median_s == Approx(9.4));
+  CHECK(v.regressions[0].previous == 3);
+  CHECK(v.regressions[0].factor == Approx(14.5 / 9.4));
+  CHECK(v.verdict == CheckStatus::kPass);  // within 15 s: a regression alone does not fail
+  CHECK(toJson(v)["regressions"][0]["kind"] == "ack");
+
+  // Just below factor × median: none.
+  CHECK(evaluate({killRun(14.0, 8.6)}, defaultObjectives(), "kill", history, policy).regressions.empty());
+  // Too few earlier values (followers have one): none, whatever the stall.
+  CHECK(evaluate({killRun(9.0, 40.0)}, defaultObjectives(), "kill", history, policy).regressions.empty());
+  policy.min_runs = 1;
+  CHECK(evaluate({killRun(9.0, 40.0)}, defaultObjectives(), "kill", history, policy).regressions.size() == 2);
+  // Less than min_delta_s above the median: none, even at a large factor.
+  const std::vector<StallSample> short_history(3, {"orders", "leader", StallKind::kAck, 0.1});
+  policy.min_runs = 3;
+  CHECK(evaluate({killRun(0.5, 8.6)}, defaultObjectives(), "kill", short_history, policy).regressions.empty());
+
+  // fail_on_regression turns the regression into a failing check.
+  auto strict = defaultObjectives();
+  strict.fail_on_regression = true;
+  v = evaluate({killRun(14.5, 8.6)}, strict, "kill", history, RegressionPolicy{});
+  CHECK(v.verdict == CheckStatus::kFail);
+  REQUIRE(failing(v).size() == 1);
+  CHECK(failing(v)[0]->objective == "fail_on_regression");
+}
+
+TEST_CASE("earlier stalls are read back from a stored result, none's longest gap included", "[unit][verdict]") {
+  RunAnalysis a = killRun(9.5, 8.5);
+  a.partitions[2].ack = noneWith(0.04);
+  a.partitions[1].receive = inconclusive("open");
+  const json result = {{"runs", json::array({{{"run", 1}, {"state", "done"}, {"analysis", toJson(a)}},
+                                             {{"run", 2}, {"state", "failed"}, {"analysis", toJson(a)}}})}};
+  const auto samples = stallSamplesOf(result);
+  CHECK(samples.size() == 5);  // 6 values of the done run minus the inconclusive one
+  CHECK(samples[0].topic == "orders");
+  CHECK(samples[0].role == "leader");
+  CHECK(samples[0].seconds == Approx(9.5));
+  CHECK(stallSamplesOf(json::object()).empty());
+}
+
+TEST_CASE("objective keys that do not exist, and values out of range, are errors naming the key",
+          "[unit][verdict][config]") {
+  const auto error = [](const char* text) {
+    auto o = parseObjectives(json::parse(text), "expect");
+    REQUIRE_FALSE(o);
+    return o.error().message;
+  };
+  CHECK_THAT(error(R"({"max_ack_stal_s":1})"), Catch::StartsWith("expect.max_ack_stal_s: unknown key"));
+  CHECK_THAT(error(R"({"by_role":{"leder":{}}})"), Catch::StartsWith("expect.by_role.leder: unknown key"));
+  CHECK_THAT(error(R"({"by_fault":{"kill":{"max_lost":0}}})"), Catch::StartsWith("expect.by_fault.kill.max_lost: unknown key"));
+  CHECK_THAT(error(R"({"by_fault":{"kill":{"by_role":{"leader":{"max_x":1}}}}})"),
+             Catch::StartsWith("expect.by_fault.kill.by_role.leader.max_x: unknown key"));
+  CHECK_THAT(error(R"({"max_ack_stall_s":-1})"), Catch::StartsWith("expect.max_ack_stall_s: must be between"));
+  CHECK_THAT(error(R"({"max_ack_stall_s":"12"})"), Catch::StartsWith("expect.max_ack_stall_s: must be a number"));
+  CHECK_THAT(error(R"({"max_lost":0.5})"), Catch::StartsWith("expect.max_lost: must be a whole number"));
+  CHECK_THAT(error(R"({"fail_on_regression":1})"), Catch::StartsWith("expect.fail_on_regression"));
+  CHECK_THAT(error("[1]"), Catch::StartsWith("expect: must be a mapping"));
+
+  auto policy = parseRegressionPolicy(json::parse(R"({"window":10,"factor":2.5,"min_runs":2})"), "regression");
+  REQUIRE(policy);
+  CHECK(policy->window == 10);
+  CHECK(policy->factor == 2.5);
+  CHECK(policy->min_runs == 2);
+  CHECK_FALSE(parseRegressionPolicy(json::parse(R"({"factor":1})"), "regression"));
+  CHECK_THAT(parseRegressionPolicy(json::parse(R"({"windw":3})"), "regression").error().message,
+             Catch::StartsWith("regression.windw: unknown key"));
+}

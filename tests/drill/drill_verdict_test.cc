@@ -1,0 +1,124 @@
+// The engine writes a drill's verdict with its terminal state (so the listener, told right after
+// that write, sees it): a done drill is judged against the cluster's objectives with the request's
+// on top, one that started and failed or was aborted is inconclusive with its reason, and one that
+// never started has none.
+
+#include <catch2/catch.hpp>
+
+#include "server/analysis/verdict.h"
+#include "server/drill/drill_state.h"
+#include "tests/drill/engine_harness.h"
+
+using namespace kfaild;
+using kfaild::testing::EngineHarness;
+using nlohmann::json;
+
+namespace {
+
+// The first write of a terminal state: what DrillRecords hands the listener.
+struct TerminalRow {
+  std::optional<storage::DrillRecord> row;
+  void watch(EngineHarness& h) {
+    h.drills->on_state = [this](const storage::DrillRecord& d) {
+      if (!row && drill::isTerminal(d.state)) row = d;
+    };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a finished drill's terminal row carries its verdict against the cluster's objectives and the request's",
+          "[unit][drill][verdict]") {
+  EngineHarness h;
+  h.config.objectives = analysis::defaultObjectives();
+  h.config.objectives.max_failed.reset();
+  h.makeRunner();
+  TerminalRow terminal;
+  terminal.watch(h);
+  h.runner->start();
+  auto id = h.runner->submit(EngineHarness::spec(
+      R"({"fault":"kill","target":{"broker":1},"expect":{"max_ack_stall_s":0.5,"max_lost":3}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason << "\n" << d.result);
+  REQUIRE(d.state == "done");
+  REQUIRE(terminal.row);
+  CHECK(terminal.row->state == "done");
+  REQUIRE(terminal.row->verdict);
+  CHECK(terminal.row->verdict == d.verdict);
+  CHECK(terminal.row->regressed == false);  // no earlier drill to compare with
+  CHECK(json::parse(d.expect) == json{{"max_ack_stall_s", 0.5}, {"max_lost", 3}});
+
+  const auto verdict = json::parse(terminal.row->result)["verdict"];
+  CHECK(verdict["verdict"] == *d.verdict);
+  // The effective objectives: the request's keys over the cluster's, the cluster's others kept.
+  CHECK(verdict["objectives"]["max_ack_stall_s"] == 0.5);
+  CHECK(verdict["objectives"]["max_lost"] == 3);
+  CHECK(verdict["objectives"]["max_detection_s"] == 12.0);
+  CHECK_FALSE(verdict["objectives"].contains("max_failed"));
+  CHECK(verdict["regression"]["window"] == 5);
+  // Every check of an ack stall is against the request's 0.5 s, whatever the role.
+  int ack_checks = 0;
+  for (const auto& c : verdict["checks"]) {
+    if (c["objective"] != "max_ack_stall_s") continue;
+    ++ack_checks;
+    CHECK(c["threshold"] == 0.5);
+    CHECK(c["source"] == "max_ack_stall_s");
+  }
+  CHECK(ack_checks > 0);
+  // The verdict follows from the checks.
+  bool any_fail = false, any_inconclusive = false;
+  for (const auto& c : verdict["checks"]) {
+    any_fail = any_fail || c["status"] == "fail";
+    any_inconclusive = any_inconclusive || c["status"] == "inconclusive";
+  }
+  CHECK(*d.verdict == (any_fail ? "fail" : any_inconclusive ? "inconclusive" : "pass"));
+}
+
+TEST_CASE("a drill aborted after it started is inconclusive with its reason, one that never ran has no verdict",
+          "[unit][drill][verdict]") {
+  EngineHarness h;
+  TerminalRow terminal;
+  terminal.watch(h);
+  h.drills->on_state = [&](const storage::DrillRecord& d) {
+    if (!terminal.row && drill::isTerminal(d.state)) terminal.row = d;
+    if (d.state == "observe") REQUIRE(h.runner->abort(d.id));
+  };
+  h.runner->start();
+  auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":1}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  REQUIRE(d.state == "aborted");
+  REQUIRE(terminal.row);
+  CHECK(terminal.row->verdict == "inconclusive");
+  const auto verdict = json::parse(d.result)["verdict"];
+  CHECK(verdict["verdict"] == "inconclusive");
+  CHECK(verdict["reason"] == "the drill aborted: aborted on request during observe");
+  CHECK(verdict["checks"].empty());
+
+  // Rows a kfaild that died left behind: one that never ran gets no verdict, one mid-run is
+  // inconclusive (the restarted engine aborts both).
+  h.runner->stop();
+  storage::DrillRecord row;
+  row.cluster = h.id;
+  row.fault = "kill";
+  row.target = R"({"broker":1})";
+  row.options = "{}";
+  row.created_us = h.clock.wallNow();
+  row.state = "queued";
+  const auto queued = h.drills->createDrill(row);
+  row.state = "observe";
+  row.started_us = h.clock.wallNow();
+  const auto midway = h.drills->createDrill(row);
+  REQUIRE(queued);
+  REQUIRE(midway);
+  h.makeRunner();
+  REQUIRE(h.runner->recoverPending(std::chrono::seconds(1)));
+  const auto never = h.record(*queued);
+  CHECK(never.state == "aborted");
+  CHECK_FALSE(never.verdict);
+  const auto cut = h.record(*midway);
+  CHECK(cut.state == "aborted");
+  CHECK(cut.verdict == "inconclusive");
+  CHECK(json::parse(cut.result)["verdict"]["reason"] == "the drill aborted: kfaild stopped during observe");
+}

@@ -1,0 +1,97 @@
+// A verdict on the lab: a kill drill run by kfailctl with an objective no kill can meet (an ack
+// stall of at most 1 s, against the ~9 s detection) ends `fail`, names the killed leader's
+// partition, and kfailctl exits 5 — the CI-pipeline use.
+
+#include "tests/support/paths.h"
+#include "tests/e2e/e2e_support.h"
+
+using namespace kfaild;
+using namespace kfaild::e2e;
+using nlohmann::json;
+
+TEST_CASE("a kill drill expected to stall at most 1 s fails on the killed leader's partition and kfailctl "
+          "exits 5",
+          "[e2e][api][verdict]") {
+  Lab lab;
+  Kfaild kfaild(lab, "kfaild");
+  kfaild.waitSteady(lab.topic);
+
+  auto [code, out] =
+      kfailctl(kfaild, lab, "drill lab --broker 1 --fault kill --json --timeout 600 --expect max_ack_stall_s=1");
+  INFO("kfailctl: " << out.substr(0, 6000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  const json drill = json::parse(out);
+  REQUIRE(drill["state"] == "done");
+  CHECK(code == 5);
+  CHECK(drill["verdict"] == "fail");
+  CHECK(drill["expect"] == json{{"max_ack_stall_s", 1.0}});
+  const auto& detail = drill["verdict_detail"];
+  CHECK(detail["verdict"] == "fail");
+  CHECK(detail["objectives"]["max_ack_stall_s"] == 1.0);
+
+  // The partition broker 1 led at the fault (the analysis' role), and the check on it.
+  const auto& analysis = drill["runs"][0]["analysis"];
+  std::optional<int> led;
+  for (const auto& p : analysis["partitions"]) {
+    if (p["topic"] == lab.topic && p["role"] == "leader") led = p["partition"].get<int>();
+  }
+  REQUIRE(led);
+  const json* leader_check = nullptr;
+  for (const auto& c : detail["checks"]) {
+    if (c["objective"] == "max_ack_stall_s" && c["topic"] == lab.topic && c["partition"] == *led) leader_check = &c;
+  }
+  REQUIRE(leader_check != nullptr);
+  CHECK((*leader_check)["status"] == "fail");
+  CHECK((*leader_check)["role"] == "leader");
+  CHECK((*leader_check)["threshold"] == 1.0);
+  CHECK((*leader_check)["run"] == 1);
+  CHECK((*leader_check)["measured"].get<double>() * 1e6 ==
+        Approx(static_cast<double>(ackStall(partitionOf(analysis, lab.topic, *led)))).margin(1));
+  CHECK((*leader_check)["measured"].get<double>() > 5.0);  // the session timeout's detection, not noise
+  // The other objectives are the defaults', which a kill on the lab meets: only ack stalls fail.
+  for (const auto& c : detail["checks"]) {
+    INFO(c.dump());
+    if (c["status"] == "fail") CHECK(c["objective"] == "max_ack_stall_s");
+  }
+
+  // The row's columns, the list filter and the human summary agree.
+  const auto id = drill["id"].get<std::int64_t>();
+  CHECK(sqlValue(lab.db, "SELECT verdict FROM drills WHERE id = " + std::to_string(id)) ==
+        "fail");
+  bool listed = false;
+  const auto failed = kfaild.get("/api/v1/drills?verdict=fail&cluster=lab");
+  for (const auto& d : failed["items"]) listed = listed || d["id"] == id;
+  CHECK(listed);
+  std::tie(code, out) = kfailctl(kfaild, lab, "show " + std::to_string(id));
+  CHECK(code == 5);
+  CHECK(out.rfind("verdict: fail", 0) == 0);
+  CHECK(out.find("max_ack_stall_s") != std::string::npos);
+  CHECK(out.find(lab.topic + "[" + std::to_string(*led) + "] leader") != std::string::npos);
+}
+
+TEST_CASE("a kill and a graceful stop on the lab pass the default objectives, and kfailctl exits 0",
+          "[e2e][api][verdict]") {
+  Lab lab;
+  Kfaild kfaild(lab, "kfaild");
+  for (const std::string fault : {"kill", "stop"}) {
+    kfaild.waitSteady(lab.topic);
+    auto [code, out] = kfailctl(kfaild, lab, "drill lab --broker 1 --fault " + fault + " --json --timeout 600");
+    INFO("kfailctl: " << out.substr(0, 6000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+    const json drill = json::parse(out);
+    REQUIRE(drill["state"] == "done");
+    // What the defaults were checked against, for the record (docs/CONFIG.md explains them).
+    std::string figures;
+    for (const auto& c : drill["verdict_detail"]["checks"]) {
+      if (c["measured"].is_null() || c["unit"] != "s") continue;
+      figures += "\n  " + c["objective"].get<std::string>() + " " +
+                 (c["topic"].is_string() ? c["topic"].get<std::string>() + "[" + c["partition"].dump() + "] " +
+                                               c["role"].get<std::string>()
+                                         : std::string("run")) +
+                 ": " + std::to_string(c["measured"].get<double>()) + " s ≤ " + c["threshold"].dump() + " s (" +
+                 c["status"].get<std::string>() + ")";
+    }
+    WARN(fault << " drill " << drill["id"] << ": verdict " << drill["verdict"] << figures);
+    CHECK(drill["verdict"] == "pass");
+    CHECK(code == 0);
+    CHECK(drill["regressed"] == false);
+  }
+}
