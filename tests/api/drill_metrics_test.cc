@@ -3,7 +3,12 @@
 
 #include "api/drill_metrics.h"
 
+#include <sys/wait.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -234,6 +239,48 @@ TEST_CASE("metrics expose per-message ack and end-to-end latency histograms and 
       R"(kfaild_probe_skipped_ticks_total{cluster="lab"} 12)",
       R"(kfaild_probe_max_send_lateness_seconds{cluster="lab"} 0.25)",
   });
+}
+
+}  // namespace
+}  // namespace kfaild::api
+
+namespace kfaild::api {
+namespace {
+
+// promtool's linter (names, units, HELP/TYPE) over what a scrape returns, the last drill's
+// families included.
+TEST_CASE("promtool finds nothing to lint in kfaild's metrics, the last drill's families included",
+          "[integration][api]") {
+  DrillDb db;
+  db.add(db.lab, "kill", "done", kBase,
+         {{"verdict", {{"verdict", "pass"}}},
+          {"runs", json::array({runOf(json::array({partition(0, "leader", stall(9'400'000), stall(9'900'000),
+                                                              {{"detection_us", 8'270'000}})}))})}});
+  testing::ApiHarness api;
+  const auto reply = api.get("/metrics");
+  REQUIRE(reply.status == 200);
+  const auto lint = [&db](const std::string& text) {
+    const auto path = db.dir / "metrics.txt";
+    std::ofstream(path) << text;
+    const auto command = "promtool check metrics < '" + path.string() + "' 2>&1";
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+    REQUIRE(pipe);
+    std::string output;
+    char buffer[4096];
+    while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe.get())) output.append(buffer, n);
+    const int status = pclose(pipe.release());
+    return std::pair{WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+  };
+  const auto [status, output] = lint(reply.body + db.metrics());
+  INFO(output);
+  CHECK(status == 0);
+  CHECK(output.empty());
+  // The linter does complain: a counter named without _total.
+  const auto [broken_status, broken_output] =
+      lint(reply.body + "# HELP kfaild_broken Not a counter name.\n# TYPE kfaild_broken counter\nkfaild_broken 1\n");
+  INFO(broken_output);
+  CHECK(broken_status != 0);
+  CHECK_THAT(broken_output, Catch::Contains("kfaild_broken"));
 }
 
 }  // namespace

@@ -128,7 +128,7 @@ TEST_CASE("every alert rule has promtool unit tests that see it fire and stay qu
       readFile(kRules), "max by (cluster, topic, partition) (kfaild_probe_current_ack_gap_seconds) > 5",
       "max by (cluster, topic, partition) (kfaild_probe_current_ack_gap_seconds) > 15");
   fs::copy_file(kRuleTests, dir / "kfaild-rules.test.yml");
-  const auto broken = run("cd " + quoted(dir) + " && promtool test rules kfaild-rules.test.yml");
+  const auto broken = run("cd " + quoted(dir.path()) + " && promtool test rules kfaild-rules.test.yml");
   INFO(broken.output);
   CHECK(broken.status != 0);
   CHECK_THAT(broken.output, Catch::Contains("KfaildProbeStalled"));
