@@ -21,6 +21,7 @@
 #include <cctype>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +29,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,6 +70,17 @@ inline std::string urlEncoded(const std::string& text) {
   return out;
 }
 
+// `name` found on PATH (ChildProcess execs a path, without a search); "" when it is not there.
+inline std::string onPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const auto candidate = std::filesystem::path(dir.empty() ? "." : dir) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return "";
+}
+
 class PrometheusServer {
  public:
   struct Options {
@@ -94,8 +107,10 @@ class PrometheusServer {
     config << YAML::EndMap;
     std::ofstream(dir_ / "prometheus.yml") << config.c_str() << "\n";
     log_ = (dir_ / "prometheus.log").string();
+    const auto binary = onPath("prometheus");
+    REQUIRE_FALSE(binary.empty());  // Debian's prometheus package (scripts/setup installs it)
     process_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{"prometheus", "--config.file=" + (dir_ / "prometheus.yml").string(),
+        std::vector<std::string>{binary, "--config.file=" + (dir_ / "prometheus.yml").string(),
                                  "--storage.tsdb.path=" + (dir_ / "tsdb").string(),
                                  "--web.listen-address=127.0.0.1:" + std::to_string(port_),
                                  "--storage.tsdb.retention.time=1d"},
