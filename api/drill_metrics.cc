@@ -4,7 +4,6 @@
 #include <array>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <tuple>
 
 namespace kfaild::api {
 namespace {
