@@ -9,9 +9,11 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <type_traits>
 #include <string>
 #include <utility>
 
+#include "api/drill_metrics.h"
 #include "api/errc.h"
 #include "api/notification_endpoints.h"
 #include "api/prometheus_text.h"
@@ -374,37 +376,54 @@ Response Endpoints::metrics(const Request& request, const RequestCounter& respon
     });
   }
 
-  // Intervals between consecutive acks and receipts as histograms (cumulative buckets).
-  struct Histogram {
-    const char* name;
-    const char* help;
-    const probe::GapHistogram& (*of)(const probe::PartitionStatus&);
-  };
-  static constexpr Histogram kHistograms[] = {
-      {"kfaild_probe_ack_interval_seconds", "Intervals between consecutive acks of a probe partition.",
-       [](const probe::PartitionStatus& p) -> const probe::GapHistogram& { return p.ack_intervals; }},
-      {"kfaild_probe_receive_interval_seconds",
-       "Intervals between consecutive receipts of a probe partition.",
-       [](const probe::PartitionStatus& p) -> const probe::GapHistogram& { return p.receive_intervals; }},
-  };
-  std::vector<std::string> bounds;
-  for (const auto bound : probe::kGapBucketsUs) bounds.push_back(fmt::format("{}", seconds(bound)));
-  bounds.push_back("+Inf");
-  for (const auto& histogram : kHistograms) {
-    const std::string name = histogram.name;
-    out.family(name, "histogram", histogram.help);
+  // Intervals between consecutive acks and receipts, and single messages' latencies, as
+  // histograms (cumulative buckets).
+  const auto histogram = [&out, &forEachPartition](const std::string& name, const char* help, auto of) {
+    out.family(name, "histogram", help);
+    const auto& bounds = std::remove_cvref_t<decltype(of(probe::PartitionStatus{}))>::kBounds;
+    std::vector<std::string> le;
+    for (const auto bound : bounds) le.push_back(fmt::format("{}", seconds(bound)));
+    le.push_back("+Inf");
     forEachPartition([&](const probe::PartitionStatus& p, const Labels& labels) {
-      const auto& h = histogram.of(p);
+      const auto& h = of(p);
       std::uint64_t cumulative = 0;
-      for (std::size_t i = 0; i < bounds.size(); ++i) {
+      for (std::size_t i = 0; i < le.size(); ++i) {
         cumulative += h.counts[i];
         Labels with_le = labels;
-        with_le.emplace_back("le", bounds[i]);
+        with_le.emplace_back("le", le[i]);
         out.sample(name + "_bucket", with_le, cumulative);
       }
       out.sample(name + "_sum", labels, seconds(h.sum_us));
       out.sample(name + "_count", labels, h.count);
     });
+  };
+  histogram("kfaild_probe_ack_interval_seconds", "Intervals between consecutive acks of a probe partition.",
+            [](const probe::PartitionStatus& p) -> const probe::GapHistogram& { return p.ack_intervals; });
+  histogram("kfaild_probe_receive_interval_seconds",
+            "Intervals between consecutive receipts of a probe partition.",
+            [](const probe::PartitionStatus& p) -> const probe::GapHistogram& { return p.receive_intervals; });
+  histogram("kfaild_probe_ack_latency_seconds",
+            "Time from a probe message's send to its ack (acks=all), per message.",
+            [](const probe::PartitionStatus& p) -> const probe::LatencyHistogram& { return p.ack_latency; });
+  histogram("kfaild_probe_end_to_end_latency_seconds",
+            "Time from a probe message's send to its first receipt by the probe's consumer, per "
+            "message (messages given up on as lost are not in it).",
+            [](const probe::PartitionStatus& p) -> const probe::LatencyHistogram& { return p.receive_latency; });
+
+  out.family("kfaild_probe_ticks_total", "counter", "Probe ticks (one send to every partition each).");
+  for (const auto& cluster : clusters) {
+    out.sample("kfaild_probe_ticks_total", {{"cluster", cluster.name}}, cluster.probe.ticks);
+  }
+  out.family("kfaild_probe_skipped_ticks_total", "counter",
+             "Probe ticks not sent at all because the sender fell behind its interval.");
+  for (const auto& cluster : clusters) {
+    out.sample("kfaild_probe_skipped_ticks_total", {{"cluster", cluster.name}}, cluster.probe.skipped_ticks);
+  }
+  out.family("kfaild_probe_max_send_lateness_seconds", "gauge",
+             "Longest delay of a probe tick behind its schedule since the probe started.");
+  for (const auto& cluster : clusters) {
+    out.sample("kfaild_probe_max_send_lateness_seconds", {{"cluster", cluster.name}},
+               seconds(cluster.probe.max_send_lateness_us));
   }
 
   if (drills_ != nullptr) {
@@ -423,6 +442,15 @@ Response Endpoints::metrics(const Request& request, const RequestCounter& respon
                    {{"cluster", std::get<0>(key)}, {"fault", std::get<1>(key)}, {"state", std::get<2>(key)}},
                    count);
       }
+    }
+    // The last analysed drill of each cluster and fault: its row found in an index, only those
+    // rows' results parsed.
+    if (auto last = drills_->lastDrills(kAnalysedDrillState); last) {
+      std::vector<std::pair<storage::ClusterId, std::string>> configured;
+      for (const auto& cluster : clusters) configured.emplace_back(cluster.id, cluster.name);
+      renderLastDrills(out, *last, configured);
+    } else {
+      spdlog::warn("metrics: last drills not read: {}", last.error().describe());
     }
   }
 
@@ -499,6 +527,12 @@ Response Endpoints::metrics(const Request& request, const RequestCounter& respon
   }
 
   if (notifications_ != nullptr) appendNotificationMetrics(out, notifications_->notificationMetrics());
+  if (build_) {
+    out.family("kfaild_build_info", "gauge", "Always 1; the labels say which kfaild is running.");
+    out.sample("kfaild_build_info",
+               {{"version", build_->version}, {"commit", build_->commit}, {"librdkafka", build_->librdkafka}},
+               std::int64_t{1});
+  }
 
   out.family("kfaild_http_requests_total", "counter",
              "HTTP responses sent, by status code (this scrape not included).");

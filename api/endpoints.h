@@ -19,6 +19,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <utility>
 #include <variant>
 
 #include "api/http_message.h"
@@ -44,6 +46,13 @@ inline constexpr std::int64_t kSamplesMaxLimit = 100'000;
 inline constexpr std::int64_t kSamplesDefaultLimit = 100'000;
 inline constexpr std::int64_t kMaxMinGapMs = 31'536'000'000;  // a year
 
+// What /metrics reports as kfaild_build_info.
+struct BuildInfo {
+  std::string version;
+  std::string commit;      // the checkout's commit when the build was configured; may be empty
+  std::string librdkafka;  // the librdkafka version linked
+};
+
 class Endpoints {
  public:
   // `clock` must be the one that stamped the probe's Instants (see live_state.h). All three
@@ -59,6 +68,8 @@ class Endpoints {
   void setRetentionStatus(const storage::RetentionStatus* retention) { retention_ = retention; }
   // With notifications: /metrics also reports deliveries and the queue. Set before serving.
   void setNotificationStatus(const notify::NotificationStatus* notifications) { notifications_ = notifications; }
+  // /metrics reports it as kfaild_build_info. Set before serving.
+  void setBuildInfo(BuildInfo build) { build_ = std::move(build); }
 
  private:
   Response healthz(const Request& request) const;
@@ -79,6 +90,7 @@ class Endpoints {
   const storage::DrillStore* drills_ = nullptr;
   const storage::RetentionStatus* retention_ = nullptr;
   const notify::NotificationStatus* notifications_ = nullptr;
+  std::optional<BuildInfo> build_;
 };
 
 }  // namespace kfaild::api

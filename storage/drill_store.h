@@ -106,6 +106,10 @@ class DrillStore {
                                                     TimeRange range) const = 0;
   // Drills counted per (cluster, fault, state) in SQL, in that order.
   virtual Result<std::vector<DrillCount>> drillCounts() const = 0;
+  // The newest drill (highest id) in `state` of every (cluster, fault), by cluster and fault. The
+  // newest of each is found in the (cluster, fault, state) index, so only those rows' results are
+  // read: /metrics calls this on every scrape.
+  virtual Result<std::vector<DrillRecord>> lastDrills(const std::string& state) const = 0;
 
   virtual Result<std::int64_t> addRecovery(const RecoveryEntry& entry) = 0;
   virtual Status updateRecovery(const RecoveryEntry& entry) = 0;

@@ -200,6 +200,24 @@ Result<std::vector<DrillCount>> SqliteDrillStore::drillCounts() const {
   return out;
 }
 
+Result<std::vector<DrillRecord>> SqliteDrillStore::lastDrills(const std::string& state) const {
+  std::lock_guard lock(mutex_);
+  // The subquery reads only the covering index drills_by_outcome (its entries end in the rowid).
+  auto s = db_->prepare(std::string("SELECT ") + kDrillColumns +
+                        " FROM drills WHERE id IN (SELECT max(id) FROM drills WHERE state = ?1"
+                        " GROUP BY cluster_id, fault) ORDER BY cluster_id, fault");
+  if (!s) return s.error();
+  s->bindText(1, state);
+  std::vector<DrillRecord> out;
+  for (;;) {
+    auto row = s->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    out.push_back(readDrill(*s));
+  }
+  return out;
+}
+
 Result<std::int64_t> SqliteDrillStore::addRecovery(const RecoveryEntry& e) {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(

@@ -30,6 +30,7 @@ class SqliteDrillStore final : public DrillStore {
                                             TimeRange range) const override;
   // A scan of the covering index drills_by_outcome, not of the drills' rows.
   Result<std::vector<DrillCount>> drillCounts() const override;
+  Result<std::vector<DrillRecord>> lastDrills(const std::string& state) const override;
 
   Result<std::int64_t> addRecovery(const RecoveryEntry& entry) override;
   Status updateRecovery(const RecoveryEntry& entry) override;

@@ -225,6 +225,7 @@ std::optional<StartFailure> Daemon::startAll() {
   endpoints_->setDrillStore(drill_store_.get());
   endpoints_->setRetentionStatus(retention_.get());
   endpoints_->setNotificationStatus(notifier_.get());
+  endpoints_->setBuildInfo({KFAILD_VERSION, KFAILD_COMMIT, kafka::librdkafkaVersion()});
   endpoints_->registerOn(router_);
   drill_endpoints_ = std::make_unique<api::DrillEndpoints>(*live_, *store_, *drill_store_, *control_, clock_);
   drill_endpoints_->registerOn(router_);

@@ -124,6 +124,8 @@ void PartitionLedger::deliveryReport(std::int64_t seq, common::Instant at, std::
     return;
   }
   ++counters_.acked;
+  // Monotonic: a wall-clock step must not show as (or hide) latency.
+  if (at.mono >= entry->sent.mono) ack_latency_.add(at.mono - entry->sent.mono);
   noteGap(storage::GapKind::kAck, last_ack_, last_ack_seq_, longest_ack_gap_us_, ack_intervals_, seq, at, out);
   // The consumer may have read the message before its delivery report was served.
   if (entry->receive_wall) {
@@ -162,6 +164,7 @@ void PartitionLedger::received(std::int64_t seq, common::Instant at, LedgerOutpu
     return;
   }
   entry->receive_wall = at.wall;
+  if (at.mono >= entry->sent.mono) receive_latency_.add(at.mono - entry->sent.mono);
   unreceivable(at);
   if (entry->report) {
     finish(seq, *entry, out);
@@ -267,6 +270,8 @@ PartitionStatus PartitionLedger::status() {
   s.longest_receive_gap_us = longest_receive_gap_us_;
   s.ack_intervals = ack_intervals_;
   s.receive_intervals = receive_intervals_;
+  s.ack_latency = ack_latency_;
+  s.receive_latency = receive_latency_;
   s.in_flight = in_flight_.size();
   s.outstanding = static_cast<std::size_t>(outstanding_);
   if (const InFlight* oldest = oldestOutstanding()) s.oldest_outstanding_sent = oldest->sent;

@@ -156,6 +156,8 @@ class PartitionLedger {
   std::int64_t longest_receive_gap_us_ = 0;
   GapHistogram ack_intervals_;
   GapHistogram receive_intervals_;
+  LatencyHistogram ack_latency_;
+  LatencyHistogram receive_latency_;
 };
 
 }  // namespace kfaild::probe

@@ -2,14 +2,6 @@
 
 namespace kfaild::probe {
 
-void GapHistogram::add(std::int64_t interval_us) {
-  std::size_t bucket = 0;
-  while (bucket < kGapBucketsUs.size() && interval_us > kGapBucketsUs[bucket]) ++bucket;
-  ++counts[bucket];
-  ++count;
-  sum_us += interval_us;
-}
-
 const char* toString(ProbePhase phase) {
   switch (phase) {
     case ProbePhase::kStarting: return "starting";

@@ -35,12 +35,31 @@ struct PartitionCounters {
 inline constexpr std::array<std::int64_t, 10> kGapBucketsUs = {
     25'000, 50'000, 100'000, 250'000, 500'000, 1'000'000, 2'500'000, 5'000'000, 10'000'000, 30'000'000};
 
-struct GapHistogram {
-  std::array<std::uint64_t, kGapBucketsUs.size() + 1> counts{};
+// Latencies of single messages (send → ack, send → first receipt). Finer at the low end than the
+// gap buckets: an ack normally takes a few milliseconds, a stall's messages wait seconds.
+inline constexpr std::array<std::int64_t, 14> kLatencyBucketsUs = {
+    1'000,   2'500,     5'000,     10'000,    25'000,    50'000,     100'000,
+    250'000, 500'000, 1'000'000, 2'500'000, 5'000'000, 10'000'000, 30'000'000};
+
+// Durations in the buckets `Bounds` (µs, ascending): counts[i] holds those ≤ Bounds[i] and above
+// the previous bound; the last counts those above every bound.
+template <const auto& Bounds>
+struct BucketHistogram {
+  static constexpr const auto& kBounds = Bounds;
+  std::array<std::uint64_t, Bounds.size() + 1> counts{};
   std::uint64_t count = 0;
   std::int64_t sum_us = 0;
-  void add(std::int64_t interval_us);
+  void add(std::int64_t duration_us) {
+    std::size_t bucket = 0;
+    while (bucket < Bounds.size() && duration_us > Bounds[bucket]) ++bucket;
+    ++counts[bucket];
+    ++count;
+    sum_us += duration_us;
+  }
 };
+
+using GapHistogram = BucketHistogram<kGapBucketsUs>;
+using LatencyHistogram = BucketHistogram<kLatencyBucketsUs>;
 
 struct PartitionStatus {
   std::string topic;
@@ -52,6 +71,8 @@ struct PartitionStatus {
   std::int64_t longest_receive_gap_us = 0;
   GapHistogram ack_intervals;
   GapHistogram receive_intervals;
+  LatencyHistogram ack_latency;      // send → ack (delivery report without error)
+  LatencyHistogram receive_latency;  // send → first receipt, of messages not given up on
   std::size_t in_flight = 0;          // not finished: no report, or acked and not received
   std::size_t outstanding = 0;        // no delivery report yet
   std::optional<common::Instant> oldest_outstanding_sent;

@@ -65,6 +65,9 @@ class HookedDrillStore final : public storage::DrillStore {
     return inner_.drillSpans(c, r);
   }
   Result<std::vector<storage::DrillCount>> drillCounts() const override { return inner_.drillCounts(); }
+  Result<std::vector<storage::DrillRecord>> lastDrills(const std::string& state) const override {
+    return inner_.lastDrills(state);
+  }
   Result<std::int64_t> addRecovery(const storage::RecoveryEntry& e) override { return inner_.addRecovery(e); }
   Status updateRecovery(const storage::RecoveryEntry& e) override { return inner_.updateRecovery(e); }
   Result<std::vector<storage::RecoveryEntry>> pendingRecoveries() const override { return inner_.pendingRecoveries(); }

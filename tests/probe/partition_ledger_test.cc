@@ -207,6 +207,34 @@ TEST_CASE("interval histogram buckets: each interval counted once, in the first 
   CHECK(h.sum_us == 20'000 + 25'000 + 25'001 + 9'400'000 + 45'000'000);
 }
 
+TEST_CASE("ack and end-to-end latencies are histogrammed per message, failed sends left out",
+          "[unit][probe]") {
+  Harness h;
+  const auto quick = h.send();
+  h.advance(3'000);
+  h.ack(quick);  // 3 ms: (2.5, 5] ms
+  h.advance(1'000);
+  h.receive(quick);  // 4 ms after its send
+  const auto slow = h.send();
+  h.advance(9'400'000);
+  h.receive(slow);  // read back before its delivery report was served
+  h.advance(100'000);
+  h.ack(slow);  // 9.5 s: (5, 10] s
+  const auto failed = h.send();
+  h.advance(1'000);
+  h.ledger.deliveryReport(failed, h.now, -1, std::nullopt, h.out);
+
+  const auto st = h.ledger.status();
+  CHECK(st.ack_latency.count == 2);
+  CHECK(st.ack_latency.sum_us == 3'000 + 9'500'000);
+  CHECK(st.ack_latency.counts[2] == 1);
+  CHECK(st.ack_latency.counts[12] == 1);
+  CHECK(st.receive_latency.count == 2);
+  CHECK(st.receive_latency.sum_us == 4'000 + 9'400'000);
+  CHECK(st.receive_latency.counts[2] == 1);
+  CHECK(st.receive_latency.counts[12] == 1);
+}
+
 namespace {
 
 // The sender's decision for one tick, as ProbeRunner::sendTick makes it.
