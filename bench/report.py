@@ -149,9 +149,13 @@ def probe_section(probe, peer):
     out = ["## 2–3. Probe cost: kfaild and the article's method", ""]
     if not probe and not peer:
         return out + ["Not run yet: `bench/run-all --parts probe,peer`.", ""]
-    out += ["20 ms interval, acks=all, 64-byte messages, RF 3, `min.insync.replicas=2`, the bench "
-            "lab (3 brokers + 1 controller on this machine: the brokers' own CPU is not counted "
-            "in the probe's). Warm-up, then a measurement window; CPU = utime+stime of the probe "
+    source = ((probe or {}).get("load_source") and
+              "the one-broker bench lab (RF 1, `min.insync.replicas=1`; its CPU is not counted "
+              "in the probe's)" or
+              "RF 3, `min.insync.replicas=2`, the bench lab (3 brokers + 1 controller on this "
+              "machine: the brokers' own CPU is not counted in the probe's)")
+    out += [f"20 ms interval, acks=all, 64-byte messages, {source}. probe.py's rows come from "
+            "the `peer` part, run separately (section 9 runs them side by side). Warm-up, then a measurement window; CPU = utime+stime of the probe "
             "process in the window; RSS at the end of the window. 'RSS per 1,000 msg/s' divides "
             "RSS by the probe rate (RSS is a level, not a flow).", "",
             "- **kfaild (probe_bench)**: `bench/probe_bench.cc`, kfaild's own parts wired as "
@@ -292,17 +296,23 @@ def resolution_section(d):
         return out + ["Not run yet: `bench/run-all --parts resolution`.", ""]
     out += ["Sustained = no skipped tick in the window: the sender never fell behind (the pacer "
             "skips a tick when a send is late by more than one interval). Whether the lab acked "
-            "everything is the separate 'acked ÷ expected' column: on this machine the lab, not "
-            "the probe, ran out first (see the notes at the top).", "",
-            "| who | interval ms | msg/s | acked ÷ expected | skipped ticks | max send lateness ms | CPU cores | CPU ms / 1,000 acked | sustained | load avg before | command |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "everything is the separate 'acked ÷ expected' column. Load source: " +
+            (d.get("load_source") or "the three-broker bench lab (on this machine it, not the "
+             "probe, ran out first: see the notes at the top)") + ". The issue's claim: 100 "
+            "partitions at 1 ms for 60 s with under 0.1 % skipped ticks (the skipped ÷ ticks "
+            "column).", "",
+            "| who | interval ms | window s | msg/s | acked ÷ expected | skipped ticks | skipped ÷ ticks | max send lateness ms | CPU cores | CPU ms / 1,000 acked | sustained | load avg before | command |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     best = {}
     for who, key in (("kfaild", "kfaild"), ("probe.py", "peer")):
         for r in d.get(key, []):
             rate = d["partitions"] * 1000 / r["interval_ms"]
             ach = r["acked"] / r["expected"] if r.get("expected") else None
-            out.append(f"| {who} | {r['interval_ms']} | {f(rate)} | {f(ach, 3)} | "
-                       f"{r.get('skipped_ticks', '–')} | {f(r.get('max_send_lateness_us'), 2, 1000)} | "
+            ticks = (r.get("ticks") or 0) + (r.get("skipped_ticks") or 0)
+            share = r["skipped_ticks"] / ticks if ticks and r.get("skipped_ticks") is not None else None
+            out.append(f"| {who} | {r['interval_ms']} | {f(r.get('window_s'))} | {f(rate)} | {f(ach, 3)} | "
+                       f"{r.get('skipped_ticks', '–')} | {f(share * 100 if share is not None else None, 3)} % | "
+                       f"{f(r.get('max_send_lateness_us'), 2, 1000)} | "
                        f"{f(r.get('cpu_cores'), 2)} | {f(r.get('cpu_ms_per_1000_acked'), 1)} | "
                        f"{'yes' if r.get('sustained') else 'no'} | {la(r)} | {cmd(r.get('command'))} |")
             if r.get("sustained"):
@@ -416,10 +426,160 @@ def outage_section(d):
     return out + [""]
 
 
+def rng(xs, digits=1):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "–"
+    return f"{f(statistics.median(xs), digits)} ({f(min(xs), digits)}–{f(max(xs), digits)})"
+
+
+def side_section(d):
+    out = ["## 9. Side by side: kfaild, the article's probe and EndToEndLatency at the same time", ""]
+    if not d:
+        return out + ["Not run yet: `bench/run-all --parts side`.", ""]
+    out += [f"Load source: {d.get('load_source')} at `{d.get('bootstrap')}`: the brokers replicate "
+            "nothing, so on this machine they ack what both probes send; their JVMs are other "
+            "processes and CPU is measured per process (`/proc/<pid>/stat`), so the lab's cost "
+            "counts against neither probe (its cores are shown beside). Per run, started "
+            "together: **kfaild** (the binary, its own topic `side-kfaild-pN`, created by "
+            "kfaild), **probe.py** (the article's method, confluent-kafka, its own topic "
+            "`side-peer-pN` of the same shape: N partitions, RF 1, writing its CSV as the "
+            "article's probe does) and Kafka's **EndToEndLatency** (one message at a time on "
+            "`side-e2e`: the third observer; a low, steady latency says the cluster was not the "
+            "bottleneck). Once kfaild has acked on every partition and probe.py is probing: a "
+            "warm-up, then one window read for all three at the same moments — kfaild's acked "
+            "from `GET /api/v1/clusters/bench`, probe.py's from its own status line (every "
+            "0.5 s, its counters and `getrusage` at the same instant). 20 ms interval, acks=all, "
+            "64-byte payloads. `librdkafka` = CPU of threads named `rdk:*`; `own` = the rest "
+            "(kfaild's sender, reporter, receiver, poller, writer, HTTP; Python's interpreter).",
+            "",
+            "| partitions | run | window s | kfaild acked ÷ expected | probe.py acked ÷ expected | kfaild CPU ms / 1,000 acked | probe.py CPU ms / 1,000 acked | probe.py ÷ kfaild | kfaild cores (librdkafka / own) | probe.py cores (librdkafka / own) | kfaild RSS MiB | probe.py RSS MiB | kfaild librdkafka clients | EndToEndLatency ms (median / max printed) | EndToEndLatency cores | lab cores | load avg at start |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    by_n = {}
+    for r in d.get("runs", []):
+        n = r["partitions"]
+        if r.get("error"):
+            out.append(f"| {n} | {r['repeat'] + 1} | failed: {r['error'][:160]} |" + " |" * 14)
+            continue
+        k, p, e = r["kfaild"], r.get("peer") or {}, r["e2e"]
+        by_n.setdefault(n, []).append(r)
+        w = r["window_s"]
+        out.append(
+            f"| {n} | {r['repeat'] + 1} | {f(w)} | {f(k.get('acked_fraction'), 3)} | "
+            f"{f(p.get('acked_fraction'), 3)} | {f(k.get('cpu_ms_per_1000_acked'), 1)} | "
+            f"{f(p.get('cpu_ms_per_1000_acked'), 1)} | **{f(r.get('ratio_peer_over_kfaild'), 1)}×** | "
+            f"{f(k['cpu_cores'], 3)} ({f(k['librdkafka_cpu_s'] / w, 3)} / {f(k['own_cpu_s'] / w, 3)}) | "
+            f"{f(p.get('cpu_cores'), 3)} ({f(p['librdkafka_cpu_s'] / w if p else None, 3)} / "
+            f"{f(p['own_cpu_s'] / w if p else None, 3)}) | {f(k['rss_kb'], 0, 1024)} | "
+            f"{f(p.get('rss_kb'), 0, 1024)} | {k.get('librdkafka_clients')} | "
+            f"{f(e.get('latency_ms_printed_median'), 1)} / {f(e.get('latency_ms_printed_max'), 1)} | "
+            f"{f(e.get('cpu_cores'), 3)} | {f(r.get('lab_cpu_cores'), 2)} | "
+            f"{la(r, 'load_at_window_start')} |")
+    if by_n:
+        out += ["", "### Ratios: median (range) over the runs of each size", "",
+                "| partitions | runs | probe.py ÷ kfaild, CPU per 1,000 acked | kfaild CPU ms / 1,000 acked | probe.py CPU ms / 1,000 acked | kfaild cores | kfaild acked ÷ expected | probe.py acked ÷ expected | kfaild RSS MiB |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for n, rs in sorted(by_n.items()):
+            out.append(
+                f"| {n} | {len(rs)} | **{rng([r.get('ratio_peer_over_kfaild') for r in rs])}×** | "
+                f"{rng([r['kfaild'].get('cpu_ms_per_1000_acked') for r in rs])} | "
+                f"{rng([(r.get('peer') or {}).get('cpu_ms_per_1000_acked') for r in rs])} | "
+                f"{rng([r['kfaild'].get('cpu_cores') for r in rs], 3)} | "
+                f"{rng([r['kfaild'].get('acked_fraction') for r in rs], 3)} | "
+                f"{rng([(r.get('peer') or {}).get('acked_fraction') for r in rs], 3)} | "
+                f"{rng([r['kfaild'].get('rss_kb') / 1024 for r in rs], 0)} |")
+    first = next((r for r in d.get("runs", []) if r.get("commands")), None)
+    if first:
+        out += ["", f"Command: `{d.get('invocation')}`; per run (first shown):", ""]
+        for k, v in first["commands"].items():
+            out.append(f"- {k}: {cmd(v)}")
+    return out + [""]
+
+
+def idle_section(d, poll):
+    out = ["## 10. librdkafka clients per cluster, and the idle cost", ""]
+    out += ["Per configured cluster kfaild runs **three** librdkafka clients: the probe's producer "
+            "and consumer, and one **observer** client that serves both the metadata poller and "
+            "the drill engine's admin calls (`observe::makeObserverClient`; before this, the "
+            "poller and the drill engine had one client each: four). The observer is not the "
+            "probe's producer or consumer on purpose, for two reasons, the first measured in "
+            "section 11: (1) a broker answers the requests of one connection one at a time, so a "
+            "metadata request on the producer's connection waits behind its acks=all produce "
+            "requests — in a kill drill, the whole detection time of a follower's stall; "
+            "(2) every metadata answer updates the leader cache of the handle that asked, so a "
+            "poller on the probe's own clients would tell them of a new leader within 100 ms and "
+            "shorten the client-discovery phase the probe exists to measure (the article's "
+            "'fencing → new leader + client metadata update').", "",
+            "Properties kfaild sets on its clients, and why (everything else is librdkafka 2.14.2's "
+            "default, and a user's `client:` setting wins wherever kfaild says 'unless set'):", "",
+            "| client | property | value | why |",
+            "|---|---|---|---|",
+            "| producer | `acks` | all | the article's probe; a stall of acks=all is what kfaild measures |",
+            "| producer | `enable.idempotence` | true (unless set) | retries neither duplicate nor reorder what is measured; every message has a fate within `message.timeout.ms` |",
+            "| producer | `message.timeout.ms` | `probe.message_timeout_ms` (60 s) | a bound on every message's fate |",
+            "| producer | `queue.buffering.max.messages` | 10,000,000 (unless set) | a limit, not an allocation: the probe's own bound (`probe.max_outstanding*`) keeps the queue at partitions × 200 at most; librdkafka's 100,000 would refuse sends at 1,000 partitions |",
+            "| producer, consumer | `reconnect.backoff.max.ms` | 1000 (unless set) | a returning broker is seen within a second (default 10 s + jitter) |",
+            "| producer, observer | `allow.auto.create.topics` | false | a metadata request for a missing topic must not create it |",
+            "| consumer | `group.id`, `enable.auto.commit` false, `enable.auto.offset.store` false, `auto.offset.reset` latest, `enable.partition.eof` false | | partitions are assigned (no group protocol, nothing committed) from their end at set-up |",
+            "| consumer | `fetch.max.bytes` | 4 MiB (unless set) | bounds a fetch response (default 50 MiB per broker); 4 MiB is 30,000+ probe messages, far more than one fetch interval brings at 1,000 partitions × 50/s |",
+            "| consumer | `queued.max.messages.kbytes` | 16 MiB (unless set) | bounds the pre-fetched queue (default 64 MiB) after an outage's backlog; the receiver drains it continuously |",
+            "", "Left at librdkafka's defaults after checking them: `linger.ms` 5 (a longer linger would "
+            "add to every ack time the probe measures; a shorter one sends more requests), "
+            "`statistics.interval.ms` 0 (off: no stats timer), `topic.metadata.refresh.interval.ms` "
+            "300 s (the clients refresh on errors anyway; the observer polls every 100 ms on its "
+            "own), `fetch.wait.max.ms` 500 (a fetch returns as soon as a probe message arrives, "
+            "every 20 ms; the 500 ms only bounds an idle fetch), `fetch.queue.backoff.ms` 1000 "
+            "(applies only when the pre-fetch queue is full, which the receiver prevents), "
+            "`enable.sparse.connections` true (a client connects only to brokers it needs), "
+            "`socket.connection.setup.timeout.ms` 30 s (a dead broker refuses connections at "
+            "once on a live host). `socket.blocking.max.ms` is gone in librdkafka 2.x: each broker "
+            "thread wakes at least once a second whatever the settings (`rd_kafka_max_block_ms` "
+            "in `rdkafka_broker.c`), so an idle client costs a few wake-ups per second per "
+            "broker.", ""]
+    if not d:
+        out += ["Idle cost not measured yet: `bench/run-all --parts idle`.", ""]
+    else:
+        r = d["run"]
+        if r.get("error"):
+            out += [f"Idle run failed: {r['error'][:300]}", ""]
+        else:
+            out += ["**Idle cost per cluster.** kfaild has no probe pause (neither the API nor the "
+                    "drill guards stop the sends), so it is measured with the probe at its "
+                    "lowest rate: one partition, `interval_ms: 60000`, on the one-broker lab, "
+                    f"after set-up and 10 s more, over {f(r.get('window_s'))} s:", "",
+                    "| CPU ms per s | librdkafka threads ms/s | kfaild's own threads ms/s | threads | librdkafka clients | RSS MiB | load avg before | command |",
+                    "|---|---|---|---|---|---|---|---|",
+                    f"| **{f(r.get('cpu_ms_per_s'), 2)}** | {f(r.get('librdkafka_cpu_ms_per_s'), 2)} | "
+                    f"{f(r.get('own_cpu_ms_per_s'), 2)} | {r.get('threads')} | "
+                    f"{r.get('librdkafka_clients')} | {f(r.get('rss_kb'), 0, 1024)} | {la(r)} | "
+                    f"{cmd(r.get('command'))} |", ""]
+    out += ["## 11. Metadata polls on the probe's producer vs a client of their own", ""]
+    if not poll:
+        return out + ["Not run yet: `bench/run-all --parts poll`.", ""]
+    out += ["`bench/poll-latency/poll_latency.py` on the three-broker lab: a producer like the "
+            "probe's (acks=all, idempotent, one message per partition every 20 ms) on topic "
+            f"`poll-latency` (assignment `{poll.get('assignment')}`, `min.insync.replicas=2`: "
+            "broker 1 follows both partitions), and two pollers asking for the topic's metadata "
+            "every 100 ms with `rd_kafka_metadata` (`list_topics`, 1 s timeout like kfaild's "
+            "poller), one on that producer's handle, one on a client of its own. After 10 s `lab kill 1`; 25 s later the run ends. "
+            "'After the fault' = polls started within 20 s after the kill.", "",
+            "| poller | median ms before | max ms before | median ms after the kill | max ms after the kill | polls after | failed (1 s timeout) | longest without an answer ms |",
+            "|---|---|---|---|---|---|---|---|"]
+    for client, label in (("shared", "on the producer's handle"), ("own", "own client (kfaild's layout)")):
+        c = poll.get(client) or {}
+        out.append(f"| {label} | {f(c.get('before_fault_median_ms'), 1)} | "
+                   f"{f(c.get('before_fault_max_ms'), 1)} | {f(c.get('after_fault_median_ms'), 1)} | "
+                   f"{f(c.get('after_fault_max_ms'), 1)} | {c.get('polls_after_fault')} | "
+                   f"{c.get('failed_after_fault', '–')} | **{f(c.get('longest_without_answer_ms'), 0)}** |")
+    out += ["", f"Load avg at the kill {la(poll, 'load_at_kill')}. Command: {cmd(poll.get('command'))}", ""]
+    return out
+
+
 def main():
     store, probe, peer = load("store"), load("probe"), load("peer")
     drill, res, outage = load("drill"), load("resolution"), load("outage")
-    m = next((x["machine"] for x in (store, probe, peer, drill, res, outage) if x), {})
+    side, idle, poll = load("side"), load("idle"), load("poll")
+    m = next((x["machine"] for x in (side, store, probe, peer, drill, res, outage) if x), {})
     lines = ["# kfaild performance", "",
              "Generated by `bench/report.py` from `bench/results/*.json`, which `bench/run-all` "
              "writes (`bench/run-all --parts PART` reruns one part; `--report-only` only "
@@ -435,10 +595,10 @@ def main():
         lines += [notes.read_text().rstrip(), ""]
     for section in (store_section(store), probe_section(probe, peer), drill_section(drill),
                     resolution_section(res), growth_section(store, probe, peer),
-                    outage_section(outage)):
+                    outage_section(outage), side_section(side), idle_section(idle, poll)):
         lines += section
     stamps = [f"{x['part']}: {x['generated']}"
-              for x in (store, probe, peer, drill, res, outage) if x]
+              for x in (store, probe, peer, drill, res, outage, side, idle, poll) if x]
     lines += ["---", "", "Results generated: " + "; ".join(stamps) + "."]
     OUT.write_text("\n".join(lines) + "\n")
     print(f"wrote {OUT}", file=sys.stderr)

@@ -246,6 +246,10 @@ def main():
     ap.add_argument("--duration", type=float, default=0.0,
                     help="seconds of the measurement window; 0: until SIGTERM/SIGINT")
     ap.add_argument("--csv", default="", help="write one row per message here")
+    ap.add_argument("--status-every", type=float, default=0.0,
+                    help="seconds: also print a JSON status line this often (kind 'status': "
+                         "t_us, acked, received, failed, ticks, skipped, cpu_s), so that another "
+                         "process can read this one's counters at a moment of its choosing")
     args = ap.parse_args()
 
     partitions = ensure_topic(args.bootstrap, args.topic, args.create_partitions,
@@ -253,6 +257,15 @@ def main():
     probe = Probe(args)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: probe.stop.set())
+    if args.status_every > 0:
+        def report():
+            while not probe.stop.wait(args.status_every):
+                snap = probe.snapshot()
+                print(json.dumps({"kind": "status", "t_us": wall_us(), "acked": snap["acked"],
+                                  "received": snap["received"], "failed": snap["failed"],
+                                  "ticks": snap["ticks"], "skipped": snap["skipped"],
+                                  "cpu_s": snap["cpu"]}), flush=True)
+        threading.Thread(target=report, name="status", daemon=True).start()
     a, b = probe.run_probe(args.topic, partitions)
     window = b["t"] - a["t"]
     acked = b["acked"] - a["acked"]

@@ -16,14 +16,15 @@ ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::Cluster
   for (const auto& t : config.probe.topics) topics.insert(t.name);
   client_log_ = std::make_unique<observe::ClientLogWatcher>(
       id, topics, store, clock, client_log_dir.empty() ? std::string() : client_log_dir + "/" + config.name + "-client.log");
-  poller_ = std::make_unique<observe::MetadataPoller>(config_, id, store, clock);
+  observer_ = observe::makeObserverClient(config_);
+  poller_ = std::make_unique<observe::MetadataPoller>(config_, id, store, clock, observer_.get());
   probe_ = std::make_unique<probe::ProbeRunner>(config_, id, store, clock, client_log_->sink());
   if (!config.inventory.empty()) {
     std::map<std::int32_t, std::unique_ptr<fault::Injector>> injectors;
     for (const auto& node : config.inventory) injectors[node.id] = fault::makeInjector(node, clock);
     view_ = std::make_unique<drill::PollerView>(*poller_);
     probe_view_ = std::make_unique<drill::RunnerProbeView>(*probe_);
-    admin_ = std::make_unique<drill::KafkaClusterAdmin>(config_);
+    admin_ = std::make_unique<drill::KafkaClusterAdmin>(config_, *observer_);
     drills_ = std::make_unique<drill::DrillRunner>(config_, id, store, drills, clock,
                                                    drill::RunnerSeams{*view_, *probe_view_, *admin_, listener}, std::move(injectors));
   }

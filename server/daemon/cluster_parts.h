@@ -56,6 +56,8 @@ class ClusterParts {
   storage::ClusterId id_;
   const common::Clock& clock_;
   std::unique_ptr<observe::ClientLogWatcher> client_log_;
+  // The metadata poller's and the drill engine's librdkafka client (one for both).
+  std::unique_ptr<kafka::SharedHandle> observer_;
   std::unique_ptr<observe::MetadataPoller> poller_;
   std::unique_ptr<probe::ProbeRunner> probe_;
   // The drill engine and its seams, only with an inventory.

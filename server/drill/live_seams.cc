@@ -5,7 +5,8 @@
 
 namespace kfaild::drill {
 
-KafkaClusterAdmin::KafkaClusterAdmin(const config::ClusterConfig& cluster) : cluster_(cluster) {
+KafkaClusterAdmin::KafkaClusterAdmin(const config::ClusterConfig& cluster, kafka::SharedHandle& observer)
+    : cluster_(cluster), observer_(observer) {
   quorum_problem_ = kafka::quorumClientProblem(cluster_.client);
   if (quorum_problem_.empty()) {
     kafka::QuorumClientOptions options;
@@ -16,19 +17,7 @@ KafkaClusterAdmin::KafkaClusterAdmin(const config::ClusterConfig& cluster) : clu
   }
 }
 
-Result<rd_kafka_t*> KafkaClusterAdmin::handle() {
-  std::lock_guard lock(mutex_);
-  if (!handle_) {
-    kafka::ClientOptions options;
-    options.bootstrap = cluster_.bootstrap;
-    options.properties = cluster_.client;
-    options.client_id = "kfaild-" + cluster_.name + "-drill";
-    auto created = kafka::createClient(RD_KAFKA_PRODUCER, options, {{"allow.auto.create.topics", "false"}});
-    if (!created) return created.error();
-    handle_ = std::move(*created);
-  }
-  return handle_.get();
-}
+Result<rd_kafka_t*> KafkaClusterAdmin::handle() { return observer_.get(); }
 
 Status KafkaClusterAdmin::connect() {
   auto h = handle();

@@ -35,16 +35,17 @@ class RunnerProbeView final : public ProbeView {
   const probe::ProbeRunner& probe_;
 };
 
-// A librdkafka client of its own (created on first use) for the admin calls; DescribeQuorum
-// through kafka::QuorumDescriber, which speaks PLAINTEXT only (describeQuorum() says so for any
-// other security.protocol).
+// The admin calls on the cluster's observer client (observe::makeObserverClient, shared with the
+// metadata poller: one client fewer per cluster); DescribeQuorum through kafka::QuorumDescriber,
+// which speaks PLAINTEXT only (describeQuorum() says so for any other security.protocol).
 class KafkaClusterAdmin final : public ClusterAdmin {
  public:
   static constexpr int kTimeoutMs = 5000;
   static constexpr int kControllerTimeoutMs = 3000;
   static constexpr int kQuorumTimeoutMs = 2000;  // per bootstrap broker tried
 
-  explicit KafkaClusterAdmin(const config::ClusterConfig& cluster);
+  // `observer` must outlive the admin.
+  KafkaClusterAdmin(const config::ClusterConfig& cluster, kafka::SharedHandle& observer);
 
   // Creates the client now: a refused client property is an error at start-up, not at a drill.
   Status connect();
@@ -59,8 +60,7 @@ class KafkaClusterAdmin final : public ClusterAdmin {
   Result<rd_kafka_t*> handle();
 
   config::ClusterConfig cluster_;
-  std::mutex mutex_;
-  kafka::Handle handle_;  // guarded by mutex_ until created; librdkafka's handle is thread-safe
+  kafka::SharedHandle& observer_;
   std::mutex quorum_mutex_;
   std::optional<kafka::QuorumDescriber> quorum_;  // guarded by quorum_mutex_; empty: not PLAINTEXT
   std::string quorum_problem_;                    // why quorum_ is empty

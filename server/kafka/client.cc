@@ -78,6 +78,16 @@ Result<Handle> createClient(rd_kafka_type_t type, const ClientOptions& options,
   return Handle(rk);
 }
 
+Result<rd_kafka_t*> SharedHandle::get() {
+  std::lock_guard lock(mutex_);
+  if (!handle_) {
+    auto created = createClient(type_, options_, extra_);
+    if (!created) return created.error();
+    handle_ = std::move(*created);
+  }
+  return handle_.get();
+}
+
 std::string librdkafkaVersion() { return rd_kafka_version_str(); }
 
 }  // namespace kfaild::kafka

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -42,6 +43,29 @@ using Handle = std::unique_ptr<rd_kafka_t, HandleDeleter>;
 Result<Handle> createClient(rd_kafka_type_t type, const ClientOptions& options,
                             const std::map<std::string, std::string>& extra = {},
                             const std::function<void(rd_kafka_conf_t*)>& customize = {});
+
+// One handle created on first use and shared by several parts of kfaild (librdkafka's handles are
+// thread-safe): the metadata poller and the drill engine's admin calls use one observer client
+// instead of one each. get() is thread-safe; the handle lives as long as this object, which must
+// outlive every caller of get().
+class SharedHandle {
+ public:
+  SharedHandle(rd_kafka_type_t type, ClientOptions options, std::map<std::string, std::string> extra = {})
+      : type_(type), options_(std::move(options)), extra_(std::move(extra)) {}
+  SharedHandle(const SharedHandle&) = delete;
+  SharedHandle& operator=(const SharedHandle&) = delete;
+
+  // The handle, created now if it is not yet; errors name a refused property. A failed creation
+  // is tried again on the next call.
+  [[nodiscard]] Result<rd_kafka_t*> get();
+
+ private:
+  rd_kafka_type_t type_;
+  ClientOptions options_;
+  std::map<std::string, std::string> extra_;
+  std::mutex mutex_;
+  Handle handle_;  // guarded by mutex_ until created
+};
 
 // Whether librdkafka accepts every property (known name, valid value), without creating a
 // client. Errors name the refused property.

@@ -12,9 +12,28 @@
 
 namespace kfaild::observe {
 
+std::unique_ptr<kafka::SharedHandle> makeObserverClient(const config::ClusterConfig& cluster) {
+  kafka::ClientOptions options;
+  options.bootstrap = cluster.bootstrap;
+  options.properties = cluster.client;
+  options.client_id = "kfaild-" + cluster.name + "-observer";
+  // A metadata request for a missing topic must not create it (producers default to true). The
+  // other properties stay librdkafka's defaults: this client sends one small request per poll
+  // and nothing else, so its timers (broker threads waking once a second, the 5-min metadata
+  // refresh) cost next to nothing (docs/PERFORMANCE.md, "librdkafka clients per cluster").
+  return std::make_unique<kafka::SharedHandle>(RD_KAFKA_PRODUCER, std::move(options),
+                                               std::map<std::string, std::string>{{"allow.auto.create.topics", "false"}});
+}
+
 MetadataPoller::MetadataPoller(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,
-                               storage::Store& store, const common::Clock& clock)
-    : cluster_(cluster), cluster_id_(cluster_id), store_(store), clock_(clock) {
+                               storage::Store& store, const common::Clock& clock,
+                               kafka::SharedHandle* observer)
+    : cluster_(cluster),
+      cluster_id_(cluster_id),
+      store_(store),
+      clock_(clock),
+      own_observer_(observer == nullptr ? makeObserverClient(cluster) : nullptr),
+      observer_(observer == nullptr ? own_observer_.get() : observer) {
   for (const auto& t : cluster_.probe.topics) topics_.push_back(t.name);
   if (auto problem = kafka::quorumClientProblem(cluster_.client); !problem.empty()) {
     state_.quorum_error = std::move(problem);
@@ -30,15 +49,10 @@ MetadataPoller::MetadataPoller(const config::ClusterConfig& cluster, storage::Cl
 MetadataPoller::~MetadataPoller() { stop(); }
 
 Status MetadataPoller::ensureHandle() {
-  if (handle_) return okStatus();
-  kafka::ClientOptions options;
-  options.bootstrap = cluster_.bootstrap;
-  options.properties = cluster_.client;
-  options.client_id = "kfaild-" + cluster_.name + "-observer";
-  auto handle =
-      kafka::createClient(RD_KAFKA_PRODUCER, options, {{"allow.auto.create.topics", "false"}});
+  if (handle_ != nullptr) return okStatus();
+  auto handle = observer_->get();
   if (!handle) return handle.error();
-  handle_ = std::move(*handle);
+  handle_ = *handle;
   return okStatus();
 }
 
@@ -124,7 +138,7 @@ void MetadataPoller::pollOnce() {
   // A request to a dead broker must not hold the poll for long: the client tries another.
   const int timeout_ms = static_cast<int>(std::max<std::int64_t>(
       1000, 10 * cluster_.observe.metadata_interval_us / 1000));
-  auto snapshot = kafka::fetchMetadata(handle_.get(), topics_, timeout_ms, clock_);
+  auto snapshot = kafka::fetchMetadata(handle_, topics_, timeout_ms, clock_);
   const auto now = clock_.wallNow();
   std::lock_guard lock(mutex_);
   ++state_.polls;

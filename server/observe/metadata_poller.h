@@ -13,6 +13,7 @@
 // its timeout, 10 polling intervals and at least 1 s).
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -30,13 +31,26 @@
 
 namespace kfaild::observe {
 
+// The cluster's observer client: a librdkafka handle (producer type, never producing) for the
+// metadata poller and the drill engine's admin calls, created on first use. It is not the probe's
+// producer or consumer, on purpose (docs/PERFORMANCE.md, "librdkafka clients per cluster"): a
+// broker answers the requests of one connection one at a time, so a metadata request on the
+// producer's connection waits behind its acks=all produce requests (the whole ~9 s of a
+// follower's stall in a kill drill), and every metadata answer updates the handle's own leader
+// cache, so a poller on the probe's clients would shorten the very client-discovery time the
+// probe measures.
+std::unique_ptr<kafka::SharedHandle> makeObserverClient(const config::ClusterConfig& cluster);
+
 class MetadataPoller {
  public:
   static constexpr std::int64_t kQuorumIntervalUs = 2'000'000;
   static constexpr int kQuorumTimeoutMs = 2000;  // per bootstrap broker tried
 
+  // `observer`: the cluster's observer client (makeObserverClient), shared with the drill engine;
+  // it must outlive the poller. Without one the poller makes its own.
   MetadataPoller(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,
-                 storage::Store& store, const common::Clock& clock);
+                 storage::Store& store, const common::Clock& clock,
+                 kafka::SharedHandle* observer = nullptr);
   ~MetadataPoller();
   MetadataPoller(const MetadataPoller&) = delete;
   MetadataPoller& operator=(const MetadataPoller&) = delete;
@@ -62,7 +76,9 @@ class MetadataPoller {
   storage::Store& store_;
   const common::Clock& clock_;
   std::vector<std::string> topics_;
-  kafka::Handle handle_;
+  std::unique_ptr<kafka::SharedHandle> own_observer_;  // when none was given
+  kafka::SharedHandle* observer_;
+  rd_kafka_t* handle_ = nullptr;  // observer_'s, once created; used by the poller thread only
   // Empty when the cluster's listeners need TLS or SASL, which the quorum client does not speak.
   std::optional<kafka::QuorumDescriber> quorum_describer_;  // used by one thread at a time
 

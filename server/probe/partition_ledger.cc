@@ -10,7 +10,7 @@ PartitionLedger::PartitionLedger(storage::ClusterId cluster, std::string topic,
       topic_(std::move(topic)),
       partition_(partition),
       options_(options),
-      received_ring_(static_cast<std::size_t>(options.receive_window), 0) {}
+      received_ring_((static_cast<std::size_t>(options.receive_window) + 63) / 64, 0) {}
 
 const char* toString(HoldReason reason) {
   switch (reason) {
@@ -59,7 +59,7 @@ std::int64_t PartitionLedger::beginSend(common::Instant at, LedgerOutput& out) {
   const std::int64_t seq = next_seq_++;
   if (in_flight_.empty()) base_seq_ = seq;
   in_flight_.push_back(InFlight{at, std::nullopt, 0, std::nullopt, std::nullopt, false});
-  receivedFlag(seq) = 0;
+  setReceivedFlag(seq, false);
   ++counters_.sent;
   ++outstanding_;
   ++awaiting_receive_;
@@ -91,8 +91,19 @@ const PartitionLedger::InFlight* PartitionLedger::oldestOutstanding() {
   return nullptr;
 }
 
-std::uint8_t& PartitionLedger::receivedFlag(std::int64_t seq) {
-  return received_ring_[static_cast<std::size_t>(seq % options_.receive_window)];
+bool PartitionLedger::receivedFlag(std::int64_t seq) const {
+  const auto bit = static_cast<std::size_t>(seq % options_.receive_window);
+  return (received_ring_[bit / 64] >> (bit % 64)) & 1U;
+}
+
+void PartitionLedger::setReceivedFlag(std::int64_t seq, bool seen) {
+  const auto bit = static_cast<std::size_t>(seq % options_.receive_window);
+  const auto mask = std::uint64_t{1} << (bit % 64);
+  if (seen) {
+    received_ring_[bit / 64] |= mask;
+  } else {
+    received_ring_[bit / 64] &= ~mask;
+  }
 }
 
 PartitionLedger::InFlight* PartitionLedger::find(std::int64_t seq) {
@@ -142,13 +153,12 @@ void PartitionLedger::received(std::int64_t seq, common::Instant at, LedgerOutpu
     out.anomalies.push_back({"duplicate", topic_, partition_, seq, at.wall});
     return;
   }
-  std::uint8_t& seen = receivedFlag(seq);
-  if (seen) {
+  if (receivedFlag(seq)) {
     ++counters_.duplicated;
     out.anomalies.push_back({"duplicate", topic_, partition_, seq, at.wall});
     return;
   }
-  seen = 1;
+  setReceivedFlag(seq, true);
   ++counters_.received;
   if (seq < max_received_seq_) {
     ++counters_.reordered;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -106,6 +107,18 @@ Status ProbeRunner::start() {
                                                          {"allow.auto.create.topics", "false"}};
   if (!options.properties.contains("reconnect.backoff.max.ms")) {
     consumer_settings["reconnect.backoff.max.ms"] = "1000";
+  }
+  // Memory: librdkafka's defaults let a consumer hold a 50 MiB fetch response per broker plus a
+  // 64 MiB pre-fetched queue, which the probe never needs (its receiver drains the queue as it
+  // fills; 4 MiB is 30,000+ probe messages) but which a backlog after an outage would fill at
+  // 1,000 partitions. Smaller bounds only mean more fetch round trips while catching up.
+  // (librdkafka refuses a fetch.max.bytes below message.max.bytes: a user who raises the latter
+  // keeps librdkafka's fetch bound.)
+  if (!options.properties.contains("fetch.max.bytes") && !options.properties.contains("message.max.bytes")) {
+    consumer_settings["fetch.max.bytes"] = "4194304";
+  }
+  if (!options.properties.contains("queued.max.messages.kbytes")) {
+    consumer_settings["queued.max.messages.kbytes"] = "16384";
   }
   auto consumer = kafka::createClient(RD_KAFKA_CONSUMER, options, consumer_settings);
   if (!consumer) return consumer.error();
@@ -257,7 +270,18 @@ Status ProbeRunner::setUp() {
     release();
     return kafka::kafkaError(kafka::errc::consume_failed, "assign probe partitions", err);
   }
+  std::vector<TopicSlots> topic_slots;
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    const auto& ledger = slots[i]->ledger;
+    auto it = std::find_if(topic_slots.begin(), topic_slots.end(),
+                           [&](const TopicSlots& t) { return t.topic == ledger.topic(); });
+    if (it == topic_slots.end()) it = topic_slots.insert(topic_slots.end(), TopicSlots{ledger.topic(), {}});
+    const auto p = static_cast<std::size_t>(ledger.partition());
+    if (it->slot_by_partition.size() <= p) it->slot_by_partition.resize(p + 1, -1);
+    it->slot_by_partition[p] = static_cast<std::int32_t>(i);
+  }
   slots_ = std::move(slots);
+  topic_slots_ = std::move(topic_slots);
   topic_handles_ = std::move(handles);
   ready_ = true;
   {
@@ -364,17 +388,13 @@ void ProbeRunner::receiverLoop() {
         const auto payload = decodePayload(
             std::string_view(static_cast<const char*>(msg->payload), msg->len));
         if (payload && payload->run_id == run_id_) {
-          const char* topic = rd_kafka_topic_name(msg->rkt);
-          for (auto& slot : slots_) {
-            if (slot->ledger.partition() == msg->partition && slot->ledger.topic() == topic) {
-              LedgerOutput out;
-              {
-                std::lock_guard lock(slot->mutex);
-                slot->ledger.received(payload->seq, now, out);
-              }
-              publish(out);
-              break;
+          if (Slot* slot = slotFor(rd_kafka_topic_name(msg->rkt), msg->partition)) {
+            LedgerOutput out;
+            {
+              std::lock_guard lock(slot->mutex);
+              slot->ledger.received(payload->seq, now, out);
             }
+            publish(out);
           }
         }
       } else if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -392,6 +412,16 @@ void ProbeRunner::receiverLoop() {
       publish(out);
     }
   }
+}
+
+ProbeRunner::Slot* ProbeRunner::slotFor(const char* topic, std::int32_t partition) const {
+  for (const auto& t : topic_slots_) {
+    if (t.topic != topic) continue;
+    if (partition < 0 || static_cast<std::size_t>(partition) >= t.slot_by_partition.size()) return nullptr;
+    const auto index = t.slot_by_partition[static_cast<std::size_t>(partition)];
+    return index < 0 ? nullptr : slots_[static_cast<std::size_t>(index)].get();
+  }
+  return nullptr;
 }
 
 void ProbeRunner::publish(LedgerOutput& out) {

@@ -59,6 +59,7 @@ struct Daemon {
   std::unique_ptr<storage::SqliteDrillStore> drills;
   storage::ClusterId id = 0;
   std::unique_ptr<observe::ClientLogWatcher> client_log;
+  std::unique_ptr<kafka::SharedHandle> observer;
   std::unique_ptr<observe::MetadataPoller> poller;
   std::unique_ptr<probe::ProbeRunner> probe;
   std::unique_ptr<drill::PollerView> view;
@@ -77,13 +78,15 @@ struct Daemon {
     REQUIRE(cid);
     id = *cid;
     client_log = std::make_unique<observe::ClientLogWatcher>(id, std::set<std::string>{topic}, *store, clock);
-    poller = std::make_unique<observe::MetadataPoller>(cluster, id, *store, clock);
+    // As ClusterParts wires them: the poller and the drill engine share one observer client.
+    observer = observe::makeObserverClient(cluster);
+    poller = std::make_unique<observe::MetadataPoller>(cluster, id, *store, clock, observer.get());
     probe = std::make_unique<probe::ProbeRunner>(cluster, id, *store, clock, client_log->sink());
     std::map<std::int32_t, std::unique_ptr<fault::Injector>> injectors;
     for (const auto& n : cluster.inventory) injectors[n.id] = fault::makeInjector(n, clock);
     view = std::make_unique<drill::PollerView>(*poller);
     probe_view = std::make_unique<drill::RunnerProbeView>(*probe);
-    admin = std::make_unique<drill::KafkaClusterAdmin>(cluster);
+    admin = std::make_unique<drill::KafkaClusterAdmin>(cluster, *observer);
     REQUIRE(admin->connect());
     runner = std::make_unique<drill::DrillRunner>(cluster, id, *store, *drills, clock,
                                                   drill::RunnerSeams{*view, *probe_view, *admin}, std::move(injectors));

@@ -361,3 +361,31 @@ TEST_CASE("pending lists the window's messages whose fate is open and nothing fi
   CHECK_FALSE(pending[1].ack_us);
   CHECK(h.ledger.pending(start, start + 10'000).size() == 0);
 }
+
+TEST_CASE("duplicate detection remembers exactly the last receive_window sequences, also when "
+          "the window is not a multiple of 64 and the ring wraps",
+          "[unit][probe]") {
+  Harness h;
+  h.options.receive_window = 100;
+  PartitionLedger ledger{7, "orders", 0, h.options};
+  auto send_ack_receive = [&] {
+    const auto seq = ledger.beginSend(h.now, h.out);
+    ledger.deliveryReport(seq, h.now, 0, seq, h.out);
+    ledger.received(seq, h.now, h.out);
+    h.advance(20'000);
+    return seq;
+  };
+  // Three and a half times round the ring: each slot is cleared for its new sequence.
+  for (int i = 0; i < 350; ++i) send_ack_receive();
+  CHECK(ledger.status().counters.received == 350);
+  CHECK(ledger.status().counters.duplicated == 0);
+  // Inside the window, every redelivery is seen as one, whichever bit of which word it is.
+  for (std::int64_t seq : {250, 263, 264, 299, 349}) ledger.received(seq, h.now, h.out);
+  CHECK(ledger.status().counters.duplicated == 5);
+  CHECK(ledger.status().counters.received == 350);
+  // A sequence sent but not yet received is not mistaken for a duplicate after the ring wrapped.
+  const auto fresh = ledger.beginSend(h.now, h.out);
+  ledger.received(fresh, h.now, h.out);
+  CHECK(ledger.status().counters.received == 351);
+  CHECK(ledger.status().counters.duplicated == 5);
+}
