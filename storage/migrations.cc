@@ -258,6 +258,8 @@ CREATE TABLE notifications (
   UNIQUE (receiver, dedup_key)
 );
 CREATE INDEX notifications_due ON notifications (next_attempt_us) WHERE state IN ('queued', 'delivering');
+)sql";
+
 // A drill's verdict and regression flag beside its result (which holds the details), so that
 // lists, statistics and metrics can filter and count them in SQL; and the request's objectives.
 constexpr std::string_view kDrillVerdict = R"sql(
