@@ -58,6 +58,7 @@ struct LabOptions {
   int shutdown_grace_s = 0;        // 0: kfaild's default
   bool single = false;             // also probe `<topic>-single`: RF 1 on broker 1 (the article's `single`)
   bool token_file = true;          // false: no http.token_file, kfaild makes <dir>/api-token itself
+  std::string extra_yaml;          // more top-level keys for kfaild.yaml (e.g. notifications)
 };
 
 struct Lab {
@@ -91,6 +92,7 @@ struct Lab {
       << (options.web_dir.empty() ? "" : ", web_dir: " + options.web_dir) << "}\n"
       << "storage: {path: " << db << "}\n";
     if (options.shutdown_grace_s > 0) c << "shutdown_grace_s: " << options.shutdown_grace_s << "\n";
+    c << options.extra_yaml;
     c << "clusters:\n"
       << "  - name: lab\n"
       << "    bootstrap: " << testing::labBootstrap() << "\n"
