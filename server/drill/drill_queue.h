@@ -58,8 +58,14 @@ class DrillQueue {
   // The engine's thread: sleeps up to `micros`; false when the running drill was aborted or the
   // worker is stopping.
   bool sleep(std::int64_t micros);
-  // Wakes the engine's thread (after something `next`'s `wake_wanted` reads changed).
-  void wake() { worker_.wake(); }
+  // Wakes the engine's thread (after something `next`'s `wake_wanted` reads changed). The queue's
+  // mutex is taken first: `wake_wanted` reads state under another mutex, and without this a wake
+  // could fall between `next` evaluating it (false) and starting to wait, and be lost (a
+  // submission then waited GuardInputs::kReadWait for a read that never came).
+  void wake() {
+    { std::lock_guard lock(mutex_); }
+    worker_.wake();
+  }
 
  private:
   bool abortedLocked() const { return abort_request_ && active_ && *abort_request_ == *active_; }
