@@ -1,5 +1,7 @@
 #include "api/notification_endpoints.h"
 
+#include "api/errc.h"
+
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -26,7 +28,10 @@ Response NotificationEndpoints::list(const Request& request) const {
   auto event = query->oneOf("event", {"drill_finished", "drill_failed", "regression", "incident"});
   if (!event) return badRequest(request, event.error());
   q.event = *event;
-  if (auto receiver = query->raw("receiver")) q.receiver = std::string(*receiver);
+  if (auto receiver = query->raw("receiver")) {
+    if (receiver->empty()) return badRequest(request, Error{make_error_code(api::errc::invalid_parameter), "receiver: must not be empty"});
+    q.receiver = std::string(*receiver);
+  }
   auto limit = query->integer("limit", 1, kNotificationsMaxLimit);
   if (!limit) return badRequest(request, limit.error());
   auto cursor = query->integer("cursor", 1, std::numeric_limits<std::int64_t>::max());

@@ -24,7 +24,8 @@ ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::Cluster
     for (const auto& node : config.inventory) injectors[node.id] = fault::makeInjector(node, clock);
     view_ = std::make_unique<drill::PollerView>(*poller_);
     probe_view_ = std::make_unique<drill::RunnerProbeView>(*probe_);
-    admin_ = std::make_unique<drill::KafkaClusterAdmin>(config_, *observer_);
+    admin_client_ = observe::makeObserverClient(config_);
+    admin_ = std::make_unique<drill::KafkaClusterAdmin>(config_, *admin_client_);
     drills_ = std::make_unique<drill::DrillRunner>(config_, id, store, drills, clock,
                                                    drill::RunnerSeams{*view_, *probe_view_, *admin_, listener}, std::move(injectors));
   }

@@ -56,8 +56,11 @@ class ClusterParts {
   storage::ClusterId id_;
   const common::Clock& clock_;
   std::unique_ptr<observe::ClientLogWatcher> client_log_;
-  // The metadata poller's and the drill engine's librdkafka client (one for both).
+  // The metadata poller's librdkafka client, and the drill engine's own: not shared, because a
+  // broker answers one connection's requests in order, and admin calls forwarded to a controller
+  // that is down (seconds each) would hold the poller's polls behind them.
   std::unique_ptr<kafka::SharedHandle> observer_;
+  std::unique_ptr<kafka::SharedHandle> admin_client_;
   std::unique_ptr<observe::MetadataPoller> poller_;
   std::unique_ptr<probe::ProbeRunner> probe_;
   // The drill engine and its seams, only with an inventory.

@@ -35,8 +35,8 @@ class RunnerProbeView final : public ProbeView {
   const probe::ProbeRunner& probe_;
 };
 
-// The admin calls on the cluster's observer client (observe::makeObserverClient, shared with the
-// metadata poller: one client fewer per cluster); DescribeQuorum through kafka::QuorumDescriber,
+// The admin calls on a client made like the poller's (observe::makeObserverClient; the daemon gives
+// the drill engine one of its own: see ClusterParts); DescribeQuorum through kafka::QuorumDescriber,
 // which speaks PLAINTEXT only (describeQuorum() says so for any other security.protocol).
 class KafkaClusterAdmin final : public ClusterAdmin {
  public:
