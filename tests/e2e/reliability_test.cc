@@ -450,10 +450,19 @@ json toJson(const WrkSummary& w) {
 // The 99th percentile and the longest of the times between consecutive acks of one probe
 // partition, for messages sent in [from, to] (µs).
 std::pair<std::int64_t, std::int64_t> ackIntervals(const Lab& lab, int partition, std::int64_t from_us, std::int64_t to_us) {
+  // Samples are stored once their fate is final and the writer has flushed its batch (up to ~1 s
+  // later, storage/README.md): wait for the window's samples for up to 15 s.
   std::vector<std::int64_t> acks;
-  for (const auto& s : storedSamples(lab.db, lab.topic, partition)) {
-    if (s.ack_us && s.send_us >= from_us && s.send_us <= to_us) acks.push_back(*s.ack_us);
-  }
+  const auto deadline = std::chrono::steady_clock::now() + 15s;
+  do {
+    acks.clear();
+    for (const auto& s : storedSamples(lab.db, lab.topic, partition)) {
+      if (s.ack_us && s.send_us >= from_us && s.send_us <= to_us) acks.push_back(*s.ack_us);
+    }
+    if (acks.size() > 1) break;
+    std::this_thread::sleep_for(500ms);
+  } while (std::chrono::steady_clock::now() < deadline);
+  INFO("partition " << partition << ": " << acks.size() << " acked samples sent in the window");
   std::sort(acks.begin(), acks.end());
   std::vector<std::int64_t> intervals;
   for (std::size_t i = 1; i < acks.size(); ++i) intervals.push_back(acks[i] - acks[i - 1]);
