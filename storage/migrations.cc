@@ -1,6 +1,7 @@
 #include "storage/migrations.h"
 
 #include <array>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -365,6 +366,17 @@ Status requireLatestSchema(sqlite::Database& db, const std::string& path) {
                                              " (open it with SqliteStore first)"};
   }
   return okStatus();
+}
+
+Result<std::unique_ptr<sqlite::Database>> openAtLatestSchema(const std::string& path) {
+  auto db = sqlite::Database::open(path);
+  if (!db) return db.error();
+  (*db)->setBusyTimeout(std::chrono::milliseconds(10000));
+  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL"}) {
+    if (auto s = (*db)->exec(pragma); !s) return s.error();
+  }
+  if (auto latest = requireLatestSchema(**db, path); !latest) return latest.error();
+  return db;
 }
 
 }  // namespace kfaild::storage

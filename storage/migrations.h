@@ -9,6 +9,7 @@
 // To change the schema, append a step to kSchemaMigrations in migrations.cc, and document the
 // result in storage/README.md. Never edit or reorder a step that has shipped.
 
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -41,6 +42,10 @@ Result<int> schemaVersion(sqlite::Database& db);
 // For the connections that do not migrate (drill store, audit log): fails with migration_failed
 // unless `db` (the file at `path`) is at latestSchemaVersion(); SqliteStore::open migrates.
 Status requireLatestSchema(sqlite::Database& db, const std::string& path);
+
+// A second connection to a migrated database for a small writer of its own (audit log,
+// notification queue): WAL, synchronous NORMAL, a 10 s busy timeout, the schema checked.
+Result<std::unique_ptr<sqlite::Database>> openAtLatestSchema(const std::string& path);
 
 // Brings `db` to version steps.size(). Safe against another process migrating the same file at
 // the same time (each step re-reads the version under the write lock). Errors: newer_schema,

@@ -42,13 +42,8 @@ NotificationQueue::NotificationQueue(std::unique_ptr<sqlite::Database> db) : db_
 NotificationQueue::~NotificationQueue() = default;
 
 Result<std::unique_ptr<NotificationQueue>> NotificationQueue::open(const std::string& path) {
-  auto db = sqlite::Database::open(path);
+  auto db = openAtLatestSchema(path);
   if (!db) return db.error();
-  (*db)->setBusyTimeout(std::chrono::milliseconds(10000));
-  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL"}) {
-    if (auto s = (*db)->exec(pragma); !s) return s.error();
-  }
-  if (auto latest = requireLatestSchema(**db, path); !latest) return latest.error();
   return std::unique_ptr<NotificationQueue>(new NotificationQueue(std::move(*db)));
 }
 
