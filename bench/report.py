@@ -477,8 +477,8 @@ def side_section(d):
             f"{la(r, 'load_at_window_start')} |")
     if by_n:
         out += ["", "### Ratios: median (range) over the runs of each size", "",
-                "| partitions | runs | probe.py ÷ kfaild, CPU per 1,000 acked | kfaild CPU ms / 1,000 acked | probe.py CPU ms / 1,000 acked | kfaild cores | kfaild acked ÷ expected | probe.py acked ÷ expected | kfaild RSS MiB |",
-                "|---|---|---|---|---|---|---|---|---|"]
+                "| partitions | runs | probe.py ÷ kfaild, CPU per 1,000 acked | kfaild CPU ms / 1,000 acked | probe.py CPU ms / 1,000 acked | kfaild cores | kfaild acked ÷ expected | probe.py acked ÷ expected | kfaild RSS MiB | librdkafka wake-ups per acked message, kfaild / probe.py |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
         for n, rs in sorted(by_n.items()):
             out.append(
                 f"| {n} | {len(rs)} | **{rng([r.get('ratio_peer_over_kfaild') for r in rs])}×** | "
@@ -487,7 +487,9 @@ def side_section(d):
                 f"{rng([r['kfaild'].get('cpu_cores') for r in rs], 3)} | "
                 f"{rng([r['kfaild'].get('acked_fraction') for r in rs], 3)} | "
                 f"{rng([(r.get('peer') or {}).get('acked_fraction') for r in rs], 3)} | "
-                f"{rng([r['kfaild'].get('rss_kb') / 1024 for r in rs], 0)} |")
+                f"{rng([r['kfaild'].get('rss_kb') / 1024 for r in rs], 0)} | "
+                f"{rng([_wakeups_per_acked(r['kfaild'], r['window_s']) for r in rs], 2)} / "
+                f"{rng([_wakeups_per_acked(r.get('peer') or {}, r['window_s']) for r in rs], 2)} |")
     first = next((r for r in d.get("runs", []) if r.get("commands")), None)
     if first:
         out += ["", f"Command: `{d.get('invocation')}`; per run (first shown):", ""]
@@ -496,20 +498,30 @@ def side_section(d):
     return out + [""]
 
 
+def _wakeups_per_acked(proc, window_s):
+    """librdkafka threads' wake-ups (voluntary context switches) per acknowledged message; None
+    for runs recorded before the bench counted them."""
+    w, acked = proc.get("librdkafka_wakeups_per_s"), proc.get("acked")
+    return w * window_s / acked if w is not None and acked else None
+
+
 def idle_section(d, poll):
     out = ["## 10. librdkafka clients per cluster, and the idle cost", ""]
     out += ["Per configured cluster kfaild runs **three** librdkafka clients: the probe's producer "
-            "and consumer, and one **observer** client that serves both the metadata poller and "
-            "the drill engine's admin calls (`observe::makeObserverClient`; before this, the "
-            "poller and the drill engine had one client each: four). The observer is not the "
-            "probe's producer or consumer on purpose, for two reasons, the first measured in "
-            "section 11: (1) a broker answers the requests of one connection one at a time, so a "
-            "metadata request on the producer's connection waits behind its acks=all produce "
-            "requests — in a kill drill, the whole detection time of a follower's stall; "
-            "(2) every metadata answer updates the leader cache of the handle that asked, so a "
-            "poller on the probe's own clients would tell them of a new leader within 100 ms and "
-            "shorten the client-discovery phase the probe exists to measure (the article's "
-            "'fencing → new leader + client metadata update').", "",
+            "and consumer, and one **observer** client for the metadata poller "
+            "(`observe::makeObserverClient`); a cluster with an `inventory` (drills) has a "
+            "**fourth**, of the same kind, for the drill engine's admin calls. Neither is the "
+            "probe's producer or consumer, and the admin does not share the poller's, on purpose: "
+            "(1) a broker answers the requests of one connection one at a time, so a metadata "
+            "request on the producer's connection waits behind its acks=all produce requests — "
+            "in a kill drill, the whole detection time of a follower's stall (measured in "
+            "section 11); likewise admin requests forwarded to a dead controller, seconds each, "
+            "held the poller's polls on a shared client (the reliability test that kills the "
+            "controller and then every broker saw no `broker_gone`); (2) every metadata answer "
+            "updates the leader cache of the handle that asked, so a poller on the probe's own "
+            "clients would tell them of a new leader within 100 ms and shorten the "
+            "client-discovery phase the probe exists to measure (the article's 'fencing → new "
+            "leader + client metadata update').", "",
             "Properties kfaild sets on its clients, and why (everything else is librdkafka 2.14.2's "
             "default, and a user's `client:` setting wins wherever kfaild says 'unless set'):", "",
             "| client | property | value | why |",
@@ -532,7 +544,8 @@ def idle_section(d, poll):
             "(applies only when the pre-fetch queue is full, which the receiver prevents), "
             "`enable.sparse.connections` true (a client connects only to brokers it needs), "
             "`socket.connection.setup.timeout.ms` 30 s (a dead broker refuses connections at "
-            "once on a live host). `socket.blocking.max.ms` is gone in librdkafka 2.x: each broker "
+            "once on a live host), `fetch.min.bytes` 1 (a probe message is received as soon as "
+            "the broker has it; section 12 measures what batching would save and cost). `socket.blocking.max.ms` is gone in librdkafka 2.x: each broker "
             "thread wakes at least once a second whatever the settings (`rd_kafka_max_block_ms` "
             "in `rdkafka_broker.c`), so an idle client costs a few wake-ups per second per "
             "broker.", ""]
@@ -575,10 +588,70 @@ def idle_section(d, poll):
     return out
 
 
+def knobs_section(d):
+    out = ["## 12. Batching in the probe's clients: what it would save, and what it would cost", ""]
+    if not d:
+        return out + ["Not run yet: `bench/run-all --parts knobs`.", ""]
+    out += ["kfaild alone on the one-broker lab (nothing else probing), 20 ms interval, the "
+            "variants run in turn. `default` is kfaild as shipped: librdkafka's `linger.ms` 5 "
+            "and `fetch.min.bytes` 1, so the broker answers a fetch as soon as any probe "
+            "partition has a new message. librdkafka's producer broker thread is woken by the "
+            "first message of every partition's batch (`rd_kafka_msgq_may_wakeup`: one wake-up "
+            "per partition per tick, each scanning every partition), and the consumer's by "
+            "nearly every partition's answer. The variants set, through the cluster's `client:`, "
+            "`fetch.min.bytes` 1 MiB with `fetch.wait.max.ms` (the broker holds every fetch that "
+            "long, so a tick comes back in one answer, and every receive time is later by up to "
+            "that wait) and `linger.ms` 20 (a tick's messages leave in one request, every ack "
+            "later by up to 20 ms). Wake-ups are voluntary context switches of the threads. "
+            "Latencies are means over the window from kfaild's own histograms (`/metrics`, "
+            "all partitions).", "",
+            "| partitions | variant | run | window s | acked ÷ expected | cores (librdkafka / own) | CPU ms / 1,000 acked | wake-ups/s (librdkafka / own) | ack latency mean ms | end-to-end latency mean ms | RSS MiB | load avg before |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    groups = {}
+    for r in d.get("runs", []):
+        if r.get("error"):
+            out.append(f"| {r['partitions']} | {r['variant']} | {r.get('repeat')} | failed: "
+                       f"{r['error'][:160]} |" + " |" * 8)
+            continue
+        groups.setdefault((r["partitions"], r["variant"]), []).append(r)
+        out.append(f"| {r['partitions']} | {r['variant']} | {r.get('repeat')} | {f(r['window_s'])} | "
+                   f"{f(r['acked_fraction'], 3)} | {f(r['cpu_cores'], 3)} "
+                   f"({f(r['librdkafka_cores'], 3)} / {f(r['own_cores'], 3)}) | "
+                   f"{f(r.get('cpu_ms_per_1000_acked'), 1)} | "
+                   f"{f(r.get('librdkafka_wakeups_per_s'), 0)} / {f(r.get('own_wakeups_per_s'), 0)} | "
+                   f"{f(r.get('ack_latency_mean_ms'), 1)} | "
+                   f"{f(r.get('end_to_end_latency_mean_ms'), 1)} | {f(r['rss_kb'], 0, 1024)} | {la(r)} |")
+    if groups:
+        out += ["", "Median (range) per size and variant:", "",
+                "| partitions | variant | runs | cores | CPU ms / 1,000 acked | acked ÷ expected | ack latency mean ms | end-to-end latency mean ms |",
+                "|---|---|---|---|---|---|---|---|"]
+        order = _variant_order(d)
+        for (n, v), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]))):
+            out.append(f"| {n} | {v} | {len(rs)} | {rng([r['cpu_cores'] for r in rs], 3)} | "
+                       f"{rng([r.get('cpu_ms_per_1000_acked') for r in rs])} | "
+                       f"{rng([r['acked_fraction'] for r in rs], 3)} | "
+                       f"{rng([r.get('ack_latency_mean_ms') for r in rs])} | "
+                       f"{rng([r.get('end_to_end_latency_mean_ms') for r in rs])} |")
+    first = next((r for r in d.get("runs", []) if r.get("command")), None)
+    if first:
+        out += ["", f"Command: `{d.get('invocation')}`; per run: {cmd(first['command'])} with the "
+                "variant's `client:` properties.", ""]
+    return out + [""]
+
+
+def _variant_order(d):
+    """The variants in the order the runs first used them."""
+    order = []
+    for r in d.get("runs", []):
+        if r["variant"] not in order:
+            order.append(r["variant"])
+    return order
+
+
 def main():
     store, probe, peer = load("store"), load("probe"), load("peer")
     drill, res, outage = load("drill"), load("resolution"), load("outage")
-    side, idle, poll = load("side"), load("idle"), load("poll")
+    side, idle, poll, knobs = load("side"), load("idle"), load("poll"), load("knobs")
     m = next((x["machine"] for x in (side, store, probe, peer, drill, res, outage) if x), {})
     lines = ["# kfaild performance", "",
              "Generated by `bench/report.py` from `bench/results/*.json`, which `bench/run-all` "
@@ -595,10 +668,11 @@ def main():
         lines += [notes.read_text().rstrip(), ""]
     for section in (store_section(store), probe_section(probe, peer), drill_section(drill),
                     resolution_section(res), growth_section(store, probe, peer),
-                    outage_section(outage), side_section(side), idle_section(idle, poll)):
+                    outage_section(outage), side_section(side), idle_section(idle, poll),
+                    knobs_section(knobs)):
         lines += section
     stamps = [f"{x['part']}: {x['generated']}"
-              for x in (store, probe, peer, drill, res, outage, side, idle, poll) if x]
+              for x in (store, probe, peer, drill, res, outage, side, idle, poll, knobs) if x]
     lines += ["---", "", "Results generated: " + "; ".join(stamps) + "."]
     OUT.write_text("\n".join(lines) + "\n")
     print(f"wrote {OUT}", file=sys.stderr)

@@ -42,6 +42,13 @@ constexpr const char* kReportedSettings[] = {
     "queue.buffering.max.messages", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
     "socket.timeout.ms", "topic.metadata.refresh.interval.ms", "metadata.max.age.ms"};
 
+// The consumer settings that decide when a message is read back, reported as "consumer.KEY".
+// With fetch.min.bytes above 1 the broker may hold a fetch for up to fetch.wait.max.ms to fill
+// it: every receive time is then late by up to that long.
+constexpr const char* kReportedConsumerSettings[] = {"fetch.min.bytes", "fetch.wait.max.ms",
+                                                     "fetch.max.bytes", "queued.max.messages.kbytes"};
+constexpr const char* kConsumerPrefix = "consumer.";
+
 struct PartitionListDeleter {
   void operator()(rd_kafka_topic_partition_list_t* l) const {
     rd_kafka_topic_partition_list_destroy(l);
@@ -125,12 +132,23 @@ Status ProbeRunner::start() {
   producer_ = std::move(*producer);
   consumer_ = std::move(*consumer);
   client_settings_.clear();
-  for (const char* key : kReportedSettings) {
+  auto report = [this](rd_kafka_t* client, const char* key, const std::string& name) {
     char value[512];
     std::size_t size = sizeof value;
-    if (rd_kafka_conf_get(rd_kafka_conf(producer_.get()), key, value, &size) == RD_KAFKA_CONF_OK) {
-      client_settings_[key] = value;
+    if (rd_kafka_conf_get(rd_kafka_conf(client), key, value, &size) == RD_KAFKA_CONF_OK) {
+      client_settings_[name] = value;
     }
+  };
+  for (const char* key : kReportedSettings) report(producer_.get(), key, key);
+  for (const char* key : kReportedConsumerSettings) {
+    report(consumer_.get(), key, std::string(kConsumerPrefix) + key);
+  }
+  const auto& min_bytes = client_settings_[std::string(kConsumerPrefix) + "fetch.min.bytes"];
+  if (min_bytes != "1") {
+    spdlog::warn("probe {}: client sets fetch.min.bytes {}: the broker may hold a fetch for up to "
+                 "fetch.wait.max.ms ({} ms), and every receive time is late by up to that long",
+                 cluster_.name, min_bytes,
+                 client_settings_[std::string(kConsumerPrefix) + "fetch.wait.max.ms"]);
   }
   if (auto it = client_settings_.find("message.timeout.ms"); it != client_settings_.end()) {
     message_timeout_us_ = std::stoll(it->second) * 1000;

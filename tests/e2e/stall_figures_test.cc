@@ -109,6 +109,10 @@ TEST_CASE("kill stop and pause of broker 1 with a sole-replica topic: roles lead
     const auto& single = partitionOf(analysis, lab.single, 0);
     CHECK(single["role"] == "sole_replica");
     CHECK(run["probe_client"]["enable.idempotence"] == "true");
+    // Receive times are not held back by fetch batching: the broker answers a fetch as soon as
+    // a probe message is there.
+    CHECK(run["probe_client"]["consumer.fetch.min.bytes"] == "1");
+    CHECK(run["probe_client"]["consumer.fetch.max.bytes"] == "4194304");
     CHECK(run["leadership_at_fault"]["partitions"].size() == 4);
 
     // Everything sent in the window has a fate: nothing lost, nothing left open.
