@@ -180,11 +180,17 @@ def probe_section(probe, peer):
     for n in sorted(rows):
         for label, r in rows[n]:
             out.append(f"- {label}, {n} partitions: {cmd(r.get('command'))}")
-    # Ratio
-    out += ["", "### kfaild vs probe.py, CPU per message", "",
-            "| partitions | kfaild CPU ms / 1,000 acked | probe.py CPU ms / 1,000 acked | probe.py ÷ kfaild | probe.py acked ÷ expected |",
-            "|---|---|---|---|---|"]
-    for n in sorted(rows):
+    # Ratio, only between runs against the same cluster
+    same_source = (probe or {}).get("load_source") == (peer or {}).get("load_source")
+    out += ["", "### kfaild vs probe.py, CPU per message (sequential runs)", ""]
+    if not same_source:
+        out += [f"Not computed: kfaild's rows ran against {(probe or {}).get('load_source') or 'the three-broker lab'}, "
+                f"probe.py's against {(peer or {}).get('load_source') or 'the three-broker lab'}: "
+                "rerun both parts (`bench/run-all --parts probe,peer`)."]
+    else:
+        out += ["| partitions | kfaild CPU ms / 1,000 acked | probe.py CPU ms / 1,000 acked | probe.py ÷ kfaild | probe.py acked ÷ expected |",
+                "|---|---|---|---|---|"]
+    for n in sorted(rows) if same_source else []:
         k = next((r for l, r in rows[n] if l == "kfaild (probe_bench)"), None)
         p = next((r for l, r in rows[n] if l == "probe.py"), None)
         kc = k and k.get("cpu_ms_per_1000_acked")
@@ -602,7 +608,9 @@ def knobs_section(d):
             "`fetch.min.bytes` 1 MiB with `fetch.wait.max.ms` (the broker holds every fetch that "
             "long, so a tick comes back in one answer, and every receive time is later by up to "
             "that wait) and `linger.ms` 20 (a tick's messages leave in one request, every ack "
-            "later by up to 20 ms). Wake-ups are voluntary context switches of the threads. "
+            "later by up to 20 ms); `idempotence off` is not a timing trade but a safety one (librdkafka's "
+            "retries could then duplicate or reorder probe messages) and shows what idempotence "
+            "costs, which probe.py does not pay. Wake-ups are voluntary context switches of the threads. "
             "Latencies are means over the window from kfaild's own histograms (`/metrics`, "
             "all partitions).", "",
             "| partitions | variant | run | window s | acked ÷ expected | cores (librdkafka / own) | CPU ms / 1,000 acked | wake-ups/s (librdkafka / own) | ack latency mean ms | end-to-end latency mean ms | RSS MiB | load avg before |",
@@ -632,10 +640,13 @@ def knobs_section(d):
                        f"{rng([r['acked_fraction'] for r in rs], 3)} | "
                        f"{rng([r.get('ack_latency_mean_ms') for r in rs])} | "
                        f"{rng([r.get('end_to_end_latency_mean_ms') for r in rs])} |")
-    first = next((r for r in d.get("runs", []) if r.get("command")), None)
-    if first:
-        out += ["", f"Command: `{d.get('invocation')}`; per run: {cmd(first['command'])} with the "
-                "variant's `client:` properties.", ""]
+    invocations = {}
+    for r in d.get("runs", []):
+        invocations.setdefault(r.get("invocation") or d.get("invocation"), r)
+    for inv, r in invocations.items():
+        out += ["", f"Command (the {', '.join(str(n) for n in sorted({x['partitions'] for x in d['runs'] if (x.get('invocation') or d.get('invocation')) == inv}))}-partition "
+                f"runs): `{inv}`; per run: {cmd(r['command'])} with the variant's `client:` "
+                "properties."]
     return out + [""]
 
 
