@@ -1,5 +1,7 @@
 #include "api/http_server.h"
 
+#include "server/common/worker.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -513,6 +515,7 @@ Status HttpServer::Impl::serve() {
   accept();
   for (int i = 0; i < options_.threads; ++i) {
     threads_.emplace_back([this] {
+      common::nameThisThread("kfaild:http");
       // Below the probe: a burst of API requests must not delay the probe's sends and acks on a
       // busy host. Lowering a thread's own priority needs no privilege.
       if (options_.nice > 0 &&

@@ -9,9 +9,10 @@
 // /proc/self/task; RSS now and peak; ticks and skipped ticks in the window; the worst send
 // lateness since the probe started (the pacer keeps only a running maximum); the writer's stats.
 //
-// Thread groups: each part's threads inherit the name the main thread has when the part starts
-// them (Linux copies `comm` to new threads), so the writer thread reads "b:store", the probe's
-// sender/reporter/receiver "b:probe", the poller "b:poller"; librdkafka names its own ("rdk:...").
+// Thread groups: kfaild's threads name themselves (kfaild:send, kfaild:report, kfaild:receive,
+// kfaild:writer, kfaild:poll, kfaild:quorum); librdkafka names its own ("rdk:..."). Threads
+// started by something else inherit the name the main thread has when they start (Linux copies
+// `comm` to new threads): "b:store", "b:probe", "b:poller".
 
 #include <pthread.h>
 #include <sys/resource.h>

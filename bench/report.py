@@ -200,7 +200,9 @@ def probe_section(probe, peer):
         out.append(f"| {n} | {f(kc, 1)} | {f(pc, 1)} | {f(ratio, 1)}× | {f(ach, 3)} |")
     out += ["", "Where kfaild's CPU goes (probe_bench, CPU seconds per thread group in the window; "
             "`b:probe` = sender + reporter + receiver, `b:store` = the SQLite writer, "
-            "`b:poller` = metadata poller, `rdk:*` = librdkafka's threads):", ""]
+            "`b:poller` = metadata poller, `rdk:*` = librdkafka's threads; runs after kfaild "
+            "named its threads show `kfaild:send`, `kfaild:report`, `kfaild:receive`, "
+            "`kfaild:writer`, `kfaild:poll`, `kfaild:quorum` instead):", ""]
     for r in (probe or {}).get("runs", []):
         t = r["probe_bench"].get("thread_cpu_s") or {}
         top = sorted(t.items(), key=lambda kv: -kv[1])[:8]

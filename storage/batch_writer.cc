@@ -9,7 +9,7 @@ namespace kfaild::storage {
 
 BatchWriter::BatchWriter(BatchSink& sink, BatchWriterOptions options)
     : sink_(sink), options_(options) {
-  writer_.start([this] { run(); });
+  writer_.start("kfaild:writer", [this] { run(); });
 }
 
 // The stop wakes the writer wherever it waits; its last round writes what is queued.

@@ -20,11 +20,15 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "server/common/clock.h"
 
 namespace kfaild::common {
+
+// Names the calling thread (the first 15 bytes of `name`, Linux's limit).
+void nameThisThread(const std::string& name);
 
 class Worker {
  public:
@@ -34,11 +38,15 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // Runs `loop` on a new thread; the loop returns once stopRequested() (or earlier).
-  void start(std::function<void()> loop) {
+  // Runs `loop` on a new thread named `name` (what top -H, ps -L and /proc/<pid>/task/*/comm
+  // show; Linux keeps the first 15 bytes); the loop returns once stopRequested() (or earlier).
+  void start(std::string name, std::function<void()> loop) {
     stop();
     stopping_ = false;
-    thread_ = std::thread(std::move(loop));
+    thread_ = std::thread([name = std::move(name), loop = std::move(loop)] {
+      nameThisThread(name);
+      loop();
+    });
   }
 
   void stop() {

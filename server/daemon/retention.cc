@@ -218,7 +218,7 @@ RetentionTask::RetentionTask(storage::Store& store, const storage::DrillStore& d
 }
 
 void RetentionTask::start() {
-  worker_.start([this] {
+  worker_.start("kfaild:retain", [this] {
     // On a schedule from start, not from the end of the last pass; a pass that overran its
     // interval is followed by the next slot, not by a burst of passes.
     auto next = clock_.monoNow();

@@ -37,7 +37,7 @@ void DrillRunner::start() {
   if (auto queued = deps_.drills.drills(q); queued) {
     for (auto it = queued->rbegin(); it != queued->rend(); ++it) queue_.push(it->id);
   }
-  worker_.start([this] { loop(); });
+  worker_.start("kfaild:drill", [this] { loop(); });
 }
 
 void DrillRunner::stop() { worker_.stop(); }

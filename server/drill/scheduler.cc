@@ -16,7 +16,7 @@ Scheduler::Scheduler(storage::DrillStore& store, const common::Clock& clock,
 Scheduler::~Scheduler() { stop(); }
 
 void Scheduler::start() {
-  worker_.start([this] {
+  worker_.start("kfaild:schedule", [this] {
     do {
       tick();
     } while (worker_.sleepFor(std::chrono::seconds(1)));

@@ -50,7 +50,7 @@ Status Notifier::start() {
     spdlog::warn("notifications: {} delivery(ies) interrupted by the last stop are queued again (a receiver may get one twice)",
                  *requeued);
   }
-  worker_.start([this] { run(); });
+  worker_.start("kfaild:notify", [this] { run(); });
   return okStatus();
 }
 

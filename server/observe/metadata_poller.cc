@@ -59,9 +59,9 @@ Status MetadataPoller::ensureHandle() {
 Status MetadataPoller::start() {
   if (auto status = ensureHandle(); !status) return status;
   cancel_describe_ = false;
-  metadata_poller_.start([this] { run(); });
+  metadata_poller_.start("kfaild:poll", [this] { run(); });
   if (quorum_describer_) {
-    quorum_poller_.start([this] { runQuorum(); });
+    quorum_poller_.start("kfaild:quorum", [this] { runQuorum(); });
   } else {
     spdlog::warn("cluster {}: {}", cluster_.name, state_.quorum_error);
   }

@@ -155,9 +155,9 @@ Status ProbeRunner::start() {
   }
   rd_kafka_poll_set_consumer(consumer_.get());
 
-  sender_.start([this] { senderLoop(); });
-  reporter_.start([this] { reporterLoop(); });
-  receiver_.start([this] { receiverLoop(); });
+  sender_.start("kfaild:send", [this] { senderLoop(); });
+  reporter_.start("kfaild:report", [this] { reporterLoop(); });
+  receiver_.start("kfaild:receive", [this] { receiverLoop(); });
   return okStatus();
 }
 

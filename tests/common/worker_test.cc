@@ -6,6 +6,9 @@
 #include <chrono>
 #include <deque>
 #include <future>
+#include <string>
+
+#include <pthread.h>
 
 using kfaild::common::Worker;
 using namespace std::chrono_literals;
@@ -14,7 +17,7 @@ TEST_CASE("a worker sleeping for an hour stops at once, at any moment, every tim
   for (int i = 0; i < 300; ++i) {
     Worker worker;
     std::atomic<int> rounds{0};
-    worker.start([&] {
+    worker.start("kfaild:test", [&] {
       while (!worker.stopRequested()) {
         ++rounds;
         worker.sleepFor(std::chrono::hours(1));
@@ -34,7 +37,7 @@ TEST_CASE("a worker waiting for work without a timeout is woken by work and by s
   std::mutex mutex;
   std::deque<int> queue;  // guarded by mutex
   std::vector<int> done;  // worker thread only until stopped
-  worker.start([&] {
+  worker.start("kfaild:test", [&] {
     while (true) {
       std::unique_lock lock(mutex);
       if (!worker.wait(lock, [&] { return !queue.empty(); })) return;  // stop requested
@@ -58,4 +61,19 @@ TEST_CASE("a worker waiting for work without a timeout is woken by work and by s
   REQUIRE(stopped.wait_for(5s) == std::future_status::ready);
   CHECK(done == std::vector<int>{0, 1, 2});
   CHECK(worker.stopRequested());
+}
+
+TEST_CASE("a worker's thread carries its name, cut to Linux's 15 bytes", "[unit][common]") {
+  auto name_of = [](std::string name) {
+    Worker worker;
+    std::promise<std::string> seen;
+    worker.start(std::move(name), [&seen] {
+      char buffer[32] = {};
+      pthread_getname_np(pthread_self(), buffer, sizeof buffer);
+      seen.set_value(buffer);
+    });
+    return seen.get_future().get();
+  };
+  CHECK(name_of("kfaild:send") == "kfaild:send");
+  CHECK(name_of("kfaild:a-very-long-name") == "kfaild:a-very-l");
 }
