@@ -14,7 +14,6 @@
 // started by something else inherit the name the main thread has when they start (Linux copies
 // `comm` to new threads): "b:store", "b:probe", "b:poller".
 
-#include <pthread.h>
 #include <sys/resource.h>
 
 #include <chrono>
@@ -34,6 +33,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/common/clock.h"
+#include "server/common/worker.h"
 #include "server/config/config.h"
 #include "server/observe/client_log.h"
 #include "server/observe/metadata_poller.h"
@@ -42,6 +42,7 @@
 
 namespace {
 
+using kfaild::common::nameThisThread;
 using nlohmann::json;
 using Steady = std::chrono::steady_clock;
 
@@ -114,8 +115,6 @@ Snapshot snapshot(const kfaild::probe::ProbeRunner& probe) {
   s.at = Steady::now();
   return s;
 }
-
-void nameThisThread(const char* name) { pthread_setname_np(pthread_self(), name); }
 
 }  // namespace
 

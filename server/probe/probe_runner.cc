@@ -143,12 +143,14 @@ Status ProbeRunner::start() {
   for (const char* key : kReportedConsumerSettings) {
     report(consumer_.get(), key, std::string(kConsumerPrefix) + key);
   }
-  const auto& min_bytes = client_settings_[std::string(kConsumerPrefix) + "fetch.min.bytes"];
-  if (min_bytes != "1") {
+  const auto consumer_setting = [this](const char* key) {
+    const auto it = client_settings_.find(std::string(kConsumerPrefix) + key);
+    return it == client_settings_.end() ? std::string() : it->second;
+  };
+  if (const auto min_bytes = consumer_setting("fetch.min.bytes"); min_bytes != "1") {
     spdlog::warn("probe {}: client sets fetch.min.bytes {}: the broker may hold a fetch for up to "
                  "fetch.wait.max.ms ({} ms), and every receive time is late by up to that long",
-                 cluster_.name, min_bytes,
-                 client_settings_[std::string(kConsumerPrefix) + "fetch.wait.max.ms"]);
+                 cluster_.name, min_bytes, consumer_setting("fetch.wait.max.ms"));
   }
   if (auto it = client_settings_.find("message.timeout.ms"); it != client_settings_.end()) {
     message_timeout_us_ = std::stoll(it->second) * 1000;

@@ -3,10 +3,7 @@
 
 #include "api/drill_metrics.h"
 
-#include <sys/wait.h>
-
 #include <catch2/catch.hpp>
-#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -17,6 +14,7 @@
 #include "storage/sqlite_drill_store.h"
 #include "storage/sqlite_store.h"
 #include "tests/api/api_test_support.h"
+#include "tests/support/shell.h"
 #include "tests/support/temp_dir.h"
 
 namespace kfaild::api {
@@ -262,14 +260,8 @@ TEST_CASE("promtool finds nothing to lint in kfaild's metrics, the last drill's 
   const auto lint = [&db](const std::string& text) {
     const auto path = db.dir / "metrics.txt";
     std::ofstream(path) << text;
-    const auto command = "promtool check metrics < '" + path.string() + "' 2>&1";
-    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-    REQUIRE(pipe);
-    std::string output;
-    char buffer[4096];
-    while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe.get())) output.append(buffer, n);
-    const int status = pclose(pipe.release());
-    return std::pair{WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+    const auto ran = kfaild::testing::run("promtool check metrics < " + kfaild::testing::quoted(path));
+    return std::pair{ran.status, ran.output};
   };
   const auto [status, output] = lint(reply.body + db.metrics());
   INFO(output);

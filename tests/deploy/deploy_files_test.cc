@@ -7,26 +7,27 @@
 // other: the compose user is the image's, the inventory names compose's containers, the mounted
 // config is where the image's CMD looks for it.
 
-#include <sys/wait.h>
-
 #include <algorithm>
-#include <array>
 #include <catch2/catch.hpp>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "server/config/config.h"
 #include "tests/support/paths.h"
+#include "tests/support/shell.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
+using kfaild::testing::quoted;
+using kfaild::testing::Ran;
+using kfaild::testing::readFile;
+using kfaild::testing::replacedOnce;
+using kfaild::testing::run;
 using kfaild::testing::TempDir;
 
 namespace {
@@ -34,45 +35,9 @@ namespace {
 const fs::path kSource = KFAILD_SOURCE_DIR;
 const std::string kUnitExecStart = "/usr/local/bin/kfaild --config /etc/kfaild/kfaild.yaml";
 
-struct Ran {
-  int status = -1;     // the exit status; -1 when killed by a signal or not started
-  std::string output;  // stdout and stderr together
-};
-
-Ran run(const std::string& command) {
-  Ran ran;
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen((command + " 2>&1").c_str(), "r"), pclose);
-  if (!pipe) return ran;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), pipe.get()) != nullptr) ran.output += buf.data();
-  const int status = pclose(pipe.release());
-  ran.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return ran;
-}
-
-std::string quoted(const fs::path& path) {
-  return "'" + path.string() + "'";
-}
-
-std::string readFile(const fs::path& path) {
-  std::ifstream in(path);
-  REQUIRE(in);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 void writeFile(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream(path) << text;
-}
-
-// `text` with its one occurrence of `from` replaced: a broken copy must differ where intended.
-std::string replacedOnce(const std::string& text, const std::string& from, const std::string& to) {
-  const auto at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  REQUIRE(text.find(from, at + 1) == std::string::npos);
-  return text.substr(0, at) + to + text.substr(at + from.size());
 }
 
 std::vector<std::string> lines(const std::string& text) {

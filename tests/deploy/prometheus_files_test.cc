@@ -4,24 +4,23 @@
 // tests/e2e/prometheus_e2e_test.cc evaluates it on a real Prometheus), and every kfaild metric the
 // dashboard and the rules use must be documented in docs/METRICS.md.
 
-#include <sys/wait.h>
-
-#include <array>
 #include <catch2/catch.hpp>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <regex>
 #include <set>
-#include <sstream>
 #include <string>
 
 #include "tests/support/paths.h"
 #include "tests/support/prometheus.h"
+#include "tests/support/shell.h"
 #include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
+using kfaild::testing::quoted;
+using kfaild::testing::readFile;
+using kfaild::testing::replacedOnce;
+using kfaild::testing::run;
 using kfaild::testing::TempDir;
 
 namespace {
@@ -31,41 +30,6 @@ const fs::path kRules = kSource / "deploy/prometheus/kfaild-rules.yml";
 const fs::path kRuleTests = kSource / "deploy/prometheus/kfaild-rules.test.yml";
 const fs::path kPrometheusConfig = kSource / "deploy/prometheus/prometheus.yml";
 const fs::path kDashboard = kSource / "deploy/grafana/kfaild.json";
-
-struct Ran {
-  int status = -1;
-  std::string output;
-};
-
-Ran run(const std::string& command) {
-  Ran ran;
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen((command + " 2>&1").c_str(), "r"), pclose);
-  if (!pipe) return ran;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), pipe.get()) != nullptr) ran.output += buf.data();
-  const int status = pclose(pipe.release());
-  ran.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return ran;
-}
-
-std::string readFile(const fs::path& path) {
-  std::ifstream in(path);
-  REQUIRE(in);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string replacedOnce(const std::string& text, const std::string& from, const std::string& to) {
-  const auto at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  REQUIRE(text.find(from, at + 1) == std::string::npos);
-  return text.substr(0, at) + to + text.substr(at + from.size());
-}
-
-std::string quoted(const fs::path& path) {
-  return "'" + path.string() + "'";
-}
 
 // kfaild metric names in `text`, histogram series by their family's name; recording rules' names
 // (level:metric:operation) are not metrics kfaild exports, so a name after ':' is skipped.
