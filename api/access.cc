@@ -61,6 +61,22 @@ bool isJsonMediaType(std::string_view value) {
   return lower(trim(value.substr(0, semicolon))) == "application/json";
 }
 
+// The port of "name:port" or "[v6]:port"; `fallback` when there is none, 0 when malformed.
+int portOf(std::string_view authority, int fallback) {
+  authority = trim(authority);
+  const auto close = authority.rfind(']');
+  const auto colon = authority.rfind(':');
+  if (colon == std::string_view::npos || (close != std::string_view::npos && colon < close)) return fallback;
+  const auto digits = authority.substr(colon + 1);
+  if (digits.empty() || digits.size() > 5) return 0;
+  int port = 0;
+  for (const char c : digits) {
+    if (c < '0' || c > '9') return 0;
+    port = port * 10 + (c - '0');
+  }
+  return port > 65535 ? 0 : port;
+}
+
 Response unauthorized(const Request& request, std::string detail, const char* error) {
   std::string challenge = "Bearer realm=\"kfaild\"";
   if (error != nullptr) challenge += std::string(", error=\"") + error + "\"";
@@ -176,8 +192,16 @@ std::optional<Response> AccessPolicy::checkCrossSite(const Request& request) con
       if (authority.find('/') != std::string_view::npos) return false;
       if (headers.host && lower(authority) == lower(trim(*headers.host))) return true;
       const auto name = hostName(authority);
+      if (name.empty()) return false;
+      const auto scheme = lower(origin.substr(0, scheme_end));
+      const int default_port = scheme == "https" ? 443 : scheme == "http" ? 80 : 0;
+      const auto port = portOf(authority, default_port);
       for (const auto& allowed : options_.allowed_hosts) {
-        if (!name.empty() && hostName(allowed) == name) return true;
+        // Another port of an allowed name is another origin (another service on that host): a
+        // name without a port stands for the scheme's default port.
+        if (hostName(allowed) == name && port != 0 && portOf(allowed, default_port) == port) {
+          return true;
+        }
       }
       return false;
     }();
@@ -208,10 +232,15 @@ AccessPolicy::Proof AccessPolicy::prove(const Request& request) const {
 }
 
 std::optional<Response> AccessPolicy::admit(Request& request, RouteAccess access, bool mutating) const {
+  const Proof proof = options_.auth ? prove(request) : Proof::kOperator;
+  // The role is known before any refusal, so that the audit log keeps a cross-site attempt with
+  // a valid token as that role's (api/audit_endpoints.h).
+  request.role = proof == Proof::kOperator ? Role::kOperator
+                 : proof == Proof::kViewer ? Role::kViewer
+                                           : Role::kAnonymous;
   if (mutating) {
     if (auto refused = checkCrossSite(request)) return refused;
   }
-  const Proof proof = options_.auth ? prove(request) : Proof::kOperator;
   if (access != RouteAccess::kPublic) {
     if (proof == Proof::kMalformed) {
       return unauthorized(request, "the Authorization header is not of the form \"Bearer <token>\"",
@@ -221,9 +250,6 @@ std::optional<Response> AccessPolicy::admit(Request& request, RouteAccess access
       return unauthorized(request, "the bearer token is not one configured for this server", "invalid_token");
     }
   }
-  request.role = proof == Proof::kOperator ? Role::kOperator
-                 : proof == Proof::kViewer ? Role::kViewer
-                                           : Role::kAnonymous;
   Role needed = Role::kAnonymous;
   if (access == RouteAccess::kOperator || (access == RouteAccess::kDefault && mutating)) {
     needed = Role::kOperator;

@@ -10,7 +10,8 @@
 //                compared (a proxy may change them); a request without Host (not a browser) passes.
 //   Cross-site   A mutating request whose Sec-Fetch-Site is not same-origin/none, or whose Origin
 //                is "null" or names another host than the Host header (and is not an allowed
-//                host), gets 403 (cross-site-request).
+//                host on its port: "name:port" that port, "name" the scheme's default port),
+//                gets 403 (cross-site-request).
 //   Credentials  "Authorization: Bearer <token>" proves the operator or the viewer token
 //                (compared in constant time). A malformed header or an unknown token is 401 on
 //                every route but the public ones.

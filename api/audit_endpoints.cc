@@ -13,24 +13,83 @@ namespace kfaild::api {
 
 using nlohmann::json;
 
+namespace {
+constexpr std::int64_t kMinuteUs = 60'000'000;
+constexpr const char* kOverflowPeer = "(overflow)";
+}  // namespace
+
+AuditRecorder::AuditRecorder(storage::AuditLog& log, const common::Clock& clock, AuditRecorderOptions options)
+    : log_(log), clock_(clock), options_(options) {}
+
+void AuditRecorder::start() {
+  worker_.start("kfaild:audit", [this] {
+    while (worker_.sleepFor(std::chrono::duration_cast<std::chrono::microseconds>(options_.flush_interval))) {
+      flush();
+    }
+  });
+}
+
+void AuditRecorder::stop() {
+  worker_.stop();
+  flush();
+}
+
+void AuditRecorder::flush() {
+  commit(std::nullopt);
+}
+
+bool AuditRecorder::commit(std::optional<storage::AuditRecord> accepted) {
+  std::lock_guard flushing(flush_mutex_);
+  std::vector<storage::AuditRecord> rows;
+  std::map<CountKey, std::int64_t> counts;
+  {
+    std::lock_guard lock(queue_mutex_);
+    rows.swap(queued_);
+    counts.swap(counts_);
+  }
+  // After the refusals queued before it: ids follow the order of the answers.
+  if (accepted) rows.push_back(std::move(*accepted));
+  if (rows.empty() && counts.empty()) return true;
+  std::vector<storage::AuditRefusal> refusals;
+  refusals.reserve(counts.size());
+  for (auto& [key, count] : counts) {
+    refusals.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), count});
+  }
+  if (auto done = log_.appendBatch(rows, refusals); !done) {
+    failed_.fetch_add(rows.size() + refusals.size());
+    spdlog::warn("audit: cannot record {} requests and {} counts of refused anonymous requests: {}", rows.size(),
+                 refusals.size(), done.error().describe());
+    return false;
+  }
+  written_.fetch_add(rows.size());
+  return true;
+}
+
 void AuditRecorder::operator()(const AuditEntry& entry) {
-  storage::AuditRecord record;
-  record.time_us = clock_.wallNow();
-  record.role = roleName(entry.role);
-  record.remote = entry.remote_address;
-  record.method = entry.method;
-  record.route = entry.route;
-  record.body_sha256 = entry.body_sha256;
-  record.body_bytes = static_cast<std::int64_t>(entry.body_bytes);
-  record.status = entry.status;
-  record.problem = entry.problem;
-  if (auto appended = log_.append(record); !appended) {
-    failed_.fetch_add(1);
-    spdlog::warn("audit: cannot record {} {} ({}): {}", record.method, record.route, record.status,
-                 appended.error().describe());
+  const auto now = clock_.wallNow();
+  storage::AuditRecord record{0,           now,          roleName(entry.role), entry.remote_address,
+                              entry.method, entry.route, entry.body_sha256,   static_cast<std::int64_t>(entry.body_bytes),
+                              entry.status, entry.problem};
+  if (entry.status < 400) {
+    // Committed before the answer leaves: the change it records has not been acknowledged yet.
+    commit(std::move(record));
     return;
   }
-  written_.fetch_add(1);
+  std::lock_guard lock(queue_mutex_);
+  if (entry.role != Role::kAnonymous && queued_.size() < options_.max_queued) {
+    queued_.push_back(std::move(record));
+    return;
+  }
+  const auto minute = now - now % kMinuteUs;
+  CountKey key{minute, entry.remote_address, entry.matched ? entry.route : std::string("unmatched"), entry.status};
+  auto it = counts_.find(key);
+  if (it == counts_.end() && counts_.size() >= options_.max_counts) {
+    key = CountKey{minute, kOverflowPeer, "(any)", entry.status};
+    it = counts_.find(key);
+  }
+  if (it == counts_.end()) it = counts_.emplace(std::move(key), 0).first;
+  ++it->second;
+  counted_.fetch_add(1);
 }
 
 void AuditEndpoints::registerOn(Router& router) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <string>
@@ -376,13 +377,14 @@ Response DrillEndpoints::listDrills(const Request& request) const {
   if (!rows) return storeFailure(request, rows.error());
   auto names = clusterNames(request);
   if (auto* failure = std::get_if<Response>(&names)) return std::move(*failure);
-  const bool more = rows->size() > wanted;
-  if (more) rows->resize(wanted);
-  json items = json::array();
-  for (const auto& row : *rows) items.push_back(drillJson(row, std::get<0>(names)));
-  return jsonResponse(200, {{"items", std::move(items)},
-                            {"count", rows->size()},
-                            {"next_cursor", more ? json(std::to_string(rows->back().id)) : json(nullptr)}});
+  BoundedArray items;
+  std::size_t taken = 0;
+  while (taken < rows->size() && taken < wanted && items.add(drillJson((*rows)[taken], std::get<0>(names)))) ++taken;
+  const bool more = taken < rows->size();
+  Response response;
+  response.body = "{\"items\":" + items.text() + ",\"count\":" + std::to_string(taken) + ",\"next_cursor\":" +
+                  (more && taken > 0 ? json(std::to_string((*rows)[taken - 1].id)) : json(nullptr)).dump() + "}";
+  return response;
 }
 
 Response DrillEndpoints::getDrill(const Request& request) const {
@@ -628,10 +630,18 @@ Response DrillEndpoints::statistics(const Request& request) const {
                    {"resume_us", summary(g.resume)},
                    {"trend", std::move(trend)}});
   }
-  return jsonResponse(200, {{"drills", rows->size()},
-                            {"runs", runs_used},
-                            {"truncated", rows->size() >= static_cast<std::size_t>(kStatisticsMaxDrills)},
-                            {"groups", std::move(out)}});
+  Response response = jsonResponse(200, {{"drills", rows->size()},
+                                         {"runs", runs_used},
+                                         {"truncated", rows->size() >= static_cast<std::size_t>(kStatisticsMaxDrills)},
+                                         {"groups", std::move(out)}});
+  if (response.body.size() > kMaxResponseBytes) {
+    return problem(ProblemType::kInvalidParameter,
+                   "the statistics of this query take " + std::to_string(response.body.size()) +
+                       " bytes, over the limit of " + std::to_string(kMaxResponseBytes) +
+                       "; narrow it with cluster, fault, topic, partition, role, from or to",
+                   request.path);
+  }
+  return response;
 }
 
 Response DrillEndpoints::incidents(const Request& request) const {
@@ -682,7 +692,8 @@ Response DrillEndpoints::incidents(const Request& request) const {
   }
   auto events_around = store_.eventsInWindows(cluster_id, around, 200);
   if (!events_around) return storeFailure(request, events_around.error());
-  json items = json::array();
+  BoundedArray items;
+  std::optional<std::int64_t> next_to;  // the start of the oldest incident in this answer
   std::size_t index = 0;
   for (auto it = merged.rbegin(); it != merged.rend(); ++it, ++index) {  // newest first
     json partitions = json::array();
@@ -699,19 +710,34 @@ Response DrillEndpoints::incidents(const Request& request) const {
       if (e.source == "probe") continue;  // the gaps themselves, already listed
       event_items.push_back(eventJson(e));
     }
-    items.push_back({{"start", common::formatRfc3339(it->start_us)},
-                     {"start_us", it->start_us},
-                     {"end", common::formatRfc3339(it->end_us)},
-                     {"end_us", it->end_us},
-                     {"duration_us", it->end_us - it->start_us},
-                     {"partitions", std::move(partitions)},
-                     {"events", std::move(event_items)}});
+    const bool added = items.add({{"start", common::formatRfc3339(it->start_us)},
+                                  {"start_us", it->start_us},
+                                  {"end", common::formatRfc3339(it->end_us)},
+                                  {"end_us", it->end_us},
+                                  {"duration_us", it->end_us - it->start_us},
+                                  {"partitions", std::move(partitions)},
+                                  {"events", std::move(event_items)}});
+    if (!added) {
+      // The older incidents: their gaps all end before this answer's oldest incident starts.
+      next_to = items.count() > 0 ? std::prev(it)->start_us : it->start_us;
+      break;
+    }
   }
-  return jsonResponse(200, {{"items", std::move(items)},
-                            {"count", merged.size()},
-                            {"truncated", truncated},
-                            {"from", common::formatRfc3339(range->from_us)},
-                            {"to", common::formatRfc3339(range->to_us)}});
+  json next = nullptr;
+  if (next_to) {
+    std::string target = request.path + "?from=" + percentEncode(common::formatRfc3339(range->from_us)) +
+                         "&to=" + percentEncode(common::formatRfc3339(*next_to));
+    for (const auto& [name, value] : request.query) {
+      if (name != "from" && name != "to") target += "&" + percentEncode(name) + "=" + percentEncode(value);
+    }
+    next = target;
+  }
+  Response response;
+  response.body = "{\"items\":" + items.text() + ",\"count\":" + std::to_string(items.count()) +
+                  ",\"truncated\":" + (truncated || next_to ? "true" : "false") + ",\"next\":" + next.dump() +
+                  ",\"from\":" + json(common::formatRfc3339(range->from_us)).dump() +
+                  ",\"to\":" + json(common::formatRfc3339(range->to_us)).dump() + "}";
+  return response;
 }
 
 Response DrillEndpoints::listSchedules(const Request& request) const {

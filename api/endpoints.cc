@@ -19,6 +19,7 @@
 #include "api/prometheus_text.h"
 #include "api/query_params.h"
 #include "api/resources.h"
+#include "server/common/sensitive.h"
 #include "server/common/time_format.h"
 
 namespace kfaild::api {
@@ -201,20 +202,53 @@ json sampleJson(const storage::ProbeSample& sample) {
   };
 }
 
-// A list with the range it covers. The store is asked for one row more than `limit`, so
-// `truncated` says for certain whether rows were left out.
-template <typename Row, typename ToJson>
-Response listResponse(std::vector<Row> rows, std::size_t limit, const storage::TimeRange& range,
-                      ToJson&& toJson) {
-  const bool truncated = rows.size() > limit;
-  if (truncated) rows.resize(limit);
-  json items = json::array();
-  for (const auto& row : rows) items.push_back(toJson(row));
-  return jsonResponse(200, {{"items", std::move(items)},
-                            {"count", rows.size()},
-                            {"truncated", truncated},
-                            {"from", common::formatRfc3339(range.from_us)},
-                            {"to", common::formatRfc3339(range.to_us)}});
+// A list with the range it covers, in ascending order of `keyOf` (a time the range selects on),
+// at most `limit` rows and kMaxResponseBytes. The store is asked for one row more than `limit`,
+// so `truncated` says for certain whether rows were left out; `next` is then the target of the
+// rest: the same query from the first row left out. The rows with that row's key are left out
+// of this page too (when others remain), so `next` repeats none and skips none.
+// Each row is serialised on its own: the answer is never held as a JSON tree.
+template <typename Row, typename ToJson, typename KeyOf>
+Response listResponse(const Request& request, std::vector<Row> rows, std::size_t limit,
+                      const storage::TimeRange& range, ToJson&& toJson, KeyOf&& keyOf) {
+  constexpr std::size_t kEnvelopeBytes = 4096;  // count, truncated, next, from, to
+  std::string items = "[";
+  std::size_t count = 0;
+  std::vector<std::size_t> ends;  // where each row's text ends in `items`
+  while (count < rows.size() && count < limit) {
+    std::string item = jsonBody(toJson(rows[count]));
+    if (items.size() + item.size() + 2 + kEnvelopeBytes > kMaxResponseBytes) break;
+    if (count > 0) items += ',';
+    items += item;
+    ends.push_back(items.size());
+    ++count;
+  }
+  const bool truncated = count < rows.size();
+  std::optional<std::int64_t> next_from;
+  if (truncated && count == 0) {
+    // One row alone over the cap: it is skipped, not sent, or `next` would ask for it forever.
+    next_from = keyOf(rows[0]) + 1;
+  } else if (truncated) {
+    next_from = keyOf(rows[count]);
+    while (count > 1 && keyOf(rows[count - 1]) == *next_from) --count;
+    items.resize(ends[count - 1]);
+  }
+  items += ']';
+  json next = nullptr;
+  if (next_from) {
+    std::string target = request.path + "?from=" + percentEncode(common::formatRfc3339(*next_from)) +
+                         "&to=" + percentEncode(common::formatRfc3339(range.to_us));
+    for (const auto& [name, value] : request.query) {
+      if (name != "from" && name != "to") target += "&" + percentEncode(name) + "=" + percentEncode(value);
+    }
+    next = target;
+  }
+  Response response;
+  response.body = "{\"items\":" + items + ",\"count\":" + std::to_string(count) +
+                  ",\"truncated\":" + (truncated ? "true" : "false") + ",\"next\":" + next.dump() +
+                  ",\"from\":" + json(common::formatRfc3339(range.from_us)).dump() +
+                  ",\"to\":" + json(common::formatRfc3339(range.to_us)).dump() + "}";
+  return response;
 }
 
 }  // namespace
@@ -257,7 +291,7 @@ Response Endpoints::readyz(const Request& request) const {
   std::vector<std::string> reasons;
   const auto writer = store_.writerStats();
   if (!writer.last_error.empty()) {
-    reasons.push_back("store: the last write failed: " + writer.last_error);
+    reasons.push_back("store: the last write failed: " + common::sensitive(writer.last_error));
   }
   for (const auto& cluster : live_.clusters()) {
     if (cluster.probe.phase == probe::ProbePhase::kProbing) continue;
@@ -666,7 +700,8 @@ Response Endpoints::gaps(const Request& request) const {
 
   auto rows = store_.gaps(gap_query);
   if (!rows) return storeFailure(request, rows.error());
-  return listResponse(std::move(*rows), wanted, *range, gapJson);
+  return listResponse(request, std::move(*rows), wanted, *range, gapJson,
+                      [](const storage::Gap& g) { return g.end_us; });
 }
 
 Response Endpoints::events(const Request& request) const {
@@ -701,7 +736,8 @@ Response Endpoints::events(const Request& request) const {
 
   auto rows = store_.events(event_query);
   if (!rows) return storeFailure(request, rows.error());
-  return listResponse(std::move(*rows), wanted, *range, eventJson);
+  return listResponse(request, std::move(*rows), wanted, *range, eventJson,
+                      [](const storage::Event& e) { return e.t_us; });
 }
 
 Response Endpoints::samples(const Request& request) const {
@@ -729,12 +765,15 @@ Response Endpoints::samples(const Request& request) const {
   sample_query.range = *range;
   auto limit = query->integer("limit", 1, kSamplesMaxLimit);
   if (!limit) return badRequest(request, limit.error());
-  const auto wanted = static_cast<std::size_t>(limit->value_or(kSamplesDefaultLimit));
+  // More than this many samples never fit in kMaxResponseBytes: the rest is not read either.
+  const auto wanted = std::min<std::size_t>(static_cast<std::size_t>(limit->value_or(kSamplesDefaultLimit)),
+                                            kSamplesPerResponse);
   sample_query.limit = wanted + 1;
 
   auto rows = store_.samples(sample_query);
   if (!rows) return storeFailure(request, rows.error());
-  return listResponse(std::move(*rows), wanted, *range, sampleJson);
+  return listResponse(request, std::move(*rows), wanted, *range, sampleJson,
+                      [](const storage::ProbeSample& s) { return s.send_us; });
 }
 
 }  // namespace kfaild::api

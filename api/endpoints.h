@@ -17,6 +17,7 @@
 //
 // Thread-safety: handlers may run concurrently; LiveClusters and Store must be thread-safe.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -44,6 +45,8 @@ inline constexpr std::int64_t kSamplesDefaultWindowUs = 5LL * 60 * 1'000'000;
 inline constexpr std::int64_t kSamplesMaxWindowUs = 24LL * 3600 * 1'000'000;
 inline constexpr std::int64_t kSamplesMaxLimit = 100'000;
 inline constexpr std::int64_t kSamplesDefaultLimit = 100'000;
+// A sample's JSON is over 200 bytes: more never fit in one answer.
+inline constexpr std::size_t kSamplesPerResponse = 20'000;
 inline constexpr std::int64_t kMaxMinGapMs = 31'536'000'000;  // a year
 
 // What /metrics reports as kfaild_build_info.

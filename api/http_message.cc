@@ -1,5 +1,6 @@
 #include "api/http_message.h"
 
+#include <cctype>
 #include <array>
 #include <string_view>
 
@@ -217,6 +218,23 @@ std::string printable(std::string_view text, std::size_t max_length) {
       out += "\\x";
       out.push_back(kHex[byte >> 4]);
       out.push_back(kHex[byte & 0xf]);
+    }
+  }
+  return out;
+}
+
+std::string percentEncode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (std::isalnum(byte) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out.push_back(c);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[byte >> 4]);
+      out.push_back(kHex[byte & 0x0f]);
     }
   }
   return out;

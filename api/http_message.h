@@ -72,6 +72,8 @@ Result<Target> parseTarget(std::string_view target);
 
 // Decodes %XX escapes; nullopt on a truncated or non-hex escape.
 std::optional<std::string> percentDecode(std::string_view text);
+// Every byte but the unreserved ones (A-Z a-z 0-9 - . _ ~) as %XX: safe in a query value.
+std::string percentEncode(std::string_view text);
 
 // Each kind of problem kfaild reports: its HTTP status, its `type` URI and its `title` (the same
 // for every occurrence; `detail` says what was wrong this time).

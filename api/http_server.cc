@@ -17,6 +17,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cctype>
+#include <functional>
 #include <mutex>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -48,6 +49,12 @@ using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 // discard for a while first.
 constexpr std::chrono::milliseconds kLingerTimeout{2000};
 constexpr std::chrono::milliseconds kAcceptRetry{100};
+// What the read buffer holds beyond the header limit: one read's worth of body, pipelined requests
+// or a chunk header. A chunk header (size and extensions) or a trailer that does not fit fails
+// the read instead of growing the buffer: Beast bounds neither by the header or body limit.
+constexpr std::size_t kReadSlack = 64 * 1024;
+// Chunk extensions carry nothing kfaild reads; longer ones are refused.
+constexpr std::size_t kMaxChunkExtension = 1024;
 
 std::string_view view(beast::string_view text) {
   return {text.data(), text.size()};
@@ -154,6 +161,7 @@ Status validateOptions(const ServerOptions& options) {
     return invalid("threads: must be between 1 and 16, got " + std::to_string(options.threads));
   }
   if (options.max_connections < 1) return invalid("max_connections: must be at least 1");
+  if (options.max_connections_per_peer < 1) return invalid("max_connections_per_peer: must be at least 1");
   if (options.max_body_bytes < 1 || options.max_body_bytes > (std::size_t{1} << 30)) {
     return invalid("max_body_bytes: must be between 1 and 1073741824, got " +
                    std::to_string(options.max_body_bytes));
@@ -202,7 +210,12 @@ class HttpServer::Impl {
   bool stopping() const { return stopping_.load(); }
   void sessionEnded(Connection* session) {
     std::lock_guard lock(sessions_mutex_);
-    sessions_.erase(session);
+    const auto it = sessions_.find(session);
+    if (it == sessions_.end()) return;
+    if (const auto peer = per_peer_.find(it->second.peer); peer != per_peer_.end() && --peer->second == 0) {
+      per_peer_.erase(peer);
+    }
+    sessions_.erase(it);
   }
 
  private:
@@ -219,8 +232,13 @@ class HttpServer::Impl {
 
   // Declared before the io_context: sessions destroyed while it shuts down still unregister
   // and still have their TLS context.
+  struct OpenConnection {
+    std::weak_ptr<Connection> session;
+    std::string peer;  // its address
+  };
   std::mutex sessions_mutex_;
-  std::unordered_map<Connection*, std::weak_ptr<Connection>> sessions_;  // guarded by sessions_mutex_
+  std::unordered_map<Connection*, OpenConnection> sessions_;  // guarded by sessions_mutex_
+  std::unordered_map<std::string, std::size_t> per_peer_;     // open connections by peer address; guarded by sessions_mutex_
   std::unique_ptr<ssl::context> tls_;  // set by listen() when options_.tls is enabled
 
   asio::io_context ioc_;
@@ -250,7 +268,10 @@ class HttpServer::Impl::Session : public Connection,
  public:
   template <typename... TlsContext>
   Session(tcp::socket socket, HttpServer::Impl& server, TlsContext&... context)
-      : remote_address_(remoteAddressOf(socket)), stream_(std::move(socket), context...), server_(server) {}
+      : remote_address_(remoteAddressOf(socket)),
+        stream_(std::move(socket), context...),
+        server_(server),
+        buffer_(server.options().max_header_bytes + kReadSlack) {}
   ~Session() override { server_.sessionEnded(this); }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -295,6 +316,7 @@ class HttpServer::Impl::Session : public Connection,
     parser_.emplace();
     parser_->body_limit(server_.options().max_body_bytes);
     parser_->header_limit(static_cast<std::uint32_t>(server_.options().max_header_bytes));
+    parser_->on_chunk_header(on_chunk_header_);
     tcp().expires_after(server_.options().read_timeout);
     http::async_read(
         stream_, buffer_, *parser_,
@@ -312,6 +334,17 @@ class HttpServer::Impl::Session : public Connection,
                               std::to_string(server_.options().max_body_bytes) + " bytes");
     }
     if (ec == http::error::header_limit) {
+      return respondError(ProblemType::kHeadersTooLarge,
+                          "the request line and header fields exceed the limit of " +
+                              std::to_string(server_.options().max_header_bytes) + " bytes");
+    }
+    if (ec == http::error::buffer_overflow || ec == http::error::bad_chunk_extension) {
+      if (parser_ && parser_->is_header_done()) {
+        return respondError(ProblemType::kMalformedRequest,
+                            "a chunk header (size and extensions, at most " +
+                                std::to_string(kMaxChunkExtension) +
+                                " bytes of extensions) or the trailer is too long");
+      }
       return respondError(ProblemType::kHeadersTooLarge,
                           "the request line and header fields exceed the limit of " +
                               std::to_string(server_.options().max_header_bytes) + " bytes");
@@ -359,7 +392,7 @@ class HttpServer::Impl::Session : public Connection,
     if (!target.empty()) {
       method = std::string(view(parser_->get().method_string()));
       path = std::string(target.substr(0, target.find('?')));
-      if (path.front() == '/') instance = path;
+      if (!path.empty() && path.front() == '/') instance = path;
     }
     write(problem(type, std::move(detail), instance), method, path, false, 11, false);
   }
@@ -443,8 +476,13 @@ class HttpServer::Impl::Session : public Connection,
   std::string remote_address_;  // before stream_, which takes the socket
   Stream stream_;
   HttpServer::Impl& server_;
-  beast::flat_buffer buffer_;
+  beast::flat_buffer buffer_;  // at most max_header_bytes + kReadSlack
   std::optional<http::request_parser<http::string_body>> parser_;
+  // Beast keeps a reference: it lives as long as the session.
+  std::function<void(std::uint64_t, beast::string_view, beast::error_code&)> on_chunk_header_ =
+      [](std::uint64_t, beast::string_view extensions, beast::error_code& ec) {
+        if (extensions.size() > kMaxChunkExtension) ec = http::error::bad_chunk_extension;
+      };
   Clock::time_point started_ = Clock::now();
   std::array<char, 16 * 1024> drain_{};
 };
@@ -563,12 +601,21 @@ void HttpServer::Impl::admit(tcp::socket socket) {
       socket.close(ignored);
       return;
     }
+    const auto endpoint = socket.remote_endpoint(ignored);
+    std::string peer = ignored ? std::string("-") : endpoint.address().to_string();
+    auto& from_peer = per_peer_[peer];
+    if (from_peer >= options_.max_connections_per_peer) {
+      spdlog::debug("http: {} connections open from {}, closing a new one", from_peer, peer);
+      socket.close(ignored);
+      return;
+    }
+    ++from_peer;
     if (tls_) {
       tls_session = std::make_shared<Session<TlsStream>>(std::move(socket), *this, *tls_);
-      sessions_.emplace(tls_session.get(), tls_session);
+      sessions_.emplace(tls_session.get(), OpenConnection{tls_session, std::move(peer)});
     } else {
       session = std::make_shared<Session<beast::tcp_stream>>(std::move(socket), *this);
-      sessions_.emplace(session.get(), session);
+      sessions_.emplace(session.get(), OpenConnection{session, std::move(peer)});
     }
   }
   if (tls_session) tls_session->run();
@@ -588,8 +635,8 @@ void HttpServer::Impl::stop() {
   std::vector<std::shared_ptr<Connection>> open;
   {
     std::lock_guard lock(sessions_mutex_);
-    for (auto& [raw, weak] : sessions_) {
-      if (auto session = weak.lock()) open.push_back(std::move(session));
+    for (auto& [raw, entry] : sessions_) {
+      if (auto session = entry.session.lock()) open.push_back(std::move(session));
     }
   }
   for (auto& session : open) session->closeNow();

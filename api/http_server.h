@@ -6,10 +6,14 @@
 // Connections: keep-alive and pipelining (requests on one connection are answered in order);
 // a request body over max_body_bytes gets 413 and a header block over max_header_bytes gets 431,
 // both as problem documents, after which the connection is closed; a request that cannot be
-// parsed gets 400 and the connection is closed. A connection that takes longer than
+// parsed gets 400 and the connection is closed. The read buffer holds at most max_header_bytes
+// + 64 KiB: a chunked body whose chunk header (size line with extensions) or trailer does not
+// fit, or whose chunk extensions exceed 1 KiB, gets 400 and the connection is closed, so a
+// client cannot grow the server's memory through the parts of a request Beast does not limit. A connection that takes longer than
 // read_timeout to send a request (or to take a response) is closed, so slow clients cannot hold
 // a slot; an idle keep-alive connection is closed after the same time. Beyond max_connections
-// open connections, a new connection is closed as soon as it is accepted.
+// open connections, or max_connections_per_peer from the new connection's peer address, a new
+// connection is closed as soon as it is accepted.
 //
 // TLS: the handshake has the same read_timeout as a request; a client that fails it (plain HTTP,
 // an older protocol, no certificate when tls.client_ca_file is set, one that CA did not sign)
@@ -58,6 +62,9 @@ struct ServerOptions {
   std::size_t max_header_bytes = 16 * 1024;  // request line and header fields together
   std::chrono::milliseconds read_timeout{30'000};
   std::size_t max_connections = 1024;
+  // Open connections from one peer address: many slow clients on one address cannot take every
+  // slot and lock out /healthz and the operator. Above max_connections it has no effect.
+  std::size_t max_connections_per_peer = 64;
   int threads = 2;
   // The server threads' nice value (0: leave them as the process is): above 0 they yield the CPU
   // to the probe and the writer.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "server/common/sensitive.h"
+
 namespace kfaild::api {
 namespace {
 
@@ -64,22 +66,31 @@ Redactor::Redactor(std::vector<std::string> literals) {
             [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
 }
 
-std::string Redactor::redact(std::string_view input) const {
-  std::string text(input);
-  // Tool output first: after "stderr: " anything may follow.
-  if (const auto stderr_at = text.find("stderr: "); stderr_at != std::string::npos) {
-    text = text.substr(0, stderr_at + 8) + std::string(kRedacted);
-  }
-  // Command lines the fault layer quotes in backquotes.
-  for (std::size_t open = text.find('`'); open != std::string::npos; open = text.find('`', open)) {
-    const auto close = text.find('`', open + 1);
-    if (close == std::string::npos) {
-      text = text.substr(0, open) + std::string(kRedacted);
-      break;
+std::string Redactor::redactMarked(std::string_view input) {
+  using common::kSensitiveClose;
+  using common::kSensitiveOpen;
+  std::string text;
+  text.reserve(input.size());
+  while (!input.empty()) {
+    const auto open = input.find(kSensitiveOpen);
+    const auto close = input.find(kSensitiveClose);
+    const auto mark = std::min(open, close);
+    text.append(input.substr(0, mark));
+    if (mark == std::string_view::npos) break;
+    if (mark == close) {  // a close without an open: the mark alone goes
+      input.remove_prefix(close + kSensitiveClose.size());
+      continue;
     }
-    text.replace(open, close - open + 1, kRedacted);
-    open += kRedacted.size();
+    text.append(kRedacted);
+    const auto end = input.find(kSensitiveClose, open + kSensitiveOpen.size());
+    if (end == std::string_view::npos) break;
+    input.remove_prefix(end + kSensitiveClose.size());
   }
+  return text;
+}
+
+std::string Redactor::redact(std::string_view input) const {
+  std::string text = redactMarked(input);
   // A literal counts only as a whole word: a host named "kafka" is redacted in "kafka: refused",
   // not in "kafka-probe" or "kafkas".
   const auto isWordChar = [](char c) {
@@ -120,13 +131,13 @@ std::string Redactor::redact(std::string_view input) const {
   return out;
 }
 
-void Redactor::redactJson(nlohmann::json& value) const {
+void Redactor::redactJson(nlohmann::json& value, bool marked_only) const {
   if (value.is_string()) {
     const auto& text = value.get_ref<const std::string&>();
-    auto redacted = redact(text);
+    auto redacted = marked_only ? redactMarked(text) : redact(text);
     if (redacted != text) value = std::move(redacted);
   } else if (value.is_array() || value.is_object()) {
-    for (auto& item : value) redactJson(item);
+    for (auto& item : value) redactJson(item, marked_only);
   }
 }
 

@@ -3,15 +3,19 @@
 // What a reader without the operator token does not see: command lines, hosts, users, file paths
 // and tool output that drill reasons, events, recoveries and cluster descriptions carry.
 // redact() replaces, in a text:
+//   - every span marked operator-only where it was made (server/common/sensitive.h: the fault
+//     layer's command lines and tool output, ssh destinations, the database's own messages);
+//     an unclosed span runs to the end of the text;
 //   - every literal the daemon names sensitive (the inventory's hosts, users, endpoints, files and
 //     commands, the bootstrap addresses), longest first, where it stands as a whole word (not
 //     inside a longer word: a host named "kafka" leaves "kafka-probe" alone);
-//   - a command line as the fault layer writes it, between backquotes: `...`;
-//   - everything after "stderr: " (a tool's own words may name anything);
 //   - tokens that look like user@host, an IPv4 address (with or without port), a bracketed IPv6
-//     address, or a file path (a token with a '/' in it);
+//     address, or a file path (a token with a '/' in it): other texts name them too (the Docker
+//     engine's answers, librdkafka's errors);
 // each by "[redacted]". Words, numbers, times, topic names and error names stay, so the text
-// still says what happened ("kill of broker 1 failed: ssh_failed: [redacted]: Permission denied").
+// still says what happened ("kill of broker 1 failed: ssh_failed: [redacted]: [redacted]").
+// redactMarked() replaces only the marked spans: for problem documents of every route, whose
+// other text (a path, a parameter) is the reader's own.
 //
 // Immutable after construction: safe from any thread.
 
@@ -31,8 +35,10 @@ class Redactor {
   explicit Redactor(std::vector<std::string> literals);
 
   std::string redact(std::string_view text) const;
-  // Every string value of `value`, recursively (keys are left as they are).
-  void redactJson(nlohmann::json& value) const;
+  static std::string redactMarked(std::string_view text);
+  // Every string value of `value`, recursively (keys are left as they are); `marked_only`: with
+  // redactMarked().
+  void redactJson(nlohmann::json& value, bool marked_only = false) const;
 
  private:
   std::vector<std::string> literals_;  // longest first

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "api/errc.h"
+#include "server/common/sensitive.h"
 #include "server/common/time_format.h"
 
 namespace kfaild::api {
@@ -17,7 +18,8 @@ Response badRequest(const Request& request, const Error& error) {
 
 Response storeFailure(const Request& request, const Error& error) {
   spdlog::warn("http: {} failed to read the store: {}", printable(request.path), error.describe());
-  return problem(ProblemType::kStoreUnavailable, "reading the database failed: " + error.describe(),
+  // SQLite's message may quote the statement: the operator's only.
+  return problem(ProblemType::kStoreUnavailable, "reading the database failed: " + common::sensitive(error.describe()),
                  request.path);
 }
 
@@ -81,6 +83,15 @@ json eventJson(const storage::Event& event) {
       {"partition", event.partition ? json(*event.partition) : json(nullptr)},
       {"detail", std::move(detail)},
   };
+}
+
+bool BoundedArray::add(const nlohmann::json& item) {
+  std::string text = jsonBody(item);
+  if (items_.size() + text.size() + 3 > max_bytes_) return false;
+  if (count_ > 0) items_ += ',';
+  items_ += text;
+  ++count_;
+  return true;
 }
 
 }  // namespace kfaild::api

@@ -19,6 +19,27 @@
 
 namespace kfaild::api {
 
+// Every list answer (samples, gaps, events, incidents, drills) stops at this many bytes, and
+// says where the rest begins (`next`, `next_cursor`); an aggregate that would not fit
+// (statistics) is refused with a 400 asking for a narrower query. Stated in openapi.yaml.
+inline constexpr std::size_t kMaxResponseBytes = 4 * 1024 * 1024;
+
+// A JSON array serialised one item at a time, never over `max_bytes` (with the caller's
+// envelope allowance taken off): add() adds nothing and returns false once an item does not fit.
+class BoundedArray {
+ public:
+  explicit BoundedArray(std::size_t max_bytes = kMaxResponseBytes - 4096) : max_bytes_(max_bytes) {}
+  bool add(const nlohmann::json& item);
+  std::size_t count() const { return count_; }
+  // "[item,item]"
+  std::string text() const { return "[" + items_ + "]"; }
+
+ private:
+  std::size_t max_bytes_;
+  std::size_t count_ = 0;
+  std::string items_;
+};
+
 // 400 invalid-parameter or unknown-parameter, from a QueryReader/parseInteger error.
 Response badRequest(const Request& request, const Error& error);
 // 503 store-unavailable; the error is logged.

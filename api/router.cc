@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "server/common/sensitive.h"
+
 namespace kfaild::api {
 namespace {
 
@@ -105,12 +107,18 @@ std::string Router::allowHeader(const Route& route) {
 Response Router::dispatch(Request& request) const {
   std::string pattern;
   Response response = route(request, pattern);
+  // Every problem document of every route: what was marked operator-only where it was made
+  // (a command line, a tool's or the database's words) is not for anyone else.
+  if (request.role != Role::kOperator && response.content_type == "application/problem+json") {
+    redactBody(response, true);
+  }
   if (audit_ && isMutating(request.method)) {
     AuditEntry entry;
     entry.role = request.role;
     entry.remote_address = request.remote_address;
     entry.method = printable(request.method, 32);
     entry.route = pattern.empty() ? printable(request.path) : pattern;
+    entry.matched = !pattern.empty();
     entry.body_sha256 = sha256Hex(request.body);
     entry.body_bytes = request.body.size();
     entry.status = response.status;
@@ -122,11 +130,13 @@ Response Router::dispatch(Request& request) const {
   return response;
 }
 
-void Router::redactBody(Response& response) const {
-  if (response.content_type != "application/json") return;
+void Router::redactBody(Response& response, bool marked_only) const {
+  if (response.content_type != "application/json" && response.content_type != "application/problem+json") return;
+  // Nothing marked, and nothing else to look for: the body stays as it is.
+  if (marked_only && response.body.find(common::kSensitiveOpen) == std::string::npos) return;
   auto body = nlohmann::json::parse(response.body, nullptr, false);
   if (body.is_discarded()) return;
-  redactor_.redactJson(body);
+  redactor_.redactJson(body, marked_only);
   response.body = jsonBody(body);
 }
 
@@ -173,7 +183,7 @@ Response Router::route(Request& request, std::string& pattern) const {
   }
   try {
     Response response = handler->second(request);
-    if (options.redact && request.role != Role::kOperator) redactBody(response);
+    if (options.redact && request.role != Role::kOperator) redactBody(response, false);
     return response;
   } catch (const std::exception& e) {
     spdlog::error("http: {} {} failed: {}", printable(request.method, 32), printable(request.path),

@@ -12,12 +12,14 @@
 // and otherwise runs the handler. HEAD runs the GET handler (the server drops the body). A
 // handler that throws yields a 500 problem; the exception is logged, never sent.
 //
-// A route added with `redact` has every string of its JSON answer passed through the redactor
-// (api/redaction.h) unless the request proved the operator token.
+// A route added with `redact` has every string of its JSON answer (problem documents included)
+// passed through the redactor (api/redaction.h) unless the request proved the operator token;
+// on every other route, a problem document loses its operator-only spans
+// (server/common/sensitive.h) for everyone but the operator.
 //
 // Every request of a mutating method (POST, PUT, PATCH, DELETE), refused or not, is handed to the
-// audit sink after its answer is made: role, peer address, route pattern, SHA-256 of the body,
-// status. The sink runs on the server thread; it must not throw.
+// audit sink after its answer is made and before the server sends it: role, peer address, route
+// pattern, SHA-256 of the body, status. The sink runs on the server thread; it must not throw.
 //
 // Thread-safety: add() during set-up only, before the server starts; dispatch() is then safe
 // from any number of threads (handlers must be too).
@@ -46,6 +48,7 @@ struct AuditEntry {
   std::string remote_address;
   std::string method;
   std::string route;  // the matched pattern; the (printable) path when none matched
+  bool matched = false;  // a route's pattern matched the path
   std::string body_sha256;  // hex; of the empty string for a request without a body
   std::size_t body_bytes = 0;
   int status = 0;
@@ -94,7 +97,7 @@ class Router {
   static bool matches(const Route& route, const std::vector<std::string>& segments);
   static std::string allowHeader(const Route& route);
   Response route(Request& request, std::string& pattern) const;
-  void redactBody(Response& response) const;
+  void redactBody(Response& response, bool marked_only) const;
 
   std::vector<Route> routes_;
   RequestCounter responses_;

@@ -1,22 +1,18 @@
 #include "storage/audit_log.h"
 
+#include <algorithm>
+
 #include "storage/migrations.h"
 #include "storage/sqlite.h"
 
 namespace kfaild::storage {
+namespace {
 
-AuditLog::AuditLog(std::unique_ptr<sqlite::Database> db) : db_(std::move(db)) {}
-AuditLog::~AuditLog() = default;
+// SQLite's cost of a row beyond its values: record header, rowid, cell pointer, index entry.
+constexpr std::int64_t kRowOverhead = 40;
 
-Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& path) {
-  auto db = openAtLatestSchema(path);
-  if (!db) return db.error();
-  return std::unique_ptr<AuditLog>(new AuditLog(std::move(*db)));
-}
-
-Result<std::int64_t> AuditLog::append(const AuditRecord& r) {
-  std::lock_guard lock(mutex_);
-  auto s = db_->prepare(
+Status insertRecord(sqlite::Database& db, const AuditRecord& r) {
+  auto s = db.prepare(
       "INSERT INTO audit_log (time_us, role, remote, method, route, body_sha256, body_bytes, status, problem)"
       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
   if (!s) return s.error();
@@ -29,8 +25,52 @@ Result<std::int64_t> AuditLog::append(const AuditRecord& r) {
   s->bindInt(7, r.body_bytes);
   s->bindInt(8, r.status);
   s->bindText(9, r.problem);
-  if (auto done = s->run(); !done) return done.error();
+  return s->run();
+}
+
+}  // namespace
+
+AuditLog::AuditLog(std::unique_ptr<sqlite::Database> db) : db_(std::move(db)) {}
+AuditLog::~AuditLog() = default;
+
+Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& path) {
+  auto db = openAtLatestSchema(path);
+  if (!db) return db.error();
+  return std::unique_ptr<AuditLog>(new AuditLog(std::move(*db)));
+}
+
+Result<std::int64_t> AuditLog::append(const AuditRecord& r) {
+  std::lock_guard lock(mutex_);
+  if (auto done = insertRecord(*db_, r); !done) return done.error();
   return db_->queryInt("SELECT last_insert_rowid()");
+}
+
+Status AuditLog::appendBatch(const std::vector<AuditRecord>& records,
+                             const std::vector<AuditRefusal>& refusals) {
+  if (records.empty() && refusals.empty()) return okStatus();
+  std::lock_guard lock(mutex_);
+  if (auto begun = db_->exec("BEGIN IMMEDIATE"); !begun) return begun;
+  const auto fail = [this](const Error& error) {
+    db_->rollbackQuietly();
+    return Status(error);
+  };
+  for (const auto& r : records) {
+    if (auto done = insertRecord(*db_, r); !done) return fail(done.error());
+  }
+  for (const auto& r : refusals) {
+    auto s = db_->prepare(
+        "INSERT INTO audit_refusals (minute_us, remote, route_class, status, count) VALUES (?1, ?2, ?3, ?4, ?5)"
+        " ON CONFLICT (minute_us, remote, route_class, status) DO UPDATE SET count = count + excluded.count");
+    if (!s) return fail(s.error());
+    s->bindInt(1, r.minute_us);
+    s->bindText(2, r.remote);
+    s->bindText(3, r.route_class);
+    s->bindInt(4, r.status);
+    s->bindInt(5, r.count);
+    if (auto done = s->run(); !done) return fail(done.error());
+  }
+  if (auto committed = db_->exec("COMMIT"); !committed) return fail(committed.error());
+  return okStatus();
 }
 
 Result<std::vector<AuditRecord>> AuditLog::records(const AuditQuery& q) const {
@@ -63,6 +103,89 @@ Result<std::vector<AuditRecord>> AuditLog::records(const AuditQuery& q) const {
     out.push_back(std::move(r));
   }
   return out;
+}
+
+Result<std::vector<AuditRefusal>> AuditLog::refusals(std::size_t limit) const {
+  std::lock_guard lock(mutex_);
+  auto s = db_->prepare(
+      "SELECT minute_us, remote, route_class, status, count FROM audit_refusals"
+      " ORDER BY minute_us, remote, route_class, status LIMIT ?1");
+  if (!s) return s.error();
+  s->bindInt(1, static_cast<std::int64_t>(limit));
+  std::vector<AuditRefusal> out;
+  for (;;) {
+    auto row = s->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    out.push_back({s->columnInt(0), s->columnText(1), s->columnText(2), static_cast<int>(s->columnInt(3)),
+                   s->columnInt(4)});
+  }
+  return out;
+}
+
+Result<std::int64_t> AuditLog::bytesLocked() const {
+  auto rows = db_->queryInt(
+      "SELECT coalesce(sum(length(role) + length(remote) + length(method) + length(route) + length(body_sha256)"
+      " + length(problem) + 32), 0) FROM audit_log");
+  if (!rows) return rows.error();
+  auto counts = db_->queryInt(
+      "SELECT coalesce(sum(2 * (length(remote) + length(route_class)) + 24), 0) FROM audit_refusals");
+  if (!counts) return counts.error();
+  auto row_count = db_->queryInt("SELECT (SELECT count(*) FROM audit_log) + (SELECT count(*) FROM audit_refusals)");
+  if (!row_count) return row_count.error();
+  return *rows + *counts + *row_count * kRowOverhead;
+}
+
+Result<std::int64_t> AuditLog::bytes() const {
+  std::lock_guard lock(mutex_);
+  return bytesLocked();
+}
+
+Result<std::int64_t> AuditLog::prune(std::int64_t before_us, std::int64_t max_rows) {
+  std::lock_guard lock(mutex_);
+  std::int64_t deleted = 0;
+  for (const char* sql :
+       {"DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE time_us < ?1 ORDER BY id LIMIT ?2)",
+        "DELETE FROM audit_refusals WHERE (minute_us, remote, route_class, status) IN (SELECT minute_us, remote,"
+        " route_class, status FROM audit_refusals WHERE minute_us < ?1 ORDER BY minute_us LIMIT ?2)"}) {
+    auto s = db_->prepare(sql);
+    if (!s) return s.error();
+    s->bindInt(1, before_us);
+    s->bindInt(2, max_rows);
+    if (auto done = s->run(); !done) return done.error();
+    deleted += db_->changes();
+  }
+  return deleted;
+}
+
+Result<std::int64_t> AuditLog::pruneOldest(std::int64_t target_bytes) {
+  std::lock_guard lock(mutex_);
+  std::int64_t deleted = 0;
+  // Counts of refusals go first: they say less than a row about one request.
+  for (const char* table : {"audit_refusals", "audit_log"}) {
+    auto bytes = bytesLocked();
+    if (!bytes) return bytes.error();
+    if (*bytes <= target_bytes) break;
+    auto rows = db_->queryInt(std::string("SELECT count(*) FROM ") + table);
+    if (!rows) return rows.error();
+    if (*rows == 0) continue;
+    auto total = db_->queryInt("SELECT (SELECT count(*) FROM audit_log) + (SELECT count(*) FROM audit_refusals)");
+    if (!total) return total.error();
+    // Rows are of similar size: delete the share of them that is over the target.
+    const auto average = std::max<std::int64_t>(1, *bytes / std::max<std::int64_t>(1, *total));
+    const auto wanted = std::min(*rows, (*bytes - target_bytes + average - 1) / average);
+    const std::string sql =
+        std::string(table) == "audit_log"
+            ? "DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log ORDER BY id LIMIT ?1)"
+            : "DELETE FROM audit_refusals WHERE (minute_us, remote, route_class, status) IN (SELECT minute_us,"
+              " remote, route_class, status FROM audit_refusals ORDER BY minute_us LIMIT ?1)";
+    auto s = db_->prepare(sql);
+    if (!s) return s.error();
+    s->bindInt(1, wanted);
+    if (auto done = s->run(); !done) return done.error();
+    deleted += db_->changes();
+  }
+  return deleted;
 }
 
 }  // namespace kfaild::storage

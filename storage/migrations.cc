@@ -142,6 +142,19 @@ CREATE TABLE audit_log (
 );
 )sql";
 
+// Refused anonymous requests, counted per minute instead of one row each (api/audit_endpoints.h):
+// whoever can reach the port must not be able to grow the audit log by a row per request.
+constexpr std::string_view kAuditRefusals = R"sql(
+CREATE TABLE audit_refusals (
+  minute_us   INTEGER NOT NULL,
+  remote      TEXT    NOT NULL,
+  route_class TEXT    NOT NULL,
+  status      INTEGER NOT NULL,
+  count       INTEGER NOT NULL,
+  PRIMARY KEY (minute_us, remote, route_class, status)
+) WITHOUT ROWID;
+)sql";
+
 // /metrics counts drills per (cluster, fault, state) on every scrape: with this index that is a
 // scan of a few bytes per drill instead of every drill's row with its result JSON.
 constexpr std::string_view kDrillOutcomeIndex = R"sql(
@@ -278,6 +291,7 @@ constexpr std::array kMigrations = {
     Migration{"probe samples in blocks", kSampleBlocksStep, convertSampleRows},
     Migration{"notification queue", kNotificationSchema},
     Migration{"drill verdicts and regressions", kDrillVerdict},
+    Migration{"refused anonymous requests counted per minute", kAuditRefusals},
 };
 
 }  // namespace

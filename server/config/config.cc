@@ -434,18 +434,19 @@ std::optional<std::int64_t> readRetention(const YAML::Node& node, const std::str
 
 StorageConfig readStorage(const YAML::Node& node) {
   rejectUnknownKeys(node, "storage",
-                    {"path", "retention", "retention_interval_s", "max_bytes", "sample_retention_hours",
-                     "max_queued_records"});
+                    {"path", "retention", "retention_interval_s", "max_bytes", "audit_max_bytes",
+                     "sample_retention_hours", "max_queued_records"});
   StorageConfig s;
   if (node["path"]) s.path = readString(node["path"], "storage.path");
   if (node["retention"]) {
     const auto r = node["retention"];
     rejectUnknownKeys(r, "storage.retention",
-                      {"samples_hours", "drill_samples_hours", "gaps_hours", "events_hours"});
+                      {"samples_hours", "drill_samples_hours", "gaps_hours", "events_hours", "audit_hours"});
     for (const auto& [name, into] :
          {std::pair{"samples_hours", &s.retention.samples_us},
           std::pair{"drill_samples_hours", &s.retention.drill_samples_us},
-          std::pair{"gaps_hours", &s.retention.gaps_us}, std::pair{"events_hours", &s.retention.events_us}}) {
+          std::pair{"gaps_hours", &s.retention.gaps_us}, std::pair{"events_hours", &s.retention.events_us},
+          std::pair{"audit_hours", &s.retention.audit_us}}) {
       if (r[name]) *into = readRetention(r[name], std::string("storage.retention.") + name);
     }
   }
@@ -464,6 +465,13 @@ StorageConfig readStorage(const YAML::Node& node) {
   if (node["max_bytes"]) {
     s.max_bytes = readInt(node["max_bytes"], "storage.max_bytes", StorageConfig::kMinMaxBytes,
                           std::int64_t{1} << 50);
+  }
+  if (node["audit_max_bytes"]) {
+    s.audit_max_bytes = readInt(node["audit_max_bytes"], "storage.audit_max_bytes", 1024 * 1024, std::int64_t{1} << 50);
+    if (s.max_bytes && *s.audit_max_bytes > *s.max_bytes / 2) {
+      fail("storage.audit_max_bytes", "must be at most half of storage.max_bytes (" + std::to_string(*s.max_bytes / 2) +
+                                          "), so that measurement data keeps the rest");
+    }
   }
   if (node["max_queued_records"]) {
     s.max_queued_records = static_cast<std::size_t>(
@@ -517,7 +525,7 @@ std::vector<std::vector<std::int32_t>> parseReplicaAssignment(const std::string&
 HttpConfig readHttp(const YAML::Node& node) {
   if (!node.IsMap()) fail("http", "must be a mapping");
   rejectUnknownKeys(node, "http", {"enabled", "host", "port", "auth", "token_file", "viewer_token_file", "read_auth",
-                                   "allowed_hosts", "web_dir", "max_connections", "read_timeout_ms", "max_body_bytes", "tls"});
+                                   "allowed_hosts", "web_dir", "max_connections", "max_connections_per_peer", "read_timeout_ms", "max_body_bytes", "tls"});
   HttpConfig h;
   if (node["enabled"]) {
     try {
@@ -567,6 +575,9 @@ HttpConfig readHttp(const YAML::Node& node) {
   }
   if (node["web_dir"]) h.web_dir = readString(node["web_dir"], "http.web_dir");
   if (node["max_connections"]) h.max_connections = readInt(node["max_connections"], "http.max_connections", 1, 100000);
+  if (node["max_connections_per_peer"]) {
+    h.max_connections_per_peer = readInt(node["max_connections_per_peer"], "http.max_connections_per_peer", 1, 100000);
+  }
   if (node["read_timeout_ms"]) h.read_timeout_ms = readInt(node["read_timeout_ms"], "http.read_timeout_ms", 100, 3'600'000);
   if (node["max_body_bytes"]) h.max_body_bytes = readInt(node["max_body_bytes"], "http.max_body_bytes", 1024, 64 * 1024 * 1024);
   if (node["tls"]) {

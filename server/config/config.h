@@ -130,6 +130,7 @@ struct RetentionConfig {
   std::optional<std::int64_t> drill_samples_us = 90 * 24 * kHourUs;  // inside drill windows
   std::optional<std::int64_t> gaps_us = 365 * 24 * kHourUs;
   std::optional<std::int64_t> events_us = 90 * 24 * kHourUs;
+  std::optional<std::int64_t> audit_us = 365 * 24 * kHourUs;  // audit rows and refusal counts
 };
 
 struct StorageConfig {
@@ -139,6 +140,8 @@ struct StorageConfig {
   RetentionConfig retention;
   std::int64_t retention_interval_us = 600'000'000;  // between retention passes (one at start)
   std::optional<std::int64_t> max_bytes;             // bound on the used pages; nullopt: none
+  // The audit log's share (of max_bytes, when set); nullopt: 5 % of max_bytes, or 64 MiB.
+  std::optional<std::int64_t> audit_max_bytes;
   std::size_t max_queued_records = 1'000'000;
 };
 
@@ -168,6 +171,7 @@ struct HttpConfig {
   std::vector<std::string> allowed_hosts;  // Host names answered besides the listen address
   std::string web_dir;                   // the dashboard's build output (web/dist); empty: none
   std::int64_t max_connections = 1024;
+  std::int64_t max_connections_per_peer = 64;  // from one peer address
   std::int64_t read_timeout_ms = 30'000;
   std::int64_t max_body_bytes = 1024 * 1024;
   HttpTlsConfig tls;

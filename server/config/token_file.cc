@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "server/config/config.h"
 
@@ -29,17 +28,42 @@ std::string octal(mode_t mode) {
 }  // namespace
 
 Result<std::string> readTokenFile(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return tokenError("cannot read " + path + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return tokenError(path + " is not a regular file");
-  if ((st.st_mode & 077) != 0) {
-    return tokenError(path + " is readable or writable by group or others (mode " + octal(st.st_mode) +
-                      "); whoever reads it can kill brokers: chmod 600 " + path);
+  // One descriptor for every check and the read: a file swapped between a stat() and an open()
+  // cannot slip through, and O_NOFOLLOW refuses a symlink planted in place of the file (a link to
+  // a file another user controls would hand them the operator's token).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ELOOP) return tokenError(path + " is a symbolic link; give the path of the file itself");
+    return tokenError("cannot read " + path + ": " + std::strerror(errno));
   }
-  std::ifstream in(path);
-  if (!in) return tokenError("cannot read " + path);
-  std::string token;
-  std::getline(in, token);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return tokenError("cannot read " + path + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return tokenError(path + " is not a regular file");
+  if (st.st_uid != ::geteuid()) {
+    return tokenError(path + " is owned by uid " + std::to_string(st.st_uid) + ", not by kfaild's user (uid " +
+                      std::to_string(::geteuid()) + "); whoever owns it can change the operator's token: chown it");
+  }
+  if ((st.st_mode & 07177) != 0) {
+    return tokenError(path + " has mode " + octal(st.st_mode) +
+                      ", more than owner read and write; whoever reads it can kill brokers: chmod 600 " + path);
+  }
+  // First line only, at most the longest token allowed plus its line end.
+  std::string content(4096 + 3, '\0');
+  std::size_t filled = 0;
+  while (filled < content.size()) {
+    const auto got = ::read(fd, content.data() + filled, content.size() - filled);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return tokenError("cannot read " + path + ": " + std::strerror(errno));
+    if (got == 0) break;
+    filled += static_cast<std::size_t>(got);
+    if (content.find('\n') < filled) break;
+  }
+  content.resize(filled);
+  std::string token = content.substr(0, content.find('\n'));
   while (!token.empty() && (token.back() == '\r' || token.back() == ' ' || token.back() == '\t')) token.pop_back();
   if (token.size() < 16) return tokenError("the token in " + path + " must be at least 16 characters");
   if (token.size() > 4096) return tokenError("the token in " + path + " must be at most 4096 characters");

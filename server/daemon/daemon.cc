@@ -142,6 +142,7 @@ std::optional<StartFailure> Daemon::startAll() {
     server_options.host = config_.http.host;
     server_options.port = static_cast<std::uint16_t>(config_.http.port);
     server_options.max_connections = static_cast<std::size_t>(config_.http.max_connections);
+    server_options.max_connections_per_peer = static_cast<std::size_t>(config_.http.max_connections_per_peer);
     server_options.read_timeout = std::chrono::milliseconds(config_.http.read_timeout_ms);
     server_options.max_body_bytes = static_cast<std::size_t>(config_.http.max_body_bytes);
     server_options.tls.cert_file = config_.http.tls.cert_file;
@@ -168,6 +169,7 @@ std::optional<StartFailure> Daemon::startAll() {
   }
   audit_log_ = std::move(*audit_log);
   audit_recorder_ = std::make_unique<api::AuditRecorder>(*audit_log_, clock_);
+  audit_recorder_->start();
   router_.setAuditSink([recorder = audit_recorder_.get()](const api::AuditEntry& entry) { (*recorder)(entry); });
   auto notification_queue = storage::NotificationQueue::open(config_.storage.path);
   if (!notification_queue) {
@@ -208,12 +210,14 @@ std::optional<StartFailure> Daemon::startAll() {
   scheduler_ = std::make_unique<drill::Scheduler>(*drill_store_, clock_, runners);
   scheduler_->start();
   const auto& kept = config_.storage.retention;
-  retention_ = std::make_unique<RetentionTask>(*store_, *drill_store_, clock_,
+  retention_ = std::make_unique<RetentionTask>(*store_, *drill_store_, audit_log_.get(), clock_,
                                                RetentionPolicy{.samples_us = kept.samples_us,
                                                                .drill_samples_us = kept.drill_samples_us,
                                                                .gaps_us = kept.gaps_us,
                                                                .events_us = kept.events_us,
+                                                               .audit_us = kept.audit_us,
                                                                .max_bytes = config_.storage.max_bytes,
+                                                               .audit_max_bytes = config_.storage.audit_max_bytes,
                                                                .interval_us = config_.storage.retention_interval_us});
   retention_->start();
 
@@ -288,6 +292,8 @@ int Daemon::stop() {
   if (stopped_) return 0;
   stopped_ = true;
   if (http_) http_->stop();
+  // After the server: every refused request it answered is committed.
+  if (audit_recorder_) audit_recorder_->stop();
   if (retention_) retention_->stop();
   if (scheduler_) scheduler_->stop();
   // A running drill brings its node back before its engine stops, within the grace period; past

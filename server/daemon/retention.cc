@@ -36,6 +36,7 @@ class RetentionTask::Pass {
       pruneSamples(now_us_ - *policy_.drill_samples_us, true);
     if (policy_.gaps_us) pruneGaps(now_us_ - *policy_.gaps_us);
     if (policy_.events_us) pruneEvents(now_us_ - *policy_.events_us);
+    if (task_.audit_ != nullptr) holdAudit();
     if (policy_.max_bytes) holdMaxBytes(*policy_.max_bytes);
     return out_;
   }
@@ -100,6 +101,24 @@ class RetentionTask::Pass {
   bool pruneEvents(std::int64_t before_us) {
     return drain("events", out_.events,
                  [&](std::int64_t rows) { return task_.store_.pruneEvents(before_us, rows); });
+  }
+
+  // Its own retention, then its own budget: before any measurement data is looked at.
+  void holdAudit() {
+    auto& audit = *task_.audit_;
+    if (policy_.audit_us) {
+      drain("audit records", out_.audit,
+            [&](std::int64_t rows) { return audit.prune(now_us_ - *policy_.audit_us, rows); });
+    }
+    auto bytes = audit.bytes();
+    if (!bytes) return failed("measure the audit log", bytes.error());
+    const auto budget = policy_.auditBudget();
+    if (*bytes <= budget) return;
+    auto deleted = audit.pruneOldest(static_cast<std::int64_t>(static_cast<double>(budget) * kLowWater));
+    if (!deleted) return failed("hold the audit log to its budget", deleted.error());
+    out_.audit += *deleted;
+    spdlog::info("storage: the audit log took {} bytes, over its budget of {}; deleted its {} oldest records",
+                 *bytes, budget, *deleted);
   }
 
   std::optional<storage::DatabaseSize> measure() {
@@ -211,9 +230,9 @@ class RetentionTask::Pass {
   std::uint64_t failures_ = 0;
 };
 
-RetentionTask::RetentionTask(storage::Store& store, const storage::DrillStore& drills,
+RetentionTask::RetentionTask(storage::Store& store, const storage::DrillStore& drills, storage::AuditLog* audit,
                              const common::Clock& clock, RetentionPolicy policy)
-    : store_(store), drills_(drills), clock_(clock), policy_(policy), worker_(clock) {
+    : store_(store), drills_(drills), audit_(audit), clock_(clock), policy_(policy), worker_(clock) {
   report_.max_bytes = policy_.max_bytes;
 }
 
@@ -236,13 +255,13 @@ RetentionPass RetentionTask::prune() {
   const auto started = clock_.now();
   Pass pass(*this, started.wall);
   const auto out = pass.run();
-  const auto deleted = out.samples + out.drill_samples + out.gaps + out.events;
+  const auto deleted = out.samples + out.drill_samples + out.gaps + out.events + out.audit;
   if (deleted > 0) {
     const auto seconds = static_cast<double>(clock_.monoNow() - started.mono) / 1e6;
     spdlog::info(
-        "storage: retention deleted {} raw samples, {} drill-window samples, {} gaps, {} events in "
-        "{:.1f} s",
-        out.samples, out.drill_samples, out.gaps, out.events, seconds);
+        "storage: retention deleted {} raw samples, {} drill-window samples, {} gaps, {} events, {} audit "
+        "records in {:.1f} s",
+        out.samples, out.drill_samples, out.gaps, out.events, out.audit, seconds);
   }
   std::lock_guard report_lock(report_mutex_);
   report_.pruned_samples += static_cast<std::uint64_t>(out.samples);

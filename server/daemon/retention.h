@@ -11,7 +11,14 @@
 //     drill started to as long after it finished, or after now while it runs), kept longer so
 //     a drill's analysis can be redone;
 //   - gaps (by their end) and events.
+//   - the audit log's rows and refusal counts (storage/audit_log.h), when the task has one.
 // Clusters, probe partitions, drills and the recovery journal are never deleted.
+//
+// The audit log also has a byte budget (`audit_max_bytes`; unset: 5 % of max_bytes, or 64 MiB
+// without a size bound). Every pass first deletes its oldest counts and rows until it fits its
+// budget, and only then looks at max_bytes: the audit log counts in the used size, but it can
+// take at most its budget of it, so measurement data always keeps max_bytes minus that budget
+// and is never deleted to make room for audit records.
 //
 // Size bound (`max_bytes`, used pages × page size): when over it, a pass deletes oldest first,
 // raw samples, then drill samples, then gaps and events, until the used size is at most 90 % of
@@ -32,6 +39,7 @@
 
 #include "server/common/clock.h"
 #include "server/common/worker.h"
+#include "storage/audit_log.h"
 #include "storage/drill_store.h"
 #include "storage/retention_status.h"
 #include "storage/store.h"
@@ -45,10 +53,17 @@ struct RetentionPolicy {
   std::optional<std::int64_t> drill_samples_us = 90 * 24 * kHourUs;
   std::optional<std::int64_t> gaps_us = 365 * 24 * kHourUs;
   std::optional<std::int64_t> events_us = 90 * 24 * kHourUs;
+  std::optional<std::int64_t> audit_us = 365 * 24 * kHourUs;
   std::optional<std::int64_t> max_bytes{};
+  std::optional<std::int64_t> audit_max_bytes{};
   std::int64_t interval_us = 600'000'000;
   std::int64_t drill_margin_us = 60'000'000;
   std::int64_t rows_per_call = 100'000;
+
+  // The audit log's budget in bytes.
+  std::int64_t auditBudget() const {
+    return audit_max_bytes.value_or(max_bytes ? *max_bytes / 20 : 64LL * 1024 * 1024);
+  }
 };
 
 // What one pass deleted; `ok` when no step failed.
@@ -57,13 +72,18 @@ struct RetentionPass {
   std::int64_t drill_samples = 0;
   std::int64_t gaps = 0;
   std::int64_t events = 0;
+  std::int64_t audit = 0;  // audit rows and refusal counts
   bool ok = true;
 };
 
 class RetentionTask final : public storage::RetentionStatus {
  public:
-  RetentionTask(storage::Store& store, const storage::DrillStore& drills,
+  // `audit` may be null (no audit log to keep bounded); it must outlive the task.
+  RetentionTask(storage::Store& store, const storage::DrillStore& drills, storage::AuditLog* audit,
                 const common::Clock& clock, RetentionPolicy policy);
+  RetentionTask(storage::Store& store, const storage::DrillStore& drills,
+                const common::Clock& clock, RetentionPolicy policy)
+      : RetentionTask(store, drills, nullptr, clock, policy) {}
   ~RetentionTask() override { stop(); }
   RetentionTask(const RetentionTask&) = delete;
   RetentionTask& operator=(const RetentionTask&) = delete;
@@ -81,6 +101,7 @@ class RetentionTask final : public storage::RetentionStatus {
 
   storage::Store& store_;
   const storage::DrillStore& drills_;
+  storage::AuditLog* audit_;
   const common::Clock& clock_;
   const RetentionPolicy policy_;
 

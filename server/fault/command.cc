@@ -1,5 +1,7 @@
 #include "server/fault/command.h"
 
+#include "server/common/sensitive.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -92,7 +94,7 @@ std::string describeArgv(const std::vector<std::string>& argv) {
                                          "0123456789_-./=:@,+%") == std::string::npos;
     out += plain ? a : shellQuote(a);
   }
-  return out;
+  return common::sensitive(out);
 }
 
 Result<CommandOutput> runCommand(const std::vector<std::string>& argv,
@@ -145,7 +147,7 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv,
     int status = 0;
     ::waitpid(pid, &status, 0);
     return faultError(errc::command_failed,
-                      "cannot run " + argv[0] + ": " + std::strerror(exec_errno));
+                      "cannot run " + common::sensitive(argv[0]) + ": " + std::strerror(exec_errno));
   }
   ::fcntl(out_r.get(), F_SETFL, O_NONBLOCK);
   ::fcntl(err_r.get(), F_SETFL, O_NONBLOCK);
@@ -170,7 +172,7 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv,
       return faultError(errc::timeout,
                         describeArgv(argv) + " did not finish within " +
                             std::to_string(timeout.count()) + " ms" +
-                            (result.err.empty() ? "" : "; stderr: " + tailOf(result.err)));
+                            (result.err.empty() ? "" : "; stderr: " + common::sensitive(tailOf(result.err))));
     }
     std::array<pollfd, 2> fds{};
     nfds_t n = 0;

@@ -30,7 +30,8 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv,
                                  std::chrono::milliseconds timeout);
 
 // "ssh -o BatchMode=yes ... 'a b'": argv for messages and logs, each element shell-quoted when
-// it needs to be. Never executed.
+// it needs to be, marked as operator-only text (server/common/sensitive.h). Never executed.
+// Errors of runCommand mark the program and its output the same way.
 std::string describeArgv(const std::vector<std::string>& argv);
 
 // POSIX shell single-quoting: abc → 'abc', it's → 'it'\''s'.

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "server/common/sensitive.h"
 #include "server/fault/command.h"
 #include "server/fault/errc.h"
 
@@ -274,7 +275,7 @@ Result<FaultRecord> LocalInjector::start() {
   if (out->exit_code != 0) {
     std::string message = describeArgv(target_.start_command) + " exited with status " +
                           std::to_string(out->exit_code);
-    if (!out->err.empty()) message += ": " + tailOf(out->err);
+    if (!out->err.empty()) message += ": " + common::sensitive(tailOf(out->err));
     return faultError(errc::command_failed, message);
   }
   record.fault_at = clock_.wallNow();

@@ -4,6 +4,7 @@
 #include <map>
 #include <regex>
 
+#include "server/common/sensitive.h"
 #include "server/fault/command.h"
 #include "server/fault/errc.h"
 
@@ -212,8 +213,10 @@ Result<std::string> SshInjector::run(const std::string& remote_command,
   if (!argv) return argv.error();
   auto out = runCommand(*argv, timeout);
   if (!out) return out.error();
-  const std::string where = destination();
-  const std::string err = trimmed(out->err);
+  // Who was reached and what ssh or the remote shell said: operator-only text.
+  const std::string where = common::sensitive(destination());
+  const std::string said = trimmed(out->err);
+  const std::string err = said.empty() ? said : common::sensitive(said);
   switch (out->exit_code) {
     case 0:
       return std::move(out->out);
@@ -342,12 +345,12 @@ Result<std::vector<BrokerLogLine>> SshInjector::logLines(const std::string& file
   if (!out) return out.error();
   if (out->exit_code == 1) return std::vector<BrokerLogLine>{};  // grep: no line matched
   if (out->exit_code == kExitSshFailed) {
-    return faultError(errc::ssh_failed, destination() + ": " + trimmed(out->err));
+    return faultError(errc::ssh_failed, common::sensitive(destination()) + ": " + common::sensitive(trimmed(out->err)));
   }
   if (out->exit_code != 0) {
-    return faultError(errc::remote_command_failed, destination() + ": grep exit status " +
+    return faultError(errc::remote_command_failed, common::sensitive(destination()) + ": grep exit status " +
                                                        std::to_string(out->exit_code) + ": " +
-                                                       trimmed(out->err));
+                                                       common::sensitive(trimmed(out->err)));
   }
   return selectKafkaLogLines(out->out, file, zone_, since, patterns);
 }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/redaction.h"
+#include "server/common/sensitive.h"
 
 namespace kfaild::api {
 namespace {
@@ -105,6 +106,25 @@ TEST_CASE("cross-site changes are refused by Origin and by Sec-Fetch-Site", "[un
     r.headers.sec_fetch_site = "same-origin";
     CHECK_FALSE(policy.admit(r, RouteAccess::kDefault, true));
   }
+  SECTION("an allowed host's Origin counts only on the allowed port") {
+    AccessOptions options = tokens();
+    options.allowed_hosts = {"kfaild.example.org", "ops.example.org:8443"};
+    const AccessPolicy allowing(options);
+    for (const std::string origin : {"https://kfaild.example.org", "http://kfaild.example.org:80",
+                                     "https://ops.example.org:8443"}) {
+      Request r = request("POST", kOperator);
+      r.headers.origin = origin;
+      INFO(origin);
+      CHECK_FALSE(allowing.admit(r, RouteAccess::kDefault, true));
+    }
+    for (const std::string origin : {"https://kfaild.example.org:9999", "http://kfaild.example.org:8080",
+                                     "https://ops.example.org", "https://ops.example.org:1"}) {
+      Request r = request("POST", kOperator);
+      r.headers.origin = origin;
+      INFO(origin);
+      CHECK(slugOf(allowing.admit(r, RouteAccess::kDefault, true)) == "cross-site-request");
+    }
+  }
   SECTION("reads are not checked: the browser keeps their answers from other sites") {
     Request r = request("GET");
     r.headers.origin = "http://evil.example";
@@ -194,8 +214,14 @@ TEST_CASE("the redactor hides command lines, hosts, users, paths and tool output
   const Redactor redactor({"kafka-1.internal", "kafka-1.internal:9092", "ab"});
   CHECK(redactor.redact("kill of broker 1 failed: ssh_failed: root@kafka-1.internal: Permission denied (publickey).") ==
         "kill of broker 1 failed: ssh_failed: [redacted]: Permission denied (publickey).");
-  CHECK(redactor.redact("`ssh -o BatchMode=yes root@h -- kill -9 4242` did not finish within 5000 ms; stderr: oops on 10.1.2.3") ==
+  // Spans marked where they were made go whole, whatever their format; backquotes and "stderr: "
+  // mean nothing by themselves.
+  CHECK(redactor.redact(common::sensitive("ssh -o BatchMode=yes h -- kill -9 4242") +
+                        " did not finish within 5000 ms; stderr: " + common::sensitive("oops, no such thing")) ==
         "[redacted] did not finish within 5000 ms; stderr: [redacted]");
+  CHECK(redactor.redact("the `kill` step; stderr: none") == "the `kill` step; stderr: none");
+  CHECK(Redactor::redactMarked("cut " + common::sensitive("secret") + " and " + std::string(common::kSensitiveOpen) +
+                               "unclosed tail") == "cut [redacted] and [redacted]");
   CHECK(redactor.redact("broker 2 at 10.0.0.5:9092 and [fe80::1]:9092 left") == "broker 2 at [redacted] and [redacted] left");
   CHECK(redactor.redact("pid 17 from .lab/node1/kafka.pid is not a broker") == "pid 17 from [redacted] is not a broker");
   CHECK(redactor.redact("metadata from kafka-1.internal:9092 is stale") == "metadata from [redacted] is stale");
@@ -207,7 +233,7 @@ TEST_CASE("the redactor hides command lines, hosts, users, paths and tool output
   CHECK(words.redact("started drill 12") == "started drill 12");
   CHECK(words.redact("kafka-probe-1 on kafka: refused; restart") == "kafka-probe-1 on [redacted]: refused; restart");
 
-  nlohmann::json document = {{"reason", "ran `deploy/lab/lab start 1`"},
+  nlohmann::json document = {{"reason", "ran " + common::sensitive("deploy/lab/lab start 1")},
                              {"runs", {{{"error", "root@kafka-1.internal: exit status 3"}, {"stall_ms", 8800}}}},
                              {"topic", "kfaild-probe"}};
   redactor.redactJson(document);

@@ -97,7 +97,7 @@ TEST_CASE("kfaild refuses every kind of configuration mistake at start with exit
       {"token too short", config("token_file: " + (dir / "short-token").string(), ""),
        "http.token_file: the token in"},
       {"token file readable by others", config("port: 0, token_file: " + (dir / "shared-token").string(), ""),
-       "http.token_file: " + (dir / "shared-token").string() + " is readable or writable by group or others (mode 0604)"},
+       "http.token_file: " + (dir / "shared-token").string() + " has mode 0604, more than owner read and write"},
       {"viewer token the operator's", config("port: 0, token_file: " + token_file + ", viewer_token_file: " + token_file, ""),
        "http.viewer_token_file: holds the operator's token"},
       {"auth neither token nor none", config("port: 0, auth: basic", ""), "http.auth: must be token or none"},

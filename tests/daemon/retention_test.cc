@@ -551,3 +551,55 @@ TEST_CASE("retention prune throughput and the size the bound holds", "[.][retent
 
 }  // namespace
 }  // namespace kfaild::daemon
+
+namespace kfaild::daemon {
+namespace {
+
+storage::AuditRecord auditRow(std::int64_t time_us) {
+  return {0, time_us, "viewer", "192.0.2.7", "POST", "/api/v1/clusters/{cluster}/drills",
+          std::string(64, 'a'), 20, 403, "forbidden"};
+}
+
+TEST_CASE("the audit log is held to its own budget and retention before any measurement data is pruned",
+          "[unit][daemon]") {
+  kfaild::testing::ManualClock clock(1'800'000'000'000'000);
+  Db db;
+  const auto now = clock.wallNow();
+  for (int i = 0; i < 2000; ++i) db.sample(now - kHour + i * 1000);
+  db.store().flush();
+  auto audit = storage::AuditLog::open(db.path());
+  REQUIRE(audit.ok());
+  // A year and a day old, then 40,000 recent rows: about 5 MB, far over a 1 MiB budget.
+  REQUIRE((*audit)->append(auditRow(now - 366 * kDay)).ok());
+  std::vector<storage::AuditRecord> rows;
+  for (int i = 0; i < 40'000; ++i) rows.push_back(auditRow(now - kHour + i));
+  REQUIRE((*audit)->appendBatch(rows, {{now - kMinute, "192.0.2.8", "unmatched", 404, 12345}}).ok());
+  const auto before = (*audit)->bytes();
+  REQUIRE(before.ok());
+  REQUIRE(*before > 4 * 1024 * 1024);
+
+  auto policy = keepAll();
+  policy.audit_us = 365 * kDay;
+  policy.max_bytes = 16LL * 1024 * 1024;
+  policy.audit_max_bytes = 1024 * 1024;
+  RetentionTask retention(db.store(), db.drills(), audit->get(), clock, policy);
+  const auto pass = retention.prune();
+  CHECK(pass.ok);
+  const auto after = (*audit)->bytes();
+  REQUIRE(after.ok());
+  CHECK(*after <= 1024 * 1024);
+  CHECK(*after > 512 * 1024);  // down to about 90 % of the budget, not emptied
+  CHECK(pass.audit == 40'001 + 1 - db.count("audit_log") - db.count("audit_refusals"));
+  // The newest rows stay, the year-old one went by retention, the count of refusals first.
+  storage::AuditQuery newest_first;
+  newest_first.limit = 1;
+  const auto newest = (*audit)->records(newest_first);
+  REQUIRE(newest.ok());
+  CHECK(newest->front().time_us == now - kHour + 39'999);
+  CHECK(db.count("audit_refusals") == 0);
+  CHECK(db.count("probe_samples") == 2000);
+  CHECK(pass.samples == 0);
+}
+
+}  // namespace
+}  // namespace kfaild::daemon
