@@ -402,6 +402,33 @@ void ProbeRunner::addSeenPartitions() {
     setProblem("too many probe partitions: partitions added to the probe topics are not probed");
     return;
   }
+  // The producer refuses a send to a partition its own metadata does not list yet (it refreshes
+  // every topic.metadata.refresh.interval.ms, 5 min by default): one request for the grown topics
+  // updates its cache before the first send to them. Rare, and outside any stall the probe is
+  // measuring, so it does not shorten a client-discovery time.
+  std::vector<std::string> grown;
+  for (const auto& a : added) {
+    if (std::find(grown.begin(), grown.end(), a.topic) == grown.end()) grown.push_back(a.topic);
+  }
+  if (auto md = kafka::fetchMetadata(producer_.get(), grown, kSetUpRequestTimeoutMs); !md) {
+    setProblem("partitions added to the probe topics are not probed yet: " + md.error().describe());
+    adding_failed_ = true;
+    std::lock_guard lock(seen_mutex_);
+    seen_partitions_.clear();
+    return;
+  } else {
+    const auto unknown = std::erase_if(added, [&](const Added& a) {
+      const auto* info = md->topic(a.topic);
+      return info == nullptr || std::none_of(info->partitions.begin(), info->partitions.end(),
+                                             [&](const auto& p) { return p.partition == a.partition; });
+    });
+    if (unknown > 0) {
+      // Not in this broker's answer yet: taken up on a later poll.
+      std::lock_guard lock(seen_mutex_);
+      seen_partitions_.clear();
+    }
+    if (added.empty()) return;
+  }
   // A partition that was just added holds nothing the probe sent before now: read from its
   // beginning, so the consumer's position needs no request to the cluster and no probe message
   // sent from the next tick on can be skipped.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "server/drill/errc.h"
 #include "storage/sqlite_store.h"
 #include "tests/support/temp_dir.h"
 
