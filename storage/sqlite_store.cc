@@ -171,6 +171,11 @@ class Conditions {
  public:
   void add(std::string_view condition, std::int64_t value) { push(condition, value); }
   void add(std::string_view condition, std::string value) { push(condition, std::move(value)); }
+  // A condition with two parameters, bound in order.
+  void add(std::string_view condition, std::int64_t first, std::int64_t second) {
+    push(condition, first);
+    values_.push_back(second);
+  }
 
   std::string sql() const { return where_.empty() ? std::string() : " WHERE " + where_; }
   // Binds the values in order; returns the next free parameter index.
@@ -871,6 +876,7 @@ Result<std::vector<Gap>> SqliteStore::gaps(const GapQuery& query) const {
 Result<std::vector<Event>> SqliteStore::events(const EventQuery& query) const {
   Conditions where;
   where.add("t_us >= ?", query.range.from_us);
+  if (query.after_id) where.add("(t_us > ? OR id > ?)", query.range.from_us, *query.after_id);
   where.add("t_us < ?", query.range.to_us);
   if (query.cluster) where.add("cluster_id = ?", *query.cluster);
   if (query.source) where.add("source = ?", *query.source);

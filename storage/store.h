@@ -41,6 +41,9 @@ struct EventQuery {
   std::optional<std::int32_t> partition;
   TimeRange range;
   std::size_t limit = 10000;
+  // Paging: with it, events at exactly range.from_us count only when their id is above it, so a
+  // page that starts at the last (t_us, id) of the one before continues it without a repeat.
+  std::optional<std::int64_t> after_id;
 };
 
 struct SampleQuery {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <map>
 #include <utility>
@@ -44,6 +45,8 @@ struct KindScope {
   const ProbeAtFault* at_fault = nullptr;
   std::vector<const ProbeHold*> holds;
   std::vector<std::pair<std::int64_t, std::int64_t>> idles;  // this kind only
+  std::vector<const ProbeRefusal*> refusals;
+  std::vector<ProducerRecreation> recreations;
 };
 
 std::int64_t overlap(std::int64_t a_start, std::int64_t a_end, std::int64_t b_start,
@@ -134,8 +137,26 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
   if (!candidate->open) r.ended_by = EndedBy{marks[candidate_index].seq, candidate->end_us};
   r.held_ticks = ticksInside(scope.holds, *candidate);
   r.probe_idle_us = idleInside(scope.idles, *candidate);
+  std::vector<std::pair<std::int64_t, std::int64_t>> refused;
+  std::string refused_error;
+  for (const auto* refusal : scope.refusals) {
+    refused.emplace_back(refusal->start_us,
+                         refusal->end_us.value_or(std::max(candidate->end_us, refusal->start_us)));
+    if (overlap(refused.back().first, refused.back().second, candidate->start_us,
+                candidate->end_us) > 0) {
+      refused_error = refusal->error;
+    }
+  }
+  r.probe_refused_us = idleInside(std::move(refused), *candidate);
 
   const std::int64_t duration = candidate->duration_us();
+  for (const auto& recreation : scope.recreations) {
+    if (recreation.at_us < candidate->start_us || recreation.at_us > candidate->end_us) continue;
+    r.probe_cause = recreation;
+    r.reason = "the probe's producer was recreated during it after a fatal error (" +
+               recreation.error + "): the gap is the probe's, not the cluster's";
+    return r;
+  }
   if (candidate->open) {
     r.reason = "still stalled when observation ended (≥ " + seconds(duration) + ")";
     return r;
@@ -147,6 +168,11 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
   if (scope.at_fault && scope.at_fault->oldest_outstanding_age_us > kLagAtFaultUs) {
     r.reason = "the probe was lagging at the fault (oldest outstanding message " +
                seconds(scope.at_fault->oldest_outstanding_age_us) + " old)";
+    return r;
+  }
+  if (r.probe_refused_us > kIdleToleranceIntervals * scope.interval_us) {
+    r.reason = "the client refused the probe's sends for " + seconds(r.probe_refused_us) +
+               " of it (" + refused_error + "): the cluster was not asked";
     return r;
   }
   if (r.probe_idle_us > kIdleToleranceIntervals * scope.interval_us) {
@@ -201,6 +227,11 @@ nlohmann::json kindJson(const KindResult& k) {
           {"reason", k.reason},
           {"held_ticks", k.held_ticks},
           {"probe_idle_us", k.probe_idle_us},
+          {"probe_refused_us", k.probe_refused_us},
+          {"probe_cause", k.probe_cause ? nlohmann::json{{"kind", "producer_recreated"},
+                                                         {"at_us", k.probe_cause->at_us},
+                                                         {"error", k.probe_cause->error}}
+                                        : nlohmann::json(nullptr)},
           {"count", k.count}};
 }
 
@@ -308,10 +339,37 @@ RunAnalysis analyse(const AnalysisInput& in) {
     by_partition[{s.topic, s.partition}].try_emplace(s.seq, Entry{&s, true});
   }
 
+  const auto recreations = producerRecreationsFromEvents(in.events);
+  // When the probe began probing a partition added to its topic (probe/partition_added).
+  std::map<PartitionKey, std::int64_t> probed_since;
+  for (const auto& e : in.events) {
+    if (e.source != "probe" || e.kind != "partition_added" || !e.topic || !e.partition) continue;
+    const PartitionKey key{*e.topic, *e.partition};
+    const auto it = probed_since.find(key);
+    if (it == probed_since.end() || e.t_us < it->second) probed_since[key] = e.t_us;
+  }
+  const auto exclusion = [&](const PartitionAtFault& p) -> std::string {
+    const PartitionKey key{p.topic, p.partition};
+    if (const auto it = probed_since.find(key);
+        it != probed_since.end() && it->second > in.window_start_us) {
+      const auto from_fault = it->second - in.fault_us;
+      return "added " + seconds(std::abs(from_fault)) +
+             (from_fault <= 0 ? " before" : " after") + " the fault: no baseline";
+    }
+    if (in.probe_at_fault.empty()) return {};
+    for (const auto& f : in.probe_at_fault) {
+      if (f.topic == p.topic && f.partition == p.partition) return {};
+    }
+    return "not probed at the fault: added to the topic after the probe last looked";
+  };
   out.settled = true;
   out.conclusive = true;
   for (const auto& p : in.partitions) {
     const PartitionKey key{p.topic, p.partition};
+    if (auto reason = exclusion(p); !reason.empty()) {
+      out.excluded.push_back({p.topic, p.partition, std::move(reason)});
+      continue;
+    }
     PartitionResult r;
     r.topic = p.topic;
     r.partition = p.partition;
@@ -368,6 +426,14 @@ RunAnalysis analyse(const AnalysisInput& in) {
       auto& into = idle.kind == storage::GapKind::kAck ? scope : receive_scope;
       into.idles.emplace_back(idle.start_us, idle.end_us);
     }
+    for (const auto& refusal : in.refusals) {
+      if (refusal.topic == p.topic && refusal.partition == p.partition) {
+        scope.refusals.push_back(&refusal);
+        receive_scope.refusals.push_back(&refusal);
+      }
+    }
+    scope.recreations = recreations;
+    receive_scope.recreations = recreations;
     r.ack = analyseKind(acks, scope);
     r.receive = analyseKind(receives, receive_scope);
 
@@ -492,7 +558,50 @@ void probeStretchesFromEvents(const std::vector<storage::Event>& events,
   }
 }
 
+void probeRefusalsFromEvents(const std::vector<storage::Event>& events,
+                             std::vector<ProbeRefusal>& refusals) {
+  for (const auto& e : events) {
+    if (e.source != "probe" || e.kind != "refused" || !e.topic || !e.partition) continue;
+    const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
+    if (detail.is_discarded() || !detail.is_object()) continue;
+    const auto end_us = integerField(detail, "end_us");
+    const auto sends = integerField(detail, "sends");
+    if (!end_us || *end_us < e.t_us || !sends || *sends < 0) continue;
+    ProbeRefusal refusal;
+    refusal.topic = *e.topic;
+    refusal.partition = *e.partition;
+    refusal.start_us = e.t_us;
+    refusal.end_us = end_us;
+    refusal.sends = *sends;
+    if (const auto error = detail.find("error"); error != detail.end() && error->is_string()) {
+      refusal.error = error->get<std::string>();
+    }
+    refusals.push_back(std::move(refusal));
+  }
+}
+
+std::vector<ProducerRecreation> producerRecreationsFromEvents(
+    const std::vector<storage::Event>& events) {
+  std::vector<ProducerRecreation> found;
+  for (const auto& e : events) {
+    if (e.source != "probe" || e.kind != "producer_recreated") continue;
+    ProducerRecreation recreation{e.t_us, ""};
+    const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
+    if (detail.is_object()) {
+      if (const auto error = detail.find("error"); error != detail.end() && error->is_string()) {
+        recreation.error = error->get<std::string>();
+      }
+    }
+    found.push_back(std::move(recreation));
+  }
+  return found;
+}
+
 nlohmann::json toJson(const RunAnalysis& a) {
+  nlohmann::json excluded = nlohmann::json::array();
+  for (const auto& x : a.excluded) {
+    excluded.push_back({{"topic", x.topic}, {"partition", x.partition}, {"reason", x.reason}});
+  }
   nlohmann::json parts = nlohmann::json::array();
   for (const auto& p : a.partitions) {
     parts.push_back({{"topic", p.topic},
@@ -521,7 +630,8 @@ nlohmann::json toJson(const RunAnalysis& a) {
           {"recovered_us", optJson(a.recovered_us)},
           {"settled", a.settled},
           {"conclusive", a.conclusive},
-          {"partitions", parts}};
+          {"partitions", parts},
+          {"excluded", excluded}};
 }
 
 }  // namespace kfaild::analysis

@@ -103,6 +103,26 @@ struct ProbeIdle {
   std::int64_t end_us = 0;
 };
 
+// A stretch during which the client refused every send to a partition locally (its queue full,
+// the producer in a fatal state): the cluster was never asked, so a gap that overlaps it is
+// (partly) the probe's own, for acks and receives alike. Open when end_us is unset.
+struct ProbeRefusal {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t start_us = 0;
+  std::optional<std::int64_t> end_us;
+  std::int64_t sends = 0;
+  std::string error;  // the client's error name, e.g. "_QUEUE_FULL", "_FATAL"
+};
+
+// The probe recreated its producer after a fatal error (source "probe", kind
+// "producer_recreated"): every message of the old producer failed, and the new one starts with a
+// new epoch. A gap that spans it is the probe's, not the cluster's.
+struct ProducerRecreation {
+  std::int64_t at_us = 0;
+  std::string error;  // the fatal error, as librdkafka stated it
+};
+
 struct AnalysisInput {
   std::string fault;                 // kill | stop | pause | restart
   std::int32_t target = -1;
@@ -122,6 +142,7 @@ struct AnalysisInput {
   std::vector<ProbeAtFault> probe_at_fault;
   std::vector<ProbeHold> holds;
   std::vector<ProbeIdle> idles;
+  std::vector<ProbeRefusal> refusals;
   std::vector<storage::Event> events;         // within [window_start - 1 s, window_end + 5 s]
 };
 
@@ -150,6 +171,10 @@ struct KindResult {
   std::string reason;                   // why none / inconclusive, in words
   std::int64_t held_ticks = 0;          // ticks held back during the candidate
   std::int64_t probe_idle_us = 0;       // idle time of this kind inside the candidate
+  std::int64_t probe_refused_us = 0;    // time inside the candidate the client refused sends
+  // The probe's own cause of the candidate (its producer was recreated during it): the outcome
+  // is then inconclusive and the figure is not the cluster's.
+  std::optional<ProducerRecreation> probe_cause;
   std::int64_t count = 0;               // acks (receives) in the window
 };
 
@@ -190,6 +215,16 @@ struct PartitionResult {
   Phases phases;
 };
 
+// A partition of the metadata at the fault that the analysis leaves out, and why: the probe
+// began probing it after the window's start (a partition added to a probe topic: it has no
+// baseline), or was not probing it at the fault at all. Its figures would be the probe's late
+// start, not the cluster's.
+struct ExcludedPartition {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::string reason;
+};
+
 struct RunAnalysis {
   std::string fault;
   std::int32_t target = -1;
@@ -200,6 +235,7 @@ struct RunAnalysis {
   bool settled = false;       // every partition settled
   bool conclusive = false;    // no partition's ack or receive outcome is inconclusive
   std::vector<PartitionResult> partitions;
+  std::vector<ExcludedPartition> excluded;
 };
 
 RunAnalysis analyse(const AnalysisInput& input);
@@ -209,6 +245,13 @@ RunAnalysis analyse(const AnalysisInput& input);
 // {"kind":"ack"|"receive","end_us"}, t_us = start), as the probe records them.
 void probeStretchesFromEvents(const std::vector<storage::Event>& events, std::vector<ProbeHold>& holds,
                               std::vector<ProbeIdle>& idles);
+
+// The probe's refused stretches ("refused", detail {"end_us","sends","error"}, t_us = start)
+// and producer recreations ("producer_recreated", detail {"error"}) in a window.
+void probeRefusalsFromEvents(const std::vector<storage::Event>& events,
+                             std::vector<ProbeRefusal>& refusals);
+std::vector<ProducerRecreation> producerRecreationsFromEvents(
+    const std::vector<storage::Event>& events);
 
 nlohmann::json toJson(const RunAnalysis& analysis);
 

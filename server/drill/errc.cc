@@ -13,6 +13,7 @@ class DrillCategory final : public std::error_category {
       case errc::drill_not_found: return "no such drill";
       case errc::injector_failed: return "fault injection failed";
       case errc::invalid_request: return "invalid drill request";
+      case errc::analysis_window: return "analysis window unreadable";
     }
     return "unknown drill error";
   }

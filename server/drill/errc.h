@@ -16,6 +16,7 @@ enum class errc {
   drill_not_found,   // no drill by that name or id
   injector_failed,   // the fault injector failed to inject or to heal
   invalid_request,   // a drill request with a wrong field (the message names it)
+  analysis_window,   // the run's recorded window cannot be read whole for its analysis
 };
 
 const std::error_category& drillCategory();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "server/drill/analysis_inputs.h"
 #include "server/drill/event_log.h"
 #include "server/fault/kafka_log.h"
 
@@ -358,23 +359,27 @@ void RunExecution::analyse() {
   input.pending = deps_.probe.pending(baseline_start_us_, window_end_us_);
   const auto live = deps_.probe.status();
   deps_.store.flush();
-  for (const auto& p : at_fault_) {
-    storage::SampleQuery q;
-    q.cluster = deps_.cluster_id;
-    q.topic = p.topic;
-    q.partition = p.partition;
-    q.range = {baseline_start_us_, window_end_us_};
-    if (auto rows = deps_.store.samples(q); rows) input.samples.insert(input.samples.end(), rows->begin(), rows->end());
+  AnalysisWindow window{.cluster = deps_.cluster_id,
+                        .partitions = {},
+                        .samples = {baseline_start_us_, window_end_us_},
+                        .events = {baseline_start_us_ - kSecond, window_end_us_ + 5 * kSecond}};
+  for (const auto& p : at_fault_) window.partitions.emplace_back(p.topic, p.partition);
+  auto stored = loadAnalysisInputs(deps_.store, window);
+  if (!stored) {
+    end(DrillState::kFailed, "analysis not run: " + stored.error().describe());
+    return;
   }
-  storage::EventQuery eq;
-  eq.cluster = deps_.cluster_id;
-  eq.range = {baseline_start_us_ - kSecond, window_end_us_ + 5 * kSecond};
-  if (auto events = deps_.store.events(eq); events) input.events = std::move(*events);
+  input.samples = std::move(stored->samples);
+  input.events = std::move(stored->events);
   analysis::probeStretchesFromEvents(input.events, input.holds, input.idles);
+  analysis::probeRefusalsFromEvents(input.events, input.refusals);
   for (const auto& p : live.partitions) {
-    // A hold still open is not an event yet.
+    // A hold or a refusal still open is not an event yet.
     if (p.holding_since && p.holding_since->wall <= window_end_us_) {
       input.holds.push_back({p.topic, p.partition, p.holding_since->wall, std::nullopt, 0, "open"});
+    }
+    if (p.refusing_since && p.refusing_since->wall <= window_end_us_) {
+      input.refusals.push_back({p.topic, p.partition, p.refusing_since->wall, std::nullopt, 0, "open"});
     }
   }
   outcome_.analysis = analysis::analyse(input);

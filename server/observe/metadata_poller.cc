@@ -140,7 +140,16 @@ void MetadataPoller::pollOnce() {
       1000, 10 * cluster_.observe.metadata_interval_us / 1000));
   auto snapshot = kafka::fetchMetadata(handle_, topics_, timeout_ms, clock_);
   const auto now = clock_.wallNow();
-  std::lock_guard lock(mutex_);
+  std::map<std::string, std::int32_t> partition_counts;
+  if (snapshot) {
+    for (const auto& t : snapshot->topics) {
+      if (!t.error.empty() || t.partitions.empty()) continue;
+      std::int32_t count = 0;
+      for (const auto& p : t.partitions) count = std::max(count, p.partition + 1);
+      partition_counts[t.name] = count;
+    }
+  }
+  std::unique_lock lock(mutex_);
   ++state_.polls;
   if (!snapshot) {
     ++state_.failures;
@@ -191,6 +200,8 @@ void MetadataPoller::pollOnce() {
   state_.snapshot_at = now;
   state_.reachable = true;
   state_.last_error.clear();
+  lock.unlock();
+  if (partition_count_listener_) partition_count_listener_(partition_counts);
 }
 
 ObservedCluster MetadataPoller::latest() const {

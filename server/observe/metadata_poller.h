@@ -13,6 +13,8 @@
 // its timeout, 10 polling intervals and at least 1 s).
 
 #include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -55,6 +57,14 @@ class MetadataPoller {
   MetadataPoller(const MetadataPoller&) = delete;
   MetadataPoller& operator=(const MetadataPoller&) = delete;
 
+  // Told after every answered poll how many partitions each probe topic has (topics the answer
+  // gave an error for are left out), on the poller's thread, outside its lock: the probe follows
+  // partitions added to its topics within one poll. Set before start().
+  using PartitionCountListener = std::function<void(const std::map<std::string, std::int32_t>&)>;
+  void setPartitionCountListener(PartitionCountListener listener) {
+    partition_count_listener_ = std::move(listener);
+  }
+
   [[nodiscard]] Status start();
   void stop();
   // One poll, on the caller's thread (the poller thread uses it; tests may call it directly
@@ -82,6 +92,7 @@ class MetadataPoller {
   // Empty when the cluster's listeners need TLS or SASL, which the quorum client does not speak.
   std::optional<kafka::QuorumDescriber> quorum_describer_;  // used by one thread at a time
 
+  PartitionCountListener partition_count_listener_;  // set before start(), then only read
   mutable std::mutex mutex_;
   ObservedCluster state_;  // guarded by mutex_
   // The last quorum that was described, kept through failed describes so that a leader change

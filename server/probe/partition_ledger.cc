@@ -116,7 +116,25 @@ PartitionLedger::InFlight* PartitionLedger::find(std::int64_t seq) {
 
 void PartitionLedger::sendRefused(std::int64_t seq, common::Instant at, std::int32_t error,
                                   LedgerOutput& out) {
+  if (!refused_since_) {
+    // The stretch starts when the refused message was due, not when the refusal came back.
+    const InFlight* entry = find(seq);
+    refused_since_ = entry != nullptr ? entry->sent : at;
+    refused_sends_ = 0;
+  }
+  ++refused_sends_;
+  refused_error_ = error;
   deliveryReport(seq, at, error, std::nullopt, out);
+}
+
+void PartitionLedger::sendAccepted(common::Instant at, LedgerOutput& out) {
+  if (!refused_since_) return;
+  ProbeStretch stretch{"refused", topic_, partition_, refused_since_->wall, at.wall, refused_sends_,
+                       "", storage::GapKind::kAck};
+  stretch.error = refused_error_;
+  out.stretches.push_back(std::move(stretch));
+  refused_since_.reset();
+  refused_sends_ = 0;
 }
 
 void PartitionLedger::deliveryReport(std::int64_t seq, common::Instant at, std::int32_t error,
@@ -204,6 +222,16 @@ void PartitionLedger::expire(common::Instant now, LedgerOutput& out) {
   popFinished();
 }
 
+void PartitionLedger::failOutstanding(common::Instant at, std::int32_t error, LedgerOutput& out) {
+  const auto first = base_seq_;
+  const auto count = static_cast<std::int64_t>(in_flight_.size());
+  for (std::int64_t seq = first; seq < first + count; ++seq) {
+    if (const InFlight* entry = find(seq); entry != nullptr && !entry->report) {
+      deliveryReport(seq, at, error, std::nullopt, out);
+    }
+  }
+}
+
 void PartitionLedger::finish(std::int64_t seq, InFlight& entry, LedgerOutput& out) {
   entry.finished = true;
   out.samples.push_back(sampleOf(seq, entry));
@@ -286,6 +314,7 @@ PartitionStatus PartitionLedger::status() {
   s.outstanding = static_cast<std::size_t>(outstanding_);
   if (const InFlight* oldest = oldestOutstanding()) s.oldest_outstanding_sent = oldest->sent;
   s.holding_since = hold_since_;
+  s.refusing_since = refused_since_;
   return s;
 }
 

@@ -13,7 +13,10 @@
 // by count and by the age of the oldest such message; holdReason() tells the sender to skip a
 // tick at either bound, and holdTick() records it. The stretches in which the probe held back, and
 // those in which nothing at all was outstanding for longer than the idle tolerance (so a gap
-// there would be the probe's, not the cluster's), are reported as ProbeStretch outputs.
+// there would be the probe's, not the cluster's), are reported as ProbeStretch outputs. So are
+// the stretches in which the client refused the probe's sends locally (queue full, a fatal
+// producer error): each refusal fails its message at once, so "outstanding" drops to 0 and back
+// every tick and such a stretch never shows as idle, yet the cluster was not asked.
 
 #include <array>
 #include <cstdint>
@@ -46,8 +49,9 @@ enum class HoldReason { kNone, kOutstandingCount, kOutstandingAge };
 const char* toString(HoldReason reason);
 
 // A stretch of the probe's own behaviour: "held_back" (sends skipped at the bound; `ticks`,
-// `reason`) or "idle" (nothing outstanding of `gap_kind`: no message awaiting an ack, or none
-// awaiting receipt).
+// `reason`), "idle" (nothing outstanding of `gap_kind`: no message awaiting an ack, or none
+// awaiting receipt) or "refused" (every send refused by the client from `start` until the
+// first send it accepted at `end`; `ticks` sends, the last refusal's client `error`).
 struct ProbeStretch {
   std::string kind;
   std::string topic;
@@ -57,6 +61,7 @@ struct ProbeStretch {
   std::int64_t ticks = 0;
   std::string reason;
   storage::GapKind gap_kind = storage::GapKind::kAck;
+  std::int32_t error = 0;
 };
 
 // A message that broke the stream's order: kind "duplicate", "reordered", "lost" or "late".
@@ -87,8 +92,12 @@ class PartitionLedger {
   // Allocates the next sequence number for a message sent now. Closes a hold, and reports an
   // idle stretch that ends here.
   std::int64_t beginSend(common::Instant at, LedgerOutput& out);
-  // The client refused the message at once (queue full, unknown partition, ...).
+  // The client refused the message at once (queue full, unknown partition, fatal error, ...):
+  // the message fails, and a refused stretch starts (or goes on).
   void sendRefused(std::int64_t seq, common::Instant at, std::int32_t error, LedgerOutput& out);
+  // The client accepted the message sent at `at`: a refused stretch ends there.
+  void sendAccepted(common::Instant at, LedgerOutput& out);
+  bool refusing() const { return refused_since_.has_value(); }
   // Delivery report: error 0 is an ack (acks=all satisfied) at `offset`.
   void deliveryReport(std::int64_t seq, common::Instant at, std::int32_t error,
                       std::optional<std::int64_t> offset, LedgerOutput& out);
@@ -96,6 +105,9 @@ class PartitionLedger {
   void received(std::int64_t seq, common::Instant at, LedgerOutput& out);
   // Gives up on messages past their timeouts (lost or never reported).
   void expire(common::Instant now, LedgerOutput& out);
+  // Every message still without a delivery report fails now with `error`: their producer is
+  // gone (recreated after a fatal error) and will never report them.
+  void failOutstanding(common::Instant at, std::int32_t error, LedgerOutput& out);
 
   PartitionStatus status();
   // Messages sent in [from, to] (wall) whose fate is still open: no delivery report, or acked
@@ -149,6 +161,9 @@ class PartitionLedger {
   std::optional<common::Instant> hold_since_;
   std::int64_t hold_ticks_ = 0;
   HoldReason hold_reason_ = HoldReason::kNone;
+  std::optional<common::Instant> refused_since_;
+  std::int64_t refused_sends_ = 0;
+  std::int32_t refused_error_ = 0;
 
   PartitionCounters counters_;
   std::optional<common::Instant> last_ack_;

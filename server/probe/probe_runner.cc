@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <utility>
 
 #include "server/kafka/admin.h"
 #include "server/kafka/errc.h"
@@ -98,13 +99,9 @@ Status ProbeRunner::start() {
   // within a second, at the cost of one connection attempt per second to a dead one.
   unless_set("reconnect.backoff.max.ms", "1000");
 
-  // A metadata request for a missing topic must not create it with the broker's defaults: kfaild
-  // creates probe topics only as configured.
-  auto producer = kafka::createClient(RD_KAFKA_PRODUCER, options, producer_settings,
-                                      [](rd_kafka_conf_t* conf) {
-                                        rd_kafka_conf_set_events(
-                                            conf, RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR);
-                                      });
+  client_options_ = options;
+  producer_settings_ = producer_settings;
+  auto producer = createProducer();
   if (!producer) return producer.error();
   std::map<std::string, std::string> consumer_settings = {{"group.id", "kfaild-probe-" + cluster_.name},
                                                          {"enable.auto.commit", "false"},
@@ -163,13 +160,33 @@ Status ProbeRunner::start() {
   return okStatus();
 }
 
+Result<kafka::Handle> ProbeRunner::createProducer() const {
+  // A metadata request for a missing topic must not create it with the broker's defaults: kfaild
+  // creates probe topics only as configured.
+  return kafka::createClient(RD_KAFKA_PRODUCER, client_options_, producer_settings_,
+                             [](rd_kafka_conf_t* conf) {
+                               rd_kafka_conf_set_events(conf,
+                                                        RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR);
+                             });
+}
+
+void ProbeRunner::raiseFatalErrorForTest(const std::string& reason) {
+  std::shared_lock lock(producer_mutex_);
+  if (producer_) {
+    rd_kafka_test_fatal_error(producer_.get(), RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                              reason.c_str());
+  }
+}
+
 void ProbeRunner::stop() {
+  // No recreation of the producer once stopping: the flush below must see the one it flushes.
+  stopping_ = true;
   // The sender first, so nothing is sent once the flush below has begun; then the receiver,
   // which has always stopped reading as soon as a stop began (it does not read back what the
   // flush gets acked).
   sender_.stop();
   receiver_.stop();
-  if (producer_) {
+  if (std::shared_lock lock(producer_mutex_); producer_) {
     // Let outstanding messages finish (their samples are recorded) but do not wait out a stall.
     // With the event API, flush waits while the reporter thread serves the reports: the
     // reporter stops only after it.
@@ -206,6 +223,7 @@ Status ProbeRunner::setUp() {
   ledger_options.max_outstanding = cluster_.probe.max_outstanding;
   ledger_options.max_outstanding_age_us = cluster_.probe.max_outstanding_age_us;
   ledger_options.idle_tolerance_us = 2 * cluster_.probe.interval_us;
+  ledger_options_ = ledger_options;
 
   std::vector<std::unique_ptr<Slot>> slots;
   std::vector<rd_kafka_topic_t*> handles;
@@ -300,8 +318,11 @@ Status ProbeRunner::setUp() {
     if (it->slot_by_partition.size() <= p) it->slot_by_partition.resize(p + 1, -1);
     it->slot_by_partition[p] = static_cast<std::int32_t>(i);
   }
-  slots_ = std::move(slots);
-  topic_slots_ = std::move(topic_slots);
+  {
+    std::unique_lock lock(slots_mutex_);
+    slots_ = std::move(slots);
+    topic_slots_ = std::move(topic_slots);
+  }
   topic_handles_ = std::move(handles);
   ready_ = true;
   {
@@ -316,7 +337,9 @@ Status ProbeRunner::setUp() {
 
 void ProbeRunner::senderLoop() {
   while (!sender_.stopRequested()) {
+    std::shared_lock producer_lock(producer_mutex_);
     auto status = setUp();
+    producer_lock.unlock();
     if (status) break;
     setProblem(status.error().describe());
     if (!sender_.sleepFor(std::chrono::microseconds(kSetUpRetryUs))) return;
@@ -327,10 +350,134 @@ void ProbeRunner::senderLoop() {
     const auto wait = pacer_->deadline() - clock_.monoNow();
     if (wait > 0 && !sender_.sleepFor(std::chrono::microseconds(wait))) return;
     const auto skipped = pacer_->fire(clock_.monoNow());
-    sendTick();
+    {
+      std::shared_lock producer_lock(producer_mutex_);
+      if (seen_changed_.exchange(false)) addSeenPartitions();
+      sendTick();
+    }
     ticks_ = pacer_->fired();
     if (skipped > 0) skipped_ = pacer_->skipped();
     max_lateness_ = pacer_->maxLateness();
+  }
+}
+
+void ProbeRunner::partitionsSeen(const std::map<std::string, std::int32_t>& counts) {
+  std::lock_guard lock(seen_mutex_);
+  bool changed = false;
+  for (const auto& topic : cluster_.probe.topics) {
+    const auto it = counts.find(topic.name);
+    if (it == counts.end()) continue;
+    auto& known = seen_partitions_[topic.name];
+    if (it->second != known) changed = true;
+    known = it->second;
+  }
+  if (changed) seen_changed_ = true;
+}
+
+void ProbeRunner::addSeenPartitions() {
+  std::map<std::string, std::int32_t> seen;
+  {
+    std::lock_guard lock(seen_mutex_);
+    seen = seen_partitions_;
+  }
+  struct Added {
+    std::string topic;
+    std::int32_t partition;
+    rd_kafka_topic_t* handle;
+  };
+  std::vector<Added> added;
+  for (const auto& t : topic_slots_) {
+    const auto it = seen.find(t.topic);
+    if (it == seen.end()) continue;
+    rd_kafka_topic_t* handle = nullptr;
+    for (const auto index : t.slot_by_partition) {
+      if (index >= 0) handle = slots_[static_cast<std::size_t>(index)]->topic;
+    }
+    for (auto p = static_cast<std::int32_t>(t.slot_by_partition.size()); p < it->second; ++p) {
+      added.push_back({t.topic, p, handle});
+    }
+  }
+  if (added.empty()) return;
+  if (slots_.size() + added.size() >= kMaxSlots) {
+    setProblem("too many probe partitions: partitions added to the probe topics are not probed");
+    return;
+  }
+  // The producer refuses a send to a partition its own metadata does not list yet (it refreshes
+  // every topic.metadata.refresh.interval.ms, 5 min by default): one request for the grown topics
+  // updates its cache before the first send to them. Rare, and outside any stall the probe is
+  // measuring, so it does not shorten a client-discovery time.
+  std::vector<std::string> grown;
+  for (const auto& a : added) {
+    if (std::find(grown.begin(), grown.end(), a.topic) == grown.end()) grown.push_back(a.topic);
+  }
+  if (auto md = kafka::fetchMetadata(producer_.get(), grown, kSetUpRequestTimeoutMs); !md) {
+    setProblem("partitions added to the probe topics are not probed yet: " + md.error().describe());
+    adding_failed_ = true;
+    std::lock_guard lock(seen_mutex_);
+    seen_partitions_.clear();
+    return;
+  } else {
+    const auto unknown = std::erase_if(added, [&](const Added& a) {
+      const auto* info = md->topic(a.topic);
+      return info == nullptr || std::none_of(info->partitions.begin(), info->partitions.end(),
+                                             [&](const auto& p) { return p.partition == a.partition; });
+    });
+    if (unknown > 0) {
+      // Not in this broker's answer yet: taken up on a later poll.
+      std::lock_guard lock(seen_mutex_);
+      seen_partitions_.clear();
+    }
+    if (added.empty()) return;
+  }
+  // A partition that was just added holds nothing the probe sent before now: read from its
+  // beginning, so the consumer's position needs no request to the cluster and no probe message
+  // sent from the next tick on can be skipped.
+  std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionListDeleter> assignment(
+      rd_kafka_topic_partition_list_new(static_cast<int>(added.size())));
+  for (const auto& a : added) {
+    rd_kafka_topic_partition_list_add(assignment.get(), a.topic.c_str(), a.partition)->offset =
+        RD_KAFKA_OFFSET_BEGINNING;
+  }
+  if (rd_kafka_error_t* error = rd_kafka_incremental_assign(consumer_.get(), assignment.get())) {
+    setProblem(std::string("partitions added to the probe topics are not probed: assigning them "
+                           "failed: ") +
+               rd_kafka_error_string(error));
+    rd_kafka_error_destroy(error);
+    adding_failed_ = true;
+    // Tried again on the next metadata poll that reports them.
+    std::lock_guard lock(seen_mutex_);
+    seen_partitions_.clear();
+    return;
+  }
+  if (std::exchange(adding_failed_, false)) setProblem({});
+  const auto now = clock_.now();
+  {
+    std::unique_lock lock(slots_mutex_);
+    for (const auto& a : added) {
+      auto slot = std::make_unique<Slot>(cluster_id_, a.topic, a.partition, ledger_options_);
+      slot->topic = a.handle;
+      const auto index = static_cast<std::int32_t>(slots_.size());
+      slots_.push_back(std::move(slot));
+      auto t = std::find_if(topic_slots_.begin(), topic_slots_.end(),
+                            [&](const TopicSlots& ts) { return ts.topic == a.topic; });
+      if (t->slot_by_partition.size() <= static_cast<std::size_t>(a.partition)) {
+        t->slot_by_partition.resize(static_cast<std::size_t>(a.partition) + 1, -1);
+      }
+      t->slot_by_partition[static_cast<std::size_t>(a.partition)] = index;
+    }
+  }
+  for (const auto& a : added) {
+    spdlog::info("probe {}: {}[{}] added to the topic: probing it too", cluster_.name, a.topic,
+                 a.partition);
+    storage::Event e;
+    e.cluster = cluster_id_;
+    e.t_us = now.wall;
+    e.source = "probe";
+    e.kind = "partition_added";
+    e.topic = a.topic;
+    e.partition = a.partition;
+    e.detail = nlohmann::json{{"partitions", seen[a.topic]}}.dump();
+    store_.addEvent(std::move(e));
   }
 }
 
@@ -361,41 +508,141 @@ void ProbeRunner::sendTick() {
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       std::lock_guard lock(slot.mutex);
       slot.ledger.sendRefused(seq, clock_.now(), err, out);
+      slot.refusing = true;
+    } else if (slot.refusing) {
+      std::lock_guard lock(slot.mutex);
+      slot.ledger.sendAccepted(now, out);
+      slot.refusing = false;
     }
   }
   publish(out);
 }
 
+void ProbeRunner::serveReports(rd_kafka_event_t* event) {
+  const auto now = clock_.now();
+  LedgerOutput out;
+  std::shared_lock slots_lock(slots_mutex_);
+  while (const rd_kafka_message_t* msg = rd_kafka_event_message_next(event)) {
+    const auto [index, seq] = unpackOpaque(msg->_private);
+    if (index >= slots_.size()) continue;
+    auto& slot = *slots_[index];
+    std::lock_guard lock(slot.mutex);
+    slot.ledger.deliveryReport(seq, now, msg->err,
+                               msg->err == RD_KAFKA_RESP_ERR_NO_ERROR
+                                   ? std::optional<std::int64_t>(msg->offset)
+                                   : std::nullopt,
+                               out);
+  }
+  slots_lock.unlock();
+  publish(out);
+}
+
 void ProbeRunner::reporterLoop() {
-  rd_kafka_queue_t* queue = rd_kafka_queue_get_main(producer_.get());
+  rd_kafka_queue_t* queue = nullptr;
+  {
+    std::shared_lock lock(producer_mutex_);
+    queue = rd_kafka_queue_get_main(producer_.get());
+  }
   std::uint64_t logged_errors = 0;
   while (!reporter_.stopRequested()) {
     rd_kafka_event_t* event = rd_kafka_queue_poll(queue, 100);
     if (event == nullptr) continue;
     if (rd_kafka_event_type(event) == RD_KAFKA_EVENT_DR) {
-      const auto now = clock_.now();
-      LedgerOutput out;
-      while (const rd_kafka_message_t* msg = rd_kafka_event_message_next(event)) {
-        const auto [index, seq] = unpackOpaque(msg->_private);
-        if (index >= slots_.size()) continue;
-        auto& slot = *slots_[index];
-        std::lock_guard lock(slot.mutex);
-        slot.ledger.deliveryReport(seq, now, msg->err,
-                                   msg->err == RD_KAFKA_RESP_ERR_NO_ERROR
-                                       ? std::optional<std::int64_t>(msg->offset)
-                                       : std::nullopt,
-                                   out);
-      }
-      publish(out);
+      serveReports(event);
     } else if (rd_kafka_event_type(event) == RD_KAFKA_EVENT_ERROR) {
+      const bool fatal = rd_kafka_event_error_is_fatal(event);
       // Transient errors (a broker went away) are the very thing being measured; log a few.
-      if (logged_errors++ < 20 || rd_kafka_event_error_is_fatal(event)) {
+      if (logged_errors++ < 20 || fatal) {
         spdlog::warn("probe {}: producer: {}", cluster_.name, rd_kafka_event_error_string(event));
+      }
+      if (fatal && !stopping_) {
+        // The idempotent producer cannot go on (its sequence state is lost): every send is
+        // refused from here on. Only a new producer, with a new epoch, probes again.
+        std::string error;
+        {
+          std::shared_lock lock(producer_mutex_);
+          char reason[512] = "";
+          const auto code = rd_kafka_fatal_error(producer_.get(), reason, sizeof reason);
+          error = std::string(rd_kafka_err2name(code)) + ": " + reason;
+        }
+        rd_kafka_event_destroy(event);
+        recreateProducer(error, queue);
+        continue;
       }
     }
     rd_kafka_event_destroy(event);
   }
   rd_kafka_queue_destroy(queue);
+}
+
+void ProbeRunner::recreateProducer(const std::string& error, rd_kafka_queue_t*& queue) {
+  const auto failed_at = clock_.now().wall;
+  Result<kafka::Handle> fresh = createProducer();
+  // Creating a client is local: it fails only on settings that start() accepted already, so a
+  // failure here is retried rather than leaving the probe without a producer.
+  while (!fresh && !reporter_.stopRequested()) {
+    setProblem("producer failed fatally (" + error + ") and cannot be recreated: " +
+               fresh.error().describe());
+    if (!reporter_.sleepFor(std::chrono::seconds(1))) return;
+    fresh = createProducer();
+  }
+  if (!fresh) return;
+  kafka::Handle old;
+  std::vector<rd_kafka_topic_t*> old_topics;
+  {
+    std::shared_lock lock(producer_mutex_);
+    // What the old producer still holds fails now, each with its report, so those messages get
+    // their fate at once instead of at the ledger's unacked timeout.
+    rd_kafka_purge(producer_.get(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT |
+                                        RD_KAFKA_PURGE_F_NON_BLOCKING);
+  }
+  const auto drain_until = clock_.monoNow() + 2'000'000;
+  for (;;) {
+    rd_kafka_event_t* event = rd_kafka_queue_poll(queue, 100);
+    if (event != nullptr) {
+      if (rd_kafka_event_type(event) == RD_KAFKA_EVENT_DR) serveReports(event);
+      rd_kafka_event_destroy(event);
+      continue;
+    }
+    std::shared_lock lock(producer_mutex_);
+    if (rd_kafka_outq_len(producer_.get()) == 0 || clock_.monoNow() >= drain_until) break;
+  }
+  rd_kafka_queue_destroy(queue);
+  {
+    std::unique_lock lock(producer_mutex_);
+    // What is still without a report belongs to the old producer (the sender waits for this
+    // lock), whose reports will never come now.
+    LedgerOutput out;
+    const auto now = clock_.now();
+    for (auto& slot : slots_) {
+      std::lock_guard slot_lock(slot->mutex);
+      slot->ledger.failOutstanding(now, RD_KAFKA_RESP_ERR__FATAL, out);
+    }
+    publish(out);
+    std::vector<rd_kafka_topic_t*> topics;
+    for (auto* t : topic_handles_) {
+      topics.push_back(rd_kafka_topic_new(fresh->get(), rd_kafka_topic_name(t), nullptr));
+    }
+    for (auto& slot : slots_) {
+      const auto at = std::find(topic_handles_.begin(), topic_handles_.end(), slot->topic);
+      if (at != topic_handles_.end()) slot->topic = topics[static_cast<std::size_t>(at - topic_handles_.begin())];
+    }
+    old_topics = std::exchange(topic_handles_, std::move(topics));
+    old = std::exchange(producer_, std::move(*fresh));
+    queue = rd_kafka_queue_get_main(producer_.get());
+  }
+  for (auto* t : old_topics) rd_kafka_topic_destroy(t);
+  old.reset();
+  const auto recreations = ++producer_recreations_;
+  spdlog::warn("probe {}: producer recreated after a fatal error ({}), {} time(s) so far",
+               cluster_.name, error, recreations);
+  storage::Event e;
+  e.cluster = cluster_id_;
+  e.t_us = clock_.now().wall;
+  e.source = "probe";
+  e.kind = "producer_recreated";
+  e.detail = nlohmann::json{{"error", error}, {"failed_at_us", failed_at}, {"recreations", recreations}}.dump();
+  store_.addEvent(std::move(e));
 }
 
 void ProbeRunner::receiverLoop() {
@@ -408,14 +655,15 @@ void ProbeRunner::receiverLoop() {
         const auto payload = decodePayload(
             std::string_view(static_cast<const char*>(msg->payload), msg->len));
         if (payload && payload->run_id == run_id_) {
-          if (Slot* slot = slotFor(rd_kafka_topic_name(msg->rkt), msg->partition)) {
-            LedgerOutput out;
-            {
+          LedgerOutput out;
+          {
+            std::shared_lock slots_lock(slots_mutex_);
+            if (Slot* slot = slotFor(rd_kafka_topic_name(msg->rkt), msg->partition)) {
               std::lock_guard lock(slot->mutex);
               slot->ledger.received(payload->seq, now, out);
             }
-            publish(out);
           }
+          publish(out);
         }
       } else if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         spdlog::debug("probe {}: consumer: {}", cluster_.name, rd_kafka_message_errstr(msg));
@@ -425,9 +673,12 @@ void ProbeRunner::receiverLoop() {
     if (ready_ && now.mono >= next_expire) {
       next_expire = now.mono + kExpireEveryUs;
       LedgerOutput out;
-      for (auto& slot : slots_) {
-        std::lock_guard lock(slot->mutex);
-        slot->ledger.expire(now, out);
+      {
+        std::shared_lock slots_lock(slots_mutex_);
+        for (auto& slot : slots_) {
+          std::lock_guard lock(slot->mutex);
+          slot->ledger.expire(now, out);
+        }
       }
       publish(out);
     }
@@ -463,6 +714,9 @@ void ProbeRunner::publish(LedgerOutput& out) {
     if (stretch.kind == "held_back") {
       detail["ticks"] = stretch.ticks;
       detail["reason"] = stretch.reason;
+    } else if (stretch.kind == "refused") {
+      detail["sends"] = stretch.ticks;
+      detail["error"] = rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(stretch.error));
     } else {
       detail["kind"] = storage::toString(stretch.gap_kind);
     }
@@ -499,8 +753,10 @@ ProbeStatus ProbeRunner::status() const {
   s.skipped_ticks = skipped_;
   s.max_send_lateness_us = max_lateness_;
   s.held_ticks = held_ticks_;
+  s.producer_recreations = producer_recreations_;
   s.client_settings = client_settings_;
   if (ready_) {
+    std::shared_lock slots_lock(slots_mutex_);
     for (const auto& slot : slots_) {
       std::lock_guard lock(slot->mutex);
       s.partitions.push_back(slot->ledger.status());
@@ -512,6 +768,7 @@ ProbeStatus ProbeRunner::status() const {
 std::vector<storage::ProbeSample> ProbeRunner::pending(common::WallMicros from, common::WallMicros to) const {
   std::vector<storage::ProbeSample> out;
   if (!ready_) return out;
+  std::shared_lock slots_lock(slots_mutex_);
   for (const auto& slot : slots_) {
     std::lock_guard lock(slot->mutex);
     auto part = slot->ledger.pending(from, to);

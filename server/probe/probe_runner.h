@@ -7,7 +7,9 @@
 // Threads (each a common::Worker owned here, stopped and joined by stop() or the destructor):
 //   sender    — resolves the topics (creating them when configured), assigns the consumer, then
 //               paces the sends; retries set-up every few seconds while the cluster is away
-//   reporter  — serves the producer's delivery reports
+//   reporter  — serves the producer's delivery reports; after a fatal producer error (the
+//               idempotent producer's state is lost for good) it recreates the producer with a
+//               new epoch, recording a probe/producer_recreated event with the error
 //   receiver  — reads the consumer and gives up on lost messages
 // stop() stops the sender first (its waits between ticks and between set-up attempts wake at once;
 // a set-up under way finishes first, each of its requests giving up after 5 s), then the
@@ -21,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -50,6 +53,17 @@ class ProbeRunner {
   [[nodiscard]] Status start();
   void stop();
 
+  // Raises a fatal error on the probe's producer, as librdkafka would after an idempotence
+  // failure (rd_kafka_test_fatal_error): for tests of the recovery from one, on a mock cluster
+  // or the lab. Does nothing before start().
+  void raiseFatalErrorForTest(const std::string& reason);
+
+  // The partition count of each topic as the metadata poller last saw it (any thread; see
+  // observe::MetadataPoller::setPartitionCountListener). Partitions added to a probe topic are
+  // probed from the sender's next tick on, each recorded as a probe/partition_added event; they
+  // are read back from their beginning, so no probe message sent to them is missed.
+  void partitionsSeen(const std::map<std::string, std::int32_t>& counts);
+
   ProbeStatus status() const;
   // Messages sent in [from, to] (wall) whose fate is still open (see PartitionLedger::pending).
   std::vector<storage::ProbeSample> pending(common::WallMicros from, common::WallMicros to) const;
@@ -59,6 +73,7 @@ class ProbeRunner {
     mutable std::mutex mutex;
     PartitionLedger ledger;  // guarded by mutex
     rd_kafka_topic_t* topic = nullptr;
+    bool refusing = false;  // sender thread only: the ledger has a refused stretch open
     Slot(storage::ClusterId cluster, std::string topic_name, std::int32_t partition,
          LedgerOptions options)
         : ledger(cluster, std::move(topic_name), partition, options) {}
@@ -69,7 +84,15 @@ class ProbeRunner {
   void receiverLoop();
   [[nodiscard]] Status setUp();
   void sendTick();
+  // Sender thread, holding producer_mutex_ shared: slots for the partitions partitionsSeen()
+  // reported beyond those probed.
+  void addSeenPartitions();
   void publish(LedgerOutput& out);
+  [[nodiscard]] Result<kafka::Handle> createProducer() const;
+  void serveReports(rd_kafka_event_t* event);
+  // Replaces the producer that failed fatally with a new one (reporter thread). `queue` is the
+  // reporter's queue of the old producer, replaced by the new one's.
+  void recreateProducer(const std::string& error, rd_kafka_queue_t*& queue);
   void setProblem(std::string problem);
 
   config::ClusterConfig cluster_;
@@ -79,11 +102,23 @@ class ProbeRunner {
   kafka::LogSink client_log_;
   std::uint64_t run_id_;
 
+  // The producer, its topic handles and every Slot::topic are replaced only by a recreation
+  // (reporter thread, holding producer_mutex_ exclusively); the sender holds it shared while it
+  // sets up or ticks, and stop() while it flushes.
+  mutable std::shared_mutex producer_mutex_;
   kafka::Handle producer_;
   kafka::Handle consumer_;
   std::vector<rd_kafka_topic_t*> topic_handles_;
+  kafka::ClientOptions client_options_;                   // written by start() only
+  std::map<std::string, std::string> producer_settings_;  // written by start() only
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> producer_recreations_{0};
 
-  // Slots are created once by the sender during set-up, then only read: ready_ publishes them.
+  // Slots are created by the sender during set-up (ready_ publishes them) and appended by it
+  // when a probe topic grows. slots_mutex_ guards slots_ and topic_slots_: the sender holds it
+  // exclusively while it appends, every other thread shared while it reads them (the sender, the
+  // only writer, reads them without it). A Slot never moves once created.
+  mutable std::shared_mutex slots_mutex_;
   std::vector<std::unique_ptr<Slot>> slots_;
   // The receiver's way from a consumed message to its slot without comparing it with every slot
   // (at 1,000 partitions that scan was 500 string comparisons per message): per probe topic, the
@@ -96,6 +131,12 @@ class ProbeRunner {
   Slot* slotFor(const char* topic, std::int32_t partition) const;
   std::atomic<bool> ready_{false};
   std::unique_ptr<Pacer> pacer_;  // sender thread only
+  LedgerOptions ledger_options_;  // written by the sender's set-up, then read by it only
+  bool adding_failed_ = false;    // sender only: the last partitions added could not be assigned
+
+  std::mutex seen_mutex_;
+  std::map<std::string, std::int32_t> seen_partitions_;  // guarded by seen_mutex_
+  std::atomic<bool> seen_changed_{false};
 
   mutable std::mutex status_mutex_;
   ProbePhase phase_ = ProbePhase::kStarting;  // guarded by status_mutex_

@@ -77,6 +77,7 @@ struct PartitionStatus {
   std::size_t outstanding = 0;        // no delivery report yet
   std::optional<common::Instant> oldest_outstanding_sent;
   std::optional<common::Instant> holding_since;  // set while sends are held back
+  std::optional<common::Instant> refusing_since;  // set while the client refuses every send
 };
 
 enum class ProbePhase { kStarting, kSettingUp, kProbing, kStopped };
@@ -91,6 +92,7 @@ struct ProbeStatus {
   std::uint64_t skipped_ticks = 0;
   std::int64_t max_send_lateness_us = 0;
   std::uint64_t held_ticks = 0;  // partition ticks held back at the outstanding bound
+  std::uint64_t producer_recreations = 0;  // producers replaced after a fatal error
   std::map<std::string, std::string> client_settings;  // the producer's, as librdkafka has them
   std::vector<PartitionStatus> partitions;
 };

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <vector>
+
 using namespace kfaild::probe;
 using kfaild::common::Instant;
 using kfaild::storage::GapKind;
@@ -388,4 +390,76 @@ TEST_CASE("duplicate detection remembers exactly the last receive_window sequenc
   ledger.received(fresh, h.now, h.out);
   CHECK(ledger.status().counters.received == 351);
   CHECK(ledger.status().counters.duplicated == 5);
+}
+
+TEST_CASE("sends refused tick after tick are one refused stretch, not a string of short idles",
+          "[unit][probe]") {
+  Harness h;
+  const auto a = h.send();
+  h.advance(3'000);
+  h.ack(a);
+  h.receive(a);
+  h.advance(17'000);
+  // 3 s of ticks, each refused by the client at once (its queue full): nothing is ever
+  // outstanding for more than one tick, so no idle stretch exceeds the tolerance.
+  const auto refused_from = h.now;
+  for (int i = 0; i < 150; ++i) {
+    const auto seq = h.send();
+    h.ledger.sendRefused(seq, h.now, -184, h.out);
+    h.advance(20'000);
+  }
+  CHECK(h.ledger.refusing());
+  CHECK(h.ledger.status().refusing_since->wall == refused_from.wall);
+  for (const auto& s : h.out.stretches) CHECK(s.kind != "refused");
+  const auto accepted_at = h.now;
+  const auto b = h.send();
+  h.ledger.sendAccepted(accepted_at, h.out);
+  h.advance(3'000);
+  h.ack(b);
+
+  std::vector<ProbeStretch> refused;
+  for (const auto& s : h.out.stretches) {
+    if (s.kind == "refused") refused.push_back(s);
+    if (s.kind == "idle") CHECK(s.end - s.start <= 40'000);
+  }
+  REQUIRE(refused.size() == 1);
+  CHECK(refused[0].start == refused_from.wall);
+  CHECK(refused[0].end == accepted_at.wall);
+  CHECK(refused[0].ticks == 150);
+  CHECK(refused[0].error == -184);
+  CHECK_FALSE(h.ledger.refusing());
+  CHECK_FALSE(h.ledger.status().refusing_since);
+  CHECK(h.ledger.status().counters.send_failed == 150);
+}
+
+TEST_CASE("an accepted send with no refusal before it reports no refused stretch", "[unit][probe]") {
+  Harness h;
+  const auto a = h.send();
+  h.ledger.sendAccepted(h.now, h.out);
+  h.advance(3'000);
+  h.ack(a);
+  CHECK(h.out.stretches.empty());
+}
+
+TEST_CASE("messages of a producer that is gone fail at once, and the acked ones are untouched",
+          "[unit][probe]") {
+  Harness h;
+  const auto a = h.send();
+  const auto b = h.send();
+  const auto c = h.send();
+  h.advance(3'000);
+  h.ack(b);
+  h.ledger.failOutstanding(h.now, -150, h.out);
+  const auto status = h.ledger.status();
+  CHECK(status.outstanding == 0);
+  CHECK(status.counters.send_failed == 2);
+  CHECK(status.counters.acked == 1);
+  std::vector<std::int64_t> failed;
+  for (const auto& s : h.out.samples) {
+    if (s.ack_error == -150) failed.push_back(s.seq);
+  }
+  CHECK(failed == std::vector<std::int64_t>{a, c});
+  // A report of the old producer that comes after all is ignored.
+  h.ledger.deliveryReport(a, h.now, 0, 5, h.out);
+  CHECK(h.ledger.status().counters.acked == 1);
 }

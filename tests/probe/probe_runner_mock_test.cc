@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <future>
+#include <nlohmann/json.hpp>
+#include <vector>
 #include <thread>
 
 #include "server/common/clock.h"
@@ -194,5 +196,84 @@ TEST_CASE("stopping the probe first lets what it already sent be acked", "[integ
   for (const auto& p : status.partitions) {
     CHECK(p.counters.sent == 1);
     CHECK(p.counters.acked == 1);
+  }
+}
+
+TEST_CASE("after a fatal idempotent-producer error the probe recreates its producer, records it "
+          "and every partition acks again",
+          "[integration][probe]") {
+  MockCluster mock(3);
+  REQUIRE(rd_kafka_mock_topic_create(mock.cluster, "probe", 3, 3) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  testing::TempDir dir;
+  auto store = storage::SqliteStore::open((dir / "kfaild.db").string(), {});
+  REQUIRE(store);
+  auto cluster_id = (*store)->ensureCluster("mock", mock.bootstrap());
+  REQUIRE(cluster_id);
+
+  config::ClusterConfig cluster;
+  cluster.name = "mock";
+  cluster.bootstrap = mock.bootstrap();
+  cluster.observe.client_debug = "";
+  cluster.probe.interval_us = 20'000;
+  cluster.probe.gap_threshold_us = 250'000;
+  cluster.probe.topics = {config::ProbeTopic{"probe", std::nullopt}};
+
+  common::SystemClock clock;
+  probe::ProbeRunner runner(cluster, *cluster_id, **store, clock, {});
+  REQUIRE(runner.start());
+  REQUIRE(eventually(30s, [&] {
+    const auto s = runner.status();
+    if (s.phase != probe::ProbePhase::kProbing || s.partitions.size() != 3) return false;
+    for (const auto& p : s.partitions) {
+      if (p.counters.acked < 50) return false;
+    }
+    return true;
+  }));
+
+  // What an OUT_OF_ORDER_SEQUENCE_NUMBER the producer cannot reconcile does to it: every send is
+  // refused from here on with ERR__FATAL. Before the fix the probe stayed "probing" with no ack
+  // on any partition ever again.
+  const auto failed_at = clock.now().wall;
+  runner.raiseFatalErrorForTest("sequence gap");
+  REQUIRE(eventually(30s, [&] { return runner.status().producer_recreations == 1; }));
+  std::vector<std::uint64_t> acked_after;
+  for (const auto& p : runner.status().partitions) acked_after.push_back(p.counters.acked);
+  REQUIRE(eventually(30s, [&] {
+    const auto s = runner.status();
+    for (std::size_t i = 0; i < s.partitions.size(); ++i) {
+      if (s.partitions[i].counters.acked < acked_after[i] + 50) return false;
+      if (s.partitions[i].counters.received < acked_after[i] + 50) return false;
+    }
+    return true;
+  }));
+  const auto status = runner.status();
+  CHECK(status.phase == probe::ProbePhase::kProbing);
+  runner.stop();
+  (*store)->flush();
+
+  storage::EventQuery q;
+  q.cluster = *cluster_id;
+  q.source = "probe";
+  auto events = (*store)->events(q);
+  REQUIRE(events);
+  std::vector<storage::Event> recreated, refused;
+  for (const auto& e : *events) {
+    if (e.kind == "producer_recreated") recreated.push_back(e);
+    if (e.kind == "refused") refused.push_back(e);
+  }
+  REQUIRE(recreated.size() == 1);
+  CHECK(recreated[0].t_us >= failed_at);
+  const auto detail = nlohmann::json::parse(recreated[0].detail);
+  CHECK(detail["error"].get<std::string>().find("test_fatal_error: sequence gap") !=
+        std::string::npos);
+  CHECK(detail["failed_at_us"].get<std::int64_t>() >= failed_at);
+  // The sends refused in between, if a tick fell there, are refused stretches with the error.
+  for (const auto& e : refused) {
+    CHECK(nlohmann::json::parse(e.detail)["error"] == "_FATAL");
+  }
+  for (const auto& p : status.partitions) {
+    CHECK(p.counters.duplicated == 0);
+    CHECK(p.counters.reordered == 0);
+    CHECK(p.counters.lost == 0);
   }
 }

@@ -139,6 +139,9 @@ describe('probe markers', () => {
   it('draws the probe holding back and idling, with the ticks it held', () => {
     expect(markerCategory('probe', 'held_back')).toBe('probe');
     expect(markerCategory('probe', 'idle')).toBe('probe');
+    expect(markerCategory('probe', 'refused')).toBe('probe');
+    expect(markerCategory('probe', 'producer_recreated')).toBe('probe');
+    expect(markerCategory('probe', 'partition_added')).toBe('probe');
     expect(markerCategory('probe', 'duplicate')).toBeNull();
     expect(markerCategory('metadata', 'controller_change')).toBe('broker');
     expect(eventLabel({ kind: 'held_back', broker: null, topic: 'orders', partition: 0, detail: { ticks: 350, end_us: 1 } })).toBe(
