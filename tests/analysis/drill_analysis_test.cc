@@ -216,11 +216,11 @@ TEST_CASE("a graceful stop leaves followers whose longest gap is within the nois
     CHECK_FALSE(r.ack.stall);
     REQUIRE(r.ack.longest_gap);
     CHECK(r.ack.longest_gap->duration_us() == 57'000);
-    // The 60 ms pause is one of 248 baseline gaps: above their 99th percentile, so the noise is
+    // The 60 ms pause is one of 247 baseline gaps: above their 99th percentile, so the noise is
     // the probe's spacing, and 57 ms is still short of it plus two intervals.
     CHECK(r.ack.baseline->duration_us() == kInterval);
-    CHECK(r.ack.noise_gaps == 248);
-    CHECK(r.ack.reason == "0.057 s is within the noise (0.020 s, p99 of 248 baseline gaps)");
+    CHECK(r.ack.noise_gaps == 247);
+    CHECK(r.ack.reason == "0.057 s is within the noise (0.020 s, p99 of 247 baseline gaps)");
     CHECK(r.ack.ended_by->at_us == kT0 + 40'000);
     CHECK(r.receive.outcome == Outcome::kNone);
     CHECK_FALSE(r.receive.stall);

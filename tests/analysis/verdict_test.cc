@@ -336,7 +336,8 @@ TEST_CASE("a pause shorter than the session timeout passes the defaults: detecti
         "a pause of 3.0 s is shorter than the session timeout (9.0 s): no fencing is expected, so "
         "there is no detection phase");
   bool stated = false;
-  for (const auto& c : toJson(v)["checks"]) stated = stated || c["status"] == "not_applicable";
+  const auto as_json = toJson(v);
+  for (const auto& c : as_json["checks"]) stated = stated || c["status"] == "not_applicable";
   CHECK(stated);
   CHECK(checkStatusFromString("not_applicable") == CheckStatus::kNotApplicable);
 
