@@ -95,6 +95,15 @@ std::int64_t ticksInside(const std::vector<const ProbeHold*>& holds, const Inter
   return total;
 }
 
+}  // namespace
+
+std::int64_t noiseRank(std::int64_t gaps) {
+  // Nearest rank: the smallest rank whose share of the gaps is at least the percentile.
+  return std::max<std::int64_t>(1, (gaps * kNoisePercentile + 99) / 100);
+}
+
+namespace {
+
 // `marks` sorted by time, then sequence number, so that among acks delivered at once the
 // lowest sequence number is the one named as ending a gap.
 KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
@@ -116,16 +125,26 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
     if (!candidate || tail.duration_us() > candidate->duration_us()) candidate = tail;
   }
 
-  // Gaps of zero length (acks delivered together) say nothing about the noise and are not
-  // counted towards knowing it.
-  std::int64_t noise_intervals = 0;
+  // The noise comes from the baseline only: gaps after the fault belong to the outage (a split
+  // outage is still one), never to the partition's normal behaviour. A high percentile rather
+  // than the maximum, so that one hiccup does not hide a stall. Gaps of zero length (acks
+  // delivered together) say nothing about the noise and are not counted.
+  std::vector<Interval> baseline_gaps;
   for (std::size_t i = 1; i < marks.size(); ++i) {
-    if (candidate && !candidate->open && i == candidate_index) continue;
     const Interval gap{marks[i - 1].at_us, marks[i].at_us};
-    if (gap.start_us < scope.window_start_us || gap.end_us > scope.limit_us) continue;
+    if (gap.start_us < scope.window_start_us || gap.end_us > scope.fault_us) continue;
     if (gap.duration_us() <= 0) continue;
-    ++noise_intervals;
-    if (!r.baseline || gap.duration_us() > r.baseline->duration_us()) r.baseline = gap;
+    baseline_gaps.push_back(gap);
+  }
+  const auto noise_intervals = static_cast<std::int64_t>(baseline_gaps.size());
+  r.noise_gaps = noise_intervals;
+  if (!baseline_gaps.empty()) {
+    const auto rank = noiseRank(noise_intervals);
+    std::nth_element(baseline_gaps.begin(), baseline_gaps.begin() + (rank - 1), baseline_gaps.end(),
+                     [](const Interval& a, const Interval& b) {
+                       return a.duration_us() < b.duration_us();
+                     });
+    r.baseline = baseline_gaps[rank - 1];
   }
 
   if (!candidate) {
@@ -180,7 +199,7 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
     return r;
   }
   if (noise_intervals < kMinNoiseIntervals) {
-    r.reason = std::string("too few ") + scope.plural + " outside the stall to know the noise (" +
+    r.reason = std::string("too few ") + scope.plural + " before the fault to know the noise (" +
                std::to_string(noise_intervals) + " intervals, " +
                std::to_string(kMinNoiseIntervals) + " needed)";
     return r;
@@ -193,8 +212,28 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
     return r;
   }
   r.outcome = Outcome::kNone;
-  r.reason = seconds(duration) + " is within the noise (longest other gap " + seconds(noise) + ")";
+  r.reason = seconds(duration) + " is within the noise (" + seconds(noise) + ", p" +
+             std::to_string(kNoisePercentile) + " of " + std::to_string(noise_intervals) +
+             " baseline gaps)";
   return r;
+}
+
+// A phase below its resolution is "≤ resolution", never negative; one that starts at the fault
+// and is shorter than the fault time's uncertainty cannot be told at all.
+void settlePhase(Phases& ph, const char* name, std::optional<std::int64_t>& value,
+                 const std::optional<std::int64_t>& resolution, const AnalysisInput& in,
+                 bool from_fault) {
+  if (!value) return;
+  const std::int64_t uncertainty = from_fault ? in.fault_time_uncertainty_us : 0;
+  if (uncertainty > 0 && uncertainty > *value) {
+    ph.inconclusive[name] = "the fault time (" + in.fault_time_source + ") is uncertain by ± " +
+                            seconds(uncertainty) + ", more than the phase's " +
+                            seconds(std::max<std::int64_t>(*value, 0));
+  }
+  if (*value < resolution.value_or(0) || *value < 0) {
+    ph.below_resolution.emplace_back(name);
+    value = std::max<std::int64_t>(*value, 0);
+  }
 }
 
 std::optional<std::int64_t> diff(std::optional<std::int64_t> later,
@@ -221,6 +260,7 @@ nlohmann::json kindJson(const KindResult& k) {
           {"stall", intervalJson(k.stall)},
           {"longest_gap", intervalJson(k.longest_gap)},
           {"baseline", intervalJson(k.baseline)},
+          {"noise_gaps", k.noise_gaps},
           {"ended_by", k.ended_by ? nlohmann::json{{"seq", k.ended_by->seq},
                                                    {"at_us", k.ended_by->at_us}}
                                   : nlohmann::json(nullptr)},
@@ -248,7 +288,10 @@ nlohmann::json phasesJson(const Phases& p) {
           {"detection_resolution_us", optJson(p.detection_resolution_us)},
           {"election_resolution_us", optJson(p.election_resolution_us)},
           {"discovery_resolution_us", optJson(p.discovery_resolution_us)},
-          {"resume_resolution_us", optJson(p.resume_resolution_us)}};
+          {"resume_resolution_us", optJson(p.resume_resolution_us)},
+          {"node_back_resolution_us", optJson(p.node_back_resolution_us)},
+          {"below_resolution", p.below_resolution},
+          {"inconclusive", p.inconclusive}};
 }
 
 std::optional<std::int64_t> integerField(const nlohmann::json& detail, const char* key) {
@@ -291,13 +334,17 @@ RunAnalysis analyse(const AnalysisInput& in) {
   out.fault = in.fault;
   out.target = in.target;
   out.fault_us = in.fault_us;
+  out.fault_time_source = in.fault_time_source;
+  out.fault_time_uncertainty_us = in.fault_time_uncertainty_us;
   out.recovered_us = in.recovered_us;
+  // Events are compared with a fault time that may be off by its uncertainty.
+  const std::int64_t before_fault_us = in.fault_us - 1'000'000 - in.fault_time_uncertainty_us;
 
   // How the target left: its fencing (the controller's log line or, without logs, the metadata)
   // or a controlled shutdown. The earliest sign after the fault counts.
   bool departure_from_metadata = false;
   for (const auto& e : in.events) {
-    if (e.t_us < in.fault_us - 1'000'000 || !e.broker || *e.broker != in.target) continue;
+    if (e.t_us < before_fault_us || !e.broker || *e.broker != in.target) continue;
     std::string kind;
     if (e.source == "broker_log" && e.kind == "fenced") kind = "fenced";
     if (e.source == "broker_log" && e.kind == "controlled_shutdown") kind = "controlled_shutdown";
@@ -442,12 +489,12 @@ RunAnalysis analyse(const AnalysisInput& in) {
     if (out.departure == "fenced" && out.departure_at_us) {
       ph.fenced_at_us = out.departure_at_us;
       ph.detection_us = *out.departure_at_us - in.fault_us;
-      ph.detection_resolution_us = resolution(departure_from_metadata);
+      ph.detection_resolution_us = resolution(departure_from_metadata) + in.fault_time_uncertainty_us;
     }
     // A sole replica has no one to hand over to: it comes back with the node (node_back), so
     // it has no election or discovery.
     for (const auto& e : in.events) {
-      if (sole || e.t_us < in.fault_us - 1'000'000 || !isPartition(e, key)) continue;
+      if (sole || e.t_us < before_fault_us || !isPartition(e, key)) continue;
       const bool leader_event = (e.source == "metadata" && e.kind == "leader_change") ||
                                 (e.source == "broker_log" && e.kind == "leader_epoch_start");
       if (r.role == Role::kLeader && leader_event && e.broker && *e.broker != in.target &&
@@ -492,6 +539,10 @@ RunAnalysis analyse(const AnalysisInput& in) {
       const bool back_from_metadata = back_at.has_value();
       if (!back_at) back_at = in.recovered_us;
       ph.node_back_us = diff(back_at, in.fault_us);
+      // Either bound of the node's return is as fine as the metadata poll that shows it.
+      if (ph.node_back_us) {
+        ph.node_back_resolution_us = in.metadata_interval_us + in.fault_time_uncertainty_us;
+      }
       if (resumed && back_at) {
         ph.resume_us = gap->end_us - *back_at;
         ph.resume_resolution_us = resolution(back_from_metadata);
@@ -501,6 +552,12 @@ RunAnalysis analyse(const AnalysisInput& in) {
       ph.resume_us = diff(gap->end_us, from);
       if (ph.resume_us) ph.resume_resolution_us = resolution(!ph.client_update_at_us && new_leader_from_metadata);
     }
+
+    settlePhase(ph, "detection", ph.detection_us, ph.detection_resolution_us, in, true);
+    settlePhase(ph, "election", ph.election_us, ph.election_resolution_us, in, false);
+    settlePhase(ph, "discovery", ph.discovery_us, ph.discovery_resolution_us, in, false);
+    settlePhase(ph, "resume", ph.resume_us, ph.resume_resolution_us, in, false);
+    settlePhase(ph, "node_back", ph.node_back_us, ph.node_back_resolution_us, in, true);
 
     for (const auto& e : in.events) {
       if (e.source != "probe" || !isPartition(e, key)) continue;
@@ -624,6 +681,8 @@ nlohmann::json toJson(const RunAnalysis& a) {
   return {{"fault", a.fault},
           {"target", a.target},
           {"fault_us", a.fault_us},
+          {"fault_time_source", a.fault_time_source},
+          {"fault_time_uncertainty_us", a.fault_time_uncertainty_us},
           {"departure",
            a.departure.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.departure)},
           {"departure_at_us", optJson(a.departure_at_us)},

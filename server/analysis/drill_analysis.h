@@ -9,8 +9,11 @@
 //              and starts before the end of the partition's observation (observe_end_us; for a
 //              sole replica window_end_us, since it can only resume once the node is back). An
 //              interval with no ack since its start at the end of the observation is "open".
-//   noise      the longest interval between consecutive acks (receives) in [window_start_us, the
-//              partition's end of observation] other than the candidate.
+//   noise      the kNoisePercentile-th percentile (nearest rank, see noiseRank) of the intervals
+//              between consecutive acks (receives) of the baseline: those in [window_start_us,
+//              fault_us], of non-zero length. Gaps after the fault are never noise (a second
+//              outage, or a split one, is part of what is measured), and one hiccup in the
+//              baseline does not set the noise once there are 100 or more baseline gaps.
 //   outcome    stall         the candidate is significant (see kSignificance* below), closed (the
 //                            ack/receive that ended it is named in ended_by) and the probe was
 //                            able to measure it (it was neither idle during it nor lagging at the
@@ -20,7 +23,7 @@
 //              inconclusive  the candidate is open, or the probe was idle during it (nothing
 //                            outstanding that the cluster could have acked: kfaild's fault, not
 //                            the cluster's), or lagging at the fault, or the noise is unknown
-//                            (fewer than kMinNoiseIntervals intervals outside the candidate).
+//                            (fewer than kMinNoiseIntervals baseline intervals).
 //                            `reason` says which; `stall` is null.
 // Per partition: the role of the target at the fault; sends failed, lost, duplicated, reordered;
 // what is still unresolved (no fate yet: pending in the probe, or a sequence number missing); and
@@ -32,8 +35,15 @@
 //   node_back   (sole replica) fault → the node is back: registered again (the metadata's
 //               broker_back), else recovered_us
 //   resume      (sole replica) node back → the ack that ended the stall
+// Each phase has a resolution (±): the source of its bounds (metadata poll interval, 1 ms for
+// log lines), plus the fault time's uncertainty for the phases that start at the fault
+// (detection, node_back). A phase is never negative: one measured below its resolution (the
+// events' order within their resolution can even be reversed) is reported as max(measured, 0)
+// and named in below_resolution: it is "≤ its resolution". A phase that starts at the fault
+// and is shorter than the fault time's uncertainty is named in `inconclusive` with the reason.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,8 +58,14 @@ namespace kfaild::analysis {
 // the noise plus kSignificanceIntervals probe intervals.
 inline constexpr std::int64_t kSignificanceFactor = 2;
 inline constexpr std::int64_t kSignificanceIntervals = 2;
-// Fewer intervals than this outside the candidate: the noise is unknown.
+// Fewer baseline intervals than this: the noise is unknown.
 inline constexpr std::int64_t kMinNoiseIntervals = 10;
+// The noise is this percentile of the baseline's gaps.
+inline constexpr std::int64_t kNoisePercentile = 99;
+// The rank (from 1, in ascending order of duration) of the gap that is the noise among `gaps`
+// baseline gaps (≥ 1): ceil(kNoisePercentile / 100 × gaps). 250 gaps (5 s at 20 ms) → 248: the
+// two longest are left out; fewer than 100 gaps → the longest.
+std::int64_t noiseRank(std::int64_t gaps);
 // Idle time inside a candidate that is tolerated (the probe's own spacing), in probe intervals.
 inline constexpr std::int64_t kIdleToleranceIntervals = 2;
 // The probe lagged at the fault when its oldest outstanding message was older than this, or it
@@ -127,6 +143,8 @@ struct AnalysisInput {
   std::string fault;                 // kill | stop | pause | restart
   std::int32_t target = -1;
   std::int64_t fault_us = 0;         // best fault time (injector's own where it had one)
+  std::string fault_time_source;     // where fault_us comes from (fault::FaultRecord's spelling)
+  std::int64_t fault_time_uncertainty_us = 0;  // ± of fault_us on kfaild's clock
   std::int64_t window_start_us = 0;  // baseline start
   std::int64_t observe_end_us = 0;   // observation of the partitions that recover without the node
   std::optional<std::int64_t> recovered_us;  // the node was back (registered, in its ISRs)
@@ -166,7 +184,8 @@ struct KindResult {
   Outcome outcome = Outcome::kInconclusive;
   std::optional<Interval> stall;        // only when outcome == kStall
   std::optional<Interval> longest_gap;  // the candidate, whatever the outcome
-  std::optional<Interval> baseline;     // the noise: longest interval elsewhere in the window
+  std::optional<Interval> baseline;     // the noise: the baseline gap at the noise's rank
+  std::int64_t noise_gaps = 0;          // baseline gaps the noise is taken over
   std::optional<EndedBy> ended_by;      // unset when the candidate is open or absent
   std::string reason;                   // why none / inconclusive, in words
   std::int64_t held_ticks = 0;          // ticks held back during the candidate
@@ -194,6 +213,12 @@ struct Phases {
   std::optional<std::int64_t> election_resolution_us;
   std::optional<std::int64_t> discovery_resolution_us;
   std::optional<std::int64_t> resume_resolution_us;
+  std::optional<std::int64_t> node_back_resolution_us;
+  // Phases ("detection", "election", "discovery", "resume", "node_back") measured below their
+  // resolution: their value is max(measured, 0) and reads "≤ resolution".
+  std::vector<std::string> below_resolution;
+  // Phases that cannot be told from the fault time's uncertainty: phase → reason.
+  std::map<std::string, std::string> inconclusive;
 };
 
 struct PartitionResult {
@@ -229,6 +254,8 @@ struct RunAnalysis {
   std::string fault;
   std::int32_t target = -1;
   std::int64_t fault_us = 0;
+  std::string fault_time_source;
+  std::int64_t fault_time_uncertainty_us = 0;
   std::string departure;  // "fenced" (session timeout), "controlled_shutdown", or "" when unseen
   std::optional<std::int64_t> departure_at_us;
   std::optional<std::int64_t> recovered_us;

@@ -121,6 +121,7 @@ Objectives defaultObjectives() {
   o.max_detection_s = 12.0;
   o.max_discovery_s = 2.0;
   o.max_recovery_s = 120.0;
+  o.defaulted = {true, true};
   return o;
 }
 
@@ -221,6 +222,15 @@ Objectives overlay(const Objectives& base, const Objectives& over) {
       }
     }
   }
+  const auto any_stall = [](const StallLimits& s) { return s.max_ack_stall_s || s.max_receive_stall_s; };
+  bool over_stall = any_stall(over.stall);
+  for (const auto& [role, limits] : over.by_role) over_stall = over_stall || any_stall(limits);
+  for (const auto& [fault, f] : over.by_fault) {
+    over_stall = over_stall || any_stall(f.stall);
+    for (const auto& [role, limits] : f.by_role) over_stall = over_stall || any_stall(limits);
+  }
+  if (over_stall) out.defaulted.stall = false;
+  if (over.max_discovery_s) out.defaulted.max_discovery_s = false;
   take(out.max_lost, over.max_lost);
   take(out.max_duplicated, over.max_duplicated);
   take(out.max_failed, over.max_failed);

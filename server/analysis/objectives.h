@@ -58,6 +58,13 @@ struct Objectives {
   std::optional<double> max_discovery_s;
   std::optional<double> max_recovery_s;
   std::optional<bool> fail_on_regression;
+  // Which limits still hold defaultObjectives()' values (no configuration or request named
+  // them): only those are derived from a fault's mechanism (verdict.h, objectivesFor). Not part
+  // of the JSON shape.
+  struct Defaulted {
+    bool stall = false;            // every stall limit
+    bool max_discovery_s = false;
+  } defaulted;
 };
 
 // How a run is compared with earlier ones: the median of the same cluster + topic + partition role

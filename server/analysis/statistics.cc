@@ -73,10 +73,17 @@ Statistics statisticsOf(const std::vector<StoredDrill>& drills, const Statistics
         if (ack) g.ack.push_back(*ack);
         if (receive) g.receive.push_back(*receive);
         const json phases = p.value("phases", json::object());
-        if (auto v = intAt(phases, "detection_us")) g.detection.push_back(*v);
-        if (auto v = intAt(phases, "election_us")) g.election.push_back(*v);
-        if (auto v = intAt(phases, "discovery_us")) g.discovery.push_back(*v);
-        if (auto v = intAt(phases, "resume_us")) g.resume.push_back(*v);
+        // A phase is never negative; results stored before that rule may say so (below their
+        // resolution). One the fault time's uncertainty hides is no figure.
+        const json& hidden = phases.contains("inconclusive") ? phases["inconclusive"] : json::object();
+        const auto phase = [&](const char* name, std::vector<std::int64_t>& into) {
+          const auto v = intAt(phases, (std::string(name) + "_us").c_str());
+          if (v && !(hidden.is_object() && hidden.contains(name))) into.push_back(std::max<std::int64_t>(*v, 0));
+        };
+        phase("detection", g.detection);
+        phase("election", g.election);
+        phase("discovery", g.discovery);
+        phase("resume", g.resume);
         const auto run_number = static_cast<std::int32_t>(intAt(run, "run").value_or(0));
         TrendPoint point{drill.id, run_number, intAt(run, "fault_us").value_or(drill.created_us), ack, receive};
         const auto& verdict = drill.result.is_object() ? drill.result.value("verdict", json()) : json();

@@ -1,6 +1,7 @@
 #include "server/analysis/verdict.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <tuple>
 
@@ -78,12 +79,33 @@ void checkCount(std::vector<Check>& out, const char* objective, const std::optio
 }
 
 void checkPhase(std::vector<Check>& out, const char* objective, const std::optional<double>& limit, int run,
-                const PartitionResult& p, const std::optional<std::int64_t>& phase_us) {
+                const PartitionResult& p, const char* phase, const std::optional<std::int64_t>& phase_us) {
   if (!limit || !phase_us) return;
   auto c = partitionCheck(objective, objective, *limit, "s", run, p);
   c.measured = seconds(*phase_us);
   c.status = compare(*c.measured, c.threshold);
+  if (const auto why = p.phases.inconclusive.find(phase); why != p.phases.inconclusive.end()) {
+    c.status = CheckStatus::kInconclusive;
+    c.reason = why->second;
+  }
   out.push_back(std::move(c));
+}
+
+// Why no fencing is the expected outcome of this mechanism, or "" when fencing is expected.
+std::string whyNoFencing(const FaultMechanism& m) {
+  if (m.target_is_controller) {
+    return "the target is a KRaft controller: controllers are never fenced, so there is no "
+           "detection phase";
+  }
+  if (m.fault == "pause" && m.pause_s && *m.pause_s < m.session_timeout_s) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "a pause of %.1f s is shorter than the session timeout (%.1f s): no fencing "
+                  "is expected, so there is no detection phase",
+                  *m.pause_s, m.session_timeout_s);
+    return text;
+  }
+  return "";
 }
 
 double median(std::vector<double> values) {
@@ -114,6 +136,7 @@ const char* toString(CheckStatus status) {
     case CheckStatus::kPass: return "pass";
     case CheckStatus::kFail: return "fail";
     case CheckStatus::kInconclusive: return "inconclusive";
+    case CheckStatus::kNotApplicable: return "not_applicable";
   }
   return "inconclusive";
 }
@@ -122,11 +145,37 @@ std::optional<CheckStatus> checkStatusFromString(const std::string& text) {
   if (text == "pass") return CheckStatus::kPass;
   if (text == "fail") return CheckStatus::kFail;
   if (text == "inconclusive") return CheckStatus::kInconclusive;
+  if (text == "not_applicable") return CheckStatus::kNotApplicable;
   return std::nullopt;
+}
+
+Objectives objectivesFor(const Objectives& objectives, const FaultMechanism& m) {
+  Objectives o = objectives;
+  if (m.fault != "pause" || !m.pause_s) return o;
+  if (o.defaulted.stall) {
+    const double limit = *m.pause_s + kPauseStallMarginS;
+    // Every role of a pause: the by_fault.pause level under every role of the defaults.
+    auto& pause = o.by_fault["pause"];
+    pause.stall = {limit, limit};
+    for (const auto& [role, limits] : o.by_role) pause.by_role[role] = {limit, limit};
+  }
+  const double fenced_from_s = m.session_timeout_s - m.heartbeat_interval_s;
+  if (o.defaulted.max_discovery_s && o.max_discovery_s && *m.pause_s >= fenced_from_s) {
+    o.max_discovery_s = *o.max_discovery_s + *m.pause_s - fenced_from_s;
+  }
+  return o;
 }
 
 Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& o, const std::string& fault,
                  const std::vector<StallSample>& history, const RegressionPolicy& policy) {
+  FaultMechanism mechanism;
+  mechanism.fault = fault;
+  return evaluate(runs, o, mechanism, history, policy);
+}
+
+Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& o, const FaultMechanism& mechanism,
+                 const std::vector<StallSample>& history, const RegressionPolicy& policy) {
+  const std::string& fault = mechanism.fault;
   Verdict v;
   v.objectives = o;
   v.policy = policy;
@@ -144,8 +193,8 @@ Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& o, cons
       checkCount(v.checks, "max_lost", o.max_lost, run, p, p.lost);
       checkCount(v.checks, "max_duplicated", o.max_duplicated, run, p, p.duplicated);
       checkCount(v.checks, "max_failed", o.max_failed, run, p, p.failed);
-      checkPhase(v.checks, "max_detection_s", o.max_detection_s, run, p, p.phases.detection_us);
-      checkPhase(v.checks, "max_discovery_s", o.max_discovery_s, run, p, p.phases.discovery_us);
+      checkPhase(v.checks, "max_detection_s", o.max_detection_s, run, p, "detection", p.phases.detection_us);
+      checkPhase(v.checks, "max_discovery_s", o.max_discovery_s, run, p, "discovery", p.phases.discovery_us);
       detection_seen = detection_seen || p.phases.detection_us.has_value();
 
       for (const auto kind : {StallKind::kAck, StallKind::kReceive}) {
@@ -162,7 +211,7 @@ Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& o, cons
       }
     }
     // Kill and pause are detected by the controller's session timeout: a run that shows none did
-    // not observe what the objective is about.
+    // not observe what the objective is about, unless the mechanism fences nothing.
     if (o.max_detection_s && !detection_seen && (fault == "kill" || fault == "pause") &&
         a.departure != "controlled_shutdown") {
       Check c;
@@ -170,8 +219,9 @@ Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& o, cons
       c.threshold = *o.max_detection_s;
       c.unit = "s";
       c.run = run;
-      c.status = CheckStatus::kInconclusive;
-      c.reason = "no partition's detection phase (fault → fenced) was observed";
+      c.reason = whyNoFencing(mechanism);
+      c.status = c.reason.empty() ? CheckStatus::kInconclusive : CheckStatus::kNotApplicable;
+      if (c.reason.empty()) c.reason = "no partition's detection phase (fault → fenced) was observed";
       v.checks.push_back(std::move(c));
     }
     if (o.max_recovery_s) {

@@ -10,11 +10,18 @@
 //   max_lost / max_duplicated / max_failed  every partition. A count above the limit fails even
 //        while the partition is unsettled (counts only grow); otherwise unsettled → inconclusive.
 //   max_detection_s  every partition whose detection phase was observed; a kill or pause whose
-//        run shows no fencing at all gets one inconclusive check (no partition).
+//        run shows no fencing at all gets one check (no partition): not applicable where the
+//        mechanism fences nothing (a pause shorter than the session timeout, a KRaft
+//        controller's process), else inconclusive. A phase the analysis could not tell from
+//        the fault time's uncertainty is inconclusive with its reason.
 //   max_discovery_s  every partition whose client-discovery phase was observed.
 //   max_recovery_s   per run (no partition): fault → the node back; unset → inconclusive.
 //   regression       only with fail_on_regression: one failing check per regression.
-// Verdict: fail if any check fails; else inconclusive if any is inconclusive; else pass.
+// Verdict: fail if any check fails; else inconclusive if any is inconclusive; else pass. A check
+// that is not applicable states why and does not change the verdict.
+//
+// Where the fault's mechanism changes what to expect (FaultMechanism), the defaults that do not
+// fit it are derived from it (objectivesFor): docs/CONFIG.md, "Objectives", says why.
 //
 // Regression: a run's stall (outcome stall) of a kind, role and topic is compared with the median
 // of the same kind, role and topic over `history` (the earlier drills' values, the caller keeps
@@ -34,7 +41,7 @@
 
 namespace kfaild::analysis {
 
-enum class CheckStatus { kPass, kFail, kInconclusive };
+enum class CheckStatus { kPass, kFail, kInconclusive, kNotApplicable };
 const char* toString(CheckStatus status);
 std::optional<CheckStatus> checkStatusFromString(const std::string& text);
 
@@ -81,7 +88,38 @@ struct Verdict {
   std::string reason;  // set when the drill did not finish (failed / aborted)
 };
 
-// `runs`: the analyses of the drill's runs (run numbers from 1, in order).
+// Kafka's default broker.session.timeout.ms and broker.heartbeat.interval.ms, in seconds.
+inline constexpr double kDefaultSessionTimeoutS = 9.0;
+inline constexpr double kDefaultHeartbeatIntervalS = 2.0;
+
+// What the drill did to what, as far as the objectives care.
+struct FaultMechanism {
+  std::string fault;                      // kill | stop | pause | restart
+  std::optional<double> pause_s;          // a pause's length
+  double session_timeout_s = kDefaultSessionTimeoutS;
+  double heartbeat_interval_s = kDefaultHeartbeatIntervalS;
+  bool target_is_controller = false;      // a KRaft controller: never fenced
+};
+
+// The objectives a drill of `mechanism` is judged against: `objectives`, with the limits still at
+// their defaults (Objectives::defaulted) derived for a pause:
+//   stall limits (every role)  pause_s + kPauseStallMarginS: a frozen leader's clients wait on
+//                              its connections until it resumes, its followers until fencing
+//                              or the resume, whichever is first.
+//   max_discovery_s            when the pause is at least the session timeout minus one
+//                              heartbeat interval (fencing possible before the resume):
+//                              default + pause_s − (session_timeout_s − heartbeat_interval_s),
+//                              since no client can discover the new leader before the frozen
+//                              connection gives way at the resume.
+inline constexpr double kPauseStallMarginS = 5.0;
+Objectives objectivesFor(const Objectives& objectives, const FaultMechanism& mechanism);
+
+// `runs`: the analyses of the drill's runs (run numbers from 1, in order). `objectives` are taken
+// as they are: the caller derives them (objectivesFor).
+Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& objectives,
+                 const FaultMechanism& mechanism, const std::vector<StallSample>& history,
+                 const RegressionPolicy& policy);
+// The same for a mechanism told by its fault alone.
 Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& objectives, const std::string& fault,
                  const std::vector<StallSample>& history, const RegressionPolicy& policy);
 

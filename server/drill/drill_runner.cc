@@ -137,6 +137,9 @@ void DrillRunner::execute(storage::DrillRecord drill) {
   drill.started_us = deps_.clock.wallNow();
   nlohmann::json result = {{"runs", nlohmann::json::array()}};
   std::vector<analysis::RunAnalysis> analyses;
+  analysis::FaultMechanism mechanism;
+  mechanism.fault = drill.fault;
+  if (spec->fault == FaultType::kPause) mechanism.pause_s = spec->options.pause_s;
   for (int run = 1; run <= spec->options.repeats; ++run) {
     RunExecution execution({deps_, guards_, recovery_, queue_, records_, worker_}, drill, *spec, run);
     const auto outcome = execution.execute();
@@ -147,10 +150,14 @@ void DrillRunner::execute(storage::DrillRecord drill) {
       return;
     }
     if (outcome.analysis) analyses.push_back(*outcome.analysis);
+    for (const auto& node : cluster_.inventory) {
+      if (outcome.target && node.id == *outcome.target && node.role == "controller") mechanism.target_is_controller = true;
+    }
     if (run < spec->options.repeats) records_.persist(drill);
   }
   // Before the terminal state is written: the listener is told of the row as written, verdict included.
-  const auto verdict = analysis::evaluate(analyses, objectives, drill.fault, history(drill), cluster_.regression);
+  const auto verdict = analysis::evaluate(analyses, analysis::objectivesFor(objectives, mechanism), mechanism,
+                                          history(drill), cluster_.regression);
   result["verdict"] = analysis::toJson(verdict);
   drill.result = result.dump();
   drill.verdict = analysis::toString(verdict.verdict);

@@ -199,9 +199,9 @@ bool RunExecution::inject() {
   injected_ = record.ok();
   fault_us_ = deps_.clock.wallNow();
   if (injected_) {
-    fault_us_ = record->fault_at.value_or(record->requested_at);
+    fault_us_ = record->faultTime();
     FaultInjected fault{record->requested_at, fault_us_, record->fault_at ? record->fault_time_source : "requested",
-                        record->detail};
+                        record->detail, record->uncertainty_us, record->clock_offset_us};
     recordEvent(deps_, "injector", "fault", fault_us_, target_,
                 {{"fault", toString(spec_.fault)}, {"requested_us", fault.requested_us},
                  {"time_source", fault.time_source}, {"detail", fault.detail}, {"drill", drill_.id},
@@ -346,6 +346,10 @@ void RunExecution::analyse() {
   input.fault = toString(spec_.fault);
   input.target = target_;
   input.fault_us = fault_us_;
+  if (outcome_.fault_injected) {
+    input.fault_time_source = outcome_.fault_injected->time_source;
+    input.fault_time_uncertainty_us = outcome_.fault_injected->uncertainty_us;
+  }
   input.window_start_us = baseline_start_us_;
   input.observe_end_us = observe_end_us_;
   input.recovered_us = recovered_us_;

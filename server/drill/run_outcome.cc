@@ -42,6 +42,8 @@ nlohmann::json toJson(const RunOutcome& o) {
     out["fault_requested_us"] = o.fault_injected->requested_us;
     out["fault_us"] = o.fault_injected->fault_us;
     out["fault_time_source"] = o.fault_injected->time_source;
+    out["fault_time_uncertainty_us"] = o.fault_injected->uncertainty_us;
+    out["fault_clock_offset_us"] = o.fault_injected->clock_offset_us;
     out["fault_detail"] = o.fault_injected->detail;
   }
   if (o.observe_timed_out) out["observe_timed_out"] = true;

@@ -41,6 +41,8 @@ struct FaultInjected {
   std::int64_t fault_us = 0;
   std::string time_source;  // where fault_us comes from ("requested" when only the request time is known)
   std::string detail;
+  std::int64_t uncertainty_us = 0;   // ± of fault_us on kfaild's clock (fault::FaultRecord)
+  std::int64_t clock_offset_us = 0;  // the source's clock − kfaild's, as estimated
 };
 
 struct RecoveryAttempt {

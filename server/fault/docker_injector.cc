@@ -32,6 +32,9 @@ constexpr std::uint64_t kMaxBody = 64ULL * 1024 * 1024;
 // the exit, a few milliseconds later.
 constexpr std::chrono::seconds kExitWait{5};
 constexpr std::chrono::milliseconds kExitPoll{20};
+// The engine's times are RFC 3339 with nanoseconds, read to µs; Kafka's log lines have ms.
+constexpr std::int64_t kEngineTimeResolutionUs = 1;
+constexpr std::int64_t kLogTimeResolutionUs = 1'000;
 
 struct HttpAnswer {
   unsigned status = 0;
@@ -501,12 +504,17 @@ Result<FaultRecord> DockerInjector::kill() {
     std::this_thread::sleep_for(kExitPoll);
     ins = inspectContainer();
   }
+  // The engine stamped the exit between the request and the answer that first showed it.
+  const auto seen_at = clock_.wallNow();
   if (!ins) return ins.error();
   const auto& st = ins->state;
   // A FinishedAt older than StartedAt belongs to an earlier run.
   if (!st.running && st.finished_at && (!st.started_at || *st.finished_at >= *st.started_at)) {
-    record.fault_at = st.finished_at;
-    record.fault_time_source = "docker:State.FinishedAt";
+    placeFault(record, *st.finished_at,
+               bracketOffset(*st.finished_at, record.requested_at, seen_at, kEngineTimeResolutionUs),
+               "docker:State.FinishedAt");
+  } else {
+    record.uncertainty_us = seen_at - record.requested_at;
   }
   record.detail = "SIGKILL to container " + target_.container + ": " + st.detail;
   return record;
@@ -524,6 +532,7 @@ Result<FaultRecord> DockerInjector::stop(std::chrono::seconds grace) {
   auto answer = containerRequest("POST", "stop?t=" + std::to_string(grace.count()),
                                  grace + request_timeout_ * 2);
   if (!answer) return answer.error();
+  const auto stopped_at = clock_.wallNow();
   if (answer->status == 304) {
     return faultError(errc::invalid_state, "container " + target_.container + " already stopped");
   }
@@ -533,13 +542,16 @@ Result<FaultRecord> DockerInjector::stop(std::chrono::seconds grace) {
     const auto lines =
         selectKafkaLogLines(*text, "server.log", zone_, since, {std::string(kSigtermLine)});
     if (!lines.empty()) {
-      record.fault_at = lines.back().t;
-      record.fault_time_source = "docker:logs";
+      // The broker's log clock (in its configured zone), written while the engine stopped it.
+      placeFault(record, lines.back().t,
+                 bracketOffset(lines.back().t, record.requested_at, stopped_at, kLogTimeResolutionUs),
+                 "docker:logs");
     }
   }
   if (!record.fault_at) {
-    record.fault_at = record.requested_at;
-    record.fault_time_source = "kfaild:requested_at";
+    // The signal went out somewhere in the call.
+    placeFault(record, record.requested_at, ClockOffset{0, stopped_at - record.requested_at},
+               "kfaild:requested_at");
   }
   auto after = inspectContainer();
   record.detail = "docker stop -t " + std::to_string(grace.count()) + " " + target_.container +
@@ -553,6 +565,7 @@ Result<FaultRecord> DockerInjector::simpleAction(const std::string& action,
   record.requested_at = clock_.wallNow();
   auto answer = containerRequest("POST", action, request_timeout_);
   if (!answer) return answer.error();
+  record.uncertainty_us = clock_.wallNow() - record.requested_at;  // somewhere in the call
   record.detail = what + " container " + target_.container;
   return record;
 }
@@ -570,10 +583,13 @@ Result<FaultRecord> DockerInjector::start() {
   auto answer = containerRequest("POST", "start", request_timeout_);
   if (!answer) return answer.error();
   auto ins = inspectContainer();
+  const auto seen_at = clock_.wallNow();
   if (!ins) return ins.error();
   if (ins->state.started_at) {
-    record.fault_at = ins->state.started_at;
-    record.fault_time_source = "docker:State.StartedAt";
+    placeFault(record, *ins->state.started_at,
+               bracketOffset(*ins->state.started_at, record.requested_at, seen_at,
+                             kEngineTimeResolutionUs),
+               "docker:State.StartedAt");
   }
   record.detail = (answer->status == 304 ? "already running: container " : "started container ") +
                   target_.container;

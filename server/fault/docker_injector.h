@@ -17,6 +17,10 @@
 //          requested_at ("kfaild:requested_at").
 //   pause / resume   POST /pause, /unpause (the cgroup freezer); no engine-side time.
 //   start  POST /start (already running is fine); fault_at = State.StartedAt.
+//   The engine's (and the log's) clock is placed on kfaild's by the request's local bracket:
+//   the engine's time was stamped between requested_at and kfaild's reading right after the
+//   answer that showed it (bracketOffset; ± half of that, plus 1 µs for the engine's times,
+//   1 ms for a log line). Without an engine time (pause, resume, requested_at): ± the call.
 //   logs   server.log is the container's stdout (Kafka's root logger writes there); other files
 //          (controller.log, state-change.log) are read with `grep` through the exec API when
 //          `log_dir` (their directory inside the container) is given, else none.

@@ -26,12 +26,48 @@ namespace kfaild::fault {
 // SIGTERM line), "kfaild:requested_at" (stop, when that line was not found),
 // "docker:State.StartedAt" (start). Docker's pause and unpause have no engine-side time: fault_at
 // stays empty and requested_at is the best there is.
+//
+// fault_at is read on another clock than kfaild's (the remote host's, the engine's, the broker
+// log's): its offset from kfaild's clock is estimated by bracketing a reading of that clock
+// between two of kfaild's (bracketOffset), and faultTime() is the fault on kfaild's clock, within
+// ± uncertainty_us. Without fault_at, faultTime() is requested_at and uncertainty_us the time the
+// call took (the fault happened somewhere in it).
 struct FaultRecord {
   common::WallMicros requested_at = 0;         // local wall clock just before the request
   std::optional<common::WallMicros> fault_at;  // the injector side's own time, where it has one
   std::string fault_time_source;
   std::string detail;  // what was done, e.g. "SIGKILL to pid 4242"
+  std::int64_t clock_offset_us = 0;  // fault_at's clock − kfaild's, as estimated
+  std::int64_t uncertainty_us = 0;   // ± of faultTime()
+
+  common::WallMicros faultTime() const {
+    return fault_at ? *fault_at - clock_offset_us : requested_at;
+  }
 };
+
+// Another clock against kfaild's.
+struct ClockOffset {
+  std::int64_t offset_us = 0;       // the other clock − kfaild's
+  std::int64_t uncertainty_us = 0;  // ± of offset_us
+};
+
+// `reading` of another clock whose resolution is `resolution_us`, taken at some moment between
+// kfaild's readings `before` and `after`: the best estimate puts it at the bracket's middle, so
+// the offset is reading − middle, uncertain by half the bracket plus the other clock's resolution.
+inline ClockOffset bracketOffset(common::WallMicros reading, common::WallMicros before,
+                                 common::WallMicros after, std::int64_t resolution_us) {
+  const std::int64_t half = (after - before + 1) / 2;
+  return {reading - (before + half), half + resolution_us};
+}
+
+// Sets fault_at (read on the other clock) and how it lies on kfaild's.
+inline void placeFault(FaultRecord& record, common::WallMicros fault_at, const ClockOffset& offset,
+                       std::string source) {
+  record.fault_at = fault_at;
+  record.clock_offset_us = offset.offset_us;
+  record.uncertainty_us = offset.uncertainty_us;
+  record.fault_time_source = std::move(source);
+}
 
 struct ProcessState {
   bool running = false;

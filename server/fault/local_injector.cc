@@ -210,8 +210,8 @@ Result<FaultRecord> LocalInjector::signalBroker(int signal, pid_t* signalled) {
         err == EPERM ? errc::permission_denied : errc::no_such_process,
         signalText(signal) + " to pid " + std::to_string(*pid) + ": " + std::strerror(err));
   }
-  record.fault_at = sent_at;
-  record.fault_time_source = "local";
+  // kfaild's own clock: no offset, only the moment within the call.
+  placeFault(record, sent_at, ClockOffset{0, clock_.wallNow() - sent_at}, "local");
   record.detail = signalText(signal) + " to pid " + std::to_string(*pid);
   return record;
 }
@@ -278,8 +278,8 @@ Result<FaultRecord> LocalInjector::start() {
     if (!out->err.empty()) message += ": " + common::sensitive(tailOf(out->err));
     return faultError(errc::command_failed, message);
   }
-  record.fault_at = clock_.wallNow();
-  record.fault_time_source = "local";
+  const auto done_at = clock_.wallNow();
+  placeFault(record, done_at, ClockOffset{0, done_at - record.requested_at}, "local");
   record.detail = "ran " + describeArgv(target_.start_command);
   return record;
 }

@@ -145,6 +145,10 @@ std::string inspectCommand(const std::string& pid_command) {
          "if is_kafka $pid; then echo kfaild-kafka=yes; else echo kfaild-kafka=no; fi\n";
 }
 
+std::string clockCommand() {
+  return "echo kfaild-clock=$(date +%s%N)\n";
+}
+
 std::string logsCommand(const std::string& log_dir, const std::string& file,
                         const std::vector<std::string>& patterns) {
   std::string cmd = "grep -h -F";
@@ -165,6 +169,10 @@ std::optional<common::WallMicros> parseRemoteClock(std::string_view text) {
   const auto ns = parseNumber(text);
   if (!ns) return std::nullopt;
   return *ns / 1'000;
+}
+
+std::int64_t remoteClockResolution(std::string_view text) {
+  return !text.empty() && text.back() == 'N' ? 1'000'000 : 1;
 }
 
 SshInjector::SshInjector(config::SshTarget target, LogZone zone, const common::Clock& clock,
@@ -237,16 +245,45 @@ Result<std::string> SshInjector::run(const std::string& remote_command,
   return faultError(errc::remote_command_failed, message);
 }
 
+Result<ClockOffset> SshInjector::remoteClockOffset() {
+  const auto timeout = std::chrono::seconds(target_.connect_timeout_s) + kShortCallSlack;
+  const auto before = clock_.wallNow();
+  auto out = run(ssh_script::clockCommand(), timeout);
+  const auto after = clock_.wallNow();
+  if (!out) return out.error();
+  const auto kv = keyValues(*out);
+  const auto text = kv.find("clock");
+  const auto reading = text != kv.end() ? parseRemoteClock(text->second) : std::nullopt;
+  if (!reading) {
+    return faultError(errc::remote_command_failed,
+                      destination() + ": the remote clock printed no time: " + *out);
+  }
+  return bracketOffset(*reading, before, after, remoteClockResolution(text->second));
+}
+
+void SshInjector::placeRemoteFault(FaultRecord& record, const std::string& clock_text,
+                                   common::WallMicros after) {
+  const auto reading = parseRemoteClock(clock_text);
+  if (!reading) return;
+  // A round trip that only reads the clock brackets it tighter than the fault's own command,
+  // which also waits for the process; after the fault, so that the fault is not delayed.
+  auto offset = remoteClockOffset();
+  if (!offset) {
+    offset = bracketOffset(*reading, record.requested_at, after, remoteClockResolution(clock_text));
+  }
+  placeFault(record, *reading, *offset, "ssh:remote-clock");
+}
+
 Result<FaultRecord> SshInjector::signal(Signal signal) {
   FaultRecord record;
   record.requested_at = clock_.wallNow();
   const auto timeout = std::chrono::seconds(target_.connect_timeout_s) + kShortCallSlack;
   auto out = run(ssh_script::signalCommand(target_.pid_command, signal), timeout);
   if (!out) return out.error();
+  const auto after = clock_.wallNow();
   const auto kv = keyValues(*out);
   const auto clock = kv.find("clock");
-  if (clock != kv.end()) record.fault_at = parseRemoteClock(clock->second);
-  if (record.fault_at) record.fault_time_source = "ssh:remote-clock";
+  if (clock != kv.end()) placeRemoteFault(record, clock->second, after);
   const auto pid = kv.find("pid");
   record.detail = "SIG" + std::string(signalName(signal)) + " to pid " +
                   (pid != kv.end() ? pid->second : "?") + " on " + target_.host;
@@ -270,10 +307,10 @@ Result<FaultRecord> SshInjector::stop(std::chrono::seconds grace) {
                        std::chrono::seconds(10) + kShortCallSlack;
   auto out = run(ssh_script::stopCommand(target_.pid_command, grace.count()), timeout);
   if (!out) return out.error();
+  const auto after = clock_.wallNow();
   const auto kv = keyValues(*out);
   const auto clock = kv.find("clock");
-  if (clock != kv.end()) record.fault_at = parseRemoteClock(clock->second);
-  if (record.fault_at) record.fault_time_source = "ssh:remote-clock";
+  if (clock != kv.end()) placeRemoteFault(record, clock->second, after);
   const auto pid = kv.find("pid");
   const auto how = kv.find("stop");
   record.detail = "SIGTERM to pid " + (pid != kv.end() ? pid->second : "?") + " on " +
@@ -290,10 +327,10 @@ Result<FaultRecord> SshInjector::start() {
   const std::string command = "echo kfaild-clock=$(date +%s%N)\n" + target_.start_command + "\n";
   auto out = run(command, kStartTimeout + std::chrono::seconds(target_.connect_timeout_s));
   if (!out) return out.error();
+  const auto after = clock_.wallNow();
   const auto kv = keyValues(*out);
   const auto clock = kv.find("clock");
-  if (clock != kv.end()) record.fault_at = parseRemoteClock(clock->second);
-  if (record.fault_at) record.fault_time_source = "ssh:remote-clock";
+  if (clock != kv.end()) placeRemoteFault(record, clock->second, after);
   record.detail = "ran the start command on " + target_.host;
   return record;
 }

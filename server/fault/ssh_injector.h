@@ -8,7 +8,10 @@
 // makes kfaild signal an unrelated process.
 //
 // fault_at comes from the remote host's clock (`date +%s%N`, read in the same session just
-// before the signal), fault_time_source "ssh:remote-clock".
+// before the signal), fault_time_source "ssh:remote-clock". Its offset from kfaild's clock is
+// estimated right after the fault by one more round trip that only reads the remote clock
+// (bracketOffset: half that round trip plus the clock's resolution, 1 µs, or 1 s where `date`
+// has no %N); if that round trip fails, by the fault command's own bracket.
 //
 // Errors: errc::ssh_failed (ssh's own exit 255, with its stderr: connection refused, host key,
 // authentication), errc::no_such_process (no pid, or it is not running), errc::not_a_broker,
@@ -42,6 +45,8 @@ std::string stopCommand(const std::string& pid_command, std::int64_t grace_s);
 // Prints kfaild-pid, kfaild-now, kfaild-stat, kfaild-etimes, kfaild-kafka lines, or
 // "kfaild-state=nopid"; never signals.
 std::string inspectCommand(const std::string& pid_command);
+// Prints "kfaild-clock=<ns since epoch>" and nothing else.
+std::string clockCommand();
 // grep -h -F of `patterns` (single-quoted) in `log_dir`/`file`; exit 1 is "no match".
 std::string logsCommand(const std::string& log_dir, const std::string& file,
                         const std::vector<std::string>& patterns);
@@ -69,6 +74,11 @@ class SshInjector final : public Injector {
 
  private:
   Result<FaultRecord> signal(Signal signal);
+  Result<ClockOffset> remoteClockOffset();
+  // Sets the record's fault time from the remote clock's text, read during the call that ended
+  // (on kfaild's clock) at `after`.
+  void placeRemoteFault(FaultRecord& record, const std::string& clock_text,
+                        common::WallMicros after);
   Result<std::string> run(const std::string& remote_command, std::chrono::milliseconds timeout);
   std::string destination() const;
 
@@ -80,5 +90,7 @@ class SshInjector final : public Injector {
 
 // "1796015337879312744" (date +%s%N) → µs; "1796015337N" (a date without %N) → whole seconds.
 std::optional<common::WallMicros> parseRemoteClock(std::string_view text);
+// The resolution of that text's clock in µs: 1, or 1'000'000 for whole seconds.
+std::int64_t remoteClockResolution(std::string_view text);
 
 }  // namespace kfaild::fault

@@ -162,8 +162,11 @@ TEST_CASE("the article's kill run is analysed into roles, stalls and phases", "[
   CHECK(*p0.phases.election_us == 90'000);  // the new leader's own log line is earliest
   CHECK(*p0.phases.election_resolution_us == 1'000);
   CHECK(*p0.phases.new_leader == 2);
-  CHECK(*p0.phases.discovery_us == -15'000);  // the producer applied it before k2 logged it
+  // The producer applied it 15 ms before k2 logged it: below the resolution, never negative.
+  CHECK(*p0.phases.discovery_us == 0);
   CHECK(*p0.phases.discovery_resolution_us == 1'000);
+  CHECK(p0.phases.below_resolution == std::vector<std::string>{"discovery"});
+  CHECK(p0.phases.inconclusive.empty());
   CHECK(*p0.phases.resume_us == 9'400'000 - 8'345'000);
   CHECK_FALSE(p0.phases.node_back_us);
   CHECK(p0.sent == 1000);
@@ -185,6 +188,8 @@ TEST_CASE("the article's kill run is analysed into roles, stalls and phases", "[
     CHECK_FALSE(r.phases.discovery_us);  // the leader did not move
     CHECK_FALSE(r.phases.discovery_resolution_us);
     CHECK(*r.phases.resume_us == 50'000);
+    // Both 50 ms, seen by a 100 ms metadata poll: "≤ 0.100 s".
+    CHECK(r.phases.below_resolution == std::vector<std::string>{"election", "resume"});
   }
   CHECK(a.partitions[0].ack.stall->duration_us() > a.partitions[1].ack.stall->duration_us());
 }
@@ -211,8 +216,11 @@ TEST_CASE("a graceful stop leaves followers whose longest gap is within the nois
     CHECK_FALSE(r.ack.stall);
     REQUIRE(r.ack.longest_gap);
     CHECK(r.ack.longest_gap->duration_us() == 57'000);
-    CHECK(r.ack.baseline->duration_us() == 60'000);
-    CHECK(r.ack.reason == "0.057 s is within the noise (longest other gap 0.060 s)");
+    // The 60 ms pause is one of 247 baseline gaps: above their 99th percentile, so the noise is
+    // the probe's spacing, and 57 ms is still short of it plus two intervals.
+    CHECK(r.ack.baseline->duration_us() == kInterval);
+    CHECK(r.ack.noise_gaps == 247);
+    CHECK(r.ack.reason == "0.057 s is within the noise (0.020 s, p99 of 247 baseline gaps)");
     CHECK(r.ack.ended_by->at_us == kT0 + 40'000);
     CHECK(r.receive.outcome == Outcome::kNone);
     CHECK_FALSE(r.receive.stall);
@@ -233,7 +241,7 @@ TEST_CASE("a partition that does not touch the target has no stall", "[unit]") {
   CHECK(p3.ack.outcome == Outcome::kNone);
   CHECK_FALSE(p3.ack.stall);
   CHECK(p3.ack.longest_gap->duration_us() == kInterval);
-  CHECK(p3.ack.reason == "0.020 s is within the noise (longest other gap 0.020 s)");
+  CHECK(p3.ack.reason == "0.020 s is within the noise (0.020 s, p99 of 249 baseline gaps)");
   CHECK(p3.receive.outcome == Outcome::kNone);
   CHECK_FALSE(p3.phases.election_us);
   CHECK_FALSE(p3.phases.resume_us);
@@ -520,7 +528,7 @@ TEST_CASE("sends held back during a stall leave it a stall and report the ticks"
   CHECK(toJson(a)["partitions"][0]["ack"]["held_ticks"] == 120);
 }
 
-TEST_CASE("too few acks outside the stall leave the noise unknown and the outcome inconclusive",
+TEST_CASE("too few acks before the fault leave the noise unknown and the outcome inconclusive",
           "[unit]") {
   AnalysisInput in;
   in.fault = "kill";
@@ -538,13 +546,147 @@ TEST_CASE("too few acks outside the stall leave the noise unknown and the outcom
   const auto& p0 = a.partitions[0];
   CHECK(p0.ack.outcome == Outcome::kInconclusive);
   CHECK_FALSE(p0.ack.stall);
-  // 4 intervals before the fault, 3 after; acks delivered together say nothing about noise.
+  // 4 intervals before the fault; the 3 after it are not baseline.
   CHECK(p0.ack.reason ==
-        "too few acks outside the stall to know the noise (7 intervals, 10 needed)");
+        "too few acks before the fault to know the noise (4 intervals, 10 needed)");
+  CHECK(p0.ack.noise_gaps == 4);
   CHECK(p0.ack.longest_gap->duration_us() == 9'417'000);
   CHECK(p0.ack.baseline->duration_us() == kInterval);
   CHECK(p0.receive.outcome == Outcome::kInconclusive);
   CHECK_FALSE(a.conclusive);
+}
+
+TEST_CASE("the noise is the 99th percentile of the baseline gaps by nearest rank", "[unit]") {
+  CHECK(noiseRank(1) == 1);
+  CHECK(noiseRank(10) == 10);
+  CHECK(noiseRank(99) == 99);
+  CHECK(noiseRank(100) == 99);
+  CHECK(noiseRank(250) == 248);
+  CHECK(noiseRank(1000) == 990);
+}
+
+// One partition led by the target: steady for 5 s, with the baseline gaps given by `hiccup`
+// (a stretch acked at once, 2 s before the fault, when set), then the outages after the fault,
+// each [start, end) with its messages acked at its end, steady in between.
+AnalysisInput leaderWithOutages(std::optional<std::int64_t> hiccup_us,
+                                const std::vector<std::pair<std::int64_t, std::int64_t>>& outages) {
+  AnalysisInput in;
+  in.fault = "kill";
+  in.target = 1;
+  in.fault_us = kT0;
+  in.window_start_us = kT0 - 5 * kSecond;
+  in.observe_end_us = kT0 + 15 * kSecond;
+  in.window_end_us = in.observe_end_us;
+  in.partitions = {kOrders[0]};
+  std::int64_t seq = 0;
+  std::int64_t t = in.window_start_us;
+  if (hiccup_us) {
+    const std::int64_t at = kT0 - 2 * kSecond;
+    steady(in, 0, t, at, seq);
+    stalled(in, 0, at, at + *hiccup_us, at + *hiccup_us, seq);
+    t = at + *hiccup_us;
+  }
+  steady(in, 0, t, kT0, seq);
+  t = kT0;
+  for (const auto& [start, end] : outages) {
+    steady(in, 0, t, start, seq);
+    stalled(in, 0, start, end, end, seq);
+    t = end;
+  }
+  steady(in, 0, t, in.observe_end_us, seq);
+  return in;
+}
+
+TEST_CASE("a 0.4 s stall after a 0.2 s hiccup in the baseline is still reported as a stall",
+          "[unit]") {
+  // The hiccup's gap is 217 ms, the stall's 417 ms: under the longest-gap rule 417 < 2 × 217
+  // made it "none".
+  const auto a = analyse(leaderWithOutages(200'000, {{kT0, kT0 + 400'000}}));
+  const auto& ack = a.partitions[0].ack;
+  CHECK(ack.outcome == Outcome::kStall);
+  REQUIRE(ack.stall);
+  CHECK(ack.stall->duration_us() == 417'000);
+  CHECK(ack.baseline->duration_us() == kInterval);
+  CHECK(ack.noise_gaps > 100);
+  CHECK(a.partitions[0].receive.outcome == Outcome::kStall);
+  CHECK(a.conclusive);
+}
+
+TEST_CASE("an outage split in two after the fault is still reported as a stall", "[unit]") {
+  // 4 s, 200 ms of acks, 4 s again: each half used to be the other's noise.
+  const auto a = analyse(
+      leaderWithOutages(std::nullopt, {{kT0, kT0 + 4 * kSecond},
+                                       {kT0 + 4'200'000, kT0 + 8'200'000}}));
+  const auto& ack = a.partitions[0].ack;
+  CHECK(ack.outcome == Outcome::kStall);
+  REQUIRE(ack.stall);
+  CHECK(ack.stall->start_us == kT0 - 17'000);
+  CHECK(ack.stall->end_us == kT0 + 4 * kSecond);
+  CHECK(ack.baseline->duration_us() == kInterval);
+  CHECK(ack.baseline->end_us <= kT0);
+  CHECK(a.partitions[0].receive.outcome == Outcome::kStall);
+}
+
+TEST_CASE("in a baseline of fewer than 100 gaps the longest gap is the noise", "[unit]") {
+  // The 99th percentile of fewer than 100 gaps is the longest, so a hiccup as long as the stall
+  // keeps it from being called one.
+  auto in = leaderWithOutages(400'000, {{kT0, kT0 + 400'000}});
+  in.window_start_us = kT0 - 2'200'000;
+  std::erase_if(in.samples, [&](const auto& s) { return s.send_us < in.window_start_us; });
+  const auto& ack = analyse(in).partitions[0].ack;
+  CHECK(ack.noise_gaps < 100);
+  CHECK(ack.baseline->duration_us() == 417'000);
+  CHECK(ack.outcome == Outcome::kNone);
+}
+
+TEST_CASE("a phase below its resolution is never negative and is named as such", "[unit]") {
+  // The first ack after the election came before the metadata poll that saw the new leader:
+  // resume would be -43 ms.
+  auto in = articleKill();
+  std::erase_if(in.events, [](const auto& e) {
+    return e.source == "client" || (e.source == "broker_log" && e.kind == "leader_epoch_start");
+  });
+  for (auto& e : in.events) {
+    if (e.kind == "leader_change") e.t_us = kT0 + 9'443'000;  // p0 acked again at 9.400 s
+  }
+  const auto a = analyse(in);
+  const auto& ph = a.partitions[0].phases;
+  REQUIRE(ph.resume_us);
+  CHECK(*ph.resume_us == 0);
+  CHECK(*ph.resume_resolution_us == 100'000);
+  CHECK(ph.below_resolution == std::vector<std::string>{"resume"});
+  CHECK(*ph.election_us == 1'173'000);
+  CHECK(*ph.detection_us == 8'270'000);
+  CHECK(toJson(a)["partitions"][0]["phases"]["resume_us"] == 0);
+}
+
+TEST_CASE("the fault time's uncertainty widens the resolution of the phases from the fault",
+          "[unit]") {
+  auto in = articleKill();
+  in.fault_time_source = "ssh:remote-clock";
+  in.fault_time_uncertainty_us = 150'000;
+  const auto a = analyse(in);
+  CHECK(a.fault_time_uncertainty_us == 150'000);
+  const auto& ph = a.partitions[0].phases;
+  CHECK(*ph.detection_us == 8'270'000);
+  CHECK(*ph.detection_resolution_us == 151'000);
+  CHECK(*ph.election_resolution_us == 1'000);  // fenced → new leader does not use the fault time
+  CHECK(ph.inconclusive.empty());
+}
+
+TEST_CASE("a phase from the fault shorter than the fault time's uncertainty is inconclusive",
+          "[unit]") {
+  auto in = articleKill();
+  in.fault_time_source = "docker:logs";
+  in.fault_time_uncertainty_us = 9 * kSecond;
+  // The fencing line is still found though the fault time may be 9 s late.
+  const auto a = analyse(in);
+  const auto& ph = a.partitions[0].phases;
+  REQUIRE(ph.detection_us);
+  CHECK(ph.inconclusive.at("detection") ==
+        "the fault time (docker:logs) is uncertain by ± 9.000 s, more than the phase's 8.270 s");
+  CHECK(ph.inconclusive.count("election") == 0);
+  CHECK(toJson(a)["partitions"][0]["phases"]["inconclusive"]["detection"].is_string());
 }
 
 TEST_CASE("a partition with no acks at all is inconclusive", "[unit]") {
@@ -669,6 +811,8 @@ TEST_CASE("the probe's hold and idle events are parsed and malformed ones ignore
 
 TEST_CASE("the analysis as JSON keeps the previous fields and carries the new ones", "[unit]") {
   auto in = articleKill();
+  in.fault_time_source = "ssh:remote-clock";
+  in.fault_time_uncertainty_us = 2'000;
   in.pending.push_back(probeSample(0, 1000, in.observe_end_us, std::nullopt, std::nullopt));
   const auto json = toJson(analyse(in));
   CHECK(json["fault"] == "kill");
@@ -699,6 +843,7 @@ TEST_CASE("the analysis as JSON keeps the previous fields and carries the new on
   CHECK(ack["longest_gap"]["start_us"] == kT0 - 17'000);
   CHECK(ack["longest_gap"]["end_us"] == kT0 + 9'400'000);
   CHECK(ack["baseline"]["duration_us"] == kInterval);
+  CHECK(ack["noise_gaps"] == 249);
   CHECK(ack["ended_by"]["seq"] == 250);
   CHECK(ack["ended_by"]["at_us"] == kT0 + 9'400'000);
   CHECK(ack["reason"] == "");
@@ -710,14 +855,19 @@ TEST_CASE("the analysis as JSON keeps the previous fields and carries the new on
   const auto& phases = p0["phases"];
   CHECK(phases["detection_us"] == 8'270'000);
   CHECK(phases["election_us"] == 90'000);
-  CHECK(phases["discovery_us"] == -15'000);
+  CHECK(phases["discovery_us"] == 0);
+  CHECK(phases["below_resolution"] == nlohmann::json::array({"discovery"}));
+  CHECK(phases["inconclusive"] == nlohmann::json::object());
+  CHECK(phases["node_back_resolution_us"].is_null());
+  CHECK(json["fault_time_source"] == "ssh:remote-clock");
+  CHECK(json["fault_time_uncertainty_us"] == 2'000);
   CHECK(phases["resume_us"] == 1'055'000);
   CHECK(phases["node_back_us"].is_null());
   CHECK(phases["fenced_at_us"] == kT0 + 8'270'000);
   CHECK(phases["new_leader_at_us"] == kT0 + 8'360'000);
   CHECK(phases["client_update_at_us"] == kT0 + 8'345'000);
   CHECK(phases["new_leader"] == 2);
-  CHECK(phases["detection_resolution_us"] == 1'000);
+  CHECK(phases["detection_resolution_us"] == 3'000);  // the log line's 1 ms + the fault time's 2 ms
   CHECK(phases["election_resolution_us"] == 1'000);
   CHECK(phases["discovery_resolution_us"] == 1'000);
   CHECK(json["partitions"][1]["phases"]["discovery_resolution_us"].is_null());

@@ -89,3 +89,20 @@ TEST_CASE("a distribution gives nearest-rank percentiles", "[unit][analysis]") {
   CHECK(d->max == 20);
   CHECK(d->count == 20);
 }
+
+TEST_CASE("statistics never take a phase negative and leave out one the fault time could not tell",
+          "[unit][analysis]") {
+  const std::vector<StoredDrill> drills = {
+      // Stored before phases below their resolution were reported as such.
+      drill(1, "kill", {run(1, 100, {partition(0, "leader", stall(9'400'000),
+                                               {{"detection_us", 8'300'000}, {"discovery_us", -43'000}})})}),
+      drill(2, "kill", {run(1, 200, {partition(0, "leader", stall(9'300'000),
+                                               {{"detection_us", 300'000},
+                                                {"discovery_us", 20'000},
+                                                {"inconclusive", {{"detection", "the fault time is uncertain"}}}})})}),
+  };
+  const auto stats = statisticsOf(drills, {});
+  REQUIRE(stats.groups.size() == 1);
+  CHECK(stats.groups[0].discovery == std::vector<std::int64_t>{0, 20'000});
+  CHECK(stats.groups[0].detection == std::vector<std::int64_t>{8'300'000});
+}

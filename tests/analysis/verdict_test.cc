@@ -286,3 +286,141 @@ TEST_CASE("objective keys that do not exist, and values out of range, are errors
   CHECK_THAT(parseRegressionPolicy(json::parse(R"({"windw":3})"), "regression").error().message,
              Catch::StartsWith("regression.windw: unknown key"));
 }
+
+namespace {
+
+// A pause of broker 1 that leads p0 and follows p1, p2: every partition waits the pause out.
+RunAnalysis pauseRun(double pause_s, bool fenced, std::optional<double> discovery_s) {
+  RunAnalysis a;
+  a.fault = "pause";
+  a.target = 1;
+  a.fault_us = 100 * kSecond;
+  a.recovered_us = a.fault_us + static_cast<std::int64_t>((pause_s + 2) * kSecond);
+  if (fenced) a.departure = "fenced";
+  a.partitions.push_back(partition(0, Role::kLeader, stallOf(pause_s + 0.3), stallOf(pause_s + 0.3)));
+  a.partitions.push_back(partition(1, Role::kFollowerInIsr, stallOf(pause_s), stallOf(pause_s)));
+  a.partitions.push_back(partition(2, Role::kFollowerInIsr, stallOf(pause_s), stallOf(pause_s)));
+  for (auto& p : a.partitions) {
+    if (fenced) p.phases.detection_us = static_cast<std::int64_t>(8.1 * kSecond);
+  }
+  if (discovery_s) a.partitions[0].phases.discovery_us = static_cast<std::int64_t>(*discovery_s * kSecond);
+  return a;
+}
+
+const Check* checkOf(const Verdict& v, const std::string& objective, std::optional<std::int32_t> partition = {}) {
+  for (const auto& c : v.checks) {
+    if (c.objective == objective && c.partition == partition) return &c;
+  }
+  return nullptr;
+}
+
+FaultMechanism pauseOf(double pause_s) {
+  FaultMechanism m;
+  m.fault = "pause";
+  m.pause_s = pause_s;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("a pause shorter than the session timeout passes the defaults: detection is not applicable",
+          "[unit][verdict]") {
+  // The lab's 3 s pause of broker 2 used to end inconclusive: "no partition's detection phase".
+  const auto m = pauseOf(3);
+  const auto v = evaluate({pauseRun(3, false, std::nullopt)}, objectivesFor(defaultObjectives(), m), m, {}, {});
+  CHECK(v.verdict == CheckStatus::kPass);
+  const auto* detection = checkOf(v, "max_detection_s");
+  REQUIRE(detection);
+  CHECK(detection->status == CheckStatus::kNotApplicable);
+  CHECK(detection->reason ==
+        "a pause of 3.0 s is shorter than the session timeout (9.0 s): no fencing is expected, so "
+        "there is no detection phase");
+  bool stated = false;
+  const auto as_json = toJson(v);
+  for (const auto& c : as_json["checks"]) stated = stated || c["status"] == "not_applicable";
+  CHECK(stated);
+  CHECK(checkStatusFromString("not_applicable") == CheckStatus::kNotApplicable);
+
+  // Told by its fault alone, the same run stays inconclusive: the mechanism is what says why.
+  CHECK(evaluate({pauseRun(3, false, std::nullopt)}, defaultObjectives(), "pause", {}, {}).verdict ==
+        CheckStatus::kInconclusive);
+}
+
+TEST_CASE("a pause longer than the session timeout has its discovery bounded by the pause's end",
+          "[unit][verdict]") {
+  // The lab's 12 s pause: the leader partition's discovery took 3.90 s against the 2 s default.
+  const auto m = pauseOf(12);
+  const auto o = objectivesFor(defaultObjectives(), m);
+  // 2 s + 12 s − (9 s − 2 s): fencing can come 7 s after the freeze, the clients see it at 12 s.
+  CHECK(*o.max_discovery_s == Approx(7.0));
+  CHECK(stallLimit(o, "pause", "leader", StallKind::kAck)->seconds == Approx(17.0));
+  CHECK(stallLimit(o, "pause", "sole_replica", StallKind::kAck)->seconds == Approx(17.0));
+  CHECK(stallLimit(o, "kill", "leader", StallKind::kAck)->seconds == Approx(15.0));
+
+  const auto v = evaluate({pauseRun(12, true, 3.9)}, o, m, {}, {});
+  CHECK(v.verdict == CheckStatus::kPass);
+  CHECK(checkOf(v, "max_discovery_s", 0)->status == CheckStatus::kPass);
+  CHECK(checkOf(v, "max_detection_s", 0)->status == CheckStatus::kPass);
+  CHECK(toJson(v)["objectives"]["max_discovery_s"] == Approx(7.0));
+
+  // Before: the same run failed on max_discovery_s.
+  CHECK(evaluate({pauseRun(12, true, 3.9)}, defaultObjectives(), "pause", {}, {}).verdict ==
+        CheckStatus::kFail);
+}
+
+TEST_CASE("limits a cluster or a request set are not derived from the pause", "[unit][verdict]") {
+  const auto m = pauseOf(12);
+  const auto requested = objectivesFor(
+      overlay(defaultObjectives(), parsed(R"({"max_discovery_s":1,"max_ack_stall_s":4})")), m);
+  CHECK(*requested.max_discovery_s == 1.0);
+  CHECK(stallLimit(requested, "pause", "leader", StallKind::kAck)->seconds == 4.0);
+  // The receive limit is still the default's, but a request that names stall limits owns them.
+  CHECK(stallLimit(requested, "pause", "leader", StallKind::kReceive)->seconds == 15.0);
+
+  const auto configured = objectivesFor(parsed(R"({"max_discovery_s":2,"max_ack_stall_s":15})"), m);
+  CHECK(*configured.max_discovery_s == 2.0);
+  CHECK(stallLimit(configured, "pause", "leader", StallKind::kAck)->seconds == 15.0);
+
+  // A short pause keeps the default discovery limit, and a kill is never derived.
+  CHECK(*objectivesFor(defaultObjectives(), pauseOf(3)).max_discovery_s == 2.0);
+  FaultMechanism kill;
+  kill.fault = "kill";
+  CHECK(toJson(objectivesFor(defaultObjectives(), kill)) == toJson(defaultObjectives()));
+}
+
+TEST_CASE("a kill of a KRaft controller states that detection is not applicable", "[unit][verdict]") {
+  RunAnalysis a;
+  a.fault = "kill";
+  a.target = 3000;
+  a.fault_us = 100 * kSecond;
+  a.recovered_us = a.fault_us + 10 * kSecond;
+  a.partitions.push_back(partition(0, Role::kNotAReplica, noneWith(0.02), noneWith(0.02)));
+  FaultMechanism m;
+  m.fault = "kill";
+  m.target_is_controller = true;
+  const auto v = evaluate({a}, objectivesFor(defaultObjectives(), m), m, {}, {});
+  CHECK(v.verdict == CheckStatus::kPass);
+  const auto* detection = checkOf(v, "max_detection_s");
+  REQUIRE(detection);
+  CHECK(detection->status == CheckStatus::kNotApplicable);
+  CHECK(detection->reason ==
+        "the target is a KRaft controller: controllers are never fenced, so there is no detection phase");
+
+  // A broker's kill without fencing is still inconclusive.
+  m.target_is_controller = false;
+  const auto broker = evaluate({a}, defaultObjectives(), m, {}, {});
+  CHECK(broker.verdict == CheckStatus::kInconclusive);
+  CHECK(checkOf(broker, "max_detection_s")->status == CheckStatus::kInconclusive);
+}
+
+TEST_CASE("a detection phase the fault time's uncertainty hides is an inconclusive check", "[unit][verdict]") {
+  auto a = killRun();
+  a.partitions[0].phases.inconclusive["detection"] = "the fault time is uncertain by ± 9.000 s";
+  const auto v = evaluate({a}, defaultObjectives(), "kill", {}, {});
+  CHECK(v.verdict == CheckStatus::kInconclusive);
+  const auto* c = checkOf(v, "max_detection_s", 0);
+  REQUIRE(c);
+  CHECK(c->status == CheckStatus::kInconclusive);
+  CHECK(c->reason == "the fault time is uncertain by ± 9.000 s");
+  CHECK(checkOf(v, "max_detection_s", 1)->status == CheckStatus::kPass);
+}

@@ -122,3 +122,53 @@ TEST_CASE("a drill aborted after it started is inconclusive with its reason, one
   CHECK(cut.verdict == "inconclusive");
   CHECK(json::parse(cut.result)["verdict"]["reason"] == "the drill aborted: kfaild stopped during observe");
 }
+
+namespace {
+
+const json* checkNamed(const json& verdict, const std::string& objective) {
+  for (const auto& c : verdict["checks"]) {
+    if (c["objective"] == objective && c["partition"].is_null()) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("a pause shorter than the session timeout states its detection objective not applicable",
+          "[unit][drill][verdict]") {
+  EngineHarness h;  // the fake cluster fails a node over after 6 s: a 3 s pause fences nothing
+  h.config.objectives = analysis::defaultObjectives();
+  h.makeRunner();
+  h.runner->start();
+  auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"pause","target":{"broker":1},"options":{"pause_s":3}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason << "\n" << d.result);
+  REQUIRE(d.state == "done");
+  const auto verdict = json::parse(d.result)["verdict"];
+  const auto* detection = checkNamed(verdict, "max_detection_s");
+  REQUIRE(detection);
+  CHECK((*detection)["status"] == "not_applicable");
+  CHECK((*detection)["reason"].get<std::string>().find("shorter than the session timeout") != std::string::npos);
+  // The stall limits of the defaults follow the pause: 3 s + 5 s.
+  CHECK(verdict["objectives"]["by_fault"]["pause"]["max_ack_stall_s"] == 8.0);
+  for (const auto& c : verdict["checks"]) CHECK(c["status"] != "inconclusive");
+}
+
+TEST_CASE("a kill of a KRaft controller states its detection objective not applicable", "[unit][drill][verdict]") {
+  EngineHarness h;
+  h.config.objectives = analysis::defaultObjectives();
+  h.makeRunner();
+  h.runner->start();
+  auto id = h.runner->submit(
+      EngineHarness::spec(R"({"fault":"kill","target":{"controller":true},"options":{"allow_quorum_loss":true}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason << "\n" << d.result);
+  REQUIRE(d.state == "done");
+  const auto verdict = json::parse(d.result)["verdict"];
+  const auto* detection = checkNamed(verdict, "max_detection_s");
+  REQUIRE(detection);
+  CHECK((*detection)["status"] == "not_applicable");
+  CHECK((*detection)["reason"].get<std::string>().find("controllers are never fenced") != std::string::npos);
+}

@@ -209,6 +209,11 @@ TEST_CASE("a broker that ignores SIGTERM is SIGKILLed after the grace period",
   CHECK(r->fault_time_source == "local");
   CHECK(*r->fault_at >= r->requested_at);
   CHECK(*r->fault_at - r->requested_at < 100'000);
+  // kfaild's own clock: no offset, and the SIGTERM went out within the kill(2) call.
+  CHECK(r->clock_offset_us == 0);
+  CHECK(r->faultTime() == *r->fault_at);
+  CHECK(r->uncertainty_us >= 0);
+  CHECK(r->uncertainty_us < 100'000);
 }
 
 TEST_CASE("pause freezes the process and resume thaws it", "[integration][fault]") {

@@ -121,3 +121,62 @@ TEST_CASE("kfailctl prints the verdict first, with every check that did not pass
   // A drill without a verdict (running, or from an older kfaild) prints none.
   CHECK(kfaild::ctl::formatVerdict(json{{"state", "observe"}}).empty());
 }
+
+TEST_CASE("kfailctl never prints a phase negative: below its resolution it reads as at most the resolution",
+          "[unit][kfailctl]") {
+  const json drill = json::parse(R"({
+    "id": 11, "cluster": "lab", "fault": "kill", "target": {"broker": 1}, "state": "done", "reason": null,
+    "runs": [{"run": 1, "state": "done", "fault_at": "2026-11-30T08:31:10.756000Z",
+              "fault_time_source": "ssh:remote-clock", "fault_time_uncertainty_us": 42000,
+              "analysis": {"fault_us": 1000000, "departure": "fenced", "departure_at_us": 9850000,
+                "partitions": [
+                  {"topic": "orders", "partition": 0, "role": "leader",
+                   "ack": {"outcome": "stall", "stall": {"duration_us": 9290000}},
+                   "receive": {"outcome": "stall", "stall": {"duration_us": 9300000}}, "failed": 0, "lost": 0,
+                   "phases": {"detection_us": 8850000, "election_us": 66000, "discovery_us": 0, "resume_us": 120000,
+                              "detection_resolution_us": 43000, "election_resolution_us": 1000,
+                              "discovery_resolution_us": 100000, "resume_resolution_us": 1000,
+                              "below_resolution": ["discovery"], "inconclusive": {}}},
+                  {"topic": "orders", "partition": 1, "role": "leader",
+                   "ack": {"outcome": "stall", "stall": {"duration_us": 9290000}},
+                   "receive": {"outcome": "stall", "stall": {"duration_us": 9300000}}, "failed": 0, "lost": 0,
+                   "phases": {"detection_us": 8850000, "election_us": 66000, "discovery_us": -43000,
+                              "resume_us": 120000, "discovery_resolution_us": 100000}},
+                  {"topic": "orders", "partition": 2, "role": "leader",
+                   "ack": {"outcome": "stall", "stall": {"duration_us": 9290000}},
+                   "receive": {"outcome": "stall", "stall": {"duration_us": 9300000}}, "failed": 0, "lost": 0,
+                   "phases": {"detection_us": 8850000, "election_us": 66000, "discovery_us": 20000,
+                              "resume_us": 120000, "inconclusive": {"detection": "the fault time is uncertain"}}}]}}]})");
+  const auto text = kfaild::ctl::formatDrill(drill);
+  INFO(text);
+  CHECK(text.find("-0.043") == std::string::npos);
+  CHECK(text.find("(ssh:remote-clock ± 0.042 s)") != std::string::npos);
+  const auto row = [&](const std::string& name) {
+    const auto at = text.find(name + "  ");
+    return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);
+  };
+  // A value below its resolution (and a negative one stored before the rule) reads "≤ resolution".
+  CHECK(row("orders[0]").find("8.850 s    0.066 s") != std::string::npos);
+  CHECK(row("orders[0]").find(" ≤0.100 s    0.120 s") != std::string::npos);
+  CHECK(row("orders[1]").find(" ≤0.100 s    0.120 s") != std::string::npos);
+  CHECK(row("orders[2]").find("9.300 s        n/a    0.066 s    0.020 s") != std::string::npos);
+  CHECK(text.find("n/a: orders[2] detection: the fault time is uncertain") != std::string::npos);
+}
+
+TEST_CASE("kfailctl counts and lists a not applicable check apart, with its reason", "[unit][kfailctl][verdict]") {
+  const json drill = {
+      {"id", 12}, {"cluster", "lab"}, {"fault", "pause"}, {"target", {{"broker", 2}}}, {"state", "done"},
+      {"reason", nullptr}, {"runs", json::array()}, {"verdict", "pass"}, {"regressed", false},
+      {"verdict_detail",
+       {{"verdict", "pass"},
+        {"checks",
+         {{{"objective", "max_detection_s"}, {"source", "max_detection_s"}, {"threshold", 12.0}, {"measured", nullptr},
+           {"unit", "s"}, {"status", "not_applicable"}, {"run", 1}, {"topic", nullptr}, {"partition", nullptr},
+           {"role", nullptr}, {"reason", "a pause of 3.0 s is shorter than the session timeout (9.0 s)"}}}},
+        {"regressions", json::array()}}}};
+  const auto text = kfaild::ctl::formatDrill(drill);
+  INFO(text);
+  CHECK(text.find("verdict: pass (1 checks: 0 failed, 0 inconclusive, 1 not applicable)\n") == 0);
+  CHECK(text.find("not_applicable max_detection_s") != std::string::npos);
+  CHECK(text.find("— a pause of 3.0 s is shorter than the session timeout (9.0 s)") != std::string::npos);
+}

@@ -2,6 +2,8 @@
 
 #include "server/drill/drill_state.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace kfaild::ctl {
@@ -50,18 +52,34 @@ static std::string stallText(const json& kind) {
   return "n/a";
 }
 
+// A phase is never printed negative: below its resolution it reads "≤ resolution" (results
+// stored before below_resolution existed may hold a negative value: the same), and one the
+// fault time's uncertainty hides reads "n/a".
+static std::string phaseText(const json& phases, const std::string& name) {
+  const auto& value = member(phases, (name + "_us").c_str());
+  if (!value.is_number()) return "-";
+  const auto& inconclusive = member(phases, "inconclusive");
+  if (inconclusive.is_object() && inconclusive.contains(name)) return "n/a";
+  const auto& below = member(phases, "below_resolution");
+  const bool is_below = (below.is_array() && std::find(below.begin(), below.end(), json(name)) != below.end()) ||
+                        value.get<double>() < 0;
+  if (!is_below) return formatSeconds(value);
+  const auto& resolution = member(phases, (name + "_resolution_us").c_str());
+  return "≤" + (resolution.is_number() ? formatSeconds(resolution) : formatSeconds(json(0)));
+}
+
 std::string formatVerdict(const json& drill) {
   const auto& verdict = member(drill, "verdict");
   if (!verdict.is_string()) return "";  // running, never started, or stored before verdicts
   const auto& detail = member(drill, "verdict_detail");
   const auto& checks = member(detail, "checks");
-  std::size_t failed = 0, inconclusive = 0, total = checks.is_array() ? checks.size() : 0;
+  std::size_t failed = 0, inconclusive = 0, not_applicable = 0, total = checks.is_array() ? checks.size() : 0;
   std::string lines;
   for (std::size_t i = 0; i < total; ++i) {
     const auto& c = checks[i];
     const auto status = c.value("status", std::string());
     if (status == "pass") continue;
-    (status == "fail" ? failed : inconclusive) += 1;
+    (status == "fail" ? failed : status == "not_applicable" ? not_applicable : inconclusive) += 1;
     std::string where = fmt::format("run {}", c.value("run", 0));
     if (member(c, "topic").is_string()) {
       where += fmt::format(" {}[{}] {}", c["topic"].get<std::string>(), c.value("partition", 0),
@@ -77,8 +95,9 @@ std::string formatVerdict(const json& drill) {
     }
     lines += "\n";
   }
-  std::string out = fmt::format("verdict: {} ({} checks: {} failed, {} inconclusive)", verdict.get<std::string>(),
+  std::string out = fmt::format("verdict: {} ({} checks: {} failed, {} inconclusive", verdict.get<std::string>(),
                                 total, failed, inconclusive);
+  out += not_applicable > 0 ? fmt::format(", {} not applicable)", not_applicable) : std::string(")");
   if (member(detail, "reason").is_string()) out += " — " + detail["reason"].get<std::string>();
   out += "\n" + lines;
   const auto& regressions = member(detail, "regressions");
@@ -106,8 +125,10 @@ std::string formatDrill(const json& drill) {
     const auto& analysis = member(run, "analysis");
     out += fmt::format("run {}: {}", run.value("run", 0), run.value("state", std::string("running")));
     if (member(run, "fault_at").is_string()) {
-      out += fmt::format(", fault at {} ({})", run["fault_at"].get<std::string>(),
+      out += fmt::format(", fault at {} ({}", run["fault_at"].get<std::string>(),
                          run.value("fault_time_source", std::string("?")));
+      const auto& uncertainty = member(run, "fault_time_uncertainty_us");
+      out += uncertainty.is_number() ? " ± " + formatSeconds(uncertainty) + ")" : std::string(")");
     }
     if (member(analysis, "departure").is_string()) {
       out += ", node left: " + analysis["departure"].get<std::string>();
@@ -134,13 +155,18 @@ std::string formatDrill(const json& drill) {
       out += fmt::format("  {:<16} {:<20} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5} {:>6}\n", name,
                          p.value("role", std::string("?")),
                          stallText(member(p, "ack")), stallText(member(p, "receive")),
-                         formatSeconds(member(phases, "detection_us")), formatSeconds(member(phases, "election_us")),
-                         formatSeconds(member(phases, "discovery_us")), formatSeconds(member(phases, "resume_us")),
+                         phaseText(phases, "detection"), phaseText(phases, "election"),
+                         phaseText(phases, "discovery"), phaseText(phases, "resume"),
                          p.value("failed", 0), p.value("lost", 0), p.value("unresolved", 0));
       for (const char* kind : {"ack", "receive"}) {
         const auto& k = member(p, kind);
         if (member(k, "outcome") == "inconclusive" && member(k, "reason").is_string()) {
           notes += fmt::format("  n/a: {} {}: {}\n", name, kind, k["reason"].get<std::string>());
+        }
+      }
+      if (const auto& why = member(phases, "inconclusive"); why.is_object()) {
+        for (const auto& [phase, reason] : why.items()) {
+          if (reason.is_string()) notes += fmt::format("  n/a: {} {}: {}\n", name, phase, reason.get<std::string>());
         }
       }
     }

@@ -7,6 +7,7 @@ import {
   median,
   objectiveVerdict,
   phaseSegments,
+  phaseText,
   stallRows,
   stallScaleUs,
   stallText,
@@ -192,5 +193,49 @@ describe("kfaild's verdict against the objectives", () => {
     expect(verdict(drill(6, { verdict: 'inconclusive' })).level).toBe('warn');
     expect(verdict(drill(7, { verdict: 'pass' })).level).toBe('ok');
     expect(objectiveVerdict(drill(8)).status).toBeNull();
+  });
+});
+
+describe('phases below their resolution', () => {
+  const base = partition(0, 'leader', 9_000_000).phases;
+
+  it('reads a phase below its resolution as at most the resolution, never negative', () => {
+    const ph = { ...base, discovery_us: 0, discovery_resolution_us: 100_000, below_resolution: ['discovery' as const] };
+    expect(phaseText(ph, 'discovery')).toBe('≤ 100 ms');
+    expect(phaseText(ph, 'election')).toBe('300 ms');
+    // A result stored before the rule still carries the negative value.
+    const old = { ...base, discovery_us: -43_000, discovery_resolution_us: 100_000 };
+    expect(phaseText(old, 'discovery')).toBe('≤ 100 ms');
+    expect(phaseText(old, 'discovery')).not.toContain('−');
+  });
+
+  it('reads a phase the fault time cannot tell as n/a, and a missing one as a dash', () => {
+    const ph = { ...base, inconclusive: { detection: 'the fault time is uncertain by ± 9.000 s' } };
+    expect(phaseText(ph, 'detection')).toBe('n/a');
+    expect(phaseText({ ...base, resume_us: null }, 'resume')).toBe('—');
+  });
+});
+
+describe('objectives that do not apply', () => {
+  it('lists a not applicable check apart, with its reason, and leaves it out of the checks met', () => {
+    const d = drill(13, {
+      verdict: 'pass',
+      verdict_detail: {
+        verdict: 'pass',
+        objectives: { max_detection_s: 12 },
+        checks: [
+          { objective: 'max_detection_s', source: 'max_detection_s', threshold: 12, measured: null, unit: 's', status: 'not_applicable', run: 1, topic: null, partition: null, role: null, reason: 'a pause of 3.0 s is shorter than the session timeout (9.0 s)' },
+          { objective: 'max_lost', source: 'max_lost', threshold: 0, measured: 0, unit: 'messages', status: 'pass', run: 1, topic: 'orders', partition: 0, role: 'leader', reason: '' },
+        ],
+        regressions: [],
+        regression: { window: 5, factor: 1.5, min_runs: 3, min_delta_s: 1 },
+      },
+    });
+    const o = objectiveVerdict(d);
+    expect(o.status).toBe('pass');
+    expect(o.inconclusive).toEqual([]);
+    expect(o.notApplicable).toEqual([
+      'max_detection_s on the run: not measured, limit 12 s (max_detection_s) — a pause of 3.0 s is shorter than the session timeout (9.0 s)',
+    ]);
   });
 });

@@ -116,6 +116,8 @@ export interface ObjectiveVerdict {
   /** Checks that failed, then those that could not be measured, one sentence each. */
   failed: string[];
   inconclusive: string[];
+  /** Checks whose objective the fault's mechanism makes meaningless, with the reason. */
+  notApplicable: string[];
   regressions: string[];
   /** Why a drill that did not finish has no measured verdict. */
   reason: string | null;
@@ -139,6 +141,7 @@ export function objectiveVerdict(drill: Drill): ObjectiveVerdict {
     status: drill.verdict,
     failed: checks.filter((c) => c.status === 'fail').map((c) => checkText(c, multiRun)),
     inconclusive: checks.filter((c) => c.status === 'inconclusive').map((c) => checkText(c, multiRun)),
+    notApplicable: checks.filter((c) => c.status === 'not_applicable').map((c) => checkText(c, multiRun)),
     regressions: (detail?.regressions ?? []).map(
       (r) =>
         `${r.kind} stall of ${r.topic}-${r.partition} (${ROLE_LABEL[r.role as Role] ?? r.role}${multiRun ? `, run ${r.run}` : ''}): ` +
@@ -230,6 +233,24 @@ export function inconclusive(drill: Drill): { key: string; kind: 'ack' | 'receiv
     }
   }
   return out;
+}
+
+export type MeasuredPhase = 'detection' | 'election' | 'discovery' | 'resume' | 'node_back';
+
+/**
+ * A phase as a person reads it, never negative: below its resolution "≤ resolution" (results
+ * stored before `below_resolution` may hold a negative value: the same), "n/a" when the fault
+ * time's uncertainty hides it, else its length.
+ */
+export function phaseText(ph: Phases, name: MeasuredPhase): string {
+  const value = ph[`${name}_us`];
+  if (value === null || value === undefined) return '—';
+  if (ph.inconclusive && name in ph.inconclusive) return 'n/a';
+  if ((ph.below_resolution ?? []).includes(name) || value < 0) {
+    const resolution = ph[`${name}_resolution_us` as const];
+    return `≤ ${formatDuration(resolution ?? 0)}`;
+  }
+  return formatDuration(value);
 }
 
 /** A kind's stall as a person reads it: its length, "none" (within the noise) or "n/a". */

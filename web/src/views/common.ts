@@ -37,7 +37,7 @@ export function objectiveBlock(d: Drill): HTMLElement | null {
       badge(o.status.toUpperCase(), `verdict-${VERDICT_CLASS[o.status]}`),
       ' ',
       o.status === 'pass'
-        ? `all ${o.checks} objective checks met`
+        ? `all ${o.checks - o.notApplicable.length} objective checks met`
         : o.status === 'fail'
           ? `${o.failed.length} of ${o.checks} objective checks failed`
           : o.reason ?? `${o.inconclusive.length} of ${o.checks} objective checks could not be measured`,
@@ -45,6 +45,7 @@ export function objectiveBlock(d: Drill): HTMLElement | null {
     ),
     list(o.failed, 'Failed', 'failed-check'),
     list(o.inconclusive, 'Not measured', 'inconclusive-check'),
+    list(o.notApplicable, 'Not applicable', 'not-applicable-check'),
     list(o.regressions, 'Regressions (against the median of earlier drills)', 'regression'),
   );
 }

@@ -4,7 +4,7 @@
 
 import { api, ApiError } from '../api/client';
 import type { ClusterDetail, Drill, Sample, Timeline } from '../api/types';
-import { cssToken, faultLabel, hitBrokers, isRunning, PHASE_LABEL, ROLE_LABEL, runFaultUs, stallText, targetLabel } from '../lib/drill';
+import { cssToken, faultLabel, hitBrokers, isRunning, PHASE_LABEL, phaseText, ROLE_LABEL, runFaultUs, stallText, targetLabel } from '../lib/drill';
 import { SampleWindow } from '../lib/gaps';
 import {
   buildLane,
@@ -173,7 +173,11 @@ export class DrillView implements View {
       r.state,
       r.target === undefined ? '—' : `broker ${r.target}`,
       formatTimestamp(runFaultUs(r)),
-      r.fault_time_source ?? '—',
+      r.fault_time_source
+        ? r.fault_time_uncertainty_us !== undefined
+          ? `${r.fault_time_source} ± ${formatDuration(r.fault_time_uncertainty_us)}`
+          : r.fault_time_source
+        : '—',
       r.fault_requested_us && r.fault_us ? formatDuration(r.fault_us - r.fault_requested_us) : '—',
       r.recovered_us && runFaultUs(r) ? formatRelative((r.recovered_us - runFaultUs(r)!) / 1e6) : '—',
       r.preferred_leaders_restored === undefined ? '—' : r.preferred_leaders_restored ? 'yes' : 'no',
@@ -219,10 +223,10 @@ export class DrillView implements View {
         formatDuration(p.ack.baseline?.duration_us),
         `${p.sent} / ${p.failed} / ${p.lost}`,
         `${p.duplicated} / ${p.reordered} / ${p.unresolved}`,
-        formatDuration(p.phases.detection_us),
-        formatDuration(p.phases.election_us),
-        formatDuration(p.phases.discovery_us),
-        formatDuration(p.phases.resume_us),
+        phaseText(p.phases, 'detection'),
+        phaseText(p.phases, 'election'),
+        phaseText(p.phases, 'discovery'),
+        phaseText(p.phases, 'resume'),
         p.phases.new_leader === null ? '—' : String(p.phases.new_leader),
       ]),
     );
