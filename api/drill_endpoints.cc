@@ -32,7 +32,7 @@ constexpr std::int64_t kMaxPartition = std::numeric_limits<std::int32_t>::max();
 const std::vector<std::string_view> kFaults = {"kill", "stop", "pause", "restart"};
 const std::vector<std::string_view> kVerdicts = {"pass", "fail", "inconclusive"};
 const std::vector<std::string_view> kRoles = {"leader", "follower", "follower_out_of_isr",
-                                              "not_a_replica", "sole_replica"};
+                                              "not_a_replica", "sole_replica", "below_min_isr"};
 
 Response invalidBody(const Request& request, std::string detail) {
   return problem(ProblemType::kInvalidBody, std::move(detail), request.path);

@@ -42,6 +42,7 @@ struct KindScope {
   std::int64_t window_start_us = 0;
   std::int64_t limit_us = 0;  // the partition's end of observation
   std::int64_t interval_us = 0;
+  bool timed_out = false;  // the observation ended on its timeout at limit_us
   const ProbeAtFault* at_fault = nullptr;
   std::vector<const ProbeHold*> holds;
   std::vector<std::pair<std::int64_t, std::int64_t>> idles;  // this kind only
@@ -113,8 +114,11 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
   std::optional<Interval> candidate;
   std::size_t candidate_index = 0;  // marks[index] ended it, when closed
   for (std::size_t i = 1; i < marks.size(); ++i) {
-    const Interval gap{marks[i - 1].at_us, marks[i].at_us};
+    Interval gap{marks[i - 1].at_us, marks[i].at_us};
     if (gap.end_us <= scope.fault_us || gap.start_us >= scope.limit_us) continue;
+    // After an observation that timed out, kfaild brought the node back itself: the ack that
+    // came then does not end the gap, which was still open when observation ended.
+    if (scope.timed_out && gap.end_us > scope.limit_us) gap = Interval{gap.start_us, scope.limit_us, true};
     if (!candidate || gap.duration_us() > candidate->duration_us()) {
       candidate = gap;
       candidate_index = i;
@@ -178,6 +182,7 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
   }
   if (candidate->open) {
     r.reason = "still stalled when observation ended (≥ " + seconds(duration) + ")";
+    if (scope.timed_out) r.reason += " on observe_timeout_s; it resumed only after kfaild brought the node back";
     return r;
   }
   if (scope.at_fault && scope.at_fault->holding) {
@@ -309,6 +314,7 @@ const char* toString(Role role) {
     case Role::kFollowerOutOfIsr: return "follower_out_of_isr";
     case Role::kNotAReplica: return "not_a_replica";
     case Role::kSoleReplica: return "sole_replica";
+    case Role::kBelowMinIsr: return "below_min_isr";
   }
   return "unknown";
 }
@@ -324,6 +330,7 @@ const char* toString(Outcome outcome) {
 
 Role roleOf(std::int32_t target, const PartitionAtFault& p) {
   if (p.isr.size() == 1 && p.isr.front() == target) return Role::kSoleReplica;
+  if (contains(p.isr, target) && static_cast<std::int32_t>(p.isr.size()) - 1 < p.min_insync) return Role::kBelowMinIsr;
   if (p.leader == target) return Role::kLeader;
   if (!contains(p.replicas, target)) return Role::kNotAReplica;
   return contains(p.isr, target) ? Role::kFollowerInIsr : Role::kFollowerOutOfIsr;
@@ -421,7 +428,8 @@ RunAnalysis analyse(const AnalysisInput& in) {
     r.topic = p.topic;
     r.partition = p.partition;
     r.role = roleOf(in.target, p);
-    const bool sole = r.role == Role::kSoleReplica;
+    // Both resume only once the node is back.
+    const bool sole = r.role == Role::kSoleReplica || r.role == Role::kBelowMinIsr;
 
     std::vector<Mark> acks, receives;
     const auto& entries = by_partition[key];
@@ -460,6 +468,7 @@ RunAnalysis analyse(const AnalysisInput& in) {
     // run's window (never less than the others).
     scope.limit_us = sole ? std::max(in.observe_end_us, in.window_end_us) : in.observe_end_us;
     scope.interval_us = in.interval_us;
+    scope.timed_out = sole ? in.offline_timed_out : in.observe_timed_out;
     for (const auto& f : in.probe_at_fault) {
       if (f.topic == p.topic && f.partition == p.partition) scope.at_fault = &f;
     }
@@ -483,6 +492,14 @@ RunAnalysis analyse(const AnalysisInput& in) {
     receive_scope.recreations = recreations;
     r.ack = analyseKind(acks, scope);
     r.receive = analyseKind(receives, receive_scope);
+    if (in.clock_steps > 0) {
+      for (auto* k : {&r.ack, &r.receive}) {
+        k->outcome = Outcome::kInconclusive;
+        k->stall.reset();
+        k->reason = "kfaild's wall clock stepped " + std::to_string(in.clock_steps) +
+                    " time(s) during the run: times across a step do not line up";
+      }
+    }
 
     auto& ph = r.phases;
     bool new_leader_from_metadata = false;

@@ -72,7 +72,7 @@ inline constexpr std::int64_t kIdleToleranceIntervals = 2;
 // was holding back sends.
 inline constexpr std::int64_t kLagAtFaultUs = 1'000'000;
 
-enum class Role { kLeader, kFollowerInIsr, kFollowerOutOfIsr, kNotAReplica, kSoleReplica };
+enum class Role { kLeader, kFollowerInIsr, kFollowerOutOfIsr, kNotAReplica, kSoleReplica, kBelowMinIsr };
 const char* toString(Role role);
 
 struct PartitionAtFault {
@@ -81,10 +81,13 @@ struct PartitionAtFault {
   std::int32_t leader = -1;
   std::vector<std::int32_t> replicas;
   std::vector<std::int32_t> isr;
+  std::int32_t min_insync = 0;  // the topic's min.insync.replicas; 0 when unknown
 };
 
 // kSoleReplica when the target is the only in-sync replica (the partition is offline until the
-// node is back), kLeader when it leads, then follower in / out of ISR, else not a replica.
+// node is back), kBelowMinIsr when the ISR without it is below min.insync.replicas (acks=all
+// writes fail until it is back: observed like an offline partition), kLeader when it leads, then
+// follower in / out of ISR, else not a replica.
 Role roleOf(std::int32_t target, const PartitionAtFault& p);
 
 // What the probe looked like for one partition just before the fault.
@@ -162,6 +165,15 @@ struct AnalysisInput {
   std::vector<ProbeIdle> idles;
   std::vector<ProbeRefusal> refusals;
   std::vector<storage::Event> events;         // within [window_start - 1 s, window_end + 5 s]
+  // The observation ended on its timeout (observe_timeout_s) rather than on the partitions'
+  // resumption; offline_timed_out the same for the offline partitions' observation after the
+  // node was back. An ack (receive) after such an end came after kfaild brought the node back
+  // itself: it does not close a gap, which stays open (inconclusive).
+  bool observe_timed_out = false;
+  bool offline_timed_out = false;
+  // How often kfaild's wall clock stepped during the window (common::Clock::steps): times on
+  // either side of a step do not line up, so every outcome of the run is inconclusive.
+  std::uint64_t clock_steps = 0;
 };
 
 struct Interval {

@@ -10,7 +10,7 @@ namespace {
 using nlohmann::json;
 
 const std::set<std::string> kRoles = {"leader", "follower", "follower_out_of_isr", "not_a_replica",
-                                      "sole_replica"};
+                                      "sole_replica", "below_min_isr"};
 const std::set<std::string> kFaults = {"kill", "stop", "pause", "restart"};
 
 Error invalid(const std::string& key, const std::string& problem) {
@@ -115,6 +115,7 @@ Objectives defaultObjectives() {
   o.by_fault["stop"].stall = {5.0, 5.0};
   o.by_fault["restart"].stall = {5.0, 5.0};
   o.by_role["sole_replica"] = {60.0, 60.0};
+  o.by_role["below_min_isr"] = {60.0, 60.0};
   o.max_lost = 0;
   o.max_duplicated = 0;
   o.max_failed = 0;

@@ -32,22 +32,18 @@ std::size_t DrillQueue::waiting() const {
   return queue_.size();
 }
 
-bool DrillQueue::remove(std::int64_t id) {
-  std::lock_guard lock(mutex_);
-  auto it = std::find(queue_.begin(), queue_.end(), id);
-  if (it == queue_.end()) return false;
-  queue_.erase(it);
-  return true;
-}
-
-bool DrillQueue::requestAbort(std::int64_t id) {
+DrillQueue::AbortTaken DrillQueue::abort(std::int64_t id) {
   {
     std::lock_guard lock(mutex_);
-    if (!active_ || *active_ != id) return false;
+    if (auto it = std::find(queue_.begin(), queue_.end(), id); it != queue_.end()) {
+      queue_.erase(it);
+      return AbortTaken::kRemoved;
+    }
+    if (!active_ || *active_ != id) return AbortTaken::kNotFound;
     abort_request_ = id;
   }
   worker_.wake();
-  return true;
+  return AbortTaken::kRequested;
 }
 
 bool DrillQueue::abortRequested() const {

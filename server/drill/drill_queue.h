@@ -30,10 +30,12 @@ class DrillQueue {
   std::optional<std::int64_t> busyWith() const;
   std::optional<std::int64_t> active() const;
   std::size_t waiting() const;
-  // Takes a waiting drill out of the queue; false when it is not waiting.
-  bool remove(std::int64_t id);
-  // Asks the running drill `id` to stop; false when `id` is not the running drill.
-  bool requestAbort(std::int64_t id);
+  enum class AbortTaken { kNotFound, kRemoved, kRequested };
+  // Aborts `id` wherever it is, in one step: a waiting drill is taken out of the queue
+  // (kRemoved: it never runs), the running one is asked to stop (kRequested). Under the one
+  // lock `next` takes a drill with, so a drill moving from the queue to running meanwhile cannot
+  // slip between the two looks.
+  AbortTaken abort(std::int64_t id);
   bool abortRequested() const;
 
   // The engine's thread: waits until a drill is waiting, the worker stops, `wake_wanted()` or

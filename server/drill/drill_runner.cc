@@ -93,8 +93,9 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
 }
 
 Status DrillRunner::abort(std::int64_t drill_id) {
-  if (queue_.requestAbort(drill_id)) return okStatus();
-  if (!queue_.remove(drill_id)) {
+  const auto taken = queue_.abort(drill_id);
+  if (taken == DrillQueue::AbortTaken::kRequested) return okStatus();
+  if (taken == DrillQueue::AbortTaken::kNotFound) {
     return Error{make_error_code(errc::drill_not_found), "drill " + std::to_string(drill_id) + " is not queued or running"};
   }
   auto drill = deps_.drills.drill(drill_id);
@@ -146,7 +147,7 @@ void DrillRunner::execute(storage::DrillRecord drill) {
     result["runs"].push_back(toJson(outcome));
     drill.result = result.dump();
     if (outcome.state != DrillState::kDone) {
-      finishUnfinished(drill, outcome.state, outcome.reason, objectives);
+      finishUnfinished(drill, outcome.state, outcome.reason, objectives, analyses);
       return;
     }
     if (outcome.analysis) analyses.push_back(*outcome.analysis);
@@ -168,14 +169,24 @@ void DrillRunner::execute(storage::DrillRecord drill) {
 }
 
 void DrillRunner::finishUnfinished(storage::DrillRecord& drill, DrillState state, const std::string& reason,
-                                   const analysis::Objectives& objectives) {
-  // A drill that did not finish is never a pass: its verdict says why it is inconclusive.
+                                   const analysis::Objectives& objectives,
+                                   const std::vector<analysis::RunAnalysis>& finished) {
+  // A drill that did not finish is never a pass. The runs it did finish are still judged: a
+  // failed objective in one of them is a failure whatever happened to a later run; otherwise the
+  // unfinished part makes the verdict inconclusive, with the finished runs' checks kept.
   auto result = nlohmann::json::parse(drill.result, nullptr, false);
   if (!result.is_object()) result = nlohmann::json::object();
-  result["verdict"] = analysis::toJson(analysis::unfinishedVerdict(objectives, toString(state), reason));
+  auto verdict = analysis::unfinishedVerdict(objectives, toString(state), reason);
+  if (!finished.empty()) {
+    auto judged = analysis::evaluate(finished, objectives, drill.fault, history(drill), cluster_.regression);
+    judged.reason = verdict.reason;
+    if (judged.verdict != analysis::CheckStatus::kFail) judged.verdict = analysis::CheckStatus::kInconclusive;
+    verdict = std::move(judged);
+  }
+  result["verdict"] = analysis::toJson(verdict);
   drill.result = result.dump();
-  drill.verdict = analysis::toString(analysis::CheckStatus::kInconclusive);
-  drill.regressed = false;
+  drill.verdict = analysis::toString(verdict.verdict);
+  drill.regressed = !verdict.regressions.empty();
   records_.setState(drill, state, reason);
 }
 
@@ -213,7 +224,8 @@ Result<int> DrillRunner::recoverPending(std::chrono::seconds timeout) {
         // Never ran: nothing was measured, so it has no verdict at all.
         records_.setState(d, DrillState::kAborted, "kfaild stopped before the drill ran");
       } else {
-        finishUnfinished(d, DrillState::kAborted, "kfaild stopped during " + d.state, cluster_.objectives);
+        // The finished runs of a drill kfaild died in are stored as JSON only: judged inconclusive.
+        finishUnfinished(d, DrillState::kAborted, "kfaild stopped during " + d.state, cluster_.objectives, {});
       }
     }
   }

@@ -81,9 +81,10 @@ class DrillRunner {
  private:
   void loop();
   void execute(storage::DrillRecord drill);
-  // Writes a failed / aborted terminal state with an inconclusive verdict (in `result.verdict`).
+  // Writes a failed / aborted terminal state with its verdict (in `result.verdict`): fail when a
+  // run in `finished` (the runs that were analysed) failed an objective, else inconclusive.
   void finishUnfinished(storage::DrillRecord& drill, DrillState state, const std::string& reason,
-                        const analysis::Objectives& objectives);
+                        const analysis::Objectives& objectives, const std::vector<analysis::RunAnalysis>& finished);
   // The stalls of the cluster's last regression.window done drills of the same fault before `drill`.
   std::vector<analysis::StallSample> history(const storage::DrillRecord& drill) const;
 

@@ -1,5 +1,6 @@
 #include "server/drill/guard_inputs.h"
 
+#include <algorithm>
 #include <random>
 
 #include "server/drill/errc.h"
@@ -11,7 +12,8 @@ Error refused(const std::string& reason) { return Error{make_error_code(errc::gu
 
 }  // namespace
 
-Result<std::int32_t> resolveTarget(const EngineDeps& deps, const Target& target) {
+Result<ResolvedTarget> resolveTargetOn(const EngineDeps& deps, const Target& target,
+                                       const observe::ObservedCluster& observed) {
   const auto& cluster = deps.cluster;
   switch (target.kind) {
     case TargetKind::kBroker:
@@ -20,9 +22,8 @@ Result<std::int32_t> resolveTarget(const EngineDeps& deps, const Target& target)
                      "target.broker: node " + std::to_string(target.broker) + " is not in the inventory of cluster " +
                          cluster.name};
       }
-      return target.broker;
+      return ResolvedTarget{target.broker, "named in the request"};
     case TargetKind::kLeaderOf: {
-      const auto observed = deps.view.latest();
       if (!observed.snapshot) return refused("the cluster's metadata is unavailable");
       const auto* topic = observed.snapshot->topic(target.topic);
       if (topic == nullptr) {
@@ -31,21 +32,34 @@ Result<std::int32_t> resolveTarget(const EngineDeps& deps, const Target& target)
       }
       for (const auto& p : topic->partitions) {
         if (p.partition != target.partition) continue;
-        if (p.leader < 0) return refused(target.topic + "-" + std::to_string(p.partition) + " has no leader");
+        const auto name = target.topic + "-" + std::to_string(p.partition);
+        if (p.leader < 0) return refused(name + " has no leader");
         if (!deps.injectors.count(p.leader)) {
-          return refused("the leader of " + target.topic + "-" + std::to_string(p.partition) + ", broker " +
-                         std::to_string(p.leader) + ", is not in the inventory");
+          return refused("the leader of " + name + ", broker " + std::to_string(p.leader) + ", is not in the inventory");
         }
-        return p.leader;
+        return ResolvedTarget{p.leader, "the leader of " + name + " in the metadata"};
       }
       return Error{make_error_code(errc::invalid_request),
                    "target.leader_of.partition: " + target.topic + " has no partition " + std::to_string(target.partition)};
     }
-    case TargetKind::kController:
-      for (const auto& node : cluster.inventory) {
-        if (node.role == "controller") return node.id;
+    case TargetKind::kController: {
+      const bool any = std::any_of(cluster.inventory.begin(), cluster.inventory.end(),
+                                   [](const config::NodeConfig& n) { return n.role == "controller"; });
+      if (!any) return Error{make_error_code(errc::invalid_request), "target.controller: no controller in the inventory"};
+      // The active controller is the KRaft quorum's leader: only DescribeQuorum tells it (the
+      // Metadata answer's controller id is a random broker in KRaft).
+      if (!observed.quorum) {
+        return refused("the active controller cannot be told: the KRaft quorum is not described (" +
+                       (observed.quorum_error.empty() ? std::string("not described yet") : observed.quorum_error) + ")");
       }
-      return Error{make_error_code(errc::invalid_request), "target.controller: no controller in the inventory"};
+      const auto leader = observed.quorum->leader_id;
+      if (leader < 0) return refused("the KRaft quorum has no leader: there is no active controller");
+      if (!deps.injectors.count(leader)) {
+        return refused("the active controller, node " + std::to_string(leader) + ", is not in the inventory");
+      }
+      return ResolvedTarget{leader, "the KRaft quorum's leader (DescribeQuorum, epoch " +
+                                        std::to_string(observed.quorum->leader_epoch) + ")"};
+    }
     case TargetKind::kRandom: {
       std::vector<std::int32_t> brokers;
       for (const auto& node : cluster.inventory) {
@@ -53,10 +67,17 @@ Result<std::int32_t> resolveTarget(const EngineDeps& deps, const Target& target)
       }
       if (brokers.empty()) return Error{make_error_code(errc::invalid_request), "target.random: no broker in the inventory"};
       std::mt19937 rng(std::random_device{}());
-      return brokers[std::uniform_int_distribution<std::size_t>(0, brokers.size() - 1)(rng)];
+      return ResolvedTarget{brokers[std::uniform_int_distribution<std::size_t>(0, brokers.size() - 1)(rng)],
+                            "drawn at random from the inventory's brokers"};
     }
   }
   return Error{make_error_code(errc::invalid_request), "target: unknown kind"};
+}
+
+Result<std::int32_t> resolveTarget(const EngineDeps& deps, const Target& target) {
+  auto resolved = resolveTargetOn(deps, target, deps.view.latest());
+  if (!resolved) return resolved.error();
+  return resolved->node;
 }
 
 GuardInput GuardInputs::base(std::int32_t target, const DrillSpec& spec) const {

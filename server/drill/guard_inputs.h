@@ -73,9 +73,20 @@ std::optional<std::string> checkWithFacts(GuardInput in, const ClusterFacts& fac
 
 namespace kfaild::drill {
 
-// The node a request's target names now (leader_of reads the poller's metadata).
+// The node a request's target names, and how it was found ("the leader of orders-1 in the
+// metadata", "the KRaft quorum's leader (DescribeQuorum, epoch 7)"): leader_of on the
+// metadata's leader, controller on the KRaft quorum's leader (the active controller; a chosen
+// voter is `{broker: N}`), random a broker of the inventory drawn anew on every call.
 // errc::invalid_request for a target that cannot name a node, errc::guard_refused for one that
-// names none right now (no leader, a leader kfaild cannot reach).
+// names none right now (no leader, no quorum described, a leader kfaild cannot reach).
+struct ResolvedTarget {
+  std::int32_t node = -1;
+  std::string how;
+};
+// On `observed`: its metadata for leader_of, its quorum for controller.
+Result<ResolvedTarget> resolveTargetOn(const EngineDeps& deps, const Target& target,
+                                       const observe::ObservedCluster& observed);
+// On the poller's latest observation (never blocks: submissions use it).
 Result<std::int32_t> resolveTarget(const EngineDeps& deps, const Target& target);
 
 }  // namespace kfaild::drill

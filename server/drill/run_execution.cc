@@ -32,9 +32,13 @@ RunOutcome RunExecution::execute() {
   if (!recover()) return outcome_;
   if (injected_ && failure_.empty()) observeOffline();
   outcome_.window_end_us = window_end_us_;
+  // A step of the wall clock anywhere in the window shifts the times on one side of it against
+  // the other: the analysis is told (every outcome inconclusive), checked here at the window's
+  // end rather than only at the fault.
+  outcome_.clock_steps_in_window = deps_.clock.steps() - steps_at_baseline_;
   if (injected_) collectBrokerLogs();
   if (!failure_.empty()) {
-    end(injected_ ? DrillState::kAborted : DrillState::kFailed, failure_);
+    end(injected_ ? failure_state_ : DrillState::kFailed, failure_);
     return outcome_;
   }
   if (spec_.options.preferred_election) {
@@ -64,15 +68,40 @@ std::string RunExecution::interruption(const char* phase) const {
 
 void RunExecution::setState(DrillState state, const std::string& reason) { parts_.records.setState(drill_, state, reason); }
 
-bool RunExecution::preflight() {
-  setState(DrillState::kPreflight);
-  auto target = resolveTarget(deps_, spec_.target);
-  if (!target) return end(DrillState::kFailed, target.error().message);
-  target_ = *target;
-  outcome_.target = target_;
+bool RunExecution::prepareTarget(bool after_election) {
+  // A random target is drawn once per run; a named node is what it is. Whom leader_of and
+  // controller name depends on the cluster's state, read again each time.
+  const bool follows_cluster =
+      spec_.target.kind == TargetKind::kLeaderOf || spec_.target.kind == TargetKind::kController;
+  if (!after_election || follows_cluster) {
+    auto observed = deps_.view.latest();
+    if (spec_.target.kind == TargetKind::kController) {
+      // The active controller as the quorum says now, not as the poller last described it.
+      if (auto quorum = deps_.admin.describeQuorum(); quorum) {
+        observed.quorum = std::move(*quorum);
+      } else {
+        observed.quorum.reset();
+        observed.quorum_error = quorum.error().describe();
+      }
+    }
+    auto resolved = resolveTargetOn(deps_, spec_.target, observed);
+    if (!resolved) {
+      return end(DrillState::kFailed,
+                 (after_election ? "after the preflight election: " : "") + resolved.error().message);
+    }
+    if (after_election) {
+      outcome_.target_resolution->after_election = resolved->node;
+      outcome_.target_resolution->how = resolved->how;
+    } else {
+      outcome_.target_resolution = TargetResolution{resolved->how, resolved->node, std::nullopt, std::nullopt};
+    }
+    target_ = resolved->node;
+    outcome_.target = target_;
+  }
   const auto facts = parts_.guards.read();
   if (auto reason = checkWithFacts(parts_.guards.base(target_, spec_), facts, parts_.recovery.openProblem(drill_.id))) {
-    return end(DrillState::kFailed, "refused: " + *reason);
+    return end(DrillState::kFailed, std::string(after_election ? "refused after the preflight election: " : "refused: ") +
+                                         *reason);
   }
   min_insync_at_preflight_ = facts.min_insync;
   quorum_at_preflight_ = facts.quorum;
@@ -84,8 +113,16 @@ bool RunExecution::preflight() {
     return end(DrillState::kFailed, "node " + std::to_string(target_) + " cannot be reached (" + injector->describe() +
                                         "): " + state.error().describe());
   }
+  return true;
+}
+
+bool RunExecution::preflight() {
+  setState(DrillState::kPreflight);
+  if (!prepareTarget(false)) return false;
   // Every run starts from the leadership the topics were designed with: after a restart of the
-  // cluster one broker may lead everything, and the drill would never see a follower.
+  // cluster one broker may lead everything, and the drill would never see a follower. The target
+  // and its guards are settled again after it: the election may have moved the leader a
+  // leader_of target names.
   if (spec_.options.preflight_election) {
     if (auto moved = notOnPreferredLeader(); !moved.empty()) {
       setState(DrillState::kPreflight, "moving leadership back to the preferred replicas first");
@@ -101,6 +138,8 @@ bool RunExecution::preflight() {
       }
       drill_.reason.clear();
       parts_.records.persist(drill_);
+      if (interrupted()) return end(DrillState::kAborted, interruption("preflight"));
+      if (!prepareTarget(true)) return false;
     }
   }
   if (interrupted()) return end(DrillState::kAborted, interruption("preflight"));
@@ -109,6 +148,7 @@ bool RunExecution::preflight() {
 
 bool RunExecution::baseline() {
   setState(DrillState::kBaseline);
+  steps_at_baseline_ = deps_.clock.steps();
   baseline_start_us_ = deps_.clock.wallNow();
   outcome_.baseline_start_us = baseline_start_us_;
   if (!parts_.queue.sleep(spec_.options.baseline_s * kSecond)) return end(DrillState::kAborted, interruption("baseline"));
@@ -129,6 +169,20 @@ bool RunExecution::atFault() {
                                         " ms (the cluster does not answer); the node was not touched");
   }
   const auto& snapshot = *observed->snapshot;
+  // The node the target names now must be the one the run was prepared on (its guards, its
+  // injector's check, the baseline): a target that moved is refused, never silently changed.
+  if (spec_.target.kind == TargetKind::kLeaderOf || spec_.target.kind == TargetKind::kController) {
+    auto now = resolveTargetOn(deps_, spec_.target, *observed);
+    if (!now) return end(DrillState::kFailed, "refused at the fault: " + now.error().message + "; the node was not touched");
+    outcome_.target_resolution->at_fault = now->node;
+    if (now->node != target_) {
+      return end(DrillState::kFailed, "refused at the fault: the target moved from node " + std::to_string(target_) +
+                                          " to node " + std::to_string(now->node) + " (" + now->how +
+                                          ") since preflight; the node was not touched");
+    }
+  } else {
+    outcome_.target_resolution->at_fault = target_;
+  }
   auto in = parts_.guards.base(target_, spec_);
   in.cluster = &snapshot;
   in.min_insync = min_insync_at_preflight_;
@@ -146,7 +200,11 @@ bool RunExecution::atFault() {
   LeadershipAtFault leadership;
   leadership.observed_at_us = observed->snapshot_at;
   for (const auto& t : snapshot.topics) {
-    for (const auto& p : t.partitions) at_fault_.push_back({t.name, p.partition, p.leader, p.replicas, p.isr});
+    const auto min_insync = min_insync_at_preflight_.find(t.name);
+    for (const auto& p : t.partitions) {
+      at_fault_.push_back({t.name, p.partition, p.leader, p.replicas, p.isr,
+                           min_insync == min_insync_at_preflight_.end() ? 0 : min_insync->second});
+    }
   }
   leadership.partitions = at_fault_;
   outcome_.leadership_at_fault = std::move(leadership);
@@ -170,12 +228,14 @@ bool RunExecution::atFault() {
   outcome_.probe_at_fault = std::move(probe);
   outcome_.probe_client = status.client_settings;
 
-  // Partitions whose only in-sync replica is the target cannot recover while it is down: the
-  // observation does not wait for them, the node is brought back, and their outage is measured
-  // to their first ack after that.
+  // Partitions whose only in-sync replica is the target, or whose ISR without it is below
+  // min.insync.replicas, cannot recover (take acks=all writes) while it is down: the observation
+  // does not wait for them, the node is brought back, and their outage is measured to their
+  // first ack after that.
   const bool node_stays_down = spec_.fault == FaultType::kKill || spec_.fault == FaultType::kStop;
   for (const auto& p : at_fault_) {
-    const bool sole = node_stays_down && analysis::roleOf(target_, p) == analysis::Role::kSoleReplica;
+    const auto role = analysis::roleOf(target_, p);
+    const bool sole = node_stays_down && (role == analysis::Role::kSoleReplica || role == analysis::Role::kBelowMinIsr);
     (sole ? offline_ : recoverable_).insert(partitionName(p.topic, p.partition));
   }
   return true;
@@ -220,12 +280,20 @@ void RunExecution::observe() {
   if (spec_.fault == FaultType::kPause) {
     const bool full = parts_.queue.sleep(spec_.options.pause_s * kSecond);
     auto resumed = injector->resume();
-    if (resumed) recordEvent(deps_, "injector", "resumed", resumed->requested_at, target_, {{"paused_s", spec_.options.pause_s}});
-    if (!full) failure_ = interruption("the pause");
+    if (resumed) {
+      recordEvent(deps_, "injector", "resumed", resumed->requested_at, target_, {{"paused_s", spec_.options.pause_s}});
+    } else {
+      actionFailed("resume", resumed.error().describe());
+    }
+    if (!full && failure_.empty()) failure_ = interruption("the pause");
   }
   if (spec_.fault == FaultType::kRestart && !interrupted()) {
     auto started = injector->start();
-    if (started) recordEvent(deps_, "injector", "started", started->requested_at, target_, {{"restart", true}});
+    if (started) {
+      recordEvent(deps_, "injector", "started", started->requested_at, target_, {{"restart", true}});
+    } else {
+      actionFailed("start", started.error().describe());
+    }
   }
   if (failure_.empty()) {
     setState(DrillState::kObserve);
@@ -250,6 +318,16 @@ void RunExecution::observe() {
     }
     observe_end_us_ = deps_.clock.wallNow();
   }
+}
+
+void RunExecution::actionFailed(const char* action, const std::string& error) {
+  // The node stays paused (stopped) while the observation would wait for it: what it would
+  // measure is kfaild's failure, not the cluster's. The run fails; recovery retries the action.
+  recordEvent(deps_, "injector", std::string(action) + "_failed", deps_.clock.wallNow(), target_,
+              {{"drill", drill_.id}, {"run", outcome_.run}, {"error", error}});
+  failure_ = std::string(action == std::string("resume") ? "resuming" : "starting") + " node " +
+             std::to_string(target_) + " after the " + toString(spec_.fault) + " failed: " + error;
+  failure_state_ = DrillState::kFailed;
 }
 
 bool RunExecution::recover() {
@@ -354,6 +432,9 @@ void RunExecution::analyse() {
   input.observe_end_us = observe_end_us_;
   input.recovered_us = recovered_us_;
   input.window_end_us = window_end_us_;
+  input.observe_timed_out = outcome_.observe_timed_out;
+  input.offline_timed_out = outcome_.offline_timed_out;
+  input.clock_steps = outcome_.clock_steps_in_window.value_or(0);
   input.interval_us = deps_.cluster.probe.interval_us;
   input.metadata_interval_us = deps_.cluster.observe.metadata_interval_us;
   input.partitions = at_fault_;

@@ -40,6 +40,9 @@ class RunExecution {
  private:
   // Each returns false when the run ends there (outcome_ then says how).
   bool preflight();
+  // Resolves the target (again after the preflight election: `after_election`), checks the
+  // guards on facts read now and that the node's injector reaches it.
+  bool prepareTarget(bool after_election);
   bool baseline();
   bool atFault();
   bool inject();
@@ -50,6 +53,8 @@ class RunExecution {
   void analyse();
 
   bool end(DrillState state, const std::string& reason);
+  // A resume or start of the observation failed: an event, and the run fails.
+  void actionFailed(const char* action, const std::string& error);
   bool interrupted() const;
   bool stopping() const;
   std::string interruption(const char* phase) const;
@@ -81,7 +86,9 @@ class RunExecution {
   std::set<std::string> recoverable_, offline_;
   std::optional<storage::RecoveryEntry> journal_;
   bool injected_ = false;
-  std::string failure_;  // why the run cannot be done once the fault is in (an abort, a stop)
+  std::string failure_;  // why the run cannot be done once the fault is in (an abort, a stop, a failed resume)
+  DrillState failure_state_ = DrillState::kAborted;
+  std::uint64_t steps_at_baseline_ = 0;
   std::int64_t fault_us_ = 0;
   std::int64_t observe_end_us_ = 0;
   std::int64_t recovered_us_ = 0;

@@ -15,6 +15,12 @@ nlohmann::json toJson(const RunOutcome& o) {
   nlohmann::json out = {{"run", o.run}, {"fault", toString(o.fault)}, {"state", toString(o.state)}};
   if (o.state != DrillState::kDone) out["reason"] = o.reason;
   if (o.target) out["target"] = *o.target;
+  if (o.target_resolution) {
+    const auto& r = *o.target_resolution;
+    out["target_resolution"] = {{"how", r.how}, {"preflight", r.preflight}};
+    if (r.after_election) out["target_resolution"]["after_election"] = *r.after_election;
+    if (r.at_fault) out["target_resolution"]["at_fault"] = *r.at_fault;
+  }
   if (o.preflight_election) out["preflight_election"] = toJson(*o.preflight_election);
   if (o.baseline_start_us) out["baseline_start_us"] = *o.baseline_start_us;
   if (o.probe_at_fault) {
@@ -34,7 +40,7 @@ nlohmann::json toJson(const RunOutcome& o) {
     nlohmann::json parts = nlohmann::json::array();
     for (const auto& p : o.leadership_at_fault->partitions) {
       parts.push_back({{"topic", p.topic}, {"partition", p.partition}, {"leader", p.leader},
-                       {"replicas", p.replicas}, {"isr", p.isr}});
+                       {"replicas", p.replicas}, {"isr", p.isr}, {"min_insync", p.min_insync}});
     }
     out["leadership_at_fault"] = {{"observed_at_us", o.leadership_at_fault->observed_at_us}, {"partitions", parts}};
   }
@@ -56,6 +62,7 @@ nlohmann::json toJson(const RunOutcome& o) {
   if (o.recovered_us) out["recovered_us"] = *o.recovered_us;
   if (o.offline_timed_out) out["offline_timed_out"] = true;
   if (o.window_end_us) out["window_end_us"] = *o.window_end_us;
+  if (o.clock_steps_in_window) out["clock_steps_in_window"] = *o.clock_steps_in_window;
   if (o.election_error) out["election_error"] = *o.election_error;
   if (o.preferred_leaders_restored) out["preferred_leaders_restored"] = *o.preferred_leaders_restored;
   if (o.settle_us) out["settle_us"] = *o.settle_us;

@@ -45,6 +45,16 @@ struct FaultInjected {
   std::int64_t clock_offset_us = 0;  // the source's clock − kfaild's, as estimated
 };
 
+// How the request's target became a node, at each moment it was resolved: at preflight, again
+// after the preflight election (leadership may have moved), and at the fault. A target that
+// names another node at the fault than the one the run was prepared on refuses the run.
+struct TargetResolution {
+  std::string how;  // resolveTargetOn's words for the last resolution
+  std::int32_t preflight = -1;
+  std::optional<std::int32_t> after_election;
+  std::optional<std::int32_t> at_fault;
+};
+
 struct RecoveryAttempt {
   int attempt = 0;
   std::int64_t t_us = 0;
@@ -62,6 +72,7 @@ struct RunOutcome {
   DrillState state = DrillState::kFailed;  // done, failed or aborted
   std::string reason;                      // why not done
   std::optional<std::int32_t> target;
+  std::optional<TargetResolution> target_resolution;
   std::optional<ElectionOutcome> preflight_election;
   std::optional<std::int64_t> baseline_start_us;
   std::optional<ProbeSnapshotAtFault> probe_at_fault;
@@ -74,6 +85,8 @@ struct RunOutcome {
   std::optional<std::int64_t> recovered_us;
   bool offline_timed_out = false;
   std::optional<std::int64_t> window_end_us;
+  // Steps of kfaild's wall clock between the baseline's start and the end of the window.
+  std::optional<std::uint64_t> clock_steps_in_window;
   std::optional<std::string> election_error;
   std::optional<bool> preferred_leaders_restored;
   std::optional<std::int64_t> settle_us;

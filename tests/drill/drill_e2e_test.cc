@@ -282,6 +282,12 @@ TEST_CASE("a kill drill on the lab's only controller is refused for the quorum, 
   REQUIRE(drill.state == "done");
   const auto run = nlohmann::json::parse(drill.result)["runs"][0];
   CHECK(run["target"] == 100);
+  // The active controller, from the KRaft quorum (a describe of the engine's own at preflight,
+  // the poller's at the fault), not the inventory's first controller.
+  CHECK(run["target_resolution"]["preflight"] == 100);
+  CHECK(run["target_resolution"]["at_fault"] == 100);
+  CHECK_THAT(run["target_resolution"]["how"].get<std::string>(),
+             Catch::StartsWith("the KRaft quorum's leader (DescribeQuorum, epoch "));
 
   // Its start (the lab's start command returns once the node listens) came before it was counted
   // back, and it leads the quorum now.

@@ -87,6 +87,7 @@ class HookedDrillStore final : public storage::DrillStore {
 };
 
 struct EngineHarness {
+  std::vector<std::int32_t> nodes_;
   TempDir dir;
   ManualClock clock;
   FakeCluster cluster{clock};
@@ -101,14 +102,20 @@ struct EngineHarness {
   std::map<std::int32_t, FakeInjector*> injectors;  // owned by the runner
   std::unique_ptr<drill::DrillRunner> runner;
 
-  EngineHarness() {
+  // `extra_controllers`: controller nodes besides 100 (in the inventory and the simulated cluster;
+  // the quorum's voters are still the test's to set).
+  explicit EngineHarness(std::vector<std::int32_t> extra_controllers = {}) : nodes_{1, 2, 3, 100} {
+    for (auto c : extra_controllers) {
+      nodes_.push_back(c);
+      cluster.addController(c);
+    }
     config.name = "fake";
     config.bootstrap = "127.0.0.1:1";
     config.probe.topics = {config::ProbeTopic{"probe", std::nullopt}};
-    for (std::int32_t node : {1, 2, 3, 100}) {
+    for (std::int32_t node : nodes_) {
       config::NodeConfig n;
       n.id = node;
-      n.role = node == 100 ? "controller" : "broker";
+      n.role = node >= 100 ? "controller" : "broker";
       n.local = config::LocalTarget{"/nonexistent/kafka.pid", {"/bin/false"}, ""};
       config.inventory.push_back(n);
     }
@@ -134,7 +141,7 @@ struct EngineHarness {
     runner.reset();
     injectors.clear();
     std::map<std::int32_t, std::unique_ptr<fault::Injector>> owned;
-    for (std::int32_t node : {1, 2, 3, 100}) {
+    for (std::int32_t node : nodes_) {
       auto injector = std::make_unique<FakeInjector>(cluster, node, clock);
       injectors[node] = injector.get();
       owned[node] = std::move(injector);

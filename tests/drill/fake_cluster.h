@@ -145,6 +145,22 @@ class FakeCluster {
     std::lock_guard lock(mutex_);
     for (auto& p : parts_) p.leader = node;
   }
+  // Moves one partition's leadership (an election the test stands for).
+  void moveLeader(std::int32_t partition, std::int32_t node) {
+    std::lock_guard lock(mutex_);
+    parts_.at(static_cast<std::size_t>(partition)).leader = node;
+  }
+  // A further controller node (running, in the quorum when it is a voter); before the engine starts.
+  void addController(std::int32_t id) {
+    std::lock_guard lock(mutex_);
+    nodes_[id] = Node{};
+  }
+  // Hands the quorum's leadership to `id` (a voter in the quorum), as a KRaft election does.
+  void setQuorumLeader(std::int32_t id) {
+    std::lock_guard lock(mutex_);
+    if (quorum_leader_ != id) ++quorum_epoch_;
+    quorum_leader_ = id;
+  }
 
   std::int32_t leaderOf(std::int32_t partition) const {
     std::lock_guard lock(mutex_);
@@ -154,6 +170,7 @@ class FakeCluster {
 
   // Knobs a test turns.
   bool controller_answers = true;
+  std::atomic<int> min_insync{2};  // every topic's min.insync.replicas
   std::int64_t probe_backlog_us = 0;  // the probe's oldest unacked message is this old
   std::vector<std::int32_t> quorum_voters = {100};  // set before the engine starts
   std::atomic<bool> controller_catches_up{true};    // a voter started again rejoins the quorum
@@ -313,7 +330,7 @@ class FakeAdmin final : public drill::ClusterAdmin {
   Result<std::map<std::string, std::string>> topicConfig(const std::vector<std::string>& topics,
                                                          const std::string&) override {
     std::map<std::string, std::string> out;
-    for (const auto& t : topics) out[t] = "2";
+    for (const auto& t : topics) out[t] = std::to_string(cluster_.min_insync.load());
     return out;
   }
   Status electPreferredLeaders(const std::vector<kafka::TopicPartition>&) override {

@@ -57,6 +57,7 @@ struct LabOptions {
   std::string node1_ssh;           // YAML flow mapping: broker 1 reached over ssh instead
   int shutdown_grace_s = 0;        // 0: kfaild's default
   bool single = false;             // also probe `<topic>-single`: RF 1 on broker 1 (the article's `single`)
+  bool pair = false;               // also probe `<topic>-pair`: RF 2 on brokers 1 and 2, min.insync.replicas 2
   bool token_file = true;          // false: no http.token_file, kfaild makes <dir>/api-token itself
   std::string extra_yaml;          // more top-level keys for kfaild.yaml (e.g. notifications)
 };
@@ -65,6 +66,7 @@ struct Lab {
   testing::TempDir dir;
   std::string topic = "e2e-api-" + std::to_string(std::random_device{}() % 1'000'000);
   std::string single = topic + "-single";
+  std::string pair = topic + "-pair";
   std::string config = (dir / "kfaild.yaml").string();
   std::string token_file = (dir / "token").string();
   std::string db = (dir / "kfaild.db").string();
@@ -104,6 +106,10 @@ struct Lab {
     if (options.single) {
       c << "        - name: " << single << "\n"
         << "          create: {replica_assignment: \"1\"}\n";
+    }
+    if (options.pair) {
+      c << "        - name: " << pair << "\n"
+        << "          create: {replica_assignment: \"1:2\", configs: {min.insync.replicas: \"2\"}}\n";
     }
     c << "    observe: {client_debug: \"metadata,topic\"}\n";
     if (!options.inventory) return;

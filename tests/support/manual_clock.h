@@ -44,10 +44,14 @@ class ManualClock final : public common::Clock {
     }
     wakeWaiters();
   }
+  // Moves the wall clock alone, as an NTP step does; counted in steps() as SystemClock counts
+  // the steps it sees.
   void stepWall(std::int64_t micros) {
     std::lock_guard time(time_mutex_);
     wall_ += micros;
+    ++steps_;
   }
+  std::uint64_t steps() const override { return steps_.load(); }
 
   // Waits up to `real_timeout` for a thread to be waiting on this clock with a deadline still
   // ahead, then moves the time to the earliest such deadline. False when none came.
@@ -128,6 +132,7 @@ class ManualClock final : public common::Clock {
 
   std::atomic<common::WallMicros> wall_;
   std::atomic<common::MonoMicros> mono_;
+  std::atomic<std::uint64_t> steps_{0};
   // Lock order: registry, then a waiter's mutex or the time. Reading the time takes only
   // time_mutex_, so a thread may read it while holding its own mutex.
   mutable std::mutex time_mutex_;

@@ -54,6 +54,7 @@ export const ROLE_LABEL: Record<Role, string> = {
   follower_out_of_isr: 'follower (out of ISR)',
   not_a_replica: 'not a replica',
   sole_replica: 'sole replica (offline)',
+  below_min_isr: 'below min.insync.replicas (offline for writes)',
 };
 
 /** The broker(s) the runs actually hit, e.g. "broker 1" or "brokers 1, 3". */

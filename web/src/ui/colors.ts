@@ -11,6 +11,7 @@ export const ROLE_COLOR: Record<Role, string> = {
   follower_out_of_isr: '#56b4e9',
   not_a_replica: '#999999',
   sole_replica: '#cc79a7',
+  below_min_isr: '#e69f00',
 };
 
 export const PHASE_COLOR: Record<PhaseName, string> = {

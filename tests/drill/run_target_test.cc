@@ -1,0 +1,122 @@
+// Whom a drill's fault lands on, on a simulated cluster and a manual clock: a leader_of target
+// resolved after the preflight election moved leadership, a controller target resolved from the
+// KRaft quorum's leader, and a target that moves between preflight and the fault refused.
+
+#include <catch2/catch.hpp>
+
+#include "tests/drill/engine_harness.h"
+
+using namespace kfaild;
+using kfaild::testing::EngineHarness;
+
+namespace {
+
+nlohmann::json onlyRun(const storage::DrillRecord& d) {
+  auto result = nlohmann::json::parse(d.result.empty() ? "{}" : d.result);
+  REQUIRE(result.contains("runs"));
+  REQUIRE(result["runs"].size() == 1);
+  return result["runs"][0];
+}
+
+}  // namespace
+
+TEST_CASE("a leader_of drill kills the broker that leads the partition after the preflight election",
+          "[unit][drill]") {
+  EngineHarness h;
+  // As after a restart of the cluster: broker 1 leads everything; probe-1's preferred leader is 2.
+  h.cluster.moveLeadershipTo(1);
+  h.runner->start();
+  auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"leader_of":{"topic":"probe","partition":1}}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason);
+  REQUIRE(d.state == "done");
+  const auto run = onlyRun(d);
+  REQUIRE(run.contains("preflight_election"));
+  CHECK(run["target"] == 2);
+  CHECK(run["target_resolution"]["preflight"] == 1);
+  CHECK(run["target_resolution"]["after_election"] == 2);
+  CHECK(run["target_resolution"]["at_fault"] == 2);
+  CHECK(run["target_resolution"]["how"] == "the leader of probe-1 in the metadata");
+  CHECK(h.injectors[2]->count("kill") == 1);
+  CHECK(h.injectors[1]->count("kill") == 0);
+  bool seen = false;
+  for (const auto& p : run["leadership_at_fault"]["partitions"]) {
+    if (p["partition"] == 1) {
+      CHECK(p["leader"] == 2);
+      seen = true;
+    }
+  }
+  CHECK(seen);
+  for (const auto& p : run["analysis"]["partitions"]) {
+    if (p["partition"] == 1) CHECK(p["role"] == "leader");
+  }
+}
+
+TEST_CASE("a leader_of target whose leader moves between preflight and the fault is refused without touching a node",
+          "[unit][drill]") {
+  EngineHarness h;
+  h.drills->on_state = [&](const storage::DrillRecord& d) {
+    if (d.state == "baseline") h.cluster.moveLeader(1, 3);
+  };
+  h.runner->start();
+  auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"leader_of":{"topic":"probe","partition":1}}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  CHECK(d.state == "failed");
+  CHECK_THAT(d.reason, Catch::StartsWith("refused at the fault: the target moved from node 2 to node 3") &&
+                           Catch::EndsWith("the node was not touched"));
+  const auto run = onlyRun(d);
+  CHECK(run["target_resolution"]["preflight"] == 2);
+  CHECK(run["target_resolution"]["at_fault"] == 3);
+  for (std::int32_t node : {1, 2, 3}) CHECK(h.injectors[node]->count("kill") == 0);
+  CHECK(h.openRecoveries().empty());
+}
+
+TEST_CASE("a controller target is the KRaft quorum's leader, not the inventory's first controller", "[unit][drill]") {
+  EngineHarness h({101, 102});
+  h.cluster.quorum_voters = {100, 101, 102};
+  h.cluster.setQuorumLeader(101);
+  h.runner->start();
+  auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"controller":true}})"));
+  INFO((id ? std::string() : id.error().message));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason);
+  REQUIRE(d.state == "done");
+  const auto run = onlyRun(d);
+  CHECK(run["target"] == 101);
+  CHECK(run["target_resolution"]["preflight"] == 101);
+  CHECK(run["target_resolution"]["at_fault"] == 101);
+  CHECK_THAT(run["target_resolution"]["how"].get<std::string>(),
+             Catch::StartsWith("the KRaft quorum's leader (DescribeQuorum, epoch "));
+  CHECK(h.injectors[101]->count("kill") == 1);
+  CHECK(h.injectors[100]->count("kill") == 0);
+  CHECK(h.openRecoveries().empty());
+}
+
+TEST_CASE("a controller target whose quorum leadership moves before the fault is refused", "[unit][drill]") {
+  EngineHarness h({101, 102});
+  h.cluster.quorum_voters = {100, 101, 102};
+  h.cluster.setQuorumLeader(101);
+  h.drills->on_state = [&](const storage::DrillRecord& d) {
+    if (d.state == "baseline") h.cluster.setQuorumLeader(102);
+  };
+  h.runner->start();
+  auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"controller":true}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  CHECK(d.state == "failed");
+  CHECK_THAT(d.reason, Catch::StartsWith("refused at the fault: the target moved from node 101 to node 102"));
+  for (std::int32_t node : {100, 101, 102}) CHECK(h.injectors[node]->count("kill") == 0);
+}
+
+TEST_CASE("a controller target is refused while the KRaft quorum cannot be described", "[unit][drill]") {
+  EngineHarness h;
+  h.cluster.quorum_answers = false;
+  h.runner->start();
+  auto id = h.runner->submit(
+      EngineHarness::spec(R"({"fault":"kill","target":{"controller":true},"options":{"allow_quorum_loss":true}})"));
+  REQUIRE_FALSE(id);
+  CHECK_THAT(id.error().message, Catch::StartsWith("the active controller cannot be told"));
+}
