@@ -290,12 +290,13 @@ std::string diskFillScript(const DiskFullSpec& spec) {
   const auto expiry = std::to_string((spec.duration + kExpiryMargin).count());
   // fallocate is instant even for a large disk; it needs some room for its own metadata, so it
   // leaves 1 MiB that dd then writes out block by block. Free blocks (%f) include the root
-  // reserve, which a broker running as root could otherwise still use.
+  // reserve, which a broker running as root could otherwise still use. On ext4 a fallocate that
+  // runs out of room for its extent tree fails but keeps what it allocated: dd fills the rest.
   return "set -e\n"
          "d=" + d + "\nf=" + f + "\n"
          "s=$(stat -f -c %S \"$d\")\n"
          "n=$(( $(stat -f -c %f \"$d\") * s - 1048576 ))\n"
-         "if [ \"$n\" -gt 0 ]; then fallocate -l \"$n\" \"$f\"; fi\n"
+         "if [ \"$n\" -gt 0 ]; then fallocate -l \"$n\" \"$f\" || :; fi\n"
          "dd if=/dev/zero of=\"$f.tail\" bs=\"$s\" 2>/dev/null || :\n"
          "setsid sh -c 'sleep \"$1\"; rm -f \"$2\" \"$2.tail\"' kfaild-expiry " + expiry +
          " \"$f\" </dev/null >/dev/null 2>&1 &\n"
