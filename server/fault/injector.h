@@ -99,7 +99,9 @@ class Injector {
   // Undoes every gray fault of `drill` on this node (its nft table, its disk filler); succeeds
   // when there is nothing left to undo.
   virtual Result<FaultRecord> heal(const std::string& drill) {
-    return faultError(errc::unsupported, describe() + " has no gray faults to heal (" + drill + ")");
+    FaultRecord nothing;  // an injector without gray faults cannot have injected one
+    nothing.detail = "nothing to heal for drill " + drill + ": " + describe() + " has no gray faults";
+    return nothing;
   }
   // At kfaild's start: removes every kfaild_* nft table and disk filler on this node, whatever
   // drill left it. Returns what was removed (empty: nothing was left).
