@@ -660,4 +660,62 @@ Result<std::vector<BrokerLogLine>> DockerInjector::logLines(
   return selectKafkaLogLines(*text, file, zone_, since, patterns);
 }
 
+void DockerInjector::placeGrayFaults() {
+  NodeShell shell;
+  if (endpoint_ && endpoint_->kind == DockerEndpoint::Kind::unix_socket) {
+    shell.nft = [this](const std::string& script) -> Result<std::vector<std::string>> {
+      auto state = inspect();
+      if (!state.ok()) return state.error();
+      if (!state->running || !state->pid || *state->pid <= 0)
+        return faultError(errc::invalid_state,
+                          "container " + target_.container + " is not running: no netns to enter");
+      return nsenterNftArgv(*state->pid, script);
+    };
+  } else {
+    shell.nft_refusal = "the Docker engine " + target_.endpoint +
+                        " is not on kfaild's host: its containers' network namespaces cannot be "
+                        "entered from here";
+  }
+  shell.sh_refusal = "disk_full is not done through the Docker engine (no fill dir in a container)";
+  gray_ = std::make_unique<GrayRunner>(std::move(shell), clock_);
+}
+
+std::string DockerInjector::refusal(GrayFault fault) const {
+  return grayRefusal(gray_.get(), fault, "gray faults are not enabled for this container (placeGrayFaults)");
+}
+
+Result<FaultRecord> DockerInjector::isolate(const IsolateSpec& spec) {
+  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::isolate));
+  return gray_->isolate(spec);
+}
+
+Result<FaultRecord> DockerInjector::throttle(const ThrottleSpec& spec) {
+  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::throttle));
+  return gray_->throttle(spec);
+}
+
+Result<FaultRecord> DockerInjector::fillDisk(const DiskFullSpec& spec) {
+  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::disk_full));
+  return gray_->fillDisk(spec);
+}
+
+Result<FaultRecord> DockerInjector::slowDisk(const DiskSlowSpec& /*spec*/) {
+  return faultError(errc::unsupported, refusal(GrayFault::disk_slow));
+}
+
+Result<FaultRecord> DockerInjector::heal(const std::string& drill) {
+  if (!gray_) {
+    FaultRecord nothing;
+    nothing.requested_at = clock_.wallNow();
+    nothing.detail = "no gray fault can have been injected: " + refusal(GrayFault::isolate);
+    return nothing;
+  }
+  return gray_->heal(drill);
+}
+
+Result<std::vector<std::string>> DockerInjector::sweep() {
+  if (!gray_) return std::vector<std::string>{};
+  return gray_->sweep();
+}
+
 }  // namespace kfaild::fault

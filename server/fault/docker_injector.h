@@ -42,6 +42,7 @@
 
 #include "server/common/clock.h"
 #include "server/config/config.h"
+#include "server/fault/gray_runner.h"
 #include "server/fault/injector.h"
 #include "server/fault/kafka_log.h"
 
@@ -108,6 +109,21 @@ class DockerInjector final : public Injector {
   Result<std::vector<BrokerLogLine>> logLines(const std::string& file, common::WallMicros since,
                                               const std::vector<std::string>& patterns) override;
 
+  // Gray faults, through a GrayRunner (gray_runner.h). Until placeGrayFaults() they are
+  // refused with the reason.
+  std::string refusal(GrayFault fault) const override;
+  Result<FaultRecord> isolate(const IsolateSpec& spec) override;
+  Result<FaultRecord> throttle(const ThrottleSpec& spec) override;
+  Result<FaultRecord> fillDisk(const DiskFullSpec& spec) override;
+  Result<FaultRecord> slowDisk(const DiskSlowSpec& spec) override;
+  Result<FaultRecord> heal(const std::string& drill) override;
+  Result<std::vector<std::string>> sweep() override;
+
+  // Network faults in the container's network namespace, entered from this host with
+  // `nsenter -t <State.Pid> -n nft '<script>'`: only for an engine on a unix socket (kfaild runs
+  // beside it); an engine over TCP is refused. disk_full is refused (no fill dir in a container).
+  void placeGrayFaults();
+
   // The negotiated version, e.g. "1.41" (asks the engine on first use).
   Result<std::string> apiVersion();
 
@@ -134,6 +150,7 @@ class DockerInjector final : public Injector {
   std::string endpoint_error_;
   std::unique_ptr<boost::asio::ssl::context> tls_;  // set when target_.tls is
   std::string api_version_;  // empty until negotiated
+  std::unique_ptr<GrayRunner> gray_;
 };
 
 }  // namespace kfaild::fault

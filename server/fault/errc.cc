@@ -36,6 +36,8 @@ class FaultCategory final : public std::error_category {
         return "timed out";
       case errc::io_error:
         return "I/O error";
+      case errc::unsupported:
+        return "fault not supported here";
     }
     return "unknown fault error";
   }

@@ -25,6 +25,7 @@ enum class errc {
   invalid_target,          // a configured target kfaild refuses to use (e.g. host "-oProxy...")
   timeout,
   io_error,  // a local file could not be read (logs, pid file, /proc)
+  unsupported,  // a fault this injector or host cannot do (refused at submission: 409)
 };
 
 const std::error_category& faultCategory();

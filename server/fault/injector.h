@@ -17,6 +17,8 @@
 
 #include "server/common/clock.h"
 #include "server/common/result.h"
+#include "server/fault/errc.h"
+#include "server/fault/gray_fault.h"
 
 namespace kfaild::fault {
 
@@ -108,6 +110,38 @@ class Injector {
   virtual Result<std::vector<BrokerLogLine>> logLines(const std::string& file,
                                                       common::WallMicros since,
                                                       const std::vector<std::string>& patterns) = 0;
+
+  // Gray faults (server/fault/gray_fault.h). Each one expires by itself duration +
+  // kExpiryMargin after it was injected; heal() ends it earlier. FaultRecord::detail has the
+  // exact command(s) run, for the drill's timeline. An injector that cannot do a fault returns
+  // errc::unsupported with the reason, before touching anything: refusal() says the same
+  // without trying, for submission (409), and is empty when the fault can be done. A spec that
+  // gray_fault's invalidReason rejects is errc::invalid_target.
+  virtual std::string refusal(GrayFault fault) const {
+    return describe() + " cannot inject " + toString(fault);
+  }
+  virtual Result<FaultRecord> isolate(const IsolateSpec& /*spec*/) {
+    return faultError(errc::unsupported, refusal(GrayFault::isolate));
+  }
+  virtual Result<FaultRecord> throttle(const ThrottleSpec& /*spec*/) {
+    return faultError(errc::unsupported, refusal(GrayFault::throttle));
+  }
+  virtual Result<FaultRecord> fillDisk(const DiskFullSpec& /*spec*/) {
+    return faultError(errc::unsupported, refusal(GrayFault::disk_full));
+  }
+  virtual Result<FaultRecord> slowDisk(const DiskSlowSpec& /*spec*/) {
+    return faultError(errc::unsupported, refusal(GrayFault::disk_slow));
+  }
+  // Undoes every gray fault of `drill` on this node (its nft table, its disk filler); succeeds
+  // when there is nothing left to undo.
+  virtual Result<FaultRecord> heal(const std::string& drill) {
+    FaultRecord nothing;  // an injector without gray faults cannot have injected one
+    nothing.detail = "nothing to heal for drill " + drill + ": " + describe() + " has no gray faults";
+    return nothing;
+  }
+  // At kfaild's start: removes every kfaild_* nft table and disk filler on this node, whatever
+  // drill left it. Returns what was removed (empty: nothing was left).
+  virtual Result<std::vector<std::string>> sweep() { return std::vector<std::string>{}; }
 };
 
 }  // namespace kfaild::fault

@@ -15,6 +15,7 @@
 
 #include "server/common/sensitive.h"
 #include "server/fault/command.h"
+#include "server/fault/gray_runner.h"
 #include "server/fault/errc.h"
 
 namespace kfaild::fault {
@@ -311,6 +312,60 @@ Result<std::vector<BrokerLogLine>> LocalInjector::logLines(
   const auto text = readFile(path);
   if (!text) return faultError(errc::io_error, "cannot read " + path + ": " + std::strerror(errno));
   return selectKafkaLogLines(*text, file, zone_, since, patterns);
+}
+
+void LocalInjector::placeGrayFaults(const GrayPlacement& placement) {
+  NodeShell shell;
+  if (!placement.netns.empty()) {
+    shell.nft = [netns = placement.netns](const std::string& script)
+        -> Result<std::vector<std::string>> { return localNftArgv(netns, script); };
+  } else {
+    shell.nft_refusal = "the broker runs in kfaild's own network namespace (no netns configured): "
+                        "cutting it off would cut kfaild off as well";
+  }
+  shell.sh = [](const std::string& script) -> Result<std::vector<std::string>> {
+    return localShArgv(script);
+  };
+  shell.fill_dir = placement.fill_dir;
+  gray_ = std::make_unique<GrayRunner>(std::move(shell), clock_);
+}
+
+std::string LocalInjector::refusal(GrayFault fault) const {
+  return grayRefusal(gray_.get(), fault, "a local broker without a network namespace or fill dir configured (placeGrayFaults)");
+}
+
+Result<FaultRecord> LocalInjector::isolate(const IsolateSpec& spec) {
+  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::isolate));
+  return gray_->isolate(spec);
+}
+
+Result<FaultRecord> LocalInjector::throttle(const ThrottleSpec& spec) {
+  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::throttle));
+  return gray_->throttle(spec);
+}
+
+Result<FaultRecord> LocalInjector::fillDisk(const DiskFullSpec& spec) {
+  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::disk_full));
+  return gray_->fillDisk(spec);
+}
+
+Result<FaultRecord> LocalInjector::slowDisk(const DiskSlowSpec& /*spec*/) {
+  return faultError(errc::unsupported, refusal(GrayFault::disk_slow));
+}
+
+Result<FaultRecord> LocalInjector::heal(const std::string& drill) {
+  if (!gray_) {
+    FaultRecord nothing;
+    nothing.requested_at = clock_.wallNow();
+    nothing.detail = "no gray fault can have been injected: " + refusal(GrayFault::isolate);
+    return nothing;
+  }
+  return gray_->heal(drill);
+}
+
+Result<std::vector<std::string>> LocalInjector::sweep() {
+  if (!gray_) return std::vector<std::string>{};
+  return gray_->sweep();
 }
 
 }  // namespace kfaild::fault

@@ -23,6 +23,7 @@
 
 #include "server/common/clock.h"
 #include "server/config/config.h"
+#include "server/fault/gray_runner.h"
 #include "server/fault/injector.h"
 #include "server/fault/kafka_log.h"
 
@@ -42,6 +43,21 @@ class LocalInjector final : public Injector {
   Result<std::vector<BrokerLogLine>> logLines(const std::string& file, common::WallMicros since,
                                               const std::vector<std::string>& patterns) override;
 
+  // Gray faults, through a GrayRunner (gray_runner.h). Until placeGrayFaults() they are
+  // refused with the reason.
+  std::string refusal(GrayFault fault) const override;
+  Result<FaultRecord> isolate(const IsolateSpec& spec) override;
+  Result<FaultRecord> throttle(const ThrottleSpec& spec) override;
+  Result<FaultRecord> fillDisk(const DiskFullSpec& spec) override;
+  Result<FaultRecord> slowDisk(const DiskSlowSpec& spec) override;
+  Result<FaultRecord> heal(const std::string& drill) override;
+  Result<std::vector<std::string>> sweep() override;
+
+  // Where the node's gray faults go: nft rules in its network namespace `netns` (the lab's
+  // `kfl<base>-n<N>`; a node in kfaild's own namespace is refused, since cutting it off would cut
+  // kfaild off too) and disk fillers in `fill_dir` (a dir on its log dir's filesystem).
+  void placeGrayFaults(const GrayPlacement& placement);
+
  private:
   // The broker's pid from the pid file, checked as the header says.
   Result<pid_t> brokerPid() const;
@@ -50,6 +66,7 @@ class LocalInjector final : public Injector {
   config::LocalTarget target_;
   LogZone zone_;
   const common::Clock& clock_;
+  std::unique_ptr<GrayRunner> gray_;
 };
 
 // What /proc/<pid>/cmdline says about a process: true for a JVM running kafka.Kafka. Pure.

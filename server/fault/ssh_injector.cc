@@ -392,4 +392,51 @@ Result<std::vector<BrokerLogLine>> SshInjector::logLines(const std::string& file
   return selectKafkaLogLines(out->out, file, zone_, since, patterns);
 }
 
+void SshInjector::placeGrayFaults(const GrayPlacement& placement) {
+  NodeShell shell;
+  shell.nft = [this](const std::string& script) { return sshArgv(sudoNftCommand(script)); };
+  shell.sh = [this](const std::string& script) { return sshArgv(sudoShCommand(script)); };
+  shell.keep.keep_tcp_ports = {static_cast<std::uint16_t>(target_.port)};
+  shell.fill_dir = placement.fill_dir;
+  gray_ = std::make_unique<GrayRunner>(std::move(shell), clock_);
+}
+
+std::string SshInjector::refusal(GrayFault fault) const {
+  return grayRefusal(gray_.get(), fault, "gray faults are not enabled for this ssh target (placeGrayFaults)");
+}
+
+Result<FaultRecord> SshInjector::isolate(const IsolateSpec& spec) {
+  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::isolate));
+  return gray_->isolate(spec);
+}
+
+Result<FaultRecord> SshInjector::throttle(const ThrottleSpec& spec) {
+  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::throttle));
+  return gray_->throttle(spec);
+}
+
+Result<FaultRecord> SshInjector::fillDisk(const DiskFullSpec& spec) {
+  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::disk_full));
+  return gray_->fillDisk(spec);
+}
+
+Result<FaultRecord> SshInjector::slowDisk(const DiskSlowSpec& /*spec*/) {
+  return faultError(errc::unsupported, refusal(GrayFault::disk_slow));
+}
+
+Result<FaultRecord> SshInjector::heal(const std::string& drill) {
+  if (!gray_) {
+    FaultRecord nothing;
+    nothing.requested_at = clock_.wallNow();
+    nothing.detail = "no gray fault can have been injected: " + refusal(GrayFault::isolate);
+    return nothing;
+  }
+  return gray_->heal(drill);
+}
+
+Result<std::vector<std::string>> SshInjector::sweep() {
+  if (!gray_) return std::vector<std::string>{};
+  return gray_->sweep();
+}
+
 }  // namespace kfaild::fault

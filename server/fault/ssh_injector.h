@@ -26,6 +26,7 @@
 
 #include "server/common/clock.h"
 #include "server/config/config.h"
+#include "server/fault/gray_runner.h"
 #include "server/fault/injector.h"
 #include "server/fault/kafka_log.h"
 
@@ -68,6 +69,21 @@ class SshInjector final : public Injector {
   Result<std::vector<BrokerLogLine>> logLines(const std::string& file, common::WallMicros since,
                                               const std::vector<std::string>& patterns) override;
 
+  // Gray faults, through a GrayRunner (gray_runner.h). Until placeGrayFaults() they are
+  // refused with the reason.
+  std::string refusal(GrayFault fault) const override;
+  Result<FaultRecord> isolate(const IsolateSpec& spec) override;
+  Result<FaultRecord> throttle(const ThrottleSpec& spec) override;
+  Result<FaultRecord> fillDisk(const DiskFullSpec& spec) override;
+  Result<FaultRecord> slowDisk(const DiskSlowSpec& spec) override;
+  Result<FaultRecord> heal(const std::string& drill) override;
+  Result<std::vector<std::string>> sweep() override;
+
+  // Gray faults on the broker's host: `sudo -n nft '<script>'` (the host's own network
+  // namespace, so TCP to and from the ssh port stays open) and `sudo -n sh -c '<script>'` for
+  // disk fillers in placement.fill_dir. placement.netns is not used.
+  void placeGrayFaults(const GrayPlacement& placement);
+
   // The full local argv for one remote command: ssh, its options from the config, the
   // destination, "--", and the remote command as one argument.
   Result<std::vector<std::string>> sshArgv(const std::string& remote_command) const;
@@ -86,6 +102,7 @@ class SshInjector final : public Injector {
   LogZone zone_;
   const common::Clock& clock_;
   std::string ssh_program_;
+  std::unique_ptr<GrayRunner> gray_;
 };
 
 // "1796015337879312744" (date +%s%N) → µs; "1796015337N" (a date without %N) → whole seconds.

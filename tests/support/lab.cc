@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 namespace kfaild::testing {
 namespace {
@@ -33,6 +34,23 @@ std::string labBootstrap() {
   auto out = labOutput("bootstrap");
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   return out;
+}
+
+std::optional<LabNode> labNode(int id) {
+  const auto json = nlohmann::json::parse(labOutput("status --json"), nullptr, false);
+  if (json.is_discarded() || !json.contains("nodes")) return std::nullopt;
+  for (const auto& n : json["nodes"]) {
+    if (n.value("node", -1) != id) continue;
+    LabNode node;
+    node.id = id;
+    node.port = n.value("port", 0);
+    node.address = n.value("address", "127.0.0.1");
+    if (n.contains("netns_name") && n["netns_name"].is_string()) node.netns = n["netns_name"];
+    if (n.contains("fill_dir") && n["fill_dir"].is_string()) node.fill_dir = n["fill_dir"];
+    node.pid_file = n.value("pid_file", "");
+    return node;
+  }
+  return std::nullopt;
 }
 
 }  // namespace kfaild::testing

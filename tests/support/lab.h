@@ -3,6 +3,7 @@
 // Access to the lab cluster (deploy/lab/lab) for end-to-end tests. The ctest fixture `lab_up`
 // starts it before the first e2e test; these helpers act on it.
 
+#include <optional>
 #include <string>
 
 namespace kfaild::testing {
@@ -13,5 +14,18 @@ int lab(const std::string& args);
 std::string labOutput(const std::string& args);
 // "127.0.0.1:19091,127.0.0.1:19092,127.0.0.1:19093"
 std::string labBootstrap();
+
+// A node as `lab status --json` describes it; in namespaced mode (KFAILD_LAB_NETNS=1) with its
+// own address, network namespace and fill dir (deploy/lab/README.md).
+struct LabNode {
+  int id = 0;
+  int port = 0;
+  std::string address;    // 127.0.0.1 in the default mode
+  std::string netns;      // empty in the default mode
+  std::string fill_dir;   // empty in the default mode
+  std::string pid_file;
+};
+// nullopt when the lab does not answer or has no such node.
+std::optional<LabNode> labNode(int id);
 
 }  // namespace kfaild::testing

@@ -1,0 +1,87 @@
+#pragma once
+
+// Runs gray faults (gray_fault.h) on one node through a NodeShell: how an nft script or a sh
+// script reaches that node. The injectors own one each:
+//
+//   local   nft: ip netns exec <netns> nft '<script>'       sh: sh -c '<script>'
+//   ssh     nft: ssh ... sudo -n nft '<script>'             sh: ssh ... sudo -n sh -c '<script>'
+//           (iptables where nft is missing is not done: refused with that reason)
+//   docker  nft: nsenter -t <container pid> -n nft '<script>' (kfaild beside the engine)
+//
+// Every command and its output goes into FaultRecord::detail. Blocks; not thread-safe (one
+// per injector, used by the drill runner's thread).
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/common/clock.h"
+#include "server/common/result.h"
+#include "server/fault/command.h"
+#include "server/fault/gray_fault.h"
+#include "server/fault/injector.h"
+
+namespace kfaild::fault {
+
+// argv for one script on the node; an Error when the node cannot be reached that way now
+// (e.g. a container that is not running has no netns to enter).
+using ScriptArgv = std::function<Result<std::vector<std::string>>(const std::string& script)>;
+
+struct NodeShell {
+  ScriptArgv nft;  // empty: this injector cannot run nft on the node (network faults refused)
+  ScriptArgv sh;   // empty: no shell on the node's filesystem (disk_full refused)
+  std::string nft_refusal;  // why nft is empty
+  std::string sh_refusal;   // why sh is empty
+  NftExceptions keep;
+  std::string fill_dir;  // disk_full: a dir on the log dir's filesystem; empty: refused
+  std::chrono::milliseconds timeout{20'000};
+};
+
+// Where a node's gray faults go, as configured for it (phase 2: config keys per node).
+struct GrayPlacement {
+  std::string netns;     // local: the node's network namespace (`ip netns` name)
+  std::string fill_dir;  // local, ssh: a dir on the node's log filesystem for disk_full
+};
+
+// argv builders, pure: exactly what runs.
+std::vector<std::string> localNftArgv(const std::string& netns, const std::string& script);
+std::vector<std::string> localShArgv(const std::string& script);
+std::vector<std::string> nsenterNftArgv(std::int64_t pid, const std::string& script);
+// The remote command line ssh hands to the remote shell (argv[..] of ssh's last argument).
+std::string sudoNftCommand(const std::string& script);
+std::string sudoShCommand(const std::string& script);
+
+// Runs a command for the gray faults: runCommand, by default.
+using CommandRunner = std::function<Result<CommandOutput>(const std::vector<std::string>& argv,
+                                                         std::chrono::milliseconds timeout)>;
+
+class GrayRunner;
+
+// The Injector's gray-fault methods for an injector that holds `runner` (null: refused with
+// `unplaced`).
+std::string grayRefusal(const GrayRunner* runner, GrayFault fault, const std::string& unplaced);
+
+class GrayRunner {
+ public:
+  GrayRunner(NodeShell shell, const common::Clock& clock, CommandRunner run = runCommand);
+
+  std::string refusal(GrayFault fault) const;  // empty when this node can do it
+  Result<FaultRecord> isolate(const IsolateSpec& spec);
+  Result<FaultRecord> throttle(const ThrottleSpec& spec);
+  Result<FaultRecord> fillDisk(const DiskFullSpec& spec);
+  Result<FaultRecord> heal(const std::string& drill);
+  Result<std::vector<std::string>> sweep();
+
+ private:
+  Result<CommandOutput> runOn(const ScriptArgv& how, const std::string& script,
+                              std::string* detail);
+
+  NodeShell shell_;
+  const common::Clock& clock_;
+  CommandRunner run_;
+};
+
+}  // namespace kfaild::fault

@@ -1,0 +1,284 @@
+// Gray faults on real kernel objects: two network namespaces of the test's own on a bridge, and
+// a size-bounded tmpfs. Needs root, `ip`, `nft`, `python3`; skipped without them.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "server/common/clock.h"
+#include "server/fault/command.h"
+#include "server/fault/gray_fault.h"
+#include "server/fault/gray_runner.h"
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
+
+using namespace kfaild::fault;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Names and a /24 of the test's own, apart from the lab's (10.77.x.0/24, kfl<base>-*).
+constexpr const char* kBridge = "kfgt-br";
+constexpr const char* kClientNs = "kfgt-a";  // 10.79.0.1, a peer of the node
+constexpr const char* kNodeNs = "kfgt-b";    // 10.79.0.2, the node faults are injected into
+constexpr const char* kClientAddr = "10.79.0.1";
+constexpr const char* kNodeAddr = "10.79.0.2";
+constexpr int kPort = 9555;
+
+bool have(const std::string& program) {
+  return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// ChildProcess execs without a PATH search.
+std::string pathOf(const std::string& program) {
+  auto out = runCommand({"sh", "-c", "command -v " + program}, 5s);
+  if (!out.ok()) return program;
+  auto text = out->out;
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+int run(const std::vector<std::string>& argv) {
+  auto out = runCommand(argv, 20s);
+  return out.ok() ? out->exit_code : -1;
+}
+
+// The two namespaces with veths on a bridge; removed again on destruction (also after a failed
+// test), so a second run starts clean.
+class TwoNamespaces {
+ public:
+  TwoNamespaces() {
+    teardown();
+    run({"ip", "link", "add", kBridge, "type", "bridge"});
+    run({"ip", "link", "set", kBridge, "up"});
+    int n = 0;
+    for (const auto* ns : {kClientNs, kNodeNs}) {
+      ++n;
+      const std::string veth = std::string(ns) + "h";
+      run({"ip", "netns", "add", ns});
+      run({"ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns});
+      run({"ip", "link", "set", veth, "master", kBridge, "up"});
+      run({"ip", "-n", ns, "addr", "add", "10.79.0." + std::to_string(n) + "/24", "dev", "eth0"});
+      run({"ip", "-n", ns, "link", "set", "eth0", "up"});
+      run({"ip", "-n", ns, "link", "set", "lo", "up"});
+    }
+  }
+  ~TwoNamespaces() { teardown(); }
+  TwoNamespaces(const TwoNamespaces&) = delete;
+  TwoNamespaces& operator=(const TwoNamespaces&) = delete;
+
+ private:
+  static void teardown() {
+    run({"ip", "netns", "delete", kClientNs});
+    run({"ip", "netns", "delete", kNodeNs});
+    run({"ip", "link", "delete", kBridge});
+  }
+};
+
+// "ok", "timeout" or "refused": a TCP connect from the client namespace to the node, 1.5 s.
+std::string connectFromClient() {
+  const std::string code =
+      "import socket\n"
+      "try:\n"
+      "  s = socket.create_connection(('" + std::string(kNodeAddr) + "', " + std::to_string(kPort) +
+      "), timeout=1.5)\n"
+      "  print('ok' if s.recv(2) == b'hi' else 'bad')\n"
+      "except socket.timeout:\n  print('timeout')\n"
+      "except (ConnectionRefusedError, ConnectionResetError):\n  print('refused')\n"
+      "except OSError as e:\n  print('error', e)\n";
+  auto out = runCommand({"ip", "netns", "exec", kClientNs, "python3", "-c", code}, 10s);
+  if (!out.ok()) return "runCommand failed";
+  auto text = out->out;
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+GrayRunner nodeRunner(const kfaild::common::Clock& clock, const std::string& fill_dir = {}) {
+  NodeShell shell;
+  if (fill_dir.empty()) {
+    shell.nft = [](const std::string& script) -> kfaild::Result<std::vector<std::string>> {
+      return localNftArgv(kNodeNs, script);
+    };
+  }
+  shell.sh = [](const std::string& script) -> kfaild::Result<std::vector<std::string>> {
+    return localShArgv(script);
+  };
+  shell.fill_dir = fill_dir;
+  return GrayRunner(shell, clock);
+}
+
+IsolateSpec fromBrokers(IsolateMode mode, std::chrono::seconds duration) {
+  IsolateSpec spec;
+  spec.drill = "gt1";
+  spec.from = IsolateFrom::brokers;
+  spec.mode = mode;
+  spec.duration = duration;
+  spec.peers.brokers = {kClientAddr};
+  return spec;
+}
+
+bool canRun() { return ::geteuid() == 0 && have("ip") && have("nft") && have("python3"); }
+
+}  // namespace
+
+TEST_CASE("an isolate rule in the node's netns drops, rejects, heals, and expires by itself",
+          "[integration]") {
+  if (!canRun()) {
+    WARN("not run: needs root, ip, nft and python3");
+    return;
+  }
+  TwoNamespaces namespaces;
+  kfaild::testing::TempDir dir;
+  kfaild::testing::ChildProcess server(
+      {pathOf("ip"), "netns", "exec", kNodeNs, "python3", "-c",
+       "import socket\ns = socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, "
+       "1)\ns.bind(('0.0.0.0', " + std::to_string(kPort) + "))\ns.listen()\nwhile True:\n"
+       "  c, _ = s.accept()\n  c.send(b'hi')\n  c.close()\n"},
+      (dir / "server.log").string());
+  std::string before;
+  for (int i = 0; i < 50 && (before = connectFromClient()) != "ok"; ++i)
+    std::this_thread::sleep_for(100ms);
+  REQUIRE(before == "ok");
+
+  kfaild::common::SystemClock clock;
+  auto runner = nodeRunner(clock);
+
+  auto dropped = runner.isolate(fromBrokers(IsolateMode::drop, 60s));
+  REQUIRE(dropped.ok());
+  CHECK(connectFromClient() == "timeout");
+  REQUIRE(runner.heal("gt1").ok());
+  CHECK(connectFromClient() == "ok");
+
+  auto rejected = runner.isolate(fromBrokers(IsolateMode::reject, 60s));
+  REQUIRE(rejected.ok());
+  CHECK(connectFromClient() == "refused");
+  REQUIRE(runner.heal("gt1").ok());
+  CHECK(connectFromClient() == "ok");
+  // Healing twice is fine.
+  REQUIRE(runner.heal("gt1").ok());
+
+  // Not healed: the set's element times out 1 + kExpiryMargin s after it was added.
+  const auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(runner.isolate(fromBrokers(IsolateMode::drop, 1s)).ok());
+  CHECK(connectFromClient() == "timeout");
+  std::string after;
+  while ((after = connectFromClient()) != "ok" &&
+         std::chrono::steady_clock::now() - t0 < 1s + kExpiryMargin + 5s) {
+  }
+  const auto restored = std::chrono::steady_clock::now() - t0;
+  CHECK(after == "ok");
+  CHECK(restored >= 1s + kExpiryMargin - 500ms);
+  CHECK(restored <= 1s + kExpiryMargin + 3s);
+
+  // The empty table stays until the sweep removes it.
+  auto swept = runner.sweep();
+  REQUIRE(swept.ok());
+  CHECK(*swept == std::vector<std::string>{"nft table inet kfaild_dgt1"});
+  auto again = runner.sweep();
+  REQUIRE(again.ok());
+  CHECK(again->empty());
+  server.stop(SIGKILL, 2000);
+}
+
+TEST_CASE("a throttle rule limits a transfer's rate and a heal lifts it", "[integration]") {
+  if (!canRun()) {
+    WARN("not run: needs root, ip, nft and python3");
+    return;
+  }
+  TwoNamespaces namespaces;
+  kfaild::testing::TempDir dir;
+  // The node sends 2 MB to whoever connects.
+  kfaild::testing::ChildProcess server(
+      {pathOf("ip"), "netns", "exec", kNodeNs, "python3", "-c",
+       "import socket\ns = socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, "
+       "1)\ns.bind(('0.0.0.0', " + std::to_string(kPort) + "))\ns.listen()\nwhile True:\n"
+       "  c, _ = s.accept()\n  c.sendall(b'x' * 2000000)\n  c.close()\n"},
+      (dir / "server.log").string());
+  const std::string fetch =
+      "import socket, time\n"
+      "for i in range(50):\n"
+      "  try:\n    s = socket.create_connection(('" + std::string(kNodeAddr) + "', " +
+      std::to_string(kPort) + "), timeout=30); break\n"
+      "  except OSError: time.sleep(0.1)\n"
+      "t = time.time(); n = 0\n"
+      "while True:\n  b = s.recv(65536)\n  if not b: break\n  n += len(b)\n"
+      "print(n, round(time.time() - t, 2))\n";
+  auto timed = [&]() -> double {
+    auto out = runCommand({"ip", "netns", "exec", kClientNs, "python3", "-c", fetch}, 60s);
+    REQUIRE(out.ok());
+    REQUIRE(out->out.rfind("2000000 ", 0) == 0);
+    return std::stod(out->out.substr(8));
+  };
+  CHECK(timed() < 1.0);
+
+  kfaild::common::SystemClock clock;
+  auto runner = nodeRunner(clock);
+  ThrottleSpec spec;
+  spec.drill = "gt2";
+  spec.bytes_per_second = 500'000;
+  spec.duration = 60s;
+  REQUIRE(runner.throttle(spec).ok());
+  // 2 MB at 0.5 MB/s after a 0.5 MB burst would be 3 s; measured 2.1 s (nft's limit counts
+  // bytes per packet as the hook sees it), against 0.05 s unthrottled.
+  const auto throttled = timed();
+  CHECK(throttled > 1.5);
+  CHECK(throttled < 20.0);
+  REQUIRE(runner.heal("gt2").ok());
+  CHECK(timed() < 1.0);
+  server.stop(SIGKILL, 2000);
+}
+
+TEST_CASE("a disk filler fills a bounded filesystem, heal frees it, and its timer frees it unhealed",
+          "[integration]") {
+  if (::geteuid() != 0 || !have("fallocate")) {
+    WARN("not run: needs root and fallocate");
+    return;
+  }
+  kfaild::testing::TempDir dir;
+  const auto mnt = (dir / "disk").string();
+  std::filesystem::create_directories(mnt);
+  REQUIRE(run({"mount", "-t", "tmpfs", "-o", "size=8m", "kfaild-test", mnt}) == 0);
+  struct Unmount {
+    std::string path;
+    ~Unmount() { run({"umount", path}); }
+  } unmount{mnt};
+  auto writes = [&]() {
+    std::ofstream out(mnt + "/probe", std::ios::binary | std::ios::trunc);
+    out << std::string(4096, 'k');
+    out.flush();
+    return out.good();
+  };
+  REQUIRE(writes());
+  std::filesystem::remove(mnt + "/probe");
+
+  kfaild::common::SystemClock clock;
+  auto runner = nodeRunner(clock, mnt);
+  DiskFullSpec spec;
+  spec.drill = "gt3";
+  spec.duration = 60s;
+  auto filled = runner.fillDisk(spec);
+  REQUIRE(filled.ok());
+  CHECK(filled->detail.find("kfaild_fill_dgt3") != std::string::npos);
+  CHECK_FALSE(writes());
+  REQUIRE(runner.heal("gt3").ok());
+  CHECK(writes());
+  std::filesystem::remove(mnt + "/probe");
+
+  spec.duration = 1s;
+  const auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(runner.fillDisk(spec).ok());
+  CHECK_FALSE(writes());
+  while (std::filesystem::exists(fillerPath(mnt, "gt3")) &&
+         std::chrono::steady_clock::now() - t0 < 1s + kExpiryMargin + 5s)
+    std::this_thread::sleep_for(100ms);
+  const auto freed = std::chrono::steady_clock::now() - t0;
+  CHECK_FALSE(std::filesystem::exists(fillerPath(mnt, "gt3")));
+  CHECK(freed >= 1s + kExpiryMargin - 500ms);
+  CHECK(writes());
+}
