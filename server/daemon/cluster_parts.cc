@@ -20,7 +20,9 @@ ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::Cluster
   poller_ = std::make_unique<observe::MetadataPoller>(config_, id, store, clock, observer_.get());
   probe_ = std::make_unique<probe::ProbeRunner>(config_, id, store, clock, client_log_->sink());
   poller_->setPartitionCountListener(
-      [probe = probe_.get()](const std::map<std::string, std::int32_t>& counts) { probe->partitionsSeen(counts); });
+      [probe = probe_.get()](const std::map<std::string, std::int32_t>& counts) {
+        probe->partitionsSeen(counts);
+      });
   if (!config.inventory.empty()) {
     std::map<std::int32_t, std::unique_ptr<fault::Injector>> injectors;
     for (const auto& node : config.inventory) injectors[node.id] = fault::makeInjector(node, clock);

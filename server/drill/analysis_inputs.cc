@@ -8,7 +8,8 @@ namespace kfaild::drill {
 namespace {
 
 Error loadError(std::string what, const Error& cause) {
-  return Error{cause.code, "reading the analysis window: " + std::move(what) + ": " + cause.describe()};
+  return Error{cause.code,
+               "reading the analysis window: " + std::move(what) + ": " + cause.describe()};
 }
 
 // Samples of one partition, page by page on (send_us, seq): the store returns them in that
@@ -25,7 +26,9 @@ Status loadSamples(const storage::Store& store, const AnalysisWindow& window,
   std::optional<std::pair<std::int64_t, std::int64_t>> last;  // send_us, seq
   for (;;) {
     auto rows = store.samples(q);
-    if (!rows) return loadError("samples of " + topic + "-" + std::to_string(partition), rows.error());
+    if (!rows) {
+      return loadError("samples of " + topic + "-" + std::to_string(partition), rows.error());
+    }
     bool moved = false;
     for (auto& s : *rows) {
       if (last && std::pair(s.send_us, s.seq) <= *last) continue;  // the page's overlap
@@ -51,9 +54,8 @@ Result<StoredInputs> loadAnalysisInputs(const storage::Store& store, const Analy
   StoredInputs out;
   const std::size_t sample_page = std::max<std::size_t>(pages.samples, 1);
   for (const auto& [topic, partition] : window.partitions) {
-    if (auto loaded = loadSamples(store, window, topic, partition, sample_page, out.samples); !loaded) {
-      return loaded.error();
-    }
+    auto loaded = loadSamples(store, window, topic, partition, sample_page, out.samples);
+    if (!loaded) return loaded.error();
   }
   storage::EventQuery eq;
   eq.cluster = window.cluster;

@@ -464,7 +464,8 @@ void RunExecution::analyse() {
       input.holds.push_back({p.topic, p.partition, p.holding_since->wall, std::nullopt, 0, "open"});
     }
     if (p.refusing_since && p.refusing_since->wall <= window_end_us_) {
-      input.refusals.push_back({p.topic, p.partition, p.refusing_since->wall, std::nullopt, 0, "open"});
+      input.refusals.push_back(
+          {p.topic, p.partition, p.refusing_since->wall, std::nullopt, 0, "open"});
     }
   }
   outcome_.analysis = analysis::analyse(input);

@@ -419,8 +419,9 @@ void ProbeRunner::addSeenPartitions() {
   } else {
     const auto unknown = std::erase_if(added, [&](const Added& a) {
       const auto* info = md->topic(a.topic);
-      return info == nullptr || std::none_of(info->partitions.begin(), info->partitions.end(),
-                                             [&](const auto& p) { return p.partition == a.partition; });
+      const auto listed = [&](const kafka::PartitionInfo& p) { return p.partition == a.partition; };
+      return info == nullptr ||
+             std::none_of(info->partitions.begin(), info->partitions.end(), listed);
     });
     if (unknown > 0) {
       // Not in this broker's answer yet: taken up on a later poll.
@@ -625,7 +626,9 @@ void ProbeRunner::recreateProducer(const std::string& error, rd_kafka_queue_t*& 
     }
     for (auto& slot : slots_) {
       const auto at = std::find(topic_handles_.begin(), topic_handles_.end(), slot->topic);
-      if (at != topic_handles_.end()) slot->topic = topics[static_cast<std::size_t>(at - topic_handles_.begin())];
+      if (at != topic_handles_.end()) {
+        slot->topic = topics[static_cast<std::size_t>(at - topic_handles_.begin())];
+      }
     }
     old_topics = std::exchange(topic_handles_, std::move(topics));
     old = std::exchange(producer_, std::move(*fresh));
@@ -641,7 +644,9 @@ void ProbeRunner::recreateProducer(const std::string& error, rd_kafka_queue_t*& 
   e.t_us = clock_.now().wall;
   e.source = "probe";
   e.kind = "producer_recreated";
-  e.detail = nlohmann::json{{"error", error}, {"failed_at_us", failed_at}, {"recreations", recreations}}.dump();
+  e.detail = nlohmann::json{{"error", error}, {"failed_at_us", failed_at},
+                            {"recreations", recreations}}
+                 .dump();
   store_.addEvent(std::move(e));
 }
 

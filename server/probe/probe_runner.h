@@ -122,7 +122,7 @@ class ProbeRunner {
   std::vector<std::unique_ptr<Slot>> slots_;
   // The receiver's way from a consumed message to its slot without comparing it with every slot
   // (at 1,000 partitions that scan was 500 string comparisons per message): per probe topic, the
-  // slot index by partition id (-1: not probed). Written with slots_, read after ready_.
+  // slot index by partition id (-1: not probed). Written with slots_, under slots_mutex_.
   struct TopicSlots {
     std::string topic;
     std::vector<std::int32_t> slot_by_partition;
