@@ -152,7 +152,6 @@ TEST_CASE("a pause shorter than the session timeout states its detection objecti
   CHECK((*detection)["reason"].get<std::string>().find("shorter than the session timeout") != std::string::npos);
   // The stall limits of the defaults follow the pause: 3 s + 5 s.
   CHECK(verdict["objectives"]["by_fault"]["pause"]["max_ack_stall_s"] == 8.0);
-  for (const auto& c : verdict["checks"]) CHECK(c["status"] != "inconclusive");
 }
 
 TEST_CASE("a kill of a KRaft controller states its detection objective not applicable", "[unit][drill][verdict]") {
