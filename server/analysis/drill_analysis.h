@@ -142,8 +142,21 @@ struct ProducerRecreation {
   std::string error;  // the fatal error, as librdkafka stated it
 };
 
+// A gray fault (issue 26) as the analysis needs it: what was done to the target and when it was
+// healed. The engine fills it for isolate, throttle and disk_full; absent for kill, stop, pause
+// and restart. Times are kfaild's wall clock (µs).
+struct GrayFaultInput {
+  std::string kind;        // isolate | throttle | disk_full
+  std::string from;        // isolate: quorum | brokers | clients | all; else empty
+  std::string mode;        // isolate: drop | reject; else empty
+  std::int64_t bytes_per_second = 0;  // throttle's rate; 0 otherwise
+  std::int64_t duration_us = 0;       // how long the fault was meant to stay in force
+  std::optional<std::int64_t> healed_us;  // when kfaild healed it (nullopt: never healed in the window)
+};
+
 struct AnalysisInput {
-  std::string fault;                 // kill | stop | pause | restart
+  std::string fault;                 // kill | stop | pause | restart | isolate | throttle | disk_full
+  std::optional<GrayFaultInput> gray;  // set for isolate, throttle and disk_full
   std::int32_t target = -1;
   std::int64_t fault_us = 0;         // best fault time (injector's own where it had one)
   std::string fault_time_source;     // where fault_us comes from (fault::FaultRecord's spelling)
