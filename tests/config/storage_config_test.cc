@@ -91,7 +91,7 @@ TEST_CASE("a storage mistake names its key", "[unit][config]") {
       Catch::Contains("storage.retention.events_hours: must be a number of hours or forever"));
   CHECK_THAT(
       errorOf(withStorage("  retention: {sample_hours: 1}\n")),
-      Catch::Contains("storage.retention.sample_hours: unknown key (known: drill_samples_hours, "
+      Catch::Contains("storage.retention.sample_hours: unknown key (known: audit_hours, drill_samples_hours, "
                       "events_hours, gaps_hours, samples_hours)"));
   CHECK_THAT(errorOf(withStorage("  retention: 24\n")),
              Catch::Contains("storage.retention: must be a mapping"));
