@@ -26,7 +26,7 @@ nlohmann::json resultOf(const storage::DrillRecord& d) {
 
 }  // namespace
 
-TEST_CASE("a pause whose resume fails is an event and fails the run; the node is resumed by its recovery",
+TEST_CASE("a pause whose resume fails is an event and fails the run, and its recovery resumes the node",
           "[unit][drill]") {
   EngineHarness h;
   h.injectors[2]->start_failures = 1;  // the observation's resume fails, the recovery's succeeds
@@ -47,7 +47,7 @@ TEST_CASE("a pause whose resume fails is an event and fails the run; the node is
   CHECK_FALSE(resultOf(d)["runs"][0].contains("analysis"));
 }
 
-TEST_CASE("a restart whose start fails is an event and fails the run; the node is started by its recovery",
+TEST_CASE("a restart whose start fails is an event and fails the run, and its recovery starts the node",
           "[unit][drill]") {
   EngineHarness h;
   h.injectors[3]->start_failures = 1;

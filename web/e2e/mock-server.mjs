@@ -365,7 +365,9 @@ function samples(p, fromUs, toUs, limit, now) {
     });
   }
   const truncated = seq * INTERVAL < end;
-  return { items, count: items.length, truncated, from: rfc(fromUs), to: rfc(toUs) };
+  // As kfaild pages past a limit: the next page starts at the first sample left out.
+  const next = truncated ? `?from=${encodeURIComponent(rfc(seq * INTERVAL))}&to=${encodeURIComponent(rfc(toUs))}&limit=${limit}` : null;
+  return { items, count: items.length, truncated, next, from: rfc(fromUs), to: rfc(toUs) };
 }
 
 function lastAck(p, now) {
@@ -590,14 +592,14 @@ async function api(req, res, url) {
     if (Number.isNaN(from) || Number.isNaN(to)) return problem(res, 400, 'invalid-parameter', 'Bad Request', 'from/to: not RFC 3339', path);
     if (to - from > 86_400e6) return problem(res, 400, 'invalid-parameter', 'Bad Request', 'range longer than 24 hours', path);
     const p = Number(r[3]);
-    if (decodeURIComponent(r[2]) !== TOPIC || p > 2) return send(res, 200, { items: [], count: 0, truncated: false, from: rfc(from), to: rfc(to) });
+    if (decodeURIComponent(r[2]) !== TOPIC || p > 2) return send(res, 200, { items: [], count: 0, truncated: false, next: null, from: rfc(from), to: rfc(to) });
     return send(res, 200, samples(p, from, to, Number(q.get('limit') ?? 100000), now));
   }
   if ((r = m(/^\/api\/v1\/clusters\/([^/]+)\/events$/))) {
     const to = parseTime(q.get('to')) ?? now;
     const from = parseTime(q.get('from')) ?? to - 86_400e6;
     const items = drills.flatMap((d) => drillEvents(d, now)).filter((e) => e.t_us >= from && e.t_us < to).map((e, i) => ({ id: i + 1, t: rfc(e.t_us), ...e }));
-    return send(res, 200, { items, count: items.length, truncated: false, from: rfc(from), to: rfc(to) });
+    return send(res, 200, { items, count: items.length, truncated: false, next: null, from: rfc(from), to: rfc(to) });
   }
   if ((r = m(/^\/api\/v1\/clusters\/([^/]+)\/incidents$/))) {
     const to = parseTime(q.get('to')) ?? now;
@@ -605,7 +607,7 @@ async function api(req, res, url) {
     const s = now - 3 * 3600e6;
     const incident = { start: rfc(s), start_us: s, end: rfc(s + 2_300_000), end_us: s + 2_300_000, duration_us: 2_300_000, partitions: [{ topic: TOPIC, partition: 1, kind: 'ack', start_us: s, end_us: s + 2_300_000, duration_us: 2_300_000 }], events: [{ id: 1, t: rfc(s + 100_000), t_us: s + 100_000, source: 'metadata', kind: 'isr_shrink', broker: 3, topic: TOPIC, partition: 1, detail: { removed: [3] } }] };
     const items = incident.end_us >= from && incident.end_us < to ? [incident] : [];
-    return send(res, 200, { items, count: items.length, truncated: false, from: rfc(from), to: rfc(to) });
+    return send(res, 200, { items, count: items.length, truncated: false, next: null, from: rfc(from), to: rfc(to) });
   }
   if ((r = m(/^\/api\/v1\/clusters\/([^/]+)\/drills\/last$/))) {
     const done = drills.filter((d) => stateAt(d, now) === 'done').sort((a, b) => b.id - a.id);
