@@ -343,7 +343,7 @@ NodeConfig readNode(const YAML::Node& node, const std::string& key) {
   if (node["fill_dir"]) {
     if (n.docker) fail(key + ".fill_dir", "not for a docker node");
     n.fill_dir = readString(node["fill_dir"], key + ".fill_dir");
-    if (n.fill_dir.empty() || n.fill_dir.front() != '/') fail(key + ".fill_dir", "an absolute path");
+    if (n.fill_dir.empty()) fail(key + ".fill_dir", "a directory (relative: to kfaild's working directory)");
   }
   return n;
 }

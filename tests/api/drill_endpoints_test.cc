@@ -47,7 +47,7 @@ class FakeDrillControl final : public DrillControl {
     d.cluster = cluster;
     d.fault = drill::toString(spec.fault);
     d.target = drill::toJson(spec.target).dump();
-    d.options = drill::toJson(spec.options).dump();
+    d.options = drill::toJson(spec.options, spec.fault).dump();
     if (spec.expect) d.expect = analysis::toJson(*spec.expect).dump();
     d.state = "queued";
     d.created_us = clock_.wallNow();
