@@ -207,7 +207,7 @@ class DrillApi {
     d.cluster = cluster == 0 ? lab_ : cluster;
     d.fault = fault;
     d.target = R"({"broker":1})";
-    d.options = drill::toJson(drill::DrillOptions{}).dump();
+    d.options = drill::toJson(drill::DrillOptions{}, drill::FaultType::kKill).dump();
     d.state = state;
     d.created_us = created_us;
     d.started_us = created_us + 100'000;
