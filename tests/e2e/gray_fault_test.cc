@@ -104,7 +104,7 @@ TEST_CASE("a follower isolated from the other brokers stalls acks=all writes abo
           "[e2e][netns]") {
   NamespacedLabEnv env;
   REQUIRE(namespacedLab());
-  Lab lab(LabOptions{.inventory = false});
+  Lab lab(Lab::options("", false));
   addNetnsInventory(lab);
   Kfaild kfaild(lab, "isolate");
   kfaild.waitSteady(lab.topic);
@@ -113,9 +113,10 @@ TEST_CASE("a follower isolated from the other brokers stalls acks=all writes abo
   const auto drill = kfaild.waitForState(id, finished, 600s);
   INFO(drill.dump().substr(0, 4000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
   REQUIRE(drill["state"] == "done");
-  const auto& run0 = drill["result"]["runs"][0];
+  REQUIRE(drill["runs"].size() == 1);
+  const auto& run0 = drill["runs"][0];
   const auto& analysis = run0["analysis"];
-  const auto fault_us = analysis["fault_us"].get<std::int64_t>();
+  const auto fault_us = run0["fault_us"].get<std::int64_t>();
   // The table the isolation lived in is gone once the drill healed it.
   CHECK(nftTables(3).find("kfaild_d" + std::to_string(id)) == std::string::npos);
 
@@ -150,7 +151,7 @@ TEST_CASE("kfaild SIGKILLed with an isolation in force: a restart removes it at 
           "[e2e][netns]") {
   NamespacedLabEnv env;
   REQUIRE(namespacedLab());
-  Lab lab(LabOptions{.inventory = false});
+  Lab lab(Lab::options("", false));
   addNetnsInventory(lab);
   const auto table_of = [](std::int64_t id) { return "kfaild_d" + std::to_string(id); };
   // Broker 1's namespace reaching broker 3: what `from: brokers` on broker 3 cuts.
