@@ -283,6 +283,28 @@ ALTER TABLE drills ADD COLUMN expect TEXT NOT NULL DEFAULT '';
 CREATE INDEX drills_by_verdict ON drills (cluster_id, verdict);
 )sql";
 
+// Gray faults (issue 26): a journal entry that heals the node's fault (then starts it if it is
+// down). SQLite cannot change a CHECK in place: the table is rebuilt with its rows and index.
+constexpr std::string_view kRecoveryHeal = R"sql(
+CREATE TABLE recovery_journal_new (
+  id         INTEGER PRIMARY KEY,
+  drill_id   INTEGER NOT NULL REFERENCES drills (id),
+  cluster_id INTEGER NOT NULL REFERENCES clusters (id),
+  node       INTEGER NOT NULL,
+  action     TEXT    NOT NULL CHECK (action IN ('start', 'resume', 'heal')),
+  phase      TEXT    NOT NULL,
+  created_us INTEGER NOT NULL,
+  done_us    INTEGER,
+  attempts   INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT    NOT NULL DEFAULT ''
+);
+INSERT INTO recovery_journal_new SELECT id, drill_id, cluster_id, node, action, phase, created_us, done_us, attempts,
+                                        last_error FROM recovery_journal;
+DROP TABLE recovery_journal;
+ALTER TABLE recovery_journal_new RENAME TO recovery_journal;
+CREATE INDEX recovery_pending ON recovery_journal (id) WHERE done_us IS NULL;
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{"clusters, probe samples, gaps, events", kInitialSchema},
     Migration{"drills, recovery journal, schedules", kDrillSchema},
@@ -292,6 +314,7 @@ constexpr std::array kMigrations = {
     Migration{"notification queue", kNotificationSchema},
     Migration{"drill verdicts and regressions", kDrillVerdict},
     Migration{"refused anonymous requests counted per minute", kAuditRefusals},
+    Migration{"recovery journal entries that heal a gray fault", kRecoveryHeal},
 };
 
 }  // namespace

@@ -217,7 +217,8 @@ void readDockerTransport(const YAML::Node& d, const std::string& dkey, DockerTar
 }
 
 NodeConfig readNode(const YAML::Node& node, const std::string& key) {
-  rejectUnknownKeys(node, key, {"id", "role", "docker", "ssh", "local", "log_timezone"});
+  rejectUnknownKeys(node, key,
+                    {"id", "role", "docker", "ssh", "local", "log_timezone", "address", "netns", "fill_dir"});
   NodeConfig n;
   if (!node["id"]) fail(key + ".id", "required (the Kafka node.id)");
   n.id = static_cast<std::int32_t>(readInt(node["id"], key + ".id", 0, 2'147'483'647));
@@ -320,6 +321,30 @@ NodeConfig readNode(const YAML::Node& node, const std::string& key) {
     n.local = t;
   }
   if (ways != 1) fail(key, "needs exactly one of docker, ssh, local");
+  if (node["address"]) {
+    n.address = readString(node["address"], key + ".address");
+    if (n.address.empty() || n.address.find_first_not_of(
+                                 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.:-") !=
+                                 std::string::npos) {
+      fail(key + ".address", "an IP address or a host name");
+    }
+  } else if (n.ssh) {
+    n.address = n.ssh->host;
+  }
+  if (node["netns"]) {
+    if (!n.local) fail(key + ".netns", "only for a local node (docker uses the container's, ssh the host's)");
+    n.netns = readString(node["netns"], key + ".netns");
+    if (n.netns.empty() || n.netns.front() == '-' ||
+        n.netns.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+            std::string::npos) {
+      fail(key + ".netns", "not a network namespace name: '" + n.netns + "'");
+    }
+  }
+  if (node["fill_dir"]) {
+    if (n.docker) fail(key + ".fill_dir", "not for a docker node");
+    n.fill_dir = readString(node["fill_dir"], key + ".fill_dir");
+    if (n.fill_dir.empty()) fail(key + ".fill_dir", "a directory (relative: to kfaild's working directory)");
+  }
   return n;
 }
 

@@ -4,6 +4,7 @@
 
 #include "server/analysis/verdict.h"
 #include "server/drill/errc.h"
+#include "server/drill/event_log.h"
 #include "server/drill/run_execution.h"
 
 namespace kfaild::drill {
@@ -19,6 +20,7 @@ DrillRunner::DrillRunner(const config::ClusterConfig& cluster, storage::ClusterI
     : cluster_(cluster),
       cluster_id_(cluster_id),
       injectors_(std::move(injectors)),
+      addresses_(resolveNodeAddresses(cluster.inventory)),
       deps_{cluster_, cluster_id_, store, drills, clock, seams.view, seams.probe, seams.admin, injectors_, seams.listener},
       records_(deps_),
       guards_(deps_),
@@ -48,6 +50,14 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
   std::lock_guard serial(submit_mutex_);
   auto target = resolveTarget(deps_, spec.target);
   if (!target) return target.error();
+  // What the fault needs of the node is known from the config alone (refusal() touches nothing).
+  // A random target is drawn again at the run, which checks the node it draws.
+  for (const auto& node : cluster_.inventory) {
+    if (node.id != *target || spec.target.kind == TargetKind::kRandom) continue;
+    if (auto reason = faultRefusal(spec, node, *injectors_.at(node.id), cluster_.inventory, addresses_); !reason.empty()) {
+      return refused(reason);
+    }
+  }
   const auto running = queue_.busyWith();
   if (running && !options.queue_if_busy) {
     return refused("drill " + std::to_string(*running) + " is running on cluster " + cluster_.name);
@@ -76,7 +86,7 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
   drill.cluster = cluster_id_;
   drill.fault = toString(spec.fault);
   drill.target = toJson(spec.target).dump();
-  drill.options = toJson(spec.options).dump();
+  drill.options = toJson(spec.options, spec.fault).dump();
   if (spec.expect) drill.expect = analysis::toJson(*spec.expect).dump();
   drill.state = toString(DrillState::kQueued);
   drill.schedule_id = options.schedule_id;
@@ -142,7 +152,7 @@ void DrillRunner::execute(storage::DrillRecord drill) {
   mechanism.fault = drill.fault;
   if (spec->fault == FaultType::kPause) mechanism.pause_s = spec->options.pause_s;
   for (int run = 1; run <= spec->options.repeats; ++run) {
-    RunExecution execution({deps_, guards_, recovery_, queue_, records_, worker_}, drill, *spec, run);
+    RunExecution execution({deps_, guards_, recovery_, queue_, records_, worker_, addresses_}, drill, *spec, run);
     const auto outcome = execution.execute();
     result["runs"].push_back(toJson(outcome));
     drill.result = result.dump();
@@ -211,6 +221,19 @@ std::vector<analysis::StallSample> DrillRunner::history(const storage::DrillReco
 }
 
 Result<int> DrillRunner::recoverPending(std::chrono::seconds timeout) {
+  // A gray fault left by a kfaild that died: its rules and fillers go first, before anything waits
+  // on the cluster. The journal's replay then heals (again, harmlessly) and waits for the node.
+  for (auto& [node, injector] : injectors_) {
+    auto swept = injector->sweep();
+    if (!swept) {
+      spdlog::error("cluster {}: node {}: sweeping gray faults failed: {}", cluster_.name, node, swept.error().describe());
+      continue;
+    }
+    for (const auto& what : *swept) {
+      spdlog::warn("cluster {}: node {}: removed a gray fault left behind: {}", cluster_.name, node, what);
+      recordEvent(deps_, "kfaild", "gray_swept", deps_.clock.wallNow(), node, {{"removed", what}});
+    }
+  }
   auto recovered = recovery_.replay(std::chrono::duration_cast<std::chrono::microseconds>(timeout).count());
   if (!recovered) return recovered.error();
   // Every drill this cluster had in flight died with the previous kfaild.

@@ -25,6 +25,7 @@
 #include "server/common/worker.h"
 #include "server/drill/drill_queue.h"
 #include "server/drill/drill_records.h"
+#include "server/drill/fault_action.h"
 #include "server/drill/drill_spec.h"
 #include "server/drill/guard_inputs.h"
 #include "server/drill/node_recovery.h"
@@ -54,7 +55,8 @@ class DrillRunner {
   DrillRunner(const DrillRunner&) = delete;
   DrillRunner& operator=(const DrillRunner&) = delete;
 
-  // Brings back every node a previous run of kfaild left down (retrying with backoff up to
+  // Sweeps every node's gray faults whatever drill left them (Injector::sweep: nft tables, disk
+  // fillers), then brings back every node a previous run of kfaild left down (retrying with backoff up to
   // `timeout`), marks those drills aborted, and fails drills left in a running state. Call before
   // start(). Returns how many nodes it recovered; a node it could not bring back stays in the
   // journal and is retried by the engine's thread (drills on the cluster are refused meanwhile).
@@ -67,7 +69,8 @@ class DrillRunner {
   // Asks the thread to stop without waiting for it (stop() still joins).
   void requestStop() { worker_.requestStop(); }
 
-  // Checks the guards and queues the drill. errc::guard_refused carries the guard's reason;
+  // Checks the guards and what the fault needs of the node (faultRefusal: an injector that cannot
+  // do it, a nonsensical isolate) and queues the drill. errc::guard_refused carries the reason;
   // errc::invalid_request a target that cannot be resolved.
   Result<std::int64_t> submit(const DrillSpec& spec, const SubmitOptions& options = {});
   // Aborts a queued or running drill: a running one recovers its node at once.
@@ -91,6 +94,7 @@ class DrillRunner {
   config::ClusterConfig cluster_;
   storage::ClusterId cluster_id_;
   std::map<std::int32_t, std::unique_ptr<fault::Injector>> injectors_;  // the engine's thread only
+  const NodeAddresses addresses_;  // resolved once here, read-only after
   EngineDeps deps_;
   DrillRecords records_;
   GuardInputs guards_;

@@ -62,6 +62,10 @@ const char* toString(FaultType fault) {
     case FaultType::kStop: return "stop";
     case FaultType::kPause: return "pause";
     case FaultType::kRestart: return "restart";
+    case FaultType::kIsolate: return "isolate";
+    case FaultType::kThrottle: return "throttle";
+    case FaultType::kDiskFull: return "disk_full";
+    case FaultType::kDiskSlow: return "disk_slow";
   }
   return "unknown";
 }
@@ -71,18 +75,61 @@ std::optional<FaultType> faultFromString(const std::string& text) {
   if (text == "stop") return FaultType::kStop;
   if (text == "pause") return FaultType::kPause;
   if (text == "restart") return FaultType::kRestart;
+  if (text == "isolate") return FaultType::kIsolate;
+  if (text == "throttle") return FaultType::kThrottle;
+  if (text == "disk_full") return FaultType::kDiskFull;
+  if (text == "disk_slow") return FaultType::kDiskSlow;
   return std::nullopt;
 }
+
+std::optional<std::uint64_t> parseRate(const std::string& text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 12) return std::nullopt;
+  const std::uint64_t number = std::stoull(text.substr(0, digits));
+  const std::string unit = text.substr(digits);
+  std::uint64_t bytes = 0;
+  if (unit.empty() || unit == "bytes") {
+    bytes = number;
+  } else if (unit == "kbytes") {
+    bytes = number * 1024;
+  } else if (unit == "mbytes") {
+    bytes = number * 1024 * 1024;
+  } else if (unit == "kbit") {
+    bytes = number * 1000 / 8;
+  } else if (unit == "mbit") {
+    bytes = number * 1'000'000 / 8;
+  } else if (unit == "gbit") {
+    bytes = number * 1'000'000'000 / 8;
+  } else {
+    return std::nullopt;
+  }
+  constexpr std::uint64_t kMin = 125;                 // 1 kbit/s
+  constexpr std::uint64_t kMax = 12'500'000'000ULL;   // 100 gbit/s
+  if (bytes < kMin || bytes > kMax) return std::nullopt;
+  return bytes;
+}
+
+bool isGrayFault(FaultType fault) {
+  return fault == FaultType::kIsolate || fault == FaultType::kThrottle || fault == FaultType::kDiskFull ||
+         fault == FaultType::kDiskSlow;
+}
+
+namespace {
+
+const char* kFaults = "kill, stop, pause, restart, isolate, throttle, disk_full, disk_slow";
+
+}  // namespace
 
 Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
   if (!body.is_object()) return invalid("(body)", "must be a JSON object");
   if (auto e = unknownFields(body, "", {"fault", "target", "options", "expect"})) return *e;
   DrillSpec spec;
   if (!body.contains("fault") || !body["fault"].is_string()) {
-    return invalid("fault", "required: one of kill, stop, pause, restart");
+    return invalid("fault", std::string("required: one of ") + kFaults);
   }
   const auto fault = faultFromString(body["fault"].get<std::string>());
-  if (!fault) return invalid("fault", "must be one of kill, stop, pause, restart");
+  if (!fault) return invalid("fault", std::string("must be one of ") + kFaults);
   spec.fault = *fault;
 
   if (!body.contains("target") || !body["target"].is_object() || body["target"].size() != 1) {
@@ -125,8 +172,19 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
                                {"repeats", "baseline_s", "observe_min_s", "observe_timeout_s", "grace_s",
                                 "pause_s", "recover_timeout_s", "preferred_election",
                                 "preflight_election", "settle_timeout_s", "allow_unavailable",
-                                "allow_quorum_loss"})) {
+                                "allow_quorum_loss", "duration_s", "from", "mode", "rate"})) {
       return *e;
+    }
+    // Options of a fault other than the request's are refused: they would be silently ignored.
+    const auto only_for = [&](const char* name, bool applies, const char* faults) -> std::optional<Error> {
+      if (o.contains(name) && !applies) return invalid(std::string("options.") + name, std::string("only for ") + faults);
+      return std::nullopt;
+    };
+    for (auto e : {only_for("duration_s", isGrayFault(spec.fault), "isolate, throttle, disk_full, disk_slow"),
+                   only_for("from", spec.fault == FaultType::kIsolate, "isolate"),
+                   only_for("mode", spec.fault == FaultType::kIsolate, "isolate"),
+                   only_for("rate", spec.fault == FaultType::kThrottle, "throttle")}) {
+      if (e) return *e;
     }
     auto& opt = spec.options;
     for (auto e : {readInt(o, "repeats", "options", 1, 20, opt.repeats),
@@ -140,12 +198,40 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
                    readBool(o, "preferred_election", "options", opt.preferred_election),
                    readBool(o, "preflight_election", "options", opt.preflight_election),
                    readBool(o, "allow_unavailable", "options", opt.allow_unavailable),
-                   readBool(o, "allow_quorum_loss", "options", opt.allow_quorum_loss)}) {
+                   readBool(o, "allow_quorum_loss", "options", opt.allow_quorum_loss),
+                   readInt(o, "duration_s", "options", 1, 3600, opt.duration_s)}) {
       if (e) return *e;
+    }
+    if (o.contains("from")) {
+      const auto from = o["from"].is_string() ? fault::parseIsolateFrom(o["from"].get<std::string>()) : std::nullopt;
+      if (!from) return invalid("options.from", "must be one of quorum, brokers, clients, all");
+      opt.from = *from;
+    }
+    if (o.contains("mode")) {
+      const auto mode = o["mode"].is_string() ? fault::parseIsolateMode(o["mode"].get<std::string>()) : std::nullopt;
+      if (!mode) return invalid("options.mode", "must be drop or reject");
+      opt.mode = *mode;
+    }
+    if (o.contains("rate")) {
+      const auto& r = o["rate"];
+      std::optional<std::uint64_t> rate;
+      if (r.is_number_unsigned()) {
+        rate = parseRate(std::to_string(r.get<std::uint64_t>()));
+      } else if (r.is_string()) {
+        rate = parseRate(r.get<std::string>());
+      }
+      if (!rate) {
+        return invalid("options.rate", "must be bytes per second (an integer) or a rate such as \"500kbit\", "
+                                       "\"10mbit\", \"64kbytes\", between 1 kbit/s and 100 gbit/s");
+      }
+      opt.rate_bytes_per_second = *rate;
     }
     if (opt.observe_min_s > opt.observe_timeout_s) {
       return invalid("options.observe_min_s", "must not exceed options.observe_timeout_s");
     }
+  }
+  if (spec.fault == FaultType::kThrottle && spec.options.rate_bytes_per_second == 0) {
+    return invalid("options.rate", "required for throttle: bytes per second, or e.g. \"10mbit\"");
   }
   if (body.contains("expect")) {
     auto expect = analysis::parseObjectives(body["expect"], "expect");
@@ -166,8 +252,8 @@ nlohmann::json toJson(const Target& target) {
   return nlohmann::json::object();
 }
 
-nlohmann::json toJson(const DrillOptions& o) {
-  return {{"repeats", o.repeats},
+nlohmann::json toJson(const DrillOptions& o, FaultType fault) {
+  nlohmann::json out = {{"repeats", o.repeats},
           {"baseline_s", o.baseline_s},
           {"observe_min_s", o.observe_min_s},
           {"observe_timeout_s", o.observe_timeout_s},
@@ -179,10 +265,18 @@ nlohmann::json toJson(const DrillOptions& o) {
           {"preflight_election", o.preflight_election},
           {"allow_unavailable", o.allow_unavailable},
           {"allow_quorum_loss", o.allow_quorum_loss}};
+  // A fault's own options only with it: parseDrillSpec refuses them on another fault.
+  if (isGrayFault(fault)) out["duration_s"] = o.duration_s;
+  if (fault == FaultType::kIsolate) {
+    out["from"] = fault::toString(o.from);
+    out["mode"] = fault::toString(o.mode);
+  }
+  if (fault == FaultType::kThrottle) out["rate"] = o.rate_bytes_per_second;
+  return out;
 }
 
 nlohmann::json toJson(const DrillSpec& spec) {
-  nlohmann::json out = {{"fault", toString(spec.fault)}, {"target", toJson(spec.target)}, {"options", toJson(spec.options)}};
+  nlohmann::json out = {{"fault", toString(spec.fault)}, {"target", toJson(spec.target)}, {"options", toJson(spec.options, spec.fault)}};
   if (spec.expect) out["expect"] = analysis::toJson(*spec.expect);
   return out;
 }

@@ -8,6 +8,12 @@
 //   {"fault":"pause","target":{"random":true}, "options":{"pause_s":12}}
 //   {"fault":"kill", "target":{"controller":true}}
 //   {"fault":"kill", "target":{"broker":1}, "expect":{"max_ack_stall_s":1}}
+//   {"fault":"isolate", "target":{"broker":2}, "options":{"from":"brokers","duration_s":30}}
+//   {"fault":"throttle", "target":{"broker":2}, "options":{"rate":"1mbit","duration_s":30}}
+//   {"fault":"disk_full", "target":{"broker":2}, "options":{"duration_s":30}}
+//
+// Gray faults (isolate, throttle, disk_full, disk_slow; server/fault/gray_fault.h) stay in force
+// `duration_s`, then kfaild heals them; `from` and `mode` are isolate's, `rate` throttle's.
 //
 // `expect`: objectives of this request, on top of the cluster's (analysis/objectives.h).
 
@@ -19,12 +25,15 @@
 
 #include "server/analysis/objectives.h"
 #include "server/common/result.h"
+#include "server/fault/gray_fault.h"
 
 namespace kfaild::drill {
 
-enum class FaultType { kKill, kStop, kPause, kRestart };
+enum class FaultType { kKill, kStop, kPause, kRestart, kIsolate, kThrottle, kDiskFull, kDiskSlow };
 const char* toString(FaultType fault);
 std::optional<FaultType> faultFromString(const std::string& text);
+// isolate, throttle, disk_full, disk_slow (server/fault/gray_fault.h).
+bool isGrayFault(FaultType fault);
 
 enum class TargetKind { kBroker, kLeaderOf, kController, kRandom };
 
@@ -54,6 +63,14 @@ struct DrillOptions {
   // Allow a fault on a KRaft voter that leaves the quorum without a majority of caught-up voters
   // (with a single controller, any fault on it): the cluster has no controller until it is back.
   bool allow_quorum_loss = false;
+  // Gray faults: how long the fault stays in force before kfaild heals it.
+  std::int32_t duration_s = 30;
+  fault::IsolateFrom from = fault::IsolateFrom::all;  // isolate: whom the node is cut off from
+  fault::IsolateMode mode = fault::IsolateMode::drop;
+  // throttle: bytes per second each way. The request spells it as an integer (bytes/s) or a
+  // string with a unit: "500kbit", "10mbit", "1gbit" (bits/s, ×1000) or "64kbytes", "2mbytes"
+  // (bytes/s, ×1024), as tc and nft spell them.
+  std::uint64_t rate_bytes_per_second = 0;
 };
 
 struct DrillSpec {
@@ -63,6 +80,10 @@ struct DrillSpec {
   std::optional<analysis::Objectives> expect;
 };
 
+// "10mbit" → 1'250'000 bytes/s (see DrillOptions::rate_bytes_per_second); nullopt when not a
+// rate or outside 1 kbit/s .. 100 gbit/s. Pure.
+std::optional<std::uint64_t> parseRate(const std::string& text);
+
 // A valid Kafka topic name: 1 to 249 characters of [a-zA-Z0-9._-], neither "." nor "..". Pure.
 bool isValidTopicName(const std::string& name);
 
@@ -71,7 +92,8 @@ bool isValidTopicName(const std::string& name);
 Result<DrillSpec> parseDrillSpec(const nlohmann::json& body);
 
 nlohmann::json toJson(const Target& target);
-nlohmann::json toJson(const DrillOptions& options);
+// Only `fault`'s own options (duration_s, from, mode, rate) with the common ones.
+nlohmann::json toJson(const DrillOptions& options, FaultType fault);
 nlohmann::json toJson(const DrillSpec& spec);
 
 }  // namespace kfaild::drill

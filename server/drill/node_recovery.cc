@@ -6,6 +6,7 @@
 
 #include "server/drill/errc.h"
 #include "server/drill/event_log.h"
+#include "server/drill/fault_action.h"
 #include "server/kafka/quorum.h"
 
 namespace kfaild::drill {
@@ -85,8 +86,8 @@ std::optional<std::string> NodeRecovery::controllerNotBack(std::int32_t node, Re
          (caught_up_since ? "" : "; last caught up before then") + ")";
 }
 
-Status NodeRecovery::bringBack(std::int32_t node, const std::string& action, std::int64_t timeout_us,
-                               const RetryReport& on_retry) {
+Status NodeRecovery::bringBack(std::int32_t node, const std::string& action, std::int64_t drill_id,
+                               std::int64_t timeout_us, const RetryReport& on_retry) {
   auto& injector = deps_.injectors.at(node);
   const auto& clock = deps_.clock;
   const auto deadline = clock.monoNow() + timeout_us;
@@ -94,7 +95,24 @@ Status NodeRecovery::bringBack(std::int32_t node, const std::string& action, std
   int attempt = 0;
   std::string last_error;
   std::optional<std::string> missing;
+  bool healed = action != "heal";
   while (clock.monoNow() < deadline) {
+    if (!healed) {
+      // A gray fault first: a node still cut off (or with a full disk) would not rejoin.
+      auto heal = injector->heal(grayDrillName(drill_id));
+      ++attempt;
+      if (!heal) {
+        last_error = heal.error().describe();
+        spdlog::warn("recovery of node {}: heal failed: {} (retrying in {} s)", node, last_error, backoff / kSecond);
+        if (on_retry) on_retry(attempt, last_error, backoff);
+        clock.sleepUntil(std::min(clock.monoNow() + backoff, deadline));
+        backoff = std::min<std::int64_t>(backoff * 2, 30 * kSecond);
+        continue;
+      }
+      healed = true;
+      recordEvent(deps_, "injector", "healed", heal->requested_at, node,
+                  {{"drill", drill_id}, {"detail", heal->detail}, {"by", "recovery"}});
+    }
     auto state = injector->inspect();
     const bool running = state && state->running && !state->paused;
     if (!running) {
@@ -181,7 +199,7 @@ Result<int> NodeRecovery::replay(std::int64_t timeout_us) {
     }
     spdlog::warn("recovery journal: drill {} left node {} to {} (kfaild died during {})", entry.drill_id, entry.node,
                  entry.action, entry.phase);
-    auto status = bringBack(entry.node, entry.action, timeout_us);
+    auto status = bringBack(entry.node, entry.action, entry.drill_id, timeout_us);
     entry.attempts += 1;
     if (!status) {
       // kfaild still starts: it serves, probes and refuses drills on this cluster while the
@@ -215,7 +233,7 @@ void NodeRecovery::retryOpen() {
     spdlog::warn("recovery of node {} (drill {}): trying again after {} attempt(s)", entry.node, entry.drill_id,
                  entry.attempts);
     const auto before = entry.attempts;
-    auto status = bringBack(entry.node, entry.action, 60 * kSecond, [&](int attempt, const std::string& error, std::int64_t) {
+    auto status = bringBack(entry.node, entry.action, entry.drill_id, 60 * kSecond, [&](int attempt, const std::string& error, std::int64_t) {
       entry.attempts = before + attempt;
       entry.last_error = error;
       save(entry);

@@ -29,10 +29,11 @@ class NodeRecovery {
 
   // Called after each failed attempt: attempt number, error, the wait before the next one.
   using RetryReport = std::function<void(int attempt, const std::string& error, std::int64_t retry_in_us)>;
-  // Starts (or resumes) `node` until it runs and has rejoined (see notBack), retrying with
+  // Heals drill `drill_id`'s gray fault on `node` when `action` is "heal" (until the injector
+  // succeeds), then starts (or resumes) `node` until it runs and has rejoined (see notBack), retrying with
   // backoff (1 s doubling to 30 s) up to `timeout_us`; the error then says what was still
   // missing. Not interruptible: a node kfaild took down comes back before anything else happens.
-  Status bringBack(std::int32_t node, const std::string& action, std::int64_t timeout_us,
+  Status bringBack(std::int32_t node, const std::string& action, std::int64_t drill_id, std::int64_t timeout_us,
                    const RetryReport& on_retry = {});
 
   // What a controller's rejoin is measured against: the quorum as first described after the

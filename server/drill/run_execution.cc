@@ -103,12 +103,19 @@ bool RunExecution::prepareTarget(bool after_election) {
     return end(DrillState::kFailed, std::string(after_election ? "refused after the preflight election: " : "refused: ") +
                                          *reason);
   }
+  auto& injector = deps_.injectors.at(target_);
+  for (const auto& node : deps_.cluster.inventory) {
+    if (node.id != target_) continue;
+    if (auto reason = faultRefusal(spec_, node, *injector, deps_.cluster.inventory, parts_.addresses); !reason.empty()) {
+      return end(DrillState::kFailed, std::string(after_election ? "refused after the preflight election: " : "refused: ") +
+                                           reason);
+    }
+  }
   min_insync_at_preflight_ = facts.min_insync;
   quorum_at_preflight_ = facts.quorum;
   quorum_problem_at_preflight_ = facts.quorum_problem;
   // The way to the node must work before it is touched: a fault kfaild could not undo is worse
   // than no drill.
-  auto& injector = deps_.injectors.at(target_);
   if (auto state = injector->inspect(); !state) {
     return end(DrillState::kFailed, "node " + std::to_string(target_) + " cannot be reached (" + injector->describe() +
                                         "): " + state.error().describe());
@@ -232,7 +239,7 @@ bool RunExecution::atFault() {
   // min.insync.replicas, cannot recover (take acks=all writes) while it is down: the observation
   // does not wait for them, the node is brought back, and their outage is measured to their
   // first ack after that.
-  const bool node_stays_down = spec_.fault == FaultType::kKill || spec_.fault == FaultType::kStop;
+  const bool node_stays_down = nodeGoesDown(spec_.fault);
   for (const auto& p : at_fault_) {
     const auto role = analysis::roleOf(target_, p);
     const bool sole = node_stays_down && (role == analysis::Role::kSoleReplica || role == analysis::Role::kBelowMinIsr);
@@ -244,18 +251,13 @@ bool RunExecution::atFault() {
 bool RunExecution::inject() {
   setState(DrillState::kInject);
   if (interrupted()) return end(DrillState::kAborted, interruption("inject") + "; the node was not touched");
-  auto journal = parts_.recovery.open(drill_.id, target_, spec_.fault == FaultType::kPause ? "resume" : "start");
+  // Durable before the fault: a kfaild that dies with it in force undoes it at its next start.
+  auto journal = parts_.recovery.open(drill_.id, target_, recoveryAction(spec_.fault));
   if (!journal) return end(DrillState::kFailed, "cannot write the recovery journal: " + journal.error().describe());
   journal_ = std::move(*journal);
 
   auto& injector = deps_.injectors.at(target_);
-  Result<fault::FaultRecord> record = Error{};
-  switch (spec_.fault) {
-    case FaultType::kKill: record = injector->kill(); break;
-    case FaultType::kStop:
-    case FaultType::kRestart: record = injector->stop(std::chrono::seconds(spec_.options.grace_s)); break;
-    case FaultType::kPause: record = injector->pause(); break;
-  }
+  auto record = injectFault(*injector, spec_, drill_.id, peersOf(target_, deps_.cluster.inventory, parts_.addresses));
   injected_ = record.ok();
   fault_us_ = deps_.clock.wallNow();
   if (injected_) {
@@ -277,15 +279,24 @@ bool RunExecution::inject() {
 
 void RunExecution::observe() {
   auto& injector = deps_.injectors.at(target_);
-  if (spec_.fault == FaultType::kPause) {
-    const bool full = parts_.queue.sleep(spec_.options.pause_s * kSecond);
-    auto resumed = injector->resume();
-    if (resumed) {
-      recordEvent(deps_, "injector", "resumed", resumed->requested_at, target_, {{"paused_s", spec_.options.pause_s}});
+  const auto hold = holdUs(spec_);
+  if (hold > 0) {
+    // Held for its time, then undone at once, also on an abort or a stop.
+    const bool full = parts_.queue.sleep(hold);
+    auto undone = undoFault(*injector, spec_, drill_.id);
+    if (undone) {
+      undone_us_ = undone->requested_at;
+      nlohmann::json detail = {{"held_s", static_cast<double>(hold) / kSecond}, {"drill", drill_.id},
+                               {"run", outcome_.run}, {"detail", undone->detail}};
+      if (spec_.fault == FaultType::kPause) detail = {{"paused_s", spec_.options.pause_s}};
+      recordEvent(deps_, "injector", undoneEvent(spec_.fault), undone->requested_at, target_, detail);
     } else {
-      actionFailed("resume", resumed.error().describe());
+      actionFailed(undoVerb(spec_.fault), undone.error().describe());
     }
-    if (!full && failure_.empty()) failure_ = interruption("the pause");
+    if (!full && failure_.empty()) {
+      const auto held = spec_.fault == FaultType::kPause ? std::string("the pause") : "the " + std::string(toString(spec_.fault));
+      failure_ = interruption(held.c_str());
+    }
   }
   if (spec_.fault == FaultType::kRestart && !interrupted()) {
     auto started = injector->start();
@@ -299,7 +310,7 @@ void RunExecution::observe() {
     setState(DrillState::kObserve);
     journal_->phase = "observe";
     parts_.recovery.save(*journal_);
-    const auto settle_from = spec_.fault == FaultType::kPause ? fault_us_ + spec_.options.pause_s * kSecond : fault_us_;
+    const auto settle_from = fault_us_ + hold;
     const auto started_mono = deps_.clock.monoNow();
     const auto timeout = spec_.options.observe_timeout_s * kSecond;
     bool resumed = false;
@@ -320,12 +331,13 @@ void RunExecution::observe() {
   }
 }
 
-void RunExecution::actionFailed(const char* action, const std::string& error) {
-  // The node stays paused (stopped) while the observation would wait for it: what it would
-  // measure is kfaild's failure, not the cluster's. The run fails; recovery retries the action.
-  recordEvent(deps_, "injector", std::string(action) + "_failed", deps_.clock.wallNow(), target_,
+void RunExecution::actionFailed(const std::string& action, const std::string& error) {
+  // The node stays paused (stopped, faulted) while the observation would wait for it: what it
+  // would measure is kfaild's failure, not the cluster's. The run fails; recovery retries it.
+  recordEvent(deps_, "injector", action + "_failed", deps_.clock.wallNow(), target_,
               {{"drill", drill_.id}, {"run", outcome_.run}, {"error", error}});
-  failure_ = std::string(action == std::string("resume") ? "resuming" : "starting") + " node " +
+  const auto verb = action == "resume" ? "resuming" : action == "heal" ? "healing" : "starting";
+  failure_ = std::string(verb) + " node " +
              std::to_string(target_) + " after the " + toString(spec_.fault) + " failed: " + error;
   failure_state_ = DrillState::kFailed;
 }
@@ -340,7 +352,7 @@ bool RunExecution::recover() {
   // the journal, an event.
   RecoveryReport report;
   auto recovered = parts_.recovery.bringBack(
-      target_, journal.action, spec_.options.recover_timeout_s * kSecond,
+      target_, journal.action, drill_.id, spec_.options.recover_timeout_s * kSecond,
       [&](int attempt, const std::string& error, std::int64_t retry_in_us) {
         const auto now = deps_.clock.wallNow();
         journal.attempts = attempt;
@@ -422,6 +434,7 @@ void RunExecution::analyse() {
 
   analysis::AnalysisInput input;
   input.fault = toString(spec_.fault);
+  input.gray = grayInput(spec_, undone_us_);
   input.target = target_;
   input.fault_us = fault_us_;
   if (outcome_.fault_injected) {

@@ -15,6 +15,7 @@
 #include "server/analysis/drill_analysis.h"
 #include "server/drill/drill_queue.h"
 #include "server/drill/drill_records.h"
+#include "server/drill/fault_action.h"
 #include "server/drill/guard_inputs.h"
 #include "server/drill/node_recovery.h"
 #include "server/drill/run_outcome.h"
@@ -30,6 +31,7 @@ struct RunParts {
   DrillQueue& queue;    // sleeps that end on an abort or a stop, and the abort request
   DrillRecords& records;
   const common::Worker& worker;  // whether kfaild is stopping
+  const NodeAddresses& addresses;  // the inventory's, for the peers a gray fault names
 };
 
 class RunExecution {
@@ -54,7 +56,7 @@ class RunExecution {
 
   bool end(DrillState state, const std::string& reason);
   // A resume or start of the observation failed: an event, and the run fails.
-  void actionFailed(const char* action, const std::string& error);
+  void actionFailed(const std::string& action, const std::string& error);
   bool interrupted() const;
   bool stopping() const;
   std::string interruption(const char* phase) const;
@@ -90,6 +92,7 @@ class RunExecution {
   DrillState failure_state_ = DrillState::kAborted;
   std::uint64_t steps_at_baseline_ = 0;
   std::int64_t fault_us_ = 0;
+  std::optional<std::int64_t> undone_us_;  // a held fault's end (resumed, healed)
   std::int64_t observe_end_us_ = 0;
   std::int64_t recovered_us_ = 0;
   std::int64_t window_end_us_ = 0;

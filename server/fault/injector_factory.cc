@@ -19,9 +19,21 @@ std::unique_ptr<Injector> makeInjector(const config::NodeConfig& node, const com
   if (targets != 1) {
     throw config::ConfigError(key + ": exactly one of docker, ssh, local must be set");
   }
-  if (node.docker) return std::make_unique<DockerInjector>(*node.docker, *zone, clock);
-  if (node.ssh) return std::make_unique<SshInjector>(*node.ssh, *zone, clock);
-  return std::make_unique<LocalInjector>(*node.local, *zone, clock);
+  // Gray faults act where the node's config says (inventory[].netns, fill_dir); what is not
+  // configured is refused with the reason when a drill asks for it.
+  if (node.docker) {
+    auto injector = std::make_unique<DockerInjector>(*node.docker, *zone, clock);
+    injector->placeGrayFaults();
+    return injector;
+  }
+  if (node.ssh) {
+    auto injector = std::make_unique<SshInjector>(*node.ssh, *zone, clock);
+    injector->placeGrayFaults({.netns = {}, .fill_dir = node.fill_dir});
+    return injector;
+  }
+  auto injector = std::make_unique<LocalInjector>(*node.local, *zone, clock);
+  injector->placeGrayFaults({.netns = node.netns, .fill_dir = node.fill_dir});
+  return injector;
 }
 
 }  // namespace kfaild::fault

@@ -47,7 +47,7 @@ class FakeDrillControl final : public DrillControl {
     d.cluster = cluster;
     d.fault = drill::toString(spec.fault);
     d.target = drill::toJson(spec.target).dump();
-    d.options = drill::toJson(spec.options).dump();
+    d.options = drill::toJson(spec.options, spec.fault).dump();
     if (spec.expect) d.expect = analysis::toJson(*spec.expect).dump();
     d.state = "queued";
     d.created_us = clock_.wallNow();
@@ -207,7 +207,7 @@ class DrillApi {
     d.cluster = cluster == 0 ? lab_ : cluster;
     d.fault = fault;
     d.target = R"({"broker":1})";
-    d.options = drill::toJson(drill::DrillOptions{}).dump();
+    d.options = drill::toJson(drill::DrillOptions{}, drill::FaultType::kKill).dump();
     d.state = state;
     d.created_us = created_us;
     d.started_us = created_us + 100'000;

@@ -172,3 +172,43 @@ TEST_CASE("an unknown or wrong objective key in the configuration names the key"
   CHECK_THAT(with("    regression: {factor: 0.5}\n"), Catch::Contains("clusters[0].regression.factor: must be"));
   CHECK_THAT(with("    regression: {windows: 5}\n"), Catch::Contains("clusters[0].regression.windows: unknown key"));
 }
+
+TEST_CASE("where a node's gray faults act: address, netns and fill_dir, each only where it means something",
+          "[unit][config]") {
+  const std::string base = std::string(kArticle) + R"(
+    inventory:
+      - id: 1
+        address: 10.77.19.1
+        netns: kfl19000-n1
+        fill_dir: .lab/node1/disk
+        local: {pid_file: /tmp/b.pid, start_command: [/bin/true]}
+      - id: 2
+        ssh: {host: k2.example, pid_command: "cat /run/kafka.pid", start_command: "systemctl start kafka"}
+        fill_dir: /var/lib/kafka-fill
+      - id: 3
+        docker: {container: kbf-k3-1}
+)";
+  const auto c = parseConfig(base);
+  const auto& inv = c.clusters[0].inventory;
+  REQUIRE(inv.size() == 3);
+  CHECK(inv[0].address == "10.77.19.1");
+  CHECK(inv[0].netns == "kfl19000-n1");
+  CHECK(inv[0].fill_dir == ".lab/node1/disk");
+  CHECK(inv[1].address == "k2.example");  // an ssh node's host by default
+  CHECK(inv[1].fill_dir == "/var/lib/kafka-fill");
+  CHECK(inv[2].address.empty());
+
+  auto replace = [&](const std::string& from, const std::string& to) {
+    auto s = base;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  CHECK_THAT(errorOf(replace("netns: kfl19000-n1", "netns: \"n1; reboot\"")),
+             Catch::Contains("clusters[0].inventory[0].netns: not a network namespace name"));
+  CHECK_THAT(errorOf(replace("address: 10.77.19.1", "address: \"10.0.0.1 && reboot\"")),
+             Catch::Contains("clusters[0].inventory[0].address"));
+  CHECK_THAT(errorOf(replace("docker: {container: kbf-k3-1}", "docker: {container: kbf-k3-1}\n        netns: x")),
+             Catch::Contains("clusters[0].inventory[2].netns: only for a local node"));
+  CHECK_THAT(errorOf(replace("docker: {container: kbf-k3-1}", "docker: {container: kbf-k3-1}\n        fill_dir: /x")),
+             Catch::Contains("clusters[0].inventory[2].fill_dir: not for a docker node"));
+}

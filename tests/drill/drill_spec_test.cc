@@ -107,3 +107,66 @@ TEST_CASE("a drill request's expect parses, round-trips, and names an unknown ob
   CHECK_THAT(bad.error().message, Catch::StartsWith("expect.max_ack: unknown key"));
   CHECK(bad.error().code == make_error_code(errc::invalid_request));
 }
+
+TEST_CASE("a gray fault request parses its own options, round-trips, and refuses another fault's",
+          "[unit][drill]") {
+  auto isolate = parseDrillSpec(json::parse(
+      R"({"fault":"isolate","target":{"broker":2},"options":{"from":"brokers","mode":"reject","duration_s":40}})"));
+  REQUIRE(isolate);
+  CHECK(isolate->fault == FaultType::kIsolate);
+  CHECK(isolate->options.from == kfaild::fault::IsolateFrom::brokers);
+  CHECK(isolate->options.mode == kfaild::fault::IsolateMode::reject);
+  CHECK(isolate->options.duration_s == 40);
+  auto again = parseDrillSpec(toJson(*isolate));
+  REQUIRE(again);
+  CHECK(toJson(*again) == toJson(*isolate));
+  CHECK_FALSE(toJson(*isolate)["options"].contains("rate"));
+
+  auto defaults = parseDrillSpec(json::parse(R"({"fault":"isolate","target":{"broker":2}})"));
+  REQUIRE(defaults);
+  CHECK(defaults->options.from == kfaild::fault::IsolateFrom::all);
+  CHECK(defaults->options.mode == kfaild::fault::IsolateMode::drop);
+  CHECK(defaults->options.duration_s == 30);
+
+  auto throttle = parseDrillSpec(json::parse(R"({"fault":"throttle","target":{"broker":2},"options":{"rate":"10mbit"}})"));
+  REQUIRE(throttle);
+  CHECK(throttle->options.rate_bytes_per_second == 1'250'000);
+  CHECK(parseDrillSpec(toJson(*throttle))->options.rate_bytes_per_second == 1'250'000);
+  // A kill stored before gray faults existed still parses: no gray option is written for it.
+  auto kill = parseDrillSpec(json::parse(R"({"fault":"kill","target":{"broker":1}})"));
+  REQUIRE(kill);
+  CHECK_FALSE(toJson(*kill)["options"].contains("duration_s"));
+  REQUIRE(parseDrillSpec(toJson(*kill)));
+
+  auto error = [](const char* text) {
+    auto r = parseDrillSpec(json::parse(text));
+    REQUIRE_FALSE(r);
+    return r.error().message;
+  };
+  CHECK(error(R"({"fault":"kill","target":{"broker":1},"options":{"duration_s":5}})") ==
+        "options.duration_s: only for isolate, throttle, disk_full, disk_slow");
+  CHECK(error(R"({"fault":"throttle","target":{"broker":1},"options":{"from":"all","rate":100000}})") ==
+        "options.from: only for isolate");
+  CHECK(error(R"({"fault":"throttle","target":{"broker":1}})").find("options.rate: required") == 0);
+  CHECK(error(R"({"fault":"isolate","target":{"broker":1},"options":{"from":"zookeeper"}})") ==
+        "options.from: must be one of quorum, brokers, clients, all");
+  CHECK(error(R"({"fault":"isolate","target":{"broker":1},"options":{"mode":"slow"}})") ==
+        "options.mode: must be drop or reject");
+  CHECK(error(R"({"fault":"isolate","target":{"broker":1},"options":{"duration_s":0}})") ==
+        "options.duration_s: must be between 1 and 3600, got 0");
+  CHECK(error(R"({"fault":"throttle","target":{"broker":1},"options":{"rate":"fast"}})").find("options.rate: ") == 0);
+}
+
+TEST_CASE("a throttle rate reads as bytes per second, kbit, mbit, gbit, kbytes and mbytes", "[unit][drill]") {
+  CHECK(parseRate("125000") == 125'000u);
+  CHECK(parseRate("500kbit") == 62'500u);
+  CHECK(parseRate("10mbit") == 1'250'000u);
+  CHECK(parseRate("1gbit") == 125'000'000u);
+  CHECK(parseRate("64kbytes") == 65'536u);
+  CHECK(parseRate("2mbytes") == 2'097'152u);
+  CHECK_FALSE(parseRate("100"));       // below 1 kbit/s
+  CHECK_FALSE(parseRate("10 mbit"));
+  CHECK_FALSE(parseRate("mbit"));
+  CHECK_FALSE(parseRate("1tbit"));
+  CHECK_FALSE(parseRate("999999999999999"));
+}

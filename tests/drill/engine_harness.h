@@ -117,6 +117,7 @@ struct EngineHarness {
       n.id = node;
       n.role = node >= 100 ? "controller" : "broker";
       n.local = config::LocalTarget{"/nonexistent/kafka.pid", {"/bin/false"}, ""};
+      n.address = "10.9.0." + std::to_string(node);
       config.inventory.push_back(n);
     }
     auto s = storage::SqliteStore::open((dir / "kfaild.db").string());

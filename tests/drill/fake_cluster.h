@@ -373,6 +373,72 @@ class FakeInjector final : public fault::Injector {
     return static_cast<int>(std::count(calls_.begin(), calls_.end(), call));
   }
 
+  // Gray faults: the drills whose fault is in force on this node (what heal and sweep remove), and
+  // the last isolate asked for. A disk_full takes the node down, as a broker whose log cannot be
+  // written shuts itself down.
+  std::string refusal(fault::GrayFault gray) const override {
+    if (gray == fault::GrayFault::disk_slow) return "the fake node cannot slow its disk";
+    std::lock_guard lock(mutex_);
+    return gray_refusal.empty() ? std::string() : gray_refusal + " (" + fault::toString(gray) + ")";
+  }
+  Result<fault::FaultRecord> isolate(const fault::IsolateSpec& spec) override {
+    {
+      std::lock_guard lock(mutex_);
+      last_isolate_ = spec;
+    }
+    return grayIn("isolate", spec.drill, false);
+  }
+  Result<fault::FaultRecord> throttle(const fault::ThrottleSpec& spec) override {
+    {
+      std::lock_guard lock(mutex_);
+      last_rate_ = spec.bytes_per_second;
+    }
+    return grayIn("throttle", spec.drill, false);
+  }
+  Result<fault::FaultRecord> fillDisk(const fault::DiskFullSpec& spec) override {
+    return grayIn("fill_disk", spec.drill, true);
+  }
+  Result<fault::FaultRecord> heal(const std::string& drill) override {
+    record("heal");
+    if (heal_failures != 0) {
+      if (heal_failures > 0) --heal_failures;
+      return Error{make_error_code(std::errc::io_error), "the fake nft refused to heal"};
+    }
+    std::lock_guard lock(mutex_);
+    fault::FaultRecord r;
+    r.requested_at = clock_.wallNow();
+    r.detail = "nft delete table inet kfaild_d" + drill;
+    in_force_.erase(drill);
+    return r;
+  }
+  Result<std::vector<std::string>> sweep() override {
+    record("sweep");
+    std::lock_guard lock(mutex_);
+    std::vector<std::string> removed;
+    for (const auto& d : in_force_) removed.push_back("inet kfaild_d" + d);
+    in_force_.clear();
+    return removed;
+  }
+  std::set<std::string> grayInForce() const {
+    std::lock_guard lock(mutex_);
+    return in_force_;
+  }
+  // As a kfaild that died would leave it.
+  void leaveGray(const std::string& drill) {
+    std::lock_guard lock(mutex_);
+    in_force_.insert(drill);
+  }
+  std::optional<fault::IsolateSpec> lastIsolate() const {
+    std::lock_guard lock(mutex_);
+    return last_isolate_;
+  }
+  std::uint64_t lastRate() const {
+    std::lock_guard lock(mutex_);
+    return last_rate_;
+  }
+  std::string gray_refusal;  // non-empty: refusal() says so (set before the runner runs)
+  std::atomic<int> heal_failures{0};  // the next this many heals fail; -1: every one
+
   // Knobs a test turns (set before the engine's thread uses the injector, or from its hooks).
   std::atomic<int> start_failures{0};  // the next this many starts fail; -1: every one
   std::atomic<bool> unreachable{false};
@@ -402,11 +468,27 @@ class FakeInjector final : public fault::Injector {
     return r;
   }
 
+  Result<fault::FaultRecord> grayIn(const std::string& call, const std::string& drill, bool goes_down) {
+    record(call);
+    fault::FaultRecord r;
+    r.requested_at = clock_.wallNow();
+    r.detail = "nft -f - (" + call + " of fake node " + std::to_string(node_) + ")";
+    {
+      std::lock_guard lock(mutex_);
+      in_force_.insert(drill);
+    }
+    if (goes_down) cluster_.down(node_, false);
+    return r;
+  }
+
   FakeCluster& cluster_;
   std::int32_t node_;
   const common::Clock& clock_;
   mutable std::mutex mutex_;
   std::vector<std::string> calls_;
+  std::set<std::string> in_force_;
+  std::optional<fault::IsolateSpec> last_isolate_;
+  std::uint64_t last_rate_ = 0;
 };
 
 }  // namespace kfaild::testing

@@ -35,7 +35,11 @@ constexpr int kVerdictInconclusive = 6;
 constexpr const char* kUsageText =
     "usage: kfailctl [--url URL] [--token-file FILE] [--ca-file FILE] [--cert-file FILE --key-file FILE]\n"
     "                COMMAND ...\n"
-    "  drill CLUSTER TARGET [--fault kill|stop|pause|restart] [--repeats N] [--grace S] [--pause S]\n"
+    "  drill CLUSTER TARGET [--fault kill|stop|pause|restart|isolate|throttle|disk_full|disk_slow]\n"
+    "        [--repeats N] [--grace S] [--pause S] [--duration S] [--from quorum|brokers|clients|all]\n"
+    "        [--mode drop|reject] [--rate RATE]\n"
+    "        --duration: how long a gray fault (isolate, throttle, disk_full) stays in force;\n"
+    "        --rate: throttle's bytes/s, or e.g. 500kbit, 10mbit, 64kbytes\n"
     "        [--baseline S] [--no-election] [--no-preflight-election] [--allow-unavailable] [--allow-quorum-loss] [--no-wait]\n"
     "        [--timeout S] [--json] [--expect KEY=VALUE]...\n"
     "        --expect: an objective of this drill (repeatable), e.g. --expect max_ack_stall_s=12\n"
@@ -65,7 +69,8 @@ const std::map<std::string, bool> kTakesValue = {
     {"--key-file", true}, {"--fault", true},     {"--repeats", true},
     {"--grace", true},   {"--pause", true},      {"--baseline", true},  {"--timeout", true},
     {"--broker", true},  {"--leader-of", true},  {"--cluster", true},   {"--state", true},
-    {"--limit", true},   {"--expect", true},     {"--verdict", true},     {"--controller", false}, {"--random", false},  {"--no-election", false},
+    {"--limit", true},   {"--expect", true},     {"--duration", true},  {"--from", true},
+    {"--mode", true},    {"--rate", true},     {"--verdict", true},     {"--controller", false}, {"--random", false},  {"--no-election", false},
     {"--no-preflight-election", false}, {"--allow-unavailable", false}, {"--allow-quorum-loss", false}, {"--no-wait", false}, {"--json", false}, {"--help", false}};
 
 std::optional<Args> parseArgs(int argc, char* argv[], std::string& error) {
@@ -220,7 +225,8 @@ int drillCommand(Client& client, const Args& args) {
   }
   json options = json::object();
   const std::map<std::string, std::string> int_options = {
-      {"--repeats", "repeats"}, {"--grace", "grace_s"}, {"--pause", "pause_s"}, {"--baseline", "baseline_s"}};
+      {"--repeats", "repeats"}, {"--grace", "grace_s"}, {"--pause", "pause_s"}, {"--baseline", "baseline_s"},
+      {"--duration", "duration_s"}};
   for (const auto& [flag, field] : int_options) {
     auto value = intOption(args, flag, error);
     if (!error.empty()) {
@@ -233,6 +239,10 @@ int drillCommand(Client& client, const Args& args) {
   if (args.flags.count("--no-preflight-election")) options["preflight_election"] = false;
   if (args.flags.count("--allow-unavailable")) options["allow_unavailable"] = true;
   if (args.flags.count("--allow-quorum-loss")) options["allow_quorum_loss"] = true;
+  // Passed as given: kfaild validates them and names the option it refuses.
+  for (const auto& [flag, field] : std::map<std::string, std::string>{{"--from", "from"}, {"--mode", "mode"}, {"--rate", "rate"}}) {
+    if (args.values.count(flag)) options[field] = args.values.at(flag);
+  }
   json request = {{"fault", args.values.count("--fault") ? args.values.at("--fault") : "kill"},
                   {"target", target},
                   {"options", options}};

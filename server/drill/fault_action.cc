@@ -1,0 +1,159 @@
+#include "server/drill/fault_action.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <spdlog/spdlog.h>
+
+#include <arpa/inet.h>
+
+#include "server/fault/errc.h"
+
+namespace kfaild::drill {
+namespace {
+
+std::optional<std::string> resolveAddress(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) return std::nullopt;
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* raw = found->ai_family == AF_INET
+                        ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr)
+                        : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr);
+  const bool ok = inet_ntop(found->ai_family, raw, text, sizeof text) != nullptr;
+  freeaddrinfo(found);
+  if (!ok) return std::nullopt;
+  return std::string(text);
+}
+
+bool isController(const config::NodeConfig& node) { return node.role == "controller"; }
+
+}  // namespace
+
+NodeAddresses resolveNodeAddresses(const std::vector<config::NodeConfig>& inventory) {
+  NodeAddresses out;
+  for (const auto& node : inventory) {
+    if (node.address.empty()) continue;
+    if (auto ip = resolveAddress(node.address)) {
+      out[node.id] = *ip;
+    } else {
+      spdlog::error("inventory node {}: address '{}' does not resolve; gray faults that need it are refused",
+                    node.id, node.address);
+    }
+  }
+  return out;
+}
+
+std::string recoveryAction(FaultType fault) {
+  if (fault == FaultType::kPause) return "resume";
+  return isGrayFault(fault) ? "heal" : "start";
+}
+
+bool nodeGoesDown(FaultType fault) {
+  return fault == FaultType::kKill || fault == FaultType::kStop || fault == FaultType::kDiskFull;
+}
+
+std::int64_t holdUs(const DrillSpec& spec) {
+  constexpr std::int64_t kSecond = 1'000'000;
+  if (spec.fault == FaultType::kPause) return spec.options.pause_s * kSecond;
+  if (isGrayFault(spec.fault)) return spec.options.duration_s * kSecond;
+  return 0;
+}
+
+std::string grayDrillName(std::int64_t drill_id) { return std::to_string(drill_id); }
+
+fault::Peers peersOf(std::int32_t node, const std::vector<config::NodeConfig>& inventory,
+                     const NodeAddresses& addresses) {
+  fault::Peers peers;
+  for (const auto& n : inventory) {
+    if (n.id == node) continue;
+    const auto address = addresses.find(n.id);
+    if (address == addresses.end()) continue;
+    (isController(n) ? peers.quorum : peers.brokers).push_back(address->second);
+  }
+  return peers;
+}
+
+std::string faultRefusal(const DrillSpec& spec, const config::NodeConfig& node, const fault::Injector& injector,
+                         const std::vector<config::NodeConfig>& inventory, const NodeAddresses& addresses) {
+  if (!isGrayFault(spec.fault)) return {};
+  const auto gray = spec.fault == FaultType::kIsolate    ? fault::GrayFault::isolate
+                    : spec.fault == FaultType::kThrottle ? fault::GrayFault::throttle
+                    : spec.fault == FaultType::kDiskFull ? fault::GrayFault::disk_full
+                                                         : fault::GrayFault::disk_slow;
+  if (auto reason = injector.refusal(gray); !reason.empty()) return reason;
+  if (spec.fault != FaultType::kIsolate && spec.fault != FaultType::kThrottle) return {};
+  const auto name = "node " + std::to_string(node.id);
+  const auto from = spec.options.from;
+  if (spec.fault == FaultType::kIsolate && isController(node)) {
+    // A controller-only node talks to the other controllers and is fetched from by the brokers:
+    // "quorum" from a controller is the rest of the quorum, which is what `all` cuts too.
+    if (from == fault::IsolateFrom::quorum) {
+      return "isolate from: quorum on controller " + std::to_string(node.id) +
+             " makes no sense: it is itself the quorum (use from: brokers on a broker, or from: all)";
+    }
+    if (from == fault::IsolateFrom::brokers) {
+      return "isolate from: brokers on controller " + std::to_string(node.id) +
+             " is not a replication fault (the controller replicates no partition); use from: all";
+    }
+  }
+  // Every peer the rules name needs an address: a missing one would be a hole in the isolation.
+  const bool needs_quorum = spec.fault == FaultType::kIsolate && from != fault::IsolateFrom::brokers;
+  const bool needs_brokers = spec.fault == FaultType::kIsolate && from != fault::IsolateFrom::quorum;
+  for (const auto& n : inventory) {
+    if (n.id == node.id || addresses.count(n.id)) continue;
+    if ((isController(n) && needs_quorum) || (!isController(n) && needs_brokers)) {
+      return "isolate from: " + fault::toString(from) + " on " + name + " needs the address of node " +
+             std::to_string(n.id) + " (inventory[].address), which kfaild does not have";
+    }
+  }
+  return {};
+}
+
+Result<fault::FaultRecord> injectFault(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id,
+                                       const fault::Peers& peers) {
+  const auto& o = spec.options;
+  const auto name = grayDrillName(drill_id);
+  const std::chrono::seconds duration(o.duration_s);
+  switch (spec.fault) {
+    case FaultType::kKill: return injector.kill();
+    case FaultType::kStop:
+    case FaultType::kRestart: return injector.stop(std::chrono::seconds(o.grace_s));
+    case FaultType::kPause: return injector.pause();
+    case FaultType::kIsolate: return injector.isolate({name, o.from, o.mode, duration, peers});
+    case FaultType::kThrottle: return injector.throttle({name, o.rate_bytes_per_second, duration, {}});
+    // The filler's directory is the injector's (its placement); the spec's is filled in there.
+    case FaultType::kDiskFull: return injector.fillDisk({name, duration, {}});
+    case FaultType::kDiskSlow: return injector.slowDisk({name, duration, o.rate_bytes_per_second});
+  }
+  return fault::faultError(fault::errc::unsupported, "unknown fault");
+}
+
+Result<fault::FaultRecord> undoFault(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id) {
+  if (spec.fault == FaultType::kPause) return injector.resume();
+  return injector.heal(grayDrillName(drill_id));
+}
+
+std::string undoneEvent(FaultType fault) { return fault == FaultType::kPause ? "resumed" : "healed"; }
+
+std::string undoVerb(FaultType fault) { return fault == FaultType::kPause ? "resume" : "heal"; }
+
+std::optional<analysis::GrayFaultInput> grayInput(const DrillSpec& spec, std::optional<std::int64_t> healed_us) {
+  if (!isGrayFault(spec.fault)) return std::nullopt;
+  analysis::GrayFaultInput in;
+  in.kind = toString(spec.fault);
+  if (spec.fault == FaultType::kIsolate) {
+    in.from = fault::toString(spec.options.from);
+    in.mode = fault::toString(spec.options.mode);
+  }
+  if (spec.fault == FaultType::kThrottle) {
+    in.bytes_per_second = static_cast<std::int64_t>(spec.options.rate_bytes_per_second);
+  }
+  in.duration_us = holdUs(spec);
+  in.healed_us = healed_us;
+  return in;
+}
+
+}  // namespace kfaild::drill

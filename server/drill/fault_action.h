@@ -1,0 +1,69 @@
+#pragma once
+
+// What each fault is to the engine, in one place: how it is injected through the node's
+// injector, whether it is held for a while and then undone (pause: resumed; gray faults:
+// healed), what the recovery journal does to bring the node back, and whether the node is down
+// while it lasts. run_execution.cc asks these questions and never switches on the fault itself.
+//
+// Pure except inject/undo, which call the injector (engine's thread only, like every injector
+// call). faultRefusal() and the rest are thread-safe.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "server/analysis/drill_analysis.h"
+#include "server/common/result.h"
+#include "server/config/config.h"
+#include "server/drill/drill_spec.h"
+#include "server/fault/injector.h"
+
+namespace kfaild::drill {
+
+// Each inventory node's IP address, resolved once at start (config's inventory[].address). A
+// node without one (none configured, or a name that did not resolve) is absent.
+using NodeAddresses = std::map<std::int32_t, std::string>;
+
+// Resolves every node's address (getaddrinfo for names, the first answer); logs what fails.
+NodeAddresses resolveNodeAddresses(const std::vector<config::NodeConfig>& inventory);
+
+// The recovery journal's action for the fault: "start" (kill, stop, restart), "resume" (pause),
+// "heal" (gray faults: undo the drill's fault on the node, then start it if it is down).
+std::string recoveryAction(FaultType fault);
+
+// The node is down after the fault until recovery starts it: kill, stop, and disk_full (the
+// broker shuts itself down when it cannot write its log).
+bool nodeGoesDown(FaultType fault);
+
+// How long the fault is held before it is undone (pause_s, duration_s); 0: not held.
+std::int64_t holdUs(const DrillSpec& spec);
+
+// The name a drill's gray faults carry on the node (nft table kfaild_d<name>, filler file).
+std::string grayDrillName(std::int64_t drill_id);
+
+// The peers of `node` as its gray faults see them: the other controllers (quorum) and the other
+// brokers, by address.
+fault::Peers peersOf(std::int32_t node, const std::vector<config::NodeConfig>& inventory,
+                     const NodeAddresses& addresses);
+
+// Why `spec` cannot be done on `node` (empty when it can), without touching anything: the
+// injector's refusal of the gray fault, `from: quorum` or `from: brokers` on a controller, a
+// peer whose address kfaild does not know.
+std::string faultRefusal(const DrillSpec& spec, const config::NodeConfig& node, const fault::Injector& injector,
+                         const std::vector<config::NodeConfig>& inventory, const NodeAddresses& addresses);
+
+// Injects the fault. `drill_id` names a gray fault's rules and files on the node.
+Result<fault::FaultRecord> injectFault(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id,
+                                       const fault::Peers& peers);
+
+// Ends a held fault (holdUs > 0): resumes a pause, heals a gray fault.
+Result<fault::FaultRecord> undoFault(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id);
+// The event recorded when undoFault succeeds ("resumed", "healed") and the verb of its failure.
+std::string undoneEvent(FaultType fault);
+std::string undoVerb(FaultType fault);
+
+// What the analysis is told of a gray fault; nullopt for the others.
+std::optional<analysis::GrayFaultInput> grayInput(const DrillSpec& spec, std::optional<std::int64_t> healed_us);
+
+}  // namespace kfaild::drill

@@ -1,0 +1,240 @@
+// Gray faults in the drill engine on a simulated cluster and a manual clock: the fault is
+// injected through the node's injector with the peers from the inventory, held duration_s, healed
+// (also at once on an abort), a disk_full node is healed and started by recovery, a journal entry
+// a dead kfaild left heals the fault at the next start where every node is also swept, and the
+// refusals at submission (the injector's, a nonsensical isolate, a drill already running).
+
+#include <catch2/catch.hpp>
+
+#include <future>
+
+#include "server/drill/drill_state.h"
+#include "server/drill/errc.h"
+#include "tests/drill/engine_harness.h"
+
+using namespace kfaild;
+using kfaild::testing::EngineHarness;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::int64_t kSecond = 1'000'000;
+
+nlohmann::json firstRun(const storage::DrillRecord& d) {
+  auto result = nlohmann::json::parse(d.result.empty() ? "{}" : d.result);
+  REQUIRE(result.contains("runs"));
+  REQUIRE(!result["runs"].empty());
+  return result["runs"][0];
+}
+
+nlohmann::json detailOf(const storage::Event& e) { return nlohmann::json::parse(e.detail); }
+
+}  // namespace
+
+TEST_CASE("an isolate drill cuts the broker off from its peers for duration_s, then heals it and records both",
+          "[unit][drill]") {
+  EngineHarness h;
+  h.runner->start();
+  auto id = h.runner->submit(
+      EngineHarness::spec(R"({"fault":"isolate","target":{"broker":2},"options":{"from":"brokers","mode":"reject","duration_s":20}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason);
+  REQUIRE(d.state == "done");
+  auto& injector = *h.injectors[2];
+  CHECK(injector.count("isolate") == 1);
+  CHECK(injector.count("heal") >= 1);
+  CHECK(injector.grayInForce().empty());
+  const auto spec = injector.lastIsolate();
+  REQUIRE(spec);
+  CHECK(spec->drill == std::to_string(*id));
+  CHECK(spec->from == fault::IsolateFrom::brokers);
+  CHECK(spec->mode == fault::IsolateMode::reject);
+  CHECK(spec->duration == 20s);
+  CHECK(spec->peers.brokers == std::vector<std::string>{"10.9.0.1", "10.9.0.3"});
+  CHECK(spec->peers.quorum == std::vector<std::string>{"10.9.0.100"});
+
+  const auto faults = h.events("fault");
+  REQUIRE(faults.size() == 1);
+  CHECK(detailOf(faults[0])["fault"] == "isolate");
+  CHECK(detailOf(faults[0])["detail"].get<std::string>().find("nft") != std::string::npos);
+  const auto healed = h.events("healed");
+  REQUIRE(healed.size() >= 1);
+  CHECK(detailOf(healed[0])["detail"] == "nft delete table inet kfaild_d" + std::to_string(*id));
+  // Held its 20 s, not less, and healed right after.
+  const auto held = healed[0].t_us - faults[0].t_us;
+  CHECK(held >= 20 * kSecond);
+  CHECK(held < 21 * kSecond);
+  const auto run = firstRun(d);
+  CHECK(run["observe_end_us"].get<std::int64_t>() >= healed[0].t_us);
+  CHECK(h.openRecoveries().empty());
+}
+
+TEST_CASE("a throttle drill passes its rate to the injector and heals after duration_s", "[unit][drill]") {
+  EngineHarness h;
+  h.runner->start();
+  auto id = h.runner->submit(
+      EngineHarness::spec(R"({"fault":"throttle","target":{"broker":1},"options":{"rate":"8mbit","duration_s":10}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason);
+  REQUIRE(d.state == "done");
+  CHECK(h.injectors[1]->count("throttle") == 1);
+  CHECK(h.injectors[1]->lastRate() == 1'000'000);
+  CHECK(h.injectors[1]->grayInForce().empty());
+}
+
+TEST_CASE("an abort while a gray fault holds heals it at once", "[unit][drill]") {
+  EngineHarness h;
+  h.runner->start();
+  auto id = h.runner->submit(
+      EngineHarness::spec(R"({"fault":"isolate","target":{"broker":2},"options":{"from":"all","duration_s":600}})"));
+  REQUIRE(id);
+  for (int i = 0; i < 100'000 && h.injectors[2]->count("isolate") == 0; ++i) h.clock.advanceToNextDeadline(50ms);
+  REQUIRE(h.injectors[2]->count("isolate") == 1);
+  const auto aborted_at = h.clock.wallNow();
+  REQUIRE(h.runner->abort(*id));
+  const auto d = h.runToEnd(*id);
+  CHECK(d.state == "aborted");
+  CHECK(d.reason == "aborted on request during the isolate");
+  CHECK(h.injectors[2]->grayInForce().empty());
+  const auto healed = h.events("healed");
+  REQUIRE(!healed.empty());
+  CHECK(healed[0].t_us - aborted_at < kSecond);
+  CHECK(h.openRecoveries().empty());
+}
+
+TEST_CASE("a failed heal fails the run and recovery heals the node before closing the journal", "[unit][drill]") {
+  EngineHarness h;
+  h.injectors[2]->heal_failures = 1;
+  h.runner->start();
+  auto id = h.runner->submit(
+      EngineHarness::spec(R"({"fault":"isolate","target":{"broker":2},"options":{"from":"quorum","duration_s":5}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  CHECK(d.state == "failed");
+  CHECK(d.reason.find("healing node 2 after the isolate failed: ") == 0);
+  CHECK(h.injectors[2]->count("heal") == 2);
+  CHECK(h.injectors[2]->grayInForce().empty());
+  CHECK(h.events("heal_failed").size() == 1);
+  CHECK(h.openRecoveries().empty());
+}
+
+TEST_CASE("a disk_full drill takes the broker down, and recovery frees the disk and starts it", "[unit][drill]") {
+  EngineHarness h;
+  h.runner->start();
+  auto id = h.runner->submit(
+      EngineHarness::spec(R"({"fault":"disk_full","target":{"broker":1},"options":{"duration_s":10}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason);
+  REQUIRE(d.state == "done");
+  auto& injector = *h.injectors[1];
+  CHECK(injector.count("fill_disk") == 1);
+  CHECK(injector.count("heal") == 2);  // at the end of duration_s, and by recovery before the start
+  CHECK(injector.count("start") == 1);
+  CHECK(injector.grayInForce().empty());
+  CHECK(h.cluster.available(1));
+  CHECK(h.openRecoveries().empty());
+}
+
+TEST_CASE("a gray fault a dead kfaild left in force is healed at the next start, and every node is swept",
+          "[unit][drill]") {
+  EngineHarness h;
+  storage::DrillRecord drill;
+  drill.cluster = h.id;
+  drill.fault = "isolate";
+  drill.target = R"({"broker":2})";
+  drill.options = R"({"duration_s":30})";
+  drill.state = "inject";
+  drill.created_us = h.clock.wallNow();
+  auto drill_id = h.drills->createDrill(drill);
+  REQUIRE(drill_id);
+  storage::RecoveryEntry entry;
+  entry.drill_id = *drill_id;
+  entry.cluster = h.id;
+  entry.node = 2;
+  entry.action = "heal";
+  entry.phase = "inject";
+  entry.created_us = h.clock.wallNow();
+  REQUIRE(h.drills->addRecovery(entry));
+  h.injectors[2]->leaveGray(std::to_string(*drill_id));
+  h.injectors[3]->leaveGray("77");  // a table no journal entry knows of
+
+  auto replay = std::async(std::launch::async, [&] { return h.runner->recoverPending(600s); });
+  while (replay.wait_for(0ms) != std::future_status::ready) h.clock.advanceToNextDeadline(50ms);
+  const auto recovered = replay.get();
+  REQUIRE(recovered);
+  CHECK(*recovered == 1);
+  for (auto node : {1, 2, 3, 100}) {
+    CHECK(h.injectors[node]->count("sweep") == 1);
+    CHECK(h.injectors[node]->grayInForce().empty());
+  }
+  CHECK(h.injectors[2]->count("heal") == 1);
+  CHECK(h.injectors[2]->count("start") == 0);  // isolated, never down
+  CHECK(h.events("gray_swept").size() == 2);
+  CHECK(h.openRecoveries().empty());
+  CHECK(h.record(*drill_id).state == "aborted");
+}
+
+TEST_CASE("gray faults are refused at submission with the reason, without touching the node", "[unit][drill]") {
+  SECTION("the injector cannot do it") {
+    EngineHarness h;
+    h.injectors[1]->gray_refusal = "the broker runs in kfaild's own network namespace";
+    h.runner->start();
+    auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"isolate","target":{"broker":1}})"));
+    REQUIRE_FALSE(id);
+    CHECK(id.error().code == make_error_code(drill::errc::guard_refused));
+    CHECK(id.error().message == "the broker runs in kfaild's own network namespace (isolate)");
+    CHECK(h.injectors[1]->count("isolate") == 0);
+  }
+  SECTION("disk_slow, which no injector here can do") {
+    EngineHarness h;
+    h.runner->start();
+    auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"disk_slow","target":{"broker":1}})"));
+    REQUIRE_FALSE(id);
+    CHECK(id.error().message == "the fake node cannot slow its disk");
+  }
+  SECTION("from: quorum on a controller") {
+    EngineHarness h;
+    h.runner->start();
+    auto id = h.runner->submit(EngineHarness::spec(
+        R"({"fault":"isolate","target":{"broker":100},"options":{"from":"quorum","allow_quorum_loss":true}})"));
+    REQUIRE_FALSE(id);
+    CHECK(id.error().message.find("isolate from: quorum on controller 100 makes no sense") == 0);
+  }
+  SECTION("from: brokers on a controller") {
+    EngineHarness h;
+    h.runner->start();
+    auto id = h.runner->submit(EngineHarness::spec(
+        R"({"fault":"isolate","target":{"controller":true},"options":{"from":"brokers","allow_quorum_loss":true}})"));
+    REQUIRE_FALSE(id);
+    CHECK(id.error().message.find("isolate from: brokers on controller 100") == 0);
+  }
+  SECTION("a peer without an address") {
+    EngineHarness h;
+    h.config.inventory[2].address.clear();  // node 3
+    h.makeRunner();
+    h.runner->start();
+    auto id = h.runner->submit(
+        EngineHarness::spec(R"({"fault":"isolate","target":{"broker":1},"options":{"from":"brokers"}})"));
+    REQUIRE_FALSE(id);
+    CHECK(id.error().message.find("needs the address of node 3") != std::string::npos);
+    // The quorum's addresses are all there.
+    CHECK(h.runner->submit(
+        EngineHarness::spec(R"({"fault":"isolate","target":{"broker":1},"options":{"from":"quorum"}})")));
+  }
+  SECTION("a second gray fault while one is in force") {
+    EngineHarness h;
+    h.runner->start();
+    auto first = h.runner->submit(
+        EngineHarness::spec(R"({"fault":"isolate","target":{"broker":1},"options":{"duration_s":60}})"));
+    REQUIRE(first);
+    for (int i = 0; i < 100'000 && h.injectors[1]->count("isolate") == 0; ++i) h.clock.advanceToNextDeadline(50ms);
+    auto second = h.runner->submit(EngineHarness::spec(R"({"fault":"throttle","target":{"broker":2},"options":{"rate":1000}})"));
+    REQUIRE_FALSE(second);
+    CHECK(second.error().message.find("is running on cluster fake") != std::string::npos);
+    CHECK(h.runToEnd(*first).state == "done");
+    CHECK(h.injectors[2]->count("throttle") == 0);
+  }
+}

@@ -1,0 +1,221 @@
+// Gray faults end to end on the namespaced lab (KFAILD_LAB_NETNS=1: every node in its own network
+// namespace, brokers with replica.lag.time.max.ms=10000): a follower isolated from the other
+// brokers stalls the acks=all partitions it follows until its leaders drop it from the ISR, and a
+// kfaild SIGKILLed with the isolation in force leaves nothing behind, restarted or not.
+//
+// These run against their own lab, the `lab_netns` ctest fixture (tests/CMakeLists.txt), never
+// the default one: the environment (KFAILD_LAB_NETNS, KFAILD_LAB_PORT_BASE, KFAILD_LAB_DIR) says
+// which lab `deploy/lab/lab` acts on, for the test and for the kfaild it starts.
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+#include "tests/e2e/e2e_support.h"
+
+using namespace kfaild;
+using namespace kfaild::e2e;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::int64_t kLagMaxUs = 10'000'000;  // the fixture's replica.lag.time.max.ms
+
+// Points `deploy/lab/lab` (run by this test and by the kfaild it starts) at the namespaced lab
+// for the test's lifetime: the one the environment names when KFAILD_LAB_NETNS=1 is set (a lab
+// brought up by hand), else the `lab_netns` fixture's (tests/CMakeLists.txt: port base 29000,
+// state in <build>/lab-netns).
+class NamespacedLabEnv {
+ public:
+  NamespacedLabEnv() {
+    const char* netns = std::getenv("KFAILD_LAB_NETNS");
+    if (netns != nullptr && std::string(netns) == "1") return;
+    for (const char* name : {"KFAILD_LAB_NETNS", "KFAILD_LAB_PORT_BASE", "KFAILD_LAB_DIR"}) {
+      const char* value = std::getenv(name);
+      saved_.emplace_back(name, value == nullptr ? std::nullopt : std::optional<std::string>(value));
+    }
+    setenv("KFAILD_LAB_NETNS", "1", 1);
+    setenv("KFAILD_LAB_PORT_BASE", "29000", 1);
+    setenv("KFAILD_LAB_DIR", KFAILD_BINARY_DIR "/lab-netns", 1);
+  }
+  ~NamespacedLabEnv() {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        unsetenv(name.c_str());
+      }
+    }
+  }
+  NamespacedLabEnv(const NamespacedLabEnv&) = delete;
+  NamespacedLabEnv& operator=(const NamespacedLabEnv&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+bool namespacedLab() {
+  const auto json = nlohmann::json::parse(testing::labOutput("status --json"), nullptr, false);
+  return !json.is_discarded() && json.value("netns", false);
+}
+
+// kfaild's configuration for the namespaced lab: the default probe topic (broker 1 leads p0 and
+// follows p1, p2; broker 3 follows p0 and p1 and leads p2) and every node with its address,
+// network namespace and fill dir as `lab status --json` gives them.
+void addNetnsInventory(const Lab& lab) {
+  std::ofstream c(lab.config, std::ios::app);
+  c << "    inventory:\n";
+  for (int id : {1, 2, 3, 100}) {
+    const auto node = testing::labNode(id);
+    REQUIRE(node);
+    REQUIRE(!node->netns.empty());
+    const auto dir = std::filesystem::path(node->pid_file).parent_path().string();
+    c << "      - id: " << id << "\n"
+      << (id == 100 ? "        role: controller\n" : "") << "        address: " << node->address << "\n"
+      << "        netns: " << node->netns << "\n"
+      << "        fill_dir: " << node->fill_dir << "\n"
+      << "        local: {pid_file: " << node->pid_file << ", start_command: [" << KFAILD_SOURCE_DIR
+      << "/deploy/lab/lab, start, \"" << id << "\"], log_dir: " << dir << "/logs}\n";
+  }
+}
+
+std::string netnsOf(int id) {
+  const auto node = testing::labNode(id);
+  REQUIRE(node);
+  return node->netns;
+}
+
+// `nft list tables` in the node's namespace.
+std::string nftTables(int id) { return run("ip netns exec " + netnsOf(id) + " nft list tables 2>&1").second; }
+
+bool brokerReachable(const std::string& from_netns, int id) {
+  const auto node = testing::labNode(id);
+  REQUIRE(node);
+  // bash's /dev/tcp from inside the namespace: a connect that the isolation drops times out.
+  return run("ip netns exec " + from_netns + " timeout 2 bash -c 'exec 3<>/dev/tcp/" + node->address + "/" +
+             std::to_string(node->port) + "' 2>/dev/null")
+             .first == 0;
+}
+
+}  // namespace
+
+TEST_CASE("a follower isolated from the other brokers stalls acks=all writes about replica.lag.time.max.ms, "
+          "until its leaders shrink the ISR",
+          "[e2e][netns]") {
+  NamespacedLabEnv env;
+  REQUIRE(namespacedLab());
+  Lab lab(Lab::options("", false));
+  addNetnsInventory(lab);
+  Kfaild kfaild(lab, "isolate");
+  kfaild.waitSteady(lab.topic);
+  const auto id = startDrill(kfaild, R"({"fault":"isolate","target":{"broker":3},
+      "options":{"from":"brokers","mode":"drop","duration_s":25,"baseline_s":5}})");
+  const auto drill = kfaild.waitForState(id, finished, 600s);
+  INFO(drill.dump().substr(0, 4000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  REQUIRE(drill["state"] == "done");
+  REQUIRE(drill["runs"].size() == 1);
+  const auto& run0 = drill["runs"][0];
+  const auto& analysis = run0["analysis"];
+  const auto fault_us = run0["fault_us"].get<std::int64_t>();
+  // The table the isolation lived in is gone once the drill healed it.
+  CHECK(nftTables(3).find("kfaild_d" + std::to_string(id)) == std::string::npos);
+
+  for (int partition : {0, 1}) {
+    const auto& p = partitionOf(analysis, lab.topic, partition);
+    const auto stall_us = ackStall(p);
+    // The leader's ISR check runs every replica.lag.time.max.ms / 2: the follower is dropped
+    // between 10 s and 15 s after its last fetch; a little more for the controller's commit.
+    CHECK(stall_us >= kLagMaxUs * 8 / 10);
+    CHECK(stall_us <= kLagMaxUs * 2);
+    REQUIRE(p["ack"]["stall"].is_object());
+    const auto end_us = p["ack"]["stall"]["end_us"].get<std::int64_t>();
+    // The ISR shrink that removed broker 3 from this partition, as the poller saw it.
+    const auto shrink = sqlValue(lab.db, "SELECT min(t_us) FROM events WHERE kind = 'isr_shrink' AND topic = '" +
+                                             lab.topic + "' AND partition = " + std::to_string(partition) +
+                                             " AND t_us >= " + std::to_string(fault_us));
+    REQUIRE_FALSE(shrink.empty());
+    const auto shrink_us = std::stoll(shrink);
+    WARN("isolate from brokers, p" << partition << ": ack stall " << stall_us / 1000 << " ms, ended "
+                                   << (end_us - shrink_us) / 1000 << " ms after the isr_shrink seen at "
+                                   << (shrink_us - fault_us) / 1000 << " ms after the fault");
+    CHECK(shrink_us < end_us + 1'000'000);  // the shrink (seen every 100 ms..2 s) came first
+    CHECK(end_us - shrink_us < 5'000'000);
+  }
+  const auto healed = sqlValue(lab.db, "SELECT count(*) FROM events WHERE kind = 'healed' AND broker = 3");
+  CHECK(healed != "0");
+  CHECK(sqlValue(lab.db, "SELECT count(*) FROM recovery_journal WHERE done_us IS NULL") == "0");
+}
+
+TEST_CASE("kfaild SIGKILLed with an isolation in force: a restart removes it at once, and without one it expires "
+          "within duration_s + 5 s",
+          "[e2e][netns]") {
+  NamespacedLabEnv env;
+  REQUIRE(namespacedLab());
+  Lab lab(Lab::options("", false));
+  addNetnsInventory(lab);
+  const auto table_of = [](std::int64_t id) { return "kfaild_d" + std::to_string(id); };
+  // Broker 1's namespace reaching broker 3: what `from: brokers` on broker 3 cuts.
+  const auto peer = netnsOf(1);
+
+  SECTION("restarted") {
+    std::int64_t id = 0;
+    {
+      Kfaild first(lab, "first");
+      first.waitSteady(lab.topic);
+      id = startDrill(first, R"({"fault":"isolate","target":{"broker":3},
+          "options":{"from":"brokers","duration_s":120,"baseline_s":1}})");
+      const auto deadline = std::chrono::steady_clock::now() + 90s;
+      while (nftTables(3).find(table_of(id)) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(200ms);
+      }
+      REQUIRE(nftTables(3).find(table_of(id)) != std::string::npos);
+      CHECK_FALSE(brokerReachable(peer, 3));
+      REQUIRE(first.process.stop(SIGKILL, 10'000) == -1);
+    }
+    CHECK(nftTables(3).find(table_of(id)) != std::string::npos);  // still in force
+    CHECK(sqlValue(lab.db, "SELECT action FROM recovery_journal WHERE done_us IS NULL") == "heal");
+    const auto started = std::chrono::steady_clock::now();
+    Kfaild second(lab, "second");
+    const auto took = std::chrono::steady_clock::now() - started;
+    WARN("restarted kfaild listening after "
+         << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+    CHECK(nftTables(3).find("kfaild_") == std::string::npos);
+    CHECK(brokerReachable(peer, 3));
+    CHECK(sqlValue(lab.db, "SELECT count(*) FROM recovery_journal WHERE done_us IS NULL") == "0");
+    CHECK(sqlValue(lab.db, "SELECT count(*) FROM events WHERE kind = 'gray_swept' AND broker = 3") == "1");
+  }
+  SECTION("never restarted") {
+    constexpr int kDuration = 10;
+    std::int64_t id = 0;
+    std::chrono::steady_clock::time_point injected;
+    {
+      Kfaild first(lab, "first");
+      first.waitSteady(lab.topic);
+      id = startDrill(first, R"({"fault":"isolate","target":{"broker":3},
+          "options":{"from":"brokers","duration_s":10,"baseline_s":1}})");
+      const auto deadline = std::chrono::steady_clock::now() + 90s;
+      while (nftTables(3).find(table_of(id)) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(100ms);
+      }
+      injected = std::chrono::steady_clock::now();
+      REQUIRE(nftTables(3).find(table_of(id)) != std::string::npos);
+      REQUIRE(first.process.stop(SIGKILL, 10'000) == -1);
+    }
+    CHECK_FALSE(brokerReachable(peer, 3));
+    // Nobody heals it: its set elements expire duration_s + 5 s after the injection.
+    const auto limit = injected + std::chrono::seconds(kDuration + 5 + 2);
+    bool reachable = false;
+    while (!(reachable = brokerReachable(peer, 3)) && std::chrono::steady_clock::now() < limit) {
+      std::this_thread::sleep_for(250ms);
+    }
+    const auto after = std::chrono::steady_clock::now() - injected;
+    WARN("isolation expired by itself " << std::chrono::duration_cast<std::chrono::milliseconds>(after).count()
+                                        << " ms after the injection (duration_s " << kDuration << ")");
+    CHECK(reachable);
+    CHECK(after >= std::chrono::seconds(kDuration));
+    // The empty table stays until a kfaild sweeps it: this one does, and closes the journal.
+    Kfaild second(lab, "cleanup");
+    CHECK(nftTables(3).find("kfaild_") == std::string::npos);
+    CHECK(sqlValue(lab.db, "SELECT count(*) FROM recovery_journal WHERE done_us IS NULL") == "0");
+  }
+}
