@@ -168,8 +168,9 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
     case Mechanism::kClientTimeout:
       wanted = "client_request_timeout";
       end = first(events, s, [&](const storage::Event& e) {
+        // The producer's: the acks wait on it, not on the consumer's fetches.
         return e.source == "client" && e.kind == "client_request_timeout" && e.broker &&
-               *e.broker == s.target;
+               *e.broker == s.target && e.detail.find("\"producer\"") != std::string::npos;
       });
       if (end) r.phases.push_back({"client_timeout", s.fault_us, end->at_us, end->kind, end->resolution_us});
       break;

@@ -19,7 +19,7 @@ constexpr std::int64_t kSecond = 1'000'000;
 constexpr std::int64_t kInterval = 20'000;
 
 storage::Event event(std::int64_t t, const char* source, const char* kind, std::optional<int> broker,
-                     std::optional<int> partition = std::nullopt) {
+                     std::optional<int> partition = std::nullopt, const char* detail = "{}") {
   storage::Event e;
   e.t_us = t;
   e.source = source;
@@ -29,7 +29,7 @@ storage::Event event(std::int64_t t, const char* source, const char* kind, std::
     e.topic = "orders";
     e.partition = *partition;
   }
-  e.detail = "{}";
+  e.detail = detail;
   return e;
 }
 
@@ -91,7 +91,10 @@ TEST_CASE("a leader isolated from all with drop stalls until the client's reques
   in.events = {event(kT0 + 9'000'000, "broker_log", "fenced", 1),
                event(kT0 + 9'050'000, "metadata", "isr_shrink", 1, 1),
                event(kT0 + 9'060'000, "metadata", "leader_change", 2, 0),
-               event(timeout, "client", "client_request_timeout", 1)};
+               event(timeout - 5 * kSecond, "client", "client_request_timeout", 1, std::nullopt,
+                     R"({"client":"consumer","request":"Fetch","after_ms":15000})"),
+               event(timeout, "client", "client_request_timeout", 1, std::nullopt,
+                     R"({"client":"producer","request":"Produce","after_ms":20010})")};
 
   const auto a = analyse(in);
   const auto& p0 = partition(a, 0);
