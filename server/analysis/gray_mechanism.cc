@@ -41,7 +41,8 @@ std::optional<Found> first(const std::vector<storage::Event>& events, const Mech
   for (const auto& e : events) {
     if (e.t_us < s.fault_us || !matches(e)) continue;
     if (found && found->at_us <= e.t_us) continue;
-    found = Found{e.t_us, e.kind, e.source == "metadata" ? s.metadata_interval_us : kLogResolutionUs};
+    const auto resolution = e.source == "metadata" ? s.metadata_interval_us : kLogResolutionUs;
+    found = Found{e.t_us, e.kind, resolution};
   }
   return found;
 }
@@ -58,6 +59,10 @@ std::optional<Found> handover(const std::vector<storage::Event>& events, const M
     }
     return e.source == "metadata" && e.kind == "isr_shrink" && e.broker && *e.broker == s.target;
   });
+}
+
+MechanismPhase fromFault(const char* name, const MechanismScope& s, const Found& end) {
+  return {name, s.fault_us, end.at_us, end.kind, end.resolution_us};
 }
 
 }  // namespace
@@ -158,7 +163,8 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
         r.phases.push_back({"fencing", s.fault_us, *s.departure_at_us, s.departure,
                             s.departure_resolution_us});
         if (end && end->at_us >= *s.departure_at_us) {
-          r.phases.push_back({"handover", *s.departure_at_us, end->at_us, end->kind, end->resolution_us});
+          r.phases.push_back(
+              {"handover", *s.departure_at_us, end->at_us, end->kind, end->resolution_us});
         }
       } else if (end) {
         r.phases.push_back({"handover", s.fault_us, end->at_us, end->kind, end->resolution_us});
@@ -172,7 +178,7 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
         return e.source == "client" && e.kind == "client_request_timeout" && e.broker &&
                *e.broker == s.target && e.detail.find("\"producer\"") != std::string::npos;
       });
-      if (end) r.phases.push_back({"client_timeout", s.fault_us, end->at_us, end->kind, end->resolution_us});
+      if (end) r.phases.push_back(fromFault("client_timeout", s, *end));
       break;
     case Mechanism::kIsrShrink:
       wanted = "isr_shrink";
@@ -182,7 +188,7 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
         return leads(s.role) ? !(e.broker && *e.broker == s.target)
                              : (e.broker && *e.broker == s.target);
       });
-      if (end) r.phases.push_back({"isr_shrink", s.fault_us, end->at_us, end->kind, end->resolution_us});
+      if (end) r.phases.push_back(fromFault("isr_shrink", s, *end));
       break;
     case Mechanism::kHeal:
       wanted = "heal";
@@ -194,10 +200,11 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
     case Mechanism::kNodeBack:
       wanted = "broker_back";
       end = first(events, s, [&](const storage::Event& e) {
-        return e.source == "metadata" && e.kind == "broker_back" && e.broker && *e.broker == s.target;
+        return e.source == "metadata" && e.kind == "broker_back" && e.broker &&
+               *e.broker == s.target;
       });
       if (!end && s.recovered_us) end = Found{*s.recovered_us, "recovered", s.metadata_interval_us};
-      if (end) r.phases.push_back({"node_back", s.fault_us, end->at_us, end->kind, end->resolution_us});
+      if (end) r.phases.push_back(fromFault("node_back", s, *end));
       break;
   }
 

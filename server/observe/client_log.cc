@@ -51,7 +51,8 @@ std::optional<ClientRequestTimeout> parseRequestTimeout(std::string_view facilit
                                                         std::string_view message) {
   if (facility != "REQTMOUT") return std::nullopt;
   if (message.find("Timed out ") == std::string_view::npos) return std::nullopt;
-  static const std::regex line(R"((?:^|\]: )\S+/(\d+): Timed out (\w+)Request\b[^(]*(?:\(after (\d+)ms)?)");
+  static const std::regex line(
+      R"((?:^|\]: )\S+/(\d+): Timed out (\w+)Request\b[^(]*(?:\(after (\d+)ms)?)");
   const std::string text(message);
   std::smatch m;
   if (!std::regex_search(text, m, line)) return std::nullopt;

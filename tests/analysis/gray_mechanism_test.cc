@@ -18,8 +18,9 @@ constexpr std::int64_t kT0 = 1'700'000'000'000'000;
 constexpr std::int64_t kSecond = 1'000'000;
 constexpr std::int64_t kInterval = 20'000;
 
-storage::Event event(std::int64_t t, const char* source, const char* kind, std::optional<int> broker,
-                     std::optional<int> partition = std::nullopt, const char* detail = "{}") {
+storage::Event event(std::int64_t t, const char* source, const char* kind,
+                     std::optional<int> broker, std::optional<int> partition = std::nullopt,
+                     const char* detail = "{}") {
   storage::Event e;
   e.t_us = t;
   e.source = source;
@@ -33,7 +34,8 @@ storage::Event event(std::int64_t t, const char* source, const char* kind, std::
   return e;
 }
 
-void sample(AnalysisInput& in, int partition, std::int64_t& seq, std::int64_t send, std::int64_t ack) {
+void sample(AnalysisInput& in, int partition, std::int64_t& seq, std::int64_t send,
+            std::int64_t ack) {
   storage::ProbeSample s;
   s.topic = "orders";
   s.partition = partition;
@@ -325,7 +327,8 @@ TEST_CASE("the probe's client settings set the client timeout's expectation", "[
   CHECK(e.setting == "socket.timeout.ms");
   CHECK(e.expected_us == 40 * kSecond);
   // Below the session timeout, the retry still waits for the fencing.
-  s = withClientSettings(MechanismSettings{}, {{"request.timeout.ms", "5000"}, {"socket.timeout.ms", "x"}});
+  s = withClientSettings(MechanismSettings{},
+                         {{"request.timeout.ms", "5000"}, {"socket.timeout.ms", "x"}});
   e = expectationFor(fault, Role::kIsolatedLeader, s);
   CHECK(e.setting == "request.timeout.ms");
   CHECK(e.expected_us == 9 * kSecond);
