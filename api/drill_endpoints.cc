@@ -31,8 +31,11 @@ constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kMaxPartition = std::numeric_limits<std::int32_t>::max();
 const std::vector<std::string_view> kFaults = {"kill", "stop", "pause", "restart"};
 const std::vector<std::string_view> kVerdicts = {"pass", "fail", "inconclusive"};
-const std::vector<std::string_view> kRoles = {"leader", "follower", "follower_out_of_isr",
-                                              "not_a_replica", "sole_replica", "below_min_isr"};
+const std::vector<std::string_view> kRoles = {"leader",           "follower",
+                                              "follower_out_of_isr", "not_a_replica",
+                                              "sole_replica",     "below_min_isr",
+                                              "isolated_leader",  "isolated_follower",
+                                              "throttled_leader", "throttled_follower"};
 
 Response invalidBody(const Request& request, std::string detail) {
   return problem(ProblemType::kInvalidBody, std::move(detail), request.path);

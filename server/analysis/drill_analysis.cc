@@ -305,6 +305,34 @@ std::optional<std::int64_t> integerField(const nlohmann::json& detail, const cha
   return it->get<std::int64_t>();
 }
 
+// The gray fault's mechanism for the partition: what should have ended its ack stall, and
+// whether it did. A stall it does not explain is inconclusive: it does not measure the mechanism.
+void explainGrayStall(const AnalysisInput& in, const RunAnalysis& out, PartitionResult& r,
+                      bool departure_from_metadata) {
+  MechanismScope scope;
+  scope.topic = r.topic;
+  scope.partition = r.partition;
+  scope.role = r.role;
+  scope.target = in.target;
+  scope.fault_us = in.fault_us;
+  scope.healed_us = in.gray->healed_us;
+  scope.recovered_us = in.recovered_us;
+  scope.departure = out.departure;
+  scope.departure_at_us = out.departure_at_us;
+  scope.departure_resolution_us = departure_from_metadata ? in.metadata_interval_us : kLogResolutionUs;
+  scope.metadata_interval_us = in.metadata_interval_us;
+  std::optional<std::pair<std::int64_t, std::int64_t>> stall;
+  if (r.ack.outcome == Outcome::kStall && r.ack.stall) {
+    stall = std::make_pair(r.ack.stall->start_us, r.ack.stall->end_us);
+  }
+  r.mechanism = explainStall(expectationFor(*in.gray, r.role, in.settings), scope, stall, in.events);
+  if (stall && !r.mechanism->explained) {
+    r.ack.outcome = Outcome::kInconclusive;
+    r.ack.stall.reset();
+    r.ack.reason = r.mechanism->reason;
+  }
+}
+
 }  // namespace
 
 const char* toString(Role role) {
@@ -315,6 +343,10 @@ const char* toString(Role role) {
     case Role::kNotAReplica: return "not_a_replica";
     case Role::kSoleReplica: return "sole_replica";
     case Role::kBelowMinIsr: return "below_min_isr";
+    case Role::kIsolatedLeader: return "isolated_leader";
+    case Role::kIsolatedFollower: return "isolated_follower";
+    case Role::kThrottledLeader: return "throttled_leader";
+    case Role::kThrottledFollower: return "throttled_follower";
   }
   return "unknown";
 }
@@ -334,6 +366,28 @@ Role roleOf(std::int32_t target, const PartitionAtFault& p) {
   if (p.leader == target) return Role::kLeader;
   if (!contains(p.replicas, target)) return Role::kNotAReplica;
   return contains(p.isr, target) ? Role::kFollowerInIsr : Role::kFollowerOutOfIsr;
+}
+
+Role grayRole(Role role, const std::string& fault) {
+  if (fault == "isolate") {
+    if (role == Role::kLeader) return Role::kIsolatedLeader;
+    if (role == Role::kFollowerInIsr) return Role::kIsolatedFollower;
+  }
+  if (fault == "throttle") {
+    if (role == Role::kLeader) return Role::kThrottledLeader;
+    if (role == Role::kFollowerInIsr) return Role::kThrottledFollower;
+  }
+  return role;
+}
+
+Role baseRole(Role role) {
+  switch (role) {
+    case Role::kIsolatedLeader:
+    case Role::kThrottledLeader: return Role::kLeader;
+    case Role::kIsolatedFollower:
+    case Role::kThrottledFollower: return Role::kFollowerInIsr;
+    default: return role;
+  }
 }
 
 RunAnalysis analyse(const AnalysisInput& in) {
@@ -361,7 +415,12 @@ RunAnalysis analyse(const AnalysisInput& in) {
       out.departure_at_us = e.t_us;
     }
   }
-  if (!out.departure_at_us) {
+  // A gray fault that fences nothing (isolate from brokers or clients, throttle) drops the target
+  // from ISRs without it leaving: the metadata's isr_shrink is then no departure.
+  const bool may_fence = !in.gray || in.gray->kind == "disk_full" ||
+                         (in.gray->kind == "isolate" &&
+                          (in.gray->from == "all" || in.gray->from == "quorum"));
+  if (!out.departure_at_us && may_fence) {
     // No broker log: the first metadata sign of the target leaving, classified by the fault. A
     // restart signals the broker like a stop does, so it shuts down in a controlled way too.
     for (const auto& e : in.events) {
@@ -427,7 +486,8 @@ RunAnalysis analyse(const AnalysisInput& in) {
     PartitionResult r;
     r.topic = p.topic;
     r.partition = p.partition;
-    r.role = roleOf(in.target, p);
+    const Role role = roleOf(in.target, p);
+    r.role = in.gray ? grayRole(role, in.gray->kind) : role;
     // Both resume only once the node is back.
     const bool sole = r.role == Role::kSoleReplica || r.role == Role::kBelowMinIsr;
 
@@ -514,19 +574,19 @@ RunAnalysis analyse(const AnalysisInput& in) {
       if (sole || e.t_us < before_fault_us || !isPartition(e, key)) continue;
       const bool leader_event = (e.source == "metadata" && e.kind == "leader_change") ||
                                 (e.source == "broker_log" && e.kind == "leader_epoch_start");
-      if (r.role == Role::kLeader && leader_event && e.broker && *e.broker != in.target &&
+      if (role == Role::kLeader && leader_event && e.broker && *e.broker != in.target &&
           (!ph.new_leader_at_us || e.t_us < *ph.new_leader_at_us)) {
         ph.new_leader_at_us = e.t_us;
         ph.new_leader = e.broker;
         new_leader_from_metadata = e.source == "metadata";
       }
-      if (r.role == Role::kFollowerInIsr && e.source == "metadata" && e.kind == "isr_shrink" &&
+      if (role == Role::kFollowerInIsr && e.source == "metadata" && e.kind == "isr_shrink" &&
           e.broker && *e.broker == in.target &&
           (!ph.new_leader_at_us || e.t_us < *ph.new_leader_at_us)) {
         ph.new_leader_at_us = e.t_us;  // the leader stays; the ISR no longer waits for the target
         new_leader_from_metadata = true;
       }
-      if (r.role == Role::kLeader && e.source == "client" && e.kind == "client_leader_update" &&
+      if (role == Role::kLeader && e.source == "client" && e.kind == "client_leader_update" &&
           e.detail.find("\"producer\"") != std::string::npos && e.broker &&
           *e.broker != in.target && (!ph.client_update_at_us || e.t_us < *ph.client_update_at_us)) {
         ph.client_update_at_us = e.t_us;
@@ -575,6 +635,8 @@ RunAnalysis analyse(const AnalysisInput& in) {
     settlePhase(ph, "discovery", ph.discovery_us, ph.discovery_resolution_us, in, false);
     settlePhase(ph, "resume", ph.resume_us, ph.resume_resolution_us, in, false);
     settlePhase(ph, "node_back", ph.node_back_us, ph.node_back_resolution_us, in, true);
+
+    if (in.gray) explainGrayStall(in, out, r, departure_from_metadata);
 
     for (const auto& e : in.events) {
       if (e.source != "probe" || !isPartition(e, key)) continue;
@@ -693,7 +755,8 @@ nlohmann::json toJson(const RunAnalysis& a) {
                      {"settled", p.settled},
                      {"duplicated", p.duplicated},
                      {"reordered", p.reordered},
-                     {"phases", phasesJson(p.phases)}});
+                     {"phases", phasesJson(p.phases)},
+                     {"mechanism", p.mechanism ? toJson(*p.mechanism) : nlohmann::json(nullptr)}});
   }
   return {{"fault", a.fault},
           {"target", a.target},

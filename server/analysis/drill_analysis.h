@@ -50,6 +50,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/analysis/gray_mechanism.h"
 #include "storage/records.h"
 
 namespace kfaild::analysis {
@@ -72,7 +73,20 @@ inline constexpr std::int64_t kIdleToleranceIntervals = 2;
 // was holding back sends.
 inline constexpr std::int64_t kLagAtFaultUs = 1'000'000;
 
-enum class Role { kLeader, kFollowerInIsr, kFollowerOutOfIsr, kNotAReplica, kSoleReplica, kBelowMinIsr };
+// The last four: what a gray fault (isolate, throttle) means for a partition the target leads or
+// follows in its ISR (grayRole).
+enum class Role {
+  kLeader,
+  kFollowerInIsr,
+  kFollowerOutOfIsr,
+  kNotAReplica,
+  kSoleReplica,
+  kBelowMinIsr,
+  kIsolatedLeader,
+  kIsolatedFollower,
+  kThrottledLeader,
+  kThrottledFollower
+};
 const char* toString(Role role);
 
 struct PartitionAtFault {
@@ -89,6 +103,13 @@ struct PartitionAtFault {
 // writes fail until it is back: observed like an offline partition), kLeader when it leads, then
 // follower in / out of ISR, else not a replica.
 Role roleOf(std::int32_t target, const PartitionAtFault& p);
+
+// The role under `fault` (isolate, throttle; kill, stop, ...: `role` as it is): a leader and an
+// in-sync follower become isolated_* / throttled_*. disk_full shuts the broker down, as a kill,
+// so its roles are a kill's.
+Role grayRole(Role role, const std::string& fault);
+// The role as roleOf has it (isolated_leader → leader, throttled_follower → follower).
+Role baseRole(Role role);
 
 // What the probe looked like for one partition just before the fault.
 struct ProbeAtFault {
@@ -157,6 +178,9 @@ struct GrayFaultInput {
 struct AnalysisInput {
   std::string fault;                 // kill | stop | pause | restart | isolate | throttle | disk_full
   std::optional<GrayFaultInput> gray;  // set for isolate, throttle and disk_full
+  // The settings the gray mechanisms depend on (the cluster's, the probe's client settings:
+  // withClientSettings); used only with `gray`.
+  MechanismSettings settings;
   std::int32_t target = -1;
   std::int64_t fault_us = 0;         // best fault time (injector's own where it had one)
   std::string fault_time_source;     // where fault_us comes from (fault::FaultRecord's spelling)
@@ -263,6 +287,9 @@ struct PartitionResult {
   std::int64_t duplicated = 0;        // from the probe's anomaly events
   std::int64_t reordered = 0;
   Phases phases;
+  // Gray faults only: what bounds the stall (gray_mechanism.h) and the steps observed. A stall
+  // its mechanism does not explain makes the ack outcome inconclusive, with the reason.
+  std::optional<MechanismResult> mechanism;
 };
 
 // A partition of the metadata at the fault that the analysis leaves out, and why: the probe

@@ -9,9 +9,12 @@ namespace {
 
 using nlohmann::json;
 
-const std::set<std::string> kRoles = {"leader", "follower", "follower_out_of_isr", "not_a_replica",
-                                      "sole_replica", "below_min_isr"};
-const std::set<std::string> kFaults = {"kill", "stop", "pause", "restart"};
+const std::set<std::string> kRoles = {"leader",          "follower",          "follower_out_of_isr",
+                                      "not_a_replica",   "sole_replica",      "below_min_isr",
+                                      "isolated_leader", "isolated_follower", "throttled_leader",
+                                      "throttled_follower"};
+const std::set<std::string> kFaults = {"kill",    "stop",     "pause",    "restart",
+                                       "isolate", "throttle", "disk_full"};
 
 Error invalid(const std::string& key, const std::string& problem) {
   return Error{std::make_error_code(std::errc::invalid_argument), key + ": " + problem};

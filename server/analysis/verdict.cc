@@ -151,6 +151,22 @@ std::optional<CheckStatus> checkStatusFromString(const std::string& text) {
 
 Objectives objectivesFor(const Objectives& objectives, const FaultMechanism& m) {
   Objectives o = objectives;
+  if (m.gray) {
+    if (!o.defaulted.stall) return o;
+    auto& fault = o.by_fault[m.gray->kind];
+    for (const Role role : {Role::kIsolatedLeader, Role::kIsolatedFollower, Role::kThrottledLeader,
+                            Role::kThrottledFollower, Role::kLeader, Role::kFollowerInIsr}) {
+      // The roles a fault gives: isolate and throttle rename leader and follower.
+      if (grayRole(baseRole(role), m.gray->kind) != role) continue;
+      const auto expected = expectationFor(*m.gray, role, m.settings);
+      if (expected.mechanism == Mechanism::kNone || expected.mechanism == Mechanism::kNodeBack) {
+        continue;
+      }
+      const double limit = static_cast<double>(expected.expected_us) / 1e6 + kGrayStallMarginS;
+      fault.by_role[toString(role)] = {limit, limit};
+    }
+    return o;
+  }
   if (m.fault != "pause" || !m.pause_s) return o;
   if (o.defaulted.stall) {
     const double limit = *m.pause_s + kPauseStallMarginS;

@@ -99,6 +99,10 @@ struct FaultMechanism {
   double session_timeout_s = kDefaultSessionTimeoutS;
   double heartbeat_interval_s = kDefaultHeartbeatIntervalS;
   bool target_is_controller = false;      // a KRaft controller: never fenced
+  // Gray faults (isolate, throttle, disk_full): what was done, and the settings the mechanisms
+  // depend on (gray_mechanism.h). session_timeout_s above is not used for them: settings has it.
+  std::optional<GrayFaultInput> gray;
+  MechanismSettings settings;
 };
 
 // The objectives a drill of `mechanism` is judged against: `objectives`, with the limits still at
@@ -111,7 +115,12 @@ struct FaultMechanism {
 //                              default + pause_s − (session_timeout_s − heartbeat_interval_s),
 //                              since no client can discover the new leader before the frozen
 //                              connection gives way at the resume.
+// For a gray fault, the stall limits still at their defaults become, per gray role
+// (isolated_* / throttled_*, and leader / follower for disk_full), the expected stall of the
+// role's mechanism (expectationFor) plus kGrayStallMarginS, under by_fault.F.by_role.R. A role
+// whose mechanism is none or node_back keeps the defaults.
 inline constexpr double kPauseStallMarginS = 5.0;
+inline constexpr double kGrayStallMarginS = 5.0;
 Objectives objectivesFor(const Objectives& objectives, const FaultMechanism& mechanism);
 
 // `runs`: the analyses of the drill's runs (run numbers from 1, in order). `objectives` are taken

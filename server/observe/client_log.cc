@@ -47,6 +47,22 @@ std::optional<ClientLeaderUpdate> parseLeaderUpdate(std::string_view facility,
   return u;
 }
 
+std::optional<ClientRequestTimeout> parseRequestTimeout(std::string_view facility,
+                                                        std::string_view message) {
+  if (facility != "REQTMOUT") return std::nullopt;
+  if (message.find("Timed out ") == std::string_view::npos) return std::nullopt;
+  static const std::regex line(
+      R"((?:^|\]: )\S+/(\d+): Timed out (\w+)Request\b[^(]*(?:\(after (\d+)ms)?)");
+  const std::string text(message);
+  std::smatch m;
+  if (!std::regex_search(text, m, line)) return std::nullopt;
+  ClientRequestTimeout t;
+  t.broker = std::stoi(m[1]);
+  t.request = m[2];
+  if (m[3].matched) t.after_ms = std::stoll(m[3]);
+  return t;
+}
+
 std::string clientRole(std::string_view client_name) {
   const auto hash = client_name.find('#');
   if (hash == std::string_view::npos) return std::string(client_name);
@@ -75,6 +91,19 @@ void ClientLogWatcher::onLine(std::string_view client, int level, std::string_vi
   }
   if (level <= 4) {
     spdlog::warn("librdkafka {} {}: {}", client, facility, message);
+  }
+  if (auto timeout = parseRequestTimeout(facility, message)) {
+    storage::Event e;
+    e.cluster = cluster_;
+    e.t_us = now;
+    e.source = "client";
+    e.kind = "client_request_timeout";
+    e.broker = timeout->broker;
+    e.detail = nlohmann::json{{"client", clientRole(client)},
+                              {"request", timeout->request},
+                              {"after_ms", timeout->after_ms}}
+                   .dump();
+    store_.addEvent(std::move(e));
   }
   if (auto update = parseLeaderUpdate(facility, message); update && topics_.count(update->topic)) {
     storage::Event e;

@@ -35,11 +35,29 @@ struct ClientLeaderUpdate {
 std::optional<ClientLeaderUpdate> parseLeaderUpdate(std::string_view facility,
                                                     std::string_view message);
 
+// A request to a broker that timed out on the client's own clock (request.timeout.ms, or
+// socket.timeout.ms for a request still queued): librdkafka logs it under facility REQTMOUT at
+// NOTICE, whatever the debug contexts, for the first timeouts of each connection:
+//   "[thrd:10.77.0.11:9092/1]: 10.77.0.11:9092/1: Timed out ProduceRequest in flight (after
+//    30004ms, timeout #0)"
+struct ClientRequestTimeout {
+  std::int32_t broker = -1;      // the broker's node id (from the handle's name "host:port/ID")
+  std::string request;           // "Produce", "Fetch", "Metadata", ...
+  std::int64_t after_ms = -1;    // how long it was in flight, -1 when the line does not say
+};
+
+// Recognises a request-timeout line of a broker with a node id; nullopt for any other line
+// (bootstrap handles, the per-scan summary "Timed out 1+0+0 requests").
+std::optional<ClientRequestTimeout> parseRequestTimeout(std::string_view facility,
+                                                        std::string_view message);
+
 // "kfaild-lab#producer-1" → "producer"; "consumer"; else the name itself.
 std::string clientRole(std::string_view client_name);
 
 // Receives every log line of the probe's clients (thread-safe: librdkafka calls it from its own
-// threads). Records leader updates of the watched topics as `client_leader_update` events,
+// threads). Records request timeouts as `client_request_timeout` events (broker: the node id;
+// detail {"client","request","after_ms"}) and leader updates of the watched topics as
+// `client_leader_update` events,
 // passes warnings and errors to kfaild's log, and appends every line with its wall time to
 // `log_file` when one is given (the article's client debug log).
 class ClientLogWatcher {

@@ -424,3 +424,47 @@ TEST_CASE("a detection phase the fault time's uncertainty hides is an inconclusi
   CHECK(c->reason == "the fault time is uncertain by ± 9.000 s");
   CHECK(checkOf(v, "max_detection_s", 1)->status == CheckStatus::kPass);
 }
+
+TEST_CASE("a gray fault's default stall limits follow each role's mechanism", "[unit]") {
+  FaultMechanism m;
+  m.fault = "isolate";
+  m.gray = GrayFaultInput{"isolate", "brokers", "drop", 0, 60'000'000, std::nullopt};
+  auto o = objectivesFor(defaultObjectives(), m);
+  // replica.lag.time.max.ms 30 s + 5 s, for the leader and the follower alike.
+  CHECK(stallLimit(o, "isolate", "isolated_follower", StallKind::kAck)->seconds == Approx(35.0));
+  CHECK(stallLimit(o, "isolate", "isolated_leader", StallKind::kReceive)->seconds == Approx(35.0));
+  CHECK(stallLimit(o, "isolate", "isolated_follower", StallKind::kAck)->source ==
+        "by_fault.isolate.by_role.isolated_follower.max_ack_stall_s");
+  // Untouched roles and faults keep the defaults.
+  CHECK(stallLimit(o, "isolate", "not_a_replica", StallKind::kAck)->seconds == Approx(15.0));
+  CHECK(stallLimit(o, "kill", "leader", StallKind::kAck)->seconds == Approx(15.0));
+
+  // From the clients only: the leader waits for the heal, its followers are not touched.
+  m.gray->from = "clients";
+  m.gray->duration_us = 20'000'000;
+  o = objectivesFor(defaultObjectives(), m);
+  CHECK(stallLimit(o, "isolate", "isolated_leader", StallKind::kAck)->seconds == Approx(25.0));
+  CHECK(stallLimit(o, "isolate", "isolated_follower", StallKind::kAck)->seconds == Approx(15.0));
+
+  // disk_full shuts the broker down: the session timeout, under the kill's role names.
+  m.fault = "disk_full";
+  m.gray = GrayFaultInput{"disk_full", "", "", 0, 60'000'000, std::nullopt};
+  o = objectivesFor(defaultObjectives(), m);
+  CHECK(stallLimit(o, "disk_full", "leader", StallKind::kAck)->seconds == Approx(14.0));
+
+  // A limit the cluster or request set is theirs.
+  m.fault = "isolate";
+  m.gray = GrayFaultInput{"isolate", "brokers", "drop", 0, 60'000'000, std::nullopt};
+  o = objectivesFor(overlay(defaultObjectives(), parsed(R"({"max_ack_stall_s":4})")), m);
+  CHECK(stallLimit(o, "isolate", "isolated_follower", StallKind::kAck)->seconds == 4.0);
+}
+
+TEST_CASE("objectives name gray faults and gray roles", "[unit]") {
+  const auto o = parseObjectives(
+      nlohmann::json::parse(R"({"by_fault":{"isolate":{"by_role":{"isolated_follower":{"max_ack_stall_s":40}}}},
+                               "by_role":{"throttled_follower":{"max_ack_stall_s":35}}})"),
+      "expect");
+  REQUIRE(o);
+  CHECK(stallLimit(*o, "isolate", "isolated_follower", StallKind::kAck)->seconds == 40.0);
+  CHECK(stallLimit(*o, "throttle", "throttled_follower", StallKind::kAck)->seconds == 35.0);
+}

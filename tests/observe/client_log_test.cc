@@ -39,3 +39,31 @@ TEST_CASE("the client role is read from librdkafka's handle name", "[unit][obser
   CHECK(clientRole("kfaild-lab#consumer-2") == "consumer");
   CHECK(clientRole("plain") == "plain");
 }
+
+TEST_CASE("librdkafka's request timeout line names the broker, the request and how long it waited",
+          "[unit]") {
+  // librdkafka's request timeout scan logs it at NOTICE
+  // (facility REQTMOUT) with the broker handle's name "host:port/ID" after the thread prefix.
+  const auto t = parseRequestTimeout(
+      "REQTMOUT",
+      "[thrd:10.77.0.11:9092/1]: 10.77.0.11:9092/1: Timed out ProduceRequest in flight (after "
+      "30004ms, timeout #0)");
+  REQUIRE(t);
+  CHECK(t->broker == 1);
+  CHECK(t->request == "Produce");
+  CHECK(t->after_ms == 30004);
+  const auto queued = parseRequestTimeout(
+      "REQTMOUT", "127.0.0.1:29092/2: Timed out MetadataRequest in output queue (after 60001ms, timeout #1)");
+  REQUIRE(queued);
+  CHECK(queued->broker == 2);
+  CHECK(queued->request == "Metadata");
+}
+
+TEST_CASE("request timeout summaries, bootstrap handles and other facilities are not broker timeouts",
+          "[unit]") {
+  CHECK_FALSE(parseRequestTimeout("REQTMOUT", "[thrd:10.77.0.11:9092/1]: 10.77.0.11:9092/1: Timed out 1+0+0 requests"));
+  CHECK_FALSE(parseRequestTimeout(
+      "REQTMOUT", "10.77.0.11:9092/bootstrap: Timed out ApiVersionRequest in flight (after 10001ms, timeout #0)"));
+  CHECK_FALSE(parseRequestTimeout(
+      "FAIL", "10.77.0.11:9092/1: Timed out ProduceRequest in flight (after 30004ms, timeout #0)"));
+}

@@ -180,3 +180,31 @@ TEST_CASE("kfailctl counts and lists a not applicable check apart, with its reas
   CHECK(text.find("not_applicable max_detection_s") != std::string::npos);
   CHECK(text.find("— a pause of 3.0 s is shorter than the session timeout (9.0 s)") != std::string::npos);
 }
+
+TEST_CASE("kfailctl prints a gray fault's mechanism with the event that ended each step", "[unit]") {
+  const json drill = json::parse(R"({
+    "id": 9, "cluster": "lab", "fault": "isolate", "target": {"broker": 1}, "state": "done", "reason": null,
+    "runs": [{"run": 1, "state": "done",
+              "analysis": {"fault_us": 1000000, "departure": null, "departure_at_us": null,
+                "partitions": [
+                  {"topic": "orders", "partition": 1, "role": "isolated_follower",
+                   "ack": {"outcome": "stall", "stall": {"duration_us": 30200000}, "reason": ""},
+                   "receive": {"outcome": "stall", "stall": {"duration_us": 30200000}, "reason": ""},
+                   "failed": 0, "lost": 0, "unresolved": 0, "phases": {},
+                   "mechanism": {"name": "isr_shrink", "setting": "replica.lag.time.max.ms", "expected_us": 30000000,
+                                 "explained": true, "ended_by": "isr_shrink", "reason": "",
+                                 "phases": [{"name": "isr_shrink", "duration_us": 30100000, "ended_by": "isr_shrink"},
+                                            {"name": "resume", "duration_us": 100000, "ended_by": "ack"}]}},
+                  {"topic": "orders", "partition": 2, "role": "not_a_replica",
+                   "ack": {"outcome": "none", "stall": null, "reason": "within the noise"},
+                   "receive": {"outcome": "none", "stall": null, "reason": "within the noise"},
+                   "failed": 0, "lost": 0, "unresolved": 0, "phases": {},
+                   "mechanism": {"name": "none", "setting": null, "expected_us": 0, "explained": false,
+                                 "ended_by": null, "reason": "", "phases": []}}]}}]})");
+  const auto text = kfaild::ctl::formatDrill(drill);
+  INFO(text);
+  CHECK(text.find("orders[1]        isolated_follower") != std::string::npos);
+  CHECK(text.find("mechanism: orders[1]: isr_shrink (replica.lag.time.max.ms, expected 30.000 s): "
+                  "isr_shrink 30.100 s → isr_shrink, resume 0.100 s → ack\n") != std::string::npos);
+  CHECK(text.find("mechanism: orders[2]") == std::string::npos);
+}

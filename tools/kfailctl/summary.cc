@@ -68,6 +68,31 @@ static std::string phaseText(const json& phases, const std::string& name) {
   return "≤" + (resolution.is_number() ? formatSeconds(resolution) : formatSeconds(json(0)));
 }
 
+// A gray fault's mechanism: "isr_shrink (replica.lag.time.max.ms, expected 30.000 s): isr_shrink
+// 30.100 s → isr_shrink, resume 0.100 s → ack".
+static std::string mechanismText(const json& m) {
+  std::string text = member(m, "name").is_string() ? m["name"].get<std::string>() : "?";
+  const auto& setting = member(m, "setting");
+  if (setting.is_string()) {
+    text += fmt::format(" ({}, expected {})", setting.get<std::string>(), formatSeconds(member(m, "expected_us")));
+  }
+  const auto& phases = member(m, "phases");
+  std::string steps;
+  if (phases.is_array()) {
+    for (const auto& phase : phases) {
+      if (!steps.empty()) steps += ", ";
+      steps += fmt::format("{} {} → {}", member(phase, "name").is_string() ? phase["name"].get<std::string>() : "?",
+                           formatSeconds(member(phase, "duration_us")),
+                           member(phase, "ended_by").is_string() ? phase["ended_by"].get<std::string>() : "?");
+    }
+  }
+  if (!steps.empty()) text += ": " + steps;
+  if (member(m, "explained") == false && member(m, "reason").is_string() && !m["reason"].get<std::string>().empty()) {
+    text += " (unexplained)";
+  }
+  return text;
+}
+
 std::string formatVerdict(const json& drill) {
   const auto& verdict = member(drill, "verdict");
   if (!verdict.is_string()) return "";  // running, never started, or stored before verdicts
@@ -163,6 +188,10 @@ std::string formatDrill(const json& drill) {
         if (member(k, "outcome") == "inconclusive" && member(k, "reason").is_string()) {
           notes += fmt::format("  n/a: {} {}: {}\n", name, kind, k["reason"].get<std::string>());
         }
+      }
+      if (const auto& m = member(p, "mechanism"); m.is_object() && member(m, "name") != "none") {
+        notes += fmt::format("  mechanism: {}: {}", name, mechanismText(m));
+        notes += "\n";
       }
       if (const auto& why = member(phases, "inconclusive"); why.is_object()) {
         for (const auto& [phase, reason] : why.items()) {

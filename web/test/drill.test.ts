@@ -4,6 +4,7 @@ import {
   findGroup,
   hitBrokers,
   isRunning,
+  mechanismText,
   median,
   objectiveVerdict,
   phaseSegments,
@@ -237,5 +238,24 @@ describe('objectives that do not apply', () => {
     expect(o.notApplicable).toEqual([
       'max_detection_s on the run: not measured, limit 12 s (max_detection_s) — a pause of 3.0 s is shorter than the session timeout (9.0 s)',
     ]);
+  });
+});
+
+describe('gray fault mechanism', () => {
+  it('names what bounded the stall and the event that ended it', () => {
+    const m = {
+      name: 'isr_shrink' as const,
+      setting: 'replica.lag.time.max.ms',
+      expected_us: 30_000_000,
+      phases: [],
+      explained: true,
+      ended_by: 'isr_shrink',
+      reason: '',
+    };
+    expect(mechanismText(m)).toBe('ISR shrink (replica lag), ended by isr_shrink');
+    expect(mechanismText({ ...m, explained: false, ended_by: null, reason: 'the stall ended without isr_shrink' })).toBe(
+      'ISR shrink (replica lag), unexplained',
+    );
+    expect(mechanismText(null)).toBe('—');
   });
 });

@@ -52,6 +52,8 @@ export type KindResult = Schemas['KindResult'];
 export type Outcome = NonNullable<KindResult['outcome']>;
 export type Phases = Schemas['Phases'];
 export type PartitionResult = Schemas['PartitionAnalysis'];
+/** What bounded a gray fault's stall (isolate, throttle, disk_full), and its steps. */
+export type Mechanism = Schemas['Mechanism'];
 export type RunAnalysis = Schemas['RunAnalysis'];
 /** One run of a drill; members appear as the run gets that far. */
 export type Run = Schemas['Run'];

@@ -7,6 +7,7 @@ import type {
   DrillTarget,
   Fault,
   KindResult,
+  Mechanism,
   PartitionResult,
   Phases,
   Role,
@@ -55,7 +56,28 @@ export const ROLE_LABEL: Record<Role, string> = {
   not_a_replica: 'not a replica',
   sole_replica: 'sole replica (offline)',
   below_min_isr: 'below min.insync.replicas (offline for writes)',
+  isolated_leader: 'isolated leader',
+  isolated_follower: 'isolated follower',
+  throttled_leader: 'throttled leader',
+  throttled_follower: 'throttled follower',
 };
+
+export const MECHANISM_LABEL: Record<Mechanism['name'], string> = {
+  none: 'none',
+  session_timeout: 'fencing (session timeout)',
+  client_timeout: "client's request timeout",
+  isr_shrink: 'ISR shrink (replica lag)',
+  heal: 'heal → reconnect',
+  node_back: 'node back',
+};
+
+/** What bounded a gray fault's stall, and the event that ended it: "ISR shrink (replica lag), ended by isr_shrink". */
+export function mechanismText(m: Mechanism | null | undefined): string {
+  if (!m) return '—';
+  const label = MECHANISM_LABEL[m.name] ?? m.name;
+  if (m.explained && m.ended_by) return `${label}, ended by ${m.ended_by}`;
+  return m.reason ? `${label}, unexplained` : label;
+}
 
 /** The broker(s) the runs actually hit, e.g. "broker 1" or "brokers 1, 3". */
 export function hitBrokers(drill: Drill): string {

@@ -3,7 +3,7 @@
 import type { Quantiles, Role, StatGroup } from '../api/types';
 import { ROLE_LABEL } from './drill';
 
-const ROLE_ORDER: Record<Role, number> = { leader: 0, follower: 1, follower_out_of_isr: 2, not_a_replica: 3, sole_replica: 4, below_min_isr: 5 };
+const ROLE_ORDER: Record<Role, number> = { leader: 0, follower: 1, follower_out_of_isr: 2, not_a_replica: 3, sole_replica: 4, below_min_isr: 5, isolated_leader: 6, isolated_follower: 7, throttled_leader: 8, throttled_follower: 9 };
 
 export function groupLabel(g: Pick<StatGroup, 'topic' | 'partition' | 'role'>): string {
   return `${g.topic}-${g.partition} · ${ROLE_LABEL[g.role] ?? g.role}`;

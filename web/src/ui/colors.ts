@@ -12,6 +12,10 @@ export const ROLE_COLOR: Record<Role, string> = {
   not_a_replica: '#999999',
   sole_replica: '#cc79a7',
   below_min_isr: '#e69f00',
+  isolated_leader: '#d55e00',
+  isolated_follower: '#0072b2',
+  throttled_leader: '#f0e442',
+  throttled_follower: '#009e73',
 };
 
 export const PHASE_COLOR: Record<PhaseName, string> = {

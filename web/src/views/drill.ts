@@ -4,7 +4,7 @@
 
 import { api, ApiError } from '../api/client';
 import type { ClusterDetail, Drill, Sample, Timeline } from '../api/types';
-import { cssToken, faultLabel, hitBrokers, isRunning, PHASE_LABEL, phaseText, ROLE_LABEL, runFaultUs, stallText, targetLabel } from '../lib/drill';
+import { cssToken, faultLabel, hitBrokers, isRunning, mechanismText, PHASE_LABEL, phaseText, ROLE_LABEL, runFaultUs, stallText, targetLabel } from '../lib/drill';
 import { SampleWindow } from '../lib/gaps';
 import {
   buildLane,
@@ -228,10 +228,11 @@ export class DrillView implements View {
         phaseText(p.phases, 'discovery'),
         phaseText(p.phases, 'resume'),
         p.phases.new_leader === null ? '—' : String(p.phases.new_leader),
+        mechanismText(p.mechanism),
       ]),
     );
     return table(
-      ['run', 'partition', 'role', 'ack stall', 'receive stall', 'baseline ack gap', 'sent / failed / lost', 'dup / reord / unresolved', PHASE_LABEL.detection, PHASE_LABEL.election, PHASE_LABEL.discovery, PHASE_LABEL.resume, 'new leader'],
+      ['run', 'partition', 'role', 'ack stall', 'receive stall', 'baseline ack gap', 'sent / failed / lost', 'dup / reord / unresolved', PHASE_LABEL.detection, PHASE_LABEL.election, PHASE_LABEL.discovery, PHASE_LABEL.resume, 'new leader', 'mechanism'],
       rows,
     );
   }

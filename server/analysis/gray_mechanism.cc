@@ -1,0 +1,251 @@
+#include "server/analysis/gray_mechanism.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+
+#include "server/analysis/drill_analysis.h"
+
+namespace kfaild::analysis {
+namespace {
+
+// Broker and client log lines carry millisecond timestamps.
+constexpr std::int64_t kLogResolutionUs = 1'000;
+
+std::string seconds(std::int64_t us) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f s", static_cast<double>(us) / 1e6);
+  return text;
+}
+
+bool isPartition(const storage::Event& e, const MechanismScope& s) {
+  return e.topic && *e.topic == s.topic && e.partition && *e.partition == s.partition;
+}
+
+bool leads(Role role) { return role == Role::kLeader || role == Role::kIsolatedLeader ||
+                               role == Role::kThrottledLeader; }
+bool follows(Role role) { return role == Role::kFollowerInIsr || role == Role::kIsolatedFollower ||
+                                 role == Role::kThrottledFollower; }
+
+struct Found {
+  std::int64_t at_us = 0;
+  std::string kind;
+  std::int64_t resolution_us = 0;
+};
+
+// The first event after the fault that `matches`.
+template <typename Match>
+std::optional<Found> first(const std::vector<storage::Event>& events, const MechanismScope& s,
+                           Match matches) {
+  std::optional<Found> found;
+  for (const auto& e : events) {
+    if (e.t_us < s.fault_us || !matches(e)) continue;
+    if (found && found->at_us <= e.t_us) continue;
+    const auto resolution = e.source == "metadata" ? s.metadata_interval_us : kLogResolutionUs;
+    found = Found{e.t_us, e.kind, resolution};
+  }
+  return found;
+}
+
+// The event that hands the partition over from the target: its new leader, or its ISR without
+// the target.
+std::optional<Found> handover(const std::vector<storage::Event>& events, const MechanismScope& s) {
+  return first(events, s, [&](const storage::Event& e) {
+    if (!isPartition(e, s)) return false;
+    if (leads(s.role)) {
+      const bool leader_event = (e.source == "metadata" && e.kind == "leader_change") ||
+                                (e.source == "broker_log" && e.kind == "leader_epoch_start");
+      return leader_event && e.broker && *e.broker != s.target && *e.broker >= 0;
+    }
+    return e.source == "metadata" && e.kind == "isr_shrink" && e.broker && *e.broker == s.target;
+  });
+}
+
+MechanismPhase fromFault(const char* name, const MechanismScope& s, const Found& end) {
+  return {name, s.fault_us, end.at_us, end.kind, end.resolution_us};
+}
+
+}  // namespace
+
+const char* toString(Mechanism mechanism) {
+  switch (mechanism) {
+    case Mechanism::kNone: return "none";
+    case Mechanism::kSessionTimeout: return "session_timeout";
+    case Mechanism::kClientTimeout: return "client_timeout";
+    case Mechanism::kIsrShrink: return "isr_shrink";
+    case Mechanism::kHeal: return "heal";
+    case Mechanism::kNodeBack: return "node_back";
+  }
+  return "unknown";
+}
+
+MechanismSettings withClientSettings(MechanismSettings settings,
+                                     const std::map<std::string, std::string>& client) {
+  const auto millis = [&](const char* key, std::int64_t& into) {
+    const auto it = client.find(key);
+    if (it == client.end()) return;
+    std::int64_t ms = 0;
+    const auto* end = it->second.data() + it->second.size();
+    const auto [ptr, ec] = std::from_chars(it->second.data(), end, ms);
+    if (ec == std::errc() && ptr == end && ms > 0) into = ms * 1'000;
+  };
+  millis("request.timeout.ms", settings.request_timeout_us);
+  millis("socket.timeout.ms", settings.socket_timeout_us);
+  return settings;
+}
+
+Expectation expectationFor(const GrayFaultInput& fault, Role role, const MechanismSettings& s) {
+  const Expectation session{Mechanism::kSessionTimeout, "broker.session.timeout.ms",
+                            s.session_timeout_us};
+  const Expectation shrink{Mechanism::kIsrShrink, "replica.lag.time.max.ms",
+                           s.replica_lag_time_max_us};
+  const Expectation heal{Mechanism::kHeal, "duration_s", fault.duration_us};
+  const bool leader = leads(role);
+  const bool follower = follows(role);
+  const bool offline = role == Role::kSoleReplica || role == Role::kBelowMinIsr;
+
+  Expectation e;
+  if (fault.kind == "disk_full") {
+    // The broker takes its only log directory offline and shuts down: a kill.
+    if (offline) return {Mechanism::kNodeBack, "recovery", 0};
+    if (leader || follower) e = session;
+  } else if (fault.kind == "throttle") {
+    // Nothing fails: a follower falls behind until it lags replica.lag.time.max.ms; the
+    // leader's clients are slowed until the heal.
+    if (follower) e = shrink;
+    if (leader || offline) e = heal;
+  } else if (fault.kind == "isolate") {
+    // The partition has nowhere else to go: only the heal ends it.
+    if (offline) e = heal;
+    else if (fault.from == "clients") {
+      if (leader) e = heal;
+    } else if (fault.from == "brokers") {
+      if (leader || follower) e = shrink;
+    } else if (fault.from == "quorum") {
+      if (leader || follower) e = session;
+    } else if (fault.from == "all") {
+      if (follower || (leader && fault.mode == "reject")) e = session;
+      if (leader && fault.mode == "drop") {
+        // Requests in flight to the blackholed leader wait for the client's own timeout, and a
+        // retry cannot go elsewhere before the fencing names a new leader.
+        const bool request_first = s.request_timeout_us <= s.socket_timeout_us;
+        e = {Mechanism::kClientTimeout, request_first ? "request.timeout.ms" : "socket.timeout.ms",
+             std::max(s.session_timeout_us, std::min(s.request_timeout_us, s.socket_timeout_us))};
+      }
+    }
+  }
+  // A fault healed before its mechanism could act is ended by the heal.
+  if (e.mechanism != Mechanism::kNone && e.mechanism != Mechanism::kHeal &&
+      fault.duration_us > 0 && fault.duration_us < e.expected_us) {
+    e = heal;
+  }
+  return e;
+}
+
+MechanismResult explainStall(const Expectation& expected, const MechanismScope& s,
+                             const std::optional<std::pair<std::int64_t, std::int64_t>>& stall,
+                             const std::vector<storage::Event>& events) {
+  MechanismResult r;
+  r.mechanism = expected.mechanism;
+  r.setting = expected.setting;
+  r.expected_us = expected.expected_us;
+
+  // The event that should end the stall, and the steps before it.
+  std::optional<Found> end;
+  std::string wanted;
+  switch (expected.mechanism) {
+    case Mechanism::kNone:
+      break;
+    case Mechanism::kSessionTimeout: {
+      wanted = leads(s.role) ? "leader_change" : "isr_shrink";
+      end = handover(events, s);
+      if (s.departure_at_us && *s.departure_at_us >= s.fault_us) {
+        r.phases.push_back({"fencing", s.fault_us, *s.departure_at_us, s.departure,
+                            s.departure_resolution_us});
+        if (end && end->at_us >= *s.departure_at_us) {
+          r.phases.push_back(
+              {"handover", *s.departure_at_us, end->at_us, end->kind, end->resolution_us});
+        }
+      } else if (end) {
+        r.phases.push_back({"handover", s.fault_us, end->at_us, end->kind, end->resolution_us});
+      }
+      break;
+    }
+    case Mechanism::kClientTimeout:
+      wanted = "client_request_timeout";
+      end = first(events, s, [&](const storage::Event& e) {
+        // The producer's: the acks wait on it, not on the consumer's fetches.
+        return e.source == "client" && e.kind == "client_request_timeout" && e.broker &&
+               *e.broker == s.target && e.detail.find("\"producer\"") != std::string::npos;
+      });
+      if (end) r.phases.push_back(fromFault("client_timeout", s, *end));
+      break;
+    case Mechanism::kIsrShrink:
+      wanted = "isr_shrink";
+      end = first(events, s, [&](const storage::Event& e) {
+        if (!isPartition(e, s) || e.source != "metadata" || e.kind != "isr_shrink") return false;
+        // A follower leaves the ISR; a leader cut from the brokers drops its followers.
+        return leads(s.role) ? !(e.broker && *e.broker == s.target)
+                             : (e.broker && *e.broker == s.target);
+      });
+      if (end) r.phases.push_back(fromFault("isr_shrink", s, *end));
+      break;
+    case Mechanism::kHeal:
+      wanted = "heal";
+      if (s.healed_us && *s.healed_us >= s.fault_us) {
+        end = Found{*s.healed_us, "heal", kLogResolutionUs};
+        r.phases.push_back({"heal", s.fault_us, end->at_us, "heal", kLogResolutionUs});
+      }
+      break;
+    case Mechanism::kNodeBack:
+      wanted = "broker_back";
+      end = first(events, s, [&](const storage::Event& e) {
+        return e.source == "metadata" && e.kind == "broker_back" && e.broker &&
+               *e.broker == s.target;
+      });
+      if (!end && s.recovered_us) end = Found{*s.recovered_us, "recovered", s.metadata_interval_us};
+      if (end) r.phases.push_back(fromFault("node_back", s, *end));
+      break;
+  }
+
+  if (!stall) return r;
+  const auto [start_us, end_us] = *stall;
+  if (expected.mechanism == Mechanism::kNone) {
+    r.reason = "the fault should not stall this partition, yet it stalled " +
+               seconds(end_us - start_us) + ": no mechanism explains it";
+    return r;
+  }
+  if (!end || end->at_us > end_us + end->resolution_us) {
+    r.reason = "the stall ended at " + seconds(end_us - s.fault_us) + " after the fault without " +
+               wanted + (end ? " (it came at " + seconds(end->at_us - s.fault_us) + ")" : "") +
+               ", which " + toString(expected.mechanism) + " needs: it does not measure " +
+               (expected.setting.empty() ? "the mechanism" : expected.setting);
+    return r;
+  }
+  r.explained = true;
+  r.ended_by = end->kind;
+  r.phases.push_back({expected.mechanism == Mechanism::kHeal ? "reconnect" : "resume",
+                      std::min(end->at_us, end_us), end_us, "ack", end->resolution_us});
+  return r;
+}
+
+nlohmann::json toJson(const MechanismResult& r) {
+  nlohmann::json phases = nlohmann::json::array();
+  for (const auto& p : r.phases) {
+    phases.push_back({{"name", p.name},
+                      {"start_us", p.start_us},
+                      {"end_us", p.end_us},
+                      {"duration_us", p.duration_us()},
+                      {"ended_by", p.ended_by},
+                      {"resolution_us", p.resolution_us}});
+  }
+  return {{"name", toString(r.mechanism)},
+          {"setting", r.setting.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.setting)},
+          {"expected_us", r.expected_us},
+          {"phases", phases},
+          {"explained", r.explained},
+          {"ended_by", r.ended_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.ended_by)},
+          {"reason", r.reason}};
+}
+
+}  // namespace kfaild::analysis

@@ -1,0 +1,118 @@
+#pragma once
+
+// What bounds a partition's stall under a gray fault (issue 26), and whether the recorded events
+// show that bound at work. Pure; times are kfaild's wall clock (µs), as in drill_analysis.h.
+//
+// Mechanisms (the setting that governs each, its expected stall):
+//   session_timeout  the target is fenced by the controller (broker.session.timeout.ms), then
+//                    the partition is handed over: a new leader (leader_change /
+//                    leader_epoch_start) or an ISR without the target (isr_shrink). A broker
+//                    isolated from the quorum, or from everyone with `reject`; a disk_full
+//                    broker (it shuts down, as a kill).
+//   client_timeout   the producer waits on a blackholed leader until its own request times out
+//                    (the client's `client_request_timeout` event), and cannot go elsewhere
+//                    before the fencing: max(session timeout, min(request.timeout.ms,
+//                    socket.timeout.ms)). A leader isolated from everyone with `drop`.
+//   isr_shrink       the leader waits for a replica that stopped fetching until it drops it from
+//                    the ISR (replica.lag.time.max.ms), seen as the metadata's isr_shrink. A
+//                    broker isolated from the other brokers; a throttled follower.
+//   heal             nothing but the fault's end ends it: the clients reconnect after the heal
+//                    (duration_s). A leader isolated from the clients only; a throttled leader;
+//                    any mechanism whose expected bound is longer than the fault itself.
+//   node_back        the partition has no other replica to go to (sole replica, below
+//                    min.insync.replicas) after disk_full: it resumes once the node is back.
+//   none             the fault does not touch this partition's writes (a follower isolated from
+//                    clients only, a partition the target does not replicate).
+//
+// A stall is explained when its mechanism's event comes after the fault and no later than the
+// ack that ended the stall (within the event source's resolution). A stall that is not is
+// reported inconclusive by the analysis, with the reason: the figure is real, but what bounded
+// it is not what the fault should have done, so it does not measure that mechanism.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "storage/records.h"
+
+namespace kfaild::analysis {
+
+struct GrayFaultInput;
+enum class Role;
+
+enum class Mechanism { kNone, kSessionTimeout, kClientTimeout, kIsrShrink, kHeal, kNodeBack };
+const char* toString(Mechanism mechanism);
+
+// The broker and client settings in force that the mechanisms depend on. Defaults: Kafka's
+// broker.session.timeout.ms and replica.lag.time.max.ms, librdkafka's producer
+// request.timeout.ms and socket.timeout.ms.
+struct MechanismSettings {
+  std::int64_t session_timeout_us = 9'000'000;
+  std::int64_t replica_lag_time_max_us = 30'000'000;
+  std::int64_t request_timeout_us = 30'000'000;
+  std::int64_t socket_timeout_us = 60'000'000;
+};
+
+// `settings` with the probe's client settings applied ("request.timeout.ms", "socket.timeout.ms"
+// as the run outcome's probe_client lists them); values that are not whole milliseconds are
+// ignored.
+MechanismSettings withClientSettings(MechanismSettings settings,
+                                     const std::map<std::string, std::string>& client);
+
+// What a fault should do to a partition of `role` (its role for the gray fault, see
+// grayRole in drill_analysis.h): the mechanism, the setting it comes from, the expected stall.
+struct Expectation {
+  Mechanism mechanism = Mechanism::kNone;
+  std::string setting;  // "broker.session.timeout.ms", ..., "duration_s"; empty for none
+  std::int64_t expected_us = 0;
+};
+Expectation expectationFor(const GrayFaultInput& fault, Role role, const MechanismSettings& s);
+
+// One step of the stall: from start_us to end_us, ended by the event `ended_by` ("fenced",
+// "leader_change", "client_request_timeout", "isr_shrink", "heal", "broker_back", "ack", ...).
+struct MechanismPhase {
+  std::string name;  // fencing | handover | client_timeout | isr_shrink | heal | node_back | resume
+  std::int64_t start_us = 0;
+  std::int64_t end_us = 0;
+  std::string ended_by;
+  std::int64_t resolution_us = 0;  // ± from the sources of its bounds
+  std::int64_t duration_us() const { return end_us - start_us; }
+};
+
+struct MechanismResult {
+  Mechanism mechanism = Mechanism::kNone;
+  std::string setting;
+  std::int64_t expected_us = 0;
+  std::vector<MechanismPhase> phases;
+  // The stall ended with (after) the mechanism's event; false when there is no stall too.
+  bool explained = false;
+  std::string ended_by;  // the mechanism's event that ended the stall, when explained
+  std::string reason;    // why not explained, when there is a stall
+};
+
+// What one partition's ack stall (`stall`: closed, or nullopt when there is none) shows of
+// `expected`. `departure`/`departure_at_us` as RunAnalysis has them.
+struct MechanismScope {
+  std::string topic;
+  std::int32_t partition = 0;
+  Role role;
+  std::int32_t target = -1;
+  std::int64_t fault_us = 0;
+  std::optional<std::int64_t> healed_us;
+  std::optional<std::int64_t> recovered_us;
+  std::string departure;
+  std::optional<std::int64_t> departure_at_us;
+  std::int64_t departure_resolution_us = 1'000;
+  std::int64_t metadata_interval_us = 100'000;
+};
+MechanismResult explainStall(const Expectation& expected, const MechanismScope& scope,
+                             const std::optional<std::pair<std::int64_t, std::int64_t>>& stall,
+                             const std::vector<storage::Event>& events);
+
+nlohmann::json toJson(const MechanismResult& result);
+
+}  // namespace kfaild::analysis

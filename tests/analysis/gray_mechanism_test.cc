@@ -1,0 +1,348 @@
+#include "server/analysis/gray_mechanism.h"
+
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "server/analysis/drill_analysis.h"
+
+using namespace kfaild;
+using namespace kfaild::analysis;
+
+namespace {
+
+// Synthetic runs of gray faults on broker 1: orders p0 led by 1 (followers 2, 3), p1 led by 2
+// with 1 an in-sync follower, p2 led by 3 with 1 out of sync. One message per 20 ms; the stall
+// of p0 / p1 ends when the test says.
+constexpr std::int64_t kT0 = 1'700'000'000'000'000;
+constexpr std::int64_t kSecond = 1'000'000;
+constexpr std::int64_t kInterval = 20'000;
+
+storage::Event event(std::int64_t t, const char* source, const char* kind,
+                     std::optional<int> broker, std::optional<int> partition = std::nullopt,
+                     const char* detail = "{}") {
+  storage::Event e;
+  e.t_us = t;
+  e.source = source;
+  e.kind = kind;
+  e.broker = broker;
+  if (partition) {
+    e.topic = "orders";
+    e.partition = *partition;
+  }
+  e.detail = detail;
+  return e;
+}
+
+void sample(AnalysisInput& in, int partition, std::int64_t& seq, std::int64_t send,
+            std::int64_t ack) {
+  storage::ProbeSample s;
+  s.topic = "orders";
+  s.partition = partition;
+  s.seq = seq++;
+  s.send_us = send;
+  s.ack_us = ack;
+  s.receive_us = ack + 1'000;
+  in.samples.push_back(s);
+}
+
+// Steady acks 3 ms after each send, except that everything sent in [kT0, resume) is acked at
+// `resume` (nullopt: no stall at all).
+void stream(AnalysisInput& in, int partition, std::optional<std::int64_t> resume) {
+  std::int64_t seq = 0;
+  for (std::int64_t t = in.window_start_us; t < in.observe_end_us; t += kInterval) {
+    const bool held = resume && t >= kT0 && t < *resume;
+    sample(in, partition, seq, t, held ? *resume : t + 3'000);
+  }
+}
+
+AnalysisInput grayRun(const char* kind, const char* from, const char* mode,
+                      std::int64_t duration_us) {
+  AnalysisInput in;
+  in.fault = kind;
+  in.gray = GrayFaultInput{kind, from, mode, 0, duration_us, kT0 + duration_us};
+  in.target = 1;
+  in.fault_us = kT0;
+  in.window_start_us = kT0 - 5 * kSecond;
+  in.observe_end_us = kT0 + 70 * kSecond;
+  in.window_end_us = kT0 + 80 * kSecond;
+  in.partitions = {{"orders", 0, 1, {1, 2, 3}, {1, 2, 3}},
+                   {"orders", 1, 2, {2, 1, 3}, {2, 1, 3}},
+                   {"orders", 2, 3, {3, 1, 2}, {3, 2}}};
+  return in;
+}
+
+const PartitionResult& partition(const RunAnalysis& a, int p) {
+  for (const auto& r : a.partitions) {
+    if (r.partition == p) return r;
+  }
+  FAIL("no partition " << p);
+  return a.partitions.front();
+}
+
+}  // namespace
+
+TEST_CASE("a leader isolated from all with drop stalls until the client's request timeout",
+          "[unit]") {
+  auto in = grayRun("isolate", "all", "drop", 60 * kSecond);
+  in.settings = withClientSettings(in.settings, {{"request.timeout.ms", "20000"}});
+  const std::int64_t timeout = kT0 + 20'010'000;
+  stream(in, 0, timeout + 400'000);
+  stream(in, 1, kT0 + 9'100'000);
+  stream(in, 2, std::nullopt);
+  in.events = {event(kT0 + 9'000'000, "broker_log", "fenced", 1),
+               event(kT0 + 9'050'000, "metadata", "isr_shrink", 1, 1),
+               event(kT0 + 9'060'000, "metadata", "leader_change", 2, 0),
+               event(timeout - 5 * kSecond, "client", "client_request_timeout", 1, std::nullopt,
+                     R"({"client":"consumer","request":"Fetch","after_ms":15000})"),
+               event(timeout, "client", "client_request_timeout", 1, std::nullopt,
+                     R"({"client":"producer","request":"Produce","after_ms":20010})")};
+
+  const auto a = analyse(in);
+  const auto& p0 = partition(a, 0);
+  CHECK(toString(p0.role) == std::string("isolated_leader"));
+  REQUIRE(p0.ack.outcome == Outcome::kStall);
+  REQUIRE(p0.mechanism);
+  CHECK(p0.mechanism->mechanism == Mechanism::kClientTimeout);
+  CHECK(p0.mechanism->setting == "request.timeout.ms");
+  CHECK(p0.mechanism->expected_us == 20 * kSecond);
+  CHECK(p0.mechanism->explained);
+  CHECK(p0.mechanism->ended_by == "client_request_timeout");
+  REQUIRE(p0.mechanism->phases.size() == 2);
+  CHECK(p0.mechanism->phases[0].name == "client_timeout");
+  CHECK(p0.mechanism->phases[0].duration_us() == 20'010'000);
+  CHECK(p0.mechanism->phases[1].name == "resume");
+  CHECK(p0.mechanism->phases[1].duration_us() == 400'000);
+
+  // The follower of p1 is fenced at the session timeout and leaves the ISR.
+  const auto& p1 = partition(a, 1);
+  CHECK(toString(p1.role) == std::string("isolated_follower"));
+  REQUIRE(p1.ack.outcome == Outcome::kStall);
+  CHECK(p1.mechanism->mechanism == Mechanism::kSessionTimeout);
+  CHECK(p1.mechanism->ended_by == "isr_shrink");
+  REQUIRE(p1.mechanism->phases.size() == 3);
+  CHECK(p1.mechanism->phases[0].name == "fencing");
+  CHECK(p1.mechanism->phases[0].ended_by == "fenced");
+  CHECK(p1.mechanism->phases[1].name == "handover");
+
+  // Out of sync: no mechanism, no stall.
+  const auto& p2 = partition(a, 2);
+  CHECK(toString(p2.role) == std::string("follower_out_of_isr"));
+  CHECK(p2.mechanism->mechanism == Mechanism::kNone);
+  CHECK(p2.ack.outcome == Outcome::kNone);
+  CHECK(a.conclusive);
+}
+
+TEST_CASE("a blackholed leader's stall that ends before the client's timeout is inconclusive",
+          "[unit]") {
+  auto in = grayRun("isolate", "all", "drop", 60 * kSecond);
+  stream(in, 0, kT0 + 9'500'000);
+  stream(in, 1, std::nullopt);
+  stream(in, 2, std::nullopt);
+  in.events = {event(kT0 + 9'000'000, "broker_log", "fenced", 1),
+               event(kT0 + 9'060'000, "metadata", "leader_change", 2, 0)};
+
+  const auto a = analyse(in);
+  const auto& p0 = partition(a, 0);
+  CHECK(p0.ack.outcome == Outcome::kInconclusive);
+  CHECK_FALSE(p0.ack.stall);
+  REQUIRE(p0.mechanism);
+  CHECK_FALSE(p0.mechanism->explained);
+  CHECK(p0.ack.reason.find("without client_request_timeout") != std::string::npos);
+  CHECK(p0.ack.reason.find("request.timeout.ms") != std::string::npos);
+  CHECK_FALSE(a.conclusive);
+}
+
+TEST_CASE("a leader isolated from all with reject stalls until it is fenced and handed over",
+          "[unit]") {
+  auto in = grayRun("isolate", "all", "reject", 60 * kSecond);
+  stream(in, 0, kT0 + 9'300'000);
+  stream(in, 1, kT0 + 9'100'000);
+  stream(in, 2, std::nullopt);
+  in.events = {event(kT0 + 9'000'000, "broker_log", "fenced", 1),
+               event(kT0 + 9'050'000, "metadata", "isr_shrink", 1, 1),
+               event(kT0 + 9'100'000, "metadata", "leader_change", 2, 0)};
+
+  const auto a = analyse(in);
+  const auto& p0 = partition(a, 0);
+  REQUIRE(p0.ack.outcome == Outcome::kStall);
+  CHECK(p0.mechanism->mechanism == Mechanism::kSessionTimeout);
+  CHECK(p0.mechanism->setting == "broker.session.timeout.ms");
+  CHECK(p0.mechanism->expected_us == 9 * kSecond);
+  CHECK(p0.mechanism->ended_by == "leader_change");
+  REQUIRE(p0.mechanism->phases.size() == 3);
+  CHECK(p0.mechanism->phases[0].duration_us() == 9 * kSecond);
+  CHECK(p0.mechanism->phases[1].duration_us() == 100'000);
+  CHECK(p0.mechanism->phases[2].name == "resume");
+  CHECK(p0.mechanism->phases[2].duration_us() == 200'000);
+}
+
+TEST_CASE("a broker isolated from the quorum keeps its leader stalled until the handover",
+          "[unit]") {
+  auto in = grayRun("isolate", "quorum", "drop", 60 * kSecond);
+  stream(in, 0, kT0 + 9'400'000);
+  stream(in, 1, std::nullopt);
+  stream(in, 2, std::nullopt);
+  SECTION("ended by the new leader: explained") {
+    in.events = {event(kT0 + 9'000'000, "broker_log", "fenced", 1),
+                 event(kT0 + 9'200'000, "metadata", "leader_change", 3, 0)};
+    const auto& p0 = partition(analyse(in), 0);
+    CHECK(toString(p0.role) == std::string("isolated_leader"));
+    CHECK(p0.ack.outcome == Outcome::kStall);
+    CHECK(p0.mechanism->mechanism == Mechanism::kSessionTimeout);
+    CHECK(p0.mechanism->explained);
+  }
+  SECTION("no new leader before the first ack: inconclusive") {
+    in.events = {event(kT0 + 9'000'000, "broker_log", "fenced", 1),
+                 event(kT0 + 12'000'000, "metadata", "leader_change", 3, 0)};
+    const auto& p0 = partition(analyse(in), 0);
+    CHECK(p0.ack.outcome == Outcome::kInconclusive);
+    CHECK(p0.ack.reason.find("without leader_change (it came at 12.000 s)") != std::string::npos);
+  }
+}
+
+TEST_CASE("a follower isolated from the brokers stalls acks=all until the ISR shrinks",
+          "[unit]") {
+  auto in = grayRun("isolate", "brokers", "drop", 60 * kSecond);
+  in.settings.replica_lag_time_max_us = 10 * kSecond;
+  stream(in, 0, kT0 + 10'300'000);
+  stream(in, 1, kT0 + 10'200'000);
+  stream(in, 2, std::nullopt);
+  SECTION("ended by isr_shrink: explained, for the leader and the follower") {
+    in.events = {event(kT0 + 10'100'000, "metadata", "isr_shrink", 1, 1),
+                 event(kT0 + 10'150'000, "metadata", "isr_shrink", std::nullopt, 0)};
+    const auto a = analyse(in);
+    const auto& p1 = partition(a, 1);
+    CHECK(toString(p1.role) == std::string("isolated_follower"));
+    REQUIRE(p1.ack.outcome == Outcome::kStall);
+    CHECK(p1.mechanism->mechanism == Mechanism::kIsrShrink);
+    CHECK(p1.mechanism->setting == "replica.lag.time.max.ms");
+    CHECK(p1.mechanism->expected_us == 10 * kSecond);
+    CHECK(p1.mechanism->ended_by == "isr_shrink");
+    CHECK(p1.mechanism->phases[0].duration_us() == 10'100'000);
+    const auto& p0 = partition(a, 0);
+    REQUIRE(p0.ack.outcome == Outcome::kStall);
+    CHECK(p0.mechanism->mechanism == Mechanism::kIsrShrink);
+    CHECK(p0.mechanism->explained);
+  }
+  SECTION("no isr_shrink: inconclusive") {
+    const auto a = analyse(in);
+    const auto& p1 = partition(a, 1);
+    CHECK(p1.ack.outcome == Outcome::kInconclusive);
+    CHECK(p1.ack.reason.find("without isr_shrink") != std::string::npos);
+  }
+}
+
+TEST_CASE("a leader isolated from the clients stalls until the heal and the reconnect", "[unit]") {
+  auto in = grayRun("isolate", "clients", "drop", 15 * kSecond);
+  stream(in, 0, kT0 + 15'800'000);
+  stream(in, 1, std::nullopt);
+  stream(in, 2, std::nullopt);
+  SECTION("healed at 15 s: explained") {
+    const auto a = analyse(in);
+    const auto& p0 = partition(a, 0);
+    REQUIRE(p0.ack.outcome == Outcome::kStall);
+    CHECK(p0.mechanism->mechanism == Mechanism::kHeal);
+    CHECK(p0.mechanism->setting == "duration_s");
+    CHECK(p0.mechanism->expected_us == 15 * kSecond);
+    REQUIRE(p0.mechanism->phases.size() == 2);
+    CHECK(p0.mechanism->phases[0].ended_by == "heal");
+    CHECK(p0.mechanism->phases[1].name == "reconnect");
+    CHECK(p0.mechanism->phases[1].duration_us() == 800'000);
+    // A follower cut off from the clients only is not touched.
+    CHECK(partition(a, 1).mechanism->mechanism == Mechanism::kNone);
+  }
+  SECTION("never healed in the window: inconclusive") {
+    in.gray->healed_us.reset();
+    const auto& p0 = partition(analyse(in), 0);
+    CHECK(p0.ack.outcome == Outcome::kInconclusive);
+    CHECK(p0.ack.reason.find("without heal") != std::string::npos);
+  }
+}
+
+TEST_CASE("a throttled follower's stall is explained by its ISR shrink", "[unit]") {
+  auto in = grayRun("throttle", "", "", 60 * kSecond);
+  in.gray->bytes_per_second = 1024;
+  stream(in, 0, std::nullopt);
+  stream(in, 1, kT0 + 30'200'000);
+  stream(in, 2, std::nullopt);
+  SECTION("ended by isr_shrink") {
+    in.events = {event(kT0 + 30'100'000, "metadata", "isr_shrink", 1, 1)};
+    const auto a = analyse(in);
+    const auto& p1 = partition(a, 1);
+    CHECK(toString(p1.role) == std::string("throttled_follower"));
+    CHECK(toString(partition(a, 0).role) == std::string("throttled_leader"));
+    REQUIRE(p1.ack.outcome == Outcome::kStall);
+    CHECK(p1.mechanism->mechanism == Mechanism::kIsrShrink);
+    CHECK(p1.mechanism->expected_us == 30 * kSecond);
+    CHECK(p1.mechanism->explained);
+  }
+  SECTION("an ISR shrink of another broker does not explain it") {
+    in.events = {event(kT0 + 30'100'000, "metadata", "isr_shrink", 3, 1)};
+    const auto& p1 = partition(analyse(in), 1);
+    CHECK(p1.ack.outcome == Outcome::kInconclusive);
+  }
+}
+
+TEST_CASE("a disk_full leader stalls as a killed one: fencing, then the new leader", "[unit]") {
+  auto in = grayRun("disk_full", "", "", 60 * kSecond);
+  stream(in, 0, kT0 + 9'500'000);
+  stream(in, 1, kT0 + 9'200'000);
+  stream(in, 2, std::nullopt);
+  SECTION("ended by the new leader and the ISR shrink") {
+    in.events = {event(kT0 + 9'000'000, "broker_log", "fenced", 1),
+                 event(kT0 + 9'100'000, "metadata", "isr_shrink", 1, 1),
+                 event(kT0 + 9'200'000, "broker_log", "leader_epoch_start", 2, 0)};
+    const auto a = analyse(in);
+    const auto& p0 = partition(a, 0);
+    CHECK(toString(p0.role) == std::string("leader"));
+    REQUIRE(p0.ack.outcome == Outcome::kStall);
+    CHECK(p0.mechanism->mechanism == Mechanism::kSessionTimeout);
+    CHECK(p0.mechanism->ended_by == "leader_epoch_start");
+    CHECK(toString(partition(a, 1).role) == std::string("follower"));
+    CHECK(partition(a, 1).mechanism->explained);
+  }
+  SECTION("no handover at all: inconclusive") {
+    const auto& p0 = partition(analyse(in), 0);
+    CHECK(p0.ack.outcome == Outcome::kInconclusive);
+    CHECK(p0.ack.reason.find("without leader_change") != std::string::npos);
+  }
+}
+
+TEST_CASE("a gray fault healed before its mechanism can act is bounded by the heal", "[unit]") {
+  GrayFaultInput fault{"isolate", "brokers", "drop", 0, 5 * kSecond, kT0 + 5 * kSecond};
+  const auto e = expectationFor(fault, Role::kIsolatedFollower, MechanismSettings{});
+  CHECK(e.mechanism == Mechanism::kHeal);
+  CHECK(e.expected_us == 5 * kSecond);
+  fault.duration_us = 60 * kSecond;
+  CHECK(expectationFor(fault, Role::kIsolatedFollower, MechanismSettings{}).mechanism ==
+        Mechanism::kIsrShrink);
+}
+
+TEST_CASE("the probe's client settings set the client timeout's expectation", "[unit]") {
+  GrayFaultInput fault{"isolate", "all", "drop", 0, 120 * kSecond, std::nullopt};
+  auto s = withClientSettings(MechanismSettings{},
+                              {{"request.timeout.ms", "45000"}, {"socket.timeout.ms", "40000"}});
+  auto e = expectationFor(fault, Role::kIsolatedLeader, s);
+  CHECK(e.setting == "socket.timeout.ms");
+  CHECK(e.expected_us == 40 * kSecond);
+  // Below the session timeout, the retry still waits for the fencing.
+  s = withClientSettings(MechanismSettings{},
+                         {{"request.timeout.ms", "5000"}, {"socket.timeout.ms", "x"}});
+  e = expectationFor(fault, Role::kIsolatedLeader, s);
+  CHECK(e.setting == "request.timeout.ms");
+  CHECK(e.expected_us == 9 * kSecond);
+}
+
+TEST_CASE("a kill drill reports no mechanism and keeps its roles", "[unit]") {
+  auto in = grayRun("isolate", "all", "drop", 60 * kSecond);
+  in.fault = "kill";
+  in.gray.reset();
+  stream(in, 0, kT0 + 9'300'000);
+  stream(in, 1, std::nullopt);
+  stream(in, 2, std::nullopt);
+  const auto a = analyse(in);
+  CHECK(toString(partition(a, 0).role) == std::string("leader"));
+  CHECK_FALSE(partition(a, 0).mechanism);
+  CHECK(toJson(a)["partitions"][0]["mechanism"].is_null());
+}
