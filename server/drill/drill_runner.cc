@@ -5,6 +5,7 @@
 #include "server/analysis/verdict.h"
 #include "server/drill/errc.h"
 #include "server/drill/event_log.h"
+#include "server/drill/fault_action.h"
 #include "server/drill/run_execution.h"
 
 namespace kfaild::drill {
@@ -151,6 +152,7 @@ void DrillRunner::execute(storage::DrillRecord drill) {
   analysis::FaultMechanism mechanism;
   mechanism.fault = drill.fault;
   if (spec->fault == FaultType::kPause) mechanism.pause_s = spec->options.pause_s;
+  mechanism.gray = grayInput(*spec, std::nullopt);
   for (int run = 1; run <= spec->options.repeats; ++run) {
     RunExecution execution({deps_, guards_, recovery_, queue_, records_, worker_, addresses_}, drill, *spec, run);
     const auto outcome = execution.execute();
@@ -161,6 +163,7 @@ void DrillRunner::execute(storage::DrillRecord drill) {
       return;
     }
     if (outcome.analysis) analyses.push_back(*outcome.analysis);
+    if (outcome.probe_client) mechanism.settings = analysis::withClientSettings({}, *outcome.probe_client);
     for (const auto& node : cluster_.inventory) {
       if (outcome.target && node.id == *outcome.target && node.role == "controller") mechanism.target_is_controller = true;
     }

@@ -435,6 +435,7 @@ void RunExecution::analyse() {
   analysis::AnalysisInput input;
   input.fault = toString(spec_.fault);
   input.gray = grayInput(spec_, undone_us_);
+  if (outcome_.probe_client) input.settings = analysis::withClientSettings({}, *outcome_.probe_client);
   input.target = target_;
   input.fault_us = fault_us_;
   if (outcome_.fault_injected) {

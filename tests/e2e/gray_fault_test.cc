@@ -21,39 +21,6 @@ namespace {
 
 constexpr std::int64_t kLagMaxUs = 10'000'000;  // the fixture's replica.lag.time.max.ms
 
-// Points `deploy/lab/lab` (run by this test and by the kfaild it starts) at the namespaced lab
-// for the test's lifetime: the one the environment names when KFAILD_LAB_NETNS=1 is set (a lab
-// brought up by hand), else the `lab_netns` fixture's (tests/CMakeLists.txt: port base 29000,
-// state in <build>/lab-netns).
-class NamespacedLabEnv {
- public:
-  NamespacedLabEnv() {
-    const char* netns = std::getenv("KFAILD_LAB_NETNS");
-    if (netns != nullptr && std::string(netns) == "1") return;
-    for (const char* name : {"KFAILD_LAB_NETNS", "KFAILD_LAB_PORT_BASE", "KFAILD_LAB_DIR"}) {
-      const char* value = std::getenv(name);
-      saved_.emplace_back(name, value == nullptr ? std::nullopt : std::optional<std::string>(value));
-    }
-    setenv("KFAILD_LAB_NETNS", "1", 1);
-    setenv("KFAILD_LAB_PORT_BASE", "29000", 1);
-    setenv("KFAILD_LAB_DIR", KFAILD_BINARY_DIR "/lab-netns", 1);
-  }
-  ~NamespacedLabEnv() {
-    for (const auto& [name, value] : saved_) {
-      if (value) {
-        setenv(name.c_str(), value->c_str(), 1);
-      } else {
-        unsetenv(name.c_str());
-      }
-    }
-  }
-  NamespacedLabEnv(const NamespacedLabEnv&) = delete;
-  NamespacedLabEnv& operator=(const NamespacedLabEnv&) = delete;
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
-
 bool namespacedLab() {
   const auto json = nlohmann::json::parse(testing::labOutput("status --json"), nullptr, false);
   return !json.is_discarded() && json.value("netns", false);
@@ -102,7 +69,7 @@ bool brokerReachable(const std::string& from_netns, int id) {
 TEST_CASE("a follower isolated from the other brokers stalls acks=all writes about replica.lag.time.max.ms, "
           "until its leaders shrink the ISR",
           "[e2e][netns]") {
-  NamespacedLabEnv env;
+  testing::NamespacedLabEnv env;
   REQUIRE(namespacedLab());
   Lab lab(Lab::options("", false));
   addNetnsInventory(lab);
@@ -149,7 +116,7 @@ TEST_CASE("a follower isolated from the other brokers stalls acks=all writes abo
 TEST_CASE("kfaild SIGKILLed with an isolation in force: a restart removes it at once, and without one it expires "
           "within duration_s + 5 s",
           "[e2e][netns]") {
-  NamespacedLabEnv env;
+  testing::NamespacedLabEnv env;
   REQUIRE(namespacedLab());
   Lab lab(Lab::options("", false));
   addNetnsInventory(lab);

@@ -53,4 +53,26 @@ std::optional<LabNode> labNode(int id) {
   return std::nullopt;
 }
 
+NamespacedLabEnv::NamespacedLabEnv() {
+  const char* netns = std::getenv("KFAILD_LAB_NETNS");
+  if (netns != nullptr && std::string(netns) == "1") return;
+  for (const char* name : {"KFAILD_LAB_NETNS", "KFAILD_LAB_PORT_BASE", "KFAILD_LAB_DIR"}) {
+    const char* value = std::getenv(name);
+    saved_.emplace_back(name, value == nullptr ? std::nullopt : std::optional<std::string>(value));
+  }
+  setenv("KFAILD_LAB_NETNS", "1", 1);
+  setenv("KFAILD_LAB_PORT_BASE", "29000", 1);
+  setenv("KFAILD_LAB_DIR", KFAILD_BINARY_DIR "/lab-netns", 1);
+}
+
+NamespacedLabEnv::~NamespacedLabEnv() {
+  for (const auto& [name, value] : saved_) {
+    if (value) {
+      setenv(name.c_str(), value->c_str(), 1);
+    } else {
+      unsetenv(name.c_str());
+    }
+  }
+}
+
 }  // namespace kfaild::testing

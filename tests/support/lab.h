@@ -5,6 +5,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kfaild::testing {
 
@@ -27,5 +29,20 @@ struct LabNode {
 };
 // nullopt when the lab does not answer or has no such node.
 std::optional<LabNode> labNode(int id);
+
+// Points `deploy/lab/lab` (run by this test and by the kfaild it starts) at the namespaced lab
+// for the test's lifetime: the one the environment names when KFAILD_LAB_NETNS=1 is set (a lab
+// brought up by hand), else the `lab_netns` fixture's (tests/CMakeLists.txt: port base 29000,
+// state in <build>/lab-netns).
+class NamespacedLabEnv {
+ public:
+  NamespacedLabEnv();
+  ~NamespacedLabEnv();
+  NamespacedLabEnv(const NamespacedLabEnv&) = delete;
+  NamespacedLabEnv& operator=(const NamespacedLabEnv&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
 
 }  // namespace kfaild::testing
