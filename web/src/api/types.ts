@@ -89,7 +89,20 @@ function allOf<T extends string>(members: Record<T, true>): T[] {
   return Object.keys(members) as T[];
 }
 
-export const FAULTS: Fault[] = allOf<Fault>({ kill: true, stop: true, pause: true, restart: true });
+export const FAULTS: Fault[] = allOf<Fault>({
+  kill: true,
+  stop: true,
+  pause: true,
+  restart: true,
+  isolate: true,
+  throttle: true,
+  disk_full: true,
+  disk_slow: true,
+});
+
+/** The faults the dashboard's drill form starts: the gray ones (isolate, throttle, disk_full) need
+ * their own options (from, mode, rate, duration_s) and are started through the API or kfailctl. */
+export const FORM_FAULTS: Fault[] = ['kill', 'stop', 'pause', 'restart'];
 
 export const DRILL_STATES: DrillState[] = allOf<DrillState>({
   queued: true,

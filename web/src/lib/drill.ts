@@ -43,6 +43,10 @@ const FAULT_VERB: Record<Fault, string> = {
   stop: 'Stop (SIGTERM, controlled shutdown)',
   pause: 'Pause (SIGSTOP, a GC-like freeze)',
   restart: 'Restart (stop, then start)',
+  isolate: 'Isolate (network cut, then healed)',
+  throttle: 'Throttle (bandwidth limit, then healed)',
+  disk_full: 'Disk full (log dir filled, then freed)',
+  disk_slow: 'Disk slow',
 };
 
 export function faultLabel(f: Fault): string {

@@ -2,7 +2,7 @@
 // should hear about before the server refuses. The server validates again.
 
 import type { DrillOptions, DrillRequest, DrillTarget, Fault, ScheduleRequest } from '../api/types';
-import { FAULTS } from '../api/types';
+import { FORM_FAULTS } from '../api/types';
 
 export type TargetKind = 'broker' | 'leader_of' | 'controller' | 'random';
 
@@ -77,7 +77,7 @@ export function parseTarget(v: Pick<DrillFormValues, 'targetKind' | 'broker' | '
 }
 
 export function parseDrillForm(v: DrillFormValues): Parsed<DrillRequest> {
-  if (!(FAULTS as string[]).includes(v.fault)) return { ok: false, error: `unknown fault "${v.fault}"` };
+  if (!(FORM_FAULTS as string[]).includes(v.fault)) return { ok: false, error: `unknown fault "${v.fault}"` };
   const fault = v.fault as Fault;
   const target = parseTarget(v);
   if (!target.ok) return target;
@@ -108,6 +108,10 @@ const CONFIRM_VERB: Record<Fault, string> = {
   stop: 'Stop (SIGTERM)',
   pause: 'Pause (SIGSTOP)',
   restart: 'Restart',
+  isolate: 'Isolate',
+  throttle: 'Throttle',
+  disk_full: 'Fill the disk of',
+  disk_slow: 'Slow the disk of',
 };
 
 /** The sentence the confirmation dialog asks, naming the broker. */

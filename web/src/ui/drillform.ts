@@ -1,7 +1,7 @@
 // The fields that describe a drill (fault, target, options), shared by the "start a drill" form
 // and the schedule form. Values are read raw and parsed by lib/form.ts.
 
-import { FAULTS } from '../api/types';
+import { FORM_FAULTS } from '../api/types';
 import { EMPTY_DRILL_FORM, type DrillFormValues, type TargetKind } from '../lib/form';
 import { faultLabel } from '../lib/drill';
 import { field, h, select } from './dom';
@@ -21,7 +21,7 @@ export function drillFields(initial: Partial<DrillFormValues> = {}, idPrefix = '
   const v = { ...EMPTY_DRILL_FORM, ...initial };
   const fault = select(
     'fault',
-    FAULTS.map((f) => [f, faultLabel(f)]),
+    FORM_FAULTS.map((f) => [f, faultLabel(f)]),
     v.fault,
   );
   const targetKind = select(
