@@ -77,6 +77,7 @@ TEST_CASE("a kill that leaves a partition below min.insync.replicas observes it 
   LabOptions options;
   options.pair = true;
   Lab lab(options);
+  DeleteTopicAtEnd drop_pair{lab.pair};
   Kfaild kfaild(lab, "kfaild");
   kfaild.waitSteady(lab.topic);
   const auto run = runDrill(

@@ -15,20 +15,6 @@ using nlohmann::json;
 
 namespace {
 
-// The sole-replica topic is deleted when the test ends, however it ends: left behind, every later
-// drill of broker 1 on the lab would be refused (it would take that partition offline).
-struct DeleteTopicAtEnd {
-  std::string topic;
-  ~DeleteTopicAtEnd() {
-    kafka::ClientOptions options;
-    options.bootstrap = testing::labBootstrap();
-    options.client_id = "kfaild-e2e-cleanup";
-    auto admin = kafka::createClient(RD_KAFKA_PRODUCER, options, {{"allow.auto.create.topics", "false"}});
-    if (!admin) return;
-    (void)kafka::deleteTopic(admin->get(), topic, 10'000);
-  }
-};
-
 LabOptions withSingle() {
   LabOptions o;
   o.single = true;
