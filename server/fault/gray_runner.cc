@@ -45,6 +45,20 @@ std::string grayRefusal(const GrayRunner* runner, GrayFault fault, const std::st
   return runner ? runner->refusal(fault) : unplaced;
 }
 
+Result<FaultRecord> grayHeal(GrayRunner* runner, const std::string& drill, const common::Clock& clock,
+                             const std::string& unplaced) {
+  if (runner) return runner->heal(drill);
+  FaultRecord nothing;
+  nothing.requested_at = clock.wallNow();
+  nothing.detail = "no gray fault can have been injected: " + unplaced;
+  return nothing;
+}
+
+Result<std::vector<std::string>> graySweep(GrayRunner* runner) {
+  if (!runner) return std::vector<std::string>{};
+  return runner->sweep();
+}
+
 GrayRunner::GrayRunner(NodeShell shell, const common::Clock& clock, CommandRunner run)
     : shell_(std::move(shell)), clock_(clock), run_(std::move(run)) {}
 

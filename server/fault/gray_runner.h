@@ -63,6 +63,11 @@ class GrayRunner;
 // The Injector's gray-fault methods for an injector that holds `runner` (null: refused with
 // `unplaced`).
 std::string grayRefusal(const GrayRunner* runner, GrayFault fault, const std::string& unplaced);
+// heal and sweep for such an injector: with no runner nothing can have been injected, so both
+// succeed with nothing done (heal's record says why, from `unplaced`).
+Result<FaultRecord> grayHeal(GrayRunner* runner, const std::string& drill, const common::Clock& clock,
+                             const std::string& unplaced);
+Result<std::vector<std::string>> graySweep(GrayRunner* runner);
 
 class GrayRunner {
  public:

@@ -354,18 +354,9 @@ Result<FaultRecord> LocalInjector::slowDisk(const DiskSlowSpec& /*spec*/) {
 }
 
 Result<FaultRecord> LocalInjector::heal(const std::string& drill) {
-  if (!gray_) {
-    FaultRecord nothing;
-    nothing.requested_at = clock_.wallNow();
-    nothing.detail = "no gray fault can have been injected: " + refusal(GrayFault::isolate);
-    return nothing;
-  }
-  return gray_->heal(drill);
+  return grayHeal(gray_.get(), drill, clock_, refusal(GrayFault::isolate));
 }
 
-Result<std::vector<std::string>> LocalInjector::sweep() {
-  if (!gray_) return std::vector<std::string>{};
-  return gray_->sweep();
-}
+Result<std::vector<std::string>> LocalInjector::sweep() { return graySweep(gray_.get()); }
 
 }  // namespace kfaild::fault
