@@ -26,6 +26,7 @@
 
 #include "server/kafka/admin.h"
 #include "server/kafka/client.h"
+#include "server/kafka/metadata.h"
 #include "storage/sample_block.h"
 #include "tests/api/http_client.h"
 #include "tests/support/lab.h"
@@ -271,6 +272,37 @@ struct DeleteTopicAtEnd {
     (void)kafka::deleteTopic(admin->get(), topic, 10'000);
   }
 };
+
+// Waits until every partition of every topic on the lab (internal ones too) has all its replicas
+// in its ISR. A broker started again is registered and unfenced (`lab start --wait`) before it
+// has caught up on every topic that earlier tests left; until it has, the guards rightly refuse
+// a drill that would leave one of those partitions below min.insync.replicas.
+inline void waitFullIsr(std::chrono::seconds limit = 120s) {
+  kafka::ClientOptions options;
+  options.bootstrap = testing::labBootstrap();
+  options.client_id = "kfaild-e2e-isr";
+  auto admin = kafka::createClient(RD_KAFKA_PRODUCER, options, {{"allow.auto.create.topics", "false"}});
+  REQUIRE(admin);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  std::string short_of;
+  while (true) {
+    short_of.clear();
+    auto md = kafka::fetchAllMetadata(admin->get(), 5000);
+    if (!md) {
+      short_of = "metadata: " + md.error().describe();
+    } else {
+      for (const auto& t : md->topics) {
+        for (const auto& p : t.partitions) {
+          if (p.isr.size() < p.replicas.size()) short_of = t.name + "-" + std::to_string(p.partition);
+        }
+      }
+    }
+    if (short_of.empty() || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(250ms);
+  }
+  INFO("a partition short of its full ISR: " << short_of);
+  REQUIRE(short_of.empty());
+}
 
 // One value from the database file, read while kfaild runs or after it died.
 inline std::string sqlValue(const std::string& db_path, const std::string& sql) {
