@@ -164,6 +164,7 @@ void DrillRunner::execute(storage::DrillRecord drill) {
     }
     if (outcome.analysis) analyses.push_back(*outcome.analysis);
     if (outcome.probe_client) mechanism.settings = analysis::withClientSettings({}, *outcome.probe_client);
+    if (outcome.cluster_settings) applyTo(*outcome.cluster_settings, mechanism);
     for (const auto& node : cluster_.inventory) {
       if (outcome.target && node.id == *outcome.target && node.role == "controller") mechanism.target_is_controller = true;
     }

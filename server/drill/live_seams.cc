@@ -58,4 +58,18 @@ Result<kafka::QuorumInfo> KafkaClusterAdmin::describeQuorum() {
   return quorum_->describe();
 }
 
+Result<std::map<std::string, kafka::NodeConfigValue>> KafkaClusterAdmin::brokerConfig(
+    std::int32_t broker, const std::vector<std::string>& keys) {
+  auto h = handle();
+  if (!h) return h.error();
+  return kafka::describeBrokerConfig(*h, broker, keys, kTimeoutMs);
+}
+
+Result<std::map<std::string, kafka::NodeConfigValue>> KafkaClusterAdmin::controllerConfig(
+    const std::vector<std::string>& keys) {
+  std::lock_guard lock(quorum_mutex_);
+  if (!quorum_) return Error{make_error_code(kafka::errc::admin_failed), quorum_problem_};
+  return quorum_->describeControllerConfig(keys);
+}
+
 }  // namespace kfaild::drill

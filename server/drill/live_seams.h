@@ -55,6 +55,9 @@ class KafkaClusterAdmin final : public ClusterAdmin {
                                                          const std::string& key) override;
   Status electPreferredLeaders(const std::vector<kafka::TopicPartition>& partitions) override;
   Result<kafka::QuorumInfo> describeQuorum() override;
+  Result<std::map<std::string, kafka::NodeConfigValue>> brokerConfig(std::int32_t broker,
+                                                                     const std::vector<std::string>& keys) override;
+  Result<std::map<std::string, kafka::NodeConfigValue>> controllerConfig(const std::vector<std::string>& keys) override;
 
  private:
   Result<rd_kafka_t*> handle();

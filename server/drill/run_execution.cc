@@ -150,6 +150,18 @@ bool RunExecution::preflight() {
     }
   }
   if (interrupted()) return end(DrillState::kAborted, interruption("preflight"));
+  // What the cluster is set to, for the expectations (how long until fencing, until an ISR
+  // shrink): read where each setting is in force, never assumed where it can be read.
+  std::vector<std::int32_t> brokers;
+  std::int32_t heartbeat_from = -1;
+  if (const auto observed = deps_.view.latest(); observed.snapshot) {
+    for (const auto& b : observed.snapshot->brokers) {
+      brokers.push_back(b.id);
+      if (b.id == target_ || heartbeat_from < 0) heartbeat_from = b.id;
+    }
+  }
+  outcome_.cluster_settings = readClusterSettings(deps_.admin, brokers, heartbeat_from);
+  if (interrupted()) return end(DrillState::kAborted, interruption("preflight"));
   return true;
 }
 
@@ -435,7 +447,8 @@ void RunExecution::analyse() {
   analysis::AnalysisInput input;
   input.fault = toString(spec_.fault);
   input.gray = grayInput(spec_, undone_us_);
-  if (outcome_.probe_client) input.settings = analysis::withClientSettings({}, *outcome_.probe_client);
+  if (outcome_.cluster_settings) input.settings = mechanismSettings(*outcome_.cluster_settings);
+  if (outcome_.probe_client) input.settings = analysis::withClientSettings(input.settings, *outcome_.probe_client);
   input.target = target_;
   input.fault_us = fault_us_;
   if (outcome_.fault_injected) {

@@ -36,6 +36,7 @@ nlohmann::json toJson(const RunOutcome& o) {
                              {"clock_steps", o.probe_at_fault->clock_steps}};
   }
   if (o.probe_client) out["probe_client"] = *o.probe_client;
+  if (o.cluster_settings) out["cluster_settings"] = toJson(*o.cluster_settings);
   if (o.leadership_at_fault) {
     nlohmann::json parts = nlohmann::json::array();
     for (const auto& p : o.leadership_at_fault->partitions) {

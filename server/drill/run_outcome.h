@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/analysis/drill_analysis.h"
+#include "server/drill/cluster_settings.h"
 #include "server/drill/drill_spec.h"
 #include "server/drill/drill_state.h"
 
@@ -77,6 +78,8 @@ struct RunOutcome {
   std::optional<std::int64_t> baseline_start_us;
   std::optional<ProbeSnapshotAtFault> probe_at_fault;
   std::optional<std::map<std::string, std::string>> probe_client;
+  // The broker settings the expectations used, read at preflight (cluster_settings.h).
+  std::optional<ClusterSettings> cluster_settings;
   std::optional<LeadershipAtFault> leadership_at_fault;
   std::optional<FaultInjected> fault_injected;
   bool observe_timed_out = false;

@@ -60,6 +60,12 @@ class ClusterAdmin {
   // The KRaft quorum (DescribeQuorum through a broker, answered by the active controller); blocks
   // up to its timeout per bootstrap broker tried. Used by a controller's recovery.
   virtual Result<kafka::QuorumInfo> describeQuorum() = 0;
+  // `keys` of one broker's own configuration, as that broker reports it.
+  virtual Result<std::map<std::string, kafka::NodeConfigValue>> brokerConfig(std::int32_t broker,
+                                                                             const std::vector<std::string>& keys) = 0;
+  // `keys` of the active KRaft controller's own configuration (on its listener, which
+  // DescribeQuorum v2 names).
+  virtual Result<std::map<std::string, kafka::NodeConfigValue>> controllerConfig(const std::vector<std::string>& keys) = 0;
 };
 
 // Everything one cluster's drill engine works with. The references outlive the engine; the

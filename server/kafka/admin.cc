@@ -1,5 +1,6 @@
 #include "server/kafka/admin.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "server/kafka/errc.h"
@@ -185,6 +186,42 @@ Result<std::map<std::string, std::string>> describeTopicConfig(rd_kafka_t* rk,
         const char* value = rd_kafka_ConfigEntry_value(entries[j]);
         out[rd_kafka_ConfigResource_name(described[i])] = value ? value : "";
       }
+    }
+  }
+  return out;
+}
+
+Result<std::map<std::string, NodeConfigValue>> describeBrokerConfig(rd_kafka_t* rk, std::int32_t broker,
+                                                                    const std::vector<std::string>& keys,
+                                                                    int timeout_ms) {
+  const auto name = std::to_string(broker);
+  std::unique_ptr<rd_kafka_ConfigResource_t, ConfigResourceDeleter> resource(
+      rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_BROKER, name.c_str()));
+  rd_kafka_ConfigResource_t* resources[] = {resource.get()};
+  auto options = adminOptions(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms);
+  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(rk));
+  rd_kafka_DescribeConfigs(rk, resources, 1, options.get(), queue.get());
+  auto event = awaitResult(queue.get(), timeout_ms, "describe the config of broker " + name);
+  if (!event) return event.error();
+  const auto* result = rd_kafka_event_DescribeConfigs_result(event->get());
+  size_t count = 0;
+  const auto** described = rd_kafka_DescribeConfigs_result_resources(result, &count);
+  std::map<std::string, NodeConfigValue> out;
+  for (size_t i = 0; i < count; ++i) {
+    if (const auto err = rd_kafka_ConfigResource_error(described[i]); err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      const char* why = rd_kafka_ConfigResource_error_string(described[i]);
+      return kafkaError(errc::admin_failed, "describe the config of broker " + name + ": " +
+                                                (why != nullptr ? why : rd_kafka_err2str(err)), err);
+    }
+    size_t n = 0;
+    const auto** entries = rd_kafka_ConfigResource_configs(described[i], &n);
+    for (size_t j = 0; j < n; ++j) {
+      const std::string key = rd_kafka_ConfigEntry_name(entries[j]);
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) continue;
+      NodeConfigValue value;
+      if (const char* v = rd_kafka_ConfigEntry_value(entries[j]); v != nullptr) value.value = v;
+      value.source = static_cast<std::int8_t>(rd_kafka_ConfigEntry_source(entries[j]));
+      out[key] = std::move(value);
     }
   }
   return out;

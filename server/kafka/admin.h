@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "server/common/result.h"
+#include "server/kafka/cluster_types.h"
 
 namespace kfaild::kafka {
 
@@ -35,6 +36,13 @@ Result<std::map<std::string, std::string>> describeTopicConfig(rd_kafka_t* rk,
                                                                const std::vector<std::string>& topics,
                                                                const std::string& key,
                                                                int timeout_ms);
+
+// `keys` of one broker's own configuration (DescribeConfigs of resource BROKER "<id>", which only
+// that broker answers), each with where its value comes from. Keys the broker does not know are
+// left out.
+Result<std::map<std::string, NodeConfigValue>> describeBrokerConfig(rd_kafka_t* rk, std::int32_t broker,
+                                                                    const std::vector<std::string>& keys,
+                                                                    int timeout_ms);
 
 // Whether the active KRaft controller answers: a CreateTopics request with validate_only, which
 // every broker forwards to the controller and which creates nothing. Any answer about the topic

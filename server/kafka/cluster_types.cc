@@ -36,4 +36,16 @@ std::optional<std::int64_t> QuorumInfo::lagOf(const QuorumReplica& replica) cons
   return leader->log_end_offset - replica.log_end_offset;
 }
 
+const char* configSourceName(std::int8_t source) {
+  switch (source) {
+    case 1: return "dynamic topic config";
+    case 2: return "dynamic config of this node";
+    case 3: return "dynamic cluster default";
+    case 4: return "the node's properties file";
+    case 5: return "Kafka's default";
+    case 6: return "dynamic logger config";
+    default: return "unknown source";
+  }
+}
+
 }  // namespace kfaild::kafka

@@ -5,6 +5,7 @@
 // (quorum.h). No librdkafka here: the API and the stores use these types without linking it.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,6 +60,24 @@ struct QuorumReplica {
   bool operator==(const QuorumReplica&) const = default;
 };
 
+// One configuration value as a node reports it, with where it comes from (Kafka's ConfigSource:
+// 2 dynamic for this node, 3 dynamic cluster default, 4 the node's properties file, 5 Kafka's
+// default).
+struct NodeConfigValue {
+  std::optional<std::string> value;  // nullopt: null (a sensitive value is never sent)
+  std::int8_t source = -1;
+  bool operator==(const NodeConfigValue&) const = default;
+};
+const char* configSourceName(std::int8_t source);
+
+// One listener of a quorum node, as DescribeQuorum v2 lists it (the controllers' own listeners).
+struct QuorumEndpoint {
+  std::string listener;
+  std::string host;
+  std::uint16_t port = 0;
+  bool operator==(const QuorumEndpoint&) const = default;
+};
+
 struct QuorumInfo {
   std::int32_t leader_id = -1;  // -1: no leader (an election is under way)
   std::int32_t leader_epoch = -1;
@@ -67,6 +86,8 @@ struct QuorumInfo {
   std::vector<QuorumReplica> observers;  // brokers (and controllers that are not voters)
   std::int16_t api_version = -1;         // the DescribeQuorum version the answer came in
   std::string answered_by;               // "host:port" of the broker that was asked
+  // The voters' listeners (DescribeQuorum v2 Nodes), by node id; empty with v0 and v1.
+  std::map<std::int32_t, std::vector<QuorumEndpoint>> endpoints;
 
   // The leader's own entry among the voters, nullptr when it is not there.
   const QuorumReplica* leaderReplica() const;

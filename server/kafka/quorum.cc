@@ -31,6 +31,7 @@ class FrameWriter {
  public:
   FrameWriter() { bytes_.resize(4); }  // the size prefix, filled in by finish()
 
+  void int8(std::int8_t v) { bytes_.push_back(static_cast<std::uint8_t>(v)); }
   void int16(std::int16_t v) { bigEndian(static_cast<std::uint16_t>(v), 2); }
   void int32(std::int32_t v) { bigEndian(static_cast<std::uint32_t>(v), 4); }
   void uvarint(std::uint32_t v) {
@@ -77,6 +78,7 @@ class FrameReader {
   const std::string& problem() const { return problem_; }
   std::size_t remaining() const { return bytes_.size() - pos_; }
 
+  std::int8_t int8(const char* what) { return static_cast<std::int8_t>(bigEndian(1, what)); }
   std::int16_t int16(const char* what) { return static_cast<std::int16_t>(bigEndian(2, what)); }
   std::uint16_t uint16(const char* what) { return static_cast<std::uint16_t>(bigEndian(2, what)); }
   std::int32_t int32(const char* what) { return static_cast<std::int32_t>(bigEndian(4, what)); }
@@ -221,19 +223,25 @@ std::vector<QuorumReplica> readReplicas(FrameReader& in, std::int16_t version, c
   return out;
 }
 
-void skipNodes(FrameReader& in) {
+std::map<std::int32_t, std::vector<QuorumEndpoint>> readNodes(FrameReader& in) {
+  std::map<std::int32_t, std::vector<QuorumEndpoint>> out;
   const auto nodes = in.compactArrayLength("Nodes", 6);
   for (std::size_t i = 0; in.ok() && i < nodes; ++i) {
-    in.int32("NodeId");
+    const auto id = in.int32("NodeId");
     const auto listeners = in.compactArrayLength("Listeners", 6);
+    std::vector<QuorumEndpoint> endpoints;
     for (std::size_t j = 0; in.ok() && j < listeners; ++j) {
-      in.compactString("Listener Name");
-      in.compactString("Listener Host");
-      in.uint16("Listener Port");
+      QuorumEndpoint e;
+      e.listener = in.compactString("Listener Name");
+      e.host = in.compactString("Listener Host");
+      e.port = in.uint16("Listener Port");
       in.skipTaggedFields("Listener tagged fields");
+      endpoints.push_back(std::move(e));
     }
     in.skipTaggedFields("Node tagged fields");
+    if (in.ok()) out[id] = std::move(endpoints);
   }
+  return out;
 }
 
 using Clock = std::chrono::steady_clock;
@@ -478,7 +486,8 @@ Result<QuorumInfo> decodeDescribeQuorumResponse(std::span<const std::uint8_t> re
     }
     in.skipTaggedFields("TopicData tagged fields");
   }
-  if (version >= 2) skipNodes(in);
+  std::map<std::int32_t, std::vector<QuorumEndpoint>> endpoints;
+  if (version >= 2) endpoints = readNodes(in);
   in.skipTaggedFields("response tagged fields");
   if (in.ok() && in.remaining() != 0) {
     in.fail(std::to_string(in.remaining()) + " bytes after the end of the response");
@@ -489,7 +498,85 @@ Result<QuorumInfo> decodeDescribeQuorumResponse(std::span<const std::uint8_t> re
     return kafkaError(errc::admin_failed,
                       what + ": the answer has no " + std::string(kClusterMetadataTopic) + "-0");
   }
+  quorum->endpoints = std::move(endpoints);
   return std::move(*quorum);
+}
+
+std::vector<std::uint8_t> encodeDescribeNodeConfigsRequest(std::int32_t correlation_id,
+                                                           std::string_view client_id,
+                                                           std::int32_t node,
+                                                           const std::vector<std::string>& keys) {
+  constexpr std::int8_t kBrokerResource = 4;
+  FrameWriter out;
+  requestHeader(out, kDescribeConfigsKey, kDescribeConfigsVersion, correlation_id, client_id);
+  out.noTaggedFields();  // request header v2
+  out.compactArrayLength(1);
+  out.int8(kBrokerResource);
+  out.compactString(std::to_string(node));
+  out.compactArrayLength(keys.size());
+  for (const auto& key : keys) out.compactString(key);
+  out.noTaggedFields();  // resource
+  out.int8(0);           // IncludeSynonyms
+  out.int8(0);           // IncludeDocumentation
+  out.noTaggedFields();  // request
+  return std::move(out).finish();
+}
+
+Result<std::map<std::string, NodeConfigValue>> decodeDescribeConfigsResponse(
+    std::span<const std::uint8_t> response, std::int32_t correlation_id) {
+  const std::string what = "DescribeConfigs v" + std::to_string(kDescribeConfigsVersion);
+  FrameReader in(response);
+  if (auto status = checkCorrelation(in, correlation_id, what); !status) return status.error();
+  in.skipTaggedFields("response header tagged fields");
+  in.int32("ThrottleTimeMs");
+  std::optional<Error> resource_error;
+  std::optional<std::map<std::string, NodeConfigValue>> values;
+  // ErrorCode + ErrorMessage + ResourceType + ResourceName + Configs + tagged fields at least.
+  const auto results = in.compactArrayLength("Results", 7);
+  for (std::size_t r = 0; in.ok() && r < results; ++r) {
+    const auto code = in.int16("ErrorCode");
+    const auto message = in.compactNullableString("ErrorMessage");
+    in.int8("ResourceType");
+    const auto name = in.compactString("ResourceName");
+    std::map<std::string, NodeConfigValue> entries;
+    // Name + Value + ReadOnly + ConfigSource + IsSensitive + Synonyms + ConfigType +
+    // Documentation + tagged fields at least.
+    const auto configs = in.compactArrayLength("Configs", 9);
+    for (std::size_t c = 0; in.ok() && c < configs; ++c) {
+      const auto key = in.compactString("Config Name");
+      NodeConfigValue value;
+      value.value = in.compactNullableString("Config Value");
+      in.int8("ReadOnly");
+      value.source = in.int8("ConfigSource");
+      in.int8("IsSensitive");
+      const auto synonyms = in.compactArrayLength("Synonyms", 4);
+      for (std::size_t y = 0; in.ok() && y < synonyms; ++y) {
+        in.compactString("Synonym Name");
+        in.compactNullableString("Synonym Value");
+        in.int8("Synonym Source");
+        in.skipTaggedFields("Synonym tagged fields");
+      }
+      in.int8("ConfigType");
+      in.compactNullableString("Documentation");
+      in.skipTaggedFields("Config tagged fields");
+      if (in.ok()) entries[key] = std::move(value);
+    }
+    in.skipTaggedFields("Result tagged fields");
+    if (!in.ok()) break;
+    if (code != 0) {
+      resource_error = brokerError(what + " of node " + name, code, message);
+    } else {
+      values = std::move(entries);
+    }
+  }
+  in.skipTaggedFields("response tagged fields");
+  if (in.ok() && in.remaining() != 0) {
+    in.fail(std::to_string(in.remaining()) + " bytes after the end of the response");
+  }
+  if (!in.ok()) return malformed(what, in);
+  if (resource_error) return *resource_error;
+  if (!values) return kafkaError(errc::admin_failed, what + ": the answer has no resource");
+  return std::move(*values);
 }
 
 QuorumDescriber::QuorumDescriber(QuorumClientOptions options) : options_(std::move(options)) {
@@ -575,6 +662,47 @@ Result<QuorumInfo> QuorumDescriber::describeOn(const Server& server,
   if (!quorum) return fail(quorum.error());
   quorum->answered_by = name;
   return quorum;
+}
+
+Result<std::map<std::string, NodeConfigValue>> QuorumDescriber::describeControllerConfig(
+    const std::vector<std::string>& keys) {
+  auto quorum = describe(nullptr);
+  if (!quorum) return quorum.error();
+  if (quorum->leader_id < 0) {
+    return kafkaError(errc::admin_failed, "describe controller config: the quorum has no leader");
+  }
+  const auto found = quorum->endpoints.find(quorum->leader_id);
+  if (found == quorum->endpoints.end() || found->second.empty()) {
+    return kafkaError(errc::admin_failed,
+                      "describe controller config: DescribeQuorum v" +
+                          std::to_string(quorum->api_version) + " lists no listener of controller " +
+                          std::to_string(quorum->leader_id) + " (v2, Kafka 3.9 and later, does)");
+  }
+  const auto& endpoint = found->second.front();
+  const auto name = endpoint.host + ":" + std::to_string(endpoint.port) + " (controller " +
+                    std::to_string(quorum->leader_id) + ")";
+  const auto deadline = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
+  auto fail = [&name](const Error& e) { return kafkaError(errc::admin_failed, name + ": " + e.message); };
+  Connection connection(nullptr);
+  if (auto why = connection.open(endpoint.host, std::to_string(endpoint.port), deadline)) {
+    return kafkaError(errc::admin_failed, name + ": " + *why);
+  }
+  const auto versions_id = nextCorrelationId();
+  auto versions_answer = connection.roundTrip(encodeApiVersionsRequest(versions_id, options_.client_id), deadline);
+  if (!versions_answer) return fail(versions_answer.error());
+  auto range = decodeApiVersionsResponse(*versions_answer, versions_id, kDescribeConfigsKey);
+  if (!range) return fail(range.error());
+  if (!*range || (*range)->max < kDescribeConfigsVersion || (*range)->min > kDescribeConfigsVersion) {
+    return kafkaError(errc::admin_failed, name + ": does not answer DescribeConfigs v" +
+                                              std::to_string(kDescribeConfigsVersion));
+  }
+  const auto configs_id = nextCorrelationId();
+  auto answer = connection.roundTrip(
+      encodeDescribeNodeConfigsRequest(configs_id, options_.client_id, quorum->leader_id, keys), deadline);
+  if (!answer) return fail(answer.error());
+  auto values = decodeDescribeConfigsResponse(*answer, configs_id);
+  if (!values) return fail(values.error());
+  return values;
 }
 
 std::int32_t QuorumDescriber::nextCorrelationId() {

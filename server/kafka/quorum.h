@@ -67,6 +67,21 @@ std::vector<std::uint8_t> encodeDescribeQuorumRequest(std::int16_t version,
 Result<QuorumInfo> decodeDescribeQuorumResponse(std::span<const std::uint8_t> response,
                                                 std::int16_t version, std::int32_t correlation_id);
 
+// DescribeConfigs (API key 32) of a node's own configuration (resource type BROKER), in its only
+// flexible version, 4 (Kafka 2.8 and later; every KRaft controller answers it on its listener).
+inline constexpr std::int16_t kDescribeConfigsKey = 32;
+inline constexpr std::int16_t kDescribeConfigsVersion = 4;
+
+
+std::vector<std::uint8_t> encodeDescribeNodeConfigsRequest(std::int32_t correlation_id,
+                                                           std::string_view client_id,
+                                                           std::int32_t node,
+                                                           const std::vector<std::string>& keys);
+// The values of the answer's one resource; a top-level or resource error, a wrong correlation id
+// and a malformed answer are errors.
+Result<std::map<std::string, NodeConfigValue>> decodeDescribeConfigsResponse(
+    std::span<const std::uint8_t> response, std::int32_t correlation_id);
+
 struct QuorumClientOptions {
   std::string bootstrap;  // "host:port,host:port" (an optional "PLAINTEXT://" is accepted)
   std::string client_id = "kfaild";
@@ -84,6 +99,14 @@ class QuorumDescriber {
   [[nodiscard]] Result<QuorumInfo> describe(const std::atomic<bool>& cancel) {
     return describe(&cancel);
   }
+
+  // `keys` of the active controller's own configuration: the quorum is described, then the
+  // leader is asked on the first listener DescribeQuorum v2 lists for it. Settings that only a
+  // controller applies (broker.session.timeout.ms: when a silent broker is fenced) are read
+  // where they are in force, not from a broker's file, which may well differ. Needs a leader and
+  // DescribeQuorum v2 (Kafka 3.9 and later); blocks up to timeout_ms per connection.
+  [[nodiscard]] Result<std::map<std::string, NodeConfigValue>> describeControllerConfig(
+      const std::vector<std::string>& keys);
 
  private:
   struct Server {

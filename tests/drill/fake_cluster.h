@@ -338,6 +338,25 @@ class FakeAdmin final : public drill::ClusterAdmin {
     return okStatus();
   }
   Result<kafka::QuorumInfo> describeQuorum() override { return cluster_.describeQuorum(); }
+  // Every broker answers broker_configs (default: empty, so Kafka's defaults stand); the
+  // controller answers controller_configs, or fails when controller_config_error is set.
+  Result<std::map<std::string, kafka::NodeConfigValue>> brokerConfig(std::int32_t broker,
+                                                                     const std::vector<std::string>&) override {
+    std::lock_guard lock(mutex_);
+    if (auto found = broker_configs.find(broker); found != broker_configs.end()) return found->second;
+    return std::map<std::string, kafka::NodeConfigValue>{};
+  }
+  Result<std::map<std::string, kafka::NodeConfigValue>> controllerConfig(const std::vector<std::string>&) override {
+    std::lock_guard lock(mutex_);
+    if (!controller_config_error.empty())
+      return Error{make_error_code(std::errc::timed_out), controller_config_error};
+    return controller_configs;
+  }
+
+  std::map<std::int32_t, std::map<std::string, kafka::NodeConfigValue>> broker_configs;  // guarded by mutex_
+  std::map<std::string, kafka::NodeConfigValue> controller_configs;                    // guarded by mutex_
+  std::string controller_config_error;                                                 // guarded by mutex_
+  std::mutex mutex_;
 
  private:
   FakeCluster& cluster_;

@@ -169,6 +169,93 @@ TEST_CASE("a v2 answer gives leader 100 in epoch 3 with its voter and two observ
   CHECK_FALSE(quorum->isVoter(1));
   CHECK(quorum->lagOf(quorum->observers[0]) == std::optional<std::int64_t>(4));
   CHECK(quorum->lagOf(quorum->voters[0]) == std::optional<std::int64_t>(0));
+  // The Nodes section: where the active controller listens (for describeControllerConfig).
+  REQUIRE(quorum->endpoints.count(100) == 1);
+  REQUIRE(quorum->endpoints.at(100).size() == 1);
+  CHECK(quorum->endpoints.at(100)[0] == kafka::QuorumEndpoint{"CONTROLLER", "127.0.0.1", 19100});
+}
+
+TEST_CASE("a DescribeConfigs request asks one node's own config for the named keys, in version 4",
+          "[unit][kafka]") {
+  const Bytes expected = {
+      0x00, 0x00, 0x00, 0x36,                      // size: 54 bytes follow
+      0x00, 0x20,                                  // RequestApiKey 32
+      0x00, 0x04,                                  // RequestApiVersion 4
+      0x00, 0x00, 0x00, 0x09,                      // CorrelationId 9
+      0x00, 0x06, 'k',  'f',  'a', 'i', 'l', 'd',  // ClientId
+      0x00,                                        // header tagged fields
+      0x02,                                        // Resources: 1 element
+      0x04,                                        // ResourceType BROKER
+      0x04, '1',  '0',  '0',                       // ResourceName "100"
+      0x02,                                        // ConfigurationKeys: 1 element
+      0x1a, 'b',  'r',  'o',  'k', 'e', 'r', '.', 's', 'e', 's', 's', 'i', 'o', 'n', '.',
+      't',  'i',  'm',  'e',  'o', 'u', 't', '.', 'm', 's',
+      0x00,  // resource tagged fields
+      0x00,  // IncludeSynonyms false
+      0x00,  // IncludeDocumentation false
+      0x00,  // request tagged fields
+  };
+  CHECK(kafka::encodeDescribeNodeConfigsRequest(9, "kfaild", 100, {"broker.session.timeout.ms"}) == expected);
+}
+
+namespace {
+
+// A v4 DescribeConfigs answer, correlation id 9, for node 100: broker.session.timeout.ms 6000
+// from the node's properties file (source 4), with one synonym.
+Bytes sessionTimeoutAnswer(std::int16_t resource_error = 0) {
+  Bytes b;
+  append(b, {0x00, 0x00, 0x00, 0x09});  // CorrelationId 9
+  append(b, {0x00});                    // response header tagged fields
+  append(b, {0x00, 0x00, 0x00, 0x00});  // ThrottleTimeMs
+  append(b, {0x02});                    // Results: 1 element
+  append(b, {static_cast<int>((resource_error >> 8) & 0xff), static_cast<int>(resource_error & 0xff)});
+  append(b, {0x00});                    // ErrorMessage null
+  append(b, {0x04});                    // ResourceType BROKER
+  append(b, {0x04});
+  appendText(b, "100");
+  append(b, {0x02});  // Configs: 1 element
+  append(b, {0x1a});
+  appendText(b, "broker.session.timeout.ms");
+  append(b, {0x05});
+  appendText(b, "6000");
+  append(b, {0x01});  // ReadOnly
+  append(b, {0x04});  // ConfigSource STATIC_BROKER_CONFIG
+  append(b, {0x00});  // IsSensitive
+  append(b, {0x02});  // Synonyms: 1 element
+  append(b, {0x1a});
+  appendText(b, "broker.session.timeout.ms");
+  append(b, {0x05});
+  appendText(b, "6000");
+  append(b, {0x04});  //   Source
+  append(b, {0x00});  //   tagged fields
+  append(b, {0x05});  // ConfigType LONG
+  append(b, {0x00});  // Documentation null
+  append(b, {0x00});  // Config tagged fields
+  append(b, {0x00});  // Result tagged fields
+  append(b, {0x00});  // response tagged fields
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("a DescribeConfigs answer gives each value with its source, and a resource error is an error",
+          "[unit][kafka]") {
+  const auto values = kafka::decodeDescribeConfigsResponse(sessionTimeoutAnswer(), 9);
+  REQUIRE(values.ok());
+  REQUIRE(values->count("broker.session.timeout.ms") == 1);
+  CHECK(values->at("broker.session.timeout.ms") == kafka::NodeConfigValue{"6000", 4});
+  CHECK(std::string(kafka::configSourceName(4)) == "the node's properties file");
+
+  CHECK_FALSE(kafka::decodeDescribeConfigsResponse(sessionTimeoutAnswer(), 10).ok());
+  const auto refused = kafka::decodeDescribeConfigsResponse(sessionTimeoutAnswer(29), 9);  // CLUSTER_AUTHORIZATION_FAILED
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("node 100") != std::string::npos);
+
+  const auto whole = sessionTimeoutAnswer();
+  for (std::size_t n = 0; n < whole.size(); ++n) {
+    const Bytes cut(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(n));
+    CHECK_FALSE(kafka::decodeDescribeConfigsResponse(cut, 9).ok());
+  }
 }
 
 TEST_CASE("a v0 answer has no timestamps and no directory ids", "[unit][kafka]") {
