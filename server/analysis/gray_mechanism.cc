@@ -33,6 +33,22 @@ struct Found {
   std::int64_t resolution_us = 0;
 };
 
+// How late an event can be against what it reports. A log line: its own millisecond. A metadata
+// observation: the change happened after the previous answer that did not show it (since_us, in
+// the event), so up to that span, at least one poll interval; and the brokers answering Metadata
+// learn a change from the controller after the leader that acts on it, so one more poll interval.
+// (A CI run saw an isr_shrink observed 120 ms after the ack it had allowed, 100 ms polls.)
+std::int64_t resolutionOf(const storage::Event& e, const MechanismScope& s) {
+  if (e.source != "metadata") return kLogResolutionUs;
+  std::int64_t span = s.metadata_interval_us;
+  const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
+  if (detail.is_object() && detail.contains("since_us") && detail["since_us"].is_number_integer()) {
+    const auto since = detail["since_us"].get<std::int64_t>();
+    if (since > 0 && since < e.t_us) span = std::max(span, e.t_us - since);
+  }
+  return span + s.metadata_interval_us;
+}
+
 // The first event after the fault that `matches`.
 template <typename Match>
 std::optional<Found> first(const std::vector<storage::Event>& events, const MechanismScope& s,
@@ -41,8 +57,7 @@ std::optional<Found> first(const std::vector<storage::Event>& events, const Mech
   for (const auto& e : events) {
     if (e.t_us < s.fault_us || !matches(e)) continue;
     if (found && found->at_us <= e.t_us) continue;
-    const auto resolution = e.source == "metadata" ? s.metadata_interval_us : kLogResolutionUs;
-    found = Found{e.t_us, e.kind, resolution};
+    found = Found{e.t_us, e.kind, resolutionOf(e, s)};
   }
   return found;
 }

@@ -56,6 +56,9 @@ std::vector<storage::Event> diffSnapshots(const kafka::ClusterSnapshot& before,
     const auto* old_topic = before.topic(topic.name);
     if (old_topic == nullptr) continue;
     const auto at = topic.answered_at_us;
+    // The previous answer, which did not show the change yet: the change happened between the two
+    // (the analysis takes that span as the event's resolution). 0: not stamped.
+    const auto since = old_topic->answered_at_us;
     for (const auto& p : topic.partitions) {
       auto old_p = std::find_if(old_topic->partitions.begin(), old_topic->partitions.end(),
                                 [&](const kafka::PartitionInfo& o) { return o.partition == p.partition; });
@@ -67,19 +70,19 @@ std::vector<storage::Event> diffSnapshots(const kafka::ClusterSnapshot& before,
       };
       if (old_p->leader != p.leader) {
         auto e = scoped(makeEvent(cluster, at, "leader_change",
-                                  {{"from", old_p->leader}, {"to", p.leader}, {"isr", p.isr}}));
+                                  {{"from", old_p->leader}, {"to", p.leader}, {"isr", p.isr}, {"since_us", since}}));
         e.broker = p.leader;
         events.push_back(std::move(e));
       }
       const auto removed = minus(old_p->isr, p.isr);
       const auto added = minus(p.isr, old_p->isr);
       if (!removed.empty()) {
-        auto e = scoped(makeEvent(cluster, at, "isr_shrink", {{"removed", removed}, {"isr", p.isr}}));
+        auto e = scoped(makeEvent(cluster, at, "isr_shrink", {{"removed", removed}, {"isr", p.isr}, {"since_us", since}}));
         if (removed.size() == 1) e.broker = removed.front();
         events.push_back(std::move(e));
       }
       if (!added.empty()) {
-        auto e = scoped(makeEvent(cluster, at, "isr_expand", {{"added", added}, {"isr", p.isr}}));
+        auto e = scoped(makeEvent(cluster, at, "isr_expand", {{"added", added}, {"isr", p.isr}, {"since_us", since}}));
         if (added.size() == 1) e.broker = added.front();
         events.push_back(std::move(e));
       }

@@ -6,7 +6,9 @@
 //   leader_change                   a probe partition's leader moved (to -1 when it has none)
 //   isr_shrink / isr_expand         replicas left or joined a probe partition's ISR
 //   replicas_change                 the replica list itself changed (reassignment)
-// Event details are JSON objects ({"from":1,"to":2}, {"removed":[1],"isr":[2,3]}, ...).
+// Event details are JSON objects ({"from":1,"to":2}, {"removed":[1],"isr":[2,3]}, ...); a
+// partition's leader_change, isr_shrink and isr_expand also carry "since_us", when the previous
+// answer (the last one without the change) arrived.
 // Times: a partition's events carry the time its topic's answer arrived (TopicInfo::
 // answered_at_us), broker events the time the answers started to show the new broker list
 // (ClusterSnapshot::brokers_at_us); never one time taken after the whole poll.

@@ -280,6 +280,20 @@ Status ProbeRunner::setUp() {
       release();
       return kafka::kafkaError(kafka::errc::topic_error, topic.name + ": " + info->error);
     }
+    // The consumer answers a watermark query from its own metadata cache, which may still hold a
+    // topic created moments ago as unknown: asked for it by name, it learns it. (Without this a
+    // CI run's set-up failed with _UNKNOWN_PARTITION on every retry for four minutes.)
+    auto seen = kafka::fetchMetadata(consumer_.get(), {topic.name}, kSetUpRequestTimeoutMs);
+    if (!seen) {
+      release();
+      return seen.error();
+    }
+    if (const auto* known = seen->topic(topic.name);
+        known == nullptr || known->partitions.size() < info->partitions.size()) {
+      release();
+      return kafka::kafkaError(kafka::errc::topic_error,
+                               "topic " + topic.name + " not yet in the consumer's metadata");
+    }
     rd_kafka_topic_t* handle = rd_kafka_topic_new(producer_.get(), topic.name.c_str(), nullptr);
     handles.push_back(handle);
     for (const auto& p : info->partitions) {

@@ -231,6 +231,23 @@ TEST_CASE("a follower isolated from the brokers stalls acks=all until the ISR sh
     CHECK(p1.ack.outcome == Outcome::kInconclusive);
     CHECK(p1.ack.reason.find("without isr_shrink") != std::string::npos);
   }
+  SECTION("an isr_shrink the poll saw after the ack it allowed, within its answers' span: explained") {
+    // As a CI run saw: the ack at 10.2 s, the previous answer (without the shrink) at 10.22 s,
+    // the one that showed it at 10.32 s: the brokers answering Metadata learned it late.
+    in.events = {event(kT0 + 10'320'000, "metadata", "isr_shrink", 1, 1, R"({"since_us":1700000010220000})")};
+    const auto a = analyse(in);
+    const auto& p1 = partition(a, 1);
+    REQUIRE(p1.ack.outcome == Outcome::kStall);
+    CHECK(p1.mechanism->explained);
+    CHECK(p1.mechanism->phases[0].resolution_us == 200'000);  // the 100 ms span + one poll interval
+  }
+  SECTION("an isr_shrink whose previous answer came a second after the ack did not end the stall") {
+    in.events = {event(kT0 + 11'300'000, "metadata", "isr_shrink", 1, 1, R"({"since_us":1700000011200000})")};
+    const auto a = analyse(in);
+    const auto& p1 = partition(a, 1);
+    CHECK(p1.ack.outcome == Outcome::kInconclusive);
+    CHECK(p1.ack.reason.find("without isr_shrink (it came at 11.300 s)") != std::string::npos);
+  }
 }
 
 TEST_CASE("a leader isolated from the clients stalls until the heal and the reconnect", "[unit]") {

@@ -63,6 +63,7 @@ struct LabOptions {
   bool pair = false;               // also probe `<topic>-pair`: RF 2 on brokers 1 and 2, min.insync.replicas 2
   bool token_file = true;          // false: no http.token_file, kfaild makes <dir>/api-token itself
   std::string extra_yaml;          // more top-level keys for kfaild.yaml (e.g. notifications)
+  std::string cluster_yaml;        // more keys of the cluster, each line indented by 4 (e.g. client)
 };
 
 struct Lab {
@@ -114,6 +115,7 @@ struct Lab {
       c << "        - name: " << pair << "\n"
         << "          create: {replica_assignment: \"1:2\", configs: {min.insync.replicas: \"2\"}}\n";
     }
+    c << options.cluster_yaml;
     c << "    observe: {client_debug: \"metadata,topic\"}\n";
     if (!options.inventory) return;
     c << "    inventory:\n";

@@ -12,6 +12,7 @@
 #include <cstdlib>
 
 #include "tests/e2e/e2e_support.h"
+#include "tests/e2e/netns_support.h"
 
 using namespace kfaild;
 using namespace kfaild::e2e;
@@ -20,49 +21,6 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr std::int64_t kLagMaxUs = 10'000'000;  // the fixture's replica.lag.time.max.ms
-
-bool namespacedLab() {
-  const auto json = nlohmann::json::parse(testing::labOutput("status --json"), nullptr, false);
-  return !json.is_discarded() && json.value("netns", false);
-}
-
-// kfaild's configuration for the namespaced lab: the default probe topic (broker 1 leads p0 and
-// follows p1, p2; broker 3 follows p0 and p1 and leads p2) and every node with its address,
-// network namespace and fill dir as `lab status --json` gives them.
-void addNetnsInventory(const Lab& lab) {
-  std::ofstream c(lab.config, std::ios::app);
-  c << "    inventory:\n";
-  for (int id : {1, 2, 3, 100}) {
-    const auto node = testing::labNode(id);
-    REQUIRE(node);
-    REQUIRE(!node->netns.empty());
-    const auto dir = std::filesystem::path(node->pid_file).parent_path().string();
-    c << "      - id: " << id << "\n"
-      << (id == 100 ? "        role: controller\n" : "") << "        address: " << node->address << "\n"
-      << "        netns: " << node->netns << "\n"
-      << "        fill_dir: " << node->fill_dir << "\n"
-      << "        local: {pid_file: " << node->pid_file << ", start_command: [" << KFAILD_SOURCE_DIR
-      << "/deploy/lab/lab, start, \"" << id << "\"], log_dir: " << dir << "/logs}\n";
-  }
-}
-
-std::string netnsOf(int id) {
-  const auto node = testing::labNode(id);
-  REQUIRE(node);
-  return node->netns;
-}
-
-// `nft list tables` in the node's namespace.
-std::string nftTables(int id) { return run("ip netns exec " + netnsOf(id) + " nft list tables 2>&1").second; }
-
-bool brokerReachable(const std::string& from_netns, int id) {
-  const auto node = testing::labNode(id);
-  REQUIRE(node);
-  // bash's /dev/tcp from inside the namespace: a connect that the isolation drops times out.
-  return run("ip netns exec " + from_netns + " timeout 2 bash -c 'exec 3<>/dev/tcp/" + node->address + "/" +
-             std::to_string(node->port) + "' 2>/dev/null")
-             .first == 0;
-}
 
 }  // namespace
 

@@ -1,0 +1,200 @@
+// Each row of docs/FAULTS.md as a drill on the namespaced lab (KFAILD_LAB_NETNS=1, brokers with
+// replica.lag.time.max.ms=10000, Kafka's 9 s broker.session.timeout.ms), asserting the mechanism
+// and not only a number: the stall of each probe partition ends with the mechanism's event, and
+// its length is within a band of the setting that governs it, as the run read that setting from
+// the cluster. The lab's probe topic puts broker 1 as leader of p0 and follower of p1 and p2.
+// (A follower isolated from the brokers, and kfaild SIGKILLed with a fault in force:
+// gray_fault_test.cc.)
+
+#include <catch2/catch.hpp>
+
+#include "tests/e2e/e2e_support.h"
+#include "tests/e2e/netns_support.h"
+
+using namespace kfaild;
+using namespace kfaild::e2e;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::int64_t kSecondUs = 1'000'000;
+
+struct GrayRun {
+  json run;
+  std::int64_t fault_us = 0;
+};
+
+GrayRun grayDrill(Kfaild& kfaild, const std::string& body) {
+  const auto id = startDrill(kfaild, body);
+  const auto drill = kfaild.waitForState(id, finished, 600s);
+  INFO(drill.dump().substr(0, 6000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  REQUIRE(drill["state"] == "done");
+  REQUIRE(drill["runs"].size() == 1);
+  GrayRun out{drill["runs"][0], drill["runs"][0]["fault_us"].get<std::int64_t>()};
+  // Whatever the fault, kfaild undid it: no table of its own left in the target's namespace.
+  CHECK(nftTables(out.run["target"].get<int>()).find("kfaild_d" + std::to_string(id)) == std::string::npos);
+  return out;
+}
+
+std::int64_t settingMs(const json& run, const std::string& name) {
+  const auto& s = run["cluster_settings"][name];
+  INFO(run["cluster_settings"].dump());
+  REQUIRE(s["read"] == true);
+  return s["value_ms"].get<std::int64_t>();
+}
+
+// One partition's stall: the mechanism the fault should have set off, explained (ended by
+// `ended_by`), its length between `low_us` and `high_us`.
+void expectStall(const json& run, const std::string& topic, int partition, const std::string& role,
+                 const std::string& mechanism, const std::string& ended_by, std::int64_t low_us,
+                 std::int64_t high_us) {
+  const auto& p = partitionOf(run["analysis"], topic, partition);
+  INFO("p" << partition << ": " << p.dump().substr(0, 3000));
+  CHECK(p["role"] == role);
+  CHECK(p["mechanism"]["name"] == mechanism);
+  CHECK(p["mechanism"]["explained"] == true);
+  CHECK(p["mechanism"]["ended_by"] == ended_by);
+  REQUIRE(p["ack"]["outcome"] == "stall");
+  const auto stall_us = ackStall(p);
+  WARN(role << " p" << partition << ": " << mechanism << ", ack stall " << stall_us / 1000 << " ms (band "
+            << low_us / 1000 << "–" << high_us / 1000 << " ms), ended by " << p["mechanism"]["ended_by"]);
+  CHECK(stall_us >= low_us);
+  CHECK(stall_us <= high_us);
+}
+
+}  // namespace
+
+TEST_CASE("a leader isolated from everyone, with reject it is fenced after the session timeout, with drop its "
+          "producer waits for its own request timeout first",
+          "[e2e][netns]") {
+  testing::NamespacedLabEnv env;
+  REQUIRE(namespacedLab());
+  LabOptions options = Lab::options("", false);
+  // A 15 s request timeout, longer than the 9 s session timeout: with drop the client's own
+  // timeout, not the fencing, bounds the leader's stall.
+  options.cluster_yaml = "    client: {request.timeout.ms: \"15000\"}\n";
+  Lab lab(options);
+  addNetnsInventory(lab);
+  Kfaild kfaild(lab, "isolate-all");
+  kfaild.waitSteady(lab.topic);
+
+  SECTION("reject") {
+    const auto g = grayDrill(kfaild, R"({"fault":"isolate","target":{"broker":1},
+        "options":{"from":"all","mode":"reject","duration_s":20,"baseline_s":3}})");
+    const auto session_us = settingMs(g.run, "broker.session.timeout.ms") * 1000;
+    const auto heartbeat_us = settingMs(g.run, "broker.heartbeat.interval.ms") * 1000;
+    // Fenced between session − heartbeat and session after the fault, then the handover.
+    expectStall(g.run, lab.topic, 0, "isolated_leader", "session_timeout", "leader_change",
+                session_us - heartbeat_us - kSecondUs, session_us + 4 * kSecondUs);
+    for (int p : {1, 2}) {
+      expectStall(g.run, lab.topic, p, "isolated_follower", "session_timeout", "isr_shrink",
+                  session_us - heartbeat_us - kSecondUs, session_us + 4 * kSecondUs);
+    }
+  }
+  SECTION("drop") {
+    const auto g = grayDrill(kfaild, R"({"fault":"isolate","target":{"broker":1},
+        "options":{"from":"all","mode":"drop","duration_s":30,"baseline_s":3}})");
+    CHECK(g.run["probe_client"]["request.timeout.ms"] == "15000");
+    const auto& p0 = partitionOf(g.run["analysis"], lab.topic, 0);
+    CHECK(p0["mechanism"]["setting"] == "request.timeout.ms");
+    CHECK(p0["mechanism"]["expected_us"] == 15 * kSecondUs);
+    expectStall(g.run, lab.topic, 0, "isolated_leader", "client_timeout", "client_request_timeout",
+                13 * kSecondUs, 15 * kSecondUs + 5 * kSecondUs);
+    const auto session_us = settingMs(g.run, "broker.session.timeout.ms") * 1000;
+    for (int p : {1, 2}) {
+      expectStall(g.run, lab.topic, p, "isolated_follower", "session_timeout", "isr_shrink",
+                  session_us - 3 * kSecondUs, session_us + 4 * kSecondUs);
+    }
+  }
+}
+
+TEST_CASE("a broker cut from the quorum is fenced after the session timeout, and one cut from the clients stalls its "
+          "leader's partition until the heal and its followers not at all",
+          "[e2e][netns]") {
+  testing::NamespacedLabEnv env;
+  REQUIRE(namespacedLab());
+  Lab lab(Lab::options("", false));
+  addNetnsInventory(lab);
+  Kfaild kfaild(lab, "isolate-quorum-clients");
+  kfaild.waitSteady(lab.topic);
+
+  SECTION("from the quorum") {
+    const auto g = grayDrill(kfaild, R"({"fault":"isolate","target":{"broker":1},
+        "options":{"from":"quorum","mode":"drop","duration_s":20,"baseline_s":3}})");
+    const auto session_us = settingMs(g.run, "broker.session.timeout.ms") * 1000;
+    expectStall(g.run, lab.topic, 0, "isolated_leader", "session_timeout", "leader_change", session_us - 3 * kSecondUs,
+                session_us + 6 * kSecondUs);
+  }
+  SECTION("from the clients, drop") {
+    constexpr std::int64_t kDurationUs = 10 * kSecondUs;
+    const auto g = grayDrill(kfaild, R"({"fault":"isolate","target":{"broker":1},
+        "options":{"from":"clients","mode":"drop","duration_s":10,"baseline_s":3}})");
+    expectStall(g.run, lab.topic, 0, "isolated_leader", "heal", "heal", kDurationUs - kSecondUs,
+                kDurationUs + 5 * kSecondUs);
+    for (int p : {1, 2}) {
+      const auto& part = partitionOf(g.run["analysis"], lab.topic, p);
+      INFO(part.dump().substr(0, 2000));
+      CHECK(part["role"] == "isolated_follower");
+      CHECK(part["mechanism"]["name"] == "none");
+      CHECK(part["ack"]["outcome"] == "none");
+    }
+  }
+}
+
+TEST_CASE("a throttled broker stalls its followed partitions stall until the leaders shrink the ISR after "
+          "replica.lag.time.max.ms",
+          "[e2e][netns]") {
+  testing::NamespacedLabEnv env;
+  REQUIRE(namespacedLab());
+  Lab lab(Lab::options("", false));
+  addNetnsInventory(lab);
+  Kfaild kfaild(lab, "throttle");
+  kfaild.waitSteady(lab.topic);
+  const auto g = grayDrill(kfaild, R"({"fault":"throttle","target":{"broker":3},
+      "options":{"rate":"8kbit","duration_s":30,"baseline_s":3}})");
+  const auto lag_us = settingMs(g.run, "replica.lag.time.max.ms") * 1000;
+  // Broker 3 follows p0 and p1 (1:2:3, 2:3:1) and leads p2 (3:1:2).
+  for (int p : {0, 1}) {
+    expectStall(g.run, lab.topic, p, "throttled_follower", "isr_shrink", "isr_shrink", lag_us * 8 / 10,
+                lag_us * 2);
+  }
+}
+
+TEST_CASE("a leader's full log disk takes the broker down, and its partitions move after the session timeout",
+          "[e2e][netns]") {
+  testing::NamespacedLabEnv env;
+  REQUIRE(namespacedLab());
+  Lab lab(Lab::options("", false));
+  addNetnsInventory(lab);
+  Kfaild kfaild(lab, "disk-full");
+  kfaild.waitSteady(lab.topic);
+  const auto g = grayDrill(kfaild, R"({"fault":"disk_full","target":{"broker":1},
+      "options":{"duration_s":20,"baseline_s":3}})");
+  const auto session_us = settingMs(g.run, "broker.session.timeout.ms") * 1000;
+  expectStall(g.run, lab.topic, 0, "leader", "session_timeout", "leader_change", 0, session_us + 6 * kSecondUs);
+  // The drill brought broker 1 back: the lab is whole for the next test.
+  REQUIRE(testing::lab("wait --timeout 120") == 0);
+  waitFullIsr();
+}
+
+TEST_CASE("replica.lag.time.max.ms halved moves a follower isolation's stall with it", "[e2e][netns]") {
+  testing::NamespacedLabEnv env;
+  REQUIRE(namespacedLab());
+  // Restores the fixture's setting however the test ends.
+  struct Restore {
+    ~Restore() { (void)testing::lab("up --restart --set replica.lag.time.max.ms=10000"); }
+  } restore;
+  REQUIRE(testing::lab("up --restart --set replica.lag.time.max.ms=5000") == 0);
+  Lab lab(Lab::options("", false));
+  addNetnsInventory(lab);
+  Kfaild kfaild(lab, "lag5");
+  kfaild.waitSteady(lab.topic);
+  const auto g = grayDrill(kfaild, R"({"fault":"isolate","target":{"broker":3},
+      "options":{"from":"brokers","mode":"drop","duration_s":20,"baseline_s":3}})");
+  CHECK(settingMs(g.run, "replica.lag.time.max.ms") == 5000);
+  // The same isolation stalls 10–15 s with the fixture's 10 s (gray_fault_test.cc): here 5–7.5 s,
+  // and well under the 10 s setting's lower end.
+  for (int p : {0, 1}) {
+    expectStall(g.run, lab.topic, p, "isolated_follower", "isr_shrink", "isr_shrink", 4 * kSecondUs, 9 * kSecondUs);
+  }
+}
