@@ -325,7 +325,15 @@ void explainGrayStall(const AnalysisInput& in, const RunAnalysis& out, Partition
   if (r.ack.outcome == Outcome::kStall && r.ack.stall) {
     stall = std::make_pair(r.ack.stall->start_us, r.ack.stall->end_us);
   }
-  r.mechanism = explainStall(expectationFor(*in.gray, r.role, in.settings), scope, stall, in.events);
+  scope.drop = in.gray->kind == "isolate" && in.gray->mode == "drop";
+  // The target alone in the ISR: below min.insync.replicas unless that is 1 (0: unknown, Kafka's
+  // default 1).
+  bool alone_below_min_isr = false;
+  for (const auto& p : in.partitions) {
+    if (p.topic == r.topic && p.partition == r.partition) alone_below_min_isr = p.min_insync > 1;
+  }
+  r.mechanism = explainStall(expectationFor(*in.gray, r.role, in.settings, alone_below_min_isr), scope, stall,
+                             in.events);
   if (stall && !r.mechanism->explained) {
     r.ack.outcome = Outcome::kInconclusive;
     r.ack.stall.reset();

@@ -11,6 +11,10 @@ namespace {
 
 // Broker and client log lines carry millisecond timestamps.
 constexpr std::int64_t kLogResolutionUs = 1'000;
+// How long after its mechanism's event a stall may still end and count as ended by it: the
+// client's discovery and retry after the event (the objectives' 5 s margin, kGrayStallMarginS).
+// A stall that goes on longer was ended by something else.
+constexpr std::int64_t kResumeWindowUs = 5'000'000;
 
 std::string seconds(std::int64_t us) {
   char text[32];
@@ -87,6 +91,7 @@ const char* toString(Mechanism mechanism) {
     case Mechanism::kNone: return "none";
     case Mechanism::kSessionTimeout: return "session_timeout";
     case Mechanism::kClientTimeout: return "client_timeout";
+    case Mechanism::kStaleLeader: return "stale_leader";
     case Mechanism::kIsrShrink: return "isr_shrink";
     case Mechanism::kHeal: return "heal";
     case Mechanism::kNodeBack: return "node_back";
@@ -109,7 +114,8 @@ MechanismSettings withClientSettings(MechanismSettings settings,
   return settings;
 }
 
-Expectation expectationFor(const GrayFaultInput& fault, Role role, const MechanismSettings& s) {
+Expectation expectationFor(const GrayFaultInput& fault, Role role, const MechanismSettings& s,
+                           bool alone_below_min_isr) {
   const Expectation session{Mechanism::kSessionTimeout, "broker.session.timeout.ms",
                             s.session_timeout_us};
   const Expectation shrink{Mechanism::kIsrShrink, "replica.lag.time.max.ms",
@@ -135,9 +141,15 @@ Expectation expectationFor(const GrayFaultInput& fault, Role role, const Mechani
     else if (fault.from == "clients") {
       if (leader) e = heal;
     } else if (fault.from == "brokers") {
-      if (leader || follower) e = shrink;
+      if (follower) e = shrink;
+      // Its followers stop fetching, and it drops them: acks=all then waits for the heal when
+      // the leader alone is below min.insync.replicas.
+      if (leader) e = alone_below_min_isr ? heal : shrink;
     } else if (fault.from == "quorum") {
-      if (leader || follower) e = session;
+      if (follower) e = session;
+      // Fenced and replaced, the old leader still takes the producer's requests and holds each
+      // until its timeout; only then does the producer look for the new leader.
+      if (leader) e = {Mechanism::kStaleLeader, "request.timeout.ms", std::max(s.session_timeout_us, s.request_timeout_us)};
     } else if (fault.from == "all") {
       if (follower || (leader && fault.mode == "reject")) e = session;
       if (leader && fault.mode == "drop") {
@@ -195,6 +207,15 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
       });
       if (end) r.phases.push_back(fromFault("client_timeout", s, *end));
       break;
+    case Mechanism::kStaleLeader:
+      wanted = "client_leader_update";
+      end = first(events, s, [&](const storage::Event& e) {
+        // The producer's own move to a leader other than the target.
+        return isPartition(e, s) && e.source == "client" && e.kind == "client_leader_update" && e.broker &&
+               *e.broker != s.target && e.detail.find("\"producer\"") != std::string::npos;
+      });
+      if (end) r.phases.push_back(fromFault("stale_leader", s, *end));
+      break;
     case Mechanism::kIsrShrink:
       wanted = "isr_shrink";
       end = first(events, s, [&](const storage::Event& e) {
@@ -235,6 +256,20 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
                wanted + (end ? " (it came at " + seconds(end->at_us - s.fault_us) + ")" : "") +
                ", which " + toString(expected.mechanism) + " needs: it does not measure " +
                (expected.setting.empty() ? "the mechanism" : expected.setting);
+    return r;
+  }
+  // After a heal of vanished packets, TCP retransmits on a timer that doubled while they
+  // vanished: the connection comes back within the fault's length again after the heal.
+  auto window = kResumeWindowUs;
+  if (expected.mechanism == Mechanism::kHeal && s.drop && s.healed_us) window = std::max(window, *s.healed_us - s.fault_us);
+  if (end_us > end->at_us + window) {
+    r.reason = "the stall ended at " + seconds(end_us - s.fault_us) + " after the fault, " +
+               seconds(end_us - end->at_us) + " after " + wanted + " (at " + seconds(end->at_us - s.fault_us) +
+               "): more than " + seconds(window) + " later, so " + wanted + " did not end it";
+    if (s.healed_us && end_us >= *s.healed_us && end_us <= *s.healed_us + kResumeWindowUs) {
+      r.reason += "; it ended " + seconds(end_us - *s.healed_us) + " after the heal";
+    }
+    r.reason += ": it does not measure " + (expected.setting.empty() ? std::string("the mechanism") : expected.setting);
     return r;
   }
   r.explained = true;

@@ -6,19 +6,32 @@
 // Mechanisms (the setting that governs each, its expected stall):
 //   session_timeout  the target is fenced by the controller (broker.session.timeout.ms), then
 //                    the partition is handed over: a new leader (leader_change /
-//                    leader_epoch_start) or an ISR without the target (isr_shrink). A broker
-//                    isolated from the quorum, or from everyone with `reject`; a disk_full
-//                    broker (it shuts down, as a kill).
+//                    leader_epoch_start) or an ISR without the target (isr_shrink). The
+//                    partitions a broker isolated from the quorum follows; a broker isolated
+//                    from everyone with `reject`; a disk_full broker (it shuts down, as a kill).
 //   client_timeout   the producer waits on a blackholed leader until its own request times out
 //                    (the client's `client_request_timeout` event), and cannot go elsewhere
 //                    before the fencing: max(session timeout, min(request.timeout.ms,
 //                    socket.timeout.ms)). A leader isolated from everyone with `drop`.
+//   stale_leader     a leader cut from the quorum is fenced and replaced, yet it still takes
+//                    its clients' produce requests, which it can never complete (its followers
+//                    fetch from the new leader): each waits for the request's own timeout, then
+//                    the producer refreshes its metadata and finds the new leader (its
+//                    `client_leader_update`): max(session timeout, request.timeout.ms). A leader
+//                    isolated from the quorum only.
 //   isr_shrink       the leader waits for a replica that stopped fetching until it drops it from
 //                    the ISR (replica.lag.time.max.ms), seen as the metadata's isr_shrink. A
-//                    broker isolated from the other brokers; a throttled follower.
+//                    broker isolated from the other brokers (for the partitions it leads, only
+//                    when min.insync.replicas is 1: else its ISR shrinks to itself alone and
+//                    writes fail until the heal); a throttled follower.
 //   heal             nothing but the fault's end ends it: the clients reconnect after the heal
 //                    (duration_s). A leader isolated from the clients only; a throttled leader;
-//                    any mechanism whose expected bound is longer than the fault itself.
+//                    a leader isolated from the brokers whose ISR alone is below
+//                    min.insync.replicas; any mechanism whose expected bound is longer than the
+//                    fault itself. After `drop` the reconnect waits for TCP's next
+//                    retransmission, whose backoff doubles while packets vanish: up to the
+//                    fault's length again after the heal (a 20 s isolation resumed 6.5 s after
+//                    its heal on the lab).
 //   node_back        the partition has no other replica to go to (sole replica, below
 //                    min.insync.replicas) after disk_full: it resumes once the node is back.
 //   none             the fault does not touch this partition's writes (a follower isolated from
@@ -44,7 +57,7 @@ namespace kfaild::analysis {
 struct GrayFaultInput;
 enum class Role;
 
-enum class Mechanism { kNone, kSessionTimeout, kClientTimeout, kIsrShrink, kHeal, kNodeBack };
+enum class Mechanism { kNone, kSessionTimeout, kClientTimeout, kStaleLeader, kIsrShrink, kHeal, kNodeBack };
 const char* toString(Mechanism mechanism);
 
 // The broker and client settings in force that the mechanisms depend on. Defaults: Kafka's
@@ -70,12 +83,15 @@ struct Expectation {
   std::string setting;  // "broker.session.timeout.ms", ..., "duration_s"; empty for none
   std::int64_t expected_us = 0;
 };
-Expectation expectationFor(const GrayFaultInput& fault, Role role, const MechanismSettings& s);
+// `alone_below_min_isr`: the ISR the partition would shrink to, the target alone, is below its
+// min.insync.replicas (a leader cut from its followers then fails acks=all writes until the heal).
+Expectation expectationFor(const GrayFaultInput& fault, Role role, const MechanismSettings& s,
+                           bool alone_below_min_isr = false);
 
 // One step of the stall: from start_us to end_us, ended by the event `ended_by` ("fenced",
 // "leader_change", "client_request_timeout", "isr_shrink", "heal", "broker_back", "ack", ...).
 struct MechanismPhase {
-  std::string name;  // fencing | handover | client_timeout | isr_shrink | heal | node_back | resume
+  std::string name;  // fencing | handover | client_timeout | stale_leader | isr_shrink | heal | node_back | resume
   std::int64_t start_us = 0;
   std::int64_t end_us = 0;
   std::string ended_by;
@@ -107,6 +123,7 @@ struct MechanismScope {
   std::string departure;
   std::optional<std::int64_t> departure_at_us;
   std::int64_t departure_resolution_us = 1'000;
+  bool drop = false;  // the fault made packets vanish (isolate with mode drop)
   std::int64_t metadata_interval_us = 100'000;
 };
 MechanismResult explainStall(const Expectation& expected, const MechanismScope& scope,

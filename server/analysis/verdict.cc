@@ -158,11 +158,20 @@ Objectives objectivesFor(const Objectives& objectives, const FaultMechanism& m) 
                             Role::kThrottledFollower, Role::kLeader, Role::kFollowerInIsr}) {
       // The roles a fault gives: isolate and throttle rename leader and follower.
       if (grayRole(baseRole(role), m.gray->kind) != role) continue;
-      const auto expected = expectationFor(*m.gray, role, m.settings);
+      // The objective is per role, not per partition: the longer of what min.insync.replicas 1
+      // and above would give (a leader cut from its followers: the ISR shrink, or the heal).
+      const auto expected = expectationFor(*m.gray, role, m.settings, false);
+      const auto alone = expectationFor(*m.gray, role, m.settings, true);
       if (expected.mechanism == Mechanism::kNone || expected.mechanism == Mechanism::kNodeBack) {
         continue;
       }
-      const double limit = static_cast<double>(expected.expected_us) / 1e6 + kGrayStallMarginS;
+      double limit = static_cast<double>(std::max(expected.expected_us, alone.expected_us)) / 1e6 + kGrayStallMarginS;
+      // After `drop`, a heal's reconnect waits for TCP's retransmission backoff: up to the
+      // fault's length again.
+      const bool drop = m.gray->kind == "isolate" && m.gray->mode == "drop";
+      if (drop && (expected.mechanism == Mechanism::kHeal || alone.mechanism == Mechanism::kHeal)) {
+        limit = std::max(limit, 2.0 * static_cast<double>(m.gray->duration_us) / 1e6);
+      }
       fault.by_role[toString(role)] = {limit, limit};
     }
     return o;

@@ -17,12 +17,19 @@ std::unique_ptr<kafka::SharedHandle> makeObserverClient(const config::ClusterCon
   options.bootstrap = cluster.bootstrap;
   options.properties = cluster.client;
   options.client_id = "kfaild-" + cluster.name + "-observer";
-  // A metadata request for a missing topic must not create it (producers default to true). The
-  // other properties stay librdkafka's defaults: this client sends one small request per poll
-  // and nothing else, so its timers (broker threads waking once a second, the 5-min metadata
-  // refresh) cost next to nothing (docs/PERFORMANCE.md, "librdkafka clients per cluster").
-  return std::make_unique<kafka::SharedHandle>(RD_KAFKA_PRODUCER, std::move(options),
-                                               std::map<std::string, std::string>{{"allow.auto.create.topics", "false"}});
+  // A metadata request for a missing topic must not create it (producers default to true).
+  // socket.timeout.ms is the observer's own, whatever `client` says: a metadata request is sent
+  // with it as its timeout, and librdkafka keeps sending to a broker whose requests are still in
+  // flight. A broker whose packets vanish (isolate with drop) then held every poll for the
+  // librdkafka default of 60 s (seen on the namespaced lab: the poller saw nothing for the whole
+  // 60 s isolation, so the ISR shrink it should have seen at 9 s came at 60 s). After 3 s the
+  // request times out, librdkafka drops that connection and asks another broker. The other
+  // properties stay librdkafka's defaults: this client sends one small request per poll and
+  // nothing else, so its timers cost next to nothing (docs/PERFORMANCE.md, "librdkafka clients
+  // per cluster").
+  return std::make_unique<kafka::SharedHandle>(
+      RD_KAFKA_PRODUCER, std::move(options),
+      std::map<std::string, std::string>{{"allow.auto.create.topics", "false"}, {"socket.timeout.ms", "3000"}});
 }
 
 MetadataPoller::MetadataPoller(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,

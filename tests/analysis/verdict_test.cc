@@ -430,20 +430,28 @@ TEST_CASE("a gray fault's default stall limits follow each role's mechanism", "[
   m.fault = "isolate";
   m.gray = GrayFaultInput{"isolate", "brokers", "drop", 0, 60'000'000, std::nullopt};
   auto o = objectivesFor(defaultObjectives(), m);
-  // replica.lag.time.max.ms 30 s + 5 s, for the leader and the follower alike.
+  // The follower: replica.lag.time.max.ms 30 s + 5 s. The leader: its ISR shrinks to itself,
+  // below min.insync.replicas 2 (the objective is per role, so the worse case counts), until the
+  // heal at 60 s; after `drop` the connections come back on TCP's retransmission backoff, up to
+  // the fault's length again: 120 s.
   CHECK(stallLimit(o, "isolate", "isolated_follower", StallKind::kAck)->seconds == Approx(35.0));
-  CHECK(stallLimit(o, "isolate", "isolated_leader", StallKind::kReceive)->seconds == Approx(35.0));
+  CHECK(stallLimit(o, "isolate", "isolated_leader", StallKind::kReceive)->seconds == Approx(120.0));
+  m.gray->mode = "reject";
+  CHECK(stallLimit(objectivesFor(defaultObjectives(), m), "isolate", "isolated_leader", StallKind::kAck)->seconds ==
+        Approx(65.0));
+  m.gray->mode = "drop";
   CHECK(stallLimit(o, "isolate", "isolated_follower", StallKind::kAck)->source ==
         "by_fault.isolate.by_role.isolated_follower.max_ack_stall_s");
   // Untouched roles and faults keep the defaults.
   CHECK(stallLimit(o, "isolate", "not_a_replica", StallKind::kAck)->seconds == Approx(15.0));
   CHECK(stallLimit(o, "kill", "leader", StallKind::kAck)->seconds == Approx(15.0));
 
-  // From the clients only: the leader waits for the heal, its followers are not touched.
+  // From the clients only: the leader waits for the heal and TCP's retransmission after it
+  // (2 × 20 s; the lab resumed 6.5 s after a 20 s isolation's heal), its followers are not touched.
   m.gray->from = "clients";
   m.gray->duration_us = 20'000'000;
   o = objectivesFor(defaultObjectives(), m);
-  CHECK(stallLimit(o, "isolate", "isolated_leader", StallKind::kAck)->seconds == Approx(25.0));
+  CHECK(stallLimit(o, "isolate", "isolated_leader", StallKind::kAck)->seconds == Approx(40.0));
   CHECK(stallLimit(o, "isolate", "isolated_follower", StallKind::kAck)->seconds == Approx(15.0));
 
   // disk_full shuts the broker down: the session timeout, under the kill's role names.

@@ -16,7 +16,8 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 
 TEST_CASE("drills through the API and kfailctl show the article's structure: a kill stalls every "
-          "partition with broker 1 in its ISR for at least the detection, a graceful stop briefly",
+          "partition with broker 1 in its ISR for at least the detection, a graceful stop briefly, and both "
+          "pass the default objectives",
           "[e2e][api]") {
   Lab lab;
   Kfaild kfaild(lab, "kfaild");
@@ -52,6 +53,9 @@ TEST_CASE("drills through the API and kfailctl show the article's structure: a k
   // The partition whose leader died waits for the election and the client's discovery on top.
   CHECK(ackStall(p0) >= std::max(ackStall(p1), ackStall(p2)));
   CHECK(run["preferred_leaders_restored"] == true);
+  // The default objectives pass (kfailctl exits 0 only then): docs/CONFIG.md explains them.
+  CHECK(kill["verdict"] == "pass");
+  CHECK(kill["regressed"] == false);
 
   // Its timeline, in order: fault → fenced → new leader → the producer's leader update → the
   // first ack. Events from different sources (the broker's log has millisecond stamps) may
@@ -89,6 +93,8 @@ TEST_CASE("drills through the API and kfailctl show the article's structure: a k
   INFO("kfailctl: " << out.substr(0, 3000));
   REQUIRE(code == 0);
   const json stop = json::parse(out);
+  CHECK(stop["verdict"] == "pass");
+  CHECK(stop["regressed"] == false);
   const auto& stopped = stop["runs"][0]["analysis"];
   CHECK(stopped["departure"] == "controlled_shutdown");
   for (int p = 0; p < 3; ++p) {

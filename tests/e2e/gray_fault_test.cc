@@ -34,7 +34,7 @@ TEST_CASE("a follower isolated from the other brokers stalls acks=all writes abo
   Kfaild kfaild(lab, "isolate");
   kfaild.waitSteady(lab.topic);
   const auto id = startDrill(kfaild, R"({"fault":"isolate","target":{"broker":3},
-      "options":{"from":"brokers","mode":"drop","duration_s":35,"baseline_s":5}})");
+      "options":{"from":"brokers","mode":"drop","duration_s":20,"baseline_s":5}})");
   const auto drill = kfaild.waitForState(id, finished, 600s);
   INFO(drill.dump().substr(0, 4000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
   REQUIRE(drill["state"] == "done");
@@ -48,9 +48,12 @@ TEST_CASE("a follower isolated from the other brokers stalls acks=all writes abo
   for (int partition : {0, 1}) {
     const auto& p = partitionOf(analysis, lab.topic, partition);
     const auto stall_us = ackStall(p);
-    // kfaild assumes Kafka's default replica.lag.time.max.ms (30 s) when it picks the mechanism:
-    // the isolation outlasts that, so the ISR shrink, not the heal, is what should end the stall.
+    // kfaild read the lab's replica.lag.time.max.ms from the brokers: the 20 s isolation outlasts
+    // it, so the ISR shrink, not the heal, is what should end the stall.
+    CHECK(run0["cluster_settings"]["replica.lag.time.max.ms"]["value_ms"] == kLagMaxUs / 1000);
+    CHECK(run0["cluster_settings"]["replica.lag.time.max.ms"]["read"] == true);
     CHECK(p["mechanism"]["name"] == "isr_shrink");
+    CHECK(p["mechanism"]["expected_us"] == kLagMaxUs);
     CHECK(p["mechanism"]["explained"] == true);
     // The leader's ISR check runs every replica.lag.time.max.ms / 2: the follower is dropped
     // between 10 s and 15 s after its last fetch; a little more for the controller's commit.

@@ -8,6 +8,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <set>
+#include <string>
+
 #include "tests/e2e/e2e_support.h"
 #include "tests/e2e/netns_support.h"
 
@@ -18,6 +21,8 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr std::int64_t kSecondUs = 1'000'000;
+// A leader's partition is handed over when the new leader's log says so or the metadata shows it.
+const std::set<std::string> kHandover = {"leader_epoch_start", "leader_change"};
 
 struct GrayRun {
   json run;
@@ -44,16 +49,18 @@ std::int64_t settingMs(const json& run, const std::string& name) {
 }
 
 // One partition's stall: the mechanism the fault should have set off, explained (ended by
-// `ended_by`), its length between `low_us` and `high_us`.
+// one of `ended_by`), its length between `low_us` and `high_us`.
 void expectStall(const json& run, const std::string& topic, int partition, const std::string& role,
-                 const std::string& mechanism, const std::string& ended_by, std::int64_t low_us,
+                 const std::string& mechanism, const std::set<std::string>& ended_by, std::int64_t low_us,
                  std::int64_t high_us) {
   const auto& p = partitionOf(run["analysis"], topic, partition);
   INFO("p" << partition << ": " << p.dump().substr(0, 3000));
   CHECK(p["role"] == role);
   CHECK(p["mechanism"]["name"] == mechanism);
   CHECK(p["mechanism"]["explained"] == true);
-  CHECK(p["mechanism"]["ended_by"] == ended_by);
+  CHECK(p["mechanism"]["ended_by"].is_string());
+  CHECK(ended_by.count(p["mechanism"]["ended_by"].is_string() ? p["mechanism"]["ended_by"].get<std::string>() : "") ==
+        1);
   REQUIRE(p["ack"]["outcome"] == "stall");
   const auto stall_us = ackStall(p);
   WARN(role << " p" << partition << ": " << mechanism << ", ack stall " << stall_us / 1000 << " ms (band "
@@ -70,9 +77,9 @@ TEST_CASE("a leader isolated from everyone, with reject it is fenced after the s
   testing::NamespacedLabEnv env;
   REQUIRE(namespacedLab());
   LabOptions options = Lab::options("", false);
-  // A 15 s request timeout, longer than the 9 s session timeout: with drop the client's own
+  // A 12 s request timeout, longer than the 9 s session timeout: with drop the client's own
   // timeout, not the fencing, bounds the leader's stall.
-  options.cluster_yaml = "    client: {request.timeout.ms: \"15000\"}\n";
+  options.cluster_yaml = "    client: {request.timeout.ms: \"12000\"}\n";
   Lab lab(options);
   addNetnsInventory(lab);
   Kfaild kfaild(lab, "isolate-all");
@@ -80,29 +87,50 @@ TEST_CASE("a leader isolated from everyone, with reject it is fenced after the s
 
   SECTION("reject") {
     const auto g = grayDrill(kfaild, R"({"fault":"isolate","target":{"broker":1},
-        "options":{"from":"all","mode":"reject","duration_s":20,"baseline_s":3}})");
+        "options":{"from":"all","mode":"reject","duration_s":15,"baseline_s":3}})");
     const auto session_us = settingMs(g.run, "broker.session.timeout.ms") * 1000;
     const auto heartbeat_us = settingMs(g.run, "broker.heartbeat.interval.ms") * 1000;
     // Fenced between session − heartbeat and session after the fault, then the handover.
-    expectStall(g.run, lab.topic, 0, "isolated_leader", "session_timeout", "leader_change",
+    expectStall(g.run, lab.topic, 0, "isolated_leader", "session_timeout", kHandover,
                 session_us - heartbeat_us - kSecondUs, session_us + 4 * kSecondUs);
     for (int p : {1, 2}) {
-      expectStall(g.run, lab.topic, p, "isolated_follower", "session_timeout", "isr_shrink",
+      expectStall(g.run, lab.topic, p, "isolated_follower", "session_timeout", {"isr_shrink"},
                   session_us - heartbeat_us - kSecondUs, session_us + 4 * kSecondUs);
     }
   }
   SECTION("drop") {
     const auto g = grayDrill(kfaild, R"({"fault":"isolate","target":{"broker":1},
-        "options":{"from":"all","mode":"drop","duration_s":30,"baseline_s":3}})");
-    CHECK(g.run["probe_client"]["request.timeout.ms"] == "15000");
+        "options":{"from":"all","mode":"drop","duration_s":18,"baseline_s":3}})");
+    CHECK(g.run["probe_client"]["request.timeout.ms"] == "12000");
     const auto& p0 = partitionOf(g.run["analysis"], lab.topic, 0);
     CHECK(p0["mechanism"]["setting"] == "request.timeout.ms");
-    CHECK(p0["mechanism"]["expected_us"] == 15 * kSecondUs);
-    expectStall(g.run, lab.topic, 0, "isolated_leader", "client_timeout", "client_request_timeout",
-                13 * kSecondUs, 15 * kSecondUs + 5 * kSecondUs);
+    CHECK(p0["mechanism"]["expected_us"] == 12 * kSecondUs);
+    // The producer's request to the blackholed leader timed out (librdkafka's REQTMOUT line,
+    // recorded as client_request_timeout). Its stall lasts at least that long; whether the
+    // producer then found the new leader, or stayed stalled until the heal (as it did on the lab,
+    // docs/FAULTS.md), the analysis says which: explained by the timeout, or inconclusive naming
+    // the heal.
+    CHECK(p0["role"] == "isolated_leader");
+    CHECK(p0["mechanism"]["name"] == "client_timeout");
+    const auto& gap = p0["ack"]["longest_gap"];
+    REQUIRE(gap.is_object());
+    const auto gap_us = gap["duration_us"].get<std::int64_t>();
+    WARN("blackholed leader p0: ack gap " << gap_us / 1000 << " ms; " << p0["ack"]["outcome"] << " "
+                                          << p0["ack"]["reason"]);
+    CHECK(gap_us >= 11 * kSecondUs);
+    const auto timeouts = sqlValue(lab.db, "SELECT count(*) FROM events WHERE kind = 'client_request_timeout' AND "
+                                           "broker = 1 AND t_us >= " + std::to_string(g.fault_us));
+    CHECK(timeouts != "0");
+    if (p0["mechanism"]["explained"] == true) {
+      CHECK(p0["mechanism"]["ended_by"] == "client_request_timeout");
+      CHECK(gap_us <= 12 * kSecondUs + 5 * kSecondUs);
+    } else {
+      CHECK(p0["ack"]["outcome"] == "inconclusive");
+      CHECK(p0["ack"]["reason"].get<std::string>().find("after the heal") != std::string::npos);
+    }
     const auto session_us = settingMs(g.run, "broker.session.timeout.ms") * 1000;
     for (int p : {1, 2}) {
-      expectStall(g.run, lab.topic, p, "isolated_follower", "session_timeout", "isr_shrink",
+      expectStall(g.run, lab.topic, p, "isolated_follower", "session_timeout", {"isr_shrink"},
                   session_us - 3 * kSecondUs, session_us + 4 * kSecondUs);
     }
   }
@@ -120,16 +148,16 @@ TEST_CASE("a broker cut from the quorum is fenced after the session timeout, and
 
   SECTION("from the quorum") {
     const auto g = grayDrill(kfaild, R"({"fault":"isolate","target":{"broker":1},
-        "options":{"from":"quorum","mode":"drop","duration_s":20,"baseline_s":3}})");
+        "options":{"from":"quorum","mode":"drop","duration_s":15,"baseline_s":3}})");
     const auto session_us = settingMs(g.run, "broker.session.timeout.ms") * 1000;
-    expectStall(g.run, lab.topic, 0, "isolated_leader", "session_timeout", "leader_change", session_us - 3 * kSecondUs,
+    expectStall(g.run, lab.topic, 0, "isolated_leader", "session_timeout", kHandover, session_us - 3 * kSecondUs,
                 session_us + 6 * kSecondUs);
   }
   SECTION("from the clients, drop") {
-    constexpr std::int64_t kDurationUs = 10 * kSecondUs;
+    constexpr std::int64_t kDurationUs = 8 * kSecondUs;
     const auto g = grayDrill(kfaild, R"({"fault":"isolate","target":{"broker":1},
-        "options":{"from":"clients","mode":"drop","duration_s":10,"baseline_s":3}})");
-    expectStall(g.run, lab.topic, 0, "isolated_leader", "heal", "heal", kDurationUs - kSecondUs,
+        "options":{"from":"clients","mode":"drop","duration_s":8,"baseline_s":3}})");
+    expectStall(g.run, lab.topic, 0, "isolated_leader", "heal", {"heal"}, kDurationUs - kSecondUs,
                 kDurationUs + 5 * kSecondUs);
     for (int p : {1, 2}) {
       const auto& part = partitionOf(g.run["analysis"], lab.topic, p);
@@ -151,11 +179,11 @@ TEST_CASE("a throttled broker stalls its followed partitions stall until the lea
   Kfaild kfaild(lab, "throttle");
   kfaild.waitSteady(lab.topic);
   const auto g = grayDrill(kfaild, R"({"fault":"throttle","target":{"broker":3},
-      "options":{"rate":"8kbit","duration_s":30,"baseline_s":3}})");
+      "options":{"rate":"8kbit","duration_s":20,"baseline_s":3}})");
   const auto lag_us = settingMs(g.run, "replica.lag.time.max.ms") * 1000;
   // Broker 3 follows p0 and p1 (1:2:3, 2:3:1) and leads p2 (3:1:2).
   for (int p : {0, 1}) {
-    expectStall(g.run, lab.topic, p, "throttled_follower", "isr_shrink", "isr_shrink", lag_us * 8 / 10,
+    expectStall(g.run, lab.topic, p, "throttled_follower", "isr_shrink", {"isr_shrink"}, lag_us * 8 / 10,
                 lag_us * 2);
   }
 }
@@ -169,9 +197,9 @@ TEST_CASE("a leader's full log disk takes the broker down, and its partitions mo
   Kfaild kfaild(lab, "disk-full");
   kfaild.waitSteady(lab.topic);
   const auto g = grayDrill(kfaild, R"({"fault":"disk_full","target":{"broker":1},
-      "options":{"duration_s":20,"baseline_s":3}})");
+      "options":{"duration_s":10,"baseline_s":3}})");
   const auto session_us = settingMs(g.run, "broker.session.timeout.ms") * 1000;
-  expectStall(g.run, lab.topic, 0, "leader", "session_timeout", "leader_change", 0, session_us + 6 * kSecondUs);
+  expectStall(g.run, lab.topic, 0, "leader", "session_timeout", kHandover, 0, session_us + 6 * kSecondUs);
   // The drill brought broker 1 back: the lab is whole for the next test.
   REQUIRE(testing::lab("wait --timeout 120") == 0);
   waitFullIsr();
@@ -190,11 +218,11 @@ TEST_CASE("replica.lag.time.max.ms halved moves a follower isolation's stall wit
   Kfaild kfaild(lab, "lag5");
   kfaild.waitSteady(lab.topic);
   const auto g = grayDrill(kfaild, R"({"fault":"isolate","target":{"broker":3},
-      "options":{"from":"brokers","mode":"drop","duration_s":20,"baseline_s":3}})");
+      "options":{"from":"brokers","mode":"drop","duration_s":12,"baseline_s":3}})");
   CHECK(settingMs(g.run, "replica.lag.time.max.ms") == 5000);
   // The same isolation stalls 10–15 s with the fixture's 10 s (gray_fault_test.cc): here 5–7.5 s,
   // and well under the 10 s setting's lower end.
   for (int p : {0, 1}) {
-    expectStall(g.run, lab.topic, p, "isolated_follower", "isr_shrink", "isr_shrink", 4 * kSecondUs, 9 * kSecondUs);
+    expectStall(g.run, lab.topic, p, "isolated_follower", "isr_shrink", {"isr_shrink"}, 4 * kSecondUs, 9 * kSecondUs);
   }
 }

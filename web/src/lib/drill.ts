@@ -70,6 +70,7 @@ export const MECHANISM_LABEL: Record<Mechanism['name'], string> = {
   none: 'none',
   session_timeout: 'fencing (session timeout)',
   client_timeout: "client's request timeout",
+  stale_leader: 'stale leader (request timeout)',
   isr_shrink: 'ISR shrink (replica lag)',
   heal: 'heal → reconnect',
   node_back: 'node back',
