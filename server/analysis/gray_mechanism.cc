@@ -111,6 +111,7 @@ MechanismSettings withClientSettings(MechanismSettings settings,
   };
   millis("request.timeout.ms", settings.request_timeout_us);
   millis("socket.timeout.ms", settings.socket_timeout_us);
+  millis("message.timeout.ms", settings.message_timeout_us);
   return settings;
 }
 
@@ -155,9 +156,9 @@ Expectation expectationFor(const GrayFaultInput& fault, Role role, const Mechani
       if (leader && fault.mode == "drop") {
         // Requests in flight to the blackholed leader wait for the client's own timeout, and a
         // retry cannot go elsewhere before the fencing names a new leader.
-        const bool request_first = s.request_timeout_us <= s.socket_timeout_us;
-        e = {Mechanism::kClientTimeout, request_first ? "request.timeout.ms" : "socket.timeout.ms",
-             std::max(s.session_timeout_us, std::min(s.request_timeout_us, s.socket_timeout_us))};
+        const bool socket_first = s.socket_timeout_us <= s.message_timeout_us;
+        e = {Mechanism::kClientTimeout, socket_first ? "socket.timeout.ms" : "message.timeout.ms",
+             std::max(s.session_timeout_us, std::min(s.socket_timeout_us, s.message_timeout_us))};
       }
     }
   }
@@ -260,13 +261,14 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
   }
   // After a heal of vanished packets, TCP retransmits on a timer that doubled while they
   // vanished: the connection comes back within the fault's length again after the heal.
-  auto window = kResumeWindowUs;
-  if (expected.mechanism == Mechanism::kHeal && s.drop && s.healed_us) window = std::max(window, *s.healed_us - s.fault_us);
+  const auto heal_window =
+      s.drop && s.healed_us ? std::max(kResumeWindowUs, *s.healed_us - s.fault_us) : kResumeWindowUs;
+  const auto window = expected.mechanism == Mechanism::kHeal ? heal_window : kResumeWindowUs;
   if (end_us > end->at_us + window) {
     r.reason = "the stall ended at " + seconds(end_us - s.fault_us) + " after the fault, " +
                seconds(end_us - end->at_us) + " after " + wanted + " (at " + seconds(end->at_us - s.fault_us) +
                "): more than " + seconds(window) + " later, so " + wanted + " did not end it";
-    if (s.healed_us && end_us >= *s.healed_us && end_us <= *s.healed_us + kResumeWindowUs) {
+    if (s.healed_us && end_us >= *s.healed_us && end_us <= *s.healed_us + heal_window) {
       r.reason += "; it ended " + seconds(end_us - *s.healed_us) + " after the heal";
     }
     r.reason += ": it does not measure " + (expected.setting.empty() ? std::string("the mechanism") : expected.setting);

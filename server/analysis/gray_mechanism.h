@@ -11,8 +11,12 @@
 //                    from everyone with `reject`; a disk_full broker (it shuts down, as a kill).
 //   client_timeout   the producer waits on a blackholed leader until its own request times out
 //                    (the client's `client_request_timeout` event), and cannot go elsewhere
-//                    before the fencing: max(session timeout, min(request.timeout.ms,
-//                    socket.timeout.ms)). A leader isolated from everyone with `drop`.
+//                    before the fencing: max(session timeout, min(socket.timeout.ms,
+//                    message.timeout.ms)). request.timeout.ms does not count: only the broker
+//                    enforces it, and a blackholed broker answers nothing (librdkafka times a
+//                    ProduceRequest out after the lesser of the other two; on the lab a 45 s
+//                    isolation showed no client timeout at 30 s). A leader isolated from
+//                    everyone with `drop`.
 //   stale_leader     a leader cut from the quorum is fenced and replaced, yet it still takes
 //                    its clients' produce requests, which it can never complete (its followers
 //                    fetch from the new leader): each waits for the request's own timeout, then
@@ -62,17 +66,18 @@ const char* toString(Mechanism mechanism);
 
 // The broker and client settings in force that the mechanisms depend on. Defaults: Kafka's
 // broker.session.timeout.ms and replica.lag.time.max.ms, librdkafka's producer
-// request.timeout.ms and socket.timeout.ms.
+// request.timeout.ms, socket.timeout.ms and message.timeout.ms.
 struct MechanismSettings {
   std::int64_t session_timeout_us = 9'000'000;
   std::int64_t replica_lag_time_max_us = 30'000'000;
-  std::int64_t request_timeout_us = 30'000'000;
-  std::int64_t socket_timeout_us = 60'000'000;
+  std::int64_t request_timeout_us = 30'000'000;   // the broker holds a produce request this long
+  std::int64_t socket_timeout_us = 60'000'000;    // librdkafka gives up on a request after this
+  std::int64_t message_timeout_us = 300'000'000;  // ... or the batch's remaining message timeout
 };
 
-// `settings` with the probe's client settings applied ("request.timeout.ms", "socket.timeout.ms"
-// as the run outcome's probe_client lists them); values that are not whole milliseconds are
-// ignored.
+// `settings` with the probe's client settings applied ("request.timeout.ms", "socket.timeout.ms",
+// "message.timeout.ms" as the run outcome's probe_client lists them); values that are not whole
+// milliseconds are ignored.
 MechanismSettings withClientSettings(MechanismSettings settings,
                                      const std::map<std::string, std::string>& client);
 

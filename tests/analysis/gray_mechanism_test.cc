@@ -85,7 +85,7 @@ const PartitionResult& partition(const RunAnalysis& a, int p) {
 TEST_CASE("a leader isolated from all with drop stalls until the client's request timeout",
           "[unit]") {
   auto in = grayRun("isolate", "all", "drop", 60 * kSecond);
-  in.settings = withClientSettings(in.settings, {{"request.timeout.ms", "20000"}});
+  in.settings = withClientSettings(in.settings, {{"socket.timeout.ms", "20000"}});
   const std::int64_t timeout = kT0 + 20'010'000;
   stream(in, 0, timeout + 400'000);
   stream(in, 1, kT0 + 9'100'000);
@@ -104,7 +104,7 @@ TEST_CASE("a leader isolated from all with drop stalls until the client's reques
   REQUIRE(p0.ack.outcome == Outcome::kStall);
   REQUIRE(p0.mechanism);
   CHECK(p0.mechanism->mechanism == Mechanism::kClientTimeout);
-  CHECK(p0.mechanism->setting == "request.timeout.ms");
+  CHECK(p0.mechanism->setting == "socket.timeout.ms");
   CHECK(p0.mechanism->expected_us == 20 * kSecond);
   CHECK(p0.mechanism->explained);
   CHECK(p0.mechanism->ended_by == "client_request_timeout");
@@ -149,15 +149,16 @@ TEST_CASE("a blackholed leader's stall that ends before the client's timeout is 
   REQUIRE(p0.mechanism);
   CHECK_FALSE(p0.mechanism->explained);
   CHECK(p0.ack.reason.find("without client_request_timeout") != std::string::npos);
-  CHECK(p0.ack.reason.find("request.timeout.ms") != std::string::npos);
+  CHECK(p0.ack.reason.find("socket.timeout.ms") != std::string::npos);
   CHECK_FALSE(a.conclusive);
 }
 
 TEST_CASE("a blackholed leader's stall that goes on to the heal, long after the client's timeout, is inconclusive",
           "[unit]") {
-  // As the lab did (docs/FAULTS.md): librdkafka's timeout came at 30 s, the producer acked again
-  // only 1.5 s after the heal at 60 s.
+  // librdkafka's timeout at 30 s (socket.timeout.ms 30 s), yet the producer acked again only
+  // 1.5 s after the heal at 60 s.
   auto in = grayRun("isolate", "all", "drop", 60 * kSecond);
+  in.settings = withClientSettings(in.settings, {{"socket.timeout.ms", "30000"}});
   stream(in, 0, kT0 + 61'500'000);
   stream(in, 1, std::nullopt);
   stream(in, 2, std::nullopt);
@@ -437,16 +438,22 @@ TEST_CASE("a gray fault healed before its mechanism can act is bounded by the he
 
 TEST_CASE("the probe's client settings set the client timeout's expectation", "[unit]") {
   GrayFaultInput fault{"isolate", "all", "drop", 0, 120 * kSecond, std::nullopt};
-  auto s = withClientSettings(MechanismSettings{},
-                              {{"request.timeout.ms", "45000"}, {"socket.timeout.ms", "40000"}});
+  // request.timeout.ms is the broker's to enforce: a blackholed broker enforces nothing.
+  auto s = withClientSettings(MechanismSettings{}, {{"request.timeout.ms", "5000"},
+                                                    {"socket.timeout.ms", "40000"},
+                                                    {"message.timeout.ms", "60000"}});
   auto e = expectationFor(fault, Role::kIsolatedLeader, s);
   CHECK(e.setting == "socket.timeout.ms");
   CHECK(e.expected_us == 40 * kSecond);
-  // Below the session timeout, the retry still waits for the fencing.
-  s = withClientSettings(MechanismSettings{},
-                         {{"request.timeout.ms", "5000"}, {"socket.timeout.ms", "x"}});
+  // The lesser of the socket timeout and the batch's message timeout.
+  s = withClientSettings(MechanismSettings{}, {{"message.timeout.ms", "30000"}});
   e = expectationFor(fault, Role::kIsolatedLeader, s);
-  CHECK(e.setting == "request.timeout.ms");
+  CHECK(e.setting == "message.timeout.ms");
+  CHECK(e.expected_us == 30 * kSecond);
+  // Below the session timeout, the retry still waits for the fencing.
+  s = withClientSettings(MechanismSettings{}, {{"socket.timeout.ms", "5000"}, {"message.timeout.ms", "x"}});
+  e = expectationFor(fault, Role::kIsolatedLeader, s);
+  CHECK(e.setting == "socket.timeout.ms");
   CHECK(e.expected_us == 9 * kSecond);
 }
 

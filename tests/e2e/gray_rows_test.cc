@@ -77,9 +77,9 @@ TEST_CASE("a leader isolated from everyone, with reject it is fenced after the s
   testing::NamespacedLabEnv env;
   REQUIRE(namespacedLab());
   LabOptions options = Lab::options("", false);
-  // A 12 s request timeout, longer than the 9 s session timeout: with drop the client's own
-  // timeout, not the fencing, bounds the leader's stall.
-  options.cluster_yaml = "    client: {request.timeout.ms: \"12000\"}\n";
+  // A 12 s socket timeout, longer than the 9 s session timeout: with drop librdkafka's own timeout
+  // of the produce request, not the fencing, bounds the leader's stall (60 s by default).
+  options.cluster_yaml = "    client: {socket.timeout.ms: \"12000\"}\n";
   Lab lab(options);
   addNetnsInventory(lab);
   Kfaild kfaild(lab, "isolate-all");
@@ -101,9 +101,9 @@ TEST_CASE("a leader isolated from everyone, with reject it is fenced after the s
   SECTION("drop") {
     const auto g = grayDrill(kfaild, R"({"fault":"isolate","target":{"broker":1},
         "options":{"from":"all","mode":"drop","duration_s":18,"baseline_s":3}})");
-    CHECK(g.run["probe_client"]["request.timeout.ms"] == "12000");
+    CHECK(g.run["probe_client"]["socket.timeout.ms"] == "12000");
     const auto& p0 = partitionOf(g.run["analysis"], lab.topic, 0);
-    CHECK(p0["mechanism"]["setting"] == "request.timeout.ms");
+    CHECK(p0["mechanism"]["setting"] == "socket.timeout.ms");
     CHECK(p0["mechanism"]["expected_us"] == 12 * kSecondUs);
     // The producer's request to the blackholed leader timed out (librdkafka's REQTMOUT line,
     // recorded as client_request_timeout). Its stall lasts at least that long; whether the
@@ -136,41 +136,51 @@ TEST_CASE("a leader isolated from everyone, with reject it is fenced after the s
   }
 }
 
-TEST_CASE("a broker cut from the quorum is fenced after the session timeout, and one cut from the clients stalls its "
-          "leader's partition until the heal and its followers not at all",
+TEST_CASE("a leader cut from the quorum is replaced yet holds its producer's requests until their timeout, and "
+          "one cut from the clients stalls its partition until the heal and TCP's retransmission after it",
           "[e2e][netns]") {
   testing::NamespacedLabEnv env;
   REQUIRE(namespacedLab());
-  Lab lab(Lab::options("", false));
+  LabOptions options = Lab::options("", false);
+  // A 12 s request timeout: the stale leader holds each produce request that long (30 s by
+  // default, as docs/FAULTS.md measured).
+  options.cluster_yaml = "    client: {request.timeout.ms: \"12000\"}\n";
+  Lab lab(options);
   addNetnsInventory(lab);
   Kfaild kfaild(lab, "isolate-quorum-clients");
   kfaild.waitSteady(lab.topic);
 
   SECTION("from the quorum") {
     const auto g = grayDrill(kfaild, R"({"fault":"isolate","target":{"broker":1},
-        "options":{"from":"quorum","mode":"drop","duration_s":15,"baseline_s":3}})");
-    const auto session_us = settingMs(g.run, "broker.session.timeout.ms") * 1000;
-    expectStall(g.run, lab.topic, 0, "isolated_leader", "session_timeout", kHandover, session_us - 3 * kSecondUs,
-                session_us + 6 * kSecondUs);
+        "options":{"from":"quorum","mode":"drop","duration_s":20,"baseline_s":3}})");
+    const auto& p0 = partitionOf(g.run["analysis"], lab.topic, 0);
+    CHECK(p0["mechanism"]["setting"] == "request.timeout.ms");
+    CHECK(p0["mechanism"]["expected_us"] == 12 * kSecondUs);
+    // Fenced and replaced at ~9 s, it still holds the producer's request for its 12 s timeout:
+    // the stall ends when the producer moves to the new leader.
+    expectStall(g.run, lab.topic, 0, "isolated_leader", "stale_leader", {"client_leader_update"}, 10 * kSecondUs,
+                18 * kSecondUs);
   }
   SECTION("from the clients, drop") {
     constexpr std::int64_t kDurationUs = 8 * kSecondUs;
     const auto g = grayDrill(kfaild, R"({"fault":"isolate","target":{"broker":1},
         "options":{"from":"clients","mode":"drop","duration_s":8,"baseline_s":3}})");
+    // The clients' connections come back on TCP's next retransmission, whose backoff doubled
+    // while packets vanished: within the fault's length again after the heal.
     expectStall(g.run, lab.topic, 0, "isolated_leader", "heal", {"heal"}, kDurationUs - kSecondUs,
-                kDurationUs + 5 * kSecondUs);
+                2 * kDurationUs + kSecondUs);
     for (int p : {1, 2}) {
       const auto& part = partitionOf(g.run["analysis"], lab.topic, p);
       INFO(part.dump().substr(0, 2000));
       CHECK(part["role"] == "isolated_follower");
       CHECK(part["mechanism"]["name"] == "none");
-      CHECK(part["ack"]["outcome"] == "none");
+      CHECK(part["ack"]["outcome"] != "stall");
     }
   }
 }
 
-TEST_CASE("a throttled broker stalls its followed partitions stall until the leaders shrink the ISR after "
-          "replica.lag.time.max.ms",
+TEST_CASE("a throttled broker slows the partitions it follows, and kfaild expects their ISR shrink from the "
+          "brokers' replica.lag.time.max.ms",
           "[e2e][netns]") {
   testing::NamespacedLabEnv env;
   REQUIRE(namespacedLab());
@@ -178,14 +188,35 @@ TEST_CASE("a throttled broker stalls its followed partitions stall until the lea
   addNetnsInventory(lab);
   Kfaild kfaild(lab, "throttle");
   kfaild.waitSteady(lab.topic);
+  // 8 kbit/s: far below what broker 3's fetches of the probe's 50 messages/s need.
   const auto g = grayDrill(kfaild, R"({"fault":"throttle","target":{"broker":3},
       "options":{"rate":"8kbit","duration_s":20,"baseline_s":3}})");
   const auto lag_us = settingMs(g.run, "replica.lag.time.max.ms") * 1000;
-  // Broker 3 follows p0 and p1 (1:2:3, 2:3:1) and leads p2 (3:1:2).
+  // Broker 3 follows p0 and p1 (1:2:3, 2:3:1) and leads p2 (3:1:2). A throttled follower keeps
+  // fetching, slowly: acks=all writes wait on it. Whether its leaders drop it (after
+  // replica.lag.time.max.ms behind) before the heal is what the analysis reports; the lab's
+  // 64 kbit/s runs ended some stalls without a shrink (docs/FAULTS.md), and then it says so.
   for (int p : {0, 1}) {
-    expectStall(g.run, lab.topic, p, "throttled_follower", "isr_shrink", {"isr_shrink"}, lag_us * 8 / 10,
-                lag_us * 2);
+    const auto& part = partitionOf(g.run["analysis"], lab.topic, p);
+    INFO("p" << p << ": " << part.dump().substr(0, 3000));
+    CHECK(part["role"] == "throttled_follower");
+    CHECK(part["mechanism"]["name"] == "isr_shrink");
+    CHECK(part["mechanism"]["expected_us"] == lag_us);
+    REQUIRE(part["ack"]["longest_gap"].is_object());
+    const auto gap_us = part["ack"]["longest_gap"]["duration_us"].get<std::int64_t>();
+    WARN("throttled follower p" << p << ": ack gap " << gap_us / 1000 << " ms, " << part["ack"]["outcome"] << " "
+                                << part["mechanism"]["ended_by"] << " " << part["ack"]["reason"]);
+    CHECK(gap_us >= 2 * kSecondUs);
+    if (part["mechanism"]["explained"] == true) {
+      CHECK(part["mechanism"]["ended_by"] == "isr_shrink");
+    } else {
+      CHECK(part["ack"]["outcome"] == "inconclusive");
+      CHECK(!part["ack"]["reason"].get<std::string>().empty());
+    }
   }
+  const auto& p2 = partitionOf(g.run["analysis"], lab.topic, 2);
+  CHECK(p2["role"] == "throttled_leader");
+  CHECK(p2["mechanism"]["name"] == "heal");
 }
 
 TEST_CASE("a leader's full log disk takes the broker down, and its partitions move after the session timeout",
