@@ -140,7 +140,7 @@ bool RunExecution::preflight() {
       std::set<std::string> all;
       for (const auto& p : deps_.probe.status().partitions) all.insert(partitionName(p.topic, p.partition));
       const auto deadline = deps_.clock.monoNow() + 30 * kSecond;
-      while (!(probesResumed(elected_us + kSecond, all) && probeSettled(all)) && deps_.clock.monoNow() < deadline &&
+      while (!probeSettled(elected_us + kSecond, all) && deps_.clock.monoNow() < deadline &&
              parts_.queue.sleep(kPollUs)) {
       }
       drill_.reason.clear();
@@ -514,7 +514,8 @@ bool RunExecution::probesResumed(std::int64_t since_us, const std::set<std::stri
   return true;
 }
 
-bool RunExecution::probeSettled(const std::set<std::string>& only) const {
+bool RunExecution::probeSettled(std::int64_t since_us, const std::set<std::string>& only) const {
+  if (!probesResumed(since_us, only)) return false;
   // As the guards will judge it: nothing held back, nothing outstanding for long. A message in
   // flight to the old leader at the election is retried for a while after acks resume (a CI
   // run's drill was refused "2.0 s behind, sends held back" right after them).

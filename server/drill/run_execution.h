@@ -64,8 +64,8 @@ class RunExecution {
   // Every partition named in `only` ("topic-partition") has acked and received since `since_us`
   // and its last ack is recent (within the gap threshold).
   bool probesResumed(std::int64_t since_us, const std::set<std::string>& only) const;
-  // No partition of `only` holds sends back or has a message outstanding for long.
-  bool probeSettled(const std::set<std::string>& only) const;
+  // probesResumed, and no partition of `only` holds sends back or has a message outstanding for long.
+  bool probeSettled(std::int64_t since_us, const std::set<std::string>& only) const;
   // The poller's latest observation once its snapshot is at most max_age_us old; nullopt when
   // none comes (within twice that, at least 2 s) or the run is interrupted.
   std::optional<observe::ObservedCluster> freshSnapshot(std::int64_t max_age_us);

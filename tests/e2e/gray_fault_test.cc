@@ -27,12 +27,9 @@ constexpr std::int64_t kLagMaxUs = 10'000'000;  // the fixture's replica.lag.tim
 TEST_CASE("a follower isolated from the other brokers stalls acks=all writes about replica.lag.time.max.ms, "
           "until its leaders shrink the ISR",
           "[e2e][netns]") {
-  testing::NamespacedLabEnv env;
-  REQUIRE(namespacedLab());
-  Lab lab(Lab::options("", false));
-  addNetnsInventory(lab);
-  Kfaild kfaild(lab, "isolate");
-  kfaild.waitSteady(lab.topic);
+  NetnsKfaild netns("isolate");
+  const auto& lab = netns.lab;
+  auto& kfaild = netns.kfaild;
   const auto id = startDrill(kfaild, R"({"fault":"isolate","target":{"broker":3},
       "options":{"from":"brokers","mode":"drop","duration_s":20,"baseline_s":5}})");
   const auto drill = kfaild.waitForState(id, finished, 600s);

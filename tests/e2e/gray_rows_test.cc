@@ -74,16 +74,13 @@ void expectStall(const json& run, const std::string& topic, int partition, const
 TEST_CASE("a leader isolated from everyone, with reject it is fenced after the session timeout, with drop its "
           "producer waits for its own request timeout first",
           "[e2e][netns]") {
-  testing::NamespacedLabEnv env;
-  REQUIRE(namespacedLab());
   LabOptions options = Lab::options("", false);
   // A 12 s socket timeout, longer than the 9 s session timeout: with drop librdkafka's own timeout
   // of the produce request, not the fencing, bounds the leader's stall (60 s by default).
   options.cluster_yaml = "    client: {socket.timeout.ms: \"12000\"}\n";
-  Lab lab(options);
-  addNetnsInventory(lab);
-  Kfaild kfaild(lab, "isolate-all");
-  kfaild.waitSteady(lab.topic);
+  NetnsKfaild netns("isolate-all", options);
+  const auto& lab = netns.lab;
+  auto& kfaild = netns.kfaild;
 
   SECTION("reject") {
     const auto g = grayDrill(kfaild, R"({"fault":"isolate","target":{"broker":1},
@@ -139,16 +136,13 @@ TEST_CASE("a leader isolated from everyone, with reject it is fenced after the s
 TEST_CASE("a leader cut from the quorum is replaced yet holds its producer's requests until their timeout, and "
           "one cut from the clients stalls its partition until the heal and TCP's retransmission after it",
           "[e2e][netns]") {
-  testing::NamespacedLabEnv env;
-  REQUIRE(namespacedLab());
   LabOptions options = Lab::options("", false);
   // A 12 s request timeout: the stale leader holds each produce request that long (30 s by
   // default, as docs/FAULTS.md measured).
   options.cluster_yaml = "    client: {request.timeout.ms: \"12000\"}\n";
-  Lab lab(options);
-  addNetnsInventory(lab);
-  Kfaild kfaild(lab, "isolate-quorum-clients");
-  kfaild.waitSteady(lab.topic);
+  NetnsKfaild netns("isolate-quorum-clients", options);
+  const auto& lab = netns.lab;
+  auto& kfaild = netns.kfaild;
 
   SECTION("from the quorum") {
     const auto g = grayDrill(kfaild, R"({"fault":"isolate","target":{"broker":1},
@@ -182,12 +176,9 @@ TEST_CASE("a leader cut from the quorum is replaced yet holds its producer's req
 TEST_CASE("a throttled broker slows the partitions it follows, and kfaild expects their ISR shrink from the "
           "brokers' replica.lag.time.max.ms",
           "[e2e][netns]") {
-  testing::NamespacedLabEnv env;
-  REQUIRE(namespacedLab());
-  Lab lab(Lab::options("", false));
-  addNetnsInventory(lab);
-  Kfaild kfaild(lab, "throttle");
-  kfaild.waitSteady(lab.topic);
+  NetnsKfaild netns("throttle");
+  const auto& lab = netns.lab;
+  auto& kfaild = netns.kfaild;
   // 8 kbit/s: far below what broker 3's fetches of the probe's 50 messages/s need.
   const auto g = grayDrill(kfaild, R"({"fault":"throttle","target":{"broker":3},
       "options":{"rate":"8kbit","duration_s":20,"baseline_s":3}})");
@@ -221,12 +212,9 @@ TEST_CASE("a throttled broker slows the partitions it follows, and kfaild expect
 
 TEST_CASE("a leader's full log disk takes the broker down, and its partitions move after the session timeout",
           "[e2e][netns]") {
-  testing::NamespacedLabEnv env;
-  REQUIRE(namespacedLab());
-  Lab lab(Lab::options("", false));
-  addNetnsInventory(lab);
-  Kfaild kfaild(lab, "disk-full");
-  kfaild.waitSteady(lab.topic);
+  NetnsKfaild netns("disk-full");
+  const auto& lab = netns.lab;
+  auto& kfaild = netns.kfaild;
   const auto g = grayDrill(kfaild, R"({"fault":"disk_full","target":{"broker":1},
       "options":{"duration_s":10,"baseline_s":3}})");
   const auto session_us = settingMs(g.run, "broker.session.timeout.ms") * 1000;

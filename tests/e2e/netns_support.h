@@ -57,5 +57,27 @@ inline bool brokerReachable(const std::string& from_netns, int id) {
              .first == 0;
 }
 
+// A kfaild probing the namespaced lab with every node in its inventory, steady: what each
+// gray-fault drill test starts from. The environment names the namespaced lab first.
+struct NetnsKfaild {
+  testing::NamespacedLabEnv env;
+  Lab lab;
+  Kfaild kfaild;
+
+  explicit NetnsKfaild(const std::string& name, const LabOptions& options = Lab::options("", false))
+      : lab(checked(options)), kfaild(withInventory(lab), name) {
+    kfaild.waitSteady(lab.topic);
+  }
+
+ private:
+  static const LabOptions& checked(const LabOptions& options) {
+    REQUIRE(namespacedLab());
+    return options;
+  }
+  static const Lab& withInventory(const Lab& lab) {
+    addNetnsInventory(lab);
+    return lab;
+  }
+};
 
 }  // namespace kfaild::e2e
