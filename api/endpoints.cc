@@ -128,6 +128,34 @@ json probeOfPartition(const probe::PartitionStatus& p, common::MonoMicros now) {
   };
 }
 
+json controlPlaneJson(const std::optional<probe::ControlStatus>& control, common::MonoMicros now) {
+  if (!control) return nullptr;
+  const auto& c = *control;
+  json quorum = nullptr;
+  if (c.quorum) {
+    quorum = {{"leader_id", c.quorum->leader},
+              {"leader_epoch", c.quorum->epoch},
+              {"leader_since_us", c.quorum->first_us},
+              {"last_answer_us", c.quorum->last_us},
+              {"answered_by", c.quorum->answered_by}};
+  }
+  return {
+      {"interval_us", c.interval_us},
+      {"operations", c.ops},
+      {"failures", c.failures},
+      {"gaps", c.gaps},
+      {"last_ok_us", intOrNull(c.last_ok ? std::optional(c.last_ok->wall) : std::nullopt)},
+      {"current_gap_seconds", optionalSeconds(ageSeconds(c.last_ok, now))},
+      {"failing_since_us", intOrNull(c.failing_since ? std::optional(c.failing_since->wall) : std::nullopt)},
+      {"last_latency_seconds", c.last_ok ? json(seconds(c.last_latency_us)) : json(nullptr)},
+      {"longest_gap_seconds", seconds(c.longest_gap_us)},
+      {"last_error", textOrNull(c.last_error)},
+      {"quorum", std::move(quorum)},
+      {"quorum_error", textOrNull(c.quorum_error)},
+      {"leader_changes", c.leader_changes},
+  };
+}
+
 json partitionJson(std::int32_t partition, const kafka::PartitionInfo* info,
                    const probe::PartitionStatus* status, common::MonoMicros now) {
   return {
@@ -460,6 +488,33 @@ Response Endpoints::metrics(const Request& request, const RequestCounter& respon
                seconds(cluster.probe.max_send_lateness_us));
   }
 
+  // The control-plane probe (server/probe/control_probe.h), per cluster where it runs.
+  const auto perControl = [&clusters, &out](const char* name, const char* type, const char* help, auto value) {
+    out.family(name, type, help);
+    for (const auto& cluster : clusters) {
+      if (!cluster.probe.control) continue;
+      if (const std::optional<double> v = value(*cluster.probe.control)) {
+        out.sample(name, {{"cluster", cluster.name}}, *v);
+      }
+    }
+  };
+  perControl("kfaild_control_operations_total", "counter",
+             "Control-plane probe operations (a validate-only CreateTopics only the active controller answers).",
+             [](const probe::ControlStatus& c) -> std::optional<double> { return static_cast<double>(c.ops); });
+  perControl("kfaild_control_failures_total", "counter", "Control-plane probe operations without an answer.",
+             [](const probe::ControlStatus& c) -> std::optional<double> { return static_cast<double>(c.failures); });
+  perControl("kfaild_control_current_gap_seconds", "gauge",
+             "Time since the control-plane probe's last answered operation.",
+             [now](const probe::ControlStatus& c) { return ageSeconds(c.last_ok, now); });
+  perControl("kfaild_control_longest_gap_seconds", "gauge",
+             "Longest interval between two answered control-plane operations since kfaild started.",
+             [](const probe::ControlStatus& c) -> std::optional<double> { return seconds(c.longest_gap_us); });
+  perControl("kfaild_quorum_leader_changes_total", "counter",
+             "Changes of the KRaft quorum's leader (or its epoch) the control-plane probe saw.",
+             [](const probe::ControlStatus& c) -> std::optional<double> {
+               return static_cast<double>(c.leader_changes);
+             });
+
   if (drills_ != nullptr) {
     // Counted by SQL over an index, not by reading every drill on every scrape.
     if (auto rows = drills_->drillCounts(); rows) {
@@ -650,6 +705,7 @@ Response Endpoints::clusterDetail(const Request& request) const {
           {"quorum", quorumJson(observed)},
           {"brokers", std::move(brokers)},
           {"topics", topicsJson(cluster, clock_.monoNow())},
+          {"control_plane", controlPlaneJson(probe.control, clock_.monoNow())},
           {"probe",
            {
                {"phase", probe::toString(probe.phase)},
@@ -714,7 +770,7 @@ Response Endpoints::events(const Request& request) const {
   storage::EventQuery event_query;
   event_query.cluster = std::get<storage::ClusterId>(cluster);
   auto source =
-      query->oneOf("source", {"metadata", "client", "broker_log", "injector", "probe", "kfaild"});
+      query->oneOf("source", {"metadata", "client", "broker_log", "injector", "probe", "control", "kfaild"});
   if (!source) return badRequest(request, source.error());
   event_query.source = *source;
   auto kind = query->identifier("kind");
@@ -744,10 +800,10 @@ Response Endpoints::samples(const Request& request) const {
   auto cluster = resolveCluster(request);
   if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
   const std::string& topic = request.params.at("topic");
-  if (!isTopicName(topic)) {
+  if (!isTopicName(topic) && topic != probe::kControlStream) {
     return problem(ProblemType::kInvalidParameter,
                    "topic: must be a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -, not \".\" "
-                   "or \"..\"), got \"" +
+                   "or \"..\") or kfaild:control, got \"" +
                        printable(topic, 100) + "\"",
                    request.path);
   }

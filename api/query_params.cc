@@ -4,6 +4,7 @@
 
 #include "api/errc.h"
 #include "server/common/time_format.h"
+#include "server/probe/probe_status.h"
 
 namespace kfaild::api {
 namespace {
@@ -130,10 +131,11 @@ Result<std::optional<std::string>> QueryReader::oneOf(
 Result<std::optional<std::string>> QueryReader::topic(std::string_view name) const {
   const auto text = raw(name);
   if (!text) return std::optional<std::string>();
-  if (!isTopicName(*text)) {
+  // kfaild's own streams (the control-plane probe's) are named like topics but with a ':'.
+  if (!isTopicName(*text) && *text != probe::kControlStream) {
     return invalid(name,
                    "must be a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -, not \".\" or "
-                   "\"..\")",
+                   "\"..\") or kfaild:control",
                    *text);
   }
   return std::optional<std::string>(std::string(*text));

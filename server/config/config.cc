@@ -95,10 +95,27 @@ TopicCreation readCreation(const YAML::Node& node, const std::string& key) {
   return c;
 }
 
+// `off`, or a map of the control probe's settings.
+ControlProbeConfig readControlProbe(const YAML::Node& node, const std::string& key) {
+  ControlProbeConfig c;
+  if (node.IsScalar()) {
+    if (node.as<std::string>() != "off") fail(key, "must be `off` or a map of settings");
+    c.enabled = false;
+    return c;
+  }
+  rejectUnknownKeys(node, key, {"interval_ms", "gap_threshold_ms", "timeout_ms"});
+  if (node["interval_ms"]) c.interval_us = readInt(node["interval_ms"], key + ".interval_ms", 50, 60000) * 1000;
+  c.gap_threshold_us = node["gap_threshold_ms"]
+                           ? readInt(node["gap_threshold_ms"], key + ".gap_threshold_ms", 1, 3'600'000) * 1000
+                           : 3 * c.interval_us;
+  if (node["timeout_ms"]) c.timeout_us = readInt(node["timeout_ms"], key + ".timeout_ms", 100, 120'000) * 1000;
+  return c;
+}
+
 ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
   rejectUnknownKeys(node, key,
                     {"interval_ms", "payload_bytes", "gap_threshold_ms", "loss_timeout_ms",
-                     "max_outstanding_ms", "max_outstanding", "message_timeout_ms", "topics"});
+                     "max_outstanding_ms", "max_outstanding", "message_timeout_ms", "topics", "control"});
   ProbeConfig p;
   if (node["interval_ms"]) p.interval_us = readInt(node["interval_ms"], key + ".interval_ms", 1, 60000) * 1000;
   if (node["payload_bytes"]) {
@@ -124,6 +141,7 @@ ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
     p.message_timeout_us =
         readInt(node["message_timeout_ms"], key + ".message_timeout_ms", 1000, 900'000) * 1000;
   }
+  if (node["control"]) p.control = readControlProbe(node["control"], key + ".control");
   const auto topics = node["topics"];
   if (!topics || !topics.IsSequence() || topics.size() == 0) {
     fail(key + ".topics", "required: a list of at least one probe topic");

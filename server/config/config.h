@@ -36,6 +36,17 @@ struct ProbeTopic {
   std::optional<TopicCreation> create;  // absent: the topic must exist
 };
 
+// The control-plane probe (server/probe/control_probe.h): `probe.control` in the file, `off` to
+// disable it.
+struct ControlProbeConfig {
+  bool enabled = true;
+  std::int64_t interval_us = 500'000;
+  // Gaps between successful operations above this are stored; 0 in the file means 3 × interval.
+  std::int64_t gap_threshold_us = 1'500'000;
+  // One operation (and one voter's DescribeQuorum) gives up after this.
+  std::int64_t timeout_us = 5'000'000;
+};
+
 struct ProbeConfig {
   std::int64_t interval_us = 20'000;
   std::int32_t payload_bytes = 64;
@@ -51,6 +62,7 @@ struct ProbeConfig {
   // message has a fate (ack or error) within this.
   std::int64_t message_timeout_us = 60'000'000;
   std::vector<ProbeTopic> topics;
+  ControlProbeConfig control;
 };
 
 struct ObserveConfig {

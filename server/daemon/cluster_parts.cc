@@ -19,6 +19,10 @@ ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::Cluster
   observer_ = observe::makeObserverClient(config_);
   poller_ = std::make_unique<observe::MetadataPoller>(config_, id, store, clock, observer_.get());
   probe_ = std::make_unique<probe::ProbeRunner>(config_, id, store, clock, client_log_->sink());
+  if (config_.probe.control.enabled) {
+    control_ = std::make_unique<probe::ControlProbe>(config_, id, store, clock);
+    probe_->attachControl(control_.get());
+  }
   poller_->setPartitionCountListener(
       [probe = probe_.get()](const std::map<std::string, std::int32_t>& counts) {
         probe->partitionsSeen(counts);
@@ -49,6 +53,9 @@ std::optional<StartFailure> ClusterParts::start(std::size_t index) {
   }
   // A refused client property is a configuration mistake: name the key.
   if (auto s = probe_->start(); !s) return StartFailure{2, where + s.error().describe()};
+  if (control_) {
+    if (auto s = control_->start(); !s) return StartFailure{2, where + s.error().describe()};
+  }
   if (drills_) drills_->start();
   spdlog::info("cluster {}: probing {} topic(s) via {}{}", config_.name, config_.probe.topics.size(), config_.bootstrap,
                drills_ ? ", drills enabled for " + std::to_string(config_.inventory.size()) + " node(s)" : "");
@@ -61,6 +68,7 @@ void ClusterParts::stopDrills() {
 
 void ClusterParts::stop() {
   stopDrills();
+  if (control_) control_->stop();
   probe_->stop();
   poller_->stop();
 }

@@ -251,6 +251,9 @@ bool RunExecution::atFault() {
   // min.insync.replicas, cannot recover (take acks=all writes) while it is down: the observation
   // does not wait for them, the node is brought back, and their outage is measured to their
   // first ack after that.
+  const auto node = std::find_if(deps_.cluster.inventory.begin(), deps_.cluster.inventory.end(),
+                                 [this](const config::NodeConfig& n) { return n.id == target_; });
+  await_control_ = status.control.has_value() && node != deps_.cluster.inventory.end() && node->role == "controller";
   const bool node_stays_down = nodeGoesDown(spec_.fault);
   for (const auto& p : at_fault_) {
     const auto role = analysis::roleOf(target_, p);
@@ -328,7 +331,7 @@ void RunExecution::observe() {
     bool resumed = false;
     while (deps_.clock.monoNow() - started_mono < timeout) {
       if (deps_.clock.wallNow() - settle_from >= spec_.options.observe_min_s * kSecond &&
-          probesResumed(fault_us_, recoverable_)) {
+          probesResumed(fault_us_, recoverable_) && controlResumed(fault_us_)) {
         resumed = true;
         break;
       }
@@ -476,10 +479,31 @@ void RunExecution::analyse() {
                         .samples = {baseline_start_us_, window_end_us_},
                         .events = {baseline_start_us_ - kSecond, window_end_us_ + 5 * kSecond}};
   for (const auto& p : at_fault_) window.partitions.emplace_back(p.topic, p.partition);
+  if (live.control) window.partitions.emplace_back(std::string(probe::kControlStream), 0);
   auto stored = loadAnalysisInputs(deps_.store, window);
   if (!stored) {
     end(DrillState::kFailed, "analysis not run: " + stored.error().describe());
     return;
+  }
+  if (live.control) {
+    const auto& c = deps_.cluster.probe.control;
+    analysis::ControlPlaneInput control;
+    control.interval_us = c.interval_us;
+    control.gap_threshold_us = c.gap_threshold_us;
+    control.fault_us = fault_us_;
+    control.fault_time_uncertainty_us = input.fault_time_uncertainty_us;
+    control.window_start_us = baseline_start_us_;
+    control.window_end_us = window_end_us_;
+    control.quorum_watched = live.control->quorum.has_value();
+    control.quorum_unwatched_reason = live.control->quorum_error;
+    control.clock_steps = input.clock_steps;
+    auto& samples = stored->samples;
+    const auto split = std::stable_partition(samples.begin(), samples.end(), [](const storage::ProbeSample& s) {
+      return s.topic != probe::kControlStream;
+    });
+    control.samples.assign(std::make_move_iterator(split), std::make_move_iterator(samples.end()));
+    samples.erase(split, samples.end());
+    outcome_.control_plane = analysis::analyseControlPlane(control, stored->events);
   }
   input.samples = std::move(stored->samples);
   input.events = std::move(stored->events);
@@ -512,6 +536,12 @@ bool RunExecution::probesResumed(std::int64_t since_us, const std::set<std::stri
     if (now.mono - p.last_ack->mono > threshold) return false;
   }
   return true;
+}
+
+bool RunExecution::controlResumed(std::int64_t since_us) const {
+  if (!await_control_) return true;
+  const auto control = deps_.probe.status().control;
+  return !control || (control->last_ok && control->last_ok->wall > since_us);
 }
 
 bool RunExecution::probeSettled(std::int64_t since_us, const std::set<std::string>& only) const {

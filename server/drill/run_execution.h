@@ -66,6 +66,8 @@ class RunExecution {
   bool probesResumed(std::int64_t since_us, const std::set<std::string>& only) const;
   // probesResumed, and no partition of `only` holds sends back or has a message outstanding for long.
   bool probeSettled(std::int64_t since_us, const std::set<std::string>& only) const;
+  // The control plane answered after `since_us` (true unless the run awaits it: await_control_).
+  bool controlResumed(std::int64_t since_us) const;
   // The poller's latest observation once its snapshot is at most max_age_us old; nullopt when
   // none comes (within twice that, at least 2 s) or the run is interrupted.
   std::optional<observe::ObservedCluster> freshSnapshot(std::int64_t max_age_us);
@@ -88,6 +90,9 @@ class RunExecution {
   std::vector<analysis::PartitionAtFault> at_fault_;
   // Partitions that recover without the target, and those whose only in-sync replica it is.
   std::set<std::string> recoverable_, offline_;
+  // The target is a KRaft controller and the control probe runs: the observation also waits for
+  // the control plane's first answer after the fault.
+  bool await_control_ = false;
   std::optional<storage::RecoveryEntry> journal_;
   bool injected_ = false;
   std::string failure_;  // why the run cannot be done once the fault is in (an abort, a stop, a failed resume)

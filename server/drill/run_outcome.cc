@@ -68,6 +68,7 @@ nlohmann::json toJson(const RunOutcome& o) {
   if (o.preferred_leaders_restored) out["preferred_leaders_restored"] = *o.preferred_leaders_restored;
   if (o.settle_us) out["settle_us"] = *o.settle_us;
   if (o.analysis) out["analysis"] = analysis::toJson(*o.analysis);
+  if (o.control_plane) out["control_plane"] = analysis::toJson(*o.control_plane);
   return out;
 }
 

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/analysis/control_plane.h"
 #include "server/analysis/drill_analysis.h"
 #include "server/drill/cluster_settings.h"
 #include "server/drill/drill_spec.h"
@@ -94,6 +95,9 @@ struct RunOutcome {
   std::optional<bool> preferred_leaders_restored;
   std::optional<std::int64_t> settle_us;
   std::optional<analysis::RunAnalysis> analysis;
+  // What the run did to the control plane (the control probe's operations and the quorum's
+  // elections); unset with probe.control: off.
+  std::optional<analysis::ControlPlaneResult> control_plane;
 };
 
 nlohmann::json toJson(const RunOutcome& outcome);

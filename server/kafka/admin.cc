@@ -110,20 +110,27 @@ Result<CreateOutcome> createTopic(rd_kafka_t* rk, const NewTopic& topic, int tim
   return CreateOutcome::kCreated;
 }
 
-Status controllerAnswers(rd_kafka_t* rk, int timeout_ms) {
+void sendControllerCheck(rd_kafka_t* rk, rd_kafka_queue_t* queue, int timeout_ms) {
   char errstr[512];
-  const std::string name = "kfaild-controller-check";
-  std::unique_ptr<rd_kafka_NewTopic_t, NewTopicDeleter> nt(rd_kafka_NewTopic_new(name.c_str(), 1, -1, errstr, sizeof errstr));
-  if (!nt) return kafkaError(errc::admin_failed, std::string("controller check: ") + errstr);
+  // num_partitions 1 and the default replication factor: valid on any cluster, so the answer is
+  // "would be created" (or an authorisation or policy error: an answer all the same).
+  std::unique_ptr<rd_kafka_NewTopic_t, NewTopicDeleter> nt(
+      rd_kafka_NewTopic_new("kfaild-controller-check", 1, -1, errstr, sizeof errstr));
   auto options = adminOptions(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout_ms);
   rd_kafka_AdminOptions_set_operation_timeout(options.get(), timeout_ms, errstr, sizeof errstr);
   rd_kafka_AdminOptions_set_validate_only(options.get(), 1, errstr, sizeof errstr);
-  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(rk));
   rd_kafka_NewTopic_t* topics[] = {nt.get()};
-  rd_kafka_CreateTopics(rk, topics, 1, options.get(), queue.get());
-  auto event = awaitResult(queue.get(), timeout_ms, "the controller did not answer");
-  if (!event) return event.error();
-  const auto* result = rd_kafka_event_CreateTopics_result(event->get());
+  rd_kafka_CreateTopics(rk, topics, 1, options.get(), queue);
+}
+
+Status controllerCheckResult(rd_kafka_event_t* event) {
+  if (rd_kafka_event_error(event) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return kafkaError(errc::admin_failed,
+                      std::string("the controller did not answer: ") + rd_kafka_event_error_string(event),
+                      rd_kafka_event_error(event));
+  }
+  const auto* result = rd_kafka_event_CreateTopics_result(event);
+  if (result == nullptr) return kafkaError(errc::admin_failed, "the controller check got no CreateTopics result");
   size_t count = 0;
   const auto** results = rd_kafka_CreateTopics_result_topics(result, &count);
   for (size_t i = 0; i < count; ++i) {
@@ -135,6 +142,14 @@ Status controllerAnswers(rd_kafka_t* rk, int timeout_ms) {
     }
   }
   return okStatus();
+}
+
+Status controllerAnswers(rd_kafka_t* rk, int timeout_ms) {
+  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(rk));
+  sendControllerCheck(rk, queue.get(), timeout_ms);
+  EventPtr event(rd_kafka_queue_poll(queue.get(), timeout_ms + 5000));
+  if (!event) return kafkaError(errc::admin_failed, "the controller did not answer: no answer");
+  return controllerCheckResult(event.get());
 }
 
 Status deleteTopic(rd_kafka_t* rk, const std::string& name, int timeout_ms) {

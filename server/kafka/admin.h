@@ -50,6 +50,11 @@ Result<std::map<std::string, NodeConfigValue>> describeBrokerConfig(rd_kafka_t* 
 // timeout or a transport error means it did not. In KRaft the controller id in the metadata is a
 // random broker, so this is the only client-side way to see that the quorum is gone.
 Status controllerAnswers(rd_kafka_t* rk, int timeout_ms);
+// controllerAnswers in two halves, for a caller that waits on its own terms (the control probe,
+// which must stop within 100 ms): the request, its result going to `queue`; the verdict on the
+// result event.
+void sendControllerCheck(rd_kafka_t* rk, rd_kafka_queue_t* queue, int timeout_ms);
+Status controllerCheckResult(rd_kafka_event_t* event);
 
 struct TopicPartition {
   std::string topic;

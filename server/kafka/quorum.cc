@@ -377,6 +377,22 @@ class Connection {
   int fd_ = -1;
 };
 
+// Opens `connection` and checks with ApiVersions that the node answers `api_key` in `version`;
+// `why_not` completes "does not answer ..." for the error.
+Status openSpeaking(Connection& connection, const std::string& host, const std::string& port,
+                    Clock::time_point deadline, std::int32_t versions_id, std::string_view client_id,
+                    std::int16_t api_key, std::int16_t version, const std::string& why_not) {
+  if (auto why = connection.open(host, port, deadline)) return kafkaError(errc::admin_failed, *why);
+  auto versions_answer = connection.roundTrip(encodeApiVersionsRequest(versions_id, client_id), deadline);
+  if (!versions_answer) return versions_answer.error();
+  auto range = decodeApiVersionsResponse(*versions_answer, versions_id, api_key);
+  if (!range) return range.error();
+  if (!*range || (*range)->max < version || (*range)->min > version) {
+    return kafkaError(errc::admin_failed, "does not answer " + why_not);
+  }
+  return okStatus();
+}
+
 std::string trim(std::string_view s) {
   const auto first = s.find_first_not_of(" \t");
   if (first == std::string_view::npos) return {};
@@ -615,7 +631,7 @@ Result<QuorumInfo> QuorumDescriber::describe(const std::atomic<bool>* cancel) {
   for (std::size_t i = 0; i < servers_.size(); ++i) {
     if (cancel != nullptr && cancel->load()) break;
     const auto index = (preferred_ + i) % servers_.size();
-    auto quorum = describeOn(servers_[index], cancel);
+    auto quorum = describeOn(servers_[index], options_.timeout_ms, cancel);
     if (quorum) {
       preferred_ = index;
       return quorum;
@@ -626,10 +642,15 @@ Result<QuorumInfo> QuorumDescriber::describe(const std::atomic<bool>* cancel) {
                     "describe quorum: " + (failures.empty() ? std::string("cancelled") : failures));
 }
 
-Result<QuorumInfo> QuorumDescriber::describeOn(const Server& server,
+Result<QuorumInfo> QuorumDescriber::describeAt(const std::string& host, std::uint16_t port, int timeout_ms,
+                                               const std::atomic<bool>* cancel) {
+  return describeOn(Server{host, std::to_string(port)}, timeout_ms, cancel);
+}
+
+Result<QuorumInfo> QuorumDescriber::describeOn(const Server& server, int timeout_ms,
                                                const std::atomic<bool>* cancel) {
   const auto name = server.host + ":" + server.port;
-  const auto deadline = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   auto fail = [&name](const Error& e) {
     return kafkaError(errc::admin_failed, name + ": " + e.message);
   };
@@ -684,17 +705,11 @@ Result<std::map<std::string, NodeConfigValue>> QuorumDescriber::describeControll
   const auto deadline = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
   auto fail = [&name](const Error& e) { return kafkaError(errc::admin_failed, name + ": " + e.message); };
   Connection connection(nullptr);
-  if (auto why = connection.open(endpoint.host, std::to_string(endpoint.port), deadline)) {
-    return kafkaError(errc::admin_failed, name + ": " + *why);
-  }
-  const auto versions_id = nextCorrelationId();
-  auto versions_answer = connection.roundTrip(encodeApiVersionsRequest(versions_id, options_.client_id), deadline);
-  if (!versions_answer) return fail(versions_answer.error());
-  auto range = decodeApiVersionsResponse(*versions_answer, versions_id, kDescribeConfigsKey);
-  if (!range) return fail(range.error());
-  if (!*range || (*range)->max < kDescribeConfigsVersion || (*range)->min > kDescribeConfigsVersion) {
-    return kafkaError(errc::admin_failed, name + ": does not answer DescribeConfigs v" +
-                                              std::to_string(kDescribeConfigsVersion));
+  if (auto s = openSpeaking(connection, endpoint.host, std::to_string(endpoint.port), deadline, nextCorrelationId(),
+                            options_.client_id, kDescribeConfigsKey, kDescribeConfigsVersion,
+                            "DescribeConfigs v" + std::to_string(kDescribeConfigsVersion));
+      !s) {
+    return fail(s.error());
   }
   const auto configs_id = nextCorrelationId();
   auto answer = connection.roundTrip(
@@ -703,6 +718,90 @@ Result<std::map<std::string, NodeConfigValue>> QuorumDescriber::describeControll
   auto values = decodeDescribeConfigsResponse(*answer, configs_id);
   if (!values) return fail(values.error());
   return values;
+}
+
+std::vector<std::uint8_t> encodeFindCoordinatorRequest(std::int32_t correlation_id, std::string_view client_id,
+                                                       CoordinatorType type, std::string_view key) {
+  FrameWriter out;
+  requestHeader(out, kFindCoordinatorKey, kFindCoordinatorVersion, correlation_id, client_id);
+  out.noTaggedFields();  // request header v2
+  out.int8(static_cast<std::int8_t>(type));
+  out.compactArrayLength(1);
+  out.compactString(key);
+  out.noTaggedFields();
+  return std::move(out).finish();
+}
+
+Result<Coordinator> decodeFindCoordinatorResponse(std::span<const std::uint8_t> response,
+                                                  std::int32_t correlation_id) {
+  const std::string what = "find coordinator";
+  FrameReader in(response);
+  if (auto s = checkCorrelation(in, correlation_id, what); !s) return s.error();
+  in.skipTaggedFields("response header tagged fields");
+  in.int32("ThrottleTimeMs");
+  // Key + NodeId + Host + Port + ErrorCode + ErrorMessage + tagged fields at least.
+  const auto n = in.compactArrayLength("Coordinators", 14);
+  std::optional<Coordinator> found;
+  std::optional<Error> key_error;
+  for (std::size_t i = 0; in.ok() && i < n; ++i) {
+    const auto key = in.compactString("Key");
+    Coordinator c;
+    c.node = in.int32("NodeId");
+    c.host = in.compactString("Host");
+    c.port = in.int32("Port");
+    const auto code = in.int16("ErrorCode");
+    const auto message = in.compactNullableString("ErrorMessage");
+    in.skipTaggedFields("Coordinator tagged fields");
+    if (!in.ok()) break;
+    if (code != 0) {
+      key_error = brokerError(what + " of " + key, code, message);
+    } else {
+      found = std::move(c);
+    }
+  }
+  in.skipTaggedFields("response tagged fields");
+  if (!in.ok()) return malformed(what, in);
+  if (key_error) return *key_error;
+  if (!found) return kafkaError(errc::admin_failed, what + ": the answer names no coordinator");
+  return std::move(*found);
+}
+
+Result<Coordinator> QuorumDescriber::findCoordinator(CoordinatorType type, const std::string& key,
+                                                     const std::atomic<bool>* cancel) {
+  if (servers_.empty()) return kafkaError(errc::admin_failed, "find coordinator: " + bootstrap_error_);
+  std::string failures;
+  for (std::size_t i = 0; i < servers_.size(); ++i) {
+    if (cancel != nullptr && cancel->load()) break;
+    const auto index = (preferred_ + i) % servers_.size();
+    auto found = findCoordinatorOn(servers_[index], type, key, cancel);
+    if (found) {
+      preferred_ = index;
+      return found;
+    }
+    failures += (failures.empty() ? "" : "; ") + found.error().message;
+  }
+  return kafkaError(errc::admin_failed,
+                    "find coordinator: " + (failures.empty() ? std::string("cancelled") : failures));
+}
+
+Result<Coordinator> QuorumDescriber::findCoordinatorOn(const Server& server, CoordinatorType type,
+                                                       const std::string& key, const std::atomic<bool>* cancel) {
+  const auto name = server.host + ":" + server.port;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
+  auto fail = [&name](const Error& e) { return kafkaError(errc::admin_failed, name + ": " + e.message); };
+  Connection connection(cancel);
+  if (auto s = openSpeaking(connection, server.host, server.port, deadline, nextCorrelationId(), options_.client_id,
+                            kFindCoordinatorKey, kFindCoordinatorVersion,
+                            "FindCoordinator v" + std::to_string(kFindCoordinatorVersion) + " (Kafka 3.0 and later do)");
+      !s) {
+    return fail(s.error());
+  }
+  const auto id = nextCorrelationId();
+  auto answer = connection.roundTrip(encodeFindCoordinatorRequest(id, options_.client_id, type, key), deadline);
+  if (!answer) return fail(answer.error());
+  auto found = decodeFindCoordinatorResponse(*answer, id);
+  if (!found) return fail(found.error());
+  return found;
 }
 
 std::int32_t QuorumDescriber::nextCorrelationId() {

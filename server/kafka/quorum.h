@@ -82,6 +82,25 @@ std::vector<std::uint8_t> encodeDescribeNodeConfigsRequest(std::int32_t correlat
 Result<std::map<std::string, NodeConfigValue>> decodeDescribeConfigsResponse(
     std::span<const std::uint8_t> response, std::int32_t correlation_id);
 
+// FindCoordinator (API key 10) in version 4 (Kafka 3.0 and later; flexible: request header v2):
+// which broker coordinates a consumer group (key type 0) or a transactional id (key type 1).
+inline constexpr std::int16_t kFindCoordinatorKey = 10;
+inline constexpr std::int16_t kFindCoordinatorVersion = 4;
+enum class CoordinatorType : std::int8_t { kGroup = 0, kTransaction = 1 };
+
+struct Coordinator {
+  std::int32_t node = -1;
+  std::string host;
+  std::int32_t port = 0;
+};
+
+std::vector<std::uint8_t> encodeFindCoordinatorRequest(std::int32_t correlation_id, std::string_view client_id,
+                                                       CoordinatorType type, std::string_view key);
+// The coordinator of the answer's one key; a key error (COORDINATOR_NOT_AVAILABLE while the
+// coordinator moves, ...), a wrong correlation id and a malformed answer are errors.
+Result<Coordinator> decodeFindCoordinatorResponse(std::span<const std::uint8_t> response,
+                                                  std::int32_t correlation_id);
+
 struct QuorumClientOptions {
   std::string bootstrap;  // "host:port,host:port" (an optional "PLAINTEXT://" is accepted)
   std::string client_id = "kfaild";
@@ -100,6 +119,17 @@ class QuorumDescriber {
     return describe(&cancel);
   }
 
+  // DescribeQuorum asked of one node directly (a voter on its controller listener, which
+  // DescribeQuorum v2 names), giving up after timeout_ms. Only the leader answers it: any other
+  // voter's NOT_LEADER_OR_FOLLOWER is an error like a refused connection.
+  [[nodiscard]] Result<QuorumInfo> describeAt(const std::string& host, std::uint16_t port, int timeout_ms,
+                                              const std::atomic<bool>* cancel);
+
+  // FindCoordinator v4 through the bootstrap brokers, in turn from the one that answered last,
+  // until one answers with a coordinator; blocks up to timeout_ms per broker tried.
+  [[nodiscard]] Result<Coordinator> findCoordinator(CoordinatorType type, const std::string& key,
+                                                    const std::atomic<bool>* cancel = nullptr);
+
   // `keys` of the active controller's own configuration: the quorum is described, then the
   // leader is asked on the first listener DescribeQuorum v2 lists for it. Settings that only a
   // controller applies (broker.session.timeout.ms: when a silent broker is fenced) are read
@@ -115,7 +145,9 @@ class QuorumDescriber {
   };
 
   Result<QuorumInfo> describe(const std::atomic<bool>* cancel);
-  Result<QuorumInfo> describeOn(const Server& server, const std::atomic<bool>* cancel);
+  Result<QuorumInfo> describeOn(const Server& server, int timeout_ms, const std::atomic<bool>* cancel);
+  Result<Coordinator> findCoordinatorOn(const Server& server, CoordinatorType type, const std::string& key,
+                                        const std::atomic<bool>* cancel);
   std::int32_t nextCorrelationId();
 
   QuorumClientOptions options_;

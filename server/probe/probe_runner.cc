@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/probe/control_probe.h"
+
 namespace kfaild::probe {
 namespace {
 
@@ -774,6 +776,7 @@ ProbeStatus ProbeRunner::status() const {
   s.held_ticks = held_ticks_;
   s.producer_recreations = producer_recreations_;
   s.client_settings = client_settings_;
+  if (control_ != nullptr) s.control = control_->status();
   if (ready_) {
     std::shared_lock slots_lock(slots_mutex_);
     for (const auto& slot : slots_) {

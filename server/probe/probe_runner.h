@@ -39,6 +39,8 @@
 
 namespace kfaild::probe {
 
+class ControlProbe;
+
 class ProbeRunner {
  public:
   // `client_log` receives every librdkafka log line of the producer and consumer (for the
@@ -63,6 +65,10 @@ class ProbeRunner {
   // probed from the sender's next tick on, each recorded as a probe/partition_added event; they
   // are read back from their beginning, so no probe message sent to them is missed.
   void partitionsSeen(const std::map<std::string, std::int32_t>& counts);
+
+  // The cluster's control-plane probe, whose status status() includes. Before start(); it must
+  // outlive the runner.
+  void attachControl(const ControlProbe* control) { control_ = control; }
 
   ProbeStatus status() const;
   // Messages sent in [from, to] (wall) whose fate is still open (see PartitionLedger::pending).
@@ -96,6 +102,7 @@ class ProbeRunner {
   void setProblem(std::string problem);
 
   config::ClusterConfig cluster_;
+  const ControlProbe* control_ = nullptr;
   storage::ClusterId cluster_id_;
   storage::Store& store_;
   const common::Clock& clock_;

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "server/common/clock.h"
@@ -80,6 +81,39 @@ struct PartitionStatus {
   std::optional<common::Instant> refusing_since;  // set while the client refuses every send
 };
 
+// The store's name of the control-plane probe's stream (the topic of its samples and gaps; no
+// Kafka topic name contains ':').
+inline constexpr std::string_view kControlStream = "kfaild:control";
+// The ack_error of a control operation that got no answer (RD_KAFKA_RESP_ERR__TIMED_OUT).
+inline constexpr std::int32_t kControlNoAnswer = -185;
+
+// The KRaft quorum's leader as the control probe last saw it answer (DescribeQuorum).
+struct QuorumLeaderSeen {
+  std::int32_t leader = -1;
+  std::int32_t epoch = -1;
+  common::WallMicros first_us = 0;  // its first answer in this epoch
+  common::WallMicros last_us = 0;   // its latest answer
+  std::string answered_by;          // host:port of the voter that answered
+};
+
+// The control-plane probe (server/probe/control_probe.h): one metadata operation only the active
+// controller completes, every interval, and a watch of the quorum's leader.
+struct ControlStatus {
+  std::int64_t interval_us = 0;
+  std::uint64_t ops = 0;
+  std::uint64_t failures = 0;
+  std::uint64_t gaps = 0;  // gaps over the control gap threshold
+  std::optional<common::Instant> last_ok;
+  std::optional<common::Instant> failing_since;  // the first failure after the last success
+  std::int64_t last_latency_us = 0;
+  std::int64_t longest_gap_us = 0;
+  LatencyHistogram latency;  // of the operations that succeeded
+  std::string last_error;
+  std::optional<QuorumLeaderSeen> quorum;
+  std::string quorum_error;  // why the last watch found no leader ("" when it found one)
+  std::uint64_t leader_changes = 0;
+};
+
 enum class ProbePhase { kStarting, kSettingUp, kProbing, kStopped };
 const char* toString(ProbePhase phase);
 
@@ -95,6 +129,7 @@ struct ProbeStatus {
   std::uint64_t producer_recreations = 0;  // producers replaced after a fatal error
   std::map<std::string, std::string> client_settings;  // the producer's, as librdkafka has them
   std::vector<PartitionStatus> partitions;
+  std::optional<ControlStatus> control;  // nullopt: the control probe is off
 };
 
 }  // namespace kfaild::probe

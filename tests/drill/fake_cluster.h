@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -52,6 +53,8 @@ class FakeCluster {
     n.running = paused;  // a paused process still runs
     n.paused = paused;
     n.down_since = clock_.monoNow();
+    // The control plane goes dark while the quorum elects a new leader (control_failover_us).
+    if (node == quorum_leader_) control_dark_since_ = clock_.now();
     if (n.in_quorum) {
       n.in_quorum = false;
       n.left_offset = highWatermarkLocked();
@@ -101,6 +104,13 @@ class FakeCluster {
     std::lock_guard lock(mutex_);
     update();
     probe::ProbeStatus status;
+    if (control_probe) {
+      probe::ControlStatus control;
+      control.interval_us = 500'000;
+      const bool dark = control_dark_since_ && clock_.monoNow() < control_dark_since_->mono + control_failover_us;
+      control.last_ok = dark ? *control_dark_since_ : clock_.now();
+      status.control = control;
+    }
     status.phase = probe::ProbePhase::kProbing;
     status.interval_us = 10'000;
     for (const auto& p : parts_) {
@@ -170,6 +180,10 @@ class FakeCluster {
 
   // Knobs a test turns.
   bool controller_answers = true;
+  // The control-plane probe runs (ProbeStatus::control); it gets no answer for this long after
+  // the quorum's leader goes down.
+  bool control_probe = false;
+  std::int64_t control_failover_us = 3 * kSecond;
   std::atomic<int> min_insync{2};  // every topic's min.insync.replicas
   std::int64_t probe_backlog_us = 0;  // the probe's oldest unacked message is this old
   std::vector<std::int32_t> quorum_voters = {100};  // set before the engine starts
@@ -297,6 +311,7 @@ class FakeCluster {
   mutable std::vector<Part> parts_;
   std::set<std::int32_t> voters_behind_;  // guarded by mutex_
   mutable std::int32_t quorum_leader_ = 100;
+  std::optional<common::Instant> control_dark_since_;
   mutable std::int32_t quorum_epoch_ = 1;
 };
 

@@ -8,6 +8,7 @@
 
 using namespace kfaild;
 using kfaild::testing::EngineHarness;
+using kfaild::testing::FakeCluster;
 
 namespace {
 
@@ -119,4 +120,42 @@ TEST_CASE("a controller target is refused while the KRaft quorum cannot be descr
       EngineHarness::spec(R"({"fault":"kill","target":{"controller":true},"options":{"allow_quorum_loss":true}})"));
   REQUIRE_FALSE(id);
   CHECK_THAT(id.error().message, Catch::StartsWith("the active controller cannot be told"));
+}
+
+TEST_CASE("a drill on the active controller observes until the control plane answers again, and reports it",
+          "[unit][drill]") {
+  EngineHarness h({101, 102});
+  h.cluster.quorum_voters = {100, 101, 102};
+  h.cluster.setQuorumLeader(101);
+  h.cluster.control_probe = true;
+  h.cluster.control_failover_us = 20 * FakeCluster::kSecond;  // well past observe_min_s (5 s)
+  h.runner->start();
+  auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"controller":true}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason);
+  REQUIRE(d.state == "done");
+  const auto run = onlyRun(d);
+  CHECK(run["target"] == 101);
+  const auto observed = run["observe_end_us"].get<std::int64_t>() - run["fault_us"].get<std::int64_t>();
+  CHECK(observed >= 20 * FakeCluster::kSecond);
+  CHECK(observed < 21 * FakeCluster::kSecond);
+  // The run reports its control plane (the fake stores no control samples: no figure, and why).
+  REQUIRE(run.contains("control_plane"));
+  CHECK(run["control_plane"]["outcome"] == "inconclusive");
+  CHECK(run["control_plane"]["quorum"]["watched"] == false);
+}
+
+TEST_CASE("a drill on a broker does not wait for the control plane", "[unit][drill]") {
+  EngineHarness h;
+  h.cluster.control_probe = true;
+  h.cluster.control_failover_us = 60 * FakeCluster::kSecond;
+  h.runner->start();
+  // The controller 100 leads; killing broker 1 leaves it answering.
+  auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":1}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  REQUIRE(d.state == "done");
+  const auto run = onlyRun(d);
+  CHECK(run["observe_end_us"].get<std::int64_t>() - run["fault_us"].get<std::int64_t>() < 15 * FakeCluster::kSecond);
 }

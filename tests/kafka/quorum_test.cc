@@ -373,3 +373,51 @@ TEST_CASE("a describe waiting on a silent broker gives up promptly when cancelle
   CHECK_THAT(quorum.error().message, Catch::Contains("cancelled"));
   CHECK(took < std::chrono::seconds(2));
 }
+
+namespace {
+
+// A FindCoordinator v4 answer for one key: coordinator `node` at 127.0.0.1:19092, or `error`.
+Bytes coordinatorAnswer(std::int16_t error = 0, std::int32_t node = 2) {
+  Bytes b;
+  append(b, {0x00, 0x00, 0x00, 0x07, 0x00});  // CorrelationId 7, header tagged fields
+  append(b, {0x00, 0x00, 0x00, 0x00});        // ThrottleTimeMs
+  append(b, {0x02, 0x0b});                    // one coordinator; Key "kfaild-lab" (10 bytes)
+  appendText(b, "kfaild-lab");
+  append(b, {static_cast<std::uint8_t>(node >> 24), static_cast<std::uint8_t>(node >> 16),
+             static_cast<std::uint8_t>(node >> 8), static_cast<std::uint8_t>(node)});
+  append(b, {0x0a});  // Host "127.0.0.1" (9 bytes)
+  appendText(b, "127.0.0.1");
+  append(b, {0x00, 0x00, 0x4a, 0xc4});  // Port 19140
+  append(b, {static_cast<std::uint8_t>(error >> 8), static_cast<std::uint8_t>(error)});
+  append(b, {0x00});        // ErrorMessage null
+  append(b, {0x00, 0x00});  // coordinator, response tagged fields
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("a FindCoordinator v4 request names the key and its type, and its answer gives the coordinator",
+          "[unit][kafka]") {
+  const auto request = kafka::encodeFindCoordinatorRequest(7, "kfaild", kafka::CoordinatorType::kTransaction, "t1");
+  // size, api key 10, version 4, correlation 7, client id "kfaild", header tags, key type 1,
+  // one key "t1", tags.
+  const Bytes expected = {0x00, 0x00, 0x00, 0x17, 0x00, 0x0a, 0x00, 0x04, 0x00, 0x00, 0x00, 0x07, 0x00,
+                          0x06, 'k',  'f',  'a',  'i',  'l',  'd',  0x00, 0x01, 0x02, 0x03, 't',  '1', 0x00};
+  CHECK(request == expected);
+
+  const auto found = kafka::decodeFindCoordinatorResponse(coordinatorAnswer(), 7);
+  REQUIRE(found.ok());
+  CHECK(found->node == 2);
+  CHECK(found->host == "127.0.0.1");
+  CHECK(found->port == 19140);
+
+  CHECK_FALSE(kafka::decodeFindCoordinatorResponse(coordinatorAnswer(), 8).ok());
+  const auto moving = kafka::decodeFindCoordinatorResponse(coordinatorAnswer(15), 7);  // COORDINATOR_NOT_AVAILABLE
+  REQUIRE_FALSE(moving.ok());
+  CHECK(moving.error().message.find("COORDINATOR_NOT_AVAILABLE") != std::string::npos);
+  const auto whole = coordinatorAnswer();
+  for (std::size_t n = 0; n < whole.size(); ++n) {
+    const Bytes cut(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(n));
+    CHECK_FALSE(kafka::decodeFindCoordinatorResponse(cut, 7).ok());
+  }
+}

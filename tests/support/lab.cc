@@ -53,19 +53,28 @@ std::optional<LabNode> labNode(int id) {
   return std::nullopt;
 }
 
-NamespacedLabEnv::NamespacedLabEnv() {
-  const char* netns = std::getenv("KFAILD_LAB_NETNS");
-  if (netns != nullptr && std::string(netns) == "1") return;
-  for (const char* name : {"KFAILD_LAB_NETNS", "KFAILD_LAB_PORT_BASE", "KFAILD_LAB_DIR"}) {
-    const char* value = std::getenv(name);
-    saved_.emplace_back(name, value == nullptr ? std::nullopt : std::optional<std::string>(value));
-  }
-  setenv("KFAILD_LAB_NETNS", "1", 1);
-  setenv("KFAILD_LAB_PORT_BASE", "29000", 1);
-  setenv("KFAILD_LAB_DIR", KFAILD_BINARY_DIR "/lab-netns", 1);
+namespace {
+
+bool envIs(const char* name, const char* value) {
+  const char* set = std::getenv(name);
+  return set != nullptr && std::string(set) == value;
 }
 
-NamespacedLabEnv::~NamespacedLabEnv() {
+}  // namespace
+
+LabEnv::LabEnv(const std::vector<std::pair<std::string, std::optional<std::string>>>& values) {
+  for (const auto& [name, value] : values) {
+    const char* old = std::getenv(name.c_str());
+    saved_.emplace_back(name, old == nullptr ? std::nullopt : std::optional<std::string>(old));
+    if (value) {
+      setenv(name.c_str(), value->c_str(), 1);
+    } else {
+      unsetenv(name.c_str());
+    }
+  }
+}
+
+LabEnv::~LabEnv() {
   for (const auto& [name, value] : saved_) {
     if (value) {
       setenv(name.c_str(), value->c_str(), 1);
@@ -74,5 +83,22 @@ NamespacedLabEnv::~NamespacedLabEnv() {
     }
   }
 }
+
+NamespacedLabEnv::NamespacedLabEnv()
+    : LabEnv(envIs("KFAILD_LAB_NETNS", "1")
+                 ? std::vector<std::pair<std::string, std::optional<std::string>>>{}
+                 : std::vector<std::pair<std::string, std::optional<std::string>>>{
+                       {"KFAILD_LAB_NETNS", "1"},
+                       {"KFAILD_LAB_PORT_BASE", "29000"},
+                       {"KFAILD_LAB_DIR", KFAILD_BINARY_DIR "/lab-netns"}}) {}
+
+QuorumLabEnv::QuorumLabEnv()
+    : LabEnv(envIs("KFAILD_LAB_CONTROLLERS", "3")
+                 ? std::vector<std::pair<std::string, std::optional<std::string>>>{}
+                 : std::vector<std::pair<std::string, std::optional<std::string>>>{
+                       {"KFAILD_LAB_CONTROLLERS", "3"},
+                       {"KFAILD_LAB_NETNS", std::nullopt},
+                       {"KFAILD_LAB_PORT_BASE", "27000"},
+                       {"KFAILD_LAB_DIR", KFAILD_BINARY_DIR "/lab-quorum"}}) {}
 
 }  // namespace kfaild::testing

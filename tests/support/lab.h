@@ -30,19 +30,32 @@ struct LabNode {
 // nullopt when the lab does not answer or has no such node.
 std::optional<LabNode> labNode(int id);
 
-// Points `deploy/lab/lab` (run by this test and by the kfaild it starts) at the namespaced lab
-// for the test's lifetime: the one the environment names when KFAILD_LAB_NETNS=1 is set (a lab
-// brought up by hand), else the `lab_netns` fixture's (tests/CMakeLists.txt: port base 29000,
-// state in <build>/lab-netns).
-class NamespacedLabEnv {
+// Sets environment variables for the test's lifetime and restores them after: the lab that
+// `deploy/lab/lab` (run by this test and by the kfaild it starts) acts on. nullopt unsets one.
+class LabEnv {
  public:
-  NamespacedLabEnv();
-  ~NamespacedLabEnv();
-  NamespacedLabEnv(const NamespacedLabEnv&) = delete;
-  NamespacedLabEnv& operator=(const NamespacedLabEnv&) = delete;
+  explicit LabEnv(const std::vector<std::pair<std::string, std::optional<std::string>>>& values);
+  ~LabEnv();
+  LabEnv(const LabEnv&) = delete;
+  LabEnv& operator=(const LabEnv&) = delete;
 
  private:
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// The namespaced lab: the one the environment names when KFAILD_LAB_NETNS=1 is set (a lab
+// brought up by hand), else the `lab_netns` fixture's (tests/CMakeLists.txt: port base 29000,
+// state in <build>/lab-netns).
+class NamespacedLabEnv : public LabEnv {
+ public:
+  NamespacedLabEnv();
+};
+
+// The three-controller lab (KFAILD_LAB_CONTROLLERS=3): the one the environment names when that is
+// set, else the `lab_quorum` fixture's (port base 27000, state in <build>/lab-quorum).
+class QuorumLabEnv : public LabEnv {
+ public:
+  QuorumLabEnv();
 };
 
 }  // namespace kfaild::testing

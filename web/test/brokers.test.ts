@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { ClusterDetail, QuorumState } from '../src/api/types';
-import { brokerStatuses, controllerLabel, controllerStatuses, probeHealth } from '../src/lib/brokers';
+import type { ClusterDetail, ControlPlaneState, QuorumState } from '../src/api/types';
+import { brokerStatuses, controllerLabel, controllerStatuses, controlPlaneLine, probeHealth } from '../src/lib/brokers';
 import { CursorPager } from '../src/lib/pager';
 
 function replica(id: number, lag: number | null = 0) {
@@ -30,11 +30,28 @@ function detail(
     metadata: { at: null, at_us: null, answered_by: null, polls: 0, failures: 0, last_error: null },
     controller_id: quorum?.leader_id ?? null,
     quorum,
+    control_plane: null,
     brokers: brokers.map((id) => ({ id, host: '127.0.0.1', port: 19090 + id })),
     topics: [{ name: 'orders', error: null, partitions: parts.map((p, i) => ({ partition: i, error: null, probe: null, ...p })) }],
     probe: { phase: 'probing', problem: null, run_id: '00c0ffee00c0ffee', interval_us: 20_000, ticks: 0, skipped_ticks: 0, held_ticks: 0, max_send_lateness_us: 0, client_settings: {} },
   };
 }
+
+describe('control plane line', () => {
+  const control: ControlPlaneState = {
+    interval_us: 500_000, operations: 10, failures: 0, gaps: 0, last_ok_us: 1, current_gap_seconds: 0.2,
+    failing_since_us: null, last_latency_seconds: 0.004, longest_gap_seconds: 0.5, last_error: null,
+    quorum: { leader_id: 101, leader_epoch: 7, leader_since_us: 1, last_answer_us: 2, answered_by: '127.0.0.1:27101' },
+    quorum_error: null, leader_changes: 0,
+  };
+  it('says the control plane answers and who leads the quorum', () => {
+    expect(controlPlaneLine(control)).toBe('control plane answering in 4 ms · quorum leader 101, epoch 7');
+  });
+  it('says how long it has not answered, and why', () => {
+    const silent = { ...control, current_gap_seconds: 3.24, last_error: 'the controller did not answer', quorum: null, quorum_error: 'no voter answered', leader_changes: 1 };
+    expect(controlPlaneLine(silent)).toBe('control plane: no answer for 3.2 s (the controller did not answer) · quorum: no voter answered · 1 leader change seen');
+  });
+});
 
 describe('broker status', () => {
   it('shows a fenced broker as gone when it is still a replica', () => {

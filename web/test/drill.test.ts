@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import type { ControlPlaneRun } from '../src/api/types';
 import {
   compareWithPrevious,
+  controlPlaneRow,
   findGroup,
   hitBrokers,
   isRunning,
@@ -78,6 +80,39 @@ describe('drill verdict', () => {
     expect(worstStall(d, 'ack')).toBeNull();
     expect(totals(d).sent).toBe(0);
     expect(verdict(d).facts).toEqual(['No acknowledged message lost']);
+  });
+});
+
+describe('control plane row', () => {
+  const killed: ControlPlaneRun = {
+    outcome: 'stall',
+    stall: { start_us: 1, end_us: 3_100_001, duration_s: 3.1, open: false },
+    longest_gap: { start_us: 1, end_us: 3_100_001, duration_s: 3.1, open: false },
+    ended_by: { seq: 40, at_us: 3_100_001 },
+    baseline_longest_s: 0.5,
+    significant_s: 1.5,
+    resolution_s: 0.5,
+    reason: null,
+    operations: 60,
+    failed: 3,
+    quorum: {
+      watched: true,
+      reason: null,
+      elections: [{ at_us: 3_000_000, leader: 101, epoch: 6, previous_leader: 100, previous_epoch: 5, leaderless_s: 2.9, resolution_s: 1 }],
+      epoch_increments: 1,
+      new_leader: 101,
+      leaderless_s: 2.9,
+    },
+  };
+  it("gives an active controller's death its stall, leaderless time, elections and new leader", () => {
+    expect(controlPlaneRow(killed)).toEqual(['3.10 s', '≤ 2.90 s', '1', '101', '60 / 3', '']);
+  });
+  it('says why there are no quorum figures', () => {
+    const unwatched = { ...killed, outcome: 'inconclusive' as const, stall: null, reason: 'no control operation was answered after the fault', quorum: { ...killed.quorum, watched: false, elections: [], epoch_increments: 0, new_leader: null, leaderless_s: null, reason: 'PLAINTEXT only' } };
+    expect(controlPlaneRow(unwatched)).toEqual(['n/a', 'not watched', '—', '—', '60 / 3', 'no control operation was answered after the fault']);
+  });
+  it('is absent for a run without one', () => {
+    expect(controlPlaneRow(undefined)).toBeNull();
   });
 });
 

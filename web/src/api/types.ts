@@ -28,6 +28,8 @@ export type TopicState = Schemas['TopicState'];
 /** A member of the KRaft quorum as the active controller reports it. */
 export type QuorumReplica = Schemas['QuorumReplica'];
 export type QuorumState = Schemas['QuorumState'];
+export type ControlPlaneState = Schemas['ControlPlaneState'];
+export type ControlPlaneRun = Schemas['ControlPlaneRun'];
 export type ClusterDetail = Schemas['ClusterDetail'];
 
 export type Sample = Schemas['Sample'];

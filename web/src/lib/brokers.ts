@@ -4,7 +4,7 @@
 // the Metadata answer's controller id, which in KRaft is a random broker) and which vote. A
 // dedicated controller is in no broker list, so it gets a status of its own.
 
-import type { ClusterDetail } from '../api/types';
+import type { ClusterDetail, ControlPlaneState } from '../api/types';
 
 export interface BrokerStatus {
   id: number;
@@ -109,4 +109,18 @@ export function probeHealth(currentGapS: number | null, intervalUs: number): Pro
   if (currentGapS > Math.max(1, 25 * intervalS)) return 'stalled';
   if (currentGapS > Math.max(0.2, 5 * intervalS)) return 'slow';
   return 'ok';
+}
+
+// One line on the control-plane probe: whether the active controller answers metadata operations
+// and who leads the quorum (the control probe's watch).
+export function controlPlaneLine(c: ControlPlaneState): string {
+  const ms = (s: number) => `${Math.round(s * 1000)} ms`;
+  const interval = c.interval_us / 1e6;
+  const gap = c.current_gap_seconds;
+  let state: string;
+  if (gap === null) state = 'control plane: no answer yet';
+  else if (gap > 3 * interval) state = `control plane: no answer for ${gap.toFixed(1)} s${c.last_error ? ` (${c.last_error})` : ''}`;
+  else state = `control plane answering${c.last_latency_seconds === null ? '' : ` in ${ms(c.last_latency_seconds)}`}`;
+  const leader = c.quorum ? ` · quorum leader ${c.quorum.leader_id}, epoch ${c.quorum.leader_epoch}` : c.quorum_error ? ` · quorum: ${c.quorum_error}` : '';
+  return state + leader + (c.leader_changes > 0 ? ` · ${c.leader_changes} leader change${c.leader_changes === 1 ? '' : 's'} seen` : '');
 }

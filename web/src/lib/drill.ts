@@ -2,6 +2,7 @@
 // each stall and how it compares with earlier drills of the same kind. Pure functions.
 
 import type {
+  ControlPlaneRun,
   Drill,
   DrillState,
   DrillTarget,
@@ -286,6 +287,23 @@ export function stallText(k: KindResult): string {
   if (k.outcome === 'none') return 'none';
   if (k.outcome === 'inconclusive') return 'n/a';
   return formatDuration(k.stall?.duration_us);
+}
+
+// A run's control plane in one row: its stall (or why there is none), the quorum's leaderless time
+// and elections, and the new leader. Null when the run has no control-plane analysis.
+export function controlPlaneRow(c: ControlPlaneRun | undefined): string[] | null {
+  if (!c) return null;
+  const seconds = (s: number) => formatDuration(Math.round(s * 1e6));
+  const stall = c.outcome === 'stall' && c.stall ? seconds(c.stall.duration_s) : c.outcome === 'none' ? 'none' : 'n/a';
+  const q = c.quorum;
+  return [
+    stall,
+    q.watched ? (q.leaderless_s === null ? 'none' : `≤ ${seconds(q.leaderless_s)}`) : 'not watched',
+    q.watched ? String(q.epoch_increments) : '—',
+    q.new_leader === null ? '—' : String(q.new_leader),
+    `${c.operations} / ${c.failed}`,
+    c.reason ?? q.reason ?? '',
+  ];
 }
 
 export interface StallRow {

@@ -4,7 +4,7 @@
 
 import { api, ApiError } from '../api/client';
 import type { ClusterDetail, Drill, Sample, Timeline } from '../api/types';
-import { cssToken, faultLabel, hitBrokers, isRunning, mechanismText, PHASE_LABEL, phaseText, ROLE_LABEL, runFaultUs, stallText, targetLabel } from '../lib/drill';
+import { controlPlaneRow, cssToken, faultLabel, hitBrokers, isRunning, mechanismText, PHASE_LABEL, phaseText, ROLE_LABEL, runFaultUs, stallText, targetLabel } from '../lib/drill';
 import { SampleWindow } from '../lib/gaps';
 import {
   buildLane,
@@ -207,6 +207,20 @@ export class DrillView implements View {
               h('section', { class: 'card' }, h('h2', null, 'Phases'), ...d.runs.map((r) => (departureText(r) ? h('p', null, d.runs.length > 1 ? `Run ${r.run}: ` : '', departureText(r)) : null)), phaseBars(d)),
             ),
             h('section', { class: 'card' }, h('h2', null, 'Analysis'), this.analysisTable(d)),
+            d.runs.some((r) => r.control_plane)
+              ? h(
+                  'section',
+                  { class: 'card', 'data-testid': 'control-plane' },
+                  h('h2', null, 'Control plane'),
+                  table(
+                    ['run', 'stall', 'quorum leaderless', 'elections', 'new quorum leader', 'operations / failed', 'note'],
+                    d.runs.flatMap((r) => {
+                      const row = controlPlaneRow(r.control_plane);
+                      return row ? [[String(r.run), ...row]] : [];
+                    }),
+                  ),
+                )
+              : null,
           ]
         : null,
     );

@@ -3,7 +3,7 @@
 
 import { api, ApiError } from '../api/client';
 import type { ClusterDetail, ClusterSummary, Drill, Incident, PartitionState } from '../api/types';
-import { brokerStatuses, controllerLabel, controllerStatuses, probeHealth } from '../lib/brokers';
+import { brokerStatuses, controllerLabel, controllerStatuses, controlPlaneLine, probeHealth } from '../lib/brokers';
 import { cssToken, hitBrokers, targetLabel, verdict, worstStall } from '../lib/drill';
 import { SampleWindow, sparkline } from '../lib/gaps';
 import { buildHash, drillHash } from '../lib/route';
@@ -132,6 +132,7 @@ class ClusterCard {
         ),
       ),
       d.quorum === null ? h('small', { class: 'muted', 'data-testid': 'controller-unknown' }, 'Active controller unknown: the KRaft quorum is not described.') : null,
+      d.control_plane === null ? null : h('small', { class: 'control-plane', 'data-testid': 'control-plane' }, controlPlaneLine(d.control_plane)),
     );
   }
 

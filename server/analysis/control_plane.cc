@@ -1,0 +1,157 @@
+#include "server/analysis/control_plane.h"
+
+#include <algorithm>
+
+namespace kfaild::analysis {
+namespace {
+
+using nlohmann::json;
+
+// An answer this long before the fault still shows the probe probing when the fault came: the
+// probe asks every interval, and an answer takes a few milliseconds.
+constexpr std::int64_t kLeadIntervals = 3;
+
+json intervalJson(const std::optional<Interval>& i) {
+  if (!i) return nullptr;
+  return {{"start_us", i->start_us},
+          {"end_us", i->end_us},
+          {"duration_s", static_cast<double>(i->duration_us()) / 1e6},
+          {"open", i->open}};
+}
+
+std::int64_t detailInt(const json& detail, const char* key, std::int64_t fallback) {
+  const auto found = detail.find(key);
+  return found != detail.end() && found->is_number_integer() ? found->get<std::int64_t>() : fallback;
+}
+
+}  // namespace
+
+ControlPlaneResult analyseControlPlane(const ControlPlaneInput& input, const std::vector<storage::Event>& events) {
+  ControlPlaneResult r;
+  r.resolution_us = input.interval_us;
+  r.significant_us = input.gap_threshold_us;
+
+  // The quorum's elections in the window: from the fault (less its uncertainty) on.
+  r.quorum_watched = input.quorum_watched;
+  if (!input.quorum_watched) {
+    r.quorum_reason = input.quorum_unwatched_reason.empty() ? "the quorum was not watched" : input.quorum_unwatched_reason;
+  }
+  for (const auto& e : events) {
+    if (e.source != "control" || e.kind != "quorum_leader_elected") continue;
+    if (e.t_us < input.fault_us - input.fault_time_uncertainty_us || e.t_us > input.window_end_us) continue;
+    const auto detail = json::parse(e.detail, nullptr, false);
+    if (!detail.is_object()) continue;
+    QuorumElection election;
+    election.at_us = e.t_us;
+    election.leader = static_cast<std::int32_t>(detailInt(detail, "leader", -1));
+    election.epoch = static_cast<std::int32_t>(detailInt(detail, "epoch", -1));
+    election.previous_leader = static_cast<std::int32_t>(detailInt(detail, "previous_leader", -1));
+    election.previous_epoch = static_cast<std::int32_t>(detailInt(detail, "previous_epoch", -1));
+    election.leaderless_us = detailInt(detail, "leaderless_us", 0);
+    // The old leader's last answer may precede its end by one watch, and the new one's first
+    // answer trail its election by one.
+    election.resolution_us = input.interval_us + std::max(input.interval_us, detailInt(detail, "watch_period_us", 0));
+    r.epoch_increments += std::max<std::int64_t>(0, election.epoch - election.previous_epoch);
+    r.elections.push_back(election);
+  }
+  std::sort(r.elections.begin(), r.elections.end(),
+            [](const QuorumElection& a, const QuorumElection& b) { return a.at_us < b.at_us; });
+  if (!r.elections.empty()) r.leaderless_us = r.elections.front().leaderless_us;
+
+  // The operations, by answer time.
+  std::vector<const storage::ProbeSample*> ops;
+  for (const auto& s : input.samples) {
+    if (s.ack_us) ops.push_back(&s);
+  }
+  std::sort(ops.begin(), ops.end(), [](const auto* a, const auto* b) { return *a->ack_us < *b->ack_us; });
+  std::optional<std::int64_t> last_before;  // last answer at or before the fault
+  const storage::ProbeSample* first_after = nullptr;
+  std::optional<std::int64_t> previous_ok;
+  for (const auto* s : ops) {
+    if (*s->ack_us < input.window_start_us || *s->ack_us > input.window_end_us) continue;
+    ++r.operations;
+    if (s->ack_error != 0) {
+      ++r.failed;
+      continue;
+    }
+    const auto at = *s->ack_us;
+    if (at <= input.fault_us) {
+      if (previous_ok) r.baseline_longest_us = std::max(r.baseline_longest_us, at - *previous_ok);
+      last_before = at;
+    } else if (first_after == nullptr) {
+      first_after = s;
+    }
+    previous_ok = at;
+  }
+  r.significant_us = std::max(input.gap_threshold_us, 2 * r.baseline_longest_us);
+
+  if (input.clock_steps > 0) {
+    r.reason = "kfaild's wall clock stepped " + std::to_string(input.clock_steps) +
+               " time(s) during the window: answer times on either side of a step do not line up";
+    return r;
+  }
+  if (!last_before || *last_before < input.fault_us - kLeadIntervals * input.interval_us - input.gap_threshold_us) {
+    r.reason = last_before ? "the control plane had not answered for " +
+                                 std::to_string((input.fault_us - *last_before) / 1000) +
+                                 " ms when the fault came: the stall did not begin with it"
+                           : "no control operation was answered before the fault in the window";
+    if (last_before) r.longest_gap = Interval{*last_before, first_after ? *first_after->ack_us : input.window_end_us, !first_after};
+    return r;
+  }
+  if (first_after == nullptr) {
+    r.longest_gap = Interval{*last_before, input.window_end_us, true};
+    r.reason = "no control operation was answered after the fault before the observation ended";
+    return r;
+  }
+  r.longest_gap = Interval{*last_before, *first_after->ack_us, false};
+  r.ended_by = EndedBy{first_after->seq, *first_after->ack_us};
+  const auto duration = r.longest_gap->duration_us();
+  if (input.fault_time_uncertainty_us > duration) {
+    r.reason = "the fault time is known to ±" + std::to_string(input.fault_time_uncertainty_us / 1000) +
+               " ms, more than the " + std::to_string(duration / 1000) + " ms candidate";
+    return r;
+  }
+  if (duration > r.significant_us) {
+    r.outcome = Outcome::kStall;
+    r.stall = r.longest_gap;
+  } else {
+    r.outcome = Outcome::kNone;
+    r.reason = "the control plane answered within " + std::to_string(duration / 1000) + " ms of its last answer (" +
+               "significant above " + std::to_string(r.significant_us / 1000) + " ms)";
+  }
+  return r;
+}
+
+json toJson(const ControlPlaneResult& r) {
+  json elections = json::array();
+  for (const auto& e : r.elections) {
+    elections.push_back({{"at_us", e.at_us},
+                         {"leader", e.leader},
+                         {"epoch", e.epoch},
+                         {"previous_leader", e.previous_leader},
+                         {"previous_epoch", e.previous_epoch},
+                         {"leaderless_s", static_cast<double>(e.leaderless_us) / 1e6},
+                         {"resolution_s", static_cast<double>(e.resolution_us) / 1e6}});
+  }
+  return {
+      {"outcome", toString(r.outcome)},
+      {"stall", intervalJson(r.stall)},
+      {"longest_gap", intervalJson(r.longest_gap)},
+      {"ended_by", r.ended_by ? json{{"seq", r.ended_by->seq}, {"at_us", r.ended_by->at_us}} : json(nullptr)},
+      {"baseline_longest_s", static_cast<double>(r.baseline_longest_us) / 1e6},
+      {"significant_s", static_cast<double>(r.significant_us) / 1e6},
+      {"resolution_s", static_cast<double>(r.resolution_us) / 1e6},
+      {"reason", r.reason.empty() ? json(nullptr) : json(r.reason)},
+      {"operations", r.operations},
+      {"failed", r.failed},
+      {"quorum",
+       {{"watched", r.quorum_watched},
+        {"reason", r.quorum_reason.empty() ? json(nullptr) : json(r.quorum_reason)},
+        {"elections", std::move(elections)},
+        {"epoch_increments", r.epoch_increments},
+        {"new_leader", r.elections.empty() ? json(nullptr) : json(r.elections.back().leader)},
+        {"leaderless_s", r.leaderless_us ? json(static_cast<double>(*r.leaderless_us) / 1e6) : json(nullptr)}}},
+  };
+}
+
+}  // namespace kfaild::analysis

@@ -1,0 +1,139 @@
+#pragma once
+
+// The control-plane probe: whether the cluster can change its metadata, measured the way the data
+// probe measures writes. Two loops per cluster, each a common::Worker:
+//
+//   kfaild:control — every interval, one operation only the active KRaft controller completes: a
+//                    validate-only CreateTopics (kafka::controllerAnswers), which every broker
+//                    forwards to the active controller, which runs it on its event queue and
+//                    creates nothing. One operation at a time, each given up on after the
+//                    timeout. Each is stored as a sample of the stream "kfaild:control"
+//                    partition 0 (send = start, ack = answer, ack_error = why it failed), and the
+//                    intervals between successful answers above the gap threshold as its ack
+//                    gaps: stored like the data probe's, pruned like them, read by the drill
+//                    analysis. (No Kafka topic name contains ':', so the stream never meets one.)
+//   kfaild:qwatch  — every interval, DescribeQuorum asked of the voters directly on their
+//                    controller listeners (DescribeQuorum v2 names them), the last leader first;
+//                    only the leader answers. A change of leader or epoch is a control/
+//                    quorum_leader_elected event carrying the old leader's last answer, so
+//                    "leaderless" (old leader's last answer → new leader's first) and the
+//                    elections it took (epoch increments) come from one event. Off where
+//                    kfaild's DescribeQuorum client cannot speak the cluster's protocol
+//                    (kafka::quorumClientProblem); the operations go on through librdkafka.
+//
+// The pure parts (ControlLedger, QuorumWatch) are what the unit tests drive with synthetic answers.
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/common/clock.h"
+#include "server/common/worker.h"
+#include "server/config/config.h"
+#include "server/kafka/client.h"
+#include "server/kafka/cluster_types.h"
+#include "server/kafka/quorum.h"
+#include "server/probe/probe_status.h"
+#include "storage/records.h"
+#include "storage/store.h"
+
+namespace kfaild::probe {
+
+
+struct ControlOutput {
+  std::vector<storage::ProbeSample> samples;
+  std::vector<storage::Gap> gaps;
+  std::vector<storage::Event> events;
+};
+
+// The accounting of the control operations: one sample per operation, a gap when two successes
+// are further apart than the threshold (measured on the monotonic clock, stored on the wall).
+class ControlLedger {
+ public:
+  ControlLedger(storage::ClusterId cluster, std::int64_t interval_us, std::int64_t gap_threshold_us);
+  // One operation, started at `sent`, answered (error 0) or given up on (error, `why`) at `done`.
+  void record(common::Instant sent, common::Instant done, std::int32_t error, const std::string& why,
+              ControlOutput& out);
+  const ControlStatus& status() const { return status_; }
+
+ private:
+  storage::ClusterId cluster_;
+  std::int64_t gap_threshold_us_;
+  std::int64_t next_seq_ = 0;
+  std::int64_t last_ok_seq_ = -1;
+  ControlStatus status_;
+};
+
+// The quorum's leader as its answers show it. Events (source "control"):
+//   quorum_leader_elected — the first answer of a leader (or epoch) other than the last one seen:
+//     broker = the new leader; detail {leader, epoch, previous_leader, previous_epoch,
+//     previous_last_us (the old leader's last answer), leaderless_us (this answer − that one),
+//     elections (epoch − previous_epoch), watch_period_us (this watch − the one before: how far
+//     the new leader's first answer may trail its election), answered_by}. Not raised for the
+//     first leader seen.
+//   quorum_unanswered — the first watch after an answer in which no voter answered as leader:
+//     broker = the last leader; detail {leader, epoch, last_us, error}.
+class QuorumWatch {
+ public:
+  explicit QuorumWatch(storage::ClusterId cluster) : cluster_(cluster) {}
+  void answered(common::WallMicros at, std::int32_t leader, std::int32_t epoch, const std::string& answered_by,
+                ControlOutput& out);
+  void unanswered(common::WallMicros at, const std::string& error, ControlOutput& out);
+  const std::optional<QuorumLeaderSeen>& leader() const { return leader_; }
+  const std::string& error() const { return error_; }
+  std::uint64_t changes() const { return changes_; }
+
+ private:
+  storage::ClusterId cluster_;
+  std::optional<QuorumLeaderSeen> leader_;
+  std::string error_;
+  bool silent_ = false;  // a quorum_unanswered is out since the last answer
+  std::optional<common::WallMicros> last_watch_us_;  // the latest watch, answered or not
+  std::uint64_t changes_ = 0;
+};
+
+class ControlProbe {
+ public:
+  ControlProbe(const config::ClusterConfig& cluster, storage::ClusterId cluster_id, storage::Store& store,
+               const common::Clock& clock);
+  ~ControlProbe();
+  ControlProbe(const ControlProbe&) = delete;
+  ControlProbe& operator=(const ControlProbe&) = delete;
+
+  // Creates the client (a refused property is an error) and starts both loops.
+  [[nodiscard]] Status start();
+  void stop();
+  ControlStatus status() const;
+
+ private:
+  void operationLoop();
+  void watchLoop();
+  void watchOnce();
+  void publish(ControlOutput& out);
+
+  config::ClusterConfig cluster_;
+  storage::ClusterId cluster_id_;
+  storage::Store& store_;
+  const common::Clock& clock_;
+  kafka::Handle client_;
+  std::optional<kafka::QuorumDescriber> describer_;  // nullopt: the quorum is not watched
+  std::string describer_problem_;
+  std::atomic<bool> cancel_{false};
+  // The voters' controller listeners from the last DescribeQuorum v2 answer (watch thread only).
+  std::map<std::int32_t, std::vector<kafka::QuorumEndpoint>> endpoints_;
+  std::uint64_t silent_watches_ = 0;  // watch thread only: watches without an answer in a row
+
+  mutable std::mutex mutex_;
+  ControlLedger ledger_;  // guarded by mutex_
+  QuorumWatch watch_;     // guarded by mutex_
+  common::Worker operations_;
+  common::Worker watcher_;
+};
+
+}  // namespace kfaild::probe

@@ -1,0 +1,163 @@
+#include "server/analysis/control_plane.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "server/probe/probe_status.h"
+
+using namespace kfaild::analysis;
+using kfaild::storage::Event;
+using kfaild::storage::ProbeSample;
+
+namespace {
+
+constexpr std::int64_t kT0 = 1'700'000'000'000'000;
+constexpr std::int64_t kFault = kT0 + 10'000'000;
+
+// Operations every 500 ms from the window's start, each answered 5 ms after its send, except
+// those sent inside [dark_from, dark_to), which get no answer and are given up on 1 s later.
+std::vector<ProbeSample> stream(std::int64_t dark_from, std::int64_t dark_to, std::int64_t end = kT0 + 30'000'000) {
+  std::vector<ProbeSample> out;
+  std::int64_t seq = 0;
+  for (std::int64_t t = kT0; t < end;) {
+    ProbeSample s;
+    s.topic = std::string(kfaild::probe::kControlStream);
+    s.seq = seq++;
+    s.send_us = t;
+    const bool dark = t >= dark_from && t < dark_to;
+    s.ack_us = t + (dark ? 1'000'000 : 5'000);
+    s.ack_error = dark ? kfaild::probe::kControlNoAnswer : 0;
+    out.push_back(s);
+    t = dark ? *s.ack_us : t + 500'000;
+  }
+  return out;
+}
+
+ControlPlaneInput input(std::vector<ProbeSample> samples) {
+  ControlPlaneInput in;
+  in.fault_us = kFault;
+  in.window_start_us = kT0;
+  in.window_end_us = kT0 + 30'000'000;
+  in.samples = std::move(samples);
+  in.quorum_watched = true;
+  return in;
+}
+
+Event elected(std::int64_t at, int leader, int epoch, int previous, int previous_epoch, std::int64_t previous_last) {
+  Event e;
+  e.t_us = at;
+  e.source = "control";
+  e.kind = "quorum_leader_elected";
+  e.broker = leader;
+  e.detail = nlohmann::json{{"leader", leader},
+                            {"epoch", epoch},
+                            {"previous_leader", previous},
+                            {"previous_epoch", previous_epoch},
+                            {"previous_last_us", previous_last},
+                            {"leaderless_us", at - previous_last},
+                            {"elections", epoch - previous_epoch},
+                            {"watch_period_us", 500'000}}
+                 .dump();
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("an active controller's death: the control plane's stall runs from its last answer before the fault to "
+          "the first after, and the quorum's election is reported",
+          "[unit][analysis]") {
+  // Dark from the first operation after the fault for 3 s.
+  auto in = input(stream(kFault, kFault + 3'000'000));
+  const std::vector<Event> events = {elected(kFault + 3'100'000, 101, 6, 100, 5, kFault - 300'000)};
+  const auto r = analyseControlPlane(in, events);
+  REQUIRE(r.outcome == Outcome::kStall);
+  REQUIRE(r.stall);
+  CHECK(r.stall->start_us <= kFault);
+  CHECK(r.stall->start_us > kFault - 500'000);
+  CHECK(r.stall->end_us > kFault + 3'000'000);
+  CHECK(r.ended_by);
+  CHECK(r.ended_by->at_us == r.stall->end_us);
+  CHECK(r.failed >= 2);
+  CHECK(r.baseline_longest_us == 500'000);
+  CHECK(r.epoch_increments == 1);
+  REQUIRE(r.leaderless_us);
+  CHECK(*r.leaderless_us == 3'400'000);
+  REQUIRE(r.elections.size() == 1);
+  CHECK(r.elections[0].leader == 101);
+  CHECK(r.elections[0].resolution_us == 1'000'000);
+  const auto j = toJson(r);
+  CHECK(j["outcome"] == "stall");
+  CHECK(j["quorum"]["new_leader"] == 101);
+  CHECK(j["quorum"]["epoch_increments"] == 1);
+}
+
+TEST_CASE("a broker's death leaves the control plane answering: no stall, no election", "[unit][analysis]") {
+  const auto r = analyseControlPlane(input(stream(0, 0)), {});
+  CHECK(r.outcome == Outcome::kNone);
+  CHECK_FALSE(r.stall);
+  CHECK(r.longest_gap);
+  CHECK(r.longest_gap->duration_us() <= 500'000);
+  CHECK(r.elections.empty());
+  CHECK(r.epoch_increments == 0);
+  CHECK_FALSE(r.leaderless_us);
+  CHECK_FALSE(r.reason.empty());
+}
+
+TEST_CASE("a control plane still silent when the observation ends is an open, inconclusive candidate",
+          "[unit][analysis]") {
+  auto in = input(stream(kFault, kT0 + 60'000'000));
+  const auto r = analyseControlPlane(in, {});
+  CHECK(r.outcome == Outcome::kInconclusive);
+  REQUIRE(r.longest_gap);
+  CHECK(r.longest_gap->open);
+  CHECK(r.longest_gap->end_us == in.window_end_us);
+  CHECK_FALSE(r.ended_by);
+  CHECK(r.reason.find("no control operation was answered after the fault") != std::string::npos);
+}
+
+TEST_CASE("a control plane already silent before the fault does not give the fault a stall", "[unit][analysis]") {
+  auto in = input(stream(kFault - 5'000'000, kFault + 2'000'000));
+  const auto r = analyseControlPlane(in, {});
+  CHECK(r.outcome == Outcome::kInconclusive);
+  CHECK(r.reason.find("had not answered for") != std::string::npos);
+}
+
+TEST_CASE("a clock step in the window makes the control plane's outcome inconclusive", "[unit][analysis]") {
+  auto in = input(stream(kFault, kFault + 3'000'000));
+  in.clock_steps = 1;
+  const auto r = analyseControlPlane(in, {});
+  CHECK(r.outcome == Outcome::kInconclusive);
+  CHECK(r.reason.find("stepped") != std::string::npos);
+}
+
+TEST_CASE("a fault time less certain than the candidate makes it inconclusive", "[unit][analysis]") {
+  auto in = input(stream(kFault, kFault + 3'000'000));
+  in.fault_time_uncertainty_us = 10'000'000;
+  const auto r = analyseControlPlane(in, {});
+  CHECK(r.outcome == Outcome::kInconclusive);
+  CHECK(r.reason.find("fault time") != std::string::npos);
+}
+
+TEST_CASE("elections before the fault are not the drill's, and several after it add up their epochs",
+          "[unit][analysis]") {
+  auto in = input(stream(kFault, kFault + 3'000'000));
+  const std::vector<Event> events = {elected(kFault - 2'000'000, 100, 5, 101, 4, kFault - 2'500'000),
+                                     elected(kFault + 3'100'000, 102, 8, 100, 5, kFault - 300'000),
+                                     elected(kFault + 9'000'000, 100, 9, 102, 8, kFault + 8'500'000)};
+  const auto r = analyseControlPlane(in, events);
+  REQUIRE(r.elections.size() == 2);
+  CHECK(r.epoch_increments == 4);
+  CHECK(*r.leaderless_us == 3'400'000);
+  CHECK(toJson(r)["quorum"]["new_leader"] == 100);
+}
+
+TEST_CASE("without a quorum watch the control plane's figures stand and the election's are absent with the reason",
+          "[unit][analysis]") {
+  auto in = input(stream(kFault, kFault + 3'000'000));
+  in.quorum_watched = false;
+  in.quorum_unwatched_reason = "the quorum is not described: security.protocol is SASL_SSL";
+  const auto r = analyseControlPlane(in, {});
+  CHECK(r.outcome == Outcome::kStall);
+  CHECK_FALSE(r.quorum_watched);
+  CHECK(toJson(r)["quorum"]["reason"] == in.quorum_unwatched_reason);
+}

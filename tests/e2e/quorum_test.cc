@@ -1,0 +1,140 @@
+// Controller drills on the three-controller lab (KFAILD_LAB_CONTROLLERS=3: voters 100, 101, 102;
+// the `lab_quorum` fixture): the active controller killed or stopped, and a standby voter killed.
+// The data probe must show no significant stall; the control-plane probe shows the control
+// plane's stall and the quorum's election, asserted against what the lab's own DescribeQuorum
+// (`lab quorum`) says.
+
+#include "tests/e2e/e2e_support.h"
+
+using namespace kfaild;
+using namespace kfaild::e2e;
+using nlohmann::json;
+
+namespace {
+
+json labQuorum() {
+  auto quorum = json::parse(testing::labOutput("quorum"), nullptr, false);
+  REQUIRE(quorum.is_object());
+  return quorum;
+}
+
+int labQuorumLeader() {
+  for (int i = 0; i < 120; ++i) {
+    const auto leader = labQuorum().value("leader", -1);
+    if (leader >= 0) return leader;
+    std::this_thread::sleep_for(500ms);
+  }
+  FAIL("the lab's quorum has no leader");
+  return -1;
+}
+
+// Every node of the three-controller lab in kfaild's inventory, as `lab status --json` gives them.
+void addQuorumInventory(const Lab& lab) {
+  std::ofstream c(lab.config, std::ios::app);
+  c << "    inventory:\n";
+  for (int id : {1, 2, 3, 100, 101, 102}) {
+    const auto node = testing::labNode(id);
+    REQUIRE(node);
+    const auto dir = std::filesystem::path(node->pid_file).parent_path().string();
+    c << "      - id: " << id << "\n"
+      << (id >= 100 ? "        role: controller\n" : "") << "        local: {pid_file: " << node->pid_file
+      << ", start_command: [" << KFAILD_SOURCE_DIR << "/deploy/lab/lab, start, \"" << id
+      << "\"], log_dir: " << dir << "/logs}\n";
+  }
+}
+
+struct QuorumKfaild {
+  testing::QuorumLabEnv env;
+  Lab lab;
+  Kfaild kfaild;
+
+  explicit QuorumKfaild(const std::string& name)
+      : lab(Lab::options("", false)), kfaild(withInventory(lab), name) {
+    kfaild.waitSteady(lab.topic);
+    // The control probe's watch has seen the quorum's leader.
+    for (int i = 0; i < 60; ++i) {
+      const auto control = kfaild.get("/api/v1/clusters/lab")["control_plane"];
+      if (control.is_object() && control["quorum"].is_object() && control["last_ok_us"].is_number()) return;
+      std::this_thread::sleep_for(500ms);
+    }
+    FAIL("the control-plane probe saw no quorum leader: " << kfaild.get("/api/v1/clusters/lab")["control_plane"].dump());
+  }
+
+ private:
+  static const Lab& withInventory(const Lab& lab) {
+    addQuorumInventory(lab);
+    return lab;
+  }
+};
+
+json runDrill(Kfaild& kfaild, const std::string& body) {
+  const auto id = startDrill(kfaild, body);
+  const auto drill = kfaild.waitForState(id, finished, 600s);
+  INFO("drill: " << drill.dump().substr(0, 12000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  REQUIRE(drill["state"] == "done");
+  REQUIRE(drill["runs"].size() == 1);
+  return drill["runs"][0];
+}
+
+// No probe partition's ack stall above `limit_s` (the data plane does not need the controller).
+void checkDataPlaneQuiet(const json& run, double limit_s) {
+  for (const auto& p : run["analysis"]["partitions"]) {
+    INFO(p["topic"] << "-" << p["partition"] << ": " << p["ack"].dump());
+    CHECK(p["ack"]["outcome"] != "inconclusive");
+    if (p["ack"]["stall"].is_object()) CHECK(p["ack"]["stall"]["duration_us"].get<double>() / 1e6 < limit_s);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("on a three-controller lab the active controller killed stalls the control plane, not the data plane, "
+          "and the new quorum leader is reported",
+          "[e2e][quorum]") {
+  QuorumKfaild q("kfaild");
+  const int leader = labQuorumLeader();
+  const auto epoch_before = labQuorum()["epoch"].get<int>();
+  const auto run = runDrill(q.kfaild, R"({"fault":"kill","target":{"controller":true},"options":{"baseline_s":3}})");
+  INFO("run: " << run.dump().substr(0, 12000));
+  CHECK(run["target"] == leader);
+  const auto& control = run["control_plane"];
+  CHECK(control["outcome"] == "stall");
+  CHECK(control["ended_by"].is_object());
+  const auto& quorum = control["quorum"];
+  CHECK(quorum["watched"] == true);
+  REQUIRE(quorum["new_leader"].is_number());
+  const int new_leader = quorum["new_leader"].get<int>();
+  CHECK(new_leader != leader);
+  CHECK((new_leader == 100 || new_leader == 101 || new_leader == 102));
+  CHECK(quorum["epoch_increments"].get<int>() >= 1);
+  CHECK(quorum["leaderless_s"].get<double>() > 0);
+  // The stall covers the leaderless time: the quorum answered before the control plane did.
+  CHECK(control["stall"]["duration_s"].get<double>() + control["resolution_s"].get<double>() >=
+        quorum["leaderless_s"].get<double>() - quorum["elections"][0]["resolution_s"].get<double>());
+  checkDataPlaneQuiet(run, 1.0);
+  // The lab's own DescribeQuorum agrees on the new leader (the killed one is back as a follower).
+  const auto now = labQuorum();
+  CHECK(now["leader"] == new_leader);
+  CHECK(now["epoch"].get<int>() > epoch_before);
+  WARN("active controller " << leader << " killed: control plane stalled " << control["stall"]["duration_s"]
+                            << " s, leaderless " << quorum["leaderless_s"] << " s, new leader " << new_leader
+                            << ", elections " << quorum["epoch_increments"]);
+  REQUIRE(testing::lab("wait") == 0);
+}
+
+TEST_CASE("on a three-controller lab a standby voter killed leaves the control plane answering and the quorum's "
+          "leader in place",
+          "[e2e][quorum]") {
+  QuorumKfaild q("kfaild");
+  const int leader = labQuorumLeader();
+  const int standby = leader == 100 ? 101 : 100;
+  const auto run = runDrill(q.kfaild, R"({"fault":"kill","target":{"broker":)" + std::to_string(standby) +
+                                          R"(},"options":{"baseline_s":3,"observe_min_s":5}})");
+  INFO("run: " << run.dump().substr(0, 12000));
+  const auto& control = run["control_plane"];
+  CHECK(control["outcome"] == "none");
+  CHECK(control["quorum"]["elections"].empty());
+  CHECK(control["quorum"]["epoch_increments"] == 0);
+  checkDataPlaneQuiet(run, 1.0);
+  CHECK(labQuorum()["leader"] == leader);
+  REQUIRE(testing::lab("wait") == 0);
+}
