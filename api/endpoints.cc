@@ -128,17 +128,7 @@ json probeOfPartition(const probe::PartitionStatus& p, common::MonoMicros now) {
   };
 }
 
-json controlPlaneJson(const std::optional<probe::ControlStatus>& control, common::MonoMicros now) {
-  if (!control) return nullptr;
-  const auto& c = *control;
-  json quorum = nullptr;
-  if (c.quorum) {
-    quorum = {{"leader_id", c.quorum->leader},
-              {"leader_epoch", c.quorum->epoch},
-              {"leader_since_us", c.quorum->first_us},
-              {"last_answer_us", c.quorum->last_us},
-              {"answered_by", c.quorum->answered_by}};
-  }
+json operationsJson(const probe::OperationStatus& c, common::MonoMicros now) {
   return {
       {"interval_us", c.interval_us},
       {"operations", c.ops},
@@ -150,10 +140,45 @@ json controlPlaneJson(const std::optional<probe::ControlStatus>& control, common
       {"last_latency_seconds", c.last_ok ? json(seconds(c.last_latency_us)) : json(nullptr)},
       {"longest_gap_seconds", seconds(c.longest_gap_us)},
       {"last_error", textOrNull(c.last_error)},
-      {"quorum", std::move(quorum)},
-      {"quorum_error", textOrNull(c.quorum_error)},
-      {"leader_changes", c.leader_changes},
   };
+}
+
+json coordinatorJson(const std::optional<probe::CoordinatorSeen>& seen) {
+  if (!seen) return nullptr;
+  return {{"node", seen->node}, {"since_us", seen->since_us}, {"last_answer_us", seen->last_us}};
+}
+
+json coordinatorsJson(const std::optional<probe::CoordinatorStatus>& coordinators, common::MonoMicros now) {
+  if (!coordinators) return nullptr;
+  const auto& c = *coordinators;
+  return {
+      {"group", c.group},
+      {"commits", c.commits ? operationsJson(*c.commits, now) : json(nullptr)},
+      {"group_coordinator", coordinatorJson(c.group_coordinator)},
+      {"transactional_id", textOrNull(c.transactional_id)},
+      {"transactions", c.transactions ? operationsJson(*c.transactions, now) : json(nullptr)},
+      {"transaction_coordinator", coordinatorJson(c.transaction_coordinator)},
+      {"watch_error", textOrNull(c.watch_error)},
+      {"moves", c.moves},
+  };
+}
+
+json controlPlaneJson(const std::optional<probe::ControlStatus>& control, common::MonoMicros now) {
+  if (!control) return nullptr;
+  const auto& c = *control;
+  json quorum = nullptr;
+  if (c.quorum) {
+    quorum = {{"leader_id", c.quorum->leader},
+              {"leader_epoch", c.quorum->epoch},
+              {"leader_since_us", c.quorum->first_us},
+              {"last_answer_us", c.quorum->last_us},
+              {"answered_by", c.quorum->answered_by}};
+  }
+  auto out = operationsJson(c, now);
+  out["quorum"] = std::move(quorum);
+  out["quorum_error"] = textOrNull(c.quorum_error);
+  out["leader_changes"] = c.leader_changes;
+  return out;
 }
 
 json partitionJson(std::int32_t partition, const kafka::PartitionInfo* info,
@@ -509,6 +534,29 @@ Response Endpoints::metrics(const Request& request, const RequestCounter& respon
   perControl("kfaild_control_longest_gap_seconds", "gauge",
              "Longest interval between two answered control-plane operations since kfaild started.",
              [](const probe::ControlStatus& c) -> std::optional<double> { return seconds(c.longest_gap_us); });
+  // The coordinator probes' streams, per cluster and stream (commit, transaction).
+  const auto perStream = [&clusters, &out](const char* name, const char* type, const char* help, auto value) {
+    out.family(name, type, help);
+    for (const auto& cluster : clusters) {
+      if (!cluster.probe.coordinators) continue;
+      const auto& c = *cluster.probe.coordinators;
+      for (const auto& [stream, status] : {std::pair<const char*, const std::optional<probe::OperationStatus>*>{"commit", &c.commits},
+                                           {"transaction", &c.transactions}}) {
+        if (!*status) continue;
+        if (const std::optional<double> v = value(**status)) out.sample(name, {{"cluster", cluster.name}, {"stream", stream}}, *v);
+      }
+    }
+  };
+  perStream("kfaild_coordinator_operations_total", "counter",
+            "Coordinator probe operations: offset commits of kfaild's group, transactions of its transactional id.",
+            [](const probe::OperationStatus& c) -> std::optional<double> { return static_cast<double>(c.ops); });
+  perStream("kfaild_coordinator_failures_total", "counter", "Coordinator probe operations that did not succeed.",
+            [](const probe::OperationStatus& c) -> std::optional<double> { return static_cast<double>(c.failures); });
+  perStream("kfaild_coordinator_current_gap_seconds", "gauge", "Time since the stream's last successful operation.",
+            [now](const probe::OperationStatus& c) { return ageSeconds(c.last_ok, now); });
+  perStream("kfaild_coordinator_longest_gap_seconds", "gauge",
+            "Longest interval between two successful operations of the stream since kfaild started.",
+            [](const probe::OperationStatus& c) -> std::optional<double> { return seconds(c.longest_gap_us); });
   perControl("kfaild_quorum_leader_changes_total", "counter",
              "Changes of the KRaft quorum's leader (or its epoch) the control-plane probe saw.",
              [](const probe::ControlStatus& c) -> std::optional<double> {
@@ -706,6 +754,7 @@ Response Endpoints::clusterDetail(const Request& request) const {
           {"brokers", std::move(brokers)},
           {"topics", topicsJson(cluster, clock_.monoNow())},
           {"control_plane", controlPlaneJson(probe.control, clock_.monoNow())},
+          {"coordinators", coordinatorsJson(probe.coordinators, clock_.monoNow())},
           {"probe",
            {
                {"phase", probe::toString(probe.phase)},
@@ -770,7 +819,7 @@ Response Endpoints::events(const Request& request) const {
   storage::EventQuery event_query;
   event_query.cluster = std::get<storage::ClusterId>(cluster);
   auto source =
-      query->oneOf("source", {"metadata", "client", "broker_log", "injector", "probe", "control", "kfaild"});
+      query->oneOf("source", {"metadata", "client", "broker_log", "injector", "probe", "control", "coordinator", "kfaild"});
   if (!source) return badRequest(request, source.error());
   event_query.source = *source;
   auto kind = query->identifier("kind");
@@ -800,10 +849,10 @@ Response Endpoints::samples(const Request& request) const {
   auto cluster = resolveCluster(request);
   if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
   const std::string& topic = request.params.at("topic");
-  if (!isTopicName(topic) && topic != probe::kControlStream) {
+  if (!isTopicName(topic) && !probe::isOwnStream(topic)) {
     return problem(ProblemType::kInvalidParameter,
                    "topic: must be a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -, not \".\" "
-                   "or \"..\") or kfaild:control, got \"" +
+                   "or \"..\") or kfaild:control, kfaild:commit, kfaild:txn, got \"" +
                        printable(topic, 100) + "\"",
                    request.path);
   }

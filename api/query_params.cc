@@ -132,10 +132,10 @@ Result<std::optional<std::string>> QueryReader::topic(std::string_view name) con
   const auto text = raw(name);
   if (!text) return std::optional<std::string>();
   // kfaild's own streams (the control-plane probe's) are named like topics but with a ':'.
-  if (!isTopicName(*text) && *text != probe::kControlStream) {
+  if (!isTopicName(*text) && !probe::isOwnStream(*text)) {
     return invalid(name,
                    "must be a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -, not \".\" or "
-                   "\"..\") or kfaild:control",
+                   "\"..\") or kfaild:control, kfaild:commit, kfaild:txn",
                    *text);
   }
   return std::optional<std::string>(std::string(*text));

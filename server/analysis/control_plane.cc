@@ -26,42 +26,16 @@ std::int64_t detailInt(const json& detail, const char* key, std::int64_t fallbac
 
 }  // namespace
 
-ControlPlaneResult analyseControlPlane(const ControlPlaneInput& input, const std::vector<storage::Event>& events) {
-  ControlPlaneResult r;
+StreamResult analyseStream(const StreamInput& input) {
+  StreamResult r;
   r.resolution_us = input.interval_us;
   r.significant_us = input.gap_threshold_us;
-
-  // The quorum's elections in the window: from the fault (less its uncertainty) on.
-  r.quorum_watched = input.quorum_watched;
-  if (!input.quorum_watched) {
-    r.quorum_reason = input.quorum_unwatched_reason.empty() ? "the quorum was not watched" : input.quorum_unwatched_reason;
-  }
-  for (const auto& e : events) {
-    if (e.source != "control" || e.kind != "quorum_leader_elected") continue;
-    if (e.t_us < input.fault_us - input.fault_time_uncertainty_us || e.t_us > input.window_end_us) continue;
-    const auto detail = json::parse(e.detail, nullptr, false);
-    if (!detail.is_object()) continue;
-    QuorumElection election;
-    election.at_us = e.t_us;
-    election.leader = static_cast<std::int32_t>(detailInt(detail, "leader", -1));
-    election.epoch = static_cast<std::int32_t>(detailInt(detail, "epoch", -1));
-    election.previous_leader = static_cast<std::int32_t>(detailInt(detail, "previous_leader", -1));
-    election.previous_epoch = static_cast<std::int32_t>(detailInt(detail, "previous_epoch", -1));
-    election.leaderless_us = detailInt(detail, "leaderless_us", 0);
-    // The old leader's last answer may precede its end by one watch, and the new one's first
-    // answer trail its election by one.
-    election.resolution_us = input.interval_us + std::max(input.interval_us, detailInt(detail, "watch_period_us", 0));
-    r.epoch_increments += std::max<std::int64_t>(0, election.epoch - election.previous_epoch);
-    r.elections.push_back(election);
-  }
-  std::sort(r.elections.begin(), r.elections.end(),
-            [](const QuorumElection& a, const QuorumElection& b) { return a.at_us < b.at_us; });
-  if (!r.elections.empty()) r.leaderless_us = r.elections.front().leaderless_us;
-
   // The operations, by answer time.
   std::vector<const storage::ProbeSample*> ops;
-  for (const auto& s : input.samples) {
-    if (s.ack_us) ops.push_back(&s);
+  if (input.samples != nullptr) {
+    for (const auto& s : *input.samples) {
+      if (s.ack_us) ops.push_back(&s);
+    }
   }
   std::sort(ops.begin(), ops.end(), [](const auto* a, const auto* b) { return *a->ack_us < *b->ack_us; });
   std::optional<std::int64_t> last_before;  // last answer at or before the fault
@@ -91,16 +65,16 @@ ControlPlaneResult analyseControlPlane(const ControlPlaneInput& input, const std
     return r;
   }
   if (!last_before || *last_before < input.fault_us - kLeadIntervals * input.interval_us - input.gap_threshold_us) {
-    r.reason = last_before ? "the control plane had not answered for " +
+    r.reason = last_before ? "the stream had not been answered for " +
                                  std::to_string((input.fault_us - *last_before) / 1000) +
                                  " ms when the fault came: the stall did not begin with it"
-                           : "no control operation was answered before the fault in the window";
+                           : "no operation was answered before the fault in the window";
     if (last_before) r.longest_gap = Interval{*last_before, first_after ? *first_after->ack_us : input.window_end_us, !first_after};
     return r;
   }
   if (first_after == nullptr) {
     r.longest_gap = Interval{*last_before, input.window_end_us, true};
-    r.reason = "no control operation was answered after the fault before the observation ended";
+    r.reason = "no operation was answered after the fault before the observation ended";
     return r;
   }
   r.longest_gap = Interval{*last_before, *first_after->ack_us, false};
@@ -116,10 +90,96 @@ ControlPlaneResult analyseControlPlane(const ControlPlaneInput& input, const std
     r.stall = r.longest_gap;
   } else {
     r.outcome = Outcome::kNone;
-    r.reason = "the control plane answered within " + std::to_string(duration / 1000) + " ms of its last answer (" +
+    r.reason = "answered within " + std::to_string(duration / 1000) + " ms of the last answer before the fault (" +
                "significant above " + std::to_string(r.significant_us / 1000) + " ms)";
   }
   return r;
+}
+
+ControlPlaneResult analyseControlPlane(const ControlPlaneInput& input, const std::vector<storage::Event>& events) {
+  ControlPlaneResult r;
+  StreamInput stream;
+  stream.interval_us = input.interval_us;
+  stream.gap_threshold_us = input.gap_threshold_us;
+  stream.fault_us = input.fault_us;
+  stream.fault_time_uncertainty_us = input.fault_time_uncertainty_us;
+  stream.window_start_us = input.window_start_us;
+  stream.window_end_us = input.window_end_us;
+  stream.samples = &input.samples;
+  stream.clock_steps = input.clock_steps;
+  static_cast<StreamResult&>(r) = analyseStream(stream);
+
+  // The quorum's elections in the window: from the fault (less its uncertainty) on.
+  r.quorum_watched = input.quorum_watched;
+  if (!input.quorum_watched) {
+    r.quorum_reason = input.quorum_unwatched_reason.empty() ? "the quorum was not watched" : input.quorum_unwatched_reason;
+  }
+  for (const auto& e : events) {
+    if (e.source != "control" || e.kind != "quorum_leader_elected") continue;
+    if (e.t_us < input.fault_us - input.fault_time_uncertainty_us || e.t_us > input.window_end_us) continue;
+    const auto detail = json::parse(e.detail, nullptr, false);
+    if (!detail.is_object()) continue;
+    QuorumElection election;
+    election.at_us = e.t_us;
+    election.leader = static_cast<std::int32_t>(detailInt(detail, "leader", -1));
+    election.epoch = static_cast<std::int32_t>(detailInt(detail, "epoch", -1));
+    election.previous_leader = static_cast<std::int32_t>(detailInt(detail, "previous_leader", -1));
+    election.previous_epoch = static_cast<std::int32_t>(detailInt(detail, "previous_epoch", -1));
+    election.leaderless_us = detailInt(detail, "leaderless_us", 0);
+    // The old leader's last answer may precede its end by one watch, and the new one's first
+    // answer trail its election by one.
+    election.resolution_us = input.interval_us + std::max(input.interval_us, detailInt(detail, "watch_period_us", 0));
+    r.epoch_increments += std::max<std::int64_t>(0, election.epoch - election.previous_epoch);
+    r.elections.push_back(election);
+  }
+  std::sort(r.elections.begin(), r.elections.end(),
+            [](const QuorumElection& a, const QuorumElection& b) { return a.at_us < b.at_us; });
+  if (!r.elections.empty()) r.leaderless_us = r.elections.front().leaderless_us;
+  return r;
+}
+
+CoordinatorsResult analyseCoordinators(const CoordinatorsInput& input, const std::vector<storage::Event>& events) {
+  CoordinatorsResult r;
+  r.commits = analyseStream(input.commits);
+  if (input.transactions) r.transactions = analyseStream(*input.transactions);
+  r.watched = input.watched;
+  if (!input.watched) r.reason = input.unwatched_reason.empty() ? "the coordinators were not watched" : input.unwatched_reason;
+  const auto& c = input.commits;
+  for (const auto& e : events) {
+    if (e.source != "coordinator" || e.kind != "coordinator_moved") continue;
+    if (e.t_us < c.fault_us - c.fault_time_uncertainty_us || e.t_us > c.window_end_us) continue;
+    const auto detail = json::parse(e.detail, nullptr, false);
+    if (!detail.is_object()) continue;
+    CoordinatorMove move;
+    move.at_us = e.t_us;
+    move.type = detail.value("type", "");
+    move.key = detail.value("key", "");
+    move.from = static_cast<std::int32_t>(detailInt(detail, "from", -1));
+    move.to = static_cast<std::int32_t>(detailInt(detail, "to", -1));
+    r.moves.push_back(std::move(move));
+  }
+  std::sort(r.moves.begin(), r.moves.end(), [](const CoordinatorMove& a, const CoordinatorMove& b) { return a.at_us < b.at_us; });
+  for (const auto& m : r.moves) {
+    if (m.type == "group") {
+      r.coordinator_moved_us = m.at_us - c.fault_us;
+      break;
+    }
+  }
+  if (r.commits.ended_by) r.first_commit_us = r.commits.ended_by->at_us - c.fault_us;
+  return r;
+}
+
+void toJson(const StreamResult& r, json& out) {
+  out["outcome"] = toString(r.outcome);
+  out["stall"] = intervalJson(r.stall);
+  out["longest_gap"] = intervalJson(r.longest_gap);
+  out["ended_by"] = r.ended_by ? json{{"seq", r.ended_by->seq}, {"at_us", r.ended_by->at_us}} : json(nullptr);
+  out["baseline_longest_s"] = static_cast<double>(r.baseline_longest_us) / 1e6;
+  out["significant_s"] = static_cast<double>(r.significant_us) / 1e6;
+  out["resolution_s"] = static_cast<double>(r.resolution_us) / 1e6;
+  out["reason"] = r.reason.empty() ? json(nullptr) : json(r.reason);
+  out["operations"] = r.operations;
+  out["failed"] = r.failed;
 }
 
 json toJson(const ControlPlaneResult& r) {
@@ -133,25 +193,40 @@ json toJson(const ControlPlaneResult& r) {
                          {"leaderless_s", static_cast<double>(e.leaderless_us) / 1e6},
                          {"resolution_s", static_cast<double>(e.resolution_us) / 1e6}});
   }
-  return {
-      {"outcome", toString(r.outcome)},
-      {"stall", intervalJson(r.stall)},
-      {"longest_gap", intervalJson(r.longest_gap)},
-      {"ended_by", r.ended_by ? json{{"seq", r.ended_by->seq}, {"at_us", r.ended_by->at_us}} : json(nullptr)},
-      {"baseline_longest_s", static_cast<double>(r.baseline_longest_us) / 1e6},
-      {"significant_s", static_cast<double>(r.significant_us) / 1e6},
-      {"resolution_s", static_cast<double>(r.resolution_us) / 1e6},
-      {"reason", r.reason.empty() ? json(nullptr) : json(r.reason)},
-      {"operations", r.operations},
-      {"failed", r.failed},
-      {"quorum",
-       {{"watched", r.quorum_watched},
-        {"reason", r.quorum_reason.empty() ? json(nullptr) : json(r.quorum_reason)},
-        {"elections", std::move(elections)},
-        {"epoch_increments", r.epoch_increments},
-        {"new_leader", r.elections.empty() ? json(nullptr) : json(r.elections.back().leader)},
-        {"leaderless_s", r.leaderless_us ? json(static_cast<double>(*r.leaderless_us) / 1e6) : json(nullptr)}}},
+  json out = json::object();
+  toJson(static_cast<const StreamResult&>(r), out);
+  out["quorum"] = {{"watched", r.quorum_watched},
+                   {"reason", r.quorum_reason.empty() ? json(nullptr) : json(r.quorum_reason)},
+                   {"elections", std::move(elections)},
+                   {"epoch_increments", r.epoch_increments},
+                   {"new_leader", r.elections.empty() ? json(nullptr) : json(r.elections.back().leader)},
+                   {"leaderless_s", r.leaderless_us ? json(static_cast<double>(*r.leaderless_us) / 1e6) : json(nullptr)}};
+  return out;
+}
+
+json toJson(const CoordinatorsResult& r) {
+  json commits = json::object();
+  toJson(r.commits, commits);
+  json transactions = nullptr;
+  if (r.transactions) {
+    transactions = json::object();
+    toJson(*r.transactions, transactions);
+  }
+  json moves = json::array();
+  for (const auto& m : r.moves) {
+    moves.push_back({{"at_us", m.at_us}, {"type", m.type}, {"key", m.key}, {"from", m.from}, {"to", m.to}});
+  }
+  const auto optSeconds = [](const std::optional<std::int64_t>& us) {
+    return us ? json(static_cast<double>(*us) / 1e6) : json(nullptr);
   };
+  return {{"commits", std::move(commits)},
+          {"transactions", std::move(transactions)},
+          {"watched", r.watched},
+          {"reason", r.reason.empty() ? json(nullptr) : json(r.reason)},
+          {"moves", std::move(moves)},
+          {"phases",
+           {{"coordinator_moved_s", optSeconds(r.coordinator_moved_us)},
+            {"first_commit_s", optSeconds(r.first_commit_us)}}}};
 }
 
 }  // namespace kfaild::analysis

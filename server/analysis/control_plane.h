@@ -1,6 +1,7 @@
 #pragma once
 
-// What a drill did to the control plane: whether the cluster could change its metadata (the
+// What a drill did to the control plane and to the coordinators. The control plane: whether the
+// cluster could change its metadata (the
 // control probe's operations, server/probe/control_probe.h) and what the KRaft quorum's
 // leadership went through (the control probe's quorum_leader_elected events).
 //
@@ -38,6 +39,35 @@ struct ControlPlaneInput {
   std::uint64_t clock_steps = 0;
 };
 
+// One operation stream (the control plane's, the commits', the transactions') around a fault.
+struct StreamInput {
+  std::int64_t interval_us = 500'000;
+  std::int64_t gap_threshold_us = 1'500'000;
+  std::int64_t fault_us = 0;
+  std::int64_t fault_time_uncertainty_us = 0;
+  std::int64_t window_start_us = 0;
+  std::int64_t window_end_us = 0;
+  const std::vector<storage::ProbeSample>* samples = nullptr;  // the stream's, any order
+  std::uint64_t clock_steps = 0;
+};
+
+struct StreamResult {
+  Outcome outcome = Outcome::kInconclusive;
+  std::optional<Interval> stall;        // set when outcome == kStall
+  std::optional<Interval> longest_gap;  // the candidate, whatever the outcome
+  std::optional<EndedBy> ended_by;      // the operation whose answer ended the candidate
+  std::int64_t baseline_longest_us = 0;  // longest interval between answers before the fault
+  std::int64_t significant_us = 0;       // a candidate above this is a stall
+  std::int64_t resolution_us = 0;        // ± of the stall: the stream's interval
+  std::string reason;
+  std::int64_t operations = 0;
+  std::int64_t failed = 0;  // operations in the window without an answer
+};
+
+// The stall of a stream: its last answered operation at or before the fault to the first after.
+StreamResult analyseStream(const StreamInput& input);
+void toJson(const StreamResult& r, nlohmann::json& out);
+
 struct QuorumElection {
   std::int64_t at_us = 0;            // the new leader's first answer
   std::int32_t leader = -1;
@@ -48,17 +78,7 @@ struct QuorumElection {
   std::int64_t resolution_us = 0;    // ± of leaderless_us: the watch's period around it
 };
 
-struct ControlPlaneResult {
-  Outcome outcome = Outcome::kInconclusive;
-  std::optional<Interval> stall;        // set when outcome == kStall
-  std::optional<Interval> longest_gap;  // the candidate, whatever the outcome
-  std::optional<EndedBy> ended_by;      // the operation whose answer ended the candidate
-  std::int64_t baseline_longest_us = 0;  // longest interval between answers before the fault
-  std::int64_t significant_us = 0;       // a candidate above this is a stall
-  std::int64_t resolution_us = 0;        // ± of the stall: the probe's interval
-  std::string reason;
-  std::int64_t operations = 0;
-  std::int64_t failed = 0;  // operations in the window without an answer
+struct ControlPlaneResult : StreamResult {
   // The quorum: elections in the window (quorum_leader_elected events), in order.
   bool quorum_watched = false;
   std::string quorum_reason;  // why there are no quorum figures, when there are none
@@ -71,5 +91,38 @@ struct ControlPlaneResult {
 ControlPlaneResult analyseControlPlane(const ControlPlaneInput& input, const std::vector<storage::Event>& events);
 
 nlohmann::json toJson(const ControlPlaneResult& result);
+
+// What a drill did to the coordinators: the commits' and the transactions' streams, and the
+// coordinators' moves (coordinator/coordinator_moved events from the fault to the end of the
+// observation).
+struct CoordinatorMove {
+  std::int64_t at_us = 0;  // the new coordinator's first FindCoordinator answer
+  std::string type;        // "group" | "transaction"
+  std::string key;
+  std::int32_t from = -1;
+  std::int32_t to = -1;
+};
+
+struct CoordinatorsInput {
+  StreamInput commits;
+  std::optional<StreamInput> transactions;
+  bool watched = false;
+  std::string unwatched_reason;
+};
+
+struct CoordinatorsResult {
+  StreamResult commits;
+  std::optional<StreamResult> transactions;
+  bool watched = false;
+  std::string reason;  // why there are no moves, when the coordinators were not watched
+  std::vector<CoordinatorMove> moves;
+  // Phases of the commits' stall: fault → the group's coordinator moved (its new coordinator
+  // answered FindCoordinator) → the first commit answered after the fault.
+  std::optional<std::int64_t> coordinator_moved_us;
+  std::optional<std::int64_t> first_commit_us;
+};
+
+CoordinatorsResult analyseCoordinators(const CoordinatorsInput& input, const std::vector<storage::Event>& events);
+nlohmann::json toJson(const CoordinatorsResult& result);
 
 }  // namespace kfaild::analysis

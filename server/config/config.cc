@@ -112,10 +112,60 @@ ControlProbeConfig readControlProbe(const YAML::Node& node, const std::string& k
   return c;
 }
 
+// A group id or transactional id kfaild owns: printable, no spaces, at most 249 characters.
+std::string readOwnId(const YAML::Node& node, const std::string& key) {
+  auto id = readString(node, key);
+  if (id.empty() || id.size() > 249 || std::any_of(id.begin(), id.end(), [](unsigned char c) { return c <= ' ' || c > '~'; })) {
+    fail(key, "must be 1 to 249 printable characters without spaces, got '" + id + "'");
+  }
+  return id;
+}
+
+// `off`, or a map of the coordinator probes' settings.
+CoordinatorProbeConfig readCoordinatorProbe(const YAML::Node& node, const std::string& key) {
+  CoordinatorProbeConfig c;
+  if (node.IsScalar()) {
+    if (node.as<std::string>() != "off") fail(key, "must be `off` or a map of settings");
+    c.enabled = false;
+    return c;
+  }
+  rejectUnknownKeys(node, key, {"group", "commit_interval_ms", "gap_threshold_ms", "timeout_ms", "watch_interval_ms",
+                                "transactions"});
+  if (node["group"]) c.group = readOwnId(node["group"], key + ".group");
+  if (node["commit_interval_ms"]) {
+    c.commit_interval_us = readInt(node["commit_interval_ms"], key + ".commit_interval_ms", 10, 60000) * 1000;
+  }
+  c.gap_threshold_us = node["gap_threshold_ms"]
+                           ? readInt(node["gap_threshold_ms"], key + ".gap_threshold_ms", 1, 3'600'000) * 1000
+                           : 10 * c.commit_interval_us;
+  if (node["timeout_ms"]) c.timeout_us = readInt(node["timeout_ms"], key + ".timeout_ms", 100, 120'000) * 1000;
+  if (node["watch_interval_ms"]) {
+    c.watch_interval_us = readInt(node["watch_interval_ms"], key + ".watch_interval_ms", 50, 60000) * 1000;
+  }
+  if (const auto t = node["transactions"]) {
+    const auto tkey = key + ".transactions";
+    if (t.IsScalar()) {
+      const auto text = t.as<std::string>();
+      if (text != "on" && text != "off") fail(tkey, "must be `on`, `off` or a map of settings");
+      c.transactions = text == "on";
+    } else {
+      rejectUnknownKeys(t, tkey, {"transactional_id", "interval_ms", "gap_threshold_ms"});
+      c.transactions = true;
+      if (t["transactional_id"]) c.transactional_id = readOwnId(t["transactional_id"], tkey + ".transactional_id");
+      if (t["interval_ms"]) c.txn_interval_us = readInt(t["interval_ms"], tkey + ".interval_ms", 50, 600'000) * 1000;
+      c.txn_gap_threshold_us = t["gap_threshold_ms"]
+                                   ? readInt(t["gap_threshold_ms"], tkey + ".gap_threshold_ms", 1, 3'600'000) * 1000
+                                   : 3 * c.txn_interval_us;
+    }
+  }
+  return c;
+}
+
 ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
   rejectUnknownKeys(node, key,
                     {"interval_ms", "payload_bytes", "gap_threshold_ms", "loss_timeout_ms",
-                     "max_outstanding_ms", "max_outstanding", "message_timeout_ms", "topics", "control"});
+                     "max_outstanding_ms", "max_outstanding", "message_timeout_ms", "topics", "control",
+                     "coordinators"});
   ProbeConfig p;
   if (node["interval_ms"]) p.interval_us = readInt(node["interval_ms"], key + ".interval_ms", 1, 60000) * 1000;
   if (node["payload_bytes"]) {
@@ -142,6 +192,7 @@ ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
         readInt(node["message_timeout_ms"], key + ".message_timeout_ms", 1000, 900'000) * 1000;
   }
   if (node["control"]) p.control = readControlProbe(node["control"], key + ".control");
+  if (node["coordinators"]) p.coordinators = readCoordinatorProbe(node["coordinators"], key + ".coordinators");
   const auto topics = node["topics"];
   if (!topics || !topics.IsSequence() || topics.size() == 0) {
     fail(key + ".topics", "required: a list of at least one probe topic");
@@ -424,6 +475,8 @@ ClusterConfig readCluster(const YAML::Node& node, const std::string& key) {
   }
   if (!node["probe"]) fail(key + ".probe", "required");
   c.probe = readProbe(node["probe"], key + ".probe");
+  if (c.probe.coordinators.group.empty()) c.probe.coordinators.group = "kfaild-probe-" + c.name;
+  if (c.probe.coordinators.transactional_id.empty()) c.probe.coordinators.transactional_id = "kfaild-probe-" + c.name;
   if (node["observe"]) {
     const auto o = node["observe"];
     const auto okey = key + ".observe";

@@ -47,6 +47,21 @@ struct ControlProbeConfig {
   std::int64_t timeout_us = 5'000'000;
 };
 
+// The coordinator probes (server/probe/coordinator_probe.h): `probe.coordinators` in the file,
+// `off` to disable them. Offset commits are on by default, transactions only when configured.
+struct CoordinatorProbeConfig {
+  bool enabled = true;
+  std::string group;  // empty: "kfaild-probe-<cluster>", the probe consumer's group id
+  std::int64_t commit_interval_us = 100'000;
+  std::int64_t gap_threshold_us = 1'000'000;  // commits; 0 in the file means 10 × interval
+  bool transactions = false;
+  std::string transactional_id;  // empty: "kfaild-probe-<cluster>"
+  std::int64_t txn_interval_us = 1'000'000;
+  std::int64_t txn_gap_threshold_us = 3'000'000;  // 0 in the file means 3 × txn interval
+  std::int64_t timeout_us = 5'000'000;  // one commit, one transaction, one FindCoordinator round
+  std::int64_t watch_interval_us = 500'000;  // FindCoordinator of the group (and the id)
+};
+
 struct ProbeConfig {
   std::int64_t interval_us = 20'000;
   std::int32_t payload_bytes = 64;
@@ -63,6 +78,7 @@ struct ProbeConfig {
   std::int64_t message_timeout_us = 60'000'000;
   std::vector<ProbeTopic> topics;
   ControlProbeConfig control;
+  CoordinatorProbeConfig coordinators;
 };
 
 struct ObserveConfig {

@@ -23,6 +23,10 @@ ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::Cluster
     control_ = std::make_unique<probe::ControlProbe>(config_, id, store, clock);
     probe_->attachControl(control_.get());
   }
+  if (config_.probe.coordinators.enabled) {
+    coordinators_ = std::make_unique<probe::CoordinatorProbe>(config_, id, store, clock);
+    probe_->attachCoordinators(coordinators_.get());
+  }
   poller_->setPartitionCountListener(
       [probe = probe_.get()](const std::map<std::string, std::int32_t>& counts) {
         probe->partitionsSeen(counts);
@@ -56,6 +60,9 @@ std::optional<StartFailure> ClusterParts::start(std::size_t index) {
   if (control_) {
     if (auto s = control_->start(); !s) return StartFailure{2, where + s.error().describe()};
   }
+  if (coordinators_) {
+    if (auto s = coordinators_->start(); !s) return StartFailure{2, where + s.error().describe()};
+  }
   if (drills_) drills_->start();
   spdlog::info("cluster {}: probing {} topic(s) via {}{}", config_.name, config_.probe.topics.size(), config_.bootstrap,
                drills_ ? ", drills enabled for " + std::to_string(config_.inventory.size()) + " node(s)" : "");
@@ -68,6 +75,7 @@ void ClusterParts::stopDrills() {
 
 void ClusterParts::stop() {
   stopDrills();
+  if (coordinators_) coordinators_->stop();
   if (control_) control_->stop();
   probe_->stop();
   poller_->stop();

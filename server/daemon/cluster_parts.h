@@ -15,6 +15,7 @@
 #include "server/observe/client_log.h"
 #include "server/observe/metadata_poller.h"
 #include "server/probe/control_probe.h"
+#include "server/probe/coordinator_probe.h"
 #include "server/probe/probe_runner.h"
 #include "storage/drill_store.h"
 #include "storage/store.h"
@@ -64,6 +65,7 @@ class ClusterParts {
   std::unique_ptr<kafka::SharedHandle> admin_client_;
   std::unique_ptr<observe::MetadataPoller> poller_;
   std::unique_ptr<probe::ControlProbe> control_;  // null with probe.control: off
+  std::unique_ptr<probe::CoordinatorProbe> coordinators_;  // null with probe.coordinators: off
   std::unique_ptr<probe::ProbeRunner> probe_;
   // The drill engine and its seams, only with an inventory.
   std::unique_ptr<drill::PollerView> view_;

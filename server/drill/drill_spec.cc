@@ -134,10 +134,10 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
 
   if (!body.contains("target") || !body["target"].is_object() || body["target"].size() != 1) {
     return invalid("target", "required: an object with exactly one of broker, leader_of, "
-                             "controller, random");
+                             "controller, random, coordinator_of");
   }
   const auto& t = body["target"];
-  if (auto e = unknownFields(t, "target", {"broker", "leader_of", "controller", "random"})) return *e;
+  if (auto e = unknownFields(t, "target", {"broker", "leader_of", "controller", "random", "coordinator_of"})) return *e;
   if (t.contains("broker")) {
     spec.target.kind = TargetKind::kBroker;
     if (auto e = readInt(t, "broker", "target", 0, 2'147'483'647, spec.target.broker)) return *e;
@@ -157,6 +157,29 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
     }
     if (!l.contains("partition")) return invalid("target.leader_of.partition", "required");
     if (auto e = readInt(l, "partition", "target.leader_of", 0, 1'000'000, spec.target.partition)) return *e;
+  } else if (t.contains("coordinator_of")) {
+    spec.target.kind = TargetKind::kCoordinatorOf;
+    const auto& c = t["coordinator_of"];
+    const char* forms = "must be \"group\", \"transaction\" (kfaild's own), {\"group\": G} or {\"transactional_id\": T}";
+    if (c.is_string()) {
+      const auto text = c.get<std::string>();
+      if (text != "group" && text != "transaction") return invalid("target.coordinator_of", forms);
+      spec.target.transactional = text == "transaction";
+    } else if (c.is_object() && c.size() == 1 && (c.contains("group") || c.contains("transactional_id"))) {
+      spec.target.transactional = c.contains("transactional_id");
+      const char* field = spec.target.transactional ? "transactional_id" : "group";
+      const auto& key = c[field];
+      const auto name = std::string("target.coordinator_of.") + field;
+      if (!key.is_string()) return invalid(name, "must be a string");
+      spec.target.coordinator_key = key.get<std::string>();
+      const auto& k = spec.target.coordinator_key;
+      if (k.empty() || k.size() > 249 ||
+          std::any_of(k.begin(), k.end(), [](unsigned char ch) { return ch <= ' ' || ch > '~'; })) {
+        return invalid(name, "must be 1 to 249 printable characters without spaces");
+      }
+    } else {
+      return invalid("target.coordinator_of", forms);
+    }
   } else {
     const char* name = t.contains("controller") ? "controller" : "random";
     if (!t[name].is_boolean() || !t[name].get<bool>()) {
@@ -248,6 +271,9 @@ nlohmann::json toJson(const Target& target) {
       return {{"leader_of", {{"topic", target.topic}, {"partition", target.partition}}}};
     case TargetKind::kController: return {{"controller", true}};
     case TargetKind::kRandom: return {{"random", true}};
+    case TargetKind::kCoordinatorOf:
+      if (target.coordinator_key.empty()) return {{"coordinator_of", target.transactional ? "transaction" : "group"}};
+      return {{"coordinator_of", {{target.transactional ? "transactional_id" : "group", target.coordinator_key}}}};
   }
   return nlohmann::json::object();
 }

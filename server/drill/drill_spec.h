@@ -7,6 +7,9 @@
 //   {"fault":"stop", "target":{"leader_of":{"topic":"orders","partition":0}}}
 //   {"fault":"pause","target":{"random":true}, "options":{"pause_s":12}}
 //   {"fault":"kill", "target":{"controller":true}}
+//   {"fault":"kill", "target":{"coordinator_of":{"group":"billing"}}}
+//   {"fault":"kill", "target":{"coordinator_of":"group"}}          (kfaild's own group)
+//   {"fault":"kill", "target":{"coordinator_of":"transaction"}}    (kfaild's own transactional id)
 //   {"fault":"kill", "target":{"broker":1}, "expect":{"max_ack_stall_s":1}}
 //   {"fault":"isolate", "target":{"broker":2}, "options":{"from":"brokers","duration_s":30}}
 //   {"fault":"throttle", "target":{"broker":2}, "options":{"rate":"1mbit","duration_s":30}}
@@ -35,13 +38,17 @@ std::optional<FaultType> faultFromString(const std::string& text);
 // isolate, throttle, disk_full, disk_slow (server/fault/gray_fault.h).
 bool isGrayFault(FaultType fault);
 
-enum class TargetKind { kBroker, kLeaderOf, kController, kRandom };
+enum class TargetKind { kBroker, kLeaderOf, kController, kRandom, kCoordinatorOf };
 
 struct Target {
   TargetKind kind = TargetKind::kBroker;
   std::int32_t broker = -1;  // kBroker
   std::string topic;         // kLeaderOf
   std::int32_t partition = 0;
+  // kCoordinatorOf: the coordinator of a consumer group, or of a transactional id; an empty key
+  // is kfaild's own (probe.coordinators.group / transactional_id).
+  bool transactional = false;
+  std::string coordinator_key;
 };
 
 struct DrillOptions {

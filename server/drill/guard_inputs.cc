@@ -60,6 +60,21 @@ Result<ResolvedTarget> resolveTargetOn(const EngineDeps& deps, const Target& tar
       return ResolvedTarget{leader, "the KRaft quorum's leader (DescribeQuorum, epoch " +
                                         std::to_string(observed.quorum->leader_epoch) + ")"};
     }
+    case TargetKind::kCoordinatorOf: {
+      const auto& own = cluster.probe.coordinators;
+      auto key = target.coordinator_key.empty() ? (target.transactional ? own.transactional_id : own.group)
+                                                : target.coordinator_key;
+      if (key.empty()) key = "kfaild-probe-" + cluster.name;  // the configuration's default
+      const auto what = std::string(target.transactional ? "transactional id " : "group ") + key;
+      auto found = deps.admin.findCoordinator(
+          target.transactional ? kafka::CoordinatorType::kTransaction : kafka::CoordinatorType::kGroup, key);
+      if (!found) return refused("the coordinator of " + what + " cannot be told: " + found.error().message);
+      if (!deps.injectors.count(found->node)) {
+        return refused("the coordinator of " + what + ", broker " + std::to_string(found->node) +
+                       ", is not in the inventory");
+      }
+      return ResolvedTarget{found->node, "the coordinator of " + what + " (FindCoordinator)"};
+    }
     case TargetKind::kRandom: {
       std::vector<std::int32_t> brokers;
       for (const auto& node : cluster.inventory) {

@@ -58,6 +58,12 @@ Result<kafka::QuorumInfo> KafkaClusterAdmin::describeQuorum() {
   return quorum_->describe();
 }
 
+Result<kafka::Coordinator> KafkaClusterAdmin::findCoordinator(kafka::CoordinatorType type, const std::string& key) {
+  std::lock_guard lock(quorum_mutex_);
+  if (!quorum_) return Error{make_error_code(kafka::errc::admin_failed), quorum_problem_};
+  return quorum_->findCoordinator(type, key);
+}
+
 Result<std::map<std::string, kafka::NodeConfigValue>> KafkaClusterAdmin::brokerConfig(
     std::int32_t broker, const std::vector<std::string>& keys) {
   auto h = handle();

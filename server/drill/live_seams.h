@@ -55,6 +55,7 @@ class KafkaClusterAdmin final : public ClusterAdmin {
                                                          const std::string& key) override;
   Status electPreferredLeaders(const std::vector<kafka::TopicPartition>& partitions) override;
   Result<kafka::QuorumInfo> describeQuorum() override;
+  Result<kafka::Coordinator> findCoordinator(kafka::CoordinatorType type, const std::string& key) override;
   Result<std::map<std::string, kafka::NodeConfigValue>> brokerConfig(std::int32_t broker,
                                                                      const std::vector<std::string>& keys) override;
   Result<std::map<std::string, kafka::NodeConfigValue>> controllerConfig(const std::vector<std::string>& keys) override;

@@ -71,17 +71,31 @@ void RunExecution::setState(DrillState state, const std::string& reason) { parts
 bool RunExecution::prepareTarget(bool after_election) {
   // A random target is drawn once per run; a named node is what it is. Whom leader_of and
   // controller name depends on the cluster's state, read again each time.
-  const bool follows_cluster =
-      spec_.target.kind == TargetKind::kLeaderOf || spec_.target.kind == TargetKind::kController;
+  const bool follows_cluster = spec_.target.kind == TargetKind::kLeaderOf ||
+                               spec_.target.kind == TargetKind::kController ||
+                               spec_.target.kind == TargetKind::kCoordinatorOf;
+  // The quorum as it is now, not as the poller last described it (up to 2 s ago): whom a
+  // controller target names, and, for a fault on a controller, whether the other voters are
+  // caught up (a voter just brought back by the previous run's recovery was caught up by then,
+  // but the poller's older description did not show it yet: a run refused on the lab).
+  std::optional<kafka::QuorumInfo> fresh_quorum;
+  std::string fresh_quorum_error;
+  const auto describeQuorumNow = [&] {
+    if (auto quorum = deps_.admin.describeQuorum(); quorum) {
+      fresh_quorum = std::move(*quorum);
+    } else {
+      fresh_quorum_error = quorum.error().describe();
+    }
+  };
   if (!after_election || follows_cluster) {
     auto observed = deps_.view.latest();
     if (spec_.target.kind == TargetKind::kController) {
-      // The active controller as the quorum says now, not as the poller last described it.
-      if (auto quorum = deps_.admin.describeQuorum(); quorum) {
-        observed.quorum = std::move(*quorum);
+      describeQuorumNow();
+      if (fresh_quorum) {
+        observed.quorum = *fresh_quorum;
       } else {
         observed.quorum.reset();
-        observed.quorum_error = quorum.error().describe();
+        observed.quorum_error = fresh_quorum_error;
       }
     }
     auto resolved = resolveTargetOn(deps_, spec_.target, observed);
@@ -98,7 +112,17 @@ bool RunExecution::prepareTarget(bool after_election) {
     target_ = resolved->node;
     outcome_.target = target_;
   }
-  const auto facts = parts_.guards.read();
+  auto facts = parts_.guards.read();
+  const auto target_node = std::find_if(deps_.cluster.inventory.begin(), deps_.cluster.inventory.end(),
+                                        [this](const config::NodeConfig& n) { return n.id == target_; });
+  if (!fresh_quorum && fresh_quorum_error.empty() && target_node != deps_.cluster.inventory.end() &&
+      target_node->role == "controller") {
+    describeQuorumNow();
+  }
+  if (fresh_quorum) {
+    facts.quorum = *fresh_quorum;
+    facts.quorum_problem.reset();
+  }
   if (auto reason = checkWithFacts(parts_.guards.base(target_, spec_), facts, parts_.recovery.openProblem(drill_.id))) {
     return end(DrillState::kFailed, std::string(after_election ? "refused after the preflight election: " : "refused: ") +
                                          *reason);
@@ -190,7 +214,8 @@ bool RunExecution::atFault() {
   const auto& snapshot = *observed->snapshot;
   // The node the target names now must be the one the run was prepared on (its guards, its
   // injector's check, the baseline): a target that moved is refused, never silently changed.
-  if (spec_.target.kind == TargetKind::kLeaderOf || spec_.target.kind == TargetKind::kController) {
+  if (spec_.target.kind == TargetKind::kLeaderOf || spec_.target.kind == TargetKind::kController ||
+      spec_.target.kind == TargetKind::kCoordinatorOf) {
     auto now = resolveTargetOn(deps_, spec_.target, *observed);
     if (!now) return end(DrillState::kFailed, "refused at the fault: " + now.error().message + "; the node was not touched");
     outcome_.target_resolution->at_fault = now->node;
@@ -254,6 +279,11 @@ bool RunExecution::atFault() {
   const auto node = std::find_if(deps_.cluster.inventory.begin(), deps_.cluster.inventory.end(),
                                  [this](const config::NodeConfig& n) { return n.id == target_; });
   await_control_ = status.control.has_value() && node != deps_.cluster.inventory.end() && node->role == "controller";
+  if (status.coordinators) {
+    const auto& c = *status.coordinators;
+    await_commits_ = c.commits && c.group_coordinator && c.group_coordinator->node == target_;
+    await_transactions_ = c.transactions && c.transaction_coordinator && c.transaction_coordinator->node == target_;
+  }
   const bool node_stays_down = nodeGoesDown(spec_.fault);
   for (const auto& p : at_fault_) {
     const auto role = analysis::roleOf(target_, p);
@@ -480,10 +510,47 @@ void RunExecution::analyse() {
                         .events = {baseline_start_us_ - kSecond, window_end_us_ + 5 * kSecond}};
   for (const auto& p : at_fault_) window.partitions.emplace_back(p.topic, p.partition);
   if (live.control) window.partitions.emplace_back(std::string(probe::kControlStream), 0);
+  if (live.coordinators) {
+    window.partitions.emplace_back(std::string(probe::kCommitStream), 0);
+    if (live.coordinators->transactions) window.partitions.emplace_back(std::string(probe::kTransactionStream), 0);
+  }
   auto stored = loadAnalysisInputs(deps_.store, window);
   if (!stored) {
     end(DrillState::kFailed, "analysis not run: " + stored.error().describe());
     return;
+  }
+  // kfaild's own streams leave the samples here: the data analysis is the probe partitions'.
+  std::map<std::string, std::vector<storage::ProbeSample>> own;
+  {
+    auto& samples = stored->samples;
+    const auto split = std::stable_partition(samples.begin(), samples.end(), [](const storage::ProbeSample& s) {
+      return !probe::isOwnStream(s.topic);
+    });
+    for (auto it = split; it != samples.end(); ++it) own[it->topic].push_back(std::move(*it));
+    samples.erase(split, samples.end());
+  }
+  const auto streamInput = [&](std::int64_t interval_us, std::int64_t threshold_us, std::string_view stream) {
+    analysis::StreamInput in;
+    in.interval_us = interval_us;
+    in.gap_threshold_us = threshold_us;
+    in.fault_us = fault_us_;
+    in.fault_time_uncertainty_us = input.fault_time_uncertainty_us;
+    in.window_start_us = baseline_start_us_;
+    in.window_end_us = window_end_us_;
+    in.samples = &own[std::string(stream)];
+    in.clock_steps = input.clock_steps;
+    return in;
+  };
+  if (live.coordinators) {
+    const auto& c = deps_.cluster.probe.coordinators;
+    analysis::CoordinatorsInput coordinators;
+    coordinators.commits = streamInput(c.commit_interval_us, c.gap_threshold_us, probe::kCommitStream);
+    if (live.coordinators->transactions) {
+      coordinators.transactions = streamInput(c.txn_interval_us, c.txn_gap_threshold_us, probe::kTransactionStream);
+    }
+    coordinators.watched = live.coordinators->group_coordinator.has_value();
+    coordinators.unwatched_reason = live.coordinators->watch_error;
+    outcome_.coordinators = analysis::analyseCoordinators(coordinators, stored->events);
   }
   if (live.control) {
     const auto& c = deps_.cluster.probe.control;
@@ -497,12 +564,7 @@ void RunExecution::analyse() {
     control.quorum_watched = live.control->quorum.has_value();
     control.quorum_unwatched_reason = live.control->quorum_error;
     control.clock_steps = input.clock_steps;
-    auto& samples = stored->samples;
-    const auto split = std::stable_partition(samples.begin(), samples.end(), [](const storage::ProbeSample& s) {
-      return s.topic != probe::kControlStream;
-    });
-    control.samples.assign(std::make_move_iterator(split), std::make_move_iterator(samples.end()));
-    samples.erase(split, samples.end());
+    control.samples = std::move(own[std::string(probe::kControlStream)]);
     outcome_.control_plane = analysis::analyseControlPlane(control, stored->events);
   }
   input.samples = std::move(stored->samples);
@@ -539,9 +601,17 @@ bool RunExecution::probesResumed(std::int64_t since_us, const std::set<std::stri
 }
 
 bool RunExecution::controlResumed(std::int64_t since_us) const {
-  if (!await_control_) return true;
-  const auto control = deps_.probe.status().control;
-  return !control || (control->last_ok && control->last_ok->wall > since_us);
+  if (!await_control_ && !await_commits_ && !await_transactions_) return true;
+  const auto status = deps_.probe.status();
+  const auto answered = [since_us](const std::optional<probe::OperationStatus>& s) {
+    return !s || (s->last_ok && s->last_ok->wall > since_us);
+  };
+  if (await_control_ && !answered(status.control)) return false;
+  if (status.coordinators) {
+    if (await_commits_ && !answered(status.coordinators->commits)) return false;
+    if (await_transactions_ && !answered(status.coordinators->transactions)) return false;
+  }
+  return true;
 }
 
 bool RunExecution::probeSettled(std::int64_t since_us, const std::set<std::string>& only) const {

@@ -66,7 +66,8 @@ class RunExecution {
   bool probesResumed(std::int64_t since_us, const std::set<std::string>& only) const;
   // probesResumed, and no partition of `only` holds sends back or has a message outstanding for long.
   bool probeSettled(std::int64_t since_us, const std::set<std::string>& only) const;
-  // The control plane answered after `since_us` (true unless the run awaits it: await_control_).
+  // The control plane (and the coordinators' commits, transactions) the run awaits answered after
+  // `since_us` (true for what it does not await).
   bool controlResumed(std::int64_t since_us) const;
   // The poller's latest observation once its snapshot is at most max_age_us old; nullopt when
   // none comes (within twice that, at least 2 s) or the run is interrupted.
@@ -93,6 +94,10 @@ class RunExecution {
   // The target is a KRaft controller and the control probe runs: the observation also waits for
   // the control plane's first answer after the fault.
   bool await_control_ = false;
+  // The target coordinates kfaild's own group (transactional id) at the fault: the observation
+  // also waits for the first commit (transaction) after it.
+  bool await_commits_ = false;
+  bool await_transactions_ = false;
   std::optional<storage::RecoveryEntry> journal_;
   bool injected_ = false;
   std::string failure_;  // why the run cannot be done once the fault is in (an abort, a stop, a failed resume)

@@ -69,6 +69,7 @@ nlohmann::json toJson(const RunOutcome& o) {
   if (o.settle_us) out["settle_us"] = *o.settle_us;
   if (o.analysis) out["analysis"] = analysis::toJson(*o.analysis);
   if (o.control_plane) out["control_plane"] = analysis::toJson(*o.control_plane);
+  if (o.coordinators) out["coordinators"] = analysis::toJson(*o.coordinators);
   return out;
 }
 

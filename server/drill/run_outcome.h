@@ -98,6 +98,9 @@ struct RunOutcome {
   // What the run did to the control plane (the control probe's operations and the quorum's
   // elections); unset with probe.control: off.
   std::optional<analysis::ControlPlaneResult> control_plane;
+  // What the run did to the coordinators (the commits, the transactions, their coordinators'
+  // moves); unset with probe.coordinators: off.
+  std::optional<analysis::CoordinatorsResult> coordinators;
 };
 
 nlohmann::json toJson(const RunOutcome& outcome);

@@ -60,6 +60,9 @@ class ClusterAdmin {
   // The KRaft quorum (DescribeQuorum through a broker, answered by the active controller); blocks
   // up to its timeout per bootstrap broker tried. Used by a controller's recovery.
   virtual Result<kafka::QuorumInfo> describeQuorum() = 0;
+  // The broker that coordinates a consumer group (or a transactional id): FindCoordinator through
+  // the bootstrap brokers, up to a second per broker tried.
+  virtual Result<kafka::Coordinator> findCoordinator(kafka::CoordinatorType type, const std::string& key) = 0;
   // `keys` of one broker's own configuration, as that broker reports it.
   virtual Result<std::map<std::string, kafka::NodeConfigValue>> brokerConfig(std::int32_t broker,
                                                                              const std::vector<std::string>& keys) = 0;

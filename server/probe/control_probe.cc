@@ -38,18 +38,19 @@ int voterTimeoutMs(const config::ControlProbeConfig& c) {
 
 }  // namespace
 
-ControlLedger::ControlLedger(storage::ClusterId cluster, std::int64_t interval_us, std::int64_t gap_threshold_us)
-    : cluster_(cluster), gap_threshold_us_(gap_threshold_us) {
+OperationLedger::OperationLedger(storage::ClusterId cluster, std::string_view stream, std::int64_t interval_us,
+                                 std::int64_t gap_threshold_us)
+    : cluster_(cluster), stream_(stream), gap_threshold_us_(gap_threshold_us) {
   status_.interval_us = interval_us;
 }
 
-void ControlLedger::record(common::Instant sent, common::Instant done, std::int32_t error, const std::string& why,
+void OperationLedger::record(common::Instant sent, common::Instant done, std::int32_t error, const std::string& why,
                            ControlOutput& out) {
   const auto seq = next_seq_++;
   ++status_.ops;
   storage::ProbeSample sample;
   sample.cluster = cluster_;
-  sample.topic = std::string(kControlStream);
+  sample.topic = stream_;
   sample.partition = 0;
   sample.seq = seq;
   sample.send_us = sent.wall;
@@ -73,7 +74,7 @@ void ControlLedger::record(common::Instant sent, common::Instant done, std::int3
       ++status_.gaps;
       storage::Gap gap;
       gap.cluster = cluster_;
-      gap.topic = std::string(kControlStream);
+      gap.topic = stream_;
       gap.partition = 0;
       gap.kind = storage::GapKind::kAck;
       gap.start_us = status_.last_ok->wall;
@@ -86,6 +87,26 @@ void ControlLedger::record(common::Instant sent, common::Instant done, std::int3
   }
   status_.last_ok = done;
   last_ok_seq_ = seq;
+}
+
+void publishOutput(storage::Store& store, const std::string& cluster, ControlOutput& out) {
+  for (auto& s : out.samples) store.addSample(std::move(s));
+  for (auto& g : out.gaps) {
+    spdlog::info("cluster {}: {} answered again after {:.3f} s", cluster, g.topic, static_cast<double>(g.duration_us) / 1e6);
+    store.addGap(std::move(g));
+  }
+  for (auto& e : out.events) {
+    spdlog::info("cluster {}: {} {}", cluster, e.kind, e.detail);
+    store.addEvent(std::move(e));
+  }
+}
+
+void recordOperation(OperationLedger& ledger, const std::string& cluster, const char* what, common::Instant sent,
+                     common::Instant done, const std::string& problem, ControlOutput& out) {
+  const auto last_error = ledger.status().last_error;
+  const bool was_failing = ledger.status().failing_since.has_value();
+  ledger.record(sent, done, problem.empty() ? 0 : kControlNoAnswer, problem, out);
+  if (!problem.empty() && (!was_failing || problem != last_error)) spdlog::warn("cluster {}: {}: {}", cluster, what, problem);
 }
 
 void QuorumWatch::answered(common::WallMicros at, std::int32_t leader, std::int32_t epoch,
@@ -134,7 +155,7 @@ ControlProbe::ControlProbe(const config::ClusterConfig& cluster, storage::Cluste
       cluster_id_(cluster_id),
       store_(store),
       clock_(clock),
-      ledger_(cluster_id, cluster.probe.control.interval_us, cluster.probe.control.gap_threshold_us),
+      ledger_(cluster_id, kControlStream, cluster.probe.control.interval_us, cluster.probe.control.gap_threshold_us),
       watch_(cluster_id),
       operations_(clock),
       watcher_(clock) {
@@ -183,25 +204,15 @@ void ControlProbe::stop() {
 
 ControlStatus ControlProbe::status() const {
   std::lock_guard lock(mutex_);
-  auto status = ledger_.status();
+  ControlStatus status;
+  static_cast<OperationStatus&>(status) = ledger_.status();
   status.quorum = watch_.leader();
   status.quorum_error = watch_.error();
   status.leader_changes = watch_.changes();
   return status;
 }
 
-void ControlProbe::publish(ControlOutput& out) {
-  for (auto& s : out.samples) store_.addSample(std::move(s));
-  for (auto& g : out.gaps) {
-    spdlog::info("cluster {}: control plane answered again after {:.3f} s", cluster_.name,
-                 static_cast<double>(g.duration_us) / 1e6);
-    store_.addGap(std::move(g));
-  }
-  for (auto& e : out.events) {
-    spdlog::info("cluster {}: {} {}", cluster_.name, e.kind, e.detail);
-    store_.addEvent(std::move(e));
-  }
-}
+void ControlProbe::publish(ControlOutput& out) { publishOutput(store_, cluster_.name, out); }
 
 void ControlProbe::operationLoop() {
   const auto& c = cluster_.probe.control;
@@ -222,12 +233,8 @@ void ControlProbe::operationLoop() {
     ControlOutput out;
     {
       std::lock_guard lock(mutex_);
-      const bool was_failing = ledger_.status().failing_since.has_value();
-      ledger_.record(sent, done, verdict ? 0 : kControlNoAnswer, verdict ? std::string() : verdict.error().message,
-                     out);
-      if (!verdict && !was_failing) {
-        spdlog::warn("cluster {}: control plane: {}", cluster_.name, verdict.error().message);
-      }
+      recordOperation(ledger_, cluster_.name, "control plane", sent, done,
+                      verdict ? std::string() : verdict.error().message, out);
     }
     publish(out);
     const auto wait = c.interval_us - (clock_.monoNow() - sent.mono);

@@ -52,23 +52,34 @@ struct ControlOutput {
   std::vector<storage::Event> events;
 };
 
-// The accounting of the control operations: one sample per operation, a gap when two successes
-// are further apart than the threshold (measured on the monotonic clock, stored on the wall).
-class ControlLedger {
+// The accounting of one operation stream (kfaild:control, kfaild:commit, kfaild:txn): one sample
+// per operation, a gap when two successes are further apart than the threshold (measured on the
+// monotonic clock, stored on the wall).
+class OperationLedger {
  public:
-  ControlLedger(storage::ClusterId cluster, std::int64_t interval_us, std::int64_t gap_threshold_us);
+  OperationLedger(storage::ClusterId cluster, std::string_view stream, std::int64_t interval_us,
+                  std::int64_t gap_threshold_us);
   // One operation, started at `sent`, answered (error 0) or given up on (error, `why`) at `done`.
   void record(common::Instant sent, common::Instant done, std::int32_t error, const std::string& why,
               ControlOutput& out);
-  const ControlStatus& status() const { return status_; }
+  const OperationStatus& status() const { return status_; }
 
  private:
   storage::ClusterId cluster_;
+  std::string stream_;
   std::int64_t gap_threshold_us_;
   std::int64_t next_seq_ = 0;
   std::int64_t last_ok_seq_ = -1;
-  ControlStatus status_;
+  OperationStatus status_;
 };
+
+// Hands a loop's samples, gaps and events to the store, logging each gap and event.
+void publishOutput(storage::Store& store, const std::string& cluster, ControlOutput& out);
+
+// Records one operation of `ledger` (a failure when `problem` is set) and logs a failure when the
+// stream starts failing or its reason changes. The caller holds the ledger's lock.
+void recordOperation(OperationLedger& ledger, const std::string& cluster, const char* what, common::Instant sent,
+                     common::Instant done, const std::string& problem, ControlOutput& out);
 
 // The quorum's leader as its answers show it. Events (source "control"):
 //   quorum_leader_elected — the first answer of a leader (or epoch) other than the last one seen:
@@ -130,7 +141,7 @@ class ControlProbe {
   std::uint64_t silent_watches_ = 0;  // watch thread only: watches without an answer in a row
 
   mutable std::mutex mutex_;
-  ControlLedger ledger_;  // guarded by mutex_
+  OperationLedger ledger_;  // guarded by mutex_
   QuorumWatch watch_;     // guarded by mutex_
   common::Worker operations_;
   common::Worker watcher_;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/probe/control_probe.h"
+#include "server/probe/coordinator_probe.h"
 
 namespace kfaild::probe {
 namespace {
@@ -113,6 +114,16 @@ Status ProbeRunner::start() {
                                                          {"allow.auto.create.topics", "false"}};
   if (!options.properties.contains("reconnect.backoff.max.ms")) {
     consumer_settings["reconnect.backoff.max.ms"] = "1000";
+  }
+  // The transaction probe (coordinator_probe.h) writes its transactions to the first probe
+  // topic's partition 0. librdkafka reads read_committed by default, which stops at the first
+  // open transaction: a transaction held open by a coordinator's death would then stall the
+  // probe's receipts on that partition for as long, a stall that is the probe's, not the
+  // cluster's. The probe's own messages are not transactional, so read_uncommitted reads them
+  // exactly as read_committed would.
+  if (cluster_.probe.coordinators.enabled && cluster_.probe.coordinators.transactions &&
+      !options.properties.contains("isolation.level")) {
+    consumer_settings["isolation.level"] = "read_uncommitted";
   }
   // Memory: librdkafka's defaults let a consumer hold a 50 MiB fetch response per broker plus a
   // 64 MiB pre-fetched queue, which the probe never needs (its receiver drains the queue as it
@@ -777,6 +788,7 @@ ProbeStatus ProbeRunner::status() const {
   s.producer_recreations = producer_recreations_;
   s.client_settings = client_settings_;
   if (control_ != nullptr) s.control = control_->status();
+  if (coordinators_ != nullptr) s.coordinators = coordinators_->status();
   if (ready_) {
     std::shared_lock slots_lock(slots_mutex_);
     for (const auto& slot : slots_) {

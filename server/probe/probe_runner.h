@@ -40,6 +40,7 @@
 namespace kfaild::probe {
 
 class ControlProbe;
+class CoordinatorProbe;
 
 class ProbeRunner {
  public:
@@ -69,6 +70,8 @@ class ProbeRunner {
   // The cluster's control-plane probe, whose status status() includes. Before start(); it must
   // outlive the runner.
   void attachControl(const ControlProbe* control) { control_ = control; }
+  // The same for the coordinator probes.
+  void attachCoordinators(const CoordinatorProbe* coordinators) { coordinators_ = coordinators; }
 
   ProbeStatus status() const;
   // Messages sent in [from, to] (wall) whose fate is still open (see PartitionLedger::pending).
@@ -103,6 +106,7 @@ class ProbeRunner {
 
   config::ClusterConfig cluster_;
   const ControlProbe* control_ = nullptr;
+  const CoordinatorProbe* coordinators_ = nullptr;
   storage::ClusterId cluster_id_;
   storage::Store& store_;
   const common::Clock& clock_;

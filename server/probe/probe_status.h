@@ -84,6 +84,13 @@ struct PartitionStatus {
 // The store's name of the control-plane probe's stream (the topic of its samples and gaps; no
 // Kafka topic name contains ':').
 inline constexpr std::string_view kControlStream = "kfaild:control";
+// The coordinator probes' streams: offset commits and transactions.
+inline constexpr std::string_view kCommitStream = "kfaild:commit";
+inline constexpr std::string_view kTransactionStream = "kfaild:txn";
+// Whether `name` is one of kfaild's own streams (not a Kafka topic).
+inline bool isOwnStream(std::string_view name) {
+  return name == kControlStream || name == kCommitStream || name == kTransactionStream;
+}
 // The ack_error of a control operation that got no answer (RD_KAFKA_RESP_ERR__TIMED_OUT).
 inline constexpr std::int32_t kControlNoAnswer = -185;
 
@@ -96,22 +103,47 @@ struct QuorumLeaderSeen {
   std::string answered_by;          // host:port of the voter that answered
 };
 
-// The control-plane probe (server/probe/control_probe.h): one metadata operation only the active
-// controller completes, every interval, and a watch of the quorum's leader.
-struct ControlStatus {
+// A stream of operations that only one part of the cluster completes (the active controller, a
+// group or transaction coordinator), one at a time, every interval: what its ledger counts.
+struct OperationStatus {
   std::int64_t interval_us = 0;
   std::uint64_t ops = 0;
   std::uint64_t failures = 0;
-  std::uint64_t gaps = 0;  // gaps over the control gap threshold
+  std::uint64_t gaps = 0;  // gaps over the stream's gap threshold
   std::optional<common::Instant> last_ok;
   std::optional<common::Instant> failing_since;  // the first failure after the last success
   std::int64_t last_latency_us = 0;
   std::int64_t longest_gap_us = 0;
   LatencyHistogram latency;  // of the operations that succeeded
   std::string last_error;
+};
+
+// The control-plane probe (server/probe/control_probe.h): one metadata operation only the active
+// controller completes, every interval, and a watch of the quorum's leader.
+struct ControlStatus : OperationStatus {
   std::optional<QuorumLeaderSeen> quorum;
   std::string quorum_error;  // why the last watch found no leader ("" when it found one)
   std::uint64_t leader_changes = 0;
+};
+
+// A coordinator as the coordinator probe's FindCoordinator watch last saw it.
+struct CoordinatorSeen {
+  std::int32_t node = -1;
+  common::WallMicros since_us = 0;    // its first answer naming this node
+  common::WallMicros last_us = 0;     // the latest answer naming it
+};
+
+// The coordinator probes (server/probe/coordinator_probe.h): offset commits to a kfaild-owned
+// group and, when configured, transactions of a kfaild-owned transactional id.
+struct CoordinatorStatus {
+  std::string group;
+  std::optional<OperationStatus> commits;
+  std::optional<CoordinatorSeen> group_coordinator;
+  std::string transactional_id;  // empty: no transaction probe
+  std::optional<OperationStatus> transactions;
+  std::optional<CoordinatorSeen> transaction_coordinator;
+  std::string watch_error;  // why the last FindCoordinator failed ("" when it answered)
+  std::uint64_t moves = 0;  // coordinator moves seen
 };
 
 enum class ProbePhase { kStarting, kSettingUp, kProbing, kStopped };
@@ -130,6 +162,7 @@ struct ProbeStatus {
   std::map<std::string, std::string> client_settings;  // the producer's, as librdkafka has them
   std::vector<PartitionStatus> partitions;
   std::optional<ControlStatus> control;  // nullopt: the control probe is off
+  std::optional<CoordinatorStatus> coordinators;  // nullopt: the coordinator probes are off
 };
 
 }  // namespace kfaild::probe

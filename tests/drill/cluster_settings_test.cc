@@ -31,6 +31,7 @@ class ConfigOnlyAdmin final : public drill::ClusterAdmin {
   }
   Status electPreferredLeaders(const std::vector<kafka::TopicPartition>&) override { return unused(); }
   Result<kafka::QuorumInfo> describeQuorum() override { return unused(); }
+  Result<kafka::Coordinator> findCoordinator(kafka::CoordinatorType, const std::string&) override { return unused(); }
   Result<Configs> brokerConfig(std::int32_t broker, const std::vector<std::string>&) override {
     asked.push_back(broker);
     auto found = brokers.find(broker);

@@ -180,6 +180,8 @@ class FakeCluster {
 
   // Knobs a test turns.
   bool controller_answers = true;
+  // FindCoordinator's answer for every group and transactional id (a broker; -1: an error).
+  std::atomic<int> coordinator{2};
   // The control-plane probe runs (ProbeStatus::control); it gets no answer for this long after
   // the quorum's leader goes down.
   bool control_probe = false;
@@ -353,6 +355,14 @@ class FakeAdmin final : public drill::ClusterAdmin {
     return okStatus();
   }
   Result<kafka::QuorumInfo> describeQuorum() override { return cluster_.describeQuorum(); }
+  Result<kafka::Coordinator> findCoordinator(kafka::CoordinatorType, const std::string& key) override {
+    ++find_coordinator_calls;
+    if (cluster_.coordinator < 0) {
+      return Error{make_error_code(std::errc::timed_out), "find coordinator of " + key + ": COORDINATOR_NOT_AVAILABLE"};
+    }
+    return kafka::Coordinator{cluster_.coordinator, "127.0.0.1", 19090 + cluster_.coordinator};
+  }
+  std::atomic<int> find_coordinator_calls{0};
   // Every broker answers broker_configs (default: empty, so Kafka's defaults stand); the
   // controller answers controller_configs, or fails when controller_config_error is set.
   Result<std::map<std::string, kafka::NodeConfigValue>> brokerConfig(std::int32_t broker,

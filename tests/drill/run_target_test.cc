@@ -159,3 +159,44 @@ TEST_CASE("a drill on a broker does not wait for the control plane", "[unit][dri
   const auto run = onlyRun(d);
   CHECK(run["observe_end_us"].get<std::int64_t>() - run["fault_us"].get<std::int64_t>() < 15 * FakeCluster::kSecond);
 }
+
+TEST_CASE("a coordinator_of target is the broker FindCoordinator names, resolved again at the fault", "[unit][drill]") {
+  EngineHarness h;
+  h.cluster.coordinator = 3;
+  h.runner->start();
+  auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"coordinator_of":{"group":"billing"}}})"));
+  INFO((id ? std::string() : id.error().message));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason);
+  REQUIRE(d.state == "done");
+  const auto run = onlyRun(d);
+  CHECK(run["target"] == 3);
+  CHECK(run["target_resolution"]["how"] == "the coordinator of group billing (FindCoordinator)");
+  CHECK(run["target_resolution"]["at_fault"] == 3);
+  CHECK(h.injectors[3]->count("kill") == 1);
+  CHECK(h.admin.find_coordinator_calls >= 3);  // submission, preflight, fault
+}
+
+TEST_CASE("a coordinator_of target whose coordinator moves before the fault is refused, and one FindCoordinator "
+          "cannot tell is refused at submission",
+          "[unit][drill]") {
+  EngineHarness h;
+  h.cluster.coordinator = 3;
+  h.drills->on_state = [&](const storage::DrillRecord& d) {
+    if (d.state == "baseline") h.cluster.coordinator = 1;
+  };
+  h.runner->start();
+  auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"coordinator_of":"transaction"}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  CHECK(d.state == "failed");
+  CHECK_THAT(d.reason, Catch::StartsWith("refused at the fault: the target moved from node 3 to node 1"));
+  for (std::int32_t node : {1, 2, 3}) CHECK(h.injectors[node]->count("kill") == 0);
+
+  h.cluster.coordinator = -1;
+  auto refused = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"coordinator_of":"group"}})"));
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.error().message, Catch::StartsWith("the coordinator of group kfaild-probe-"));
+  CHECK_THAT(refused.error().message, Catch::Contains("COORDINATOR_NOT_AVAILABLE"));
+}

@@ -48,8 +48,8 @@ struct QuorumKfaild {
   Lab lab;
   Kfaild kfaild;
 
-  explicit QuorumKfaild(const std::string& name)
-      : lab(Lab::options("", false)), kfaild(withInventory(lab), name) {
+  explicit QuorumKfaild(const std::string& name, const std::string& probe_yaml = "")
+      : lab(options(probe_yaml)), kfaild(withInventory(lab), name) {
     kfaild.waitSteady(lab.topic);
     // The control probe's watch has seen the quorum's leader.
     for (int i = 0; i < 60; ++i) {
@@ -61,6 +61,12 @@ struct QuorumKfaild {
   }
 
  private:
+  // `probe_yaml`: more keys of the probe (indented by 6), after its topics.
+  static LabOptions options(const std::string& probe_yaml) {
+    auto o = Lab::options("", false);
+    o.cluster_yaml = probe_yaml;
+    return o;
+  }
   static const Lab& withInventory(const Lab& lab) {
     addQuorumInventory(lab);
     return lab;
@@ -136,5 +142,56 @@ TEST_CASE("on a three-controller lab a standby voter killed leaves the control p
   CHECK(control["quorum"]["epoch_increments"] == 0);
   checkDataPlaneQuiet(run, 1.0);
   CHECK(labQuorum()["leader"] == leader);
+  REQUIRE(testing::lab("wait") == 0);
+}
+
+TEST_CASE("the broker that coordinates kfaild's group, then its transactional id, killed stalls the commits and the "
+          "transactions until FindCoordinator names another broker, and the run reports the move",
+          "[e2e][quorum]") {
+  QuorumKfaild q("kfaild", "      coordinators: {transactions: {interval_ms: 500}}\n");
+  // The transaction probe has initialised and committed once, and both coordinators are known.
+  json coordinators;
+  for (int i = 0; i < 120; ++i) {
+    coordinators = q.kfaild.get("/api/v1/clusters/lab")["coordinators"];
+    if (coordinators["group_coordinator"].is_object() && coordinators["transaction_coordinator"].is_object() &&
+        coordinators["transactions"]["last_ok_us"].is_number()) {
+      break;
+    }
+    std::this_thread::sleep_for(500ms);
+  }
+  INFO("coordinators: " << coordinators.dump());
+  REQUIRE(coordinators["transactions"]["last_ok_us"].is_number());
+  for (const char* which : {"group", "transaction"}) {
+    const auto kind = std::string(which);
+    const auto before = q.kfaild.get("/api/v1/clusters/lab")["coordinators"];
+    const int coordinator = before[kind == "group" ? "group_coordinator" : "transaction_coordinator"]["node"].get<int>();
+    REQUIRE(testing::lab("wait") == 0);
+    waitFullIsr();
+    q.kfaild.waitSteady(q.lab.topic);
+    const auto run = runDrill(q.kfaild, R"({"fault":"kill","target":{"coordinator_of":")" + kind +
+                                            R"("},"options":{"baseline_s":3}})");
+    INFO("run: " << run.dump().substr(0, 12000));
+    CHECK(run["target"] == coordinator);
+    CHECK_THAT(run["target_resolution"]["how"].get<std::string>(), Catch::StartsWith("the coordinator of "));
+    const auto& c = run["coordinators"];
+    const auto& stream = kind == "group" ? c["commits"] : c["transactions"];
+    CHECK(stream["outcome"] == "stall");
+    CHECK(stream["ended_by"].is_object());
+    // The watch saw the coordinator move off the killed broker.
+    bool moved = false;
+    for (const auto& m : c["moves"]) moved = moved || (m["type"] == kind && m["from"] == coordinator && m["to"] != coordinator);
+    CHECK(moved);
+    if (kind == "group") {
+      CHECK(c["phases"]["coordinator_moved_s"].is_number());
+      CHECK(c["phases"]["first_commit_s"].is_number());
+    }
+    // FindCoordinator names another broker now.
+    const auto after = q.kfaild.get("/api/v1/clusters/lab")["coordinators"];
+    CHECK(after[kind == "group" ? "group_coordinator" : "transaction_coordinator"]["node"] != coordinator);
+    WARN(kind << " coordinator " << coordinator << " killed: " << (kind == "group" ? "commits" : "transactions")
+              << " stalled " << (stream["stall"].is_object() ? stream["stall"]["duration_s"].dump() : "-")
+              << " s, moved after " << c["phases"]["coordinator_moved_s"] << " s, first commit after "
+              << c["phases"]["first_commit_s"] << " s");
+  }
   REQUIRE(testing::lab("wait") == 0);
 }

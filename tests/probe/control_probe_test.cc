@@ -9,7 +9,7 @@ using kfaild::common::Instant;
 namespace {
 
 struct Ops {
-  ControlLedger ledger{3, 500'000, 1'500'000};
+  OperationLedger ledger{3, kControlStream, 500'000, 1'500'000};
   Instant now{1'700'000'000'000'000, 9'000'000};
   ControlOutput out;
 

@@ -83,6 +83,15 @@ describe('drill verdict', () => {
   });
 });
 
+describe('coordinator targets', () => {
+  it('names the coordinator a drill aims at', () => {
+    expect(targetLabel({ coordinator_of: 'group' })).toBe("kfaild's group coordinator");
+    expect(targetLabel({ coordinator_of: 'transaction' })).toBe("kfaild's transaction coordinator");
+    expect(targetLabel({ coordinator_of: { group: 'billing' } })).toBe('coordinator of group billing');
+    expect(targetLabel({ coordinator_of: { transactional_id: 't-1' } })).toBe('coordinator of transactional id t-1');
+  });
+});
+
 describe('control plane row', () => {
   const killed: ControlPlaneRun = {
     outcome: 'stall',

@@ -30,6 +30,7 @@ export type QuorumReplica = Schemas['QuorumReplica'];
 export type QuorumState = Schemas['QuorumState'];
 export type ControlPlaneState = Schemas['ControlPlaneState'];
 export type ControlPlaneRun = Schemas['ControlPlaneRun'];
+export type CoordinatorsRun = Schemas['CoordinatorsRun'];
 export type ClusterDetail = Schemas['ClusterDetail'];
 
 export type Sample = Schemas['Sample'];

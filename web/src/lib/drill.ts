@@ -3,6 +3,7 @@
 
 import type {
   ControlPlaneRun,
+  CoordinatorsRun,
   Drill,
   DrillState,
   DrillTarget,
@@ -36,6 +37,12 @@ export function targetLabel(t: DrillTarget | null | undefined): string {
   if (t.leader_of) return `leader of ${t.leader_of.topic}-${t.leader_of.partition}`;
   if (t.controller) return 'the controller';
   if (t.random) return 'a random broker';
+  if (t.coordinator_of !== undefined) {
+    const c = t.coordinator_of;
+    if (c === 'group') return "kfaild's group coordinator";
+    if (c === 'transaction') return "kfaild's transaction coordinator";
+    return 'group' in c ? `coordinator of group ${c.group}` : `coordinator of transactional id ${c.transactional_id}`;
+  }
   return JSON.stringify(t);
 }
 
@@ -303,6 +310,23 @@ export function controlPlaneRow(c: ControlPlaneRun | undefined): string[] | null
     q.new_leader === null ? '—' : String(q.new_leader),
     `${c.operations} / ${c.failed}`,
     c.reason ?? q.reason ?? '',
+  ];
+}
+
+// A run's coordinators in one row: the commits' and the transactions' stalls, the phases fault →
+// the group's coordinator moved → the first commit, and the moves. Null without the section.
+export function coordinatorsRow(c: CoordinatorsRun | undefined): string[] | null {
+  if (!c) return null;
+  const seconds = (s: number) => formatDuration(Math.round(s * 1e6));
+  const stall = (s: CoordinatorsRun['commits'] | null) =>
+    s === null ? '—' : s.outcome === 'stall' && s.stall ? seconds(s.stall.duration_s) : s.outcome === 'none' ? 'none' : 'n/a';
+  return [
+    stall(c.commits),
+    stall(c.transactions),
+    c.phases.coordinator_moved_s === null ? '—' : seconds(c.phases.coordinator_moved_s),
+    c.phases.first_commit_s === null ? '—' : seconds(c.phases.first_commit_s),
+    c.moves.map((m) => `${m.type} ${m.key}: ${m.from}→${m.to}`).join(', ') || (c.watched ? 'none' : 'not watched'),
+    c.commits.reason ?? c.reason ?? '',
   ];
 }
 

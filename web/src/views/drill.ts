@@ -4,7 +4,7 @@
 
 import { api, ApiError } from '../api/client';
 import type { ClusterDetail, Drill, Sample, Timeline } from '../api/types';
-import { controlPlaneRow, cssToken, faultLabel, hitBrokers, isRunning, mechanismText, PHASE_LABEL, phaseText, ROLE_LABEL, runFaultUs, stallText, targetLabel } from '../lib/drill';
+import { controlPlaneRow, coordinatorsRow, cssToken, faultLabel, hitBrokers, isRunning, mechanismText, PHASE_LABEL, phaseText, ROLE_LABEL, runFaultUs, stallText, targetLabel } from '../lib/drill';
 import { SampleWindow } from '../lib/gaps';
 import {
   buildLane,
@@ -216,6 +216,20 @@ export class DrillView implements View {
                     ['run', 'stall', 'quorum leaderless', 'elections', 'new quorum leader', 'operations / failed', 'note'],
                     d.runs.flatMap((r) => {
                       const row = controlPlaneRow(r.control_plane);
+                      return row ? [[String(r.run), ...row]] : [];
+                    }),
+                  ),
+                )
+              : null,
+            d.runs.some((r) => r.coordinators)
+              ? h(
+                  'section',
+                  { class: 'card', 'data-testid': 'coordinators' },
+                  h('h2', null, 'Coordinators'),
+                  table(
+                    ['run', 'commit stall', 'transaction stall', 'coordinator moved', 'first commit', 'moves', 'note'],
+                    d.runs.flatMap((r) => {
+                      const row = coordinatorsRow(r.coordinators);
                       return row ? [[String(r.run), ...row]] : [];
                     }),
                   ),
