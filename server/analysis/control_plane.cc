@@ -160,12 +160,13 @@ CoordinatorsResult analyseCoordinators(const CoordinatorsInput& input, const std
   }
   std::sort(r.moves.begin(), r.moves.end(), [](const CoordinatorMove& a, const CoordinatorMove& b) { return a.at_us < b.at_us; });
   for (const auto& m : r.moves) {
-    if (m.type == "group") {
+    if (m.from == input.target) {
       r.coordinator_moved_us = m.at_us - c.fault_us;
       break;
     }
   }
   if (r.commits.ended_by) r.first_commit_us = r.commits.ended_by->at_us - c.fault_us;
+  if (r.transactions && r.transactions->ended_by) r.first_transaction_us = r.transactions->ended_by->at_us - c.fault_us;
   return r;
 }
 
@@ -226,7 +227,8 @@ json toJson(const CoordinatorsResult& r) {
           {"moves", std::move(moves)},
           {"phases",
            {{"coordinator_moved_s", optSeconds(r.coordinator_moved_us)},
-            {"first_commit_s", optSeconds(r.first_commit_us)}}}};
+            {"first_commit_s", optSeconds(r.first_commit_us)},
+            {"first_transaction_s", optSeconds(r.first_transaction_us)}}}};
 }
 
 }  // namespace kfaild::analysis

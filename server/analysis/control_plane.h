@@ -104,6 +104,7 @@ struct CoordinatorMove {
 };
 
 struct CoordinatorsInput {
+  std::int32_t target = -1;  // the drill's node: a move away from it is the fault's
   StreamInput commits;
   std::optional<StreamInput> transactions;
   bool watched = false;
@@ -116,10 +117,11 @@ struct CoordinatorsResult {
   bool watched = false;
   std::string reason;  // why there are no moves, when the coordinators were not watched
   std::vector<CoordinatorMove> moves;
-  // Phases of the commits' stall: fault → the group's coordinator moved (its new coordinator
-  // answered FindCoordinator) → the first commit answered after the fault.
+  // Phases: fault → a coordinator moved off the target (its new coordinator answered
+  // FindCoordinator) → the first commit (transaction) answered after the fault.
   std::optional<std::int64_t> coordinator_moved_us;
   std::optional<std::int64_t> first_commit_us;
+  std::optional<std::int64_t> first_transaction_us;
 };
 
 CoordinatorsResult analyseCoordinators(const CoordinatorsInput& input, const std::vector<storage::Event>& events);

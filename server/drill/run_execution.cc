@@ -283,6 +283,15 @@ bool RunExecution::atFault() {
     const auto& c = *status.coordinators;
     await_commits_ = c.commits && c.group_coordinator && c.group_coordinator->node == target_;
     await_transactions_ = c.transactions && c.transaction_coordinator && c.transaction_coordinator->node == target_;
+    // The transactions write to the first probe topic's partition 0: its leader's death stalls
+    // them too.
+    if (c.transactions && !deps_.cluster.probe.topics.empty()) {
+      for (const auto& p : at_fault_) {
+        if (p.topic == deps_.cluster.probe.topics.front().name && p.partition == 0 && p.leader == target_) {
+          await_transactions_ = true;
+        }
+      }
+    }
   }
   const bool node_stays_down = nodeGoesDown(spec_.fault);
   for (const auto& p : at_fault_) {
@@ -544,6 +553,7 @@ void RunExecution::analyse() {
   if (live.coordinators) {
     const auto& c = deps_.cluster.probe.coordinators;
     analysis::CoordinatorsInput coordinators;
+    coordinators.target = target_;
     coordinators.commits = streamInput(c.commit_interval_us, c.gap_threshold_us, probe::kCommitStream);
     if (live.coordinators->transactions) {
       coordinators.transactions = streamInput(c.txn_interval_us, c.txn_gap_threshold_us, probe::kTransactionStream);

@@ -161,3 +161,53 @@ TEST_CASE("without a quorum watch the control plane's figures stand and the elec
   CHECK_FALSE(r.quorum_watched);
   CHECK(toJson(r)["quorum"]["reason"] == in.quorum_unwatched_reason);
 }
+
+namespace {
+
+Event moved(std::int64_t at, const char* type, int from, int to) {
+  Event e;
+  e.t_us = at;
+  e.source = "coordinator";
+  e.kind = "coordinator_moved";
+  e.broker = to;
+  e.detail = nlohmann::json{{"type", type}, {"key", "kfaild-probe-lab"}, {"from", from}, {"to", to},
+                            {"previous_last_us", at - 500'000}, {"moved_us", 500'000}}
+                 .dump();
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("a coordinator's death: the commits stall from the last commit before the fault to the first after, and "
+          "the phases run fault, coordinator moved off the target, first commit",
+          "[unit][analysis]") {
+  // Commits every 500 ms in this synthetic stream (the analysis does not care about the rate),
+  // none answered for 9 s after the fault.
+  auto commits = stream(kFault, kFault + 9'000'000);
+  CoordinatorsInput in;
+  in.target = 3;
+  in.commits.interval_us = 100'000;
+  in.commits.gap_threshold_us = 1'000'000;
+  in.commits.fault_us = kFault;
+  in.commits.window_start_us = kT0;
+  in.commits.window_end_us = kT0 + 30'000'000;
+  in.commits.samples = &commits;
+  in.watched = true;
+  const std::vector<Event> events = {moved(kFault - 5'000'000, "group", 2, 3),  // before the fault: not the drill's
+                                     moved(kFault + 8'700'000, "transaction", 1, 2),
+                                     moved(kFault + 8'800'000, "group", 3, 1)};
+  const auto r = analyseCoordinators(in, events);
+  REQUIRE(r.commits.outcome == Outcome::kStall);
+  CHECK(r.commits.stall->end_us > kFault + 9'000'000);
+  REQUIRE(r.moves.size() == 2);
+  REQUIRE(r.coordinator_moved_us);
+  CHECK(*r.coordinator_moved_us == 8'800'000);  // the move off the target, not the transaction's off broker 1
+  REQUIRE(r.first_commit_us);
+  CHECK(*r.first_commit_us == r.commits.ended_by->at_us - kFault);
+  CHECK_FALSE(r.transactions);
+  CHECK_FALSE(r.first_transaction_us);
+  const auto j = toJson(r);
+  CHECK(j["transactions"].is_null());
+  CHECK(j["moves"][1]["from"] == 3);
+  CHECK(j["phases"]["first_transaction_s"].is_null());
+}

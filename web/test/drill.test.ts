@@ -3,6 +3,7 @@ import type { ControlPlaneRun } from '../src/api/types';
 import {
   compareWithPrevious,
   controlPlaneRow,
+  coordinatorsRow,
   findGroup,
   hitBrokers,
   isRunning,
@@ -301,5 +302,32 @@ describe('gray fault mechanism', () => {
       'ISR shrink (replica lag), unexplained',
     );
     expect(mechanismText(null)).toBe('—');
+  });
+});
+
+describe('coordinators row', () => {
+  it("gives a coordinator's death its commit and transaction stalls, phases and moves", () => {
+    const stream = (duration_s: number | null) => ({
+      outcome: duration_s === null ? ('none' as const) : ('stall' as const),
+      stall: duration_s === null ? null : { start_us: 1, end_us: 2, duration_s, open: false },
+      longest_gap: null,
+      ended_by: null,
+      baseline_longest_s: 0.1,
+      significant_s: 1,
+      resolution_s: 0.1,
+      reason: null,
+      operations: 100,
+      failed: 3,
+    });
+    const row = coordinatorsRow({
+      commits: stream(8.6),
+      transactions: stream(10.36),
+      watched: true,
+      reason: null,
+      moves: [{ at_us: 5, type: 'group', key: 'kfaild-probe-lab', from: 3, to: 1 }],
+      phases: { coordinator_moved_s: 8.12, first_commit_s: 8.52, first_transaction_s: 10.3 },
+    });
+    expect(row).toEqual(['8.60 s', '10.36 s', '8.12 s', '8.52 s', 'group kfaild-probe-lab: 3→1', '']);
+    expect(coordinatorsRow(undefined)).toBeNull();
   });
 });
