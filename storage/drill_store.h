@@ -31,6 +31,7 @@ struct DrillRecord {
   std::optional<std::int64_t> finished_us;
   std::string result = "{}";  // JSON: {"runs":[...]} with per-run times and analysis
   std::string expect;         // JSON of the request's objectives (`expect`), empty when it had none
+  std::string second_fault;   // JSON of the request's `then` (a compound drill's second fault), else empty
   // The verdict (pass | fail | inconclusive) and whether a regression was flagged, once the drill
   // ended; also in `result.verdict`, kept here so they can be filtered and counted in SQL.
   std::optional<std::string> verdict;

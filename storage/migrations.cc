@@ -305,6 +305,11 @@ ALTER TABLE recovery_journal_new RENAME TO recovery_journal;
 CREATE INDEX recovery_pending ON recovery_journal (id) WHERE done_us IS NULL;
 )sql";
 
+// Compound drills (issue 27): the request's second fault (`then`), as JSON; empty for one fault.
+constexpr std::string_view kSecondFault = R"sql(
+ALTER TABLE drills ADD COLUMN second_fault TEXT NOT NULL DEFAULT '';
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{"clusters, probe samples, gaps, events", kInitialSchema},
     Migration{"drills, recovery journal, schedules", kDrillSchema},
@@ -315,6 +320,7 @@ constexpr std::array kMigrations = {
     Migration{"drill verdicts and regressions", kDrillVerdict},
     Migration{"refused anonymous requests counted per minute", kAuditRefusals},
     Migration{"recovery journal entries that heal a gray fault", kRecoveryHeal},
+    Migration{"compound drills' second fault", kSecondFault},
 };
 
 }  // namespace

@@ -8,7 +8,7 @@ namespace {
 
 constexpr const char* kDrillColumns =
     "id, cluster_id, fault, target, options, state, reason, schedule_id, created_us, started_us, "
-    "finished_us, result, expect, verdict, regressed";
+    "finished_us, result, expect, verdict, regressed, second_fault";
 
 DrillRecord readDrill(const sqlite::Statement& s) {
   DrillRecord d;
@@ -27,6 +27,7 @@ DrillRecord readDrill(const sqlite::Statement& s) {
   d.expect = s.columnText(12);
   d.verdict = s.columnOptionalText(13);
   if (auto r = s.columnOptionalInt(14)) d.regressed = *r != 0;
+  d.second_fault = s.columnText(15);
   return d;
 }
 
@@ -82,8 +83,8 @@ Result<std::int64_t> SqliteDrillStore::createDrill(const DrillRecord& d) {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(
       "INSERT INTO drills (cluster_id, fault, target, options, state, reason, schedule_id, created_us, "
-      "started_us, finished_us, result, expect, verdict, regressed)"
-      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+      "started_us, finished_us, result, expect, verdict, regressed, second_fault)"
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
   if (!s) return s.error();
   s->bindInt(1, d.cluster);
   s->bindText(2, d.fault);
@@ -99,6 +100,7 @@ Result<std::int64_t> SqliteDrillStore::createDrill(const DrillRecord& d) {
   s->bindText(12, d.expect);
   s->bindOptionalText(13, d.verdict);
   s->bindOptionalInt(14, d.regressed ? std::optional<std::int64_t>(*d.regressed ? 1 : 0) : std::nullopt);
+  s->bindText(15, d.second_fault);
   if (auto r = s->run(); !r) return r.error();
   return db_->queryInt("SELECT last_insert_rowid()");
 }

@@ -40,9 +40,11 @@ struct KindScope {
   const char* plural = "acks";  // "acks" | "receives", for the reasons
   std::int64_t fault_us = 0;
   std::int64_t window_start_us = 0;
+  std::int64_t baseline_end_us = 0;  // the noise's gaps end by then (the fault, or an earlier one)
   std::int64_t limit_us = 0;  // the partition's end of observation
   std::int64_t interval_us = 0;
   bool timed_out = false;  // the observation ended on its timeout at limit_us
+  const std::string* cut_by = nullptr;  // or was cut there by this (AnalysisInput::cut_by)
   const ProbeAtFault* at_fault = nullptr;
   std::vector<const ProbeHold*> holds;
   std::vector<std::pair<std::int64_t, std::int64_t>> idles;  // this kind only
@@ -118,7 +120,9 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
     if (gap.end_us <= scope.fault_us || gap.start_us >= scope.limit_us) continue;
     // After an observation that timed out, kfaild brought the node back itself: the ack that
     // came then does not end the gap, which was still open when observation ended.
-    if (scope.timed_out && gap.end_us > scope.limit_us) gap = Interval{gap.start_us, scope.limit_us, true};
+    if ((scope.timed_out || scope.cut_by) && gap.end_us > scope.limit_us) {
+      gap = Interval{gap.start_us, scope.limit_us, true};
+    }
     if (!candidate || gap.duration_us() > candidate->duration_us()) {
       candidate = gap;
       candidate_index = i;
@@ -136,7 +140,7 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
   std::vector<Interval> baseline_gaps;
   for (std::size_t i = 1; i < marks.size(); ++i) {
     const Interval gap{marks[i - 1].at_us, marks[i].at_us};
-    if (gap.start_us < scope.window_start_us || gap.end_us > scope.fault_us) continue;
+    if (gap.start_us < scope.window_start_us || gap.end_us > scope.baseline_end_us) continue;
     if (gap.duration_us() <= 0) continue;
     baseline_gaps.push_back(gap);
   }
@@ -181,8 +185,9 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
     return r;
   }
   if (candidate->open) {
-    r.reason = "still stalled when observation ended (≥ " + seconds(duration) + ")";
-    if (scope.timed_out) r.reason += " on observe_timeout_s; it resumed only after kfaild brought the node back";
+    r.reason = scope.cut_by ? "still stalled at " + *scope.cut_by + " (≥ " + seconds(duration) + ")"
+                            : "still stalled when observation ended (≥ " + seconds(duration) + ")";
+    if (scope.timed_out && !scope.cut_by) r.reason += " on observe_timeout_s; it resumed only after kfaild brought the node back";
     return r;
   }
   if (scope.at_fault && scope.at_fault->holding) {
@@ -532,11 +537,13 @@ RunAnalysis analyse(const AnalysisInput& in) {
     KindScope scope;
     scope.fault_us = in.fault_us;
     scope.window_start_us = in.window_start_us;
+    scope.baseline_end_us = std::min(in.fault_us, in.baseline_end_us.value_or(in.fault_us));
     // A sole replica can only resume once the node is back, so it is watched to the end of the
     // run's window (never less than the others).
     scope.limit_us = sole ? std::max(in.observe_end_us, in.window_end_us) : in.observe_end_us;
     scope.interval_us = in.interval_us;
     scope.timed_out = sole ? in.offline_timed_out : in.observe_timed_out;
+    if (in.cut_by) scope.cut_by = &*in.cut_by;
     for (const auto& f : in.probe_at_fault) {
       if (f.topic == p.topic && f.partition == p.partition) scope.at_fault = &f;
     }

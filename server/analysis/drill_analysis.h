@@ -186,6 +186,9 @@ struct AnalysisInput {
   std::string fault_time_source;     // where fault_us comes from (fault::FaultRecord's spelling)
   std::int64_t fault_time_uncertainty_us = 0;  // ± of fault_us on kfaild's clock
   std::int64_t window_start_us = 0;  // baseline start
+  // The baseline's end, when it is not the fault: a compound drill's analysis of its second fault
+  // takes the noise from before the first.
+  std::optional<std::int64_t> baseline_end_us;
   std::int64_t observe_end_us = 0;   // observation of the partitions that recover without the node
   std::optional<std::int64_t> recovered_us;  // the node was back (registered, in its ISRs)
   std::int64_t window_end_us = 0;    // end of the run's window (≥ observe_end_us); sole replicas
@@ -207,6 +210,10 @@ struct AnalysisInput {
   // node was back. An ack (receive) after such an end came after kfaild brought the node back
   // itself: it does not close a gap, which stays open (inconclusive).
   bool observe_timed_out = false;
+  // The observation was cut at observe_end_us by something other than its timeout (a compound
+  // drill's first fault, analysed up to its second: "the second fault"): a gap still open then is
+  // cut there and inconclusive, its reason naming this.
+  std::optional<std::string> cut_by;
   bool offline_timed_out = false;
   // How often kfaild's wall clock stepped during the window (common::Clock::steps): times on
   // either side of a step do not line up, so every outcome of the run is inconclusive.

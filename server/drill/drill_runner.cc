@@ -59,6 +59,26 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
       return refused(reason);
     }
   }
+  // A compound drill's second fault: its target must name a node now, another than the first's
+  // (the run resolves and guards it again at its moment, with the first node down).
+  std::optional<std::int32_t> second_target;
+  const auto second = secondSpec(spec);
+  if (spec.then) {
+    auto resolved = resolveTarget(deps_, spec.then->target);
+    if (!resolved) return Error{resolved.error().code, "then: " + resolved.error().message};
+    if (*resolved == *target && spec.target.kind != TargetKind::kRandom && spec.then->target.kind != TargetKind::kRandom) {
+      return refused("then: the second fault's target names node " + std::to_string(*resolved) +
+                     ", which the first fault takes down");
+    }
+    for (const auto& node : cluster_.inventory) {
+      if (node.id != *resolved || spec.then->target.kind == TargetKind::kRandom) continue;
+      if (auto reason = faultRefusal(second, node, *injectors_.at(node.id), cluster_.inventory, addresses_);
+          !reason.empty()) {
+        return refused("then: " + reason);
+      }
+    }
+    second_target = *resolved;
+  }
   const auto running = queue_.busyWith();
   if (running && !options.queue_if_busy) {
     return refused("drill " + std::to_string(*running) + " is running on cluster " + cluster_.name);
@@ -79,6 +99,11 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
     if (auto reason = checkWithFacts(guards_.base(*target, spec), *facts, std::nullopt)) {
       return refused(*reason);
     }
+    if (second_target) {
+      if (auto reason = checkWithFacts(guards_.base(*second_target, second), *facts, std::nullopt)) {
+        return refused("then: " + *reason);
+      }
+    }
   }
   if (queue_.waiting() >= DrillQueue::kCapacity) {
     return refused(std::to_string(DrillQueue::kCapacity) + " drills are already waiting on cluster " + cluster_.name);
@@ -89,6 +114,7 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
   drill.target = toJson(spec.target).dump();
   drill.options = toJson(spec.options, spec.fault).dump();
   if (spec.expect) drill.expect = analysis::toJson(*spec.expect).dump();
+  if (spec.then) drill.second_fault = toJson(*spec.then).dump();
   drill.state = toString(DrillState::kQueued);
   drill.schedule_id = options.schedule_id;
   drill.created_us = deps_.clock.wallNow();
@@ -139,6 +165,7 @@ void DrillRunner::execute(storage::DrillRecord drill) {
                             {"target", nlohmann::json::parse(drill.target, nullptr, false)},
                             {"options", nlohmann::json::parse(drill.options, nullptr, false)}};
   if (!drill.expect.empty()) request["expect"] = nlohmann::json::parse(drill.expect, nullptr, false);
+  if (!drill.second_fault.empty()) request["then"] = nlohmann::json::parse(drill.second_fault, nullptr, false);
   auto spec = parseDrillSpec(request);
   if (!spec) {
     // It never started: nothing was measured, so it has no verdict (as a drill aborted while queued).

@@ -119,11 +119,72 @@ namespace {
 
 const char* kFaults = "kill, stop, pause, restart, isolate, throttle, disk_full, disk_slow";
 
+// The target of `body` (the request, or its `then`); `where` prefixes the field names.
+std::optional<Error> parseTarget(const nlohmann::json& body, const std::string& where, Target& out) {
+  if (!body.contains("target") || !body["target"].is_object() || body["target"].size() != 1) {
+    return invalid(where + "target", "required: an object with exactly one of broker, leader_of, "
+                             "controller, random, coordinator_of");
+  }
+  const auto& t = body["target"];
+  if (auto e = unknownFields(t, where + "target", {"broker", "leader_of", "controller", "random", "coordinator_of"})) return *e;
+  if (t.contains("broker")) {
+    out.kind = TargetKind::kBroker;
+    if (auto e = readInt(t, "broker", where + "target", 0, 2'147'483'647, out.broker)) return *e;
+  } else if (t.contains("leader_of")) {
+    out.kind = TargetKind::kLeaderOf;
+    const auto& l = t["leader_of"];
+    if (!l.is_object()) return invalid(where + "target.leader_of", "must be {\"topic\":..., \"partition\":...}");
+    if (auto e = unknownFields(l, where + "target.leader_of", {"topic", "partition"})) return *e;
+    if (!l.contains("topic") || !l["topic"].is_string() || l["topic"].get<std::string>().empty()) {
+      return invalid(where + "target.leader_of.topic", "required: a probe topic name");
+    }
+    out.topic = l["topic"].get<std::string>();
+    if (!isValidTopicName(out.topic)) {
+      return invalid(where + "target.leader_of.topic",
+                     "not a Kafka topic name: 1 to 249 characters of a-z, A-Z, 0-9, '.', '_' and '-', "
+                     "not \".\" or \"..\"");
+    }
+    if (!l.contains("partition")) return invalid(where + "target.leader_of.partition", "required");
+    if (auto e = readInt(l, "partition", where + "target.leader_of", 0, 1'000'000, out.partition)) return *e;
+  } else if (t.contains("coordinator_of")) {
+    out.kind = TargetKind::kCoordinatorOf;
+    const auto& c = t["coordinator_of"];
+    const char* forms = "must be \"group\", \"transaction\" (kfaild's own), {\"group\": G} or {\"transactional_id\": T}";
+    if (c.is_string()) {
+      const auto text = c.get<std::string>();
+      if (text != "group" && text != "transaction") return invalid(where + "target.coordinator_of", forms);
+      out.transactional = text == "transaction";
+    } else if (c.is_object() && c.size() == 1 && (c.contains("group") || c.contains("transactional_id"))) {
+      out.transactional = c.contains("transactional_id");
+      const char* field = out.transactional ? "transactional_id" : "group";
+      const auto& key = c[field];
+      const auto name = where + "target.coordinator_of." + field;
+      if (!key.is_string()) return invalid(name, "must be a string");
+      out.coordinator_key = key.get<std::string>();
+      const auto& k = out.coordinator_key;
+      if (k.empty() || k.size() > 249 ||
+          std::any_of(k.begin(), k.end(), [](unsigned char ch) { return ch <= ' ' || ch > '~'; })) {
+        return invalid(name, "must be 1 to 249 printable characters without spaces");
+      }
+    } else {
+      return invalid(where + "target.coordinator_of", forms);
+    }
+  } else {
+    const char* name = t.contains("controller") ? "controller" : "random";
+    if (!t[name].is_boolean() || !t[name].get<bool>()) {
+      return invalid(where + "target." + name, "must be true");
+    }
+    out.kind = t.contains("controller") ? TargetKind::kController : TargetKind::kRandom;
+  }
+
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
   if (!body.is_object()) return invalid("(body)", "must be a JSON object");
-  if (auto e = unknownFields(body, "", {"fault", "target", "options", "expect"})) return *e;
+  if (auto e = unknownFields(body, "", {"fault", "target", "options", "expect", "then"})) return *e;
   DrillSpec spec;
   if (!body.contains("fault") || !body["fault"].is_string()) {
     return invalid("fault", std::string("required: one of ") + kFaults);
@@ -132,61 +193,7 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
   if (!fault) return invalid("fault", std::string("must be one of ") + kFaults);
   spec.fault = *fault;
 
-  if (!body.contains("target") || !body["target"].is_object() || body["target"].size() != 1) {
-    return invalid("target", "required: an object with exactly one of broker, leader_of, "
-                             "controller, random, coordinator_of");
-  }
-  const auto& t = body["target"];
-  if (auto e = unknownFields(t, "target", {"broker", "leader_of", "controller", "random", "coordinator_of"})) return *e;
-  if (t.contains("broker")) {
-    spec.target.kind = TargetKind::kBroker;
-    if (auto e = readInt(t, "broker", "target", 0, 2'147'483'647, spec.target.broker)) return *e;
-  } else if (t.contains("leader_of")) {
-    spec.target.kind = TargetKind::kLeaderOf;
-    const auto& l = t["leader_of"];
-    if (!l.is_object()) return invalid("target.leader_of", "must be {\"topic\":..., \"partition\":...}");
-    if (auto e = unknownFields(l, "target.leader_of", {"topic", "partition"})) return *e;
-    if (!l.contains("topic") || !l["topic"].is_string() || l["topic"].get<std::string>().empty()) {
-      return invalid("target.leader_of.topic", "required: a probe topic name");
-    }
-    spec.target.topic = l["topic"].get<std::string>();
-    if (!isValidTopicName(spec.target.topic)) {
-      return invalid("target.leader_of.topic",
-                     "not a Kafka topic name: 1 to 249 characters of a-z, A-Z, 0-9, '.', '_' and '-', "
-                     "not \".\" or \"..\"");
-    }
-    if (!l.contains("partition")) return invalid("target.leader_of.partition", "required");
-    if (auto e = readInt(l, "partition", "target.leader_of", 0, 1'000'000, spec.target.partition)) return *e;
-  } else if (t.contains("coordinator_of")) {
-    spec.target.kind = TargetKind::kCoordinatorOf;
-    const auto& c = t["coordinator_of"];
-    const char* forms = "must be \"group\", \"transaction\" (kfaild's own), {\"group\": G} or {\"transactional_id\": T}";
-    if (c.is_string()) {
-      const auto text = c.get<std::string>();
-      if (text != "group" && text != "transaction") return invalid("target.coordinator_of", forms);
-      spec.target.transactional = text == "transaction";
-    } else if (c.is_object() && c.size() == 1 && (c.contains("group") || c.contains("transactional_id"))) {
-      spec.target.transactional = c.contains("transactional_id");
-      const char* field = spec.target.transactional ? "transactional_id" : "group";
-      const auto& key = c[field];
-      const auto name = std::string("target.coordinator_of.") + field;
-      if (!key.is_string()) return invalid(name, "must be a string");
-      spec.target.coordinator_key = key.get<std::string>();
-      const auto& k = spec.target.coordinator_key;
-      if (k.empty() || k.size() > 249 ||
-          std::any_of(k.begin(), k.end(), [](unsigned char ch) { return ch <= ' ' || ch > '~'; })) {
-        return invalid(name, "must be 1 to 249 printable characters without spaces");
-      }
-    } else {
-      return invalid("target.coordinator_of", forms);
-    }
-  } else {
-    const char* name = t.contains("controller") ? "controller" : "random";
-    if (!t[name].is_boolean() || !t[name].get<bool>()) {
-      return invalid(std::string("target.") + name, "must be true");
-    }
-    spec.target.kind = t.contains("controller") ? TargetKind::kController : TargetKind::kRandom;
-  }
+  if (auto e = parseTarget(body, "", spec.target)) return *e;
 
   if (body.contains("options")) {
     const auto& o = body["options"];
@@ -256,6 +263,29 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
   if (spec.fault == FaultType::kThrottle && spec.options.rate_bytes_per_second == 0) {
     return invalid("options.rate", "required for throttle: bytes per second, or e.g. \"10mbit\"");
   }
+  if (body.contains("then")) {
+    const auto& t = body["then"];
+    if (!t.is_object()) return invalid("then", "must be {\"fault\":..., \"target\":..., \"after_s\":...}");
+    if (auto e = unknownFields(t, "then", {"fault", "target", "after_s"})) return *e;
+    const auto combinable = [](FaultType f) { return f == FaultType::kKill || f == FaultType::kStop; };
+    if (!combinable(spec.fault)) {
+      return invalid("then", "only after a kill or a stop (a fault held and undone in between is not combined)");
+    }
+    SecondFault then;
+    const auto second = t.contains("fault") && t["fault"].is_string()
+                            ? faultFromString(t["fault"].get<std::string>())
+                            : std::nullopt;
+    if (!second || !combinable(*second)) return invalid("then.fault", "required: kill or stop");
+    then.fault = *second;
+    if (auto e = parseTarget(t, "then.", then.target)) return *e;
+    if (!t.contains("after_s")) return invalid("then.after_s", "required: seconds after the first fault");
+    if (auto e = readInt(t, "after_s", "then", 0, 600, then.after_s)) return *e;
+    if (then.after_s >= spec.options.observe_timeout_s) {
+      return invalid("then.after_s", "must be below options.observe_timeout_s (" +
+                                         std::to_string(spec.options.observe_timeout_s) + ")");
+    }
+    spec.then = then;
+  }
   if (body.contains("expect")) {
     auto expect = analysis::parseObjectives(body["expect"], "expect");
     if (!expect) return Error{make_error_code(errc::invalid_request), expect.error().message};
@@ -301,9 +331,24 @@ nlohmann::json toJson(const DrillOptions& o, FaultType fault) {
   return out;
 }
 
+nlohmann::json toJson(const SecondFault& then) {
+  return {{"fault", toString(then.fault)}, {"target", toJson(then.target)}, {"after_s", then.after_s}};
+}
+
+DrillSpec secondSpec(const DrillSpec& spec) {
+  DrillSpec second = spec;
+  if (spec.then) {
+    second.fault = spec.then->fault;
+    second.target = spec.then->target;
+  }
+  second.then.reset();
+  return second;
+}
+
 nlohmann::json toJson(const DrillSpec& spec) {
   nlohmann::json out = {{"fault", toString(spec.fault)}, {"target", toJson(spec.target)}, {"options", toJson(spec.options, spec.fault)}};
   if (spec.expect) out["expect"] = analysis::toJson(*spec.expect);
+  if (spec.then) out["then"] = toJson(*spec.then);
   return out;
 }
 

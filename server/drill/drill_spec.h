@@ -14,6 +14,8 @@
 //   {"fault":"isolate", "target":{"broker":2}, "options":{"from":"brokers","duration_s":30}}
 //   {"fault":"throttle", "target":{"broker":2}, "options":{"rate":"1mbit","duration_s":30}}
 //   {"fault":"disk_full", "target":{"broker":2}, "options":{"duration_s":30}}
+//   {"fault":"kill", "target":{"controller":true},                 (a compound drill)
+//    "then":{"fault":"kill", "target":{"leader_of":{"topic":"orders","partition":0}}, "after_s":2}}
 //
 // Gray faults (isolate, throttle, disk_full, disk_slow; server/fault/gray_fault.h) stay in force
 // `duration_s`, then kfaild heals them; `from` and `mode` are isolate's, `rate` throttle's.
@@ -80,12 +82,26 @@ struct DrillOptions {
   std::uint64_t rate_bytes_per_second = 0;
 };
 
+// A compound drill's second fault: injected `after_s` after the first, on its own target
+// (resolved and guarded at that moment), and recovered with the first. Both faults are kill or
+// stop: a fault held and undone in between (pause, the gray faults) is not combined.
+struct SecondFault {
+  FaultType fault = FaultType::kKill;
+  Target target;
+  std::int32_t after_s = 2;
+};
+
 struct DrillSpec {
   FaultType fault = FaultType::kKill;
   Target target;
   DrillOptions options;
   std::optional<analysis::Objectives> expect;
+  std::optional<SecondFault> then;
 };
+
+// The second fault as a drill of its own (its fault and target, the request's options), for the
+// guards, the injector and the journal.
+DrillSpec secondSpec(const DrillSpec& spec);
 
 // "10mbit" → 1'250'000 bytes/s (see DrillOptions::rate_bytes_per_second); nullopt when not a
 // rate or outside 1 kbit/s .. 100 gbit/s. Pure.
@@ -101,6 +117,7 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body);
 nlohmann::json toJson(const Target& target);
 // Only `fault`'s own options (duration_s, from, mode, rate) with the common ones.
 nlohmann::json toJson(const DrillOptions& options, FaultType fault);
+nlohmann::json toJson(const SecondFault& then);
 nlohmann::json toJson(const DrillSpec& spec);
 
 }  // namespace kfaild::drill

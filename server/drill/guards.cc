@@ -29,8 +29,9 @@ std::string idList(const std::vector<std::int32_t>& ids) {
   return out.empty() ? "none" : out;
 }
 
-// The quorum guard: nullopt when losing the target leaves the KRaft quorum a majority.
-std::optional<std::string> quorumRefusal(const GuardInput& in) {
+// The quorum guard: nullopt when losing the target leaves the KRaft quorum a majority; with
+// `also_down` (a compound drill's first node, still down) left out of the caught-up voters too.
+std::optional<std::string> quorumRefusal(const GuardInput& in, std::int32_t also_down = -1) {
   const auto node = std::to_string(in.target);
   const std::string opt_in = "; set options.allow_quorum_loss to run it anyway";
   if (in.quorum == nullptr) {
@@ -43,9 +44,11 @@ std::optional<std::string> quorumRefusal(const GuardInput& in) {
   const auto& q = *in.quorum;
   if (!q.isVoter(in.target)) return std::nullopt;
   if (q.leader_id < 0) return "the KRaft quorum has no leader (an election is under way)" + opt_in;
-  const auto impact = quorumImpactOfLosing(in.target, q);
+  auto impact = quorumImpactOfLosing(in.target, q);
+  std::erase(impact.caught_up_without, also_down);
   if (impact.keepsMajority()) return std::nullopt;
-  return "losing controller " + node + " would leave the KRaft quorum without a majority: " +
+  const auto with = also_down < 0 ? std::string() : " with node " + std::to_string(also_down) + " down";
+  return "losing controller " + node + with + " would leave the KRaft quorum without a majority: " +
          std::to_string(impact.caught_up_without.size()) + " of its " + std::to_string(impact.voters.size()) +
          " voter(s) (" + idList(impact.voters) + ") up and caught up without it (" + idList(impact.caught_up_without) +
          "), " + std::to_string(impact.majority) +
@@ -160,6 +163,45 @@ std::optional<std::string> checkGuards(const GuardInput& in) {
     }
   }
   return std::nullopt;
+}
+
+std::optional<std::string> checkSecondFault(const GuardInput& in, std::int32_t first, bool first_down) {
+  if (!in.inventory.count(in.target)) {
+    return "node " + std::to_string(in.target) + " is not in the cluster's inventory";
+  }
+  if (in.target == first) {
+    return "its target names node " + std::to_string(first) + ", the first fault's";
+  }
+  if (in.cluster == nullptr) return std::string("the cluster's metadata is unavailable");
+  if (!in.allow_quorum_loss) {
+    if (auto refusal = quorumRefusal(in, first_down ? first : -1)) return refusal;
+  }
+  if (in.inventory_brokers.count(in.target) && !in.allow_unavailable) {
+    const auto impact = impactOfLosing(in.target, *in.cluster, in.min_insync);
+    const auto with = first_down ? " with node " + std::to_string(first) + " down" : std::string();
+    if (!impact.offline.empty()) {
+      return "losing broker " + std::to_string(in.target) + with + " would take " +
+             std::to_string(impact.offline.size()) + " partition(s) offline (" + listOf(impact.offline) +
+             "); set options.allow_unavailable to run it anyway";
+    }
+    if (!impact.below_min_isr.empty()) {
+      return "losing broker " + std::to_string(in.target) + with + " would leave " +
+             std::to_string(impact.below_min_isr.size()) + " partition(s) below min.insync.replicas (" +
+             listOf(impact.below_min_isr) + "); set options.allow_unavailable to run it anyway";
+    }
+  }
+  return std::nullopt;
+}
+
+kafka::ClusterSnapshot withoutNode(const kafka::ClusterSnapshot& cluster, std::int32_t node) {
+  auto out = cluster;
+  for (auto& topic : out.topics) {
+    for (auto& p : topic.partitions) {
+      std::erase(p.isr, node);
+      if (p.leader == node) p.leader = -1;
+    }
+  }
+  return out;
 }
 
 }  // namespace kfaild::drill

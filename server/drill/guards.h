@@ -56,6 +56,19 @@ struct GuardInput {
 // nullopt: the drill may go ahead; else the reason it may not.
 std::optional<std::string> checkGuards(const GuardInput& in);
 
+// The guards of a compound drill's second fault, at its moment, with the first fault in force on
+// node `first`: only what the two do together. The cluster was whole at the first fault, so
+// neither an under-replicated partition, nor a fenced broker, nor the probe's state (a partition
+// the first fault stalled is inconclusive at the second, and said so) refuses it; a target that
+// is `first`, a quorum left without a majority of caught-up voters with both nodes down (or
+// without a leader, for a voter), and partitions it would take offline or below
+// min.insync.replicas do. `in.cluster` must already have `first` out of every ISR when the first
+// fault took it down (withoutNode): its departure may not be in the metadata yet.
+std::optional<std::string> checkSecondFault(const GuardInput& in, std::int32_t first, bool first_down);
+
+// `cluster` with `node` out of every ISR, and no partition led by it (leader -1). Pure.
+kafka::ClusterSnapshot withoutNode(const kafka::ClusterSnapshot& cluster, std::int32_t node);
+
 // Partitions (as "topic-partition") that would go offline or below min.insync.replicas if
 // `broker` left every ISR now.
 struct Impact {

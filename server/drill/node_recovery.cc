@@ -17,6 +17,36 @@ constexpr std::int64_t kRejoinPollUs = 200'000;
 
 }  // namespace
 
+std::vector<std::int32_t> recoveryOrder(const std::vector<std::int32_t>& taken_down,
+                                        const std::vector<config::NodeConfig>& inventory) {
+  const auto isController = [&](std::int32_t node) {
+    return std::any_of(inventory.begin(), inventory.end(),
+                       [node](const config::NodeConfig& n) { return n.id == node && n.role == "controller"; });
+  };
+  std::vector<std::int32_t> out;
+  for (const bool controllers : {true, false}) {
+    for (const auto node : taken_down) {
+      if (isController(node) == controllers && std::find(out.begin(), out.end(), node) == out.end()) out.push_back(node);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Open entries as recoveryOrder has their nodes: controllers first, then the entries' order (the
+// order the nodes went down).
+void inRecoveryOrder(std::vector<storage::RecoveryEntry>& entries, const std::vector<config::NodeConfig>& inventory) {
+  std::vector<std::int32_t> nodes;
+  for (const auto& entry : entries) nodes.push_back(entry.node);
+  const auto order = recoveryOrder(nodes, inventory);
+  std::stable_sort(entries.begin(), entries.end(), [&](const storage::RecoveryEntry& a, const storage::RecoveryEntry& b) {
+    return std::find(order.begin(), order.end(), a.node) < std::find(order.begin(), order.end(), b.node);
+  });
+}
+
+}  // namespace
+
 std::string orphanProblem(const storage::RecoveryEntry& entry, const std::string& cluster) {
   return "node " + std::to_string(entry.node) + " left down by drill " + std::to_string(entry.drill_id) +
          " is no longer in the inventory of cluster " + cluster +
@@ -189,6 +219,7 @@ Result<int> NodeRecovery::replay(std::int64_t timeout_us) {
   auto pending = deps_.drills.pendingRecoveries();
   if (!pending) return pending.error();
   int recovered = 0;
+  inRecoveryOrder(*pending, deps_.cluster.inventory);
   for (auto entry : *pending) {
     if (entry.cluster != deps_.cluster_id) continue;
     if (!deps_.injectors.count(entry.node)) {
@@ -228,6 +259,7 @@ void NodeRecovery::retryOpen() {
     return;
   }
   bool open = false;
+  inRecoveryOrder(*pending, deps_.cluster.inventory);
   for (auto entry : *pending) {
     if (entry.cluster != deps_.cluster_id || !deps_.injectors.count(entry.node)) continue;
     spdlog::warn("recovery of node {} (drill {}): trying again after {} attempt(s)", entry.node, entry.drill_id,

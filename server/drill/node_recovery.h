@@ -14,6 +14,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "server/common/result.h"
 #include "server/drill/seams.h"
@@ -76,6 +77,12 @@ class NodeRecovery {
   std::optional<common::MonoMicros> retry_at_;
   std::int64_t retry_backoff_us_ = 0;
 };
+
+// The order in which nodes down together come back (a compound drill's, the journal's replay):
+// controllers first, since a broker rejoins its ISRs only through an active controller; each
+// group in the order it went down. Pure.
+std::vector<std::int32_t> recoveryOrder(const std::vector<std::int32_t>& taken_down,
+                                        const std::vector<config::NodeConfig>& inventory);
 
 // The text an operator reads for an entry whose node is not in the inventory.
 std::string orphanProblem(const storage::RecoveryEntry& entry, const std::string& cluster);

@@ -24,6 +24,14 @@ RunExecution::RunExecution(RunParts parts, storage::DrillRecord& drill, const Dr
     : parts_(parts), deps_(parts.deps), drill_(drill), spec_(spec) {
   outcome_.run = run;
   outcome_.fault = spec.fault;
+  if (spec.then) {
+    second_spec_ = secondSpec(spec);
+    SecondFaultOutcome second;
+    second.fault = spec.then->fault;
+    second.after_s = spec.then->after_s;
+    second.reason = "the run ended before the second fault's moment";
+    outcome_.second_fault = std::move(second);
+  }
 }
 
 RunOutcome RunExecution::execute() {
@@ -160,13 +168,7 @@ bool RunExecution::preflight() {
       outcome_.preflight_election = electPreferred(moved);
       // The producer follows the moved leaders within moments; the baseline starts once every
       // partition acks and reads back again, so that the move is not counted as noise.
-      const auto elected_us = deps_.clock.wallNow();
-      std::set<std::string> all;
-      for (const auto& p : deps_.probe.status().partitions) all.insert(partitionName(p.topic, p.partition));
-      const auto deadline = deps_.clock.monoNow() + 30 * kSecond;
-      while (!probeSettled(elected_us + kSecond, all) && deps_.clock.monoNow() < deadline &&
-             parts_.queue.sleep(kPollUs)) {
-      }
+      awaitProbeSettled(deps_.clock.wallNow());
       drill_.reason.clear();
       parts_.records.persist(drill_);
       if (interrupted()) return end(DrillState::kAborted, interruption("preflight"));
@@ -186,6 +188,37 @@ bool RunExecution::preflight() {
   }
   outcome_.cluster_settings = readClusterSettings(deps_.admin, brokers, heartbeat_from);
   if (interrupted()) return end(DrillState::kAborted, interruption("preflight"));
+  if (second_spec_ && !prepareSecond()) return false;
+  return true;
+}
+
+bool RunExecution::prepareSecond() {
+  // Named now only to refuse at once what cannot work (a target naming no node, or the first
+  // fault's, a node kfaild cannot reach); whom it names is settled at its moment.
+  auto observed = deps_.view.latest();
+  if (second_spec_->target.kind == TargetKind::kController) {
+    if (auto quorum = deps_.admin.describeQuorum(); quorum) observed.quorum = std::move(*quorum);
+  }
+  auto resolved = resolveTargetOn(deps_, second_spec_->target, observed);
+  if (!resolved) return end(DrillState::kFailed, "then: " + resolved.error().message);
+  const auto node = resolved->node;
+  if (node == target_) {
+    return end(DrillState::kFailed, "then: the second fault's target names node " + std::to_string(node) +
+                                        ", the first fault's");
+  }
+  outcome_.second_fault->preflight_target = node;
+  auto& injector = deps_.injectors.at(node);
+  for (const auto& n : deps_.cluster.inventory) {
+    if (n.id != node) continue;
+    if (auto reason = faultRefusal(*second_spec_, n, *injector, deps_.cluster.inventory, parts_.addresses);
+        !reason.empty()) {
+      return end(DrillState::kFailed, "then: refused: " + reason);
+    }
+  }
+  if (auto state = injector->inspect(); !state) {
+    return end(DrillState::kFailed, "then: node " + std::to_string(node) + " cannot be reached (" +
+                                        injector->describe() + "): " + state.error().describe());
+  }
   return true;
 }
 
@@ -253,6 +286,14 @@ bool RunExecution::atFault() {
   leadership.partitions = at_fault_;
   outcome_.leadership_at_fault = std::move(leadership);
 
+  outcome_.probe_at_fault = probeNow();
+  outcome_.probe_client = deps_.probe.status().client_settings;
+  awaitWhatDependsOn(target_, at_fault_);
+  sortByRecovery(target_, spec_.fault, at_fault_);
+  return true;
+}
+
+ProbeSnapshotAtFault RunExecution::probeNow() const {
   const auto status = deps_.probe.status();
   ProbeSnapshotAtFault probe;
   const auto now = deps_.clock.monoNow();
@@ -269,37 +310,47 @@ bool RunExecution::atFault() {
   probe.skipped_ticks = status.skipped_ticks;
   probe.max_send_lateness_us = status.max_send_lateness_us;
   probe.clock_steps = deps_.clock.steps();
-  outcome_.probe_at_fault = std::move(probe);
-  outcome_.probe_client = status.client_settings;
+  return probe;
+}
 
-  // Partitions whose only in-sync replica is the target, or whose ISR without it is below
-  // min.insync.replicas, cannot recover (take acks=all writes) while it is down: the observation
-  // does not wait for them, the node is brought back, and their outage is measured to their
-  // first ack after that.
-  const auto node = std::find_if(deps_.cluster.inventory.begin(), deps_.cluster.inventory.end(),
-                                 [this](const config::NodeConfig& n) { return n.id == target_; });
-  await_control_ = status.control.has_value() && node != deps_.cluster.inventory.end() && node->role == "controller";
-  if (status.coordinators) {
-    const auto& c = *status.coordinators;
-    await_commits_ = c.commits && c.group_coordinator && c.group_coordinator->node == target_;
-    await_transactions_ = c.transactions && c.transaction_coordinator && c.transaction_coordinator->node == target_;
-    // The transactions write to the first probe topic's partition 0: its leader's death stalls
-    // them too.
-    if (c.transactions && !deps_.cluster.probe.topics.empty()) {
-      for (const auto& p : at_fault_) {
-        if (p.topic == deps_.cluster.probe.topics.front().name && p.partition == 0 && p.leader == target_) {
-          await_transactions_ = true;
-        }
+void RunExecution::awaitWhatDependsOn(std::int32_t node, const std::vector<analysis::PartitionAtFault>& partitions) {
+  const auto status = deps_.probe.status();
+  const auto n = std::find_if(deps_.cluster.inventory.begin(), deps_.cluster.inventory.end(),
+                              [node](const config::NodeConfig& c) { return c.id == node; });
+  if (status.control && n != deps_.cluster.inventory.end() && n->role == "controller") await_control_ = true;
+  if (!status.coordinators) return;
+  const auto& c = *status.coordinators;
+  if (c.commits && c.group_coordinator && c.group_coordinator->node == node) await_commits_ = true;
+  if (c.transactions && c.transaction_coordinator && c.transaction_coordinator->node == node) await_transactions_ = true;
+  // The transactions write to the first probe topic's partition 0: its leader's death stalls
+  // them too.
+  if (c.transactions && !deps_.cluster.probe.topics.empty()) {
+    for (const auto& p : partitions) {
+      if (p.topic == deps_.cluster.probe.topics.front().name && p.partition == 0 && p.leader == node) {
+        await_transactions_ = true;
       }
     }
   }
-  const bool node_stays_down = nodeGoesDown(spec_.fault);
-  for (const auto& p : at_fault_) {
-    const auto role = analysis::roleOf(target_, p);
+}
+
+void RunExecution::sortByRecovery(std::int32_t node, FaultType fault,
+                                  const std::vector<analysis::PartitionAtFault>& partitions) {
+  // Partitions whose only in-sync replica is the node, or whose ISR without it is below
+  // min.insync.replicas, cannot recover (take acks=all writes) while it is down: the observation
+  // does not wait for them, the node is brought back, and their outage is measured to their
+  // first ack after that.
+  const bool node_stays_down = nodeGoesDown(fault);
+  for (const auto& p : partitions) {
+    const auto role = analysis::roleOf(node, p);
     const bool sole = node_stays_down && (role == analysis::Role::kSoleReplica || role == analysis::Role::kBelowMinIsr);
-    (sole ? offline_ : recoverable_).insert(partitionName(p.topic, p.partition));
+    const auto name = partitionName(p.topic, p.partition);
+    if (sole) {
+      offline_.insert(name);
+      recoverable_.erase(name);
+    } else if (!offline_.count(name)) {
+      recoverable_.insert(name);
+    }
   }
-  return true;
 }
 
 bool RunExecution::inject() {
@@ -364,13 +415,18 @@ void RunExecution::observe() {
     setState(DrillState::kObserve);
     journal_->phase = "observe";
     parts_.recovery.save(*journal_);
-    const auto settle_from = fault_us_ + hold;
+    if (second_spec_) secondFault();
+  }
+  if (failure_.empty()) {
+    // A compound drill is observed from its second fault: the probes resume after both.
+    const auto since = second_journal_ ? second_fault_us_ : fault_us_;
+    const auto settle_from = std::max(fault_us_ + hold, since);
     const auto started_mono = deps_.clock.monoNow();
     const auto timeout = spec_.options.observe_timeout_s * kSecond;
     bool resumed = false;
     while (deps_.clock.monoNow() - started_mono < timeout) {
       if (deps_.clock.wallNow() - settle_from >= spec_.options.observe_min_s * kSecond &&
-          probesResumed(fault_us_, recoverable_) && controlResumed(fault_us_)) {
+          resumedAfter(deps_.probe.status(), since)) {
         resumed = true;
         break;
       }
@@ -383,6 +439,135 @@ void RunExecution::observe() {
     }
     observe_end_us_ = deps_.clock.wallNow();
   }
+}
+
+void RunExecution::secondFault() {
+  auto& second = *outcome_.second_fault;
+  const auto waited = [&] {
+    second.reason = interruption("the wait for the second fault");
+    failure_ = second.reason;
+  };
+  if (const auto wait = fault_us_ + second.after_s * kSecond - deps_.clock.wallNow();
+      wait > 0 && !parts_.queue.sleep(wait)) {
+    return waited();
+  }
+  // As at the first fault: fresh metadata, the target resolved on it, the guards asked on it.
+  const auto max_age = std::max<std::int64_t>(2 * deps_.cluster.observe.metadata_interval_us, 500'000);
+  auto observed = freshSnapshot(max_age);
+  if (!observed) {
+    if (interrupted()) return waited();
+    refuseSecond("no metadata younger than " + std::to_string(max_age / 1000) + " ms (the cluster does not answer)");
+    return;
+  }
+  // The quorum as it is now when a controller is named (the poller's may be 2 s old, from
+  // before the first fault).
+  const auto isController = [&](std::int32_t node) {
+    return std::any_of(deps_.cluster.inventory.begin(), deps_.cluster.inventory.end(),
+                       [node](const config::NodeConfig& n) { return n.id == node && n.role == "controller"; });
+  };
+  bool described = false;
+  const auto describeNow = [&] {
+    described = true;
+    if (auto quorum = deps_.admin.describeQuorum(); quorum) {
+      observed->quorum = std::move(*quorum);
+    } else {
+      observed->quorum.reset();
+      observed->quorum_error = quorum.error().describe();
+    }
+  };
+  if (second_spec_->target.kind == TargetKind::kController) describeNow();
+  auto resolved = resolveTargetOn(deps_, second_spec_->target, *observed);
+  if (!resolved) {
+    refuseSecond(resolved.error().message);
+    return;
+  }
+  second_target_ = resolved->node;
+  second.target = second_target_;
+  second.how = resolved->how;
+  if (!described && isController(second_target_)) describeNow();
+  const bool first_down = nodeGoesDown(spec_.fault);
+  const auto cluster = first_down ? withoutNode(*observed->snapshot, target_) : *observed->snapshot;
+  auto in = parts_.guards.base(second_target_, *second_spec_);
+  in.cluster = &cluster;
+  in.min_insync = min_insync_at_preflight_;
+  if (observed->quorum) {
+    in.quorum = &*observed->quorum;
+  } else {
+    in.quorum_problem = observed->quorum_error.empty() ? std::string("not described yet") : observed->quorum_error;
+  }
+  auto reason = checkSecondFault(in, target_, first_down);
+  auto& injector = deps_.injectors.at(second_target_);
+  for (const auto& n : deps_.cluster.inventory) {
+    if (reason || n.id != second_target_) continue;
+    if (auto refusal = faultRefusal(*second_spec_, n, *injector, deps_.cluster.inventory, parts_.addresses);
+        !refusal.empty()) {
+      reason = refusal;
+    }
+  }
+  if (reason) {
+    refuseSecond(*reason);
+    return;
+  }
+  auto journal = parts_.recovery.open(drill_.id, second_target_, recoveryAction(second_spec_->fault));
+  if (!journal) {
+    refuseSecond("cannot write the recovery journal: " + journal.error().describe());
+    return;
+  }
+  second_journal_ = std::move(*journal);
+  second_journal_->phase = "observe";
+  parts_.recovery.save(*second_journal_);
+
+  // What the run looked like at this moment: the partitions with the first node out of their
+  // ISRs, the probe's state (a partition the first fault stalled lags here: its figure at the
+  // second fault is inconclusive).
+  LeadershipAtFault leadership;
+  leadership.observed_at_us = observed->snapshot_at;
+  for (const auto& t : cluster.topics) {
+    const auto min_insync = min_insync_at_preflight_.find(t.name);
+    for (const auto& p : t.partitions) {
+      at_second_fault_.push_back({t.name, p.partition, p.leader, p.replicas, p.isr,
+                                  min_insync == min_insync_at_preflight_.end() ? 0 : min_insync->second});
+    }
+  }
+  leadership.partitions = at_second_fault_;
+  second.leadership_at_fault = std::move(leadership);
+  second.probe_at_fault = probeNow();
+
+  auto record = injectFault(*injector, *second_spec_, drill_.id,
+                            peersOf(second_target_, deps_.cluster.inventory, parts_.addresses));
+  second_fault_us_ = deps_.clock.wallNow();
+  if (!record) {
+    second.state = "failed";
+    second.reason = record.error().describe();
+    failure_ = "injecting the second fault (" + std::string(toString(second_spec_->fault)) + ") into node " +
+               std::to_string(second_target_) + " failed: " + second.reason;
+    failure_state_ = DrillState::kFailed;
+    return;
+  }
+  second_fault_us_ = record->faultTime();
+  FaultInjected fault{record->requested_at, second_fault_us_, record->fault_at ? record->fault_time_source : "requested",
+                      record->detail, record->uncertainty_us, record->clock_offset_us};
+  recordEvent(deps_, "injector", "fault", second_fault_us_, second_target_,
+              {{"fault", toString(second_spec_->fault)}, {"requested_us", fault.requested_us},
+               {"time_source", fault.time_source}, {"detail", fault.detail}, {"drill", drill_.id},
+               {"run", outcome_.run}, {"second", true}, {"after_s", second.after_s}});
+  second.fault_injected = std::move(fault);
+  second.state = "injected";
+  second.reason.clear();
+  awaitWhatDependsOn(second_target_, at_second_fault_);
+  sortByRecovery(second_target_, second_spec_->fault, at_second_fault_);
+}
+
+bool RunExecution::refuseSecond(const std::string& why) {
+  auto& second = *outcome_.second_fault;
+  second.state = "refused";
+  second.reason = why;
+  failure_ = "the second fault was refused: " + why + "; its node was not touched";
+  failure_state_ = DrillState::kFailed;
+  recordEvent(deps_, "kfaild", "second_fault_refused", deps_.clock.wallNow(),
+              second_target_ >= 0 ? std::optional<std::int32_t>(second_target_) : std::nullopt,
+              {{"drill", drill_.id}, {"run", outcome_.run}, {"reason", why}});
+  return false;
 }
 
 void RunExecution::actionFailed(const std::string& action, const std::string& error) {
@@ -399,39 +584,73 @@ void RunExecution::actionFailed(const std::string& action, const std::string& er
 bool RunExecution::recover() {
   outcome_.observe_end_us = observe_end_us_;
   setState(DrillState::kRecover);
-  auto& journal = *journal_;
+  // Every node the run took down comes back, each tried even when another could not be (its
+  // entry then stays open and is retried between drills); controllers first.
+  std::vector<std::int32_t> down{target_};
+  if (second_journal_) down.push_back(second_target_);
+  const auto order = recoveryOrder(down, deps_.cluster.inventory);
+  if (second_journal_) outcome_.recovery_order = order;
+  std::string not_back;
+  for (const auto node : order) {
+    const bool first = node == target_;
+    RecoveryReport report;
+    auto error = bringBack(node, first ? *journal_ : *second_journal_, report);
+    if (first) {
+      outcome_.recovery = std::move(report);
+    } else {
+      outcome_.second_fault->recovery = std::move(report);
+    }
+    if (error) {
+      not_back += (not_back.empty() ? "" : "; ") + *error;
+      continue;
+    }
+    const auto done = *(first ? journal_ : second_journal_)->done_us;
+    if (first) {
+      outcome_.recovered_us = done;
+    } else {
+      outcome_.second_fault->recovered_us = done;
+    }
+    recovered_us_ = std::max(recovered_us_, done);
+  }
+  if (!not_back.empty()) {
+    // Left open: the engine keeps trying between drills and refuses new ones meanwhile.
+    parts_.recovery.scheduleRetry(NodeRecovery::kFirstRetryUs);
+    return end(DrillState::kFailed, (failure_.empty() ? "" : failure_ + "; ") + not_back +
+                                        " (kfaild keeps retrying every 30 s to 5 min; drills on this cluster are "
+                                        "refused until it is back)");
+  }
+  window_end_us_ = observe_end_us_;
+  return true;
+}
+
+std::optional<std::string> RunExecution::bringBack(std::int32_t node, storage::RecoveryEntry& journal,
+                                                   RecoveryReport& report) {
   journal.phase = "recover";
   parts_.recovery.save(journal);
   // Each failed attempt is reported where a reader looks: the drill's reason while it recovers,
   // the journal, an event.
-  RecoveryReport report;
   auto recovered = parts_.recovery.bringBack(
-      target_, journal.action, drill_.id, spec_.options.recover_timeout_s * kSecond,
+      node, journal.action, drill_.id, spec_.options.recover_timeout_s * kSecond,
       [&](int attempt, const std::string& error, std::int64_t retry_in_us) {
         const auto now = deps_.clock.wallNow();
         journal.attempts = attempt;
         journal.last_error = error;
         parts_.recovery.save(journal);
         if (report.errors.size() < 20) report.errors.push_back({attempt, now, error});
-        recordEvent(deps_, "kfaild", "recovery_retry", now, target_,
+        recordEvent(deps_, "kfaild", "recovery_retry", now, node,
                     {{"drill", drill_.id}, {"run", outcome_.run}, {"attempt", attempt}, {"error", error},
                      {"retry_in_s", static_cast<double>(retry_in_us) / kSecond}});
-        setState(DrillState::kRecover, "recovering node " + std::to_string(target_) + ": attempt " +
+        setState(DrillState::kRecover, "recovering node " + std::to_string(node) + ": attempt " +
                                            std::to_string(attempt) + " failed (" + error + "); retrying in " +
                                            std::to_string(retry_in_us / kSecond) + " s");
       });
   journal.attempts += 1;
   report.attempts = journal.attempts;
   const bool retried = !report.errors.empty();
-  outcome_.recovery = std::move(report);
   if (!recovered) {
     journal.last_error = recovered.error().message;
     parts_.recovery.save(journal);
-    // Left open: the engine keeps trying between drills and refuses new ones meanwhile.
-    parts_.recovery.scheduleRetry(NodeRecovery::kFirstRetryUs);
-    return end(DrillState::kFailed, (failure_.empty() ? "" : failure_ + "; ") + recovered.error().message +
-                                        " (kfaild keeps retrying every 30 s to 5 min; drills on this cluster are "
-                                        "refused until it is back)");
+    return recovered.error().message;
   }
   journal.done_us = deps_.clock.wallNow();
   parts_.recovery.save(journal);
@@ -439,11 +658,8 @@ bool RunExecution::recover() {
     drill_.reason.clear();
     parts_.records.persist(drill_);
   }
-  recovered_us_ = *journal.done_us;
-  outcome_.recovered_us = recovered_us_;
-  recordEvent(deps_, "injector", "recovered", recovered_us_, target_, {{"drill", drill_.id}, {"run", outcome_.run}});
-  window_end_us_ = observe_end_us_;
-  return true;
+  recordEvent(deps_, "injector", "recovered", *journal.done_us, node, {{"drill", drill_.id}, {"run", outcome_.run}});
+  return std::nullopt;
 }
 
 void RunExecution::observeOffline() {
@@ -451,7 +667,7 @@ void RunExecution::observeOffline() {
   if (offline_.empty()) return;
   const auto deadline = deps_.clock.monoNow() + spec_.options.observe_timeout_s * kSecond;
   bool back = false;
-  while (!(back = probesResumed(recovered_us_, offline_)) && deps_.clock.monoNow() < deadline &&
+  while (!(back = probesResumed(deps_.probe.status(), recovered_us_, offline_)) && deps_.clock.monoNow() < deadline &&
          parts_.queue.sleep(kPollUs)) {
   }
   if (!back) outcome_.offline_timed_out = true;
@@ -462,11 +678,26 @@ void RunExecution::elect() {
   setState(DrillState::kElect);
   std::vector<kafka::TopicPartition> partitions;
   for (const auto& p : at_fault_) partitions.push_back({p.topic, p.partition});
+  const bool moves = !notOnPreferredLeader().empty();
   const auto election = electPreferred(partitions);
   if (election.error) {
     outcome_.election_error = *election.error;
   } else {
     outcome_.preferred_leaders_restored = election.preferred;
+    // As after the preflight election: the run ends once the probe has followed the moved
+    // leaders, so that the next run or drill is not refused on the move ("orders-0 has had no ack
+    // for 1.0 s" when a drill was submitted right after the last one ended).
+    if (election.preferred && moves) awaitProbeSettled(deps_.clock.wallNow());
+  }
+}
+
+void RunExecution::awaitProbeSettled(std::int64_t elected_us) {
+  // The producer follows moved leaders within moments; every partition must ack and read back
+  // again after the move (a second after it: what was in flight to an old leader is retried).
+  std::set<std::string> all;
+  for (const auto& p : deps_.probe.status().partitions) all.insert(partitionName(p.topic, p.partition));
+  const auto deadline = deps_.clock.monoNow() + 30 * kSecond;
+  while (!probeSettled(elected_us + kSecond, all) && deps_.clock.monoNow() < deadline && parts_.queue.sleep(kPollUs)) {
   }
 }
 
@@ -591,13 +822,40 @@ void RunExecution::analyse() {
           {p.topic, p.partition, p.refusing_since->wall, std::nullopt, 0, "open"});
     }
   }
+  if (second_journal_ && outcome_.second_fault->fault_injected) {
+    // The first fault alone, up to the second; then the run's analysis becomes the second's: its
+    // target's roles with the first node out of the ISRs, from its moment, against the noise of
+    // the baseline before the first fault.
+    auto& second = *outcome_.second_fault;
+    auto first = input;
+    first.observe_end_us = second_fault_us_;
+    first.window_end_us = second_fault_us_;
+    first.recovered_us.reset();
+    first.observe_timed_out = false;
+    first.offline_timed_out = false;
+    first.cut_by = "the second fault";
+    second.first_analysis = analysis::analyse(first);
+    input.fault = toString(second_spec_->fault);
+    input.target = second_target_;
+    input.fault_us = second_fault_us_;
+    input.fault_time_source = second.fault_injected->time_source;
+    input.fault_time_uncertainty_us = second.fault_injected->uncertainty_us;
+    input.baseline_end_us = fault_us_;
+    input.partitions = at_second_fault_;
+    input.probe_at_fault = second.probe_at_fault->partitions;
+    input.recovered_us = second.recovered_us ? second.recovered_us : input.recovered_us;
+  }
   outcome_.analysis = analysis::analyse(input);
   outcome_.state = DrillState::kDone;
   outcome_.reason.clear();
 }
 
-bool RunExecution::probesResumed(std::int64_t since_us, const std::set<std::string>& only) const {
-  const auto status = deps_.probe.status();
+bool RunExecution::resumedAfter(const probe::ProbeStatus& status, std::int64_t since_us) const {
+  return probesResumed(status, since_us, recoverable_) && controlResumed(status, since_us);
+}
+
+bool RunExecution::probesResumed(const probe::ProbeStatus& status, std::int64_t since_us,
+                                 const std::set<std::string>& only) const {
   if (status.phase != probe::ProbePhase::kProbing || status.partitions.empty()) return false;
   const auto now = deps_.clock.now();
   const auto threshold = deps_.cluster.probe.gap_threshold_us;
@@ -610,9 +868,8 @@ bool RunExecution::probesResumed(std::int64_t since_us, const std::set<std::stri
   return true;
 }
 
-bool RunExecution::controlResumed(std::int64_t since_us) const {
+bool RunExecution::controlResumed(const probe::ProbeStatus& status, std::int64_t since_us) const {
   if (!await_control_ && !await_commits_ && !await_transactions_) return true;
-  const auto status = deps_.probe.status();
   const auto answered = [since_us](const std::optional<probe::OperationStatus>& s) {
     return !s || (s->last_ok && s->last_ok->wall > since_us);
   };
@@ -625,11 +882,11 @@ bool RunExecution::controlResumed(std::int64_t since_us) const {
 }
 
 bool RunExecution::probeSettled(std::int64_t since_us, const std::set<std::string>& only) const {
-  if (!probesResumed(since_us, only)) return false;
+  const auto status = deps_.probe.status();
+  if (!probesResumed(status, since_us, only)) return false;
   // As the guards will judge it: nothing held back, nothing outstanding for long. A message in
   // flight to the old leader at the election is retried for a while after acks resume (a CI
   // run's drill was refused "2.0 s behind, sends held back" right after them).
-  const auto status = deps_.probe.status();
   const auto now = deps_.clock.now();
   for (const auto& p : status.partitions) {
     if (!only.count(partitionName(p.topic, p.partition))) continue;
@@ -685,7 +942,14 @@ void RunExecution::collectBrokerLogs() {
   }
   std::vector<std::string> topics;
   for (const auto& t : deps_.cluster.probe.topics) topics.push_back(t.name);
-  for (auto& line : fault::readFailoverLogs(sources, target_, topics, baseline_start_us_)) {
+  auto lines = fault::readFailoverLogs(sources, target_, topics, baseline_start_us_);
+  if (second_journal_) {
+    // The second target's marks; the leaders' epochs are every node's, read once already.
+    for (auto& line : fault::readFailoverLogs(sources, second_target_, topics, baseline_start_us_)) {
+      if (line.kind != "leader_epoch_start") lines.push_back(std::move(line));
+    }
+  }
+  for (auto& line : lines) {
     storage::Event e;
     e.cluster = deps_.cluster_id;
     e.t_us = line.t;

@@ -2,6 +2,9 @@
 
 // One run of a drill, phase by phase:
 //   preflight → baseline → inject → observe → recover → elect → analyse
+// A compound drill (DrillSpec::then) injects its second fault during the observation, `after_s`
+// after the first, resolved and guarded then (checkSecondFault); both nodes are brought back
+// (recoveryOrder), and the analysis is the second fault's, with the first's up to it beside it.
 // Each phase is a method that either lets the run go on or ends it with a typed outcome. An
 // abort or a stop ends the run after the phase it lands in; once the fault is in, the node is
 // always brought back first. Made and used on the engine's thread, one object per run.
@@ -49,7 +52,21 @@ class RunExecution {
   bool atFault();
   bool inject();
   void observe();
+  // The compound drill's second fault: resolved at preflight (prepareSecond), then at its moment
+  // guarded and injected (secondFault; failure_ says why when it is not).
+  bool prepareSecond();
+  void secondFault();
+  bool refuseSecond(const std::string& why);
   bool recover();
+  // Brings `node` back with its journal entry (closed once it is back); the error when it is not.
+  std::optional<std::string> bringBack(std::int32_t node, storage::RecoveryEntry& journal, RecoveryReport& report);
+  ProbeSnapshotAtFault probeNow() const;
+  // What the observation also waits for when `node` goes down: the control plane (a controller),
+  // the commits and transactions it coordinates (or whose partition it leads).
+  void awaitWhatDependsOn(std::int32_t node, const std::vector<analysis::PartitionAtFault>& partitions);
+  // Each partition into recoverable_ or offline_ (whose ISR has only `node`, or is below
+  // min.insync.replicas without it, while `fault` holds it down; once offline, a partition stays so).
+  void sortByRecovery(std::int32_t node, FaultType fault, const std::vector<analysis::PartitionAtFault>& partitions);
   void observeOffline();
   void elect();
   void analyse();
@@ -62,17 +79,23 @@ class RunExecution {
   std::string interruption(const char* phase) const;
   void setState(DrillState state, const std::string& reason = {});
   // Every partition named in `only` ("topic-partition") has acked and received since `since_us`
-  // and its last ack is recent (within the gap threshold).
-  bool probesResumed(std::int64_t since_us, const std::set<std::string>& only) const;
+  // and its last ack is recent (within the gap threshold), as `status` shows the probe.
+  bool probesResumed(const probe::ProbeStatus& status, std::int64_t since_us, const std::set<std::string>& only) const;
   // probesResumed, and no partition of `only` holds sends back or has a message outstanding for long.
   bool probeSettled(std::int64_t since_us, const std::set<std::string>& only) const;
   // The control plane (and the coordinators' commits, transactions) the run awaits answered after
   // `since_us` (true for what it does not await).
-  bool controlResumed(std::int64_t since_us) const;
+  bool controlResumed(const probe::ProbeStatus& status, std::int64_t since_us) const;
+  // What the observation waits for, on one reading of the probe: the recoverable partitions and
+  // what the run awaits of the control plane and the coordinators, all after `since_us`.
+  bool resumedAfter(const probe::ProbeStatus& status, std::int64_t since_us) const;
   // The poller's latest observation once its snapshot is at most max_age_us old; nullopt when
   // none comes (within twice that, at least 2 s) or the run is interrupted.
   std::optional<observe::ObservedCluster> freshSnapshot(std::int64_t max_age_us);
   std::vector<kafka::TopicPartition> notOnPreferredLeader() const;
+  // Waits (≤ 30 s, an abort or a stop ends it) until every probe partition has settled a second
+  // after a leadership move at `elected_us` (probeSettled).
+  void awaitProbeSettled(std::int64_t elected_us);
   // Elects the preferred leaders of `partitions` and waits (≤ 30 s) for the metadata to show them.
   ElectionOutcome electPreferred(const std::vector<kafka::TopicPartition>& partitions);
   void collectBrokerLogs();
@@ -99,6 +122,13 @@ class RunExecution {
   bool await_commits_ = false;
   bool await_transactions_ = false;
   std::optional<storage::RecoveryEntry> journal_;
+  // The compound drill's second fault: its request as a one-fault drill, its node, its journal
+  // entry, its time and the partitions at its moment (the first node out of every ISR).
+  std::optional<DrillSpec> second_spec_;
+  std::int32_t second_target_ = -1;
+  std::optional<storage::RecoveryEntry> second_journal_;
+  std::int64_t second_fault_us_ = 0;
+  std::vector<analysis::PartitionAtFault> at_second_fault_;
   bool injected_ = false;
   std::string failure_;  // why the run cannot be done once the fault is in (an abort, a stop, a failed resume)
   DrillState failure_state_ = DrillState::kAborted;

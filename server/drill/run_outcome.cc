@@ -9,6 +9,43 @@ nlohmann::json toJson(const ElectionOutcome& e) {
   return out;
 }
 
+nlohmann::json toJson(const ProbeSnapshotAtFault& probe) {
+  nlohmann::json parts = nlohmann::json::array();
+  for (const auto& f : probe.partitions) {
+    parts.push_back({{"topic", f.topic}, {"partition", f.partition}, {"outstanding", f.outstanding},
+                     {"oldest_outstanding_age_us", f.oldest_outstanding_age_us}, {"holding", f.holding},
+                     {"held_ticks", f.held_ticks}});
+  }
+  return {{"partitions", parts},
+          {"skipped_ticks", probe.skipped_ticks},
+          {"max_send_lateness_us", probe.max_send_lateness_us},
+          {"clock_steps", probe.clock_steps}};
+}
+
+nlohmann::json toJson(const LeadershipAtFault& leadership) {
+  nlohmann::json parts = nlohmann::json::array();
+  for (const auto& p : leadership.partitions) {
+    parts.push_back({{"topic", p.topic}, {"partition", p.partition}, {"leader", p.leader},
+                     {"replicas", p.replicas}, {"isr", p.isr}, {"min_insync", p.min_insync}});
+  }
+  return {{"observed_at_us", leadership.observed_at_us}, {"partitions", parts}};
+}
+
+void addFault(nlohmann::json& out, const FaultInjected& fault) {
+  out["fault_requested_us"] = fault.requested_us;
+  out["fault_us"] = fault.fault_us;
+  out["fault_time_source"] = fault.time_source;
+  out["fault_time_uncertainty_us"] = fault.uncertainty_us;
+  out["fault_clock_offset_us"] = fault.clock_offset_us;
+  out["fault_detail"] = fault.detail;
+}
+
+nlohmann::json toJson(const RecoveryReport& recovery) {
+  nlohmann::json errors = nlohmann::json::array();
+  for (const auto& e : recovery.errors) errors.push_back({{"attempt", e.attempt}, {"t_us", e.t_us}, {"error", e.error}});
+  return {{"attempts", recovery.attempts}, {"errors", errors}};
+}
+
 }  // namespace
 
 nlohmann::json toJson(const RunOutcome& o) {
@@ -23,43 +60,14 @@ nlohmann::json toJson(const RunOutcome& o) {
   }
   if (o.preflight_election) out["preflight_election"] = toJson(*o.preflight_election);
   if (o.baseline_start_us) out["baseline_start_us"] = *o.baseline_start_us;
-  if (o.probe_at_fault) {
-    nlohmann::json parts = nlohmann::json::array();
-    for (const auto& f : o.probe_at_fault->partitions) {
-      parts.push_back({{"topic", f.topic}, {"partition", f.partition}, {"outstanding", f.outstanding},
-                       {"oldest_outstanding_age_us", f.oldest_outstanding_age_us}, {"holding", f.holding},
-                       {"held_ticks", f.held_ticks}});
-    }
-    out["probe_at_fault"] = {{"partitions", parts},
-                             {"skipped_ticks", o.probe_at_fault->skipped_ticks},
-                             {"max_send_lateness_us", o.probe_at_fault->max_send_lateness_us},
-                             {"clock_steps", o.probe_at_fault->clock_steps}};
-  }
+  if (o.probe_at_fault) out["probe_at_fault"] = toJson(*o.probe_at_fault);
   if (o.probe_client) out["probe_client"] = *o.probe_client;
   if (o.cluster_settings) out["cluster_settings"] = toJson(*o.cluster_settings);
-  if (o.leadership_at_fault) {
-    nlohmann::json parts = nlohmann::json::array();
-    for (const auto& p : o.leadership_at_fault->partitions) {
-      parts.push_back({{"topic", p.topic}, {"partition", p.partition}, {"leader", p.leader},
-                       {"replicas", p.replicas}, {"isr", p.isr}, {"min_insync", p.min_insync}});
-    }
-    out["leadership_at_fault"] = {{"observed_at_us", o.leadership_at_fault->observed_at_us}, {"partitions", parts}};
-  }
-  if (o.fault_injected) {
-    out["fault_requested_us"] = o.fault_injected->requested_us;
-    out["fault_us"] = o.fault_injected->fault_us;
-    out["fault_time_source"] = o.fault_injected->time_source;
-    out["fault_time_uncertainty_us"] = o.fault_injected->uncertainty_us;
-    out["fault_clock_offset_us"] = o.fault_injected->clock_offset_us;
-    out["fault_detail"] = o.fault_injected->detail;
-  }
+  if (o.leadership_at_fault) out["leadership_at_fault"] = toJson(*o.leadership_at_fault);
+  if (o.fault_injected) addFault(out, *o.fault_injected);
   if (o.observe_timed_out) out["observe_timed_out"] = true;
   if (o.observe_end_us) out["observe_end_us"] = *o.observe_end_us;
-  if (o.recovery) {
-    nlohmann::json errors = nlohmann::json::array();
-    for (const auto& e : o.recovery->errors) errors.push_back({{"attempt", e.attempt}, {"t_us", e.t_us}, {"error", e.error}});
-    out["recovery"] = {{"attempts", o.recovery->attempts}, {"errors", errors}};
-  }
+  if (o.recovery) out["recovery"] = toJson(*o.recovery);
   if (o.recovered_us) out["recovered_us"] = *o.recovered_us;
   if (o.offline_timed_out) out["offline_timed_out"] = true;
   if (o.window_end_us) out["window_end_us"] = *o.window_end_us;
@@ -70,6 +78,22 @@ nlohmann::json toJson(const RunOutcome& o) {
   if (o.analysis) out["analysis"] = analysis::toJson(*o.analysis);
   if (o.control_plane) out["control_plane"] = analysis::toJson(*o.control_plane);
   if (o.coordinators) out["coordinators"] = analysis::toJson(*o.coordinators);
+  if (o.second_fault) {
+    const auto& f = *o.second_fault;
+    nlohmann::json second = {{"fault", toString(f.fault)}, {"after_s", f.after_s}, {"state", f.state}};
+    if (!f.reason.empty()) second["reason"] = f.reason;
+    if (f.preflight_target) second["preflight_target"] = *f.preflight_target;
+    if (f.target) second["target"] = *f.target;
+    if (!f.how.empty()) second["how"] = f.how;
+    if (f.fault_injected) addFault(second, *f.fault_injected);
+    if (f.leadership_at_fault) second["leadership_at_fault"] = toJson(*f.leadership_at_fault);
+    if (f.probe_at_fault) second["probe_at_fault"] = toJson(*f.probe_at_fault);
+    if (f.recovery) second["recovery"] = toJson(*f.recovery);
+    if (f.recovered_us) second["recovered_us"] = *f.recovered_us;
+    if (f.first_analysis) second["first_analysis"] = analysis::toJson(*f.first_analysis);
+    out["second_fault"] = std::move(second);
+  }
+  if (!o.recovery_order.empty()) out["recovery_order"] = o.recovery_order;
   return out;
 }
 

@@ -68,6 +68,28 @@ struct RecoveryReport {
   std::vector<RecoveryAttempt> errors;  // the first 20 failed attempts
 };
 
+// A compound drill's second fault (DrillSpec::then): whom it hit and when, or why it was not
+// injected, and what the run saw at its moment.
+struct SecondFaultOutcome {
+  FaultType fault = FaultType::kKill;
+  std::int32_t after_s = 0;
+  // injected | refused (its guards, its target; the first node is still recovered) | not_reached
+  // (the run ended before its moment)
+  std::string state = "not_reached";
+  std::string reason;  // refused, not_reached: why
+  std::optional<std::int32_t> preflight_target;  // the target resolved at preflight
+  std::optional<std::int32_t> target;            // and at its moment
+  std::string how;                               // resolveTargetOn's words at its moment
+  std::optional<FaultInjected> fault_injected;
+  std::optional<LeadershipAtFault> leadership_at_fault;  // the first fault's node out of every ISR when it went down
+  std::optional<ProbeSnapshotAtFault> probe_at_fault;
+  std::optional<RecoveryReport> recovery;
+  std::optional<std::int64_t> recovered_us;
+  // The first fault alone: its target's roles, from its moment to the second's (a stall still
+  // open then is inconclusive). The run's `analysis` is the second fault's.
+  std::optional<analysis::RunAnalysis> first_analysis;
+};
+
 struct RunOutcome {
   int run = 0;
   FaultType fault = FaultType::kKill;
@@ -101,6 +123,9 @@ struct RunOutcome {
   // What the run did to the coordinators (the commits, the transactions, their coordinators'
   // moves); unset with probe.coordinators: off.
   std::optional<analysis::CoordinatorsResult> coordinators;
+  // A compound drill's second fault, and the order its nodes were brought back in (recoveryOrder).
+  std::optional<SecondFaultOutcome> second_fault;
+  std::vector<std::int32_t> recovery_order;
 };
 
 nlohmann::json toJson(const RunOutcome& outcome);

@@ -227,9 +227,15 @@ void ControlProbe::operationLoop() {
     while (!event && !operations_.stopRequested() && clock_.monoNow() - sent.mono < c.timeout_us + 1'000'000) {
       event.reset(rd_kafka_queue_poll(queue.get(), 100));
     }
-    if (!event) break;  // stopping (or librdkafka never answered: the loop ends with kfaild)
+    if (operations_.stopRequested()) break;
     const auto done = clock_.now();
-    auto verdict = kafka::controllerCheckResult(event.get());
+    // librdkafka answers every admin request by its timeout; one it never answered is recorded as
+    // failed, and the next goes on a new queue so that a late answer cannot be taken for its own
+    // (the request keeps a reference to the old queue, which dies with it).
+    const auto verdict = event ? kafka::controllerCheckResult(event.get())
+                               : Status(Error{std::make_error_code(std::errc::timed_out),
+                                              "librdkafka gave no answer within the timeout and 1 s"});
+    if (!event) queue.reset(rd_kafka_queue_new(client_.get()));
     ControlOutput out;
     {
       std::lock_guard lock(mutex_);

@@ -875,3 +875,62 @@ TEST_CASE("the analysis as JSON keeps the previous fields and carries the new on
   CHECK(std::string(toString(Outcome::kNone)) == "none");
   CHECK(std::string(toString(Outcome::kInconclusive)) == "inconclusive");
 }
+
+TEST_CASE("a compound drill's second fault takes its noise from before the first fault", "[unit]") {
+  // The active controller killed 2 s before broker 1: between the two faults p2 paused 600 ms
+  // (nothing to do with broker 1). The second fault's analysis must not take that pause as p2's
+  // noise, nor as its stall.
+  AnalysisInput in;
+  in.fault = "kill";
+  in.target = 1;
+  in.fault_us = kT0;
+  in.window_start_us = kT0 - 2'400'000;  // under 100 baseline gaps: the noise is the longest
+  in.observe_end_us = kT0 + 12 * kSecond;
+  in.recovered_us = kT0 + 13 * kSecond;
+  in.window_end_us = kT0 + 13 * kSecond;
+  in.partitions = kOrders;
+  const std::int64_t first = kT0 - 2 * kSecond;
+  const std::int64_t resume = kT0 + 9'400'000;
+  std::int64_t seq0 = 0;
+  steady(in, 0, in.window_start_us, kT0, seq0);
+  stalled(in, 0, kT0, resume, resume, seq0);
+  steady(in, 0, resume, in.observe_end_us, seq0);
+  std::int64_t seq1 = 0;
+  steady(in, 1, in.window_start_us, in.observe_end_us, seq1);
+  std::int64_t seq2 = 0;
+  const std::int64_t pause = first + 500'000;
+  steady(in, 2, in.window_start_us, pause, seq2);
+  stalled(in, 2, pause, pause + 600'000, pause + 600'000, seq2);
+  steady(in, 2, pause + 600'000, in.observe_end_us, seq2);
+
+  auto alone = analyse(in);  // the baseline runs to the second fault
+  CHECK_THAT(alone.partitions[2].ack.reason, Catch::Contains("noise (0.617 s, p99 of"));
+
+  in.baseline_end_us = first;
+  const auto a = analyse(in);
+  const auto& p0 = a.partitions[0];
+  CHECK(p0.role == Role::kLeader);
+  CHECK(p0.ack.outcome == Outcome::kStall);
+  REQUIRE(p0.ack.stall);
+  CHECK(p0.ack.stall->duration_us() == resume - (kT0 - kInterval + 3'000));
+  CHECK(a.partitions[2].ack.outcome == Outcome::kNone);
+  CHECK(a.partitions[2].ack.reason == "0.020 s is within the noise (0.020 s, p99 of 19 baseline gaps)");
+}
+
+TEST_CASE("a compound drill's first fault, analysed up to the second, leaves a stall still open then inconclusive",
+          "[unit]") {
+  auto in = articleKill();
+  in.observe_end_us = kT0 + 2 * kSecond;
+  in.window_end_us = kT0 + 2 * kSecond;
+  in.recovered_us.reset();
+  // Without the cut, the ack at 9.4 s would close a gap that outlived the window.
+  const auto uncut = analyse(in);
+  CHECK(uncut.partitions[0].ack.outcome == Outcome::kStall);
+  in.cut_by = "the second fault";
+  const auto a = analyse(in);
+  const auto& p0 = a.partitions[0].ack;
+  CHECK(p0.outcome == Outcome::kInconclusive);
+  CHECK_FALSE(p0.stall);
+  CHECK(p0.reason == "still stalled at the second fault (≥ 2.017 s)");
+  CHECK(a.partitions[0].receive.outcome == Outcome::kInconclusive);
+}

@@ -170,3 +170,50 @@ TEST_CASE("a throttle rate reads as bytes per second, kbit, mbit, gbit, kbytes a
   CHECK_FALSE(parseRate("1tbit"));
   CHECK_FALSE(parseRate("999999999999999"));
 }
+
+TEST_CASE("a compound drill's then parses, round-trips, and names what is wrong in it", "[unit][drill]") {
+  auto spec = parseDrillSpec(json::parse(R"({"fault":"kill","target":{"controller":true},
+      "then":{"fault":"stop","target":{"leader_of":{"topic":"orders","partition":2}},"after_s":2}})"));
+  REQUIRE(spec);
+  REQUIRE(spec->then);
+  CHECK(spec->then->fault == FaultType::kStop);
+  CHECK(spec->then->target.kind == TargetKind::kLeaderOf);
+  CHECK(spec->then->target.partition == 2);
+  CHECK(spec->then->after_s == 2);
+  auto again = parseDrillSpec(toJson(*spec));
+  REQUIRE(again);
+  CHECK(toJson(*again) == toJson(*spec));
+  CHECK(toJson(*spec)["then"] == json::parse(R"({"fault":"stop","target":{"leader_of":{"topic":"orders","partition":2}},
+                                                  "after_s":2})"));
+  // The second fault as a drill of its own: its fault and target, the request's options.
+  const auto second = secondSpec(*spec);
+  CHECK(second.fault == FaultType::kStop);
+  CHECK(second.target.kind == TargetKind::kLeaderOf);
+  CHECK_FALSE(second.then);
+  CHECK(second.options.grace_s == spec->options.grace_s);
+  CHECK_FALSE(parseDrillSpec(json::parse(R"({"fault":"kill","target":{"broker":1}})"))->then);
+
+  auto error = [](const char* text) {
+    auto r = parseDrillSpec(json::parse(text));
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == make_error_code(errc::invalid_request));
+    return r.error().message;
+  };
+  CHECK(error(R"({"fault":"kill","target":{"broker":1},"then":{"fault":"kill","target":{"broker":2}}})") ==
+        "then.after_s: required: seconds after the first fault");
+  CHECK(error(R"({"fault":"kill","target":{"broker":1},"then":{"fault":"pause","target":{"broker":2},"after_s":1}})") ==
+        "then.fault: required: kill or stop");
+  CHECK(error(R"({"fault":"pause","target":{"broker":1},"then":{"fault":"kill","target":{"broker":2},"after_s":1}})") ==
+        "then: only after a kill or a stop (a fault held and undone in between is not combined)");
+  CHECK(error(R"({"fault":"kill","target":{"broker":1},"then":{"fault":"kill","target":{"brokr":2},"after_s":1}})") ==
+        "then.target.brokr: unknown field");
+  CHECK(error(R"({"fault":"kill","target":{"broker":1},"then":{"fault":"kill","after_s":1}})") ==
+        "then.target: required: an object with exactly one of broker, leader_of, controller, random, coordinator_of");
+  CHECK(error(R"({"fault":"kill","target":{"broker":1},"then":{"fault":"kill","target":{"broker":2},"after_s":-1}})") ==
+        "then.after_s: must be between 0 and 600, got -1");
+  CHECK(error(R"({"fault":"kill","target":{"broker":1},"options":{"observe_timeout_s":10},
+                  "then":{"fault":"kill","target":{"broker":2},"after_s":10}})") ==
+        "then.after_s: must be below options.observe_timeout_s (10)");
+  CHECK(error(R"({"fault":"kill","target":{"broker":1},"then":{"fault":"kill","target":{"broker":2},"after_s":1,"x":1}})") ==
+        "then.x: unknown field");
+}

@@ -157,6 +157,14 @@ struct EngineHarness {
     return *parsed;
   }
 
+  // The only run of a drill's result, as stored.
+  static nlohmann::json onlyRun(const storage::DrillRecord& d) {
+    auto result = nlohmann::json::parse(d.result.empty() ? "{}" : d.result);
+    REQUIRE(result.contains("runs"));
+    REQUIRE(result["runs"].size() == 1);
+    return result["runs"][0];
+  }
+
   storage::DrillRecord record(std::int64_t drill_id) const {
     auto d = drills->drill(drill_id);
     REQUIRE(d);

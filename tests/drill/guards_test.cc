@@ -229,3 +229,48 @@ TEST_CASE("a voter is caught up by the leader's clock, or by its log end without
   CHECK(impact.caught_up_without == std::vector<std::int32_t>{101});
   CHECK_FALSE(impact.keepsMajority());
 }
+
+TEST_CASE("a compound drill's second fault is guarded on what the two faults do together", "[unit][drill]") {
+  // Broker 1 killed first: it is out of every ISR (its departure not yet in the metadata).
+  const auto whole = article();
+  const auto s = withoutNode(whole, 1);
+  CHECK(s.topics[0].partitions[0].leader == -1);
+  CHECK(s.topics[0].partitions[0].isr == std::vector<std::int32_t>{2, 3});
+  CHECK(s.topics[0].partitions[1].leader == 2);
+  CHECK(s.topics[0].partitions[1].isr == std::vector<std::int32_t>{2, 3});
+  auto in = input(s);
+  // The cluster is under-replicated and the probe lags, which would refuse a first fault; they do
+  // not refuse the second. Broker 2 with 1 down leaves every partition below min.insync.replicas 2.
+  for (auto& p : in.probe) p.backlog_us = 3'000'000;
+  in.target = 2;
+  CHECK(checkGuards(in));
+  CHECK(checkSecondFault(in, 1, true) ==
+        "losing broker 2 with node 1 down would leave 3 partition(s) below min.insync.replicas (orders-0, orders-1, "
+        "orders-2); set options.allow_unavailable to run it anyway");
+  in.allow_unavailable = true;
+  CHECK_FALSE(checkSecondFault(in, 1, true));
+  in.target = 1;
+  CHECK(checkSecondFault(in, 1, true) == "its target names node 1, the first fault's");
+  in.target = 7;
+  CHECK(checkSecondFault(in, 1, true) == "node 7 is not in the cluster's inventory");
+
+  // The active controller killed first, then broker 1, while the quorum has no leader: a broker
+  // is not refused for the quorum (the drill's very question); a voter is, and with both
+  // controllers down the third alone is no majority.
+  auto quorum = quorumOf({100, 101, 102});
+  quorum.leader_id = -1;
+  auto c = input(whole);
+  c.inventory = {1, 2, 3, 100, 101, 102};
+  c.inventory_controllers = {100, 101, 102};
+  c.quorum = &quorum;
+  CHECK_FALSE(checkSecondFault(c, 100, true));
+  c.target = 101;
+  CHECK(checkSecondFault(c, 100, true) ==
+        "the KRaft quorum has no leader (an election is under way); set options.allow_quorum_loss to run it anyway");
+  quorum = quorumOf({101, 100, 102});
+  CHECK_THAT(*checkSecondFault(c, 100, true),
+             Catch::StartsWith("losing controller 101 with node 100 down would leave the KRaft quorum without a "
+                               "majority: 1 of its 3 voter(s)"));
+  c.allow_quorum_loss = true;
+  CHECK_FALSE(checkSecondFault(c, 100, true));
+}

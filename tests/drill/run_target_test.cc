@@ -10,17 +10,6 @@ using namespace kfaild;
 using kfaild::testing::EngineHarness;
 using kfaild::testing::FakeCluster;
 
-namespace {
-
-nlohmann::json onlyRun(const storage::DrillRecord& d) {
-  auto result = nlohmann::json::parse(d.result.empty() ? "{}" : d.result);
-  REQUIRE(result.contains("runs"));
-  REQUIRE(result["runs"].size() == 1);
-  return result["runs"][0];
-}
-
-}  // namespace
-
 TEST_CASE("a leader_of drill kills the broker that leads the partition after the preflight election",
           "[unit][drill]") {
   EngineHarness h;
@@ -32,7 +21,7 @@ TEST_CASE("a leader_of drill kills the broker that leads the partition after the
   const auto d = h.runToEnd(*id);
   INFO(d.reason);
   REQUIRE(d.state == "done");
-  const auto run = onlyRun(d);
+  const auto run = EngineHarness::onlyRun(d);
   REQUIRE(run.contains("preflight_election"));
   CHECK(run["target"] == 2);
   CHECK(run["target_resolution"]["preflight"] == 1);
@@ -67,7 +56,7 @@ TEST_CASE("a leader_of target whose leader moves between preflight and the fault
   CHECK(d.state == "failed");
   CHECK_THAT(d.reason, Catch::StartsWith("refused at the fault: the target moved from node 2 to node 3") &&
                            Catch::EndsWith("the node was not touched"));
-  const auto run = onlyRun(d);
+  const auto run = EngineHarness::onlyRun(d);
   CHECK(run["target_resolution"]["preflight"] == 2);
   CHECK(run["target_resolution"]["at_fault"] == 3);
   for (std::int32_t node : {1, 2, 3}) CHECK(h.injectors[node]->count("kill") == 0);
@@ -85,7 +74,7 @@ TEST_CASE("a controller target is the KRaft quorum's leader, not the inventory's
   const auto d = h.runToEnd(*id);
   INFO(d.reason);
   REQUIRE(d.state == "done");
-  const auto run = onlyRun(d);
+  const auto run = EngineHarness::onlyRun(d);
   CHECK(run["target"] == 101);
   CHECK(run["target_resolution"]["preflight"] == 101);
   CHECK(run["target_resolution"]["at_fault"] == 101);
@@ -135,7 +124,7 @@ TEST_CASE("a drill on the active controller observes until the control plane ans
   const auto d = h.runToEnd(*id);
   INFO(d.reason);
   REQUIRE(d.state == "done");
-  const auto run = onlyRun(d);
+  const auto run = EngineHarness::onlyRun(d);
   CHECK(run["target"] == 101);
   const auto observed = run["observe_end_us"].get<std::int64_t>() - run["fault_us"].get<std::int64_t>();
   CHECK(observed >= 20 * FakeCluster::kSecond);
@@ -156,7 +145,7 @@ TEST_CASE("a drill on a broker does not wait for the control plane", "[unit][dri
   REQUIRE(id);
   const auto d = h.runToEnd(*id);
   REQUIRE(d.state == "done");
-  const auto run = onlyRun(d);
+  const auto run = EngineHarness::onlyRun(d);
   CHECK(run["observe_end_us"].get<std::int64_t>() - run["fault_us"].get<std::int64_t>() < 15 * FakeCluster::kSecond);
 }
 
@@ -170,7 +159,7 @@ TEST_CASE("a coordinator_of target is the broker FindCoordinator names, resolved
   const auto d = h.runToEnd(*id);
   INFO(d.reason);
   REQUIRE(d.state == "done");
-  const auto run = onlyRun(d);
+  const auto run = EngineHarness::onlyRun(d);
   CHECK(run["target"] == 3);
   CHECK(run["target_resolution"]["how"] == "the coordinator of group billing (FindCoordinator)");
   CHECK(run["target_resolution"]["at_fault"] == 3);

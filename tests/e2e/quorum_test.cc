@@ -1,5 +1,7 @@
 // Controller drills on the three-controller lab (KFAILD_LAB_CONTROLLERS=3: voters 100, 101, 102;
-// the `lab_quorum` fixture): the active controller killed or stopped, and a standby voter killed.
+// the `lab_quorum` fixture): the active controller killed or stopped, a standby voter killed, the
+// coordinators' brokers killed, and a compound drill (a partition's leader killed 2 s after the
+// active controller).
 // The data probe must show no significant stall; the control-plane probe shows the control
 // plane's stall and the quorum's election, asserted against what the lab's own DescribeQuorum
 // (`lab quorum`) says.
@@ -193,5 +195,54 @@ TEST_CASE("the broker that coordinates kfaild's group, then its transactional id
               << " s, moved after " << c["phases"]["coordinator_moved_s"] << " s, first commit after "
               << c["phases"]["first_commit_s"] << " s");
   }
+  REQUIRE(testing::lab("wait") == 0);
+}
+
+TEST_CASE("a partition's leader killed 2 s after the active controller stalls it until the new controller fences "
+          "it, and both nodes come back, the controller first",
+          "[e2e][quorum]") {
+  QuorumKfaild q("kfaild");
+  const int controller = labQuorumLeader();
+  const auto run = runDrill(q.kfaild, R"({"fault":"kill","target":{"controller":true},"options":{"baseline_s":3},
+      "then":{"fault":"kill","target":{"leader_of":{"topic":")" + q.lab.topic + R"(","partition":0}},"after_s":2}})");
+  INFO("run: " << run.dump().substr(0, 16000));
+  CHECK(run["target"] == controller);
+  const auto& second = run["second_fault"];
+  REQUIRE(second["state"] == "injected");
+  const int broker = second["target"].get<int>();
+  CHECK((broker >= 1 && broker <= 3));
+  const auto apart_s = (second["fault_us"].get<double>() - run["fault_us"].get<double>()) / 1e6;
+  CHECK(apart_s >= 2.0);
+  CHECK(apart_s < 3.0);
+  // The control plane stalled from the first fault, and a new quorum leader was elected.
+  const auto& control = run["control_plane"];
+  CHECK(control["outcome"] == "stall");
+  REQUIRE(control["quorum"]["new_leader"].is_number());
+  CHECK(control["quorum"]["new_leader"] != controller);
+  // The run's analysis is the second fault's: the partitions the broker led stalled, each stall
+  // ended by an ack, longer than the 2 s between the faults would explain by itself.
+  const auto& analysis = run["analysis"];
+  CHECK(analysis["target"] == broker);
+  int led = 0;
+  double worst_s = 0;
+  for (const auto& p : analysis["partitions"]) {
+    INFO(p["topic"] << "-" << p["partition"] << " " << p["role"] << ": " << p["ack"].dump());
+    if (p["role"] != "leader") continue;
+    ++led;
+    CHECK(p["ack"]["outcome"] == "stall");
+    if (p["ack"]["stall"].is_object()) worst_s = std::max(worst_s, p["ack"]["stall"]["duration_us"].get<double>() / 1e6);
+  }
+  CHECK(led >= 1);
+  CHECK(worst_s > 1.0);
+  // The first fault alone, up to the second: no data stall of note.
+  REQUIRE(second["first_analysis"].is_object());
+  CHECK(second["first_analysis"]["target"] == controller);
+  // Both back, the controller first.
+  CHECK(run["recovery_order"] == json::array({controller, broker}));
+  CHECK(second["recovered_us"].get<double>() >= run["recovered_us"].get<double>());
+  WARN("active controller " << controller << " killed, then broker " << broker << " (leader of p0) " << apart_s
+                            << " s later: its partitions' worst ack stall " << worst_s << " s, control plane "
+                            << control["stall"]["duration_s"] << " s, leaderless "
+                            << control["quorum"]["leaderless_s"] << " s");
   REQUIRE(testing::lab("wait") == 0);
 }

@@ -208,3 +208,16 @@ TEST_CASE("kfailctl prints a gray fault's mechanism with the event that ended ea
                   "isr_shrink 30.100 s → isr_shrink, resume 0.100 s → ack\n") != std::string::npos);
   CHECK(text.find("mechanism: orders[2]") == std::string::npos);
 }
+
+TEST_CASE("kfailctl prints a compound drill's second fault, when it came and the recovery order", "[unit][kfailctl]") {
+  const auto drill = json::parse(R"({"id":9,"cluster":"lab","fault":"kill","target":{"controller":true},"state":"done",
+      "runs":[{"run":1,"state":"done","fault_us":1000000,"recovery_order":[100,1],
+               "second_fault":{"fault":"kill","after_s":2,"state":"injected","target":1,"fault_us":3004000}},
+              {"run":2,"state":"failed","reason":"the second fault was refused: x","fault_us":1000000,
+               "second_fault":{"fault":"kill","after_s":2,"state":"refused","target":2,"reason":"x"}}]})");
+  const auto text = kfaild::ctl::formatDrill(drill);
+  INFO(text);
+  CHECK_THAT(text, Catch::Contains("  then kill of node 1 after 2 s: injected (2.004 s after the first); recovered in "
+                                   "order [100,1]; the analysis below is the second fault's\n"));
+  CHECK_THAT(text, Catch::Contains("  then kill of node 2 after 2 s: refused — x\n"));
+}

@@ -45,6 +45,8 @@ constexpr const char* kUsageText =
     "        --expect: an objective of this drill (repeatable), e.g. --expect max_ack_stall_s=12\n"
     "        --expect by_role.leader.max_ack_stall_s=15 --expect max_lost=0 (see docs/CONFIG.md)\n"
     "        TARGET: --broker ID | --leader-of TOPIC:PARTITION | --controller | --random\n"
+    "        [--then kill|stop --then-target broker=ID|leader-of=TOPIC:PARTITION|controller|random\n"
+    "         --then-after S]: a compound drill, a second fault S s after the first\n"
     "  show ID [--json]            one drill with its analysis\n"
     "  last CLUSTER [--json]       the cluster's last completed drill\n"
     "  list [--cluster C] [--state S] [--verdict pass|fail|inconclusive] [--limit N] [--json]\n"
@@ -70,7 +72,8 @@ const std::map<std::string, bool> kTakesValue = {
     {"--grace", true},   {"--pause", true},      {"--baseline", true},  {"--timeout", true},
     {"--broker", true},  {"--leader-of", true},  {"--cluster", true},   {"--state", true},
     {"--limit", true},   {"--expect", true},     {"--duration", true},  {"--from", true},
-    {"--mode", true},    {"--rate", true},     {"--verdict", true},     {"--controller", false}, {"--random", false},  {"--no-election", false},
+    {"--mode", true},    {"--rate", true},     {"--verdict", true},     {"--then", true},
+    {"--then-target", true}, {"--then-after", true},     {"--controller", false}, {"--random", false},  {"--no-election", false},
     {"--no-preflight-election", false}, {"--allow-unavailable", false}, {"--allow-quorum-loss", false}, {"--no-wait", false}, {"--json", false}, {"--help", false}};
 
 std::optional<Args> parseArgs(int argc, char* argv[], std::string& error) {
@@ -188,6 +191,36 @@ std::optional<json> getJson(Client& client, const std::string& target, int& exit
   return body;
 }
 
+// A compound drill's second fault from --then FAULT --then-target SPEC --then-after S; SPEC is
+// broker=ID, leader-of=TOPIC:PARTITION, controller or random. kfaild validates the rest.
+std::optional<json> thenRequest(const Args& args, std::string& error) {
+  if (!args.values.count("--then") || !args.values.count("--then-target") || !args.values.count("--then-after")) {
+    error = "a second fault takes --then FAULT, --then-target and --then-after together";
+    return std::nullopt;
+  }
+  const auto& spec = args.values.at("--then-target");
+  json target;
+  try {
+    if (spec.rfind("broker=", 0) == 0) {
+      target = {{"broker", std::stoi(spec.substr(7))}};
+    } else if (spec.rfind("leader-of=", 0) == 0 && spec.rfind(':') > 10) {
+      const auto colon = spec.rfind(':');
+      target = {{"leader_of", {{"topic", spec.substr(10, colon - 10)}, {"partition", std::stoi(spec.substr(colon + 1))}}}};
+    } else if (spec == "controller" || spec == "random") {
+      target = {{spec, true}};
+    }
+  } catch (const std::exception&) {
+    target = nullptr;
+  }
+  if (target.is_null()) {
+    error = "--then-target takes broker=ID, leader-of=TOPIC:PARTITION, controller or random, got \"" + spec + "\"";
+    return std::nullopt;
+  }
+  auto after = intOption(args, "--then-after", error);
+  if (!after) return std::nullopt;
+  return json{{"fault", args.values.at("--then")}, {"target", target}, {"after_s", *after}};
+}
+
 int drillCommand(Client& client, const Args& args) {
   if (args.positional.size() != 2) {
     std::cerr << "kfailctl: drill takes one CLUSTER\n" << kUsageText;
@@ -246,6 +279,14 @@ int drillCommand(Client& client, const Args& args) {
   json request = {{"fault", args.values.count("--fault") ? args.values.at("--fault") : "kill"},
                   {"target", target},
                   {"options", options}};
+  if (args.values.count("--then") || args.values.count("--then-target") || args.values.count("--then-after")) {
+    auto then = thenRequest(args, error);
+    if (!then) {
+      std::cerr << "kfailctl: " << error << '\n';
+      return kUsage;
+    }
+    request["then"] = std::move(*then);
+  }
   if (!args.expects.empty()) {
     json expect = json::object();
     for (const auto& e : args.expects) {

@@ -168,6 +168,20 @@ std::string formatDrill(const json& drill) {
     }
     if (member(run, "reason").is_string()) out += " (" + run["reason"].get<std::string>() + ")";
     out += "\n";
+    if (const auto& second = member(run, "second_fault"); second.is_object()) {
+      // The analysis below is the second fault's.
+      out += fmt::format("  then {} of {} after {} s: {}", second.value("fault", std::string("?")),
+                         member(second, "target").is_number() ? "node " + member(second, "target").dump() : "?",
+                         second.value("after_s", 0), second.value("state", std::string("?")));
+      if (member(second, "fault_us").is_number_integer() && member(run, "fault_us").is_number_integer()) {
+        out += " (" + formatSeconds(second["fault_us"].get<std::int64_t>() - run["fault_us"].get<std::int64_t>()) +
+               " after the first)";
+      }
+      if (member(second, "reason").is_string()) out += " — " + second["reason"].get<std::string>();
+      if (const auto& order = member(run, "recovery_order"); order.is_array()) out += "; recovered in order " + order.dump();
+      if (member(second, "state") == "injected") out += "; the analysis below is the second fault's";
+      out += "\n";
+    }
     const auto& partitions = member(analysis, "partitions");
     if (!partitions.is_array() || partitions.empty()) continue;
     out += fmt::format("  {:<16} {:<20} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5} {:>6}\n", "partition",

@@ -12,6 +12,7 @@ import {
   objectiveVerdict,
   phaseSegments,
   phaseText,
+  secondFaultRow,
   stallRows,
   stallScaleUs,
   stallText,
@@ -329,5 +330,38 @@ describe('coordinators row', () => {
     });
     expect(row).toEqual(['8.60 s', '10.36 s', '8.12 s', '8.52 s', 'group kfaild-probe-lab: 3→1', '']);
     expect(coordinatorsRow(undefined)).toBeNull();
+  });
+});
+
+describe('a compound drill', () => {
+  const base = drill(3, { fault: 'kill', target: { controller: true }, then: { fault: 'kill', target: { leader_of: { topic: 'orders', partition: 0 } }, after_s: 2 } });
+  const run = { ...base.runs[0], target: 100, recovery_order: [100, 1] };
+  const second = {
+    fault: 'kill' as const,
+    after_s: 2,
+    state: 'injected' as const,
+    target: 1,
+    fault_us: (run.fault_us ?? 0) + 2_004_000,
+    first_analysis: {
+      ...run.analysis!,
+      partitions: [
+        partition(0, 'not_a_replica', null, { ack: { ...partition(0, 'not_a_replica', null).ack, outcome: 'none' } }),
+        partition(1, 'not_a_replica', 120_000, { ack: { ...partition(1, 'not_a_replica', 120_000).ack, outcome: 'stall' } }),
+      ],
+    },
+  };
+  it('gives the second fault its node, its distance from the first, the recovery order and the first alone', () => {
+    expect(secondFaultRow(run, second)).toEqual(['kill of node 1', '2 s (2.00 s)', 'injected', '100 → 1', '120 ms', '']);
+  });
+  it('says why a refused second fault was not injected', () => {
+    const refused = { fault: 'kill' as const, after_s: 2, state: 'refused' as const, target: 2, reason: 'losing broker 2 with node 1 down would leave 3 partition(s) below min.insync.replicas' };
+    expect(secondFaultRow({ ...run, recovery_order: undefined }, refused)).toEqual(['kill of node 2', '2 s (—)', 'refused', '—', '—', refused.reason]);
+  });
+  it('names both nodes the runs hit', () => {
+    expect(hitBrokers({ ...base, runs: [{ ...run, second_fault: second }] })).toBe('brokers 100, 1');
+    expect(hitBrokers({ ...base, runs: [] })).toBe('the controller and leader of orders-0');
+  });
+  it('is absent for a run without one', () => {
+    expect(secondFaultRow(run, undefined)).toBeNull();
   });
 });

@@ -65,6 +65,7 @@ export function drill(id: number, overrides: Partial<Drill> = {}, parts?: Partit
     finished: '2026-09-21T12:01:00.000000Z',
     finished_us: FAULT_US + 50_000_000,
     expect: null,
+    then: null,
     verdict: null,
     regressed: null,
     verdict_detail: null,

@@ -31,6 +31,7 @@ export type QuorumState = Schemas['QuorumState'];
 export type ControlPlaneState = Schemas['ControlPlaneState'];
 export type ControlPlaneRun = Schemas['ControlPlaneRun'];
 export type CoordinatorsRun = Schemas['CoordinatorsRun'];
+export type SecondFaultRun = Schemas['SecondFaultRun'];
 export type ClusterDetail = Schemas['ClusterDetail'];
 
 export type Sample = Schemas['Sample'];

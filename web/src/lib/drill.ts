@@ -14,6 +14,7 @@ import type {
   Phases,
   Role,
   Run,
+  SecondFaultRun,
   StatGroup,
   VerdictCheck,
   VerdictStatus,
@@ -94,8 +95,12 @@ export function mechanismText(m: Mechanism | null | undefined): string {
 
 /** The broker(s) the runs actually hit, e.g. "broker 1" or "brokers 1, 3". */
 export function hitBrokers(drill: Drill): string {
-  const ids = [...new Set(drill.runs.map((r) => r.target).filter((t): t is number => t !== undefined))];
-  if (ids.length === 0) return targetLabel(drill.target);
+  const ids = [
+    ...new Set(
+      drill.runs.flatMap((r) => [r.target, r.second_fault?.state === 'injected' ? r.second_fault.target : undefined]).filter((t): t is number => t !== undefined),
+    ),
+  ];
+  if (ids.length === 0) return drill.then ? `${targetLabel(drill.target)} and ${targetLabel(drill.then.target)}` : targetLabel(drill.target);
   return ids.length === 1 ? `broker ${ids[0]}` : `brokers ${ids.join(', ')}`;
 }
 
@@ -327,6 +332,26 @@ export function coordinatorsRow(c: CoordinatorsRun | undefined): string[] | null
     c.phases.first_commit_s === null ? '—' : seconds(c.phases.first_commit_s),
     c.moves.map((m) => `${m.type} ${m.key}: ${m.from}→${m.to}`).join(', ') || (c.watched ? 'none' : 'not watched'),
     c.commits.reason ?? c.reason ?? '',
+  ];
+}
+
+// A compound drill's second fault in one row: the node it hit, when after the first, what became
+// of it, the order the nodes came back in, and the worst ack stall of the first fault alone (up to
+// the second). Null for a run without one.
+export function secondFaultRow(r: Run, f: SecondFaultRun | undefined): string[] | null {
+  if (!f) return null;
+  const apart = f.fault_us !== undefined && r.fault_us !== undefined ? formatDuration(f.fault_us - r.fault_us) : '—';
+  let firstWorst: number | null = null;
+  for (const p of f.first_analysis?.partitions ?? []) {
+    if (p.ack.outcome === 'stall' && p.ack.stall) firstWorst = Math.max(firstWorst ?? 0, p.ack.stall.duration_us);
+  }
+  return [
+    `${f.fault} of ${f.target === undefined ? '—' : `node ${f.target}`}`,
+    `${f.after_s} s (${apart})`,
+    f.state,
+    r.recovery_order?.join(' → ') ?? '—',
+    f.first_analysis ? (firstWorst === null ? 'none' : formatDuration(firstWorst)) : '—',
+    f.reason ?? '',
   ];
 }
 

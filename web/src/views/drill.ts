@@ -4,7 +4,7 @@
 
 import { api, ApiError } from '../api/client';
 import type { ClusterDetail, Drill, Sample, Timeline } from '../api/types';
-import { controlPlaneRow, coordinatorsRow, cssToken, faultLabel, hitBrokers, isRunning, mechanismText, PHASE_LABEL, phaseText, ROLE_LABEL, runFaultUs, stallText, targetLabel } from '../lib/drill';
+import { controlPlaneRow, coordinatorsRow, secondFaultRow, cssToken, faultLabel, hitBrokers, isRunning, mechanismText, PHASE_LABEL, phaseText, ROLE_LABEL, runFaultUs, stallText, targetLabel } from '../lib/drill';
 import { SampleWindow } from '../lib/gaps';
 import {
   buildLane,
@@ -207,6 +207,21 @@ export class DrillView implements View {
               h('section', { class: 'card' }, h('h2', null, 'Phases'), ...d.runs.map((r) => (departureText(r) ? h('p', null, d.runs.length > 1 ? `Run ${r.run}: ` : '', departureText(r)) : null)), phaseBars(d)),
             ),
             h('section', { class: 'card' }, h('h2', null, 'Analysis'), this.analysisTable(d)),
+            d.runs.some((r) => r.second_fault)
+              ? h(
+                  'section',
+                  { class: 'card', 'data-testid': 'second-fault' },
+                  h('h2', null, 'Second fault'),
+                  h('p', { class: 'muted' }, "The analysis above is the second fault's; the first fault alone is measured up to it."),
+                  table(
+                    ['run', 'second fault', 'after the first', 'state', 'recovered in order', 'first fault alone: worst ack stall', 'note'],
+                    d.runs.flatMap((r) => {
+                      const row = secondFaultRow(r, r.second_fault);
+                      return row ? [[String(r.run), ...row]] : [];
+                    }),
+                  ),
+                )
+              : null,
             d.runs.some((r) => r.control_plane)
               ? h(
                   'section',
