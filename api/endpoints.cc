@@ -145,7 +145,10 @@ json operationsJson(const probe::OperationStatus& c, common::MonoMicros now) {
 
 json coordinatorJson(const std::optional<probe::CoordinatorSeen>& seen) {
   if (!seen) return nullptr;
-  return {{"node", seen->node}, {"since_us", seen->since_us}, {"last_answer_us", seen->last_us}};
+  return {{"node", seen->node},
+          {"partition", seen->partition.empty() ? json(nullptr) : json(seen->partition)},
+          {"since_us", seen->since_us},
+          {"last_answer_us", seen->last_us}};
 }
 
 json coordinatorsJson(const std::optional<probe::CoordinatorStatus>& coordinators, common::MonoMicros now) {

@@ -8,6 +8,13 @@
 #include "api/errc.h"
 
 namespace kfaild::api {
+
+std::string installedWebDir(const std::filesystem::path& executable) {
+  const auto dir = executable.parent_path().parent_path() / "share" / "kfaild" / "web";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(dir / "index.html", ec)) return {};
+  return dir.lexically_normal().string();
+}
 namespace {
 
 namespace fs = std::filesystem;

@@ -7,6 +7,7 @@
 //
 // Thread-safety: load() and registerOn() during set-up; the handlers only read.
 
+#include <filesystem>
 #include <map>
 #include <string>
 
@@ -15,6 +16,10 @@
 #include "server/common/result.h"
 
 namespace kfaild::api {
+
+// The dashboard installed with kfaild (cmake --install, the Debian package):
+// <prefix>/share/kfaild/web for <prefix>/bin/kfaild, when it holds an index.html; else empty.
+std::string installedWebDir(const std::filesystem::path& executable);
 
 class StaticFiles {
  public:

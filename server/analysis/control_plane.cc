@@ -156,6 +156,7 @@ CoordinatorsResult analyseCoordinators(const CoordinatorsInput& input, const std
     move.key = detail.value("key", "");
     move.from = static_cast<std::int32_t>(detailInt(detail, "from", -1));
     move.to = static_cast<std::int32_t>(detailInt(detail, "to", -1));
+    move.partition = detail.value("partition", "");
     r.moves.push_back(std::move(move));
   }
   std::sort(r.moves.begin(), r.moves.end(), [](const CoordinatorMove& a, const CoordinatorMove& b) { return a.at_us < b.at_us; });
@@ -215,7 +216,8 @@ json toJson(const CoordinatorsResult& r) {
   }
   json moves = json::array();
   for (const auto& m : r.moves) {
-    moves.push_back({{"at_us", m.at_us}, {"type", m.type}, {"key", m.key}, {"from", m.from}, {"to", m.to}});
+    moves.push_back({{"at_us", m.at_us}, {"type", m.type}, {"key", m.key}, {"from", m.from}, {"to", m.to},
+                     {"partition", m.partition.empty() ? json(nullptr) : json(m.partition)}});
   }
   const auto optSeconds = [](const std::optional<std::int64_t>& us) {
     return us ? json(static_cast<double>(*us) / 1e6) : json(nullptr);

@@ -101,6 +101,7 @@ struct CoordinatorMove {
   std::string key;
   std::int32_t from = -1;
   std::int32_t to = -1;
+  std::string partition;   // the internal topic's partition that moved ("__consumer_offsets-17"), when known
 };
 
 struct CoordinatorsInput {

@@ -7,10 +7,15 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -66,6 +71,57 @@ std::map<std::string, std::string> readStringMap(const YAML::Node& node, const s
     const auto name = entry.first.as<std::string>();
     if (!entry.second.IsScalar()) fail(key + "." + name, "must be a scalar value");
     out[name] = entry.second.as<std::string>();
+  }
+  return out;
+}
+
+// The first line of a secret file (a client property's `<name>_file`), which only its owner may
+// read, as a token file: whoever reads a SASL password or a key's passphrase is the cluster's
+// client. The value itself never appears in an error.
+std::string readSecretFile(const std::string& path, const std::string& key) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) fail(key, "cannot read " + path + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) fail(key, path + " is not a regular file");
+  if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    fail(key, path + " is readable by its group or others (mode " + mode + "): chmod 600 it");
+  }
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) fail(key, "cannot read " + path + " (or it is empty)");
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line.empty()) fail(key, path + " has an empty first line");
+  return line;
+}
+
+// clusters[].client: librdkafka's properties, with two ways to keep a secret out of the file: a
+// value "${env:NAME}" is the environment variable NAME (unset: an error), and a key
+// "<property>_file" names a file whose first line is the property's value (readSecretFile).
+std::map<std::string, std::string> readClientProperties(const YAML::Node& node, const std::string& key) {
+  const auto raw = readStringMap(node, key);
+  std::map<std::string, std::string> out;
+  for (const auto& [name, value] : raw) {
+    const auto field = key + "." + name;
+    auto resolved = value;
+    if (value.rfind("${env:", 0) == 0) {
+      const auto variable = value.size() > 7 && value.back() == '}' ? value.substr(6, value.size() - 7) : std::string();
+      if (variable.empty() || variable.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+                                  std::string::npos) {
+        fail(field, "${env:NAME} needs a variable name of letters, digits and '_'");
+      }
+      const char* set = std::getenv(variable.c_str());
+      if (set == nullptr) fail(field, "names the environment variable " + variable + ", which is not set");
+      resolved = set;
+    }
+    auto property = name;
+    constexpr std::string_view kFileSuffix = "_file";
+    if (name.size() > kFileSuffix.size() && name.ends_with(kFileSuffix)) {
+      property = name.substr(0, name.size() - kFileSuffix.size());
+      if (raw.count(property)) fail(field, "and " + key + "." + property + " are both set: keep one");
+      resolved = readSecretFile(resolved, field);
+    }
+    out[property] = std::move(resolved);
   }
   return out;
 }
@@ -466,7 +522,7 @@ ClusterConfig readCluster(const YAML::Node& node, const std::string& key) {
   if (!node["bootstrap"]) fail(key + ".bootstrap", "required (host:port[,host:port...])");
   c.bootstrap = readString(node["bootstrap"], key + ".bootstrap");
   if (c.bootstrap.empty()) fail(key + ".bootstrap", "must not be empty");
-  if (node["client"]) c.client = readStringMap(node["client"], key + ".client");
+  if (node["client"]) c.client = readClientProperties(node["client"], key + ".client");
   for (const auto& reserved : {"bootstrap.servers", "acks"}) {
     if (c.client.count(reserved)) {
       fail(key + ".client." + reserved,

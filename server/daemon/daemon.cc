@@ -132,6 +132,12 @@ std::optional<StartFailure> Daemon::startAll() {
       return StartFailure{kConfigError, "clusters[" + std::to_string(i) + "].client: " + s.error().describe()};
     }
   }
+  if (config_.http.web_dir.empty()) {
+    // Without one configured, the dashboard installed beside the binary (share/kfaild/web).
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) config_.http.web_dir = api::installedWebDir(self);
+  }
   if (!config_.http.web_dir.empty()) {
     if (auto s = web_.load(config_.http.web_dir); !s) return StartFailure{kConfigError, "http." + s.error().message};
   }

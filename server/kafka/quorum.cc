@@ -720,6 +720,50 @@ Result<std::map<std::string, NodeConfigValue>> QuorumDescriber::describeControll
   return values;
 }
 
+const char* coordinatorTopic(CoordinatorType type) {
+  return type == CoordinatorType::kGroup ? "__consumer_offsets" : "__transaction_state";
+}
+
+std::int32_t coordinatorPartition(std::string_view key, std::int32_t partitions) {
+  if (partitions <= 0) return -1;
+  // Java's String.hashCode: h = 31 * h + unit, over UTF-16 code units, in 32-bit arithmetic.
+  std::uint32_t h = 0;
+  const auto unit = [&h](std::uint32_t u) { h = 31 * h + u; };
+  for (std::size_t i = 0; i < key.size();) {
+    const auto b = static_cast<unsigned char>(key[i]);
+    std::uint32_t cp = 0xFFFD;
+    std::size_t len = 1;
+    if (b < 0x80) {
+      cp = b;
+    } else if ((b >> 5) == 0x6 || (b >> 4) == 0xE || (b >> 3) == 0x1E) {
+      len = (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : 4;
+      cp = b & (len == 2 ? 0x1F : len == 3 ? 0x0F : 0x07);
+      bool valid = i + len <= key.size();
+      for (std::size_t k = 1; valid && k < len; ++k) {
+        const auto c = static_cast<unsigned char>(key[i + k]);
+        valid = (c >> 6) == 0x2;
+        cp = (cp << 6) | (c & 0x3F);
+      }
+      if (!valid) {
+        cp = 0xFFFD;
+        len = 1;
+      }
+    }
+    i += len;
+    if (cp >= 0x10000) {
+      cp -= 0x10000;
+      unit(0xD800 + (cp >> 10));
+      unit(0xDC00 + (cp & 0x3FF));
+    } else {
+      unit(cp);
+    }
+  }
+  // Kafka's Utils.abs: Integer.MIN_VALUE is 0, the rest their absolute value.
+  const auto signed_hash = static_cast<std::int32_t>(h);
+  const std::int64_t abs = signed_hash == INT32_MIN ? 0 : std::abs(static_cast<std::int64_t>(signed_hash));
+  return static_cast<std::int32_t>(abs % partitions);
+}
+
 std::vector<std::uint8_t> encodeFindCoordinatorRequest(std::int32_t correlation_id, std::string_view client_id,
                                                        CoordinatorType type, std::string_view key) {
   FrameWriter out;

@@ -94,6 +94,14 @@ struct Coordinator {
   std::int32_t port = 0;
 };
 
+// The internal topic whose partition leaders are the coordinators: "__consumer_offsets" (groups)
+// or "__transaction_state" (transactional ids).
+const char* coordinatorTopic(CoordinatorType type);
+// The partition of that topic whose leader coordinates `key`, as the broker computes it:
+// Utils.abs(key.hashCode()) % partitions, the hash Java's String.hashCode over the key's UTF-16
+// code units (the key given as UTF-8; an invalid byte counts as U+FFFD). Pure.
+std::int32_t coordinatorPartition(std::string_view key, std::int32_t partitions);
+
 std::vector<std::uint8_t> encodeFindCoordinatorRequest(std::int32_t correlation_id, std::string_view client_id,
                                                        CoordinatorType type, std::string_view key);
 // The coordinator of the answer's one key; a key error (COORDINATOR_NOT_AVAILABLE while the

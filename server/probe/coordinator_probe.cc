@@ -6,6 +6,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "server/kafka/metadata.h"
+
 namespace kfaild::probe {
 namespace {
 
@@ -22,20 +24,34 @@ struct ErrorDeleter {
   void operator()(rd_kafka_error_t* e) const { rd_kafka_error_destroy(e); }
 };
 using ErrorPtr = std::unique_ptr<rd_kafka_error_t, ErrorDeleter>;
+struct OptionsDeleter {
+  void operator()(rd_kafka_AdminOptions_t* o) const { rd_kafka_AdminOptions_destroy(o); }
+};
+struct AlterDeleter {
+  void operator()(rd_kafka_AlterConsumerGroupOffsets_t* a) const { rd_kafka_AlterConsumerGroupOffsets_destroy(a); }
+};
 
 std::string describe(const rd_kafka_error_t* e) {
   return std::string(rd_kafka_error_name(e)) + ": " + rd_kafka_error_string(e);
 }
 
-// The verdict on an offset commit's result event: "" when the commit was written.
+// The verdict on an offset commit's result (AlterConsumerGroupOffsets): "" when it was written.
 std::string commitProblem(rd_kafka_event_t* event) {
   if (rd_kafka_event_error(event) != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return std::string(rd_kafka_err2name(rd_kafka_event_error(event))) + ": " + rd_kafka_event_error_string(event);
   }
-  if (const auto* list = rd_kafka_event_topic_partition_list(event)) {
-    for (int i = 0; i < list->cnt; ++i) {
-      if (list->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        return std::string(rd_kafka_err2name(list->elems[i].err)) + ": " + rd_kafka_err2str(list->elems[i].err);
+  const auto* result = rd_kafka_event_AlterConsumerGroupOffsets_result(event);
+  if (result == nullptr) return "not an offset commit's result";
+  std::size_t count = 0;
+  const auto** groups = rd_kafka_AlterConsumerGroupOffsets_result_groups(result, &count);
+  if (count == 0) return "no group in the answer";
+  for (std::size_t g = 0; g < count; ++g) {
+    if (const auto* error = rd_kafka_group_result_error(groups[g])) return describe(error);
+    if (const auto* list = rd_kafka_group_result_partitions(groups[g])) {
+      for (int i = 0; i < list->cnt; ++i) {
+        if (list->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+          return std::string(rd_kafka_err2name(list->elems[i].err)) + ": " + rd_kafka_err2str(list->elems[i].err);
+        }
       }
     }
   }
@@ -67,16 +83,22 @@ void CoordinatorWatch::answered(common::WallMicros at, std::int32_t node, Contro
     e.source = "coordinator";
     e.kind = "coordinator_moved";
     e.broker = node;
-    e.detail = nlohmann::json{{"type", type_},
-                              {"key", key_},
-                              {"from", seen_->node},
-                              {"to", node},
-                              {"previous_last_us", seen_->last_us},
-                              {"moved_us", at - seen_->last_us}}
-                   .dump();
+    nlohmann::json detail = {{"type", type_},
+                             {"key", key_},
+                             {"from", seen_->node},
+                             {"to", node},
+                             {"previous_last_us", seen_->last_us},
+                             {"moved_us", at - seen_->last_us}};
+    if (!partition_.empty()) detail["partition"] = partition_;
+    e.detail = detail.dump();
     out.events.push_back(std::move(e));
   }
-  seen_ = CoordinatorSeen{node, at, at};
+  seen_ = CoordinatorSeen{node, partition_, at, at};
+}
+
+void CoordinatorWatch::setPartition(std::string partition) {
+  partition_ = std::move(partition);
+  if (seen_) seen_->partition = partition_;
 }
 
 CoordinatorProbe::CoordinatorProbe(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,
@@ -118,12 +140,11 @@ Status CoordinatorProbe::start() {
   // A coordinator that is down makes these clients log every reconnect attempt as an error; what
   // matters of it is in the streams (each failure's reason) and the watch's events.
   options.log = quietLog();
-  auto committer = kafka::createClient(RD_KAFKA_CONSUMER, options,
-                                       {{"group.id", c.group},
-                                        {"enable.auto.commit", "false"},
-                                        {"enable.auto.offset.store", "false"},
-                                        {"allow.auto.create.topics", "false"},
-                                        {"reconnect.backoff.max.ms", "1000"}});
+  // The commits go through the admin API (AlterConsumerGroupOffsets: FindCoordinator, then an
+  // OffsetCommit of generation -1, as a consumer that never joins sends it), from a client with no
+  // consumer group of its own: a consumer's group handler waits, without a bound, for a
+  // coordinator at shutdown (kfaild's SIGTERM never returned with every broker gone).
+  auto committer = kafka::createClient(RD_KAFKA_PRODUCER, options, {{"reconnect.backoff.max.ms", "1000"}});
   if (!committer) return committer.error();
   committer_ = std::move(*committer);
   if (c.transactions) {
@@ -165,7 +186,6 @@ void CoordinatorProbe::stop() {
   committer_loop_.stop();
   transaction_loop_.stop();
   watcher_.stop();
-  if (committer_) rd_kafka_consumer_close(committer_.get());
   committer_.reset();
   transactional_.reset();
 }
@@ -200,19 +220,24 @@ void CoordinatorProbe::commitLoop() {
     // The opaque tells this commit's result from a late one of a commit given up on.
     auto* tag = reinterpret_cast<void*>(static_cast<std::intptr_t>(offset));
     std::string problem;
-    if (const auto err = rd_kafka_commit_queue(committer_.get(), list.get(), queue.get(), nullptr, tag); err) {
-      problem = std::string(rd_kafka_err2name(err)) + ": " + rd_kafka_err2str(err);
-    } else {
-      std::unique_ptr<rd_kafka_event_t, EventDeleter> event;
-      bool answered = false;
-      while (!answered && !committer_loop_.stopRequested() && clock_.monoNow() - sent.mono < c.timeout_us) {
-        event.reset(rd_kafka_queue_poll(queue.get(), 100));
-        answered = event && rd_kafka_event_type(event.get()) == RD_KAFKA_EVENT_OFFSET_COMMIT &&
-                   rd_kafka_event_opaque(event.get()) == tag;
-      }
-      if (committer_loop_.stopRequested()) break;
-      problem = answered ? commitProblem(event.get()) : "no answer within " + std::to_string(c.timeout_us / 1000) + " ms";
+    std::unique_ptr<rd_kafka_AdminOptions_t, OptionsDeleter> admin(
+        rd_kafka_AdminOptions_new(committer_.get(), RD_KAFKA_ADMIN_OP_ALTERCONSUMERGROUPOFFSETS));
+    char error[256];
+    rd_kafka_AdminOptions_set_request_timeout(admin.get(), static_cast<int>(c.timeout_us / 1000), error, sizeof error);
+    rd_kafka_AdminOptions_set_opaque(admin.get(), tag);
+    std::unique_ptr<rd_kafka_AlterConsumerGroupOffsets_t, AlterDeleter> request(
+        rd_kafka_AlterConsumerGroupOffsets_new(c.group.c_str(), list.get()));
+    auto* requests = request.get();
+    rd_kafka_AlterConsumerGroupOffsets(committer_.get(), &requests, 1, admin.get(), queue.get());
+    std::unique_ptr<rd_kafka_event_t, EventDeleter> event;
+    bool answered = false;
+    while (!answered && !committer_loop_.stopRequested() && clock_.monoNow() - sent.mono < c.timeout_us) {
+      event.reset(rd_kafka_queue_poll(queue.get(), 100));
+      answered = event && rd_kafka_event_type(event.get()) == RD_KAFKA_EVENT_ALTERCONSUMERGROUPOFFSETS_RESULT &&
+                 rd_kafka_event_opaque(event.get()) == tag;
     }
+    if (committer_loop_.stopRequested()) break;
+    problem = answered ? commitProblem(event.get()) : "no answer within " + std::to_string(c.timeout_us / 1000) + " ms";
     const auto done = clock_.now();
     ControlOutput out;
     {
@@ -304,6 +329,7 @@ void CoordinatorProbe::watchLoop() {
   const auto& c = cluster_.probe.coordinators;
   while (!watcher_.stopRequested()) {
     const auto started = clock_.monoNow();
+    learnPartitions();
     ControlOutput out;
     std::string errors;
     auto group = finder_->findCoordinator(kafka::CoordinatorType::kGroup, c.group, &cancel_);
@@ -334,6 +360,29 @@ void CoordinatorProbe::watchLoop() {
     publish(out);
     const auto wait = c.watch_interval_us - (clock_.monoNow() - started);
     if (wait > 0) watcher_.sleepFor(std::chrono::microseconds(wait));
+  }
+}
+
+void CoordinatorProbe::learnPartitions() {
+  const auto& c = cluster_.probe.coordinators;
+  {
+    std::lock_guard lock(mutex_);
+    if (group_watch_.partitionKnown() && (!c.transactions || txn_watch_.partitionKnown())) return;
+  }
+  std::vector<std::string> topics{kafka::coordinatorTopic(kafka::CoordinatorType::kGroup)};
+  if (c.transactions) topics.emplace_back(kafka::coordinatorTopic(kafka::CoordinatorType::kTransaction));
+  // Bounded: the watch's own interval is the budget; a failure is tried again next time.
+  auto metadata = kafka::fetchMetadata(committer_.get(), topics, 1000);
+  if (!metadata) return;
+  std::lock_guard lock(mutex_);
+  for (const auto& t : metadata->topics) {
+    const auto count = static_cast<std::int32_t>(t.partitions.size());
+    if (count == 0) continue;
+    if (t.name == topics.front()) {
+      group_watch_.setPartition(t.name + "-" + std::to_string(kafka::coordinatorPartition(c.group, count)));
+    } else if (c.transactions) {
+      txn_watch_.setPartition(t.name + "-" + std::to_string(kafka::coordinatorPartition(c.transactional_id, count)));
+    }
   }
 }
 

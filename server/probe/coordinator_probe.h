@@ -7,8 +7,10 @@
 //
 //   kfaild:commit — every commit interval (100 ms), one offset commit of the kfaild-owned group
 //                   (`probe.coordinators.group`, default the probe consumer's group id) on the
-//                   first probe topic's partition 0, from a consumer of its own that never joins
-//                   the group (a "simple" group: the coordinator takes commits of generation -1).
+//                   first probe topic's partition 0, through the admin API
+//                   (AlterConsumerGroupOffsets: FindCoordinator, then an OffsetCommit of
+//                   generation -1, as a consumer that never joins sends it) from a client with no
+//                   consumer group of its own, which would wait for a coordinator at shutdown.
 //                   One commit at a time, each given up on after the timeout. Stored as the
 //                   stream kfaild:commit (samples, and gaps above the threshold), as the control
 //                   probe stores kfaild:control.
@@ -45,13 +47,17 @@ namespace kfaild::probe {
 // Who coordinates a key, as FindCoordinator's answers show it. Events (source "coordinator"):
 //   coordinator_moved — the first answer naming another node than the last one seen: broker =
 //     the new coordinator; detail {type ("group" | "transaction"), key, from, to,
-//     previous_last_us (the old coordinator's last answer), moved_us (this answer − that one)}.
+//     previous_last_us (the old coordinator's last answer), moved_us (this answer − that one),
+//     partition (the internal topic's partition that moved, "__consumer_offsets-17", when known)}.
 //     Not raised for the first coordinator seen.
 class CoordinatorWatch {
  public:
   CoordinatorWatch(storage::ClusterId cluster, std::string type, std::string key)
       : cluster_(cluster), type_(std::move(type)), key_(std::move(key)) {}
   void answered(common::WallMicros at, std::int32_t node, ControlOutput& out);
+  // The internal topic's partition that holds the key (coordinatorPartition).
+  void setPartition(std::string partition);
+  bool partitionKnown() const { return !partition_.empty(); }
   const std::optional<CoordinatorSeen>& seen() const { return seen_; }
   std::uint64_t moves() const { return moves_; }
 
@@ -59,6 +65,7 @@ class CoordinatorWatch {
   storage::ClusterId cluster_;
   std::string type_;
   std::string key_;
+  std::string partition_;
   std::optional<CoordinatorSeen> seen_;
   std::uint64_t moves_ = 0;
 };
@@ -80,6 +87,9 @@ class CoordinatorProbe {
   void commitLoop();
   void transactionLoop();
   void watchLoop();
+  // Reads how many partitions __consumer_offsets (and __transaction_state) have, and gives the
+  // watches the partition of kfaild's group (transactional id); until it succeeds, every watch.
+  void learnPartitions();
   void publish(ControlOutput& out);
   [[nodiscard]] Result<kafka::Handle> makeTransactionalProducer();
 

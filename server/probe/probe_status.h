@@ -129,6 +129,9 @@ struct ControlStatus : OperationStatus {
 // A coordinator as the coordinator probe's FindCoordinator watch last saw it.
 struct CoordinatorSeen {
   std::int32_t node = -1;
+  // The internal topic's partition whose leader the coordinator is ("__consumer_offsets-17"),
+  // once kfaild has read how many partitions the topic has; empty before.
+  std::string partition;
   common::WallMicros since_us = 0;    // its first answer naming this node
   common::WallMicros last_us = 0;     // the latest answer naming it
 };

@@ -164,15 +164,16 @@ TEST_CASE("without a quorum watch the control plane's figures stand and the elec
 
 namespace {
 
-Event moved(std::int64_t at, const char* type, int from, int to) {
+Event moved(std::int64_t at, const char* type, int from, int to, const char* partition = nullptr) {
   Event e;
   e.t_us = at;
   e.source = "coordinator";
   e.kind = "coordinator_moved";
   e.broker = to;
-  e.detail = nlohmann::json{{"type", type}, {"key", "kfaild-probe-lab"}, {"from", from}, {"to", to},
-                            {"previous_last_us", at - 500'000}, {"moved_us", 500'000}}
-                 .dump();
+  nlohmann::json detail = {{"type", type}, {"key", "kfaild-probe-lab"}, {"from", from}, {"to", to},
+                           {"previous_last_us", at - 500'000}, {"moved_us", 500'000}};
+  if (partition) detail["partition"] = partition;
+  e.detail = detail.dump();
   return e;
 }
 
@@ -195,7 +196,7 @@ TEST_CASE("a coordinator's death: the commits stall from the last commit before 
   in.watched = true;
   const std::vector<Event> events = {moved(kFault - 5'000'000, "group", 2, 3),  // before the fault: not the drill's
                                      moved(kFault + 8'700'000, "transaction", 1, 2),
-                                     moved(kFault + 8'800'000, "group", 3, 1)};
+                                     moved(kFault + 8'800'000, "group", 3, 1, "__consumer_offsets-24")};
   const auto r = analyseCoordinators(in, events);
   REQUIRE(r.commits.outcome == Outcome::kStall);
   CHECK(r.commits.stall->end_us > kFault + 9'000'000);
@@ -209,5 +210,8 @@ TEST_CASE("a coordinator's death: the commits stall from the last commit before 
   const auto j = toJson(r);
   CHECK(j["transactions"].is_null());
   CHECK(j["moves"][1]["from"] == 3);
+  // The partition that moved with the group's coordinator, as the watch named it; unknown for the other.
+  CHECK(j["moves"][1]["partition"] == "__consumer_offsets-24");
+  CHECK(j["moves"][0]["partition"].is_null());
   CHECK(j["phases"]["first_transaction_s"].is_null());
 }

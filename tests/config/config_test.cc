@@ -2,6 +2,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "tests/support/temp_dir.h"
+
 using namespace kfaild::config;
 
 namespace {
@@ -211,4 +217,43 @@ TEST_CASE("where a node's gray faults act: address, netns and fill_dir, each onl
              Catch::Contains("clusters[0].inventory[2].netns: only for a local node"));
   CHECK_THAT(errorOf(replace("docker: {container: kbf-k3-1}", "docker: {container: kbf-k3-1}\n        fill_dir: /x")),
              Catch::Contains("clusters[0].inventory[2].fill_dir: not for a docker node"));
+}
+
+TEST_CASE("a client secret comes from an environment variable or a file readable by its owner only, never the "
+          "YAML, and each mistake names its key",
+          "[unit][config]") {
+  kfaild::testing::TempDir dir;
+  const auto secret = dir / "kafka-password";
+  std::ofstream(secret) << "s3cret-from-file\n";
+  std::filesystem::permissions(secret, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  ::setenv("KFAILD_TEST_SASL_USER", "probe-user", 1);
+  ::unsetenv("KFAILD_TEST_UNSET");
+  std::string base = kArticle;
+  const auto with = [&](const std::string& client) {
+    auto text = base;
+    text.replace(text.find("      security.protocol: plaintext"), std::string("      security.protocol: plaintext").size(),
+                 client);
+    return text;
+  };
+  const auto c = parseConfig(with("      security.protocol: sasl_plaintext\n"
+                                  "      sasl.username: ${env:KFAILD_TEST_SASL_USER}\n"
+                                  "      sasl.password_file: " + secret.string()));
+  const auto& client = c.clusters[0].client;
+  CHECK(client.at("sasl.username") == "probe-user");
+  CHECK(client.at("sasl.password") == "s3cret-from-file");
+  CHECK_FALSE(client.count("sasl.password_file"));
+
+  CHECK(errorOf(with("      sasl.password: ${env:KFAILD_TEST_UNSET}")) ==
+        "test.yaml: clusters[0].client.sasl.password: names the environment variable KFAILD_TEST_UNSET, which is not set");
+  CHECK_THAT(errorOf(with("      sasl.password: ${env:BAD NAME}")),
+             Catch::StartsWith("test.yaml: clusters[0].client.sasl.password: ${env:NAME} needs a variable name"));
+  CHECK(errorOf(with("      sasl.password: x\n      sasl.password_file: " + secret.string())) ==
+        "test.yaml: clusters[0].client.sasl.password_file: and clusters[0].client.sasl.password are both set: keep one");
+  CHECK_THAT(errorOf(with("      sasl.password_file: " + (dir / "missing").string())),
+             Catch::StartsWith("test.yaml: clusters[0].client.sasl.password_file: cannot read "));
+  std::filesystem::permissions(secret, std::filesystem::perms::group_read, std::filesystem::perm_options::add);
+  const auto open_error = errorOf(with("      sasl.password_file: " + secret.string()));
+  CHECK_THAT(open_error, Catch::Contains("is readable by its group or others (mode 0640): chmod 600 it"));
+  // No form of the secret ever reaches an error.
+  CHECK_THAT(open_error, !Catch::Contains("s3cret"));
 }

@@ -167,7 +167,7 @@ TEST_CASE("kfaild SIGKILLed while broker 1 is down in a drill brings it back on 
 
 TEST_CASE("the dashboard in Chromium: three brokers, a kill drill started from its form shows the gap "
           "on partition 0, the last-drill page the roles",
-          "[e2e][web][serial]") {
+          "[e2e][web]") {
   const std::string web = std::string(KFAILD_SOURCE_DIR) + "/web/dist";
   if (!std::ifstream(web + "/index.html")) FAIL("the dashboard is not built: run scripts/build-web");
   Lab lab(web);

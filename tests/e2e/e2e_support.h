@@ -138,9 +138,10 @@ struct Kfaild {
   testing::ChildProcess process;
   std::uint16_t port = 0;
 
-  Kfaild(const Lab& lab, const std::string& name)
+  // `binary`: another kfaild than the build's (the Debian package's, unpacked).
+  Kfaild(const Lab& lab, const std::string& name, const std::string& binary = testing::kfaildBinary())
       : log((lab.dir / (name + ".log")).string()),
-        process({testing::kfaildBinary(), "--config", lab.config}, log) {
+        process({binary, "--config", lab.config}, log) {
     // Start-up may first recover a node an earlier kfaild left down: that can take a minute.
     const std::regex listening(R"(http: listening on http://127\.0\.0\.1:([0-9]+)/)");
     const auto deadline = std::chrono::steady_clock::now() + 300s;

@@ -181,7 +181,16 @@ TEST_CASE("the broker that coordinates kfaild's group, then its transactional id
     CHECK(stream["ended_by"].is_object());
     // The watch saw the coordinator move off the killed broker.
     bool moved = false;
-    for (const auto& m : c["moves"]) moved = moved || (m["type"] == kind && m["from"] == coordinator && m["to"] != coordinator);
+    const auto seen = before[kind == "group" ? "group_coordinator" : "transaction_coordinator"];
+    const auto topic = std::string(kind == "group" ? "__consumer_offsets-" : "__transaction_state-");
+    REQUIRE(seen["partition"].is_string());
+    CHECK_THAT(seen["partition"].get<std::string>(), Catch::StartsWith(topic));
+    for (const auto& m : c["moves"]) {
+      if (m["type"] != kind || m["from"] != coordinator || m["to"] == coordinator) continue;
+      moved = true;
+      // The partition that moved is the one the key hashes to.
+      CHECK(m["partition"] == seen["partition"]);
+    }
     CHECK(moved);
     if (kind == "group") {
       CHECK(c["phases"]["coordinator_moved_s"].is_number());

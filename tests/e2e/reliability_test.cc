@@ -133,7 +133,7 @@ TEST_CASE("kfaild SIGKILLed in baseline and in recovery, and SIGTERMed in observ
 
 TEST_CASE("with the controller gone drills are refused with the reason, and with all three brokers gone for "
           "a minute kfaild serves on, records the outage and resumes probing by itself",
-          "[e2e][reliability][serial]") {
+          "[e2e][reliability]") {
   Record record("cluster-outages");
   Lab lab;
   Kfaild kfaild(lab, "kfaild");
@@ -496,7 +496,7 @@ json killDrill(Kfaild& kfaild, const Lab& lab) {
 
 TEST_CASE("read endpoints under wrk load while probing and during a kill drill: errors and p99 recorded, "
           "the probe's timing and the drill's stall undisturbed",
-          "[e2e][reliability][load][serial]") {
+          "[e2e][reliability][load]") {
   Record record("read-load");
   REQUIRE(run("command -v wrk").first == 0);  // scripts/setup installs it
   Lab lab;

@@ -421,3 +421,19 @@ TEST_CASE("a FindCoordinator v4 request names the key and its type, and its answ
     CHECK_FALSE(kafka::decodeFindCoordinatorResponse(cut, 7).ok());
   }
 }
+
+TEST_CASE("the coordinator's partition is the key's Java hashCode, absolute, modulo the partition count",
+          "[unit][kafka]") {
+  // Values from jshell (JDK 17): "hello".hashCode() 99162322, "kfaild-probe-lab" -1807343074,
+  // "é€😀x" 519312306 (a surrogate pair); "polygenelubricants" is Integer.MIN_VALUE, which
+  // Kafka's Utils.abs makes 0.
+  CHECK(kafka::coordinatorPartition("hello", 50) == 22);
+  CHECK(kafka::coordinatorPartition("kfaild-probe-lab", 50) == 24);
+  CHECK(kafka::coordinatorPartition("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80x", 50) == 6);
+  CHECK(kafka::coordinatorPartition("polygenelubricants", 50) == 0);
+  CHECK(kafka::coordinatorPartition("Aa", 50) == kafka::coordinatorPartition("BB", 50));
+  CHECK(kafka::coordinatorPartition("", 50) == 0);
+  CHECK(kafka::coordinatorPartition("hello", 0) == -1);
+  CHECK(std::string(kafka::coordinatorTopic(kafka::CoordinatorType::kGroup)) == "__consumer_offsets");
+  CHECK(std::string(kafka::coordinatorTopic(kafka::CoordinatorType::kTransaction)) == "__transaction_state");
+}

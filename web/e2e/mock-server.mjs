@@ -569,7 +569,7 @@ function clusterDetail(now) {
         longest_gap_seconds: 0.11,
         last_error: null,
       },
-      group_coordinator: controller === null ? null : { node: controller, since_us: now - 60_000_000, last_answer_us: now - 200_000 },
+      group_coordinator: controller === null ? null : { node: controller, partition: '__consumer_offsets-17', since_us: now - 60_000_000, last_answer_us: now - 200_000 },
       transactional_id: null,
       transactions: null,
       transaction_coordinator: null,

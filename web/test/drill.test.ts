@@ -325,10 +325,13 @@ describe('coordinators row', () => {
       transactions: stream(10.36),
       watched: true,
       reason: null,
-      moves: [{ at_us: 5, type: 'group', key: 'kfaild-probe-lab', from: 3, to: 1 }],
+      moves: [
+        { at_us: 5, type: 'group', key: 'kfaild-probe-lab', from: 3, to: 1, partition: '__consumer_offsets-17' },
+        { at_us: 6, type: 'transaction', key: 'kfaild-txn', from: 3, to: 2, partition: null },
+      ],
       phases: { coordinator_moved_s: 8.12, first_commit_s: 8.52, first_transaction_s: 10.3 },
     });
-    expect(row).toEqual(['8.60 s', '10.36 s', '8.12 s', '8.52 s', 'group kfaild-probe-lab: 3→1', '']);
+    expect(row).toEqual(['8.60 s', '10.36 s', '8.12 s', '8.52 s', 'group kfaild-probe-lab: 3→1 (__consumer_offsets-17), transaction kfaild-txn: 3→2', '']);
     expect(coordinatorsRow(undefined)).toBeNull();
   });
 });

@@ -330,7 +330,7 @@ export function coordinatorsRow(c: CoordinatorsRun | undefined): string[] | null
     stall(c.transactions),
     c.phases.coordinator_moved_s === null ? '—' : seconds(c.phases.coordinator_moved_s),
     c.phases.first_commit_s === null ? '—' : seconds(c.phases.first_commit_s),
-    c.moves.map((m) => `${m.type} ${m.key}: ${m.from}→${m.to}`).join(', ') || (c.watched ? 'none' : 'not watched'),
+    c.moves.map((m) => `${m.type} ${m.key}: ${m.from}→${m.to}${m.partition ? ` (${m.partition})` : ''}`).join(', ') || (c.watched ? 'none' : 'not watched'),
     c.commits.reason ?? c.reason ?? '',
   ];
 }
