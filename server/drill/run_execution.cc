@@ -18,6 +18,25 @@ std::string partitionName(const std::string& topic, std::int32_t partition) {
   return topic + "-" + std::to_string(partition);
 }
 
+// Every partition of `snapshot` as the analysis takes it, with its topic's min.insync.replicas
+// (0: unknown).
+std::vector<analysis::PartitionAtFault> partitionsOf(const kafka::ClusterSnapshot& snapshot,
+                                                     const std::map<std::string, std::int32_t>& min_insync) {
+  std::vector<analysis::PartitionAtFault> out;
+  for (const auto& t : snapshot.topics) {
+    const auto min = min_insync.find(t.name);
+    for (const auto& p : t.partitions) {
+      out.push_back({t.name, p.partition, p.leader, p.replicas, p.isr, min == min_insync.end() ? 0 : min->second});
+    }
+  }
+  return out;
+}
+
+bool isController(const std::vector<config::NodeConfig>& inventory, std::int32_t node) {
+  return std::any_of(inventory.begin(), inventory.end(),
+                     [node](const config::NodeConfig& n) { return n.id == node && n.role == "controller"; });
+}
+
 }  // namespace
 
 RunExecution::RunExecution(RunParts parts, storage::DrillRecord& drill, const DrillSpec& spec, int run)
@@ -276,13 +295,7 @@ bool RunExecution::atFault() {
 
   LeadershipAtFault leadership;
   leadership.observed_at_us = observed->snapshot_at;
-  for (const auto& t : snapshot.topics) {
-    const auto min_insync = min_insync_at_preflight_.find(t.name);
-    for (const auto& p : t.partitions) {
-      at_fault_.push_back({t.name, p.partition, p.leader, p.replicas, p.isr,
-                           min_insync == min_insync_at_preflight_.end() ? 0 : min_insync->second});
-    }
-  }
+  at_fault_ = partitionsOf(snapshot, min_insync_at_preflight_);
   leadership.partitions = at_fault_;
   outcome_.leadership_at_fault = std::move(leadership);
 
@@ -315,9 +328,7 @@ ProbeSnapshotAtFault RunExecution::probeNow() const {
 
 void RunExecution::awaitWhatDependsOn(std::int32_t node, const std::vector<analysis::PartitionAtFault>& partitions) {
   const auto status = deps_.probe.status();
-  const auto n = std::find_if(deps_.cluster.inventory.begin(), deps_.cluster.inventory.end(),
-                              [node](const config::NodeConfig& c) { return c.id == node; });
-  if (status.control && n != deps_.cluster.inventory.end() && n->role == "controller") await_control_ = true;
+  if (status.control && isController(deps_.cluster.inventory, node)) await_control_ = true;
   if (!status.coordinators) return;
   const auto& c = *status.coordinators;
   if (c.commits && c.group_coordinator && c.group_coordinator->node == node) await_commits_ = true;
@@ -461,10 +472,6 @@ void RunExecution::secondFault() {
   }
   // The quorum as it is now when a controller is named (the poller's may be 2 s old, from
   // before the first fault).
-  const auto isController = [&](std::int32_t node) {
-    return std::any_of(deps_.cluster.inventory.begin(), deps_.cluster.inventory.end(),
-                       [node](const config::NodeConfig& n) { return n.id == node && n.role == "controller"; });
-  };
   bool described = false;
   const auto describeNow = [&] {
     described = true;
@@ -484,7 +491,7 @@ void RunExecution::secondFault() {
   second_target_ = resolved->node;
   second.target = second_target_;
   second.how = resolved->how;
-  if (!described && isController(second_target_)) describeNow();
+  if (!described && isController(deps_.cluster.inventory, second_target_)) describeNow();
   const bool first_down = nodeGoesDown(spec_.fault);
   const auto cluster = first_down ? withoutNode(*observed->snapshot, target_) : *observed->snapshot;
   auto in = parts_.guards.base(second_target_, *second_spec_);
@@ -522,13 +529,7 @@ void RunExecution::secondFault() {
   // second fault is inconclusive).
   LeadershipAtFault leadership;
   leadership.observed_at_us = observed->snapshot_at;
-  for (const auto& t : cluster.topics) {
-    const auto min_insync = min_insync_at_preflight_.find(t.name);
-    for (const auto& p : t.partitions) {
-      at_second_fault_.push_back({t.name, p.partition, p.leader, p.replicas, p.isr,
-                                  min_insync == min_insync_at_preflight_.end() ? 0 : min_insync->second});
-    }
-  }
+  at_second_fault_ = partitionsOf(cluster, min_insync_at_preflight_);
   leadership.partitions = at_second_fault_;
   second.leadership_at_fault = std::move(leadership);
   second.probe_at_fault = probeNow();

@@ -4,21 +4,13 @@
 #include <memory>
 
 #include "server/kafka/errc.h"
+#include "server/kafka/rdkafka_ptr.h"
 
 namespace kfaild::kafka {
 namespace {
 
-struct QueueDeleter {
-  void operator()(rd_kafka_queue_t* q) const { rd_kafka_queue_destroy(q); }
-};
-struct EventDeleter {
-  void operator()(rd_kafka_event_t* e) const { rd_kafka_event_destroy(e); }
-};
 struct NewTopicDeleter {
   void operator()(rd_kafka_NewTopic_t* t) const { rd_kafka_NewTopic_destroy(t); }
-};
-struct OptionsDeleter {
-  void operator()(rd_kafka_AdminOptions_t* o) const { rd_kafka_AdminOptions_destroy(o); }
 };
 struct ConfigResourceDeleter {
   void operator()(rd_kafka_ConfigResource_t* r) const { rd_kafka_ConfigResource_destroy(r); }
@@ -26,19 +18,10 @@ struct ConfigResourceDeleter {
 struct ElectLeadersDeleter {
   void operator()(rd_kafka_ElectLeaders_t* e) const { rd_kafka_ElectLeaders_destroy(e); }
 };
-struct PartitionListDeleter {
-  void operator()(rd_kafka_topic_partition_list_t* l) const {
-    rd_kafka_topic_partition_list_destroy(l);
-  }
-};
 
-using EventPtr = std::unique_ptr<rd_kafka_event_t, EventDeleter>;
-
-std::unique_ptr<rd_kafka_AdminOptions_t, OptionsDeleter> adminOptions(rd_kafka_t* rk,
-                                                                     rd_kafka_admin_op_t op,
-                                                                     int timeout_ms) {
+AdminOptionsPtr adminOptions(rd_kafka_t* rk, rd_kafka_admin_op_t op, int timeout_ms) {
   char errstr[256];
-  std::unique_ptr<rd_kafka_AdminOptions_t, OptionsDeleter> options(rd_kafka_AdminOptions_new(rk, op));
+  AdminOptionsPtr options(rd_kafka_AdminOptions_new(rk, op));
   rd_kafka_AdminOptions_set_request_timeout(options.get(), timeout_ms, errstr, sizeof errstr);
   return options;
 }
@@ -80,14 +63,14 @@ Result<CreateOutcome> createTopic(rd_kafka_t* rk, const NewTopic& topic, int tim
       return kafkaError(errc::admin_failed, "topic config " + key + "=" + value);
     }
   }
-  std::unique_ptr<rd_kafka_AdminOptions_t, OptionsDeleter> options(
+  AdminOptionsPtr options(
       rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS));
   rd_kafka_AdminOptions_set_operation_timeout(options.get(), timeout_ms, errstr, sizeof errstr);
   rd_kafka_AdminOptions_set_request_timeout(options.get(), timeout_ms, errstr, sizeof errstr);
-  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(rk));
+  QueuePtr queue(rd_kafka_queue_new(rk));
   rd_kafka_NewTopic_t* topics[] = {nt.get()};
   rd_kafka_CreateTopics(rk, topics, 1, options.get(), queue.get());
-  std::unique_ptr<rd_kafka_event_t, EventDeleter> event(
+  EventPtr event(
       rd_kafka_queue_poll(queue.get(), timeout_ms + 5000));
   if (!event) return kafkaError(errc::admin_failed, "create topic " + topic.name + ": no answer");
   if (rd_kafka_event_error(event.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -145,7 +128,7 @@ Status controllerCheckResult(rd_kafka_event_t* event) {
 }
 
 Status controllerAnswers(rd_kafka_t* rk, int timeout_ms) {
-  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(rk));
+  QueuePtr queue(rd_kafka_queue_new(rk));
   sendControllerCheck(rk, queue.get(), timeout_ms);
   EventPtr event(rd_kafka_queue_poll(queue.get(), timeout_ms + 5000));
   if (!event) return kafkaError(errc::admin_failed, "the controller did not answer: no answer");
@@ -155,7 +138,7 @@ Status controllerAnswers(rd_kafka_t* rk, int timeout_ms) {
 Status deleteTopic(rd_kafka_t* rk, const std::string& name, int timeout_ms) {
   rd_kafka_DeleteTopic_t* topic = rd_kafka_DeleteTopic_new(name.c_str());
   auto options = adminOptions(rk, RD_KAFKA_ADMIN_OP_DELETETOPICS, timeout_ms);
-  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(rk));
+  QueuePtr queue(rd_kafka_queue_new(rk));
   rd_kafka_DeleteTopics(rk, &topic, 1, options.get(), queue.get());
   rd_kafka_DeleteTopic_destroy(topic);
   auto event = awaitResult(queue.get(), timeout_ms, "delete topic " + name);
@@ -185,7 +168,7 @@ Result<std::map<std::string, std::string>> describeTopicConfig(rd_kafka_t* rk,
     resources.push_back(owned.back().get());
   }
   auto options = adminOptions(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms);
-  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(rk));
+  QueuePtr queue(rd_kafka_queue_new(rk));
   rd_kafka_DescribeConfigs(rk, resources.data(), resources.size(), options.get(), queue.get());
   auto event = awaitResult(queue.get(), timeout_ms, "describe topic configs");
   if (!event) return event.error();
@@ -214,7 +197,7 @@ Result<std::map<std::string, NodeConfigValue>> describeBrokerConfig(rd_kafka_t* 
       rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_BROKER, name.c_str()));
   rd_kafka_ConfigResource_t* resources[] = {resource.get()};
   auto options = adminOptions(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms);
-  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(rk));
+  QueuePtr queue(rd_kafka_queue_new(rk));
   rd_kafka_DescribeConfigs(rk, resources, 1, options.get(), queue.get());
   auto event = awaitResult(queue.get(), timeout_ms, "describe the config of broker " + name);
   if (!event) return event.error();
@@ -245,7 +228,7 @@ Result<std::map<std::string, NodeConfigValue>> describeBrokerConfig(rd_kafka_t* 
 Result<std::vector<ElectionOutcome>> electPreferredLeaders(rd_kafka_t* rk,
                                                            const std::vector<TopicPartition>& partitions,
                                                            int timeout_ms) {
-  std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionListDeleter> list(
+  PartitionListPtr list(
       rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));
   for (const auto& p : partitions) {
     rd_kafka_topic_partition_list_add(list.get(), p.topic.c_str(), p.partition);
@@ -255,7 +238,7 @@ Result<std::vector<ElectionOutcome>> electPreferredLeaders(rd_kafka_t* rk,
   auto options = adminOptions(rk, RD_KAFKA_ADMIN_OP_ELECTLEADERS, timeout_ms);
   char errstr[256];
   rd_kafka_AdminOptions_set_operation_timeout(options.get(), timeout_ms, errstr, sizeof errstr);
-  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(rk));
+  QueuePtr queue(rd_kafka_queue_new(rk));
   rd_kafka_ElectLeaders(rk, request.get(), options.get(), queue.get());
   auto event = awaitResult(queue.get(), timeout_ms, "preferred leader election");
   if (!event) return event.error();

@@ -7,16 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "server/kafka/admin.h"
+#include "server/kafka/rdkafka_ptr.h"
 
 namespace kfaild::probe {
 namespace {
-
-struct QueueDeleter {
-  void operator()(rd_kafka_queue_t* q) const { rd_kafka_queue_destroy(q); }
-};
-struct EventDeleter {
-  void operator()(rd_kafka_event_t* e) const { rd_kafka_event_destroy(e); }
-};
 
 storage::Event controlEvent(storage::ClusterId cluster, common::WallMicros at, const char* kind,
                             std::int32_t broker, nlohmann::json detail) {
@@ -217,13 +211,13 @@ void ControlProbe::publish(ControlOutput& out) { publishOutput(store_, cluster_.
 void ControlProbe::operationLoop() {
   const auto& c = cluster_.probe.control;
   const int timeout_ms = static_cast<int>(c.timeout_us / 1000);
-  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(client_.get()));
+  kafka::QueuePtr queue(rd_kafka_queue_new(client_.get()));
   while (!operations_.stopRequested()) {
     const auto sent = clock_.now();
     kafka::sendControllerCheck(client_.get(), queue.get(), timeout_ms);
     // Waits in slices so that stop() is served within 100 ms; librdkafka answers every admin
     // request by its timeout, the extra second is a bound should it not.
-    std::unique_ptr<rd_kafka_event_t, EventDeleter> event;
+    kafka::EventPtr event;
     while (!event && !operations_.stopRequested() && clock_.monoNow() - sent.mono < c.timeout_us + 1'000'000) {
       event.reset(rd_kafka_queue_poll(queue.get(), 100));
     }

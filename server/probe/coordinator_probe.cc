@@ -7,26 +7,15 @@
 #include <nlohmann/json.hpp>
 
 #include "server/kafka/metadata.h"
+#include "server/kafka/rdkafka_ptr.h"
 
 namespace kfaild::probe {
 namespace {
 
-struct QueueDeleter {
-  void operator()(rd_kafka_queue_t* q) const { rd_kafka_queue_destroy(q); }
-};
-struct EventDeleter {
-  void operator()(rd_kafka_event_t* e) const { rd_kafka_event_destroy(e); }
-};
-struct ListDeleter {
-  void operator()(rd_kafka_topic_partition_list_t* l) const { rd_kafka_topic_partition_list_destroy(l); }
-};
 struct ErrorDeleter {
   void operator()(rd_kafka_error_t* e) const { rd_kafka_error_destroy(e); }
 };
 using ErrorPtr = std::unique_ptr<rd_kafka_error_t, ErrorDeleter>;
-struct OptionsDeleter {
-  void operator()(rd_kafka_AdminOptions_t* o) const { rd_kafka_AdminOptions_destroy(o); }
-};
 struct AlterDeleter {
   void operator()(rd_kafka_AlterConsumerGroupOffsets_t* a) const { rd_kafka_AlterConsumerGroupOffsets_destroy(a); }
 };
@@ -211,16 +200,16 @@ void CoordinatorProbe::publish(ControlOutput& out) { publishOutput(store_, clust
 
 void CoordinatorProbe::commitLoop() {
   const auto& c = cluster_.probe.coordinators;
-  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(committer_.get()));
+  kafka::QueuePtr queue(rd_kafka_queue_new(committer_.get()));
   std::int64_t offset = 0;
   while (!committer_loop_.stopRequested()) {
-    std::unique_ptr<rd_kafka_topic_partition_list_t, ListDeleter> list(rd_kafka_topic_partition_list_new(1));
+    kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(1));
     rd_kafka_topic_partition_list_add(list.get(), topic_.c_str(), 0)->offset = ++offset;
     const auto sent = clock_.now();
     // The opaque tells this commit's result from a late one of a commit given up on.
     auto* tag = reinterpret_cast<void*>(static_cast<std::intptr_t>(offset));
     std::string problem;
-    std::unique_ptr<rd_kafka_AdminOptions_t, OptionsDeleter> admin(
+    kafka::AdminOptionsPtr admin(
         rd_kafka_AdminOptions_new(committer_.get(), RD_KAFKA_ADMIN_OP_ALTERCONSUMERGROUPOFFSETS));
     char error[256];
     rd_kafka_AdminOptions_set_request_timeout(admin.get(), static_cast<int>(c.timeout_us / 1000), error, sizeof error);
@@ -229,7 +218,7 @@ void CoordinatorProbe::commitLoop() {
         rd_kafka_AlterConsumerGroupOffsets_new(c.group.c_str(), list.get()));
     auto* requests = request.get();
     rd_kafka_AlterConsumerGroupOffsets(committer_.get(), &requests, 1, admin.get(), queue.get());
-    std::unique_ptr<rd_kafka_event_t, EventDeleter> event;
+    kafka::EventPtr event;
     bool answered = false;
     while (!answered && !committer_loop_.stopRequested() && clock_.monoNow() - sent.mono < c.timeout_us) {
       event.reset(rd_kafka_queue_poll(queue.get(), 100));

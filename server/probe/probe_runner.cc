@@ -10,6 +10,7 @@
 #include "server/kafka/admin.h"
 #include "server/kafka/errc.h"
 #include "server/kafka/metadata.h"
+#include "server/kafka/rdkafka_ptr.h"
 #include "server/probe/payload.h"
 
 #include <nlohmann/json.hpp>
@@ -52,12 +53,6 @@ constexpr const char* kReportedSettings[] = {
 constexpr const char* kReportedConsumerSettings[] = {"fetch.min.bytes", "fetch.wait.max.ms",
                                                      "fetch.max.bytes", "queued.max.messages.kbytes"};
 constexpr const char* kConsumerPrefix = "consumer.";
-
-struct PartitionListDeleter {
-  void operator()(rd_kafka_topic_partition_list_t* l) const {
-    rd_kafka_topic_partition_list_destroy(l);
-  }
-};
 
 }  // namespace
 
@@ -243,7 +238,7 @@ Status ProbeRunner::setUp() {
   auto release = [&handles] {
     for (auto* h : handles) rd_kafka_topic_destroy(h);
   };
-  std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionListDeleter> assignment(
+  kafka::PartitionListPtr assignment(
       rd_kafka_topic_partition_list_new(16));
 
   for (std::size_t t = 0; t < cluster_.probe.topics.size(); ++t) {
@@ -460,7 +455,7 @@ void ProbeRunner::addSeenPartitions() {
   // A partition that was just added holds nothing the probe sent before now: read from its
   // beginning, so the consumer's position needs no request to the cluster and no probe message
   // sent from the next tick on can be skipped.
-  std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionListDeleter> assignment(
+  kafka::PartitionListPtr assignment(
       rd_kafka_topic_partition_list_new(static_cast<int>(added.size())));
   for (const auto& a : added) {
     rd_kafka_topic_partition_list_add(assignment.get(), a.topic.c_str(), a.partition)->offset =
