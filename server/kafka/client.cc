@@ -32,7 +32,7 @@ void logCallback(const rd_kafka_t* rk, int level, const char* fac, const char* b
 
 void HandleDeleter::operator()(rd_kafka_t* rk) const {
   auto* hooks = static_cast<Hooks*>(rd_kafka_opaque(rk));
-  rd_kafka_destroy(rk);
+  rd_kafka_destroy_flags(rk, flags);
   delete hooks;
 }
 

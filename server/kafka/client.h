@@ -32,7 +32,10 @@ struct ClientOptions {
   LogSink log;        // empty: librdkafka's warnings and errors go to spdlog
 };
 
+// Destroys a handle with `flags` (rd_kafka_destroy_flags): RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE
+// for a consumer that never joined its group.
 struct HandleDeleter {
+  int flags = 0;
   void operator()(rd_kafka_t* rk) const;
 };
 using Handle = std::unique_ptr<rd_kafka_t, HandleDeleter>;

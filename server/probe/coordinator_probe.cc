@@ -16,35 +16,24 @@ struct ErrorDeleter {
   void operator()(rd_kafka_error_t* e) const { rd_kafka_error_destroy(e); }
 };
 using ErrorPtr = std::unique_ptr<rd_kafka_error_t, ErrorDeleter>;
-struct AlterDeleter {
-  void operator()(rd_kafka_AlterConsumerGroupOffsets_t* a) const { rd_kafka_AlterConsumerGroupOffsets_destroy(a); }
-};
 
 std::string describe(const rd_kafka_error_t* e) {
   return std::string(rd_kafka_error_name(e)) + ": " + rd_kafka_error_string(e);
 }
 
-// The verdict on an offset commit's result (AlterConsumerGroupOffsets): "" when it was written.
+// The verdict on an offset commit's result event: "" when the commit was written.
 std::string commitProblem(rd_kafka_event_t* event) {
   if (rd_kafka_event_error(event) != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return std::string(rd_kafka_err2name(rd_kafka_event_error(event))) + ": " + rd_kafka_event_error_string(event);
   }
-  const auto* result = rd_kafka_event_AlterConsumerGroupOffsets_result(event);
-  if (result == nullptr) return "not an offset commit's result";
-  std::size_t count = 0;
-  const auto** groups = rd_kafka_AlterConsumerGroupOffsets_result_groups(result, &count);
-  if (count == 0) return "no group in the answer";
-  for (std::size_t g = 0; g < count; ++g) {
-    if (const auto* error = rd_kafka_group_result_error(groups[g])) return describe(error);
-    if (const auto* list = rd_kafka_group_result_partitions(groups[g])) {
-      for (int i = 0; i < list->cnt; ++i) {
-        if (list->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-          return std::string(rd_kafka_err2name(list->elems[i].err)) + ": " + rd_kafka_err2str(list->elems[i].err);
-        }
-      }
+  const auto* list = rd_kafka_event_topic_partition_list(event);
+  if (list == nullptr) return "no partition in the answer";
+  for (int i = 0; i < list->cnt; ++i) {
+    if (list->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return std::string(rd_kafka_err2name(list->elems[i].err)) + ": " + rd_kafka_err2str(list->elems[i].err);
     }
   }
-  return {};
+  return "";
 }
 
 kafka::LogSink quietLog() {
@@ -129,12 +118,22 @@ Status CoordinatorProbe::start() {
   // A coordinator that is down makes these clients log every reconnect attempt as an error; what
   // matters of it is in the streams (each failure's reason) and the watch's events.
   options.log = quietLog();
-  // The commits go through the admin API (AlterConsumerGroupOffsets: FindCoordinator, then an
-  // OffsetCommit of generation -1, as a consumer that never joins sends it), from a client with no
-  // consumer group of its own: a consumer's group handler waits, without a bound, for a
-  // coordinator at shutdown (kfaild's SIGTERM never returned with every broker gone).
-  auto committer = kafka::createClient(RD_KAFKA_PRODUCER, options, {{"reconnect.backoff.max.ms", "1000"}});
+  // The commits are a consumer's (OffsetCommit of generation -1: a consumer that commits without
+  // joining its group), so they find their coordinator as an application's consumer does: its
+  // group handler marks a coordinator dead on a transport error or when librdkafka decommissions
+  // the broker, and asks again. (The admin API's AlterConsumerGroupOffsets kept a decommissioned
+  // broker as the coordinator, librdkafka#5511: commits never resumed after their coordinator's
+  // broker was killed.) The consumer never joins, so it is destroyed without a consumer close,
+  // and session.timeout.ms bounds how long its destruction waits for a coordinator.
+  auto committer = kafka::createClient(RD_KAFKA_CONSUMER, options,
+                                       {{"group.id", c.group},
+                                        {"enable.auto.commit", "false"},
+                                        {"enable.auto.offset.store", "false"},
+                                        {"allow.auto.create.topics", "false"},
+                                        {"session.timeout.ms", std::to_string(std::max<std::int64_t>(1000, c.timeout_us / 1000))},
+                                        {"reconnect.backoff.max.ms", "1000"}});
   if (!committer) return committer.error();
+  committer = kafka::Handle(committer->release(), kafka::HandleDeleter{RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE});
   committer_ = std::move(*committer);
   if (c.transactions) {
     auto producer = makeTransactionalProducer();
@@ -209,24 +208,21 @@ void CoordinatorProbe::commitLoop() {
     // The opaque tells this commit's result from a late one of a commit given up on.
     auto* tag = reinterpret_cast<void*>(static_cast<std::intptr_t>(offset));
     std::string problem;
-    kafka::AdminOptionsPtr admin(
-        rd_kafka_AdminOptions_new(committer_.get(), RD_KAFKA_ADMIN_OP_ALTERCONSUMERGROUPOFFSETS));
-    char error[256];
-    rd_kafka_AdminOptions_set_request_timeout(admin.get(), static_cast<int>(c.timeout_us / 1000), error, sizeof error);
-    rd_kafka_AdminOptions_set_opaque(admin.get(), tag);
-    std::unique_ptr<rd_kafka_AlterConsumerGroupOffsets_t, AlterDeleter> request(
-        rd_kafka_AlterConsumerGroupOffsets_new(c.group.c_str(), list.get()));
-    auto* requests = request.get();
-    rd_kafka_AlterConsumerGroupOffsets(committer_.get(), &requests, 1, admin.get(), queue.get());
-    kafka::EventPtr event;
-    bool answered = false;
-    while (!answered && !committer_loop_.stopRequested() && clock_.monoNow() - sent.mono < c.timeout_us) {
-      event.reset(rd_kafka_queue_poll(queue.get(), 100));
-      answered = event && rd_kafka_event_type(event.get()) == RD_KAFKA_EVENT_ALTERCONSUMERGROUPOFFSETS_RESULT &&
-                 rd_kafka_event_opaque(event.get()) == tag;
+    if (const auto err = rd_kafka_commit_queue(committer_.get(), list.get(), queue.get(), nullptr, tag); err) {
+      problem = std::string(rd_kafka_err2name(err)) + ": " + rd_kafka_err2str(err);
+    } else {
+      kafka::EventPtr event;
+      bool answered = false;
+      while (!answered && !committer_loop_.stopRequested() && clock_.monoNow() - sent.mono < c.timeout_us) {
+        event.reset(rd_kafka_queue_poll(queue.get(), 100));
+        answered = event && rd_kafka_event_type(event.get()) == RD_KAFKA_EVENT_OFFSET_COMMIT &&
+                   rd_kafka_event_opaque(event.get()) == tag;
+      }
+      if (!committer_loop_.stopRequested()) {
+        problem = answered ? commitProblem(event.get()) : "no answer within " + std::to_string(c.timeout_us / 1000) + " ms";
+      }
     }
     if (committer_loop_.stopRequested()) break;
-    problem = answered ? commitProblem(event.get()) : "no answer within " + std::to_string(c.timeout_us / 1000) + " ms";
     const auto done = clock_.now();
     ControlOutput out;
     {

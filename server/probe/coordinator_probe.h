@@ -7,10 +7,10 @@
 //
 //   kfaild:commit — every commit interval (100 ms), one offset commit of the kfaild-owned group
 //                   (`probe.coordinators.group`, default the probe consumer's group id) on the
-//                   first probe topic's partition 0, through the admin API
-//                   (AlterConsumerGroupOffsets: FindCoordinator, then an OffsetCommit of
-//                   generation -1, as a consumer that never joins sends it) from a client with no
-//                   consumer group of its own, which would wait for a coordinator at shutdown.
+//                   first probe topic's partition 0, by a consumer that never joins the group
+//                   (an OffsetCommit of generation -1), so that it finds the coordinator as an
+//                   application's consumer does (the admin API's AlterConsumerGroupOffsets kept
+//                   a decommissioned broker as coordinator, librdkafka#5511).
 //                   One commit at a time, each given up on after the timeout. Stored as the
 //                   stream kfaild:commit (samples, and gaps above the threshold), as the control
 //                   probe stores kfaild:control.
