@@ -2,16 +2,23 @@
 
 #include <spdlog/spdlog.h>
 
+#include "server/analysis/rolling.h"
 #include "server/analysis/verdict.h"
 #include "server/drill/errc.h"
 #include "server/drill/event_log.h"
 #include "server/drill/fault_action.h"
+#include "server/drill/rolling_plan.h"
 #include "server/drill/run_execution.h"
 
 namespace kfaild::drill {
 namespace {
 
 Error refused(const std::string& reason) { return Error{make_error_code(errc::guard_refused), reason}; }
+
+bool isControllerNode(const std::vector<config::NodeConfig>& inventory, std::int32_t id) {
+  return std::any_of(inventory.begin(), inventory.end(),
+                     [id](const config::NodeConfig& n) { return n.id == id && n.role == "controller"; });
+}
 
 }  // namespace
 
@@ -49,35 +56,56 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
   // One submission at a time: simultaneous requests must not all pass the "nothing is running"
   // check before any of them is queued.
   std::lock_guard serial(submit_mutex_);
-  auto target = resolveTarget(deps_, spec.target);
-  if (!target) return target.error();
-  // What the fault needs of the node is known from the config alone (refusal() touches nothing).
-  // A random target is drawn again at the run, which checks the node it draws.
-  for (const auto& node : cluster_.inventory) {
-    if (node.id != *target || spec.target.kind == TargetKind::kRandom) continue;
-    if (auto reason = faultRefusal(spec, node, *injectors_.at(node.id), cluster_.inventory, addresses_); !reason.empty()) {
-      return refused(reason);
+  // What the guards check now: each node the drill takes down, with its fault (a rolling
+  // restart's steps each alone, as each will run on a cluster whole again).
+  struct Planned {
+    std::int32_t node;
+    DrillSpec spec;
+    std::string prefix;  // of a refusal
+  };
+  std::vector<Planned> planned;
+  const auto refusal = [&](const DrillSpec& s, std::int32_t node) {
+    for (const auto& n : cluster_.inventory) {
+      if (n.id == node) return faultRefusal(s, n, *injectors_.at(n.id), cluster_.inventory, addresses_);
     }
-  }
-  // A compound drill's second fault: its target must name a node now, another than the first's
-  // (the run resolves and guards it again at its moment, with the first node down).
-  std::optional<std::int32_t> second_target;
-  const auto second = secondSpec(spec);
-  if (spec.then) {
-    auto resolved = resolveTarget(deps_, spec.then->target);
-    if (!resolved) return Error{resolved.error().code, "then: " + resolved.error().message};
-    if (*resolved == *target && spec.target.kind != TargetKind::kRandom && spec.then->target.kind != TargetKind::kRandom) {
-      return refused("then: the second fault's target names node " + std::to_string(*resolved) +
-                     ", which the first fault takes down");
+    return std::string();
+  };
+  if (spec.fault == FaultType::kRollingRestart) {
+    const auto quorum = deps_.view.latest().quorum;
+    auto plan = rollingPlan(spec, cluster_.inventory,
+                            quorum && quorum->leader_id >= 0 ? std::optional<std::int32_t>(quorum->leader_id) : std::nullopt);
+    if (!plan) return plan.error();
+    for (const auto node : *plan) {
+      auto step = rollingStep(spec, node);
+      const auto prefix = "step on node " + std::to_string(node) + ": ";
+      if (auto reason = refusal(step, node); !reason.empty()) return refused(prefix + reason);
+      planned.push_back({node, std::move(step), prefix});
     }
-    for (const auto& node : cluster_.inventory) {
-      if (node.id != *resolved || spec.then->target.kind == TargetKind::kRandom) continue;
-      if (auto reason = faultRefusal(second, node, *injectors_.at(node.id), cluster_.inventory, addresses_);
-          !reason.empty()) {
-        return refused("then: " + reason);
+  } else {
+    auto target = resolveTarget(deps_, spec.target);
+    if (!target) return target.error();
+    // What the fault needs of the node is known from the config alone (refusal() touches nothing).
+    // A random target is drawn again at the run, which checks the node it draws.
+    if (spec.target.kind != TargetKind::kRandom) {
+      if (auto reason = refusal(spec, *target); !reason.empty()) return refused(reason);
+    }
+    planned.push_back({*target, spec, ""});
+    // A compound drill's second fault: its target must name a node now, another than the first's
+    // (the run resolves and guards it again at its moment, with the first node down).
+    if (spec.then) {
+      const auto second = secondSpec(spec);
+      auto resolved = resolveTarget(deps_, spec.then->target);
+      if (!resolved) return Error{resolved.error().code, "then: " + resolved.error().message};
+      if (*resolved == *target && spec.target.kind != TargetKind::kRandom &&
+          spec.then->target.kind != TargetKind::kRandom) {
+        return refused("then: the second fault's target names node " + std::to_string(*resolved) +
+                       ", which the first fault takes down");
       }
+      if (spec.then->target.kind != TargetKind::kRandom) {
+        if (auto reason = refusal(second, *resolved); !reason.empty()) return refused("then: " + reason);
+      }
+      planned.push_back({*resolved, second, "then: "});
     }
-    second_target = *resolved;
   }
   const auto running = queue_.busyWith();
   if (running && !options.queue_if_busy) {
@@ -96,12 +124,9 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
       return refused("kfaild could not read the cluster's state within " +
                      std::to_string(GuardInputs::kReadWait.count() / 1000) + " s; try again in a moment");
     }
-    if (auto reason = checkWithFacts(guards_.base(*target, spec), *facts, std::nullopt)) {
-      return refused(*reason);
-    }
-    if (second_target) {
-      if (auto reason = checkWithFacts(guards_.base(*second_target, second), *facts, std::nullopt)) {
-        return refused("then: " + *reason);
+    for (const auto& p : planned) {
+      if (auto reason = checkWithFacts(guards_.base(p.node, p.spec), *facts, std::nullopt)) {
+        return refused(p.prefix + *reason);
       }
     }
   }
@@ -174,6 +199,10 @@ void DrillRunner::execute(storage::DrillRecord drill) {
   }
   const auto objectives = spec->expect ? analysis::overlay(cluster_.objectives, *spec->expect) : cluster_.objectives;
   drill.started_us = deps_.clock.wallNow();
+  if (spec->fault == FaultType::kRollingRestart) {
+    executeRolling(drill, *spec, objectives);
+    return;
+  }
   nlohmann::json result = {{"runs", nlohmann::json::array()}};
   std::vector<analysis::RunAnalysis> analyses;
   analysis::FaultMechanism mechanism;
@@ -206,6 +235,90 @@ void DrillRunner::execute(storage::DrillRecord drill) {
   drill.regressed = !verdict.regressions.empty();
   spdlog::info("drill {} on {}: verdict {} ({} checks, {} regressions)", drill.id, cluster_.name, *drill.verdict,
                verdict.checks.size(), verdict.regressions.size());
+  records_.setState(drill, DrillState::kDone);
+}
+
+void DrillRunner::executeRolling(storage::DrillRecord& drill, const DrillSpec& spec,
+                                 const analysis::Objectives& objectives) {
+  const auto activeController = [this]() -> std::optional<std::int32_t> {
+    auto quorum = deps_.admin.describeQuorum();
+    if (!quorum || quorum->leader_id < 0) return std::nullopt;
+    return quorum->leader_id;
+  };
+  auto plan = rollingPlan(spec, cluster_.inventory, activeController());
+  if (!plan) {
+    records_.setState(drill, DrillState::kFailed, plan.error().message);
+    return;
+  }
+  nlohmann::json result = {{"runs", nlohmann::json::array()}};
+  const auto describe = [&](const std::vector<std::int32_t>& nodes, const std::vector<analysis::RunAnalysis>& analyses,
+                            const analysis::Verdict& verdict) {
+    auto summary = analysis::toJson(analysis::summariseRolling(analyses, nodes, verdict));
+    summary["plan"] = nodes;
+    summary["by"] = spec.options.kill ? "kill" : "stop";
+    summary["between_s"] = spec.options.between_s;
+    result["rolling_restart"] = std::move(summary);
+  };
+  std::vector<std::int32_t> done_nodes;
+  std::vector<analysis::RunAnalysis> analyses;
+  analysis::FaultMechanism mechanism;
+  mechanism.fault = toString(FaultType::kRestart);
+  auto remaining = *plan;
+  const auto unfinished = [&](DrillState state, const std::string& reason) {
+    auto partial = analysis::evaluate(analyses, analysis::objectivesFor(objectives, mechanism), mechanism,
+                                      history(drill), cluster_.regression);
+    describe(done_nodes, analyses, partial);
+    result["rolling_restart"]["plan"] = *plan;
+    result["rolling_restart"]["ended_at_step"] = static_cast<int>(done_nodes.size()) + 1;
+    drill.result = result.dump();
+    finishUnfinished(drill, state, reason, objectives, analyses);
+  };
+  for (int step = 1; !remaining.empty(); ++step) {
+    // A controller's step: the active one goes last of those left (it may have moved).
+    if (isControllerNode(cluster_.inventory, remaining.front())) {
+      remaining = activeControllerLast(spec, remaining, cluster_.inventory, activeController());
+    }
+    const auto node = remaining.front();
+    remaining.erase(remaining.begin());
+    const auto step_spec = rollingStep(spec, node);
+    RunExecution execution({deps_, guards_, recovery_, queue_, records_, worker_, addresses_}, drill, step_spec, step);
+    auto outcome = execution.execute();
+    auto run = toJson(outcome);
+    run["step"] = step;
+    result["runs"].push_back(std::move(run));
+    drill.result = result.dump();
+    if (outcome.state != DrillState::kDone) {
+      // The step recovered its node (or left it in the journal, retried between drills): no
+      // later step starts.
+      unfinished(outcome.state, "step " + std::to_string(step) + " (node " + std::to_string(node) + "): " + outcome.reason);
+      return;
+    }
+    done_nodes.push_back(node);
+    if (outcome.analysis) analyses.push_back(*outcome.analysis);
+    if (outcome.probe_client) mechanism.settings = analysis::withClientSettings({}, *outcome.probe_client);
+    if (outcome.cluster_settings) applyTo(*outcome.cluster_settings, mechanism);
+    records_.persist(drill);
+    if (!remaining.empty() && spec.options.between_s > 0) {
+      records_.setState(drill, DrillState::kBaseline, "step " + std::to_string(step) + " of " +
+                                                          std::to_string(plan->size()) + " done; the next in " +
+                                                          std::to_string(spec.options.between_s) + " s");
+      if (!queue_.sleep(static_cast<std::int64_t>(spec.options.between_s) * 1'000'000)) {
+        unfinished(DrillState::kAborted, std::string(worker_.stopRequested() ? "kfaild stopped" : "aborted on request") +
+                                             " between step " + std::to_string(step) + " and the next");
+        return;
+      }
+      drill.reason.clear();
+    }
+  }
+  const auto verdict = analysis::evaluate(analyses, analysis::objectivesFor(objectives, mechanism), mechanism,
+                                          history(drill), cluster_.regression);
+  describe(done_nodes, analyses, verdict);
+  result["verdict"] = analysis::toJson(verdict);
+  drill.result = result.dump();
+  drill.verdict = analysis::toString(verdict.verdict);
+  drill.regressed = !verdict.regressions.empty();
+  spdlog::info("drill {} on {}: rolling restart of {} nodes, verdict {}", drill.id, cluster_.name, done_nodes.size(),
+               *drill.verdict);
   records_.setState(drill, DrillState::kDone);
 }
 

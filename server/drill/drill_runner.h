@@ -84,6 +84,10 @@ class DrillRunner {
  private:
   void loop();
   void execute(storage::DrillRecord drill);
+  // A rolling restart: a restart run per node of its plan (rolling_plan.h), `between_s` apart;
+  // the first step that does not finish ends the rehearsal (its node recovered by the run) and
+  // no later step starts. result.rolling_restart sums the steps up (analysis/rolling.h).
+  void executeRolling(storage::DrillRecord& drill, const DrillSpec& spec, const analysis::Objectives& objectives);
   // Writes a failed / aborted terminal state with its verdict (in `result.verdict`): fail when a
   // run in `finished` (the runs that were analysed) failed an objective, else inconclusive.
   void finishUnfinished(storage::DrillRecord& drill, DrillState state, const std::string& reason,

@@ -66,6 +66,7 @@ const char* toString(FaultType fault) {
     case FaultType::kThrottle: return "throttle";
     case FaultType::kDiskFull: return "disk_full";
     case FaultType::kDiskSlow: return "disk_slow";
+    case FaultType::kRollingRestart: return "rolling_restart";
   }
   return "unknown";
 }
@@ -79,6 +80,7 @@ std::optional<FaultType> faultFromString(const std::string& text) {
   if (text == "throttle") return FaultType::kThrottle;
   if (text == "disk_full") return FaultType::kDiskFull;
   if (text == "disk_slow") return FaultType::kDiskSlow;
+  if (text == "rolling_restart") return FaultType::kRollingRestart;
   return std::nullopt;
 }
 
@@ -117,7 +119,7 @@ bool isGrayFault(FaultType fault) {
 
 namespace {
 
-const char* kFaults = "kill, stop, pause, restart, isolate, throttle, disk_full, disk_slow";
+const char* kFaults = "kill, stop, pause, restart, isolate, throttle, disk_full, disk_slow, rolling_restart";
 
 // The target of `body` (the request, or its `then`); `where` prefixes the field names.
 std::optional<Error> parseTarget(const nlohmann::json& body, const std::string& where, Target& out) {
@@ -180,6 +182,35 @@ std::optional<Error> parseTarget(const nlohmann::json& body, const std::string& 
   return std::nullopt;
 }
 
+// A rolling restart's target: absent, {"every_broker":true} or {"nodes":[...]}.
+std::optional<Error> parseRollingTarget(const nlohmann::json& body, Target& out) {
+  out.kind = TargetKind::kNodes;
+  if (!body.contains("target")) return std::nullopt;
+  const auto& t = body["target"];
+  const char* forms = "a rolling restart's target is {\"every_broker\":true} (the default) or {\"nodes\":[...]}";
+  if (!t.is_object() || t.size() != 1) return invalid("target", forms);
+  if (auto e = unknownFields(t, "target", {"every_broker", "nodes"})) return *e;
+  if (t.contains("every_broker")) {
+    if (!t["every_broker"].is_boolean() || !t["every_broker"].get<bool>()) return invalid("target.every_broker", "must be true");
+    return std::nullopt;
+  }
+  const auto& nodes = t["nodes"];
+  if (!nodes.is_array() || nodes.empty() || nodes.size() > 100) {
+    return invalid("target.nodes", "must be a list of 1 to 100 node ids");
+  }
+  for (const auto& n : nodes) {
+    if (!n.is_number_integer() || n.get<std::int64_t>() < 0 || n.get<std::int64_t>() > 2'147'483'647) {
+      return invalid("target.nodes", "must be node ids (integers from 0)");
+    }
+    const auto id = static_cast<std::int32_t>(n.get<std::int64_t>());
+    if (std::find(out.nodes.begin(), out.nodes.end(), id) != out.nodes.end()) {
+      return invalid("target.nodes", "node " + std::to_string(id) + " is named twice");
+    }
+    out.nodes.push_back(id);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
@@ -193,7 +224,8 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
   if (!fault) return invalid("fault", std::string("must be one of ") + kFaults);
   spec.fault = *fault;
 
-  if (auto e = parseTarget(body, "", spec.target)) return *e;
+  const bool rolling = spec.fault == FaultType::kRollingRestart;
+  if (auto e = rolling ? parseRollingTarget(body, spec.target) : parseTarget(body, "", spec.target)) return *e;
 
   if (body.contains("options")) {
     const auto& o = body["options"];
@@ -202,7 +234,8 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
                                {"repeats", "baseline_s", "observe_min_s", "observe_timeout_s", "grace_s",
                                 "pause_s", "recover_timeout_s", "preferred_election",
                                 "preflight_election", "settle_timeout_s", "allow_unavailable",
-                                "allow_quorum_loss", "duration_s", "from", "mode", "rate"})) {
+                                "allow_quorum_loss", "duration_s", "from", "mode", "rate", "kill", "between_s",
+                                "include_controllers"})) {
       return *e;
     }
     // Options of a fault other than the request's are refused: they would be silently ignored.
@@ -213,7 +246,10 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
     for (auto e : {only_for("duration_s", isGrayFault(spec.fault), "isolate, throttle, disk_full, disk_slow"),
                    only_for("from", spec.fault == FaultType::kIsolate, "isolate"),
                    only_for("mode", spec.fault == FaultType::kIsolate, "isolate"),
-                   only_for("rate", spec.fault == FaultType::kThrottle, "throttle")}) {
+                   only_for("rate", spec.fault == FaultType::kThrottle, "throttle"),
+                   only_for("kill", spec.fault == FaultType::kRestart || rolling, "restart, rolling_restart"),
+                   only_for("between_s", rolling, "rolling_restart"),
+                   only_for("include_controllers", rolling, "rolling_restart")}) {
       if (e) return *e;
     }
     auto& opt = spec.options;
@@ -229,7 +265,10 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
                    readBool(o, "preflight_election", "options", opt.preflight_election),
                    readBool(o, "allow_unavailable", "options", opt.allow_unavailable),
                    readBool(o, "allow_quorum_loss", "options", opt.allow_quorum_loss),
-                   readInt(o, "duration_s", "options", 1, 3600, opt.duration_s)}) {
+                   readInt(o, "duration_s", "options", 1, 3600, opt.duration_s),
+                   readBool(o, "kill", "options", opt.kill),
+                   readInt(o, "between_s", "options", 0, 3600, opt.between_s),
+                   readBool(o, "include_controllers", "options", opt.include_controllers)}) {
       if (e) return *e;
     }
     if (o.contains("from")) {
@@ -259,6 +298,12 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
     if (opt.observe_min_s > opt.observe_timeout_s) {
       return invalid("options.observe_min_s", "must not exceed options.observe_timeout_s");
     }
+  }
+  if (rolling && spec.options.repeats != 1) {
+    return invalid("options.repeats", "a rolling restart is one rehearsal: each node is restarted once");
+  }
+  if (rolling && spec.options.include_controllers && !spec.target.nodes.empty()) {
+    return invalid("options.include_controllers", "only with the default target: target.nodes names every node itself");
   }
   if (spec.fault == FaultType::kThrottle && spec.options.rate_bytes_per_second == 0) {
     return invalid("options.rate", "required for throttle: bytes per second, or e.g. \"10mbit\"");
@@ -301,6 +346,9 @@ nlohmann::json toJson(const Target& target) {
       return {{"leader_of", {{"topic", target.topic}, {"partition", target.partition}}}};
     case TargetKind::kController: return {{"controller", true}};
     case TargetKind::kRandom: return {{"random", true}};
+    case TargetKind::kNodes:
+      if (target.nodes.empty()) return {{"every_broker", true}};
+      return {{"nodes", target.nodes}};
     case TargetKind::kCoordinatorOf:
       if (target.coordinator_key.empty()) return {{"coordinator_of", target.transactional ? "transaction" : "group"}};
       return {{"coordinator_of", {{target.transactional ? "transactional_id" : "group", target.coordinator_key}}}};
@@ -328,6 +376,11 @@ nlohmann::json toJson(const DrillOptions& o, FaultType fault) {
     out["mode"] = fault::toString(o.mode);
   }
   if (fault == FaultType::kThrottle) out["rate"] = o.rate_bytes_per_second;
+  if (fault == FaultType::kRestart || fault == FaultType::kRollingRestart) out["kill"] = o.kill;
+  if (fault == FaultType::kRollingRestart) {
+    out["between_s"] = o.between_s;
+    out["include_controllers"] = o.include_controllers;
+  }
   return out;
 }
 
@@ -343,6 +396,16 @@ DrillSpec secondSpec(const DrillSpec& spec) {
   }
   second.then.reset();
   return second;
+}
+
+DrillSpec rollingStep(const DrillSpec& rolling, std::int32_t node) {
+  DrillSpec step = rolling;
+  step.fault = FaultType::kRestart;
+  step.target = Target{};
+  step.target.kind = TargetKind::kBroker;
+  step.target.broker = node;
+  step.then.reset();
+  return step;
 }
 
 nlohmann::json toJson(const DrillSpec& spec) {

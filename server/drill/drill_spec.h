@@ -14,17 +14,26 @@
 //   {"fault":"isolate", "target":{"broker":2}, "options":{"from":"brokers","duration_s":30}}
 //   {"fault":"throttle", "target":{"broker":2}, "options":{"rate":"1mbit","duration_s":30}}
 //   {"fault":"disk_full", "target":{"broker":2}, "options":{"duration_s":30}}
+//   {"fault":"rolling_restart", "options":{"between_s":10}}          (every broker, one at a time)
+//   {"fault":"rolling_restart", "target":{"nodes":[3,1,2]}, "options":{"kill":true}}
 //   {"fault":"kill", "target":{"controller":true},                 (a compound drill)
 //    "then":{"fault":"kill", "target":{"leader_of":{"topic":"orders","partition":0}}, "after_s":2}}
 //
 // Gray faults (isolate, throttle, disk_full, disk_slow; server/fault/gray_fault.h) stay in force
 // `duration_s`, then kfaild heals them; `from` and `mode` are isolate's, `rate` throttle's.
 //
+// A rolling restart (rolling_restart) restarts a set of nodes one at a time, each step a restart
+// drill's run (RollingStep: stop, or kill with `kill`, then start; the guards before it; back in
+// every ISR and preferred leaders after it), `between_s` apart. Its target is absent or
+// {"every_broker":true} (every broker of the inventory, then with `include_controllers` the
+// controllers, the active one last: rolling_plan.h), or {"nodes":[...]} in the order given.
+//
 // `expect`: objectives of this request, on top of the cluster's (analysis/objectives.h).
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -34,13 +43,13 @@
 
 namespace kfaild::drill {
 
-enum class FaultType { kKill, kStop, kPause, kRestart, kIsolate, kThrottle, kDiskFull, kDiskSlow };
+enum class FaultType { kKill, kStop, kPause, kRestart, kIsolate, kThrottle, kDiskFull, kDiskSlow, kRollingRestart };
 const char* toString(FaultType fault);
 std::optional<FaultType> faultFromString(const std::string& text);
 // isolate, throttle, disk_full, disk_slow (server/fault/gray_fault.h).
 bool isGrayFault(FaultType fault);
 
-enum class TargetKind { kBroker, kLeaderOf, kController, kRandom, kCoordinatorOf };
+enum class TargetKind { kBroker, kLeaderOf, kController, kRandom, kCoordinatorOf, kNodes };
 
 struct Target {
   TargetKind kind = TargetKind::kBroker;
@@ -51,6 +60,9 @@ struct Target {
   // is kfaild's own (probe.coordinators.group / transactional_id).
   bool transactional = false;
   std::string coordinator_key;
+  // kNodes (a rolling restart's): these nodes in this order; empty for every broker (then the
+  // controllers with include_controllers).
+  std::vector<std::int32_t> nodes;
 };
 
 struct DrillOptions {
@@ -80,6 +92,13 @@ struct DrillOptions {
   // string with a unit: "500kbit", "10mbit", "1gbit" (bits/s, ×1000) or "64kbytes", "2mbytes"
   // (bytes/s, ×1024), as tc and nft spell them.
   std::uint64_t rate_bytes_per_second = 0;
+  // restart, rolling_restart: SIGKILL instead of the graceful stop before the start.
+  bool kill = false;
+  // rolling_restart: the pause between one step's end (back in every ISR, preferred leaders
+  // restored, the probe settled) and the next step's start; and whether the default plan
+  // includes the controllers.
+  std::int32_t between_s = 10;
+  bool include_controllers = false;
 };
 
 // A compound drill's second fault: injected `after_s` after the first, on its own target
@@ -102,6 +121,10 @@ struct DrillSpec {
 // The second fault as a drill of its own (its fault and target, the request's options), for the
 // guards, the injector and the journal.
 DrillSpec secondSpec(const DrillSpec& spec);
+
+// A rolling restart's step on `node`: a restart (kill or stop, then start) of that node with the
+// rehearsal's options.
+DrillSpec rollingStep(const DrillSpec& rolling, std::int32_t node);
 
 // "10mbit" → 1'250'000 bytes/s (see DrillOptions::rate_bytes_per_second); nullopt when not a
 // rate or outside 1 kbit/s .. 100 gbit/s. Pure.

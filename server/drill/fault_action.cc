@@ -119,14 +119,16 @@ Result<fault::FaultRecord> injectFault(fault::Injector& injector, const DrillSpe
   const std::chrono::seconds duration(o.duration_s);
   switch (spec.fault) {
     case FaultType::kKill: return injector.kill();
-    case FaultType::kStop:
-    case FaultType::kRestart: return injector.stop(std::chrono::seconds(o.grace_s));
+    case FaultType::kStop: return injector.stop(std::chrono::seconds(o.grace_s));
+    case FaultType::kRestart: return o.kill ? injector.kill() : injector.stop(std::chrono::seconds(o.grace_s));
     case FaultType::kPause: return injector.pause();
     case FaultType::kIsolate: return injector.isolate({name, o.from, o.mode, duration, peers});
     case FaultType::kThrottle: return injector.throttle({name, o.rate_bytes_per_second, duration, {}});
     // The filler's directory is the injector's (its placement); the spec's is filled in there.
     case FaultType::kDiskFull: return injector.fillDisk({name, duration, {}});
     case FaultType::kDiskSlow: return injector.slowDisk({name, duration, o.rate_bytes_per_second});
+    // Never injected itself: each of its steps is a restart (rollingStep).
+    case FaultType::kRollingRestart: break;
   }
   return fault::faultError(fault::errc::unsupported, "unknown fault");
 }

@@ -75,6 +75,9 @@ Result<ResolvedTarget> resolveTargetOn(const EngineDeps& deps, const Target& tar
       }
       return ResolvedTarget{found->node, "the coordinator of " + what + " (FindCoordinator)"};
     }
+    case TargetKind::kNodes:
+      // A rolling restart's nodes are its plan (rolling_plan.h), each step a target of its own.
+      return Error{make_error_code(errc::invalid_request), "target.nodes: a rolling restart's target names no single node"};
     case TargetKind::kRandom: {
       std::vector<std::int32_t> brokers;
       for (const auto& node : cluster.inventory) {
