@@ -88,6 +88,7 @@ json drillJson(const storage::DrillRecord& d, const std::map<storage::ClusterId,
       {"verdict", d.verdict ? json(*d.verdict) : json(nullptr)},
       {"regressed", d.regressed ? json(*d.regressed) : json(nullptr)},
       {"verdict_detail", result.contains("verdict") ? result["verdict"] : json(nullptr)},
+      {"rolling_restart", result.contains("rolling_restart") ? result["rolling_restart"] : json(nullptr)},
   };
 }
 

@@ -221,3 +221,27 @@ TEST_CASE("kfailctl prints a compound drill's second fault, when it came and the
                                    "order [100,1]; the analysis below is the second fault's\n"));
   CHECK_THAT(text, Catch::Contains("  then kill of node 2 after 2 s: refused — x\n"));
 }
+
+TEST_CASE("kfailctl prints a rolling restart as a row per step with its totals", "[unit][kfailctl]") {
+  const auto drill = nlohmann::json::parse(R"({"id":9,"cluster":"lab","fault":"rolling_restart",
+    "target":{"every_broker":true},"state":"done","runs":[],
+    "rolling_restart":{"plan":[1,2,3],"by":"stop","between_s":10,
+      "steps":[{"step":1,"node":1,"verdict":"pass","ack_partition_seconds":0.412,"receive_partition_seconds":0.5,
+                "stalled_partitions":1,"inconclusive_partitions":0,
+                "worst_stall":{"step":1,"node":1,"topic":"orders","partition":0,"role":"leader","kind":"receive","seconds":0.5}},
+               {"step":2,"node":2,"verdict":"fail","ack_partition_seconds":2.25,"receive_partition_seconds":0,
+                "stalled_partitions":1,"inconclusive_partitions":0,
+                "worst_stall":{"step":2,"node":2,"topic":"orders","partition":1,"role":"leader","kind":"ack","seconds":2.25}}],
+      "ack_partition_seconds":2.662,"receive_partition_seconds":0.5,
+      "worst_stall":{"step":2,"node":2,"topic":"orders","partition":1,"role":"leader","kind":"ack","seconds":2.25},
+      "verdict":"fail","ended_at_step":3}})");
+  const auto text = kfaild::ctl::formatDrill(drill);
+  INFO(text);
+  CHECK_THAT(text, Catch::Contains("drill 9 on lab: rolling_restart of every broker — done"));
+  CHECK_THAT(text, Catch::Contains("rolling restart by stop of nodes [1,2,3], 10 s apart"));
+  CHECK_THAT(text, Catch::Contains("  1     1      pass                0.412 s        0.500 s        1  0.500 s orders[0] leader receive"));
+  CHECK_THAT(text, Catch::Contains("  2     2      fail                2.250 s        0.000 s        1  2.250 s orders[1] leader ack"));
+  CHECK_THAT(text, Catch::Contains("total: 2.662 s ack, 0.500 s receive partition-seconds; worst stall 2.250 s orders[1] "
+                                   "leader ack (step 2); verdict fail"));
+  CHECK_THAT(text, Catch::Contains("ended at step 3: no later step ran"));
+}

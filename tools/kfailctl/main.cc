@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,7 +36,7 @@ constexpr int kVerdictInconclusive = 6;
 constexpr const char* kUsageText =
     "usage: kfailctl [--url URL] [--token-file FILE] [--ca-file FILE] [--cert-file FILE --key-file FILE]\n"
     "                COMMAND ...\n"
-    "  drill CLUSTER TARGET [--fault kill|stop|pause|restart|isolate|throttle|disk_full|disk_slow]\n"
+    "  drill CLUSTER TARGET [--fault kill|stop|pause|restart|isolate|throttle|disk_full|disk_slow|rolling_restart]\n"
     "        [--repeats N] [--grace S] [--pause S] [--duration S] [--from quorum|brokers|clients|all]\n"
     "        [--mode drop|reject] [--rate RATE]\n"
     "        --duration: how long a gray fault (isolate, throttle, disk_full) stays in force;\n"
@@ -45,6 +46,8 @@ constexpr const char* kUsageText =
     "        --expect: an objective of this drill (repeatable), e.g. --expect max_ack_stall_s=12\n"
     "        --expect by_role.leader.max_ack_stall_s=15 --expect max_lost=0 (see docs/CONFIG.md)\n"
     "        TARGET: --broker ID | --leader-of TOPIC:PARTITION | --controller | --random\n"
+    "        rolling_restart: TARGET is --every-broker (the default) or --nodes ID,ID,...;\n"
+    "        [--between S] [--kill] [--include-controllers]; a row per step\n"
     "        [--then kill|stop --then-target broker=ID|leader-of=TOPIC:PARTITION|controller|random\n"
     "         --then-after S]: a compound drill, a second fault S s after the first\n"
     "  show ID [--json]            one drill with its analysis\n"
@@ -73,7 +76,8 @@ const std::map<std::string, bool> kTakesValue = {
     {"--broker", true},  {"--leader-of", true},  {"--cluster", true},   {"--state", true},
     {"--limit", true},   {"--expect", true},     {"--duration", true},  {"--from", true},
     {"--mode", true},    {"--rate", true},     {"--verdict", true},     {"--then", true},
-    {"--then-target", true}, {"--then-after", true},     {"--controller", false}, {"--random", false},  {"--no-election", false},
+    {"--then-target", true}, {"--then-after", true}, {"--nodes", true}, {"--between", true},
+    {"--every-broker", false}, {"--kill", false}, {"--include-controllers", false},     {"--controller", false}, {"--random", false},  {"--no-election", false},
     {"--no-preflight-election", false}, {"--allow-unavailable", false}, {"--allow-quorum-loss", false}, {"--no-wait", false}, {"--json", false}, {"--help", false}};
 
 std::optional<Args> parseArgs(int argc, char* argv[], std::string& error) {
@@ -252,6 +256,23 @@ int drillCommand(Client& client, const Args& args) {
     target = {{"controller", true}};
   } else if (args.flags.count("--random")) {
     target = {{"random", true}};
+  } else if (args.values.count("--nodes")) {
+    target = {{"nodes", json::array()}};
+    std::stringstream list(args.values.at("--nodes"));
+    for (std::string item; std::getline(list, item, ',');) {
+      try {
+        std::size_t used = 0;
+        const int node = std::stoi(item, &used);
+        if (used != item.size()) throw std::invalid_argument(item);
+        target["nodes"].push_back(node);
+      } catch (const std::exception&) {
+        std::cerr << "kfailctl: --nodes takes node ids separated by commas, got \"" << args.values.at("--nodes") << "\"\n";
+        return kUsage;
+      }
+    }
+  } else if (args.flags.count("--every-broker") ||
+             (args.values.count("--fault") && args.values.at("--fault") == "rolling_restart")) {
+    target = {{"every_broker", true}};
   } else {
     std::cerr << "kfailctl: drill needs a target: --broker ID, --leader-of TOPIC:PARTITION, --controller or --random\n";
     return kUsage;
@@ -259,7 +280,7 @@ int drillCommand(Client& client, const Args& args) {
   json options = json::object();
   const std::map<std::string, std::string> int_options = {
       {"--repeats", "repeats"}, {"--grace", "grace_s"}, {"--pause", "pause_s"}, {"--baseline", "baseline_s"},
-      {"--duration", "duration_s"}};
+      {"--duration", "duration_s"}, {"--between", "between_s"}};
   for (const auto& [flag, field] : int_options) {
     auto value = intOption(args, flag, error);
     if (!error.empty()) {
@@ -272,6 +293,8 @@ int drillCommand(Client& client, const Args& args) {
   if (args.flags.count("--no-preflight-election")) options["preflight_election"] = false;
   if (args.flags.count("--allow-unavailable")) options["allow_unavailable"] = true;
   if (args.flags.count("--allow-quorum-loss")) options["allow_quorum_loss"] = true;
+  if (args.flags.count("--kill")) options["kill"] = true;
+  if (args.flags.count("--include-controllers")) options["include_controllers"] = true;
   // Passed as given: kfaild validates them and names the option it refuses.
   for (const auto& [flag, field] : std::map<std::string, std::string>{{"--from", "from"}, {"--mode", "mode"}, {"--rate", "rate"}}) {
     if (args.values.count(flag)) options[field] = args.values.at(flag);

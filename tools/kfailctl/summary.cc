@@ -20,6 +20,8 @@ std::string describeTarget(const json& target) {
   }
   if (target.contains("controller")) return "the active controller";
   if (target.contains("random")) return "a random broker";
+  if (target.contains("every_broker")) return "every broker";
+  if (target.contains("nodes")) return "nodes " + target["nodes"].dump();
   return target.dump();
 }
 
@@ -137,6 +139,42 @@ std::string formatVerdict(const json& drill) {
   return out;
 }
 
+namespace {
+
+// A rolling restart's steps, a row each, and its totals.
+std::string formatRolling(const json& rolling) {
+  if (!rolling.is_object()) return {};
+  const auto seconds = [](const json& v) { return v.is_number() ? fmt::format("{:.3f} s", v.get<double>()) : std::string("-"); };
+  const auto worst = [&](const json& w) {
+    if (!w.is_object()) return std::string("-");
+    return fmt::format("{} {}[{}] {} {}", seconds(member(w, "seconds")), w.value("topic", std::string("?")),
+                       w.value("partition", 0), w.value("role", std::string("?")), w.value("kind", std::string("?")));
+  };
+  std::string out = fmt::format("rolling restart by {} of nodes {}, {} s apart\n", rolling.value("by", std::string("?")),
+                                member(rolling, "plan").dump(), rolling.value("between_s", 0));
+  out += fmt::format("  {:<5} {:<6} {:<13} {:>13} {:>14} {:>8}  {}\n", "step", "node", "verdict", "ack part·s",
+                     "recv part·s", "stalled", "worst stall");
+  const auto& steps = member(rolling, "steps");
+  if (steps.is_array()) {
+    for (const auto& s : steps) {
+      out += fmt::format("  {:<5} {:<6} {:<13} {:>13} {:>14} {:>8}  {}\n", s.value("step", 0), s.value("node", -1),
+                         s.value("verdict", std::string("?")), seconds(member(s, "ack_partition_seconds")),
+                         seconds(member(s, "receive_partition_seconds")), s.value("stalled_partitions", 0),
+                         worst(member(s, "worst_stall")));
+    }
+  }
+  out += fmt::format("  total: {} ack, {} receive partition-seconds; worst stall {} (step {}); verdict {}\n",
+                     seconds(member(rolling, "ack_partition_seconds")), seconds(member(rolling, "receive_partition_seconds")),
+                     worst(member(rolling, "worst_stall")), member(member(rolling, "worst_stall"), "step").dump(),
+                     rolling.value("verdict", std::string("?")));
+  if (member(rolling, "ended_at_step").is_number()) {
+    out += fmt::format("  ended at step {}: no later step ran\n", rolling["ended_at_step"].get<int>());
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string formatDrill(const json& drill) {
   std::string out = formatVerdict(drill);
   out += fmt::format("drill {} on {}: {} of {} — {}", drill.value("id", 0),
@@ -144,6 +182,7 @@ std::string formatDrill(const json& drill) {
                                 describeTarget(member(drill, "target")), drill.value("state", std::string("?")));
   if (member(drill, "reason").is_string()) out += " (" + drill["reason"].get<std::string>() + ")";
   out += "\n";
+  out += formatRolling(member(drill, "rolling_restart"));
   const auto& runs = member(drill, "runs");
   if (!runs.is_array()) return out;
   for (const auto& run : runs) {

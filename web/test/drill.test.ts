@@ -12,15 +12,18 @@ import {
   objectiveVerdict,
   phaseSegments,
   phaseText,
+  rollingRows,
   secondFaultRow,
   stallRows,
   stallScaleUs,
   stallText,
+  stepOffsets,
   targetLabel,
   totals,
   verdict,
   worstStall,
 } from '../src/lib/drill';
+import { formatDuration } from '../src/lib/time';
 import { drill, FAULT_US, group, partition } from './fixtures';
 
 describe('drill verdict', () => {
@@ -366,5 +369,48 @@ describe('a compound drill', () => {
   });
   it('is absent for a run without one', () => {
     expect(secondFaultRow(run, undefined)).toBeNull();
+  });
+});
+
+describe('rolling restarts', () => {
+  const rolling = {
+    plan: [1, 2, 3],
+    by: 'stop' as const,
+    between_s: 10,
+    steps: [
+      { step: 1, node: 1, verdict: 'pass' as const, ack_partition_seconds: 0.412, receive_partition_seconds: 0.5, stalled_partitions: 1, inconclusive_partitions: 0,
+        worst_stall: { step: 1, node: 1, topic: 'orders', partition: 0, role: 'leader' as const, kind: 'receive' as const, seconds: 0.5 } },
+      { step: 2, node: 2, verdict: 'fail' as const, ack_partition_seconds: 2.25, receive_partition_seconds: 0, stalled_partitions: 1, inconclusive_partitions: 1,
+        worst_stall: { step: 2, node: 2, topic: 'orders', partition: 1, role: 'leader' as const, kind: 'ack' as const, seconds: 2.25 } },
+    ],
+    ack_partition_seconds: 2.662,
+    receive_partition_seconds: 0.5,
+    worst_stall: { step: 2, node: 2, topic: 'orders', partition: 1, role: 'leader' as const, kind: 'ack' as const, seconds: 2.25 },
+    verdict: 'fail' as const,
+    ended_at_step: 3,
+  };
+
+  it('has a row per step and one of totals', () => {
+    const rows = rollingRows(rolling);
+    expect(rows).toHaveLength(3);
+    expect(rows[0]).toEqual(['1', 'node 1', 'pass', formatDuration(412_000), formatDuration(500_000), '1', `${formatDuration(500_000)} orders-0 (leader, receive)`]);
+    expect(rows[1]![5]).toBe('1 (1 inconclusive)');
+    expect(rows[2]).toEqual(['all', '2 of 3', 'fail', formatDuration(2_662_000), formatDuration(500_000), '2', `${formatDuration(2_250_000)} orders-1 (leader, ack) at step 2`]);
+    expect(rollingRows(null)).toEqual([]);
+  });
+
+  it('places each step on the timeline from the first fault', () => {
+    const d = drill(5, { fault: 'rolling_restart', target: { every_broker: true } });
+    const first = d.runs[0]!;
+    d.runs = [
+      { ...first, run: 1, step: 1, target: 1 },
+      { ...first, run: 2, step: 2, target: 2, fault_us: first.fault_us! + 40_000_000 },
+    ];
+    expect(stepOffsets(d)).toEqual([
+      { step: 1, node: 1, at_s: 0 },
+      { step: 2, node: 2, at_s: 40 },
+    ]);
+    expect(targetLabel({ every_broker: true })).toBe('every broker');
+    expect(targetLabel({ nodes: [3, 1] })).toBe('nodes 3, 1');
   });
 });

@@ -69,6 +69,7 @@ export function drill(id: number, overrides: Partial<Drill> = {}, parts?: Partit
     verdict: null,
     regressed: null,
     verdict_detail: null,
+    rolling_restart: null,
     runs: [
       {
         run: 1,

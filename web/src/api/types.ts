@@ -32,6 +32,8 @@ export type ControlPlaneState = Schemas['ControlPlaneState'];
 export type ControlPlaneRun = Schemas['ControlPlaneRun'];
 export type CoordinatorsRun = Schemas['CoordinatorsRun'];
 export type SecondFaultRun = Schemas['SecondFaultRun'];
+export type RollingRestart = Schemas['RollingRestart'];
+export type RollingStall = Schemas['RollingStall'];
 export type ClusterDetail = Schemas['ClusterDetail'];
 
 export type Sample = Schemas['Sample'];
@@ -102,6 +104,7 @@ export const FAULTS: Fault[] = allOf<Fault>({
   throttle: true,
   disk_full: true,
   disk_slow: true,
+  rolling_restart: true,
 });
 
 /** The faults the dashboard's drill form starts: the gray ones (isolate, throttle, disk_full) need

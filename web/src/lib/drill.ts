@@ -14,6 +14,8 @@ import type {
   Phases,
   Role,
   Run,
+  RollingRestart,
+  RollingStall,
   SecondFaultRun,
   StatGroup,
   VerdictCheck,
@@ -38,6 +40,8 @@ export function targetLabel(t: DrillTarget | null | undefined): string {
   if (t.leader_of) return `leader of ${t.leader_of.topic}-${t.leader_of.partition}`;
   if (t.controller) return 'the controller';
   if (t.random) return 'a random broker';
+  if (t.every_broker) return 'every broker';
+  if (t.nodes) return `nodes ${t.nodes.join(', ')}`;
   if (t.coordinator_of !== undefined) {
     const c = t.coordinator_of;
     if (c === 'group') return "kfaild's group coordinator";
@@ -56,6 +60,7 @@ const FAULT_VERB: Record<Fault, string> = {
   throttle: 'Throttle (bandwidth limit, then healed)',
   disk_full: 'Disk full (log dir filled, then freed)',
   disk_slow: 'Disk slow',
+  rolling_restart: 'Rolling restart (each node stopped and started, one at a time)',
 };
 
 export function faultLabel(f: Fault): string {
@@ -353,6 +358,47 @@ export function secondFaultRow(r: Run, f: SecondFaultRun | undefined): string[] 
     f.first_analysis ? (firstWorst === null ? 'none' : formatDuration(firstWorst)) : '—',
     f.reason ?? '',
   ];
+}
+
+// A rolling restart's step stall: "2.250 s orders-1 (leader, ack)".
+function rollingStallText(w: RollingStall | null | undefined): string {
+  if (!w) return 'none';
+  return `${formatDuration(w.seconds * 1e6)} ${w.topic}-${w.partition} (${w.role}, ${w.kind})`;
+}
+
+// A rolling restart in rows: one per step (step, node, verdict, ack and receive partition-seconds,
+// stalled partitions, worst stall), then the totals. Empty without one.
+export function rollingRows(r: RollingRestart | null | undefined): string[][] {
+  if (!r) return [];
+  const rows = r.steps.map((s) => [
+    String(s.step),
+    `node ${s.node}`,
+    s.verdict,
+    formatDuration(s.ack_partition_seconds * 1e6),
+    formatDuration(s.receive_partition_seconds * 1e6),
+    s.inconclusive_partitions ? `${s.stalled_partitions} (${s.inconclusive_partitions} inconclusive)` : String(s.stalled_partitions),
+    rollingStallText(s.worst_stall),
+  ]);
+  rows.push([
+    'all',
+    `${r.steps.length} of ${r.plan.length}`,
+    r.verdict,
+    formatDuration(r.ack_partition_seconds * 1e6),
+    formatDuration(r.receive_partition_seconds * 1e6),
+    String(r.steps.reduce((n, s) => n + s.stalled_partitions, 0)),
+    r.worst_stall ? `${rollingStallText(r.worst_stall)} at step ${r.worst_stall.step}` : 'none',
+  ]);
+  return rows;
+}
+
+// Each run's fault as seconds from the drill's first one: where a rolling restart's steps begin
+// on its timeline.
+export function stepOffsets(d: Drill): { step: number; node: number | undefined; at_s: number }[] {
+  const first = d.runs.find((r) => r.fault_us !== undefined)?.fault_us;
+  if (first === undefined) return [];
+  return d.runs.flatMap((r) =>
+    r.fault_us === undefined ? [] : [{ step: r.step ?? r.run, node: r.target, at_s: (r.fault_us - first) / 1e6 }],
+  );
 }
 
 export interface StallRow {

@@ -112,13 +112,16 @@ const CONFIRM_VERB: Record<Fault, string> = {
   throttle: 'Throttle',
   disk_full: 'Fill the disk of',
   disk_slow: 'Slow the disk of',
+  rolling_restart: 'Restart, one at a time,',
 };
 
 /** The sentence the confirmation dialog asks, naming the broker. */
 export function confirmText(req: DrillRequest, cluster: string): string {
-  const t = req.target;
+  const t = req.target ?? { every_broker: true };
   let who: string;
   if (t.broker !== undefined) who = `broker ${t.broker}`;
+  else if (t.every_broker) who = 'every broker';
+  else if (t.nodes) who = `nodes ${t.nodes.join(', ')}`;
   else if (t.leader_of) who = `the broker leading ${t.leader_of.topic}-${t.leader_of.partition}`;
   else if (t.controller) who = 'the controller';
   else who = 'a random broker';

@@ -4,7 +4,7 @@
 
 import { api, ApiError } from '../api/client';
 import type { ClusterDetail, Drill, Sample, Timeline } from '../api/types';
-import { controlPlaneRow, coordinatorsRow, secondFaultRow, cssToken, faultLabel, hitBrokers, isRunning, mechanismText, PHASE_LABEL, phaseText, ROLE_LABEL, runFaultUs, stallText, targetLabel } from '../lib/drill';
+import { controlPlaneRow, coordinatorsRow, rollingRows, secondFaultRow, stepOffsets, cssToken, faultLabel, hitBrokers, isRunning, mechanismText, PHASE_LABEL, phaseText, ROLE_LABEL, runFaultUs, stallText, targetLabel } from '../lib/drill';
 import { SampleWindow } from '../lib/gaps';
 import {
   buildLane,
@@ -169,7 +169,7 @@ export class DrillView implements View {
 
   private renderSummary(d: Drill): void {
     const runRows = d.runs.map((r) => [
-      String(r.run),
+      r.step !== undefined ? `${r.run} (step)` : String(r.run),
       r.state,
       r.target === undefined ? '—' : `broker ${r.target}`,
       formatTimestamp(runFaultUs(r)),
@@ -183,9 +183,25 @@ export class DrillView implements View {
       r.preferred_leaders_restored === undefined ? '—' : r.preferred_leaders_restored ? 'yes' : 'no',
       r.reason ?? '',
     ]);
+    const steps = stepOffsets(d);
     replace(
       this.summary,
       isRunning(d.state) ? null : verdictBanner(d),
+      d.rolling_restart
+        ? h(
+            'section',
+            { class: 'card', 'data-testid': 'rolling-restart' },
+            h('h2', null, 'Rolling restart'),
+            h(
+              'p',
+              { class: 'muted' },
+              `${d.rolling_restart.by === 'kill' ? 'Killed' : 'Stopped'} and started one at a time, ${d.rolling_restart.between_s} s apart: nodes ${d.rolling_restart.plan.join(' → ')}.`,
+              steps.length > 1 ? ` On the timeline the steps begin at ${steps.map((s) => `+${s.at_s.toFixed(1)} s (step ${s.step})`).join(', ')}.` : '',
+              d.rolling_restart.ended_at_step ? ` Ended at step ${d.rolling_restart.ended_at_step}: no later step ran.` : '',
+            ),
+            table(['step', 'node', 'verdict', 'ack partition·s', 'receive partition·s', 'stalled partitions', 'worst stall'], rollingRows(d.rolling_restart)),
+          )
+        : null,
       d.runs.length
         ? h(
             'section',
