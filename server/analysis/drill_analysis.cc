@@ -435,7 +435,8 @@ RunAnalysis analyse(const AnalysisInput& in) {
                           (in.gray->from == "all" || in.gray->from == "quorum"));
   if (!out.departure_at_us && may_fence) {
     // No broker log: the first metadata sign of the target leaving, classified by the fault. A
-    // restart signals the broker like a stop does, so it shuts down in a controlled way too.
+    // restart signals the broker like a stop does, so it shuts down in a controlled way too,
+    // unless it was a restart by SIGKILL.
     for (const auto& e : in.events) {
       if (e.t_us < in.fault_us || e.source != "metadata" || !e.broker || *e.broker != in.target) {
         continue;
@@ -445,7 +446,7 @@ RunAnalysis analyse(const AnalysisInput& in) {
     }
     if (out.departure_at_us) {
       departure_from_metadata = true;
-      const bool controlled = in.fault == "stop" || in.fault == "restart";
+      const bool controlled = !in.killed && (in.fault == "stop" || in.fault == "restart");
       out.departure = controlled ? "controlled_shutdown" : "fenced";
     }
   }

@@ -177,6 +177,9 @@ struct GrayFaultInput {
 
 struct AnalysisInput {
   std::string fault;                 // kill | stop | pause | restart | isolate | throttle | disk_full
+  // The node was SIGKILLed (a kill, or a restart with options.kill): without a broker log it never
+  // left in a controlled shutdown.
+  bool killed = false;
   std::optional<GrayFaultInput> gray;  // set for isolate, throttle and disk_full
   // The settings the gray mechanisms depend on (the cluster's, the probe's client settings:
   // withClientSettings); used only with `gray`.

@@ -720,6 +720,7 @@ void RunExecution::analyse() {
 
   analysis::AnalysisInput input;
   input.fault = toString(spec_.fault);
+  input.killed = spec_.fault == FaultType::kKill || (spec_.fault == FaultType::kRestart && spec_.options.kill);
   input.gray = grayInput(spec_, undone_us_);
   if (outcome_.cluster_settings) input.settings = mechanismSettings(*outcome_.cluster_settings);
   if (outcome_.probe_client) input.settings = analysis::withClientSettings(input.settings, *outcome_.probe_client);
@@ -837,6 +838,7 @@ void RunExecution::analyse() {
     first.cut_by = "the second fault";
     second.first_analysis = analysis::analyse(first);
     input.fault = toString(second_spec_->fault);
+    input.killed = second_spec_->fault == FaultType::kKill;
     input.target = second_target_;
     input.fault_us = second_fault_us_;
     input.fault_time_source = second.fault_injected->time_source;

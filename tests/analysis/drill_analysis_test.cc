@@ -743,6 +743,10 @@ TEST_CASE("a restart without broker logs is a controlled shutdown, not a fencing
 
   in.fault = "pause";
   CHECK(analyse(in).departure == "fenced");
+  // A restart by SIGKILL (a rolling restart's `kill`) is fenced like a kill.
+  in.fault = "restart";
+  in.killed = true;
+  CHECK(analyse(in).departure == "fenced");
 }
 
 TEST_CASE("duplicated and reordered messages are counted from the probe's events", "[unit]") {
