@@ -35,7 +35,7 @@ struct CommittingProbe {
   common::SystemClock clock;
   std::unique_ptr<probe::CoordinatorProbe> probe;
 
-  explicit CommittingProbe(std::map<std::string, std::string> client = {}) {
+  explicit CommittingProbe(std::map<std::string, std::string> client = {}, std::int64_t timeout_us = 1'000'000) {
     REQUIRE(rd_kafka_mock_topic_create(mock.cluster, "probe", 3, 3) == RD_KAFKA_RESP_ERR_NO_ERROR);
     REQUIRE(rd_kafka_mock_coordinator_set(mock.cluster, "group", kGroup, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
     auto opened = storage::SqliteStore::open((dir / "kfaild.db").string(), {});
@@ -50,7 +50,7 @@ struct CommittingProbe {
     cluster.probe.topics = {config::ProbeTopic{"probe", std::nullopt}};
     cluster.probe.coordinators.group = kGroup;
     cluster.probe.coordinators.commit_interval_us = 100'000;
-    cluster.probe.coordinators.timeout_us = 1'000'000;
+    cluster.probe.coordinators.timeout_us = timeout_us;
     probe = std::make_unique<probe::CoordinatorProbe>(cluster, *cluster_id, *store, clock);
     REQUIRE(probe->start());
     REQUIRE(committedAfter(common::Instant{0, 0}, 30s));
@@ -72,7 +72,10 @@ struct CommittingProbe {
 }  // namespace
 
 TEST_CASE("the coordinator probes stop at once with every broker gone", "[integration][probe]") {
-  CommittingProbe p;
+  // With the test's 1 s commit timeout and with the default 5 s (what bounds the committer's
+  // destruction while a commit waits for a coordinator).
+  const auto timeout_us = GENERATE(std::int64_t{1'000'000}, std::int64_t{5'000'000});
+  CommittingProbe p({}, timeout_us);
   for (int b = 1; b <= 3; ++b) REQUIRE(rd_kafka_mock_broker_set_down(p.mock.cluster, b) == RD_KAFKA_RESP_ERR_NO_ERROR);
   std::this_thread::sleep_for(2s);  // commits fail; the committer has no coordinator any more
   auto stopped = std::async(std::launch::async, [&] { p.probe->stop(); });
