@@ -10,6 +10,7 @@
 #include "server/common/clock.h"
 #include "server/common/time_format.h"
 #include "tests/support/alertmanager.h"
+#include "tests/support/eventually.h"
 #include "tests/support/http_receiver.h"
 #include "tests/support/lab.h"
 #include "tests/support/paths.h"
@@ -18,6 +19,7 @@
 using namespace kfaild;
 using namespace kfaild::e2e;
 using nlohmann::json;
+using testing::eventually;
 
 namespace {
 
@@ -37,16 +39,6 @@ std::vector<json> longGaps(Kfaild& kfaild, const std::string& topic, std::int64_
   const auto gaps = kfaild.get("/api/v1/clusters/lab/gaps?kind=ack&min_ms=3000&topic=" + topic + "&from=" +
                                api::percentEncode(common::formatRfc3339(after_us)));
   return {gaps["items"].begin(), gaps["items"].end()};
-}
-
-template <typename Ready>
-bool eventually(Ready ready, std::chrono::seconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (ready()) return true;
-    std::this_thread::sleep_for(500ms);
-  }
-  return ready();
 }
 
 }  // namespace
