@@ -675,20 +675,22 @@ Response DrillEndpoints::incidents(const Request& request) const {
   // (a gap may start before the range it was selected by), never the drills' rows.
   std::vector<analysis::DrillWindow> windows;
   if (!gaps->empty()) {
-    std::int64_t first_start = gaps->front().start_us;
-    std::int64_t last_end = gaps->front().end_us;
-    for (const auto& g : *gaps) {
-      first_start = std::min(first_start, g.start_us);
-      last_end = std::max(last_end, g.end_us);
-    }
+    const auto extent = analysis::extentOf(*gaps);
     constexpr std::int64_t kAfterDrillUs = 1'000'000;
-    auto spans = drills_.drillSpans(cluster_id, {first_start - kAfterDrillUs, last_end});
+    auto spans = drills_.drillSpans(cluster_id, {extent.from_us - kAfterDrillUs, extent.to_us});
     if (!spans) return storeFailure(request, spans.error());
     for (const auto& d : *spans) {
       windows.push_back({d.from_us, d.to_us.value_or(clock_.wallNow()) + kAfterDrillUs});
     }
   }
-  const auto merged = analysis::incidentsOf(std::move(*gaps), windows);
+  std::vector<analysis::MaintenanceSpan> planned;
+  if (maintenance_ != nullptr && !gaps->empty()) {
+    const auto extent = analysis::extentOf(*gaps);
+    auto found = maintenance_->windows(cluster_id, extent.from_us, extent.to_us + 1, 10'000);
+    if (!found) return storeFailure(request, found.error());
+    planned = analysis::spansOf(*found);
+  }
+  const auto merged = analysis::incidentsOf(std::move(*gaps), windows, planned);
   // The events around every incident of the page in one query.
   std::vector<storage::TimeRange> around;
   around.reserve(merged.size());

@@ -5,7 +5,8 @@
 //
 //   POST   /api/v1/clusters/{cluster}/drills        start a drill → 202 + Location
 //   GET    /api/v1/clusters/{cluster}/drills/last   the last completed drill (the on-call view)
-//   GET    /api/v1/clusters/{cluster}/incidents     stalls outside any drill, with their events
+//   GET    /api/v1/clusters/{cluster}/incidents     stalls outside any drill and maintenance window,
+//                                                   with their events
 //   GET    /api/v1/drills                           filters + cursor pagination, newest first
 //   GET    /api/v1/drills/{id}                      one drill with its runs' analyses
 //   GET    /api/v1/drills/{id}/timeline             every event of the drill's window
@@ -33,6 +34,7 @@
 #include "api/live_state.h"
 #include "api/router.h"
 #include "server/common/clock.h"
+#include "server/maintenance/maintenance_windows.h"
 #include "storage/drill_store.h"
 #include "storage/store.h"
 
@@ -58,6 +60,8 @@ class DrillEndpoints {
                  storage::DrillStore& drills, DrillControl& control, const common::Clock& clock);
 
   void registerOn(Router& router);
+  // With maintenance windows: gaps they overlap are planned, never incidents. Set before serving.
+  void setMaintenance(const maintenance::MaintenanceWindows* windows) { maintenance_ = windows; }
 
  private:
   Response startDrill(const Request& request);
@@ -87,6 +91,7 @@ class DrillEndpoints {
   storage::DrillStore& drills_;
   DrillControl& control_;
   const common::Clock& clock_;
+  const maintenance::MaintenanceWindows* maintenance_ = nullptr;
 };
 
 }  // namespace kfaild::api

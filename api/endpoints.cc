@@ -14,11 +14,13 @@
 #include <utility>
 
 #include "api/drill_metrics.h"
+#include "api/maintenance_endpoints.h"
 #include "api/errc.h"
 #include "api/notification_endpoints.h"
 #include "api/prometheus_text.h"
 #include "api/query_params.h"
 #include "api/resources.h"
+#include "server/analysis/incidents.h"
 #include "server/common/sensitive.h"
 #include "server/common/time_format.h"
 
@@ -667,6 +669,18 @@ Response Endpoints::metrics(const Request& request, const RequestCounter& respon
   }
 
   if (notifications_ != nullptr) appendNotificationMetrics(out, notifications_->notificationMetrics());
+  if (maintenance_ != nullptr) {
+    if (auto active = maintenance_->activeWindows(clock_.wallNow()); active) {
+      std::vector<MaintenanceCluster> rows;
+      for (const auto& c : clusters) {
+        const bool in_window = std::any_of(active->begin(), active->end(), [&c](const auto& w) { return w.cluster == c.id; });
+        rows.push_back({c.name, in_window});
+      }
+      appendMaintenanceMetrics(out, rows);
+    } else {
+      spdlog::warn("metrics: maintenance windows not read: {}", active.error().describe());
+    }
+  }
   if (build_) {
     out.family("kfaild_build_info", "gauge", "Always 1; the labels say which kfaild is running.");
     out.sample("kfaild_build_info",
@@ -808,8 +822,17 @@ Response Endpoints::gaps(const Request& request) const {
 
   auto rows = store_.gaps(gap_query);
   if (!rows) return storeFailure(request, rows.error());
-  return listResponse(request, std::move(*rows), wanted, *range, gapJson,
-                      [](const storage::Gap& g) { return g.end_us; });
+  std::vector<analysis::MaintenanceSpan> planned;
+  if (maintenance_ != nullptr && !rows->empty()) {
+    const auto extent = analysis::extentOf(*rows);
+    auto windows = maintenance_->windows(std::get<storage::ClusterId>(cluster), extent.from_us, extent.to_us + 1, 10'000);
+    if (!windows) return storeFailure(request, windows.error());
+    planned = analysis::spansOf(*windows);
+  }
+  return listResponse(
+      request, std::move(*rows), wanted, *range,
+      [&planned](const storage::Gap& g) { return gapJson(g, analysis::plannedBy(g, planned)); },
+      [](const storage::Gap& g) { return g.end_us; });
 }
 
 Response Endpoints::events(const Request& request) const {

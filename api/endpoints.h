@@ -28,6 +28,7 @@
 #include "api/live_state.h"
 #include "api/router.h"
 #include "server/common/clock.h"
+#include "server/maintenance/maintenance_windows.h"
 #include "server/notify/notification_status.h"
 #include "storage/drill_store.h"
 #include "storage/retention_status.h"
@@ -71,6 +72,9 @@ class Endpoints {
   void setRetentionStatus(const storage::RetentionStatus* retention) { retention_ = retention; }
   // With notifications: /metrics also reports deliveries and the queue. Set before serving.
   void setNotificationStatus(const notify::NotificationStatus* notifications) { notifications_ = notifications; }
+  // With maintenance windows: gaps say whether they are planned, and /metrics reports
+  // kfaild_maintenance_active per cluster. Set before serving.
+  void setMaintenance(const maintenance::MaintenanceWindows* windows) { maintenance_ = windows; }
   // /metrics reports it as kfaild_build_info. Set before serving.
   void setBuildInfo(BuildInfo build) { build_ = std::move(build); }
 
@@ -93,6 +97,7 @@ class Endpoints {
   const storage::DrillStore* drills_ = nullptr;
   const storage::RetentionStatus* retention_ = nullptr;
   const notify::NotificationStatus* notifications_ = nullptr;
+  const maintenance::MaintenanceWindows* maintenance_ = nullptr;
   std::optional<BuildInfo> build_;
 };
 

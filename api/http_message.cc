@@ -52,6 +52,10 @@ ProblemInfo infoOf(ProblemType type) {
       return {404, "unknown-schedule", "Unknown schedule"};
     case ProblemType::kUnknownRecovery:
       return {404, "unknown-recovery", "No open recovery"};
+    case ProblemType::kUnknownMaintenance:
+      return {404, "unknown-maintenance-window", "Unknown maintenance window"};
+    case ProblemType::kMaintenanceOver:
+      return {409, "maintenance-window-over", "Maintenance window over"};
     case ProblemType::kNoDrill:
       return {404, "no-drill", "No completed drill"};
     case ProblemType::kDrillRefused:

@@ -93,11 +93,13 @@ enum class ProblemType {
   kUnknownSchedule,   // 404
   kUnknownRecovery,   // 404: no open recovery-journal entry has that id
   kNoDrill,           // 404: the cluster has no completed drill yet
+  kUnknownMaintenance,  // 404: the cluster has no maintenance window with that id
   kMethodNotAllowed,  // 405
   kDrillRefused,      // 409: a guard refused the drill (another drill runs, ISR short, ...)
   kDrillsDisabled,    // 409: the cluster has no inventory, so kfaild cannot inject faults
   kDrillFinished,     // 409: abort of a drill that is no longer queued or running
   kRecoveryInProgress,  // 409: resolving a recovery whose drill still runs
+  kMaintenanceOver,   // 409: closing a maintenance window that was closed or has run out
   kPayloadTooLarge,   // 413
   kHeadersTooLarge,   // 431
   kInternal,          // 500: a bug; the log has the details

@@ -51,7 +51,7 @@ json intOrNull(std::optional<std::int64_t> value) {
   return value ? json(*value) : json(nullptr);
 }
 
-json gapJson(const storage::Gap& gap) {
+json gapJson(const storage::Gap& gap, std::optional<std::int64_t> maintenance_id) {
   return {
       {"id", gap.id},
       {"topic", gap.topic},
@@ -64,6 +64,8 @@ json gapJson(const storage::Gap& gap) {
       {"duration_us", gap.duration_us},
       {"seq_before", gap.seq_before},
       {"seq_after", gap.seq_after},
+      {"planned", maintenance_id.has_value()},
+      {"maintenance_id", intOrNull(maintenance_id)},
   };
 }
 

@@ -54,7 +54,8 @@ std::variant<storage::ClusterId, Response> findCluster(const Request& request, c
 
 nlohmann::json timeOrNull(std::optional<std::int64_t> wall_us);
 nlohmann::json intOrNull(std::optional<std::int64_t> value);
-nlohmann::json gapJson(const storage::Gap& gap);
+// `maintenance_id`: the planned-maintenance window the gap overlaps (planned), if any.
+nlohmann::json gapJson(const storage::Gap& gap, std::optional<std::int64_t> maintenance_id = std::nullopt);
 nlohmann::json eventJson(const storage::Event& event);
 
 }  // namespace kfaild::api

@@ -310,6 +310,35 @@ constexpr std::string_view kSecondFault = R"sql(
 ALTER TABLE drills ADD COLUMN second_fault TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Planned-maintenance windows (issue 28, server/maintenance): one row per window, closed early
+// or not, kept; and per window and Alertmanager receiver, the silence kfaild keeps there and the
+// state of creating and expiring it (retried on the notifications' backoff).
+constexpr std::string_view kMaintenanceWindows = R"sql(
+CREATE TABLE maintenance_windows (
+  id         INTEGER PRIMARY KEY,
+  cluster_id INTEGER NOT NULL REFERENCES clusters (id),
+  reason     TEXT    NOT NULL,
+  opened_by  TEXT    NOT NULL,
+  started_us INTEGER NOT NULL,
+  ends_us    INTEGER NOT NULL,
+  closed_us  INTEGER,
+  closed_by  TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX maintenance_by_cluster ON maintenance_windows (cluster_id, ends_us);
+CREATE TABLE maintenance_silences (
+  window_id       INTEGER NOT NULL REFERENCES maintenance_windows (id),
+  receiver        TEXT    NOT NULL,
+  silence_id      TEXT    NOT NULL DEFAULT '',
+  state           TEXT    NOT NULL CHECK (state IN ('creating', 'active', 'expiring', 'ended', 'failed')),
+  attempts        INTEGER NOT NULL DEFAULT 0,
+  created_us      INTEGER NOT NULL,
+  next_attempt_us INTEGER NOT NULL,
+  last_error      TEXT    NOT NULL DEFAULT '',
+  PRIMARY KEY (window_id, receiver)
+);
+CREATE INDEX maintenance_silences_due ON maintenance_silences (next_attempt_us) WHERE state IN ('creating', 'expiring');
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{"clusters, probe samples, gaps, events", kInitialSchema},
     Migration{"drills, recovery journal, schedules", kDrillSchema},
@@ -321,6 +350,7 @@ constexpr std::array kMigrations = {
     Migration{"refused anonymous requests counted per minute", kAuditRefusals},
     Migration{"recovery journal entries that heal a gray fault", kRecoveryHeal},
     Migration{"compound drills' second fault", kSecondFault},
+    Migration{"planned-maintenance windows and their Alertmanager silences", kMaintenanceWindows},
 };
 
 }  // namespace

@@ -183,6 +183,19 @@ std::optional<StartFailure> Daemon::startAll() {
                                notification_queue.error().describe()};
   }
   notification_queue_ = std::move(*notification_queue);
+  auto maintenance_store = storage::MaintenanceStore::open(config_.storage.path);
+  if (!maintenance_store) {
+    return StartFailure{1, "cannot open the maintenance windows of " + config_.storage.path + ": " +
+                               maintenance_store.error().describe()};
+  }
+  maintenance_store_ = std::move(*maintenance_store);
+  std::vector<std::unique_ptr<maintenance::AlertSilences>> silences;
+  for (const auto& r : config_.notifications.receivers) {
+    if (r.type == "alertmanager") silences.push_back(std::make_unique<maintenance::AlertmanagerSilences>(r));
+  }
+  maintenance_ = std::make_unique<maintenance::MaintenanceWindows>(*maintenance_store_, clock_, std::move(silences),
+                                                                   config_.notifications.retry);
+  maintenance_->start();
   if (!config_.notifications.receivers.empty()) {
     // Links in payloads point at kfaild's API and dashboard as the receivers' readers reach it.
     auto external_url = config_.notifications.external_url;
@@ -205,7 +218,7 @@ std::optional<StartFailure> Daemon::startAll() {
   if (notifier_) {
     std::vector<notify::WatchedCluster> watched;
     for (const auto& parts : clusters_) watched.push_back({parts->id(), parts->config().name});
-    notifier_->watchIncidents(*store_, *drill_store_, std::move(watched));
+    notifier_->watchIncidents(*store_, *drill_store_, std::move(watched), maintenance_store_.get());
     if (auto s = notifier_->start(); !s) return StartFailure{1, "notifications: " + s.error().describe()};
     spdlog::info("notifications: {} receiver(s)", config_.notifications.receivers.size());
   }
@@ -235,10 +248,14 @@ std::optional<StartFailure> Daemon::startAll() {
   endpoints_->setDrillStore(drill_store_.get());
   endpoints_->setRetentionStatus(retention_.get());
   endpoints_->setNotificationStatus(notifier_.get());
+  endpoints_->setMaintenance(maintenance_.get());
   endpoints_->setBuildInfo({KFAILD_VERSION, KFAILD_COMMIT, kafka::librdkafkaVersion()});
   endpoints_->registerOn(router_);
   drill_endpoints_ = std::make_unique<api::DrillEndpoints>(*live_, *store_, *drill_store_, *control_, clock_);
+  drill_endpoints_->setMaintenance(maintenance_.get());
   drill_endpoints_->registerOn(router_);
+  maintenance_endpoints_ = std::make_unique<api::MaintenanceEndpoints>(*live_, *store_, *maintenance_, clock_);
+  maintenance_endpoints_->registerOn(router_);
   audit_endpoints_ = std::make_unique<api::AuditEndpoints>(*audit_log_);
   audit_endpoints_->registerOn(router_);
   notification_endpoints_ = std::make_unique<api::NotificationEndpoints>(*notification_queue_);
@@ -318,6 +335,7 @@ int Daemon::stop() {
   // After the drill engines: a drill that ended while they stopped is queued, and sent at the
   // next start if not now.
   if (notifier_) notifier_->stop();
+  if (maintenance_) maintenance_->stop();
   if (store_) {
     store_->flush();
     const auto w = store_->writerStats();

@@ -19,6 +19,7 @@
 #include "api/drill_endpoints.h"
 #include "api/endpoints.h"
 #include "api/http_server.h"
+#include "api/maintenance_endpoints.h"
 #include "api/notification_endpoints.h"
 #include "api/router.h"
 #include "api/static_files.h"
@@ -27,6 +28,7 @@
 #include "server/daemon/cluster_parts.h"
 #include "server/daemon/retention.h"
 #include "server/drill/scheduler.h"
+#include "server/maintenance/maintenance_windows.h"
 #include "server/notify/notifier.h"
 #include "storage/audit_log.h"
 #include "storage/notification_queue.h"
@@ -80,6 +82,9 @@ class Daemon {
   // Before the clusters: their drill engines tell it of every finished drill.
   std::unique_ptr<storage::NotificationQueue> notification_queue_;
   std::unique_ptr<notify::Notifier> notifier_;
+  // Planned-maintenance windows: the API opens and closes them, the notifier and /metrics read them.
+  std::unique_ptr<storage::MaintenanceStore> maintenance_store_;
+  std::unique_ptr<maintenance::MaintenanceWindows> maintenance_;
   std::vector<std::unique_ptr<ClusterParts>> clusters_;
   std::unique_ptr<drill::Scheduler> scheduler_;
   std::unique_ptr<RetentionTask> retention_;
@@ -89,6 +94,7 @@ class Daemon {
   std::unique_ptr<api::DrillEndpoints> drill_endpoints_;
   std::unique_ptr<api::AuditEndpoints> audit_endpoints_;
   std::unique_ptr<api::NotificationEndpoints> notification_endpoints_;
+  std::unique_ptr<api::MaintenanceEndpoints> maintenance_endpoints_;
   bool stopped_ = false;
 };
 

@@ -58,6 +58,15 @@ Result<std::unique_ptr<ssl::context>> tlsContext(const config::NotificationTls& 
 
 }  // namespace
 
+std::string alertmanagerBase(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  const std::string alerts = "/api/v2/alerts";
+  if (url.size() >= alerts.size() && url.compare(url.size() - alerts.size(), alerts.size(), alerts) == 0) {
+    url.resize(url.size() - alerts.size());
+  }
+  return url;
+}
+
 Result<ReceiverUrl> parseReceiverUrl(const std::string& url) {
   ReceiverUrl out;
   std::string_view rest(url);
@@ -104,7 +113,26 @@ Result<ReceiverUrl> parseReceiverUrl(const std::string& url) {
   return out;
 }
 
+namespace {
+Result<HttpAnswer> sendJson(http::verb method, const ReceiverUrl& url, const std::string& body,
+                            const std::map<std::string, std::string>& headers, const config::NotificationTls& tls,
+                            std::chrono::milliseconds timeout);
+}  // namespace
+
 Result<HttpAnswer> postJson(const ReceiverUrl& url, const std::string& body,
+                            const std::map<std::string, std::string>& headers, const config::NotificationTls& tls,
+                            std::chrono::milliseconds timeout) {
+  return sendJson(http::verb::post, url, body, headers, tls, timeout);
+}
+
+Result<HttpAnswer> deleteResource(const ReceiverUrl& url, const std::map<std::string, std::string>& headers,
+                                  const config::NotificationTls& tls, std::chrono::milliseconds timeout) {
+  return sendJson(http::verb::delete_, url, "", headers, tls, timeout);
+}
+
+namespace {
+
+Result<HttpAnswer> sendJson(http::verb method, const ReceiverUrl& url, const std::string& body,
                             const std::map<std::string, std::string>& headers, const config::NotificationTls& tls,
                             std::chrono::milliseconds timeout) {
   std::unique_ptr<ssl::context> context;
@@ -113,12 +141,12 @@ Result<HttpAnswer> postJson(const ReceiverUrl& url, const std::string& body,
     if (!made) return made.error();
     context = std::move(*made);
   }
-  http::request<http::string_body> request{http::verb::post, url.target, 11};
+  http::request<http::string_body> request{method, url.target, 11};
   const bool default_port = url.port == (url.https ? "443" : "80");
   const std::string host = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
   request.set(http::field::host, default_port ? host : host + ":" + url.port);
   request.set(http::field::user_agent, "kfaild");
-  request.set(http::field::content_type, "application/json");
+  if (!body.empty()) request.set(http::field::content_type, "application/json");
   request.set(http::field::connection, "close");
   for (const auto& [name, value] : headers) request.set(name, value);
   request.body() = body;
@@ -189,12 +217,14 @@ Result<HttpAnswer> postJson(const ReceiverUrl& url, const std::string& body,
   ioc.run_for(timeout);
   if (failure) return *failure;
   if (!finished) {
-    return notifyError(errc::timeout, "POST " + where + ": no answer within " + std::to_string(timeout.count()) + " ms");
+    return notifyError(errc::timeout, std::string(http::to_string(method)) + " " + where + ": no answer within " + std::to_string(timeout.count()) + " ms");
   }
   HttpAnswer answer;
   answer.status = static_cast<int>(parser.get().result_int());
   answer.body = std::move(parser.get().body());
   return answer;
 }
+
+}  // namespace
 
 }  // namespace kfaild::notify

@@ -1,6 +1,6 @@
 #pragma once
 
-// One HTTP(S) POST of a JSON body to a receiver, on a fresh connection, under one deadline
+// One HTTP(S) POST of a JSON body (or a DELETE without one) to a receiver, on a fresh connection, under one deadline
 // (Boost.Beast; OpenSSL for https://). The receiver's certificate is verified against tls.ca_file
 // (or the system's trust store) and must name the URL's host; a client certificate is sent when
 // configured. Blocking: call it from the notifier's worker thread only.
@@ -25,6 +25,10 @@ struct ReceiverUrl {
   std::string target = "/";  // path and query
 };
 
+// An Alertmanager receiver's configured url without trailing slashes and without a trailing
+// /api/v2/alerts: the base its API paths are appended to.
+std::string alertmanagerBase(std::string url);
+
 // http(s)://host[:port][/path][?query]; userinfo is refused (credentials belong in headers).
 Result<ReceiverUrl> parseReceiverUrl(const std::string& url);
 
@@ -36,5 +40,9 @@ struct HttpAnswer {
 Result<HttpAnswer> postJson(const ReceiverUrl& url, const std::string& body,
                             const std::map<std::string, std::string>& headers, const config::NotificationTls& tls,
                             std::chrono::milliseconds timeout);
+
+// DELETE of `url` without a body (an Alertmanager silence), under the same rules.
+Result<HttpAnswer> deleteResource(const ReceiverUrl& url, const std::map<std::string, std::string>& headers,
+                                  const config::NotificationTls& tls, std::chrono::milliseconds timeout);
 
 }  // namespace kfaild::notify

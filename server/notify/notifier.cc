@@ -21,11 +21,7 @@ bool retryable(int status) { return status == 408 || status == 429 || status >= 
 
 std::string deliveryUrl(const config::ReceiverConfig& r) {
   if (r.type != "alertmanager") return r.url;
-  std::string base = r.url;
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  const std::string path = "/api/v2/alerts";
-  if (base.size() >= path.size() && base.compare(base.size() - path.size(), path.size(), path) == 0) return base;
-  return base + path;
+  return alertmanagerBase(r.url) + "/api/v2/alerts";
 }
 
 }  // namespace
@@ -37,9 +33,10 @@ Notifier::Notifier(config::NotificationsConfig config, std::string external_url,
 Notifier::~Notifier() { stop(); }
 
 void Notifier::watchIncidents(const storage::Store& store, const storage::DrillStore& drills,
-                              std::vector<WatchedCluster> clusters) {
+                              std::vector<WatchedCluster> clusters, const storage::MaintenanceStore* maintenance) {
   store_ = &store;
   drills_ = &drills;
+  maintenance_ = maintenance;
   clusters_ = std::move(clusters);
 }
 
@@ -188,16 +185,20 @@ Result<std::size_t> Notifier::scanIncidents() {
     auto gaps = store_->gaps(q);
     if (!gaps) return gaps.error();
     if (gaps->empty()) continue;
-    std::int64_t first = gaps->front().start_us, last = gaps->front().end_us;
-    for (const auto& g : *gaps) {
-      first = std::min(first, g.start_us);
-      last = std::max(last, g.end_us);
+    const auto [first, last] = analysis::extentOf(*gaps);
+    std::vector<analysis::MaintenanceSpan> planned;
+    if (maintenance_ != nullptr) {
+      auto windows = maintenance_->windows(cluster.id, std::min(first, now), std::max(last, now) + 1, 10'000);
+      if (!windows) return windows.error();
+      const bool held = std::any_of(windows->begin(), windows->end(), [now](const auto& w) { return w.activeAt(now); });
+      if (held) continue;
+      planned = analysis::spansOf(*windows);
     }
     auto spans = drills_->drillSpans(cluster.id, {first - kAfterDrillUs, last});
     if (!spans) return spans.error();
     std::vector<analysis::DrillWindow> windows;
     for (const auto& d : *spans) windows.push_back({d.from_us, d.to_us.value_or(now) + kAfterDrillUs});
-    for (const auto& incident : analysis::incidentsOf(std::move(*gaps), windows)) {
+    for (const auto& incident : analysis::incidentsOf(std::move(*gaps), windows, planned)) {
       auto n = notify(incidentEvent(cluster.name, incident));
       if (!n) return n.error();
       queued += *n;

@@ -18,8 +18,12 @@
 //
 // Incidents: every incidents.scan_interval_s the worker reads the gaps of each cluster that ended
 // within the last incidents.lookback_h and are at least incidents.min_stall_s long, drops those a
-// drill window covers (analysis/incidents.h) and queues one incident event per merged stall. A
-// stall is seen once its gap is stored, i.e. after it ended.
+// drill window covers (analysis/incidents.h) and those a planned-maintenance window overlaps
+// (storage/maintenance_store.h: planned, never incidents), and queues one incident event per
+// merged stall. A stall is seen once its gap is stored, i.e. after it ended. While a cluster has
+// an active maintenance window its incident notifications are held: the scan queues none for it;
+// the first scan after the window ends queues those of its unplanned stalls still within the
+// lookback.
 //
 // Threading: drillFinished() runs on the drill engine's thread and only inserts rows (a few
 // SQLite statements) and wakes the worker. deliverDue() and scanIncidents() are the worker's, and
@@ -43,6 +47,7 @@
 #include "server/notify/events.h"
 #include "server/notify/notification_status.h"
 #include "storage/drill_store.h"
+#include "storage/maintenance_store.h"
 #include "storage/notification_queue.h"
 #include "storage/store.h"
 
@@ -62,8 +67,10 @@ class Notifier final : public drill::DrillListener, public NotificationStatus {
   Notifier(const Notifier&) = delete;
   Notifier& operator=(const Notifier&) = delete;
 
-  // Clusters whose stored gaps are scanned for incidents. Set before start().
-  void watchIncidents(const storage::Store& store, const storage::DrillStore& drills, std::vector<WatchedCluster> clusters);
+  // Clusters whose stored gaps are scanned for incidents, and where their maintenance windows are
+  // (none: no window is known). Set before start().
+  void watchIncidents(const storage::Store& store, const storage::DrillStore& drills, std::vector<WatchedCluster> clusters,
+                      const storage::MaintenanceStore* maintenance = nullptr);
 
   // Queues again the rows an earlier kfaild left delivering, then starts the worker.
   Status start();
@@ -93,6 +100,7 @@ class Notifier final : public drill::DrillListener, public NotificationStatus {
   const common::Clock& clock_;
   const storage::Store* store_ = nullptr;
   const storage::DrillStore* drills_ = nullptr;
+  const storage::MaintenanceStore* maintenance_ = nullptr;
   std::vector<WatchedCluster> clusters_;
   std::mt19937_64 jitter_{std::random_device{}()};  // the worker's
 

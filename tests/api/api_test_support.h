@@ -28,6 +28,37 @@ inline constexpr std::int64_t kSecond = 1'000'000;
 inline constexpr std::int64_t kMinute = 60 * kSecond;
 inline constexpr std::int64_t kHour = 60 * kMinute;
 
+// One request on a fresh connection: with "Authorization: Bearer <token>" unless `token` is
+// empty, and "Content-Type: application/json" when there is a body.
+inline HttpReply sendWithToken(std::uint16_t port, const std::string& method, const std::string& target,
+                               const std::string& body, const std::string& token,
+                               std::vector<std::pair<std::string, std::string>> headers = {}) {
+  HttpConnection connection(port);
+  HttpRequestSpec spec;
+  spec.method = method;
+  spec.target = target;
+  spec.body = body;
+  if (!body.empty()) spec.headers.emplace_back("Content-Type", "application/json");
+  if (!token.empty()) spec.headers.emplace_back("Authorization", "Bearer " + token);
+  for (auto& header : headers) spec.headers.push_back(std::move(header));
+  return connection.request(spec);
+}
+
+// The problem document of a reply, after checking its type, status and the members every
+// problem has.
+inline nlohmann::json problemOf(const HttpReply& reply, int status, const std::string& slug) {
+  INFO(reply.body);
+  CHECK(reply.status == status);
+  CHECK(reply.header("Content-Type") == "application/problem+json");
+  const auto body = reply.json();
+  CHECK(body["type"] == "urn:kfaild:problem:" + slug);
+  CHECK(body["status"] == status);
+  CHECK(body["title"].is_string());
+  CHECK(body["detail"].is_string());
+  CHECK(body["instance"].is_string());
+  return body;
+}
+
 class FixedLiveClusters final : public LiveClusters {
  public:
   std::vector<ClusterLive> clusters() const override {

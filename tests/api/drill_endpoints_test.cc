@@ -181,15 +181,7 @@ class DrillApi {
   // `token` empty: no Authorization header.
   HttpReply sendAs(const std::string& method, const std::string& target, const std::string& body,
                    const std::string& token, std::vector<std::pair<std::string, std::string>> headers = {}) {
-    testing::HttpConnection connection(server_->port());
-    testing::HttpRequestSpec spec;
-    spec.method = method;
-    spec.target = target;
-    spec.body = body;
-    if (!body.empty()) spec.headers.emplace_back("Content-Type", "application/json");
-    if (!token.empty()) spec.headers.emplace_back("Authorization", "Bearer " + token);
-    for (auto& header : headers) spec.headers.push_back(std::move(header));
-    return connection.request(spec);
+    return testing::sendWithToken(server_->port(), method, target, body, token, std::move(headers));
   }
   HttpReply getAs(const std::string& target, const std::string& token) {
     testing::HttpConnection connection(server_->port());
@@ -252,14 +244,7 @@ class DrillApi {
   std::unique_ptr<HttpServer> server_;  // last: stopped before the parts its handlers use
 };
 
-json problemOf(const HttpReply& reply, int status, const std::string& slug) {
-  CHECK(reply.status == status);
-  CHECK(reply.header("Content-Type") == "application/problem+json");
-  const auto body = reply.json();
-  CHECK(body["type"] == "urn:kfaild:problem:" + slug);
-  CHECK(body["status"] == status);
-  return body;
-}
+using testing::problemOf;
 
 TEST_CASE("POST a drill: 202 with Location, the drill queued as asked", "[integration][api]") {
   DrillApi api;

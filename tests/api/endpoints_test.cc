@@ -20,18 +20,7 @@ std::string at(std::int64_t wall_us) {
   return common::formatRfc3339(wall_us);
 }
 
-// The problem document of a reply, after checking the members every problem has.
-json problemOf(const testing::HttpReply& reply, int status, const std::string& slug) {
-  CHECK(reply.status == status);
-  CHECK(reply.header("Content-Type") == "application/problem+json");
-  const auto body = reply.json();
-  CHECK(body["type"] == "urn:kfaild:problem:" + slug);
-  CHECK(body["status"] == status);
-  CHECK(body["title"].is_string());
-  CHECK(body["detail"].is_string());
-  CHECK(body["instance"].is_string());
-  return body;
-}
+using testing::problemOf;
 
 std::vector<std::int64_t> gapDurations(const json& body) {
   std::vector<std::int64_t> out;
@@ -263,7 +252,9 @@ TEST_CASE("gaps of the last 24 hours can be filtered by partition and kind and d
                        {"end_us", kNow - 2 * kHour},
                        {"duration_us", 9'400'000},
                        {"seq_before", 100},
-                       {"seq_after", 101}});
+                       {"seq_after", 101},
+                       {"planned", false},
+                       {"maintenance_id", nullptr}});
   }
   SECTION("an explicit range reaches back further") {
     const auto body =

@@ -3,14 +3,18 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "api/notification_endpoints.h"
 #include "api/router.h"
+#include "server/maintenance/maintenance_windows.h"
+#include "storage/maintenance_store.h"
 #include "storage/notification_queue.h"
 #include "storage/sqlite_drill_store.h"
 #include "storage/sqlite_store.h"
 #include "tests/support/http_receiver.h"
+#include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_certs.h"
 
@@ -82,6 +86,21 @@ config::ReceiverConfig receiver(const std::string& name, const std::string& type
   r.url = url;
   r.timeout_ms = 3'000;
   return r;
+}
+
+// An ack gap of `orders` on `partition`.
+storage::Gap ackGap(storage::ClusterId cluster, std::int64_t start_us, std::int64_t duration_us, std::int32_t partition) {
+  storage::Gap g;
+  g.cluster = cluster;
+  g.topic = "orders";
+  g.partition = partition;
+  g.kind = storage::GapKind::kAck;
+  g.start_us = start_us;
+  g.end_us = start_us + duration_us;
+  g.duration_us = duration_us;
+  g.seq_before = 1;
+  g.seq_after = 2;
+  return g;
 }
 
 common::SystemClock& systemClock() {
@@ -302,17 +321,7 @@ TEST_CASE("a stall outside drills is queued once as an incident, and stalls insi
   drill.finished_us = now - 500'000'000;
   REQUIRE((*drills)->createDrill(drill));
   const auto gap = [&](std::int64_t end_us, std::int64_t duration_us, std::int32_t partition) {
-    storage::Gap g;
-    g.cluster = *cluster;
-    g.topic = "orders";
-    g.partition = partition;
-    g.kind = storage::GapKind::kAck;
-    g.end_us = end_us;
-    g.start_us = end_us - duration_us;
-    g.duration_us = duration_us;
-    g.seq_before = 1;
-    g.seq_after = 2;
-    db.store->addGap(g);
+    db.store->addGap(ackGap(*cluster, end_us - duration_us, duration_us, partition));
   };
   gap(now - 550'000'000, 9'000'000, 0);  // inside the drill
   gap(now - 60'000'000, 7'000'000, 1);   // outside: an incident
@@ -338,6 +347,68 @@ TEST_CASE("a stall outside drills is queued once as an incident, and stalls insi
   CHECK(body["incident"]["partitions"].size() == 1);
   CHECK(body["incident"]["partitions"][0]["partition"] == 1);
   CHECK(body["incident"]["duration_us"] == 7'000'000);
+}
+
+TEST_CASE("a stall inside a maintenance window raises no incident, and incidents are held while one is active",
+          "[integration][notify][maintenance]") {
+  testing::ManualClock clock;
+  storage::SqliteStoreOptions options;
+  options.clock = &clock;
+  testing::TempDir dir;
+  const auto path = (dir / "kfaild.db").string();
+  auto store = storage::SqliteStore::open(path, options);
+  REQUIRE(store);
+  auto queue = storage::NotificationQueue::open(path);
+  REQUIRE(queue);
+  auto drills = storage::SqliteDrillStore::open(path);
+  REQUIRE(drills);
+  auto maintenance_store = storage::MaintenanceStore::open(path);
+  REQUIRE(maintenance_store);
+  auto cluster = (*store)->ensureCluster("lab", "127.0.0.1:19091");
+  REQUIRE(cluster);
+  maintenance::MaintenanceWindows windows(**maintenance_store, clock, {}, config::RetryConfig{});
+  const auto gap = [&](std::int64_t start_us, std::int64_t duration_us, std::int32_t partition) {
+    (*store)->addGap(ackGap(*cluster, start_us, duration_us, partition));
+    (*store)->flush();
+  };
+
+  testing::HttpReceiver hook;
+  hook.start();
+  auto config = configFor({receiver("hook", "webhook", hook.url())});
+  config.incidents.min_stall_us = 5'000'000;
+  notify::Notifier notifier(config, "http://k", **queue, clock);
+  notifier.watchIncidents(**store, **drills, {{*cluster, "lab"}}, maintenance_store->get());
+
+  const auto t0 = clock.wallNow();
+  gap(t0 - 120'000'000, 7'000'000, 0);  // before the window: an incident, but reported after it
+  auto id = windows.open(*cluster, "rolling restart", t0 + 3'600'000'000, "drill 1");
+  REQUIRE(id);
+  clock.advance(30'000'000);
+  gap(t0 + 10'000'000, 9'000'000, 1);  // a broker restarted inside the window: planned
+  auto queued = notifier.scanIncidents();
+  REQUIRE(queued);
+  CHECK(*queued == 0);  // held while the window is active
+
+  clock.advance(30'000'000);
+  REQUIRE(windows.close(*id, "drill 1"));
+  queued = notifier.scanIncidents();
+  REQUIRE(queued);
+  CHECK(*queued == 1);  // the stall before the window; the planned one never
+  clock.advance(40'000'000);
+  gap(clock.wallNow() - 10'000'000, 8'000'000, 2);  // after the window: an incident again
+  queued = notifier.scanIncidents();
+  REQUIRE(queued);
+  CHECK(*queued == 1);
+
+  CHECK(notifier.deliverDue() == 2);
+  REQUIRE(hook.requests().size() == 2);
+  std::set<int> partitions;
+  for (const auto& request : hook.requests()) {
+    const auto body = json::parse(request.body);
+    CHECK(body["event"] == "incident");
+    for (const auto& p : body["incident"]["partitions"]) partitions.insert(p["partition"].get<int>());
+  }
+  CHECK(partitions == std::set<int>{0, 2});
 }
 
 TEST_CASE("GET /api/v1/notifications filters and pages the queue, redacting receivers' hosts for viewers",

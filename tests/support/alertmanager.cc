@@ -91,6 +91,19 @@ nlohmann::json Alertmanager::alerts() const {
   return nlohmann::json::parse(answer->second);
 }
 
+nlohmann::json Alertmanager::silences() const {
+  auto answer = get(port_, "/api/v2/silences");
+  if (!answer || answer->first != 200) throw std::runtime_error("GET /api/v2/silences failed");
+  return nlohmann::json::parse(answer->second);
+}
+
+std::optional<nlohmann::json> Alertmanager::silence(const std::string& id) const {
+  for (const auto& s : silences()) {
+    if (s.value("id", std::string()) == id) return s;
+  }
+  return std::nullopt;
+}
+
 std::optional<nlohmann::json> Alertmanager::waitForAlert(const std::string& alertname,
                                                         std::chrono::milliseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;

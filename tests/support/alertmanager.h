@@ -8,6 +8,7 @@
 //   receiver url: am.url()                            // "http://127.0.0.1:<port>"
 //   auto alerts = am.alerts();                        // GET /api/v2/alerts, parsed
 //   am.waitForAlert("KfaildDrillFailed", 20s)         // the first alert with that alertname
+//   am.silence(id)                                    // GET /api/v2/silences, the one with that id
 //
 // Used by tests/notify/alertmanager_test.cc and meant for the lab e2e that ties a real failing
 // drill to it. Its log is in logFile() (kept with KFAILD_KEEP_TEST_DIRS=1).
@@ -41,6 +42,10 @@ class Alertmanager {
 
   // GET /api/v2/alerts (active, silenced and inhibited alike) as Alertmanager returns it.
   nlohmann::json alerts() const;
+  // GET /api/v2/silences (active, pending and expired) as Alertmanager returns it.
+  nlohmann::json silences() const;
+  // The silence with that id, if Alertmanager knows it.
+  std::optional<nlohmann::json> silence(const std::string& id) const;
   // The first alert whose labels.alertname is `alertname`, once Alertmanager lists it.
   std::optional<nlohmann::json> waitForAlert(const std::string& alertname, std::chrono::milliseconds timeout) const;
 

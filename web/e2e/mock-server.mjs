@@ -646,6 +646,16 @@ async function api(req, res, url) {
     const items = incident.end_us >= from && incident.end_us < to ? [incident] : [];
     return send(res, 200, { items, count: items.length, truncated: false, next: null, from: rfc(from), to: rfc(to) });
   }
+  if ((r = m(/^\/api\/v1\/clusters\/([^/]+)\/maintenance$/)) && req.method === 'GET') {
+    // One active window, opened an hour ago for two hours: the overview's badge.
+    const to = parseTime(q.get('to')) ?? now + 1;
+    const from = parseTime(q.get('from')) ?? to - 7 * 86_400e6;
+    const started = now - 3600e6;
+    const ends = now + 3600e6;
+    const window = { id: 1, cluster: CLUSTER, reason: 'broker 2 kernel update', opened_by: 'operator (api, 127.0.0.1)', started: rfc(started), started_us: started, ends: rfc(ends), ends_us: ends, closed: null, closed_us: null, closed_by: null, active: true, silences: [] };
+    const items = started < to && ends > from ? [window] : [];
+    return send(res, 200, { items, count: items.length, active: items.length ? 1 : null, from: rfc(from), to: rfc(to) });
+  }
   if ((r = m(/^\/api\/v1\/clusters\/([^/]+)\/drills\/last$/))) {
     const done = drills.filter((d) => stateAt(d, now) === 'done').sort((a, b) => b.id - a.id);
     if (!done.length) return problem(res, 404, 'no-drill', 'Not Found', `no finished drill on cluster ${CLUSTER}`, path);

@@ -101,6 +101,13 @@ try {
   const aborted = await page.waitForSelector('[data-testid=drill-state][data-state=aborted]', { timeout: 8000 }).then(() => true, () => false);
   check(aborted, 'the abort button aborts a running drill');
 
+  // The mock's cluster has an active maintenance window: its card says so.
+  await page.goto(`${url}/#/`);
+  const maintenance = await page
+    .waitForSelector('section.cluster[data-cluster="lab"] [data-testid=maintenance]', { timeout: 15000 })
+    .then((el) => el.textContent(), () => null);
+  check(/^maintenance until /.test(maintenance ?? ''), `the overview shows the active maintenance window (${maintenance})`);
+
   // Statistics and schedules render.
   await page.goto(`${url}/#/stats?cluster=lab&fault=kill&period=30d`);
   const strip = await page.waitForSelector('[data-testid=strip-chart] canvas', { timeout: 8000 }).then(() => true, () => false);

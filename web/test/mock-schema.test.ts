@@ -13,7 +13,9 @@ const TOKEN = 'schema-test';
 const validator = responseValidator();
 
 /** Operations the mock does not serve (the dashboard does not call them). */
-const NOT_SERVED = new Set(['getHealth', 'getReadiness', 'getMetrics', 'listGaps', 'listRecoveries', 'resolveRecovery', 'listAudit', 'listNotifications']);
+const NOT_SERVED = new Set(['getHealth', 'getReadiness', 'getMetrics', 'listGaps', 'listRecoveries', 'resolveRecovery', 'listAudit', 'listNotifications',
+  // The dashboard shows the active maintenance window; opening and closing one is for operators' scripts.
+  'openMaintenanceWindow', 'getMaintenanceWindow', 'closeMaintenanceWindow']);
 
 let stopMock = () => {};
 let base = '';
@@ -86,6 +88,9 @@ describe('the mock server answers as openapi.yaml says', () => {
     const ev = await expectServed('GET', `/api/v1/clusters/lab/events?from=${encodeURIComponent(rfc(now - 7 * 86_400e6))}`, 200);
     expect(ev.items.length).toBeGreaterThan(0);
     await expectServed('GET', '/api/v1/clusters/lab/events', 200);
+    const windows = await expectServed('GET', '/api/v1/clusters/lab/maintenance', 200);
+    expect(windows.active).toBe(1);
+    expect(windows.items[0].active).toBe(true);
     const inc = await expectServed('GET', '/api/v1/clusters/lab/incidents', 200);
     expect(inc.items.length).toBeGreaterThan(0);
   });

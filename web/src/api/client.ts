@@ -9,6 +9,7 @@ import type {
   DrillRequest,
   EventList,
   IncidentList,
+  MaintenanceWindowList,
   Problem,
   SampleList,
   Schedule,
@@ -144,6 +145,8 @@ export const api = {
     getJson<SampleList>(`/api/v1/clusters/${enc(c)}/partitions/${enc(topic)}/${partition}/samples`, q, s),
   events: (c: string, q: Query, s?: AbortSignal) => getJson<EventList>(`/api/v1/clusters/${enc(c)}/events`, q, s),
   incidents: (c: string, q: Query, s?: AbortSignal) => getJson<IncidentList>(`/api/v1/clusters/${enc(c)}/incidents`, q, s),
+  maintenance: (c: string, q: Query, s?: AbortSignal) =>
+    getJson<MaintenanceWindowList>(`/api/v1/clusters/${enc(c)}/maintenance`, q, s),
   drills: (q: Query, s?: AbortSignal) => getJson<DrillList>('/api/v1/drills', q, s),
   drill: (id: number, s?: AbortSignal) => getJson<Drill>(`/api/v1/drills/${id}`, {}, s),
   lastDrill: (c: string, s?: AbortSignal) => getJson<Drill>(`/api/v1/clusters/${enc(c)}/drills/last`, {}, s),

@@ -85,6 +85,9 @@ export type Statistics = Schemas['Statistics'];
 export type Incident = Schemas['Incident'];
 export type IncidentList = Schemas['IncidentList'];
 
+export type MaintenanceWindow = Schemas['MaintenanceWindow'];
+export type MaintenanceWindowList = Schemas['MaintenanceWindowList'];
+
 export type Schedule = Schemas['Schedule'];
 export type ScheduleList = Schemas['ScheduleList'];
 export type ScheduleRequest = Schemas['ScheduleRequest'];

@@ -2,7 +2,7 @@
 // gaps over the last minute), recent incidents and drills.
 
 import { api, ApiError } from '../api/client';
-import type { ClusterDetail, ClusterSummary, Drill, Incident, PartitionState } from '../api/types';
+import type { ClusterDetail, ClusterSummary, Drill, Incident, MaintenanceWindow, PartitionState } from '../api/types';
 import { brokerStatuses, controllerLabel, controllerStatuses, controlPlaneLine, probeHealth } from '../lib/brokers';
 import { cssToken, hitBrokers, targetLabel, verdict, worstStall } from '../lib/drill';
 import { SampleWindow, sparkline } from '../lib/gaps';
@@ -33,6 +33,8 @@ class ClusterCard {
   private readonly seenBrokers = new Set<number>();
   private readonly live = new Map<string, PartitionLive>();
   private lastSlow = 0;
+  // The cluster's active planned-maintenance window, as the last slow refresh read it.
+  private maintenance: MaintenanceWindow | null = null;
 
   constructor(readonly name: string) {
     this.el = h(
@@ -68,7 +70,8 @@ class ClusterCard {
     await this.refreshSparklines(detail, signal);
     if (Date.now() - this.lastSlow >= SLOW_EVERY_MS) {
       this.lastSlow = Date.now();
-      await Promise.all([this.refreshDrills(signal), this.refreshIncidents(signal)]);
+      await Promise.all([this.refreshDrills(signal), this.refreshIncidents(signal), this.refreshMaintenance(signal)]);
+      this.renderHead(summary, detail);  // with the maintenance badge as just read
     }
   }
 
@@ -79,6 +82,7 @@ class ClusterCard {
       h('h2', null, d.name),
       badge(d.reachable ? 'reachable' : 'unreachable', d.reachable ? 'ok' : 'bad'),
       badge(`probe ${phase}`, phase === 'probing' ? 'ok' : 'warn'),
+      this.maintenance ? maintenanceBadge(this.maintenance) : null,
       h('span', { class: 'muted' }, ` ${d.bootstrap} · every ${formatDuration(d.probe.interval_us)}`),
       s.probe_problem || d.probe.problem ? notice('warn', s.probe_problem ?? d.probe.problem ?? '') : null,
       d.metadata.last_error ? notice('warn', `metadata: ${d.metadata.last_error}`) : null,
@@ -227,6 +231,17 @@ class ClusterCard {
     }
   }
 
+  private async refreshMaintenance(signal: AbortSignal): Promise<void> {
+    try {
+      const res = await api.maintenance(this.name, {}, signal);
+      this.maintenance = res.items.find((w) => w.id === res.active) ?? null;
+    } catch (e) {
+      if (signal.aborted) throw e;
+      // A kfaild without maintenance windows, or a read that failed: no badge rather than a stale one.
+      this.maintenance = null;
+    }
+  }
+
   private async refreshIncidents(signal: AbortSignal): Promise<void> {
     try {
       const res = await api.incidents(this.name, { from: rfc3339FromUs(nowUs() - 86_400_000_000) }, signal);
@@ -237,6 +252,13 @@ class ClusterCard {
       replace(this.incidents, notice('warn', `Incidents unavailable: ${msg}`));
     }
   }
+}
+
+export function maintenanceBadge(w: MaintenanceWindow): HTMLElement {
+  return badge(`maintenance until ${formatTimestamp(w.ends_us)}`, 'info', {
+    'data-testid': 'maintenance',
+    title: `Planned maintenance (window ${w.id}, opened by ${w.opened_by}): ${w.reason}. Stalls are planned, incidents and alerts held.`,
+  });
 }
 
 export function drillTable(items: Drill[]): HTMLElement {

@@ -1,0 +1,60 @@
+#pragma once
+
+// The seam between maintenance windows and an alerting system that can silence alerts: one
+// implementation per configured Alertmanager receiver (AlertmanagerSilences); tests may use the
+// real Alertmanager (tests/support/alertmanager.h) or a fake.
+//
+// AlertmanagerSilences speaks Alertmanager's API v2 over notify/http_post.h (the receiver's
+// headers, TLS files and timeout):
+//   create: POST <base>/api/v2/silences with matchers cluster="<cluster>" and alertname=~"Kfaild.+"
+//           (every alert kfaild sends, notify/events.h, and every alert of the shipped rules,
+//           deploy/prometheus/kfaild-rules.yml), startsAt/endsAt the window's, createdBy
+//           "kfaild", comment "kfaild maintenance window <id> on <cluster>: <reason>"; returns
+//           Alertmanager's silenceID.
+//   expire: DELETE <base>/api/v2/silence/<id>; a silence Alertmanager no longer knows (404) is
+//           expired already, which is success.
+// <base> is the receiver's url without a trailing /api/v2/alerts. Errors: maintenance::errc::
+// silence_failed with the HTTP status and the start of the body, or notify's transport error.
+// Blocking (one HTTP exchange within the receiver's timeout): call from the windows' worker.
+// Thread-safe (no shared state).
+
+#include <cstdint>
+#include <string>
+
+#include "server/common/result.h"
+#include "server/config/config.h"
+
+namespace kfaild::maintenance {
+
+inline constexpr const char* kSilencedAlerts = "Kfaild.+";
+
+struct SilenceRequest {
+  std::string cluster;  // the cluster's name: the value of the `cluster` label
+  std::int64_t window_id = 0;
+  std::string reason;
+  std::int64_t starts_us = 0;  // wall µs
+  std::int64_t ends_us = 0;
+};
+
+class AlertSilences {
+ public:
+  virtual ~AlertSilences() = default;
+  // The receiver's configured name (the key of its silence rows).
+  virtual const std::string& receiver() const = 0;
+  // The new silence's id.
+  virtual Result<std::string> create(const SilenceRequest& request) = 0;
+  virtual Status expire(const std::string& silence_id) = 0;
+};
+
+class AlertmanagerSilences final : public AlertSilences {
+ public:
+  explicit AlertmanagerSilences(config::ReceiverConfig receiver) : receiver_(std::move(receiver)) {}
+  const std::string& receiver() const override { return receiver_.name; }
+  Result<std::string> create(const SilenceRequest& request) override;
+  Status expire(const std::string& silence_id) override;
+
+ private:
+  const config::ReceiverConfig receiver_;
+};
+
+}  // namespace kfaild::maintenance
