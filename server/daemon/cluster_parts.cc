@@ -10,7 +10,7 @@ namespace kfaild::daemon {
 
 ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::ClusterId id, storage::Store& store,
                            storage::DrillStore& drills, const common::Clock& clock, const std::string& client_log_dir,
-                           drill::DrillListener* listener)
+                           drill::DrillListener* listener, maintenance::MaintenanceWindows* maintenance)
     : config_(config), id_(id), clock_(clock) {
   std::set<std::string> topics;
   for (const auto& t : config.probe.topics) topics.insert(t.name);
@@ -39,7 +39,7 @@ ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::Cluster
     admin_client_ = observe::makeObserverClient(config_);
     admin_ = std::make_unique<drill::KafkaClusterAdmin>(config_, *admin_client_);
     drills_ = std::make_unique<drill::DrillRunner>(config_, id, store, drills, clock,
-                                                   drill::RunnerSeams{*view_, *probe_view_, *admin_, listener}, std::move(injectors));
+                                                   drill::RunnerSeams{*view_, *probe_view_, *admin_, listener, maintenance}, std::move(injectors));
   }
 }
 

@@ -32,7 +32,7 @@ class ClusterParts {
  public:
   ClusterParts(const config::ClusterConfig& config, storage::ClusterId id, storage::Store& store,
                storage::DrillStore& drills, const common::Clock& clock, const std::string& client_log_dir,
-               drill::DrillListener* listener = nullptr);
+               drill::DrillListener* listener = nullptr, maintenance::MaintenanceWindows* maintenance = nullptr);
   ~ClusterParts() { stop(); }
   ClusterParts(const ClusterParts&) = delete;
   ClusterParts& operator=(const ClusterParts&) = delete;

@@ -212,7 +212,8 @@ std::optional<StartFailure> Daemon::startAll() {
     auto id = store_->ensureCluster(cc.name, cc.bootstrap);
     if (!id) return StartFailure{1, "cannot register cluster " + cc.name + ": " + id.error().describe()};
     clusters_.push_back(
-        std::make_unique<ClusterParts>(cc, *id, *store_, *drill_store_, clock_, options_.client_log_dir, notifier_.get()));
+        std::make_unique<ClusterParts>(cc, *id, *store_, *drill_store_, clock_, options_.client_log_dir, notifier_.get(),
+                                       maintenance_.get()));
     if (auto failure = clusters_.back()->start(i)) return failure;
   }
   if (notifier_) {

@@ -29,6 +29,7 @@ DrillRunner::DrillRunner(const config::ClusterConfig& cluster, storage::ClusterI
       cluster_id_(cluster_id),
       injectors_(std::move(injectors)),
       addresses_(resolveNodeAddresses(cluster.inventory)),
+      maintenance_(seams.maintenance),
       deps_{cluster_, cluster_id_, store, drills, clock, seams.view, seams.probe, seams.admin, injectors_, seams.listener},
       records_(deps_),
       guards_(deps_),
@@ -251,12 +252,20 @@ void DrillRunner::executeRolling(storage::DrillRecord& drill, const DrillSpec& s
     return;
   }
   nlohmann::json result = {{"runs", nlohmann::json::array()}};
+  // Its stalls are planned: no incident, no notification, the cluster's alerts silenced.
+  const auto window = openWindow(drill, spec, plan->size());
+  struct WindowCloser {
+    DrillRunner& runner;
+    std::int64_t drill;
+    ~WindowCloser() { runner.closeWindows(drill); }
+  } closer{*this, drill.id};
   const auto describe = [&](const std::vector<std::int32_t>& nodes, const std::vector<analysis::RunAnalysis>& analyses,
                             const analysis::Verdict& verdict) {
     auto summary = analysis::toJson(analysis::summariseRolling(analyses, nodes, verdict));
     summary["plan"] = nodes;
     summary["by"] = spec.options.kill ? "kill" : "stop";
     summary["between_s"] = spec.options.between_s;
+    summary["maintenance_window"] = window ? nlohmann::json(*window) : nlohmann::json(nullptr);
     result["rolling_restart"] = std::move(summary);
   };
   std::vector<std::int32_t> done_nodes;
@@ -320,6 +329,48 @@ void DrillRunner::executeRolling(storage::DrillRecord& drill, const DrillSpec& s
   spdlog::info("drill {} on {}: rolling restart of {} nodes, verdict {}", drill.id, cluster_.name, done_nodes.size(),
                *drill.verdict);
   records_.setState(drill, DrillState::kDone);
+}
+
+std::optional<std::int64_t> DrillRunner::openWindow(const storage::DrillRecord& drill, const DrillSpec& spec,
+                                                    std::size_t steps) {
+  if (maintenance_ == nullptr) return std::nullopt;
+  const auto& o = spec.options;
+  // The longest a step can take: its phases' own bounds, and the pause after it.
+  const std::int64_t step_s = o.baseline_s + o.grace_s + o.observe_timeout_s + o.recover_timeout_s +
+                              o.settle_timeout_s + 2 * 30 + o.between_s;
+  const auto now = deps_.clock.wallNow();
+  const auto until = now + std::min<std::int64_t>(static_cast<std::int64_t>(steps) * step_s * 1'000'000,
+                                                  maintenance::kMaxWindowUs);
+  const auto by = "drill " + std::to_string(drill.id);
+  auto id = maintenance_->open(cluster_id_, "rolling restart (" + by + ") of " + std::to_string(steps) + " node(s)",
+                               until, by);
+  if (!id) {
+    spdlog::warn("drill {} on {}: no maintenance window for the rolling restart: {}", drill.id, cluster_.name,
+                 id.error().describe());
+    return std::nullopt;
+  }
+  recordEvent(deps_, "kfaild", "maintenance_opened", now, std::nullopt, {{"drill", drill.id}, {"window", *id}});
+  return *id;
+}
+
+void DrillRunner::closeWindows(std::int64_t drill_id) {
+  if (maintenance_ == nullptr) return;
+  const auto by = "drill " + std::to_string(drill_id);
+  const auto now = deps_.clock.wallNow();
+  auto open = maintenance_->windows(cluster_id_, now, now + 1, 100);
+  if (!open) {
+    spdlog::warn("cluster {}: cannot read the maintenance windows of {}: {}", cluster_.name, by, open.error().describe());
+    return;
+  }
+  for (const auto& w : *open) {
+    if (w.opened_by != by || !w.activeAt(now)) continue;
+    if (auto closed = maintenance_->close(w.id, by); !closed) {
+      spdlog::warn("cluster {}: cannot close maintenance window {} of {}: {}", cluster_.name, w.id, by,
+                   closed.error().describe());
+      continue;
+    }
+    recordEvent(deps_, "kfaild", "maintenance_closed", now, std::nullopt, {{"drill", drill_id}, {"window", w.id}});
+  }
 }
 
 void DrillRunner::finishUnfinished(storage::DrillRecord& drill, DrillState state, const std::string& reason,
@@ -393,6 +444,7 @@ Result<int> DrillRunner::recoverPending(std::chrono::seconds timeout) {
       } else {
         // The finished runs of a drill kfaild died in are stored as JSON only: judged inconclusive.
         finishUnfinished(d, DrillState::kAborted, "kfaild stopped during " + d.state, cluster_.objectives, {});
+        closeWindows(d.id);  // a rolling restart's
       }
     }
   }

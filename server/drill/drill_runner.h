@@ -30,6 +30,7 @@
 #include "server/drill/guard_inputs.h"
 #include "server/drill/node_recovery.h"
 #include "server/drill/seams.h"
+#include "server/maintenance/maintenance_windows.h"
 
 namespace kfaild::drill {
 
@@ -44,6 +45,8 @@ struct RunnerSeams {
   const ProbeView& probe;
   ClusterAdmin& admin;
   DrillListener* listener = nullptr;  // told when a drill ends (drill_listener.h); may be null
+  // Where a rolling restart opens its planned-maintenance window; may be null (no window).
+  maintenance::MaintenanceWindows* maintenance = nullptr;
 };
 
 class DrillRunner {
@@ -88,6 +91,12 @@ class DrillRunner {
   // the first step that does not finish ends the rehearsal (its node recovered by the run) and
   // no later step starts. result.rolling_restart sums the steps up (analysis/rolling.h).
   void executeRolling(storage::DrillRecord& drill, const DrillSpec& spec, const analysis::Objectives& objectives);
+  // The planned-maintenance window a rolling restart holds open while it runs: opened before its
+  // first step (ending at the longest the rehearsal can take, at most a day), closed when it ends
+  // however it ends; at start, for a rehearsal a previous kfaild died in. Failures are logged:
+  // a rehearsal never depends on its window.
+  std::optional<std::int64_t> openWindow(const storage::DrillRecord& drill, const DrillSpec& spec, std::size_t steps);
+  void closeWindows(std::int64_t drill_id);
   // Writes a failed / aborted terminal state with its verdict (in `result.verdict`): fail when a
   // run in `finished` (the runs that were analysed) failed an objective, else inconclusive.
   void finishUnfinished(storage::DrillRecord& drill, DrillState state, const std::string& reason,
@@ -99,6 +108,7 @@ class DrillRunner {
   storage::ClusterId cluster_id_;
   std::map<std::int32_t, std::unique_ptr<fault::Injector>> injectors_;  // the engine's thread only
   const NodeAddresses addresses_;  // resolved once here, read-only after
+  maintenance::MaintenanceWindows* const maintenance_;  // may be null
   EngineDeps deps_;
   DrillRecords records_;
   GuardInputs guards_;

@@ -101,6 +101,8 @@ struct EngineHarness {
   storage::ClusterId id = 0;
   std::map<std::int32_t, FakeInjector*> injectors;  // owned by the runner
   std::unique_ptr<drill::DrillRunner> runner;
+  // Set before makeRunner() for an engine that opens planned-maintenance windows.
+  maintenance::MaintenanceWindows* maintenance = nullptr;
 
   // `extra_controllers`: controller nodes besides 100 (in the inventory and the simulated cluster;
   // the quorum's voters are still the test's to set).
@@ -148,7 +150,7 @@ struct EngineHarness {
       owned[node] = std::move(injector);
     }
     runner = std::make_unique<drill::DrillRunner>(config, id, *store, *drills, clock,
-                                                  drill::RunnerSeams{view, probe, admin}, std::move(owned));
+                                                  drill::RunnerSeams{view, probe, admin, nullptr, maintenance}, std::move(owned));
   }
 
   static drill::DrillSpec spec(const std::string& json) {

@@ -10,6 +10,7 @@
 #include "server/analysis/rolling.h"
 #include "server/drill/errc.h"
 #include "server/drill/rolling_plan.h"
+#include "storage/maintenance_store.h"
 #include "tests/drill/engine_harness.h"
 
 using namespace kfaild;
@@ -339,4 +340,93 @@ TEST_CASE("a rehearsal kfaild died in is ended at the next start, its node broug
   CHECK(h.injectors[2]->count("start") == 1);
   CHECK(h.injectors[3]->count("stop") == 0);
   CHECK(h.openRecoveries().empty());
+}
+
+TEST_CASE("a rolling restart holds a planned-maintenance window open while it runs and closes it however it ends",
+          "[unit][drill]") {
+  EngineHarness h;
+  auto store = storage::MaintenanceStore::open((h.dir / "kfaild.db").string());
+  REQUIRE(store);
+  maintenance::MaintenanceWindows windows(**store, h.clock, {}, config::RetryConfig{});
+  h.maintenance = &windows;
+  h.makeRunner();
+  std::optional<storage::MaintenanceWindowRecord> during;
+  h.drills->on_state = [&](const storage::DrillRecord& d) {
+    if (d.state == "observe" && !during) {
+      auto active = windows.active(h.id, h.clock.wallNow());
+      REQUIRE(active);
+      during = *active;
+    }
+  };
+  SECTION("done") {
+    h.runner->start();
+    auto id = h.runner->submit(rolling(R"({"fault":"rolling_restart","options":{"between_s":1}})"));
+    REQUIRE(id);
+    const auto d = h.runToEnd(*id);
+    REQUIRE(d.state == "done");
+    REQUIRE(during);
+    CHECK(during->opened_by == "drill " + std::to_string(*id));
+    CHECK_THAT(during->reason, Catch::StartsWith("rolling restart (drill " + std::to_string(*id) + ") of 3 node(s)"));
+    CHECK(nlohmann::json::parse(d.result)["rolling_restart"]["maintenance_window"] == during->id);
+    auto after = windows.window(during->id);
+    REQUIRE(after);
+    REQUIRE(*after);
+    CHECK((*after)->closed_us.has_value());
+    CHECK((*after)->closed_by == "drill " + std::to_string(*id));
+    auto active = windows.active(h.id, h.clock.wallNow());
+    REQUIRE(active);
+    CHECK_FALSE(*active);
+    CHECK(h.events("maintenance_opened").size() == 1);
+    CHECK(h.events("maintenance_closed").size() == 1);
+  }
+  SECTION("aborted between steps") {
+    h.drills->on_state = [&](const storage::DrillRecord& d) {
+      if (d.reason.rfind("step 1 of 3 done", 0) == 0) REQUIRE(h.runner->abort(d.id));
+    };
+    h.runner->start();
+    auto id = h.runner->submit(rolling(R"({"fault":"rolling_restart","options":{"between_s":30}})"));
+    REQUIRE(id);
+    const auto d = h.runToEnd(*id);
+    CHECK(d.state == "aborted");
+    auto active = windows.active(h.id, h.clock.wallNow());
+    REQUIRE(active);
+    CHECK_FALSE(*active);
+    CHECK(h.events("maintenance_closed").size() == 1);
+  }
+}
+
+TEST_CASE("the window of a rehearsal kfaild died in is closed at the next start", "[unit][drill]") {
+  EngineHarness h;
+  auto store = storage::MaintenanceStore::open((h.dir / "kfaild.db").string());
+  REQUIRE(store);
+  maintenance::MaintenanceWindows windows(**store, h.clock, {}, config::RetryConfig{});
+  h.maintenance = &windows;
+  h.makeRunner();
+  storage::DrillRecord drill;
+  drill.cluster = h.id;
+  drill.fault = "rolling_restart";
+  drill.target = R"({"every_broker":true})";
+  drill.options = "{}";
+  drill.state = "baseline";
+  drill.created_us = h.clock.wallNow();
+  auto drill_id = h.drills->createDrill(drill);
+  REQUIRE(drill_id);
+  const auto by = "drill " + std::to_string(*drill_id);
+  auto window = windows.open(h.id, "rolling restart", h.clock.wallNow() + 3'600'000'000, by);
+  REQUIRE(window);
+  // Another window, opened by an operator, stays.
+  auto operators = windows.open(h.id, "upgrade", h.clock.wallNow() + 3'600'000'000, "operator (api)");
+  REQUIRE(operators);
+  auto replay = std::async(std::launch::async, [&] { return h.runner->recoverPending(600s); });
+  while (replay.wait_for(0ms) != std::future_status::ready) h.clock.advanceToNextDeadline(50ms);
+  REQUIRE(replay.get());
+  CHECK(h.record(*drill_id).state == "aborted");
+  auto closed = windows.window(*window);
+  REQUIRE(closed);
+  REQUIRE(*closed);
+  CHECK((*closed)->closed_by == by);
+  auto kept = windows.window(*operators);
+  REQUIRE(kept);
+  REQUIRE(*kept);
+  CHECK_FALSE((*kept)->closed_us.has_value());
 }
