@@ -57,6 +57,15 @@ TEST_CASE("kfailctl rehearses a rolling restart of the three brokers, a short le
   REQUIRE(runs.size() == 3);
   const auto& summary = drill["rolling_restart"];
   CHECK(summary["plan"] == json::array({1, 2, 3}));
+  // The rehearsal held a planned-maintenance window open, and closed it at its end.
+  REQUIRE(summary["maintenance_window"].is_number());
+  const auto by = "drill " + drill["id"].dump();
+  const auto window = kfaild.get("/api/v1/clusters/lab/maintenance/" + summary["maintenance_window"].dump());
+  CHECK(window["opened_by"] == by);
+  CHECK(window["closed_by"] == by);
+  CHECK(window["active"] == false);
+  CHECK(window["started_us"].get<std::int64_t>() <= runs[0]["baseline_start_us"].get<std::int64_t>());
+  CHECK(window["closed_us"].get<std::int64_t>() >= runs[2]["recovered_us"].get<std::int64_t>());
   REQUIRE(summary["steps"].size() == 3);
   for (int i = 0; i < 3; ++i) {
     const auto& run = runs[i];
