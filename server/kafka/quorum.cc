@@ -15,10 +15,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
+#include <variant>
 
 #include "server/kafka/errc.h"
 #include "server/kafka/sasl.h"
@@ -222,50 +224,49 @@ class Connection {
       const int set = literal ? X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str()) : SSL_set1_host(ssl_, host.c_str());
       if (set != 1) return "TLS: " + openSslErrors("cannot set the host to verify");
     }
-    for (;;) {
-      ERR_clear_error();
-      errno = 0;
-      const int rc = SSL_connect(ssl_);
-      if (rc == 1) return std::nullopt;
-      const int e = SSL_get_error(ssl_, rc);
-      if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-        if (auto waited = wait(fd_, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, "TLS handshake", cancel_)) {
-          return waited;
-        }
-        continue;
-      }
-      return "TLS handshake: " + tlsFailure(ssl_, e);
-    }
+    auto done = tlsStep([this] { return SSL_connect(ssl_); }, "TLS handshake", deadline);
+    if (const auto* why = std::get_if<std::string>(&done)) return *why;
+    return std::nullopt;
   }
 
  private:
   static Error failure(const std::string& why) { return kafkaError(errc::admin_failed, why); }
 
+  // One SSL_connect, SSL_read or SSL_write (`io`), repeated while OpenSSL waits for the socket:
+  // what it returned (> 0), or why it failed.
+  std::variant<int, std::string> tlsStep(const std::function<int()>& io, const char* what,
+                                         Clock::time_point deadline) {
+    for (;;) {
+      ERR_clear_error();
+      errno = 0;
+      const int n = io();
+      if (n > 0) return n;
+      const int e = SSL_get_error(ssl_, n);
+      if (e == SSL_ERROR_ZERO_RETURN) return std::string(what) + ": the broker closed the connection";
+      if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return std::string(what) + ": " + tlsFailure(ssl_, e);
+      if (auto waited = wait(fd_, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, what, cancel_)) {
+        return *waited;
+      }
+    }
+  }
+
   std::optional<std::string> sendAll(const std::uint8_t* data, std::size_t size, Clock::time_point deadline) {
     std::size_t sent = 0;
     while (sent < size) {
-      short waitFor = POLLOUT;
       if (ssl_ != nullptr) {
-        ERR_clear_error();
-        errno = 0;
-        const int n = SSL_write(ssl_, data + sent, static_cast<int>(size - sent));
-        if (n > 0) {
-          sent += static_cast<std::size_t>(n);
-          continue;
-        }
-        const int e = SSL_get_error(ssl_, n);
-        if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return "send: " + tlsFailure(ssl_, e);
-        waitFor = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
-      } else {
-        const auto n = ::send(fd_, data + sent, size - sent, MSG_NOSIGNAL);
-        if (n >= 0) {
-          sent += static_cast<std::size_t>(n);
-          continue;
-        }
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) return systemError("send", errno);
+        auto n = tlsStep([&] { return SSL_write(ssl_, data + sent, static_cast<int>(size - sent)); }, "send", deadline);
+        if (const auto* why = std::get_if<std::string>(&n)) return *why;
+        sent += static_cast<std::size_t>(std::get<int>(n));
+        continue;
       }
-      if (auto waited = wait(fd_, waitFor, deadline, "send", cancel_)) return waited;
+      const auto n = ::send(fd_, data + sent, size - sent, MSG_NOSIGNAL);
+      if (n >= 0) {
+        sent += static_cast<std::size_t>(n);
+        continue;
+      }
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return systemError("send", errno);
+      if (auto waited = wait(fd_, POLLOUT, deadline, "send", cancel_)) return waited;
     }
     return std::nullopt;
   }
@@ -275,19 +276,9 @@ class Connection {
     std::size_t got = 0;
     while (got < size) {
       if (ssl_ != nullptr) {
-        ERR_clear_error();
-        errno = 0;
-        const int n = SSL_read(ssl_, into + got, static_cast<int>(size - got));
-        if (n > 0) {
-          got += static_cast<std::size_t>(n);
-          continue;
-        }
-        const int e = SSL_get_error(ssl_, n);
-        if (e == SSL_ERROR_ZERO_RETURN) return std::string("receive: the broker closed the connection");
-        if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return "receive: " + tlsFailure(ssl_, e);
-        if (auto waited = wait(fd_, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, "receive", cancel_)) {
-          return waited;
-        }
+        auto n = tlsStep([&] { return SSL_read(ssl_, into + got, static_cast<int>(size - got)); }, "receive", deadline);
+        if (const auto* why = std::get_if<std::string>(&n)) return *why;
+        got += static_cast<std::size_t>(std::get<int>(n));
         continue;
       }
       const auto n = ::recv(fd_, into + got, size - got, 0);
