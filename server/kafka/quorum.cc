@@ -36,38 +36,12 @@ constexpr std::int32_t kMaxResponseBytes = 4 * 1024 * 1024;
 constexpr int kCancelCheckMs = 100;
 constexpr std::int16_t kUnsupportedVersion = 35;
 
+using wire::brokerError;
+using wire::checkCorrelation;
 using wire::FrameReader;
 using wire::FrameWriter;
-
-Error malformed(const std::string& what, const FrameReader& in) {
-  return kafkaError(errc::admin_failed, what + ": malformed response: " + in.problem());
-}
-
-// Kafka's protocol error codes are librdkafka's positive rd_kafka_resp_err_t values.
-Error brokerError(const std::string& what, std::int16_t code,
-                  const std::optional<std::string>& message) {
-  auto error = kafkaError(errc::admin_failed, what, static_cast<rd_kafka_resp_err_t>(code));
-  if (message && !message->empty()) error.message += ": " + *message;
-  return error;
-}
-
-void requestHeader(FrameWriter& out, std::int16_t api_key, std::int16_t version,
-                   std::int32_t correlation_id, std::string_view client_id) {
-  out.int16(api_key);
-  out.int16(version);
-  out.int32(correlation_id);
-  out.legacyString(client_id);
-}
-
-Status checkCorrelation(FrameReader& in, std::int32_t expected, const std::string& what) {
-  const auto got = in.int32("correlation id");
-  if (!in.ok()) return malformed(what, in);
-  if (got != expected) {
-    return kafkaError(errc::admin_failed, what + ": answer to request " + std::to_string(got) +
-                                              ", expected " + std::to_string(expected));
-  }
-  return okStatus();
-}
+using wire::malformed;
+using wire::requestHeader;
 
 QuorumReplica readReplica(FrameReader& in, std::int16_t version) {
   QuorumReplica r;

@@ -66,29 +66,12 @@ std::string escapeUsername(std::string_view name) {
   return out;
 }
 
-void requestHeader(wire::FrameWriter& out, std::int16_t key, std::int16_t version, std::int32_t correlation_id,
-                   std::string_view client_id) {
-  out.int16(key);
-  out.int16(version);
-  out.int32(correlation_id);
-  out.legacyString(client_id);
-}
-
-Status checkCorrelation(wire::FrameReader& in, std::int32_t expected, const std::string& what) {
-  const auto got = in.int32("correlation id");
-  if (!in.ok()) return saslError(what + ": malformed response: " + in.problem());
-  if (got != expected) {
-    return saslError(what + ": answer to request " + std::to_string(got) + ", expected " + std::to_string(expected));
-  }
-  return okStatus();
-}
-
 }  // namespace
 
 std::vector<std::uint8_t> encodeSaslHandshakeRequest(std::int32_t correlation_id, std::string_view client_id,
                                                      std::string_view mechanism) {
   wire::FrameWriter out;
-  requestHeader(out, kSaslHandshakeKey, kSaslHandshakeVersion, correlation_id, client_id);
+  wire::requestHeader(out, kSaslHandshakeKey, kSaslHandshakeVersion, correlation_id, client_id);
   out.legacyString(mechanism);
   return std::move(out).finish();
 }
@@ -97,28 +80,28 @@ Status decodeSaslHandshakeResponse(std::span<const std::uint8_t> response, std::
                                    std::string_view mechanism) {
   const std::string what = "SaslHandshake";
   wire::FrameReader in(response);
-  if (auto s = checkCorrelation(in, correlation_id, what); !s) return s;
+  if (auto s = wire::checkCorrelation(in, correlation_id, what); !s) return s;
   const auto code = in.int16("ErrorCode");
   const auto count = in.int32("Mechanisms count");
   std::string enabled;
   for (std::int32_t i = 0; in.ok() && i < count; ++i) {
     enabled += (enabled.empty() ? "" : ", ") + in.legacyString("Mechanism");
   }
-  if (!in.ok()) return saslError(what + ": malformed response: " + in.problem());
+  if (!in.ok()) return wire::malformed(what, in);
   if (code == kUnsupportedSaslMechanism) {
     return kafkaError(errc::admin_failed,
                       "sasl.mechanism: the broker does not enable " + std::string(mechanism) + " (it enables " +
                           (enabled.empty() ? std::string("none") : enabled) + ")",
                       static_cast<rd_kafka_resp_err_t>(code));
   }
-  if (code != 0) return kafkaError(errc::admin_failed, what, static_cast<rd_kafka_resp_err_t>(code));
+  if (code != 0) return wire::brokerError(what, code, std::nullopt);
   return okStatus();
 }
 
 std::vector<std::uint8_t> encodeSaslAuthenticateRequest(std::int32_t correlation_id, std::string_view client_id,
                                                         std::string_view auth_bytes) {
   wire::FrameWriter out;
-  requestHeader(out, kSaslAuthenticateKey, kSaslAuthenticateVersion, correlation_id, client_id);
+  wire::requestHeader(out, kSaslAuthenticateKey, kSaslAuthenticateVersion, correlation_id, client_id);
   out.noTaggedFields();  // request header v2
   out.compactString(auth_bytes);
   out.noTaggedFields();
@@ -129,19 +112,15 @@ Result<std::string> decodeSaslAuthenticateResponse(std::span<const std::uint8_t>
                                                    std::int32_t correlation_id) {
   const std::string what = "SaslAuthenticate";
   wire::FrameReader in(response);
-  if (auto s = checkCorrelation(in, correlation_id, what); !s) return s.error();
+  if (auto s = wire::checkCorrelation(in, correlation_id, what); !s) return s.error();
   in.skipTaggedFields("response header tagged fields");
   const auto code = in.int16("ErrorCode");
   const auto message = in.compactNullableString("ErrorMessage");
   const auto bytes = in.compactNullableString("AuthBytes");
   in.int64("SessionLifetimeMs");
   in.skipTaggedFields("response tagged fields");
-  if (!in.ok()) return saslError(what + ": malformed response: " + in.problem());
-  if (code != 0) {
-    auto error = kafkaError(errc::admin_failed, "SASL authentication failed", static_cast<rd_kafka_resp_err_t>(code));
-    if (message && !message->empty()) error.message += ": " + *message;
-    return error;
-  }
+  if (!in.ok()) return wire::malformed(what, in);
+  if (code != 0) return wire::brokerError("SASL authentication failed", code, message);
   return bytes.value_or(std::string());
 }
 

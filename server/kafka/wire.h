@@ -2,8 +2,9 @@
 
 // The Kafka protocol's primitive types as kfaild's own protocol client writes and reads them
 // (server/kafka/quorum.cc, server/kafka/sasl.cc): a request frame built front to back with its
-// size prefix, and a response read front to back that records its first problem instead of
-// throwing. Pure, no I/O; one object per frame, not thread-safe.
+// size prefix, a response read front to back that records its first problem instead of throwing,
+// and the headers and errors every request and decoder shares. Pure, no I/O; one object per frame,
+// not thread-safe.
 
 #include <algorithm>
 #include <cstddef>
@@ -14,6 +15,9 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "server/common/result.h"
+#include "server/kafka/errc.h"
 
 namespace kfaild::kafka::wire {
 
@@ -175,5 +179,38 @@ class FrameReader {
   std::size_t pos_ = 0;
   std::string problem_;
 };
+
+// A decoder's error for what the reader found wrong.
+inline Error malformed(const std::string& what, const FrameReader& in) {
+  return kafkaError(errc::admin_failed, what + ": malformed response: " + in.problem());
+}
+
+// Kafka's protocol error codes are librdkafka's positive rd_kafka_resp_err_t values.
+inline Error brokerError(const std::string& what, std::int16_t code,
+                  const std::optional<std::string>& message) {
+  auto error = kafkaError(errc::admin_failed, what, static_cast<rd_kafka_resp_err_t>(code));
+  if (message && !message->empty()) error.message += ": " + *message;
+  return error;
+}
+
+// The request header up to the client id (v1); a flexible request (v2) adds its tagged fields.
+inline void requestHeader(FrameWriter& out, std::int16_t api_key, std::int16_t version,
+                   std::int32_t correlation_id, std::string_view client_id) {
+  out.int16(api_key);
+  out.int16(version);
+  out.int32(correlation_id);
+  out.legacyString(client_id);
+}
+
+// The response header's correlation id must be the request's.
+inline Status checkCorrelation(FrameReader& in, std::int32_t expected, const std::string& what) {
+  const auto got = in.int32("correlation id");
+  if (!in.ok()) return malformed(what, in);
+  if (got != expected) {
+    return kafkaError(errc::admin_failed, what + ": answer to request " + std::to_string(got) +
+                                              ", expected " + std::to_string(expected));
+  }
+  return okStatus();
+}
 
 }  // namespace kfaild::kafka::wire
