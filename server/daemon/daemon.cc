@@ -14,6 +14,7 @@
 #include "server/config/token_file.h"
 #include "api/live_state.h"
 #include "server/drill/errc.h"
+#include "server/kafka/access_check.h"
 #include "server/kafka/client.h"
 
 namespace kfaild::daemon {
@@ -130,6 +131,20 @@ std::optional<StartFailure> Daemon::startAll() {
   for (std::size_t i = 0; i < config_.clusters.size(); ++i) {
     if (auto s = kafka::checkClientProperties(config_.clusters[i].client); !s) {
       return StartFailure{kConfigError, "clusters[" + std::to_string(i) + "].client: " + s.error().describe()};
+    }
+  }
+  // Credentials and certificates are checked against each cluster now, a few seconds at most: a
+  // refusal is the configuration's mistake, a cluster that does not answer is not (kfaild probes
+  // clusters that may be down).
+  for (std::size_t i = 0; i < config_.clusters.size(); ++i) {
+    const auto& cluster = config_.clusters[i];
+    const auto access = kafka::checkClusterAccess(cluster.bootstrap, cluster.client, kAccessCheckTimeoutMs);
+    if (access.outcome == kafka::AccessCheck::Outcome::kRefused) {
+      return StartFailure{kConfigError, "clusters[" + std::to_string(i) + "].client." + access.key + ": " +
+                                            access.reason};
+    }
+    if (access.outcome == kafka::AccessCheck::Outcome::kUnreachable) {
+      spdlog::warn("cluster {}: no broker answered at start ({}); probing it anyway", cluster.name, access.reason);
     }
   }
   if (config_.http.web_dir.empty()) {

@@ -45,6 +45,8 @@ class Daemon {
  public:
   // Exit statuses of kfaild.
   static constexpr int kConfigError = 2;
+  // How long start() waits for a cluster to answer its access check (AccessCheck).
+  static constexpr int kAccessCheckTimeoutMs = 5000;
   static constexpr int kDrillNotRecovered = 3;
 
   // Starts everything; on a failure, what was started is stopped again.

@@ -11,6 +11,7 @@ KafkaClusterAdmin::KafkaClusterAdmin(const config::ClusterConfig& cluster, kafka
   if (quorum_problem_.empty()) {
     kafka::QuorumClientOptions options;
     options.bootstrap = cluster_.bootstrap;
+    options.properties = cluster_.client;
     options.client_id = "kfaild-" + cluster_.name + "-drill";
     options.timeout_ms = kQuorumTimeoutMs;
     quorum_.emplace(std::move(options));

@@ -37,7 +37,7 @@ class RunnerProbeView final : public ProbeView {
 
 // The admin calls on a client made like the poller's (observe::makeObserverClient; the daemon gives
 // the drill engine one of its own: see ClusterParts); DescribeQuorum through kafka::QuorumDescriber,
-// which speaks PLAINTEXT only (describeQuorum() says so for any other security.protocol).
+// secured as the cluster's client properties say (describeQuorum() gives the reason when it cannot be).
 class KafkaClusterAdmin final : public ClusterAdmin {
  public:
   static constexpr int kTimeoutMs = 5000;

@@ -1,6 +1,10 @@
 #include "server/kafka/quorum.h"
 
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -11,12 +15,17 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
+#include <variant>
 
 #include "server/kafka/errc.h"
+#include "server/kafka/sasl.h"
+#include "server/kafka/tls.h"
+#include "server/kafka/wire.h"
 
 namespace kfaild::kafka {
 namespace {
@@ -27,180 +36,12 @@ constexpr std::int32_t kMaxResponseBytes = 4 * 1024 * 1024;
 constexpr int kCancelCheckMs = 100;
 constexpr std::int16_t kUnsupportedVersion = 35;
 
-class FrameWriter {
- public:
-  FrameWriter() { bytes_.resize(4); }  // the size prefix, filled in by finish()
-
-  void int8(std::int8_t v) { bytes_.push_back(static_cast<std::uint8_t>(v)); }
-  void int16(std::int16_t v) { bigEndian(static_cast<std::uint16_t>(v), 2); }
-  void int32(std::int32_t v) { bigEndian(static_cast<std::uint32_t>(v), 4); }
-  void uvarint(std::uint32_t v) {
-    while (v >= 0x80) {
-      bytes_.push_back(static_cast<std::uint8_t>((v & 0x7f) | 0x80));
-      v >>= 7;
-    }
-    bytes_.push_back(static_cast<std::uint8_t>(v));
-  }
-  // The request header's client id keeps the classic INT16 length even in flexible headers.
-  void legacyString(std::string_view s) {
-    int16(static_cast<std::int16_t>(s.size()));
-    raw(s);
-  }
-  void compactString(std::string_view s) {
-    uvarint(static_cast<std::uint32_t>(s.size() + 1));
-    raw(s);
-  }
-  void compactArrayLength(std::size_t n) { uvarint(static_cast<std::uint32_t>(n + 1)); }
-  void noTaggedFields() { uvarint(0); }
-
-  std::vector<std::uint8_t> finish() && {
-    const auto size = static_cast<std::uint32_t>(bytes_.size() - 4);
-    for (int i = 0; i < 4; ++i) bytes_[i] = static_cast<std::uint8_t>(size >> (8 * (3 - i)));
-    return std::move(bytes_);
-  }
-
- private:
-  void bigEndian(std::uint64_t v, int width) {
-    for (int i = width - 1; i >= 0; --i) bytes_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
-  }
-  void raw(std::string_view s) { bytes_.insert(bytes_.end(), s.begin(), s.end()); }
-
-  std::vector<std::uint8_t> bytes_;
-};
-
-// Reads a response front to back. The first shortfall or malformed value sets problem() and
-// makes every later read return zero, so a decoder checks once per structure, not per field.
-class FrameReader {
- public:
-  explicit FrameReader(std::span<const std::uint8_t> bytes) : bytes_(bytes) {}
-
-  bool ok() const { return problem_.empty(); }
-  const std::string& problem() const { return problem_; }
-  std::size_t remaining() const { return bytes_.size() - pos_; }
-
-  std::int8_t int8(const char* what) { return static_cast<std::int8_t>(bigEndian(1, what)); }
-  std::int16_t int16(const char* what) { return static_cast<std::int16_t>(bigEndian(2, what)); }
-  std::uint16_t uint16(const char* what) { return static_cast<std::uint16_t>(bigEndian(2, what)); }
-  std::int32_t int32(const char* what) { return static_cast<std::int32_t>(bigEndian(4, what)); }
-  std::int64_t int64(const char* what) { return static_cast<std::int64_t>(bigEndian(8, what)); }
-
-  std::uint32_t uvarint(const char* what) {
-    std::uint32_t value = 0;
-    for (int shift = 0; shift < 35; shift += 7) {
-      if (!need(1, what)) return 0;
-      const auto byte = bytes_[pos_++];
-      value |= static_cast<std::uint32_t>(byte & 0x7f) << shift;
-      if ((byte & 0x80) == 0) return value;
-    }
-    fail(std::string(what) + ": unsigned varint longer than 5 bytes");
-    return 0;
-  }
-
-  // A COMPACT_NULLABLE_STRING; nullopt for null.
-  std::optional<std::string> compactNullableString(const char* what) {
-    const auto n = uvarint(what);
-    if (!ok() || n == 0) return std::nullopt;
-    if (!need(n - 1, what)) return std::nullopt;
-    std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), n - 1);
-    pos_ += n - 1;
-    return s;
-  }
-  std::string compactString(const char* what) {
-    const auto start = pos_;
-    auto s = compactNullableString(what);
-    if (ok() && !s) {
-      pos_ = start;
-      fail(std::string(what) + ": null where a string is required");
-    }
-    return s.value_or(std::string());
-  }
-
-  // A COMPACT_ARRAY's element count. Every element takes at least `min_element_bytes`, which
-  // bounds the count by what is left, so garbage cannot make the decoder reserve gigabytes.
-  std::size_t compactArrayLength(const char* what, std::size_t min_element_bytes) {
-    const auto n = uvarint(what);
-    if (!ok()) return 0;
-    if (n == 0) {
-      fail(std::string(what) + ": null array");
-      return 0;
-    }
-    const std::size_t count = n - 1;
-    if (count > remaining() / std::max<std::size_t>(1, min_element_bytes)) {
-      fail(std::string(what) + ": " + std::to_string(count) + " elements cannot fit in " +
-           std::to_string(remaining()) + " bytes");
-      return 0;
-    }
-    return count;
-  }
-
-  // Tagged fields this client does not know are skipped, as the protocol intends.
-  void skipTaggedFields(const char* what) {
-    const auto count = uvarint(what);
-    for (std::uint32_t i = 0; ok() && i < count; ++i) {
-      uvarint(what);
-      skip(uvarint(what), what);
-    }
-  }
-
-  void skip(std::size_t n, const char* what) {
-    if (need(n, what)) pos_ += n;
-  }
-
-  void fail(std::string problem) {
-    if (problem_.empty()) problem_ = std::move(problem) + " at byte " + std::to_string(pos_);
-  }
-
- private:
-  bool need(std::size_t n, const char* what) {
-    if (!ok()) return false;
-    if (remaining() < n) {
-      fail(std::string("truncated: ") + what + " needs " + std::to_string(n) + " bytes, " +
-           std::to_string(remaining()) + " left");
-      return false;
-    }
-    return true;
-  }
-  std::uint64_t bigEndian(std::size_t width, const char* what) {
-    if (!need(width, what)) return 0;
-    std::uint64_t v = 0;
-    for (std::size_t i = 0; i < width; ++i) v = (v << 8) | bytes_[pos_++];
-    return v;
-  }
-
-  std::span<const std::uint8_t> bytes_;
-  std::size_t pos_ = 0;
-  std::string problem_;
-};
-
-Error malformed(const std::string& what, const FrameReader& in) {
-  return kafkaError(errc::admin_failed, what + ": malformed response: " + in.problem());
-}
-
-// Kafka's protocol error codes are librdkafka's positive rd_kafka_resp_err_t values.
-Error brokerError(const std::string& what, std::int16_t code,
-                  const std::optional<std::string>& message) {
-  auto error = kafkaError(errc::admin_failed, what, static_cast<rd_kafka_resp_err_t>(code));
-  if (message && !message->empty()) error.message += ": " + *message;
-  return error;
-}
-
-void requestHeader(FrameWriter& out, std::int16_t api_key, std::int16_t version,
-                   std::int32_t correlation_id, std::string_view client_id) {
-  out.int16(api_key);
-  out.int16(version);
-  out.int32(correlation_id);
-  out.legacyString(client_id);
-}
-
-Status checkCorrelation(FrameReader& in, std::int32_t expected, const std::string& what) {
-  const auto got = in.int32("correlation id");
-  if (!in.ok()) return malformed(what, in);
-  if (got != expected) {
-    return kafkaError(errc::admin_failed, what + ": answer to request " + std::to_string(got) +
-                                              ", expected " + std::to_string(expected));
-  }
-  return okStatus();
-}
+using wire::brokerError;
+using wire::checkCorrelation;
+using wire::FrameReader;
+using wire::FrameWriter;
+using wire::malformed;
+using wire::requestHeader;
 
 QuorumReplica readReplica(FrameReader& in, std::int16_t version) {
   QuorumReplica r;
@@ -263,6 +104,7 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
   ~Connection() {
+    if (ssl_ != nullptr) SSL_free(ssl_);
     if (fd_ >= 0) ::close(fd_);
   }
 
@@ -316,17 +158,7 @@ class Connection {
   // Sends one request frame and reads one response frame (without its size prefix).
   Result<std::vector<std::uint8_t>> roundTrip(const std::vector<std::uint8_t>& request,
                                               Clock::time_point deadline) {
-    std::size_t sent = 0;
-    while (sent < request.size()) {
-      const auto n = ::send(fd_, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-      if (n >= 0) {
-        sent += static_cast<std::size_t>(n);
-        continue;
-      }
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) return failure(systemError("send", errno));
-      if (auto waited = wait(fd_, POLLOUT, deadline, "send", cancel_)) return failure(*waited);
-    }
+    if (auto unsent = sendAll(request.data(), request.size(), deadline)) return failure(*unsent);
     std::uint8_t prefix[4];
     if (auto got = receive(prefix, sizeof prefix, deadline)) return failure(*got);
     const std::int32_t size = static_cast<std::int32_t>(
@@ -339,9 +171,6 @@ class Connection {
     if (auto got = receive(body.data(), body.size(), deadline)) return failure(*got);
     return body;
   }
-
- private:
-  static Error failure(const std::string& why) { return kafkaError(errc::admin_failed, why); }
 
   static std::optional<std::string> wait(int fd, short events, Clock::time_point deadline,
                                          const char* what, const std::atomic<bool>* cancel) {
@@ -356,10 +185,76 @@ class Connection {
     }
   }
 
+  // TLS over the connected socket: the handshake, with the peer's certificate checked against
+  // the context's CAs and, when the context says so, against `host` (a name or an IP literal).
+  std::optional<std::string> startTls(const TlsContext& tls, const std::string& host, Clock::time_point deadline) {
+    ssl_ = SSL_new(tls.get());
+    if (ssl_ == nullptr || !attachSocket(ssl_, fd_)) return "TLS: " + openSslErrors("cannot make a session");
+    in6_addr ip{};
+    const bool literal = ::inet_pton(AF_INET, host.c_str(), &ip) == 1 || ::inet_pton(AF_INET6, host.c_str(), &ip) == 1;
+    if (!literal) SSL_set_tlsext_host_name(ssl_, host.c_str());
+    if (tls.verifyHostname()) {
+      auto* param = SSL_get0_param(ssl_);
+      const int set = literal ? X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str()) : SSL_set1_host(ssl_, host.c_str());
+      if (set != 1) return "TLS: " + openSslErrors("cannot set the host to verify");
+    }
+    auto done = tlsStep([this] { return SSL_connect(ssl_); }, "TLS handshake", deadline);
+    if (const auto* why = std::get_if<std::string>(&done)) return *why;
+    return std::nullopt;
+  }
+
+ private:
+  static Error failure(const std::string& why) { return kafkaError(errc::admin_failed, why); }
+
+  // One SSL_connect, SSL_read or SSL_write (`io`), repeated while OpenSSL waits for the socket:
+  // what it returned (> 0), or why it failed.
+  std::variant<int, std::string> tlsStep(const std::function<int()>& io, const char* what,
+                                         Clock::time_point deadline) {
+    for (;;) {
+      ERR_clear_error();
+      errno = 0;
+      const int n = io();
+      if (n > 0) return n;
+      const int e = SSL_get_error(ssl_, n);
+      if (e == SSL_ERROR_ZERO_RETURN) return std::string(what) + ": the broker closed the connection";
+      if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return std::string(what) + ": " + tlsFailure(ssl_, e);
+      if (auto waited = wait(fd_, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, what, cancel_)) {
+        return *waited;
+      }
+    }
+  }
+
+  std::optional<std::string> sendAll(const std::uint8_t* data, std::size_t size, Clock::time_point deadline) {
+    std::size_t sent = 0;
+    while (sent < size) {
+      if (ssl_ != nullptr) {
+        auto n = tlsStep([&] { return SSL_write(ssl_, data + sent, static_cast<int>(size - sent)); }, "send", deadline);
+        if (const auto* why = std::get_if<std::string>(&n)) return *why;
+        sent += static_cast<std::size_t>(std::get<int>(n));
+        continue;
+      }
+      const auto n = ::send(fd_, data + sent, size - sent, MSG_NOSIGNAL);
+      if (n >= 0) {
+        sent += static_cast<std::size_t>(n);
+        continue;
+      }
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return systemError("send", errno);
+      if (auto waited = wait(fd_, POLLOUT, deadline, "send", cancel_)) return waited;
+    }
+    return std::nullopt;
+  }
+
   std::optional<std::string> receive(std::uint8_t* into, std::size_t size,
                                      Clock::time_point deadline) {
     std::size_t got = 0;
     while (got < size) {
+      if (ssl_ != nullptr) {
+        auto n = tlsStep([&] { return SSL_read(ssl_, into + got, static_cast<int>(size - got)); }, "receive", deadline);
+        if (const auto* why = std::get_if<std::string>(&n)) return *why;
+        got += static_cast<std::size_t>(std::get<int>(n));
+        continue;
+      }
       const auto n = ::recv(fd_, into + got, size - got, 0);
       if (n > 0) {
         got += static_cast<std::size_t>(n);
@@ -375,14 +270,59 @@ class Connection {
 
   const std::atomic<bool>* cancel_;
   int fd_ = -1;
+  SSL* ssl_ = nullptr;  // owned; null on a plain connection
 };
+
+// SaslHandshake, then SaslAuthenticate with each message of the mechanism's exchange.
+Status authenticate(Connection& connection, const ClientSecurity& security, std::string_view client_id,
+                    const std::function<std::int32_t()>& next_id, Clock::time_point deadline) {
+  const auto mechanism = mechanismName(security.mechanism);
+  const auto handshake_id = next_id();
+  auto handshake = connection.roundTrip(encodeSaslHandshakeRequest(handshake_id, client_id, mechanism), deadline);
+  if (!handshake) return handshake.error();
+  if (auto s = decodeSaslHandshakeResponse(*handshake, handshake_id, mechanism); !s) return s;
+  const auto step = [&](const std::string& message) -> Result<std::string> {
+    const auto id = next_id();
+    auto answer = connection.roundTrip(encodeSaslAuthenticateRequest(id, client_id, message), deadline);
+    if (!answer) return answer.error();
+    return decodeSaslAuthenticateResponse(*answer, id);
+  };
+  if (security.mechanism == SaslMechanism::kPlain) {
+    auto done = step(plainMessage(security.username, security.password));
+    if (!done) return done.error();
+    return okStatus();
+  }
+  ScramClient scram(security.mechanism, security.username, security.password, scramNonce());
+  auto server_first = step(scram.clientFirst());
+  if (!server_first) return server_first.error();
+  auto client_final = scram.clientFinal(*server_first);
+  if (!client_final) return client_final.error();
+  auto server_final = step(*client_final);
+  if (!server_final) return server_final.error();
+  return scram.verifyServerFinal(*server_final);
+}
+
+// Connects, then TLS and SASL as the cluster's client properties say.
+Status connectTo(Connection& connection, const QuorumTransport& transport, const std::string& host,
+                 const std::string& port, Clock::time_point deadline, const std::function<std::int32_t()>& next_id,
+                 std::string_view client_id) {
+  if (!transport.security) return kafkaError(errc::invalid_property, transport.problem);
+  if (auto why = connection.open(host, port, deadline)) return kafkaError(errc::admin_failed, *why);
+  if (transport.tls) {
+    if (auto why = connection.startTls(*transport.tls, host, deadline)) return kafkaError(errc::admin_failed, *why);
+  }
+  if (transport.security->sasl()) return authenticate(connection, *transport.security, client_id, next_id, deadline);
+  return okStatus();
+}
 
 // Opens `connection` and checks with ApiVersions that the node answers `api_key` in `version`;
 // `why_not` completes "does not answer ..." for the error.
-Status openSpeaking(Connection& connection, const std::string& host, const std::string& port,
-                    Clock::time_point deadline, std::int32_t versions_id, std::string_view client_id,
-                    std::int16_t api_key, std::int16_t version, const std::string& why_not) {
-  if (auto why = connection.open(host, port, deadline)) return kafkaError(errc::admin_failed, *why);
+Status openSpeaking(Connection& connection, const QuorumTransport& transport, const std::string& host,
+                    const std::string& port, Clock::time_point deadline, const std::function<std::int32_t()>& next_id,
+                    std::string_view client_id, std::int16_t api_key, std::int16_t version,
+                    const std::string& why_not) {
+  if (auto s = connectTo(connection, transport, host, port, deadline, next_id, client_id); !s) return s;
+  const auto versions_id = next_id();
   auto versions_answer = connection.roundTrip(encodeApiVersionsRequest(versions_id, client_id), deadline);
   if (!versions_answer) return versions_answer.error();
   auto range = decodeApiVersionsResponse(*versions_answer, versions_id, api_key);
@@ -595,7 +535,27 @@ Result<std::map<std::string, NodeConfigValue>> decodeDescribeConfigsResponse(
   return std::move(*values);
 }
 
-QuorumDescriber::QuorumDescriber(QuorumClientOptions options) : options_(std::move(options)) {
+QuorumTransport quorumTransport(const std::map<std::string, std::string>& client) {
+  QuorumTransport transport;
+  auto security = clientSecurity(client);
+  if (!security) {
+    transport.problem = security.error().message;
+    return transport;
+  }
+  if (security->tls()) {
+    auto tls = TlsContext::create(*security);
+    if (!tls) {
+      transport.problem = tls.error().message;
+      return transport;
+    }
+    transport.tls = std::move(*tls);
+  }
+  transport.security = std::move(*security);
+  return transport;
+}
+
+QuorumDescriber::QuorumDescriber(QuorumClientOptions options)
+    : options_(std::move(options)), transport_(quorumTransport(options_.properties)) {
   std::string_view rest = options_.bootstrap;
   while (!rest.empty()) {
     const auto comma = rest.find(',');
@@ -655,8 +615,9 @@ Result<QuorumInfo> QuorumDescriber::describeOn(const Server& server, int timeout
     return kafkaError(errc::admin_failed, name + ": " + e.message);
   };
   Connection connection(cancel);
-  if (auto why = connection.open(server.host, server.port, deadline)) {
-    return kafkaError(errc::admin_failed, name + ": " + *why);
+  if (auto s = connectTo(connection, transport_, server.host, server.port, deadline, nextId(), options_.client_id);
+      !s) {
+    return fail(s.error());
   }
 
   const auto versions_id = nextCorrelationId();
@@ -705,7 +666,7 @@ Result<std::map<std::string, NodeConfigValue>> QuorumDescriber::describeControll
   const auto deadline = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
   auto fail = [&name](const Error& e) { return kafkaError(errc::admin_failed, name + ": " + e.message); };
   Connection connection(nullptr);
-  if (auto s = openSpeaking(connection, endpoint.host, std::to_string(endpoint.port), deadline, nextCorrelationId(),
+  if (auto s = openSpeaking(connection, transport_, endpoint.host, std::to_string(endpoint.port), deadline, nextId(),
                             options_.client_id, kDescribeConfigsKey, kDescribeConfigsVersion,
                             "DescribeConfigs v" + std::to_string(kDescribeConfigsVersion));
       !s) {
@@ -834,7 +795,7 @@ Result<Coordinator> QuorumDescriber::findCoordinatorOn(const Server& server, Coo
   const auto deadline = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
   auto fail = [&name](const Error& e) { return kafkaError(errc::admin_failed, name + ": " + e.message); };
   Connection connection(cancel);
-  if (auto s = openSpeaking(connection, server.host, server.port, deadline, nextCorrelationId(), options_.client_id,
+  if (auto s = openSpeaking(connection, transport_, server.host, server.port, deadline, nextId(), options_.client_id,
                             kFindCoordinatorKey, kFindCoordinatorVersion,
                             "FindCoordinator v" + std::to_string(kFindCoordinatorVersion) + " (Kafka 3.0 and later do)");
       !s) {
@@ -848,20 +809,19 @@ Result<Coordinator> QuorumDescriber::findCoordinatorOn(const Server& server, Coo
   return found;
 }
 
+std::function<std::int32_t()> QuorumDescriber::nextId() {
+  return [this] { return nextCorrelationId(); };
+}
+
 std::int32_t QuorumDescriber::nextCorrelationId() {
   if (next_correlation_id_ == std::numeric_limits<std::int32_t>::max()) next_correlation_id_ = 1;
   return next_correlation_id_++;
 }
 
 std::string quorumClientProblem(const std::map<std::string, std::string>& client) {
-  const auto found = client.find("security.protocol");
-  if (found == client.end()) return {};
-  std::string protocol = found->second;
-  std::transform(protocol.begin(), protocol.end(), protocol.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (protocol == "plaintext") return {};
-  return "the quorum is not described: security.protocol is " + found->second +
-         " and kfaild's DescribeQuorum client speaks PLAINTEXT only";
+  auto security = clientSecurity(client);
+  if (security) return {};
+  return "kfaild's own protocol client cannot use clusters[].client: " + security.error().message;
 }
 
 Result<QuorumInfo> describeQuorum(const QuorumClientOptions& options) {

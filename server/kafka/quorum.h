@@ -5,10 +5,12 @@
 // voter and observer has replicated. In KRaft the controller id of a Metadata answer is a random
 // live broker; this is the only client-side view of the active controller.
 //
-// librdkafka has no DescribeQuorum, so this is a minimal Kafka protocol client of its own: plain
-// TCP (PLAINTEXT listeners only: no TLS, no SASL), one short-lived connection per describe. A
-// broker forwards the request to the active controller, as `kafka-metadata-quorum.sh
-// --bootstrap-server` relies on.
+// librdkafka has no DescribeQuorum, so this is a minimal Kafka protocol client of its own, one
+// short-lived connection per describe, secured as the cluster's librdkafka clients are: the same
+// `clusters[].client` properties give PLAINTEXT, SSL (OpenSSL, the CA of ssl.ca.location, host
+// name verification, a client certificate), SASL_PLAINTEXT or SASL_SSL with PLAIN, SCRAM-SHA-256
+// or SCRAM-SHA-512 (server/kafka/security.h, tls.h, sasl.h). A broker forwards the request to the
+// active controller, as `kafka-metadata-quorum.sh --bootstrap-server` relies on.
 //
 // The wire format lives in pure functions (bytes in, bytes or a typed answer out) so it can be
 // tested without a socket. Encoders return a whole frame (4-byte size prefix included); decoders
@@ -20,6 +22,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <map>
 #include <optional>
 #include <span>
@@ -29,6 +33,7 @@
 
 #include "server/common/result.h"
 #include "server/kafka/cluster_types.h"
+#include "server/kafka/security.h"
 
 namespace kfaild::kafka {
 
@@ -109,8 +114,23 @@ std::vector<std::uint8_t> encodeFindCoordinatorRequest(std::int32_t correlation_
 Result<Coordinator> decodeFindCoordinatorResponse(std::span<const std::uint8_t> response,
                                                   std::int32_t correlation_id);
 
+class TlsContext;
+
+// How the client reaches a broker, made once from the cluster's client properties: nullopt
+// security with the reason (the key first) when they cannot be used, else the TLS context (for
+// SSL and SASL_SSL, with the CA, certificate and key read) and the SASL credentials.
+struct QuorumTransport {
+  std::optional<ClientSecurity> security;
+  std::shared_ptr<const TlsContext> tls;
+  std::string problem;
+};
+QuorumTransport quorumTransport(const std::map<std::string, std::string>& client);
+
 struct QuorumClientOptions {
   std::string bootstrap;  // "host:port,host:port" (an optional "PLAINTEXT://" is accepted)
+  // The cluster's librdkafka properties (clusters[].client): security.protocol, sasl.*, ssl.*.
+  // Settings it cannot use make every call fail with the reason (quorumClientProblem says it first).
+  std::map<std::string, std::string> properties;
   std::string client_id = "kfaild";
   int timeout_ms = 2000;  // per broker tried: connect, ApiVersions and DescribeQuorum together
 };
@@ -157,8 +177,10 @@ class QuorumDescriber {
   Result<Coordinator> findCoordinatorOn(const Server& server, CoordinatorType type, const std::string& key,
                                         const std::atomic<bool>* cancel);
   std::int32_t nextCorrelationId();
+  std::function<std::int32_t()> nextId();
 
   QuorumClientOptions options_;
+  QuorumTransport transport_;
   std::vector<Server> servers_;
   std::string bootstrap_error_;  // why `bootstrap` has no usable server, empty when it has
   std::size_t preferred_ = 0;    // index into servers_ of the last broker that answered
@@ -166,7 +188,9 @@ class QuorumDescriber {
 };
 
 // Why the quorum client cannot describe a cluster with these client properties ("" when it can):
-// it speaks PLAINTEXT only, so any other security.protocol is a problem. Pure.
+// a SASL mechanism other than PLAIN and SCRAM (GSSAPI, OAUTHBEARER), a SASL protocol without its
+// mechanism or credentials, a PKCS#12 keystore or an OpenSSL engine; the key and the reason. Pure:
+// files named by the properties are read when a QuorumDescriber is made.
 std::string quorumClientProblem(const std::map<std::string, std::string>& client);
 
 // One describe with a fresh QuorumDescriber.

@@ -47,6 +47,7 @@ MetadataPoller::MetadataPoller(const config::ClusterConfig& cluster, storage::Cl
   } else {
     kafka::QuorumClientOptions options;
     options.bootstrap = cluster_.bootstrap;
+    options.properties = cluster_.client;
     options.client_id = "kfaild-" + cluster_.name + "-observer";
     options.timeout_ms = kQuorumTimeoutMs;
     quorum_describer_.emplace(std::move(options));

@@ -157,6 +157,7 @@ ControlProbe::ControlProbe(const config::ClusterConfig& cluster, storage::Cluste
   if (describer_problem_.empty()) {
     kafka::QuorumClientOptions options;
     options.bootstrap = cluster_.bootstrap;
+    options.properties = cluster_.client;
     options.client_id = "kfaild-" + cluster_.name + "-control";
     options.timeout_ms = voterTimeoutMs(cluster_.probe.control);
     describer_.emplace(std::move(options));

@@ -99,6 +99,7 @@ CoordinatorProbe::CoordinatorProbe(const config::ClusterConfig& cluster, storage
   if (finder_problem_.empty()) {
     kafka::QuorumClientOptions options;
     options.bootstrap = cluster_.bootstrap;
+    options.properties = cluster_.client;
     options.client_id = "kfaild-" + cluster_.name + "-coordinators";
     options.timeout_ms = 1000;
     finder_.emplace(std::move(options));

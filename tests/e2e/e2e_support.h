@@ -261,6 +261,32 @@ inline std::int64_t startDrill(Kfaild& kfaild, const std::string& body) {
 
 inline bool finished(const std::string& state) { return state == "done" || state == "failed" || state == "aborted"; }
 
+// A drill over the API run to its end: the drill, which must be done with one run.
+inline json runDrillToDone(Kfaild& kfaild, const std::string& body) {
+  const auto id = startDrill(kfaild, body);
+  const auto drill = kfaild.waitForState(id, finished, 600s);
+  INFO("drill: " << drill.dump().substr(0, 12000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  REQUIRE(drill["state"] == "done");
+  REQUIRE(drill["runs"].size() == 1);
+  return drill;
+}
+
+// The nodes `ids` of the lab the environment names in kfaild's inventory, as `lab status --json`
+// gives them (a lab's own state dir, not the default lab's); ids of 100 and above are controllers.
+inline void addLabInventory(const Lab& lab, std::initializer_list<int> ids) {
+  std::ofstream c(lab.config, std::ios::app);
+  c << "    inventory:\n";
+  for (int id : ids) {
+    const auto node = testing::labNode(id);
+    REQUIRE(node);
+    const auto dir = std::filesystem::path(node->pid_file).parent_path().string();
+    c << "      - id: " << id << "\n"
+      << (id >= 100 ? "        role: controller\n" : "") << "        local: {pid_file: " << node->pid_file
+      << ", start_command: [" << KFAILD_SOURCE_DIR << "/deploy/lab/lab, start, \"" << id
+      << "\"], log_dir: " << dir << "/logs}\n";
+  }
+}
+
 // A topic deleted when the test ends, however it ends: a sole-replica topic (`single`) or one that
 // losing broker 1 leaves below min.insync.replicas (`pair`), left behind, would make the guards
 // refuse every later drill of broker 1 on the lab.

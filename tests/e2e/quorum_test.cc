@@ -30,21 +30,6 @@ int labQuorumLeader() {
   return -1;
 }
 
-// Every node of the three-controller lab in kfaild's inventory, as `lab status --json` gives them.
-void addQuorumInventory(const Lab& lab) {
-  std::ofstream c(lab.config, std::ios::app);
-  c << "    inventory:\n";
-  for (int id : {1, 2, 3, 100, 101, 102}) {
-    const auto node = testing::labNode(id);
-    REQUIRE(node);
-    const auto dir = std::filesystem::path(node->pid_file).parent_path().string();
-    c << "      - id: " << id << "\n"
-      << (id >= 100 ? "        role: controller\n" : "") << "        local: {pid_file: " << node->pid_file
-      << ", start_command: [" << KFAILD_SOURCE_DIR << "/deploy/lab/lab, start, \"" << id
-      << "\"], log_dir: " << dir << "/logs}\n";
-  }
-}
-
 struct QuorumKfaild {
   testing::QuorumLabEnv env;
   Lab lab;
@@ -70,19 +55,12 @@ struct QuorumKfaild {
     return o;
   }
   static const Lab& withInventory(const Lab& lab) {
-    addQuorumInventory(lab);
+    addLabInventory(lab, {1, 2, 3, 100, 101, 102});
     return lab;
   }
 };
 
-json runDrill(Kfaild& kfaild, const std::string& body) {
-  const auto id = startDrill(kfaild, body);
-  const auto drill = kfaild.waitForState(id, finished, 600s);
-  INFO("drill: " << drill.dump().substr(0, 12000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
-  REQUIRE(drill["state"] == "done");
-  REQUIRE(drill["runs"].size() == 1);
-  return drill["runs"][0];
-}
+json runDrill(Kfaild& kfaild, const std::string& body) { return runDrillToDone(kfaild, body)["runs"][0]; }
 
 // No probe partition's ack stall above `limit_s` (the data plane does not need the controller).
 void checkDataPlaneQuiet(const json& run, double limit_s) {

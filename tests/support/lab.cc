@@ -101,4 +101,21 @@ QuorumLabEnv::QuorumLabEnv()
                        {"KFAILD_LAB_PORT_BASE", "27000"},
                        {"KFAILD_LAB_DIR", KFAILD_BINARY_DIR "/lab-quorum"}}) {}
 
+SecuredLabEnv::SecuredLabEnv(const std::string& mode)
+    : LabEnv(std::getenv("KFAILD_LAB_SECURITY") != nullptr && *std::getenv("KFAILD_LAB_SECURITY") != '\0'
+                 ? std::vector<std::pair<std::string, std::optional<std::string>>>{{"KFAILD_LAB_SECURITY", mode}}
+                 : std::vector<std::pair<std::string, std::optional<std::string>>>{
+                       {"KFAILD_LAB_SECURITY", mode},
+                       {"KFAILD_LAB_NETNS", std::nullopt},
+                       {"KFAILD_LAB_CONTROLLERS", std::nullopt},
+                       {"KFAILD_LAB_PORT_BASE", "26000"},
+                       {"KFAILD_LAB_DIR", KFAILD_BINARY_DIR "/lab-secured"}}) {}
+
+bool setLabSecurity(const std::string& mode) {
+  const auto status = nlohmann::json::parse(labOutput("status --json"), nullptr, false);
+  const bool other = !status.is_discarded() && status.value("security", std::string("plaintext")) != mode;
+  if (other && lab("down") != 0) return false;
+  return lab("up") == 0;
+}
+
 }  // namespace kfaild::testing

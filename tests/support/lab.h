@@ -58,4 +58,17 @@ class QuorumLabEnv : public LabEnv {
   QuorumLabEnv();
 };
 
+// The secured lab (KFAILD_LAB_SECURITY=sasl_ssl or mtls, deploy/lab/README.md): the one the
+// environment names when KFAILD_LAB_SECURITY is set, else the `lab_secured` fixture's (port base
+// 26000, state in <build>/lab-secured). `mode` is what this test needs; setSecurity() switches
+// the lab to it.
+class SecuredLabEnv : public LabEnv {
+ public:
+  explicit SecuredLabEnv(const std::string& mode);
+};
+
+// Brings the lab that the environment names to `mode` (plaintext, sasl_ssl or mtls): down and up
+// again when it runs in another one, up when it is down. False when `lab up` failed.
+bool setLabSecurity(const std::string& mode);
+
 }  // namespace kfaild::testing

@@ -1,0 +1,78 @@
+#pragma once
+
+// SASL for kfaild's own protocol client, as Kafka frames it (KIP-43, KIP-152): SaslHandshake v1
+// names the mechanism, then SaslAuthenticate v2 carries each message of the exchange. PLAIN is
+// one message (RFC 4616); SCRAM-SHA-256 and SCRAM-SHA-512 are RFC 5802 / RFC 7677 without
+// channel binding ("n,,"), the server's signature checked at the end, as librdkafka does.
+//
+// Pure: bytes and strings in, bytes or a result out; the socket is quorum.cc's. Encoders return a
+// whole frame (size prefix included), decoders take the response without its prefix. A
+// ScramClient is one exchange, used by one thread. Passwords never appear in an error message.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/common/result.h"
+#include "server/kafka/security.h"
+
+namespace kfaild::kafka {
+
+inline constexpr std::int16_t kSaslHandshakeKey = 17;
+inline constexpr std::int16_t kSaslHandshakeVersion = 1;
+inline constexpr std::int16_t kSaslAuthenticateKey = 36;
+inline constexpr std::int16_t kSaslAuthenticateVersion = 2;
+
+std::vector<std::uint8_t> encodeSaslHandshakeRequest(std::int32_t correlation_id, std::string_view client_id,
+                                                     std::string_view mechanism);
+// An error when the broker does not enable the mechanism (UNSUPPORTED_SASL_MECHANISM, with the
+// mechanisms it enables) or answers otherwise.
+Status decodeSaslHandshakeResponse(std::span<const std::uint8_t> response, std::int32_t correlation_id,
+                                   std::string_view mechanism);
+
+std::vector<std::uint8_t> encodeSaslAuthenticateRequest(std::int32_t correlation_id, std::string_view client_id,
+                                                        std::string_view auth_bytes);
+// The server's message of this step; the broker's error (SASL_AUTHENTICATION_FAILED with its
+// reason, "invalid credentials ...") as an error.
+Result<std::string> decodeSaslAuthenticateResponse(std::span<const std::uint8_t> response,
+                                                   std::int32_t correlation_id);
+
+// PLAIN's one message: authzid (empty), authcid, password, separated by NUL.
+std::string plainMessage(std::string_view username, std::string_view password);
+
+// RFC 5802 SCRAM client without channel binding. The nonce is given so that tests can replay the
+// RFCs' exchanges; live use takes scramNonce(). Usernames are escaped ('=' as =3D, ',' as =2C);
+// passwords are used as UTF-8 bytes without SASLprep, as librdkafka and the Java client do.
+class ScramClient {
+ public:
+  ScramClient(SaslMechanism mechanism, std::string username, std::string password, std::string nonce);
+
+  // "n,,n=<user>,r=<nonce>"
+  std::string clientFirst() const;
+  // From the server's first message (r=<nonce>,s=<salt>,i=<iterations>): the client's final
+  // message with its proof. An error for a nonce that does not extend ours, a bad salt, an
+  // iteration count below 4096 (RFC 7677's minimum) or a server error (e=...).
+  Result<std::string> clientFinal(std::string_view server_first);
+  // The server's final message must carry v=<its signature>, else an error (e=... is the server's
+  // reason; a wrong signature means the server does not know the password either).
+  Status verifyServerFinal(std::string_view server_final) const;
+
+ private:
+  SaslMechanism mechanism_;
+  std::string username_;
+  std::string password_;
+  std::string nonce_;
+  std::string client_first_bare_;
+  std::vector<std::uint8_t> server_signature_;
+};
+
+// 32 random bytes from OpenSSL, base64: a client nonce.
+std::string scramNonce();
+
+std::string base64Encode(std::span<const std::uint8_t> bytes);
+std::optional<std::vector<std::uint8_t>> base64Decode(std::string_view text);
+
+}  // namespace kfaild::kafka

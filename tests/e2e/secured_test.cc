@@ -1,0 +1,205 @@
+// kfaild on the secured lab (KFAILD_LAB_SECURITY, deploy/lab/README.md): every client of kfaild
+// over SASL_SSL with SCRAM-SHA-512 or over TLS with a client certificate, the probe and drills as
+// on the plaintext lab, the quorum described by kfaild's own protocol client, no secret in any
+// output, and a wrong password, CA or missing mechanism stopping kfaild at start naming the key.
+
+#include <cstdio>
+#include <sstream>
+
+#include "tests/e2e/e2e_support.h"
+#include "tests/support/test_certs.h"
+
+using namespace kfaild;
+using namespace kfaild::e2e;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+// The lab's own client properties (`lab client`) as the cluster's `client:` map, with `override`
+// replacing or adding keys.
+std::string clientYaml(const std::map<std::string, std::string>& override = {}) {
+  auto props = json::parse(testing::labOutput("client"));
+  for (const auto& [key, value] : override) props[key] = value;
+  std::string out = "    client:\n";
+  for (const auto& [key, value] : props.items()) {
+    if (!value.get<std::string>().empty()) out += "      " + key + ": \"" + value.get<std::string>() + "\"\n";
+  }
+  return out;
+}
+
+LabOptions securedOptions(const std::map<std::string, std::string>& override = {}) {
+  auto o = Lab::options("", false);
+  o.cluster_yaml = clientYaml(override);
+  return o;
+}
+
+std::string secret(const std::string& user) {
+  auto text = readAll(std::string(std::getenv("KFAILD_LAB_DIR")) + "/secrets/" + user + ".password");
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+// The quorum as the cluster view shows it: described by kfaild's own protocol client over the
+// cluster's security, led by the lab's controller 100.
+void checkQuorumDescribed(Kfaild& kfaild) {
+  json cluster;
+  for (int i = 0; i < 60; ++i) {
+    cluster = kfaild.get("/api/v1/clusters/lab");
+    if (cluster["quorum"].is_object()) break;
+    std::this_thread::sleep_for(500ms);
+  }
+  INFO("cluster: " << cluster.dump().substr(0, 4000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  REQUIRE(cluster["quorum"].is_object());
+  CHECK(cluster["quorum"]["leader_id"] == 100);
+  CHECK(cluster["quorum"]["voters"].size() == 1);
+}
+
+// kfaild started with `lab`'s configuration, expected to stop by itself: its exit status and
+// what it wrote.
+std::pair<int, std::string> startFailing(const Lab& lab) {
+  return run("timeout 60 " + testing::kfaildBinary() + " --config " + lab.config + " 2>&1");
+}
+
+// The lines of kfaild's output that report an error (not the start-up banner).
+std::vector<std::string> errorLines(const std::string& output) {
+  std::vector<std::string> out;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("error") != std::string::npos || line.find("critical") != std::string::npos) out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("on the SASL_SSL lab kfaild probes, describes the quorum, a kill and a stop of broker 1 stall as on the "
+          "plaintext lab, and no password reaches the API, the log, the database or the metrics",
+          "[e2e][secured]") {
+  testing::SecuredLabEnv env("sasl_ssl");
+  REQUIRE(testing::setLabSecurity("sasl_ssl"));
+  Lab lab(securedOptions());
+  addLabInventory(lab, {1, 2, 3, 100});
+  Kfaild kfaild(lab, "kfaild");
+  kfaild.waitSteady(lab.topic);
+  checkQuorumDescribed(kfaild);
+
+  const auto kill = runDrillToDone(kfaild, R"({"fault":"kill","target":{"broker":1}})");
+  const auto& killed = kill["runs"][0]["analysis"];
+  REQUIRE(killed["departure"] == "fenced");
+  const auto detection = killed["departure_at_us"].get<std::int64_t>() - killed["fault_us"].get<std::int64_t>();
+  CHECK(detection >= kSessionTimeoutUs - kHeartbeatUs - 1'000'000);
+  CHECK(detection <= kSessionTimeoutUs + 1'500'000);
+  CHECK(partitionOf(killed, lab.topic, 0)["role"] == "leader");
+  for (int p = 0; p < 3; ++p) {
+    const auto& part = partitionOf(killed, lab.topic, p);
+    INFO("kill, partition " << p << ": " << part.dump());
+    CHECK(ackStall(part) >= detection);
+    CHECK(ackStall(part) < 15'000'000);
+    CHECK(part["lost"] == 0);
+    std::printf("secured lab kill: %s-%d role %s ack stall %.2f s\n", lab.topic.c_str(), p,
+                part["role"].get<std::string>().c_str(), static_cast<double>(ackStall(part)) / 1e6);
+  }
+  CHECK(kill["verdict"] == "pass");
+
+  kfaild.waitSteady(lab.topic);
+  const auto stop = runDrillToDone(kfaild, R"({"fault":"stop","target":{"broker":1}})");
+  const auto& stopped = stop["runs"][0]["analysis"];
+  CHECK(stopped["departure"] == "controlled_shutdown");
+  for (int p = 0; p < 3; ++p) {
+    const auto& part = partitionOf(stopped, lab.topic, p);
+    INFO("stop, partition " << p << ": " << part.dump());
+    CHECK(ackStall(part) < 3'000'000);
+    CHECK(part["lost"] == 0);
+    std::printf("secured lab stop: %s-%d role %s ack stall %.2f s, longest ack gap %.3f s\n", lab.topic.c_str(), p,
+                part["role"].get<std::string>().c_str(), static_cast<double>(ackStall(part)) / 1e6,
+                part["ack"]["longest_gap"].is_object()
+                    ? part["ack"]["longest_gap"]["duration_us"].get<double>() / 1e6
+                    : 0.0);
+  }
+  CHECK(stop["verdict"] == "pass");
+  checkQuorumDescribed(kfaild);
+
+  // Every output kfaild has: the API's views (the probe's client settings among them), both
+  // drills with their runs' probe_client, the metrics, its log, and the database file itself,
+  // which holds the drill results, events and notifications.
+  std::string outputs;
+  for (const auto& target : {std::string("/api/v1/clusters"), std::string("/api/v1/clusters/lab"),
+                             "/api/v1/drills/" + std::to_string(kill["id"].get<std::int64_t>()),
+                             "/api/v1/drills/" + std::to_string(stop["id"].get<std::int64_t>()),
+                             std::string("/api/v1/clusters/lab/events"), std::string("/api/v1/drills")}) {
+    outputs += kfaild.get(target).dump();
+  }
+  const auto metrics = api::testing::httpGet(kfaild.port, "/metrics");
+  REQUIRE(metrics.status == 200);
+  outputs += metrics.body;
+  CHECK(outputs.find(lab.topic) != std::string::npos);  // the grep reads the drills' own outputs
+  REQUIRE(kfaild.process.stop(SIGTERM, 60'000) == 0);
+  outputs += readAll(kfaild.log);
+  outputs += readAll(lab.db);
+  for (const auto& user : {"kfaild", "admin"}) {
+    const auto password = secret(user);
+    REQUIRE(password.size() >= 16);
+    INFO("the password of " << user << " was found");
+    CHECK(outputs.find(password) == std::string::npos);
+  }
+}
+
+TEST_CASE("on the SASL_SSL lab a wrong password, a CA that did not sign the brokers and a missing mechanism each stop "
+          "kfaild at start with status 2 and one line naming the key",
+          "[e2e][secured]") {
+  testing::SecuredLabEnv env("sasl_ssl");
+  REQUIRE(testing::setLabSecurity("sasl_ssl"));
+  testing::TempDir dir;
+  const auto wrong = (dir / "wrong.password").string();
+  std::ofstream(wrong) << "not-the-password\n";
+  std::filesystem::permissions(wrong, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  const testing::TestCertificates other(dir / "certs");
+
+  struct Case {
+    const char* name;
+    std::map<std::string, std::string> client;
+    const char* key;
+    const char* reason;
+  };
+  const std::vector<Case> cases = {
+      {"wrong password", {{"sasl.password_file", wrong}}, "clusters[0].client.sasl.password: ", "invalid credentials"},
+      {"wrong CA", {{"ssl.ca.location", other.otherCa()}}, "clusters[0].client.ssl.ca.location: ", "certificate verify failed"},
+      {"no mechanism", {{"sasl.mechanism", ""}}, "clusters[0].client.sasl.mechanism: ", "GSSAPI"},
+  };
+  for (const auto& c : cases) {
+    SECTION(c.name) {
+      Lab lab(securedOptions(c.client));
+      const auto started = std::chrono::steady_clock::now();
+      const auto [status, output] = startFailing(lab);
+      INFO(output);
+      CHECK(status == 2);
+      CHECK(std::chrono::steady_clock::now() - started < 15s);
+      const auto lines = errorLines(output);
+      REQUIRE(lines.size() == 1);
+      CHECK_THAT(lines[0], Catch::Contains(c.key) && Catch::Contains(c.reason));
+      CHECK(output.find(secret("kfaild")) == std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("on the mutual-TLS lab kfaild probes with its client certificate and describes the quorum, and without one "
+          "it stops at start naming the key",
+          "[e2e][secured]") {
+  testing::SecuredLabEnv env("mtls");
+  REQUIRE(testing::setLabSecurity("mtls"));
+  {
+    Lab lab(securedOptions({{"ssl.certificate.location", ""}, {"ssl.key.location", ""}}));
+    const auto [status, output] = startFailing(lab);
+    INFO(output);
+    CHECK(status == 2);
+    const auto lines = errorLines(output);
+    REQUIRE(lines.size() == 1);
+    CHECK_THAT(lines[0], Catch::Contains("clusters[0].client.ssl.certificate.location: "));
+  }
+  Lab lab(securedOptions());
+  Kfaild kfaild(lab, "kfaild");
+  kfaild.waitSteady(lab.topic);
+  checkQuorumDescribed(kfaild);
+  CHECK(kfaild.get("/api/v1/clusters/lab")["probe"]["phase"] == "probing");
+}
