@@ -506,7 +506,7 @@ TEST_CASE("schedules: create, read, disable, change, delete", "[integration][api
   CHECK(problemOf(api.send("POST", "/api/v1/schedules", R"({"cluster":"lab","name":"x","cron":"@reboot","drill":{"fault":"kill","target":{"broker":1}}})"),
                   400, "invalid-body")["detail"].get<std::string>().rfind("cron: ", 0) == 0);
   CHECK(problemOf(api.send("POST", "/api/v1/schedules", R"({"cluster":"lab","name":"x","cron":"@daily","drill":{"fault":"nap","target":{"broker":1}}})"),
-                  400, "invalid-body")["detail"] == "drill.fault: must be one of kill, stop, pause, restart, isolate, throttle, disk_full, disk_slow");
+                  400, "invalid-body")["detail"] == "drill.fault: must be one of kill, stop, pause, restart, isolate, throttle, disk_full, disk_slow, rolling_restart");
   CHECK(problemOf(api.send("POST", "/api/v1/schedules", R"({"cluster":"lab","name":"x","cron":"@daily","jitter_s":-1,"drill":{"fault":"kill","target":{"broker":1}}})"),
                   400, "invalid-body")["detail"] == "jitter_s: must be between 0 and 86400, got -1");
   problemOf(api.send("POST", "/api/v1/schedules", R"({"cluster":"idle","name":"x","cron":"@daily","drill":{"fault":"kill","target":{"broker":1}}})"),
