@@ -177,7 +177,12 @@ void DrillRunner::loop() {
     const auto id = queue_.next(recovery_.retryDueAt(), [this] { return guards_.readWanted(); });
     if (worker_.stopRequested()) return;
     if (!id) {
-      if (auto retry = recovery_.retryDueAt(); retry && deps_.clock.monoNow() >= *retry) recovery_.retryOpen();
+      if (auto retry = recovery_.retryDueAt(); retry && deps_.clock.monoNow() >= *retry) {
+        // A stop cuts these tries short: their journal entries stay open for the next start.
+        recovery_.retryOpen([this](common::MonoMicros until) {
+          return worker_.sleepFor(std::chrono::microseconds(std::max<std::int64_t>(0, until - deps_.clock.monoNow())));
+        });
+      }
       continue;
     }
     auto drill = deps_.drills.drill(*id);

@@ -117,7 +117,7 @@ std::optional<std::string> NodeRecovery::controllerNotBack(std::int32_t node, Re
 }
 
 Status NodeRecovery::bringBack(std::int32_t node, const std::string& action, std::int64_t drill_id,
-                               std::int64_t timeout_us, const RetryReport& on_retry) {
+                               std::int64_t timeout_us, const RetryReport& on_retry, const Sleeper& sleeper) {
   auto& injector = deps_.injectors.at(node);
   const auto& clock = deps_.clock;
   const auto deadline = clock.monoNow() + timeout_us;
@@ -126,6 +126,18 @@ Status NodeRecovery::bringBack(std::int32_t node, const std::string& action, std
   std::string last_error;
   std::optional<std::string> missing;
   bool healed = action != "heal";
+  const auto sleepUntil = [&](common::MonoMicros until) {
+    if (!sleeper) {
+      clock.sleepUntil(until);
+      return true;
+    }
+    return sleeper(until);
+  };
+  const auto stopped = [&] {
+    return Error{make_error_code(errc::injector_failed),
+                 "node " + std::to_string(node) + " not back yet: kfaild is stopping" +
+                     (last_error.empty() ? "" : " (last error: " + last_error + ")")};
+  };
   while (clock.monoNow() < deadline) {
     if (!healed) {
       // A gray fault first: a node still cut off (or with a full disk) would not rejoin.
@@ -135,7 +147,7 @@ Status NodeRecovery::bringBack(std::int32_t node, const std::string& action, std
         last_error = heal.error().describe();
         spdlog::warn("recovery of node {}: heal failed: {} (retrying in {} s)", node, last_error, backoff / kSecond);
         if (on_retry) on_retry(attempt, last_error, backoff);
-        clock.sleepUntil(std::min(clock.monoNow() + backoff, deadline));
+        if (!sleepUntil(std::min(clock.monoNow() + backoff, deadline))) return stopped();
         backoff = std::min<std::int64_t>(backoff * 2, 30 * kSecond);
         continue;
       }
@@ -152,7 +164,7 @@ Status NodeRecovery::bringBack(std::int32_t node, const std::string& action, std
         last_error = done.error().describe();
         spdlog::warn("recovery of node {}: {} failed: {} (retrying in {} s)", node, action, last_error, backoff / kSecond);
         if (on_retry) on_retry(attempt, last_error, backoff);
-        clock.sleepUntil(std::min(clock.monoNow() + backoff, deadline));
+        if (!sleepUntil(std::min(clock.monoNow() + backoff, deadline))) return stopped();
         backoff = std::min<std::int64_t>(backoff * 2, 30 * kSecond);
         continue;
       }
@@ -165,7 +177,7 @@ Status NodeRecovery::bringBack(std::int32_t node, const std::string& action, std
     while (clock.monoNow() < deadline) {
       missing = notBack(node, baseline);
       if (!missing) return okStatus();
-      clock.sleepFor(kRejoinPollUs);
+      if (!sleepUntil(clock.monoNow() + kRejoinPollUs)) return stopped();
       auto again = injector->inspect();
       if (again && !again->running) break;  // it died again: start it again
     }
@@ -251,7 +263,7 @@ Result<int> NodeRecovery::replay(std::int64_t timeout_us) {
   return recovered;
 }
 
-void NodeRecovery::retryOpen() {
+void NodeRecovery::retryOpen(const Sleeper& sleeper) {
   retry_at_.reset();
   auto pending = deps_.drills.pendingRecoveries();
   if (!pending) {
@@ -265,11 +277,24 @@ void NodeRecovery::retryOpen() {
     spdlog::warn("recovery of node {} (drill {}): trying again after {} attempt(s)", entry.node, entry.drill_id,
                  entry.attempts);
     const auto before = entry.attempts;
-    auto status = bringBack(entry.node, entry.action, entry.drill_id, 60 * kSecond, [&](int attempt, const std::string& error, std::int64_t) {
-      entry.attempts = before + attempt;
-      entry.last_error = error;
-      save(entry);
-    });
+    bool stopping = false;
+    const Sleeper until_stop = !sleeper ? Sleeper{} : [&](common::MonoMicros deadline) {
+      stopping = !sleeper(deadline);
+      return !stopping;
+    };
+    auto status = bringBack(
+        entry.node, entry.action, entry.drill_id, 60 * kSecond,
+        [&](int attempt, const std::string& error, std::int64_t) {
+          entry.attempts = before + attempt;
+          entry.last_error = error;
+          save(entry);
+        },
+        until_stop);
+    if (stopping) {
+      // Left open for the next start's replay; no later entry is tried.
+      spdlog::warn("recovery of node {} (drill {}): left for kfaild's next start", entry.node, entry.drill_id);
+      return;
+    }
     entry.attempts += 1;
     if (!status) {
       entry.last_error = status.error().message;

@@ -30,12 +30,17 @@ class NodeRecovery {
 
   // Called after each failed attempt: attempt number, error, the wait before the next one.
   using RetryReport = std::function<void(int attempt, const std::string& error, std::int64_t retry_in_us)>;
+  // Waits until a monotonic deadline; false when the wait was cut short and the recovery is to be
+  // left for later (kfaild stopping).
+  using Sleeper = std::function<bool(common::MonoMicros deadline)>;
   // Heals drill `drill_id`'s gray fault on `node` when `action` is "heal" (until the injector
   // succeeds), then starts (or resumes) `node` until it runs and has rejoined (see notBack), retrying with
   // backoff (1 s doubling to 30 s) up to `timeout_us`; the error then says what was still
-  // missing. Not interruptible: a node kfaild took down comes back before anything else happens.
+  // missing. Without a `sleeper` it is not interruptible: a node a running drill took down comes
+  // back before anything else happens. The background retries pass one that a stop cuts short,
+  // since their journal entries stay open for the next start.
   Status bringBack(std::int32_t node, const std::string& action, std::int64_t drill_id, std::int64_t timeout_us,
-                   const RetryReport& on_retry = {});
+                   const RetryReport& on_retry = {}, const Sleeper& sleeper = {});
 
   // What a controller's rejoin is measured against: the quorum as first described after the
   // node was (re)started, taken again when the quorum's leader changes.
@@ -64,7 +69,8 @@ class NodeRecovery {
   // how many; a node not back stays open and is retried by retryOpen().
   Result<int> replay(std::int64_t timeout_us);
   // Between drills: one more try at every open entry of the cluster; schedules the next try.
-  void retryOpen();
+  // `sleeper` (see bringBack) cuts the tries short when kfaild stops; the entries stay open.
+  void retryOpen(const Sleeper& sleeper = {});
   // When retryOpen() is due (monotonic), if anything is open.
   std::optional<common::MonoMicros> retryDueAt() const { return retry_at_; }
   void scheduleRetry(std::int64_t in_us);

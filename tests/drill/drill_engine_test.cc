@@ -197,6 +197,29 @@ TEST_CASE("a node that does not come back fails the drill, blocks drills, and is
   CHECK(accepted);
 }
 
+TEST_CASE("kfaild stopping while it retries a node left down stops at once and leaves the entry for its next start",
+          "[unit][drill]") {
+  EngineHarness h;
+  h.injectors[1]->start_failures = -1;
+  h.runner->start();
+  auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":1},"options":{"recover_timeout_s":10}})"));
+  REQUIRE(id);
+  REQUIRE(h.runToEnd(*id).state == "failed");
+  REQUIRE(h.openRecoveries().size() == 1);
+  const auto after_drill = h.openRecoveries().front().attempts;
+  // Time moves until a background try has failed at least once and waits for its next one.
+  for (int i = 0; i < 10'000 && h.openRecoveries().front().attempts <= after_drill; ++i) {
+    h.clock.advanceToNextDeadline(50ms);
+  }
+  REQUIRE(h.openRecoveries().front().attempts > after_drill);
+  // Nothing moves the clock now: only the stop can end that wait.
+  auto stopping = std::async(std::launch::async, [&] { h.runner->stop(); });
+  REQUIRE(stopping.wait_for(10s) == std::future_status::ready);
+  REQUIRE(h.openRecoveries().size() == 1);
+  CHECK_FALSE(h.openRecoveries().front().done_us);
+  CHECK(h.events("recovered_late").empty());
+}
+
 TEST_CASE("a journal entry for a node no longer in the inventory is reported and can be resolved", "[unit][drill]") {
   EngineHarness h;
   storage::DrillRecord drill;
