@@ -145,6 +145,58 @@ TEST_CASE("on the SASL_SSL lab kfaild probes, describes the quorum, a kill and a
   }
 }
 
+TEST_CASE("on the SASL_SSL lab a kill of the only controller is refused for the quorum, and with allow_quorum_loss it "
+          "runs on the quorum's leader and counts the controller back only once it leads again",
+          "[e2e][secured]") {
+  testing::SecuredLabEnv env("sasl_ssl");
+  REQUIRE(testing::setLabSecurity("sasl_ssl"));
+  Lab lab(securedOptions());
+  addLabInventory(lab, {1, 2, 3, 100});
+  Kfaild kfaild(lab, "kfaild");
+  kfaild.waitSteady(lab.topic);
+  checkQuorumDescribed(kfaild);
+
+  // The quorum guard reads the quorum through kfaild's own client over SASL_SSL: the exact
+  // majority check, not the weaker "the controller answers" one.
+  const auto refused = kfaild.post("/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":100}})");
+  INFO(refused.body);
+  REQUIRE(refused.status == 409);
+  CHECK_THAT(refused.json().value("reason", ""),
+             Catch::Contains("losing controller 100 would leave the KRaft quorum without a majority: 0 of its 1 "
+                             "voter(s) (100)") &&
+                 Catch::Contains("set options.allow_quorum_loss to run it anyway"));
+  CHECK(kfaild.get("/api/v1/drills")["count"] == 0);
+
+  const auto drill = runDrillToDone(
+      kfaild, R"({"fault":"kill","target":{"controller":true},
+                  "options":{"allow_quorum_loss":true,"baseline_s":3,"observe_min_s":3}})");
+  const auto& run = drill["runs"][0];
+  CHECK(run["target"] == 100);
+  CHECK(run["target_resolution"]["preflight"] == 100);
+  CHECK(run["target_resolution"]["at_fault"] == 100);
+  CHECK_THAT(run["target_resolution"]["how"].get<std::string>(),
+             Catch::StartsWith("the KRaft quorum's leader (DescribeQuorum, epoch "));
+  // Counted back after its start, and leading the quorum again as kfaild's client describes it.
+  // The event reaches the store with the writer's next batch.
+  std::optional<std::int64_t> started_us;
+  json injector;
+  for (int i = 0; i < 20 && !started_us; ++i) {
+    if (i > 0) std::this_thread::sleep_for(500ms);
+    injector = kfaild.get("/api/v1/clusters/lab/events?source=injector&limit=1000");
+    for (const auto& e : injector["items"]) {
+      if (e["kind"] == "started" && e["broker"] == 100) started_us = e["t_us"].get<std::int64_t>();
+    }
+  }
+  INFO("injector events: " << injector.dump().substr(0, 4000));
+  REQUIRE(started_us);
+  const auto recovered_us = run["recovered_us"].get<std::int64_t>();
+  CHECK(recovered_us > *started_us);
+  checkQuorumDescribed(kfaild);
+  std::printf("secured lab controller kill: start asked %.2f s after the kill, counted back %.2f s after the start\n",
+              static_cast<double>(*started_us - run["fault_us"].get<std::int64_t>()) / 1e6,
+              static_cast<double>(recovered_us - *started_us) / 1e6);
+}
+
 TEST_CASE("on the SASL_SSL lab a wrong password, a CA that did not sign the brokers and a missing mechanism each stop "
           "kfaild at start with status 2 and one line naming the key",
           "[e2e][secured]") {
