@@ -252,6 +252,27 @@ TEST_CASE("a rolling restart aborted between steps or refused at a step ends wit
     for (std::int32_t node : {1, 2, 3}) CHECK(h.cluster.available(node));
     CHECK(h.openRecoveries().empty());
   }
+  SECTION("aborted in the middle of a step") {
+    EngineHarness h;
+    std::atomic<bool> asked{false};
+    h.drills->on_state = [&](const storage::DrillRecord& d) {
+      if (d.state == "observe" && h.injectors[2]->count("stop") == 1 && !asked.exchange(true)) {
+        REQUIRE(h.runner->abort(d.id));
+      }
+    };
+    h.runner->start();
+    auto id = h.runner->submit(rolling(R"({"fault":"rolling_restart","options":{"between_s":0}})"));
+    REQUIRE(id);
+    const auto d = h.runToEnd(*id);
+    CHECK(d.state == "aborted");
+    CHECK_THAT(d.reason, Catch::StartsWith("step 2 (node 2): "));
+    CHECK(runsOf(d).size() == 2);
+    CHECK(h.injectors[2]->count("start") >= 1);
+    CHECK(h.injectors[3]->count("stop") == 0);
+    CHECK(nlohmann::json::parse(d.result)["rolling_restart"]["ended_at_step"] == 2);
+    for (std::int32_t node : {1, 2, 3}) CHECK(h.cluster.available(node));
+    CHECK(h.openRecoveries().empty());
+  }
   SECTION("a step that cannot reach its node") {
     EngineHarness h;
     h.injectors[2]->unreachable = true;
