@@ -16,6 +16,7 @@
 #include "server/fault/gray_fault.h"
 #include "server/fault/gray_runner.h"
 #include "tests/support/process.h"
+#include "tests/support/shell.h"
 #include "tests/support/temp_dir.h"
 
 using namespace kfaild::fault;
@@ -128,7 +129,7 @@ bool canRun() { return ::geteuid() == 0 && have("ip") && have("nft") && have("py
 }  // namespace
 
 TEST_CASE("an isolate rule in the node's netns drops, rejects, heals, and expires by itself",
-          "[integration]") {
+          "[integration][serial]") {
   if (!canRun()) {
     WARN("not run: needs root, ip, nft and python3");
     return;
@@ -186,7 +187,7 @@ TEST_CASE("an isolate rule in the node's netns drops, rejects, heals, and expire
   server.stop(SIGKILL, 2000);
 }
 
-TEST_CASE("a throttle rule limits a transfer's rate and a heal lifts it", "[integration]") {
+TEST_CASE("a throttle rule limits a transfer's rate and a heal lifts it", "[integration][serial]") {
   if (!canRun()) {
     WARN("not run: needs root, ip, nft and python3");
     return;
@@ -211,6 +212,8 @@ TEST_CASE("a throttle rule limits a transfer's rate and a heal lifts it", "[inte
       "print(n, round(time.time() - t, 2))\n";
   auto timed = [&]() -> double {
     auto out = runCommand({"ip", "netns", "exec", kClientNs, "python3", "-c", fetch}, 60s);
+    INFO("fetch: " << (out.ok() ? out->out + out->err : out.error().describe()) << "\nserver log: "
+                   << kfaild::testing::readFile(dir / "server.log"));
     REQUIRE(out.ok());
     REQUIRE(out->out.rfind("2000000 ", 0) == 0);
     return std::stod(out->out.substr(8));
