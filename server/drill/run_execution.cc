@@ -301,7 +301,7 @@ bool RunExecution::atFault() {
 
   outcome_.probe_at_fault = probeNow();
   outcome_.probe_client = deps_.probe.status().client_settings;
-  awaitWhatDependsOn(target_, at_fault_);
+  awaitWhatDependsOn(target_, spec_.fault, at_fault_, in.quorum);
   sortByRecovery(target_, spec_.fault, at_fault_);
   return true;
 }
@@ -326,9 +326,37 @@ ProbeSnapshotAtFault RunExecution::probeNow() const {
   return probe;
 }
 
-void RunExecution::awaitWhatDependsOn(std::int32_t node, const std::vector<analysis::PartitionAtFault>& partitions) {
+bool RunExecution::quorumLostWithout(std::int32_t node, const kafka::QuorumInfo* quorum, std::int32_t also_down) const {
+  if (quorum != nullptr) {
+    if (!quorum->isVoter(node)) return false;
+    auto impact = quorumImpactOfLosing(node, *quorum);
+    std::erase(impact.caught_up_without, also_down);
+    return !impact.keepsMajority();
+  }
+  // Undescribed: the inventory's dedicated controllers stand for the voters.
+  std::size_t controllers = 0, left = 0;
+  for (const auto& n : deps_.cluster.inventory) {
+    if (n.role != "controller") continue;
+    ++controllers;
+    if (n.id != node && n.id != also_down) ++left;
+  }
+  return controllers > 0 && left < controllers / 2 + 1;
+}
+
+void RunExecution::awaitWhatDependsOn(std::int32_t node, FaultType fault,
+                                      const std::vector<analysis::PartitionAtFault>& partitions,
+                                      const kafka::QuorumInfo* quorum, std::int32_t also_down) {
   const auto status = deps_.probe.status();
-  if (status.control && isController(deps_.cluster.inventory, node)) await_control_ = true;
+  if (status.control && isController(deps_.cluster.inventory, node)) {
+    if (nodeGoesDown(fault) && quorumLostWithout(node, quorum, also_down)) {
+      // Nothing answers until the node is back: waiting would only keep the cluster without a
+      // controller until observe_timeout_s.
+      control_offline_ = true;
+      await_control_ = false;
+    } else if (!control_offline_) {
+      await_control_ = true;
+    }
+  }
   if (!status.coordinators) return;
   const auto& c = *status.coordinators;
   if (c.commits && c.group_coordinator && c.group_coordinator->node == node) await_commits_ = true;
@@ -555,7 +583,8 @@ void RunExecution::secondFault() {
   second.fault_injected = std::move(fault);
   second.state = "injected";
   second.reason.clear();
-  awaitWhatDependsOn(second_target_, at_second_fault_);
+  awaitWhatDependsOn(second_target_, second_spec_->fault, at_second_fault_, in.quorum,
+                     nodeGoesDown(spec_.fault) ? target_ : -1);
   sortByRecovery(second_target_, second_spec_->fault, at_second_fault_);
 }
 
@@ -664,12 +693,18 @@ std::optional<std::string> RunExecution::bringBack(std::int32_t node, storage::R
 }
 
 void RunExecution::observeOffline() {
-  // The offline partitions' outage ends at their first ack (and receipt) after the node is back.
-  if (offline_.empty()) return;
+  // The offline partitions' outage ends at their first ack (and receipt) after the node is back;
+  // a control plane the fault took down, at its first answer after that.
+  if (offline_.empty() && !control_offline_) return;
   const auto deadline = deps_.clock.monoNow() + spec_.options.observe_timeout_s * kSecond;
+  const auto isBack = [&] {
+    const auto status = deps_.probe.status();
+    if (!probesResumed(status, recovered_us_, offline_)) return false;
+    return !control_offline_ || !status.control ||
+           (status.control->last_ok && status.control->last_ok->wall > recovered_us_);
+  };
   bool back = false;
-  while (!(back = probesResumed(deps_.probe.status(), recovered_us_, offline_)) && deps_.clock.monoNow() < deadline &&
-         parts_.queue.sleep(kPollUs)) {
+  while (!(back = isBack()) && deps_.clock.monoNow() < deadline && parts_.queue.sleep(kPollUs)) {
   }
   if (!back) outcome_.offline_timed_out = true;
   window_end_us_ = deps_.clock.wallNow();

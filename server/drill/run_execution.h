@@ -61,9 +61,15 @@ class RunExecution {
   // Brings `node` back with its journal entry (closed once it is back); the error when it is not.
   std::optional<std::string> bringBack(std::int32_t node, storage::RecoveryEntry& journal, RecoveryReport& report);
   ProbeSnapshotAtFault probeNow() const;
-  // What the observation also waits for when `node` goes down: the control plane (a controller),
-  // the commits and transactions it coordinates (or whose partition it leads).
-  void awaitWhatDependsOn(std::int32_t node, const std::vector<analysis::PartitionAtFault>& partitions);
+  // What the observation also waits for when `fault` takes `node` down: the control plane (a
+  // controller), the commits and transactions it coordinates (or whose partition it leads). A
+  // controller whose loss (with `also_down`, a compound drill's first node still down) leaves the
+  // KRaft quorum without a majority of `quorum` (or, undescribed, of the inventory's controllers)
+  // takes the control plane with it: the observation does not wait for it, and its stall is
+  // measured to its first answer after the node is back (control_offline_).
+  void awaitWhatDependsOn(std::int32_t node, FaultType fault, const std::vector<analysis::PartitionAtFault>& partitions,
+                          const kafka::QuorumInfo* quorum, std::int32_t also_down = -1);
+  bool quorumLostWithout(std::int32_t node, const kafka::QuorumInfo* quorum, std::int32_t also_down) const;
   // Each partition into recoverable_ or offline_ (whose ISR has only `node`, or is below
   // min.insync.replicas without it, while `fault` holds it down; once offline, a partition stays so).
   void sortByRecovery(std::int32_t node, FaultType fault, const std::vector<analysis::PartitionAtFault>& partitions);
@@ -117,6 +123,9 @@ class RunExecution {
   // The target is a KRaft controller and the control probe runs: the observation also waits for
   // the control plane's first answer after the fault.
   bool await_control_ = false;
+  // The fault left the quorum without a majority: the control plane answers only once the node
+  // is back (observeOffline() waits for that answer).
+  bool control_offline_ = false;
   // The target coordinates kfaild's own group (transactional id) at the fault: the observation
   // also waits for the first commit (transaction) after it.
   bool await_commits_ = false;

@@ -107,7 +107,10 @@ class FakeCluster {
     if (control_probe) {
       probe::ControlStatus control;
       control.interval_us = 500'000;
-      const bool dark = control_dark_since_ && clock_.monoNow() < control_dark_since_->mono + control_failover_us;
+      // Dark for control_failover_us after the quorum's leader went, and for as long as the
+      // quorum has no leader.
+      const bool dark = control_dark_since_ && (quorum_leader_ < 0 ||
+                                                clock_.monoNow() < control_dark_since_->mono + control_failover_us);
       control.last_ok = dark ? *control_dark_since_ : clock_.now();
       status.control = control;
     }

@@ -135,6 +135,48 @@ TEST_CASE("a drill on the active controller observes until the control plane ans
   CHECK(run["control_plane"]["quorum"]["watched"] == false);
 }
 
+TEST_CASE("a kill of the only controller does not wait for the control plane it took down, and measures it to its "
+          "first answer after the controller is back",
+          "[unit][drill]") {
+  EngineHarness h;
+  h.cluster.control_probe = true;
+  h.cluster.control_failover_us = FakeCluster::kSecond;
+  h.runner->start();
+  auto id = h.runner->submit(EngineHarness::spec(
+      R"({"fault":"kill","target":{"controller":true},"options":{"allow_quorum_loss":true,"observe_timeout_s":120}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason);
+  REQUIRE(d.state == "done");
+  const auto run = EngineHarness::onlyRun(d);
+  CHECK(run["target"] == 100);
+  const auto fault_us = run["fault_us"].get<std::int64_t>();
+  // Brought back after the observation's minimum, not after observe_timeout_s of no controller.
+  CHECK(run["observe_end_us"].get<std::int64_t>() - fault_us < 15 * FakeCluster::kSecond);
+  const auto recovered_us = run["recovered_us"].get<std::int64_t>();
+  CHECK(recovered_us - fault_us < 30 * FakeCluster::kSecond);
+  // The window reaches the control plane's first answer after the controller is back.
+  CHECK(run["window_end_us"].get<std::int64_t>() > recovered_us);
+  CHECK(run["window_end_us"].get<std::int64_t>() - recovered_us < 5 * FakeCluster::kSecond);
+  CHECK(h.cluster.available(100));
+}
+
+TEST_CASE("a kill of a controller that leaves the quorum a majority still waits for the control plane", "[unit][drill]") {
+  EngineHarness h({101, 102});
+  h.cluster.quorum_voters = {100, 101, 102};
+  h.cluster.setQuorumLeader(100);
+  h.cluster.control_probe = true;
+  h.cluster.control_failover_us = 20 * FakeCluster::kSecond;
+  h.runner->start();
+  auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":100}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason);
+  REQUIRE(d.state == "done");
+  const auto run = EngineHarness::onlyRun(d);
+  CHECK(run["observe_end_us"].get<std::int64_t>() - run["fault_us"].get<std::int64_t>() >= 20 * FakeCluster::kSecond);
+}
+
 TEST_CASE("a drill on a broker does not wait for the control plane", "[unit][drill]") {
   EngineHarness h;
   h.cluster.control_probe = true;
