@@ -11,6 +11,12 @@
 namespace kfaild::drill {
 namespace {
 
+// An operation probe (control plane, commits, transactions) that is off, or answered after `since_us`.
+template <typename Operation>
+bool answeredSince(const std::optional<Operation>& s, std::int64_t since_us) {
+  return !s || (s->last_ok && s->last_ok->wall > since_us);
+}
+
 constexpr std::int64_t kPollUs = 100'000;
 constexpr std::int64_t kSecond = 1'000'000;
 
@@ -699,9 +705,8 @@ void RunExecution::observeOffline() {
   const auto deadline = deps_.clock.monoNow() + spec_.options.observe_timeout_s * kSecond;
   const auto isBack = [&] {
     const auto status = deps_.probe.status();
-    if (!probesResumed(status, recovered_us_, offline_)) return false;
-    return !control_offline_ || !status.control ||
-           (status.control->last_ok && status.control->last_ok->wall > recovered_us_);
+    return probesResumed(status, recovered_us_, offline_) &&
+           (!control_offline_ || answeredSince(status.control, recovered_us_));
   };
   bool back = false;
   while (!(back = isBack()) && deps_.clock.monoNow() < deadline && parts_.queue.sleep(kPollUs)) {
@@ -908,9 +913,7 @@ bool RunExecution::probesResumed(const probe::ProbeStatus& status, std::int64_t 
 
 bool RunExecution::controlResumed(const probe::ProbeStatus& status, std::int64_t since_us) const {
   if (!await_control_ && !await_commits_ && !await_transactions_) return true;
-  const auto answered = [since_us](const std::optional<probe::OperationStatus>& s) {
-    return !s || (s->last_ok && s->last_ok->wall > since_us);
-  };
+  const auto answered = [since_us](const auto& s) { return answeredSince(s, since_us); };
   if (await_control_ && !answered(status.control)) return false;
   if (status.coordinators) {
     if (await_commits_ && !answered(status.coordinators->commits)) return false;

@@ -4,6 +4,7 @@
 // output, and a wrong password, CA or missing mechanism stopping kfaild at start naming the key.
 
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include "tests/e2e/e2e_support.h"
@@ -55,6 +56,23 @@ void checkQuorumDescribed(Kfaild& kfaild) {
   CHECK(cluster["quorum"]["voters"].size() == 1);
 }
 
+// kfaild on the SASL_SSL lab with its nodes 1, 2, 3 and controller 100 in the inventory, probing
+// steadily, the quorum described by its own client.
+struct SaslSslKfaild {
+  testing::SecuredLabEnv env{"sasl_ssl"};
+  std::optional<Lab> lab;
+  std::optional<Kfaild> kfaild;  // destroyed before the lab
+
+  SaslSslKfaild() {
+    REQUIRE(testing::setLabSecurity("sasl_ssl"));
+    lab.emplace(securedOptions());
+    addLabInventory(*lab, {1, 2, 3, 100});
+    kfaild.emplace(*lab, "kfaild");
+    kfaild->waitSteady(lab->topic);
+    checkQuorumDescribed(*kfaild);
+  }
+};
+
 // kfaild started with `lab`'s configuration, expected to stop by itself: its exit status and
 // what it wrote.
 std::pair<int, std::string> startFailing(const Lab& lab) {
@@ -76,13 +94,9 @@ std::vector<std::string> errorLines(const std::string& output) {
 TEST_CASE("on the SASL_SSL lab kfaild probes, describes the quorum, a kill and a stop of broker 1 stall as on the "
           "plaintext lab, and no password reaches the API, the log, the database or the metrics",
           "[e2e][secured]") {
-  testing::SecuredLabEnv env("sasl_ssl");
-  REQUIRE(testing::setLabSecurity("sasl_ssl"));
-  Lab lab(securedOptions());
-  addLabInventory(lab, {1, 2, 3, 100});
-  Kfaild kfaild(lab, "kfaild");
-  kfaild.waitSteady(lab.topic);
-  checkQuorumDescribed(kfaild);
+  SaslSslKfaild secured;
+  auto& lab = *secured.lab;
+  auto& kfaild = *secured.kfaild;
 
   const auto kill = runDrillToDone(kfaild, R"({"fault":"kill","target":{"broker":1}})");
   const auto& killed = kill["runs"][0]["analysis"];
@@ -148,13 +162,8 @@ TEST_CASE("on the SASL_SSL lab kfaild probes, describes the quorum, a kill and a
 TEST_CASE("on the SASL_SSL lab a kill of the only controller is refused for the quorum, and with allow_quorum_loss it "
           "runs on the quorum's leader and counts the controller back only once it leads again",
           "[e2e][secured]") {
-  testing::SecuredLabEnv env("sasl_ssl");
-  REQUIRE(testing::setLabSecurity("sasl_ssl"));
-  Lab lab(securedOptions());
-  addLabInventory(lab, {1, 2, 3, 100});
-  Kfaild kfaild(lab, "kfaild");
-  kfaild.waitSteady(lab.topic);
-  checkQuorumDescribed(kfaild);
+  SaslSslKfaild secured;
+  auto& kfaild = *secured.kfaild;
 
   // The quorum guard reads the quorum through kfaild's own client over SASL_SSL: the exact
   // majority check, not the weaker "the controller answers" one.
