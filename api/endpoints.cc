@@ -782,6 +782,7 @@ Response Endpoints::clusterDetail(const Request& request) const {
                {"skipped_ticks", probe.skipped_ticks},
                {"held_ticks", probe.held_ticks},
                {"max_send_lateness_us", probe.max_send_lateness_us},
+               {"sender_scheduling", textOrNull(probe.sender_scheduling)},
                {"client_settings", probe.client_settings},
            }},
       });

@@ -204,27 +204,35 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
                " of it (" + refused_error + "): the cluster was not asked";
     return r;
   }
-  if (r.probe_idle_us > kIdleToleranceIntervals * scope.interval_us) {
-    r.reason = "the probe had nothing outstanding for " + seconds(r.probe_idle_us) + " of it";
-    return r;
-  }
+  const bool idle = r.probe_idle_us > kIdleToleranceIntervals * scope.interval_us;
+  const std::string idle_reason = "the probe had nothing outstanding for " + seconds(r.probe_idle_us) + " of it";
   if (noise_intervals < kMinNoiseIntervals) {
-    r.reason = std::string("too few ") + scope.plural + " before the fault to know the noise (" +
-               std::to_string(noise_intervals) + " intervals, " +
-               std::to_string(kMinNoiseIntervals) + " needed)";
+    r.reason = idle ? idle_reason
+                    : std::string("too few ") + scope.plural + " before the fault to know the noise (" +
+                          std::to_string(noise_intervals) + " intervals, " +
+                          std::to_string(kMinNoiseIntervals) + " needed)";
     return r;
   }
   const std::int64_t noise = r.baseline ? r.baseline->duration_us() : 0;
   if (duration >= kSignificanceFactor * noise &&
       duration >= noise + kSignificanceIntervals * scope.interval_us) {
+    // Part of it was the probe's own: how long the cluster kept it waiting is not known.
+    if (idle) {
+      r.reason = idle_reason;
+      return r;
+    }
     r.outcome = Outcome::kStall;
     r.stall = candidate;
     return r;
   }
+  // Within the noise. Time the probe had nothing outstanding can only have lengthened the gap
+  // (the cluster answered at both its ends), so a stall of the cluster's inside it was shorter
+  // still: none, idle or not.
   r.outcome = Outcome::kNone;
   r.reason = seconds(duration) + " is within the noise (" + seconds(noise) + ", p" +
              std::to_string(kNoisePercentile) + " of " + std::to_string(noise_intervals) +
              " baseline gaps)";
+  if (idle) r.reason += ", though " + idle_reason;
   return r;
 }
 

@@ -220,8 +220,8 @@ CoordinatorProbeConfig readCoordinatorProbe(const YAML::Node& node, const std::s
 ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
   rejectUnknownKeys(node, key,
                     {"interval_ms", "payload_bytes", "gap_threshold_ms", "loss_timeout_ms",
-                     "max_outstanding_ms", "max_outstanding", "message_timeout_ms", "topics", "control",
-                     "coordinators"});
+                     "max_outstanding_ms", "max_outstanding", "message_timeout_ms", "sender_priority",
+                     "topics", "control", "coordinators"});
   ProbeConfig p;
   if (node["interval_ms"]) p.interval_us = readInt(node["interval_ms"], key + ".interval_ms", 1, 60000) * 1000;
   if (node["payload_bytes"]) {
@@ -246,6 +246,18 @@ ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
   if (node["message_timeout_ms"]) {
     p.message_timeout_us =
         readInt(node["message_timeout_ms"], key + ".message_timeout_ms", 1000, 900'000) * 1000;
+  }
+  if (node["sender_priority"]) {
+    const auto text = readString(node["sender_priority"], key + ".sender_priority");
+    if (text == "realtime") {
+      p.sender_priority = common::ThreadPriority::kRealtime;
+    } else if (text == "high") {
+      p.sender_priority = common::ThreadPriority::kHigh;
+    } else if (text == "normal") {
+      p.sender_priority = common::ThreadPriority::kNormal;
+    } else {
+      fail(key + ".sender_priority", "must be `realtime`, `high` or `normal`, got '" + text + "'");
+    }
   }
   if (node["control"]) p.control = readControlProbe(node["control"], key + ".control");
   if (node["coordinators"]) p.coordinators = readCoordinatorProbe(node["coordinators"], key + ".coordinators");

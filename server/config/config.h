@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "server/analysis/objectives.h"
+#include "server/common/thread_priority.h"
 
 namespace kfaild::config {
 
@@ -76,6 +77,9 @@ struct ProbeConfig {
   // librdkafka's message.timeout.ms for the probe producer unless `client` sets it: every
   // message has a fate (ack or error) within this.
   std::int64_t message_timeout_us = 60'000'000;
+  // The sender thread's scheduling: a send that leaves late leaves the cluster unasked for that
+  // long, and a gap across it is inconclusive. Falls back a step when the process may not.
+  common::ThreadPriority sender_priority = common::ThreadPriority::kRealtime;
   std::vector<ProbeTopic> topics;
   ControlProbeConfig control;
   CoordinatorProbeConfig coordinators;

@@ -7,6 +7,7 @@
 #include <random>
 #include <utility>
 
+#include "server/common/thread_priority.h"
 #include "server/kafka/admin.h"
 #include "server/kafka/errc.h"
 #include "server/kafka/metadata.h"
@@ -367,6 +368,19 @@ void ProbeRunner::senderLoop() {
     if (!sender_.sleepFor(std::chrono::microseconds(kSetUpRetryUs))) return;
   }
   if (sender_.stopRequested()) return;
+  // Only now: the clients this thread created in setUp() have their threads, which would
+  // inherit the sender's scheduling.
+  const auto scheduling = common::raiseThisThreadPriority(cluster_.probe.sender_priority);
+  {
+    std::lock_guard lock(status_mutex_);
+    sender_scheduling_ = scheduling;
+  }
+  if (scheduling.find('(') != std::string::npos) {
+    spdlog::warn("probe {}: sender wanted {} priority, has {}: a busy host can make its sends late",
+                 cluster_.name, common::toString(cluster_.probe.sender_priority), scheduling);
+  } else {
+    spdlog::info("probe {}: sender scheduling {}", cluster_.name, scheduling);
+  }
   pacer_ = std::make_unique<Pacer>(cluster_.probe.interval_us, clock_.monoNow());
   while (!sender_.stopRequested()) {
     const auto wait = pacer_->deadline() - clock_.monoNow();
@@ -773,6 +787,7 @@ ProbeStatus ProbeRunner::status() const {
     std::lock_guard lock(status_mutex_);
     s.phase = phase_;
     s.problem = problem_;
+    s.sender_scheduling = sender_scheduling_;
   }
   s.run_id = run_id_;
   s.interval_us = cluster_.probe.interval_us;

@@ -152,6 +152,7 @@ class ProbeRunner {
   mutable std::mutex status_mutex_;
   ProbePhase phase_ = ProbePhase::kStarting;  // guarded by status_mutex_
   std::string problem_;                       // guarded by status_mutex_
+  std::string sender_scheduling_;             // guarded by status_mutex_
   std::atomic<std::uint64_t> ticks_{0};
   std::atomic<std::uint64_t> skipped_{0};
   std::atomic<std::int64_t> max_lateness_{0};

@@ -160,6 +160,7 @@ struct ProbeStatus {
   std::uint64_t ticks = 0;
   std::uint64_t skipped_ticks = 0;
   std::int64_t max_send_lateness_us = 0;
+  std::string sender_scheduling;  // what the sender thread got, e.g. "SCHED_FIFO 1"; "" before it started
   std::uint64_t held_ticks = 0;  // partition ticks held back at the outstanding bound
   std::uint64_t producer_recreations = 0;  // producers replaced after a fatal error
   std::map<std::string, std::string> client_settings;  // the producer's, as librdkafka has them

@@ -488,6 +488,30 @@ TEST_CASE("a gap during which the probe had nothing outstanding is inconclusive"
   CHECK_FALSE(a.conclusive);
 }
 
+TEST_CASE("a gap within the noise is no stall even when the probe had nothing outstanding for part of it, "
+          "and a stall with such a part stays inconclusive",
+          "[unit]") {
+  auto in = gracefulStop();
+  // The sender woke 45 ms late at the start of p1's 57 ms follower gap (a busy host), and as
+  // late inside p0's 517 ms leader stall.
+  in.idles.push_back({"orders", 1, storage::GapKind::kAck, kT0 - 17'000, kT0 + 28'000});
+  in.idles.push_back({"orders", 0, storage::GapKind::kAck, kT0 + 100'000, kT0 + 145'000});
+  const auto a = analyse(in);
+  const auto& p1 = a.partitions[1];
+  CHECK(p1.ack.outcome == Outcome::kNone);
+  CHECK_FALSE(p1.ack.stall);
+  CHECK(p1.ack.probe_idle_us == 45'000);
+  CHECK(p1.ack.reason ==
+        "0.057 s is within the noise (0.020 s, p99 of 247 baseline gaps), though the probe had nothing "
+        "outstanding for 0.045 s of it");
+  const auto& p0 = a.partitions[0];
+  CHECK(p0.ack.outcome == Outcome::kInconclusive);
+  CHECK_FALSE(p0.ack.stall);
+  CHECK(p0.ack.reason == "the probe had nothing outstanding for 0.045 s of it");
+  CHECK(a.partitions[2].ack.outcome == Outcome::kNone);
+  CHECK_FALSE(a.conclusive);
+}
+
 TEST_CASE("a probe lagging at the fault makes the partition inconclusive", "[unit]") {
   auto in = articleKill();
   ProbeAtFault old_message{"orders", 0, 60, 1'500'000, false, 0};

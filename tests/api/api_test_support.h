@@ -135,6 +135,7 @@ inline ClusterLive labCluster(storage::ClusterId id, const common::Clock& clock)
   lab.probe.interval_us = 20'000;
   lab.probe.ticks = 5000;
   lab.probe.held_ticks = 40;
+  lab.probe.sender_scheduling = "nice -10 (SCHED_FIFO refused: Operation not permitted)";
   lab.probe.client_settings = {{"acks", "-1"}, {"enable.idempotence", "true"}};
   const auto now = clock.now();
   for (std::int32_t p = 0; p < 3; ++p) {

@@ -131,6 +131,7 @@ TEST_CASE("a cluster's detail has its brokers and replicas and the probe state o
                               {"skipped_ticks", 0},
                               {"held_ticks", 40},
                               {"max_send_lateness_us", 0},
+                              {"sender_scheduling", "nice -10 (SCHED_FIFO refused: Operation not permitted)"},
                               {"client_settings", {{"acks", "-1"}, {"enable.idempotence", "true"}}}});
   REQUIRE(body["topics"].size() == 1);
   const auto& orders = body["topics"][0];

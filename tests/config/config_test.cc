@@ -59,6 +59,22 @@ TEST_CASE("the article's probe configuration parses with its defaults", "[unit][
   CHECK(orders.create->configs.at("min.insync.replicas") == "2");
   CHECK_FALSE(cl.probe.topics[1].create);
   CHECK(cl.observe.metadata_interval_us == 100'000);
+  CHECK(cl.probe.sender_priority == kfaild::common::ThreadPriority::kRealtime);
+}
+
+TEST_CASE("the probe sender's priority is realtime, high or normal", "[unit][config]") {
+  const std::string base = kArticle;
+  const auto with = [&](const std::string& value) {
+    auto s = base;
+    s.replace(s.find("interval_ms: 20"), 15, "interval_ms: 20\n      sender_priority: " + value);
+    return s;
+  };
+  CHECK(parseConfig(with("high")).clusters[0].probe.sender_priority == kfaild::common::ThreadPriority::kHigh);
+  CHECK(parseConfig(with("normal")).clusters[0].probe.sender_priority == kfaild::common::ThreadPriority::kNormal);
+  CHECK(parseConfig(with("realtime")).clusters[0].probe.sender_priority ==
+        kfaild::common::ThreadPriority::kRealtime);
+  CHECK_THAT(errorOf(with("fifo")),
+             Catch::Contains("clusters[0].probe.sender_priority: must be `realtime`, `high` or `normal`, got 'fifo'"));
 }
 
 TEST_CASE("a configuration mistake names its key", "[unit][config][reliability]") {

@@ -585,6 +585,7 @@ function clusterDetail(now) {
       skipped_ticks: 0,
       held_ticks: 0,
       max_send_lateness_us: 900,
+      sender_scheduling: 'SCHED_FIFO 1',
       client_settings: { acks: 'all', 'enable.idempotence': 'true', 'message.timeout.ms': '30000', 'max.in.flight.requests.per.connection': '5', retries: '2147483647' },
     },
   };
