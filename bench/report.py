@@ -1,18 +1,26 @@
 #!/usr/bin/env python3
 """Renders docs/PERFORMANCE.md from bench/results/*.json (written by bench/run-all).
 
+With KFAILD_BENCH_RESULTS set (a trial run's results elsewhere), renders those into
+KFAILD_BENCH_RESULTS/PERFORMANCE.md instead.
+
 The prose that interprets the figures lives in bench/notes.md, kept by hand, and is copied in after
 the generated tables; everything with a number in the tables comes from the results.
 """
 
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-RESULTS = BENCH / "results"
-OUT = BENCH.parent / "docs/PERFORMANCE.md"
+if "KFAILD_BENCH_RESULTS" in os.environ:
+    RESULTS = Path(os.environ["KFAILD_BENCH_RESULTS"])
+    OUT = RESULTS / "PERFORMANCE.md"
+else:
+    RESULTS = BENCH / "results"
+    OUT = BENCH.parent / "docs/PERFORMANCE.md"
 
 
 def load(part):
@@ -442,59 +450,79 @@ def rng(xs, digits=1):
 
 
 def side_section(d):
-    out = ["## 9. Side by side: kfaild, the article's probe and EndToEndLatency at the same time", ""]
+    out = ["## 9. Side by side: kfaild, the article's probe, KMinion and EndToEndLatency at the same "
+           "time", ""]
     if not d:
         return out + ["Not run yet: `bench/run-all --parts side`.", ""]
+    commits = list(dict.fromkeys(r["kminion_commit"] for r in d.get("runs", [])
+                                 if r.get("kminion_commit")))
+    built = (f"built from source at commit {', '.join(f'`{c[:12]}`' for c in commits)}" if commits
+             else "not yet measured in the runs below")
     out += [f"Load source: {d.get('load_source')} at `{d.get('bootstrap')}`: the brokers replicate "
-            "nothing, so on this machine they ack what both probes send; their JVMs are other "
+            "nothing, so on this machine they ack what the probes send; their JVMs are other "
             "processes and CPU is measured per process (`/proc/<pid>/stat`), so the lab's cost "
-            "counts against neither probe (its cores are shown beside). Per run, started "
+            "counts against none of the probes (its cores are shown beside). Per run, started "
             "together: **kfaild** (the binary, its own topic `side-kfaild-pN`, created by "
             "kfaild), **probe.py** (the article's method, confluent-kafka, its own topic "
             "`side-peer-pN` of the same shape: N partitions, RF 1, writing its CSV as the "
-            "article's probe does) and Kafka's **EndToEndLatency** (one message at a time on "
-            "`side-e2e`: the third observer; a low, steady latency says the cluster was not the "
-            "bottleneck). Once kfaild has acked on every partition and probe.py is probing: a "
-            "warm-up, then one window read for all three at the same moments — kfaild's acked "
+            "article's probe does), **KMinion**'s end-to-end probe (Redpanda's Kafka exporter, "
+            f"Go and franz-go, {built}; only its end-to-end probe "
+            "enabled, on its own topic `side-kminion-pN` that it creates with partitionsPerBroker "
+            "N, RF 1; probeInterval 20ms, requiredAcks all; one ~137-byte JSON message per "
+            "partition per interval, consumed back by its own consumer group) and Kafka's "
+            "**EndToEndLatency** (one message at a time on `side-e2e`: the last observer; a low, "
+            "steady latency says the cluster was not the bottleneck). Once kfaild has acked on "
+            "every partition, probe.py is probing and KMinion has acked on every partition: a "
+            "warm-up, then one window read for all four at the same moments — kfaild's acked "
             "from `GET /api/v1/clusters/bench`, probe.py's from its own status line (every "
-            "0.5 s, its counters and `getrusage` at the same instant). 20 ms interval, acks=all, "
-            "64-byte payloads. `librdkafka` = CPU of threads named `rdk:*`; `own` = the rest "
-            "(kfaild's sender, reporter, receiver, poller, writer, HTTP; Python's interpreter).",
+            "0.5 s, its counters and `getrusage` at the same instant), KMinion's from its "
+            "`/metrics` (`kminion_end_to_end_messages_produced_total` less "
+            "`kminion_end_to_end_messages_produced_failed_total`, summed over partitions). 20 ms "
+            "interval, acks=all, 64-byte payloads for kfaild and probe.py. `librdkafka` = CPU of "
+            "threads named `rdk:*`; `own` = the rest (kfaild's sender, reporter, receiver, "
+            "poller, writer, HTTP; Python's interpreter); KMinion's threads are Go's, not split.",
             "",
-            "| partitions | run | window s | kfaild acked ÷ expected | probe.py acked ÷ expected | kfaild CPU ms / 1,000 acked | probe.py CPU ms / 1,000 acked | probe.py ÷ kfaild | kfaild cores (librdkafka / own) | probe.py cores (librdkafka / own) | kfaild RSS MiB | probe.py RSS MiB | kfaild librdkafka clients | EndToEndLatency ms (median / max printed) | EndToEndLatency cores | lab cores | load avg at start |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| partitions | run | window s | kfaild acked ÷ expected | probe.py acked ÷ expected | KMinion acked ÷ expected | kfaild CPU ms / 1,000 acked | probe.py CPU ms / 1,000 acked | KMinion CPU ms / 1,000 acked | probe.py ÷ kfaild | KMinion ÷ kfaild | kfaild cores (librdkafka / own) | probe.py cores (librdkafka / own) | KMinion cores | kfaild RSS MiB | probe.py RSS MiB | KMinion RSS MiB | kfaild librdkafka clients | EndToEndLatency ms (median / max printed) | EndToEndLatency cores | lab cores | load avg at start |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     by_n = {}
     for r in d.get("runs", []):
         n = r["partitions"]
         if r.get("error"):
-            out.append(f"| {n} | {r['repeat'] + 1} | failed: {r['error'][:160]} |" + " |" * 14)
+            out.append(f"| {n} | {r['repeat'] + 1} | failed: {r['error'][:160]} |" + " |" * 19)
             continue
-        k, p, e = r["kfaild"], r.get("peer") or {}, r["e2e"]
+        k, p, m, e = r["kfaild"], r.get("peer") or {}, r.get("kminion") or {}, r["e2e"]
         by_n.setdefault(n, []).append(r)
         w = r["window_s"]
         out.append(
             f"| {n} | {r['repeat'] + 1} | {f(w)} | {f(k.get('acked_fraction'), 3)} | "
-            f"{f(p.get('acked_fraction'), 3)} | {f(k.get('cpu_ms_per_1000_acked'), 1)} | "
-            f"{f(p.get('cpu_ms_per_1000_acked'), 1)} | **{f(r.get('ratio_peer_over_kfaild'), 1)}×** | "
+            f"{f(p.get('acked_fraction'), 3)} | {f(m.get('acked_fraction'), 3)} | "
+            f"{f(k.get('cpu_ms_per_1000_acked'), 1)} | {f(p.get('cpu_ms_per_1000_acked'), 1)} | "
+            f"{f(m.get('cpu_ms_per_1000_acked'), 1)} | "
+            f"**{f(r.get('ratio_peer_over_kfaild'), 1)}×** | "
+            f"**{f(r.get('ratio_kminion_over_kfaild'), 1)}×** | "
             f"{f(k['cpu_cores'], 3)} ({f(k['librdkafka_cpu_s'] / w, 3)} / {f(k['own_cpu_s'] / w, 3)}) | "
             f"{f(p.get('cpu_cores'), 3)} ({f(p['librdkafka_cpu_s'] / w if p else None, 3)} / "
-            f"{f(p['own_cpu_s'] / w if p else None, 3)}) | {f(k['rss_kb'], 0, 1024)} | "
-            f"{f(p.get('rss_kb'), 0, 1024)} | {k.get('librdkafka_clients')} | "
+            f"{f(p['own_cpu_s'] / w if p else None, 3)}) | {f(m.get('cpu_cores'), 3)} | "
+            f"{f(k['rss_kb'], 0, 1024)} | {f(p.get('rss_kb'), 0, 1024)} | "
+            f"{f(m.get('rss_kb'), 0, 1024)} | {k.get('librdkafka_clients')} | "
             f"{f(e.get('latency_ms_printed_median'), 1)} / {f(e.get('latency_ms_printed_max'), 1)} | "
             f"{f(e.get('cpu_cores'), 3)} | {f(r.get('lab_cpu_cores'), 2)} | "
             f"{la(r, 'load_at_window_start')} |")
     if by_n:
         out += ["", "### Ratios: median (range) over the runs of each size", "",
-                "| partitions | runs | probe.py ÷ kfaild, CPU per 1,000 acked | kfaild CPU ms / 1,000 acked | probe.py CPU ms / 1,000 acked | kfaild cores | kfaild acked ÷ expected | probe.py acked ÷ expected | kfaild RSS MiB | librdkafka wake-ups per acked message, kfaild / probe.py |",
-                "|---|---|---|---|---|---|---|---|---|---|"]
+                "| partitions | runs | probe.py ÷ kfaild, CPU per 1,000 acked | KMinion ÷ kfaild, CPU per 1,000 acked | kfaild CPU ms / 1,000 acked | probe.py CPU ms / 1,000 acked | KMinion CPU ms / 1,000 acked | kfaild cores | kfaild acked ÷ expected | probe.py acked ÷ expected | KMinion acked ÷ expected | kfaild RSS MiB | librdkafka wake-ups per acked message, kfaild / probe.py |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for n, rs in sorted(by_n.items()):
             out.append(
                 f"| {n} | {len(rs)} | **{rng([r.get('ratio_peer_over_kfaild') for r in rs])}×** | "
+                f"**{rng([r.get('ratio_kminion_over_kfaild') for r in rs])}×** | "
                 f"{rng([r['kfaild'].get('cpu_ms_per_1000_acked') for r in rs])} | "
                 f"{rng([(r.get('peer') or {}).get('cpu_ms_per_1000_acked') for r in rs])} | "
+                f"{rng([(r.get('kminion') or {}).get('cpu_ms_per_1000_acked') for r in rs])} | "
                 f"{rng([r['kfaild'].get('cpu_cores') for r in rs], 3)} | "
                 f"{rng([r['kfaild'].get('acked_fraction') for r in rs], 3)} | "
                 f"{rng([(r.get('peer') or {}).get('acked_fraction') for r in rs], 3)} | "
+                f"{rng([(r.get('kminion') or {}).get('acked_fraction') for r in rs], 3)} | "
                 f"{rng([r['kfaild'].get('rss_kb') / 1024 for r in rs], 0)} | "
                 f"{rng([_wakeups_per_acked(r['kfaild'], r['window_s']) for r in rs], 2)} / "
                 f"{rng([_wakeups_per_acked(r.get('peer') or {}, r['window_s']) for r in rs], 2)} |")
@@ -503,6 +531,9 @@ def side_section(d):
         out += ["", f"Command: `{d.get('invocation')}`; per run (first shown):", ""]
         for k, v in first["commands"].items():
             out.append(f"- {k}: {cmd(v)}")
+        if first.get("kminion_config"):
+            out += ["", "KMinion's configuration (CONFIG_FILEPATH), first run:", "", "```yaml",
+                    first["kminion_config"].rstrip(), "```"]
     return out + [""]
 
 
