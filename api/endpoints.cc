@@ -183,6 +183,7 @@ json controlPlaneJson(const std::optional<probe::ControlStatus>& control, common
   out["quorum"] = std::move(quorum);
   out["quorum_error"] = textOrNull(c.quorum_error);
   out["leader_changes"] = c.leader_changes;
+  out["requests_via"] = brokerIdOrNull(c.requests_via);
   return out;
 }
 

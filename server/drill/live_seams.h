@@ -30,6 +30,7 @@ class RunnerProbeView final : public ProbeView {
   std::vector<storage::ProbeSample> pending(common::WallMicros from, common::WallMicros to) const override {
     return probe_.pending(from, to);
   }
+  void steerAround(std::vector<std::int32_t> nodes) const override { probe_.steerAround(std::move(nodes)); }
 
  private:
   const probe::ProbeRunner& probe_;

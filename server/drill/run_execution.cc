@@ -60,6 +60,11 @@ RunExecution::RunExecution(RunParts parts, storage::DrillRecord& drill, const Dr
 }
 
 RunOutcome RunExecution::execute() {
+  // Whatever way the run ends, the control probe routes through every node again.
+  struct Steering {
+    const ProbeView& probe;
+    ~Steering() { probe.steerAround({}); }
+  } steering{deps_.probe};
   if (!preflight() || !baseline() || !atFault() || !inject()) return outcome_;
   if (injected_) observe();
   if (!recover()) return outcome_;
@@ -407,6 +412,7 @@ bool RunExecution::inject() {
   journal_ = std::move(*journal);
 
   auto& injector = deps_.injectors.at(target_);
+  deps_.probe.steerAround({target_});
   auto record = injectFault(*injector, spec_, drill_.id, peersOf(target_, deps_.cluster.inventory, parts_.addresses));
   injected_ = record.ok();
   fault_us_ = deps_.clock.wallNow();
@@ -568,6 +574,7 @@ void RunExecution::secondFault() {
   second.leadership_at_fault = std::move(leadership);
   second.probe_at_fault = probeNow();
 
+  deps_.probe.steerAround({target_, second_target_});
   auto record = injectFault(*injector, *second_spec_, drill_.id,
                             peersOf(second_target_, deps_.cluster.inventory, parts_.addresses));
   second_fault_us_ = deps_.clock.wallNow();

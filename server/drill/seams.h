@@ -43,6 +43,9 @@ class ProbeView {
   virtual probe::ProbeStatus status() const = 0;
   // Messages sent in [from, to] (wall) whose fate is still open.
   virtual std::vector<storage::ProbeSample> pending(common::WallMicros from, common::WallMicros to) const = 0;
+  // The nodes a drill is about to take down, or has down, until they are back (empty: none): the
+  // probe routes no control-plane check through them (probe::ControlProbe::steerAround).
+  virtual void steerAround(std::vector<std::int32_t> nodes) const = 0;
 };
 
 // The admin calls a drill makes. Each call blocks for at most its own timeout; thread-safe.

@@ -127,6 +127,15 @@ Status controllerCheckResult(rd_kafka_event_t* event) {
   return okStatus();
 }
 
+std::int32_t refreshControllerId(rd_kafka_t* rk, int timeout_ms) {
+  const rd_kafka_metadata_t* md = nullptr;
+  // Neither all topics nor one: the brokers and the controller id only (an admin client knows no
+  // topics of its own).
+  if (rd_kafka_metadata(rk, 0, nullptr, &md, timeout_ms) != RD_KAFKA_RESP_ERR_NO_ERROR) return -1;
+  rd_kafka_metadata_destroy(md);
+  return rd_kafka_controllerid(rk, 0);
+}
+
 Status controllerAnswers(rd_kafka_t* rk, int timeout_ms) {
   QueuePtr queue(rd_kafka_queue_new(rk));
   sendControllerCheck(rk, queue.get(), timeout_ms);

@@ -55,6 +55,13 @@ Status controllerAnswers(rd_kafka_t* rk, int timeout_ms);
 // result event.
 void sendControllerCheck(rd_kafka_t* rk, rd_kafka_queue_t* queue, int timeout_ms);
 Status controllerCheckResult(rd_kafka_event_t* event);
+// Asks any broker for the cluster's brokers and controller id, and returns that id (-1 without an
+// answer by `timeout_ms`). librdkafka sends a request for the controller to the id of its last
+// metadata and, while that id is known, never refreshes it on its own when that broker is down:
+// under KRaft a broker names a random live broker as the "controller" (any broker forwards), so
+// once that broker dies every controller request of the client waits out its timeout until the
+// next periodic refresh (topic.metadata.refresh.interval.ms, 5 min by default).
+std::int32_t refreshControllerId(rd_kafka_t* rk, int timeout_ms);
 
 struct TopicPartition {
   std::string topic;

@@ -12,6 +12,12 @@
 namespace kfaild::probe {
 namespace {
 
+// The metadata request after a failed check waits at most this long, so that stop() is not held.
+constexpr int kRefreshTimeoutMs = 1000;
+// Metadata requests before one check to move its route off a drill's target: each answer names a
+// random live broker, so with three brokers eight leave it on the target one time in 6561.
+constexpr int kSteerAttempts = 8;
+
 storage::Event controlEvent(storage::ClusterId cluster, common::WallMicros at, const char* kind,
                             std::int32_t broker, nlohmann::json detail) {
   storage::Event e;
@@ -204,7 +210,32 @@ ControlStatus ControlProbe::status() const {
   status.quorum = watch_.leader();
   status.quorum_error = watch_.error();
   status.leader_changes = watch_.changes();
+  status.requests_via = requests_via_;
   return status;
+}
+
+void ControlProbe::steerAround(std::vector<std::int32_t> nodes) const {
+  std::lock_guard lock(avoid_mutex_);
+  avoid_ = std::move(nodes);
+}
+
+void ControlProbe::steer() {
+  std::vector<std::int32_t> avoid;
+  {
+    std::lock_guard lock(avoid_mutex_);
+    avoid = avoid_;
+  }
+  const auto avoided = [&avoid](std::int32_t id) { return std::find(avoid.begin(), avoid.end(), id) != avoid.end(); };
+  const auto before = rd_kafka_controllerid(client_.get(), 0);
+  if (!avoided(before)) return;
+  auto now = before;
+  for (int i = 0; i < kSteerAttempts && avoided(now) && !operations_.stopRequested(); ++i) {
+    now = kafka::refreshControllerId(client_.get(), kRefreshTimeoutMs);
+  }
+  if (now != before) {
+    spdlog::info("control probe {}: controller requests now go to broker {}, not {} (a drill's target)", cluster_.name,
+                 now, before);
+  }
 }
 
 void ControlProbe::publish(ControlOutput& out) { publishOutput(store_, cluster_.name, out); }
@@ -214,7 +245,9 @@ void ControlProbe::operationLoop() {
   const int timeout_ms = static_cast<int>(c.timeout_us / 1000);
   kafka::QueuePtr queue(rd_kafka_queue_new(client_.get()));
   while (!operations_.stopRequested()) {
+    steer();
     const auto sent = clock_.now();
+    requests_via_ = rd_kafka_controllerid(client_.get(), 0);
     kafka::sendControllerCheck(client_.get(), queue.get(), timeout_ms);
     // Waits in slices so that stop() is served within 100 ms; librdkafka answers every admin
     // request by its timeout, the extra second is a bound should it not.
@@ -238,6 +271,17 @@ void ControlProbe::operationLoop() {
                       verdict ? std::string() : verdict.error().message, out);
     }
     publish(out);
+    if (!verdict && !operations_.stopRequested()) {
+      // The request may have gone nowhere: to the broker librdkafka's last metadata named as the
+      // controller, now down (kafka::refreshControllerId). The next goes where a live broker says.
+      const auto before = rd_kafka_controllerid(client_.get(), 0);
+      const auto after = kafka::refreshControllerId(client_.get(), std::min(timeout_ms, kRefreshTimeoutMs));
+      if (after >= 0) requests_via_ = after;
+      if (after != before) {
+        spdlog::info("control probe {}: controller requests now go to broker {} (were to {})", cluster_.name,
+                     after, before);
+      }
+    }
     const auto wait = c.interval_us - (clock_.monoNow() - sent.mono);
     if (wait > 0) operations_.sleepFor(std::chrono::microseconds(wait));
   }

@@ -121,9 +121,19 @@ class ControlProbe {
   [[nodiscard]] Status start();
   void stop();
   ControlStatus status() const;
+  // Nodes the checks must not go through: a drill's targets, from just before its fault until
+  // they are back (empty: none). Before each check whose route (librdkafka's controller id) is
+  // one of them the client asks for metadata until a broker names another (under KRaft each
+  // answer names a random live broker, and a node just killed stays "live" until the controller
+  // fences it); else a check sent to a dead broker waits out its timeout and the run shows a
+  // control-plane stall that is the client's. A hint: const, as the probe is shared read-only.
+  void steerAround(std::vector<std::int32_t> nodes) const;
 
  private:
   void operationLoop();
+  // Before a check: moves the route off the nodes of steerAround(), as far as a few metadata
+  // requests can.
+  void steer();
   void watchLoop();
   void watchOnce();
   void publish(ControlOutput& out);
@@ -136,6 +146,9 @@ class ControlProbe {
   std::optional<kafka::QuorumDescriber> describer_;  // nullopt: the quorum is not watched
   std::string describer_problem_;
   std::atomic<bool> cancel_{false};
+  std::atomic<std::int32_t> requests_via_{-1};
+  mutable std::mutex avoid_mutex_;
+  mutable std::vector<std::int32_t> avoid_;  // guarded by avoid_mutex_
   // The voters' controller listeners from the last DescribeQuorum v2 answer (watch thread only).
   std::map<std::int32_t, std::vector<kafka::QuorumEndpoint>> endpoints_;
   std::uint64_t silent_watches_ = 0;  // watch thread only: watches without an answer in a row

@@ -781,6 +781,10 @@ void ProbeRunner::publish(LedgerOutput& out) {
   out.stretches.clear();
 }
 
+void ProbeRunner::steerAround(std::vector<std::int32_t> nodes) const {
+  if (control_) control_->steerAround(std::move(nodes));
+}
+
 ProbeStatus ProbeRunner::status() const {
   ProbeStatus s;
   {

@@ -70,6 +70,9 @@ class ProbeRunner {
   // The cluster's control-plane probe, whose status status() includes. Before start(); it must
   // outlive the runner.
   void attachControl(const ControlProbe* control) { control_ = control; }
+  // Passes a drill's targets on to the control probe (ControlProbe::steerAround); nothing
+  // without one.
+  void steerAround(std::vector<std::int32_t> nodes) const;
   // The same for the coordinator probes.
   void attachCoordinators(const CoordinatorProbe* coordinators) { coordinators_ = coordinators; }
 

@@ -124,6 +124,9 @@ struct ControlStatus : OperationStatus {
   std::optional<QuorumLeaderSeen> quorum;
   std::string quorum_error;  // why the last watch found no leader ("" when it found one)
   std::uint64_t leader_changes = 0;
+  // The broker the client sends its controller requests to (its metadata's controller id; under
+  // KRaft any live broker, which forwards to the active controller); -1 before it knows one.
+  std::int32_t requests_via = -1;
 };
 
 // A coordinator as the coordinator probe's FindCoordinator watch last saw it.

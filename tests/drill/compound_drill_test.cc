@@ -84,6 +84,15 @@ TEST_CASE("a broker killed 2 s after the active controller is guarded then, and 
   CHECK(h.events("fault").size() == 2);
   CHECK(h.openRecoveries().empty());
   for (std::int32_t node : {1, 2, 3, 100}) CHECK(h.cluster.available(node));
+  // The control probe routed around the controller from before its kill, around both from before
+  // the broker's, and around none once the run ended.
+  const auto steered = h.probe.steered();
+  REQUIRE(steered.size() == 3);
+  CHECK(steered[0].nodes == std::vector<std::int32_t>{100});
+  CHECK(steered[0].running == std::vector<std::int32_t>{100});
+  CHECK(steered[1].nodes == std::vector<std::int32_t>{100, leader});
+  CHECK(steered[1].running == std::vector<std::int32_t>{leader});
+  CHECK(steered[2].nodes.empty());
 }
 
 TEST_CASE("a compound drill whose broker goes down first still brings the controller back first", "[unit][drill]") {

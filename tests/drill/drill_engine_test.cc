@@ -60,6 +60,13 @@ TEST_CASE("a kill drill goes through every phase to done on a simulated cluster"
   CHECK(h.cluster.available(1));
   CHECK(h.openRecoveries().empty());
   CHECK(h.cluster.leaderOf(0) == 1);  // the preferred election gave it back
+  // The control probe routed around broker 1 from before its kill (still running then) to the
+  // end of the run.
+  const auto steered = h.probe.steered();
+  REQUIRE(steered.size() == 2);
+  CHECK(steered[0].nodes == std::vector<std::int32_t>{1});
+  CHECK(steered[0].running == std::vector<std::int32_t>{1});
+  CHECK(steered[1].nodes.empty());
 }
 
 TEST_CASE("an abort in any phase ends the drill aborted with the node running and the journal closed",

@@ -334,9 +334,28 @@ class FakeProbe final : public drill::ProbeView {
   explicit FakeProbe(const FakeCluster& cluster) : cluster_(cluster) {}
   probe::ProbeStatus status() const override { return cluster_.probeStatus(); }
   std::vector<storage::ProbeSample> pending(common::WallMicros, common::WallMicros) const override { return {}; }
+  struct Steered {
+    std::vector<std::int32_t> nodes;
+    std::vector<std::int32_t> running;  // of those nodes, the ones running at the call
+  };
+  // Every steerAround() call, in order.
+  void steerAround(std::vector<std::int32_t> nodes) const override {
+    Steered s{nodes, {}};
+    for (const auto n : nodes) {
+      if (cluster_.running(n)) s.running.push_back(n);
+    }
+    std::lock_guard lock(mutex_);
+    steered_.push_back(std::move(s));
+  }
+  std::vector<Steered> steered() const {
+    std::lock_guard lock(mutex_);
+    return steered_;
+  }
 
  private:
   const FakeCluster& cluster_;
+  mutable std::mutex mutex_;
+  mutable std::vector<Steered> steered_;
 };
 
 class FakeAdmin final : public drill::ClusterAdmin {

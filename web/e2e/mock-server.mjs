@@ -554,6 +554,7 @@ function clusterDetail(now) {
       quorum: controller === null ? null : { leader_id: controller, leader_epoch: quorum.leader_epoch, leader_since_us: now - 60_000_000, last_answer_us: now - 200_000, answered_by: `127.0.0.1:${19090 + controller}` },
       quorum_error: controller === null ? 'no voter answered' : null,
       leader_changes: quorum.leader_epoch - 1,
+      requests_via: 2,
     },
     coordinators: {
       group: 'kfaild-probe-lab',

@@ -43,7 +43,7 @@ describe('control plane line', () => {
     interval_us: 500_000, operations: 10, failures: 0, gaps: 0, last_ok_us: 1, current_gap_seconds: 0.2,
     failing_since_us: null, last_latency_seconds: 0.004, longest_gap_seconds: 0.5, last_error: null,
     quorum: { leader_id: 101, leader_epoch: 7, leader_since_us: 1, last_answer_us: 2, answered_by: '127.0.0.1:27101' },
-    quorum_error: null, leader_changes: 0,
+    quorum_error: null, leader_changes: 0, requests_via: 2,
   };
   it('says the control plane answers and who leads the quorum', () => {
     expect(controlPlaneLine(control)).toBe('control plane answering in 4 ms · quorum leader 101, epoch 7');
