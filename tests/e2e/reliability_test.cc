@@ -156,9 +156,19 @@ TEST_CASE("with the controller gone drills are refused with the reason, and with
   REQUIRE(testing::lab("wait") == 0);
   kfaild.waitSteady(lab.topic);
 
-  // All three brokers.
+  // All three brokers: the first alone until the controller fences it and the poller sees it leave
+  // the metadata (a broker killed stays in it for broker.session.timeout.ms; killed together, no
+  // live broker would ever answer without the others), then the other two.
+  REQUIRE(testing::lab("kill 1") == 0);
+  const auto first_down = std::chrono::steady_clock::now();
+  while (eventsOf(kfaild, "metadata", "broker_gone")["count"].get<int>() < 1 && secondsSince(first_down) < 30) {
+    std::this_thread::sleep_for(200ms);
+  }
+  record["broker_gone_after_s"] = secondsSince(first_down);
+  // From here no broker serves (a partition whose acks had not resumed since the first kill has
+  // its gap from then).
   const auto down_us = wallNowUs();
-  for (const char* node : {"kill 1", "kill 2", "kill 3"}) REQUIRE(testing::lab(node) == 0);
+  for (const char* node : {"kill 2", "kill 3"}) REQUIRE(testing::lab(node) == 0);
   const auto down = std::chrono::steady_clock::now();
   int served = 0, failed = 0;
   while (secondsSince(down) < 60) {
@@ -252,9 +262,9 @@ TEST_CASE("with the controller gone drills are refused with the reason, and with
     }
     if (covered.size() < 3) std::this_thread::sleep_for(200ms);
   }
-  INFO("gaps: " << gaps.dump().substr(0, 3000));
+  INFO("gaps: " << gaps.dump().substr(0, 3000) << "\nall brokers down from " << down_us);
   CHECK(covered == std::set<int>{0, 1, 2});
-  // The poller sees the first brokers go; with none left nobody answers for metadata at all.
+  // The poller saw the first broker go; with none left nobody answers for metadata at all.
   const auto gone = eventsOf(kfaild, "metadata", "broker_gone");
   const auto dark = eventsOf(kfaild, "metadata", "metadata_unavailable");
   const auto light = eventsOf(kfaild, "metadata", "metadata_available");
