@@ -73,8 +73,16 @@ void ClusterParts::stopDrills() {
   if (drills_) drills_->stop();
 }
 
+void ClusterParts::requestStop() {
+  if (coordinators_) coordinators_->requestStop();
+  if (control_) control_->requestStop();
+  probe_->requestStop();
+  poller_->requestStop();
+}
+
 void ClusterParts::stop() {
   stopDrills();
+  requestStop();
   if (coordinators_) coordinators_->stop();
   if (control_) control_->stop();
   probe_->stop();

@@ -42,6 +42,11 @@ class ClusterParts {
   std::optional<StartFailure> start(std::size_t index);
   // Stops the drill engine (a running drill brings its node back first).
   void stopDrills();
+  // Raises every loop's stop flag and returns at once (after stopDrills: a drill's recovery
+  // still uses the probe). With the cluster unreachable each loop may be blocked in a request of
+  // up to 5 s; told one after another as they were joined, their waits added up (12 s measured
+  // on a cluster that refused every connection), told together they overlap.
+  void requestStop();
   // Stops the rest.
   void stop();
 

@@ -347,6 +347,7 @@ int Daemon::stop() {
     if (store_) store_->flush();
     std::_Exit(kDrillNotRecovered);
   }
+  for (auto& parts : clusters_) parts->requestStop();
   for (auto& parts : clusters_) parts->stop();
   // After the drill engines: a drill that ended while they stopped is queued, and sent at the
   // next start if not now.

@@ -157,10 +157,20 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
 
 Status DrillRunner::abort(std::int64_t drill_id) {
   const auto taken = queue_.abort(drill_id);
-  if (taken == DrillQueue::AbortTaken::kRequested) return okStatus();
-  if (taken == DrillQueue::AbortTaken::kNotFound) {
+  const auto notFound = [drill_id] {
     return Error{make_error_code(errc::drill_not_found), "drill " + std::to_string(drill_id) + " is not queued or running"};
+  };
+  if (taken == DrillQueue::AbortTaken::kRequested) {
+    // The engine clears its running drill only after storing how it ended: in between the queue
+    // still names a drill that is over, and the abort must not be taken for one. (Aborted is this
+    // abort's own doing when the engine honoured it at once.)
+    const auto stored = deps_.drills.drill(drill_id);
+    if (stored && *stored && isTerminal((**stored).state) && (**stored).state != toString(DrillState::kAborted)) {
+      return notFound();
+    }
+    return okStatus();
   }
+  if (taken == DrillQueue::AbortTaken::kNotFound) return notFound();
   auto drill = deps_.drills.drill(drill_id);
   if (drill && *drill) {
     auto record = **drill;

@@ -76,6 +76,12 @@ Status MetadataPoller::start() {
   return okStatus();
 }
 
+void MetadataPoller::requestStop() {
+  cancel_describe_ = true;
+  metadata_poller_.requestStop();
+  quorum_poller_.requestStop();
+}
+
 void MetadataPoller::stop() {
   // Before either stop joins, so a describe under way gives up while the metadata poll ends.
   cancel_describe_ = true;

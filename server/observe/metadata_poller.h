@@ -66,6 +66,10 @@ class MetadataPoller {
   }
 
   [[nodiscard]] Status start();
+  // Raises the stop flags of every loop and returns at once: a loop blocked in a request gives up
+  // at its end while the parts stopped before it are still being joined (ClusterParts::stop),
+  // so kfaild's stop takes the longest such request rather than their sum. stop() still joins.
+  void requestStop();
   void stop();
   // One poll, on the caller's thread (the poller thread uses it; tests may call it directly
   // before start()).

@@ -196,6 +196,12 @@ Status ControlProbe::start() {
   return okStatus();
 }
 
+void ControlProbe::requestStop() {
+  cancel_ = true;
+  operations_.requestStop();
+  watcher_.requestStop();
+}
+
 void ControlProbe::stop() {
   cancel_ = true;
   operations_.stop();

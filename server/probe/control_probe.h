@@ -119,6 +119,10 @@ class ControlProbe {
 
   // Creates the client (a refused property is an error) and starts both loops.
   [[nodiscard]] Status start();
+  // Raises the stop flags of every loop and returns at once: a loop blocked in a request gives up
+  // at its end while the parts stopped before it are still being joined (ClusterParts::stop),
+  // so kfaild's stop takes the longest such request rather than their sum. stop() still joins.
+  void requestStop();
   void stop();
   ControlStatus status() const;
   // Nodes the checks must not go through: a drill's targets, from just before its fault until

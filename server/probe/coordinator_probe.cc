@@ -170,6 +170,13 @@ Result<kafka::Handle> CoordinatorProbe::makeTransactionalProducer() {
                               {"transaction.timeout.ms", std::to_string(std::max<std::int64_t>(60'000, 4 * c.timeout_us / 1000))}});
 }
 
+void CoordinatorProbe::requestStop() {
+  cancel_ = true;
+  committer_loop_.requestStop();
+  transaction_loop_.requestStop();
+  watcher_.requestStop();
+}
+
 void CoordinatorProbe::stop() {
   cancel_ = true;
   committer_loop_.stop();

@@ -80,6 +80,10 @@ class CoordinatorProbe {
 
   // Creates the clients (a refused property is an error) and starts the loops.
   [[nodiscard]] Status start();
+  // Raises the stop flags of every loop and returns at once: a loop blocked in a request gives up
+  // at its end while the parts stopped before it are still being joined (ClusterParts::stop),
+  // so kfaild's stop takes the longest such request rather than their sum. stop() still joins.
+  void requestStop();
   void stop();
   CoordinatorStatus status() const;
 

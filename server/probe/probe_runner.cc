@@ -187,6 +187,11 @@ void ProbeRunner::raiseFatalErrorForTest(const std::string& reason) {
   }
 }
 
+void ProbeRunner::requestStop() {
+  stopping_ = true;
+  sender_.requestStop();
+}
+
 void ProbeRunner::stop() {
   // No recreation of the producer once stopping: the flush below must see the one it flushes.
   stopping_ = true;

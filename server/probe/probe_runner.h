@@ -54,6 +54,10 @@ class ProbeRunner {
 
   // Creates the clients (a refused client property is an error here) and starts the threads.
   [[nodiscard]] Status start();
+  // Raises the sender's stop flag and returns at once (see ClusterParts::stop): a set-up blocked
+  // in a request gives up at its end instead of starting another. stop() still joins, flushes
+  // and stops the other loops.
+  void requestStop();
   void stop();
 
   // Raises a fatal error on the probe's producer, as librdkafka would after an idempotence
