@@ -23,13 +23,19 @@ std::unique_ptr<kafka::SharedHandle> makeObserverClient(const config::ClusterCon
   // flight. A broker whose packets vanish (isolate with drop) then held every poll for the
   // librdkafka default of 60 s (seen on the namespaced lab: the poller saw nothing for the whole
   // 60 s isolation, so the ISR shrink it should have seen at 9 s came at 60 s). After 3 s the
-  // request times out, librdkafka drops that connection and asks another broker. The other
-  // properties stay librdkafka's defaults: this client sends one small request per poll and
-  // nothing else, so its timers cost next to nothing (docs/PERFORMANCE.md, "librdkafka clients
-  // per cluster").
+  // request times out, librdkafka drops that connection and asks another broker.
+  // reconnect.backoff.max.ms 1000, as the probe's clients: after every broker was gone for a
+  // while librdkafka's default (10 s, plus jitter, per broker) left the poller without a
+  // connection, so "unreachable", for that long after the brokers were back, and a drill on the
+  // restarted lab was refused at the fault for want of fresh metadata (seen in CI).
+  // The other properties stay librdkafka's defaults: this client sends one small request per
+  // poll and nothing else, so its timers cost next to nothing (docs/PERFORMANCE.md, "librdkafka
+  // clients per cluster").
   return std::make_unique<kafka::SharedHandle>(
       RD_KAFKA_PRODUCER, std::move(options),
-      std::map<std::string, std::string>{{"allow.auto.create.topics", "false"}, {"socket.timeout.ms", "3000"}});
+      std::map<std::string, std::string>{{"allow.auto.create.topics", "false"},
+                                         {"socket.timeout.ms", "3000"},
+                                         {"reconnect.backoff.max.ms", "1000"}});
 }
 
 MetadataPoller::MetadataPoller(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,

@@ -181,7 +181,12 @@ Status ControlProbe::start() {
   // operation's timeout, and the next operation goes to another broker.
   const auto timeout_ms = std::to_string(cluster_.probe.control.timeout_us / 1000);
   auto client = kafka::createClient(RD_KAFKA_PRODUCER, options,
-                                    {{"allow.auto.create.topics", "false"}, {"socket.timeout.ms", timeout_ms}});
+                                    {{"allow.auto.create.topics", "false"},
+                                     {"socket.timeout.ms", timeout_ms},
+                                     // librdkafka's 10 s would add up to that much of the
+                                     // client's own waiting to the control plane's answer
+                                     // after an outage, as for the probe's clients.
+                                     {"reconnect.backoff.max.ms", "1000"}});
   if (!client) return client.error();
   client_ = std::move(*client);
   cancel_ = false;
