@@ -89,8 +89,8 @@ void MetadataPoller::requestStop() {
 }
 
 void MetadataPoller::stop() {
-  // Before either stop joins, so a describe under way gives up while the metadata poll ends.
-  cancel_describe_ = true;
+  // Both flags before either join, so a describe under way gives up while the metadata poll ends.
+  requestStop();
   metadata_poller_.stop();
   quorum_poller_.stop();
 }

@@ -208,7 +208,7 @@ void ControlProbe::requestStop() {
 }
 
 void ControlProbe::stop() {
-  cancel_ = true;
+  requestStop();
   operations_.stop();
   watcher_.stop();
   client_.reset();
@@ -287,7 +287,6 @@ void ControlProbe::operationLoop() {
       // controller, now down (kafka::refreshControllerId). The next goes where a live broker says.
       const auto before = rd_kafka_controllerid(client_.get(), 0);
       const auto after = kafka::refreshControllerId(client_.get(), std::min(timeout_ms, kRefreshTimeoutMs));
-      if (after >= 0) requests_via_ = after;
       if (after != before) {
         spdlog::info("control probe {}: controller requests now go to broker {} (were to {})", cluster_.name,
                      after, before);

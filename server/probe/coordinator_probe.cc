@@ -178,7 +178,7 @@ void CoordinatorProbe::requestStop() {
 }
 
 void CoordinatorProbe::stop() {
-  cancel_ = true;
+  requestStop();
   committer_loop_.stop();
   transaction_loop_.stop();
   watcher_.stop();
