@@ -221,8 +221,18 @@ ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
   rejectUnknownKeys(node, key,
                     {"interval_ms", "payload_bytes", "gap_threshold_ms", "loss_timeout_ms",
                      "max_outstanding_ms", "max_outstanding", "message_timeout_ms", "sender_priority",
-                     "topics", "control", "coordinators"});
+                     "topics", "control", "coordinators", "client"});
   ProbeConfig p;
+  if (node["client"]) {
+    const auto text = readString(node["client"], key + ".client");
+    if (text == "librdkafka") {
+      p.client = ProbeClient::kLibrdkafka;
+    } else if (text == "wire") {
+      p.client = ProbeClient::kWire;
+    } else {
+      fail(key + ".client", "must be `librdkafka` or `wire`, got '" + text + "'");
+    }
+  }
   if (node["interval_ms"]) p.interval_us = readInt(node["interval_ms"], key + ".interval_ms", 1, 60000) * 1000;
   if (node["payload_bytes"]) {
     p.payload_bytes = static_cast<std::int32_t>(
@@ -543,6 +553,13 @@ ClusterConfig readCluster(const YAML::Node& node, const std::string& key) {
   }
   if (!node["probe"]) fail(key + ".probe", "required");
   c.probe = readProbe(node["probe"], key + ".probe");
+  if (c.probe.client == ProbeClient::kWire) {
+    const auto protocol = c.client.find("security.protocol");
+    if (protocol != c.client.end() && protocol->second != "plaintext" && protocol->second != "PLAINTEXT") {
+      fail(key + ".probe.client", "`wire` speaks PLAINTEXT only; this cluster's client sets security.protocol " +
+                                      protocol->second + ": use `librdkafka`");
+    }
+  }
   if (c.probe.coordinators.group.empty()) c.probe.coordinators.group = "kfaild-probe-" + c.name;
   if (c.probe.coordinators.transactional_id.empty()) c.probe.coordinators.transactional_id = "kfaild-probe-" + c.name;
   if (node["observe"]) {

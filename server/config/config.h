@@ -63,7 +63,13 @@ struct CoordinatorProbeConfig {
   std::int64_t watch_interval_us = 500'000;  // FindCoordinator of the group (and the id)
 };
 
+// Which client the probe's sends and reads go through: librdkafka's producer and consumer (the
+// view an application on librdkafka has, client discovery included), or kfaild's own protocol
+// client (server/probe/wire_client.h: one request per broker per tick; PLAINTEXT only).
+enum class ProbeClient { kLibrdkafka, kWire };
+
 struct ProbeConfig {
+  ProbeClient client = ProbeClient::kLibrdkafka;
   std::int64_t interval_us = 20'000;
   std::int32_t payload_bytes = 64;
   std::int64_t gap_threshold_us = 0;       // 0 in the file means 5 × interval

@@ -28,6 +28,9 @@ class FrameWriter {
   void int8(std::int8_t v) { bytes_.push_back(static_cast<std::uint8_t>(v)); }
   void int16(std::int16_t v) { bigEndian(static_cast<std::uint16_t>(v), 2); }
   void int32(std::int32_t v) { bigEndian(static_cast<std::uint32_t>(v), 4); }
+  void int64(std::int64_t v) { bigEndian(static_cast<std::uint64_t>(v), 8); }
+  void bytes(std::span<const std::uint8_t> b) { bytes_.insert(bytes_.end(), b.begin(), b.end()); }
+  std::size_t size() const { return bytes_.size(); }
   void uvarint(std::uint32_t v) {
     while (v >= 0x80) {
       bytes_.push_back(static_cast<std::uint8_t>((v & 0x7f) | 0x80));
@@ -71,6 +74,13 @@ class FrameReader {
   bool ok() const { return problem_.empty(); }
   const std::string& problem() const { return problem_; }
   std::size_t remaining() const { return bytes_.size() - pos_; }
+  // The next `n` bytes as they are, skipped over; empty (and a problem) when fewer are left.
+  std::span<const std::uint8_t> view(std::size_t n, const char* what) {
+    if (!need(n, what)) return {};
+    const auto out = bytes_.subspan(pos_, n);
+    pos_ += n;
+    return out;
+  }
 
   std::int8_t int8(const char* what) { return static_cast<std::int8_t>(bigEndian(1, what)); }
   std::int16_t int16(const char* what) { return static_cast<std::int16_t>(bigEndian(2, what)); }

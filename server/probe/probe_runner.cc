@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <thread>
 #include <utility>
 
 #include "server/common/thread_priority.h"
@@ -40,6 +41,8 @@ std::pair<std::size_t, std::int64_t> unpackOpaque(void* opaque) {
 constexpr int kSetUpRequestTimeoutMs = 5000;
 constexpr std::int64_t kSetUpRetryUs = 3'000'000;
 constexpr std::int64_t kExpireEveryUs = 1'000'000;
+constexpr std::int32_t kWireRequestTimeoutMs = 30'000;
+constexpr std::int32_t kWireFetchWaitMs = 500;
 
 // The producer settings that decide what the probe measures, reported with every drill.
 constexpr const char* kReportedSettings[] = {
@@ -162,6 +165,20 @@ Status ProbeRunner::start() {
     message_timeout_us_ = std::stoll(it->second) * 1000;
   }
   rd_kafka_poll_set_consumer(consumer_.get());
+  if (wire()) {
+    // What decides what the wire client measures (wire_client.h), reported with every drill
+    // beside the librdkafka settings, which then only apply to set-up.
+    client_settings_["probe.client"] = "wire";
+    client_settings_["wire.acks"] = "all";
+    client_settings_["wire.retries"] = "0";
+    client_settings_["wire.request.timeout.ms"] = std::to_string(kWireRequestTimeoutMs);
+    client_settings_["wire.fetch.min.bytes"] = "1";
+    client_settings_["wire.fetch.wait.max.ms"] = std::to_string(kWireFetchWaitMs);
+    client_settings_["wire.metadata.retry.ms"] = "100";
+    client_settings_["wire.reconnect.backoff.max.ms"] = "1000";
+    // A message has its fate within the request timeout (no retries).
+    message_timeout_us_ = std::int64_t{kWireRequestTimeoutMs} * 1000 + 5'000'000;
+  }
 
   sender_.start("kfaild:send", [this] { senderLoop(); });
   reporter_.start("kfaild:report", [this] { reporterLoop(); });
@@ -200,6 +217,22 @@ void ProbeRunner::stop() {
   // flush gets acked).
   sender_.stop();
   receiver_.stop();
+  if (wire_) {
+    // What is outstanding gets its answer for up to 2 s, as the flush below gives librdkafka.
+    const auto until = clock_.monoNow() + 2'000'000;
+    auto outstanding = [this] {
+      std::shared_lock slots_lock(slots_mutex_);
+      for (auto& slot : slots_) {
+        std::lock_guard lock(slot->mutex);
+        if (slot->ledger.status().outstanding > 0) return true;
+      }
+      return false;
+    };
+    for (int i = 0; i < 200 && clock_.monoNow() < until && outstanding(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    wire_->stop();
+  }
   if (std::shared_lock lock(producer_mutex_); producer_) {
     // Let outstanding messages finish (their samples are recorded) but do not wait out a stall.
     // With the event API, flush waits while the reporter thread serves the reports: the
@@ -332,9 +365,36 @@ Status ProbeRunner::setUp() {
     release();
     return kafka::kafkaError(kafka::errc::topic_error, "too many probe partitions");
   }
-  if (auto err = rd_kafka_assign(consumer_.get(), assignment.get()); err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+  if (auto err = wire() ? RD_KAFKA_RESP_ERR_NO_ERROR : rd_kafka_assign(consumer_.get(), assignment.get());
+      err != RD_KAFKA_RESP_ERR_NO_ERROR) {
     release();
     return kafka::kafkaError(kafka::errc::consume_failed, "assign probe partitions", err);
+  }
+  if (wire()) {
+    WireClientOptions options;
+    std::string_view rest = cluster_.bootstrap;
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      auto server = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      const auto colon = server.rfind(':');
+      if (colon == std::string_view::npos) continue;
+      auto host = server.substr(0, colon);
+      if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+      options.bootstrap.emplace_back(std::string(host), std::string(server.substr(colon + 1)));
+    }
+    options.client_id = "kfaild-" + cluster_.name;
+    options.request_timeout_ms = kWireRequestTimeoutMs;
+    options.fetch_max_wait_ms = kWireFetchWaitMs;
+    std::vector<WireTarget> targets;
+    for (const auto* e = assignment->elems; e != assignment->elems + assignment->cnt; ++e) {
+      targets.push_back({e->topic, e->partition, static_cast<std::size_t>(e - assignment->elems), e->offset});
+    }
+    wire_ = std::make_unique<WireClient>(
+        std::move(options), clock_,
+        [this](std::span<const WireAck> acks, common::Instant at) { wireAcks(acks, at); },
+        [this](std::span<const WireRecord> records, common::Instant at) { wireRecords(records, at); });
+    wire_->start(std::move(targets), std::chrono::milliseconds(kSetUpRequestTimeoutMs));
   }
   std::vector<TopicSlots> topic_slots;
   for (std::size_t i = 0; i < slots.size(); ++i) {
@@ -480,7 +540,7 @@ void ProbeRunner::addSeenPartitions() {
     rd_kafka_topic_partition_list_add(assignment.get(), a.topic.c_str(), a.partition)->offset =
         RD_KAFKA_OFFSET_BEGINNING;
   }
-  if (rd_kafka_error_t* error = rd_kafka_incremental_assign(consumer_.get(), assignment.get())) {
+  if (rd_kafka_error_t* error = wire_ ? nullptr : rd_kafka_incremental_assign(consumer_.get(), assignment.get())) {
     setProblem(std::string("partitions added to the probe topics are not probed: assigning them "
                            "failed: ") +
                rd_kafka_error_string(error));
@@ -493,6 +553,7 @@ void ProbeRunner::addSeenPartitions() {
   }
   if (std::exchange(adding_failed_, false)) setProblem({});
   const auto now = clock_.now();
+  std::vector<WireTarget> wire_targets;
   {
     std::unique_lock lock(slots_mutex_);
     for (const auto& a : added) {
@@ -500,6 +561,7 @@ void ProbeRunner::addSeenPartitions() {
       slot->topic = a.handle;
       const auto index = static_cast<std::int32_t>(slots_.size());
       slots_.push_back(std::move(slot));
+      wire_targets.push_back({a.topic, a.partition, static_cast<std::size_t>(index), 0});
       auto t = std::find_if(topic_slots_.begin(), topic_slots_.end(),
                             [&](const TopicSlots& ts) { return ts.topic == a.topic; });
       if (t->slot_by_partition.size() <= static_cast<std::size_t>(a.partition)) {
@@ -508,6 +570,7 @@ void ProbeRunner::addSeenPartitions() {
       t->slot_by_partition[static_cast<std::size_t>(a.partition)] = index;
     }
   }
+  if (wire_) wire_->add(std::move(wire_targets));
   for (const auto& a : added) {
     spdlog::info("probe {}: {}[{}] added to the topic: probing it too", cluster_.name, a.topic,
                  a.partition);
@@ -524,6 +587,10 @@ void ProbeRunner::addSeenPartitions() {
 }
 
 void ProbeRunner::sendTick() {
+  if (wire_) {
+    sendTickOnWire();
+    return;
+  }
   LedgerOutput out;
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     auto& slot = *slots_[i];
@@ -555,6 +622,68 @@ void ProbeRunner::sendTick() {
       std::lock_guard lock(slot.mutex);
       slot.ledger.sendAccepted(now, out);
       slot.refusing = false;
+    }
+  }
+  publish(out);
+}
+
+void ProbeRunner::sendTickOnWire() {
+  LedgerOutput out;
+  std::vector<WireSend> sends;
+  sends.reserve(slots_.size());
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    auto& slot = *slots_[i];
+    const auto now = clock_.now();
+    std::int64_t seq = 0;
+    {
+      std::lock_guard lock(slot.mutex);
+      if (const auto hold = slot.ledger.holdReason(now); hold != HoldReason::kNone) {
+        slot.ledger.holdTick(now, hold);
+        held_ticks_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      seq = slot.ledger.beginSend(now, out);
+    }
+    const auto body = encodePayload({run_id_, seq, now.wall},
+                                    static_cast<std::size_t>(cluster_.probe.payload_bytes));
+    WireSend send;
+    send.slot = i;
+    send.seq = seq;
+    send.value.assign(body.begin(), body.end());
+    send.timestamp_ms = now.wall / 1000;
+    sends.push_back(std::move(send));
+  }
+  if (!sends.empty()) wire_->send(std::move(sends));
+  publish(out);
+}
+
+void ProbeRunner::wireAcks(std::span<const WireAck> acks, common::Instant at) {
+  LedgerOutput out;
+  {
+    std::shared_lock slots_lock(slots_mutex_);
+    for (const auto& ack : acks) {
+      if (ack.slot >= slots_.size()) continue;
+      auto& slot = *slots_[ack.slot];
+      std::lock_guard lock(slot.mutex);
+      slot.ledger.deliveryReport(ack.seq, at, ack.error, ack.offset, out);
+    }
+  }
+  publish(out);
+}
+
+void ProbeRunner::wireRecords(std::span<const WireRecord> records, common::Instant at) {
+  if (!ready_) return;
+  LedgerOutput out;
+  {
+    std::shared_lock slots_lock(slots_mutex_);
+    for (const auto& record : records) {
+      if (record.slot >= slots_.size()) continue;
+      const auto payload = decodePayload(
+          std::string_view(reinterpret_cast<const char*>(record.value.data()), record.value.size()));
+      if (!payload || payload->run_id != run_id_) continue;
+      auto& slot = *slots_[record.slot];
+      std::lock_guard lock(slot.mutex);
+      slot.ledger.received(payload->seq, at, out);
     }
   }
   publish(out);
@@ -694,6 +823,22 @@ void ProbeRunner::recreateProducer(const std::string& error, rd_kafka_queue_t*& 
 void ProbeRunner::receiverLoop() {
   auto next_expire = clock_.monoNow() + kExpireEveryUs;
   while (!receiver_.stopRequested()) {
+    if (wire()) {
+      // The wire client's I/O thread reads; this loop only gives up on lost messages.
+      if (!receiver_.sleepFor(std::chrono::microseconds(kExpireEveryUs))) break;
+      const auto now = clock_.now();
+      if (!ready_) continue;
+      LedgerOutput out;
+      {
+        std::shared_lock slots_lock(slots_mutex_);
+        for (auto& slot : slots_) {
+          std::lock_guard lock(slot->mutex);
+          slot->ledger.expire(now, out);
+        }
+      }
+      publish(out);
+      continue;
+    }
     rd_kafka_message_t* msg = rd_kafka_consumer_poll(consumer_.get(), 100);
     const auto now = clock_.now();
     if (msg != nullptr) {

@@ -35,6 +35,7 @@
 #include "server/probe/pacer.h"
 #include "server/probe/partition_ledger.h"
 #include "server/probe/probe_status.h"
+#include "server/probe/wire_client.h"
 #include "storage/store.h"
 
 namespace kfaild::probe {
@@ -106,6 +107,11 @@ class ProbeRunner {
   void publish(LedgerOutput& out);
   [[nodiscard]] Result<kafka::Handle> createProducer() const;
   void serveReports(rd_kafka_event_t* event);
+  bool wire() const { return cluster_.probe.client == config::ProbeClient::kWire; }
+  // probe.client `wire`: the sends of a tick, and the I/O thread's acks and records.
+  void sendTickOnWire();
+  void wireAcks(std::span<const WireAck> acks, common::Instant at);
+  void wireRecords(std::span<const WireRecord> records, common::Instant at);
   // Replaces the producer that failed fatally with a new one (reporter thread). `queue` is the
   // reporter's queue of the old producer, replaced by the new one's.
   void recreateProducer(const std::string& error, rd_kafka_queue_t*& queue);
@@ -126,6 +132,8 @@ class ProbeRunner {
   mutable std::shared_mutex producer_mutex_;
   kafka::Handle producer_;
   kafka::Handle consumer_;
+  // probe.client `wire`: the sends and reads (the librdkafka clients above then only set up).
+  std::unique_ptr<WireClient> wire_;
   std::vector<rd_kafka_topic_t*> topic_handles_;
   kafka::ClientOptions client_options_;                   // written by start() only
   std::map<std::string, std::string> producer_settings_;  // written by start() only

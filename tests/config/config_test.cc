@@ -77,6 +77,26 @@ TEST_CASE("the probe sender's priority is realtime, high or normal", "[unit][con
              Catch::Contains("clusters[0].probe.sender_priority: must be `realtime`, `high` or `normal`, got 'fifo'"));
 }
 
+TEST_CASE("the probe's client is librdkafka unless set to wire, which refuses a secured cluster",
+          "[unit][config]") {
+  const std::string base = kArticle;
+  const auto with = [&](const std::string& value, const std::string& protocol = "") {
+    auto s = base;
+    s.replace(s.find("interval_ms: 20"), 15, "interval_ms: 20\n      client: " + value);
+    if (!protocol.empty()) s.replace(s.find("security.protocol: plaintext"), 28, "security.protocol: " + protocol);
+    return s;
+  };
+  CHECK(parseConfig(base).clusters[0].probe.client == kfaild::config::ProbeClient::kLibrdkafka);
+  CHECK(parseConfig(with("wire")).clusters[0].probe.client == kfaild::config::ProbeClient::kWire);
+  CHECK(parseConfig(with("librdkafka")).clusters[0].probe.client == kfaild::config::ProbeClient::kLibrdkafka);
+  CHECK_THAT(errorOf(with("franz")),
+             Catch::Contains("clusters[0].probe.client: must be `librdkafka` or `wire`, got 'franz'"));
+  CHECK_THAT(errorOf(with("wire", "SASL_SSL")),
+             Catch::Contains("clusters[0].probe.client: `wire` speaks PLAINTEXT only"));
+  CHECK(parseConfig(with("wire", "PLAINTEXT")).clusters[0].probe.client ==
+        kfaild::config::ProbeClient::kWire);
+}
+
 TEST_CASE("a configuration mistake names its key", "[unit][config][reliability]") {
   std::string base = kArticle;
   auto replace = [&](const std::string& from, const std::string& to) {

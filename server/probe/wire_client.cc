@@ -1,0 +1,686 @@
+#include "server/probe/wire_client.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <librdkafka/rdkafka.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <set>
+#include <utility>
+
+#include "server/common/worker.h"
+#include "server/kafka/probe_wire.h"
+
+namespace kfaild::probe {
+namespace {
+
+namespace pw = kafka::probewire;
+
+constexpr std::int64_t kMetadataRetryUs = 100'000;       // while a partition lacks a leader
+constexpr std::int64_t kMetadataRefreshUs = 60'000'000;  // otherwise
+constexpr std::int64_t kMetadataTimeoutUs = 5'000'000;
+constexpr std::int64_t kReconnectBackoffMinUs = 100'000;
+constexpr std::int64_t kFetchMarginUs = 5'000'000;        // beyond the fetch's own wait
+constexpr std::int64_t kProduceMarginUs = 1'000'000;      // beyond the broker's ack timeout
+constexpr std::size_t kMaxResponseBytes = 64u << 20;
+constexpr int kMaxPollMs = 1000;
+
+enum class Role { kProduce, kFetch, kMetadata };
+
+struct InFlight {
+  std::int32_t correlation = 0;
+  Role role = Role::kProduce;
+  std::int64_t deadline_mono = 0;
+  std::vector<std::pair<std::size_t, std::int64_t>> messages;  // produce: (slot, seq)
+  std::vector<pw::FetchTopic> asked;                           // fetch
+  std::vector<std::pair<std::size_t, std::int64_t>> fetch_parts;  // fetch: (part, offset asked)
+};
+
+struct Conn {
+  int fd = -1;
+  bool connected = false;
+  std::int32_t node = -1;  // -1: a bootstrap server (metadata only)
+  Role role = Role::kProduce;
+  std::vector<std::uint8_t> out;
+  std::size_t out_sent = 0;
+  std::vector<std::uint8_t> in;
+  std::deque<InFlight> inflight;
+  ~Conn() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+struct Part {
+  WireTarget target;
+  std::int32_t leader = -1;
+  bool fetching = false;  // in an outstanding fetch
+};
+
+std::string errnoText(const char* what, int err) { return std::string(what) + ": " + std::strerror(err); }
+
+// A non-blocking connect; the descriptor, or -1 with the reason.
+int connectTo(const std::string& host, const std::string& port, std::string& why) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+    why = std::string("resolve ") + host + ": " + ::gai_strerror(rc);
+    return -1;
+  }
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> addresses(found, ::freeaddrinfo);
+  for (auto* a = addresses.get(); a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      why = errnoText("socket", errno);
+      continue;
+    }
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 || errno == EINPROGRESS) return fd;
+    why = errnoText("connect", errno);
+    ::close(fd);
+  }
+  return -1;
+}
+
+}  // namespace
+
+struct WireClient::Impl {
+  WireClientOptions options;
+  const common::Clock& clock;
+  AckSink ack_sink;
+  RecordSink record_sink;
+
+  int wake_fd = -1;
+  common::Worker io;
+
+  mutable std::mutex mutex;  // guards the hand-over below, stats and described
+  std::condition_variable described_cv;
+  bool described_once = false;  // every partition's leader known at least once
+  std::vector<WireSend> pending;
+  std::vector<WireTarget> added;
+  WireStats stats;
+
+  // I/O thread only.
+  std::vector<Part> parts;  // by slot
+  std::vector<std::size_t> slot_index;  // slot -> index in parts (SIZE_MAX: none)
+  std::map<std::string, std::vector<std::size_t>, std::less<>> part_by_topic;  // by partition id
+  std::vector<std::int64_t> scratch_offsets;  // fetched(): the offset asked, by part
+  std::map<std::int32_t, std::pair<std::string, std::string>> brokers;  // node -> host, port
+  std::map<std::pair<std::int32_t, Role>, std::unique_ptr<Conn>> conns;
+  std::unique_ptr<Conn> metadata_conn;
+  std::size_t metadata_rotation = 0;
+  std::map<std::int32_t, std::int64_t> backoff_until;  // node -> mono
+  std::map<std::int32_t, std::int64_t> backoff_us;
+  bool metadata_wanted = true;
+  std::int64_t metadata_sent = 0;  // mono time of the last metadata request (0: none yet)
+  std::int32_t next_correlation = 1;
+  std::vector<WireAck> acks;  // reused per turn
+
+  Impl(WireClientOptions o, const common::Clock& c, AckSink a, RecordSink r)
+      : options(std::move(o)), clock(c), ack_sink(std::move(a)), record_sink(std::move(r)) {
+    wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  }
+  ~Impl() {
+    if (wake_fd >= 0) ::close(wake_fd);
+  }
+
+  void wake() const {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto n = ::write(wake_fd, &one, sizeof one);
+  }
+
+  void setProblem(std::string problem) {
+    std::lock_guard lock(mutex);
+    if (!problem.empty() && problem != stats.problem) spdlog::debug("probe wire client: {}", problem);
+    stats.problem = std::move(problem);
+  }
+
+  void addTargets(std::vector<WireTarget> targets) {
+    for (auto& t : targets) {
+      if (slot_index.size() <= t.slot) slot_index.resize(t.slot + 1, SIZE_MAX);
+      slot_index[t.slot] = parts.size();
+      auto& by_partition = part_by_topic[t.topic];
+      const auto p = static_cast<std::size_t>(t.partition);
+      if (by_partition.size() <= p) by_partition.resize(p + 1, SIZE_MAX);
+      by_partition[p] = parts.size();
+      parts.push_back(Part{std::move(t)});
+    }
+    metadata_wanted = true;
+    metadata_sent = 0;
+  }
+
+  // When the next metadata request may leave: 100 ms after the last while one is wanted, else
+  // the routine refresh.
+  std::int64_t metadataDue() const {
+    if (metadata_sent == 0) return 0;
+    return metadata_sent + (metadata_wanted ? kMetadataRetryUs : kMetadataRefreshUs);
+  }
+
+  std::size_t partIndex(std::string_view topic, std::int32_t partition) const {
+    const auto it = part_by_topic.find(topic);
+    if (it == part_by_topic.end() || partition < 0 ||
+        static_cast<std::size_t>(partition) >= it->second.size()) {
+      return SIZE_MAX;
+    }
+    return it->second[static_cast<std::size_t>(partition)];
+  }
+
+  std::vector<std::string> topicNames() const {
+    std::set<std::string> names;
+    for (const auto& p : parts) names.insert(p.target.topic);
+    return {names.begin(), names.end()};
+  }
+
+  // --- connections ---------------------------------------------------------------------------
+
+  std::unique_ptr<Conn> open(std::int32_t node, Role role, const std::string& host, const std::string& port) {
+    std::string why;
+    const int fd = connectTo(host, port, why);
+    if (fd < 0) {
+      setProblem("broker " + std::to_string(node) + " (" + host + ":" + port + "): " + why);
+      return nullptr;
+    }
+    auto conn = std::make_unique<Conn>();
+    conn->fd = fd;
+    conn->node = node;
+    conn->role = role;
+    std::lock_guard lock(mutex);
+    ++stats.connections;
+    return conn;
+  }
+
+  // The connection for `node`'s `role`, opened when needed; null while the broker is in its
+  // reconnect backoff or cannot be reached.
+  Conn* connFor(std::int32_t node, Role role, std::int64_t now_mono) {
+    const auto key = std::make_pair(node, role);
+    if (auto it = conns.find(key); it != conns.end()) return it->second.get();
+    if (auto b = backoff_until.find(node); b != backoff_until.end() && now_mono < b->second) return nullptr;
+    const auto broker = brokers.find(node);
+    if (broker == brokers.end()) return nullptr;
+    auto conn = open(node, role, broker->second.first, broker->second.second);
+    if (!conn) {
+      brokerFailed(node, now_mono);
+      return nullptr;
+    }
+    auto* raw = conn.get();
+    conns[key] = std::move(conn);
+    return raw;
+  }
+
+  void brokerFailed(std::int32_t node, std::int64_t now_mono) {
+    if (node < 0) return;
+    auto& backoff = backoff_us[node];
+    backoff = backoff == 0 ? kReconnectBackoffMinUs
+                           : std::min<std::int64_t>(backoff * 2, std::int64_t{options.reconnect_backoff_max_ms} * 1000);
+    backoff_until[node] = now_mono + backoff;
+    metadata_wanted = true;
+  }
+
+  // Closes `conn`: its outstanding produce requests fail with `error`, its fetch is forgotten.
+  void fail(Conn& conn, std::int32_t error, const std::string& why, std::int64_t now_mono) {
+    for (auto& f : conn.inflight) {
+      for (const auto& [slot, seq] : f.messages) acks.push_back({slot, seq, error, std::nullopt});
+      for (const auto& [part, offset] : f.fetch_parts) parts[part].fetching = false;
+    }
+    conn.inflight.clear();
+    setProblem((conn.node >= 0 ? "broker " + std::to_string(conn.node) : std::string("bootstrap")) + ": " + why);
+    brokerFailed(conn.node, now_mono);
+    metadata_wanted = true;
+  }
+
+  void enqueue(Conn& conn, std::vector<std::uint8_t> frame, InFlight f) {
+    if (conn.out_sent == conn.out.size()) {
+      conn.out.clear();
+      conn.out_sent = 0;
+    }
+    conn.out.insert(conn.out.end(), frame.begin(), frame.end());
+    conn.inflight.push_back(std::move(f));
+  }
+
+  // Writes what it can; false when the connection broke.
+  bool flush(Conn& conn, std::string& why) {
+    while (conn.connected && conn.out_sent < conn.out.size()) {
+      const auto n = ::send(conn.fd, conn.out.data() + conn.out_sent, conn.out.size() - conn.out_sent,
+                            MSG_NOSIGNAL);
+      if (n > 0) {
+        conn.out_sent += static_cast<std::size_t>(n);
+      } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        return true;
+      } else {
+        why = errnoText("send", errno);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Reads what is there and hands over every whole answer; false when the connection broke.
+  bool drain(Conn& conn, common::Instant at, std::string& why) {
+    std::uint8_t buffer[65536];
+    for (;;) {
+      const auto n = ::recv(conn.fd, buffer, sizeof buffer, 0);
+      if (n > 0) {
+        conn.in.insert(conn.in.end(), buffer, buffer + n);
+        if (static_cast<std::size_t>(n) < sizeof buffer) break;
+        continue;
+      }
+      if (n == 0) {
+        why = "connection closed by the broker";
+        return false;
+      }
+      if (errno == EAGAIN || errno == EINTR) break;
+      why = errnoText("recv", errno);
+      return false;
+    }
+    std::size_t pos = 0;
+    while (conn.in.size() - pos >= 4) {
+      const auto size = (std::uint32_t{conn.in[pos]} << 24) | (std::uint32_t{conn.in[pos + 1]} << 16) |
+                        (std::uint32_t{conn.in[pos + 2]} << 8) | std::uint32_t{conn.in[pos + 3]};
+      if (size < 4 || size > kMaxResponseBytes) {
+        why = "answer of " + std::to_string(size) + " bytes is not a Kafka answer";
+        return false;
+      }
+      if (conn.in.size() - pos - 4 < size) break;
+      if (conn.inflight.empty()) {
+        why = "an answer to no request";
+        return false;
+      }
+      InFlight f = std::move(conn.inflight.front());
+      conn.inflight.pop_front();
+      const std::span<const std::uint8_t> body(conn.in.data() + pos + 4, size);
+      if (!answer(conn, f, body, at, why)) return false;
+      pos += 4 + size;
+    }
+    conn.in.erase(conn.in.begin(), conn.in.begin() + static_cast<std::ptrdiff_t>(pos));
+    return true;
+  }
+
+  // --- answers -------------------------------------------------------------------------------
+
+  bool answer(Conn& conn, InFlight& f, std::span<const std::uint8_t> body, common::Instant at, std::string& why) {
+    switch (f.role) {
+      case Role::kProduce: return produced(f, body, why);
+      case Role::kFetch: return fetched(f, body, at, why);
+      case Role::kMetadata: return described(conn, f, body, why);
+    }
+    return true;
+  }
+
+  bool produced(InFlight& f, std::span<const std::uint8_t> body, std::string& why) {
+    auto results = pw::decodeProduceResponse(body, f.correlation);
+    if (!results) {
+      why = results.error().message;
+      return false;
+    }
+    // The request held one batch of one record per (topic, partition); the messages are in the
+    // request's order, so a result finds its message by slot.
+    std::vector<const pw::ProduceResult*> by_part(parts.size(), nullptr);
+    for (const auto& r : *results) {
+      if (const auto index = partIndex(r.topic, r.partition); index != SIZE_MAX) by_part[index] = &r;
+    }
+    for (const auto& [slot, seq] : f.messages) {
+      const pw::ProduceResult* r = by_part[slot_index[slot]];
+      if (r == nullptr) {
+        acks.push_back({slot, seq, RD_KAFKA_RESP_ERR__BAD_MSG, std::nullopt});
+        continue;
+      }
+      if (r->error != 0) {
+        metadata_wanted = true;
+        acks.push_back({slot, seq, r->error, std::nullopt});
+      } else {
+        acks.push_back({slot, seq, 0, r->base_offset});
+      }
+    }
+    return true;
+  }
+
+  bool fetched(InFlight& f, std::span<const std::uint8_t> body, common::Instant at, std::string& why) {
+    scratch_offsets.assign(parts.size(), -1);
+    for (const auto& [part, offset] : f.fetch_parts) {
+      parts[part].fetching = false;
+      scratch_offsets[part] = offset;
+    }
+    auto partitions = pw::decodeFetchResponse(body, f.correlation, f.asked);
+    if (!partitions) {
+      // A top-level error answers the whole fetch; the connection is still sound.
+      if (partitions.error().message.find("malformed") != std::string::npos) {
+        why = partitions.error().message;
+        return false;
+      }
+      setProblem("fetch: " + partitions.error().message);
+      metadata_wanted = true;
+      return true;
+    }
+    std::vector<WireRecord> records;
+    for (auto& p : *partitions) {
+      const auto index = partIndex(p.topic, p.partition);
+      if (index == SIZE_MAX) continue;
+      Part* part = &parts[index];
+      // Moved on meanwhile (a fetch from another leader answered first): not read twice.
+      if (scratch_offsets[index] < 0 || part->target.fetch_offset != scratch_offsets[index]) continue;
+      if (p.error != 0) {
+        metadata_wanted = true;
+        if (p.error == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE && p.high_watermark >= 0) {
+          part->target.fetch_offset = p.high_watermark;
+        }
+        continue;
+      }
+      if (!p.problem.empty()) setProblem(p.topic + "[" + std::to_string(p.partition) + "]: " + p.problem);
+      for (const auto& r : p.records) records.push_back({part->target.slot, r.offset, r.value});
+      part->target.fetch_offset = p.next_offset;
+    }
+    if (!records.empty()) record_sink(records, at);
+    return true;
+  }
+
+  bool described(Conn& conn, InFlight& f, std::span<const std::uint8_t> body, std::string& why) {
+    auto answer = pw::decodeMetadataResponse(body, f.correlation);
+    if (!answer) {
+      why = answer.error().message;
+      return false;
+    }
+    for (const auto& b : answer->brokers) brokers[b.node] = {b.host, std::to_string(b.port)};
+    for (auto& part : parts) part.leader = -1;
+    for (const auto& t : answer->topics) {
+      for (const auto& p : t.partitions) {
+        if (const auto index = partIndex(t.name, p.partition); index != SIZE_MAX && p.error == 0) {
+          parts[index].leader = p.leader;
+        }
+      }
+    }
+    bool complete = true;
+    for (const auto& part : parts) {
+      if (part.leader < 0 || brokers.count(part.leader) == 0) complete = false;
+    }
+    metadata_wanted = !complete;
+    (void)conn;
+    if (complete) {
+      setProblem({});
+      std::lock_guard lock(mutex);
+      if (!std::exchange(described_once, true)) described_cv.notify_all();
+    }
+    return true;
+  }
+
+  // --- requests ------------------------------------------------------------------------------
+
+  void sendMetadata(std::int64_t now_mono) {
+    if (metadata_conn && !metadata_conn->inflight.empty()) return;
+    if (now_mono < metadataDue()) return;
+    if (!metadata_conn) {
+      // Known brokers first, then the bootstrap servers, one after another on each failure.
+      std::vector<std::tuple<std::int32_t, std::string, std::string>> candidates;
+      for (const auto& [node, address] : brokers) {
+        if (auto b = backoff_until.find(node); b == backoff_until.end() || now_mono >= b->second) {
+          candidates.emplace_back(node, address.first, address.second);
+        }
+      }
+      for (const auto& [host, port] : options.bootstrap) candidates.emplace_back(-1, host, port);
+      if (candidates.empty()) return;
+      const auto& [node, host, port] = candidates[metadata_rotation++ % candidates.size()];
+      metadata_conn = open(node, Role::kMetadata, host, port);
+      if (!metadata_conn) {
+        brokerFailed(node, now_mono);
+        metadata_sent = now_mono;
+        return;
+      }
+    }
+    InFlight f;
+    f.correlation = next_correlation++;
+    f.role = Role::kMetadata;
+    f.deadline_mono = now_mono + kMetadataTimeoutUs;
+    enqueue(*metadata_conn, pw::encodeMetadataRequest(f.correlation, options.client_id, topicNames()), std::move(f));
+    metadata_sent = now_mono;
+    std::lock_guard lock(mutex);
+    ++stats.metadata_requests;
+  }
+
+  void sendProduce(std::vector<WireSend>& messages, std::int64_t now_mono) {
+    // By leader: one request per broker with one batch per partition.
+    std::map<std::int32_t, std::vector<WireSend*>> by_leader;
+    for (auto& m : messages) {
+      const auto index = m.slot < slot_index.size() ? slot_index[m.slot] : SIZE_MAX;
+      if (index == SIZE_MAX) {
+        acks.push_back({m.slot, m.seq, RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION, std::nullopt});
+        continue;
+      }
+      const auto leader = parts[index].leader;
+      if (leader < 0) {
+        acks.push_back({m.slot, m.seq, RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE, std::nullopt});
+        metadata_wanted = true;
+        continue;
+      }
+      by_leader[leader].push_back(&m);
+    }
+    for (auto& [leader, list] : by_leader) {
+      Conn* conn = connFor(leader, Role::kProduce, now_mono);
+      if (conn == nullptr) {
+        for (auto* m : list) acks.push_back({m->slot, m->seq, RD_KAFKA_RESP_ERR__TRANSPORT, std::nullopt});
+        continue;
+      }
+      std::vector<pw::ProduceTopic> topics;
+      InFlight f;
+      f.correlation = next_correlation++;
+      f.role = Role::kProduce;
+      f.deadline_mono = now_mono + std::int64_t{options.request_timeout_ms} * 1000 + kProduceMarginUs;
+      for (auto* m : list) {
+        const auto& target = parts[slot_index[m->slot]].target;
+        auto t = std::find_if(topics.begin(), topics.end(), [&](const pw::ProduceTopic& x) { return x.name == target.topic; });
+        if (t == topics.end()) t = topics.insert(topics.end(), pw::ProduceTopic{target.topic, {}});
+        pw::ProducePartition p;
+        p.partition = target.partition;
+        pw::appendRecordBatch(p.records, m->value, m->timestamp_ms);
+        t->partitions.push_back(std::move(p));
+        f.messages.emplace_back(m->slot, m->seq);
+      }
+      enqueue(*conn, pw::encodeProduceRequest(f.correlation, options.client_id, options.request_timeout_ms, topics),
+              std::move(f));
+      std::lock_guard lock(mutex);
+      ++stats.produce_requests;
+    }
+  }
+
+  void sendFetches(std::int64_t now_mono) {
+    std::map<std::int32_t, std::vector<std::size_t>> by_leader;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      if (parts[i].leader >= 0 && !parts[i].fetching) by_leader[parts[i].leader].push_back(i);
+    }
+    for (auto& [leader, list] : by_leader) {
+      const auto key = std::make_pair(leader, Role::kFetch);
+      if (auto it = conns.find(key); it != conns.end() && !it->second->inflight.empty()) continue;
+      Conn* conn = connFor(leader, Role::kFetch, now_mono);
+      if (conn == nullptr) continue;
+      InFlight f;
+      f.correlation = next_correlation++;
+      f.role = Role::kFetch;
+      f.deadline_mono = now_mono + std::int64_t{options.fetch_max_wait_ms} * 1000 + kFetchMarginUs;
+      const auto per_partition = std::max<std::int32_t>(
+          64 << 10, options.fetch_max_bytes / static_cast<std::int32_t>(std::max<std::size_t>(1, list.size())));
+      for (const auto index : list) {
+        Part* p = &parts[index];
+        f.fetch_parts.emplace_back(index, p->target.fetch_offset);
+        auto t = std::find_if(f.asked.begin(), f.asked.end(), [&](const pw::FetchTopic& x) { return x.name == p->target.topic; });
+        if (t == f.asked.end()) t = f.asked.insert(f.asked.end(), pw::FetchTopic{p->target.topic, {}});
+        t->partitions.push_back({p->target.partition, p->target.fetch_offset, per_partition});
+        p->fetching = true;
+      }
+      auto frame = pw::encodeFetchRequest(f.correlation, options.client_id, options.fetch_max_wait_ms, 1,
+                                          options.fetch_max_bytes, f.asked);
+      enqueue(*conn, std::move(frame), std::move(f));
+      std::lock_guard lock(mutex);
+      ++stats.fetch_requests;
+    }
+  }
+
+  // --- the loop ------------------------------------------------------------------------------
+
+  void loop() {
+    std::vector<pollfd> fds;
+    std::vector<Conn*> polled;
+    while (!io.stopRequested()) {
+      const auto now_mono = clock.monoNow();
+      sendMetadata(now_mono);
+      sendFetches(now_mono);
+      std::int64_t next = now_mono + std::int64_t{kMaxPollMs} * 1000;
+      if (!metadata_conn || metadata_conn->inflight.empty()) next = std::min(next, std::max(metadataDue(), now_mono + 1000));
+      fds.clear();
+      polled.clear();
+      fds.push_back({wake_fd, POLLIN, 0});
+      auto watch = [&](Conn* c) {
+        short events = POLLIN;
+        if (!c->connected || c->out_sent < c->out.size()) events |= POLLOUT;
+        fds.push_back({c->fd, events, 0});
+        polled.push_back(c);
+        for (const auto& f : c->inflight) next = std::min(next, f.deadline_mono);
+      };
+      for (auto& [key, c] : conns) watch(c.get());
+      if (metadata_conn) watch(metadata_conn.get());
+      for (const auto& [node, until] : backoff_until) {
+        if (until > now_mono) next = std::min(next, until);
+      }
+      const auto wait_ms = static_cast<int>(std::clamp<std::int64_t>((next - now_mono + 999) / 1000, 0, kMaxPollMs));
+      const int rc = ::poll(fds.data(), fds.size(), wait_ms);
+      if (rc < 0 && errno != EINTR) {
+        setProblem(errnoText("poll", errno));
+        continue;
+      }
+      const auto at = clock.now();
+      acks.clear();
+      std::vector<Conn*> broken;
+      std::vector<std::string> reasons;
+      for (std::size_t i = 1; i < fds.size(); ++i) {
+        Conn* c = polled[i - 1];
+        if (fds[i].revents == 0) continue;
+        std::string why;
+        bool ok = true;
+        if (!c->connected) {
+          int so_error = 0;
+          socklen_t len = sizeof so_error;
+          if (::getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &so_error, &len) != 0) so_error = errno;
+          if (so_error != 0) {
+            why = errnoText("connect", so_error);
+            ok = false;
+          } else if ((fds[i].revents & (POLLOUT | POLLIN)) != 0) {
+            c->connected = true;
+            backoff_us.erase(c->node);
+          }
+        }
+        if (ok && c->connected && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) ok = drain(*c, at, why);
+        if (ok && c->connected && (fds[i].revents & POLLOUT) != 0) ok = flush(*c, why);
+        if (!ok) {
+          broken.push_back(c);
+          reasons.push_back(why);
+        }
+      }
+      if ((fds[0].revents & POLLIN) != 0) {
+        std::uint64_t count = 0;
+        [[maybe_unused]] const auto n = ::read(wake_fd, &count, sizeof count);
+      }
+      std::vector<WireSend> sends;
+      std::vector<WireTarget> more;
+      {
+        std::lock_guard lock(mutex);
+        sends.swap(pending);
+        more.swap(added);
+      }
+      if (!more.empty()) addTargets(std::move(more));
+      // Timeouts: a request unanswered past its deadline breaks its connection (the answers
+      // come in order, so nothing behind it can come first).
+      const auto after = clock.monoNow();
+      auto expired = [&](Conn* c) {
+        return !c->inflight.empty() && c->inflight.front().deadline_mono <= after &&
+               std::find(broken.begin(), broken.end(), c) == broken.end();
+      };
+      for (auto& [key, c] : conns) {
+        if (expired(c.get())) {
+          broken.push_back(c.get());
+          reasons.push_back("no answer within the request timeout");
+        }
+      }
+      if (metadata_conn && expired(metadata_conn.get())) {
+        broken.push_back(metadata_conn.get());
+        reasons.push_back("no metadata answer within 5 s");
+      }
+      for (std::size_t i = 0; i < broken.size(); ++i) {
+        Conn* c = broken[i];
+        const bool timed_out = reasons[i] == "no answer within the request timeout";
+        fail(*c, timed_out ? RD_KAFKA_RESP_ERR__TIMED_OUT : RD_KAFKA_RESP_ERR__TRANSPORT, reasons[i], after);
+        if (c == metadata_conn.get()) {
+          metadata_conn.reset();
+        } else {
+          conns.erase(std::make_pair(c->node, c->role));
+        }
+      }
+      if (!sends.empty()) {
+        sendProduce(sends, after);
+        for (auto& [key, c] : conns) {
+          std::string why;
+          if (c->connected && !flush(*c, why)) {
+            // Seen as broken on the next turn's poll.
+            spdlog::debug("probe wire client: broker {}: {}", c->node, why);
+          }
+        }
+      }
+      if (!acks.empty()) ack_sink(acks, at);
+    }
+  }
+};
+
+WireClient::WireClient(WireClientOptions options, const common::Clock& clock, AckSink acks, RecordSink records)
+    : impl_(std::make_unique<Impl>(std::move(options), clock, std::move(acks), std::move(records))) {}
+
+WireClient::~WireClient() { stop(); }
+
+void WireClient::start(std::vector<WireTarget> targets, std::chrono::milliseconds wait_for_leaders) {
+  impl_->addTargets(std::move(targets));
+  impl_->io.start("kfaild:wire", [this] { impl_->loop(); });
+  std::unique_lock lock(impl_->mutex);
+  impl_->described_cv.wait_for(lock, wait_for_leaders, [this] { return impl_->described_once; });
+}
+
+void WireClient::add(std::vector<WireTarget> targets) {
+  {
+    std::lock_guard lock(impl_->mutex);
+    for (auto& t : targets) impl_->added.push_back(std::move(t));
+  }
+  impl_->wake();
+}
+
+void WireClient::send(std::vector<WireSend> messages) {
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->pending.empty()) {
+      impl_->pending.swap(messages);
+    } else {
+      for (auto& m : messages) impl_->pending.push_back(std::move(m));
+    }
+  }
+  impl_->wake();
+}
+
+void WireClient::stop() {
+  impl_->io.requestStop();
+  impl_->wake();
+  impl_->io.stop();
+}
+
+WireStats WireClient::stats() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->stats;
+}
+
+}  // namespace kfaild::probe

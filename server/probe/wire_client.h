@@ -1,0 +1,114 @@
+#pragma once
+
+// kfaild's own probe client (`probe.client: wire`): the probe's sends and reads spoken to the
+// brokers directly, one Produce request per leader broker per tick with every partition it
+// leads, and one Fetch request per leader broker outstanding at any time. librdkafka's producer
+// sends one Produce request per partition and wakes its broker thread for each partition's first
+// message, and its consumer's fetches come back one partition at a time; at tens of partitions
+// those wake-ups were most of the probe's CPU (docs/PERFORMANCE.md).
+//
+// What it does not do, on purpose: retry. A message whose request fails (an error from the
+// broker, a connection that breaks or refuses, no answer within the request timeout, no leader
+// known) fails at that moment with the error, and the partition's next tick is the next try;
+// the ack gap ends at the first ack after a stall, as with librdkafka's retries. Client
+// discovery: any error or broken connection asks for metadata at once and then every 100 ms
+// until every probed partition has a leader that answered; otherwise every 60 s.
+//
+// One I/O thread ("kfaild:wire") owns every socket: per broker a produce connection and a fetch
+// connection (a fetch waiting at the broker must not hold produce answers back on the same
+// connection), and one metadata connection to any broker. Timestamps are the I/O thread's
+// reading of the clock as the answer is read off the socket.
+//
+// PLAINTEXT only: a cluster with TLS or SASL settings keeps librdkafka (config validation says
+// so). Thread-safe: send(), add(), stats() from any thread; the sinks run on the I/O thread.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/common/clock.h"
+
+namespace kfaild::probe {
+
+struct WireTarget {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::size_t slot = 0;          // the caller's index, given back with every ack and record
+  std::int64_t fetch_offset = 0;  // where reading starts
+};
+
+struct WireSend {
+  std::size_t slot = 0;
+  std::int64_t seq = 0;
+  std::vector<std::uint8_t> value;
+  std::int64_t timestamp_ms = 0;
+};
+
+struct WireAck {
+  std::size_t slot = 0;
+  std::int64_t seq = 0;
+  std::int32_t error = 0;  // 0, a Kafka error code, or a librdkafka local error (negative)
+  std::optional<std::int64_t> offset;
+};
+
+struct WireRecord {
+  std::size_t slot = 0;
+  std::int64_t offset = 0;
+  std::span<const std::uint8_t> value;  // valid during the sink's call only
+};
+
+struct WireClientOptions {
+  std::vector<std::pair<std::string, std::string>> bootstrap;  // host, port
+  std::string client_id = "kfaild-probe";
+  std::int32_t request_timeout_ms = 30'000;  // the broker's wait for acks=all, and the client's
+  std::int32_t fetch_max_wait_ms = 500;
+  std::int32_t fetch_max_bytes = 4 << 20;
+  std::int32_t reconnect_backoff_max_ms = 1000;
+};
+
+struct WireStats {
+  std::uint64_t produce_requests = 0;
+  std::uint64_t fetch_requests = 0;
+  std::uint64_t metadata_requests = 0;
+  std::uint64_t connections = 0;  // opened, over the client's life
+  std::string problem;            // the last one, empty once metadata answers again
+};
+
+class WireClient {
+ public:
+  using AckSink = std::function<void(std::span<const WireAck>, common::Instant at)>;
+  using RecordSink = std::function<void(std::span<const WireRecord>, common::Instant at)>;
+
+  WireClient(WireClientOptions options, const common::Clock& clock, AckSink acks, RecordSink records);
+  ~WireClient();
+  WireClient(const WireClient&) = delete;
+  WireClient& operator=(const WireClient&) = delete;
+
+  // Starts the I/O thread with the partitions to probe, and waits until every one's leader is
+  // known (or `wait_for_leaders` has passed), so that the first tick is not failed for want of
+  // a first metadata answer. Once only.
+  void start(std::vector<WireTarget> targets, std::chrono::milliseconds wait_for_leaders);
+  // More partitions (a probe topic grew).
+  void add(std::vector<WireTarget> targets);
+  // One tick's messages: they leave on the I/O thread's next turn.
+  void send(std::vector<WireSend> messages);
+  // Stops the I/O thread; what is outstanding gets no ack. Idempotent.
+  void stop();
+
+  WireStats stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kfaild::probe
