@@ -482,19 +482,19 @@ def side_section(d):
             "threads named `rdk:*`; `own` = the rest (kfaild's sender, reporter, receiver, "
             "poller, writer, HTTP; Python's interpreter); KMinion's threads are Go's, not split.",
             "",
-            "| partitions | run | window s | kfaild acked ÷ expected | probe.py acked ÷ expected | KMinion acked ÷ expected | kfaild CPU ms / 1,000 acked | probe.py CPU ms / 1,000 acked | KMinion CPU ms / 1,000 acked | probe.py ÷ kfaild | KMinion ÷ kfaild | kfaild cores (librdkafka / own) | probe.py cores (librdkafka / own) | KMinion cores | kfaild RSS MiB | probe.py RSS MiB | KMinion RSS MiB | kfaild librdkafka clients | EndToEndLatency ms (median / max printed) | EndToEndLatency cores | lab cores | load avg at start |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| partitions | kfaild client | run | window s | kfaild acked ÷ expected | probe.py acked ÷ expected | KMinion acked ÷ expected | kfaild CPU ms / 1,000 acked | probe.py CPU ms / 1,000 acked | KMinion CPU ms / 1,000 acked | probe.py ÷ kfaild | KMinion ÷ kfaild | kfaild cores (librdkafka / own) | probe.py cores (librdkafka / own) | KMinion cores | kfaild RSS MiB | probe.py RSS MiB | KMinion RSS MiB | kfaild librdkafka clients | EndToEndLatency ms (median / max printed) | EndToEndLatency cores | lab cores | load avg at start |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     by_n = {}
     for r in d.get("runs", []):
         n = r["partitions"]
         if r.get("error"):
-            out.append(f"| {n} | {r['repeat'] + 1} | failed: {r['error'][:160]} |" + " |" * 19)
+            out.append(f"| {n} | {r.get('kfaild_client', 'librdkafka')} | {r['repeat'] + 1} | failed: {r['error'][:160]} |" + " |" * 19)
             continue
         k, p, m, e = r["kfaild"], r.get("peer") or {}, r.get("kminion") or {}, r["e2e"]
-        by_n.setdefault(n, []).append(r)
+        by_n.setdefault((n, r.get("kfaild_client", "librdkafka")), []).append(r)
         w = r["window_s"]
         out.append(
-            f"| {n} | {r['repeat'] + 1} | {f(w)} | {f(k.get('acked_fraction'), 3)} | "
+            f"| {n} | {r.get('kfaild_client', 'librdkafka')} | {r['repeat'] + 1} | {f(w)} | {f(k.get('acked_fraction'), 3)} | "
             f"{f(p.get('acked_fraction'), 3)} | {f(m.get('acked_fraction'), 3)} | "
             f"{f(k.get('cpu_ms_per_1000_acked'), 1)} | {f(p.get('cpu_ms_per_1000_acked'), 1)} | "
             f"{f(m.get('cpu_ms_per_1000_acked'), 1)} | "
@@ -510,11 +510,11 @@ def side_section(d):
             f"{la(r, 'load_at_window_start')} |")
     if by_n:
         out += ["", "### Ratios: median (range) over the runs of each size", "",
-                "| partitions | runs | probe.py ÷ kfaild, CPU per 1,000 acked | KMinion ÷ kfaild, CPU per 1,000 acked | kfaild CPU ms / 1,000 acked | probe.py CPU ms / 1,000 acked | KMinion CPU ms / 1,000 acked | kfaild cores | kfaild acked ÷ expected | probe.py acked ÷ expected | KMinion acked ÷ expected | kfaild RSS MiB | librdkafka wake-ups per acked message, kfaild / probe.py |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for n, rs in sorted(by_n.items()):
+                "| partitions | kfaild client | runs | probe.py ÷ kfaild, CPU per 1,000 acked | KMinion ÷ kfaild, CPU per 1,000 acked | kfaild CPU ms / 1,000 acked | probe.py CPU ms / 1,000 acked | KMinion CPU ms / 1,000 acked | kfaild cores | kfaild acked ÷ expected | probe.py acked ÷ expected | KMinion acked ÷ expected | kfaild RSS MiB | librdkafka wake-ups per acked message, kfaild / probe.py |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for (n, client), rs in sorted(by_n.items()):
             out.append(
-                f"| {n} | {len(rs)} | **{rng([r.get('ratio_peer_over_kfaild') for r in rs])}×** | "
+                f"| {n} | {client} | {len(rs)} | **{rng([r.get('ratio_peer_over_kfaild') for r in rs])}×** | "
                 f"**{rng([r.get('ratio_kminion_over_kfaild') for r in rs])}×** | "
                 f"{rng([r['kfaild'].get('cpu_ms_per_1000_acked') for r in rs])} | "
                 f"{rng([(r.get('peer') or {}).get('cpu_ms_per_1000_acked') for r in rs])} | "

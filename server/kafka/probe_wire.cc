@@ -298,7 +298,7 @@ Result<std::vector<FetchedPartition>> decodeFetchResponse(std::span<const std::u
       if (a.name != name) continue;
       for (const auto& p : a.partitions) asked_offsets[p.partition] = p.offset;
     }
-    const auto partitions = in.compactArrayLength("partitions", 40);
+    const auto partitions = in.compactArrayLength("partitions", 37);
     for (std::size_t p = 0; in.ok() && p < partitions; ++p) {
       FetchedPartition f;
       f.topic = name;
