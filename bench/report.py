@@ -256,7 +256,10 @@ def drill_section(d):
             "ends after the fault and starts before fault + 30 s (kfaild: from its `gaps` table; "
             "probe.py: `gaps.py` on its CSV).", ""]
     for i, dr in enumerate(d["drills"]):
-        out += [f"### Drill {i + 1} (load avg at kill {la(dr, 'load_at_kill')})", "",
+        linger = dr.get("peer_linger_ms")
+        out += [f"### Drill {i + 1} (load avg at kill {la(dr, 'load_at_kill')}; kfaild's probe.client "
+                f"{dr.get('kfaild_client') or 'librdkafka'}, probe.py's linger.ms "
+                f"{'5 (default)' if linger is None else f(linger, 0)})", "",
                 f"`lab kill 1` printed: `{dr.get('lab_kill_output', '')}`", "",
                 "| partition | kind | kfaild stall s | probe.py stall s | kfaild − probe.py ms |",
                 "|---|---|---|---|---|"]
@@ -526,6 +529,22 @@ def side_section(d):
                 f"{rng([r['kfaild'].get('rss_kb') / 1024 for r in rs], 0)} | "
                 f"{rng([_wakeups_per_acked(r['kfaild'], r['window_s']) for r in rs], 2)} / "
                 f"{rng([_wakeups_per_acked(r.get('peer') or {}, r['window_s']) for r in rs], 2)} |")
+    timed = [r for r in d.get("runs", []) if (r.get("timing") or {}).get("kfaild") and (r.get("timing") or {}).get("peer")]
+    if timed:
+        out += ["", "### Timing: send → ack latency of the same window, kfaild vs the article's client", "",
+                "Both probes side by side on the same broker, each message sent in the window (kfaild's from "
+                "its database, probe.py's from its CSV): a client of kfaild's own must not make acks look "
+                "faster or slower than confluent-kafka's does.", "",
+                "| partitions | kfaild client | probe.py linger.ms | run | kfaild p50 ms | probe.py p50 ms | p50 difference ms | kfaild p99 ms | probe.py p99 ms | kfaild mean ms | probe.py mean ms | probe.py acked ÷ expected |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in timed:
+            k, p = r["timing"]["kfaild"], r["timing"]["peer"]
+            linger = r.get("peer_linger_ms")
+            out.append(f"| {r['partitions']} | {r.get('kfaild_client', 'librdkafka')} | "
+                       f"{'5 (default)' if linger is None else f(linger, 0)} | {r['repeat'] + 1} | "
+                       f"{f(k['p50_ms'], 2)} | {f(p['p50_ms'], 2)} | **{f(k['p50_ms'] - p['p50_ms'], 2)}** | "
+                       f"{f(k['p99_ms'], 2)} | {f(p['p99_ms'], 2)} | {f(k['mean_ms'], 2)} | {f(p['mean_ms'], 2)} | "
+                       f"{f((r.get('peer') or {}).get('acked_fraction'), 3)} |")
     first = next((r for r in d.get("runs", []) if r.get("commands")), None)
     if first:
         out += ["", f"Command: `{d.get('invocation')}`; per run (first shown):", ""]
@@ -591,20 +610,23 @@ def idle_section(d, poll):
     if not d:
         out += ["Idle cost not measured yet: `bench/run-all --parts idle`.", ""]
     else:
-        r = d["run"]
-        if r.get("error"):
-            out += [f"Idle run failed: {r['error'][:300]}", ""]
-        else:
-            out += ["**Idle cost per cluster.** kfaild has no probe pause (neither the API nor the "
-                    "drill guards stop the sends), so it is measured with the probe at its "
-                    "lowest rate: one partition, `interval_ms: 60000`, on the one-broker lab, "
-                    f"after set-up and 10 s more, over {f(r.get('window_s'))} s:", "",
-                    "| CPU ms per s | librdkafka threads ms/s | kfaild's own threads ms/s | threads | librdkafka clients | RSS MiB | load avg before | command |",
-                    "|---|---|---|---|---|---|---|---|",
-                    f"| **{f(r.get('cpu_ms_per_s'), 2)}** | {f(r.get('librdkafka_cpu_ms_per_s'), 2)} | "
-                    f"{f(r.get('own_cpu_ms_per_s'), 2)} | {r.get('threads')} | "
-                    f"{r.get('librdkafka_clients')} | {f(r.get('rss_kb'), 0, 1024)} | {la(r)} | "
-                    f"{cmd(r.get('command'))} |", ""]
+        runs = d.get("runs") or [d["run"]]
+        out += ["**Idle cost per cluster.** kfaild has no probe pause (neither the API nor the "
+                "drill guards stop the sends), so it is measured with the probe at its "
+                "lowest rate: one partition, `interval_ms: 60000`, on the one-broker lab, "
+                f"after set-up and 10 s more, over {f(runs[0].get('window_s'))} s, once per probe client:", "",
+                "| probe client | CPU ms per s | librdkafka threads ms/s | kfaild's own threads ms/s | threads | librdkafka clients | RSS MiB | load avg before | command |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for r in runs:
+            if r.get("error"):
+                out.append(f"| {r.get('probe_client', 'librdkafka')} | failed: {r['error'][:300]} |" + " |" * 7)
+                continue
+            out.append(f"| {r.get('probe_client', 'librdkafka')} | **{f(r.get('cpu_ms_per_s'), 2)}** | "
+                       f"{f(r.get('librdkafka_cpu_ms_per_s'), 2)} | "
+                       f"{f(r.get('own_cpu_ms_per_s'), 2)} | {r.get('threads')} | "
+                       f"{r.get('librdkafka_clients')} | {f(r.get('rss_kb'), 0, 1024)} | {la(r)} | "
+                       f"{cmd(r.get('command'))} |")
+        out.append("")
     out += ["## 11. Metadata polls on the probe's producer vs a client of their own", ""]
     if not poll:
         return out + ["Not run yet: `bench/run-all --parts poll`.", ""]

@@ -103,7 +103,10 @@ class Probe:
         self.max_late_us = 0
         self.stop = threading.Event()
         common = {"bootstrap.servers": args.bootstrap}
-        self.producer = Producer({**common, "acks": "all", "client.id": "peer-probe"})
+        producer = {**common, "acks": "all", "client.id": "peer-probe"}
+        if args.linger_ms is not None:
+            producer["linger.ms"] = args.linger_ms
+        self.producer = Producer(producer)
         self.consumer = Consumer({**common, "group.id": "peer-probe-" + self.run.decode(),
                                   "enable.auto.commit": False, "auto.offset.reset": "latest",
                                   "client.id": "peer-probe-consumer"})
@@ -246,6 +249,8 @@ def main():
     ap.add_argument("--duration", type=float, default=0.0,
                     help="seconds of the measurement window; 0: until SIGTERM/SIGINT")
     ap.add_argument("--csv", default="", help="write one row per message here")
+    ap.add_argument("--linger-ms", type=float, default=None,
+                    help="the producer's linger.ms (librdkafka's default, 5, when not given)")
     ap.add_argument("--status-every", type=float, default=0.0,
                     help="seconds: also print a JSON status line this often (kind 'status': "
                          "t_us, acked, received, failed, ticks, skipped, cpu_s), so that another "

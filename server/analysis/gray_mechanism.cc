@@ -112,6 +112,9 @@ MechanismSettings withClientSettings(MechanismSettings settings,
   millis("request.timeout.ms", settings.request_timeout_us);
   millis("socket.timeout.ms", settings.socket_timeout_us);
   millis("message.timeout.ms", settings.message_timeout_us);
+  if (const auto it = client.find("probe.client"); it != client.end() && it->second == "wire") {
+    settings.sends_retried = false;
+  }
   return settings;
 }
 

@@ -73,11 +73,15 @@ struct MechanismSettings {
   std::int64_t request_timeout_us = 30'000'000;   // the broker holds a produce request this long
   std::int64_t socket_timeout_us = 60'000'000;    // librdkafka gives up on a request after this
   std::int64_t message_timeout_us = 300'000'000;  // ... or the batch's remaining message timeout
+  // librdkafka retries a send until message.timeout.ms, so a failed send is an error an
+  // application would see; kfaild's wire client (probe.client wire) does not retry, and every
+  // send during a stall fails at once, the next tick being the retry.
+  bool sends_retried = true;
 };
 
 // `settings` with the probe's client settings applied ("request.timeout.ms", "socket.timeout.ms",
-// "message.timeout.ms" as the run outcome's probe_client lists them); values that are not whole
-// milliseconds are ignored.
+// "message.timeout.ms" as the run outcome's probe_client lists them; "probe.client" wire: sends not
+// retried); values that are not whole milliseconds are ignored.
 MechanismSettings withClientSettings(MechanismSettings settings,
                                      const std::map<std::string, std::string>& client);
 

@@ -96,6 +96,7 @@ void applyTo(const ClusterSettings& settings, analysis::FaultMechanism& mechanis
   mechanism.settings = mechanismSettings(settings);
   mechanism.settings.request_timeout_us = client.request_timeout_us;
   mechanism.settings.socket_timeout_us = client.socket_timeout_us;
+  mechanism.settings.sends_retried = client.sends_retried;
 }
 
 nlohmann::json toJson(const ClusterSettings& settings) {

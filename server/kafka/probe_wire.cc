@@ -1,5 +1,6 @@
 #include "server/kafka/probe_wire.h"
 
+#include <algorithm>
 #include <array>
 #include <unordered_map>
 
@@ -100,17 +101,11 @@ std::uint32_t crc32c(std::span<const std::uint8_t> bytes, std::uint32_t crc) {
   return ~crc;
 }
 
-void appendRecordBatch(std::vector<std::uint8_t>& out, std::span<const std::uint8_t> value,
-                       std::int64_t timestamp_ms) {
-  std::vector<std::uint8_t> record;
-  record.reserve(value.size() + 8);
-  record.push_back(0);       // attributes
-  putVarlong(record, 0);     // timestamp delta
-  putVarlong(record, 0);     // offset delta
-  putVarlong(record, -1);    // key: null
-  putVarlong(record, static_cast<std::int64_t>(value.size()));
-  record.insert(record.end(), value.begin(), value.end());
-  putVarlong(record, 0);     // headers
+void appendRecordBatch(std::vector<std::uint8_t>& out, std::span<const OutRecord> records) {
+  if (records.empty()) return;
+  const auto first_ts = records.front().timestamp_ms;
+  std::int64_t max_ts = first_ts;
+  for (const auto& r : records) max_ts = std::max(max_ts, r.timestamp_ms);
 
   const auto start = out.size();
   putBig(out, 0, 8);                                     // base offset (the broker assigns it)
@@ -119,19 +114,37 @@ void appendRecordBatch(std::vector<std::uint8_t>& out, std::span<const std::uint
   out.push_back(2);                                      // magic
   putBig(out, 0, 4);                                     // crc, patched below
   putBig(out, 0, 2);                                     // attributes: uncompressed, CreateTime
-  putBig(out, 0, 4);                                     // last offset delta
-  putBig(out, static_cast<std::uint64_t>(timestamp_ms), 8);  // first timestamp
-  putBig(out, static_cast<std::uint64_t>(timestamp_ms), 8);  // max timestamp
+  putBig(out, records.size() - 1, 4);                    // last offset delta
+  putBig(out, static_cast<std::uint64_t>(first_ts), 8);  // first timestamp
+  putBig(out, static_cast<std::uint64_t>(max_ts), 8);    // max timestamp
   putBig(out, static_cast<std::uint64_t>(-1), 8);        // producer id: none
   putBig(out, static_cast<std::uint16_t>(-1), 2);        // producer epoch
   putBig(out, static_cast<std::uint32_t>(-1), 4);        // base sequence
-  putBig(out, 1, 4);                                     // one record
-  putVarlong(out, static_cast<std::int64_t>(record.size()));
-  out.insert(out.end(), record.begin(), record.end());
+  putBig(out, records.size(), 4);                        // record count
+  std::vector<std::uint8_t> record;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto value = records[i].value;
+    record.clear();
+    record.push_back(0);                                            // attributes
+    putVarlong(record, records[i].timestamp_ms - first_ts);         // timestamp delta
+    putVarlong(record, static_cast<std::int64_t>(i));               // offset delta
+    putVarlong(record, -1);                                         // key: null
+    putVarlong(record, static_cast<std::int64_t>(value.size()));
+    record.insert(record.end(), value.begin(), value.end());
+    putVarlong(record, 0);                                          // headers
+    putVarlong(out, static_cast<std::int64_t>(record.size()));
+    out.insert(out.end(), record.begin(), record.end());
+  }
 
   patchBig(out, start + 8, static_cast<std::uint32_t>(out.size() - start - kBatchLengthEnd));
   const std::span<const std::uint8_t> covered(out.data() + start + kCrcEnd, out.size() - start - kCrcEnd);
   patchBig(out, start + 17, crc32c(covered));
+}
+
+void appendRecordBatch(std::vector<std::uint8_t>& out, std::span<const std::uint8_t> value,
+                       std::int64_t timestamp_ms) {
+  const OutRecord one{value, timestamp_ms};
+  appendRecordBatch(out, std::span<const OutRecord>(&one, 1));
 }
 
 std::vector<std::uint8_t> encodeProduceRequest(std::int32_t correlation_id, std::string_view client_id,
@@ -306,7 +319,7 @@ Result<std::vector<FetchedPartition>> decodeFetchResponse(std::span<const std::u
       f.error = in.int16("error code");
       f.high_watermark = in.int64("high watermark");
       in.int64("last stable offset");
-      in.int64("log start offset");
+      f.log_start_offset = in.int64("log start offset");
       const auto aborted = in.uvarint("aborted transactions");
       for (std::uint32_t a = 1; in.ok() && a < aborted; ++a) {
         in.int64("producer id");

@@ -32,7 +32,15 @@ inline constexpr std::int16_t kMetadataVersion = 12;
 // CRC-32C (Castagnoli), the record batch's checksum.
 std::uint32_t crc32c(std::span<const std::uint8_t> bytes, std::uint32_t crc = 0);
 
-// Appends a record batch v2 holding one record: no key, `value`, created at `timestamp_ms`.
+struct OutRecord {
+  std::span<const std::uint8_t> value;
+  std::int64_t timestamp_ms = 0;
+};
+// Appends one record batch v2 holding `records` in order (offset deltas 0, 1, ...), each without
+// a key. A Produce request (v3 and later) carries exactly one batch per partition: the broker
+// refuses more, so two messages for one partition in one request share a batch.
+void appendRecordBatch(std::vector<std::uint8_t>& out, std::span<const OutRecord> records);
+// One record.
 void appendRecordBatch(std::vector<std::uint8_t>& out, std::span<const std::uint8_t> value,
                        std::int64_t timestamp_ms);
 
@@ -83,6 +91,7 @@ struct FetchedPartition {
   std::int32_t partition = 0;
   std::int16_t error = 0;
   std::int64_t high_watermark = -1;
+  std::int64_t log_start_offset = -1;
   std::vector<FetchedRecord> records;  // at or after the fetch offset, in offset order
   // Where the next fetch starts: past the last whole batch returned, or the fetch offset when
   // none was.

@@ -394,6 +394,22 @@ Status ProbeRunner::setUp() {
         std::move(options), clock_,
         [this](std::span<const WireAck> acks, common::Instant at) { wireAcks(acks, at); },
         [this](std::span<const WireRecord> records, common::Instant at) { wireRecords(records, at); });
+    // The client's discovery of a new leader, as the client-log observer records librdkafka's
+    // (source client, kind client_leader_update): the analysis's discovery phase ends at it.
+    wire_->onLeaderChange([this](const std::string& topic, std::int32_t partition, std::int32_t from,
+                                 std::int32_t to, std::int32_t epoch, common::Instant at) {
+      storage::Event e;
+      e.cluster = cluster_id_;
+      e.t_us = at.wall;
+      e.source = "client";
+      e.kind = "client_leader_update";
+      e.broker = to;
+      e.topic = topic;
+      e.partition = partition;
+      e.detail = nlohmann::json{{"client", "producer"}, {"via", "wire"}, {"from", from}, {"to", to}, {"epoch", epoch}}
+                     .dump();
+      store_.addEvent(std::move(e));
+    });
     wire_->start(std::move(targets), std::chrono::milliseconds(kSetUpRequestTimeoutMs));
   }
   std::vector<TopicSlots> topic_slots;
@@ -433,6 +449,19 @@ void ProbeRunner::senderLoop() {
     if (!sender_.sleepFor(std::chrono::microseconds(kSetUpRetryUs))) return;
   }
   if (sender_.stopRequested()) return;
+  if (wire_) {
+    // Set up: the librdkafka clients' threads would only wake for nothing from here on (each
+    // broker thread at least once a second).
+    std::unique_lock producer_lock(producer_mutex_);
+    for (auto* t : topic_handles_) rd_kafka_topic_destroy(t);
+    topic_handles_.clear();
+    {
+      std::unique_lock slots_lock(slots_mutex_);
+      for (auto& slot : slots_) slot->topic = nullptr;
+    }
+    consumer_.reset();
+    producer_.reset();
+  }
   // Only now: the clients this thread created in setUp() have their threads, which would
   // inherit the sender's scheduling.
   const auto scheduling = common::raiseThisThreadPriority(cluster_.probe.sender_priority);
@@ -511,7 +540,9 @@ void ProbeRunner::addSeenPartitions() {
   for (const auto& a : added) {
     if (std::find(grown.begin(), grown.end(), a.topic) == grown.end()) grown.push_back(a.topic);
   }
-  if (auto md = kafka::fetchMetadata(producer_.get(), grown, kSetUpRequestTimeoutMs); !md) {
+  if (wire_) {
+    // The wire client asks for the grown topics' metadata itself (WireClient::add).
+  } else if (auto md = kafka::fetchMetadata(producer_.get(), grown, kSetUpRequestTimeoutMs); !md) {
     setProblem("partitions added to the probe topics are not probed yet: " + md.error().describe());
     adding_failed_ = true;
     std::lock_guard lock(seen_mutex_);
@@ -709,6 +740,8 @@ void ProbeRunner::serveReports(rd_kafka_event_t* event) {
 }
 
 void ProbeRunner::reporterLoop() {
+  // The wire client reports on its own I/O thread; the producer only sets up.
+  if (wire()) return;
   rd_kafka_queue_t* queue = nullptr;
   {
     std::shared_lock lock(producer_mutex_);

@@ -30,10 +30,14 @@ namespace pw = kafka::probewire;
 
 constexpr std::int64_t kMetadataRetryUs = 100'000;       // while a partition lacks a leader
 constexpr std::int64_t kMetadataRefreshUs = 60'000'000;  // otherwise
-constexpr std::int64_t kMetadataTimeoutUs = 5'000'000;
+constexpr std::int64_t kMetadataTimeoutUs = 2'000'000;
 constexpr std::int64_t kReconnectBackoffMinUs = 100'000;
 constexpr std::int64_t kFetchMarginUs = 5'000'000;        // beyond the fetch's own wait
 constexpr std::int64_t kProduceMarginUs = 1'000'000;      // beyond the broker's ack timeout
+// A request unanswered this long (a produce's acks=all normally take milliseconds, a fetch waits
+// at most its max wait) asks for metadata: a leader that went silent (a blackhole, a paused
+// process) may have been replaced, which no error would tell.
+constexpr std::int64_t kOverdueUs = 1'000'000;
 constexpr std::size_t kMaxResponseBytes = 64u << 20;
 constexpr int kMaxPollMs = 1000;
 
@@ -43,7 +47,13 @@ struct InFlight {
   std::int32_t correlation = 0;
   Role role = Role::kProduce;
   std::int64_t deadline_mono = 0;
-  std::vector<std::pair<std::size_t, std::int64_t>> messages;  // produce: (slot, seq)
+  std::int64_t overdue_mono = 0;  // past this, ask for metadata (kOverdueUs)
+  struct Sent {
+    std::size_t slot = 0;
+    std::int64_t seq = 0;
+    std::int64_t position = 0;  // its record's offset delta in its partition's batch
+  };
+  std::vector<Sent> messages;  // produce
   std::vector<pw::FetchTopic> asked;                           // fetch
   std::vector<std::pair<std::size_t, std::int64_t>> fetch_parts;  // fetch: (part, offset asked)
 };
@@ -65,6 +75,7 @@ struct Conn {
 struct Part {
   WireTarget target;
   std::int32_t leader = -1;
+  std::int32_t last_leader = -1;  // the last leader known, kept while none is
   bool fetching = false;  // in an outstanding fetch
 };
 
@@ -103,6 +114,7 @@ struct WireClient::Impl {
   const common::Clock& clock;
   AckSink ack_sink;
   RecordSink record_sink;
+  LeaderSink leader_sink;
 
   int wake_fd = -1;
   common::Worker io;
@@ -129,6 +141,7 @@ struct WireClient::Impl {
   std::int64_t metadata_sent = 0;  // mono time of the last metadata request (0: none yet)
   std::int32_t next_correlation = 1;
   std::vector<WireAck> acks;  // reused per turn
+  std::vector<Conn*> abandon;  // overdue connections of brokers that lost partitions (described())
 
   Impl(WireClientOptions o, const common::Clock& c, AckSink a, RecordSink r)
       : options(std::move(o)), clock(c), ack_sink(std::move(a)), record_sink(std::move(r)) {
@@ -233,7 +246,7 @@ struct WireClient::Impl {
   // Closes `conn`: its outstanding produce requests fail with `error`, its fetch is forgotten.
   void fail(Conn& conn, std::int32_t error, const std::string& why, std::int64_t now_mono) {
     for (auto& f : conn.inflight) {
-      for (const auto& [slot, seq] : f.messages) acks.push_back({slot, seq, error, std::nullopt});
+      for (const auto& m : f.messages) acks.push_back({m.slot, m.seq, error, std::nullopt});
       for (const auto& [part, offset] : f.fetch_parts) parts[part].fetching = false;
     }
     conn.inflight.clear();
@@ -315,7 +328,7 @@ struct WireClient::Impl {
     switch (f.role) {
       case Role::kProduce: return produced(f, body, why);
       case Role::kFetch: return fetched(f, body, at, why);
-      case Role::kMetadata: return described(conn, f, body, why);
+      case Role::kMetadata: return described(conn, f, body, at, why);
     }
     return true;
   }
@@ -326,23 +339,23 @@ struct WireClient::Impl {
       why = results.error().message;
       return false;
     }
-    // The request held one batch of one record per (topic, partition); the messages are in the
-    // request's order, so a result finds its message by slot.
+    // The request held one batch per (topic, partition), a message's record at its position in
+    // it: its offset is the batch's base offset plus that position.
     std::vector<const pw::ProduceResult*> by_part(parts.size(), nullptr);
     for (const auto& r : *results) {
       if (const auto index = partIndex(r.topic, r.partition); index != SIZE_MAX) by_part[index] = &r;
     }
-    for (const auto& [slot, seq] : f.messages) {
-      const pw::ProduceResult* r = by_part[slot_index[slot]];
+    for (const auto& m : f.messages) {
+      const pw::ProduceResult* r = by_part[slot_index[m.slot]];
       if (r == nullptr) {
-        acks.push_back({slot, seq, RD_KAFKA_RESP_ERR__BAD_MSG, std::nullopt});
+        acks.push_back({m.slot, m.seq, RD_KAFKA_RESP_ERR__BAD_MSG, std::nullopt});
         continue;
       }
       if (r->error != 0) {
         metadata_wanted = true;
-        acks.push_back({slot, seq, r->error, std::nullopt});
+        acks.push_back({m.slot, m.seq, r->error, std::nullopt});
       } else {
-        acks.push_back({slot, seq, 0, r->base_offset});
+        acks.push_back({m.slot, m.seq, 0, r->base_offset + m.position});
       }
     }
     return true;
@@ -374,8 +387,11 @@ struct WireClient::Impl {
       if (scratch_offsets[index] < 0 || part->target.fetch_offset != scratch_offsets[index]) continue;
       if (p.error != 0) {
         metadata_wanted = true;
-        if (p.error == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE && p.high_watermark >= 0) {
-          part->target.fetch_offset = p.high_watermark;
+        // Out of range below the log's start: those messages are gone (retention), and reading
+        // resumes at the start. Above its end (a leader that is behind for a moment): asked again.
+        if (p.error == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE && p.log_start_offset >= 0 &&
+            part->target.fetch_offset < p.log_start_offset) {
+          part->target.fetch_offset = p.log_start_offset;
         }
         continue;
       }
@@ -387,24 +403,48 @@ struct WireClient::Impl {
     return true;
   }
 
-  bool described(Conn& conn, InFlight& f, std::span<const std::uint8_t> body, std::string& why) {
+  bool described(Conn& conn, InFlight& f, std::span<const std::uint8_t> body, common::Instant at,
+                 std::string& why) {
     auto answer = pw::decodeMetadataResponse(body, f.correlation);
     if (!answer) {
       why = answer.error().message;
       return false;
     }
     for (const auto& b : answer->brokers) brokers[b.node] = {b.host, std::to_string(b.port)};
-    for (auto& part : parts) part.leader = -1;
+    std::vector<std::int32_t> old_leaders(parts.size());
+    for (std::size_t i = 0; i < parts.size(); ++i) old_leaders[i] = std::exchange(parts[i].leader, -1);
     for (const auto& t : answer->topics) {
       for (const auto& p : t.partitions) {
-        if (const auto index = partIndex(t.name, p.partition); index != SIZE_MAX && p.error == 0) {
-          parts[index].leader = p.leader;
+        // A partition error with a leader named (REPLICA_NOT_AVAILABLE while a follower is
+        // offline) still names where to send.
+        if (const auto index = partIndex(t.name, p.partition); index != SIZE_MAX && p.leader >= 0) {
+          auto& part = parts[index];
+          part.leader = p.leader;
+          if (p.leader >= 0 && p.leader != part.last_leader) {
+            if (part.last_leader >= 0 && leader_sink) {
+              leader_sink(t.name, p.partition, part.last_leader, p.leader, p.leader_epoch, at);
+            }
+            part.last_leader = p.leader;
+          }
         }
       }
     }
     bool complete = true;
-    for (const auto& part : parts) {
-      if (part.leader < 0 || brokers.count(part.leader) == 0) complete = false;
+    std::set<std::int32_t> moved_from;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      if (parts[i].leader < 0 || brokers.count(parts[i].leader) == 0) complete = false;
+      if (old_leaders[i] >= 0 && parts[i].leader >= 0 && parts[i].leader != old_leaders[i]) {
+        moved_from.insert(old_leaders[i]);
+      }
+    }
+    // A broker that lost partitions while its requests are overdue is given up on now: its
+    // answers, if they ever come, would be for a leader that no longer is, and the moved
+    // partitions' sends and fetches go to their new leaders from the next turn.
+    for (const auto& [key, c] : conns) {
+      const bool lost_some = moved_from.count(key.first) != 0;
+      if (lost_some && !c->inflight.empty() && c->inflight.front().overdue_mono <= at.mono) {
+        abandon.push_back(c.get());
+      }
     }
     metadata_wanted = !complete;
     (void)conn;
@@ -477,15 +517,25 @@ struct WireClient::Impl {
       f.correlation = next_correlation++;
       f.role = Role::kProduce;
       f.deadline_mono = now_mono + std::int64_t{options.request_timeout_ms} * 1000 + kProduceMarginUs;
-      for (auto* m : list) {
-        const auto& target = parts[slot_index[m->slot]].target;
+      f.overdue_mono = now_mono + kOverdueUs;
+      // Normally one message per partition; more when ticks queued up while this thread was held
+      // up. They share their partition's one batch, in the order they were sent.
+      std::map<std::size_t, std::vector<const WireSend*>> by_part;
+      for (auto* m : list) by_part[slot_index[m->slot]].push_back(m);
+      std::vector<pw::OutRecord> records;
+      for (const auto& [index, sends] : by_part) {
+        const auto& target = parts[index].target;
         auto t = std::find_if(topics.begin(), topics.end(), [&](const pw::ProduceTopic& x) { return x.name == target.topic; });
         if (t == topics.end()) t = topics.insert(topics.end(), pw::ProduceTopic{target.topic, {}});
         pw::ProducePartition p;
         p.partition = target.partition;
-        pw::appendRecordBatch(p.records, m->value, m->timestamp_ms);
+        records.clear();
+        for (std::size_t k = 0; k < sends.size(); ++k) {
+          records.push_back({sends[k]->value, sends[k]->timestamp_ms});
+          f.messages.push_back({sends[k]->slot, sends[k]->seq, static_cast<std::int64_t>(k)});
+        }
+        pw::appendRecordBatch(p.records, records);
         t->partitions.push_back(std::move(p));
-        f.messages.emplace_back(m->slot, m->seq);
       }
       enqueue(*conn, pw::encodeProduceRequest(f.correlation, options.client_id, options.request_timeout_ms, topics),
               std::move(f));
@@ -508,6 +558,7 @@ struct WireClient::Impl {
       f.correlation = next_correlation++;
       f.role = Role::kFetch;
       f.deadline_mono = now_mono + std::int64_t{options.fetch_max_wait_ms} * 1000 + kFetchMarginUs;
+      f.overdue_mono = f.deadline_mono - kFetchMarginUs + kOverdueUs;
       const auto per_partition = std::max<std::int32_t>(
           64 << 10, options.fetch_max_bytes / static_cast<std::int32_t>(std::max<std::size_t>(1, list.size())));
       for (const auto index : list) {
@@ -546,6 +597,9 @@ struct WireClient::Impl {
         fds.push_back({c->fd, events, 0});
         polled.push_back(c);
         for (const auto& f : c->inflight) next = std::min(next, f.deadline_mono);
+        if (!c->inflight.empty() && c->inflight.front().overdue_mono > now_mono) {
+          next = std::min(next, c->inflight.front().overdue_mono);
+        }
       };
       for (auto& [key, c] : conns) watch(c.get());
       if (metadata_conn) watch(metadata_conn.get());
@@ -611,9 +665,19 @@ struct WireClient::Impl {
           reasons.push_back("no answer within the request timeout");
         }
       }
+      for (auto& [key, c] : conns) {
+        if (!c->inflight.empty() && c->inflight.front().overdue_mono <= after) metadata_wanted = true;
+      }
+      for (Conn* c : abandon) {
+        if (std::find(broken.begin(), broken.end(), c) == broken.end()) {
+          broken.push_back(c);
+          reasons.push_back("its partitions moved to another leader while its answer was overdue");
+        }
+      }
+      abandon.clear();
       if (metadata_conn && expired(metadata_conn.get())) {
         broken.push_back(metadata_conn.get());
-        reasons.push_back("no metadata answer within 5 s");
+        reasons.push_back("no metadata answer within 2 s");
       }
       for (std::size_t i = 0; i < broken.size(); ++i) {
         Conn* c = broken[i];
@@ -651,6 +715,8 @@ void WireClient::start(std::vector<WireTarget> targets, std::chrono::millisecond
   std::unique_lock lock(impl_->mutex);
   impl_->described_cv.wait_for(lock, wait_for_leaders, [this] { return impl_->described_once; });
 }
+
+void WireClient::onLeaderChange(LeaderSink sink) { impl_->leader_sink = std::move(sink); }
 
 void WireClient::add(std::vector<WireTarget> targets) {
   {

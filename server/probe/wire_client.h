@@ -11,8 +11,10 @@
 // broker, a connection that breaks or refuses, no answer within the request timeout, no leader
 // known) fails at that moment with the error, and the partition's next tick is the next try;
 // the ack gap ends at the first ack after a stall, as with librdkafka's retries. Client
-// discovery: any error or broken connection asks for metadata at once and then every 100 ms
-// until every probed partition has a leader that answered; otherwise every 60 s.
+// discovery: any error, broken connection or answer overdue by a second (a silent leader sends no
+// error) asks for metadata at once and then every 100 ms until every probed partition has a
+// leader; otherwise every 60 s. A broker that loses partitions while its answers are overdue is
+// given up on then (its outstanding sends fail), not at the request timeout.
 //
 // One I/O thread ("kfaild:wire") owns every socket: per broker a produce connection and a fetch
 // connection (a fetch waiting at the broker must not hold produce answers back on the same
@@ -87,11 +89,19 @@ class WireClient {
  public:
   using AckSink = std::function<void(std::span<const WireAck>, common::Instant at)>;
   using RecordSink = std::function<void(std::span<const WireRecord>, common::Instant at)>;
+  // A metadata answer moved a partition to another leader (the client's discovery of it): the
+  // old leader (-1 when none was known), the new one and its epoch, at the answer's arrival.
+  using LeaderSink = std::function<void(const std::string& topic, std::int32_t partition,
+                                        std::int32_t from, std::int32_t to, std::int32_t epoch,
+                                        common::Instant at)>;
 
   WireClient(WireClientOptions options, const common::Clock& clock, AckSink acks, RecordSink records);
   ~WireClient();
   WireClient(const WireClient&) = delete;
   WireClient& operator=(const WireClient&) = delete;
+
+  // Before start().
+  void onLeaderChange(LeaderSink sink);
 
   // Starts the I/O thread with the partitions to probe, and waits until every one's leader is
   // known (or `wait_for_leaders` has passed), so that the first tick is not failed for want of

@@ -476,3 +476,27 @@ TEST_CASE("objectives name gray faults and gray roles", "[unit]") {
   CHECK(stallLimit(*o, "isolate", "isolated_follower", StallKind::kAck)->seconds == 40.0);
   CHECK(stallLimit(*o, "throttle", "throttled_follower", StallKind::kAck)->seconds == 35.0);
 }
+
+TEST_CASE("with the wire client a failed send is an attempt: max_failed is not applicable, not a fail",
+          "[unit][verdict]") {
+  auto run = killRun();
+  run.partitions[0].failed = 485;  // every tick of the leader's stall, failed at once
+  FaultMechanism m;
+  m.fault = "kill";
+  m.settings = withClientSettings({}, {{"probe.client", "librdkafka"}});
+  CHECK(m.settings.sends_retried);
+  const auto retried = evaluate({run}, defaultObjectives(), m, {}, {});
+  CHECK(retried.verdict == CheckStatus::kFail);
+  REQUIRE(failing(retried).size() == 1);
+  CHECK(failing(retried)[0]->objective == "max_failed");
+
+  m.settings = withClientSettings({}, {{"probe.client", "wire"}});
+  CHECK_FALSE(m.settings.sends_retried);
+  const auto wire = evaluate({run}, defaultObjectives(), m, {}, {});
+  CHECK(wire.verdict == CheckStatus::kPass);
+  const auto* failed = checkOf(wire, "max_failed", 0);
+  REQUIRE(failed);
+  CHECK(failed->status == CheckStatus::kNotApplicable);
+  CHECK(*failed->measured == 485.0);
+  CHECK_THAT(failed->reason, Catch::Contains("does not retry"));
+}

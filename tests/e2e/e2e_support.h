@@ -64,6 +64,7 @@ struct LabOptions {
   bool token_file = true;          // false: no http.token_file, kfaild makes <dir>/api-token itself
   std::string extra_yaml;          // more top-level keys for kfaild.yaml (e.g. notifications)
   std::string cluster_yaml;        // more keys of the cluster, each line indented by 4 (e.g. client)
+  std::string probe_client;        // probe.client (librdkafka, wire); empty: kfaild's default
 };
 
 struct Lab {
@@ -103,6 +104,7 @@ struct Lab {
       << "  - name: lab\n"
       << "    bootstrap: " << testing::labBootstrap() << "\n"
       << "    probe:\n"
+      << (options.probe_client.empty() ? std::string() : "      client: " + options.probe_client + "\n")
       << "      interval_ms: 20\n"
       << "      topics:\n"
       << "        - name: " << topic << "\n"

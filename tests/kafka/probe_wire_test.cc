@@ -321,3 +321,31 @@ TEST_CASE("a Fetch v12 answer of many partitions without records is read, not re
   CHECK(partitions->size() == kPartitions);
   CHECK(partitions->back().next_offset == 5);
 }
+
+// Two ticks queued for one partition go in one batch: Produce v3 and later refuses a second batch
+// for a partition (the broker would keep one of two entries for it, and the other message,
+// reported acked, would never be read).
+TEST_CASE("records of one partition share one batch, each at its offset delta with its own timestamp",
+          "[unit][kafka]") {
+  const auto a = bytesOf("first");
+  const auto b = bytesOf("second");
+  const std::vector<probewire::OutRecord> records = {{a, 1000}, {b, 1020}};
+  Bytes batch;
+  probewire::appendRecordBatch(batch, records);
+  CHECK(big(batch, 23, 4) == 1);            // last offset delta
+  CHECK(big(batch, 27, 8) == 1000);         // first timestamp
+  CHECK(big(batch, 35, 8) == 1020);         // max timestamp
+  CHECK(big(batch, 57, 4) == 2);            // two records
+  const Bytes covered(batch.begin() + 21, batch.end());
+  CHECK(big(batch, 17, 4) == probewire::crc32c(covered));
+  batch[7] = 70;  // the broker's base offset
+  std::vector<probewire::FetchedRecord> out;
+  auto next = probewire::decodeRecords(batch, 70, out);
+  REQUIRE(next);
+  CHECK(*next == 72);
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].offset == 70);
+  CHECK(std::string(out[0].value.begin(), out[0].value.end()) == "first");
+  CHECK(out[1].offset == 71);
+  CHECK(std::string(out[1].value.begin(), out[1].value.end()) == "second");
+}

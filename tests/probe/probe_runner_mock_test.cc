@@ -284,39 +284,59 @@ TEST_CASE("after a fatal idempotent-producer error the probe recreates its produ
   }
 }
 
+namespace {
+
+// Two mock brokers, topic "probe" with partition 0 led by broker 1 and partition 1 by broker 2,
+// and a probe on the wire client reading back both.
+struct WireProbe {
+  MockCluster mock{2};
+  testing::TempDir dir;
+  std::unique_ptr<storage::SqliteStore> store;
+  storage::ClusterId cluster_id{};
+  config::ClusterConfig cluster;
+  common::SystemClock clock;
+  std::unique_ptr<probe::ProbeRunner> runner;
+
+  WireProbe() {
+    REQUIRE(rd_kafka_mock_topic_create(mock.cluster, "probe", 2, 2) == RD_KAFKA_RESP_ERR_NO_ERROR);
+    REQUIRE(rd_kafka_mock_partition_set_leader(mock.cluster, "probe", 0, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
+    REQUIRE(rd_kafka_mock_partition_set_leader(mock.cluster, "probe", 1, 2) == RD_KAFKA_RESP_ERR_NO_ERROR);
+    auto opened = storage::SqliteStore::open((dir / "kfaild.db").string(), {});
+    REQUIRE(opened);
+    store = std::move(*opened);
+    auto id = store->ensureCluster("mock", mock.bootstrap());
+    REQUIRE(id);
+    cluster_id = *id;
+    cluster.name = "mock";
+    cluster.bootstrap = mock.bootstrap();
+    cluster.observe.client_debug = "";
+    cluster.probe.interval_us = 20'000;
+    cluster.probe.gap_threshold_us = 250'000;
+    cluster.probe.client = config::ProbeClient::kWire;
+    cluster.probe.topics = {config::ProbeTopic{"probe", std::nullopt}};
+    runner = std::make_unique<probe::ProbeRunner>(cluster, cluster_id, *store, clock, kafka::LogSink{});
+    REQUIRE(runner->start());
+    REQUIRE(eventually(30s, [&] {
+      const auto s = runner->status();
+      if (s.phase != probe::ProbePhase::kProbing || s.partitions.size() != 2) return false;
+      for (const auto& p : s.partitions) {
+        if (p.counters.received < 50) return false;
+      }
+      return true;
+    }));
+  }
+};
+
+}  // namespace
+
 TEST_CASE("the wire client follows a leader that moves: the old leader's refusals fail those sends, "
           "and the partition acks again from the new leader without loss or duplicates",
           "[integration][probe]") {
-  MockCluster mock(2);
-  REQUIRE(rd_kafka_mock_topic_create(mock.cluster, "probe", 2, 2) == RD_KAFKA_RESP_ERR_NO_ERROR);
-  REQUIRE(rd_kafka_mock_partition_set_leader(mock.cluster, "probe", 0, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
-  REQUIRE(rd_kafka_mock_partition_set_leader(mock.cluster, "probe", 1, 2) == RD_KAFKA_RESP_ERR_NO_ERROR);
-  testing::TempDir dir;
-  auto store = storage::SqliteStore::open((dir / "kfaild.db").string(), {});
-  REQUIRE(store);
-  auto cluster_id = (*store)->ensureCluster("mock", mock.bootstrap());
-  REQUIRE(cluster_id);
-
-  config::ClusterConfig cluster;
-  cluster.name = "mock";
-  cluster.bootstrap = mock.bootstrap();
-  cluster.observe.client_debug = "";
-  cluster.probe.interval_us = 20'000;
-  cluster.probe.gap_threshold_us = 250'000;
-  cluster.probe.client = config::ProbeClient::kWire;
-  cluster.probe.topics = {config::ProbeTopic{"probe", std::nullopt}};
-
-  common::SystemClock clock;
-  probe::ProbeRunner runner(cluster, *cluster_id, **store, clock, {});
-  REQUIRE(runner.start());
-  REQUIRE(eventually(30s, [&] {
-    const auto s = runner.status();
-    if (s.phase != probe::ProbePhase::kProbing || s.partitions.size() != 2) return false;
-    for (const auto& p : s.partitions) {
-      if (p.counters.received < 50) return false;
-    }
-    return true;
-  }));
+  WireProbe w;
+  auto& mock = w.mock;
+  auto& runner = *w.runner;
+  auto& store = w.store;
+  const auto cluster_id = w.cluster_id;
   CHECK(runner.status().client_settings.at("probe.client") == "wire");
 
   // Partition 0 moves from broker 1 to broker 2; broker 1 answers NOT_LEADER_OR_FOLLOWER.
@@ -340,4 +360,44 @@ TEST_CASE("the wire client follows a leader that moves: the old leader's refusal
   // (asked at once on the first refusal, then every 100 ms); partition 1 never moved.
   CHECK(status.partitions[0].longest_ack_gap_us < 1'000'000);
   CHECK(status.partitions[1].longest_ack_gap_us < 250'000);
+
+  // Each move is recorded as the client's discovery of the new leader, as librdkafka's log line
+  // is: what the analysis's discovery phase ends at.
+  store->flush();
+  storage::EventQuery moves;
+  moves.cluster = cluster_id;
+  moves.source = "client";
+  moves.kind = "client_leader_update";
+  auto events = store->events(moves);
+  REQUIRE(events);
+  REQUIRE(events->size() == 2);
+  CHECK((*events)[0].partition == 0);
+  CHECK((*events)[0].broker == 2);
+  CHECK((*events)[0].detail.find("\"producer\"") != std::string::npos);
+  CHECK((*events)[1].broker == 1);
+}
+
+// A leader that goes silent (a blackhole, a paused process) sends no error: without looking, the
+// client would wait out its 30 s request timeout on the old leader. An answer overdue by 1 s asks
+// for metadata, and a broker that lost partitions while overdue is given up on.
+TEST_CASE("the wire client leaves a leader that stopped answering once the partition has moved, "
+          "not at its request timeout",
+          "[integration][probe]") {
+  WireProbe w;
+  auto& mock = w.mock;
+  auto& runner = *w.runner;
+
+  // Broker 1 answers nothing for 20 s; partition 0 moves to broker 2 at once.
+  REQUIRE(rd_kafka_mock_broker_set_rtt(mock.cluster, 1, 20'000) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  std::this_thread::sleep_for(200ms);
+  REQUIRE(rd_kafka_mock_partition_set_leader(mock.cluster, "probe", 0, 2) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  const auto acked_before = runner.status().partitions[0].counters.acked;
+  const auto started = std::chrono::steady_clock::now();
+  REQUIRE(eventually(30s, [&] { return runner.status().partitions[0].counters.acked > acked_before + 50; }));
+  const auto took = std::chrono::steady_clock::now() - started;
+  runner.stop();
+  // Overdue after 1 s, metadata (from broker 2 if broker 1 held the metadata connection: 2 s
+  // more), then the next tick: far less than the 20 s broker 1 is silent or the 30 s timeout.
+  CHECK(took < 8s);
+  CHECK(runner.status().partitions[1].longest_ack_gap_us < 250'000);
 }
