@@ -152,8 +152,22 @@ TopicCreation readCreation(const YAML::Node& node, const std::string& key) {
 }
 
 // `off`, or a map of the control probe's settings.
-ControlProbeConfig readControlProbe(const YAML::Node& node, const std::string& key) {
+// An observer's interval (metadata poller, control probe, coordinator probes) when the file does not
+// set it: its default, or the probe's interval when that is longer. What an observer times is only
+// read against the probe's own gaps, which are no finer than its interval; a probe sending once a
+// minute with its observers still asking ten times a second cost 7.8 ms of CPU a second idle
+// (docs/PERFORMANCE.md section 10).
+std::int64_t observerInterval(std::int64_t default_us, std::int64_t pace_us) {
+  return std::max(default_us, pace_us);
+}
+
+// `pace_us`: the probe's interval, the fastest an observer runs unless its own interval is set
+// (observerInterval).
+ControlProbeConfig readControlProbe(const YAML::Node& node, const std::string& key, std::int64_t pace_us) {
   ControlProbeConfig c;
+  c.interval_us = observerInterval(c.interval_us, pace_us);
+  c.gap_threshold_us = 3 * c.interval_us;
+  if (!node) return c;
   if (node.IsScalar()) {
     if (node.as<std::string>() != "off") fail(key, "must be `off` or a map of settings");
     c.enabled = false;
@@ -178,8 +192,14 @@ std::string readOwnId(const YAML::Node& node, const std::string& key) {
 }
 
 // `off`, or a map of the coordinator probes' settings.
-CoordinatorProbeConfig readCoordinatorProbe(const YAML::Node& node, const std::string& key) {
+CoordinatorProbeConfig readCoordinatorProbe(const YAML::Node& node, const std::string& key, std::int64_t pace_us) {
   CoordinatorProbeConfig c;
+  c.commit_interval_us = observerInterval(c.commit_interval_us, pace_us);
+  c.gap_threshold_us = 10 * c.commit_interval_us;
+  c.watch_interval_us = observerInterval(c.watch_interval_us, pace_us);
+  c.txn_interval_us = observerInterval(c.txn_interval_us, pace_us);
+  c.txn_gap_threshold_us = 3 * c.txn_interval_us;
+  if (!node) return c;
   if (node.IsScalar()) {
     if (node.as<std::string>() != "off") fail(key, "must be `off` or a map of settings");
     c.enabled = false;
@@ -269,8 +289,8 @@ ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
       fail(key + ".sender_priority", "must be `realtime`, `high` or `normal`, got '" + text + "'");
     }
   }
-  if (node["control"]) p.control = readControlProbe(node["control"], key + ".control");
-  if (node["coordinators"]) p.coordinators = readCoordinatorProbe(node["coordinators"], key + ".coordinators");
+  p.control = readControlProbe(node["control"], key + ".control", p.interval_us);
+  p.coordinators = readCoordinatorProbe(node["coordinators"], key + ".coordinators", p.interval_us);
   const auto topics = node["topics"];
   if (!topics || !topics.IsSequence() || topics.size() == 0) {
     fail(key + ".topics", "required: a list of at least one probe topic");
@@ -560,6 +580,7 @@ ClusterConfig readCluster(const YAML::Node& node, const std::string& key) {
                                       protocol->second + ": use `librdkafka`");
     }
   }
+  c.observe.metadata_interval_us = observerInterval(c.observe.metadata_interval_us, c.probe.interval_us);
   if (c.probe.coordinators.group.empty()) c.probe.coordinators.group = "kfaild-probe-" + c.name;
   if (c.probe.coordinators.transactional_id.empty()) c.probe.coordinators.transactional_id = "kfaild-probe-" + c.name;
   if (node["observe"]) {

@@ -62,6 +62,51 @@ TEST_CASE("the article's probe configuration parses with its defaults", "[unit][
   CHECK(cl.probe.sender_priority == kfaild::common::ThreadPriority::kRealtime);
 }
 
+TEST_CASE("observers run no faster than the probe unless their own interval is set", "[unit][config]") {
+  const std::string base = kArticle;
+  const auto with = [&](const std::string& probe_keys) {
+    auto s = base;
+    s.replace(s.find("interval_ms: 20"), 15, probe_keys);
+    return parseConfig(s).clusters.at(0);
+  };
+  // At 20 ms the defaults stand: metadata and commits every 100 ms, control and watch every 500 ms.
+  const auto fast = with("interval_ms: 20");
+  CHECK(fast.observe.metadata_interval_us == 100'000);
+  CHECK(fast.probe.control.interval_us == 500'000);
+  CHECK(fast.probe.control.gap_threshold_us == 1'500'000);
+  CHECK(fast.probe.coordinators.commit_interval_us == 100'000);
+  CHECK(fast.probe.coordinators.gap_threshold_us == 1'000'000);
+  CHECK(fast.probe.coordinators.watch_interval_us == 500'000);
+  CHECK(fast.probe.coordinators.txn_interval_us == 1'000'000);
+  // Once a minute: every observer once a minute, its gap threshold from that.
+  const auto slow = with("interval_ms: 60000");
+  CHECK(slow.observe.metadata_interval_us == 60'000'000);
+  CHECK(slow.probe.control.interval_us == 60'000'000);
+  CHECK(slow.probe.control.gap_threshold_us == 180'000'000);
+  CHECK(slow.probe.coordinators.commit_interval_us == 60'000'000);
+  CHECK(slow.probe.coordinators.gap_threshold_us == 600'000'000);
+  CHECK(slow.probe.coordinators.watch_interval_us == 60'000'000);
+  CHECK(slow.probe.coordinators.txn_interval_us == 60'000'000);
+  // Between the defaults: only those shorter than the probe's interval follow it.
+  const auto mid = with("interval_ms: 250");
+  CHECK(mid.observe.metadata_interval_us == 250'000);
+  CHECK(mid.probe.control.interval_us == 500'000);
+  CHECK(mid.probe.coordinators.commit_interval_us == 250'000);
+  // An interval the file sets wins, with a slow probe too.
+  auto explicit_yaml = base;
+  explicit_yaml.replace(explicit_yaml.find("interval_ms: 20"), 15,
+                        "interval_ms: 60000\n      control: {interval_ms: 500}\n"
+                        "      coordinators: {commit_interval_ms: 100, watch_interval_ms: 1000}");
+  explicit_yaml.replace(explicit_yaml.find("    probe:\n"), 11, "    observe:\n      metadata_interval_ms: 200\n    probe:\n");
+  const auto set = parseConfig(explicit_yaml).clusters.at(0);
+  CHECK(set.observe.metadata_interval_us == 200'000);
+  CHECK(set.probe.control.interval_us == 500'000);
+  CHECK(set.probe.control.gap_threshold_us == 1'500'000);
+  CHECK(set.probe.coordinators.commit_interval_us == 100'000);
+  CHECK(set.probe.coordinators.watch_interval_us == 1'000'000);
+  CHECK_FALSE(with("interval_ms: 60000\n      control: off").probe.control.enabled);
+}
+
 TEST_CASE("the probe sender's priority is realtime, high or normal", "[unit][config]") {
   const std::string base = kArticle;
   const auto with = [&](const std::string& value) {
