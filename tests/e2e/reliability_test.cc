@@ -280,7 +280,7 @@ TEST_CASE("with the controller gone drills are refused with the reason, and with
 
 TEST_CASE("sshd unreachable: a drill fails at preflight with the reason and touches nothing, and when sshd is lost in the "
           "middle of a drill, recovery is retried with backoff and reported until sshd is back",
-          "[e2e][reliability]") {
+          "[e2e][reliability][sshd]") {
   Record record("sshd-unreachable");
   std::string out;
   const std::string sshd_up = std::string(KFAILD_SOURCE_DIR) + "/scripts/drill-env/sshd-up";

@@ -32,7 +32,7 @@ std::string podmanEndpoint() {
 TEST_CASE(
     "through the Docker API broker 1's container is killed and stopped and started and "
     "paused with the engine's own times",
-    "[e2e][fault]") {
+    "[e2e][fault][podman]") {
   const auto endpoint = podmanEndpoint();
   testing::LabBrokerOne broker(testing::LabBrokerOne::Mode::container);
   const auto container = testing::trimmedOutput(testing::labOutput("container 1"));
@@ -155,7 +155,7 @@ TEST_CASE(
 }
 
 TEST_CASE("through the Docker API a container that does not exist is no_such_container",
-          "[e2e][fault]") {
+          "[e2e][fault][podman]") {
   const common::SystemClock clock;
   DockerInjector injector({podmanEndpoint(), "kfaild-no-such-container"}, LogZone::utc, clock);
   for (const auto& r : {injector.kill(), injector.start(), injector.pause()}) {

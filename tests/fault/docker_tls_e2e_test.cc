@@ -69,7 +69,7 @@ class SleepingContainer {
 
 TEST_CASE("over TLS with a client certificate the Docker injector inspects, kills and starts a "
           "container, and the engine's terminator refuses a client without one",
-          "[e2e][fault]") {
+          "[e2e][fault][podman]") {
   std::string env;
   REQUIRE(testing::shellCommand(std::string(KFAILD_SOURCE_DIR) + "/scripts/drill-env/podman-up",
                                 &env) == 0);

@@ -52,7 +52,7 @@ config::SshTarget brokerOneOver(const Sshd& sshd) {
 
 }  // namespace
 
-TEST_CASE("over ssh kill takes the remote clock and start brings broker 1 back", "[e2e][fault]") {
+TEST_CASE("over ssh kill takes the remote clock and start brings broker 1 back", "[e2e][fault][sshd]") {
   const auto sshd = sshdUp();
   testing::LabBrokerOne broker;
   const common::SystemClock clock;
@@ -94,7 +94,7 @@ TEST_CASE("over ssh kill takes the remote clock and start brings broker 1 back",
 }
 
 TEST_CASE("over ssh a graceful stop of broker 1 is read back from its log over ssh",
-          "[e2e][fault]") {
+          "[e2e][fault][sshd]") {
   const auto sshd = sshdUp();
   testing::LabBrokerOne broker;
   const common::SystemClock clock;
@@ -121,7 +121,7 @@ TEST_CASE("over ssh a graceful stop of broker 1 is read back from its log over s
   CHECK(broker.waitInIsr(120s));
 }
 
-TEST_CASE("over ssh pause freezes broker 1 and resume thaws the same JVM", "[e2e][fault]") {
+TEST_CASE("over ssh pause freezes broker 1 and resume thaws the same JVM", "[e2e][fault][sshd]") {
   const auto sshd = sshdUp();
   testing::LabBrokerOne broker;
   const common::SystemClock clock;
@@ -140,7 +140,7 @@ TEST_CASE("over ssh pause freezes broker 1 and resume thaws the same JVM", "[e2e
   CHECK(broker.waitInIsr(60s));
 }
 
-TEST_CASE("over ssh a pid that is not a Kafka JVM is refused on the remote side", "[e2e][fault]") {
+TEST_CASE("over ssh a pid that is not a Kafka JVM is refused on the remote side", "[e2e][fault][sshd]") {
   auto target = brokerOneOver(sshdUp());
   target.pid_command = "echo $$";  // the remote shell itself: alive, but no broker
   const common::SystemClock clock;
