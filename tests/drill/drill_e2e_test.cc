@@ -36,7 +36,7 @@ config::ClusterConfig labCluster(const std::string& topic) {
   create.replication_factor = 3;
   create.configs = {{"min.insync.replicas", "2"}};
   c.probe.topics = {config::ProbeTopic{topic, create}};
-  const std::string lab = std::string(KFAILD_SOURCE_DIR) + "/.lab";
+  const std::string lab = testing::labStateDir();
   for (int id : {1, 2, 3, 100}) {
     config::NodeConfig n;
     n.id = id;

@@ -92,7 +92,7 @@ struct Lab {
     } else {
       token_file = (dir / "api-token").string();  // where kfaild will write the token it makes
     }
-    const std::string lab = std::string(KFAILD_SOURCE_DIR) + "/.lab";
+    const std::string lab = testing::labStateDir();
     std::ofstream c(config);
     c << "log_level: info\n"
       << "http: {port: 0" << (options.token_file ? ", token_file: " + token_file : std::string())

@@ -36,6 +36,11 @@ std::string labBootstrap() {
   return out;
 }
 
+std::string labStateDir() {
+  const char* dir = std::getenv("KFAILD_LAB_DIR");
+  return dir != nullptr && *dir != '\0' ? std::string(dir) : std::string(KFAILD_SOURCE_DIR) + "/.lab";
+}
+
 std::optional<LabNode> labNode(int id) {
   const auto json = nlohmann::json::parse(labOutput("status --json"), nullptr, false);
   if (json.is_discarded() || !json.contains("nodes")) return std::nullopt;

@@ -16,6 +16,9 @@ int lab(const std::string& args);
 std::string labOutput(const std::string& args);
 // "127.0.0.1:19091,127.0.0.1:19092,127.0.0.1:19093"
 std::string labBootstrap();
+// The state dir of the lab the environment names: KFAILD_LAB_DIR, else <repo>/.lab (the lab ctest
+// gave the test, tests/main.cc).
+std::string labStateDir();
 
 // A node as `lab status --json` describes it; in namespaced mode (KFAILD_LAB_NETNS=1) with its
 // own address, network namespace and fill dir (deploy/lab/README.md).
