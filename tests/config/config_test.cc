@@ -69,24 +69,24 @@ TEST_CASE("observers run no faster than the probe unless their own interval is s
     s.replace(s.find("interval_ms: 20"), 15, probe_keys);
     return parseConfig(s).clusters.at(0);
   };
+  // What each observer runs at, in µs: metadata, control (and its gap threshold), commits (and
+  // theirs), the FindCoordinator watch, transactions.
+  const auto checkObservers = [](const ClusterConfig& c, std::int64_t metadata, std::int64_t control,
+                                 std::int64_t control_gap, std::int64_t commit, std::int64_t commit_gap,
+                                 std::int64_t watch, std::int64_t txn) {
+    CHECK(c.observe.metadata_interval_us == metadata);
+    CHECK(c.probe.control.interval_us == control);
+    CHECK(c.probe.control.gap_threshold_us == control_gap);
+    CHECK(c.probe.coordinators.commit_interval_us == commit);
+    CHECK(c.probe.coordinators.gap_threshold_us == commit_gap);
+    CHECK(c.probe.coordinators.watch_interval_us == watch);
+    CHECK(c.probe.coordinators.txn_interval_us == txn);
+  };
   // At 20 ms the defaults stand: metadata and commits every 100 ms, control and watch every 500 ms.
-  const auto fast = with("interval_ms: 20");
-  CHECK(fast.observe.metadata_interval_us == 100'000);
-  CHECK(fast.probe.control.interval_us == 500'000);
-  CHECK(fast.probe.control.gap_threshold_us == 1'500'000);
-  CHECK(fast.probe.coordinators.commit_interval_us == 100'000);
-  CHECK(fast.probe.coordinators.gap_threshold_us == 1'000'000);
-  CHECK(fast.probe.coordinators.watch_interval_us == 500'000);
-  CHECK(fast.probe.coordinators.txn_interval_us == 1'000'000);
+  checkObservers(with("interval_ms: 20"), 100'000, 500'000, 1'500'000, 100'000, 1'000'000, 500'000, 1'000'000);
   // Once a minute: every observer once a minute, its gap threshold from that.
-  const auto slow = with("interval_ms: 60000");
-  CHECK(slow.observe.metadata_interval_us == 60'000'000);
-  CHECK(slow.probe.control.interval_us == 60'000'000);
-  CHECK(slow.probe.control.gap_threshold_us == 180'000'000);
-  CHECK(slow.probe.coordinators.commit_interval_us == 60'000'000);
-  CHECK(slow.probe.coordinators.gap_threshold_us == 600'000'000);
-  CHECK(slow.probe.coordinators.watch_interval_us == 60'000'000);
-  CHECK(slow.probe.coordinators.txn_interval_us == 60'000'000);
+  checkObservers(with("interval_ms: 60000"), 60'000'000, 60'000'000, 180'000'000, 60'000'000, 600'000'000,
+                 60'000'000, 60'000'000);
   // Between the defaults: only those shorter than the probe's interval follow it.
   const auto mid = with("interval_ms: 250");
   CHECK(mid.observe.metadata_interval_us == 250'000);
