@@ -239,10 +239,13 @@ def probe_section(probe, peer):
     return out + [""]
 
 
-def drill_section(d):
-    out = ["## 4–5. One kill, four observers", ""]
+def drill_section(d, title="## 4–5. One kill, four observers",
+                  command="bench/run-all --parts drill --probe-clients librdkafka"):
+    out = [title, ""]
     if not d:
-        return out + ["Not run yet: `bench/run-all --parts drill`.", ""]
+        return out + [f"Not run yet: `{command}`.", ""]
+    if d.get("invocation"):
+        out += [f"Run: `{d['invocation']}`.", ""]
     out += ["Per drill: kfaild (binary, topic `orders`, assignment `1:2:3,2:3:1,3:1:2`, "
             "`min.insync.replicas=2`, so broker 1 leads p0 and follows p1, p2), probe.py on the "
             "**same topic** (each probe ignores the other's messages by run id: same partitions, "
@@ -717,6 +720,7 @@ def _variant_order(d):
 def main():
     store, probe, peer = load("store"), load("probe"), load("peer")
     drill, res, outage = load("drill"), load("resolution"), load("outage")
+    drill_wire = load("drill-wire")
     side, idle, poll, knobs = load("side"), load("idle"), load("poll"), load("knobs")
     m = next((x["machine"] for x in (side, store, probe, peer, drill, res, outage) if x), {})
     lines = ["# kfaild performance", "",
@@ -733,12 +737,16 @@ def main():
     if notes.exists():
         lines += [notes.read_text().rstrip(), ""]
     for section in (store_section(store), probe_section(probe, peer), drill_section(drill),
+                    drill_section(drill_wire, "## 5b. The same kill with the wire client and an "
+                                  "unlingered probe.py",
+                                  "bench/run-all --parts drill --probe-clients wire --peer-linger-ms 0"),
                     resolution_section(res), growth_section(store, probe, peer),
                     outage_section(outage), side_section(side), idle_section(idle, poll),
                     knobs_section(knobs)):
         lines += section
     stamps = [f"{x['part']}: {x['generated']}"
-              for x in (store, probe, peer, drill, res, outage, side, idle, poll, knobs) if x]
+              for x in (store, probe, peer, drill, drill_wire, res, outage, side, idle, poll, knobs)
+              if x]
     lines += ["---", "", "Results generated: " + "; ".join(stamps) + "."]
     OUT.write_text("\n".join(lines) + "\n")
     print(f"wrote {OUT}", file=sys.stderr)
