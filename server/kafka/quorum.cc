@@ -554,9 +554,10 @@ QuorumTransport quorumTransport(const std::map<std::string, std::string>& client
   return transport;
 }
 
-QuorumDescriber::QuorumDescriber(QuorumClientOptions options)
-    : options_(std::move(options)), transport_(quorumTransport(options_.properties)) {
-  std::string_view rest = options_.bootstrap;
+std::vector<BootstrapServer> bootstrapServers(std::string_view bootstrap, std::string* error) {
+  std::vector<BootstrapServer> servers;
+  std::string problem;
+  std::string_view rest = bootstrap;
   while (!rest.empty()) {
     const auto comma = rest.find(',');
     auto entry = trim(rest.substr(0, comma));
@@ -567,20 +568,40 @@ QuorumDescriber::QuorumDescriber(QuorumClientOptions options)
     }
     const auto colon = entry.rfind(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == entry.size()) {
-      bootstrap_error_ = "bootstrap server \"" + entry + "\" is not host:port";
+      problem = "bootstrap server \"" + entry + "\" is not host:port";
       continue;
     }
-    Server server{entry.substr(0, colon), entry.substr(colon + 1)};
+    BootstrapServer server{entry.substr(0, colon), entry.substr(colon + 1)};
     if (server.host.size() > 2 && server.host.front() == '[' && server.host.back() == ']') {
       server.host = server.host.substr(1, server.host.size() - 2);
     }
-    servers_.push_back(std::move(server));
+    servers.push_back(std::move(server));
   }
-  if (!servers_.empty()) {
-    bootstrap_error_.clear();
-  } else if (bootstrap_error_.empty()) {
-    bootstrap_error_ = "no bootstrap server given";
+  if (error != nullptr) {
+    *error = !servers.empty() ? std::string() : problem.empty() ? "no bootstrap server given" : problem;
   }
+  return servers;
+}
+
+Status anyServerAccepts(const std::vector<BootstrapServer>& servers, int timeout_ms,
+                        const std::atomic<bool>* cancel) {
+  if (servers.empty()) return kafkaError(errc::admin_failed, "no bootstrap server given");
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::string failures;
+  for (const auto& server : servers) {
+    if (cancel != nullptr && cancel->load()) break;
+    Connection connection(cancel);
+    const auto why = connection.open(server.host, server.port, deadline);
+    if (!why) return okStatus();
+    failures += (failures.empty() ? "" : "; ") + server.host + ":" + server.port + ": " + *why;
+  }
+  return kafkaError(errc::admin_failed, "no bootstrap server accepts a connection (" +
+                                            (failures.empty() ? std::string("cancelled") : failures) + ")");
+}
+
+QuorumDescriber::QuorumDescriber(QuorumClientOptions options)
+    : options_(std::move(options)), transport_(quorumTransport(options_.properties)) {
+  servers_ = bootstrapServers(options_.bootstrap, &bootstrap_error_);
 }
 
 Result<QuorumInfo> QuorumDescriber::describe(const std::atomic<bool>* cancel) {

@@ -135,6 +135,23 @@ struct QuorumClientOptions {
   int timeout_ms = 2000;  // per broker tried: connect, ApiVersions and DescribeQuorum together
 };
 
+struct BootstrapServer {
+  std::string host;
+  std::string port;
+};
+
+// The host:port entries of a comma-separated bootstrap list (a "scheme://" prefix and the
+// brackets of an IPv6 address removed). `error` (may be null) is set to why the list has no
+// usable entry, and cleared when it has one.
+std::vector<BootstrapServer> bootstrapServers(std::string_view bootstrap, std::string* error);
+
+// Whether any of `servers` accepts a TCP connection, tried in turn within timeout_ms in all (no
+// TLS, no request: a refused or unanswered connect is what it tells apart). Ok at the first that
+// accepts; otherwise an error naming each server and its socket error. Returns within ~100 ms of
+// `cancel` (may be null) turning true.
+Status anyServerAccepts(const std::vector<BootstrapServer>& servers, int timeout_ms,
+                        const std::atomic<bool>* cancel);
+
 // Asks the bootstrap brokers in turn, starting with the one that answered last, until one
 // answers. Blocks up to timeout_ms per broker tried; with `cancel`, returns within ~100 ms of it
 // turning true (an error saying so). Not thread-safe: one caller at a time.
@@ -167,10 +184,7 @@ class QuorumDescriber {
       const std::vector<std::string>& keys);
 
  private:
-  struct Server {
-    std::string host;
-    std::string port;
-  };
+  using Server = BootstrapServer;
 
   Result<QuorumInfo> describe(const std::atomic<bool>* cancel);
   Result<QuorumInfo> describeOn(const Server& server, int timeout_ms, const std::atomic<bool>* cancel);

@@ -159,6 +159,7 @@ ControlProbe::ControlProbe(const config::ClusterConfig& cluster, storage::Cluste
       watch_(cluster_id),
       operations_(clock),
       watcher_(clock) {
+  servers_ = kafka::bootstrapServers(cluster_.bootstrap, nullptr);
   describer_problem_ = kafka::quorumClientProblem(cluster_.client);
   if (describer_problem_.empty()) {
     kafka::QuorumClientOptions options;
@@ -255,26 +256,43 @@ void ControlProbe::operationLoop() {
   const auto& c = cluster_.probe.control;
   const int timeout_ms = static_cast<int>(c.timeout_us / 1000);
   kafka::QueuePtr queue(rd_kafka_queue_new(client_.get()));
+  bool failed = false;
   while (!operations_.stopRequested()) {
     steer();
     const auto sent = clock_.now();
-    requests_via_ = rd_kafka_controllerid(client_.get(), 0);
-    kafka::sendControllerCheck(client_.get(), queue.get(), timeout_ms);
-    // Waits in slices so that stop() is served within 100 ms; librdkafka answers every admin
-    // request by its timeout, the extra second is a bound should it not.
-    kafka::EventPtr event;
-    while (!event && !operations_.stopRequested() && clock_.monoNow() - sent.mono < c.timeout_us + 1'000'000) {
-      event.reset(rd_kafka_queue_poll(queue.get(), 100));
+    Status verdict = okStatus();
+    // While its controller's broker refuses connections, a librdkafka admin request waiting for
+    // it reconnects at once on every broker state change, past reconnect.backoff.ms: with the
+    // whole cluster down that kept a core busy for as long as the outage lasted (librdkafka
+    // 2.14.2). So after a failed check the next asks librdkafka only once a bootstrap server
+    // accepts a TCP connection; until then the check fails at once, without a request, and the
+    // control plane's recovery is seen within an interval, as a failed request's would be.
+    bool asked = true;
+    if (failed) {
+      verdict = kafka::anyServerAccepts(servers_, timeout_ms, &cancel_);
+      asked = static_cast<bool>(verdict);
+    }
+    if (asked) {
+      requests_via_ = rd_kafka_controllerid(client_.get(), 0);
+      kafka::sendControllerCheck(client_.get(), queue.get(), timeout_ms);
+      // Waits in slices so that stop() is served within 100 ms; librdkafka answers every admin
+      // request by its timeout, the extra second is a bound should it not.
+      kafka::EventPtr event;
+      while (!event && !operations_.stopRequested() && clock_.monoNow() - sent.mono < c.timeout_us + 1'000'000) {
+        event.reset(rd_kafka_queue_poll(queue.get(), 100));
+      }
+      if (operations_.stopRequested()) break;
+      // librdkafka answers every admin request by its timeout; one it never answered is recorded
+      // as failed, and the next goes on a new queue so that a late answer cannot be taken for its
+      // own (the request keeps a reference to the old queue, which dies with it).
+      verdict = event ? kafka::controllerCheckResult(event.get())
+                      : Status(Error{std::make_error_code(std::errc::timed_out),
+                                     "librdkafka gave no answer within the timeout and 1 s"});
+      if (!event) queue.reset(rd_kafka_queue_new(client_.get()));
     }
     if (operations_.stopRequested()) break;
     const auto done = clock_.now();
-    // librdkafka answers every admin request by its timeout; one it never answered is recorded as
-    // failed, and the next goes on a new queue so that a late answer cannot be taken for its own
-    // (the request keeps a reference to the old queue, which dies with it).
-    const auto verdict = event ? kafka::controllerCheckResult(event.get())
-                               : Status(Error{std::make_error_code(std::errc::timed_out),
-                                              "librdkafka gave no answer within the timeout and 1 s"});
-    if (!event) queue.reset(rd_kafka_queue_new(client_.get()));
+    failed = !verdict;
     ControlOutput out;
     {
       std::lock_guard lock(mutex_);
@@ -282,7 +300,7 @@ void ControlProbe::operationLoop() {
                       verdict ? std::string() : verdict.error().message, out);
     }
     publish(out);
-    if (!verdict && !operations_.stopRequested()) {
+    if (!verdict && asked && !operations_.stopRequested()) {
       // The request may have gone nowhere: to the broker librdkafka's last metadata named as the
       // controller, now down (kafka::refreshControllerId). The next goes where a live broker says.
       const auto before = rd_kafka_controllerid(client_.get(), 0);

@@ -147,6 +147,7 @@ class ControlProbe {
   storage::Store& store_;
   const common::Clock& clock_;
   kafka::Handle client_;
+  std::vector<kafka::BootstrapServer> servers_;      // the bootstrap list, for operationLoop's gate
   std::optional<kafka::QuorumDescriber> describer_;  // nullopt: the quorum is not watched
   std::string describer_problem_;
   std::atomic<bool> cancel_{false};
