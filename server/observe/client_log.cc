@@ -47,6 +47,19 @@ std::optional<ClientLeaderUpdate> parseLeaderUpdate(std::string_view facility,
   return u;
 }
 
+ClientLeaderUpdate ClientLeaderMemory::apply(std::string_view client, ClientLeaderUpdate update, bool* restored) {
+  if (restored != nullptr) *restored = false;
+  std::lock_guard lock(mutex_);
+  auto& known = last_[{std::string(client), update.topic, update.partition}];
+  if (update.from_leader == -1 && known.leader != -1 && known.leader != update.to_leader) {
+    update.from_leader = known.leader;
+    update.from_epoch = known.epoch;
+    if (restored != nullptr) *restored = true;
+  }
+  if (update.to_leader != -1) known = {update.to_leader, update.to_epoch};
+  return update;
+}
+
 std::optional<ClientRequestTimeout> parseRequestTimeout(std::string_view facility,
                                                         std::string_view message) {
   if (facility != "REQTMOUT") return std::nullopt;
@@ -105,20 +118,23 @@ void ClientLogWatcher::onLine(std::string_view client, int level, std::string_vi
                    .dump();
     store_.addEvent(std::move(e));
   }
-  if (auto update = parseLeaderUpdate(facility, message); update && topics_.count(update->topic)) {
+  if (auto parsed = parseLeaderUpdate(facility, message); parsed && topics_.count(parsed->topic)) {
+    bool restored = false;
+    const auto update = leaders_.apply(client, std::move(*parsed), &restored);
     storage::Event e;
     e.cluster = cluster_;
     e.t_us = now;
     e.source = "client";
     e.kind = "client_leader_update";
-    e.broker = update->to_leader;
-    e.topic = update->topic;
-    e.partition = update->partition;
-    e.detail = nlohmann::json{{"client", clientRole(client)},
-                              {"from", update->from_leader},
-                              {"to", update->to_leader},
-                              {"epoch", update->to_epoch}}
-                   .dump();
+    e.broker = update.to_leader;
+    e.topic = update.topic;
+    e.partition = update.partition;
+    nlohmann::json detail{{"client", clientRole(client)},
+                          {"from", update.from_leader},
+                          {"to", update.to_leader},
+                          {"epoch", update.to_epoch}};
+    if (restored) detail["line_from"] = -1;  // the line said -1: `from` is the leader it named last
+    e.detail = detail.dump();
     store_.addEvent(std::move(e));
     ++updates_;
   }

@@ -10,11 +10,13 @@
 #include <atomic>
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include "server/common/clock.h"
 #include "server/kafka/client.h"
@@ -34,6 +36,26 @@ struct ClientLeaderUpdate {
 // Recognises a leader update line; nullopt for any other line or when the leader is unchanged.
 std::optional<ClientLeaderUpdate> parseLeaderUpdate(std::string_view facility,
                                                     std::string_view message);
+
+// librdkafka can forget a partition's leader between two metadata answers: once the leader's
+// broker is down it re-queries, and the next line may say "leader -1 epoch -1 -> leader 2 epoch
+// 1" though it had named broker 1 (seen on the lab in both the producer and the consumer, each at
+// its own moment). This remembers, per client and partition, the last leader each named, and
+// gives an update whose `from` is -1 that leader instead (`from_epoch` too), unless it is the new
+// leader itself. Thread-safe.
+class ClientLeaderMemory {
+ public:
+  // `update` with its forgotten `from` restored; sets *restored when it was.
+  ClientLeaderUpdate apply(std::string_view client, ClientLeaderUpdate update, bool* restored = nullptr);
+
+ private:
+  struct Known {
+    std::int32_t leader = -1;
+    std::int32_t epoch = -1;
+  };
+  std::mutex mutex_;
+  std::map<std::tuple<std::string, std::string, std::int32_t>, Known> last_;  // guarded by mutex_
+};
 
 // A request to a broker that timed out on the client's own clock (request.timeout.ms, or
 // socket.timeout.ms for a request still queued): librdkafka logs it under facility REQTMOUT at
@@ -77,6 +99,7 @@ class ClientLogWatcher {
   const common::Clock& clock_;
   std::mutex file_mutex_;
   std::ofstream file_;  // guarded by file_mutex_
+  ClientLeaderMemory leaders_;
   std::atomic<std::uint64_t> updates_{0};
 };
 

@@ -34,6 +34,42 @@ TEST_CASE("a metadata refresh that keeps the leader is not a leader update", "[u
   CHECK_FALSE(parseLeaderUpdate("BROKER", "Topic orders [0]: migrating from broker 1 to 2"));
 }
 
+TEST_CASE("a leader librdkafka forgot before naming the new one is the update's from, per client and partition",
+          "[unit][observe]") {
+  // The producer's lines of a kill of broker 1 on the lab: broker 1 named at start, then, after
+  // "broker is down: re-query", the new leader named from -1.
+  ClientLeaderMemory memory;
+  const auto line = [&](std::string_view client, std::string_view text, bool* restored = nullptr) {
+    auto u = parseLeaderUpdate("BROKER", text);
+    REQUIRE(u);
+    return memory.apply(client, *u, restored);
+  };
+  bool restored = true;
+  auto first = line("kfaild-lab#producer-3", "[thrd:main]: t [0]: leader -1 epoch -1 -> leader 1 epoch 0", &restored);
+  CHECK(first.from_leader == -1);  // nothing named before: -1 stands
+  CHECK_FALSE(restored);
+  line("kfaild-lab#producer-3", "[thrd:main]: t [1]: leader -1 epoch -1 -> leader 2 epoch 0");
+  line("kfaild-lab#consumer-4", "[thrd:main]: t [0]: leader -1 epoch -1 -> leader 1 epoch 0");
+
+  const auto moved = line("kfaild-lab#producer-3", "[thrd:main]: t [0]: leader -1 epoch -1 -> leader 2 epoch 1", &restored);
+  CHECK(restored);
+  CHECK(moved.from_leader == 1);
+  CHECK(moved.from_epoch == 0);
+  CHECK(moved.to_leader == 2);
+  CHECK(moved.to_epoch == 1);
+
+  // The consumer keeps its own memory: its line says the old leader itself.
+  const auto consumer = line("kfaild-lab#consumer-4", "[thrd:main]: t [0]: leader 1 epoch 0 -> leader 2 epoch 1", &restored);
+  CHECK_FALSE(restored);
+  CHECK(consumer.from_leader == 1);
+
+  // Back to the leader it last named: -1 stands (no change to report as one).
+  line("kfaild-lab#producer-3", "[thrd:main]: t [1]: leader 2 epoch 0 -> leader -1 epoch -1");
+  const auto same = line("kfaild-lab#producer-3", "[thrd:main]: t [1]: leader -1 epoch -1 -> leader 2 epoch 1", &restored);
+  CHECK_FALSE(restored);
+  CHECK(same.from_leader == -1);
+}
+
 TEST_CASE("the client role is read from librdkafka's handle name", "[unit][observe]") {
   CHECK(clientRole("kfaild-lab#producer-1") == "producer");
   CHECK(clientRole("kfaild-lab#consumer-2") == "consumer");
