@@ -281,7 +281,6 @@ void ControlProbe::operationLoop() {
       while (!event && !operations_.stopRequested() && clock_.monoNow() - sent.mono < c.timeout_us + 1'000'000) {
         event.reset(rd_kafka_queue_poll(queue.get(), 100));
       }
-      if (operations_.stopRequested()) break;
       // librdkafka answers every admin request by its timeout; one it never answered is recorded
       // as failed, and the next goes on a new queue so that a late answer cannot be taken for its
       // own (the request keeps a reference to the old queue, which dies with it).

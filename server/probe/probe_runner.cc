@@ -12,6 +12,7 @@
 #include "server/kafka/admin.h"
 #include "server/kafka/errc.h"
 #include "server/kafka/metadata.h"
+#include "server/kafka/quorum.h"
 #include "server/kafka/rdkafka_ptr.h"
 #include "server/probe/payload.h"
 
@@ -372,16 +373,8 @@ Status ProbeRunner::setUp() {
   }
   if (wire()) {
     WireClientOptions options;
-    std::string_view rest = cluster_.bootstrap;
-    while (!rest.empty()) {
-      const auto comma = rest.find(',');
-      auto server = rest.substr(0, comma);
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-      const auto colon = server.rfind(':');
-      if (colon == std::string_view::npos) continue;
-      auto host = server.substr(0, colon);
-      if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-      options.bootstrap.emplace_back(std::string(host), std::string(server.substr(colon + 1)));
+    for (auto& server : kafka::bootstrapServers(cluster_.bootstrap, nullptr)) {
+      options.bootstrap.emplace_back(std::move(server.host), std::move(server.port));
     }
     options.client_id = "kfaild-" + cluster_.name;
     options.request_timeout_ms = kWireRequestTimeoutMs;
