@@ -65,6 +65,7 @@ struct LabOptions {
   std::string extra_yaml;          // more top-level keys for kfaild.yaml (e.g. notifications)
   std::string cluster_yaml;        // more keys of the cluster, each line indented by 4 (e.g. client)
   std::string probe_client;        // probe.client (librdkafka, wire); empty: kfaild's default
+  std::string probe_yaml;          // more keys of the probe, each line indented by 6
 };
 
 struct Lab {
@@ -105,6 +106,7 @@ struct Lab {
       << "    bootstrap: " << testing::labBootstrap() << "\n"
       << "    probe:\n"
       << (options.probe_client.empty() ? std::string() : "      client: " + options.probe_client + "\n")
+      << options.probe_yaml
       << "      interval_ms: 20\n"
       << "      topics:\n"
       << "        - name: " << topic << "\n"
