@@ -254,6 +254,10 @@ bool RunExecution::prepareSecond() {
 
 bool RunExecution::baseline() {
   setState(DrillState::kBaseline);
+  // The control probe's route leaves the target now, not at the fault: a check sent through it
+  // just before the fault would wait out its timeout and show a control-plane stall of the
+  // client's making. A baseline gives the probe's loop time to steer between two checks.
+  deps_.probe.steerAround({target_});
   steps_at_baseline_ = deps_.clock.steps();
   baseline_start_us_ = deps_.clock.wallNow();
   outcome_.baseline_start_us = baseline_start_us_;
@@ -412,7 +416,6 @@ bool RunExecution::inject() {
   journal_ = std::move(*journal);
 
   auto& injector = deps_.injectors.at(target_);
-  deps_.probe.steerAround({target_});
   auto record = injectFault(*injector, spec_, drill_.id, peersOf(target_, deps_.cluster.inventory, parts_.addresses));
   injected_ = record.ok();
   fault_us_ = deps_.clock.wallNow();

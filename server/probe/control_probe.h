@@ -125,8 +125,8 @@ class ControlProbe {
   void requestStop();
   void stop();
   ControlStatus status() const;
-  // Nodes the checks must not go through: a drill's targets, from just before its fault until
-  // they are back (empty: none). Before each check whose route (librdkafka's controller id) is
+  // Nodes the checks must not go through: a drill's targets, from the start of its baseline
+  // until they are back (empty: none). Before each check whose route (librdkafka's controller id) is
   // one of them the client asks for metadata until a broker names another (under KRaft each
   // answer names a random live broker, and a node just killed stays "live" until the controller
   // fences it); else a check sent to a dead broker waits out its timeout and the run shows a

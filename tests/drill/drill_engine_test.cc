@@ -60,12 +60,13 @@ TEST_CASE("a kill drill goes through every phase to done on a simulated cluster"
   CHECK(h.cluster.available(1));
   CHECK(h.openRecoveries().empty());
   CHECK(h.cluster.leaderOf(0) == 1);  // the preferred election gave it back
-  // The control probe routed around broker 1 from before its kill (still running then) to the
-  // end of the run.
+  // The control probe routed around broker 1 from the start of the baseline (still running
+  // then: a check in flight at the kill must not be one through it) to the end of the run.
   const auto steered = h.probe.steered();
   REQUIRE(steered.size() == 2);
   CHECK(steered[0].nodes == std::vector<std::int32_t>{1});
   CHECK(steered[0].running == std::vector<std::int32_t>{1});
+  CHECK(steered[0].at_us <= run["baseline_start_us"].get<std::int64_t>());
   CHECK(steered[1].nodes.empty());
 }
 

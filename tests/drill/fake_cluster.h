@@ -33,6 +33,7 @@ class FakeCluster {
  public:
   static constexpr std::int64_t kSecond = 1'000'000;
 
+  common::WallMicros wallNow() const { return clock_.wallNow(); }
   explicit FakeCluster(ManualClock& clock) : clock_(clock) {
     for (std::int32_t id : {1, 2, 3, 100}) nodes_[id] = Node{};
     for (std::int32_t p = 0; p < 3; ++p) {
@@ -337,10 +338,11 @@ class FakeProbe final : public drill::ProbeView {
   struct Steered {
     std::vector<std::int32_t> nodes;
     std::vector<std::int32_t> running;  // of those nodes, the ones running at the call
+    common::WallMicros at_us = 0;        // the cluster's clock at the call
   };
   // Every steerAround() call, in order.
   void steerAround(std::vector<std::int32_t> nodes) const override {
-    Steered s{nodes, {}};
+    Steered s{nodes, {}, cluster_.wallNow()};
     for (const auto n : nodes) {
       if (cluster_.running(n)) s.running.push_back(n);
     }

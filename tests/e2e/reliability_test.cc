@@ -171,10 +171,12 @@ TEST_CASE("with the controller gone drills are refused with the reason, and with
     std::this_thread::sleep_for(200ms);
   }
   record["broker_gone_after_s"] = secondsSince(first_down);
-  // From here no broker serves (a partition whose acks had not resumed since the first kill has
-  // its gap from then).
-  const auto down_us = wallNowUs();
   for (const char* node : {"kill 2", "kill 3"}) REQUIRE(testing::lab(node) == 0);
+  // From here no broker serves: a gap across the outage starts before this (a partition whose
+  // acks had not resumed since the first kill has its gap from then). Taken after the kills
+  // return, as acks go on until the last broker is dead (on a loaded machine `lab kill` takes a
+  // second).
+  const auto down_us = wallNowUs();
   const auto down = std::chrono::steady_clock::now();
   int served = 0, failed = 0;
   while (secondsSince(down) < std::chrono::duration<double>(kOutage).count()) {
@@ -262,7 +264,7 @@ TEST_CASE("with the controller gone drills are refused with the reason, and with
                       std::to_string(std::chrono::milliseconds(kOutage).count() - 5000) + "&limit=100");
     covered.clear();
     for (const auto& g : gaps["items"]) {
-      if (g["topic"] == lab.topic && g["start_us"].get<std::int64_t>() <= down_us + 1'000'000) {
+      if (g["topic"] == lab.topic && g["start_us"].get<std::int64_t>() <= down_us + 500'000) {
         covered.insert(g["partition"].get<int>());
         record["ack_gap_s"][std::to_string(g["partition"].get<int>())] = g["duration_us"].get<double>() / 1e6;
       }
