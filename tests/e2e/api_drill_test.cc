@@ -46,7 +46,7 @@ TEST_CASE("drills through the API and kfailctl show the article's structure: a k
   CHECK(p2["role"] == "follower");
   for (const auto* p : {&p0, &p1, &p2}) {
     INFO("partition " << (*p)["partition"]);
-    CHECK(ackStall(*p) >= detection);
+    CHECK(ackStallEnd(*p) >= analysis["departure_at_us"].get<std::int64_t>());
     CHECK((*p)["lost"] == 0);
     CHECK((*p)["phases"]["detection_us"] == detection);
   }

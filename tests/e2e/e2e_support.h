@@ -247,6 +247,15 @@ inline std::int64_t ackStall(const json& p) {
   return stall.is_object() ? stall["duration_us"].get<std::int64_t>() : 0;
 }
 
+// When a partition's ack stall ended (0: no stall). A kill stalls a partition with the node in its
+// ISR until the controller fences it: the stall ends at or after the fence. Its duration may be a
+// little shorter than the detection (fault to fence), as messages the node had replicated before
+// it died are still acked after the fault and the stall starts at the last of them.
+inline std::int64_t ackStallEnd(const json& p) {
+  const auto& stall = p["ack"]["stall"];
+  return stall.is_object() ? stall["end_us"].get<std::int64_t>() : 0;
+}
+
 // A drill request over the API; the drill's id once it is accepted (202). A refusal because the
 // probe is behind (the guard that keeps a drill from measuring a backlog: on two shared cores a
 // restarted kfaild or broker lags for a while) is retried for up to 60 s; any other is a failure.
