@@ -13,9 +13,11 @@ local paths = {
 -- WRK_NO_DRILL=1: a kfaild that has run no drill answers the last drill's path 404, rightly;
 -- leave that path out.
 if os.getenv("WRK_NO_DRILL") == "1" then
-  for k, path in ipairs(paths) do
-    if path:find("/drills/last", 1, true) then table.remove(paths, k) end
+  local kept = {}
+  for _, path in ipairs(paths) do
+    if not path:find("/drills/last", 1, true) then kept[#kept + 1] = path end
   end
+  paths = kept
 end
 local i = 0
 -- WRK_DELAY_MS > 0 paces each connection: one request, then that many milliseconds of pause.

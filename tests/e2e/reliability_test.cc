@@ -443,6 +443,9 @@ struct WrkSummary {
   double p50_ms = 0, p99_ms = 0, max_ms = 0, duration_s = 0;
 };
 
+// wrk's pause between one connection's requests when paced: 16 connections, about 800 requests/s.
+constexpr int kWrkPauseMs = 20;
+
 // wrk for `seconds` on 16 connections; `delay_ms` > 0 paces each connection (16 connections
 // with 20 ms pauses: about 800 requests/s, a wall of dashboards), 0 sends as fast as it can.
 // `drills_ran`: false leaves out the last drill's path (404 on a kfaild that ran none).
@@ -499,16 +502,17 @@ json killDrill(Kfaild& kfaild, const Lab& lab) {
   const auto drill = kfaild.waitForState(id, finished, 400s);
   INFO("drill: " << drill.dump().substr(0, 3000));
   REQUIRE(drill["state"] == "done");
-  const auto& p0 = partitionOf(drill["runs"][0]["analysis"], lab.topic, 0);
+  const auto& analysis = drill["runs"][0]["analysis"];
+  const auto& p0 = partitionOf(analysis, lab.topic, 0);
   REQUIRE(p0["phases"]["client_update_at_us"].is_number());
   const auto after_update = p0["ack"]["stall"]["end_us"].get<std::int64_t>() - p0["phases"]["client_update_at_us"].get<std::int64_t>();
   json figures = {{"detection_s", p0["phases"]["detection_us"].get<double>() / 1e6},
                   {"p0_after_client_update_ms", after_update / 1e3}, {"lost", 0}};
   for (int p = 0; p < 3; ++p) {
-    const auto& part = partitionOf(drill["runs"][0]["analysis"], lab.topic, p);
+    const auto& part = partitionOf(analysis, lab.topic, p);
     figures["ack_stall_s"][std::to_string(p)] = ackStall(part) / 1e6;
     figures["ack_stall_end_after_fence_ms"][std::to_string(p)] =
-        (ackStallEnd(part) - drill["runs"][0]["analysis"]["departure_at_us"].get<std::int64_t>()) / 1e3;
+        (ackStallEnd(part) - analysis["departure_at_us"].get<std::int64_t>()) / 1e3;
     figures["lost"] = figures["lost"].get<int>() + part["lost"].get<int>();
   }
   return figures;
@@ -558,9 +562,8 @@ TEST_CASE("read endpoints under wrk load while probing: errors and p99 recorded,
   // Paced load while probing: the probe's timing may move by at most two intervals, the most
   // the load could then add to a stall the probe measures.
   kfaild.waitSteady(lab.topic);
-  constexpr int kPauseMs = 20;
   from = wallNowUs();
-  const auto probing = wrk(kfaild.port, 10, kPauseMs, false);
+  const auto probing = wrk(kfaild.port, 10, kWrkPauseMs, false);
   to = wallNowUs();
   std::this_thread::sleep_for(500ms);
   record["wrk_paced_while_probing"] = toJson(probing);
@@ -586,13 +589,12 @@ TEST_CASE("a kill drill under paced wrk load on the read endpoints keeps the str
   Lab lab;
   Kfaild kfaild(lab, "kfaild");
   kfaild.waitSteady(lab.topic);
-  constexpr int kPauseMs = 20;
   const auto unloaded = killDrill(kfaild, lab);
   record["drill_unloaded"] = unloaded;
 
   kfaild.waitSteady(lab.topic);
   WrkSummary during;
-  std::thread load([&] { during = wrk(kfaild.port, 50, kPauseMs); });
+  std::thread load([&] { during = wrk(kfaild.port, 50, kWrkPauseMs); });
   std::this_thread::sleep_for(2s);
   const auto loaded = killDrill(kfaild, lab);
   load.join();
