@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -33,6 +34,7 @@ std::string seconds(std::int64_t us) {
 struct Mark {
   std::int64_t at_us = 0;
   std::int64_t seq = 0;
+  std::int64_t send_us = 0;  // when the message was sent
 };
 
 // What one kind of one partition is judged against.
@@ -57,22 +59,29 @@ std::int64_t overlap(std::int64_t a_start, std::int64_t a_end, std::int64_t b_st
   return std::max<std::int64_t>(0, std::min(a_end, b_end) - std::max(a_start, b_start));
 }
 
+// Idle time inside `candidate`, counting only stretches that end at or after `ending_from`.
 std::int64_t idleInside(std::vector<std::pair<std::int64_t, std::int64_t>> idles,
-                        const Interval& candidate) {
+                        const Interval& candidate,
+                        std::int64_t ending_from = std::numeric_limits<std::int64_t>::min()) {
   // Stretches may be recorded overlapping (e.g. twice across a restart of the probe); merged
-  // first so that idle time is not counted twice.
+  // first so that idle time is not counted twice, and one stretch is judged by where it ends.
   std::sort(idles.begin(), idles.end());
   std::int64_t total = 0;
   std::optional<std::pair<std::int64_t, std::int64_t>> run;
+  const auto count = [&] {
+    if (run && run->second >= ending_from) {
+      total += overlap(run->first, run->second, candidate.start_us, candidate.end_us);
+    }
+  };
   for (const auto& idle : idles) {
     if (run && idle.first <= run->second) {
       run->second = std::max(run->second, idle.second);
       continue;
     }
-    if (run) total += overlap(run->first, run->second, candidate.start_us, candidate.end_us);
+    count();
     run = idle;
   }
-  if (run) total += overlap(run->first, run->second, candidate.start_us, candidate.end_us);
+  count();
   return total;
 }
 
@@ -164,6 +173,15 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
   if (!candidate->open) r.ended_by = EndedBy{marks[candidate_index].seq, candidate->end_us};
   r.held_ticks = ticksInside(scope.holds, *candidate);
   r.probe_idle_us = idleInside(scope.idles, *candidate);
+  // Only idle time up to the send of the message that ended the candidate can have lengthened
+  // it. An idle stretch ends with a send, and every message sent inside the candidate before that
+  // one went unanswered or failed: the cluster was asked again after such a stretch and was not
+  // ready. (A client that fails sends at once while the leader is gone, as the wire client does,
+  // leaves a short idle stretch after each failure; a sender that woke late on a busy host makes
+  // one of them long.) An open candidate has no such message: all its idle time counts.
+  r.probe_idle_at_end_us = candidate->open
+                               ? r.probe_idle_us
+                               : idleInside(scope.idles, *candidate, marks[candidate_index].send_us);
   std::vector<std::pair<std::int64_t, std::int64_t>> refused;
   std::string refused_error;
   for (const auto* refusal : scope.refusals) {
@@ -204,8 +222,9 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
                " of it (" + refused_error + "): the cluster was not asked";
     return r;
   }
-  const bool idle = r.probe_idle_us > kIdleToleranceIntervals * scope.interval_us;
-  const std::string idle_reason = "the probe had nothing outstanding for " + seconds(r.probe_idle_us) + " of it";
+  const bool idle = r.probe_idle_at_end_us > kIdleToleranceIntervals * scope.interval_us;
+  const std::string idle_reason = "the probe had nothing outstanding for " + seconds(r.probe_idle_at_end_us) +
+                                  " of it before it sent the message that ended it";
   if (noise_intervals < kMinNoiseIntervals) {
     r.reason = idle ? idle_reason
                     : std::string("too few ") + scope.plural + " before the fault to know the noise (" +
@@ -232,7 +251,9 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
   r.reason = seconds(duration) + " is within the noise (" + seconds(noise) + ", p" +
              std::to_string(kNoisePercentile) + " of " + std::to_string(noise_intervals) +
              " baseline gaps)";
-  if (idle) r.reason += ", though " + idle_reason;
+  if (r.probe_idle_us > kIdleToleranceIntervals * scope.interval_us) {
+    r.reason += ", though the probe had nothing outstanding for " + seconds(r.probe_idle_us) + " of it";
+  }
   return r;
 }
 
@@ -285,6 +306,7 @@ nlohmann::json kindJson(const KindResult& k) {
           {"reason", k.reason},
           {"held_ticks", k.held_ticks},
           {"probe_idle_us", k.probe_idle_us},
+          {"probe_idle_at_end_us", k.probe_idle_at_end_us},
           {"probe_refused_us", k.probe_refused_us},
           {"probe_cause", k.probe_cause ? nlohmann::json{{"kind", "producer_recreated"},
                                                          {"at_us", k.probe_cause->at_us},
@@ -527,8 +549,8 @@ RunAnalysis analyse(const AnalysisInput& in) {
       } else if (acked && !s.receive_us) {
         ++r.lost;
       }
-      if (acked) acks.push_back({*s.ack_us, seq});
-      if (s.receive_us) receives.push_back({*s.receive_us, seq});
+      if (acked) acks.push_back({*s.ack_us, seq, s.send_us});
+      if (s.receive_us) receives.push_back({*s.receive_us, seq, s.send_us});
     }
     if (!entries.empty()) {
       const std::int64_t span = entries.rbegin()->first - entries.begin()->first + 1;

@@ -249,6 +249,10 @@ struct KindResult {
   std::string reason;                   // why none / inconclusive, in words
   std::int64_t held_ticks = 0;          // ticks held back during the candidate
   std::int64_t probe_idle_us = 0;       // idle time of this kind inside the candidate
+  // The part of it up to the send of the message that ended the candidate (all of it when the
+  // candidate is open): the only idle time that can have lengthened it. Above two probe intervals
+  // it makes a significant candidate inconclusive.
+  std::int64_t probe_idle_at_end_us = 0;
   std::int64_t probe_refused_us = 0;    // time inside the candidate the client refused sends
   // The probe's own cause of the candidate (its producer was recreated during it): the outcome
   // is then inconclusive and the figure is not the cluster's.

@@ -465,11 +465,42 @@ TEST_CASE("a sole replica is observed until the window ends and resumes once the
   }
 }
 
-TEST_CASE("a gap during which the probe had nothing outstanding is inconclusive", "[unit]") {
+namespace {
+
+// One message per interval from `from` until `until`, each failed by the client 1 ms after it was
+// sent (a transport error): the way the wire client answers sends for a leader it cannot reach.
+void failedAtOnce(AnalysisInput& in, int partition, std::int64_t from, std::int64_t until,
+                  std::int64_t& seq) {
+  constexpr std::int32_t kTransport = -195;  // RD_KAFKA_RESP_ERR__TRANSPORT
+  for (std::int64_t t = from; t < until; t += kInterval) {
+    auto sample = probeSample(partition, seq++, t, t + 1'000, std::nullopt);
+    sample.ack_error = kTransport;
+    in.samples.push_back(sample);
+  }
+}
+
+// The article's kill with p1's sends after the fault failed at once over `failing` ([from, until)
+// each), and steady again from `resumed` (its first message acked 3 ms after it was sent).
+AnalysisInput killWithFailedSends(const std::vector<std::pair<std::int64_t, std::int64_t>>& failing,
+                                  std::int64_t resumed) {
   auto in = articleKill();
-  // Two overlapping records of one idle stretch of p1's acks: 1.5 s, not 2 s.
-  in.idles.push_back({"orders", 1, storage::GapKind::kAck, kT0 + kSecond, kT0 + 2 * kSecond});
-  in.idles.push_back({"orders", 1, storage::GapKind::kAck, kT0 + 1'500'000, kT0 + 2'500'000});
+  std::erase_if(in.samples, [](const auto& s) { return s.partition == 1 && s.send_us >= kT0; });
+  std::int64_t seq = 250;
+  for (const auto& [from, until] : failing) failedAtOnce(in, 1, from, until, seq);
+  steady(in, 1, resumed, in.observe_end_us, seq);
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("a gap during which the probe had nothing outstanding before it sent the message that ended it "
+          "is inconclusive",
+          "[unit]") {
+  // p1's sends fail at once until 6.87 s and the probe sends nothing more until 8.37 s.
+  auto in = killWithFailedSends({{kT0, kT0 + 6'870'000}}, kT0 + 8'370'000);
+  // Two overlapping records of the end of that idle stretch of p1's acks: 1.5 s, not 2 s.
+  in.idles.push_back({"orders", 1, storage::GapKind::kAck, kT0 + 6'870'000, kT0 + 7'870'000});
+  in.idles.push_back({"orders", 1, storage::GapKind::kAck, kT0 + 7'370'000, kT0 + 8'370'000});
   // 30 ms of p2's receives: within the probe's own spacing.
   in.idles.push_back({"orders", 2, storage::GapKind::kReceive, kT0 + kSecond, kT0 + 1'030'000});
   const auto a = analyse(in);
@@ -477,8 +508,10 @@ TEST_CASE("a gap during which the probe had nothing outstanding is inconclusive"
   CHECK(p1.ack.outcome == Outcome::kInconclusive);
   CHECK_FALSE(p1.ack.stall);
   CHECK(p1.ack.probe_idle_us == 1'500'000);
-  CHECK(p1.ack.reason == "the probe had nothing outstanding for 1.500 s of it");
-  CHECK(p1.ack.longest_gap->end_us == kT0 + 8'370'000);
+  CHECK(p1.ack.probe_idle_at_end_us == 1'500'000);
+  CHECK(p1.ack.reason ==
+        "the probe had nothing outstanding for 1.500 s of it before it sent the message that ended it");
+  CHECK(p1.ack.longest_gap->end_us == kT0 + 8'373'000);
   CHECK(p1.receive.outcome == Outcome::kStall);  // the idle stretch was of acks only
   CHECK(p1.receive.probe_idle_us == 0);
   const auto& p2 = a.partitions[2];
@@ -488,14 +521,48 @@ TEST_CASE("a gap during which the probe had nothing outstanding is inconclusive"
   CHECK_FALSE(a.conclusive);
 }
 
-TEST_CASE("a gap within the noise is no stall even when the probe had nothing outstanding for part of it, "
-          "and a stall with such a part stays inconclusive",
+TEST_CASE("idle time followed by sends that failed does not make a stall inconclusive, "
+          "idle time before the ending message's send does",
           "[unit]") {
+  SECTION("in the middle: the cluster was asked again after it and was not ready") {
+    // p1's sends fail at once until its leader takes them at 8.37 s; once, at 2 s, the sender
+    // woke 40 ms late (a busy host): nothing was outstanding from 2.001 s until 2.06 s.
+    auto in = killWithFailedSends({{kT0, kT0 + 2'020'000}, {kT0 + 2'060'000, kT0 + 8'370'000}},
+                                  kT0 + 8'370'000);
+    in.idles.push_back({"orders", 1, storage::GapKind::kAck, kT0 + 2'001'000, kT0 + 2'060'000});
+    in.idles.push_back({"orders", 1, storage::GapKind::kReceive, kT0 + 2'001'000, kT0 + 2'060'000});
+    const auto a = analyse(in);
+    const auto& p1 = a.partitions[1];
+    CHECK(p1.ack.outcome == Outcome::kStall);
+    CHECK(p1.ack.probe_idle_us == 59'000);
+    CHECK(p1.ack.probe_idle_at_end_us == 0);
+    CHECK(p1.ack.stall->end_us == kT0 + 8'373'000);
+    CHECK(p1.ack.ended_by->at_us == kT0 + 8'373'000);
+    CHECK(p1.receive.outcome == Outcome::kStall);
+    CHECK(p1.receive.probe_idle_us == 59'000);
+    CHECK(p1.receive.probe_idle_at_end_us == 0);
+    CHECK(toJson(a)["partitions"][1]["ack"]["probe_idle_at_end_us"] == 0);
+    CHECK(a.conclusive);
+  }
+
+  SECTION("before the ending message's send: the cluster may have been ready earlier") {
+    // The last failed send was at 8.35 s, failed at 8.351 s; the next send came only at 8.399 s.
+    auto in = killWithFailedSends({{kT0, kT0 + 8'370'000}}, kT0 + 8'399'000);
+    in.idles.push_back({"orders", 1, storage::GapKind::kAck, kT0 + 8'351'000, kT0 + 8'399'000});
+    const auto a = analyse(in);
+    const auto& p1 = a.partitions[1];
+    CHECK(p1.ack.outcome == Outcome::kInconclusive);
+    CHECK(p1.ack.probe_idle_at_end_us == 48'000);
+    CHECK(p1.ack.reason ==
+          "the probe had nothing outstanding for 0.048 s of it before it sent the message that ended it");
+    CHECK(p1.ack.longest_gap->end_us == kT0 + 8'402'000);
+  }
+}
+
+TEST_CASE("a gap within the noise is no stall even when the probe had nothing outstanding for part of it", "[unit]") {
   auto in = gracefulStop();
-  // The sender woke 45 ms late at the start of p1's 57 ms follower gap (a busy host), and as
-  // late inside p0's 517 ms leader stall.
+  // The sender woke 45 ms late at the start of p1's 57 ms follower gap (a busy host).
   in.idles.push_back({"orders", 1, storage::GapKind::kAck, kT0 - 17'000, kT0 + 28'000});
-  in.idles.push_back({"orders", 0, storage::GapKind::kAck, kT0 + 100'000, kT0 + 145'000});
   const auto a = analyse(in);
   const auto& p1 = a.partitions[1];
   CHECK(p1.ack.outcome == Outcome::kNone);
@@ -504,12 +571,8 @@ TEST_CASE("a gap within the noise is no stall even when the probe had nothing ou
   CHECK(p1.ack.reason ==
         "0.057 s is within the noise (0.020 s, p99 of 247 baseline gaps), though the probe had nothing "
         "outstanding for 0.045 s of it");
-  const auto& p0 = a.partitions[0];
-  CHECK(p0.ack.outcome == Outcome::kInconclusive);
-  CHECK_FALSE(p0.ack.stall);
-  CHECK(p0.ack.reason == "the probe had nothing outstanding for 0.045 s of it");
+  CHECK(a.partitions[0].ack.outcome == Outcome::kStall);
   CHECK(a.partitions[2].ack.outcome == Outcome::kNone);
-  CHECK_FALSE(a.conclusive);
 }
 
 TEST_CASE("a probe lagging at the fault makes the partition inconclusive", "[unit]") {
