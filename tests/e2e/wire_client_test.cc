@@ -64,5 +64,7 @@ TEST_CASE("with the wire client a kill of broker 1 stalls every partition it rep
   WARN("wire client, kill of broker 1: detection " << detection / 1000 << " ms, p0 stall " << ackStall(p0) / 1000
                                                    << " ms, discovery " << p0["phases"]["discovery_us"]
                                                    << " µs, resume " << (resumed - client_at.get<std::int64_t>()) / 1000
-                                                   << " ms after it");
+                                                   << " ms after it; nothing outstanding inside p0's stall for "
+                                                   << p0["ack"]["probe_idle_us"] << " µs, before its ending send for "
+                                                   << p0["ack"]["probe_idle_at_end_us"] << " µs");
 }
