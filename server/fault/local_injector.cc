@@ -1,6 +1,7 @@
 #include "server/fault/local_injector.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -93,6 +94,23 @@ std::optional<common::WallMicros> procStartTime(pid_t pid) {
   return btime * 1'000'000LL + ticks * 1'000'000LL / hz;
 }
 
+// The thread group (process) /proc/<pid> belongs to: <pid> itself for a process, another number
+// for a thread, whose id /proc also answers to. nullopt when it cannot be read.
+std::optional<pid_t> procTgid(pid_t pid) {
+  const auto status = readFile("/proc/" + std::to_string(pid) + "/status");
+  if (!status) return std::nullopt;
+  const auto at = status->find("\nTgid:");
+  if (at == std::string::npos) return std::nullopt;
+  return static_cast<pid_t>(std::atol(status->c_str() + at + 6));
+}
+
+// When `path` was last written, on the wall clock; nullopt when it cannot be read.
+std::optional<common::WallMicros> fileWrittenAt(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return static_cast<common::WallMicros>(st.st_mtim.tv_sec) * 1'000'000 + st.st_mtim.tv_nsec / 1000;
+}
+
 // SIGSTOP stops a JVM once every one of its threads has stopped, a moment after kill(2)
 // returned; a pause is not done before that.
 void waitForStopState(pid_t pid, bool stopped) {
@@ -126,6 +144,21 @@ std::string tailOf(const std::string& text, std::size_t max = 2000) {
 }
 
 }  // namespace
+
+std::optional<std::string> stalePidProblem(pid_t pid, std::optional<pid_t> tgid,
+                                           std::optional<common::WallMicros> started,
+                                           std::optional<common::WallMicros> pid_file_written) {
+  if (tgid && *tgid != pid) {
+    return "is a thread of process " + std::to_string(*tgid) +
+           ", not a process: the pid file is stale (its process exited and the number was reused)";
+  }
+  if (started && pid_file_written && *started > *pid_file_written + kPidFileSlackUs) {
+    return "started " + std::to_string((*started - *pid_file_written) / 1'000'000) +
+           " s after the pid file was written: the pid file is stale (its process exited and the "
+           "number was reused)";
+  }
+  return std::nullopt;
+}
 
 bool looksLikeKafkaJvm(const std::vector<std::string>& argv) {
   if (argv.empty()) return false;
@@ -167,6 +200,10 @@ Result<pid_t> LocalInjector::brokerPid() const {
     return faultError(errc::no_such_process, "pid " + std::to_string(pid) + " from " +
                                                  target_.pid_file +
                                                  " is not running (stale pid file)");
+  }
+  if (auto problem = stalePidProblem(pid, procTgid(pid), procStartTime(pid), fileWrittenAt(target_.pid_file))) {
+    return faultError(errc::no_such_process,
+                      "pid " + std::to_string(pid) + " from " + target_.pid_file + " " + *problem);
   }
   // What kfaild cannot show to be a Kafka JVM it does not signal. A process that was just
   // killed has an empty cmdline for a moment before it becomes a zombie: give it up to 500 ms to

@@ -3,8 +3,10 @@
 // Faults to a broker on kfaild's own host, found through its pid file, with kill(2).
 //
 // Before every signal the pid is checked: the pid file holds only digits, the process is alive
-// and not a zombie, and /proc/<pid>/cmdline says it is a JVM (argv[0] contains "java") running
-// kafka.Kafka. Anything else is refused (errc::no_such_process, errc::not_a_broker), also a
+// and not a zombie, the pid is a process's (not a thread's) and that process started no later
+// than the pid file was written (stalePidProblem), and /proc/<pid>/cmdline says it is a JVM
+// (argv[0] contains "java") running kafka.Kafka. Anything else is refused (errc::no_such_process,
+// errc::not_a_broker), and inspect() reports the node as not running; also a
 // command line kfaild cannot read or that is empty (a kernel thread): errc::not_a_broker naming
 // the pid and the /proc path. A stale pid file whose pid now belongs to another process must
 // never make kfaild signal it.
@@ -68,6 +70,19 @@ class LocalInjector final : public Injector {
   const common::Clock& clock_;
   std::unique_ptr<GrayRunner> gray_;
 };
+
+// How much later than its pid file was written a process may have started and still be the one
+// the file names: the start time from /proc has the boot time's one-second grain, and a pid file
+// is written as its process starts (or later, when rewritten).
+inline constexpr common::WallMicros kPidFileSlackUs = 10'000'000;
+
+// Why a live pid read from a pid file is not the file's process, or nullopt: it is a thread's id
+// (/proc answers to those too; `tgid` is its process), or its process started more than
+// kPidFileSlackUs after the file was written. Either means the file's process exited and the
+// number was reused, on a busy host within minutes (pid_max is often 32768). Pure.
+std::optional<std::string> stalePidProblem(pid_t pid, std::optional<pid_t> tgid,
+                                           std::optional<common::WallMicros> started,
+                                           std::optional<common::WallMicros> pid_file_written);
 
 // What /proc/<pid>/cmdline says about a process: true for a JVM running kafka.Kafka. Pure.
 bool looksLikeKafkaJvm(const std::vector<std::string>& argv);

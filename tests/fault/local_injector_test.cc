@@ -113,6 +113,94 @@ TEST_CASE("a stale pid file pointing at another process is refused and that proc
   CHECK_FALSE(state->running);
 }
 
+TEST_CASE("a pid that is a thread's, or a process younger than its pid file, is a stale pid file", "[unit]") {
+  constexpr common::WallMicros kWritten = 1'700'000'000'000'000;
+  CHECK_FALSE(stalePidProblem(4242, 4242, kWritten - 30'000'000, kWritten));
+  CHECK_FALSE(stalePidProblem(4242, 4242, kWritten + kPidFileSlackUs, kWritten));  // the start time's grain
+  CHECK_FALSE(stalePidProblem(4242, std::nullopt, std::nullopt, std::nullopt));     // nothing to go by
+  CHECK(*stalePidProblem(4242, 4100, kWritten - 30'000'000, kWritten) ==
+        "is a thread of process 4100, not a process: the pid file is stale (its process exited and the number "
+        "was reused)");
+  CHECK(*stalePidProblem(4242, 4242, kWritten + 660'000'000, kWritten) ==
+        "started 660 s after the pid file was written: the pid file is stale (its process exited and the number "
+        "was reused)");
+}
+
+namespace {
+
+// A stand-in Kafka JVM (fakeKafkaJvm's command line) with a second thread, whose id it writes to
+// `thread_id` (then to `ready`).
+std::vector<std::string> fakeKafkaJvmWithThread(const std::string& thread_id, const std::string& ready) {
+  const std::string script =
+      "import sys, threading, time\n"
+      "def other():\n"
+      "    open(sys.argv[2], 'w').write(str(threading.get_native_id()))\n"
+      "    open(sys.argv[3], 'w').close()\n"
+      "    time.sleep(600)\n"
+      "threading.Thread(target=other, daemon=True).start()\n"
+      "while True: time.sleep(0.05)\n";
+  return {"bash", "-c", "exec -a java /usr/bin/python3 -c \"$0\" kafka.Kafka \"$1\" \"$2\"", script, thread_id,
+          ready};
+}
+
+}  // namespace
+
+TEST_CASE("a pid file whose number was reused by a broker's thread or by a later broker is no such process, "
+          "and that broker untouched",
+          "[integration][fault]") {
+  const testing::TempDir dir;
+  const common::SystemClock clock;
+  const auto pid_file = (dir / "kafka.pid").string();
+  LocalInjector injector({pid_file, {"true"}, ""}, LogZone::utc, clock);
+  const auto refused = [&](const std::string& expected) {
+    const auto state = injector.inspect();
+    REQUIRE(state);
+    CHECK_FALSE(state->running);
+    CHECK(state->detail.find(expected) != std::string::npos);
+    for (auto* action : {+[](LocalInjector& i) { return i.kill(); }, +[](LocalInjector& i) { return i.pause(); }}) {
+      const auto r = action(injector);
+      REQUIRE_FALSE(r);
+      CHECK(r.error().code == errc::no_such_process);
+      CHECK(r.error().message.find(expected) != std::string::npos);
+    }
+  };
+
+  SECTION("a thread of another broker's JVM") {
+    const auto tid_file = (dir / "tid").string();
+    const auto ready = (dir / "ready").string();
+    const Child broker(fakeKafkaJvmWithThread(tid_file, ready));
+    testing::eventually(10s, [&] { return std::filesystem::exists(ready); });
+    std::string tid;
+    std::ifstream(tid_file) >> tid;
+    REQUIRE_FALSE(tid.empty());
+    REQUIRE(std::stoi(tid) != broker.pid());
+    std::ofstream(pid_file) << tid << "\n";
+    refused("is a thread of process " + std::to_string(broker.pid()));
+    std::this_thread::sleep_for(100ms);
+    CHECK(broker.running());
+    CHECK(broker.state() != 'T');
+  }
+
+  SECTION("a broker started after the pid file was written") {
+    const auto ready = (dir / "ready").string();
+    const Child broker(fakeKafkaJvm("None", ready));
+    testing::eventually(10s, [&] { return std::filesystem::exists(ready); });
+    writePidFile(pid_file, broker.pid());
+    // Written ten minutes ago for a process that has since exited.
+    std::filesystem::last_write_time(pid_file, std::filesystem::file_time_type::clock::now() - 10min);
+    refused("s after the pid file was written: the pid file is stale");
+    std::this_thread::sleep_for(100ms);
+    CHECK(broker.running());
+    CHECK(broker.state() != 'T');
+
+    // The same process, its pid file written now: a broker.
+    writePidFile(pid_file, broker.pid());
+    const auto state = injector.inspect();
+    REQUIRE(state);
+    CHECK(state->running);
+  }
+}
+
 namespace {
 
 // A live process whose /proc/<pid>/cmdline is empty: a kernel thread (kthreadd is pid 2 where the
