@@ -223,7 +223,10 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
     case Mechanism::kIsrShrink:
       wanted = "isr_shrink";
       end = first(events, s, [&](const storage::Event& e) {
-        if (!isPartition(e, s) || e.source != "metadata" || e.kind != "isr_shrink") return false;
+        // The leader's own log line when kfaild can read it (its millisecond), else the metadata.
+        if (!isPartition(e, s) || (e.source != "metadata" && e.source != "broker_log") || e.kind != "isr_shrink") {
+          return false;
+        }
         // A follower leaves the ISR; a leader cut from the brokers drops its followers.
         return leads(s.role) ? !(e.broker && *e.broker == s.target)
                              : (e.broker && *e.broker == s.target);

@@ -995,9 +995,10 @@ void RunExecution::collectBrokerLogs() {
   for (const auto& t : deps_.cluster.probe.topics) topics.push_back(t.name);
   auto lines = fault::readFailoverLogs(sources, target_, topics, baseline_start_us_);
   if (second_journal_) {
-    // The second target's marks; the leaders' epochs are every node's, read once already.
+    // The second target's marks; the leaders' epochs and ISR shrinks are every node's, read once
+    // already.
     for (auto& line : fault::readFailoverLogs(sources, second_target_, topics, baseline_start_us_)) {
-      if (line.kind != "leader_epoch_start") lines.push_back(std::move(line));
+      if (line.kind != "leader_epoch_start" && line.kind != "isr_shrink") lines.push_back(std::move(line));
     }
   }
   for (auto& line : lines) {

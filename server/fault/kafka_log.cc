@@ -1,9 +1,11 @@
 #include "server/fault/kafka_log.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <stdexcept>
 #include <ctime>
+#include <map>
+#include <stdexcept>
 
 namespace kfaild::fault {
 namespace {
@@ -140,6 +142,118 @@ constexpr ControllerMark kControllerMarks[] = {
 
 }  // namespace
 
+namespace {
+
+// "1,3,2" or "1, 3, 2" → {1, 2, 3}, sorted (the lines name one ISR in different orders); nullopt
+// unless it is a list of numbers.
+std::optional<std::vector<std::int32_t>> brokerSet(std::string_view text) {
+  std::vector<std::int32_t> out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    auto comma = text.find(',', pos);
+    if (comma == std::string_view::npos) comma = text.size();
+    auto item = text.substr(pos, comma - pos);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+    out.push_back(static_cast<std::int32_t>(std::stol(std::string(item))));
+    pos = comma + 1;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The list at `at`, up to the next space or '.' ("1,2. Leader: ..." / "1,2  and version ...").
+std::string_view listAt(std::string_view text, std::size_t at) {
+  auto end = text.find_first_of(" .", at);
+  return text.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
+}
+
+// The partition of one of `topics` that `prefix` + "<topic>-<n>" + `suffix` names in `message`:
+// the topic and n, and where the text after it starts.
+struct NamedPartition {
+  std::string topic;
+  std::int32_t partition = -1;
+  std::size_t rest = 0;
+};
+std::optional<NamedPartition> partitionNamed(std::string_view message, const std::vector<std::string>& topics,
+                                             std::string_view prefix, char suffix) {
+  for (const auto& topic : topics) {
+    const auto marker = std::string(prefix) + topic + "-";
+    const auto at = message.find(marker);
+    if (at == std::string_view::npos) continue;
+    const auto number_at = at + marker.size();
+    const auto number_end = message.find(suffix, number_at);
+    if (number_end == std::string_view::npos) continue;
+    const auto number = message.substr(number_at, number_end - number_at);
+    // "orders-x-0" is another topic's partition, which a later name of `topics` may match.
+    if (number.empty() || number.size() > 9 || number.find_first_not_of("0123456789") != std::string_view::npos) {
+      continue;
+    }
+    return NamedPartition{topic, static_cast<std::int32_t>(std::stol(std::string(number))), number_end};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<FailoverLogEvent> isrShrinkEvents(std::vector<BrokerLogLine> lines, const std::vector<std::string>& topics,
+                                              std::int32_t node) {
+  std::stable_sort(lines.begin(), lines.end(),
+                   [](const BrokerLogLine& a, const BrokerLogLine& b) { return a.t < b.t; });
+  std::vector<FailoverLogEvent> out;
+  // Per partition: the ISR a shrink is waiting to make, and the replicas it drops.
+  struct Pending {
+    std::vector<std::int32_t> isr;
+    std::vector<std::int32_t> dropped;
+  };
+  std::map<std::pair<std::string, std::int32_t>, Pending> pending;
+  constexpr std::string_view kShrinking = "] Shrinking ISR from ";
+  constexpr std::string_view kUpdated = "] ISR updated to ";
+  constexpr std::string_view kBecomeLeader = "Skipped the become-leader state change for ";
+  const auto inForce = [&](const BrokerLogLine& line, const NamedPartition& named,
+                           const std::optional<std::vector<std::int32_t>>& isr) {
+    const auto it = pending.find({named.topic, named.partition});
+    if (!isr || it == pending.end()) return;
+    if (*isr == it->second.isr) {
+      const auto& dropped = it->second.dropped;
+      out.push_back({line.t, "isr_shrink", dropped.size() == 1 ? dropped.front() : -1, node, line.file,
+                     line.message, named.topic, named.partition});
+    }
+    pending.erase(it);
+  };
+  for (const auto& line : lines) {
+    const std::string_view message = line.message;
+    if (const auto b = message.find(kBecomeLeader); b != std::string_view::npos) {
+      // state-change.log: the metadata brought the controller's new ISR before its answer did.
+      const auto named = partitionNamed(message.substr(b), topics, kBecomeLeader, ' ');
+      const auto isr_at = message.find("isr=[", b);
+      if (!named || isr_at == std::string_view::npos) continue;
+      const auto close = message.find(']', isr_at);
+      if (close == std::string_view::npos) continue;
+      inForce(line, *named, brokerSet(message.substr(isr_at + 5, close - isr_at - 5)));
+      continue;
+    }
+    const auto named = partitionNamed(message, topics, "[Partition ", ' ');
+    if (!named) continue;
+    if (const auto s = message.find(kShrinking, named->rest); s != std::string_view::npos) {
+      const auto from_at = s + kShrinking.size();
+      const auto from = brokerSet(listAt(message, from_at));
+      const auto to_word = message.find(" to ", from_at);
+      if (!from || to_word == std::string_view::npos) continue;
+      const auto to = brokerSet(listAt(message, to_word + 4));
+      if (!to) continue;
+      Pending shrink{*to, {}};
+      for (auto id : *from) {
+        if (!std::binary_search(to->begin(), to->end(), id)) shrink.dropped.push_back(id);
+      }
+      if (!shrink.dropped.empty()) pending[{named->topic, named->partition}] = std::move(shrink);
+    } else if (const auto u = message.find(kUpdated, named->rest); u != std::string_view::npos) {
+      inForce(line, *named, brokerSet(listAt(message, u + kUpdated.size())));
+    }
+  }
+  return out;
+}
+
 std::vector<FailoverLogEvent> readFailoverLogs(const std::vector<LogSource>& nodes, std::int32_t target,
                                                const std::vector<std::string>& topics, common::WallMicros since) {
   std::vector<FailoverLogEvent> out;
@@ -163,8 +277,14 @@ std::vector<FailoverLogEvent> readFailoverLogs(const std::vector<LogSource>& nod
     }
     std::vector<std::string> needles;
     for (const auto& t : topics) needles.push_back("Leader " + t + "-");
+    needles.emplace_back("Skipped the become-leader state change for ");
+    std::vector<BrokerLogLine> isr_lines;
     if (auto lines = source.injector->logLines("state-change.log", since, needles); lines) {
       for (const auto& line : *lines) {
+        if (line.message.find("Skipped the become-leader state change for ") != std::string::npos) {
+          isr_lines.push_back(line);
+          continue;
+        }
         if (line.message.find("starts at leader epoch") == std::string::npos) continue;
         for (const auto& t : topics) {
           const auto marker = "Leader " + t + "-";
@@ -181,13 +301,18 @@ std::vector<FailoverLogEvent> readFailoverLogs(const std::vector<LogSource>& nod
         }
       }
     }
-    if (source.node == target) {
-      if (auto lines = source.injector->logLines("server.log", since, {"Terminating process due to signal"}); lines) {
-        for (const auto& line : *lines) {
+    std::vector<std::string> server_needles = {"] Shrinking ISR from ", "] ISR updated to "};
+    if (source.node == target) server_needles.emplace_back("Terminating process due to signal");
+    if (auto lines = source.injector->logLines("server.log", since, server_needles); lines) {
+      for (auto& line : *lines) {
+        if (source.node == target && line.message.find("Terminating process due to signal") != std::string::npos) {
           out.push_back({line.t, "signal_received", target, source.node, line.file, line.message, std::nullopt, std::nullopt});
+        } else {
+          isr_lines.push_back(std::move(line));
         }
       }
     }
+    for (auto& shrink : isrShrinkEvents(std::move(isr_lines), topics, source.node)) out.push_back(std::move(shrink));
   }
   return out;
 }

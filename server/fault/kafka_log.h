@@ -42,15 +42,18 @@ inline constexpr std::string_view kSigtermLine = "Terminating process due to sig
 
 // A line of a node's own logs that marks a phase of a failover: "fenced", "controlled_shutdown",
 // "shutdown_granted" (controller.log, about the target), "leader_epoch_start" (state-change.log
-// of a broker becoming a probe partition's leader), "signal_received" (the target's server.log).
+// of a broker becoming a probe partition's leader), "signal_received" (the target's server.log),
+// "isr_shrink" (server.log of a probe partition's leader: the ISR it shrank took effect).
 struct FailoverLogEvent {
   common::WallMicros t = 0;
   std::string kind;
-  std::int32_t broker = -1;  // the broker the line is about (the new leader for leader_epoch_start)
+  // The broker the line is about: the new leader for leader_epoch_start, the replica dropped for
+  // isr_shrink (-1 when it dropped several).
+  std::int32_t broker = -1;
   std::int32_t node = -1;    // whose log it is
   std::string file;
   std::string line;
-  std::optional<std::string> topic;  // leader_epoch_start only
+  std::optional<std::string> topic;  // leader_epoch_start and isr_shrink only
   std::optional<std::int32_t> partition;
 };
 
@@ -59,6 +62,21 @@ struct LogSource {
   bool controller = false;
   Injector* injector = nullptr;
 };
+
+// The moments a leader's ISR shrinks of the `topics`' partitions took effect, from its logs
+// (`node` is that leader; `lines` from server.log and state-change.log, in any order):
+//   server.log        [Partition orders-0 broker=1] Shrinking ISR from 1,3,2 to 1,2. Leader: ...
+//   server.log        [Partition orders-0 broker=1] ISR updated to 1,2  and version updated to 1
+//   state-change.log  [Broker id=1] Skipped the become-leader state change for orders-0 with ...
+//                     isr=[1, 2], ... since it is already the leader ...
+// The first is the leader's decision. Either of the others, whichever comes first, is the
+// controller's new ISR in force on the leader (from its answer, or from the metadata log when
+// that brought it first), so that the writes waiting on the dropped replica are acked: that
+// line's time, to its millisecond. The metadata shows the change later, by as much as the brokers
+// answering Metadata lag the controller (0.35 s seen on a busy host). A new ISR without a shrink
+// to it before (an expansion, or a shrink the controller refused) is none. Pure.
+std::vector<FailoverLogEvent> isrShrinkEvents(std::vector<BrokerLogLine> lines, const std::vector<std::string>& topics,
+                                              std::int32_t node);
 
 // Reads the failover's marks from every node's logs since `since` (nodes whose logs cannot be
 // read contribute nothing). `topics` are the probe topics.

@@ -290,6 +290,22 @@ TEST_CASE("a follower isolated from the brokers stalls acks=all until the ISR sh
     CHECK(p1.mechanism->explained);
     CHECK(p1.mechanism->phases[0].resolution_us == 200'000);  // the 100 ms span + one poll interval
   }
+  SECTION("the leader's log line of the shrink, 4 ms before the ack, explains it though the poll saw it 354 ms after") {
+    // As a later CI run saw on a busy host: the metadata's isr_shrink came 0.354 s after the ack,
+    // more than its answers' span allows; the leader had logged "ISR updated to 1,2" 4 ms before.
+    in.events = {event(kT0 + 10'554'000, "metadata", "isr_shrink", 1, 1, R"({"since_us":1700000010454000})"),
+                 event(kT0 + 10'196'000, "broker_log", "isr_shrink", 1, 1, R"({"file":"server.log","node":2})")};
+    const auto a = analyse(in);
+    const auto& p1 = partition(a, 1);
+    REQUIRE(p1.ack.outcome == Outcome::kStall);
+    CHECK(p1.mechanism->explained);
+    CHECK(p1.mechanism->ended_by == "isr_shrink");
+    CHECK(p1.mechanism->phases[0].duration_us() == 10'196'000);
+    CHECK(p1.mechanism->phases[0].resolution_us == 1'000);  // the log line's millisecond
+
+    in.events.pop_back();  // without the leader's log: the poll alone does not explain it
+    CHECK(partition(analyse(in), 1).ack.outcome == Outcome::kInconclusive);
+  }
   SECTION("an isr_shrink whose previous answer came a second after the ack did not end the stall") {
     in.events = {event(kT0 + 11'300'000, "metadata", "isr_shrink", 1, 1, R"({"since_us":1700000011200000})")};
     const auto a = analyse(in);

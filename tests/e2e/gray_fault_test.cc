@@ -59,7 +59,7 @@ TEST_CASE("a follower isolated from the other brokers stalls acks=all writes abo
     REQUIRE(p["ack"]["stall"].is_object());
     const auto end_us = p["ack"]["stall"]["end_us"].get<std::int64_t>();
     // The ISR shrink that removed broker 3 from this partition, as the poller saw it.
-    const auto shrink = sqlValue(lab.db, "SELECT min(t_us) FROM events WHERE kind = 'isr_shrink' AND topic = '" +
+    const auto shrink = sqlValue(lab.db, "SELECT min(t_us) FROM events WHERE source = 'metadata' AND kind = 'isr_shrink' AND topic = '" +
                                              lab.topic + "' AND partition = " + std::to_string(partition) +
                                              " AND t_us >= " + std::to_string(fault_us));
     REQUIRE_FALSE(shrink.empty());
@@ -69,6 +69,18 @@ TEST_CASE("a follower isolated from the other brokers stalls acks=all writes abo
                                    << (shrink_us - fault_us) / 1000 << " ms after the fault");
     CHECK(shrink_us < end_us + 1'000'000);  // the shrink (seen every 100 ms..2 s) came first
     CHECK(end_us - shrink_us < 5'000'000);
+    // The leader's own log line of it, to its millisecond: before the ack it allowed.
+    const auto logged = sqlValue(lab.db, "SELECT min(t_us) FROM events WHERE source = 'broker_log' AND kind = "
+                                         "'isr_shrink' AND broker = 3 AND topic = '" +
+                                             lab.topic + "' AND partition = " + std::to_string(partition) +
+                                             " AND t_us >= " + std::to_string(fault_us));
+    REQUIRE_FALSE(logged.empty());
+    const auto logged_us = std::stoll(logged);
+    CHECK(logged_us <= end_us + 1'000);
+    CHECK(logged_us <= shrink_us);
+    WARN("isolate from brokers, p" << partition << ": the leader logged the shrink " << (end_us - logged_us) / 1000
+                                   << " ms before the ack, " << (shrink_us - logged_us) / 1000
+                                   << " ms before the poller saw it");
   }
   const auto healed = sqlValue(lab.db, "SELECT count(*) FROM events WHERE kind = 'healed' AND broker = 3");
   CHECK(healed != "0");

@@ -134,3 +134,77 @@ TEST_CASE("a broker logging in local time is read in kfaild's zone", "[unit][fau
   CHECK(logZoneFromConfig("local") == LogZone::local);
   CHECK_FALSE(logZoneFromConfig("Asia/Seoul"));
 }
+
+TEST_CASE("a leader's ISR shrink is read from its server.log when the controller has accepted it", "[unit][fault]") {
+  // The netns lab's leaders of a CI run, broker 3 cut off from the other brokers.
+  const std::string log =
+      "[2026-12-04 03:51:55,236] INFO [Partition e2e-api-1-0 broker=1] Shrinking ISR from 1,3,2 to 1,2. Leader: "
+      "(highWatermark: 446, endOffset: 447). Out of sync replicas: (brokerId: 3, endOffset: 446, lastCaughtUpTimeMs: "
+      "1796356305172). (kafka.cluster.Partition)\n"
+      "[2026-12-04 03:51:55,247] INFO [Partition __consumer_offsets-24 broker=1] Shrinking ISR from 1,3,2 to 1,2. "
+      "Leader: (highWatermark: 104, endOffset: 106). (kafka.cluster.Partition)\n"
+      "[2026-12-04 03:51:55,320] INFO [Partition e2e-api-1-0 broker=1] ISR updated to 1,2  and version updated to 1 "
+      "(kafka.cluster.Partition)\n"
+      "[2026-12-04 03:51:55,362] INFO [Partition __consumer_offsets-24 broker=1] ISR updated to 1,2  and version "
+      "updated to 1 (kafka.cluster.Partition)\n"
+      // A shrink to the leader alone the controller never accepted: no event.
+      "[2026-12-04 03:51:57,276] INFO [Partition e2e-api-1-2 broker=1] Shrinking ISR from 1,2,3 to 1. Leader: "
+      "(highWatermark: 446, endOffset: 447). (kafka.cluster.Partition)\n"
+      // An expansion: no event.
+      "[2026-12-04 03:52:11,668] INFO [Partition e2e-api-1-0 broker=1] ISR updated to 1,3,2  and version updated to 2 "
+      "(kafka.cluster.Partition)\n"
+      // Another topic whose name starts like the probe's.
+      "[2026-12-04 03:52:12,000] INFO [Partition e2e-api-1-x-0 broker=1] Shrinking ISR from 1,3 to 1. "
+      "(kafka.cluster.Partition)\n"
+      "[2026-12-04 03:52:12,100] INFO [Partition e2e-api-1-x-0 broker=1] ISR updated to 1 and version updated to 3 "
+      "(kafka.cluster.Partition)\n";
+  const auto lines = selectKafkaLogLines(log, "server.log", LogZone::utc, 0, {"] Shrinking ISR from ", "] ISR updated to "});
+  REQUIRE(lines.size() == 8);
+  const auto events = isrShrinkEvents(lines, {"e2e-api-1"}, 1);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].kind == "isr_shrink");
+  CHECK(events[0].t == 1'796'356'315'320'000);
+  CHECK(events[0].broker == 3);
+  CHECK(events[0].node == 1);
+  CHECK(*events[0].topic == "e2e-api-1");
+  CHECK(*events[0].partition == 0);
+  CHECK(events[0].file == "server.log");
+
+  // The shrink names the ISR in another order than the update does (as a leader of the lab did).
+  const auto reordered = selectKafkaLogLines(
+      "[2026-12-04 04:22:30,709] INFO [Partition e2e-api-1-1 broker=2] Shrinking ISR from 2,3,1 to 1,2. (x)\n"
+      "[2026-12-04 04:22:30,768] INFO [Partition e2e-api-1-1 broker=2] ISR updated to 2,1  and version updated to 1 (x)\n",
+      "server.log", LogZone::utc, 0, {});
+  const auto one = isrShrinkEvents(reordered, {"e2e-api-1"}, 2);
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].broker == 3);
+  CHECK(one[0].t == 1'796'358'150'768'000);
+
+  // The new ISR brought by the metadata log first (state-change.log), no "ISR updated" after it.
+  auto via_metadata = selectKafkaLogLines(
+      "[2026-12-04 04:23:37,150] INFO [Partition e2e-api-1-1 broker=2] Shrinking ISR from 1,3,2 to 1,2. (x)\n",
+      "server.log", LogZone::utc, 0, {});
+  const auto change = selectKafkaLogLines(
+      "[2026-12-04 04:23:37,196] INFO [Broker id=2] Skipped the become-leader state change for e2e-api-1-1 with "
+      "topic id Some(20gDFU03QuOGbP5DQttoiA), partition registration PartitionRegistration(replicas=[2, 3, 1], "
+      "isr=[1, 2], removingReplicas=[], addingReplicas=[], elr=[], lastKnownElr=[], leader=2, leaderEpoch=0, "
+      "partitionEpoch=1) and isNew=false since it is already the leader with leader epoch 0. Current high "
+      "watermark 423, ISR [1,2], adding replicas [] and removing replicas []. (state.change.logger)\n",
+      "state-change.log", LogZone::utc, 0, {});
+  via_metadata.insert(via_metadata.begin(), change.begin(), change.end());  // files read one after the other
+  const auto applied = isrShrinkEvents(via_metadata, {"e2e-api-1"}, 2);
+  REQUIRE(applied.size() == 1);
+  CHECK(applied[0].broker == 3);
+  CHECK(applied[0].t == 1'796'358'217'196'000);
+  CHECK(applied[0].file == "state-change.log");
+
+  // Two replicas dropped at once: the event names none.
+  const auto both = selectKafkaLogLines(
+      "[2026-12-04 03:53:00,000] INFO [Partition e2e-api-1-1 broker=2] Shrinking ISR from 2,3,1 to 2. (x)\n"
+      "[2026-12-04 03:53:00,050] INFO [Partition e2e-api-1-1 broker=2] ISR updated to 2 and version updated to 4 (x)\n",
+      "server.log", LogZone::utc, 0, {});
+  const auto two = isrShrinkEvents(both, {"e2e-api-1"}, 2);
+  REQUIRE(two.size() == 1);
+  CHECK(two[0].broker == -1);
+  CHECK(*two[0].partition == 1);
+}
