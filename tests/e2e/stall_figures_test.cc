@@ -186,9 +186,22 @@ TEST_CASE("right after the lab is restarted a drill is accepted once the probe i
   REQUIRE(testing::lab("down") == 0);
   REQUIRE(testing::lab("up") == 0);
   const auto up = std::chrono::steady_clock::now();
-  const auto id = startWhenAccepted(kfaild, R"({"fault":"kill","target":{"broker":1}})", 240s);
+  auto id = startWhenAccepted(kfaild, R"({"fault":"kill","target":{"broker":1}})", 240s);
   record["accepted_after_lab_up_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - up).count();
   auto drill = kfaild.waitForState(id, finished, 600s);
+  // Brokers just started are slow for a while (their JIT warms up); on a host busy with other labs
+  // the probe can fall behind during the baseline, and kfaild then rightly refuses at the fault
+  // without touching the node. Such a drill is asked again, up to twice; any other failure fails.
+  int refused_for_lag = 0;
+  while (drill["state"] == "failed" && refused_for_lag < 2 &&
+         drill["reason"].get<std::string>().find("refused at the fault: the probe of") != std::string::npos &&
+         drill["reason"].get<std::string>().find("behind") != std::string::npos) {
+    ++refused_for_lag;
+    WARN("drill " << id << " refused at the fault: " << drill["reason"].get<std::string>());
+    id = startWhenAccepted(kfaild, R"({"fault":"kill","target":{"broker":1}})", 240s);
+    drill = kfaild.waitForState(id, finished, 600s);
+  }
+  record["refused_for_probe_lag"] = refused_for_lag;
   INFO("drill: " << drill.dump().substr(0, 6000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
   REQUIRE(drill["state"] == "done");
   const auto& run = drill["runs"][0];
