@@ -24,8 +24,8 @@
 //                    `client_leader_update`): max(session timeout, request.timeout.ms). A leader
 //                    isolated from the quorum only.
 //   isr_shrink       the leader waits for a replica that stopped fetching until it drops it from
-//                    the ISR (replica.lag.time.max.ms), seen in the leader's server.log ("ISR
-//                    updated to", source broker_log) or, later, in the metadata (isr_shrink). A
+//                    the ISR (replica.lag.time.max.ms), seen in the leader's logs (source
+//                    broker_log, fault::isrShrinkEvents) or, later, in the metadata. A
 //                    broker isolated from the other brokers (for the partitions it leads, only
 //                    when min.insync.replicas is 1: else its ISR shrinks to itself alone and
 //                    writes fail until the heal); a throttled follower.

@@ -140,10 +140,6 @@ constexpr ControllerMark kControllerMarks[] = {
     {"to shut down has been granted", "shutdown_granted"},
 };
 
-}  // namespace
-
-namespace {
-
 // "1,3,2" or "1, 3, 2" → {1, 2, 3}, sorted (the lines name one ISR in different orders); nullopt
 // unless it is a list of numbers.
 std::optional<std::vector<std::int32_t>> brokerSet(std::string_view text) {
@@ -210,14 +206,18 @@ std::vector<FailoverLogEvent> isrShrinkEvents(std::vector<BrokerLogLine> lines, 
   constexpr std::string_view kShrinking = "] Shrinking ISR from ";
   constexpr std::string_view kUpdated = "] ISR updated to ";
   constexpr std::string_view kBecomeLeader = "Skipped the become-leader state change for ";
+  // `answer`: the controller's answer to the leader's own request, which ends the shrink whatever
+  // ISR it gives; a metadata update may be another change that came first.
   const auto inForce = [&](const BrokerLogLine& line, const NamedPartition& named,
-                           const std::optional<std::vector<std::int32_t>>& isr) {
+                           const std::optional<std::vector<std::int32_t>>& isr, bool answer) {
     const auto it = pending.find({named.topic, named.partition});
     if (!isr || it == pending.end()) return;
     if (*isr == it->second.isr) {
       const auto& dropped = it->second.dropped;
       out.push_back({line.t, "isr_shrink", dropped.size() == 1 ? dropped.front() : -1, node, line.file,
                      line.message, named.topic, named.partition});
+    } else if (!answer) {
+      return;
     }
     pending.erase(it);
   };
@@ -230,7 +230,7 @@ std::vector<FailoverLogEvent> isrShrinkEvents(std::vector<BrokerLogLine> lines, 
       if (!named || isr_at == std::string_view::npos) continue;
       const auto close = message.find(']', isr_at);
       if (close == std::string_view::npos) continue;
-      inForce(line, *named, brokerSet(message.substr(isr_at + 5, close - isr_at - 5)));
+      inForce(line, *named, brokerSet(message.substr(isr_at + 5, close - isr_at - 5)), false);
       continue;
     }
     const auto named = partitionNamed(message, topics, "[Partition ", ' ');
@@ -248,7 +248,7 @@ std::vector<FailoverLogEvent> isrShrinkEvents(std::vector<BrokerLogLine> lines, 
       }
       if (!shrink.dropped.empty()) pending[{named->topic, named->partition}] = std::move(shrink);
     } else if (const auto u = message.find(kUpdated, named->rest); u != std::string_view::npos) {
-      inForce(line, *named, brokerSet(listAt(message, u + kUpdated.size())));
+      inForce(line, *named, brokerSet(listAt(message, u + kUpdated.size())), true);
     }
   }
   return out;

@@ -43,7 +43,8 @@ inline constexpr std::string_view kSigtermLine = "Terminating process due to sig
 // A line of a node's own logs that marks a phase of a failover: "fenced", "controlled_shutdown",
 // "shutdown_granted" (controller.log, about the target), "leader_epoch_start" (state-change.log
 // of a broker becoming a probe partition's leader), "signal_received" (the target's server.log),
-// "isr_shrink" (server.log of a probe partition's leader: the ISR it shrank took effect).
+// "isr_shrink" (server.log and state-change.log of a probe partition's leader: the ISR it shrank
+// took effect, isrShrinkEvents).
 struct FailoverLogEvent {
   common::WallMicros t = 0;
   std::string kind;

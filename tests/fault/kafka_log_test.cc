@@ -192,6 +192,12 @@ TEST_CASE("a leader's ISR shrink is read from its server.log when the controller
       "watermark 423, ISR [1,2], adding replicas [] and removing replicas []. (state.change.logger)\n",
       "state-change.log", LogZone::utc, 0, {});
   via_metadata.insert(via_metadata.begin(), change.begin(), change.end());  // files read one after the other
+  // An update of another kind before it (the ISR unchanged) leaves the shrink waiting.
+  auto other = change.front();
+  other.t -= 20'000;
+  const auto isr_at = other.message.find("isr=[1, 2]");
+  other.message.replace(isr_at, 10, "isr=[1, 2, 3]");
+  via_metadata.push_back(other);
   const auto applied = isrShrinkEvents(via_metadata, {"e2e-api-1"}, 2);
   REQUIRE(applied.size() == 1);
   CHECK(applied[0].broker == 3);
