@@ -140,6 +140,11 @@ constexpr ControllerMark kControllerMarks[] = {
     {"to shut down has been granted", "shutdown_granted"},
 };
 
+// The lines isrShrinkEvents reads, as readFailoverLogs asks for them.
+constexpr std::string_view kShrinking = "] Shrinking ISR from ";
+constexpr std::string_view kUpdated = "] ISR updated to ";
+constexpr std::string_view kBecomeLeader = "Skipped the become-leader state change for ";
+
 // "1,3,2" or "1, 3, 2" → {1, 2, 3}, sorted (the lines name one ISR in different orders); nullopt
 // unless it is a list of numbers.
 std::optional<std::vector<std::int32_t>> brokerSet(std::string_view text) {
@@ -203,9 +208,6 @@ std::vector<FailoverLogEvent> isrShrinkEvents(std::vector<BrokerLogLine> lines, 
     std::vector<std::int32_t> dropped;
   };
   std::map<std::pair<std::string, std::int32_t>, Pending> pending;
-  constexpr std::string_view kShrinking = "] Shrinking ISR from ";
-  constexpr std::string_view kUpdated = "] ISR updated to ";
-  constexpr std::string_view kBecomeLeader = "Skipped the become-leader state change for ";
   // `answer`: the controller's answer to the leader's own request, which ends the shrink whatever
   // ISR it gives; a metadata update may be another change that came first.
   const auto inForce = [&](const BrokerLogLine& line, const NamedPartition& named,
@@ -277,11 +279,11 @@ std::vector<FailoverLogEvent> readFailoverLogs(const std::vector<LogSource>& nod
     }
     std::vector<std::string> needles;
     for (const auto& t : topics) needles.push_back("Leader " + t + "-");
-    needles.emplace_back("Skipped the become-leader state change for ");
+    needles.emplace_back(kBecomeLeader);
     std::vector<BrokerLogLine> isr_lines;
     if (auto lines = source.injector->logLines("state-change.log", since, needles); lines) {
       for (const auto& line : *lines) {
-        if (line.message.find("Skipped the become-leader state change for ") != std::string::npos) {
+        if (line.message.find(kBecomeLeader) != std::string::npos) {
           isr_lines.push_back(line);
           continue;
         }
@@ -301,7 +303,7 @@ std::vector<FailoverLogEvent> readFailoverLogs(const std::vector<LogSource>& nod
         }
       }
     }
-    std::vector<std::string> server_needles = {"] Shrinking ISR from ", "] ISR updated to "};
+    std::vector<std::string> server_needles = {std::string(kShrinking), std::string(kUpdated)};
     if (source.node == target) server_needles.emplace_back("Terminating process due to signal");
     if (auto lines = source.injector->logLines("server.log", since, server_needles); lines) {
       for (auto& line : *lines) {

@@ -135,6 +135,15 @@ TEST_CASE("a broker logging in local time is read in kfaild's zone", "[unit][fau
   CHECK_FALSE(logZoneFromConfig("Asia/Seoul"));
 }
 
+namespace {
+
+// isrShrinkEvents of one leader's server.log text, the probe topic e2e-api-1.
+std::vector<FailoverLogEvent> shrinksIn(const std::string& server_log, std::int32_t node) {
+  return isrShrinkEvents(selectKafkaLogLines(server_log, "server.log", LogZone::utc, 0, {}), {"e2e-api-1"}, node);
+}
+
+}  // namespace
+
 TEST_CASE("a leader's ISR shrink is read from its server.log when the controller has accepted it", "[unit][fault]") {
   // The netns lab's leaders of a CI run, broker 3 cut off from the other brokers.
   const std::string log =
@@ -171,11 +180,10 @@ TEST_CASE("a leader's ISR shrink is read from its server.log when the controller
   CHECK(events[0].file == "server.log");
 
   // The shrink names the ISR in another order than the update does (as a leader of the lab did).
-  const auto reordered = selectKafkaLogLines(
+  const auto one = shrinksIn(
       "[2026-12-04 04:22:30,709] INFO [Partition e2e-api-1-1 broker=2] Shrinking ISR from 2,3,1 to 1,2. (x)\n"
       "[2026-12-04 04:22:30,768] INFO [Partition e2e-api-1-1 broker=2] ISR updated to 2,1  and version updated to 1 (x)\n",
-      "server.log", LogZone::utc, 0, {});
-  const auto one = isrShrinkEvents(reordered, {"e2e-api-1"}, 2);
+      2);
   REQUIRE(one.size() == 1);
   CHECK(one[0].broker == 3);
   CHECK(one[0].t == 1'796'358'150'768'000);
@@ -205,11 +213,10 @@ TEST_CASE("a leader's ISR shrink is read from its server.log when the controller
   CHECK(applied[0].file == "state-change.log");
 
   // Two replicas dropped at once: the event names none.
-  const auto both = selectKafkaLogLines(
+  const auto two = shrinksIn(
       "[2026-12-04 03:53:00,000] INFO [Partition e2e-api-1-1 broker=2] Shrinking ISR from 2,3,1 to 2. (x)\n"
       "[2026-12-04 03:53:00,050] INFO [Partition e2e-api-1-1 broker=2] ISR updated to 2 and version updated to 4 (x)\n",
-      "server.log", LogZone::utc, 0, {});
-  const auto two = isrShrinkEvents(both, {"e2e-api-1"}, 2);
+      2);
   REQUIRE(two.size() == 1);
   CHECK(two[0].broker == -1);
   CHECK(*two[0].partition == 1);
