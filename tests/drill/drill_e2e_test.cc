@@ -165,7 +165,14 @@ TEST_CASE("a kill drill of broker 1 stalls every orders partition for at least i
   CHECK(second.error().code == drill::errc::guard_refused);
   CHECK_THAT(second.error().message, Catch::Contains("is running"));
 
-  const auto drill = d.waitForDrill(*id, 300s);
+  auto drill = d.waitForDrill(*id, 300s);
+  for (int again = 0; again < 2 && drill.state == "failed" && testing::refusedForProbe(drill.reason); ++again) {
+    WARN("drill " << *id << " asked again: " << drill.reason);  // not steady: broker 1 untouched
+    d.waitSteady();
+    id = d.runner->submit(*spec);
+    REQUIRE(id);
+    drill = d.waitForDrill(*id, 300s);
+  }
   INFO("drill: " << drill.state << " " << drill.reason << " " << drill.result);
   REQUIRE(drill.state == "done");
   const auto result = nlohmann::json::parse(drill.result);
@@ -277,7 +284,17 @@ TEST_CASE("a kill drill on the lab's only controller is refused for the quorum, 
   REQUIRE(allowed);
   auto id = d.runner->submit(*allowed);
   REQUIRE(id);
-  const auto drill = d.waitForDrill(*id, 300s);
+  auto drill = d.waitForDrill(*id, 300s);
+  // Refused after acceptance because the probe was not steady (a host busy starting the other
+  // labs: seen once, 1.0 s without an ack at the preflight): the controller was not touched, so
+  // the drill is asked again, up to twice.
+  for (int again = 0; again < 2 && drill.state == "failed" && testing::refusedForProbe(drill.reason); ++again) {
+    WARN("drill " << *id << " asked again: " << drill.reason);
+    d.waitSteady();
+    id = d.runner->submit(*allowed);
+    REQUIRE(id);
+    drill = d.waitForDrill(*id, 300s);
+  }
   INFO("drill: " << drill.state << " " << drill.reason << " " << drill.result);
   REQUIRE(drill.state == "done");
   const auto run = nlohmann::json::parse(drill.result)["runs"][0];

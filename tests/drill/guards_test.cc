@@ -1,4 +1,5 @@
 #include "server/drill/guards.h"
+#include "tests/support/lab.h"
 
 #include <catch2/catch.hpp>
 
@@ -117,6 +118,33 @@ TEST_CASE("a probe that is not measuring normally refuses the drill", "[unit][dr
   in.probe[0].backlog_us = kMaxProbeBacklogUs;
   in.probe[0].last_ack_age_us = 900'000;
   CHECK_FALSE(checkGuards(in));
+}
+
+// The e2e tests ask again for a drill refused because its probe was not steady (and only for
+// that): their predicate must know every probe reason above, as the engine words the refusal.
+TEST_CASE("the e2e tests tell a refusal for the probe from every other refusal", "[unit][drill]") {
+  const auto s = article();
+  std::vector<GuardInput> probe_reasons(6, input(s));
+  probe_reasons[0].probe_problem = "setting_up (topic orders missing)";
+  probe_reasons[1].probe[1].last_ack_age_us.reset();
+  probe_reasons[2].probe[2].last_ack_age_us = 4'500'000;
+  probe_reasons[3].probe[2].last_receive_age_us = 3'000'000;
+  probe_reasons[4].probe[0].backlog_us = 56'000'000;
+  probe_reasons[5].probe[1].holding = true;
+  for (const auto& in : probe_reasons) {
+    const auto reason = checkGuards(in);
+    REQUIRE(reason);
+    INFO(*reason);
+    CHECK(testing::refusedForProbe("refused: " + *reason));
+    CHECK(testing::refusedForProbe("refused at the fault: " + *reason + "; the node was not touched"));
+    CHECK(testing::refusedForProbe("refused after the preflight election: " + *reason));
+    CHECK_FALSE(testing::refusedForProbe(*reason));  // not a drill's refusal
+  }
+  auto below = input(s);
+  below.active_drill = 7;
+  CHECK_FALSE(testing::refusedForProbe("refused: " + *checkGuards(below)));
+  CHECK_FALSE(testing::refusedForProbe("refused: broker 1 is not registered (fenced or down)"));
+  CHECK_FALSE(testing::refusedForProbe("node 1 not back within 180 s: the probe of orders-0 is 2.0 s behind"));
 }
 
 namespace {

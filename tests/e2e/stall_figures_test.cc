@@ -193,9 +193,7 @@ TEST_CASE("right after the lab is restarted a drill is accepted once the probe i
   // the probe can fall behind during the baseline, and kfaild then rightly refuses at the fault
   // without touching the node. Such a drill is asked again, up to twice; any other failure fails.
   int refused_for_lag = 0;
-  while (drill["state"] == "failed" && refused_for_lag < 2 &&
-         drill["reason"].get<std::string>().find("refused at the fault: the probe of") != std::string::npos &&
-         drill["reason"].get<std::string>().find("behind") != std::string::npos) {
+  while (drill["state"] == "failed" && refused_for_lag < 2 && testing::refusedForProbe(drill["reason"].get<std::string>())) {
     ++refused_for_lag;
     WARN("drill " << id << " refused at the fault: " << drill["reason"].get<std::string>());
     id = startWhenAccepted(kfaild, R"({"fault":"kill","target":{"broker":1}})", 240s);

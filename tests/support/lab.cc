@@ -30,6 +30,14 @@ std::string labOutput(const std::string& args) {
   return out;
 }
 
+bool refusedForProbe(const std::string& reason) {
+  const bool refused = reason.rfind("refused: ", 0) == 0 || reason.rfind("refused at the fault: ", 0) == 0 ||
+                       reason.rfind("refused after the preflight election: ", 0) == 0;
+  return refused && (reason.find(": probe partition ") != std::string::npos ||
+                     reason.find(": the probe of ") != std::string::npos ||
+                     reason.find(": the probe is not probing") != std::string::npos);
+}
+
 std::string labBootstrap() {
   auto out = labOutput("bootstrap");
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();

@@ -20,6 +20,12 @@ std::string labBootstrap();
 // gave the test, tests/main.cc).
 std::string labStateDir();
 
+// Whether a drill's failure reason is kfaild refusing it, at the preflight or at the fault, because
+// its probe was not steady (no ack or receive for a while, or a backlog): the guard that keeps a
+// drill from measuring an overloaded host. The node was not touched. On two cores shared by three
+// labs a broker restarted by the previous drill can still lag, so an e2e test may ask again.
+bool refusedForProbe(const std::string& reason);
+
 // A node as `lab status --json` describes it; in namespaced mode (KFAILD_LAB_NETNS=1) with its
 // own address, network namespace and fill dir (deploy/lab/README.md).
 struct LabNode {
