@@ -24,7 +24,7 @@ TEST_CASE("drills through the API and kfailctl show the article's structure: a k
   kfaild.waitSteady(lab.topic);
 
   // The kill.
-  auto [code, out] = kfailctl(kfaild, lab, "drill lab --broker 1 --fault kill --json --timeout 600");
+  auto [code, out] = kfailctl(kfaild, lab, "drill lab --broker 1 --fault kill --baseline 2 --json --timeout 600");
   INFO("kfailctl: " << out.substr(0, 3000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
   REQUIRE(code == 0);
   const json kill = json::parse(out);

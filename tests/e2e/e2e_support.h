@@ -180,8 +180,8 @@ struct Kfaild {
                                                      {"Content-Type", "application/json"}}});
   }
 
-  // Probing steadily: every partition acked within the last half second and under 0.4 s of
-  // messages in flight, six polls (3 s) in a row. A broker restarted by the previous test lags
+  // Probing steadily: every partition acked within the last half second and under 20 messages in
+  // flight, six polls (1.5 s) in a row. A broker restarted by the previous test lags
   // for a while on a busy machine (2 cores, four JVMs), and kfaild's guard refuses a drill while
   // the probe is more than 2 s behind.
   void waitSteady(const std::string& topic) {
@@ -201,7 +201,7 @@ struct Kfaild {
         }
       }
       good = ok && partitions == 3 ? good + 1 : 0;
-      std::this_thread::sleep_for(500ms);
+      std::this_thread::sleep_for(250ms);
     }
     INFO("kfaild log:\n" << tail(readAll(log)));
     REQUIRE(good >= 6);

@@ -77,7 +77,7 @@ TEST_CASE("a partition added to the probe topic is probed within a poll and a ki
   for (const auto& s : samples) received += s.receive_us ? 1 : 0;
   CHECK(received == samples.size());
 
-  const auto id = startDrill(kfaild, R"({"fault":"kill","target":{"broker":1}})");
+  const auto id = startDrill(kfaild, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2}})");
   const auto drill = kfaild.waitForState(id, finished, 600s);
   INFO("drill: " << drill.dump().substr(0, 8000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
   REQUIRE(drill["state"] == "done");

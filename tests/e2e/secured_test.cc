@@ -98,7 +98,7 @@ TEST_CASE("on the SASL_SSL lab kfaild probes, describes the quorum, a kill and a
   auto& lab = *secured.lab;
   auto& kfaild = *secured.kfaild;
 
-  const auto kill = runDrillToDone(kfaild, R"({"fault":"kill","target":{"broker":1}})");
+  const auto kill = runDrillToDone(kfaild, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2}})");
   const auto& killed = kill["runs"][0]["analysis"];
   REQUIRE(killed["departure"] == "fenced");
   const auto detection = killed["departure_at_us"].get<std::int64_t>() - killed["fault_us"].get<std::int64_t>();

@@ -32,7 +32,7 @@ TEST_CASE("a kill drill expected to stall at most 1 s fails on the killed leader
   kfaild.waitSteady(lab.topic);
 
   auto [code, out] =
-      kfailctl(kfaild, lab, "drill lab --broker 1 --fault kill --json --timeout 600 --expect max_ack_stall_s=1");
+      kfailctl(kfaild, lab, "drill lab --broker 1 --fault kill --baseline 2 --json --timeout 600 --expect max_ack_stall_s=1");
   INFO("kfailctl: " << out.substr(0, 6000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
   const json drill = json::parse(out);
   REQUIRE(drill["state"] == "done");
