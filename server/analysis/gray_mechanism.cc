@@ -223,7 +223,9 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
     case Mechanism::kIsrShrink:
       wanted = "isr_shrink";
       end = first(events, s, [&](const storage::Event& e) {
-        // The leader's own log line when kfaild can read it (its millisecond), else the metadata.
+        // The first of the leader's own log line (its millisecond, when kfaild can read it) and the
+        // metadata: another broker may serve the new ISR before the controller's answer reaches the
+        // leader and it logs `ISR updated`.
         if (!isPartition(e, s) || (e.source != "metadata" && e.source != "broker_log") || e.kind != "isr_shrink") {
           return false;
         }

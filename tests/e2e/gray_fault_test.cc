@@ -77,10 +77,12 @@ TEST_CASE("a follower isolated from the other brokers stalls acks=all writes abo
     REQUIRE_FALSE(logged.empty());
     const auto logged_us = std::stoll(logged);
     CHECK(logged_us <= end_us + 1'000);
-    CHECK(logged_us <= shrink_us);
+    // Not bounded against the poller's: the leader logs `ISR updated` when the controller's answer
+    // reaches it, and another broker may already serve the new ISR to the poller (seen: the poller
+    // 38 ms before the leader's line). The gray mechanism takes the earlier of the two.
     WARN("isolate from brokers, p" << partition << ": the leader logged the shrink " << (end_us - logged_us) / 1000
                                    << " ms before the ack, " << (shrink_us - logged_us) / 1000
-                                   << " ms before the poller saw it");
+                                   << " ms before the poller saw it (negative: after)");
   }
   const auto healed = sqlValue(lab.db, "SELECT count(*) FROM events WHERE kind = 'healed' AND broker = 3");
   CHECK(healed != "0");
