@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <set>
 #include <thread>
@@ -127,4 +129,23 @@ TEST_CASE("the lab runs the article's cluster and partition 0's leadership leave
     auto md = kafka::fetchMetadata(admin.get(), {topic}, 2000);
     return md && md->hasBroker(1) && md->topic(topic)->partitions[0].isr.size() == 3;
   }));
+}
+
+// `lab fetch` (scripts/setup) writes a class data sharing archive of Kafka's classes, and every node
+// the lab starts maps it (deploy/lab/README.md): about 1.6 CPU-s less per node start.
+TEST_CASE("every node of the lab maps the class data sharing archive that lab fetch wrote", "[e2e][lab]") {
+  REQUIRE(testing::lab("status") == 0);
+  for (int id : {100, 1, 2, 3}) {
+    const auto node = testing::labNode(id);
+    REQUIRE(node);
+    std::ifstream pid_in(node->pid_file);
+    int pid = 0;
+    pid_in >> pid;
+    REQUIRE(pid > 0);
+    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+    const std::string text{std::istreambuf_iterator<char>(maps), std::istreambuf_iterator<char>()};
+    INFO("node " << id << " (pid " << pid << ")");
+    CHECK(text.find("/kafka-classes-") != std::string::npos);
+    CHECK(text.find(".jsa") != std::string::npos);
+  }
 }
