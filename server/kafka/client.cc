@@ -30,7 +30,23 @@ void logCallback(const rd_kafka_t* rk, int level, const char* fac, const char* b
 
 }  // namespace
 
+// Every live handle createClient made, with its bootstrap servers (addBootstrapAgain).
+struct Registry {
+  std::mutex mutex;
+  std::map<rd_kafka_t*, std::string> bootstrap;  // guarded by mutex
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
 void HandleDeleter::operator()(rd_kafka_t* rk) const {
+  {
+    auto& r = registry();
+    std::lock_guard lock(r.mutex);
+    r.bootstrap.erase(rk);
+  }
   auto* hooks = static_cast<Hooks*>(rd_kafka_opaque(rk));
   rd_kafka_destroy_flags(rk, flags);
   delete hooks;
@@ -75,7 +91,25 @@ Result<Handle> createClient(rd_kafka_type_t type, const ClientOptions& options,
     delete hooks;
     return kafkaError(errc::client_create_failed, errstr);
   }
+  {
+    auto& r = registry();
+    std::lock_guard lock(r.mutex);
+    r.bootstrap[rk] = options.bootstrap;
+  }
   return Handle(rk);
+}
+
+int addBootstrapAgain(const std::string& bootstrap) {
+  auto& r = registry();
+  // Held while adding: a handle is taken out of the registry before it is destroyed.
+  std::lock_guard lock(r.mutex);
+  int handles = 0;
+  for (const auto& [rk, servers] : r.bootstrap) {
+    if (servers != bootstrap) continue;
+    rd_kafka_brokers_add(rk, servers.c_str());
+    ++handles;
+  }
+  return handles;
 }
 
 Result<rd_kafka_t*> SharedHandle::get() {

@@ -47,6 +47,15 @@ Result<Handle> createClient(rd_kafka_type_t type, const ClientOptions& options,
                             const std::map<std::string, std::string>& extra = {},
                             const std::function<void(rd_kafka_conf_t*)>& customize = {});
 
+// Gives every live handle created with `bootstrap` its bootstrap servers again
+// (rd_kafka_brokers_add: a server it still knows is left as it is). librdkafka 2.14.2 removes every
+// broker a Metadata response does not list, and a broker that has just started (or is shutting
+// down) can answer one that lists none while every broker is fenced: the handle is then left with
+// no broker to ask until its own re-bootstrap, which was seen to take over 4 minutes (the probe
+// and the poller blind after `lab down` and `lab up`). The metadata poller calls this when the
+// metadata it got named no broker. The number of handles given them.
+int addBootstrapAgain(const std::string& bootstrap);
+
 // One handle created on first use and shared by several parts of kfaild (librdkafka's handles are
 // thread-safe): the metadata poller and the drill engine's admin calls use one observer client
 // instead of one each. get() is thread-safe; the handle lives as long as this object, which must

@@ -169,6 +169,17 @@ void MetadataPoller::pollOnce() {
       partition_counts[t.name] = count;
     }
   }
+  // Metadata that named no broker (kafka::addBootstrapAgain): every client of the cluster may have
+  // dropped every broker it knew. Given the bootstrap servers again, at most once a second, until
+  // a poll names a broker.
+  const bool no_broker = snapshot ? snapshot->brokers.empty() : nobroker_since_last_answer_;
+  if (snapshot) nobroker_since_last_answer_ = snapshot->brokers.empty();
+  if (no_broker && clock_.monoNow() - bootstrap_added_at_ >= 1'000'000) {
+    bootstrap_added_at_ = clock_.monoNow();
+    const int handles = kafka::addBootstrapAgain(cluster_.bootstrap);
+    spdlog::warn("cluster {}: the metadata named no broker: bootstrap servers given again to {} client(s)",
+                 cluster_.name, handles);
+  }
   std::unique_lock lock(mutex_);
   ++state_.polls;
   if (!snapshot) {

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -93,6 +94,10 @@ class MetadataPoller {
   std::unique_ptr<kafka::SharedHandle> own_observer_;  // when none was given
   kafka::SharedHandle* observer_;
   rd_kafka_t* handle_ = nullptr;  // observer_'s, once created; used by the poller thread only
+  // The poller thread's: whether the last metadata that came named no broker, and when the
+  // clients were last given the bootstrap servers again for it (kafka::addBootstrapAgain).
+  bool nobroker_since_last_answer_ = false;
+  common::MonoMicros bootstrap_added_at_ = std::numeric_limits<common::MonoMicros>::min() / 2;
   // Empty when the cluster's listeners need TLS or SASL, which the quorum client does not speak.
   std::optional<kafka::QuorumDescriber> quorum_describer_;  // used by one thread at a time
 
