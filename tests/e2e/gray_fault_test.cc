@@ -107,8 +107,9 @@ TEST_CASE("kfaild SIGKILLed with an isolation in force: a restart removes it at 
       first.waitSteady(lab.topic);
       // A drill kfaild refuses because its probe is not steady (testing::refusedForProbe: the node
       // was not touched) is asked again, up to twice, as runDrillToDone does.
-      json drill;
+      json drill = json::object();
       for (int attempt = 0; attempt < 3; ++attempt) {
+        drill = json::object();
         id = startDrill(first, R"({"fault":"isolate","target":{"broker":3},
             "options":{"from":"brokers","duration_s":120,"baseline_s":1}})");
         const auto deadline = std::chrono::steady_clock::now() + 90s;
