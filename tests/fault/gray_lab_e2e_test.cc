@@ -132,21 +132,21 @@ TEST_CASE("on the namespaced lab a broker cut off from clients refuses them, one
     // metadata records into its last block for up to ~30 s (seen here in 6 of 12 runs). A
     // partition on broker 1 alone, written after the fill, is the write that needs one at once,
     // as a probe's or an application's would in a drill.
-    auto admin = labClient({});
+    // One producer for the topic's creation, its metadata and the writes.
+    auto producer = labClient({{"acks", "1"}, {"linger.ms", "0"}});
     kfaild::kafka::NewTopic topic;
     topic.name = "e2e-disk-full-" + std::to_string(std::random_device{}() % 1'000'000);
     topic.replica_assignment = {{1}};
-    REQUIRE(kfaild::kafka::createTopic(admin.get(), topic, 10000));
+    REQUIRE(kfaild::kafka::createTopic(producer.get(), topic, 10000));
     REQUIRE(kfaild::testing::eventually(
         [&] {
-          auto md = kfaild::kafka::fetchMetadata(admin.get(), {topic.name}, 2000);
+          auto md = kfaild::kafka::fetchMetadata(producer.get(), {topic.name}, 2000);
           return md && md->topic(topic.name) && md->topic(topic.name)->partitions.size() == 1 &&
                  md->topic(topic.name)->partitions[0].leader == 1;
         },
         30s));
     // A first message acked: broker 1 has made the partition's log (its directory, segment and
     // checkpoints), so the fill meets a write and not the log's creation.
-    auto producer = labClient({{"acks", "1"}, {"linger.ms", "0"}});
     const std::string value(16 * 1024, 'x');
     const auto produce = [&] {
       return rd_kafka_producev(producer.get(), RD_KAFKA_V_TOPIC(topic.name.c_str()),
@@ -204,7 +204,7 @@ TEST_CASE("on the namespaced lab a broker cut off from clients refuses them, one
     REQUIRE(injector.heal("e2e1").ok());
     CHECK(freeBytes(b1->fill_dir) > 100u * 1024 * 1024);
     CHECK(kfaild::testing::lab("start 1 --wait --timeout 120") == 0);
-    CHECK(kfaild::kafka::deleteTopic(admin.get(), topic.name, 10000).ok());
+    CHECK(kfaild::kafka::deleteTopic(producer.get(), topic.name, 10000).ok());
   }
 
   auto swept = injector.sweep();
