@@ -101,7 +101,7 @@ TEST_CASE("drills through the API and kfailctl show the article's structure: a k
     const auto& part = partitionOf(stopped, lab.topic, p);
     INFO("partition " << p);
     CHECK(part["phases"]["detection_us"].is_null());
-    CHECK(ackStall(part) < 3'000'000);
+    CHECK(ackStall(part) < kGracefulStallLimitUs);
     CHECK(part["lost"] == 0);
   }
 

@@ -2,9 +2,11 @@
 // the `lab_quorum` fixture): the active controller killed or stopped, a standby voter killed, the
 // coordinators' brokers killed, and a compound drill (a partition's leader killed 2 s after the
 // active controller).
-// The data probe must show no significant stall; the control-plane probe shows the control
-// plane's stall and the quorum's election, asserted against what the lab's own DescribeQuorum
-// (`lab quorum`) says.
+// The data probe must show no stall the quorum's outage explains (checkDataPlaneQuiet); the
+// control-plane probe shows the control plane's stall and the quorum's election, asserted against
+// what the lab's own DescribeQuorum (`lab quorum`) says.
+
+#include <algorithm>
 
 #include "tests/e2e/e2e_support.h"
 
@@ -62,12 +64,21 @@ struct QuorumKfaild {
 
 json runDrill(Kfaild& kfaild, const std::string& body) { return runDrillToDone(kfaild, body)["runs"][0]; }
 
-// No probe partition's ack stall above `limit_s` (the data plane does not need the controller).
+// The data plane does not need the controller: no probe partition's ack stall is above `limit_s`,
+// or it is shorter than the quorum was leaderless (its partition acked again while no controller
+// led). A partition that waited for the new quorum leader would stall at least that long. The
+// second bound is for a loaded machine: a CI run at load average 37 saw one partition stall 1.29 s
+// while the quorum was leaderless for longer.
 void checkDataPlaneQuiet(const json& run, double limit_s) {
+  const auto& quorum = run["control_plane"]["quorum"];
+  const double leaderless_s = quorum["leaderless_s"].is_number() ? quorum["leaderless_s"].get<double>() : 0.0;
   for (const auto& p : run["analysis"]["partitions"]) {
-    INFO(p["topic"] << "-" << p["partition"] << ": " << p["ack"].dump());
+    INFO(p["topic"] << "-" << p["partition"] << ": " << p["ack"].dump() << ", quorum leaderless " << leaderless_s
+                    << " s");
     CHECK(p["ack"]["outcome"] != "inconclusive");
-    if (p["ack"]["stall"].is_object()) CHECK(p["ack"]["stall"]["duration_us"].get<double>() / 1e6 < limit_s);
+    if (p["ack"]["stall"].is_object()) {
+      CHECK(p["ack"]["stall"]["duration_us"].get<double>() / 1e6 < std::max(limit_s, leaderless_s));
+    }
   }
 }
 

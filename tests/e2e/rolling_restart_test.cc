@@ -83,7 +83,7 @@ TEST_CASE("kfailctl rehearses a rolling restart of the three brokers, a short le
       INFO("orders-" << p);
       CHECK(part["ack"]["outcome"] != "inconclusive");
       const auto gap = part["ack"]["longest_gap"]["duration_us"].get<std::int64_t>();
-      CHECK(gap < 3'000'000);
+      CHECK(gap < kGracefulStallLimitUs);
       worst = std::max(worst, gap / 1e6);
       CHECK(part["lost"] == 0);
     }

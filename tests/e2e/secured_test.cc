@@ -123,7 +123,7 @@ TEST_CASE("on the SASL_SSL lab kfaild probes, describes the quorum, a kill and a
   for (int p = 0; p < 3; ++p) {
     const auto& part = partitionOf(stopped, lab.topic, p);
     INFO("stop, partition " << p << ": " << part.dump());
-    CHECK(ackStall(part) < 3'000'000);
+    CHECK(ackStall(part) < kGracefulStallLimitUs);
     CHECK(part["lost"] == 0);
     std::printf("secured lab stop: %s-%d role %s ack stall %.2f s, longest ack gap %.3f s\n", lab.topic.c_str(), p,
                 part["role"].get<std::string>().c_str(), static_cast<double>(ackStall(part)) / 1e6,
