@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "server/common/clock.h"
+#include "server/common/pi_mutex.h"
 #include "server/common/result.h"
 #include "server/common/worker.h"
 #include "server/config/config.h"
@@ -87,7 +88,10 @@ class ProbeRunner {
 
  private:
   struct Slot {
-    mutable std::mutex mutex;
+    // The sender (SCHED_FIFO) takes it every tick, the reporter, the consumer and status() too:
+    // with priority inheritance an ordinary holder preempted on a busy host does not hold the
+    // sender back.
+    mutable common::PiMutex mutex;
     PartitionLedger ledger;  // guarded by mutex
     rd_kafka_topic_t* topic = nullptr;
     bool refusing = false;  // sender thread only: the ledger has a refused stretch open

@@ -58,7 +58,10 @@ TEST_CASE("a mock broker going down stalls only the partition it leads, for as l
   cluster.bootstrap = mock.bootstrap();
   cluster.observe.client_debug = "";
   cluster.probe.interval_us = 20'000;
-  cluster.probe.gap_threshold_us = 250'000;
+  // Far below broker 1's 3 s outage, far above what the other partitions see: in a CI run on a
+  // loaded two-core host (load average above 30) the mock brokers, ordinary threads of this
+  // process, answered 0.28 s late, past the 0.25 s this test once allowed.
+  cluster.probe.gap_threshold_us = 1'000'000;
   cluster.probe.client = client;
   cluster.probe.topics = {config::ProbeTopic{"probe", std::nullopt}};
 
@@ -88,8 +91,8 @@ TEST_CASE("a mock broker going down stalls only the partition it leads, for as l
   const auto status = runner.status();
   CHECK(status.partitions[0].longest_ack_gap_us >= 2'900'000);
   CHECK(status.partitions[0].longest_ack_gap_us < 14'000'000);
-  CHECK(status.partitions[1].longest_ack_gap_us < 250'000);
-  CHECK(status.partitions[2].longest_ack_gap_us < 250'000);
+  CHECK(status.partitions[1].longest_ack_gap_us < cluster.probe.gap_threshold_us);
+  CHECK(status.partitions[2].longest_ack_gap_us < cluster.probe.gap_threshold_us);
   for (const auto& p : status.partitions) {
     CHECK(p.counters.lost == 0);
     CHECK(p.counters.duplicated == 0);
@@ -286,6 +289,11 @@ TEST_CASE("after a fatal idempotent-producer error the probe recreates its produ
 
 namespace {
 
+// The longest ack gap of a partition whose leader never moved: at 20 ms ticks, ordinarily far
+// below this; on a loaded two-core host the mock brokers (ordinary threads of this process)
+// were seen answering 0.28 s late.
+constexpr std::int64_t kUnmovedGapUs = 600'000;
+
 // Two mock brokers, topic "probe" with partition 0 led by broker 1 and partition 1 by broker 2,
 // and a probe on the wire client reading back both.
 struct WireProbe {
@@ -359,7 +367,7 @@ TEST_CASE("the wire client follows a leader that moves: the old leader's refusal
   // The move costs partition 0 no more than the metadata round that finds the new leader
   // (asked at once on the first refusal, then every 100 ms); partition 1 never moved.
   CHECK(status.partitions[0].longest_ack_gap_us < 1'000'000);
-  CHECK(status.partitions[1].longest_ack_gap_us < 250'000);
+  CHECK(status.partitions[1].longest_ack_gap_us < kUnmovedGapUs);
 
   // Each move is recorded as the client's discovery of the new leader, as librdkafka's log line
   // is: what the analysis's discovery phase ends at.
@@ -399,5 +407,5 @@ TEST_CASE("the wire client leaves a leader that stopped answering once the parti
   // Overdue after 1 s, metadata (from broker 2 if broker 1 held the metadata connection: 2 s
   // more), then the next tick: far less than the 20 s broker 1 is silent or the 30 s timeout.
   CHECK(took < 8s);
-  CHECK(runner.status().partitions[1].longest_ack_gap_us < 250'000);
+  CHECK(runner.status().partitions[1].longest_ack_gap_us < kUnmovedGapUs);
 }

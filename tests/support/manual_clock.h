@@ -54,15 +54,21 @@ class ManualClock final : public common::Clock {
   std::uint64_t steps() const override { return steps_.load(); }
 
   // Waits up to `real_timeout` for a thread to be waiting on this clock with a deadline still
-  // ahead, then moves the time to the earliest such deadline. False when none came.
-  bool advanceToNextDeadline(std::chrono::milliseconds real_timeout = std::chrono::milliseconds(2000)) {
+  // ahead, then moves the time to the earliest such deadline. False when none came. With
+  // `max_jump_us`, a deadline further ahead than that is not one: a test that advances until its
+  // thread has done something, and must not carry it past the long wait that follows (a fault
+  // held for minutes), sets it below that wait.
+  bool advanceToNextDeadline(std::chrono::milliseconds real_timeout = std::chrono::milliseconds(2000),
+                             std::optional<std::int64_t> max_jump_us = std::nullopt) {
     const auto give_up = std::chrono::steady_clock::now() + real_timeout;
     while (true) {
       std::optional<common::MonoMicros> next;
       {
         std::lock_guard registry(registry_mutex_);
+        const auto now = mono_.load();
         for (const auto& w : waiters_) {
-          if (w.deadline > mono_.load() && (!next || w.deadline < *next)) next = w.deadline;
+          if (max_jump_us && w.deadline - now > *max_jump_us) continue;
+          if (w.deadline > now && (!next || w.deadline < *next)) next = w.deadline;
         }
         if (next) {
           std::lock_guard time(time_mutex_);
