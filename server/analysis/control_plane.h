@@ -65,6 +65,8 @@ struct StreamResult {
 };
 
 // The stall of a stream: its last answered operation at or before the fault to the first after.
+// An answer that may have come before the fault (within the fault time's uncertainty after it, or
+// to an operation sent before it within one interval after it) counts as before it.
 StreamResult analyseStream(const StreamInput& input);
 void toJson(const StreamResult& r, nlohmann::json& out);
 

@@ -215,3 +215,53 @@ TEST_CASE("a coordinator's death: the commits stall from the last commit before 
   CHECK(j["moves"][0]["partition"].is_null());
   CHECK(j["phases"]["first_transaction_s"].is_null());
 }
+
+TEST_CASE("an answer that may have come before the fault does not end the stall that follows it",
+          "[unit][analysis]") {
+  // Commits every 100 ms, each answered 20 ms after its send; the one sent 9 ms before the fault
+  // is answered 11 ms after it; then nothing is answered until 8.4 s after the fault.
+  std::vector<ProbeSample> commits;
+  std::int64_t seq = 0;
+  for (std::int64_t t = kT0; t < kT0 + 30'000'000; t += 100'000) {
+    ProbeSample s;
+    s.seq = seq++;
+    s.send_us = t;
+    const bool lost = t > kFault - 9'000 && t < kFault + 8'400'000;
+    s.ack_us = lost ? t + 1'000'000 : t + 20'000;
+    s.ack_error = lost ? 1 : 0;
+    commits.push_back(s);
+  }
+  ProbeSample last;
+  last.seq = seq++;
+  last.send_us = kFault - 9'000;
+  last.ack_us = kFault + 11'000;
+  commits.push_back(last);
+  StreamInput in;
+  in.interval_us = 100'000;
+  in.gap_threshold_us = 1'000'000;
+  in.fault_us = kFault;
+  in.window_start_us = kT0;
+  in.window_end_us = kT0 + 30'000'000;
+  in.samples = &commits;
+
+  SECTION("within the fault time's uncertainty") {
+    in.fault_time_uncertainty_us = 64'000;
+    const auto r = analyseStream(in);
+    REQUIRE(r.outcome == Outcome::kStall);
+    CHECK(r.stall->start_us == kFault + 11'000);
+    CHECK(r.stall->end_us >= kFault + 8'400'000);
+  }
+  SECTION("sent before the fault and answered within an interval of it") {
+    in.fault_time_uncertainty_us = 0;
+    const auto r = analyseStream(in);
+    REQUIRE(r.outcome == Outcome::kStall);
+    CHECK(r.stall->start_us == kFault + 11'000);
+  }
+  SECTION("sent after the fault and answered at once: the cluster answered, no stall") {
+    in.fault_time_uncertainty_us = 0;
+    commits.back().send_us = kFault + 1'000;
+    const auto r = analyseStream(in);
+    CHECK(r.outcome == Outcome::kNone);
+    CHECK(r.ended_by->at_us == kFault + 11'000);
+  }
+}

@@ -111,7 +111,8 @@ TEST_CASE("with no bootstrap server accepting connections the control probe fail
   const auto gated = control.status();
   INFO("last error: " << gated.last_error << ", checks " << gated.ops);
   CHECK(gated.failures == gated.ops);
-  CHECK(gated.ops >= 15);
+  // About 25 on an idle machine; 14 in a CI run at a load average above 30. Without the gate: 3.
+  CHECK(gated.ops >= 8);
   CHECK(gated.last_error.find("no bootstrap server accepts a connection") != std::string::npos);
   CHECK(gated.last_latency_us < 500'000);
 
