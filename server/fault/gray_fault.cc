@@ -292,20 +292,23 @@ std::string diskFillScript(const DiskFullSpec& spec) {
   // leaves 1 MiB that dd then writes out block by block. Free blocks (%f) include the root
   // reserve, which a broker running as root could otherwise still use. On ext4 a fallocate that
   // runs out of room for its extent tree fails but keeps what it allocated: dd fills the rest.
+  // The expiry removes the tail before the filler, so that the filler's name, gone last, means
+  // the disk is whole again (a test that wrote as soon as it was gone once met the tail left).
   return "set -e\n"
          "d=" + d + "\nf=" + f + "\n"
          "s=$(stat -f -c %S \"$d\")\n"
          "n=$(( $(stat -f -c %f \"$d\") * s - 1048576 ))\n"
          "if [ \"$n\" -gt 0 ]; then fallocate -l \"$n\" \"$f\" || :; fi\n"
          "dd if=/dev/zero of=\"$f.tail\" bs=\"$s\" 2>/dev/null || :\n"
-         "setsid sh -c 'sleep \"$1\"; rm -f \"$2\" \"$2.tail\"' kfaild-expiry " + expiry +
+         "setsid sh -c 'sleep \"$1\"; rm -f \"$2.tail\" \"$2\"' kfaild-expiry " + expiry +
          " \"$f\" </dev/null >/dev/null 2>&1 &\n"
          "df -P -B1 \"$d\" | tail -n 1\n";
 }
 
 std::string diskFreeScript(const std::string& fill_dir, std::string_view drill) {
+  // The tail first: the filler's own name, gone last, says the disk is whole again.
   const auto f = shellQuote(fillerPath(fill_dir, drill));
-  return "rm -f " + f + " " + shellQuote(fillerPath(fill_dir, drill) + ".tail") + "\n";
+  return "rm -f " + shellQuote(fillerPath(fill_dir, drill) + ".tail") + " " + f + "\n";
 }
 
 std::string diskSweepScript(const std::string& fill_dir) {

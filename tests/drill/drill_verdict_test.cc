@@ -5,6 +5,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <optional>
+
 #include "server/analysis/verdict.h"
 #include "server/drill/drill_state.h"
 #include "tests/drill/engine_harness.h"
@@ -15,14 +21,31 @@ using nlohmann::json;
 
 namespace {
 
-// The first write of a terminal state: what DrillRecords hands the listener.
-struct TerminalRow {
-  std::optional<storage::DrillRecord> row;
-  void watch(EngineHarness& h) {
-    h.drills->on_state = [this](const storage::DrillRecord& d) {
-      if (!row && drill::isTerminal(d.state)) row = d;
+// The first write of a terminal state: what DrillRecords hands the listener, on the runner's
+// thread right after the write that runToEnd() reads, so the test waits for it (a CI run on a
+// loaded machine read it before the runner had set it).
+class TerminalRow {
+ public:
+  void watch(EngineHarness& h, std::function<void(const storage::DrillRecord&)> also = {}) {
+    h.drills->on_state = [this, also = std::move(also)](const storage::DrillRecord& d) {
+      {
+        std::lock_guard lock(mutex_);
+        if (!row_ && drill::isTerminal(d.state)) row_ = d;
+      }
+      seen_.notify_all();
+      if (also) also(d);
     };
   }
+  std::optional<storage::DrillRecord> row() {
+    std::unique_lock lock(mutex_);
+    seen_.wait_for(lock, std::chrono::seconds(10), [&] { return row_.has_value(); });
+    return row_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable seen_;
+  std::optional<storage::DrillRecord> row_;
 };
 
 }  // namespace
@@ -42,14 +65,15 @@ TEST_CASE("a finished drill's terminal row carries its verdict against the clust
   const auto d = h.runToEnd(*id);
   INFO(d.reason << "\n" << d.result);
   REQUIRE(d.state == "done");
-  REQUIRE(terminal.row);
-  CHECK(terminal.row->state == "done");
-  REQUIRE(terminal.row->verdict);
-  CHECK(terminal.row->verdict == d.verdict);
-  CHECK(terminal.row->regressed == false);  // no earlier drill to compare with
+  const auto row = terminal.row();
+  REQUIRE(row);
+  CHECK(row->state == "done");
+  REQUIRE(row->verdict);
+  CHECK(row->verdict == d.verdict);
+  CHECK(row->regressed == false);  // no earlier drill to compare with
   CHECK(json::parse(d.expect) == json{{"max_ack_stall_s", 0.5}, {"max_lost", 3}});
 
-  const auto verdict = json::parse(terminal.row->result)["verdict"];
+  const auto verdict = json::parse(row->result)["verdict"];
   CHECK(verdict["verdict"] == *d.verdict);
   // The effective objectives: the request's keys over the cluster's, the cluster's others kept.
   CHECK(verdict["objectives"]["max_ack_stall_s"] == 0.5);
@@ -79,18 +103,17 @@ TEST_CASE("a drill aborted after it started is inconclusive with its reason, one
           "[unit][drill][verdict]") {
   EngineHarness h;
   TerminalRow terminal;
-  terminal.watch(h);
-  h.drills->on_state = [&](const storage::DrillRecord& d) {
-    if (!terminal.row && drill::isTerminal(d.state)) terminal.row = d;
+  terminal.watch(h, [&](const storage::DrillRecord& d) {
     if (d.state == "observe") REQUIRE(h.runner->abort(d.id));
-  };
+  });
   h.runner->start();
   auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":1}})"));
   REQUIRE(id);
   const auto d = h.runToEnd(*id);
   REQUIRE(d.state == "aborted");
-  REQUIRE(terminal.row);
-  CHECK(terminal.row->verdict == "inconclusive");
+  const auto terminal_row = terminal.row();
+  REQUIRE(terminal_row);
+  CHECK(terminal_row->verdict == "inconclusive");
   const auto verdict = json::parse(d.result)["verdict"];
   CHECK(verdict["verdict"] == "inconclusive");
   CHECK(verdict["reason"] == "the drill aborted: aborted on request during observe");

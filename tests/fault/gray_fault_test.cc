@@ -171,11 +171,11 @@ TEST_CASE("the disk filler script quotes its paths and starts a detached timer t
         "n=$(( $(stat -f -c %f \"$d\") * s - 1048576 ))\n"
         "if [ \"$n\" -gt 0 ]; then fallocate -l \"$n\" \"$f\" || :; fi\n"
         "dd if=/dev/zero of=\"$f.tail\" bs=\"$s\" 2>/dev/null || :\n"
-        "setsid sh -c 'sleep \"$1\"; rm -f \"$2\" \"$2.tail\"' kfaild-expiry 25 \"$f\" "
+        "setsid sh -c 'sleep \"$1\"; rm -f \"$2.tail\" \"$2\"' kfaild-expiry 25 \"$f\" "
         "</dev/null >/dev/null 2>&1 &\n"
         "df -P -B1 \"$d\" | tail -n 1\n");
   CHECK(diskFreeScript(spec.fill_dir, "9") ==
-        "rm -f '/srv/it'\\''s/disk/kfaild_fill_d9' '/srv/it'\\''s/disk/kfaild_fill_d9.tail'\n");
+        "rm -f '/srv/it'\\''s/disk/kfaild_fill_d9.tail' '/srv/it'\\''s/disk/kfaild_fill_d9'\n");
   CHECK(diskSweepScript("/srv/d") ==
         "for f in '/srv/d'/kfaild_fill_d*; do if [ -e \"$f\" ]; then rm -f -- \"$f\" && echo "
         "\"$f\"; fi; done\n");
