@@ -67,16 +67,23 @@ std::optional<Found> first(const std::vector<storage::Event>& events, const Mech
 }
 
 // The event that hands the partition over from the target: its new leader, or its ISR without
-// the target.
+// the target. For a follower that is the controller's fence itself: the controller writes the
+// broker's removal from every ISR in the same batch of records as its fencing
+// (ReplicationControlManager.handleBrokerFenced), so its log line times the shrink to its
+// millisecond, where the metadata poller sees it up to two polls later, and later still when the
+// broker it asks is slow to replay the batch (a CI run on a loaded machine: the follower's
+// partition acked again 282 ms before the poller saw the shrink).
 std::optional<Found> handover(const std::vector<storage::Event>& events, const MechanismScope& s) {
   return first(events, s, [&](const storage::Event& e) {
+    const bool of_target = e.broker && *e.broker == s.target;
+    if (!leads(s.role) && e.source == "broker_log" && e.kind == "fenced" && of_target) return true;
     if (!isPartition(e, s)) return false;
     if (leads(s.role)) {
       const bool leader_event = (e.source == "metadata" && e.kind == "leader_change") ||
                                 (e.source == "broker_log" && e.kind == "leader_epoch_start");
       return leader_event && e.broker && *e.broker != s.target && *e.broker >= 0;
     }
-    return e.source == "metadata" && e.kind == "isr_shrink" && e.broker && *e.broker == s.target;
+    return e.source == "metadata" && e.kind == "isr_shrink" && of_target;
   });
 }
 
@@ -188,12 +195,13 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
     case Mechanism::kNone:
       break;
     case Mechanism::kSessionTimeout: {
-      wanted = leads(s.role) ? "leader_change" : "isr_shrink";
+      wanted = leads(s.role) ? "leader_change" : "isr_shrink or its fencing";
       end = handover(events, s);
       if (s.departure_at_us && *s.departure_at_us >= s.fault_us) {
         r.phases.push_back({"fencing", s.fault_us, *s.departure_at_us, s.departure,
                             s.departure_resolution_us});
-        if (end && end->at_us >= *s.departure_at_us) {
+        // A follower's fence is its handover: no phase between the two.
+        if (end && end->at_us > *s.departure_at_us) {
           r.phases.push_back(
               {"handover", *s.departure_at_us, end->at_us, end->kind, end->resolution_us});
         }

@@ -114,16 +114,17 @@ TEST_CASE("a leader isolated from all with drop stalls until the client's reques
   CHECK(p0.mechanism->phases[1].name == "resume");
   CHECK(p0.mechanism->phases[1].duration_us() == 400'000);
 
-  // The follower of p1 is fenced at the session timeout and leaves the ISR.
+  // The follower of p1 is fenced at the session timeout, which takes it out of every ISR.
   const auto& p1 = partition(a, 1);
   CHECK(toString(p1.role) == std::string("isolated_follower"));
   REQUIRE(p1.ack.outcome == Outcome::kStall);
   CHECK(p1.mechanism->mechanism == Mechanism::kSessionTimeout);
-  CHECK(p1.mechanism->ended_by == "isr_shrink");
-  REQUIRE(p1.mechanism->phases.size() == 3);
+  CHECK(p1.mechanism->ended_by == "fenced");
+  REQUIRE(p1.mechanism->phases.size() == 2);
   CHECK(p1.mechanism->phases[0].name == "fencing");
   CHECK(p1.mechanism->phases[0].ended_by == "fenced");
-  CHECK(p1.mechanism->phases[1].name == "handover");
+  CHECK(p1.mechanism->phases[1].name == "resume");
+  CHECK(p1.mechanism->phases[1].duration_us() == 100'000);
 
   // Out of sync: no mechanism, no stall.
   const auto& p2 = partition(a, 2);
@@ -202,6 +203,50 @@ TEST_CASE("a leader isolated from all with reject stalls until it is fenced and 
   CHECK(p0.mechanism->phases[1].duration_us() == 100'000);
   CHECK(p0.mechanism->phases[2].name == "resume");
   CHECK(p0.mechanism->phases[2].duration_us() == 200'000);
+}
+
+TEST_CASE("a fenced follower's partition that acks before the poller sees its ISR shrink is explained by the fence",
+          "[unit]") {
+  // A CI run on a loaded machine: broker 1 isolated from all with reject was fenced, its
+  // follower partition acked again 7.678 s after the fault, and the metadata poller's answer
+  // without broker 1 in that ISR came 282 ms later (the answer before it, 100 ms earlier, still
+  // had it). The controller removes a fenced broker from every ISR in the batch that fences it.
+  auto in = grayRun("isolate", "all", "reject", 60 * kSecond);
+  const std::int64_t fenced = kT0 + 7'610'000;
+  const std::int64_t resumed = kT0 + 7'678'000;
+  stream(in, 0, kT0 + 8'200'000);
+  stream(in, 1, resumed);
+  stream(in, 2, std::nullopt);
+  const auto late_shrink = event(kT0 + 7'960'000, "metadata", "isr_shrink", 1, 1, R"({"since_us":1700000007860000})");
+  SECTION("with the controller's fence line: ended by the fence") {
+    in.events = {event(fenced, "broker_log", "fenced", 1), late_shrink,
+                 event(kT0 + 8'100'000, "metadata", "leader_change", 2, 0)};
+    const auto a = analyse(in);
+    const auto& p1 = partition(a, 1);
+    REQUIRE(p1.ack.outcome == Outcome::kStall);
+    CHECK(p1.mechanism->explained);
+    CHECK(p1.mechanism->ended_by == "fenced");
+    REQUIRE(p1.mechanism->phases.size() == 2);
+    CHECK(p1.mechanism->phases[0].duration_us() == 7'610'000);
+    CHECK(p1.mechanism->phases[1].duration_us() == 68'000);
+    CHECK(a.conclusive);
+  }
+  SECTION("an ack before the fence is not the fence's doing: inconclusive") {
+    in.events = {event(kT0 + 7'800'000, "broker_log", "fenced", 1), late_shrink};
+    const auto& p1 = partition(analyse(in), 1);
+    CHECK(p1.ack.outcome == Outcome::kInconclusive);
+    CHECK(p1.ack.reason.find("without isr_shrink or its fencing (it came at 7.800 s)") != std::string::npos);
+  }
+  SECTION("without the controller's log only the metadata times the shrink: inconclusive") {
+    in.events = {late_shrink};
+    const auto& p1 = partition(analyse(in), 1);
+    CHECK(p1.ack.outcome == Outcome::kInconclusive);
+  }
+  SECTION("another broker's fence does not count") {
+    in.events = {event(fenced, "broker_log", "fenced", 2), late_shrink};
+    const auto& p1 = partition(analyse(in), 1);
+    CHECK(p1.ack.outcome == Outcome::kInconclusive);
+  }
 }
 
 TEST_CASE("a leader isolated from the quorum is replaced but holds its producer's requests until their timeout",
