@@ -496,8 +496,8 @@ def side_section(d):
         if r.get("error"):
             out.append(f"| {n} | {r.get('kfaild_client', 'librdkafka')} | {r['repeat'] + 1} | failed: {r['error'][:160]} |" + " |" * 19)
             continue
-        k, p, m, e = r["kfaild"], r.get("peer") or {}, r.get("kminion") or {}, r["e2e"]
-        by_n.setdefault((n, r.get("kfaild_client", "librdkafka")), []).append(r)
+        k, p, m, e = r["kfaild"], r.get("peer") or {}, r.get("kminion") or {}, r.get("e2e")
+        by_n.setdefault((n, r.get("kfaild_client", "librdkafka"), r.get("with_e2e", True)), []).append(r)
         w = r["window_s"]
         out.append(
             f"| {n} | {r.get('kfaild_client', 'librdkafka')} | {r['repeat'] + 1} | {f(w)} | {f(k.get('acked_fraction'), 3)} | "
@@ -511,16 +511,17 @@ def side_section(d):
             f"{f(p['own_cpu_s'] / w if p else None, 3)}) | {f(m.get('cpu_cores'), 3)} | "
             f"{f(k['rss_kb'], 0, 1024)} | {f(p.get('rss_kb'), 0, 1024)} | "
             f"{f(m.get('rss_kb'), 0, 1024)} | {k.get('librdkafka_clients')} | "
-            f"{f(e.get('latency_ms_printed_median'), 1)} / {f(e.get('latency_ms_printed_max'), 1)} | "
-            f"{f(e.get('cpu_cores'), 3)} | {f(r.get('lab_cpu_cores'), 2)} | "
+            + (f"{f(e.get('latency_ms_printed_median'), 1)} / {f(e.get('latency_ms_printed_max'), 1)} | "
+               f"{f(e.get('cpu_cores'), 3)} | " if e else "not run | not run | ") +
+            f"{f(r.get('lab_cpu_cores'), 2)} | "
             f"{la(r, 'load_at_window_start')} |")
     if by_n:
         out += ["", "### Ratios: median (range) over the runs of each size", "",
-                "| partitions | kfaild client | runs | probe.py ÷ kfaild, CPU per 1,000 acked | KMinion ÷ kfaild, CPU per 1,000 acked | kfaild CPU ms / 1,000 acked | probe.py CPU ms / 1,000 acked | KMinion CPU ms / 1,000 acked | kfaild cores | kfaild acked ÷ expected | probe.py acked ÷ expected | KMinion acked ÷ expected | kfaild RSS MiB | librdkafka wake-ups per acked message, kfaild / probe.py |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for (n, client), rs in sorted(by_n.items()):
+                "| partitions | kfaild client | beside EndToEndLatency | runs | probe.py ÷ kfaild, CPU per 1,000 acked | KMinion ÷ kfaild, CPU per 1,000 acked | kfaild CPU ms / 1,000 acked | probe.py CPU ms / 1,000 acked | KMinion CPU ms / 1,000 acked | kfaild cores | kfaild acked ÷ expected | probe.py acked ÷ expected | KMinion acked ÷ expected | kfaild RSS MiB | librdkafka wake-ups per acked message, kfaild / probe.py |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for (n, client, with_e2e), rs in sorted(by_n.items()):
             out.append(
-                f"| {n} | {client} | {len(rs)} | **{rng([r.get('ratio_peer_over_kfaild') for r in rs])}×** | "
+                f"| {n} | {client} | {'yes' if with_e2e else 'no'} | {len(rs)} | **{rng([r.get('ratio_peer_over_kfaild') for r in rs])}×** | "
                 f"**{rng([r.get('ratio_kminion_over_kfaild') for r in rs])}×** | "
                 f"{rng([r['kfaild'].get('cpu_ms_per_1000_acked') for r in rs])} | "
                 f"{rng([(r.get('peer') or {}).get('cpu_ms_per_1000_acked') for r in rs])} | "
