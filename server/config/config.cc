@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -511,6 +512,13 @@ NodeConfig readNode(const YAML::Node& node, const std::string& key) {
     if (n.docker) fail(key + ".fill_dir", "not for a docker node");
     n.fill_dir = readString(node["fill_dir"], key + ".fill_dir");
     if (n.fill_dir.empty()) fail(key + ".fill_dir", "a directory (relative: to kfaild's working directory)");
+    // The filler runs in a shell of its own (in the node's netns, or over ssh), not in kfaild's
+    // working directory: a local node's relative directory is made absolute here, as its other
+    // paths are read from kfaild's working directory; a remote one has no such directory.
+    if (n.fill_dir.front() != '/') {
+      if (!n.local) fail(key + ".fill_dir", "an absolute directory on the node's host");
+      n.fill_dir = std::filesystem::absolute(n.fill_dir).lexically_normal().string();
+    }
   }
   return n;
 }

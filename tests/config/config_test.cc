@@ -280,7 +280,8 @@ TEST_CASE("where a node's gray faults act: address, netns and fill_dir, each onl
   REQUIRE(inv.size() == 3);
   CHECK(inv[0].address == "10.77.19.1");
   CHECK(inv[0].netns == "kfl19000-n1");
-  CHECK(inv[0].fill_dir == ".lab/node1/disk");
+  // Relative to kfaild's working directory, made absolute: the filler's shell runs elsewhere.
+  CHECK(inv[0].fill_dir == (std::filesystem::current_path() / ".lab/node1/disk").string());
   CHECK(inv[1].address == "k2.example");  // an ssh node's host by default
   CHECK(inv[1].fill_dir == "/var/lib/kafka-fill");
   CHECK(inv[2].address.empty());
@@ -298,6 +299,8 @@ TEST_CASE("where a node's gray faults act: address, netns and fill_dir, each onl
              Catch::Contains("clusters[0].inventory[2].netns: only for a local node"));
   CHECK_THAT(errorOf(replace("docker: {container: kbf-k3-1}", "docker: {container: kbf-k3-1}\n        fill_dir: /x")),
              Catch::Contains("clusters[0].inventory[2].fill_dir: not for a docker node"));
+  CHECK_THAT(errorOf(replace("fill_dir: /var/lib/kafka-fill", "fill_dir: kafka-fill")),
+             Catch::Contains("clusters[0].inventory[1].fill_dir: an absolute directory on the node's host"));
 }
 
 TEST_CASE("a client secret comes from an environment variable or a file readable by its owner only, never the "

@@ -155,6 +155,14 @@ TEST_CASE("a leader cut from the quorum is replaced yet holds its producer's req
     // the stall ends when the producer moves to the new leader.
     expectStall(g.run, lab.topic, 0, "isolated_leader", "stale_leader", {"client_leader_update"}, 10 * kSecondUs,
                 18 * kSecondUs);
+    // Its followed partitions: it still fetches from their leaders, so they do not wait for it.
+    for (int p : {1, 2}) {
+      const auto& part = partitionOf(g.run["analysis"], lab.topic, p);
+      INFO(part.dump().substr(0, 2000));
+      CHECK(part["role"] == "isolated_follower");
+      CHECK(part["mechanism"]["name"] == "none");
+      CHECK(part["ack"]["outcome"] != "stall");
+    }
   }
   SECTION("from the clients, drop") {
     constexpr std::int64_t kDurationUs = 8 * kSecondUs;
