@@ -307,8 +307,8 @@ std::string diskFillScript(const DiskFullSpec& spec) {
 
 std::string diskFreeScript(const std::string& fill_dir, std::string_view drill) {
   // The tail first: the filler's own name, gone last, says the disk is whole again.
-  const auto f = shellQuote(fillerPath(fill_dir, drill));
-  return "rm -f " + shellQuote(fillerPath(fill_dir, drill) + ".tail") + " " + f + "\n";
+  const auto f = fillerPath(fill_dir, drill);
+  return "rm -f " + shellQuote(f + ".tail") + " " + shellQuote(f) + "\n";
 }
 
 std::string diskSweepScript(const std::string& fill_dir) {
