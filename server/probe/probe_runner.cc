@@ -40,7 +40,11 @@ std::pair<std::size_t, std::int64_t> unpackOpaque(void* opaque) {
 }
 
 constexpr int kSetUpRequestTimeoutMs = 5000;
-constexpr std::int64_t kSetUpRetryUs = 3'000'000;
+// A failed set-up is tried again after 250 ms, doubling up to 3 s: a topic created moments ago is
+// in the brokers' metadata within a few hundred ms (it took a fixed 3 s wait before), while a
+// cluster that is down is not asked more than once every 3 s for long.
+constexpr std::int64_t kSetUpRetryFirstUs = 250'000;
+constexpr std::int64_t kSetUpRetryMaxUs = 3'000'000;
 constexpr std::int64_t kExpireEveryUs = 1'000'000;
 constexpr std::int32_t kWireRequestTimeoutMs = 30'000;
 constexpr std::int32_t kWireFetchWaitMs = 500;
@@ -455,13 +459,14 @@ Status ProbeRunner::setUp() {
 }
 
 void ProbeRunner::senderLoop() {
-  while (!sender_.stopRequested()) {
+  for (std::int64_t retry_us = kSetUpRetryFirstUs; !sender_.stopRequested();
+       retry_us = std::min(2 * retry_us, kSetUpRetryMaxUs)) {
     std::shared_lock producer_lock(producer_mutex_);
     auto status = setUp();
     producer_lock.unlock();
     if (status) break;
     setProblem(status.error().describe());
-    if (!sender_.sleepFor(std::chrono::microseconds(kSetUpRetryUs))) return;
+    if (!sender_.sleepFor(std::chrono::microseconds(retry_us))) return;
   }
   if (sender_.stopRequested()) return;
   if (wire_) {
