@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "server/common/clock.h"
 #include "server/fault/command.h"
@@ -56,18 +57,25 @@ class TwoNamespaces {
  public:
   TwoNamespaces() {
     teardown();
-    run({"ip", "link", "add", kBridge, "type", "bridge"});
-    run({"ip", "link", "set", kBridge, "up"});
     int n = 0;
+    std::vector<std::vector<std::string>> steps = {{"ip", "link", "add", kBridge, "type", "bridge"},
+                                                   {"ip", "link", "set", kBridge, "up"}};
     for (const auto* ns : {kClientNs, kNodeNs}) {
       ++n;
       const std::string veth = std::string(ns) + "h";
-      run({"ip", "netns", "add", ns});
-      run({"ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns});
-      run({"ip", "link", "set", veth, "master", kBridge, "up"});
-      run({"ip", "-n", ns, "addr", "add", "10.79.0." + std::to_string(n) + "/24", "dev", "eth0"});
-      run({"ip", "-n", ns, "link", "set", "eth0", "up"});
-      run({"ip", "-n", ns, "link", "set", "lo", "up"});
+      steps.push_back({"ip", "netns", "add", ns});
+      steps.push_back({"ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns});
+      steps.push_back({"ip", "link", "set", veth, "master", kBridge, "up"});
+      steps.push_back({"ip", "-n", ns, "addr", "add", "10.79.0." + std::to_string(n) + "/24", "dev", "eth0"});
+      steps.push_back({"ip", "-n", ns, "link", "set", "eth0", "up"});
+      steps.push_back({"ip", "-n", ns, "link", "set", "lo", "up"});
+    }
+    for (const auto& step : steps) {
+      auto out = runCommand(step, 20s);
+      INFO(step[0] << " " << step[1] << " " << step[2] << " " << step[3] << ": "
+                   << (out.ok() ? out->err : out.error().describe()));
+      REQUIRE(out.ok());
+      REQUIRE(out->exit_code == 0);
     }
   }
   ~TwoNamespaces() { teardown(); }
@@ -79,6 +87,16 @@ class TwoNamespaces {
     run({"ip", "netns", "delete", kClientNs});
     run({"ip", "netns", "delete", kNodeNs});
     run({"ip", "link", "delete", kBridge});
+    // A deleted namespace's devices go with it later, in the kernel's own time: the host ends of
+    // the veths outlive `ip netns delete` for a while on a loaded machine. The next test's
+    // `ip link add` of the same name then failed, its node had no address, and every connect
+    // to it waited for ARP (a CI run: the throttle test right after the isolate test).
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < deadline &&
+           (run({"ip", "link", "show", "dev", std::string(kClientNs) + "h"}) == 0 ||
+            run({"ip", "link", "show", "dev", std::string(kNodeNs) + "h"}) == 0)) {
+      std::this_thread::sleep_for(100ms);
+    }
   }
 };
 
