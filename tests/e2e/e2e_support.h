@@ -73,8 +73,8 @@ struct LabOptions {
   std::string cluster_yaml;        // more keys of the cluster, each line indented by 4 (e.g. client)
   std::string probe_client;        // probe.client (librdkafka, wire); empty: kfaild's default
   std::string probe_yaml;          // more keys of the probe, each line indented by 6
-  // The probe's interval. 100 ms, not kfaild's default of 20: the three brokers of a lab probed
-  // by kfaild (librdkafka client, three partitions) took 0.43 cores at 50 ms and 0.26 at 100 ms,
+  // The probe's interval. 100 ms, not kfaild's default of 20: a lab's four JVMs, probed by
+  // kfaild (librdkafka client, three partitions), took 0.43 cores at 50 ms and 0.26 at 100 ms,
   // idle 0.07 (utime+stime over 15 s, 4 December), and three labs share two cores in the test
   // run. Checks in seconds (detection, fencing, recovery) hold at any of them; a test that
   // measures at the probe's own resolution asks for 20.
