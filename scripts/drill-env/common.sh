@@ -23,31 +23,39 @@ ensure_packages() {
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# True when process $1 is alive and its command line contains $2.
+pid_alive() {
+  [[ $1 =~ ^[0-9]+$ && -r /proc/$1/cmdline ]] || return 1
+  tr '\0' ' ' </proc/"$1"/cmdline | grep -qF -- "$2"
+}
+
 # True when the pid in file $1 is alive and its command line contains $2.
 pid_file_alive() {
   local pid
   pid=$(cat "$1" 2>/dev/null) || return 1
-  [[ $pid =~ ^[0-9]+$ ]] || return 1
-  [[ -r /proc/$pid/cmdline ]] || return 1
-  tr '\0' ' ' </proc/"$pid"/cmdline | grep -qF -- "$2"
+  pid_alive "$pid" "$2"
 }
 
-# Sends SIGTERM to the pid in file $1 if it is still the process named $2, waits up to 10 s,
-# then SIGKILL; removes the pid file.
-stop_pid_file() {
-  local file=$1 what=$2 pid i
-  if pid_file_alive "$file" "$what"; then
-    pid=$(cat "$file")
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do
-      pid_file_alive "$file" "$what" || break
-      sleep 0.1
-    done
-    if pid_file_alive "$file" "$what"; then
-      log "$what (pid $pid) ignored SIGTERM; SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-    log "stopped $what (pid $pid)"
+# Sends SIGTERM to process $1 if it is still the process named $2, waits up to 10 s, then
+# SIGKILL.
+stop_pid() {
+  local pid=$1 what=$2 i
+  pid_alive "$pid" "$what" || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do
+    pid_alive "$pid" "$what" || break
+    sleep 0.1
+  done
+  if pid_alive "$pid" "$what"; then
+    log "$what (pid $pid) ignored SIGTERM; SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
   fi
-  rm -f "$file"
+  log "stopped $what (pid $pid)"
+}
+
+# stop_pid for the pid in file $1; removes the pid file.
+stop_pid_file() {
+  local pid
+  pid=$(cat "$1" 2>/dev/null) && stop_pid "$pid" "$2"
+  rm -f "$1"
 }

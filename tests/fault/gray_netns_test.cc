@@ -72,8 +72,9 @@ class TwoNamespaces {
     }
     for (const auto& step : steps) {
       auto out = runCommand(step, 20s);
-      INFO(step[0] << " " << step[1] << " " << step[2] << " " << step[3] << ": "
-                   << (out.ok() ? out->err : out.error().describe()));
+      std::string command;
+      for (const auto& word : step) command += word + " ";
+      INFO(command << ": " << (out.ok() ? out->err : out.error().describe()));
       REQUIRE(out.ok());
       REQUIRE(out->exit_code == 0);
     }
