@@ -234,6 +234,7 @@ void ProbeRunner::stop() {
   // which has always stopped reading as soon as a stop began (it does not read back what the
   // flush gets acked).
   sender_.stop();
+  if (wire_) wire_->stopTicking();
   // The receiver and the reporter block in librdkafka's polls for up to 100 ms: a yield on the
   // queue each one polls ends that wait at once (a probe stopped 100-200 ms late before).
   receiver_.requestStop();
@@ -482,20 +483,19 @@ void ProbeRunner::senderLoop() {
     consumer_.reset();
     producer_.reset();
   }
+  pacer_ = std::make_unique<Pacer>(cluster_.probe.interval_us, clock_.monoNow());
+  if (wire_) {
+    // The wire client's I/O thread ticks from here on (WireClient::tickOnIoThread); this thread
+    // only waits for the stop.
+    wire_->tickOnIoThread([this](std::vector<WireSend>& sends) { return tickOnWire(sends); },
+                          pacer_->deadline());
+    while (sender_.sleepFor(std::chrono::hours(1))) {
+    }
+    return;
+  }
   // Only now: the clients this thread created in setUp() have their threads, which would
   // inherit the sender's scheduling.
-  const auto scheduling = common::raiseThisThreadPriority(cluster_.probe.sender_priority);
-  {
-    std::lock_guard lock(status_mutex_);
-    sender_scheduling_ = scheduling;
-  }
-  if (scheduling.find('(') != std::string::npos) {
-    spdlog::warn("probe {}: sender wanted {} priority, has {}: a busy host can make its sends late",
-                 cluster_.name, common::toString(cluster_.probe.sender_priority), scheduling);
-  } else {
-    spdlog::info("probe {}: sender scheduling {}", cluster_.name, scheduling);
-  }
-  pacer_ = std::make_unique<Pacer>(cluster_.probe.interval_us, clock_.monoNow());
+  takeSenderScheduling();
   while (!sender_.stopRequested()) {
     const auto wait = pacer_->deadline() - clock_.monoNow();
     if (wait > 0 && !sender_.sleepFor(std::chrono::microseconds(wait))) return;
@@ -509,6 +509,40 @@ void ProbeRunner::senderLoop() {
     if (skipped > 0) skipped_ = pacer_->skipped();
     max_lateness_ = pacer_->maxLateness();
   }
+}
+
+void ProbeRunner::takeSenderScheduling() {
+  const auto scheduling = common::raiseThisThreadPriority(cluster_.probe.sender_priority);
+  {
+    std::lock_guard lock(status_mutex_);
+    sender_scheduling_ = scheduling;
+  }
+  if (scheduling.find('(') != std::string::npos) {
+    spdlog::warn("probe {}: sender wanted {} priority, has {}: a busy host can make its sends late",
+                 cluster_.name, common::toString(cluster_.probe.sender_priority), scheduling);
+  } else {
+    spdlog::info("probe {}: sender scheduling {}", cluster_.name, scheduling);
+  }
+}
+
+common::MonoMicros ProbeRunner::tickOnWire(std::vector<WireSend>& sends) {
+  if (!wire_ticked_) {
+    // The I/O thread is the sender now (it starts no threads of its own to inherit this).
+    takeSenderScheduling();
+    wire_ticked_ = true;
+  }
+  // stop() ends the ticks right after the sender; a stop that has begun sends nothing more.
+  if (stopping_) return pacer_->deadline() + pacer_->interval();
+  const auto skipped = pacer_->fire(clock_.monoNow());
+  {
+    std::shared_lock producer_lock(producer_mutex_);
+    if (seen_changed_.exchange(false)) addSeenPartitions();
+    wireTickSends(sends);
+  }
+  ticks_ = pacer_->fired();
+  if (skipped > 0) skipped_ = pacer_->skipped();
+  max_lateness_ = pacer_->maxLateness();
+  return pacer_->deadline();
 }
 
 void ProbeRunner::partitionsSeen(const std::map<std::string, std::int32_t>& counts) {
@@ -638,10 +672,6 @@ void ProbeRunner::addSeenPartitions() {
 }
 
 void ProbeRunner::sendTick() {
-  if (wire_) {
-    sendTickOnWire();
-    return;
-  }
   LedgerOutput out;
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     auto& slot = *slots_[i];
@@ -678,10 +708,9 @@ void ProbeRunner::sendTick() {
   publish(out);
 }
 
-void ProbeRunner::sendTickOnWire() {
+void ProbeRunner::wireTickSends(std::vector<WireSend>& sends) {
   LedgerOutput out;
-  std::vector<WireSend> sends;
-  sends.reserve(slots_.size());
+  sends.reserve(sends.size() + slots_.size());
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     auto& slot = *slots_[i];
     const auto now = clock_.now();
@@ -704,7 +733,6 @@ void ProbeRunner::sendTickOnWire() {
     send.timestamp_ms = now.wall / 1000;
     sends.push_back(std::move(send));
   }
-  if (!sends.empty()) wire_->send(std::move(sends));
   publish(out);
 }
 

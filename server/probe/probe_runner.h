@@ -105,15 +105,19 @@ class ProbeRunner {
   void receiverLoop();
   [[nodiscard]] Status setUp();
   void sendTick();
-  // Sender thread, holding producer_mutex_ shared: slots for the partitions partitionsSeen()
-  // reported beyond those probed.
+  // The ticking thread (the sender, or the wire client's I/O thread), holding producer_mutex_
+  // shared: slots for the partitions partitionsSeen() reported beyond those probed.
   void addSeenPartitions();
   void publish(LedgerOutput& out);
   [[nodiscard]] Result<kafka::Handle> createProducer() const;
   void serveReports(rd_kafka_event_t* event);
   bool wire() const { return cluster_.probe.client == config::ProbeClient::kWire; }
-  // probe.client `wire`: the sends of a tick, and the I/O thread's acks and records.
-  void sendTickOnWire();
+  // The sender's scheduling (probe.sender_priority) for the calling thread, reported in status.
+  void takeSenderScheduling();
+  // probe.client `wire`: a tick on the wire client's I/O thread (WireClient::tickOnIoThread),
+  // which returns the next one's time; its sends; and the I/O thread's acks and records.
+  common::MonoMicros tickOnWire(std::vector<WireSend>& sends);
+  void wireTickSends(std::vector<WireSend>& sends);
   void wireAcks(std::span<const WireAck> acks, common::Instant at);
   void wireRecords(std::span<const WireRecord> records, common::Instant at);
   // Replaces the producer that failed fatally with a new one (reporter thread). `queue` is the
@@ -144,8 +148,9 @@ class ProbeRunner {
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> producer_recreations_{0};
 
-  // Slots are created by the sender during set-up (ready_ publishes them) and appended by it
-  // when a probe topic grows. slots_mutex_ guards slots_ and topic_slots_: the sender holds it
+  // Slots are created by the sender during set-up (ready_ publishes them) and appended by the
+  // ticking thread when a probe topic grows ("the sender" below: with the wire client its I/O
+  // thread, from its first tick on). slots_mutex_ guards slots_ and topic_slots_: the sender holds it
   // exclusively while it appends, every other thread shared while it reads them (the sender, the
   // only writer, reads them without it). A Slot never moves once created.
   mutable std::shared_mutex slots_mutex_;
@@ -160,7 +165,9 @@ class ProbeRunner {
   std::vector<TopicSlots> topic_slots_;
   Slot* slotFor(const char* topic, std::int32_t partition) const;
   std::atomic<bool> ready_{false};
-  std::unique_ptr<Pacer> pacer_;  // sender thread only
+  // The sender thread's only; with the wire client handed to its I/O thread after set-up.
+  std::unique_ptr<Pacer> pacer_;
+  bool wire_ticked_ = false;  // the wire client's I/O thread only: it took the sender's scheduling
   LedgerOptions ledger_options_;  // written by the sender's set-up, then read by it only
   bool adding_failed_ = false;    // sender only: the last partitions added could not be assigned
 

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -40,6 +41,9 @@ constexpr std::int64_t kProduceMarginUs = 1'000'000;      // beyond the broker's
 constexpr std::int64_t kOverdueUs = 1'000'000;
 constexpr std::size_t kMaxResponseBytes = 64u << 20;
 constexpr int kMaxPollMs = 1000;
+// The most a socket is asked to hold before it reports an answer's rest readable (drain()):
+// small enough that the kernel need not grow the receive buffer or clamp the window for it.
+constexpr std::size_t kMaxRcvLowat = 32 << 10;
 
 enum class Role { kProduce, kFetch, kMetadata };
 
@@ -67,6 +71,7 @@ struct Conn {
   std::size_t out_sent = 0;
   std::vector<std::uint8_t> in;
   std::deque<InFlight> inflight;
+  int rcvlowat = 1;  // SO_RCVLOWAT as last set (drain())
   ~Conn() {
     if (fd >= 0) ::close(fd);
   }
@@ -141,6 +146,11 @@ struct WireClient::Impl {
   std::int64_t metadata_sent = 0;  // mono time of the last metadata request (0: none yet)
   std::int32_t next_correlation = 1;
   std::vector<WireAck> acks;  // reused per turn
+
+  // tickOnIoThread(): the ticker and its next time, guarded by tick_mutex (held while it runs).
+  std::mutex tick_mutex;
+  Ticker ticker;
+  common::MonoMicros tick_at = 0;
   std::vector<Conn*> abandon;  // overdue connections of brokers that lost partitions (described())
 
   Impl(WireClientOptions o, const common::Clock& c, AckSink a, RecordSink r)
@@ -319,6 +329,23 @@ struct WireClient::Impl {
       pos += 4 + size;
     }
     conn.in.erase(conn.in.begin(), conn.in.begin() + static_cast<std::ptrdiff_t>(pos));
+    // A broker writes a fetch answer in pieces (a partition's records at a time), and each piece
+    // would wake this thread to read a part it cannot use yet: at 100 partitions, 150 wake-ups a
+    // tick with the thread at the sender's real-time priority. The rest of an answer begun is
+    // asked for whole (up to kMaxRcvLowat), so the socket reports it readable once it is there.
+    // The answer's time does not move: it is read when its last byte is in, as before.
+    std::size_t want = 1;
+    if (conn.in.size() >= 4) {
+      const auto size = (std::size_t{conn.in[0]} << 24) | (std::size_t{conn.in[1]} << 16) |
+                        (std::size_t{conn.in[2]} << 8) | std::size_t{conn.in[3]};
+      want = 4 + size - conn.in.size();
+    } else if (!conn.in.empty()) {
+      want = 4 - conn.in.size();
+    }
+    const int lowat = static_cast<int>(std::min(want, kMaxRcvLowat));
+    if (lowat != conn.rcvlowat) {
+      if (::setsockopt(conn.fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat) == 0) conn.rcvlowat = lowat;
+    }
     return true;
   }
 
@@ -587,6 +614,10 @@ struct WireClient::Impl {
       sendMetadata(now_mono);
       sendFetches(now_mono);
       std::int64_t next = now_mono + std::int64_t{kMaxPollMs} * 1000;
+      {
+        std::lock_guard lock(tick_mutex);
+        if (ticker) next = std::min(next, tick_at);
+      }
       if (!metadata_conn || metadata_conn->inflight.empty()) next = std::min(next, std::max(metadataDue(), now_mono + 1000));
       fds.clear();
       polled.clear();
@@ -606,8 +637,10 @@ struct WireClient::Impl {
       for (const auto& [node, until] : backoff_until) {
         if (until > now_mono) next = std::min(next, until);
       }
-      const auto wait_ms = static_cast<int>(std::clamp<std::int64_t>((next - now_mono + 999) / 1000, 0, kMaxPollMs));
-      const int rc = ::poll(fds.data(), fds.size(), wait_ms);
+      // To the µs: a tick is due at its time, not at the next whole millisecond.
+      const auto wait_us = std::clamp<std::int64_t>(next - now_mono, 0, std::int64_t{kMaxPollMs} * 1000);
+      const timespec wait{static_cast<time_t>(wait_us / 1'000'000), static_cast<long>(wait_us % 1'000'000) * 1000};
+      const int rc = ::ppoll(fds.data(), fds.size(), &wait, nullptr);
       if (rc < 0 && errno != EINTR) {
         setProblem(errnoText("poll", errno));
         continue;
@@ -644,11 +677,25 @@ struct WireClient::Impl {
         std::uint64_t count = 0;
         [[maybe_unused]] const auto n = ::read(wake_fd, &count, sizeof count);
       }
+      // The answers read this turn reach the ledgers before a tick asks them what to hold back.
+      if (!acks.empty()) {
+        ack_sink(acks, at);
+        acks.clear();
+      }
       std::vector<WireSend> sends;
+      {
+        std::lock_guard lock(tick_mutex);
+        if (ticker && clock.monoNow() >= tick_at) tick_at = ticker(sends);
+      }
       std::vector<WireTarget> more;
       {
         std::lock_guard lock(mutex);
-        sends.swap(pending);
+        if (sends.empty()) {
+          sends.swap(pending);
+        } else {
+          for (auto& m : pending) sends.push_back(std::move(m));
+          pending.clear();
+        }
         more.swap(added);
       }
       if (!more.empty()) addTargets(std::move(more));
@@ -699,7 +746,7 @@ struct WireClient::Impl {
           }
         }
       }
-      if (!acks.empty()) ack_sink(acks, at);
+      if (!acks.empty()) ack_sink(acks, clock.now());
     }
   }
 };
@@ -736,6 +783,20 @@ void WireClient::send(std::vector<WireSend> messages) {
     }
   }
   impl_->wake();
+}
+
+void WireClient::tickOnIoThread(Ticker tick, common::MonoMicros first) {
+  {
+    std::lock_guard lock(impl_->tick_mutex);
+    impl_->ticker = std::move(tick);
+    impl_->tick_at = first;
+  }
+  impl_->wake();
+}
+
+void WireClient::stopTicking() {
+  std::lock_guard lock(impl_->tick_mutex);
+  impl_->ticker = nullptr;
 }
 
 void WireClient::stop() {

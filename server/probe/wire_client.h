@@ -19,7 +19,9 @@
 // One I/O thread ("kfaild:wire") owns every socket: per broker a produce connection and a fetch
 // connection (a fetch waiting at the broker must not hold produce answers back on the same
 // connection), and one metadata connection to any broker. Timestamps are the I/O thread's
-// reading of the clock as the answer is read off the socket.
+// reading of the clock as the answer is read off the socket: once its last byte is in, which
+// the socket reports alone (SO_RCVLOWAT), not at each piece a broker writes. The probe's ticks
+// run on it too (tickOnIoThread), so that per tick no thread wakes another.
 //
 // PLAINTEXT only: a cluster with TLS or SASL settings keeps librdkafka (config validation says
 // so). Thread-safe: send(), add(), stats() from any thread; the sinks run on the I/O thread.
@@ -111,6 +113,16 @@ class WireClient {
   void add(std::vector<WireTarget> targets);
   // One tick's messages: they leave on the I/O thread's next turn.
   void send(std::vector<WireSend> messages);
+  // The probe's ticks on the I/O thread itself, instead of send() from a thread of the caller's:
+  // `tick` runs there at `first` (monotonic µs), appends that tick's messages and returns the
+  // next tick's time, and the messages leave in the same turn. Per tick no thread wakes another
+  // (before: the sender woke, then woke this thread with the messages, 100 wake-ups a second at
+  // the default 20 ms), and a message's send time is read on the thread that writes it. A tick
+  // runs after the turn's answers have reached the sinks. `tick` must not call stopTicking().
+  using Ticker = std::function<common::MonoMicros(std::vector<WireSend>& messages)>;
+  void tickOnIoThread(Ticker tick, common::MonoMicros first);
+  // No tick runs once this returns (one under way is waited for). Idempotent.
+  void stopTicking();
   // Stops the I/O thread; what is outstanding gets no ack. Idempotent.
   void stop();
 
