@@ -483,10 +483,10 @@ void ProbeRunner::senderLoop() {
     consumer_.reset();
     producer_.reset();
   }
-  pacer_ = std::make_unique<Pacer>(cluster_.probe.interval_us, clock_.monoNow());
   if (wire_) {
-    // The wire client's I/O thread ticks from here on (WireClient::tickOnIoThread); this thread
-    // only waits for the stop.
+    // The wire client's I/O thread ticks from here on (WireClient::tickOnIoThread), the first
+    // tick at once; this thread only waits for the stop.
+    pacer_ = std::make_unique<Pacer>(cluster_.probe.interval_us, clock_.monoNow());
     wire_->tickOnIoThread([this](std::vector<WireSend>& sends) { return tickOnWire(sends); },
                           pacer_->deadline());
     while (sender_.sleepFor(std::chrono::hours(1))) {
@@ -496,6 +496,7 @@ void ProbeRunner::senderLoop() {
   // Only now: the clients this thread created in setUp() have their threads, which would
   // inherit the sender's scheduling.
   takeSenderScheduling();
+  pacer_ = std::make_unique<Pacer>(cluster_.probe.interval_us, clock_.monoNow());
   while (!sender_.stopRequested()) {
     const auto wait = pacer_->deadline() - clock_.monoNow();
     if (wait > 0 && !sender_.sleepFor(std::chrono::microseconds(wait))) return;
