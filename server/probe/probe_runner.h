@@ -150,9 +150,9 @@ class ProbeRunner {
 
   // Slots are created by the sender during set-up (ready_ publishes them) and appended by the
   // ticking thread when a probe topic grows ("the sender" below: with the wire client its I/O
-  // thread, from its first tick on). slots_mutex_ guards slots_ and topic_slots_: the sender holds it
-  // exclusively while it appends, every other thread shared while it reads them (the sender, the
-  // only writer, reads them without it). A Slot never moves once created.
+  // thread, from its first tick on). slots_mutex_ guards slots_ and topic_slots_: the sender
+  // holds it exclusively while it appends, every other thread shared while it reads them (the
+  // sender, the only writer, reads them without it). A Slot never moves once created.
   mutable std::shared_mutex slots_mutex_;
   std::vector<std::unique_ptr<Slot>> slots_;
   // The receiver's way from a consumed message to its slot without comparing it with every slot
