@@ -711,7 +711,7 @@ void ProbeRunner::sendTick() {
 
 void ProbeRunner::wireTickSends(std::vector<WireSend>& sends) {
   LedgerOutput out;
-  sends.reserve(sends.size() + slots_.size());
+  sends.reserve(slots_.size());
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     auto& slot = *slots_[i];
     const auto now = clock_.now();

@@ -123,10 +123,9 @@ struct WireClient::Impl {
   int wake_fd = -1;
   common::Worker io;
 
-  mutable std::mutex mutex;  // guards the hand-over below, stats and described
+  mutable std::mutex mutex;  // guards `added` below, stats and described
   std::condition_variable described_cv;
   bool described_once = false;  // every partition's leader known at least once
-  std::vector<WireSend> pending;
   std::vector<WireTarget> added;
   WireStats stats;
 
@@ -689,12 +688,6 @@ struct WireClient::Impl {
       std::vector<WireTarget> more;
       {
         std::lock_guard lock(mutex);
-        if (sends.empty()) {
-          sends.swap(pending);
-        } else {
-          for (auto& m : pending) sends.push_back(std::move(m));
-          pending.clear();
-        }
         more.swap(added);
       }
       if (!more.empty()) addTargets(std::move(more));
@@ -768,18 +761,6 @@ void WireClient::add(std::vector<WireTarget> targets) {
   {
     std::lock_guard lock(impl_->mutex);
     for (auto& t : targets) impl_->added.push_back(std::move(t));
-  }
-  impl_->wake();
-}
-
-void WireClient::send(std::vector<WireSend> messages) {
-  {
-    std::lock_guard lock(impl_->mutex);
-    if (impl_->pending.empty()) {
-      impl_->pending.swap(messages);
-    } else {
-      for (auto& m : messages) impl_->pending.push_back(std::move(m));
-    }
   }
   impl_->wake();
 }

@@ -24,7 +24,8 @@
 // run on it too (tickOnIoThread), so that per tick no thread wakes another.
 //
 // PLAINTEXT only: a cluster with TLS or SASL settings keeps librdkafka (config validation says
-// so). Thread-safe: send(), add(), stats() from any thread; the sinks run on the I/O thread.
+// so). Thread-safe: add(), tickOnIoThread(), stopTicking(), stats() from any thread; the sinks
+// and the ticker run on the I/O thread.
 
 #include <atomic>
 #include <chrono>
@@ -111,14 +112,12 @@ class WireClient {
   void start(std::vector<WireTarget> targets, std::chrono::milliseconds wait_for_leaders);
   // More partitions (a probe topic grew).
   void add(std::vector<WireTarget> targets);
-  // One tick's messages: they leave on the I/O thread's next turn.
-  void send(std::vector<WireSend> messages);
-  // The probe's ticks on the I/O thread itself, instead of send() from a thread of the caller's:
-  // `tick` runs there at `first` (monotonic µs), appends that tick's messages and returns the
-  // next tick's time, and the messages leave in the same turn. Per tick no thread wakes another
-  // (before: the sender woke, then woke this thread with the messages, 100 wake-ups a second at
-  // the default 20 ms), and a message's send time is read on the thread that writes it. A tick
-  // runs after the turn's answers have reached the sinks. `tick` must not call stopTicking().
+  // The probe's ticks, on the I/O thread: `tick` runs there at `first` (monotonic µs), appends
+  // that tick's messages and returns the next tick's time, and the messages leave in the same
+  // turn. Per tick no thread wakes another (before: the sender woke, then woke this thread with
+  // the messages, 100 wake-ups a second at the default 20 ms), and a message's send time is read
+  // on the thread that writes it. A tick runs after the turn's answers have reached the sinks.
+  // `tick` must not call stopTicking().
   using Ticker = std::function<common::MonoMicros(std::vector<WireSend>& messages)>;
   void tickOnIoThread(Ticker tick, common::MonoMicros first);
   // No tick runs once this returns (one under way is waited for). Idempotent.
