@@ -1,6 +1,7 @@
 #include "server/common/clock.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <thread>
 
@@ -26,23 +27,109 @@ bool Clock::waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variabl
 
 void Clock::sleepUntil(MonoMicros deadline) const { std::this_thread::sleep_until(steadyAt(deadline)); }
 
-SystemClock::SystemClock()
-    : offset_us_(readMicros(CLOCK_REALTIME) - readMicros(CLOCK_MONOTONIC)) {}
+class KernelTime final : public TimeSource {
+ public:
+  std::int64_t monotonicMicros() const override { return readMicros(CLOCK_MONOTONIC); }
+  std::int64_t realtimeMicros() const override { return readMicros(CLOCK_REALTIME); }
+};
 
-MonoMicros SystemClock::monoNow() const { return readMicros(CLOCK_MONOTONIC); }
+const KernelTime kKernelTime;
+
+SystemClock::SystemClock() : SystemClock(kKernelTime) {}
+
+SystemClock::SystemClock(const TimeSource& source)
+    : source_(source), offset_us_(source.realtimeMicros() - source.monotonicMicros()) {}
+
+MonoMicros SystemClock::monoNow() const { return source_.monotonicMicros(); }
 
 Instant SystemClock::now() const {
-  const MonoMicros mono = readMicros(CLOCK_MONOTONIC);
-  const WallMicros real = readMicros(CLOCK_REALTIME);
+  const MonoMicros mono = source_.monotonicMicros();
+  const WallMicros real = source_.realtimeMicros();
   std::int64_t offset = offset_us_.load(std::memory_order_relaxed);
   const std::int64_t drift = real - (mono + offset);
   if (drift > kClockStepUs || drift < -kClockStepUs) {
     // A step of the system clock (an operator or NTP setting it): follow it so recorded times
-    // still line up with broker logs, and count it.
-    if (offset_us_.compare_exchange_strong(offset, real - mono)) ++steps_;
+    // still line up with broker logs, and count it. The drift starts again from 0.
+    if (offset_us_.compare_exchange_strong(offset, real - mono)) {
+      ++steps_;
+      noteDrift(mono, real - mono, 0);
+    }
     offset = offset_us_.load(std::memory_order_relaxed);
+  } else if (const auto moved = drift - drift_us_.load(std::memory_order_relaxed);
+             moved > kDriftSlackUs || moved < -kDriftSlackUs) {
+    // A smaller step, or only this thread preempted between the two reads: read again with care.
+    if (const auto measured = carefulDrift(offset)) noteDrift(mono, offset, *measured);
   }
   return {mono + offset, mono};
+}
+
+std::optional<std::int64_t> SystemClock::carefulDrift(std::int64_t offset) const {
+  // Two reads 20 µs apart are tight enough: the drift matters to a log line's millisecond.
+  constexpr std::int64_t kWidestBracketUs = 20;
+  std::optional<std::int64_t> best;
+  std::int64_t narrowest = kWidestBracketUs + 1;
+  for (int i = 0; i < 3; ++i) {
+    const auto before = source_.monotonicMicros();
+    const auto real = source_.realtimeMicros();
+    const auto after = source_.monotonicMicros();
+    if (after - before < narrowest) {
+      narrowest = after - before;
+      best = real - (before + (after - before) / 2 + offset);
+    }
+  }
+  return best;
+}
+
+void SystemClock::noteDrift(MonoMicros mono, std::int64_t offset, std::int64_t measured) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto last = history_.empty() ? std::int64_t{0} : history_.back().drift;
+  const auto moved = measured - last;
+  if (std::llabs(moved) <= kDriftSlackUs) {  // another thread recorded it, or a wide read
+    drift_us_.store(last, std::memory_order_relaxed);
+    return;
+  }
+  history_.push_back({mono + offset, measured});
+  while (history_.size() > kDriftHistory) history_.pop_front();
+  drift_us_.store(measured, std::memory_order_relaxed);
+}
+
+std::int64_t SystemClock::driftAt(WallMicros wall) const {
+  std::int64_t drift = 0;
+  for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
+    if (it->from <= wall) {
+      drift = it->drift;
+      break;
+    }
+  }
+  return drift;
+}
+
+WallMicros SystemClock::fromSystem(WallMicros system) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // The drift in force when the system clock read `system`: the last change that came before,
+  // each change's start read on the system clock as from + drift.
+  std::int64_t drift = 0;
+  for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
+    if (it->from + it->drift <= system) {
+      drift = it->drift;
+      break;
+    }
+  }
+  return system - drift;
+}
+
+WallMicros SystemClock::toSystem(WallMicros wall) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return wall + driftAt(wall);
+}
+
+std::int64_t SystemClock::largestDrift(WallMicros from, WallMicros to) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::int64_t largest = driftAt(from);
+  for (const auto& p : history_) {
+    if (p.from > from && p.from <= to && std::llabs(p.drift) > std::llabs(largest)) largest = p.drift;
+  }
+  return largest;
 }
 
 }  // namespace kfaild::common

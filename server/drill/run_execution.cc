@@ -74,6 +74,7 @@ RunOutcome RunExecution::execute() {
   // the other: the analysis is told (every outcome inconclusive), checked here at the window's
   // end rather than only at the fault.
   outcome_.clock_steps_in_window = deps_.clock.steps() - steps_at_baseline_;
+  outcome_.clock_drift_us = deps_.clock.largestDrift(baseline_start_us_, window_end_us_);
   if (injected_) collectBrokerLogs();
   if (!failure_.empty()) {
     end(injected_ ? failure_state_ : DrillState::kFailed, failure_);
@@ -993,18 +994,21 @@ void RunExecution::collectBrokerLogs() {
   }
   std::vector<std::string> topics;
   for (const auto& t : deps_.cluster.probe.topics) topics.push_back(t.name);
-  auto lines = fault::readFailoverLogs(sources, target_, topics, baseline_start_us_);
+  // The logs are written on the system clock: from the baseline's start as it read then.
+  const auto since = deps_.clock.toSystem(baseline_start_us_);
+  auto lines = fault::readFailoverLogs(sources, target_, topics, since);
   if (second_journal_) {
     // The second target's marks; the leaders' epochs and ISR shrinks are every node's, read once
     // already.
-    for (auto& line : fault::readFailoverLogs(sources, second_target_, topics, baseline_start_us_)) {
+    for (auto& line : fault::readFailoverLogs(sources, second_target_, topics, since)) {
       if (line.kind != "leader_epoch_start" && line.kind != "isr_shrink") lines.push_back(std::move(line));
     }
   }
   for (auto& line : lines) {
     storage::Event e;
     e.cluster = deps_.cluster_id;
-    e.t_us = line.t;
+    // On kfaild's timebase, which a step of the system clock below a second leaves where it was.
+    e.t_us = deps_.clock.fromSystem(line.t);
     e.source = "broker_log";
     e.kind = line.kind;
     e.broker = line.broker;
@@ -1012,6 +1016,7 @@ void RunExecution::collectBrokerLogs() {
     e.partition = line.partition;
     nlohmann::json detail = {{"file", line.file}, {"line", line.line}};
     if (line.kind != "signal_received") detail["node"] = line.node;
+    if (e.t_us != line.t) detail["system_t_us"] = line.t;
     e.detail = detail.dump();
     deps_.store.addEvent(std::move(e));
   }

@@ -72,6 +72,7 @@ nlohmann::json toJson(const RunOutcome& o) {
   if (o.offline_timed_out) out["offline_timed_out"] = true;
   if (o.window_end_us) out["window_end_us"] = *o.window_end_us;
   if (o.clock_steps_in_window) out["clock_steps_in_window"] = *o.clock_steps_in_window;
+  if (o.clock_drift_us != 0) out["clock_drift_us"] = o.clock_drift_us;
   if (o.election_error) out["election_error"] = *o.election_error;
   if (o.preferred_leaders_restored) out["preferred_leaders_restored"] = *o.preferred_leaders_restored;
   if (o.settle_us) out["settle_us"] = *o.settle_us;

@@ -113,6 +113,9 @@ struct RunOutcome {
   std::optional<std::int64_t> window_end_us;
   // Steps of kfaild's wall clock between the baseline's start and the end of the window.
   std::optional<std::uint64_t> clock_steps_in_window;
+  // The largest drift of the system clock from kfaild's timebase in the window, in µs (steps below
+  // kClockStepUs; broker-log times are placed back by it).
+  std::int64_t clock_drift_us = 0;
   std::optional<std::string> election_error;
   std::optional<bool> preferred_leaders_restored;
   std::optional<std::int64_t> settle_us;
