@@ -18,14 +18,25 @@ std::chrono::steady_clock::time_point steadyAt(MonoMicros deadline) {
   return std::chrono::steady_clock::time_point(std::chrono::microseconds(deadline));
 }
 
-}  // namespace
+// realtime − monotonic from the narrowest of `tries` realtime reads each bracketed by monotonic
+// ones, and that bracket's width. Two plain reads are off by however long the thread was
+// preempted between them: milliseconds on a busy machine.
+struct Bracketed {
+  std::int64_t offset = 0;
+  std::int64_t width = -1;
+};
 
-bool Clock::waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, MonoMicros deadline,
-                      const std::function<bool()>& ready) const {
-  return cv.wait_until(lock, steadyAt(deadline), ready);
+Bracketed narrowestOffset(const TimeSource& source, int tries) {
+  Bracketed best;
+  for (int i = 0; i < tries && best.width != 0; ++i) {
+    const auto before = source.monotonicMicros();
+    const auto real = source.realtimeMicros();
+    const auto after = source.monotonicMicros();
+    if (best.width < 0 || after - before < best.width) best = {real - (before + (after - before) / 2), after - before};
+  }
+  return best;
 }
 
-void Clock::sleepUntil(MonoMicros deadline) const { std::this_thread::sleep_until(steadyAt(deadline)); }
 
 class KernelTime final : public TimeSource {
  public:
@@ -35,10 +46,21 @@ class KernelTime final : public TimeSource {
 
 const KernelTime kKernelTime;
 
+}  // namespace
+
+bool Clock::waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, MonoMicros deadline,
+                      const std::function<bool()>& ready) const {
+  return cv.wait_until(lock, steadyAt(deadline), ready);
+}
+
+void Clock::sleepUntil(MonoMicros deadline) const { std::this_thread::sleep_until(steadyAt(deadline)); }
+
 SystemClock::SystemClock() : SystemClock(kKernelTime) {}
 
+// The offset from a careful reading: taken from two plain reads, a preemption between them at
+// kfaild's start would put every time it records off the system clock, for good.
 SystemClock::SystemClock(const TimeSource& source)
-    : source_(source), offset_us_(source.realtimeMicros() - source.monotonicMicros()) {}
+    : source_(source), offset_us_(narrowestOffset(source, 5).offset) {}
 
 MonoMicros SystemClock::monoNow() const { return source_.monotonicMicros(); }
 
@@ -64,20 +86,11 @@ Instant SystemClock::now() const {
 }
 
 std::optional<std::int64_t> SystemClock::carefulDrift(std::int64_t offset) const {
-  // Two reads 20 µs apart are tight enough: the drift matters to a log line's millisecond.
+  // A bracket of 20 µs is tight enough: the drift matters to a log line's millisecond.
   constexpr std::int64_t kWidestBracketUs = 20;
-  std::optional<std::int64_t> best;
-  std::int64_t narrowest = kWidestBracketUs + 1;
-  for (int i = 0; i < 3; ++i) {
-    const auto before = source_.monotonicMicros();
-    const auto real = source_.realtimeMicros();
-    const auto after = source_.monotonicMicros();
-    if (after - before < narrowest) {
-      narrowest = after - before;
-      best = real - (before + (after - before) / 2 + offset);
-    }
-  }
-  return best;
+  const auto b = narrowestOffset(source_, 3);
+  if (b.width > kWidestBracketUs) return std::nullopt;
+  return b.offset - offset;
 }
 
 void SystemClock::noteDrift(MonoMicros mono, std::int64_t offset, std::int64_t measured) const {

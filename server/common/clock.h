@@ -101,7 +101,8 @@ class SystemClock final : public Clock {
     std::int64_t drift;   // the system clock − this clock's wall time, from then on
   };
   // A reading of the drift that no preemption between the two clock reads can fake: the
-  // narrowest of three realtime reads bracketed by monotonic ones. nullopt if all were wide.
+  // narrowest of three realtime reads bracketed by monotonic ones. nullopt if all were wider
+  // than 20 µs.
   std::optional<std::int64_t> carefulDrift(std::int64_t offset) const;
   void noteDrift(MonoMicros mono, std::int64_t offset, std::int64_t measured) const;
   std::int64_t driftAt(WallMicros wall) const;  // with mutex_ held

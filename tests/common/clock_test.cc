@@ -100,3 +100,32 @@ TEST_CASE("many threads reading the clock through a drift record it once", "[uni
   CHECK(clock.fromSystem(t.real) == clock.wallNow());
   CHECK(clock.steps() == 0);
 }
+
+namespace {
+
+// A kernel whose reader is preempted for 5 ms right after its first realtime read.
+class PreemptedOnce final : public TimeSource {
+ public:
+  std::int64_t monotonicMicros() const override {
+    if (preempt_next) mono += 5'000;
+    preempt_next = false;
+    return mono;
+  }
+  std::int64_t realtimeMicros() const override {
+    preempt_next = ++real_reads == 1;
+    return mono + 1'700'000'000'000'000;
+  }
+  mutable std::int64_t mono = 1'000'000;
+  mutable int real_reads = 0;
+  mutable bool preempt_next = false;
+};
+
+}  // namespace
+
+TEST_CASE("a preemption while the clock takes its offset at start does not put its times off the system clock",
+          "[unit][clock]") {
+  PreemptedOnce t;
+  SystemClock clock(t);
+  CHECK(clock.wallNow() == t.realtimeMicros());
+  CHECK(clock.largestDrift(0, clock.wallNow()) == 0);
+}
