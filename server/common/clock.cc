@@ -44,7 +44,11 @@ class KernelTime final : public TimeSource {
   std::int64_t realtimeMicros() const override { return readMicros(CLOCK_REALTIME); }
 };
 
-const KernelTime kKernelTime;
+// A function's static: another translation unit's static clock may be made before this one's.
+const TimeSource& kernelTime() {
+  static const KernelTime time;
+  return time;
+}
 
 }  // namespace
 
@@ -55,7 +59,7 @@ bool Clock::waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variabl
 
 void Clock::sleepUntil(MonoMicros deadline) const { std::this_thread::sleep_until(steadyAt(deadline)); }
 
-SystemClock::SystemClock() : SystemClock(kKernelTime) {}
+SystemClock::SystemClock() : SystemClock(kernelTime()) {}
 
 // The offset from a careful reading: taken from two plain reads, a preemption between them at
 // kfaild's start would put every time it records off the system clock, for good.
