@@ -249,9 +249,12 @@ def drill_section(d, title="## 4–5. One kill, four observers",
     out += ["Per drill: kfaild (binary, topic `orders`, assignment `1:2:3,2:3:1,3:1:2`, "
             "`min.insync.replicas=2`, so broker 1 leads p0 and follows p1, p2), probe.py on the "
             "**same topic** (each probe ignores the other's messages by run id: same partitions, "
-            "same leaders, so the same stall), Kafka's `EndToEndLatency` on `e2e-k1` and "
-            "`ProducerPerformance` (50 msg/s, acks=all) on `perf-k1`, both 1 partition with "
-            "assignment `1:2:3` (broker 1 leads), all started together; 20 s later `lab kill 1`; "
+            "same leaders, so the same stall), " + (
+                "Kafka's `EndToEndLatency` on `e2e-k1` and "
+                "`ProducerPerformance` (50 msg/s, acks=all) on `perf-k1`, both 1 partition with "
+                "assignment `1:2:3` (broker 1 leads), all started together"
+                if any(dr.get("with_tools", True) for dr in d["drills"]) else
+                "both started together, nothing else beside them") + "; 20 s later `lab kill 1`; "
             "30 s later `lab start 1 --wait`; 10 s later everything stops. A preferred-leader "
             "election before each drill puts the leaders back. Kafka defaults: "
             "`broker.session.timeout.ms` 9 s.", "",
@@ -277,7 +280,10 @@ def drill_section(d, title="## 4–5. One kill, four observers",
                         f"p{k} {f(v.get('metadata_new_leader_ms'), 0)} / "
                         f"{f(v.get('consumer_applied_ms'), 0)} / {f(v.get('producer_applied_ms'), 0)}"
                         for k, v in sorted(ph.items()) if isinstance(v, dict))]
-        e, p = dr["e2e"], dr["perf"]
+        e, p = dr.get("e2e"), dr.get("perf")
+        if e is None or p is None:
+            out += ["", "Kafka's tools did not run beside the probes in this drill.", ""]
+            continue
         out += ["",
                 f"- EndToEndLatency (one message at a time, prints one line per 1,000): longest "
                 f"interval between its progress lines spanning the fault "
@@ -722,6 +728,7 @@ def main():
     store, probe, peer = load("store"), load("probe"), load("peer")
     drill, res, outage = load("drill"), load("resolution"), load("outage")
     drill_wire = load("drill-wire")
+    drill_alone = load("drill-wire-alone")
     side, idle, poll, knobs = load("side"), load("idle"), load("poll"), load("knobs")
     m = next((x["machine"] for x in (side, store, probe, peer, drill, res, outage) if x), {})
     lines = ["# kfaild performance", "",
@@ -741,12 +748,17 @@ def main():
                     drill_section(drill_wire, "## 5b. The same kill with the wire client and an "
                                   "unlingered probe.py",
                                   "bench/run-all --parts drill --probe-clients wire --peer-linger-ms 0"),
+                    drill_section(drill_alone, "## 5c. The same kill, the wire client and an unlingered "
+                                  "probe.py alone (no Kafka tools beside them)",
+                                  "bench/run-all --parts drill --probe-clients wire --peer-linger-ms 0 "
+                                  "--drill-without-tools"),
                     resolution_section(res), growth_section(store, probe, peer),
                     outage_section(outage), side_section(side), idle_section(idle, poll),
                     knobs_section(knobs)):
         lines += section
     stamps = [f"{x['part']}: {x['generated']}"
-              for x in (store, probe, peer, drill, drill_wire, res, outage, side, idle, poll, knobs)
+              for x in (store, probe, peer, drill, drill_wire, drill_alone, res, outage, side, idle, poll,
+                        knobs)
               if x]
     lines += ["---", "", "Results generated: " + "; ".join(stamps) + "."]
     OUT.write_text("\n".join(lines) + "\n")

@@ -487,6 +487,18 @@ void RunExecution::observe() {
       }
       if (!parts_.queue.sleep(kPollUs)) break;
     }
+    if (resumed && (await_commits_ || await_transactions_)) {
+      // The streams resumed on a coordinator their own clients found; the watch asks
+      // FindCoordinator only every watch interval, and a move it has not seen yet would fall
+      // outside the window (a CI run: transactions resumed 28 ms before the window closed, and
+      // the run reported no move). One more answer of the watch, bounded by its round.
+      const auto resumed_at = deps_.clock.wallNow();
+      const auto& cc = deps_.cluster.probe.coordinators;
+      const auto bound = deps_.clock.monoNow() + cc.watch_interval_us + cc.timeout_us;
+      while (!watchAnsweredSince(deps_.probe.status(), resumed_at) && deps_.clock.monoNow() < bound &&
+             parts_.queue.sleep(kPollUs)) {
+      }
+    }
     if (interrupted()) {
       failure_ = interruption("observe");
     } else if (!resumed) {
@@ -906,6 +918,17 @@ void RunExecution::analyse() {
 
 bool RunExecution::resumedAfter(const probe::ProbeStatus& status, std::int64_t since_us) const {
   return probesResumed(status, since_us, recoverable_) && controlResumed(status, since_us);
+}
+
+bool RunExecution::watchAnsweredSince(const probe::ProbeStatus& status, std::int64_t at_us) const {
+  if (!status.coordinators) return true;
+  const auto& c = *status.coordinators;
+  const auto since = [at_us](const std::optional<probe::CoordinatorSeen>& seen) {
+    return seen && seen->last_us >= at_us;
+  };
+  if (await_commits_ && c.commits && !since(c.group_coordinator)) return false;
+  if (await_transactions_ && c.transactions && !since(c.transaction_coordinator)) return false;
+  return true;
 }
 
 bool RunExecution::probesResumed(const probe::ProbeStatus& status, std::int64_t since_us,

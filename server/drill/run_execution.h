@@ -95,6 +95,9 @@ class RunExecution {
   // What the observation waits for, on one reading of the probe: the recoverable partitions and
   // what the run awaits of the control plane and the coordinators, all after `since_us`.
   bool resumedAfter(const probe::ProbeStatus& status, std::int64_t since_us) const;
+  // Whether the coordinator watch has answered at or after `at_us` about every coordinator the
+  // run awaits (the move it saw, if any, then lies in the window). True when none is awaited.
+  bool watchAnsweredSince(const probe::ProbeStatus& status, std::int64_t at_us) const;
   // The poller's latest observation once its snapshot is at most max_age_us old; nullopt when
   // none comes (within twice that, at least 2 s) or the run is interrupted.
   std::optional<observe::ObservedCluster> freshSnapshot(std::int64_t max_age_us);

@@ -115,6 +115,16 @@ class FakeCluster {
       control.last_ok = dark ? *control_dark_since_ : clock_.now();
       status.control = control;
     }
+    if (coordinator_probe) {
+      probe::CoordinatorStatus c;
+      c.group = "kfaild-probe-fake";
+      probe::OperationStatus commits;
+      commits.interval_us = 100'000;
+      commits.last_ok = commit_ok_;
+      c.commits = commits;
+      if (watch_seen_) c.group_coordinator = *watch_seen_;
+      status.coordinators = c;
+    }
     status.phase = probe::ProbePhase::kProbing;
     status.interval_us = 10'000;
     for (const auto& p : parts_) {
@@ -185,7 +195,11 @@ class FakeCluster {
   // Knobs a test turns.
   bool controller_answers = true;
   // FindCoordinator's answer for every group and transactional id (a broker; -1: an error).
-  std::atomic<int> coordinator{2};
+  mutable std::atomic<int> coordinator{2};
+  // The coordinator probe runs (ProbeStatus::coordinators: commits, the group's coordinator as
+  // the watch saw it every watch_interval_us); the coordinator then moves off a broker down.
+  bool coordinator_probe = false;
+  std::int64_t watch_interval_us = 500'000;
   // The control-plane probe runs (ProbeStatus::control); it gets no answer for this long after
   // the quorum's leader goes down.
   bool control_probe = false;
@@ -244,6 +258,35 @@ class FakeCluster {
     updateQuorumLeader();
     for (auto& p : parts_) {
       if (availableLocked(p.leader)) p.last_ok = clock_.now();
+    }
+    if (coordinator_probe) updateCoordinator(now);
+  }
+
+  // The group's coordinator moves off a broker down for failover_us to the first one available;
+  // commits succeed while the coordinator is available; the watch answers at each multiple of
+  // watch_interval_us of the monotonic clock, naming the coordinator of that moment.
+  void updateCoordinator(common::MonoMicros now) const {
+    const auto node = coordinator.load();
+    if (node > 0) {
+      const auto& n = nodes_.at(node);
+      if (n.down_since && now - *n.down_since >= failover_us) {
+        for (std::int32_t id : {1, 2, 3}) {
+          if (id != node && availableLocked(id)) {
+            coordinator = id;
+            break;
+          }
+        }
+      }
+      if (availableLocked(coordinator.load())) commit_ok_ = clock_.now();
+    }
+    const auto tick = now - now % watch_interval_us;
+    if (tick > watch_tick_) {
+      watch_tick_ = tick;
+      const auto at = clock_.wallNow() - (now - tick);
+      if (!watch_seen_ || watch_seen_->node != coordinator.load()) {
+        watch_seen_ = probe::CoordinatorSeen{coordinator.load(), "__consumer_offsets-7", at, at};
+      }
+      watch_seen_->last_us = at;
     }
   }
 
@@ -318,6 +361,9 @@ class FakeCluster {
   std::set<std::int32_t> voters_behind_;  // guarded by mutex_
   mutable std::int32_t quorum_leader_ = 100;
   std::optional<common::Instant> control_dark_since_;
+  mutable std::optional<common::Instant> commit_ok_;
+  mutable std::optional<probe::CoordinatorSeen> watch_seen_;
+  mutable common::MonoMicros watch_tick_ = -1;
   mutable std::int32_t quorum_epoch_ = 1;
 };
 

@@ -231,3 +231,33 @@ TEST_CASE("a coordinator_of target whose coordinator moves before the fault is r
   CHECK_THAT(refused.error().message, Catch::StartsWith("the coordinator of group kfaild-probe-"));
   CHECK_THAT(refused.error().message, Catch::Contains("COORDINATOR_NOT_AVAILABLE"));
 }
+
+TEST_CASE("a kill of the group's coordinator is observed until the coordinator watch has answered after the commits "
+          "resumed, so the move it sees lies in the window",
+          "[unit][drill]") {
+  EngineHarness h;
+  h.cluster.coordinator_probe = true;
+  h.cluster.coordinator = 3;
+  // The watch answers every 2 s: the commits resume (the coordinator moves at the failover, 6 s
+  // after the kill) up to 2 s before it names the new coordinator.
+  h.cluster.watch_interval_us = 2 * FakeCluster::kSecond;
+  h.runner->start();
+  auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"coordinator_of":"group"},
+      "options":{"observe_min_s":1}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason);
+  REQUIRE(d.state == "done");
+  const auto run = EngineHarness::onlyRun(d);
+  CHECK(run["target"] == 3);
+  const auto seen = h.probe.status().coordinators->group_coordinator;
+  REQUIRE(seen);
+  CHECK(seen->node != 3);
+  const auto fault_us = run["fault_us"].get<std::int64_t>();
+  const auto observe_end_us = run["observe_end_us"].get<std::int64_t>();
+  INFO("the watch named node " << seen->node << " from " << (seen->since_us - fault_us) / 1000
+                               << " ms after the kill; the observation ended at " << (observe_end_us - fault_us) / 1000
+                               << " ms");
+  CHECK(seen->since_us > fault_us + 6 * FakeCluster::kSecond);
+  CHECK(seen->since_us <= observe_end_us);
+}
