@@ -167,7 +167,7 @@ TEST_CASE("on the SASL_SSL lab a kill of the only controller is refused for the 
 
   // The quorum guard reads the quorum through kfaild's own client over SASL_SSL: the exact
   // majority check, not the weaker "the controller answers" one.
-  const auto refused = kfaild.post("/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":100}})");
+  const auto refused = postRefused(kfaild, R"({"fault":"kill","target":{"broker":100}})");
   INFO(refused.body);
   REQUIRE(refused.status == 409);
   CHECK_THAT(refused.json().value("reason", ""),
