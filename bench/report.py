@@ -239,6 +239,16 @@ def probe_section(probe, peer):
     return out + [""]
 
 
+def stall_edges(dr, partition, kind):
+    """kfaild − probe.py of a stall's start and end (µs), or None where either is missing."""
+    k = (dr.get("kfaild") or {}).get(f"orders[{partition}] {kind}")
+    peer = next((e for e in dr.get("peer") or [] if e["partition"] == partition), None)
+    py = peer and peer.get(kind)
+    if not k or not py or py.get("stall_start_us") is None or py.get("stall_end_us") is None:
+        return None, None
+    return k["start_us"] - py["stall_start_us"], k["end_us"] - py["stall_end_us"]
+
+
 def drill_section(d, title="## 4–5. One kill, four observers",
                   command="bench/run-all --parts drill --probe-clients librdkafka"):
     out = [title, ""]
@@ -267,11 +277,14 @@ def drill_section(d, title="## 4–5. One kill, four observers",
                 f"{dr.get('kfaild_client') or 'librdkafka'}, probe.py's linger.ms "
                 f"{'5 (default)' if linger is None else f(linger, 0)})", "",
                 f"`lab kill 1` printed: `{dr.get('lab_kill_output', '')}`", "",
-                "| partition | kind | kfaild stall s | probe.py stall s | kfaild − probe.py ms |",
-                "|---|---|---|---|---|"]
+                "| partition | kind | kfaild stall s | probe.py stall s | kfaild − probe.py ms | "
+                "of which the start (last before the kill) ms | the end (first after) ms |",
+                "|---|---|---|---|---|---|---|"]
         for a in dr["agreement"]:
+            start, end = stall_edges(dr, a["partition"], a["kind"])
             out.append(f"| {a['partition']} | {a['kind']} | {f(a['kfaild_us'], 3, 1e6)} | "
-                       f"{f(a['peer_us'], 3, 1e6)} | {f(a['diff_us'], 1, 1000)} |")
+                       f"{f(a['peer_us'], 3, 1e6)} | {f(a['diff_us'], 1, 1000)} | "
+                       f"{f(None if start is None else -start, 1, 1000)} | {f(end, 1, 1000)} |")
         ph = dr.get("kfaild_phases") or {}
         if ph:
             out += ["", f"kfaild's events (ms after the kill): metadata poller saw broker 1 gone at "
@@ -297,13 +310,16 @@ def drill_section(d, title="## 4–5. One kill, four observers",
                 ("; windows: " + " / ".join(f"`{x}`" for x in p.get("lines_around_fault", [])[:4])
                  if p.get("lines_around_fault") else ""),
                 ""]
-    groups = {}
+    groups, ends = {}, {}
     for dr in d["drills"]:
         for a in dr["agreement"]:
             if a["diff_us"] is None:
                 continue
             where = "p0 (leader killed)" if a["partition"] == 0 else "p1, p2 (leader alive)"
             groups.setdefault((where, a["kind"]), []).append(abs(a["diff_us"]))
+            end = stall_edges(dr, a["partition"], a["kind"])[1]
+            if end is not None:
+                ends.setdefault((where, a["kind"]), []).append(abs(end))
     if groups:
         out += ["**Agreement** (bound: interval + 10 ms = 30 ms), |kfaild − probe.py| over the "
                 "drills:", "", "| partitions | kind | pairs | max ms | median ms | within 30 ms |",
@@ -311,6 +327,15 @@ def drill_section(d, title="## 4–5. One kill, four observers",
         for (where, kind), v in sorted(groups.items(), key=lambda kv: (kv[0][0] != "p1, p2 (leader alive)", kv[0][1])):
             out.append(f"| {where} | {kind} | {len(v)} | {f(max(v), 1, 1000)} | "
                        f"{f(median(v), 1, 1000)} | {'yes' if max(v) <= 30_000 else 'no'} |")
+        out.append("")
+    if ends:
+        out += ["The same pairs, the stall's **end** alone (each probe's first ack or receipt after "
+                "the kill, kfaild − probe.py): the start is each probe's last one before the kill, "
+                "up to one interval early by its own send phase.", "",
+                "| partitions | kind | pairs | max ms | median ms | within 1 ms |", "|---|---|---|---|---|---|"]
+        for (where, kind), v in sorted(ends.items(), key=lambda kv: (kv[0][0] != "p1, p2 (leader alive)", kv[0][1])):
+            out.append(f"| {where} | {kind} | {len(v)} | {f(max(v), 1, 1000)} | {f(median(v), 2, 1000)} | "
+                       f"{sum(1 for x in v if x <= 1000)} of {len(v)} |")
         out.append("")
     out += ["Commands (drill 1):", ""]
     for k, v in d["drills"][0]["commands"].items():
