@@ -37,7 +37,6 @@ Bracketed narrowestOffset(const TimeSource& source, int tries) {
   return best;
 }
 
-
 class KernelTime final : public TimeSource {
  public:
   std::int64_t monotonicMicros() const override { return readMicros(CLOCK_MONOTONIC); }
@@ -110,39 +109,28 @@ void SystemClock::noteDrift(MonoMicros mono, std::int64_t offset, std::int64_t m
   drift_us_.store(measured, std::memory_order_relaxed);
 }
 
-std::int64_t SystemClock::driftAt(WallMicros wall) const {
-  std::int64_t drift = 0;
+std::int64_t SystemClock::driftAt(std::int64_t at, bool on_system_clock) const {
+  // The last change that started at or before `at`, its start on this clock's timebase or, for a
+  // time read on the system clock, as that clock read it (from + drift).
   for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
-    if (it->from <= wall) {
-      drift = it->drift;
-      break;
-    }
+    if (it->from + (on_system_clock ? it->drift : 0) <= at) return it->drift;
   }
-  return drift;
+  return 0;
 }
 
 WallMicros SystemClock::fromSystem(WallMicros system) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  // The drift in force when the system clock read `system`: the last change that came before,
-  // each change's start read on the system clock as from + drift.
-  std::int64_t drift = 0;
-  for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
-    if (it->from + it->drift <= system) {
-      drift = it->drift;
-      break;
-    }
-  }
-  return system - drift;
+  return system - driftAt(system, true);
 }
 
 WallMicros SystemClock::toSystem(WallMicros wall) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return wall + driftAt(wall);
+  return wall + driftAt(wall, false);
 }
 
 std::int64_t SystemClock::largestDrift(WallMicros from, WallMicros to) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::int64_t largest = driftAt(from);
+  std::int64_t largest = driftAt(from, false);
   for (const auto& p : history_) {
     if (p.from > from && p.from <= to && std::llabs(p.drift) > std::llabs(largest)) largest = p.drift;
   }

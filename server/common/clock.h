@@ -105,7 +105,9 @@ class SystemClock final : public Clock {
   // than 20 µs.
   std::optional<std::int64_t> carefulDrift(std::int64_t offset) const;
   void noteDrift(MonoMicros mono, std::int64_t offset, std::int64_t measured) const;
-  std::int64_t driftAt(WallMicros wall) const;  // with mutex_ held
+  // The drift in force at `at`: a time on this clock's timebase, or one the system clock read
+  // (`on_system_clock`). With mutex_ held.
+  std::int64_t driftAt(std::int64_t at, bool on_system_clock) const;
 
   const TimeSource& source_;
   mutable std::atomic<std::int64_t> offset_us_;  // wall = mono + offset
