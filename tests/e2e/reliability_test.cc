@@ -314,10 +314,10 @@ TEST_CASE("sshd unreachable: a drill fails at preflight with the reason and touc
 
   // Unreachable before the fault: the drill fails at preflight, broker 1 untouched.
   sshd_down();
-  auto id = startDrill(kfaild, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2}})");
-  auto drill = kfaild.waitForState(id, finished, 120s);
+  auto drill = runDrillToEnd(kfaild, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2}})", 120s);
   CHECK(drill["state"] == "failed");
   const auto reason = drill["reason"].get<std::string>();
+  INFO("reason: " << reason);
   CHECK(reason.find("node 1 cannot be reached (ssh") != std::string::npos);
   record["preflight_failure"] = reason;
   CHECK(labAlive()[1]);
@@ -325,7 +325,7 @@ TEST_CASE("sshd unreachable: a drill fails at preflight with the reason and touc
   // Lost after the kill: recovery retries until sshd answers again.
   REQUIRE(testing::shellCommand(sshd_up) == 0);
   kfaild.waitSteady(lab.topic);
-  id = startDrill(kfaild, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2,"observe_min_s":2}})");
+  auto id = startDrill(kfaild, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2,"observe_min_s":2}})");
   kfaild.waitForState(id, [](const std::string& s) { return s == "observe" || finished(s); }, 120s);
   sshd_down();
   const auto lost = std::chrono::steady_clock::now();
