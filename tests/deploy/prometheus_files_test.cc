@@ -10,6 +10,8 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "tests/support/paths.h"
 #include "tests/support/prometheus.h"
@@ -27,7 +29,15 @@ namespace {
 
 const fs::path kSource = KFAILD_SOURCE_DIR;
 const fs::path kRules = kSource / "deploy/prometheus/kfaild-rules.yml";
-const fs::path kRuleTests = kSource / "deploy/prometheus/kfaild-rules.test.yml";
+// The rules' unit tests: those of minutes, and those of days evaluated every 30 minutes.
+const std::vector<fs::path> kRuleTests = {kSource / "deploy/prometheus/kfaild-rules.test.yml",
+                                          kSource / "deploy/prometheus/kfaild-rules.week.test.yml"};
+
+std::string ruleTestNames() {
+  std::string names;
+  for (const auto& file : kRuleTests) names += " " + quoted(file.filename());
+  return names;
+}
 const fs::path kPrometheusConfig = kSource / "deploy/prometheus/prometheus.yml";
 const fs::path kDashboard = kSource / "deploy/grafana/kfaild.json";
 
@@ -64,8 +74,8 @@ TEST_CASE("promtool accepts kfaild's rules and refuses a copy with a broken expr
 TEST_CASE("every alert rule has promtool unit tests that see it fire and stay quiet, and they fail "
           "when the rule changes",
           "[integration][deploy]") {
-  const auto tested = run("cd " + quoted(kRuleTests.parent_path()) + " && promtool test rules " +
-                          quoted(kRuleTests.filename()));
+  const auto tested =
+      run("cd " + quoted(kRuleTests.front().parent_path()) + " && promtool test rules" + ruleTestNames());
   INFO(tested.output);
   CHECK(tested.status == 0);
 
@@ -76,26 +86,33 @@ TEST_CASE("every alert rule has promtool unit tests that see it fire and stay qu
   REQUIRE(alerts.size() >= 9);
   std::set<std::string> firing;
   std::set<std::string> quiet;
-  const auto tests = YAML::LoadFile(kRuleTests.string());
-  for (const auto& test : tests["tests"]) {
-    for (const auto& check : test["alert_rule_test"]) {
-      const auto name = check["alertname"].as<std::string>();
-      (check["exp_alerts"].size() > 0 ? firing : quiet).insert(name);
+  for (const auto& file : kRuleTests) {
+    for (const auto& test : YAML::LoadFile(file.string())["tests"]) {
+      for (const auto& check : test["alert_rule_test"]) {
+        const auto name = check["alertname"].as<std::string>();
+        (check["exp_alerts"].size() > 0 ? firing : quiet).insert(name);
+      }
     }
   }
   CHECK(firing == alerts);
   CHECK(quiet == alerts);
 
-  // The probe-stall threshold raised from 5 s to 15 s: the test that sees a 12 s stall fire fails.
-  TempDir dir;
-  std::ofstream(dir / "kfaild-rules.yml") << replacedOnce(
-      readFile(kRules), "max by (cluster, topic, partition) (kfaild_probe_current_ack_gap_seconds) > 5",
-      "max by (cluster, topic, partition) (kfaild_probe_current_ack_gap_seconds) > 15");
-  fs::copy_file(kRuleTests, dir / "kfaild-rules.test.yml");
-  const auto broken = run("cd " + quoted(dir.path()) + " && promtool test rules kfaild-rules.test.yml");
-  INFO(broken.output);
-  CHECK(broken.status != 0);
-  CHECK_THAT(broken.output, Catch::Contains("KfaildProbeStalled"));
+  // Each change breaks the test that sees its alert fire: the probe-stall threshold raised from 5 s
+  // to 15 s (a 12 s stall), and a drill's week raised to eight days (a test of the week file).
+  const std::vector<std::tuple<std::string, std::string, std::string>> changes = {
+      {"max by (cluster, topic, partition) (kfaild_probe_current_ack_gap_seconds) > 5",
+       "max by (cluster, topic, partition) (kfaild_probe_current_ack_gap_seconds) > 15", "KfaildProbeStalled"},
+      {"time() - kfaild_drill_last_done_timestamp_seconds > 7 * 86400",
+       "time() - kfaild_drill_last_done_timestamp_seconds > 8 * 86400", "KfaildNoRecentDrill"}};
+  for (const auto& [from, to, alert] : changes) {
+    TempDir dir;
+    std::ofstream(dir / "kfaild-rules.yml") << replacedOnce(readFile(kRules), from, to);
+    for (const auto& file : kRuleTests) fs::copy_file(file, dir / file.filename());
+    const auto broken = run("cd " + quoted(dir.path()) + " && promtool test rules" + ruleTestNames());
+    INFO(broken.output);
+    CHECK(broken.status != 0);
+    CHECK_THAT(broken.output, Catch::Contains(alert));
+  }
 }
 
 TEST_CASE("promtool accepts the example prometheus.yml with its rules and refuses a broken copy",
