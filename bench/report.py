@@ -249,6 +249,22 @@ def stall_edges(dr, partition, kind):
     return k["start_us"] - py["stall_start_us"], k["end_us"] - py["stall_end_us"]
 
 
+HELD_BACK_US = 30_000  # a send pause of 1.5 intervals (20 ms): a send late by half an interval
+
+
+def sending(dr, partition):
+    """The largest send pause of kfaild and of probe.py between their last message acked before
+    the kill and their first sent after it (µs; None where not recorded), and whether either
+    paused long enough that its stall's start is its own and not the cluster's."""
+    k = (dr.get("kfaild_sending") or {}).get(str(partition))
+    peer = next((e for e in dr.get("peer") or [] if e["partition"] == partition), None)
+    py = peer and peer.get("sending")
+    kg = k and k["largest_send_gap_us"]
+    pg = py and py["largest_send_gap_us"]
+    held = [who for who, g in (("kfaild", kg), ("probe.py", pg)) if g is not None and g > HELD_BACK_US]
+    return kg, pg, held
+
+
 def drill_section(d, title="## 4–5. One kill, four observers",
                   command="bench/run-all --parts drill --probe-clients librdkafka"):
     out = [title, ""]
@@ -278,13 +294,18 @@ def drill_section(d, title="## 4–5. One kill, four observers",
                 f"{'5 (default)' if linger is None else f(linger, 0)})", "",
                 f"`lab kill 1` printed: `{dr.get('lab_kill_output', '')}`", "",
                 "| partition | kind | kfaild stall s | probe.py stall s | kfaild − probe.py ms | "
-                "of which the start (last before the kill) ms | the end (first after) ms |",
-                "|---|---|---|---|---|---|---|"]
+                "of which the start (last before the kill) ms | the end (first after) ms | "
+                "largest send pause before the kill, kfaild / probe.py ms |",
+                "|---|---|---|---|---|---|---|---|"]
         for a in dr["agreement"]:
             start, end = stall_edges(dr, a["partition"], a["kind"])
+            kg, pg, held = sending(dr, a["partition"])
+            pause = (f"{f(kg, 1, 1000)} / {f(pg, 1, 1000)}" +
+                     (f" ({' and '.join(held)} held back)" if held else "")
+                     if a["kind"] == "ack" else "")
             out.append(f"| {a['partition']} | {a['kind']} | {f(a['kfaild_us'], 3, 1e6)} | "
                        f"{f(a['peer_us'], 3, 1e6)} | {f(a['diff_us'], 1, 1000)} | "
-                       f"{f(None if start is None else -start, 1, 1000)} | {f(end, 1, 1000)} |")
+                       f"{f(None if start is None else -start, 1, 1000)} | {f(end, 1, 1000)} | {pause} |")
         ph = dr.get("kfaild_phases") or {}
         if ph:
             out += ["", f"kfaild's events (ms after the kill): metadata poller saw broker 1 gone at "
@@ -310,13 +331,16 @@ def drill_section(d, title="## 4–5. One kill, four observers",
                 ("; windows: " + " / ".join(f"`{x}`" for x in p.get("lines_around_fault", [])[:4])
                  if p.get("lines_around_fault") else ""),
                 ""]
-    groups, ends = {}, {}
+    groups, ends, sent = {}, {}, {}
     for dr in d["drills"]:
         for a in dr["agreement"]:
             if a["diff_us"] is None:
                 continue
             where = "p0 (leader killed)" if a["partition"] == 0 else "p1, p2 (leader alive)"
             groups.setdefault((where, a["kind"]), []).append(abs(a["diff_us"]))
+            kg, pg, held = sending(dr, a["partition"])
+            if a["kind"] == "ack" and kg is not None and pg is not None and not held:
+                sent.setdefault(where, []).append(abs(a["diff_us"]))
             end = stall_edges(dr, a["partition"], a["kind"])[1]
             if end is not None:
                 ends.setdefault((where, a["kind"]), []).append(abs(end))
@@ -327,6 +351,20 @@ def drill_section(d, title="## 4–5. One kill, four observers",
         for (where, kind), v in sorted(groups.items(), key=lambda kv: (kv[0][0] != "p1, p2 (leader alive)", kv[0][1])):
             out.append(f"| {where} | {kind} | {len(v)} | {f(max(v), 1, 1000)} | "
                        f"{f(median(v), 1, 1000)} | {'yes' if max(v) <= 30_000 else 'no'} |")
+        out.append("")
+    if any(sending(dr, a["partition"])[0] is not None for dr in d["drills"] for a in dr["agreement"]):
+        out += ["The ack pairs in which **both probes kept sending up to the kill** (no send pause over "
+                f"{HELD_BACK_US // 1000} ms, 1.5 intervals, between a probe's last message acked before "
+                "the kill and its first sent after it): a probe that paused measured its own pause as "
+                "the start of the stall, a figure kfaild's analysis calls inconclusive in its own runs.",
+                "", "| partitions | pairs | of all ack pairs | max ms | median ms | within 30 ms |",
+                "|---|---|---|---|---|---|"]
+        for where in ("p1, p2 (leader alive)", "p0 (leader killed)"):
+            v = sent.get(where, [])
+            total = len(groups.get((where, "ack"), []))
+            out.append(f"| {where} | {len(v)} | {total} | {f(max(v) if v else None, 1, 1000)} | "
+                       f"{f(median(v) if v else None, 1, 1000)} | "
+                       f"{sum(1 for x in v if x <= 30_000)} of {len(v)} |")
         out.append("")
     if ends:
         out += ["The same pairs, the stall's **end** alone (each probe's first ack or receipt after "

@@ -33,13 +33,34 @@ def longest(times, fault_us, until_us):
     return stall, baseline
 
 
+def sending_at_fault(sends, fault_us):
+    """Whether a probe kept sending up to the fault, so that the start of the stall it measured
+    (its last ack before the fault) is the cluster's and not a pause of its own: `sends` are one
+    partition's (send_us, ack_us or None, ok). Between the last message acked before the fault and
+    the first sent after it, the largest interval between two consecutive sends. A probe whose
+    sender fell behind skips ticks (probe.py) or sends them late, and its stall then starts at its
+    last send before the pause, up to that interval early."""
+    sends = sorted(sends)
+    acked = [t for t, a, ok in sends if ok and a is not None and a < fault_us]
+    after = [t for t, _, _ in sends if t >= fault_us]
+    if not acked or not after:
+        return None
+    window = [t for t, _, _ in sends if acked[-1] <= t <= after[0]]
+    return {"last_acked_send_us": acked[-1], "first_send_after_us": after[0],
+            "largest_send_gap_us": max(b - a for a, b in zip(window, window[1:]))}
+
+
 def analyse(path, fault_us, window_s):
     acks = defaultdict(list)
     receives = defaultdict(list)
     failed = defaultdict(int)
+    sends = defaultdict(list)
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
             p = int(row["partition"])
+            if row["send_us"]:
+                sends[p].append((int(row["send_us"]), int(row["ack_us"]) if row["ack_us"] else None,
+                                 row["ack_error"] == "0"))
             if row["ack_us"] and row["ack_error"] == "0":
                 acks[p].append(int(row["ack_us"]))
             elif row["ack_us"]:
@@ -49,7 +70,7 @@ def analyse(path, fault_us, window_s):
     until = fault_us + int(window_s * 1e6)
     out = []
     for p in sorted(set(acks) | set(receives)):
-        entry = {"partition": p, "failed": failed[p]}
+        entry = {"partition": p, "failed": failed[p], "sending": sending_at_fault(sends[p], fault_us)}
         for kind, series in (("ack", acks[p]), ("receive", receives[p])):
             stall, baseline = longest(series, fault_us, until)
             entry[kind] = {
