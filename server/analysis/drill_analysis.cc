@@ -198,8 +198,12 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
   for (const auto& recreation : scope.recreations) {
     if (recreation.at_us < candidate->start_us || recreation.at_us > candidate->end_us) continue;
     r.probe_cause = recreation;
-    r.reason = "the probe's producer was recreated during it after a fatal error (" +
-               recreation.error + "): the gap is the probe's, not the cluster's";
+    r.reason = recreation.kind == "consumer_restarted"
+                   ? "kfaild restarted the probe consumer's fetch of this partition during it, its "
+                     "acked messages unread for " + seconds(recreation.waited_us) +
+                         ": the gap is the consumer's, not the cluster's"
+                   : "the probe's producer was recreated during it after a fatal error (" +
+                         recreation.error + "): the gap is the probe's, not the cluster's";
     return r;
   }
   if (candidate->open) {
@@ -308,7 +312,7 @@ nlohmann::json kindJson(const KindResult& k) {
           {"probe_idle_us", k.probe_idle_us},
           {"probe_idle_at_end_us", k.probe_idle_at_end_us},
           {"probe_refused_us", k.probe_refused_us},
-          {"probe_cause", k.probe_cause ? nlohmann::json{{"kind", "producer_recreated"},
+          {"probe_cause", k.probe_cause ? nlohmann::json{{"kind", k.probe_cause->kind},
                                                          {"at_us", k.probe_cause->at_us},
                                                          {"error", k.probe_cause->error}}
                                         : nlohmann::json(nullptr)},
@@ -596,6 +600,9 @@ RunAnalysis analyse(const AnalysisInput& in) {
     }
     scope.recreations = recreations;
     receive_scope.recreations = recreations;
+    for (auto& restart : consumerRestartsFromEvents(in.events, p.topic, p.partition)) {
+      receive_scope.recreations.push_back(std::move(restart));
+    }
     r.ack = analyseKind(acks, scope);
     r.receive = analyseKind(receives, receive_scope);
     if (in.clock_steps > 0) {
@@ -775,6 +782,22 @@ std::vector<ProducerRecreation> producerRecreationsFromEvents(
       }
     }
     found.push_back(std::move(recreation));
+  }
+  return found;
+}
+
+std::vector<ProducerRecreation> consumerRestartsFromEvents(const std::vector<storage::Event>& events,
+                                                           const std::string& topic,
+                                                           std::int32_t partition) {
+  std::vector<ProducerRecreation> found;
+  for (const auto& e : events) {
+    if (e.source != "probe" || e.kind != "consumer_restarted" || e.topic != topic || e.partition != partition) {
+      continue;
+    }
+    ProducerRecreation restart{e.t_us, "", "consumer_restarted", 0};
+    const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
+    if (detail.is_object()) restart.waited_us = detail.value("acked_ago_us", std::int64_t{0});
+    found.push_back(std::move(restart));
   }
   return found;
 }

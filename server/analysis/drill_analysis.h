@@ -157,10 +157,15 @@ struct ProbeRefusal {
 
 // The probe recreated its producer after a fatal error (source "probe", kind
 // "producer_recreated"): every message of the old producer failed, and the new one starts with a
-// new epoch. A gap that spans it is the probe's, not the cluster's.
+// new epoch. A gap that spans it is the probe's, not the cluster's. Or ("consumer_restarted",
+// one partition's receive gaps only) it restarted its consumer's fetch of a partition whose acked
+// messages the consumer had not read for probe.consumer_restart_ms: a receive gap that spans the
+// restart is the consumer's.
 struct ProducerRecreation {
   std::int64_t at_us = 0;
   std::string error;  // the fatal error, as librdkafka stated it
+  std::string kind = "producer_recreated";
+  std::int64_t waited_us = 0;  // consumer_restarted: how long the oldest unread message had been acked
 };
 
 // A gray fault (issue 26) as the analysis needs it: what was done to the target and when it was
@@ -345,6 +350,11 @@ void probeRefusalsFromEvents(const std::vector<storage::Event>& events,
                              std::vector<ProbeRefusal>& refusals);
 std::vector<ProducerRecreation> producerRecreationsFromEvents(
     const std::vector<storage::Event>& events);
+// The consumer's restarted fetches of one partition ("consumer_restarted", detail
+// {"acked_ago_us"}).
+std::vector<ProducerRecreation> consumerRestartsFromEvents(const std::vector<storage::Event>& events,
+                                                           const std::string& topic,
+                                                           std::int32_t partition);
 
 nlohmann::json toJson(const RunAnalysis& analysis);
 

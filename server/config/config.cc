@@ -241,7 +241,7 @@ CoordinatorProbeConfig readCoordinatorProbe(const YAML::Node& node, const std::s
 ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
   rejectUnknownKeys(node, key,
                     {"interval_ms", "payload_bytes", "gap_threshold_ms", "loss_timeout_ms",
-                     "max_outstanding_ms", "max_outstanding", "message_timeout_ms", "sender_priority",
+                     "consumer_restart_ms", "max_outstanding_ms", "max_outstanding", "message_timeout_ms", "sender_priority",
                      "topics", "control", "coordinators", "client"});
   ProbeConfig p;
   if (node["client"]) {
@@ -266,6 +266,17 @@ ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
   if (node["loss_timeout_ms"]) {
     p.loss_timeout_us =
         readInt(node["loss_timeout_ms"], key + ".loss_timeout_ms", 1000, 86'400'000) * 1000;
+  }
+  if (node["consumer_restart_ms"]) {
+    p.consumer_restart_us =
+        readInt(node["consumer_restart_ms"], key + ".consumer_restart_ms", 1000, 86'400'000) * 1000;
+    if (p.consumer_restart_us >= p.loss_timeout_us) {
+      throw ConfigError(key + ".consumer_restart_ms: must be below loss_timeout_ms (" +
+                        std::to_string(p.loss_timeout_us / 1000) +
+                        "), or a stuck consumer's messages are counted lost before it is restarted");
+    }
+  } else {
+    p.consumer_restart_us = std::min(p.consumer_restart_us, p.loss_timeout_us / 2);
   }
   if (node["max_outstanding_ms"]) {
     p.max_outstanding_age_us =

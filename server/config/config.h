@@ -74,6 +74,11 @@ struct ProbeConfig {
   std::int32_t payload_bytes = 64;
   std::int64_t gap_threshold_us = 0;       // 0 in the file means 5 × interval
   std::int64_t loss_timeout_us = 60'000'000;  // acked but not received after this → lost
+  // librdkafka client: a partition whose acked messages the consumer has not read for this long,
+  // with nothing read meanwhile, has its fetch restarted at the oldest of them (a seek), with a
+  // probe/consumer_restarted event; again at twice the wait while it stays so. Below the loss
+  // timeout, so that a stuck consumer's messages are read, not counted lost.
+  std::int64_t consumer_restart_us = 5'000'000;
   // The bound on what one partition may have outstanding (sent, no delivery report): at either
   // limit the probe holds back its sends and counts the ticks it skipped, so that it never
   // measures its own backlog. Without max_outstanding in the file: 2 × age / interval (min 10),

@@ -297,6 +297,21 @@ void PartitionLedger::noteGap(storage::GapKind kind, std::optional<common::Insta
   last_seq = seq;
 }
 
+std::optional<PartitionLedger::Unread> PartitionLedger::unread(common::Instant now,
+                                                              std::int64_t after_us) const {
+  if (last_receive_ && now.mono - last_receive_->mono < after_us) return std::nullopt;
+  for (const auto& entry : in_flight_) {
+    if (entry.finished || !entry.report || entry.error != 0 || !entry.offset || entry.receive_wall) {
+      continue;
+    }
+    // The oldest acked message not read: reading resumes at it, and it decides.
+    const auto ago = now.mono - entry.report->mono;
+    if (ago < after_us) return std::nullopt;
+    return Unread{*entry.offset, ago};
+  }
+  return std::nullopt;
+}
+
 PartitionStatus PartitionLedger::status() {
   PartitionStatus s;
   s.topic = topic_;

@@ -110,6 +110,15 @@ class PartitionLedger {
   void failOutstanding(common::Instant at, std::int32_t error, LedgerOutput& out);
 
   PartitionStatus status();
+  // A message acked at least `after_us` ago and not read back, while nothing at all was read for
+  // as long: the cluster acks, so the consumer should have read it, and may be stuck (librdkafka's
+  // consumer has been seen reading nothing from one partition for minutes after every broker
+  // came back). Its offset, where reading resumes, and how long ago it was acked.
+  struct Unread {
+    std::int64_t offset = 0;
+    std::int64_t acked_ago_us = 0;
+  };
+  std::optional<Unread> unread(common::Instant now, std::int64_t after_us) const;
   // Messages sent in [from, to] (wall) whose fate is still open: no delivery report, or acked
   // and not received. For the analysis of a window that is not settled.
   std::vector<storage::ProbeSample> pending(common::WallMicros from, common::WallMicros to) const;

@@ -945,6 +945,7 @@ void ProbeRunner::receiverLoop() {
     }
     if (ready_ && now.mono >= next_expire) {
       next_expire = now.mono + kExpireEveryUs;
+      restartStuckFetches(now);
       LedgerOutput out;
       {
         std::shared_lock slots_lock(slots_mutex_);
@@ -955,6 +956,70 @@ void ProbeRunner::receiverLoop() {
       }
       publish(out);
     }
+  }
+}
+
+void ProbeRunner::restartStuckFetches(common::Instant now) {
+  const auto after_us = cluster_.probe.consumer_restart_us;
+  struct Restart {
+    std::string topic;
+    std::int32_t partition;
+    PartitionLedger::Unread unread;
+    int in_row;
+  };
+  std::vector<Restart> restarts;
+  {
+    std::shared_lock slots_lock(slots_mutex_);
+    for (auto& slot : slots_) {
+      std::optional<PartitionLedger::Unread> unread;
+      {
+        std::lock_guard lock(slot->mutex);
+        unread = slot->ledger.unread(now, after_us);
+      }
+      if (!unread) {
+        slot->restarts_in_row = 0;
+        slot->next_restart_mono = 0;
+        continue;
+      }
+      if (now.mono < slot->next_restart_mono) continue;
+      // Again after twice the wait while nothing is read, at most every loss timeout.
+      const int in_row = ++slot->restarts_in_row;
+      slot->next_restart_mono =
+          now.mono + std::min(after_us << std::min(in_row, 16), cluster_.probe.loss_timeout_us);
+      restarts.push_back({slot->ledger.topic(), slot->ledger.partition(), *unread, in_row});
+    }
+  }
+  if (restarts.empty()) return;
+  // A seek puts the partition's fetch at the offset with a new version: whatever state it was
+  // waiting in (an offset or leader-epoch validation, a fetch answer that never came) is left.
+  kafka::PartitionListPtr positions(rd_kafka_topic_partition_list_new(static_cast<int>(restarts.size())));
+  for (const auto& r : restarts) {
+    rd_kafka_topic_partition_list_add(positions.get(), r.topic.c_str(), r.partition)->offset = r.unread.offset;
+  }
+  std::string error;
+  if (rd_kafka_error_t* failed = rd_kafka_seek_partitions(consumer_.get(), positions.get(), 0)) {
+    error = rd_kafka_error_string(failed);
+    rd_kafka_error_destroy(failed);
+  }
+  for (const auto& r : restarts) {
+    spdlog::warn("probe {}: {}[{}]: the consumer has read nothing for {} s or more though the cluster acked offset {} "
+                 "{} s ago; its fetch restarted there{} (restart {} in a row)",
+                 cluster_.name, r.topic, r.partition, after_us / 1'000'000, r.unread.offset,
+                 r.unread.acked_ago_us / 1'000'000, error.empty() ? "" : " failed: " + error, r.in_row);
+    storage::Event e;
+    e.cluster = cluster_id_;
+    e.t_us = now.wall;
+    e.source = "probe";
+    e.kind = "consumer_restarted";
+    e.topic = r.topic;
+    e.partition = r.partition;
+    e.detail = nlohmann::json{{"offset", r.unread.offset},
+                              {"acked_ago_us", r.unread.acked_ago_us},
+                              {"restart_after_us", after_us},
+                              {"in_row", r.in_row},
+                              {"error", error}}
+                   .dump();
+    store_.addEvent(std::move(e));
   }
 }
 

@@ -95,6 +95,10 @@ class ProbeRunner {
     PartitionLedger ledger;  // guarded by mutex
     rd_kafka_topic_t* topic = nullptr;
     bool refusing = false;  // sender thread only: the ledger has a refused stretch open
+    // Receiver thread only: the consumer's fetch of this partition restarts no earlier than this
+    // (monotonic µs), and how many restarts in a row found nothing read since the last.
+    std::int64_t next_restart_mono = 0;
+    int restarts_in_row = 0;
     Slot(storage::ClusterId cluster, std::string topic_name, std::int32_t partition,
          LedgerOptions options)
         : ledger(cluster, std::move(topic_name), partition, options) {}
@@ -109,6 +113,9 @@ class ProbeRunner {
   // shared: slots for the partitions partitionsSeen() reported beyond those probed.
   void addSeenPartitions();
   void publish(LedgerOutput& out);
+  // Receiver thread, librdkafka's consumer: restarts the fetch of every partition whose acked
+  // messages it has not read for probe.consumer_restart_ms (PartitionLedger::unread).
+  void restartStuckFetches(common::Instant now);
   [[nodiscard]] Result<kafka::Handle> createProducer() const;
   void serveReports(rd_kafka_event_t* event);
   bool wire() const { return cluster_.probe.client == config::ProbeClient::kWire; }

@@ -143,3 +143,50 @@ TEST_CASE("a producer recreation outside a partition's gap does not touch its fi
   CHECK(a.partitions[0].ack.outcome == Outcome::kStall);
   CHECK_FALSE(a.partitions[0].ack.probe_cause);
 }
+
+namespace {
+
+// orders-0 acked every 20 ms throughout, but its consumer reads nothing sent from 1 s after the
+// fault until kfaild restarts its fetch 11 s after the fault; then it reads the backlog at once.
+AnalysisInput consumerStuckAfterFault(std::int32_t restarted_partition) {
+  auto in = refusedAfterFault(0);
+  in.observe_end_us = kT0 + 14 * kSecond;
+  in.window_end_us = in.observe_end_us;
+  in.samples.clear();
+  std::int64_t seq = 0;
+  for (std::int64_t t = in.window_start_us; t < in.observe_end_us; t += kInterval) {
+    auto s = sample(seq++, t);
+    if (t >= kT0 + kSecond && t < kT0 + 11 * kSecond) s.receive_us = kT0 + 11 * kSecond + 5'000;
+    in.samples.push_back(s);
+  }
+  auto restart = probeEvent(kT0 + 11 * kSecond, "consumer_restarted",
+                            R"({"offset":300,"acked_ago_us":10000000,"restart_after_us":10000000})");
+  restart.partition = restarted_partition;
+  in.events.push_back(restart);
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("a receive gap that spans a restart of the consumer's fetch of its partition is the "
+          "consumer's, and the acks keep their figure",
+          "[unit]") {
+  const auto a = analyse(consumerStuckAfterFault(0));
+  const auto& p0 = a.partitions[0];
+  CHECK(p0.receive.outcome == Outcome::kInconclusive);
+  CHECK_FALSE(p0.receive.stall);
+  REQUIRE(p0.receive.probe_cause);
+  CHECK(p0.receive.probe_cause->kind == "consumer_restarted");
+  CHECK(p0.receive.probe_cause->waited_us == 10 * kSecond);
+  CHECK(p0.receive.reason.find("restarted the probe consumer's fetch") != std::string::npos);
+  CHECK(p0.receive.reason.find("not the cluster's") != std::string::npos);
+  CHECK_FALSE(p0.ack.probe_cause);
+  CHECK(p0.ack.outcome != Outcome::kInconclusive);
+  CHECK(p0.lost == 0);
+  CHECK(toJson(a)["partitions"][0]["receive"]["probe_cause"]["kind"] == "consumer_restarted");
+
+  // The same restart of another partition's fetch says nothing of this one's gap.
+  const auto other = analyse(consumerStuckAfterFault(1));
+  CHECK_FALSE(other.partitions[0].receive.probe_cause);
+  CHECK(other.partitions[0].receive.outcome != Outcome::kNone);
+}

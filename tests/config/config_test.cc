@@ -122,6 +122,23 @@ TEST_CASE("the probe sender's priority is realtime, high or normal", "[unit][con
              Catch::Contains("clusters[0].probe.sender_priority: must be `realtime`, `high` or `normal`, got 'fifo'"));
 }
 
+TEST_CASE("a stuck consumer is restarted after 5 s, or half the loss timeout, and never at or "
+          "after the loss timeout",
+          "[unit][config]") {
+  const std::string base = kArticle;
+  const auto with = [&](const std::string& keys) {
+    auto s = base;
+    s.replace(s.find("interval_ms: 20"), 15, "interval_ms: 20\n      " + keys);
+    return s;
+  };
+  CHECK(parseConfig(base).clusters[0].probe.consumer_restart_us == 5'000'000);
+  CHECK(parseConfig(with("loss_timeout_ms: 6000")).clusters[0].probe.consumer_restart_us == 3'000'000);
+  CHECK(parseConfig(with("consumer_restart_ms: 3000")).clusters[0].probe.consumer_restart_us == 3'000'000);
+  CHECK_THAT(errorOf(with("loss_timeout_ms: 8000\n      consumer_restart_ms: 8000")),
+             Catch::Contains("clusters[0].probe.consumer_restart_ms: must be below loss_timeout_ms (8000)"));
+  CHECK_THAT(errorOf(with("consumer_restart_ms: 10")), Catch::Contains("clusters[0].probe.consumer_restart_ms"));
+}
+
 TEST_CASE("the probe's client is librdkafka unless set to wire, which refuses a secured cluster",
           "[unit][config]") {
   const std::string base = kArticle;

@@ -463,3 +463,63 @@ TEST_CASE("messages of a producer that is gone fail at once, and the acked ones 
   h.ledger.deliveryReport(a, h.now, 0, 5, h.out);
   CHECK(h.ledger.status().counters.acked == 1);
 }
+
+TEST_CASE("a partition whose acked messages go unread while nothing is read names the oldest of "
+          "them once the wait is over, and not while reads go on or the acks are recent",
+          "[unit][probe]") {
+  constexpr std::int64_t kWait = 3'000'000;
+  Harness h;
+  // Read back as they are acked, for a second.
+  for (int i = 0; i < 50; ++i) {
+    const auto seq = h.send();
+    h.ack(seq);
+    h.receive(seq);
+    h.advance(20'000);
+  }
+  CHECK_FALSE(h.ledger.unread(h.now, kWait));
+  // Then acked and never read: seq 50 (offset 1050) onward.
+  std::int64_t first_unread = -1;
+  for (int i = 0; i < 200; ++i) {
+    const auto seq = h.send();
+    if (first_unread < 0) first_unread = seq;
+    h.ack(seq);
+    h.advance(20'000);
+    // Not before the last read is the wait old: it was at 5.98 s on the monotonic clock.
+    if (h.now.mono < 8'900'000) CHECK_FALSE(h.ledger.unread(h.now, kWait));
+  }
+  const auto stuck = h.ledger.unread(h.now, kWait);
+  REQUIRE(stuck);
+  CHECK(stuck->offset == 1000 + first_unread);
+  CHECK(stuck->acked_ago_us == 4'000'000);
+
+  // One read, of the newest: the consumer reads, so it is not stuck, whatever is still unread.
+  const auto newest = h.send();
+  h.ack(newest);
+  h.receive(newest);
+  CHECK_FALSE(h.ledger.unread(h.now, kWait));
+  h.advance(kWait);
+  // Nothing read for the wait again, the oldest unread is still the same message.
+  const auto again = h.ledger.unread(h.now, kWait);
+  REQUIRE(again);
+  CHECK(again->offset == 1000 + first_unread);
+
+  // Once the consumer reads them all, nothing is unread.
+  for (auto seq = first_unread; seq < newest; ++seq) h.receive(seq);
+  CHECK_FALSE(h.ledger.unread(h.now, kWait));
+}
+
+TEST_CASE("messages acked recently, or not acked at all, are not the consumer's to read yet",
+          "[unit][probe]") {
+  Harness h;
+  // Sent and never acked (the cluster stalls): nothing for the consumer to read.
+  for (int i = 0; i < 100; ++i) {
+    h.send();
+    h.advance(50'000);
+  }
+  CHECK_FALSE(h.ledger.unread(h.now, 3'000'000));
+  // Failed sends are not read either.
+  const auto failed = h.send();
+  h.ledger.deliveryReport(failed, h.now, -185, std::nullopt, h.out);
+  h.advance(4'000'000);
+  CHECK_FALSE(h.ledger.unread(h.now, 3'000'000));
+}

@@ -287,6 +287,103 @@ TEST_CASE("after a fatal idempotent-producer error the probe recreates its produ
   }
 }
 
+TEST_CASE("a partition whose consumer reads nothing while the cluster acks has its fetch restarted at "
+          "the oldest unread offset, with an event, and loses nothing",
+          "[integration][probe]") {
+  MockCluster mock(1);
+  REQUIRE(rd_kafka_mock_topic_create(mock.cluster, "probe", 2, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  testing::TempDir dir;
+  auto store = storage::SqliteStore::open((dir / "kfaild.db").string(), {});
+  REQUIRE(store);
+  auto cluster_id = (*store)->ensureCluster("mock", mock.bootstrap());
+  REQUIRE(cluster_id);
+
+  config::ClusterConfig cluster;
+  cluster.name = "mock";
+  cluster.bootstrap = mock.bootstrap();
+  cluster.observe.client_debug = "";
+  cluster.probe.interval_us = 20'000;
+  cluster.probe.gap_threshold_us = 250'000;
+  cluster.probe.loss_timeout_us = 30'000'000;
+  cluster.probe.consumer_restart_us = 2'000'000;
+  cluster.probe.topics = {config::ProbeTopic{"probe", std::nullopt}};
+
+  common::SystemClock clock;
+  probe::ProbeRunner runner(cluster, *cluster_id, **store, clock, {});
+  REQUIRE(runner.start());
+  REQUIRE(eventually(30s, [&] {
+    const auto s = runner.status();
+    if (s.phase != probe::ProbePhase::kProbing || s.partitions.size() != 2) return false;
+    for (const auto& p : s.partitions) {
+      if (p.counters.received < 50) return false;
+    }
+    return true;
+  }));
+
+  // Every fetch answered with an error while produce requests are acked: the consumer reads
+  // nothing, as librdkafka's was seen to on one partition after every broker came back.
+  constexpr std::int16_t kFetch = 1;  // the Fetch request's ApiKey (librdkafka's RD_KAFKAP_Fetch, not public)
+  const std::vector<rd_kafka_resp_err_t> errors(5000, RD_KAFKA_RESP_ERR_NOT_LEADER_OR_FOLLOWER);
+  const auto stuck_from = clock.now().wall;
+  rd_kafka_mock_push_request_errors_array(mock.cluster, kFetch, errors.size(), errors.data());
+  storage::EventQuery q;
+  q.cluster = *cluster_id;
+  q.source = "probe";
+  std::vector<storage::Event> restarts;
+  REQUIRE(eventually(30s, [&] {
+    (*store)->flush();
+    restarts.clear();
+    const auto events = (*store)->events(q);
+    if (!events) return false;
+    for (const auto& e : *events) {
+      if (e.kind == "consumer_restarted") restarts.push_back(e);
+    }
+    return restarts.size() >= 2;
+  }));
+  const auto restarted_at = clock.now().wall;
+  rd_kafka_mock_clear_request_errors(mock.cluster, kFetch);
+  for (const auto& e : restarts) {
+    INFO(e.detail);
+    REQUIRE(e.partition);
+    // Not before the wait: 2 s without a read, from the last read before the errors.
+    CHECK(e.t_us >= stuck_from + 2'000'000 - 100'000);
+    const auto detail = nlohmann::json::parse(e.detail);
+    CHECK(detail["acked_ago_us"].get<std::int64_t>() >= 2'000'000);
+    CHECK(detail["restart_after_us"] == 2'000'000);
+    CHECK(detail["in_row"] == 1);
+    CHECK(detail["error"] == "");
+  }
+  // Each partition once, at the offset of its oldest unread message: in order of the events,
+  // the offsets each partition's first unread message got.
+  CHECK(restarts[0].partition != restarts[1].partition);
+
+  // Reading resumes where the restart put it: every message acked is read, none twice.
+  std::vector<std::uint64_t> acked_then;
+  for (const auto& p : runner.status().partitions) acked_then.push_back(p.counters.acked);
+  REQUIRE(eventually(30s, [&] {
+    const auto s = runner.status();
+    for (std::size_t i = 0; i < s.partitions.size(); ++i) {
+      if (s.partitions[i].counters.received < acked_then[i]) return false;
+    }
+    return true;
+  }));
+  runner.stop();
+  for (const auto& p : runner.status().partitions) {
+    CHECK(p.counters.lost == 0);
+    CHECK(p.counters.duplicated == 0);
+    CHECK(p.counters.reordered == 0);
+  }
+  // No restart once reads went on.
+  (*store)->flush();
+  int after = 0;
+  const auto events = (*store)->events(q);
+  REQUIRE(events);
+  for (const auto& e : *events) {
+    after += e.kind == "consumer_restarted" && e.t_us > restarted_at + 2'000'000 ? 1 : 0;
+  }
+  CHECK(after == 0);
+}
+
 namespace {
 
 // The longest ack gap of a partition whose leader never moved: at 20 ms ticks, ordinarily far
