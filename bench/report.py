@@ -792,6 +792,7 @@ def main():
     drill, res, outage = load("drill"), load("resolution"), load("outage")
     drill_wire = load("drill-wire")
     drill_alone = load("drill-wire-alone")
+    drill_settled = load("drill-wire-alone-settled")
     side, idle, poll, knobs = load("side"), load("idle"), load("poll"), load("knobs")
     m = next((x["machine"] for x in (side, store, probe, peer, drill, res, outage) if x), {})
     lines = ["# kfaild performance", "",
@@ -815,12 +816,17 @@ def main():
                                   "probe.py alone (no Kafka tools beside them)",
                                   "bench/run-all --parts drill --probe-clients wire --peer-linger-ms 0 "
                                   "--drill-without-tools"),
+                    drill_section(drill_settled, "## 5d. The same kill, the two probes alone, each kill "
+                                  "once the machine's load has settled",
+                                  "bench/run-all --parts drill --drills 5 --probe-clients wire "
+                                  "--peer-linger-ms 0 --drill-without-tools --drill-settle-load 2.5"),
                     resolution_section(res), growth_section(store, probe, peer),
                     outage_section(outage), side_section(side), idle_section(idle, poll),
                     knobs_section(knobs)):
         lines += section
     stamps = [f"{x['part']}: {x['generated']}"
-              for x in (store, probe, peer, drill, drill_wire, drill_alone, res, outage, side, idle, poll,
+              for x in (store, probe, peer, drill, drill_wire, drill_alone, drill_settled, res, outage,
+                        side, idle, poll,
                         knobs)
               if x]
     lines += ["---", "", "Results generated: " + "; ".join(stamps) + "."]
