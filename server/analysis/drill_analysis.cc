@@ -51,7 +51,7 @@ struct KindScope {
   std::vector<const ProbeHold*> holds;
   std::vector<std::pair<std::int64_t, std::int64_t>> idles;  // this kind only
   std::vector<const ProbeRefusal*> refusals;
-  std::vector<ProducerRecreation> recreations;
+  std::vector<ProbeCause> recreations;
 };
 
 std::int64_t overlap(std::int64_t a_start, std::int64_t a_end, std::int64_t b_start,
@@ -105,6 +105,22 @@ std::int64_t ticksInside(const std::vector<const ProbeHold*>& holds, const Inter
     }
   }
   return total;
+}
+
+
+// The consumer's restarted fetches ("consumer_restarted", detail {"acked_ago_us"}), by the
+// partition each restarted: read once per analysis, each partition's receive gaps take its own.
+std::map<PartitionKey, std::vector<ProbeCause>> consumerRestartsFromEvents(
+    const std::vector<storage::Event>& events) {
+  std::map<PartitionKey, std::vector<ProbeCause>> found;
+  for (const auto& e : events) {
+    if (e.source != "probe" || e.kind != "consumer_restarted" || !e.topic || !e.partition) continue;
+    ProbeCause restart{e.t_us, "", "consumer_restarted", 0};
+    const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
+    if (detail.is_object()) restart.waited_us = detail.value("acked_ago_us", std::int64_t{0});
+    found[{*e.topic, *e.partition}].push_back(std::move(restart));
+  }
+  return found;
 }
 
 }  // namespace
@@ -501,6 +517,7 @@ RunAnalysis analyse(const AnalysisInput& in) {
   }
 
   const auto recreations = producerRecreationsFromEvents(in.events);
+  const auto restarts = consumerRestartsFromEvents(in.events);
   // When the probe began probing a partition added to its topic (probe/partition_added).
   std::map<PartitionKey, std::int64_t> probed_since;
   for (const auto& e : in.events) {
@@ -600,8 +617,8 @@ RunAnalysis analyse(const AnalysisInput& in) {
     }
     scope.recreations = recreations;
     receive_scope.recreations = recreations;
-    for (auto& restart : consumerRestartsFromEvents(in.events, p.topic, p.partition)) {
-      receive_scope.recreations.push_back(std::move(restart));
+    if (const auto it = restarts.find(key); it != restarts.end()) {
+      receive_scope.recreations.insert(receive_scope.recreations.end(), it->second.begin(), it->second.end());
     }
     r.ack = analyseKind(acks, scope);
     r.receive = analyseKind(receives, receive_scope);
@@ -769,12 +786,12 @@ void probeRefusalsFromEvents(const std::vector<storage::Event>& events,
   }
 }
 
-std::vector<ProducerRecreation> producerRecreationsFromEvents(
+std::vector<ProbeCause> producerRecreationsFromEvents(
     const std::vector<storage::Event>& events) {
-  std::vector<ProducerRecreation> found;
+  std::vector<ProbeCause> found;
   for (const auto& e : events) {
     if (e.source != "probe" || e.kind != "producer_recreated") continue;
-    ProducerRecreation recreation{e.t_us, ""};
+    ProbeCause recreation{e.t_us, ""};
     const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
     if (detail.is_object()) {
       if (const auto error = detail.find("error"); error != detail.end() && error->is_string()) {
@@ -782,22 +799,6 @@ std::vector<ProducerRecreation> producerRecreationsFromEvents(
       }
     }
     found.push_back(std::move(recreation));
-  }
-  return found;
-}
-
-std::vector<ProducerRecreation> consumerRestartsFromEvents(const std::vector<storage::Event>& events,
-                                                           const std::string& topic,
-                                                           std::int32_t partition) {
-  std::vector<ProducerRecreation> found;
-  for (const auto& e : events) {
-    if (e.source != "probe" || e.kind != "consumer_restarted" || e.topic != topic || e.partition != partition) {
-      continue;
-    }
-    ProducerRecreation restart{e.t_us, "", "consumer_restarted", 0};
-    const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
-    if (detail.is_object()) restart.waited_us = detail.value("acked_ago_us", std::int64_t{0});
-    found.push_back(std::move(restart));
   }
   return found;
 }

@@ -155,13 +155,13 @@ struct ProbeRefusal {
   std::string error;  // the client's error name, e.g. "_QUEUE_FULL", "_FATAL"
 };
 
-// The probe recreated its producer after a fatal error (source "probe", kind
-// "producer_recreated"): every message of the old producer failed, and the new one starts with a
-// new epoch. A gap that spans it is the probe's, not the cluster's. Or ("consumer_restarted",
-// one partition's receive gaps only) it restarted its consumer's fetch of a partition whose acked
-// messages the consumer had not read for probe.consumer_restart_ms: a receive gap that spans the
-// restart is the consumer's.
-struct ProducerRecreation {
+// The probe's own cause of a gap (source "probe"). Kind "producer_recreated": it recreated its
+// producer after a fatal error; every message of the old producer failed, and the new one starts
+// with a new epoch. A gap that spans it is the probe's, not the cluster's. Kind
+// "consumer_restarted" (one partition's receive gaps only): it restarted its consumer's fetch of a
+// partition whose acked messages the consumer had not read for probe.consumer_restart_ms; a
+// receive gap that spans the restart is the consumer's.
+struct ProbeCause {
   std::int64_t at_us = 0;
   std::string error;  // the fatal error, as librdkafka stated it
   std::string kind = "producer_recreated";
@@ -261,7 +261,7 @@ struct KindResult {
   std::int64_t probe_refused_us = 0;    // time inside the candidate the client refused sends
   // The probe's own cause of the candidate (its producer was recreated during it): the outcome
   // is then inconclusive and the figure is not the cluster's.
-  std::optional<ProducerRecreation> probe_cause;
+  std::optional<ProbeCause> probe_cause;
   std::int64_t count = 0;               // acks (receives) in the window
 };
 
@@ -348,13 +348,8 @@ void probeStretchesFromEvents(const std::vector<storage::Event>& events, std::ve
 // and producer recreations ("producer_recreated", detail {"error"}) in a window.
 void probeRefusalsFromEvents(const std::vector<storage::Event>& events,
                              std::vector<ProbeRefusal>& refusals);
-std::vector<ProducerRecreation> producerRecreationsFromEvents(
+std::vector<ProbeCause> producerRecreationsFromEvents(
     const std::vector<storage::Event>& events);
-// The consumer's restarted fetches of one partition ("consumer_restarted", detail
-// {"acked_ago_us"}).
-std::vector<ProducerRecreation> consumerRestartsFromEvents(const std::vector<storage::Event>& events,
-                                                           const std::string& topic,
-                                                           std::int32_t partition);
 
 nlohmann::json toJson(const RunAnalysis& analysis);
 

@@ -241,8 +241,9 @@ CoordinatorProbeConfig readCoordinatorProbe(const YAML::Node& node, const std::s
 ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
   rejectUnknownKeys(node, key,
                     {"interval_ms", "payload_bytes", "gap_threshold_ms", "loss_timeout_ms",
-                     "consumer_restart_ms", "max_outstanding_ms", "max_outstanding", "message_timeout_ms", "sender_priority",
-                     "topics", "control", "coordinators", "client"});
+                     "consumer_restart_ms", "max_outstanding_ms", "max_outstanding",
+                     "message_timeout_ms", "sender_priority", "topics", "control", "coordinators",
+                     "client"});
   ProbeConfig p;
   if (node["client"]) {
     const auto text = readString(node["client"], key + ".client");

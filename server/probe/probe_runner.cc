@@ -945,51 +945,41 @@ void ProbeRunner::receiverLoop() {
     }
     if (ready_ && now.mono >= next_expire) {
       next_expire = now.mono + kExpireEveryUs;
-      restartStuckFetches(now);
       LedgerOutput out;
+      std::vector<StuckFetch> stuck;
       {
         std::shared_lock slots_lock(slots_mutex_);
         for (auto& slot : slots_) {
           std::lock_guard lock(slot->mutex);
+          noteStuckFetch(*slot, now, stuck);
           slot->ledger.expire(now, out);
         }
       }
       publish(out);
+      restartFetches(stuck, now);
     }
   }
 }
 
-void ProbeRunner::restartStuckFetches(common::Instant now) {
+void ProbeRunner::noteStuckFetch(Slot& slot, common::Instant now, std::vector<StuckFetch>& stuck) {
   const auto after_us = cluster_.probe.consumer_restart_us;
-  struct Restart {
-    std::string topic;
-    std::int32_t partition;
-    PartitionLedger::Unread unread;
-    int in_row;
-  };
-  std::vector<Restart> restarts;
-  {
-    std::shared_lock slots_lock(slots_mutex_);
-    for (auto& slot : slots_) {
-      std::optional<PartitionLedger::Unread> unread;
-      {
-        std::lock_guard lock(slot->mutex);
-        unread = slot->ledger.unread(now, after_us);
-      }
-      if (!unread) {
-        slot->restarts_in_row = 0;
-        slot->next_restart_mono = 0;
-        continue;
-      }
-      if (now.mono < slot->next_restart_mono) continue;
-      // Again after twice the wait while nothing is read, at most every loss timeout.
-      const int in_row = ++slot->restarts_in_row;
-      slot->next_restart_mono =
-          now.mono + std::min(after_us << std::min(in_row, 16), cluster_.probe.loss_timeout_us);
-      restarts.push_back({slot->ledger.topic(), slot->ledger.partition(), *unread, in_row});
-    }
+  const auto unread = slot.ledger.unread(now, after_us);
+  if (!unread) {
+    slot.restarts_in_row = 0;
+    slot.next_restart_mono = 0;
+    return;
   }
+  if (now.mono < slot.next_restart_mono) return;
+  // Again after twice the wait while nothing is read, at most every loss timeout.
+  const int in_row = ++slot.restarts_in_row;
+  slot.next_restart_mono =
+      now.mono + std::min(after_us << std::min(in_row, 16), cluster_.probe.loss_timeout_us);
+  stuck.push_back({slot.ledger.topic(), slot.ledger.partition(), *unread, in_row});
+}
+
+void ProbeRunner::restartFetches(const std::vector<StuckFetch>& restarts, common::Instant now) {
   if (restarts.empty()) return;
+  const auto after_us = cluster_.probe.consumer_restart_us;
   // A seek puts the partition's fetch at the offset with a new version: whatever state it was
   // waiting in (an offset or leader-epoch validation, a fetch answer that never came) is left.
   kafka::PartitionListPtr positions(rd_kafka_topic_partition_list_new(static_cast<int>(restarts.size())));

@@ -113,9 +113,18 @@ class ProbeRunner {
   // shared: slots for the partitions partitionsSeen() reported beyond those probed.
   void addSeenPartitions();
   void publish(LedgerOutput& out);
-  // Receiver thread, librdkafka's consumer: restarts the fetch of every partition whose acked
-  // messages it has not read for probe.consumer_restart_ms (PartitionLedger::unread).
-  void restartStuckFetches(common::Instant now);
+  // Receiver thread, librdkafka's consumer, in its once-a-second pass over the ledgers: a
+  // partition whose acked messages it has not read for probe.consumer_restart_ms
+  // (PartitionLedger::unread) is noted with the slot's lock held, when its backoff allows; then
+  // the noted partitions' fetches are restarted at their oldest unread offset, with an event each.
+  struct StuckFetch {
+    std::string topic;
+    std::int32_t partition = 0;
+    PartitionLedger::Unread unread;
+    int in_row = 0;
+  };
+  void noteStuckFetch(Slot& slot, common::Instant now, std::vector<StuckFetch>& stuck);
+  void restartFetches(const std::vector<StuckFetch>& restarts, common::Instant now);
   [[nodiscard]] Result<kafka::Handle> createProducer() const;
   void serveReports(rd_kafka_event_t* event);
   bool wire() const { return cluster_.probe.client == config::ProbeClient::kWire; }
