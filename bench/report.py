@@ -265,11 +265,22 @@ def sending(dr, partition):
     return kg, pg, held
 
 
+def peer_name(rec):
+    """The article-method peer that measured a run: probe.py, or its C++ port (`--peer-impl cxx`)."""
+    return "refprobe (C++)" if (rec or {}).get("peer_impl") == "cxx" else "probe.py"
+
+
 def drill_section(d, title="## 4–5. One kill, four observers",
                   command="bench/run-all --parts drill --probe-clients librdkafka"):
     out = [title, ""]
     if not d:
         return out + [f"Not run yet: `{command}`.", ""]
+    peer = peer_name(d["drills"][0] if d.get("drills") else None)
+    if peer != "probe.py":
+        # The section's text names the peer "probe.py" throughout; the C++ port stands in its place.
+        return [title, ""] + [line.replace("probe.py", peer) for line in
+                              drill_section({**d, "drills": [{**dr, "peer_impl": None} for dr in d["drills"]]},
+                                            title, command)[2:]]
     if d.get("invocation"):
         out += [f"Run: `{d['invocation']}`.", ""]
     out += ["Per drill: kfaild (binary, topic `orders`, assignment `1:2:3,2:3:1,3:1:2`, "
@@ -566,10 +577,12 @@ def side_section(d):
             out.append(f"| {n} | {r.get('kfaild_client', 'librdkafka')} | {r['repeat'] + 1} | failed: {r['error'][:160]} |" + " |" * 19)
             continue
         k, p, m, e = r["kfaild"], r.get("peer") or {}, r.get("kminion") or {}, r.get("e2e")
-        by_n.setdefault((n, r.get("kfaild_client", "librdkafka"), r.get("with_e2e", True)), []).append(r)
+        client = r.get("kfaild_client", "librdkafka") + (
+            f"; peer {peer_name(r)}" if peer_name(r) != "probe.py" else "")
+        by_n.setdefault((n, client, r.get("with_e2e", True)), []).append(r)
         w = r["window_s"]
         out.append(
-            f"| {n} | {r.get('kfaild_client', 'librdkafka')} | {r['repeat'] + 1} | {f(w)} | {f(k.get('acked_fraction'), 3)} | "
+            f"| {n} | {client} | {r['repeat'] + 1} | {f(w)} | {f(k.get('acked_fraction'), 3)} | "
             f"{f(p.get('acked_fraction'), 3)} | {f(m.get('acked_fraction'), 3)} | "
             f"{f(k.get('cpu_ms_per_1000_acked'), 1)} | {f(p.get('cpu_ms_per_1000_acked'), 1)} | "
             f"{f(m.get('cpu_ms_per_1000_acked'), 1)} | "
@@ -608,15 +621,26 @@ def side_section(d):
                 "Both probes side by side on the same broker, each message sent in the window (kfaild's from "
                 "its database, probe.py's from its CSV): a client of kfaild's own must not make acks look "
                 "faster or slower than confluent-kafka's does.", "",
-                "| partitions | kfaild client | probe.py linger.ms | run | kfaild p50 ms | probe.py p50 ms | p50 difference ms | kfaild p99 ms | probe.py p99 ms | kfaild mean ms | probe.py mean ms | probe.py acked ÷ expected |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                "The peer is probe.py unless the row names refprobe (`bench/peer-probe/refprobe.cc`, the same "
+                "method in C++ on librdkafka, `--peer-impl cxx`: its acks timed in delivery reports served by a "
+                "thread of their own, none of Python's loop in them).", "",
+                "Per tick (a probe's messages of one tick, grouped by send time), the median over the ticks "
+                "of the tick's first and last ack: kfaild's wire client sends a tick as one Produce request "
+                "per broker; librdkafka sends one per partition, which the broker answers one after the other "
+                "on the connection, so the peer's acks of a tick spread over that queue, and its first ack of "
+                "a tick is the one that waited behind none of its own requests.", "",
+                "| partitions | kfaild client | peer | peer linger.ms | run | kfaild p50 ms | peer p50 ms | p50 difference ms | kfaild p99 ms | peer p99 ms | kfaild mean ms | peer mean ms | per tick, first / last ack p50 ms: kfaild | peer | kfaild p50 − peer's first of tick ms | peer acked ÷ expected |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in timed:
             k, p = r["timing"]["kfaild"], r["timing"]["peer"]
             linger = r.get("peer_linger_ms")
-            out.append(f"| {r['partitions']} | {r.get('kfaild_client', 'librdkafka')} | "
+            out.append(f"| {r['partitions']} | {r.get('kfaild_client', 'librdkafka')} | {peer_name(r)} | "
                        f"{'5 (default)' if linger is None else f(linger, 0)} | {r['repeat'] + 1} | "
                        f"{f(k['p50_ms'], 2)} | {f(p['p50_ms'], 2)} | **{f(k['p50_ms'] - p['p50_ms'], 2)}** | "
                        f"{f(k['p99_ms'], 2)} | {f(p['p99_ms'], 2)} | {f(k['mean_ms'], 2)} | {f(p['mean_ms'], 2)} | "
+                       f"{f(k.get('tick_first_p50_ms'), 2)} / {f(k.get('tick_last_p50_ms'), 2)} | "
+                       f"{f(p.get('tick_first_p50_ms'), 2)} / {f(p.get('tick_last_p50_ms'), 2)} | "
+                       f"{f(k['p50_ms'] - p['tick_first_p50_ms'] if p.get('tick_first_p50_ms') is not None else None, 2)} | "
                        f"{f((r.get('peer') or {}).get('acked_fraction'), 3)} |")
     first = next((r for r in d.get("runs", []) if r.get("commands")), None)
     if first:
@@ -793,6 +817,7 @@ def main():
     drill_wire = load("drill-wire")
     drill_alone = load("drill-wire-alone")
     drill_settled = load("drill-wire-alone-settled")
+    drill_cxx = load("drill-wire-alone-settled-cxx")
     side, idle, poll, knobs = load("side"), load("idle"), load("poll"), load("knobs")
     m = next((x["machine"] for x in (side, store, probe, peer, drill, res, outage) if x), {})
     lines = ["# kfaild performance", "",
@@ -820,12 +845,18 @@ def main():
                                   "once the machine's load has settled",
                                   "bench/run-all --parts drill --drills 5 --probe-clients wire "
                                   "--peer-linger-ms 0 --drill-without-tools --drill-settle-load 2.5"),
+                    drill_section(drill_cxx, "## 5e. The same kill against the article's method in C++, "
+                                  "the two probes alone, each kill once the load has settled",
+                                  "bench/run-all --parts drill --drills 5 --probe-clients wire "
+                                  "--peer-linger-ms 0 --drill-without-tools --drill-settle-load 2.5 "
+                                  "--peer-impl cxx"),
                     resolution_section(res), growth_section(store, probe, peer),
                     outage_section(outage), side_section(side), idle_section(idle, poll),
                     knobs_section(knobs)):
         lines += section
     stamps = [f"{x['part']}: {x['generated']}"
-              for x in (store, probe, peer, drill, drill_wire, drill_alone, drill_settled, res, outage,
+              for x in (store, probe, peer, drill, drill_wire, drill_alone, drill_settled, drill_cxx, res,
+                        outage,
                         side, idle, poll,
                         knobs)
               if x]
