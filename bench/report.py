@@ -578,11 +578,13 @@ def side_section(d):
             continue
         k, p, m, e = r["kfaild"], r.get("peer") or {}, r.get("kminion") or {}, r.get("e2e")
         client = r.get("kfaild_client", "librdkafka") + (
-            f"; peer {peer_name(r)}" if peer_name(r) != "probe.py" else "")
+            f"; peer {peer_name(r)}" if peer_name(r) != "probe.py" else "") + (
+            f"; window at load ≤ {r['settle_load']:g}" if r.get("settle_load") is not None else "")
         by_n.setdefault((n, client, r.get("with_e2e", True)), []).append(r)
         w = r["window_s"]
+        waited = (f" (waited {f(r.get('settle_waited_s'), 0)} s)" if r.get("settle_load") is not None else "")
         out.append(
-            f"| {n} | {client} | {r['repeat'] + 1} | {f(w)} | {f(k.get('acked_fraction'), 3)} | "
+            f"| {n} | {client}{waited} | {r['repeat'] + 1} | {f(w)} | {f(k.get('acked_fraction'), 3)} | "
             f"{f(p.get('acked_fraction'), 3)} | {f(m.get('acked_fraction'), 3)} | "
             f"{f(k.get('cpu_ms_per_1000_acked'), 1)} | {f(p.get('cpu_ms_per_1000_acked'), 1)} | "
             f"{f(m.get('cpu_ms_per_1000_acked'), 1)} | "
