@@ -579,7 +579,8 @@ def side_section(d):
         k, p, m, e = r["kfaild"], r.get("peer") or {}, r.get("kminion") or {}, r.get("e2e")
         client = r.get("kfaild_client", "librdkafka") + (
             f"; peer {peer_name(r)}" if peer_name(r) != "probe.py" else "") + (
-            f"; window at load ≤ {r['settle_load']:g}" if r.get("settle_load") is not None else "")
+            f"; window at load ≤ {r['settle_load']:g}" if r.get("settle_load") is not None else "") + "".join(
+            f"; probe.{k} {v}" for k, v in (r.get("kfaild_probe") or {}).items())
         by_n.setdefault((n, client, r.get("with_e2e", True)), []).append(r)
         w = r["window_s"]
         waited = (f" (waited {f(r.get('settle_waited_s'), 0)} s)" if r.get("settle_load") is not None else "")
