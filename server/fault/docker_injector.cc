@@ -605,12 +605,10 @@ Result<std::string> DockerInjector::containerLogText(common::WallMicros since, b
   return tty ? std::move(answer->body) : demuxLogStream(answer->body);
 }
 
-Result<std::string> DockerInjector::execGrep(const std::string& file,
+Result<std::string> DockerInjector::execGrep(const std::string& file, common::WallMicros since,
                                              const std::vector<std::string>& patterns) {
-  nlohmann::json cmd = nlohmann::json::array({"grep", "-h", "-F"});
-  if (patterns.empty()) cmd.insert(cmd.end(), {"-e", ""});
-  for (const auto& p : patterns) cmd.insert(cmd.end(), {"-e", p});
-  cmd.insert(cmd.end(), {"--", log_dir_ + "/" + file});
+  const nlohmann::json cmd = nlohmann::json::array(
+      {"sh", "-c", rolledLogsGrepScript(log_dir_, file, patterns, std::max<common::WallMicros>(0, since / 1'000'000))});
   const nlohmann::json create = {
       {"AttachStdout", true}, {"AttachStderr", true}, {"Tty", false}, {"Cmd", cmd}};
   auto created = containerRequest("POST", "exec", request_timeout_, create.dump());
@@ -655,7 +653,7 @@ Result<std::vector<BrokerLogLine>> DockerInjector::logLines(
   if (file.empty() || file.find('/') != std::string::npos || file.front() == '.') {
     return faultError(errc::invalid_target, "log file '" + file + "' is not a plain file name");
   }
-  auto text = execGrep(file, patterns);
+  auto text = execGrep(file, since, patterns);
   if (!text) return text.error();
   return selectKafkaLogLines(*text, file, zone_, since, patterns);
 }

@@ -138,7 +138,8 @@ class DockerInjector final : public Injector {
                                   std::chrono::milliseconds timeout, const std::string& body = {});
   Result<ContainerInspect> inspectContainer();
   Result<std::string> containerLogText(common::WallMicros since, bool tty);
-  Result<std::string> execGrep(const std::string& file, const std::vector<std::string>& patterns);
+  Result<std::string> execGrep(const std::string& file, common::WallMicros since,
+                               const std::vector<std::string>& patterns);
   Result<FaultRecord> simpleAction(const std::string& action, const std::string& what);
 
   config::DockerTarget target_;

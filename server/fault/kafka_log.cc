@@ -7,6 +7,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "server/fault/command.h"
+
 namespace kfaild::fault {
 namespace {
 
@@ -124,7 +126,23 @@ std::vector<BrokerLogLine> selectKafkaLogLines(std::string_view text, const std:
     line->file = file;
     out.push_back(std::move(*line));
   }
+  // The text may be a rolled file and the current one after it: in time order whatever came first.
+  std::stable_sort(out.begin(), out.end(), [](const BrokerLogLine& a, const BrokerLogLine& b) { return a.t < b.t; });
   return out;
+}
+
+std::string rolledLogsGrepScript(const std::string& log_dir, const std::string& file,
+                                 const std::vector<std::string>& patterns, std::int64_t since_s) {
+  std::string grep = "grep -h -F";
+  if (patterns.empty()) grep += " -e ''";
+  for (const auto& p : patterns) grep += " -e " + shellQuote(p);
+  const std::string path = shellQuote(log_dir) + "/" + shellQuote(file);
+  return "set --\n"
+         "for r in " + path + ".*; do\n"
+         "  [ -f \"$r\" ] && [ \"$(stat -c %Y \"$r\" 2>/dev/null || echo 0)\" -ge " + std::to_string(since_s) +
+         " ] && set -- \"$@\" \"$r\"\n"
+         "done\n" +
+         grep + " -- \"$@\" " + path + "\n";
 }
 
 namespace {

@@ -29,6 +29,15 @@ std::optional<LogZone> logZoneFromConfig(std::string_view name);
 // One line (with or without its trailing newline / carriage return). `file` stays empty.
 std::optional<BrokerLogLine> parseKafkaLogLine(std::string_view line, LogZone zone);
 
+// Kafka's log4j configuration rolls each log file every hour (`server.log` becomes
+// `server.log.2026-12-05-10`), so a line written before a drill crossed the hour sits in the
+// rolled file when the drill reads it. A shell script (for ssh and `docker exec`) that greps
+// `patterns` (plain substrings, single-quoted) in every `log_dir`/`file`.* last written at or
+// after `since_s` (seconds since the epoch, by `stat -c %Y`; a file stat cannot read is left out)
+// and then in `log_dir`/`file` itself. grep's exit codes: 1 is "no line matched".
+std::string rolledLogsGrepScript(const std::string& log_dir, const std::string& file,
+                                 const std::vector<std::string>& patterns, std::int64_t since_s);
+
 // The lines of `text` that parse, were written at or after `since`, and whose message contains
 // one of `patterns` as a plain substring (every line when `patterns` is empty), in file order,
 // each with `file` set.

@@ -4,15 +4,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
 #include <regex>
 #include <sstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "server/common/sensitive.h"
 #include "server/fault/command.h"
@@ -135,6 +139,24 @@ std::string signalText(int signal) {
     default:
       return "signal " + std::to_string(signal);
   }
+}
+
+// `dir`/`file`.* last written at or after `since`, oldest first.
+std::vector<std::string> rolledSince(const std::string& dir, const std::string& file, common::WallMicros since) {
+  std::vector<std::pair<common::WallMicros, std::string>> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.size() <= file.size() + 1 || name.compare(0, file.size() + 1, file + ".") != 0) continue;
+    struct stat st {};
+    if (::stat(entry.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    const common::WallMicros written = std::int64_t{st.st_mtim.tv_sec} * 1'000'000 + st.st_mtim.tv_nsec / 1000;
+    if (written >= since) found.emplace_back(written, entry.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& [t, path] : found) out.push_back(std::move(path));
+  return out;
 }
 
 std::string tailOf(const std::string& text, std::size_t max = 2000) {
@@ -346,9 +368,16 @@ Result<std::vector<BrokerLogLine>> LocalInjector::logLines(
     return faultError(errc::invalid_target, "log file '" + file + "' is not a plain file name");
   }
   const std::string path = target_.log_dir + "/" + file;
+  // Kafka rolls each log every hour (server/fault/kafka_log.h): the files rolled from this one
+  // and last written at or after `since` first, then the file itself.
+  std::string all;
+  for (const auto& rolled : rolledSince(target_.log_dir, file, since)) {
+    if (const auto text = readFile(rolled)) all += *text;
+  }
   const auto text = readFile(path);
   if (!text) return faultError(errc::io_error, "cannot read " + path + ": " + std::strerror(errno));
-  return selectKafkaLogLines(*text, file, zone_, since, patterns);
+  all += *text;
+  return selectKafkaLogLines(all, file, zone_, since, patterns);
 }
 
 void LocalInjector::placeGrayFaults(const GrayPlacement& placement) {

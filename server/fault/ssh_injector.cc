@@ -150,11 +150,8 @@ std::string clockCommand() {
 }
 
 std::string logsCommand(const std::string& log_dir, const std::string& file,
-                        const std::vector<std::string>& patterns) {
-  std::string cmd = "grep -h -F";
-  if (patterns.empty()) cmd += " -e ''";
-  for (const auto& p : patterns) cmd += " -e " + shellQuote(p);
-  return cmd + " -- " + shellQuote(log_dir) + "/" + shellQuote(file);
+                        const std::vector<std::string>& patterns, common::WallMicros since) {
+  return rolledLogsGrepScript(log_dir, file, patterns, std::max<common::WallMicros>(0, since / 1'000'000));
 }
 
 }  // namespace ssh_script
@@ -376,7 +373,7 @@ Result<std::vector<BrokerLogLine>> SshInjector::logLines(const std::string& file
     return faultError(errc::invalid_target, "log file '" + file + "' is not a plain file name");
   }
   const auto timeout = std::chrono::seconds(target_.connect_timeout_s) + kShortCallSlack;
-  auto argv = sshArgv(ssh_script::logsCommand(target_.log_dir, file, patterns));
+  auto argv = sshArgv(ssh_script::logsCommand(target_.log_dir, file, patterns, since));
   if (!argv) return argv.error();
   auto out = runCommand(*argv, timeout);
   if (!out) return out.error();

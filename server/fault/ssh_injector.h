@@ -48,9 +48,10 @@ std::string stopCommand(const std::string& pid_command, std::int64_t grace_s);
 std::string inspectCommand(const std::string& pid_command);
 // Prints "kfaild-clock=<ns since epoch>" and nothing else.
 std::string clockCommand();
-// grep -h -F of `patterns` (single-quoted) in `log_dir`/`file`; exit 1 is "no match".
+// grep -h -F of `patterns` (single-quoted) in `log_dir`/`file` and in the files rolled from it
+// since `since` (rolledLogsGrepScript, server/fault/kafka_log.h); exit 1 is "no match".
 std::string logsCommand(const std::string& log_dir, const std::string& file,
-                        const std::vector<std::string>& patterns);
+                        const std::vector<std::string>& patterns, common::WallMicros since);
 
 }  // namespace ssh_script
 

@@ -1,10 +1,17 @@
 #include "server/fault/kafka_log.h"
 
+#include <sys/stat.h>
+#include <utime.h>
+
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <cstdlib>
 #include <ctime>
 #include <optional>
 #include <string>
+
+#include "server/fault/command.h"
+#include "tests/support/temp_dir.h"
 
 using namespace kfaild::fault;
 
@@ -220,4 +227,48 @@ TEST_CASE("a leader's ISR shrink is read from its server.log when the controller
   REQUIRE(two.size() == 1);
   CHECK(two[0].broker == -1);
   CHECK(*two[0].partition == 1);
+}
+
+namespace {
+
+void writeFile(const std::filesystem::path& path, const std::string& text, std::time_t written) {
+  std::ofstream(path) << text;
+  const utimbuf times{written, written};
+  REQUIRE(::utime(path.c_str(), &times) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("the grep script reads the files Kafka rolled since the time asked, then the file itself",
+          "[unit][fault]") {
+  // Kafka's log4j rolls controller.log every hour: a drill that crossed 11:00 finds its
+  // controlled-shutdown grant in controller.log.2026-12-05-10, not in controller.log.
+  const kfaild::testing::TempDir dir;
+  const std::time_t since = 1'796'468'397;  // 2026-12-05T10:59:57Z
+  writeFile(dir / "controller.log.2026-12-05-09",
+            "[2026-12-05 09:59:59,000] INFO Fencing broker 2 at epoch 7 (an earlier hour)\n", since - 3600);
+  writeFile(dir / "controller.log.2026-12-05-10",
+            "[2026-12-05 10:59:57,700] INFO Unfenced broker 2 has requested and been granted a controlled shutdown\n"
+            "[2026-12-05 10:59:58,000] INFO something else\n",
+            since + 2);
+  writeFile(dir / "controller.log", "[2026-12-05 11:00:09,000] INFO Fencing broker 2 at epoch 9\n", since + 12);
+  const auto script = rolledLogsGrepScript(dir.path().string(), "controller.log",
+                                           {"controlled shutdown", "Fencing broker 2"}, since);
+  const auto out = runCommand({"sh", "-c", script}, std::chrono::seconds(10));
+  REQUIRE(out);
+  CHECK(out->exit_code == 0);
+  CHECK(out->out ==
+        "[2026-12-05 10:59:57,700] INFO Unfenced broker 2 has requested and been granted a controlled shutdown\n"
+        "[2026-12-05 11:00:09,000] INFO Fencing broker 2 at epoch 9\n");
+  // Nothing matching anywhere: grep's 1, which the injectors read as no line.
+  const auto none = runCommand({"sh", "-c", rolledLogsGrepScript(dir.path().string(), "controller.log", {"no such"}, since)},
+                               std::chrono::seconds(10));
+  REQUIRE(none);
+  CHECK(none->exit_code == 1);
+  // The lines of the rolled file and of the current one come back in time order.
+  const auto lines = selectKafkaLogLines(
+      "[2026-12-05 11:00:09,000] INFO b\n[2026-12-05 10:59:57,700] INFO a\n", "controller.log", LogZone::utc, 0, {});
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0].message.find("a") != std::string::npos);
+  CHECK(lines[0].t < lines[1].t);
 }

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utime.h>
 
 #include "server/fault/errc.h"
 #include "tests/fault/lab_broker.h"
@@ -451,4 +452,36 @@ TEST_CASE("the local injector pauses lab broker 1 for a few seconds and it runs 
   CHECK_FALSE(thawed->paused);
   CHECK(thawed->pid == frozen->pid);  // the same JVM: frozen, not restarted
   CHECK(broker.waitInIsr(60s));
+}
+
+TEST_CASE("the local injector reads a log line from the file Kafka rolled it into since the time asked",
+          "[unit][fault]") {
+  const testing::TempDir dir;
+  const common::SystemClock clock;
+  LocalInjector injector({(dir / "kafka.pid").string(), {"true"}, dir.path().string()}, LogZone::utc, clock);
+  const std::time_t since = 1'796'468'397;  // 2026-12-05T10:59:57Z
+  const auto write = [&](const std::string& name, const std::string& text, std::time_t written) {
+    std::ofstream(dir / name) << text;
+    const utimbuf times{written, written};
+    REQUIRE(::utime((dir / name).c_str(), &times) == 0);
+  };
+  write("controller.log.2026-12-05-09", "[2026-12-05 10:59:58,000] INFO Fencing broker 2 at epoch 6\n",
+        since - 3600);  // last written before `since`: not read, whatever it holds
+  write("controller.log.2026-12-05-10",
+        "[2026-12-05 10:59:57,700] INFO Unfenced broker 2 has requested and been granted a controlled shutdown\n",
+        since + 1);
+  write("controller.log", "[2026-12-05 11:00:09,000] INFO Fencing broker 2 at epoch 9\n", since + 12);
+  const auto lines = injector.logLines("controller.log", std::int64_t{since} * 1'000'000,
+                                       {"controlled shutdown", "Fencing broker 2"});
+  REQUIRE(lines);
+  REQUIRE(lines->size() == 2);
+  CHECK((*lines)[0].message.find("granted a controlled shutdown") != std::string::npos);
+  CHECK((*lines)[0].file == "controller.log");
+  CHECK((*lines)[1].message.find("at epoch 9") != std::string::npos);
+  // Without the rolled file the grant is gone: what a drill across 11:00 read before.
+  std::filesystem::remove(dir / "controller.log.2026-12-05-10");
+  const auto current = injector.logLines("controller.log", std::int64_t{since} * 1'000'000,
+                                         {"controlled shutdown", "Fencing broker 2"});
+  REQUIRE(current);
+  CHECK(current->size() == 1);
 }

@@ -143,11 +143,15 @@ TEST_CASE("the stop script's only number is the grace period", "[unit][fault]") 
 
 TEST_CASE("log patterns and the log dir reach grep single-quoted", "[unit][fault]") {
   CHECK(shellQuote("it's $(here)") == "'it'\\''s $(here)'");
-  CHECK(ssh_script::logsCommand("/var/log/kafka dir", "controller.log",
-                                {"Fencing broker 1", "it's `x`"}) ==
-        "grep -h -F -e 'Fencing broker 1' -e 'it'\\''s `x`' -- '/var/log/kafka "
-        "dir'/'controller.log'");
-  CHECK(ssh_script::logsCommand("/l", "server.log", {}) == "grep -h -F -e '' -- '/l'/'server.log'");
+  const auto cmd = ssh_script::logsCommand("/var/log/kafka dir", "controller.log",
+                                          {"Fencing broker 1", "it's `x`"}, 1'796'400'000'999'999);
+  INFO(cmd);
+  CHECK(cmd.find("for r in '/var/log/kafka dir'/'controller.log'.*; do\n") != std::string::npos);
+  CHECK(cmd.find("-ge 1796400000 ]") != std::string::npos);
+  CHECK(cmd.find("grep -h -F -e 'Fencing broker 1' -e 'it'\\''s `x`' -- \"$@\" '/var/log/kafka "
+                 "dir'/'controller.log'\n") != std::string::npos);
+  CHECK(ssh_script::logsCommand("/l", "server.log", {}, 0).find("grep -h -F -e '' -- \"$@\" '/l'/'server.log'") !=
+        std::string::npos);
 }
 
 TEST_CASE("the remote clock is read in nanoseconds or in seconds where date has no %N",
