@@ -51,7 +51,10 @@ TEST_CASE("drills through the API and kfailctl show the article's structure: a k
     CHECK((*p)["phases"]["detection_us"] == detection);
   }
   // The partition whose leader died waits for the election and the client's discovery on top.
-  CHECK(ackStall(p0) >= std::max(ackStall(p1), ackStall(p2)));
+  // A stall starts at its partition's last ack before the kill, which the probe's send phase puts
+  // up to one interval (100 ms here) earlier on one partition than on another: a CI run saw the
+  // leader's stall 18 ms shorter than a follower's. So within one interval.
+  CHECK(ackStall(p0) + 100'000 >= std::max(ackStall(p1), ackStall(p2)));
   CHECK(run["preferred_leaders_restored"] == true);
   // The default objectives pass (kfailctl exits 0 only then): docs/CONFIG.md explains them.
   CHECK(kill["verdict"] == "pass");
