@@ -12,6 +12,7 @@
 #include "server/drill/rolling_plan.h"
 #include "storage/maintenance_store.h"
 #include "tests/drill/engine_harness.h"
+#include "tests/support/eventually.h"
 
 using namespace kfaild;
 using kfaild::testing::EngineHarness;
@@ -398,7 +399,9 @@ TEST_CASE("a rolling restart holds a planned-maintenance window open while it ru
     REQUIRE(active);
     CHECK_FALSE(*active);
     CHECK(h.events("maintenance_opened").size() == 1);
-    CHECK(h.events("maintenance_closed").size() == 1);
+    // The runner closes the window after it records the drill's end: wait for it.
+    CHECK(kfaild::testing::eventually([&] { return h.events("maintenance_closed").size() == 1; },
+                                      std::chrono::seconds(5), std::chrono::milliseconds(10)));
   }
   SECTION("aborted between steps") {
     h.drills->on_state = [&](const storage::DrillRecord& d) {
@@ -412,7 +415,9 @@ TEST_CASE("a rolling restart holds a planned-maintenance window open while it ru
     auto active = windows.active(h.id, h.clock.wallNow());
     REQUIRE(active);
     CHECK_FALSE(*active);
-    CHECK(h.events("maintenance_closed").size() == 1);
+    // The runner closes the window after it records the drill's end: wait for it.
+    CHECK(kfaild::testing::eventually([&] { return h.events("maintenance_closed").size() == 1; },
+                                      std::chrono::seconds(5), std::chrono::milliseconds(10)));
   }
 }
 
