@@ -109,16 +109,28 @@ std::int64_t ticksInside(const std::vector<const ProbeHold*>& holds, const Inter
 
 
 // The consumer's restarted fetches ("consumer_restarted", detail {"acked_ago_us"}), by the
-// partition each restarted: read once per analysis, each partition's receive gaps take its own.
-std::map<PartitionKey, std::vector<ProbeCause>> consumerRestartsFromEvents(
-    const std::vector<storage::Event>& events) {
-  std::map<PartitionKey, std::vector<ProbeCause>> found;
+// partition each restarted, and its recreations ("consumer_recreated"), which restarted every
+// partition's: read once per analysis, each partition's receive gaps take its own and all.
+struct ConsumerRestarts {
+  std::map<PartitionKey, std::vector<ProbeCause>> by_partition;
+  std::vector<ProbeCause> recreations;
+};
+ConsumerRestarts consumerRestartsFromEvents(const std::vector<storage::Event>& events) {
+  ConsumerRestarts found;
   for (const auto& e : events) {
-    if (e.source != "probe" || e.kind != "consumer_restarted" || !e.topic || !e.partition) continue;
+    if (e.source != "probe") continue;
+    if (e.kind == "consumer_recreated") {
+      const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
+      const auto error = detail.is_object() ? detail.value("error", std::string()) : std::string();
+      // One that failed left the old consumer reading as before.
+      if (error.empty()) found.recreations.push_back(ProbeCause{e.t_us, "", "consumer_recreated", 0});
+      continue;
+    }
+    if (e.kind != "consumer_restarted" || !e.topic || !e.partition) continue;
     ProbeCause restart{e.t_us, "", "consumer_restarted", 0};
     const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
     if (detail.is_object()) restart.waited_us = detail.value("acked_ago_us", std::int64_t{0});
-    found[{*e.topic, *e.partition}].push_back(std::move(restart));
+    found.by_partition[{*e.topic, *e.partition}].push_back(std::move(restart));
   }
   return found;
 }
@@ -214,12 +226,16 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
   for (const auto& recreation : scope.recreations) {
     if (recreation.at_us < candidate->start_us || recreation.at_us > candidate->end_us) continue;
     r.probe_cause = recreation;
-    r.reason = recreation.kind == "consumer_restarted"
-                   ? "kfaild restarted the probe consumer's fetch of this partition during it, its "
-                     "acked messages unread for " + seconds(recreation.waited_us) +
-                         ": the gap is the consumer's, not the cluster's"
-                   : "the probe's producer was recreated during it after a fatal error (" +
-                         recreation.error + "): the gap is the probe's, not the cluster's";
+    if (recreation.kind == "consumer_restarted") {
+      r.reason = "kfaild restarted the probe consumer's fetch of this partition during it, its acked messages unread "
+                 "for " + seconds(recreation.waited_us) + ": the gap is the consumer's, not the cluster's";
+    } else if (recreation.kind == "consumer_recreated") {
+      r.reason = "kfaild recreated the probe's consumer during it (its reading of a partition was stuck), and every "
+                 "partition's reading started over: the gap is the consumer's, not the cluster's";
+    } else {
+      r.reason = "the probe's producer was recreated during it after a fatal error (" + recreation.error +
+                 "): the gap is the probe's, not the cluster's";
+    }
     return r;
   }
   if (candidate->open) {
@@ -556,6 +572,13 @@ RunAnalysis analyse(const AnalysisInput& in) {
     // Both resume only once the node is back.
     const bool sole = r.role == Role::kSoleReplica || r.role == Role::kBelowMinIsr;
 
+    const auto partition_restarts = restarts.by_partition.find(key);
+    const auto consumerRestartedSince = [&](std::int64_t at_us) {
+      const auto since = [at_us](const ProbeCause& c) { return c.at_us >= at_us; };
+      return std::any_of(restarts.recreations.begin(), restarts.recreations.end(), since) ||
+             (partition_restarts != restarts.by_partition.end() &&
+              std::any_of(partition_restarts->second.begin(), partition_restarts->second.end(), since));
+    };
     std::vector<Mark> acks, receives;
     const auto& entries = by_partition[key];
     for (const auto& [seq, entry] : entries) {
@@ -569,6 +592,7 @@ RunAnalysis analyse(const AnalysisInput& in) {
         if (acked && !s.receive_us) ++r.awaiting_receive;
       } else if (acked && !s.receive_us) {
         ++r.lost;
+        if (consumerRestartedSince(*s.ack_us)) ++r.lost_consumer_stuck;
       }
       if (acked) acks.push_back({*s.ack_us, seq, s.send_us});
       if (s.receive_us) receives.push_back({*s.receive_us, seq, s.send_us});
@@ -617,9 +641,12 @@ RunAnalysis analyse(const AnalysisInput& in) {
     }
     scope.recreations = recreations;
     receive_scope.recreations = recreations;
-    if (const auto it = restarts.find(key); it != restarts.end()) {
-      receive_scope.recreations.insert(receive_scope.recreations.end(), it->second.begin(), it->second.end());
+    if (partition_restarts != restarts.by_partition.end()) {
+      receive_scope.recreations.insert(receive_scope.recreations.end(), partition_restarts->second.begin(),
+                                       partition_restarts->second.end());
     }
+    receive_scope.recreations.insert(receive_scope.recreations.end(), restarts.recreations.begin(),
+                                     restarts.recreations.end());
     r.ack = analyseKind(acks, scope);
     r.receive = analyseKind(receives, receive_scope);
     if (in.clock_steps > 0) {
@@ -818,6 +845,7 @@ nlohmann::json toJson(const RunAnalysis& a) {
                      {"sent", p.sent},
                      {"failed", p.failed},
                      {"lost", p.lost},
+                     {"lost_consumer_stuck", p.lost_consumer_stuck},
                      {"unresolved", p.unresolved},
                      {"awaiting_ack", p.awaiting_ack},
                      {"awaiting_receive", p.awaiting_receive},

@@ -160,7 +160,9 @@ struct ProbeRefusal {
 // with a new epoch. A gap that spans it is the probe's, not the cluster's. Kind
 // "consumer_restarted" (one partition's receive gaps only): it restarted its consumer's fetch of a
 // partition whose acked messages the consumer had not read for probe.consumer_restart_ms; a
-// receive gap that spans the restart is the consumer's.
+// receive gap that spans the restart is the consumer's. Kind "consumer_recreated" (every
+// partition's receive gaps): a restart by a new consumer, whose reading of every partition
+// started over.
 struct ProbeCause {
   std::int64_t at_us = 0;
   std::string error;  // the fatal error, as librdkafka stated it
@@ -298,6 +300,10 @@ struct PartitionResult {
   std::int64_t sent = 0;              // samples + pending
   std::int64_t failed = 0;            // sends with a delivery error (timeouts included)
   std::int64_t lost = 0;              // acked, given up on by the probe (never received)
+  // Of `lost`, those acked before the probe restarted its consumer's reading of the partition
+  // (probe/consumer_restarted or consumer_recreated at or after the ack): the consumer read
+  // nothing then, so whether the cluster lost them is not known.
+  std::int64_t lost_consumer_stuck = 0;
   std::int64_t unresolved = 0;        // awaiting_ack + awaiting_receive + missing
   std::int64_t awaiting_ack = 0;      // pending, no delivery report yet
   std::int64_t awaiting_receive = 0;  // pending, acked, not yet received

@@ -78,6 +78,18 @@ void checkCount(std::vector<Check>& out, const char* objective, const std::optio
   out.push_back(std::move(c));
 }
 
+// max_lost on the messages the cluster may have lost: those counted lost while the probe's
+// consumer read nothing from the partition (PartitionResult::lost_consumer_stuck) are not
+// counted; when there are any and the rest pass, the check is inconclusive.
+void checkLost(std::vector<Check>& out, const std::optional<std::int64_t>& limit, int run, const PartitionResult& p) {
+  checkCount(out, "max_lost", limit, run, p, p.lost - p.lost_consumer_stuck);
+  if (!limit || p.lost_consumer_stuck == 0 || out.back().status == CheckStatus::kFail) return;
+  out.back().status = CheckStatus::kInconclusive;
+  out.back().reason = std::to_string(p.lost_consumer_stuck) +
+                      " message(s) were counted lost while kfaild's consumer read nothing from the partition "
+                      "(it restarted the consumer's reading): whether the cluster lost them is not known";
+}
+
 void checkPhase(std::vector<Check>& out, const char* objective, const std::optional<double>& limit, int run,
                 const PartitionResult& p, const char* phase, const std::optional<std::int64_t>& phase_us) {
   if (!limit || !phase_us) return;
@@ -215,7 +227,7 @@ Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& o, cons
     for (const auto& p : a.partitions) {
       checkStall(v.checks, o, fault, run, p, StallKind::kAck);
       checkStall(v.checks, o, fault, run, p, StallKind::kReceive);
-      checkCount(v.checks, "max_lost", o.max_lost, run, p, p.lost);
+      checkLost(v.checks, o.max_lost, run, p);
       checkCount(v.checks, "max_duplicated", o.max_duplicated, run, p, p.duplicated);
       if (mechanism.settings.sends_retried) {
         checkCount(v.checks, "max_failed", o.max_failed, run, p, p.failed);

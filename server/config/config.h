@@ -76,7 +76,8 @@ struct ProbeConfig {
   std::int64_t loss_timeout_us = 60'000'000;  // acked but not received after this → lost
   // librdkafka client: a partition whose acked messages the consumer has not read for this long,
   // with nothing read meanwhile, has its fetch restarted at the oldest of them (a seek), with a
-  // probe/consumer_restarted event; again at twice the wait while it stays so. Below the loss
+  // probe/consumer_restarted event; if that did not help, half the wait later by a new consumer
+  // (probe/consumer_recreated), and again at twice the wait while it stays so. Below the loss
   // timeout, so that a stuck consumer's messages are read, not counted lost.
   std::int64_t consumer_restart_us = 5'000'000;
   // The bound on what one partition may have outstanding (sent, no delivery report): at either

@@ -143,6 +143,7 @@ Status ProbeRunner::start() {
   }
   auto consumer = kafka::createClient(RD_KAFKA_CONSUMER, options, consumer_settings);
   if (!consumer) return consumer.error();
+  consumer_settings_ = consumer_settings;
   producer_ = std::move(*producer);
   consumer_ = std::move(*consumer);
   client_settings_.clear();
@@ -238,7 +239,10 @@ void ProbeRunner::stop() {
   // The receiver and the reporter block in librdkafka's polls for up to 100 ms: a yield on the
   // queue each one polls ends that wait at once (a probe stopped 100-200 ms late before).
   receiver_.requestStop();
-  yieldQueue(consumer_.get(), rd_kafka_queue_get_consumer);
+  {
+    std::shared_lock lock(consumer_mutex_);
+    yieldQueue(consumer_.get(), rd_kafka_queue_get_consumer);
+  }
   receiver_.stop();
   if (wire_) {
     // What is outstanding gets its answer for up to 2 s, as the flush below gives librdkafka.
@@ -386,6 +390,7 @@ Status ProbeRunner::setUp() {
       rd_kafka_topic_partition_list_add(assignment.get(), topic.name.c_str(), p.partition)->offset = high;
       auto slot = std::make_unique<Slot>(cluster_id_, topic.name, p.partition, ledger_options);
       slot->topic = handle;
+      slot->read_from = high;
       slots.push_back(std::move(slot));
     }
   }
@@ -622,6 +627,13 @@ void ProbeRunner::addSeenPartitions() {
   // sent from the next tick on can be skipped.
   kafka::PartitionListPtr assignment(
       rd_kafka_topic_partition_list_new(static_cast<int>(added.size())));
+  // A consumer being recreated (receiver thread) is assigned the slots there are: the partitions
+  // are assigned and their slots added on a later tick instead of waiting for it here.
+  std::shared_lock consumer_lock(consumer_mutex_, std::defer_lock);
+  if (!wire_ && !consumer_lock.try_lock()) {
+    seen_changed_ = true;
+    return;
+  }
   for (const auto& a : added) {
     rd_kafka_topic_partition_list_add(assignment.get(), a.topic.c_str(), a.partition)->offset =
         RD_KAFKA_OFFSET_BEGINNING;
@@ -645,6 +657,7 @@ void ProbeRunner::addSeenPartitions() {
     for (const auto& a : added) {
       auto slot = std::make_unique<Slot>(cluster_id_, a.topic, a.partition, ledger_options_);
       slot->topic = a.handle;
+      slot->read_from = RD_KAFKA_OFFSET_BEGINNING;
       const auto index = static_cast<std::int32_t>(slots_.size());
       slots_.push_back(std::move(slot));
       wire_targets.push_back({a.topic, a.partition, static_cast<std::size_t>(index), 0});
@@ -927,17 +940,18 @@ void ProbeRunner::receiverLoop() {
       if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR && ready_) {
         const auto payload = decodePayload(
             std::string_view(static_cast<const char*>(msg->payload), msg->len));
-        if (payload && payload->run_id == run_id_) {
-          LedgerOutput out;
-          {
-            std::shared_lock slots_lock(slots_mutex_);
-            if (Slot* slot = slotFor(rd_kafka_topic_name(msg->rkt), msg->partition)) {
+        LedgerOutput out;
+        {
+          std::shared_lock slots_lock(slots_mutex_);
+          if (Slot* slot = slotFor(rd_kafka_topic_name(msg->rkt), msg->partition)) {
+            slot->read_from = msg->offset + 1;
+            if (payload && payload->run_id == run_id_) {
               std::lock_guard lock(slot->mutex);
               slot->ledger.received(payload->seq, now, out);
             }
           }
-          publish(out);
         }
+        publish(out);
       } else if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         spdlog::debug("probe {}: consumer: {}", cluster_.name, rd_kafka_message_errstr(msg));
       }
@@ -970,32 +984,45 @@ void ProbeRunner::noteStuckFetch(Slot& slot, common::Instant now, std::vector<St
     return;
   }
   if (now.mono < slot.next_restart_mono) return;
-  // Again after twice the wait while nothing is read, at most every loss timeout.
+  // The first restart (a seek) after the wait; when it did not help, the second (a new
+  // consumer) after half the wait more, so that with the default wait (half the loss timeout,
+  // at most 5 s) the unread messages are read before they count as lost; again after twice the
+  // wait, and doubling, while nothing is read, at most every loss timeout.
   const int in_row = ++slot.restarts_in_row;
-  slot.next_restart_mono =
-      now.mono + std::min(after_us << std::min(in_row, 16), cluster_.probe.loss_timeout_us);
-  stuck.push_back({slot.ledger.topic(), slot.ledger.partition(), *unread, in_row});
+  const auto wait_us = in_row == 1 ? after_us / 2 : after_us << std::min(in_row - 1, 16);
+  slot.next_restart_mono = now.mono + std::min(wait_us, cluster_.probe.loss_timeout_us);
+  stuck.push_back({&slot, slot.ledger.topic(), slot.ledger.partition(), *unread, in_row});
 }
 
 void ProbeRunner::restartFetches(const std::vector<StuckFetch>& restarts, common::Instant now) {
   if (restarts.empty()) return;
   const auto after_us = cluster_.probe.consumer_restart_us;
-  // A seek puts the partition's fetch at the offset with a new version: whatever state it was
-  // waiting in (an offset or leader-epoch validation, a fetch answer that never came) is left.
-  kafka::PartitionListPtr positions(rd_kafka_topic_partition_list_new(static_cast<int>(restarts.size())));
-  for (const auto& r : restarts) {
-    rd_kafka_topic_partition_list_add(positions.get(), r.topic.c_str(), r.partition)->offset = r.unread.offset;
-  }
+  const bool recreate = std::any_of(restarts.begin(), restarts.end(), [](const StuckFetch& r) { return r.in_row > 1; });
   std::string error;
-  if (rd_kafka_error_t* failed = rd_kafka_seek_partitions(consumer_.get(), positions.get(), 0)) {
-    error = rd_kafka_error_string(failed);
-    rd_kafka_error_destroy(failed);
+  if (recreate) {
+    error = recreateConsumer(restarts);
+  } else {
+    // A seek puts the partition's fetch at the offset with a new version: whatever state it was
+    // waiting in (an offset or leader-epoch validation, a fetch answer that never came) is left.
+    kafka::PartitionListPtr positions(rd_kafka_topic_partition_list_new(static_cast<int>(restarts.size())));
+    for (const auto& r : restarts) {
+      rd_kafka_topic_partition_list_add(positions.get(), r.topic.c_str(), r.partition)->offset = r.unread.offset;
+    }
+    if (rd_kafka_error_t* failed = rd_kafka_seek_partitions(consumer_.get(), positions.get(), 0)) {
+      error = rd_kafka_error_string(failed);
+      rd_kafka_error_destroy(failed);
+    } else {
+      for (const auto& r : restarts) r.slot->read_from = r.unread.offset;
+    }
   }
+  const char* how = recreate ? "recreated" : "seek";
   for (const auto& r : restarts) {
     spdlog::warn("probe {}: {}[{}]: the consumer has read nothing for {} s or more though the cluster acked offset {} "
-                 "{} s ago; its fetch restarted there{} (restart {} in a row)",
+                 "{} s ago; {} there{} (restart {} in a row)",
                  cluster_.name, r.topic, r.partition, after_us / 1'000'000, r.unread.offset,
-                 r.unread.acked_ago_us / 1'000'000, error.empty() ? "" : " failed: " + error, r.in_row);
+                 r.unread.acked_ago_us / 1'000'000,
+                 recreate ? "a new consumer reads from" : "its fetch restarted",
+                 error.empty() ? "" : " failed: " + error, r.in_row);
     storage::Event e;
     e.cluster = cluster_id_;
     e.t_us = now.wall;
@@ -1007,10 +1034,72 @@ void ProbeRunner::restartFetches(const std::vector<StuckFetch>& restarts, common
                               {"acked_ago_us", r.unread.acked_ago_us},
                               {"restart_after_us", after_us},
                               {"in_row", r.in_row},
+                              {"how", how},
                               {"error", error}}
                    .dump();
     store_.addEvent(std::move(e));
   }
+}
+
+std::string ProbeRunner::recreateConsumer(const std::vector<StuckFetch>& stuck) {
+  const auto began = clock_.now();
+  std::string error;
+  std::size_t assigned = 0;
+  kafka::Handle old;
+  auto fresh = kafka::createClient(RD_KAFKA_CONSUMER, client_options_, consumer_settings_);
+  if (!fresh) {
+    error = "creating a consumer: " + fresh.error().describe();
+  } else {
+    rd_kafka_poll_set_consumer(fresh->get());
+    std::unique_lock consumer_lock(consumer_mutex_);
+    std::shared_lock slots_lock(slots_mutex_);
+    kafka::PartitionListPtr assignment(rd_kafka_topic_partition_list_new(static_cast<int>(slots_.size())));
+    for (const auto& slot : slots_) {
+      auto offset = slot->read_from;
+      for (const auto& r : stuck) {
+        if (r.slot == slot.get()) offset = r.unread.offset;
+      }
+      rd_kafka_topic_partition_list_add(assignment.get(), slot->ledger.topic().c_str(), slot->ledger.partition())
+          ->offset = offset;
+    }
+    if (const auto err = rd_kafka_assign(fresh->get(), assignment.get()); err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      error = std::string("assigning the new consumer: ") + rd_kafka_err2str(err);
+    } else {
+      for (const auto& r : stuck) r.slot->read_from = r.unread.offset;
+      assigned = slots_.size();
+      old = std::exchange(consumer_, std::move(*fresh));
+    }
+  }
+  // The old consumer (if replaced) or the refused new one is destroyed outside the lock, the old
+  // one without closing it (it never joined its group, and whatever it is stuck in need not be
+  // waited for); its broker threads end with it.
+  if (fresh) fresh->reset();
+  if (old) old.get_deleter().flags = RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE;
+  old.reset();
+  const auto took_us = clock_.monoNow() - began.mono;
+  const auto recreations = error.empty() ? ++consumer_recreations_ : consumer_recreations_.load();
+  if (error.empty()) {
+    spdlog::warn("probe {}: consumer recreated ({} so far): {} partition(s) assigned, {} of them stuck, in {} ms",
+                 cluster_.name, recreations, assigned, stuck.size(), took_us / 1000);
+  } else {
+    spdlog::error("probe {}: the consumer could not be recreated, the old one goes on: {}", cluster_.name, error);
+  }
+  storage::Event e;
+  e.cluster = cluster_id_;
+  e.t_us = began.wall;
+  e.source = "probe";
+  e.kind = "consumer_recreated";
+  int in_row = 0;
+  for (const auto& r : stuck) in_row = std::max(in_row, r.in_row);
+  e.detail = nlohmann::json{{"partitions", assigned},
+                            {"stuck", stuck.size()},
+                            {"in_row", in_row},
+                            {"took_us", took_us},
+                            {"recreations", recreations},
+                            {"error", error}}
+                 .dump();
+  store_.addEvent(std::move(e));
+  return error;
 }
 
 ProbeRunner::Slot* ProbeRunner::slotFor(const char* topic, std::int32_t partition) const {

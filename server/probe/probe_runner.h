@@ -99,6 +99,11 @@ class ProbeRunner {
     // (monotonic µs), and how many restarts in a row found nothing read since the last.
     std::int64_t next_restart_mono = 0;
     int restarts_in_row = 0;
+    // Where the consumer reads this partition from next: the offset it was assigned or sought
+    // to, then the offset after the last message it read (any message, the probe's or not). Set
+    // before the slot is published, then by the receiver thread only; a recreated consumer is
+    // assigned here, so that it reads nothing twice.
+    std::int64_t read_from = RD_KAFKA_OFFSET_END;
     Slot(storage::ClusterId cluster, std::string topic_name, std::int32_t partition,
          LedgerOptions options)
         : ledger(cluster, std::move(topic_name), partition, options) {}
@@ -117,7 +122,11 @@ class ProbeRunner {
   // partition whose acked messages it has not read for probe.consumer_restart_ms
   // (PartitionLedger::unread) is noted with the slot's lock held, when its backoff allows; then
   // the noted partitions' fetches are restarted at their oldest unread offset, with an event each.
+  // The first time in a row by a seek of the fetch; when a seek did not help (a CI run's consumer
+  // read nothing for 252 s after a whole-cluster restart, through five seeks), by a new consumer
+  // (recreateConsumer).
   struct StuckFetch {
+    Slot* slot = nullptr;
     std::string topic;
     std::int32_t partition = 0;
     PartitionLedger::Unread unread;
@@ -125,6 +134,12 @@ class ProbeRunner {
   };
   void noteStuckFetch(Slot& slot, common::Instant now, std::vector<StuckFetch>& stuck);
   void restartFetches(const std::vector<StuckFetch>& restarts, common::Instant now);
+  // Replaces the consumer with a new one assigned every probe partition at its Slot::read_from,
+  // the stuck ones at their oldest unread offset; the old one is destroyed after. Records a
+  // probe/consumer_restarted event per stuck partition and one probe/consumer_recreated event
+  // (every partition's reading started over). On failure the old consumer stays; the error is in
+  // the events. Returns the error, empty on success.
+  std::string recreateConsumer(const std::vector<StuckFetch>& stuck);
   [[nodiscard]] Result<kafka::Handle> createProducer() const;
   void serveReports(rd_kafka_event_t* event);
   bool wire() const { return cluster_.probe.client == config::ProbeClient::kWire; }
@@ -155,12 +170,18 @@ class ProbeRunner {
   // sets up or ticks, and stop() while it flushes.
   mutable std::shared_mutex producer_mutex_;
   kafka::Handle producer_;
+  // Replaced after set-up only by the receiver thread (recreateConsumer), holding
+  // consumer_mutex_ exclusively; every other thread that uses it after set-up holds it shared
+  // (the ticking thread without waiting: it assigns added partitions on a later tick instead).
   kafka::Handle consumer_;
+  mutable std::shared_mutex consumer_mutex_;
+  std::atomic<std::uint64_t> consumer_recreations_{0};
   // probe.client `wire`: the sends and reads (the librdkafka clients above then only set up).
   std::unique_ptr<WireClient> wire_;
   std::vector<rd_kafka_topic_t*> topic_handles_;
   kafka::ClientOptions client_options_;                   // written by start() only
   std::map<std::string, std::string> producer_settings_;  // written by start() only
+  std::map<std::string, std::string> consumer_settings_;  // written by start() only
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> producer_recreations_{0};
 

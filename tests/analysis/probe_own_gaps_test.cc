@@ -190,3 +190,51 @@ TEST_CASE("a receive gap that spans a restart of the consumer's fetch of its par
   CHECK_FALSE(other.partitions[0].receive.probe_cause);
   CHECK(other.partitions[0].receive.outcome != Outcome::kNone);
 }
+
+TEST_CASE("a recreation of the consumer makes every partition's receive gap across it the consumer's, and one that "
+          "failed changes nothing",
+          "[unit]") {
+  // Partition 1's fetch was the stuck one; partition 0's gap spans the recreation only.
+  auto in = consumerStuckAfterFault(1);
+  storage::Event recreated = probeEvent(kT0 + 11 * kSecond, "consumer_recreated",
+                                        R"({"partitions":2,"stuck":1,"in_row":2,"took_us":40000,"error":""})");
+  recreated.topic.reset();
+  recreated.partition.reset();
+  in.events.push_back(recreated);
+  const auto a = analyse(in);
+  const auto& p0 = a.partitions[0];
+  CHECK(p0.receive.outcome == Outcome::kInconclusive);
+  REQUIRE(p0.receive.probe_cause);
+  CHECK(p0.receive.probe_cause->kind == "consumer_recreated");
+  CHECK(p0.receive.reason.find("recreated the probe's consumer") != std::string::npos);
+  CHECK_FALSE(p0.ack.probe_cause);
+  CHECK(toJson(a)["partitions"][0]["receive"]["probe_cause"]["kind"] == "consumer_recreated");
+
+  in.events.back().detail = R"({"partitions":0,"stuck":1,"in_row":2,"took_us":40000,"error":"assigning: x"})";
+  const auto failed = analyse(in);
+  CHECK_FALSE(failed.partitions[0].receive.probe_cause);
+  CHECK(failed.partitions[0].receive.outcome != Outcome::kInconclusive);
+}
+
+TEST_CASE("a message acked and never read before kfaild restarted the consumer's reading of its partition is "
+          "counted lost apart, and one lost after the restart is the cluster's",
+          "[unit]") {
+  auto in = consumerStuckAfterFault(0);
+  // Two acked messages never read: one before the restart at fault + 11 s, one after it.
+  for (auto& s : in.samples) {
+    if (s.send_us == kT0 + 2 * kSecond || s.send_us == kT0 + 12 * kSecond) s.receive_us.reset();
+  }
+  const auto a = analyse(in);
+  CHECK(a.partitions[0].lost == 2);
+  CHECK(a.partitions[0].lost_consumer_stuck == 1);
+  CHECK(toJson(a)["partitions"][0]["lost_consumer_stuck"] == 1);
+
+  // Restarted another partition only: both are this partition's losses.
+  auto other = consumerStuckAfterFault(1);
+  for (auto& s : other.samples) {
+    if (s.send_us == kT0 + 2 * kSecond) s.receive_us.reset();
+  }
+  const auto b = analyse(other);
+  CHECK(b.partitions[0].lost == 1);
+  CHECK(b.partitions[0].lost_consumer_stuck == 0);
+}

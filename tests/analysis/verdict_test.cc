@@ -500,3 +500,33 @@ TEST_CASE("with the wire client a failed send is an attempt: max_failed is not a
   CHECK(*failed->measured == 485.0);
   CHECK_THAT(failed->reason, Catch::Contains("does not retry"));
 }
+
+TEST_CASE("messages counted lost while kfaild's consumer read nothing from the partition are not the cluster's "
+          "losses: max_lost leaves them out and is inconclusive, and fails on the rest",
+          "[unit][verdict]") {
+  const auto lostCheck = [](const Verdict& v) {
+    const auto it = std::find_if(v.checks.begin(), v.checks.end(),
+                                 [](const Check& c) { return c.objective == "max_lost" && c.partition == 1; });
+    REQUIRE(it != v.checks.end());
+    return *it;
+  };
+  auto run = killRun();
+  run.partitions[1].lost = 40;
+  run.partitions[1].lost_consumer_stuck = 40;
+  const auto stuck = lostCheck(evaluate({run}, defaultObjectives(), "kill", {}, {}));
+  CHECK(stuck.status == CheckStatus::kInconclusive);
+  CHECK(*stuck.measured == 0);
+  CHECK(stuck.reason.find("40 message(s) were counted lost while kfaild's consumer read nothing") != std::string::npos);
+
+  // Two more lost before any restart: the cluster's, and over the limit.
+  run.partitions[1].lost = 42;
+  const auto cluster = lostCheck(evaluate({run}, defaultObjectives(), "kill", {}, {}));
+  CHECK(cluster.status == CheckStatus::kFail);
+  CHECK(*cluster.measured == 2);
+
+  // None stuck: an ordinary loss check.
+  run.partitions[1].lost_consumer_stuck = 0;
+  CHECK(*lostCheck(evaluate({run}, defaultObjectives(), "kill", {}, {})).measured == 42);
+  run.partitions[1].lost = 0;
+  CHECK(lostCheck(evaluate({run}, defaultObjectives(), "kill", {}, {})).status == CheckStatus::kPass);
+}

@@ -240,6 +240,7 @@ TEST_CASE("with the controller gone drills are refused with the reason, and with
   // A consumer that read nothing while acks flowed had its fetch restarted (probe.consumer_restart_ms):
   // two CI runs saw one partition read nothing back for five minutes after this outage.
   record["consumer_restarts"] = eventsOf(kfaild, "probe", "consumer_restarted", 0)["count"];
+  record["consumer_recreations"] = eventsOf(kfaild, "probe", "consumer_recreated", 0)["count"];
   {
     // Two CI runs lost the kfaild log that would have told what the consumer was doing.
     INFO("kfaild log:\n" << tail(readAll(kfaild.log)));

@@ -36,9 +36,20 @@ std::int64_t startWhenAccepted(Kfaild& kfaild, const std::string& body, std::chr
   return 0;
 }
 
+// A drill run to its end. One refused after it was accepted because the probe was not steady
+// (testing::refusedForProbe: the node was not touched; a CI run's sole-replica drill was refused
+// at the fault with the probe 1.1 s behind on a loaded machine) is asked again, up to twice.
 json runDrill(Kfaild& kfaild, const std::string& body) {
-  const auto id = startWhenAccepted(kfaild, body, 180s);
+  auto id = startWhenAccepted(kfaild, body, 180s);
   auto drill = kfaild.waitForState(id, finished, 600s);
+  for (int again = 0; again < 2 && drill["state"] == "failed" &&
+                      testing::refusedForProbe(drill["reason"].get<std::string>());
+       ++again) {
+    WARN("drill " << id << " asked again: " << drill["reason"].get<std::string>());
+    std::this_thread::sleep_for(3s);
+    id = startWhenAccepted(kfaild, body, 180s);
+    drill = kfaild.waitForState(id, finished, 600s);
+  }
   INFO("drill: " << drill.dump().substr(0, 6000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
   REQUIRE(drill["state"] == "done");
   REQUIRE(drill["runs"].size() == 1);
@@ -200,6 +211,10 @@ TEST_CASE("right after the lab is restarted a drill is accepted once the probe i
     drill = kfaild.waitForState(id, finished, 600s);
   }
   record["refused_for_probe_lag"] = refused_for_lag;
+  // A CI run's consumer read nothing after the restart for 252.7 s through five seeks of its
+  // fetch; the probe now recreates it when a seek does not help (docs/MEASUREMENT.md).
+  record["consumer_restarts"] = kfaild.get("/api/v1/clusters/lab/events?source=probe&kind=consumer_restarted")["count"];
+  record["consumer_recreations"] = kfaild.get("/api/v1/clusters/lab/events?source=probe&kind=consumer_recreated")["count"];
   INFO("drill: " << drill.dump().substr(0, 6000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
   REQUIRE(drill["state"] == "done");
   const auto& run = drill["runs"][0];

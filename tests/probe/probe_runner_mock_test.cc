@@ -287,61 +287,115 @@ TEST_CASE("after a fatal idempotent-producer error the probe recreates its produ
   }
 }
 
+namespace {
+
+// A probe on librdkafka's client over a one-broker mock cluster with topic "probe" (2
+// partitions), its consumer restarted after 2 s without a read; started and reading both.
+struct ConsumerProbe {
+  MockCluster mock{1};
+  testing::TempDir dir;
+  std::unique_ptr<storage::SqliteStore> store;
+  storage::ClusterId cluster_id{};
+  common::SystemClock clock;
+  std::unique_ptr<probe::ProbeRunner> runner;
+
+  ConsumerProbe() {
+    REQUIRE(rd_kafka_mock_topic_create(mock.cluster, "probe", 2, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
+    auto opened = storage::SqliteStore::open((dir / "kfaild.db").string(), {});
+    REQUIRE(opened);
+    store = std::move(*opened);
+    auto id = store->ensureCluster("mock", mock.bootstrap());
+    REQUIRE(id);
+    cluster_id = *id;
+    config::ClusterConfig cluster;
+    cluster.name = "mock";
+    cluster.bootstrap = mock.bootstrap();
+    cluster.observe.client_debug = "";
+    cluster.probe.interval_us = 20'000;
+    cluster.probe.gap_threshold_us = 250'000;
+    cluster.probe.loss_timeout_us = 30'000'000;
+    cluster.probe.consumer_restart_us = 2'000'000;
+    cluster.probe.topics = {config::ProbeTopic{"probe", std::nullopt}};
+    runner = std::make_unique<probe::ProbeRunner>(cluster, cluster_id, *store, clock, kafka::LogSink{});
+    REQUIRE(runner->start());
+    REQUIRE(eventually(30s, [&] {
+      const auto s = runner->status();
+      if (s.phase != probe::ProbePhase::kProbing || s.partitions.size() != 2) return false;
+      for (const auto& p : s.partitions) {
+        if (p.counters.received < 50) return false;
+      }
+      return true;
+    }));
+  }
+
+  // The probe's events of `kind`, as stored.
+  std::vector<storage::Event> events(const std::string& kind) {
+    store->flush();
+    storage::EventQuery q;
+    q.cluster = cluster_id;
+    q.source = "probe";
+    std::vector<storage::Event> found;
+    if (auto all = store->events(q)) {
+      for (auto& e : *all) {
+        if (e.kind == kind) found.push_back(std::move(e));
+      }
+    }
+    return found;
+  }
+
+  // Waits until every message acked now has been read back, then stops the probe: nothing lost,
+  // read twice or out of order.
+  void readsEverythingAcked() {
+    std::vector<std::uint64_t> acked_then;
+    for (const auto& p : runner->status().partitions) acked_then.push_back(p.counters.acked);
+    REQUIRE(eventually(30s, [&] {
+      const auto s = runner->status();
+      for (std::size_t i = 0; i < s.partitions.size(); ++i) {
+        if (s.partitions[i].counters.received < acked_then[i]) return false;
+      }
+      return true;
+    }));
+  }
+  void stopAndCheckCounts() {
+    runner->stop();
+    for (const auto& p : runner->status().partitions) {
+      INFO(p.topic << "[" << p.partition << "]");
+      CHECK(p.counters.lost == 0);
+      CHECK(p.counters.duplicated == 0);
+      CHECK(p.counters.reordered == 0);
+      CHECK(p.counters.late == 0);
+    }
+  }
+  // How many restarts or recreations of the consumer were recorded after `after` (wall µs).
+  int restartsAfter(common::WallMicros after) {
+    int n = 0;
+    for (const char* kind : {"consumer_restarted", "consumer_recreated"}) {
+      for (const auto& e : events(kind)) n += e.t_us > after ? 1 : 0;
+    }
+    return n;
+  }
+};
+
+constexpr std::int16_t kFetch = 1;  // the Fetch request's ApiKey (librdkafka's RD_KAFKAP_Fetch, not public)
+
+}  // namespace
+
 TEST_CASE("a partition whose consumer reads nothing while the cluster acks has its fetch restarted at "
           "the oldest unread offset, with an event, and loses nothing",
           "[integration][probe]") {
-  MockCluster mock(1);
-  REQUIRE(rd_kafka_mock_topic_create(mock.cluster, "probe", 2, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
-  testing::TempDir dir;
-  auto store = storage::SqliteStore::open((dir / "kfaild.db").string(), {});
-  REQUIRE(store);
-  auto cluster_id = (*store)->ensureCluster("mock", mock.bootstrap());
-  REQUIRE(cluster_id);
-
-  config::ClusterConfig cluster;
-  cluster.name = "mock";
-  cluster.bootstrap = mock.bootstrap();
-  cluster.observe.client_debug = "";
-  cluster.probe.interval_us = 20'000;
-  cluster.probe.gap_threshold_us = 250'000;
-  cluster.probe.loss_timeout_us = 30'000'000;
-  cluster.probe.consumer_restart_us = 2'000'000;
-  cluster.probe.topics = {config::ProbeTopic{"probe", std::nullopt}};
-
-  common::SystemClock clock;
-  probe::ProbeRunner runner(cluster, *cluster_id, **store, clock, {});
-  REQUIRE(runner.start());
-  REQUIRE(eventually(30s, [&] {
-    const auto s = runner.status();
-    if (s.phase != probe::ProbePhase::kProbing || s.partitions.size() != 2) return false;
-    for (const auto& p : s.partitions) {
-      if (p.counters.received < 50) return false;
-    }
-    return true;
-  }));
-
+  ConsumerProbe probe;
   // Every fetch answered with an error while produce requests are acked: the consumer reads
   // nothing, as librdkafka's was seen to on one partition after every broker came back.
-  constexpr std::int16_t kFetch = 1;  // the Fetch request's ApiKey (librdkafka's RD_KAFKAP_Fetch, not public)
   const std::vector<rd_kafka_resp_err_t> errors(5000, RD_KAFKA_RESP_ERR_NOT_LEADER_OR_FOLLOWER);
-  const auto stuck_from = clock.now().wall;
-  rd_kafka_mock_push_request_errors_array(mock.cluster, kFetch, errors.size(), errors.data());
-  storage::EventQuery q;
-  q.cluster = *cluster_id;
-  q.source = "probe";
+  const auto stuck_from = probe.clock.now().wall;
+  rd_kafka_mock_push_request_errors_array(probe.mock.cluster, kFetch, errors.size(), errors.data());
   std::vector<storage::Event> restarts;
   REQUIRE(eventually(30s, [&] {
-    (*store)->flush();
-    restarts.clear();
-    const auto events = (*store)->events(q);
-    if (!events) return false;
-    for (const auto& e : *events) {
-      if (e.kind == "consumer_restarted") restarts.push_back(e);
-    }
+    restarts = probe.events("consumer_restarted");
     return restarts.size() >= 2;
   }));
-  const auto restarted_at = clock.now().wall;
-  rd_kafka_mock_clear_request_errors(mock.cluster, kFetch);
+  const auto restarted_at = probe.clock.now().wall;
+  rd_kafka_mock_clear_request_errors(probe.mock.cluster, kFetch);
   for (const auto& e : restarts) {
     INFO(e.detail);
     REQUIRE(e.partition);
@@ -351,37 +405,61 @@ TEST_CASE("a partition whose consumer reads nothing while the cluster acks has i
     CHECK(detail["acked_ago_us"].get<std::int64_t>() >= 2'000'000);
     CHECK(detail["restart_after_us"] == 2'000'000);
     CHECK(detail["in_row"] == 1);
+    CHECK(detail["how"] == "seek");
     CHECK(detail["error"] == "");
   }
-  // Each partition once, at the offset of its oldest unread message: in order of the events,
-  // the offsets each partition's first unread message got.
+  // Each partition once, at the offset of its oldest unread message.
   CHECK(restarts[0].partition != restarts[1].partition);
 
   // Reading resumes where the restart put it: every message acked is read, none twice.
-  std::vector<std::uint64_t> acked_then;
-  for (const auto& p : runner.status().partitions) acked_then.push_back(p.counters.acked);
-  REQUIRE(eventually(30s, [&] {
-    const auto s = runner.status();
-    for (std::size_t i = 0; i < s.partitions.size(); ++i) {
-      if (s.partitions[i].counters.received < acked_then[i]) return false;
-    }
-    return true;
-  }));
-  runner.stop();
-  for (const auto& p : runner.status().partitions) {
-    CHECK(p.counters.lost == 0);
-    CHECK(p.counters.duplicated == 0);
-    CHECK(p.counters.reordered == 0);
-  }
+  probe.readsEverythingAcked();
+  probe.stopAndCheckCounts();
   // No restart once reads went on.
-  (*store)->flush();
-  int after = 0;
-  const auto events = (*store)->events(q);
-  REQUIRE(events);
-  for (const auto& e : *events) {
-    after += e.kind == "consumer_restarted" && e.t_us > restarted_at + 2'000'000 ? 1 : 0;
+  CHECK(probe.restartsAfter(restarted_at + 2'000'000) == 0);
+}
+
+TEST_CASE("a consumer that a seek does not free is recreated, assigned every partition where its reading stood: "
+          "the acked messages are read, none twice and none lost",
+          "[integration][probe]") {
+  ConsumerProbe probe;
+  // The next fetch is answered two minutes late, and the broker answers a connection's requests
+  // in order: the consumer's connection stays blocked, its one fetch in flight, and a seek
+  // changes nothing (librdkafka sends no other fetch to the broker meanwhile). A new consumer
+  // has its own connection.
+  const auto stuck_from = probe.clock.now().wall;
+  REQUIRE(rd_kafka_mock_broker_push_request_error_rtts(probe.mock.cluster, 1, kFetch, 1, RD_KAFKA_RESP_ERR_NO_ERROR,
+                                                       120'000) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  std::vector<storage::Event> recreations;
+  REQUIRE(eventually(30s, [&] {
+    recreations = probe.events("consumer_recreated");
+    return !recreations.empty();
+  }));
+  REQUIRE(recreations.size() == 1);
+  const auto recreated = nlohmann::json::parse(recreations[0].detail);
+  INFO(recreated.dump());
+  CHECK(recreated["error"] == "");
+  CHECK(recreated["partitions"] == 2);
+  CHECK(recreated["in_row"] == 2);
+  CHECK(recreated["recreations"] == 1);
+  // The seek after 2 s without a read, the recreation 1 s later.
+  CHECK(recreations[0].t_us >= stuck_from + 3'000'000 - 100'000);
+  int seeks = 0, recreated_restarts = 0;
+  for (const auto& e : probe.events("consumer_restarted")) {
+    const auto detail = nlohmann::json::parse(e.detail);
+    INFO(detail.dump());
+    seeks += detail["how"] == "seek" ? 1 : 0;
+    recreated_restarts += detail["how"] == "recreated" ? 1 : 0;
+    if (detail["how"] == "recreated") CHECK(detail["in_row"] == 2);
   }
-  CHECK(after == 0);
+  CHECK(seeks >= 1);
+  CHECK(recreated_restarts >= 1);
+
+  // The new consumer reads: every message acked is read, none twice, none lost.
+  probe.readsEverythingAcked();
+  const auto read_again_at = probe.clock.now().wall;
+  std::this_thread::sleep_for(3s);
+  probe.stopAndCheckCounts();
+  CHECK(probe.restartsAfter(read_again_at) == 0);
 }
 
 namespace {

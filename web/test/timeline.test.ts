@@ -141,6 +141,7 @@ describe('probe markers', () => {
     expect(markerCategory('probe', 'idle')).toBe('probe');
     expect(markerCategory('probe', 'refused')).toBe('probe');
     expect(markerCategory('probe', 'producer_recreated')).toBe('probe');
+    expect(markerCategory('probe', 'consumer_recreated')).toBe('probe');
     expect(markerCategory('probe', 'partition_added')).toBe('probe');
     expect(markerCategory('probe', 'duplicate')).toBeNull();
     expect(markerCategory('metadata', 'controller_change')).toBe('broker');

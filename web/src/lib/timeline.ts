@@ -135,14 +135,15 @@ const MARKER_KINDS: Record<string, Record<string, MarkerCategory>> = {
   },
   // The probe's own behaviour: sends held back at its outstanding bound, stretches with nothing
   // outstanding, sends the client refused, its producer recreated after a fatal error, its
-  // consumer's fetch of a partition restarted, a partition it took up. A gap beside these is
-  // (partly) kfaild's, which is why they are drawn.
+  // consumer's fetch of a partition restarted or the consumer recreated, a partition it took up.
+  // A gap beside these is (partly) kfaild's, which is why they are drawn.
   probe: {
     held_back: 'probe',
     idle: 'probe',
     refused: 'probe',
     producer_recreated: 'probe',
     consumer_restarted: 'probe',
+    consumer_recreated: 'probe',
     partition_added: 'probe',
   },
   broker_log: { fenced: 'fenced', controlled_shutdown: 'fenced', leader_epoch_start: 'leader' },
