@@ -376,6 +376,21 @@ std::optional<std::int64_t> integerField(const nlohmann::json& detail, const cha
   return it->get<std::int64_t>();
 }
 
+}  // namespace
+
+std::int64_t logResolutionUs(const std::vector<storage::Event>& events) {
+  std::int64_t uncertainty = 0;
+  for (const auto& e : events) {
+    if (e.source != "broker_log" || e.detail.find("clock_uncertainty_us") == std::string::npos) continue;
+    const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
+    if (!detail.is_object()) continue;
+    uncertainty = std::max(uncertainty, detail.value("clock_uncertainty_us", std::int64_t{0}));
+  }
+  return kLogResolutionUs + uncertainty;
+}
+
+namespace {
+
 // The gray fault's mechanism for the partition: what should have ended its ack stall, and
 // whether it did. A stall it does not explain is inconclusive: it does not measure the mechanism.
 void explainGrayStall(const AnalysisInput& in, const RunAnalysis& out, PartitionResult& r,
@@ -390,7 +405,7 @@ void explainGrayStall(const AnalysisInput& in, const RunAnalysis& out, Partition
   scope.recovered_us = in.recovered_us;
   scope.departure = out.departure;
   scope.departure_at_us = out.departure_at_us;
-  scope.departure_resolution_us = departure_from_metadata ? in.metadata_interval_us : kLogResolutionUs;
+  scope.departure_resolution_us = departure_from_metadata ? in.metadata_interval_us : logResolutionUs(in.events);
   scope.metadata_interval_us = in.metadata_interval_us;
   std::optional<std::pair<std::int64_t, std::int64_t>> stall;
   if (r.ack.outcome == Outcome::kStall && r.ack.stall) {
@@ -516,8 +531,9 @@ RunAnalysis analyse(const AnalysisInput& in) {
       out.departure = controlled ? "controlled_shutdown" : "fenced";
     }
   }
+  const auto log_resolution = logResolutionUs(in.events);
   const auto resolution = [&](bool from_metadata) {
-    return from_metadata ? in.metadata_interval_us : kLogResolutionUs;
+    return from_metadata ? in.metadata_interval_us : log_resolution;
   };
 
   // A sequence number stored and still pending (the ledger not yet pruned) counts once, as

@@ -354,6 +354,11 @@ void probeStretchesFromEvents(const std::vector<storage::Event>& events, std::ve
 // and producer recreations ("producer_recreated", detail {"error"}) in a window.
 void probeRefusalsFromEvents(const std::vector<storage::Event>& events,
                              std::vector<ProbeRefusal>& refusals);
+// How late a time read from the brokers' logs can be against kfaild's clock: the line's own
+// millisecond, plus the largest clock uncertainty of the run's broker_log events (detail
+// clock_uncertainty_us: a log on another host's clock, placed on kfaild's over ssh).
+std::int64_t logResolutionUs(const std::vector<storage::Event>& events);
+
 std::vector<ProbeCause> producerRecreationsFromEvents(
     const std::vector<storage::Event>& events);
 

@@ -37,12 +37,14 @@ struct Found {
   std::int64_t resolution_us = 0;
 };
 
-// How late an event can be against what it reports. A log line: its own millisecond. A metadata
+// How late an event can be against what it reports. A log line: its own millisecond, and the
+// uncertainty of its host's clock against kfaild's when it is another host's (ssh). A metadata
 // observation: the change happened after the previous answer that did not show it (since_us, in
 // the event), so up to that span, at least one poll interval; and the brokers answering Metadata
 // learn a change from the controller after the leader that acts on it, so one more poll interval.
 // (A CI run saw an isr_shrink observed 120 ms after the ack it had allowed, 100 ms polls.)
 std::int64_t resolutionOf(const storage::Event& e, const MechanismScope& s) {
+  if (e.source == "broker_log") return logResolutionUs({e});
   if (e.source != "metadata") return kLogResolutionUs;
   std::int64_t span = s.metadata_interval_us;
   const auto detail = nlohmann::json::parse(e.detail, nullptr, false);

@@ -1040,6 +1040,11 @@ void RunExecution::collectBrokerLogs() {
     nlohmann::json detail = {{"file", line.file}, {"line", line.line}};
     if (line.kind != "signal_received") detail["node"] = line.node;
     if (e.t_us != line.t) detail["system_t_us"] = line.t;
+    if (line.clock_uncertainty_us > 0) {
+      // Another host's log (ssh): placed on kfaild's clock by that host's clock offset.
+      detail["clock_offset_us"] = line.clock_offset_us;
+      detail["clock_uncertainty_us"] = line.clock_uncertainty_us;
+    }
     e.detail = detail.dump();
     deps_.store.addEvent(std::move(e));
   }

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "server/fault/errc.h"
@@ -97,11 +99,20 @@ std::string describeArgv(const std::vector<std::string>& argv) {
   return common::sensitive(out);
 }
 
-Result<CommandOutput> runCommand(const std::vector<std::string>& argv,
-                                 std::chrono::milliseconds timeout) {
+namespace {
+
+// A started program: its pid, the read ends of its stdout and stderr (non-blocking), and the
+// write end of its stdin when it has one (else its stdin is /dev/null).
+struct Child {
+  pid_t pid = -1;
+  Fd out, err, in;
+};
+
+Status spawn(const std::vector<std::string>& argv, bool with_stdin, Child& child) {
   if (argv.empty()) return faultError(errc::command_failed, "empty command");
-  Fd out_r, out_w, err_r, err_w, exec_r, exec_w;
-  if (!makePipe(out_r, out_w) || !makePipe(err_r, err_w) || !makePipe(exec_r, exec_w)) {
+  Fd out_w, err_w, in_r, exec_r, exec_w;
+  if (!makePipe(child.out, out_w) || !makePipe(child.err, err_w) || !makePipe(exec_r, exec_w) ||
+      (with_stdin && !makePipe(in_r, child.in))) {
     return faultError(errc::command_failed, std::string("pipe: ") + std::strerror(errno));
   }
   // Everything the child needs is built before fork: after it, only async-signal-safe calls.
@@ -110,7 +121,6 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv,
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
 
-  const auto started = std::chrono::steady_clock::now();
   const pid_t pid = ::fork();
   if (pid < 0)
     return faultError(errc::command_failed, std::string("fork: ") + std::strerror(errno));
@@ -122,8 +132,8 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv,
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    const int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+    const int input = with_stdin ? in_r.get() : ::open("/dev/null", O_RDONLY);
+    if (input >= 0) ::dup2(input, STDIN_FILENO);
     ::dup2(out_w.get(), STDOUT_FILENO);
     ::dup2(err_w.get(), STDERR_FILENO);
     // Descriptors kfaild opened without O_CLOEXEC (sockets of other threads) must not leak
@@ -136,6 +146,7 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv,
   }
   out_w.reset();
   err_w.reset();
+  in_r.reset();
   exec_w.reset();
 
   int exec_errno = 0;
@@ -149,8 +160,48 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv,
     return faultError(errc::command_failed,
                       "cannot run " + common::sensitive(argv[0]) + ": " + std::strerror(exec_errno));
   }
-  ::fcntl(out_r.get(), F_SETFL, O_NONBLOCK);
-  ::fcntl(err_r.get(), F_SETFL, O_NONBLOCK);
+  ::fcntl(child.out.get(), F_SETFL, O_NONBLOCK);
+  ::fcntl(child.err.get(), F_SETFL, O_NONBLOCK);
+  child.pid = pid;
+  return okStatus();
+}
+
+// One byte to a pipe whose reader may be gone: EPIPE, never a SIGPIPE (kfaild does not ignore
+// it; the signal is blocked in this thread for the write and a pending one taken back).
+bool writeNewline(int fd) {
+  sigset_t pipe_signal, old;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_signal, &old);
+  ssize_t wrote = 0;
+  do {
+    wrote = ::write(fd, "\n", 1);
+  } while (wrote < 0 && errno == EINTR);
+  if (wrote < 0 && errno == EPIPE) {
+    const timespec zero{};
+    ::sigtimedwait(&pipe_signal, nullptr, &zero);
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return wrote == 1;
+}
+
+void killGroup(pid_t pid) {
+  int status = 0;
+  ::kill(-pid, SIGKILL);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+}
+
+}  // namespace
+
+Result<CommandOutput> runCommand(const std::vector<std::string>& argv,
+                                 std::chrono::milliseconds timeout) {
+  const auto started = std::chrono::steady_clock::now();
+  Child child;
+  if (auto spawned = spawn(argv, false, child); !spawned) return spawned.error();
+  const pid_t pid = child.pid;
+  Fd& out_r = child.out;
+  Fd& err_r = child.err;
 
   CommandOutput result;
   bool out_open = true, err_open = true;
@@ -165,9 +216,7 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv,
     }
     const auto elapsed = std::chrono::steady_clock::now() - started;
     if (elapsed >= timeout) {
-      ::kill(-pid, SIGKILL);
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
+      killGroup(pid);
       if (err_open) drain(err_r.get(), result.err);
       return faultError(errc::timeout,
                         describeArgv(argv) + " did not finish within " +
@@ -190,6 +239,67 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv,
         if (fds[i].fd == err_r.get()) err_open = drain(err_r.get(), result.err);
       }
     }
+  }
+}
+
+Result<std::vector<LineExchange>> exchangeLines(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+                                                int rounds, const common::Clock& clock) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  Child child;
+  if (auto spawned = spawn(argv, true, child); !spawned) return spawned.error();
+  std::string out, err;
+  bool out_open = true, err_open = true;
+  // The next line of stdout, waiting for it until the deadline; nullopt when the program's
+  // stdout ended or the deadline passed.
+  const auto nextLine = [&]() -> std::optional<std::string> {
+    while (true) {
+      if (const auto nl = out.find('\n'); nl != std::string::npos) {
+        auto line = out.substr(0, nl);
+        out.erase(0, nl + 1);
+        return line;
+      }
+      if (!out_open) return std::nullopt;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return std::nullopt;
+      std::array<pollfd, 2> fds{};
+      nfds_t n = 0;
+      fds[n++] = {child.out.get(), POLLIN, 0};
+      if (err_open) fds[n++] = {child.err.get(), POLLIN, 0};
+      if (::poll(fds.data(), n, static_cast<int>(std::min<std::int64_t>(left.count(), 100))) > 0) {
+        if (fds[0].revents != 0) out_open = drain(child.out.get(), out);
+        if (n > 1 && fds[1].revents != 0) err_open = drain(child.err.get(), err);
+      }
+    }
+  };
+  const auto failed = [&](const std::string& what) {
+    const bool late = std::chrono::steady_clock::now() >= deadline;
+    killGroup(child.pid);
+    if (err_open) drain(child.err.get(), err);
+    return faultError(late ? errc::timeout : errc::command_failed,
+                      describeArgv(argv) + " " + what +
+                          (err.empty() ? "" : "; stderr: " + common::sensitive(tailOf(err))));
+  };
+  if (!nextLine()) return failed("printed no first line");
+  std::vector<LineExchange> exchanges;
+  for (int i = 0; i < rounds; ++i) {
+    LineExchange x;
+    x.sent = clock.wallNow();
+    if (!writeNewline(child.in.get())) return failed("stopped reading its input");
+    auto line = nextLine();
+    x.received = clock.wallNow();
+    if (!line) return failed("answered " + std::to_string(i) + " of " + std::to_string(rounds) + " rounds");
+    x.line = std::move(*line);
+    exchanges.push_back(std::move(x));
+  }
+  child.in.reset();
+  while (true) {
+    int status = 0;
+    if (::waitpid(child.pid, &status, WNOHANG) == child.pid) return exchanges;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      killGroup(child.pid);
+      return exchanges;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
 

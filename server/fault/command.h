@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "server/common/clock.h"
 #include "server/common/result.h"
 
 namespace kfaild::fault {
@@ -28,6 +29,24 @@ struct CommandOutput {
 // a daemon holding its stdout does not make this wait for the daemon.
 Result<CommandOutput> runCommand(const std::vector<std::string>& argv,
                                  std::chrono::milliseconds timeout);
+
+// One round of exchangeLines: the line read back, with kfaild's wall clock just before the write
+// and just after the read.
+struct LineExchange {
+  common::WallMicros sent = 0;
+  common::WallMicros received = 0;
+  std::string line;
+};
+
+// Runs a program as runCommand does, but with its stdin a pipe: waits for its first line (it is
+// ready), then `rounds` times writes an empty line and reads one line back, timing each round on
+// `clock`; then closes its stdin and waits for it to exit. For a remote host's clock read over
+// one ssh session, so that the connection's set-up lies outside every round. Errors: those of
+// runCommand (errc::timeout when the whole exceeds `timeout`), and errc::command_failed when the
+// program exits before the rounds are done (with what it wrote to stderr). Its exit status is
+// not looked at once the rounds are done.
+Result<std::vector<LineExchange>> exchangeLines(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+                                                int rounds, const common::Clock& clock);
 
 // "ssh -o BatchMode=yes ... 'a b'": argv for messages and logs, each element shell-quoted when
 // it needs to be, marked as operator-only text (server/common/sensitive.h). Never executed.

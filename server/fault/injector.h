@@ -83,7 +83,11 @@ struct ProcessState {
 // A line from the broker's own logs (server.log, controller.log, state-change.log) with the
 // time the broker wrote it.
 struct BrokerLogLine {
-  common::WallMicros t = 0;
+  common::WallMicros t = 0;  // on kfaild's clock
+  // The log's clock − kfaild's, as estimated when the log is another host's (ssh), and the ± of
+  // t that adds (the line's own millisecond aside); 0 for a log on kfaild's host's clock.
+  std::int64_t clock_offset_us = 0;
+  std::int64_t clock_uncertainty_us = 0;
   std::string file;
   std::string level;
   std::string message;

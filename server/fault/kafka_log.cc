@@ -213,6 +213,14 @@ std::optional<NamedPartition> partitionNamed(std::string_view message, const std
   return std::nullopt;
 }
 
+// A failover event read from `line`, its clock's offset and uncertainty with it.
+FailoverLogEvent fromLine(const BrokerLogLine& line, std::string kind, std::int32_t broker, std::int32_t node,
+                          std::optional<std::string> topic = std::nullopt,
+                          std::optional<std::int32_t> partition = std::nullopt) {
+  return {line.t,          std::move(kind),      broker, node, line.file, line.message, std::move(topic), partition,
+          line.clock_offset_us, line.clock_uncertainty_us};
+}
+
 }  // namespace
 
 std::vector<FailoverLogEvent> isrShrinkEvents(std::vector<BrokerLogLine> lines, const std::vector<std::string>& topics,
@@ -234,8 +242,8 @@ std::vector<FailoverLogEvent> isrShrinkEvents(std::vector<BrokerLogLine> lines, 
     if (!isr || it == pending.end()) return;
     if (*isr == it->second.isr) {
       const auto& dropped = it->second.dropped;
-      out.push_back({line.t, "isr_shrink", dropped.size() == 1 ? dropped.front() : -1, node, line.file,
-                     line.message, named.topic, named.partition});
+      out.push_back(fromLine(line, "isr_shrink", dropped.size() == 1 ? dropped.front() : -1, node, named.topic,
+                             named.partition));
     } else if (!answer) {
       return;
     }
@@ -290,7 +298,7 @@ std::vector<FailoverLogEvent> readFailoverLogs(const std::vector<LogSource>& nod
         if (line.message.find(subject) == std::string::npos) continue;
         for (const auto& m : kControllerMarks) {
           if (line.message.find(m.needle) == std::string::npos) continue;
-          out.push_back({line.t, m.kind, target, source.node, line.file, line.message, std::nullopt, std::nullopt});
+          out.push_back(fromLine(line, m.kind, target, source.node));
         }
       }
       continue;
@@ -317,7 +325,7 @@ std::vector<FailoverLogEvent> readFailoverLogs(const std::vector<LogSource>& nod
           } catch (const std::exception&) {
             continue;
           }
-          out.push_back({line.t, "leader_epoch_start", source.node, source.node, line.file, line.message, t, partition});
+          out.push_back(fromLine(line, "leader_epoch_start", source.node, source.node, t, partition));
         }
       }
     }
@@ -326,7 +334,7 @@ std::vector<FailoverLogEvent> readFailoverLogs(const std::vector<LogSource>& nod
     if (auto lines = source.injector->logLines("server.log", since, server_needles); lines) {
       for (auto& line : *lines) {
         if (source.node == target && line.message.find("Terminating process due to signal") != std::string::npos) {
-          out.push_back({line.t, "signal_received", target, source.node, line.file, line.message, std::nullopt, std::nullopt});
+          out.push_back(fromLine(line, "signal_received", target, source.node));
         } else {
           isr_lines.push_back(std::move(line));
         }

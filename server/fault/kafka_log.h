@@ -65,6 +65,9 @@ struct FailoverLogEvent {
   std::string line;
   std::optional<std::string> topic;  // leader_epoch_start and isr_shrink only
   std::optional<std::int32_t> partition;
+  // The line's BrokerLogLine::clock_offset_us and clock_uncertainty_us (another host's log).
+  std::int64_t clock_offset_us = 0;
+  std::int64_t clock_uncertainty_us = 0;
 };
 
 struct LogSource {

@@ -149,6 +149,11 @@ std::string clockCommand() {
   return "echo kfaild-clock=$(date +%s%N)\n";
 }
 
+std::string clockDialogueCommand() {
+  return "echo kfaild-ready\n"
+         "while IFS= read -r _; do echo kfaild-clock=$(date +%s%N); done\n";
+}
+
 std::string logsCommand(const std::string& log_dir, const std::string& file,
                         const std::vector<std::string>& patterns, common::WallMicros since) {
   return rolledLogsGrepScript(log_dir, file, patterns, std::max<common::WallMicros>(0, since / 1'000'000));
@@ -244,6 +249,21 @@ Result<std::string> SshInjector::run(const std::string& remote_command,
 
 Result<ClockOffset> SshInjector::remoteClockOffset() {
   const auto timeout = std::chrono::seconds(target_.connect_timeout_s) + kShortCallSlack;
+  if (auto argv = sshArgv(ssh_script::clockDialogueCommand()); argv) {
+    if (auto rounds = exchangeLines(*argv, timeout, ssh_script::kClockRounds, clock_); rounds) {
+      std::optional<ClockOffset> best;
+      for (const auto& round : *rounds) {
+        const auto kv = keyValues(round.line + "\n");
+        const auto text = kv.find("clock");
+        const auto reading = text != kv.end() ? parseRemoteClock(text->second) : std::nullopt;
+        if (!reading) continue;
+        const auto offset = bracketOffset(*reading, round.sent, round.received, remoteClockResolution(text->second));
+        if (!best || offset.uncertainty_us < best->uncertainty_us) best = offset;
+      }
+      if (best) return *best;
+    } else {
+    }
+  }
   const auto before = clock_.wallNow();
   auto out = run(ssh_script::clockCommand(), timeout);
   const auto after = clock_.wallNow();
@@ -372,8 +392,15 @@ Result<std::vector<BrokerLogLine>> SshInjector::logLines(const std::string& file
   if (!plainFileName(file)) {
     return faultError(errc::invalid_target, "log file '" + file + "' is not a plain file name");
   }
+  // The log's times are the remote host's clock: read there from `since` on that clock, then
+  // placed on kfaild's, each line uncertain by the offset's uncertainty.
+  auto offset = logClockOffset();
+  if (!offset) return offset.error();
+  // `since` and the lines returned are on the system clock, as every injector's; the offset is
+  // against kfaild's timebase (common::Clock::fromSystem).
+  const auto remote_since = clock_.fromSystem(since) + offset->offset_us;
   const auto timeout = std::chrono::seconds(target_.connect_timeout_s) + kShortCallSlack;
-  auto argv = sshArgv(ssh_script::logsCommand(target_.log_dir, file, patterns, since));
+  auto argv = sshArgv(ssh_script::logsCommand(target_.log_dir, file, patterns, remote_since));
   if (!argv) return argv.error();
   auto out = runCommand(*argv, timeout);
   if (!out) return out.error();
@@ -386,7 +413,24 @@ Result<std::vector<BrokerLogLine>> SshInjector::logLines(const std::string& file
                                                        std::to_string(out->exit_code) + ": " +
                                                        common::sensitive(trimmed(out->err)));
   }
-  return selectKafkaLogLines(out->out, file, zone_, since, patterns);
+  auto lines = selectKafkaLogLines(out->out, file, zone_, remote_since, patterns);
+  for (auto& line : lines) {
+    line.t = clock_.toSystem(line.t - offset->offset_us);
+    line.clock_offset_us = offset->offset_us;
+    line.clock_uncertainty_us = offset->uncertainty_us;
+  }
+  return lines;
+}
+
+Result<ClockOffset> SshInjector::logClockOffset() {
+  constexpr common::MonoMicros kReuseUs = 60'000'000;
+  std::lock_guard lock(log_offset_mutex_);
+  const auto now = clock_.monoNow();
+  if (log_offset_ && now - log_offset_->first < kReuseUs) return log_offset_->second;
+  auto offset = remoteClockOffset();
+  if (!offset) return offset.error();
+  log_offset_ = std::make_pair(now, *offset);
+  return *offset;
 }
 
 void SshInjector::placeGrayFaults(const GrayPlacement& placement) {

@@ -20,7 +20,10 @@
 // Not thread-safe (see Injector).
 
 #include <chrono>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -48,6 +51,11 @@ std::string stopCommand(const std::string& pid_command, std::int64_t grace_s);
 std::string inspectCommand(const std::string& pid_command);
 // Prints "kfaild-clock=<ns since epoch>" and nothing else.
 std::string clockCommand();
+// Prints "kfaild-ready", then one "kfaild-clock=<ns since epoch>" line for every line it reads,
+// until its input ends: the remote clock read NTP-style over one session (exchangeLines).
+std::string clockDialogueCommand();
+// Rounds of that dialogue: the tightest bracket is taken.
+inline constexpr int kClockRounds = 5;
 // grep -h -F of `patterns` (single-quoted) in `log_dir`/`file` and in the files rolled from it
 // since `since` (rolledLogsGrepScript, server/fault/kafka_log.h); exit 1 is "no match".
 std::string logsCommand(const std::string& log_dir, const std::string& file,
@@ -91,7 +99,13 @@ class SshInjector final : public Injector {
 
  private:
   Result<FaultRecord> signal(Signal signal);
+  // The remote clock against kfaild's: the tightest of kClockRounds rounds over one ssh session
+  // (clockDialogueCommand), so that the connection's set-up (tens to hundreds of ms, most of it
+  // before the remote clock is read) is outside the bracket; a single call's bracket if the
+  // dialogue fails.
   Result<ClockOffset> remoteClockOffset();
+  // The offset the broker log's times are placed with: taken again when older than a minute.
+  Result<ClockOffset> logClockOffset();
   // Sets the record's fault time from the remote clock's text, read during the call that ended
   // (on kfaild's clock) at `after`.
   void placeRemoteFault(FaultRecord& record, const std::string& clock_text,
@@ -104,6 +118,8 @@ class SshInjector final : public Injector {
   const common::Clock& clock_;
   std::string ssh_program_;
   std::unique_ptr<GrayRunner> gray_;
+  std::mutex log_offset_mutex_;
+  std::optional<std::pair<common::MonoMicros, ClockOffset>> log_offset_;  // guarded by log_offset_mutex_
 };
 
 // "1796015337879312744" (date +%s%N) → µs; "1796015337N" (a date without %N) → whole seconds.

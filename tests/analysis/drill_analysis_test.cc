@@ -1025,3 +1025,23 @@ TEST_CASE("a compound drill's first fault, analysed up to the second, leaves a s
   CHECK(p0.reason == "still stalled at the second fault (≥ 2.017 s)");
   CHECK(a.partitions[0].receive.outcome == Outcome::kInconclusive);
 }
+
+TEST_CASE("phases read from another host's log are as uncertain as its clock against kfaild's", "[unit]") {
+  auto in = articleKill();
+  // The controller's and the new leader's logs came over ssh, their hosts' clocks placed on
+  // kfaild's within ± 0.7 ms and ± 4 ms.
+  for (auto& e : in.events) {
+    if (e.source != "broker_log") continue;
+    e.detail = e.kind == "fenced" ? R"({"clock_offset_us":-120000,"clock_uncertainty_us":700})"
+                                  : R"({"clock_offset_us":5000,"clock_uncertainty_us":4000})";
+  }
+  CHECK(logResolutionUs(in.events) == 5'000);
+  const auto a = analyse(in);
+  const auto& p0 = a.partitions[0];
+  // Same figures; each resolution grows by the largest host clock uncertainty of the run.
+  CHECK(*p0.phases.detection_us == 8'270'000);
+  CHECK(*p0.phases.detection_resolution_us == 5'000);
+  CHECK(*p0.phases.election_resolution_us == 5'000);
+  // No host clock in the events: the line's millisecond.
+  CHECK(logResolutionUs(articleKill().events) == 1'000);
+}

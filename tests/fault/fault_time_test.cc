@@ -138,3 +138,93 @@ TEST_CASE("a remote date without nanoseconds is a clock of one second", "[unit][
   CHECK(remoteClockResolution("1796015337N") == 1'000'000);
   CHECK(remoteClockResolution("1796015337879312744") == 1);
 }
+
+namespace {
+
+// An ssh whose remote host is kRemoteAheadUs ahead and answers the clock dialogue
+// (clockDialogueCommand) with `readings` in turn, the kill script with `fault_remote_us`, and a
+// grep of the logs with `log_line`.
+std::string fakeDialogueSsh(const testing::TempDir& dir, const std::vector<common::WallMicros>& readings,
+                            common::WallMicros fault_remote_us, const std::string& log_line = "") {
+  const auto path = (dir / "ssh").string();
+  std::ofstream out(path);
+  out << "#!/bin/sh\n"
+         "for last; do :; done\n"
+         "case \"$last\" in\n"
+         "  \"echo kfaild-ready\"*) echo kfaild-ready; for c in";
+  for (const auto r : readings) out << " " << nanos(r);
+  out << "; do IFS= read -r _ || exit 0; echo kfaild-clock=$c; done;;\n"
+         "  *\"kill -KILL\"*) echo kfaild-pid=4242; echo kfaild-clock="
+      << nanos(fault_remote_us)
+      << ";;\n"
+         "  *grep*) echo '"
+      << log_line
+      << "';;\n"
+         "  *) exit 1;;\n"
+         "esac\n";
+  out.close();
+  ::chmod(path.c_str(), 0755);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("the remote clock is read in rounds over one ssh session and the tightest round places it, the "
+          "connection's set-up outside every bracket",
+          "[unit][fault]") {
+  const testing::TempDir dir;
+  constexpr auto A = kRemoteAheadUs;
+  // Five rounds after the kill's call: 40, 2, 10, 5 and 10 ms; the 2 ms one read the remote
+  // clock in its middle. The others read it at their ends, 1-20 ms off the middle: a wrong pick
+  // shows in the offset.
+  const std::vector<common::WallMicros> rounds = {kT0 + 2'001'000, kT0 + 2'041'000, kT0 + 2'050'000, kT0 + 2'052'000,
+                                                  kT0 + 2'060'000, kT0 + 2'070'000, kT0 + 2'080'000, kT0 + 2'085'000,
+                                                  kT0 + 2'090'000, kT0 + 2'100'000};
+  const auto ssh = fakeDialogueSsh(dir,
+                                   {kT0 + 2'041'000 + A, kT0 + 2'051'000 + A, kT0 + 2'070'000 + A,
+                                    kT0 + 2'085'000 + A, kT0 + 2'100'000 + A},
+                                   kT0 + 100'000 + A);
+  std::vector<common::WallMicros> readings = {kT0, kT0 + 2'000'000};
+  readings.insert(readings.end(), rounds.begin(), rounds.end());
+  const ScriptedClock clock(readings);
+  SshInjector injector(target(), LogZone::utc, clock, ssh);
+  const auto r = injector.kill();
+  REQUIRE(r);
+  CHECK(r->clock_offset_us == A);
+  CHECK(r->uncertainty_us == 1'001);  // half the 2 ms round + the clock's 1 µs
+  CHECK(r->faultTime() == kT0 + 100'000);
+  CHECK(clock.reads() == 12);
+}
+
+TEST_CASE("a broker log read over ssh is placed on kfaild's clock by the remote clock's offset, each line "
+          "uncertain by it",
+          "[unit][fault]") {
+  const testing::TempDir dir;
+  constexpr auto A = kRemoteAheadUs;
+  // 2026-11-30 03:26:17.385 UTC on the remote clock, which is 3 s ahead of kfaild's.
+  constexpr common::WallMicros kLineRemote = 1'796'009'177'385'000;
+  const auto ssh = fakeDialogueSsh(
+      dir, {kT0 + 1'000 + A, kT0 + 11'000 + A, kT0 + 21'000 + A, kT0 + 31'000 + A, kT0 + 41'000 + A}, kT0,
+      "[2026-11-30 03:26:17,385] INFO [QuorumController id=100] Fencing broker 1 at epoch 14 "
+      "(org.apache.kafka.controller.QuorumController)");
+  // The age of a cached offset (none yet), then five rounds of 2 ms, each with the reading in
+  // its middle.
+  const ScriptedClock clock({kT0 - 1'000'000, kT0, kT0 + 2'000, kT0 + 10'000, kT0 + 12'000, kT0 + 20'000, kT0 + 22'000, kT0 + 30'000,
+                             kT0 + 32'000, kT0 + 40'000, kT0 + 42'000});
+  auto t = target();
+  t.log_dir = "/var/log/kafka";
+  SshInjector injector(t, LogZone::utc, clock, ssh);
+  // Since 1 s before the line on kfaild's clock: on the remote clock that is 2 s after it, so a
+  // since read on the wrong clock would drop the line.
+  const auto lines = injector.logLines("controller.log", kLineRemote - A - 1'000'000, {"Fencing broker 1"});
+  REQUIRE(lines);
+  REQUIRE(lines->size() == 1);
+  CHECK(lines->front().t == kLineRemote - A);
+  CHECK(lines->front().clock_offset_us == A);
+  CHECK(lines->front().clock_uncertainty_us == 1'001);
+  // The offset is taken once a minute, not for every read.
+  const auto again = injector.logLines("controller.log", kLineRemote - A - 1'000'000, {"Fencing broker 1"});
+  REQUIRE(again);
+  CHECK(again->size() == 1);
+  CHECK(clock.reads() == 2 + 10);  // the cached offset's age twice, and the rounds once
+}
