@@ -98,7 +98,29 @@ TEST_CASE("on the SASL_SSL lab kfaild probes, describes the quorum, a kill and a
   auto& lab = *secured.lab;
   auto& kfaild = *secured.kfaild;
 
-  const auto kill = runDrillToDone(kfaild, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2}})");
+  // The secured lab is the last to start and TLS costs its brokers more: in one CI run the probe
+  // held back 73 ticks in the 2 s baseline and a follower's stall was rightly inconclusive ("too
+  // few acks before the fault"). A run the probe's own state left inconclusive is asked again, up
+  // to twice, once the probe is steady.
+  const auto probeLeftItOpen = [](const json& drill) {
+    for (const auto& p : drill["runs"][0]["analysis"]["partitions"]) {
+      const auto& ack = p["ack"];
+      const auto reason = ack.value("reason", std::string());
+      if (ack["outcome"] == "inconclusive" && (reason.find("too few acks before the fault") != std::string::npos ||
+                                               reason.find("the probe was") != std::string::npos)) {
+        return reason;
+      }
+    }
+    return std::string();
+  };
+  const std::string kill_body = R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":4}})";
+  auto kill = runDrillToDone(kfaild, kill_body);
+  for (int again = 0; again < 2 && !probeLeftItOpen(kill).empty(); ++again) {
+    WARN("kill drill asked again: " << probeLeftItOpen(kill));
+    REQUIRE(testing::lab("wait") == 0);
+    kfaild.waitSteady(lab.topic);
+    kill = runDrillToDone(kfaild, kill_body);
+  }
   const auto& killed = kill["runs"][0]["analysis"];
   REQUIRE(killed["departure"] == "fenced");
   const auto detection = killed["departure_at_us"].get<std::int64_t>() - killed["fault_us"].get<std::int64_t>();

@@ -50,6 +50,24 @@ TEST_CASE("kfailctl prints none for noise and n/a with the reason for an inconcl
   CHECK(text.find("57") == std::string::npos);  // noise is not shown as a stall
 }
 
+TEST_CASE("kfailctl says which lost messages were acked before kfaild restarted its consumer's reading",
+          "[unit][kfailctl]") {
+  const json drill = json::parse(R"({
+    "id": 9, "cluster": "lab", "fault": "kill", "target": {"broker": 1}, "state": "done", "reason": null,
+    "runs": [{"run": 1, "state": "done",
+              "analysis": {"fault_us": 1000000, "departure": "fenced", "departure_at_us": 9850000,
+                "partitions": [
+                  {"topic": "orders", "partition": 0, "role": "leader", "ack": {"stall": null}, "receive": {"stall": null},
+                   "failed": 0, "lost": 42, "lost_consumer_stuck": 40, "unresolved": 0, "phases": {}},
+                  {"topic": "orders", "partition": 1, "role": "follower", "ack": {"stall": null}, "receive": {"stall": null},
+                   "failed": 0, "lost": 3, "unresolved": 0, "phases": {}}]}}]})");
+  const auto text = kfaild::ctl::formatDrill(drill);
+  INFO(text);
+  CHECK(text.find("lost: orders[0]: 40 of 42 acked before kfaild restarted its consumer's reading of the partition; "
+                  "not known to be the cluster's\n") != std::string::npos);
+  CHECK(text.find("lost: orders[1]") == std::string::npos);
+}
+
 TEST_CASE("kfailctl reads a drill still running and a failed one without inventing figures", "[unit][kfailctl]") {
   const auto running = kfaild::ctl::formatDrill(json::parse(
       R"({"id": 3, "cluster": "lab", "fault": "stop", "target": {"leader_of": {"topic": "orders", "partition": 0}},

@@ -242,6 +242,11 @@ std::string formatDrill(const json& drill) {
           notes += fmt::format("  n/a: {} {}: {}\n", name, kind, k["reason"].get<std::string>());
         }
       }
+      if (const auto stuck = p.value("lost_consumer_stuck", 0); stuck > 0) {
+        notes += fmt::format("  lost: {}: {} of {} acked before kfaild restarted its consumer's reading of the "
+                             "partition; not known to be the cluster's\n",
+                             name, stuck, p.value("lost", 0));
+      }
       if (const auto& m = member(p, "mechanism"); m.is_object() && member(m, "name") != "none") {
         notes += fmt::format("  mechanism: {}: {}", name, mechanismText(m));
         notes += "\n";

@@ -42,6 +42,22 @@ describe('drill verdict', () => {
     expect(v.headline).toBe('Data loss: 2 acknowledged messages never read back');
   });
 
+  it('warns, without calling it data loss, about messages unread while kfaild restarted its consumer', () => {
+    const d = drill(3, {}, [partition(0, 'leader', 9_000_000, { lost: 40, lost_consumer_stuck: 40 })]);
+    const v = verdict(d);
+    expect(v.level).toBe('warn');
+    expect(v.headline).toMatch(/^Writes stopped for /);
+    expect(v.facts).toContain('No acknowledged message lost');
+    expect(v.facts).toContain(
+      "40 acknowledged messages not read back while kfaild's consumer read nothing (it restarted the consumer): not known to be lost",
+    );
+    expect(totals(d).lostConsumerStuck).toBe(40);
+    // Two more lost before any restart: the cluster's.
+    const lossy = verdict(drill(3, {}, [partition(0, 'leader', 9_000_000, { lost: 42, lost_consumer_stuck: 40 })]));
+    expect(lossy.level).toBe('bad');
+    expect(lossy.headline).toBe('Data loss: 2 acknowledged messages never read back');
+  });
+
   it('is bad with the reason when the drill failed, a warning when aborted', () => {
     expect(verdict(drill(3, { state: 'failed', reason: 'guard: broker 2 is not registered' })).headline).toBe(
       'Failed: guard: broker 2 is not registered',

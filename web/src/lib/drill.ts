@@ -136,18 +136,21 @@ export interface Totals {
   sent: number;
   failed: number;
   lost: number;
+  /** Of lost, those acked before kfaild restarted its consumer's reading of their partition: not known to be the cluster's. */
+  lostConsumerStuck: number;
   unresolved: number;
   duplicated: number;
   reordered: number;
 }
 
 export function totals(drill: Drill): Totals {
-  const t: Totals = { sent: 0, failed: 0, lost: 0, unresolved: 0, duplicated: 0, reordered: 0 };
+  const t: Totals = { sent: 0, failed: 0, lost: 0, lostConsumerStuck: 0, unresolved: 0, duplicated: 0, reordered: 0 };
   for (const run of drill.runs) {
     for (const p of run.analysis?.partitions ?? []) {
       t.sent += p.sent;
       t.failed += p.failed;
       t.lost += p.lost;
+      t.lostConsumerStuck += p.lost_consumer_stuck ?? 0;
       t.unresolved += p.unresolved;
       t.duplicated += p.duplicated;
       t.reordered += p.reordered;
@@ -236,9 +239,16 @@ export function verdict(drill: Drill): Verdict {
   if (rcv) {
     facts.push(`Reads stopped up to ${formatDuration(rcv.duration_us)} on ${rcv.topic}-${rcv.partition} (${ROLE_LABEL[rcv.role]})`);
   }
+  const lostByCluster = t.lost - t.lostConsumerStuck;
   facts.push(
-    t.lost === 0 ? 'No acknowledged message lost' : `${plural(t.lost, 'acknowledged message')} lost`,
+    lostByCluster === 0 ? 'No acknowledged message lost' : `${plural(lostByCluster, 'acknowledged message')} lost`,
   );
+  if (t.lostConsumerStuck > 0) {
+    facts.push(
+      `${plural(t.lostConsumerStuck, 'acknowledged message')} not read back while kfaild's consumer read nothing ` +
+        '(it restarted the consumer): not known to be lost',
+    );
+  }
   if (t.failed > 0) facts.push(`${plural(t.failed, 'send')} failed`);
   if (t.duplicated > 0) facts.push(`${plural(t.duplicated, 'message')} duplicated`);
   if (t.reordered > 0) facts.push(`${plural(t.reordered, 'message')} reordered`);
@@ -252,8 +262,8 @@ export function verdict(drill: Drill): Verdict {
   if (drill.state === 'aborted') {
     return { level: 'warn', headline: `Aborted${drill.reason ? `: ${drill.reason}` : ''}`, facts };
   }
-  if (t.lost > 0) {
-    return { level: 'bad', headline: `Data loss: ${plural(t.lost, 'acknowledged message')} never read back`, facts };
+  if (lostByCluster > 0) {
+    return { level: 'bad', headline: `Data loss: ${plural(lostByCluster, 'acknowledged message')} never read back`, facts };
   }
   const headline = ack
     ? `Writes stopped for ${formatDuration(ack.duration_us)} at worst (${ack.topic}-${ack.partition}, ${ROLE_LABEL[ack.role]})`
@@ -261,7 +271,8 @@ export function verdict(drill: Drill): Verdict {
   // kfaild's verdict against the objectives decides when there is one.
   if (drill.verdict === 'fail') return { level: 'bad', headline, facts };
   if (drill.verdict === 'inconclusive') return { level: 'warn', headline, facts };
-  const warn = t.failed > 0 || t.duplicated > 0 || t.reordered > 0 || t.unresolved > 0 || unknown.length > 0;
+  const warn =
+    t.failed > 0 || t.duplicated > 0 || t.reordered > 0 || t.unresolved > 0 || t.lostConsumerStuck > 0 || unknown.length > 0;
   return { level: warn ? 'warn' : 'ok', headline, facts };
 }
 
