@@ -512,6 +512,15 @@ Response Endpoints::metrics(const Request& request, const RequestCounter& respon
   for (const auto& cluster : clusters) {
     out.sample("kfaild_probe_skipped_ticks_total", {{"cluster", cluster.name}}, cluster.probe.skipped_ticks);
   }
+  out.family("kfaild_probe_client_recreations_total", "counter",
+             "Probe clients kfaild replaced: the producer after a fatal error, the consumer when a seek did not "
+             "free its reading. A gap across one is the probe's, not the cluster's.");
+  for (const auto& cluster : clusters) {
+    out.sample("kfaild_probe_client_recreations_total", {{"cluster", cluster.name}, {"client", "producer"}},
+               cluster.probe.producer_recreations);
+    out.sample("kfaild_probe_client_recreations_total", {{"cluster", cluster.name}, {"client", "consumer"}},
+               cluster.probe.consumer_recreations);
+  }
   out.family("kfaild_probe_max_send_lateness_seconds", "gauge",
              "Longest delay of a probe tick behind its schedule since the probe started.");
   for (const auto& cluster : clusters) {

@@ -1077,7 +1077,7 @@ std::string ProbeRunner::recreateConsumer(const std::vector<StuckFetch>& stuck) 
   if (old) old.get_deleter().flags = RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE;
   old.reset();
   const auto took_us = clock_.monoNow() - began.mono;
-  const auto recreations = error.empty() ? ++consumer_recreations_ : consumer_recreations_.load();
+  const std::uint64_t recreations = error.empty() ? ++consumer_recreations_ : consumer_recreations_.load();
   if (error.empty()) {
     spdlog::warn("probe {}: consumer recreated ({} so far): {} partition(s) assigned, {} of them stuck, in {} ms",
                  cluster_.name, recreations, assigned, stuck.size(), took_us / 1000);
@@ -1176,6 +1176,7 @@ ProbeStatus ProbeRunner::status() const {
   s.max_send_lateness_us = max_lateness_;
   s.held_ticks = held_ticks_;
   s.producer_recreations = producer_recreations_;
+  s.consumer_recreations = consumer_recreations_;
   s.client_settings = client_settings_;
   if (control_ != nullptr) s.control = control_->status();
   if (coordinators_ != nullptr) s.coordinators = coordinators_->status();

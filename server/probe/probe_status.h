@@ -166,6 +166,7 @@ struct ProbeStatus {
   std::string sender_scheduling;  // what the sender thread got, e.g. "SCHED_FIFO 1"; "" before it started
   std::uint64_t held_ticks = 0;  // partition ticks held back at the outstanding bound
   std::uint64_t producer_recreations = 0;  // producers replaced after a fatal error
+  std::uint64_t consumer_recreations = 0;  // consumers replaced when a seek did not free their reading
   std::map<std::string, std::string> client_settings;  // the producer's, as librdkafka has them
   std::vector<PartitionStatus> partitions;
   std::optional<ControlStatus> control;  // nullopt: the control probe is off

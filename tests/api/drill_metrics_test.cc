@@ -209,7 +209,8 @@ TEST_CASE("the last drills are found in the outcome index, reading only their ow
   CHECK_THAT(steps, Catch::Contains("COVERING INDEX drills_by_outcome"));
 }
 
-TEST_CASE("metrics expose per-message ack and end-to-end latency histograms and the probe's skipped ticks",
+TEST_CASE("metrics expose per-message ack and end-to-end latency histograms, the probe's skipped ticks and its "
+          "replaced clients",
           "[integration][api]") {
   testing::ApiHarness api;
   api.live().update([](std::vector<ClusterLive>& clusters) {
@@ -217,6 +218,7 @@ TEST_CASE("metrics expose per-message ack and end-to-end latency histograms and 
     for (const std::int64_t us : {3'000, 4'000, 9'400'000}) p0.ack_latency.add(us);
     p0.receive_latency.add(9'900'000);
     clusters[0].probe.skipped_ticks = 12;
+    clusters[0].probe.consumer_recreations = 2;
     clusters[0].probe.max_send_lateness_us = 250'000;
   });
   const auto reply = api.get("/metrics");
@@ -235,6 +237,9 @@ TEST_CASE("metrics expose per-message ack and end-to-end latency histograms and 
       R"(kfaild_probe_ack_interval_seconds_bucket{cluster="lab",topic="orders",partition="0",le="0.025"} 0)",
       R"(kfaild_probe_ticks_total{cluster="lab"} 5000)",
       R"(kfaild_probe_skipped_ticks_total{cluster="lab"} 12)",
+      "# TYPE kfaild_probe_client_recreations_total counter",
+      R"(kfaild_probe_client_recreations_total{cluster="lab",client="producer"} 0)",
+      R"(kfaild_probe_client_recreations_total{cluster="lab",client="consumer"} 2)",
       R"(kfaild_probe_max_send_lateness_seconds{cluster="lab"} 0.25)",
   });
 }

@@ -31,6 +31,7 @@ const std::map<std::string, std::string> kAllowedEmpty = {
     {"alert KfaildLastDrillRegressed", "one drill has no earlier drills to regress from"},
     {"alert KfaildLastDrillInconclusive", "fires only on an inconclusive verdict"},
     {"alert KfaildNoRecentDrill", "a drill just finished"},
+    {"alert KfaildProbeClientReplaced", "the probe replaces no client in a kill drill"},
     {"alert KfaildDown", "kfaild is up"},
     {"alert KfaildAbsent", "the target exists"},
     // The test's webhook receiver takes every delivery: none has failed.
