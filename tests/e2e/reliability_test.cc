@@ -333,8 +333,20 @@ TEST_CASE("sshd unreachable: a drill fails at preflight with the reason and touc
   // Lost after the kill: recovery retries until sshd answers again.
   REQUIRE(testing::shellCommand(sshd_up) == 0);
   kfaild.waitSteady(lab.topic);
-  auto id = startDrill(kfaild, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2,"observe_min_s":2}})");
-  kfaild.waitForState(id, [](const std::string& s) { return s == "observe" || finished(s); }, 120s);
+  const std::string body = R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2,"observe_min_s":2}})";
+  auto id = startDrill(kfaild, body);
+  auto reached = kfaild.waitForState(id, [](const std::string& s) { return s == "observe" || finished(s); }, 120s);
+  // sshd is up again: a preflight that could not reach it is the loaded machine's (a CI run at its
+  // 11th test saw ssh exit 255 there, with sshd answering before and after), asked again.
+  for (int again = 0; again < 2 && reached["state"] == "failed" && reached["reason"].is_string() &&
+                      reached["reason"].get<std::string>().find("cannot be reached") != std::string::npos;
+       ++again) {
+    WARN("drill " << id << " asked again: " << reached["reason"].get<std::string>());
+    REQUIRE(testing::shellCommand(sshd_up) == 0);
+    std::this_thread::sleep_for(2s);
+    id = startDrill(kfaild, body);
+    reached = kfaild.waitForState(id, [](const std::string& s) { return s == "observe" || finished(s); }, 120s);
+  }
   sshd_down();
   const auto lost = std::chrono::steady_clock::now();
   // Retried with backoff (1, 2, 4 s ...), each failure in the drill's reason and as an event.
