@@ -378,15 +378,17 @@ std::optional<std::int64_t> integerField(const nlohmann::json& detail, const cha
 
 }  // namespace
 
+std::int64_t logResolutionUs(const storage::Event& e) {
+  if (e.source != "broker_log" || e.detail.find("clock_uncertainty_us") == std::string::npos) return kLogResolutionUs;
+  const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
+  if (!detail.is_object()) return kLogResolutionUs;
+  return kLogResolutionUs + detail.value("clock_uncertainty_us", std::int64_t{0});
+}
+
 std::int64_t logResolutionUs(const std::vector<storage::Event>& events) {
-  std::int64_t uncertainty = 0;
-  for (const auto& e : events) {
-    if (e.source != "broker_log" || e.detail.find("clock_uncertainty_us") == std::string::npos) continue;
-    const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
-    if (!detail.is_object()) continue;
-    uncertainty = std::max(uncertainty, detail.value("clock_uncertainty_us", std::int64_t{0}));
-  }
-  return kLogResolutionUs + uncertainty;
+  std::int64_t resolution = kLogResolutionUs;
+  for (const auto& e : events) resolution = std::max(resolution, logResolutionUs(e));
+  return resolution;
 }
 
 namespace {
@@ -394,7 +396,7 @@ namespace {
 // The gray fault's mechanism for the partition: what should have ended its ack stall, and
 // whether it did. A stall it does not explain is inconclusive: it does not measure the mechanism.
 void explainGrayStall(const AnalysisInput& in, const RunAnalysis& out, PartitionResult& r,
-                      bool departure_from_metadata) {
+                      bool departure_from_metadata, std::int64_t log_resolution_us) {
   MechanismScope scope;
   scope.topic = r.topic;
   scope.partition = r.partition;
@@ -405,7 +407,7 @@ void explainGrayStall(const AnalysisInput& in, const RunAnalysis& out, Partition
   scope.recovered_us = in.recovered_us;
   scope.departure = out.departure;
   scope.departure_at_us = out.departure_at_us;
-  scope.departure_resolution_us = departure_from_metadata ? in.metadata_interval_us : logResolutionUs(in.events);
+  scope.departure_resolution_us = departure_from_metadata ? in.metadata_interval_us : log_resolution_us;
   scope.metadata_interval_us = in.metadata_interval_us;
   std::optional<std::pair<std::int64_t, std::int64_t>> stall;
   if (r.ack.outcome == Outcome::kStall && r.ack.stall) {
@@ -749,7 +751,7 @@ RunAnalysis analyse(const AnalysisInput& in) {
     settlePhase(ph, "resume", ph.resume_us, ph.resume_resolution_us, in, false);
     settlePhase(ph, "node_back", ph.node_back_us, ph.node_back_resolution_us, in, true);
 
-    if (in.gray) explainGrayStall(in, out, r, departure_from_metadata);
+    if (in.gray) explainGrayStall(in, out, r, departure_from_metadata, log_resolution);
 
     for (const auto& e : in.events) {
       if (e.source != "probe" || !isPartition(e, key)) continue;

@@ -358,6 +358,8 @@ void probeRefusalsFromEvents(const std::vector<storage::Event>& events,
 // millisecond, plus the largest clock uncertainty of the run's broker_log events (detail
 // clock_uncertainty_us: a log on another host's clock, placed on kfaild's over ssh).
 std::int64_t logResolutionUs(const std::vector<storage::Event>& events);
+// The same for one event: its line's millisecond plus its own clock uncertainty.
+std::int64_t logResolutionUs(const storage::Event& event);
 
 std::vector<ProbeCause> producerRecreationsFromEvents(
     const std::vector<storage::Event>& events);

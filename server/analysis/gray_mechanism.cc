@@ -44,7 +44,7 @@ struct Found {
 // learn a change from the controller after the leader that acts on it, so one more poll interval.
 // (A CI run saw an isr_shrink observed 120 ms after the ack it had allowed, 100 ms polls.)
 std::int64_t resolutionOf(const storage::Event& e, const MechanismScope& s) {
-  if (e.source == "broker_log") return logResolutionUs({e});
+  if (e.source == "broker_log") return logResolutionUs(e);
   if (e.source != "metadata") return kLogResolutionUs;
   std::int64_t span = s.metadata_interval_us;
   const auto detail = nlohmann::json::parse(e.detail, nullptr, false);

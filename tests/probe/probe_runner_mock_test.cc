@@ -289,6 +289,19 @@ TEST_CASE("after a fatal idempotent-producer error the probe recreates its produ
 
 namespace {
 
+// Starts the probe and waits until it reads back both partitions of "probe" (50 messages each).
+void startReadingBoth(probe::ProbeRunner& runner) {
+  REQUIRE(runner.start());
+  REQUIRE(eventually(30s, [&] {
+    const auto s = runner.status();
+    if (s.phase != probe::ProbePhase::kProbing || s.partitions.size() != 2) return false;
+    for (const auto& p : s.partitions) {
+      if (p.counters.received < 50) return false;
+    }
+    return true;
+  }));
+}
+
 // A probe on librdkafka's client over a one-broker mock cluster with topic "probe" (2
 // partitions), its consumer restarted after 2 s without a read; started and reading both.
 struct ConsumerProbe {
@@ -317,15 +330,7 @@ struct ConsumerProbe {
     cluster.probe.consumer_restart_us = 2'000'000;
     cluster.probe.topics = {config::ProbeTopic{"probe", std::nullopt}};
     runner = std::make_unique<probe::ProbeRunner>(cluster, cluster_id, *store, clock, kafka::LogSink{});
-    REQUIRE(runner->start());
-    REQUIRE(eventually(30s, [&] {
-      const auto s = runner->status();
-      if (s.phase != probe::ProbePhase::kProbing || s.partitions.size() != 2) return false;
-      for (const auto& p : s.partitions) {
-        if (p.counters.received < 50) return false;
-      }
-      return true;
-    }));
+    startReadingBoth(*runner);
   }
 
   // The probe's events of `kind`, as stored.
@@ -498,15 +503,7 @@ struct WireProbe {
     cluster.probe.client = config::ProbeClient::kWire;
     cluster.probe.topics = {config::ProbeTopic{"probe", std::nullopt}};
     runner = std::make_unique<probe::ProbeRunner>(cluster, cluster_id, *store, clock, kafka::LogSink{});
-    REQUIRE(runner->start());
-    REQUIRE(eventually(30s, [&] {
-      const auto s = runner->status();
-      if (s.phase != probe::ProbePhase::kProbing || s.partitions.size() != 2) return false;
-      for (const auto& p : s.partitions) {
-        if (p.counters.received < 50) return false;
-      }
-      return true;
-    }));
+    startReadingBoth(*runner);
   }
 };
 
