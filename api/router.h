@@ -13,8 +13,8 @@
 // handler that throws yields a 500 problem; the exception is logged, never sent.
 //
 // A route added with `redact` has every string of its JSON answer (problem documents included)
-// passed through the redactor (api/redaction.h) unless the request proved the operator token;
-// on every other route, a problem document loses its operator-only spans
+// passed through the redactor (server/common/redaction.h) unless the request proved the operator
+// token; on every other route, a problem document loses its operator-only spans
 // (server/common/sensitive.h) for everyone but the operator.
 //
 // Every request of a mutating method (POST, PUT, PATCH, DELETE), refused or not, is handed to the
@@ -32,7 +32,7 @@
 
 #include "api/access.h"
 #include "api/http_message.h"
-#include "api/redaction.h"
+#include "server/common/redaction.h"
 #include "api/request_counter.h"
 
 namespace kfaild::api {
@@ -68,7 +68,7 @@ class Router {
   // Set-up, before the server starts. Without setAccess the router runs with AccessPolicy's
   // default (no tokens, loopback names).
   void setAccess(AccessPolicy policy) { access_ = std::move(policy); }
-  void setRedactor(Redactor redactor) { redactor_ = std::move(redactor); }
+  void setRedactor(common::Redactor redactor) { redactor_ = std::move(redactor); }
   void setAuditSink(AuditSink sink) { audit_ = std::move(sink); }
   const AccessPolicy& access() const { return access_; }
 
@@ -102,7 +102,7 @@ class Router {
   std::vector<Route> routes_;
   RequestCounter responses_;
   AccessPolicy access_;
-  Redactor redactor_;
+  common::Redactor redactor_;
   AuditSink audit_;
 };
 

@@ -3,8 +3,9 @@
 // Text only the operator may read, marked where it is made: a command line, a tool's output, a
 // database's own words (which may quote SQL). An error message that includes such text includes
 // it as sensitive(text), between ⟦ and ⟧; the API shows the marked span to the operator as it is
-// and replaces it by "[redacted]" for everyone else (api/redaction.h), so what is hidden does not
-// depend on guessing its format. Pure functions: safe from any thread.
+// and replaces it by "[redacted]" for everyone else (server/common/redaction.h; notifications
+// alike), so what is hidden does not depend on guessing its format. Pure functions: safe from any
+// thread.
 
 #include <string>
 #include <string_view>

@@ -843,7 +843,7 @@ NotificationsConfig readNotifications(const YAML::Node& node) {
       const auto key = "notifications.receivers[" + std::to_string(i) + "]";
       const auto r = list[i];
       rejectUnknownKeys(r, key, {"name", "type", "url", "events", "verdicts", "headers", "tls", "timeout_s",
-                                 "alert_resolve_after_s"});
+                                 "alert_resolve_after_s", "include_operator_details"});
       ReceiverConfig rc;
       if (!r["name"]) fail(key + ".name", "required");
       rc.name = readString(r["name"], key + ".name");
@@ -897,6 +897,13 @@ NotificationsConfig readNotifications(const YAML::Node& node) {
         if (rc.type != "alertmanager") fail(key + ".alert_resolve_after_s", "only for type alertmanager");
         rc.alert_resolve_after_us =
             readInt(r["alert_resolve_after_s"], key + ".alert_resolve_after_s", 60, 30LL * 86400) * 1'000'000;
+      }
+      if (r["include_operator_details"]) {
+        try {
+          rc.include_operator_details = r["include_operator_details"].as<bool>();
+        } catch (const YAML::Exception&) {
+          fail(key + ".include_operator_details", "must be true or false");
+        }
       }
       n.receivers.push_back(std::move(rc));
     }

@@ -250,6 +250,9 @@ struct ReceiverConfig {
   std::int64_t timeout_ms = 10'000;
   // alertmanager: how long an alert stays firing before Alertmanager resolves it by itself.
   std::int64_t alert_resolve_after_us = 24LL * 3600 * 1'000'000;
+  // Payloads carry the operator-only text (command lines, hosts, tool output) of drill reasons;
+  // false: redacted as for a reader without the operator token (notify/events.h).
+  bool include_operator_details = false;
 };
 
 struct RetryConfig {

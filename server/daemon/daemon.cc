@@ -10,7 +10,7 @@
 
 #include "api/access.h"
 #include "api/drill_control.h"
-#include "api/redaction.h"
+#include "server/common/redaction.h"
 #include "server/config/token_file.h"
 #include "api/live_state.h"
 #include "server/drill/errc.h"
@@ -66,7 +66,7 @@ class Daemon::Control final : public api::DrillControl {
 namespace {
 
 // What a reader without the operator token must not see in drill reasons, events and cluster
-// descriptions (api/redaction.h): how kfaild reaches each node and each cluster.
+// descriptions (server/common/redaction.h): how kfaild reaches each node and each cluster.
 std::vector<std::string> sensitiveLiterals(const config::Config& config) {
   std::vector<std::string> out;
   for (const auto& cluster : config.clusters) {
@@ -219,7 +219,9 @@ std::optional<StartFailure> Daemon::startAll() {
       external_url = std::string(config_.http.tls.enabled() ? "https" : "http") + "://" + config_.http.host + ":" +
                      std::to_string(port);
     }
-    notifier_ = std::make_unique<notify::Notifier>(config_.notifications, external_url, *notification_queue_, clock_);
+    notifier_ = std::make_unique<notify::Notifier>(config_.notifications, external_url,
+                                                   common::Redactor(sensitiveLiterals(config_)), *notification_queue_,
+                                                   clock_);
   }
 
   for (std::size_t i = 0; i < config_.clusters.size(); ++i) {
@@ -306,7 +308,7 @@ std::optional<StartFailure> Daemon::setUpAccess() {
                  generated->created ? "created now, mode 0600" : "made at an earlier start");
   }
   router_.setAccess(api::AccessPolicy(access));
-  router_.setRedactor(api::Redactor(sensitiveLiterals(config_)));
+  router_.setRedactor(common::Redactor(sensitiveLiterals(config_)));
   return std::nullopt;
 }
 

@@ -22,13 +22,19 @@ Error refused(const std::string& what, const notify::HttpAnswer& answer) {
 
 }  // namespace
 
+std::string silencedAlertsRegex() {
+  std::string out;
+  for (const auto name : kSilencedAlerts) out += (out.empty() ? "" : "|") + std::string(name);
+  return out;
+}
+
 Result<std::string> AlertmanagerSilences::create(const SilenceRequest& request) {
   auto url = notify::parseReceiverUrl(notify::alertmanagerBase(receiver_.url) + "/api/v2/silences");
   if (!url) return url.error();
   const json body = {
       {"matchers",
        {{{"name", "cluster"}, {"value", request.cluster}, {"isRegex", false}, {"isEqual", true}},
-        {{"name", "alertname"}, {"value", kSilencedAlerts}, {"isRegex", true}, {"isEqual", true}}}},
+        {{"name", "alertname"}, {"value", silencedAlertsRegex()}, {"isRegex", true}, {"isEqual", true}}}},
       {"startsAt", common::formatRfc3339(request.starts_us)},
       {"endsAt", common::formatRfc3339(request.ends_us)},
       {"createdBy", "kfaild"},

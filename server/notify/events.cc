@@ -249,10 +249,20 @@ json alertmanagerPayload(const NotificationEvent& e, const PayloadContext& c, st
                        {"generatorURL", links(e, c)["dashboard"]}}});
 }
 
+NotificationEvent redactedForViewers(NotificationEvent event, const common::Redactor& redactor) {
+  event.reason = redactor.redact(event.reason);
+  redactor.redactJson(event.target);
+  redactor.redactJson(event.failed_checks);
+  redactor.redactJson(event.regressions);
+  redactor.redactJson(event.partitions);
+  return event;
+}
+
 json payloadFor(const config::ReceiverConfig& receiver, const NotificationEvent& event, const PayloadContext& context) {
-  if (receiver.type == "slack") return slackPayload(event, context);
-  if (receiver.type == "alertmanager") return alertmanagerPayload(event, context, receiver.alert_resolve_after_us);
-  return webhookPayload(event, context);
+  const auto shown = receiver.include_operator_details ? event : redactedForViewers(event, context.redactor);
+  if (receiver.type == "slack") return slackPayload(shown, context);
+  if (receiver.type == "alertmanager") return alertmanagerPayload(shown, context, receiver.alert_resolve_after_us);
+  return webhookPayload(shown, context);
 }
 
 }  // namespace kfaild::notify

@@ -24,6 +24,11 @@
 //                 startsAt + alert_resolve_after_s (an alert is an event, not a condition: it
 //                 resolves by itself; see docs/CONFIG.md); generatorURL. A passing drill_finished
 //                 is not sent to Alertmanager (there is nothing to page about).
+//
+// What a payload may say: a receiver is a reader without the operator token. Unless it has
+// include_operator_details, its payloads are made from redactedForViewers(event): the same
+// redaction as the API's answers to such readers (server/common/redaction.h), so the operator-only
+// spans of a drill's reason (command lines, user@host, stderr, nft scripts) never reach a chat.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -32,6 +37,7 @@
 #include <vector>
 
 #include "server/analysis/incidents.h"
+#include "server/common/redaction.h"
 #include "server/config/config.h"
 #include "storage/drill_store.h"
 
@@ -77,13 +83,21 @@ bool wants(const config::ReceiverConfig& receiver, const NotificationEvent& even
 struct PayloadContext {
   std::string external_url;  // base of links, without a trailing slash
   std::int64_t now_us = 0;
+  // What a reader without the operator token may see (the daemon's: the API's redactor).
+  common::Redactor redactor;
 };
+
+// `event` as a reader without the operator token sees it: its reason and every string of its
+// target, failed checks, regressions and partitions through `redactor`. Kind, cluster, fault,
+// state, verdict, times and ids stay (they are the API's own words, and route alerts).
+NotificationEvent redactedForViewers(NotificationEvent event, const common::Redactor& redactor);
 
 nlohmann::json webhookPayload(const NotificationEvent& event, const PayloadContext& context);
 nlohmann::json slackPayload(const NotificationEvent& event, const PayloadContext& context);
 nlohmann::json alertmanagerPayload(const NotificationEvent& event, const PayloadContext& context,
                                    std::int64_t resolve_after_us);
-// The payload for the receiver's type.
+// The payload for the receiver's type: of the event as it is for a receiver with
+// include_operator_details, else of redactedForViewers(event, context.redactor).
 nlohmann::json payloadFor(const config::ReceiverConfig& receiver, const NotificationEvent& event,
                           const PayloadContext& context);
 

@@ -26,9 +26,14 @@ std::string deliveryUrl(const config::ReceiverConfig& r) {
 
 }  // namespace
 
-Notifier::Notifier(config::NotificationsConfig config, std::string external_url, storage::NotificationQueue& queue,
-                   const common::Clock& clock)
-    : config_(std::move(config)), external_url_(std::move(external_url)), queue_(queue), clock_(clock), worker_(clock) {}
+Notifier::Notifier(config::NotificationsConfig config, std::string external_url, common::Redactor redactor,
+                   storage::NotificationQueue& queue, const common::Clock& clock)
+    : config_(std::move(config)),
+      external_url_(std::move(external_url)),
+      redactor_(std::move(redactor)),
+      queue_(queue),
+      clock_(clock),
+      worker_(clock) {}
 
 Notifier::~Notifier() { stop(); }
 
@@ -63,7 +68,7 @@ void Notifier::drillFinished(const std::string& cluster, const storage::DrillRec
 
 Result<std::size_t> Notifier::notify(const NotificationEvent& event) {
   const auto now = clock_.wallNow();
-  const PayloadContext context{external_url_, now};
+  const PayloadContext context{external_url_, now, redactor_};
   std::size_t queued = 0;
   for (const auto& r : config_.receivers) {
     if (!wants(r, event)) continue;

@@ -60,9 +60,11 @@ struct WatchedCluster {
 
 class Notifier final : public drill::DrillListener, public NotificationStatus {
  public:
-  // `external_url`: the base of links in payloads. Everything passed must outlive the notifier.
-  Notifier(config::NotificationsConfig config, std::string external_url, storage::NotificationQueue& queue,
-           const common::Clock& clock);
+  // `external_url`: the base of links in payloads; `redactor`: what a reader without the operator
+  // token may see (the API's), applied to the payloads of receivers without
+  // include_operator_details (events.h). Everything passed by reference must outlive the notifier.
+  Notifier(config::NotificationsConfig config, std::string external_url, common::Redactor redactor,
+           storage::NotificationQueue& queue, const common::Clock& clock);
   ~Notifier() override;
   Notifier(const Notifier&) = delete;
   Notifier& operator=(const Notifier&) = delete;
@@ -96,6 +98,7 @@ class Notifier final : public drill::DrillListener, public NotificationStatus {
 
   const config::NotificationsConfig config_;
   const std::string external_url_;
+  const common::Redactor redactor_;
   storage::NotificationQueue& queue_;
   const common::Clock& clock_;
   const storage::Store* store_ = nullptr;

@@ -6,11 +6,13 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "api/redaction.h"
+#include "server/common/redaction.h"
 #include "server/common/sensitive.h"
 
 namespace kfaild::api {
 namespace {
+
+using common::Redactor;
 
 constexpr const char* kOperator = "operator-token-0123456789";
 constexpr const char* kViewer = "viewer-token-0123456789";

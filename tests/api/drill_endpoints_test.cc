@@ -157,7 +157,7 @@ class DrillApi {
     access.operator_token = kToken;
     access.viewer_token = kViewerToken;
     router_.setAccess(AccessPolicy(access));
-    router_.setRedactor(Redactor({"127.0.0.1:19091"}));
+    router_.setRedactor(common::Redactor({"127.0.0.1:19091"}));
     auto audit = storage::AuditLog::open(path);
     REQUIRE(audit.ok());
     audit_ = std::move(*audit);

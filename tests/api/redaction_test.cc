@@ -1,7 +1,7 @@
 // Redaction by construction: the fault layer's real errors, the database's real errors and
 // /readyz's problem document, as the operator and as everyone else sees them.
 
-#include "api/redaction.h"
+#include "server/common/redaction.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -21,6 +21,8 @@
 
 namespace kfaild::api {
 namespace {
+
+using common::Redactor;
 
 constexpr const char* kOperator = "operator-token-0123456789";
 

@@ -98,10 +98,16 @@ TEST_CASE("every alert rule has promtool unit tests that see it fire and stay qu
   CHECK(quiet == alerts);
 
   // Each change breaks the test that sees its alert fire: the probe-stall threshold raised from 5 s
-  // to 15 s (a 12 s stall), and a drill's week raised to eight days (a test of the week file).
+  // to 15 s (a 12 s stall), a drill's week raised to eight days (a test of the week file), and an
+  // outage silenced by a maintenance window.
+  const std::string in_maintenance = " unless on (cluster) (kfaild_maintenance_active == 1)\n";
   const std::vector<std::tuple<std::string, std::string, std::string>> changes = {
       {"max by (cluster, topic, partition) (kfaild_probe_current_ack_gap_seconds) > 5",
        "max by (cluster, topic, partition) (kfaild_probe_current_ack_gap_seconds) > 15", "KfaildProbeStalled"},
+      {"expr: kfaild_probe_current_ack_gap_seconds > 60\n",
+       "expr: kfaild_probe_current_ack_gap_seconds > 60" + in_maintenance, "KfaildProbeNoAck"},
+      {"expr: kfaild_cluster_reachable == 0\n", "expr: kfaild_cluster_reachable == 0" + in_maintenance,
+       "KfaildClusterUnreachable"},
       {"time() - kfaild_drill_last_done_timestamp_seconds > 7 * 86400",
        "time() - kfaild_drill_last_done_timestamp_seconds > 8 * 86400", "KfaildNoRecentDrill"}};
   for (const auto& [from, to, alert] : changes) {

@@ -419,6 +419,48 @@ TEST_CASE("a rolling restart holds a planned-maintenance window open while it ru
     CHECK(kfaild::testing::eventually([&] { return h.events("maintenance_closed").size() == 1; },
                                       std::chrono::seconds(5), std::chrono::milliseconds(10)));
   }
+  SECTION("failed at a step that cannot reach its node") {
+    h.injectors[2]->unreachable = true;
+    h.runner->start();
+    auto id = h.runner->submit(rolling(R"({"fault":"rolling_restart","options":{"between_s":1}})"));
+    REQUIRE(id);
+    const auto d = h.runToEnd(*id);
+    CHECK(d.state == "failed");
+    REQUIRE(during);
+    CHECK(kfaild::testing::eventually([&] { return h.events("maintenance_closed").size() == 1; },
+                                      std::chrono::seconds(5), std::chrono::milliseconds(10)));
+    auto after = windows.window(during->id);
+    REQUIRE(after);
+    REQUIRE(*after);
+    CHECK((*after)->closed_by == "drill " + std::to_string(*id));
+    auto active = windows.active(h.id, h.clock.wallNow());
+    REQUIRE(active);
+    CHECK_FALSE(*active);
+  }
+  SECTION("failed at a step whose node does not come back") {
+    // The node stays down (its recovery retried between drills): the window must not keep the
+    // cluster's alerts silent for the rest of its day.
+    h.drills->on_state = [&](const storage::DrillRecord& d) {
+      if (d.state == "observe" && !during) {
+        auto active = windows.active(h.id, h.clock.wallNow());
+        REQUIRE(active);
+        during = *active;
+      }
+      if (d.state == "inject" && h.injectors[1]->count("stop") == 1) h.injectors[2]->start_failures = -1;
+    };
+    h.runner->start();
+    auto id = h.runner->submit(
+        rolling(R"({"fault":"rolling_restart","options":{"between_s":0,"recover_timeout_s":10}})"));
+    REQUIRE(id);
+    const auto d = h.runToEnd(*id);
+    CHECK(d.state == "failed");
+    REQUIRE(during);
+    CHECK(kfaild::testing::eventually([&] { return h.events("maintenance_closed").size() == 1; },
+                                      std::chrono::seconds(5), std::chrono::milliseconds(10)));
+    auto active = windows.active(h.id, h.clock.wallNow());
+    REQUIRE(active);
+    CHECK_FALSE(*active);
+  }
 }
 
 TEST_CASE("the window of a rehearsal kfaild died in is closed at the next start", "[unit][drill]") {

@@ -273,7 +273,7 @@ TEST_CASE("a maintenance window silences the cluster's kfaild alerts in a real A
   nc.receivers.push_back(r);
   auto queue = storage::NotificationQueue::open(db.path);
   REQUIRE(queue);
-  notify::Notifier notifier(nc, "http://kfaild", **queue, clock);
+  notify::Notifier notifier(nc, "http://kfaild", common::Redactor(), **queue, clock);
   for (const auto* cluster : {"lab", "prod"}) {
     notify::NotificationEvent incident;
     incident.kind = notify::kIncident;

@@ -29,7 +29,7 @@ TEST_CASE("a failing drill reaches a real Alertmanager 0.25 as an alert with the
   r.url = am.url();
   config.receivers.push_back(r);
   common::SystemClock clock;
-  notify::Notifier notifier(config, "https://kfaild.example", **queue, clock);
+  notify::Notifier notifier(config, "https://kfaild.example", common::Redactor(), **queue, clock);
 
   storage::DrillRecord d;
   d.id = 31;

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "server/common/sensitive.h"
+
 using namespace kfaild;
 using nlohmann::json;
 
@@ -164,4 +166,46 @@ TEST_CASE("an incident's dedup key is its first gap, whatever merged into it lat
   incident.gaps.push_back(g);
   incident.gaps.back().partition = 0;
   CHECK(notify::incidentEvent("lab", incident).dedupKey() == e.dedupKey());
+}
+
+TEST_CASE("a drill's operator-only reason is redacted in Slack, webhook and Alertmanager payloads unless the "
+          "receiver says include_operator_details",
+          "[unit][notify]") {
+  auto d = failingDrill();
+  d.state = "failed";
+  d.reason = "kill of broker 1 failed: ssh_failed: " +
+             common::sensitive("ssh -i /etc/kfaild/id_ed25519 kafka@kafka-1.internal sudo kill -9 4242") + ": " +
+             common::sensitive("sudo: a password is required");
+  // An unfinished drill's checks carry its reason too (analysis::unfinishedVerdict).
+  d.result = json{{"verdict",
+                   {{"verdict", "inconclusive"},
+                    {"checks",
+                     {{{"objective", "max_ack_stall"}, {"threshold", 1.0}, {"measured", nullptr}, {"unit", "s"},
+                       {"status", "inconclusive"}, {"topic", "orders"}, {"partition", 0}, {"role", "leader"},
+                       {"reason", d.reason}}}},
+                    {"regressions", json::array()}}}}
+                 .dump();
+  const auto events = notify::drillEvents("lab", d);
+  REQUIRE(events.size() == 1);
+  REQUIRE(events[0].kind == "drill_failed");
+  // The daemon's redactor: the API's, with the inventory's hosts.
+  notify::PayloadContext context{"https://kfaild.example", 0};
+  context.redactor = common::Redactor({"kafka-1.internal"});
+  for (const auto* type : {"slack", "webhook", "alertmanager"}) {
+    INFO(type);
+    auto receiver = receiverOf(type);
+    REQUIRE(notify::wants(receiver, events[0]));
+    const auto shown = notify::payloadFor(receiver, events[0], context).dump();
+    INFO(shown);
+    CHECK_THAT(shown, Catch::Contains("kill of broker 1 failed: ssh_failed: [redacted]: [redacted]"));
+    CHECK_THAT(shown, Catch::Contains("max_ack_stall"));  // the check itself stays
+    for (const auto* secret : {"kafka@", "kafka-1.internal", "kill -9", "password is required", "/etc/kfaild"}) {
+      CHECK_THAT(shown, !Catch::Contains(secret));
+    }
+    receiver.include_operator_details = true;
+    const auto full = notify::payloadFor(receiver, events[0], context).dump();
+    INFO(full);
+    CHECK_THAT(full, Catch::Contains("kafka@kafka-1.internal sudo kill -9 4242"));
+    CHECK_THAT(full, Catch::Contains("sudo: a password is required"));
+  }
 }

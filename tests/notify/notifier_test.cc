@@ -8,6 +8,7 @@
 
 #include "api/notification_endpoints.h"
 #include "api/router.h"
+#include "server/common/sensitive.h"
 #include "server/maintenance/maintenance_windows.h"
 #include "storage/maintenance_store.h"
 #include "storage/notification_queue.h"
@@ -128,7 +129,7 @@ TEST_CASE("a finished drill reaches a webhook and a Slack receiver once each, wh
   auto hook_config = receiver("hook", "webhook", hook.url("/generic"));
   hook_config.headers["Authorization"] = "Bearer s3cret";
   notify::Notifier notifier(configFor({hook_config, receiver("chat", "slack", hook.url("/slack"))}),
-                            "https://kfaild.example", *db.queue, systemClock());
+                            "https://kfaild.example", common::Redactor(), *db.queue, systemClock());
   REQUIRE(notifier.start());
 
   notifier.drillFinished("lab", drillRow(7, "fail"));
@@ -178,7 +179,8 @@ TEST_CASE("a receiver down for 30 s gets the notification after it comes back, e
   testing::HttpReceiver hook;
   hook.start();  // to learn a free port, then down: connections are refused
   hook.stop();
-  notify::Notifier notifier(configFor({receiver("hook", "webhook", hook.url())}), "http://k", *db.queue, systemClock());
+  notify::Notifier notifier(configFor({receiver("hook", "webhook", hook.url())}), "http://k", common::Redactor(),
+                            *db.queue, systemClock());
   REQUIRE(notifier.start());
   notifier.drillFinished("lab", drillRow(8, "fail"));
 
@@ -210,7 +212,7 @@ TEST_CASE("a new notifier over the same database resumes queued deliveries and n
   hook.start();
   const auto config = configFor({receiver("hook", "webhook", hook.url())});
   {
-    notify::Notifier first(config, "http://k", *db.queue, systemClock());
+    notify::Notifier first(config, "http://k", common::Redactor(), *db.queue, systemClock());
     REQUIRE(first.start());
     first.drillFinished("lab", drillRow(1, "fail"));
     REQUIRE(hook.waitForRequests(1, 10s));
@@ -235,7 +237,7 @@ TEST_CASE("a new notifier over the same database resumes queued deliveries and n
   CHECK(db.rows()[0].state == "delivering");
 
   hook.start();
-  notify::Notifier second(config, "http://k", *db.queue, systemClock());
+  notify::Notifier second(config, "http://k", common::Redactor(), *db.queue, systemClock());
   REQUIRE(second.start());
   second.drillFinished("lab", drillRow(1, "fail"));  // told again after the restart: not resent
   REQUIRE(hook.waitForRequests(3, 15s));
@@ -260,7 +262,7 @@ TEST_CASE("an HTTPS receiver is reached with the configured CA and refused with 
   auto wrong = receiver("wrong", "webhook", hook.url("/wrong"));
   wrong.tls.ca_file = certs.otherCa();
   auto config = configFor({good, wrong});
-  notify::Notifier notifier(config, "http://k", *db.queue, systemClock());
+  notify::Notifier notifier(config, "http://k", common::Redactor(), *db.queue, systemClock());
   notifier.drillFinished("lab", drillRow(9, "fail"));
   CHECK(notifier.deliverDue() == 2);
   const auto got = hook.requests();
@@ -282,7 +284,8 @@ TEST_CASE("a receiver that answers 4xx is given up at once, and one that answers
   testing::HttpReceiver hook;
   hook.start();
   hook.answerWith(400);
-  notify::Notifier notifier(configFor({receiver("hook", "webhook", hook.url())}), "http://k", *db.queue, systemClock());
+  notify::Notifier notifier(configFor({receiver("hook", "webhook", hook.url())}), "http://k", common::Redactor(),
+                            *db.queue, systemClock());
   notifier.drillFinished("lab", drillRow(10, "fail"));
   CHECK(notifier.deliverDue() == 1);
   auto rows = db.rows();
@@ -332,7 +335,7 @@ TEST_CASE("a stall outside drills is queued once as an incident, and stalls insi
   hook.start();
   auto config = configFor({receiver("hook", "webhook", hook.url())});
   config.incidents.min_stall_us = 5'000'000;
-  notify::Notifier notifier(config, "http://k", *db.queue, systemClock());
+  notify::Notifier notifier(config, "http://k", common::Redactor(), *db.queue, systemClock());
   notifier.watchIncidents(*db.store, **drills, {{*cluster, "lab"}});
   auto queued = notifier.scanIncidents();
   REQUIRE(queued);
@@ -376,7 +379,7 @@ TEST_CASE("a stall inside a maintenance window raises no incident, and incidents
   hook.start();
   auto config = configFor({receiver("hook", "webhook", hook.url())});
   config.incidents.min_stall_us = 5'000'000;
-  notify::Notifier notifier(config, "http://k", **queue, clock);
+  notify::Notifier notifier(config, "http://k", common::Redactor(), **queue, clock);
   notifier.watchIncidents(**store, **drills, {{*cluster, "lab"}}, maintenance_store->get());
 
   const auto t0 = clock.wallNow();
@@ -426,7 +429,7 @@ TEST_CASE("GET /api/v1/notifications filters and pages the queue, redacting rece
   }
   REQUIRE(db.queue->markRetry(1, 1'700'000'100'000'000, "connect to hooks.example.com:443: Connection refused"));
   api::Router router;
-  router.setRedactor(api::Redactor({"hooks.example.com"}));
+  router.setRedactor(common::Redactor({"hooks.example.com"}));
   api::AccessOptions access;
   access.operator_token = "operator-token-0123456789";
   access.viewer_token = "viewer-token-0123456789";
@@ -458,4 +461,32 @@ TEST_CASE("GET /api/v1/notifications filters and pages the queue, redacting rece
   CHECK(page["items"][0]["last_error"].get<std::string>().find("hooks.example.com") == std::string::npos);
   CHECK(get("/api/v1/notifications?state=queued&event=drill_finished", "viewer-token-0123456789")["count"] == 3);
   CHECK(get("/api/v1/notifications?state=failed", "viewer-token-0123456789")["count"] == 0);
+}
+
+TEST_CASE("a failed drill's operator-only reason is queued redacted for a receiver, and as it is for one that "
+          "includes operator details",
+          "[integration][notify]") {
+  QueueDb db;
+  auto ops = receiver("ops", "webhook", "http://127.0.0.1:1/ops");
+  ops.include_operator_details = true;
+  notify::Notifier notifier(configFor({receiver("chat", "slack", "http://127.0.0.1:1/chat"), ops}), "http://k",
+                            common::Redactor({"kafka-1.internal"}), *db.queue, systemClock());
+  auto d = drillRow(12, "fail");
+  d.state = "failed";
+  d.reason = "stop of broker 1 failed: " + common::sensitive("ssh kafka-1.internal kill -STOP 4242") + ": " +
+             common::sensitive("Permission denied (publickey)");
+  notifier.drillFinished("lab", d);
+  const auto rows = db.rows();
+  REQUIRE(rows.size() == 2);
+  for (const auto& row : rows) {
+    INFO(row.receiver << ": " << row.payload);
+    if (row.receiver == "chat") {
+      CHECK_THAT(row.payload, Catch::Contains("stop of broker 1 failed: [redacted]: [redacted]"));
+      CHECK_THAT(row.payload, !Catch::Contains("kafka-1.internal"));
+      CHECK_THAT(row.payload, !Catch::Contains("Permission denied"));
+    } else {
+      CHECK_THAT(row.payload, Catch::Contains("ssh kafka-1.internal kill -STOP 4242"));
+      CHECK_THAT(row.payload, Catch::Contains("Permission denied (publickey)"));
+    }
+  }
 }

@@ -1,11 +1,11 @@
-#include "api/redaction.h"
+#include "server/common/redaction.h"
 
 #include <algorithm>
 #include <cctype>
 
 #include "server/common/sensitive.h"
 
-namespace kfaild::api {
+namespace kfaild::common {
 namespace {
 
 bool isDigit(char c) {
@@ -141,4 +141,4 @@ void Redactor::redactJson(nlohmann::json& value, bool marked_only) const {
   }
 }
 
-}  // namespace kfaild::api
+}  // namespace kfaild::common

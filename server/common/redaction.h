@@ -1,7 +1,9 @@
 #pragma once
 
 // What a reader without the operator token does not see: command lines, hosts, users, file paths
-// and tool output that drill reasons, events, recoveries and cluster descriptions carry.
+// and tool output that drill reasons, events, recoveries and cluster descriptions carry. The API
+// (api/router.h) applies it to its answers for such readers, and the notifier (notify/events.h)
+// to every payload of a receiver without include_operator_details.
 // redact() replaces, in a text:
 //   - every span marked operator-only where it was made (server/common/sensitive.h: the fault
 //     layer's command lines and tool output, ssh destinations, the database's own messages);
@@ -24,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kfaild::api {
+namespace kfaild::common {
 
 inline constexpr std::string_view kRedacted = "[redacted]";
 
@@ -44,4 +46,4 @@ class Redactor {
   std::vector<std::string> literals_;  // longest first
 };
 
-}  // namespace kfaild::api
+}  // namespace kfaild::common
