@@ -232,6 +232,28 @@ AccessPolicy::Proof AccessPolicy::prove(const Request& request) const {
 }
 
 std::optional<Response> AccessPolicy::admit(Request& request, RouteAccess access, bool mutating) const {
+  if (auto refused = admitCredentials(request, access, mutating)) return refused;
+  if (mutating) {
+    const auto& type = request.headers.content_type;
+    if (!request.body.empty() || type) {
+      if (!type || !isJsonMediaType(*type)) {
+        return problem(ProblemType::kUnsupportedMediaType,
+                       "a " + request.method + " request must send its body as Content-Type: application/json" +
+                           (type ? std::string(", not \"") + printable(*type, 80) + "\"" : std::string()),
+                       request.path);
+      }
+    } else if (!options_.auth && !request.headers.client_header) {
+      // A body-less request proves nothing about its sender without a token: require a header a
+      // page of another site cannot set.
+      return problem(ProblemType::kCrossSite,
+                     "a " + request.method + " request without a body needs the X-Kfaild-Client header",
+                     request.path);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Response> AccessPolicy::admitCredentials(Request& request, RouteAccess access, bool mutating) const {
   const Proof proof = options_.auth ? prove(request) : Proof::kOperator;
   // The role is known before any refusal, so that the audit log keeps a cross-site attempt with
   // a valid token as that role's (api/audit_endpoints.h).
@@ -266,23 +288,6 @@ std::optional<Response> AccessPolicy::admit(Request& request, RouteAccess access
     return problem(ProblemType::kForbidden,
                    "the viewer token may only read; " + request.method + " on this route needs the operator token",
                    request.path);
-  }
-  if (mutating) {
-    const auto& type = request.headers.content_type;
-    if (!request.body.empty() || type) {
-      if (!type || !isJsonMediaType(*type)) {
-        return problem(ProblemType::kUnsupportedMediaType,
-                       "a " + request.method + " request must send its body as Content-Type: application/json" +
-                           (type ? std::string(", not \"") + printable(*type, 80) + "\"" : std::string()),
-                       request.path);
-      }
-    } else if (!options_.auth && !request.headers.client_header) {
-      // A body-less request proves nothing about its sender without a token: require a header a
-      // page of another site cannot set.
-      return problem(ProblemType::kCrossSite,
-                     "a " + request.method + " request without a body needs the X-Kfaild-Client header",
-                     request.path);
-    }
   }
   return std::nullopt;
 }

@@ -65,6 +65,9 @@ class AccessPolicy {
   // For a request whose route matched: sets request.role, and returns the refusal (401, 403,
   // 415) or nullopt when the handler may run.
   std::optional<Response> admit(Request& request, RouteAccess access, bool mutating) const;
+  // admit() without the media-type check: what the header fields alone decide (cross-site,
+  // credentials, role; 401 or 403), so that a request can be refused before its body is read.
+  std::optional<Response> admitCredentials(Request& request, RouteAccess access, bool mutating) const;
 
   bool authEnabled() const { return options_.auth; }
 

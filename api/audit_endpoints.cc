@@ -16,6 +16,7 @@ using nlohmann::json;
 namespace {
 constexpr std::int64_t kMinuteUs = 60'000'000;
 constexpr const char* kOverflowPeer = "(overflow)";
+constexpr const char* kSeveralPeers = "(several)";
 }  // namespace
 
 AuditRecorder::AuditRecorder(storage::AuditLog& log, const common::Clock& clock, AuditRecorderOptions options)
@@ -46,6 +47,8 @@ bool AuditRecorder::commit(std::optional<storage::AuditRecord> accepted) {
     std::lock_guard lock(queue_mutex_);
     rows.swap(queued_);
     counts.swap(counts_);
+    for (auto& [key, row] : aggregated_) rows.push_back(std::move(row));
+    aggregated_.clear();
   }
   // After the refusals queued before it: ids follow the order of the answers.
   if (accepted) rows.push_back(std::move(*accepted));
@@ -69,19 +72,17 @@ void AuditRecorder::operator()(const AuditEntry& entry) {
   const auto now = clock_.wallNow();
   storage::AuditRecord record{0,           now,          roleName(entry.role), entry.remote_address,
                               entry.method, entry.route, entry.body_sha256,   static_cast<std::int64_t>(entry.body_bytes),
-                              entry.status, entry.problem};
+                              entry.status, entry.problem, 1,            false};
   if (entry.status < 400) {
     // Committed before the answer leaves: the change it records has not been acknowledged yet.
     commit(std::move(record));
     return;
   }
-  std::lock_guard lock(queue_mutex_);
-  if (entry.role != Role::kAnonymous && queued_.size() < options_.max_queued) {
-    queued_.push_back(std::move(record));
-    return;
-  }
   const auto minute = now - now % kMinuteUs;
-  CountKey key{minute, entry.remote_address, entry.matched ? entry.route : std::string("unmatched"), entry.status};
+  const std::string route_class = entry.matched ? entry.route : std::string("unmatched");
+  std::lock_guard lock(queue_mutex_);
+  if (entry.role != Role::kAnonymous && queueTokenRefusal(std::move(record), minute, route_class)) return;
+  CountKey key{minute, entry.remote_address, route_class, entry.status};
   auto it = counts_.find(key);
   if (it == counts_.end() && counts_.size() >= options_.max_counts) {
     key = CountKey{minute, kOverflowPeer, "(any)", entry.status};
@@ -90,6 +91,43 @@ void AuditRecorder::operator()(const AuditEntry& entry) {
   if (it == counts_.end()) it = counts_.emplace(std::move(key), 0).first;
   ++it->second;
   counted_.fetch_add(1);
+}
+
+bool AuditRecorder::queueTokenRefusal(storage::AuditRecord record, std::int64_t minute,
+                                      const std::string& route_class) {
+  if (minute != token_minute_) {
+    token_minute_ = minute;
+    rows_this_minute_.clear();
+  }
+  TokenKey key{record.role, record.method, route_class, record.status};
+  const auto given = rows_this_minute_.find(key);
+  const bool known = given != rows_this_minute_.end();
+  if ((known || rows_this_minute_.size() < options_.max_counts) && queued_.size() < options_.max_queued &&
+      (!known || given->second < options_.refusal_rows_per_minute)) {
+    ++rows_this_minute_[key];
+    queued_.push_back(std::move(record));
+    return true;
+  }
+  auto row = aggregated_.find(key);
+  if (row == aggregated_.end() || row->second.time_us != minute) {
+    // A minute's row is flushed before the next minute's takes its place.
+    if (row != aggregated_.end()) queued_.push_back(std::move(row->second));
+    if (row == aggregated_.end() && aggregated_.size() >= options_.max_counts) return false;
+    storage::AuditRecord first = std::move(record);
+    first.time_us = minute;
+    first.route = route_class;
+    first.body_sha256.clear();
+    first.count = 1;
+    first.aggregated = true;
+    aggregated_.insert_or_assign(std::move(key), std::move(first));
+  } else {
+    auto& sum = row->second;
+    ++sum.count;
+    sum.body_bytes += record.body_bytes;
+    if (sum.remote != record.remote) sum.remote = kSeveralPeers;
+  }
+  counted_.fetch_add(1);
+  return true;
 }
 
 void AuditEndpoints::registerOn(Router& router) {
@@ -133,6 +171,7 @@ Response AuditEndpoints::list(const Request& request) const {
                      {"body_sha256", r.body_sha256},
                      {"body_bytes", r.body_bytes},
                      {"status", r.status},
+                     {"count", r.count},
                      {"problem", r.problem.empty() ? json(nullptr) : json(r.problem)}});
   }
   return jsonResponse(200, {{"items", std::move(items)},

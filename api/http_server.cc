@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "api/errc.h"
+#include "api/http_limits.h"
 
 namespace kfaild::api {
 namespace {
@@ -193,6 +194,7 @@ class HttpServer::Impl {
   Impl(ServerOptions options, Router& router)
       : options_(std::move(options)),
         router_(router),
+        per_peer_(options_.max_connections_per_peer),
         ioc_(std::max(1, options_.threads)),
         acceptor_(ioc_),
         accept_retry_(ioc_) {}
@@ -212,9 +214,7 @@ class HttpServer::Impl {
     std::lock_guard lock(sessions_mutex_);
     const auto it = sessions_.find(session);
     if (it == sessions_.end()) return;
-    if (const auto peer = per_peer_.find(it->second.peer); peer != per_peer_.end() && --peer->second == 0) {
-      per_peer_.erase(peer);
-    }
+    per_peer_.release(it->second.peer);
     sessions_.erase(it);
   }
 
@@ -234,11 +234,11 @@ class HttpServer::Impl {
   // and still have their TLS context.
   struct OpenConnection {
     std::weak_ptr<Connection> session;
-    std::string peer;  // its address
+    std::string peer;  // its bucket in per_peer_
   };
   std::mutex sessions_mutex_;
   std::unordered_map<Connection*, OpenConnection> sessions_;  // guarded by sessions_mutex_
-  std::unordered_map<std::string, std::size_t> per_peer_;     // open connections by peer address; guarded by sessions_mutex_
+  PeerConnections per_peer_;                                  // guarded by sessions_mutex_
   std::unique_ptr<ssl::context> tls_;  // set by listen() when options_.tls is enabled
 
   asio::io_context ioc_;
@@ -318,9 +318,47 @@ class HttpServer::Impl::Session : public Connection,
     parser_->header_limit(static_cast<std::uint32_t>(server_.options().max_header_bytes));
     parser_->on_chunk_header(on_chunk_header_);
     tcp().expires_after(server_.options().read_timeout);
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
+  }
+
+  // A mutating request whose body is more than the read buffer holds anyway (or chunked) is
+  // refused here when its header fields decide it (no valid token, another Host or origin, no
+  // such route), before its body is read: a client without a token cannot make the server hold
+  // max_body_bytes per connection. The connection then closes, its body drained unread.
+  void onHeader(beast::error_code ec) {
+    if (server_.stopping()) return;
+    if (ec) return onRead(ec);
+    auto& message = parser_->get();
+    const auto length = parser_->content_length();
+    const bool small_body = !parser_->chunked() && length && *length <= kReadSlack;
+    if (Router::isMutating(view(message.method_string())) && !small_body) {
+      started_ = Clock::now();
+      if (auto request = requestOf(message)) {
+        if (auto refused = server_.router().refuseBeforeBody(*request)) {
+          return write(std::move(*refused), request->method, request->path, false, message.version(), false);
+        }
+      }
+    }
+    if (parser_->is_done()) return onRead(ec);
     http::async_read(
         stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onRead(ec); });
+        [self = shared_from_this()](beast::error_code body_ec, std::size_t) { self->onRead(body_ec); });
+  }
+
+  // The request of a message whose target is a path; its body as read so far.
+  std::optional<Request> requestOf(http::request<http::string_body>& message) const {
+    auto target = parseTarget(view(message.target()));
+    if (!target) return std::nullopt;
+    Request request;
+    request.method = std::string(view(message.method_string()));
+    request.path = std::move(target->path);
+    request.segments = std::move(target->segments);
+    request.query = std::move(target->query);
+    request.headers = headersOf(message);
+    request.remote_address = remote_address_;
+    return request;
   }
 
   void onRead(beast::error_code ec) {
@@ -357,27 +395,22 @@ class HttpServer::Impl::Session : public Connection,
     if (ec) return;  // reset, broken pipe: nobody to answer
 
     auto& message = parser_->get();
-    Request request;
-    request.method = std::string(view(message.method_string()));
     const bool head = message.method() == http::verb::head;
-    const std::string_view raw_target = view(message.target());
-    auto target = parseTarget(raw_target);
+    auto request = requestOf(message);
     Response response;
-    if (!target) {
-      request.path = std::string(raw_target.substr(0, raw_target.find('?')));
-      const bool is_path = !request.path.empty() && request.path.front() == '/';
-      response = problem(ProblemType::kMalformedRequest, target.error().message,
-                         is_path ? request.path : std::string());
+    if (!request) {
+      const std::string_view raw_target = view(message.target());
+      request.emplace();
+      request->method = std::string(view(message.method_string()));
+      request->path = std::string(raw_target.substr(0, raw_target.find('?')));
+      const bool is_path = !request->path.empty() && request->path.front() == '/';
+      response = problem(ProblemType::kMalformedRequest, parseTarget(raw_target).error().message,
+                         is_path ? request->path : std::string());
     } else {
-      request.path = std::move(target->path);
-      request.segments = std::move(target->segments);
-      request.query = std::move(target->query);
-      request.body = std::move(message.body());
-      request.headers = headersOf(message);
-      request.remote_address = remote_address_;
-      response = server_.router().dispatch(request);
+      request->body = std::move(message.body());
+      response = server_.router().dispatch(*request);
     }
-    write(std::move(response), request.method, request.path, head, message.version(),
+    write(std::move(response), request->method, request->path, head, message.version(),
           message.keep_alive());
   }
 
@@ -602,20 +635,20 @@ void HttpServer::Impl::admit(tcp::socket socket) {
       return;
     }
     const auto endpoint = socket.remote_endpoint(ignored);
-    std::string peer = ignored ? std::string("-") : endpoint.address().to_string();
-    auto& from_peer = per_peer_[peer];
-    if (from_peer >= options_.max_connections_per_peer) {
-      spdlog::debug("http: {} connections open from {}, closing a new one", from_peer, peer);
+    const std::string address = ignored ? std::string("-") : endpoint.address().to_string();
+    auto bucket = per_peer_.admit(address);
+    if (!bucket) {
+      spdlog::debug("http: {} connections open from {}, closing a new one", per_peer_.open(address),
+                    peerBucket(address));
       socket.close(ignored);
       return;
     }
-    ++from_peer;
     if (tls_) {
       tls_session = std::make_shared<Session<TlsStream>>(std::move(socket), *this, *tls_);
-      sessions_.emplace(tls_session.get(), OpenConnection{tls_session, std::move(peer)});
+      sessions_.emplace(tls_session.get(), OpenConnection{tls_session, std::move(*bucket)});
     } else {
       session = std::make_shared<Session<beast::tcp_stream>>(std::move(socket), *this);
-      sessions_.emplace(session.get(), OpenConnection{session, std::move(peer)});
+      sessions_.emplace(session.get(), OpenConnection{session, std::move(*bucket)});
     }
   }
   if (tls_session) tls_session->run();

@@ -12,8 +12,16 @@
 // client cannot grow the server's memory through the parts of a request Beast does not limit. A connection that takes longer than
 // read_timeout to send a request (or to take a response) is closed, so slow clients cannot hold
 // a slot; an idle keep-alive connection is closed after the same time. Beyond max_connections
-// open connections, or max_connections_per_peer from the new connection's peer address, a new
-// connection is closed as soon as it is accepted.
+// open connections, or max_connections_per_peer from the new connection's peer (its IPv4
+// address, or the /64 of its IPv6 address: api/http_limits.h), a new connection is closed as
+// soon as it is accepted.
+//
+// Before the body: a mutating request whose body is over 64 KiB or chunked is handed to
+// Router::refuseBeforeBody() as soon as its header fields are read; a refusal they decide (no
+// valid token, a viewer token, another Host or origin, no such route) is answered at once with
+// `Connection: close` and the body is drained unread, so a client without the operator token
+// cannot make the server hold max_body_bytes. A smaller body is read with the header (it fits
+// the read buffer) and the request dispatched as any other, so the connection stays usable.
 //
 // TLS: the handshake has the same read_timeout as a request; a client that fails it (plain HTTP,
 // an older protocol, no certificate when tls.client_ca_file is set, one that CA did not sign)

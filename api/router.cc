@@ -107,6 +107,25 @@ std::string Router::allowHeader(const Route& route) {
 Response Router::dispatch(Request& request) const {
   std::string pattern;
   Response response = route(request, pattern);
+  finish(request, pattern, response, true);
+  return response;
+}
+
+std::optional<Response> Router::refuseBeforeBody(Request& request) const {
+  if (!isMutating(request.method)) return std::nullopt;
+  std::string pattern;
+  const Route* matched = nullptr;
+  const HandlerEntry* handler = nullptr;
+  auto refused = resolve(request, pattern, matched, handler);
+  if (!refused) {
+    refused = access_.admitCredentials(request, matched->options.at(handler->first).access, true);
+  }
+  if (!refused) return std::nullopt;
+  finish(request, pattern, *refused, false);
+  return refused;
+}
+
+void Router::finish(const Request& request, const std::string& pattern, Response& response, bool body_read) const {
   // Every problem document of every route: what was marked operator-only where it was made
   // (a command line, a tool's or the database's words) is not for anyone else.
   if (request.role != Role::kOperator && response.content_type == "application/problem+json") {
@@ -119,7 +138,7 @@ Response Router::dispatch(Request& request) const {
     entry.method = printable(request.method, 32);
     entry.route = pattern.empty() ? printable(request.path) : pattern;
     entry.matched = !pattern.empty();
-    entry.body_sha256 = sha256Hex(request.body);
+    entry.body_sha256 = body_read ? sha256Hex(request.body) : std::string();
     entry.body_bytes = request.body.size();
     entry.status = response.status;
     if (response.status >= 400 && response.content_type == "application/problem+json") {
@@ -127,7 +146,6 @@ Response Router::dispatch(Request& request) const {
     }
     audit_(entry);
   }
-  return response;
 }
 
 void Router::redactBody(Response& response, bool marked_only) const {
@@ -140,16 +158,17 @@ void Router::redactBody(Response& response, bool marked_only) const {
   response.body = jsonBody(body);
 }
 
-Response Router::route(Request& request, std::string& pattern) const {
-  if (auto misdirected = access_.checkHost(request)) return std::move(*misdirected);
+std::optional<Response> Router::resolve(const Request& request, std::string& pattern, const Route*& matched,
+                                        const HandlerEntry*& handler) const {
+  if (auto misdirected = access_.checkHost(request)) return misdirected;
   const Route* best = nullptr;
   std::size_t best_literals = 0;
-  for (const auto& route : routes_) {
-    if (!matches(route, request.segments)) continue;
+  for (const auto& candidate : routes_) {
+    if (!matches(candidate, request.segments)) continue;
     std::size_t literals = 0;
-    for (const auto& segment : route.segments) literals += segment.is_param ? 0 : 1;
+    for (const auto& segment : candidate.segments) literals += segment.is_param ? 0 : 1;
     if (best == nullptr || literals > best_literals) {
-      best = &route;
+      best = &candidate;
       best_literals = literals;
     }
   }
@@ -159,11 +178,11 @@ Response Router::route(Request& request, std::string& pattern) const {
   }
   pattern = best->pattern;
 
-  auto handler = best->handlers.find(request.method);
-  if (handler == best->handlers.end() && request.method == "HEAD") {
-    handler = best->handlers.find("GET");
+  auto found = best->handlers.find(request.method);
+  if (found == best->handlers.end() && request.method == "HEAD") {
+    found = best->handlers.find("GET");
   }
-  if (handler == best->handlers.end()) {
+  if (found == best->handlers.end()) {
     const std::string allow = allowHeader(*best);
     Response response = problem(ProblemType::kMethodNotAllowed,
                                 "method " + printable(request.method, 32) + " is not allowed on " +
@@ -172,6 +191,15 @@ Response Router::route(Request& request, std::string& pattern) const {
     response.headers.emplace_back("Allow", allow);
     return response;
   }
+  matched = best;
+  handler = &*found;
+  return std::nullopt;
+}
+
+Response Router::route(Request& request, std::string& pattern) const {
+  const Route* best = nullptr;
+  const HandlerEntry* handler = nullptr;
+  if (auto refused = resolve(request, pattern, best, handler)) return std::move(*refused);
   const RouteOptions& options = best->options.at(handler->first);
   if (auto refused = access_.admit(request, options.access, isMutating(request.method))) {
     return std::move(*refused);

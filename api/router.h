@@ -9,7 +9,8 @@
 //   405 with `Allow` when patterns match but none for this method;
 //   403, 401 or 415 when the access policy refuses the request for this route (access.h: a
 //       cross-site change, missing or wrong credentials, a role too low, a body not JSON);
-// and otherwise runs the handler. HEAD runs the GET handler (the server drops the body). A
+// and otherwise runs the handler. The server may ask for the 421, 404, 405, 403 and 401 before
+// it reads a mutating request's body (refuseBeforeBody()). HEAD runs the GET handler (the server drops the body). A
 // handler that throws yields a 500 problem; the exception is logged, never sent.
 //
 // A route added with `redact` has every string of its JSON answer (problem documents included)
@@ -26,6 +27,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,6 +77,13 @@ class Router {
   // Fills request.params for the matched route.
   Response dispatch(Request& request) const;
 
+  // For a mutating request whose header fields are read and whose body is not (request.body
+  // empty): the refusal those fields alone decide (421, 404, 405, a cross-site or role 403, 401),
+  // redacted and audited as dispatch() would (the audit entry with an empty body_sha256 and 0
+  // bytes: the body was not read), or nullopt when the body must be read and the request
+  // dispatched. Lets the server refuse a request without a valid token before its body.
+  std::optional<Response> refuseBeforeBody(Request& request) const;
+
   // Responses sent, by status code; the server records every response here, including the ones
   // it makes itself (413, 431, malformed requests).
   RequestCounter& responses() { return responses_; }
@@ -94,9 +103,18 @@ class Router {
     std::map<std::string, RouteOptions> options;  // by method
   };
 
+  using HandlerEntry = std::map<std::string, Handler>::value_type;
+
   static bool matches(const Route& route, const std::vector<std::string>& segments);
   static std::string allowHeader(const Route& route);
+  // The route's handler for the request (and `pattern` set), or the refusal without one: 421,
+  // 404, 405.
+  std::optional<Response> resolve(const Request& request, std::string& pattern, const Route*& matched,
+                                  const HandlerEntry*& handler) const;
   Response route(Request& request, std::string& pattern) const;
+  // What every answer to a request goes through once made: redaction of problem documents for
+  // non-operators, and the audit sink for mutating methods.
+  void finish(const Request& request, const std::string& pattern, Response& response, bool body_read) const;
   void redactBody(Response& response, bool marked_only) const;
 
   std::vector<Route> routes_;

@@ -11,10 +11,24 @@ namespace {
 // SQLite's cost of a row beyond its values: record header, rowid, cell pointer, index entry.
 constexpr std::int64_t kRowOverhead = 40;
 
+// One row, or an aggregated row added to the one already stored for its minute, role, method,
+// route and status (the unique index audit_log_aggregates).
+constexpr const char* kInsertRecord =
+    "INSERT INTO audit_log (time_us, role, remote, method, route, body_sha256, body_bytes, status, problem, count,"
+    " aggregated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+    " ON CONFLICT (time_us, role, method, route, status) WHERE aggregated = 1 DO UPDATE SET"
+    " count = count + excluded.count, body_bytes = body_bytes + excluded.body_bytes,"
+    " remote = CASE WHEN remote = excluded.remote THEN remote ELSE '(several)' END";
+
+// The oldest refused rows; accepted ones are kept for their retention.
+constexpr const char* kDeleteOldestRefused =
+    "DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE status >= 400 ORDER BY id LIMIT ?1)";
+constexpr const char* kDeleteOldestCounts =
+    "DELETE FROM audit_refusals WHERE (minute_us, remote, route_class, status) IN (SELECT minute_us,"
+    " remote, route_class, status FROM audit_refusals ORDER BY minute_us LIMIT ?1)";
+
 Status insertRecord(sqlite::Database& db, const AuditRecord& r) {
-  auto s = db.prepare(
-      "INSERT INTO audit_log (time_us, role, remote, method, route, body_sha256, body_bytes, status, problem)"
-      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+  auto s = db.prepare(kInsertRecord);
   if (!s) return s.error();
   s->bindInt(1, r.time_us);
   s->bindText(2, r.role);
@@ -25,6 +39,8 @@ Status insertRecord(sqlite::Database& db, const AuditRecord& r) {
   s->bindInt(7, r.body_bytes);
   s->bindInt(8, r.status);
   s->bindText(9, r.problem);
+  s->bindInt(10, r.count);
+  s->bindInt(11, r.aggregated ? 1 : 0);
   return s->run();
 }
 
@@ -76,7 +92,8 @@ Status AuditLog::appendBatch(const std::vector<AuditRecord>& records,
 Result<std::vector<AuditRecord>> AuditLog::records(const AuditQuery& q) const {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(
-      "SELECT id, time_us, role, remote, method, route, body_sha256, body_bytes, status, problem FROM audit_log"
+      "SELECT id, time_us, role, remote, method, route, body_sha256, body_bytes, status, problem, count, aggregated"
+      " FROM audit_log"
       " WHERE (?1 IS NULL OR time_us >= ?1) AND (?2 IS NULL OR time_us < ?2) AND (?3 IS NULL OR id < ?3)"
       " ORDER BY id DESC LIMIT ?4");
   if (!s) return s.error();
@@ -100,6 +117,8 @@ Result<std::vector<AuditRecord>> AuditLog::records(const AuditQuery& q) const {
     r.body_bytes = s->columnInt(7);
     r.status = static_cast<int>(s->columnInt(8));
     r.problem = s->columnText(9);
+    r.count = s->columnInt(10);
+    r.aggregated = s->columnInt(11) != 0;
     out.push_back(std::move(r));
   }
   return out;
@@ -161,12 +180,18 @@ Result<std::int64_t> AuditLog::prune(std::int64_t before_us, std::int64_t max_ro
 Result<std::int64_t> AuditLog::pruneOldest(std::int64_t target_bytes) {
   std::lock_guard lock(mutex_);
   std::int64_t deleted = 0;
-  // Counts of refusals go first: they say less than a row about one request.
-  for (const char* table : {"audit_refusals", "audit_log"}) {
+  // Counts of refusals go first: they say less than a row about one request. Then refused
+  // rows: whoever can send requests must not be able to push an accepted change out.
+  struct Kind {
+    const char* count_sql;
+    const char* delete_sql;
+  };
+  for (const Kind& kind : {Kind{"SELECT count(*) FROM audit_refusals", kDeleteOldestCounts},
+                           Kind{"SELECT count(*) FROM audit_log WHERE status >= 400", kDeleteOldestRefused}}) {
     auto bytes = bytesLocked();
     if (!bytes) return bytes.error();
     if (*bytes <= target_bytes) break;
-    auto rows = db_->queryInt(std::string("SELECT count(*) FROM ") + table);
+    auto rows = db_->queryInt(kind.count_sql);
     if (!rows) return rows.error();
     if (*rows == 0) continue;
     auto total = db_->queryInt("SELECT (SELECT count(*) FROM audit_log) + (SELECT count(*) FROM audit_refusals)");
@@ -174,12 +199,7 @@ Result<std::int64_t> AuditLog::pruneOldest(std::int64_t target_bytes) {
     // Rows are of similar size: delete the share of them that is over the target.
     const auto average = std::max<std::int64_t>(1, *bytes / std::max<std::int64_t>(1, *total));
     const auto wanted = std::min(*rows, (*bytes - target_bytes + average - 1) / average);
-    const std::string sql =
-        std::string(table) == "audit_log"
-            ? "DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log ORDER BY id LIMIT ?1)"
-            : "DELETE FROM audit_refusals WHERE (minute_us, remote, route_class, status) IN (SELECT minute_us,"
-              " remote, route_class, status FROM audit_refusals ORDER BY minute_us LIMIT ?1)";
-    auto s = db_->prepare(sql);
+    auto s = db_->prepare(kind.delete_sql);
     if (!s) return s.error();
     s->bindInt(1, wanted);
     if (auto done = s->run(); !done) return done.error();

@@ -3,12 +3,16 @@
 // The audit log: one row per mutating API request that carried a token or was accepted (time,
 // role, peer address, method, route pattern, SHA-256 of the body, status, problem type), and,
 // for refused anonymous requests, a count per minute, peer, route class and status instead of a
-// row each (so that whoever can reach the port cannot grow it by a row per request). Written by
-// the API's audit recorder (api/audit_endpoints.h), read by GET /api/v1/audit.
+// row each (so that whoever can reach the port cannot grow it by a row per request). Refused
+// requests with a token past the first few of a minute share one aggregated row per minute,
+// role, method, route class and status, with their count (api/audit_endpoints.h). Written by
+// the API's audit recorder, read by GET /api/v1/audit.
 //
 // Bounded by its own retention (prune(): rows and counts older than a cutoff) and its own share
 // of storage.max_bytes (bytes() and pruneOldest(), run by the retention task before it deletes
-// any measurement data), so audit records can never push samples, gaps or events out.
+// any measurement data), so audit records can never push samples, gaps or events out. The
+// budget takes refusals only: an accepted change's row (status below 400) goes by retention
+// alone, so a flood of refused requests cannot push out who changed what.
 //
 // Its own connection to the database file (WAL: it never blocks the probe's writer for longer
 // than one transaction); every method is safe from any thread.
@@ -39,6 +43,10 @@ struct AuditRecord {
   std::int64_t body_bytes = 0;
   int status = 0;
   std::string problem;  // the problem type's slug when refused or failed
+  // Requests this row stands for: 1, or for an aggregated row (time_us the minute's start,
+  // body_sha256 empty, body_bytes their sum, remote the peer or "(several)") their number.
+  std::int64_t count = 1;
+  bool aggregated = false;
 };
 
 // Refused anonymous requests of one minute from one peer to one route class with one status.
@@ -67,7 +75,9 @@ class AuditLog {
 
   // One row, committed when this returns.
   Result<std::int64_t> append(const AuditRecord& record);
-  // Rows and refusal counts (added to a minute's count already stored), in one transaction.
+  // Rows and refusal counts (added to a minute's count already stored), in one transaction. An
+  // aggregated row is added to the stored one of its minute, role, method, route and status
+  // (count and body_bytes summed; remote "(several)" once two peers differ).
   Status appendBatch(const std::vector<AuditRecord>& records, const std::vector<AuditRefusal>& refusals);
 
   Result<std::vector<AuditRecord>> records(const AuditQuery& query) const;
@@ -79,8 +89,9 @@ class AuditLog {
   Result<std::int64_t> bytes() const;
   // Deletes rows and counts older than `before_us`, at most `max_rows` of each; the number deleted.
   Result<std::int64_t> prune(std::int64_t before_us, std::int64_t max_rows);
-  // Deletes the oldest counts, then the oldest rows, until bytes() is about `target_bytes`;
-  // the number deleted.
+  // Deletes the oldest counts, then the oldest refused rows (status 400 and above), until bytes()
+  // is about `target_bytes`; never an accepted row, so the log may stay above the target when
+  // those alone take more. The number deleted.
   Result<std::int64_t> pruneOldest(std::int64_t target_bytes);
 
  private:

@@ -114,11 +114,30 @@ class RetentionTask::Pass {
     if (!bytes) return failed("measure the audit log", bytes.error());
     const auto budget = policy_.auditBudget();
     if (*bytes <= budget) return;
-    auto deleted = audit.pruneOldest(static_cast<std::int64_t>(static_cast<double>(budget) * kLowWater));
-    if (!deleted) return failed("hold the audit log to its budget", deleted.error());
-    out_.audit += *deleted;
-    spdlog::info("storage: the audit log took {} bytes, over its budget of {}; deleted its {} oldest records",
-                 *bytes, budget, *deleted);
+    const auto target = static_cast<std::int64_t>(static_cast<double>(budget) * kLowWater);
+    std::int64_t deleted = 0;
+    auto left = bytes;
+    // pruneOldest estimates from an average row; a step re-measures.
+    for (int step = 0; step < kMaxSteps && *left > target && !stopping(); ++step) {
+      auto step_deleted = audit.pruneOldest(target);
+      if (!step_deleted) return failed("hold the audit log to its budget", step_deleted.error());
+      left = audit.bytes();
+      if (!left) return failed("measure the audit log", left.error());
+      deleted += *step_deleted;
+      if (*step_deleted == 0) break;
+    }
+    out_.audit += deleted;
+    spdlog::info("storage: the audit log took {} bytes, over its budget of {}; deleted its {} oldest refusals",
+                 *bytes, budget, deleted);
+    // Accepted changes go by retention only: a budget they fill alone is a failure to see.
+    if (*left > budget && !stopping()) {
+      ++failures_;
+      out_.ok = false;
+      spdlog::warn(
+          "storage: the audit log's accepted changes alone take {} bytes, over storage.audit_max_bytes={}; "
+          "they are kept for storage.retention.audit_hours",
+          *left, budget);
+    }
   }
 
   std::optional<storage::DatabaseSize> measure() {

@@ -15,10 +15,11 @@
 // Clusters, probe partitions, drills and the recovery journal are never deleted.
 //
 // The audit log also has a byte budget (`audit_max_bytes`; unset: 5 % of max_bytes, or 64 MiB
-// without a size bound). Every pass first deletes its oldest counts and rows until it fits its
-// budget, and only then looks at max_bytes: the audit log counts in the used size, but it can
-// take at most its budget of it, so measurement data always keeps max_bytes minus that budget
-// and is never deleted to make room for audit records.
+// without a size bound). Every pass first deletes its oldest counts and refused rows until it
+// fits its budget, and only then looks at max_bytes: the audit log counts in the used size, but
+// refusals take at most its budget of it, so measurement data keeps max_bytes minus that budget
+// and is never deleted to make room for refusals. Accepted changes are kept for audit_us
+// whatever their size; a pass that finds them alone over the budget logs it and counts a failure.
 //
 // Size bound (`max_bytes`, used pages × page size): when over it, a pass deletes oldest first,
 // raw samples, then drill samples, then gaps and events, until the used size is at most 90 % of

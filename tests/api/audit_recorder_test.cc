@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -110,9 +111,56 @@ TEST_CASE("the recorder's queue is bounded: beyond it refused requests are count
   for (int i = 0; i < 25; ++i) recorder(entry(Role::kViewer, 403));
   for (int i = 0; i < 20; ++i) recorder(entry(Role::kAnonymous, 401, "/r", true, "198.51.100." + std::to_string(i)));
   recorder.flush();
-  CHECK(db.rows() == 10);
+  // Ten rows of their own, the other 15 in one aggregated row (the threshold is 10 a minute).
+  CHECK(db.rows() == 11);
+  CHECK(count(db.path(), "SELECT count FROM audit_log WHERE aggregated = 1") == 15);
   CHECK(count(db.path(), "SELECT count(*) FROM audit_refusals") <= 3 + 1);
-  CHECK(count(db.path(), "SELECT sum(count) FROM audit_refusals") == 15 + 20);
+  CHECK(count(db.path(), "SELECT sum(count) FROM audit_refusals") == 20);
+}
+
+TEST_CASE("refused requests with one token past the first 10 of a minute share one row with their count",
+          "[unit][api][security]") {
+  AuditDb db;
+  kfaild::testing::ManualClock clock(1'800'000'000'000'000 + 5'000'000);
+  AuditRecorder recorder(*db.log_, clock);
+  for (int i = 0; i < 1'000; ++i) {
+    auto e = entry(Role::kViewer, 403, "/api/v1/clusters/{cluster}/drills", true, i % 2 == 0 ? "192.0.2.1" : "192.0.2.2");
+    e.body_bytes = 10;
+    recorder(e);
+    if (i == 500) recorder.flush();  // a later flush adds to the row the first one wrote
+  }
+  recorder(entry(Role::kOperator, 409));  // another role and status: a row of its own
+  clock.advance(kMinuteUs);
+  for (int i = 0; i < 3; ++i) recorder(entry(Role::kViewer, 403));
+  recorder.stop();
+  CHECK(recorder.counted() == 990);
+
+  AuditEndpoints endpoints(*db.log_);
+  Request request;
+  request.path = "/api/v1/audit";
+  request.query = {{"limit", "100"}};
+  const auto answer = endpoints.list(request);
+  REQUIRE(answer.status == 200);
+  const auto items = nlohmann::json::parse(answer.body)["items"];
+  REQUIRE(items.size() == 3 + 1 + 10 + 1);
+  const auto minute = 1'800'000'000'000'000 - 1'800'000'000'000'000 % kMinuteUs;
+  std::int64_t total = 0;
+  int aggregated = 0;
+  for (const auto& item : items) {
+    total += item["count"].get<std::int64_t>();
+    if (item["count"] == 1) continue;
+    ++aggregated;
+    CHECK(item["count"] == 990);
+    CHECK(item["time_us"] == minute);
+    CHECK(item["role"] == "viewer");
+    CHECK(item["status"] == 403);
+    CHECK(item["remote_address"] == "(several)");
+    CHECK(item["body_sha256"] == "");
+    CHECK(item["body_bytes"] == 9'900);
+    CHECK(item["problem"] == nullptr);
+  }
+  CHECK(aggregated == 1);
+  CHECK(total == 1'000 + 1 + 3);
 }
 
 TEST_CASE("the recorder's thread commits refused requests within its flush interval", "[unit][api]") {
@@ -123,6 +171,44 @@ TEST_CASE("the recorder's thread commits refused requests within its flush inter
   recorder(entry(Role::kViewer, 403));
   for (int i = 0; i < 200 && db.rows() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(db.rows() == 1);
+}
+
+TEST_CASE("100,000 viewer-token refusals leave every accepted mutation's row in the audit log",
+          "[unit][api][security]") {
+  AuditDb db;
+  auto drills = storage::SqliteDrillStore::open(db.path());
+  REQUIRE(drills.ok());
+  kfaild::testing::ManualClock clock(1'800'000'000'000'000);
+  AuditRecorder recorder(*db.log_, clock);
+  // 100 seconds: each an operator's drill among 1,000 refusals of the viewer's token (a guessed
+  // route, a change the viewer may not make, three routes and two statuses).
+  const std::vector<std::string> routes = {"/api/v1/clusters/{cluster}/drills", "/api/v1/schedules",
+                                           "/api/v1/drills/{id}/abort"};
+  for (int second = 0; second < 100; ++second) {
+    recorder(entry(Role::kOperator, 202));
+    for (int i = 0; i < 1'000; ++i) {
+      const auto& route = routes[static_cast<std::size_t>(i) % routes.size()];
+      recorder(entry(Role::kViewer, i % 2 == 0 ? 403 : 404, route, i % 2 == 0, "2001:db8::" + std::to_string(i % 7)));
+    }
+    clock.advance(1'000'000);
+    recorder.flush();
+  }
+  recorder.stop();
+
+  daemon::RetentionPolicy policy{.samples_us = std::nullopt,
+                                 .drill_samples_us = std::nullopt,
+                                 .gaps_us = std::nullopt,
+                                 .events_us = std::nullopt,
+                                 .max_bytes = std::nullopt,
+                                 .audit_max_bytes = 1024 * 1024};
+  daemon::RetentionTask retention(*db.store_, **drills, db.log_.get(), clock, policy);
+  const auto pass = retention.prune();
+  CHECK(pass.ok);
+  CHECK(count(db.path(), "SELECT count(*) FROM audit_log WHERE status < 400") == 100);
+  CHECK(count(db.path(), "SELECT count(*) FROM audit_log WHERE status = 202 AND role = 'operator'") == 100);
+  // Every refusal is still accounted for, in a few rows a minute.
+  CHECK(count(db.path(), "SELECT sum(count) FROM audit_log WHERE status >= 400") == 100'000);
+  CHECK(count(db.path(), "SELECT count(*) FROM audit_log WHERE status >= 400") <= 2 * (4 * 10 + 4));
 }
 
 // Sends `requests` pipelined on one connection and counts the answers with `status`.

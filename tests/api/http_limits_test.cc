@@ -1,9 +1,12 @@
 // What one client can make the server hold: the read buffer against a chunked body with an
-// endless chunk extension, the connection slots against many connections from one address, and
-// the error path of a request whose target has no path.
+// endless chunk extension, the body of a change without a token, the connection slots against
+// many connections from one address or one IPv6 /64, and the error path of a request whose
+// target has no path.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -11,12 +14,14 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "api/http_limits.h"
 #include "api/http_server.h"
 #include "tests/api/api_test_support.h"
 #include "tests/api/http_client.h"
@@ -157,6 +162,174 @@ TEST_CASE("an oversized header on a target without a path gets a 431 with an emp
   const auto answer = client.receive("}");
   CHECK(answer.rfind("HTTP/1.1 431 ", 0) == 0);
   CHECK(answer.find("\"instance\":\"\"") != std::string::npos);
+}
+
+TEST_CASE("an IPv6 peer is counted by its /64, an IPv4 peer and an IPv4-mapped one by their address",
+          "[unit][api][security]") {
+  CHECK(peerBucket("192.0.2.1") == "192.0.2.1");
+  CHECK(peerBucket("::ffff:192.0.2.1") == "192.0.2.1");
+  CHECK(peerBucket("2001:db8:1:2:aaaa:bbbb:cccc:dddd") == "2001:db8:1:2::/64");
+  CHECK(peerBucket("2001:db8:1:2::5") == "2001:db8:1:2::/64");
+  CHECK(peerBucket("2001:db8:1:3::5") == "2001:db8:1:3::/64");
+  CHECK(peerBucket("::1") == "::/64");
+  CHECK(peerBucket("fe80::1%2") == "fe80::/64%2");
+  CHECK(peerBucket("-") == "-");
+
+  PeerConnections peers(3);
+  for (const char* address : {"2001:db8::a", "2001:db8::b", "2001:db8::ffff:1"}) {
+    CHECK(peers.admit(address) == std::optional<std::string>("2001:db8::/64"));
+  }
+  CHECK_FALSE(peers.admit("2001:db8::c"));
+  CHECK(peers.admit("2001:db8:0:1::a"));  // the next /64 is another peer
+  CHECK(peers.admit("192.0.2.1"));
+  CHECK(peers.admit("::ffff:192.0.2.1"));
+  CHECK(peers.admit("192.0.2.1"));
+  CHECK_FALSE(peers.admit("::ffff:192.0.2.1"));
+  CHECK(peers.admit("192.0.2.2"));
+  CHECK(peers.open("2001:db8::1234") == 3);
+  peers.release("2001:db8::/64");
+  CHECK(peers.admit("2001:db8::d"));
+}
+
+bool have(const std::string& program) {
+  return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// A connection from `source` to `destination`:`port`; whether the server closed it within
+// 300 ms. The socket stays open in `fds`.
+bool closedByServer(const char* source, const char* destination, std::uint16_t port, std::vector<int>& fds) {
+  const bool v6 = std::string(source).find(':') != std::string::npos;
+  const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+  fds.push_back(fd);
+  sockaddr_storage from{};
+  sockaddr_storage to{};
+  socklen_t size = 0;
+  if (v6) {
+    auto& a = reinterpret_cast<sockaddr_in6&>(from);
+    auto& b = reinterpret_cast<sockaddr_in6&>(to);
+    a.sin6_family = b.sin6_family = AF_INET6;
+    ::inet_pton(AF_INET6, source, &a.sin6_addr);
+    ::inet_pton(AF_INET6, destination, &b.sin6_addr);
+    b.sin6_port = htons(port);
+    size = sizeof(sockaddr_in6);
+  } else {
+    auto& a = reinterpret_cast<sockaddr_in&>(from);
+    auto& b = reinterpret_cast<sockaddr_in&>(to);
+    a.sin_family = b.sin_family = AF_INET;
+    ::inet_pton(AF_INET, source, &a.sin_addr);
+    ::inet_pton(AF_INET, destination, &b.sin_addr);
+    b.sin_port = htons(port);
+    size = sizeof(sockaddr_in);
+  }
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&from), size) != 0) return true;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&to), size) != 0) return true;
+  pollfd readable{fd, POLLIN, 0};
+  if (::poll(&readable, 1, 300) <= 0) return false;
+  char byte = 0;
+  return ::recv(fd, &byte, 1, 0) <= 0;
+}
+
+TEST_CASE("connections from several addresses of one IPv6 /64 share one peer's slots", "[integration][api][security]") {
+  // Addresses of a /64 exist only in a network namespace of the test's own: a thread moves to
+  // a new one, and the server's threads, started from it, live there too.
+  if (::geteuid() != 0 || !have("ip")) {
+    WARN("not run: needs root and ip");
+    return;
+  }
+  std::string failure;
+  std::vector<bool> closed;
+  std::thread in_namespace([&] {
+    if (::unshare(CLONE_NEWNET) != 0) {
+      failure = "unshare(CLONE_NEWNET) failed";
+      return;
+    }
+    std::string setup = "ip link set lo up";
+    for (const char* address : {"2001:db8::a", "2001:db8::b", "2001:db8::c", "2001:db8::d", "2001:db8::e",
+                                "2001:db8:0:1::a"}) {
+      setup += std::string(" && ip -6 addr add ") + address + "/64 dev lo nodad";
+    }
+    if (std::system(setup.c_str()) != 0) {
+      failure = "cannot set up the namespace's addresses: " + setup;
+      return;
+    }
+    AccessOptions access;
+    access.operator_token = "operator-token-0123456789";
+    access.listen_host = "::";
+    Router router;
+    router.setAccess(AccessPolicy(access));
+    ServerOptions options;
+    options.host = "::";  // dual-stack: IPv4 peers arrive as ::ffff:a.b.c.d
+    options.port = 0;
+    options.max_connections = 32;
+    options.max_connections_per_peer = 3;
+    HttpServer server(options, router);
+    if (auto started = server.start(); !started) {
+      failure = "start: " + started.error().describe();
+      return;
+    }
+    std::vector<int> fds;
+    for (const char* source : {"2001:db8::a", "2001:db8::b", "2001:db8::c", "2001:db8::d", "2001:db8::e"}) {
+      closed.push_back(closedByServer(source, "::1", server.port(), fds));
+    }
+    closed.push_back(closedByServer("2001:db8:0:1::a", "::1", server.port(), fds));
+    for (int i = 0; i < 4; ++i) closed.push_back(closedByServer("127.0.0.1", "127.0.0.1", server.port(), fds));
+    closed.push_back(closedByServer("127.0.0.2", "127.0.0.1", server.port(), fds));
+    server.stop();
+    for (const int fd : fds) ::close(fd);
+  });
+  in_namespace.join();
+  REQUIRE(failure.empty());
+  // Three of one /64, the next /64 apart; IPv4 per address, as before.
+  CHECK(closed == std::vector<bool>{false, false, false, true, true, false, false, false, false, true, false});
+}
+
+TEST_CASE("a change with a 1 MiB body and no valid operator token is refused before its body is sent",
+          "[integration][api][security]") {
+  AccessOptions access;
+  access.operator_token = "operator-token-0123456789";
+  access.viewer_token = "viewer-token-0123456789";
+  ApiHarness api(ApiHarness::defaultOptions(), access);
+  const std::string body = "\"" + std::string(1024 * 1024 - 2, 'b') + "\"";
+  const auto header = [&](const std::string& authorization) {
+    return "POST /api/v1/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + authorization +
+           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  };
+
+  SECTION("without a token: 401, and the connection closes") {
+    RawSocket client(api.port());
+    REQUIRE(client.send(header("")));
+    const auto answer = client.receive("}");
+    CHECK(answer.rfind("HTTP/1.1 401 ", 0) == 0);
+    CHECK(answer.find("Connection: close") != std::string::npos);
+    CHECK(answer.find("needs the operator token") != std::string::npos);
+    client.send(body);  // the server drains what comes, then closes
+    CHECK(client.receive().find("HTTP/1.1") == std::string::npos);
+  }
+  SECTION("with the viewer token: 403") {
+    RawSocket client(api.port());
+    REQUIRE(client.send(header("Authorization: Bearer viewer-token-0123456789\r\n")));
+    CHECK(client.receive("}").rfind("HTTP/1.1 403 ", 0) == 0);
+  }
+  SECTION("with an unknown token: 401") {
+    RawSocket client(api.port());
+    REQUIRE(client.send(header("Authorization: Bearer operator-token-0123456780\r\n")));
+    CHECK(client.receive("}").rfind("HTTP/1.1 401 ", 0) == 0);
+  }
+  SECTION("chunked, without a token: 401") {
+    RawSocket client(api.port());
+    REQUIRE(client.send("POST /api/v1/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                        "Transfer-Encoding: chunked\r\n\r\n"));
+    CHECK(client.receive("}").rfind("HTTP/1.1 401 ", 0) == 0);
+  }
+  SECTION("with the operator token the body is read and the change made") {
+    RawSocket client(api.port());
+    REQUIRE(client.send(header("Authorization: Bearer operator-token-0123456789\r\n")));
+    REQUIRE(client.send(body));
+    const auto answer = client.receive("\"}");
+    CHECK(answer.rfind("HTTP/1.1 200 ", 0) == 0);
+    CHECK(answer.size() > body.size());
+  }
+  CHECK(api.get("/healthz").status == 200);
 }
 
 }  // namespace

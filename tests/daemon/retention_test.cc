@@ -557,7 +557,7 @@ namespace {
 
 storage::AuditRecord auditRow(std::int64_t time_us) {
   return {0, time_us, "viewer", "192.0.2.7", "POST", "/api/v1/clusters/{cluster}/drills",
-          std::string(64, 'a'), 20, 403, "forbidden"};
+          std::string(64, 'a'), 20, 403, "forbidden", 1, false};
 }
 
 TEST_CASE("the audit log is held to its own budget and retention before any measurement data is pruned",
