@@ -145,9 +145,6 @@ Response AuditEndpoints::list(const Request& request) const {
   auto to = query->time("to");
   if (!to) return badRequest(request, to.error());
   q.to_us = *to;
-  if (*from && *to && **from >= **to) {
-    return problem(ProblemType::kInvalidParameter, "from: must be before to", request.path);
-  }
   auto limit = query->integer("limit", 1, kAuditMaxLimit);
   if (!limit) return badRequest(request, limit.error());
   auto cursor = query->integer("cursor", 1, std::numeric_limits<std::int64_t>::max());

@@ -165,12 +165,8 @@ Result<storage::TimeRange> QueryReader::range(common::WallMicros now,
   storage::TimeRange range;
   range.to_us = to->value_or(now);
   range.from_us = from->has_value() ? **from : range.to_us - default_window_us;
-  if (range.from_us >= range.to_us) {
-    return Error{errc::invalid_parameter, "from: must be earlier than to (from " +
-                                              common::formatRfc3339(range.from_us) + ", to " +
-                                              common::formatRfc3339(range.to_us) +
-                                              (to->has_value() ? ")" : ", which defaults to now)")};
-  }
+  // `from` at or after `to` is the empty range: a valid question (any two date-times are, by
+  // the schema) whose answer is empty; every store query reads [from, to) as such.
   if (max_window_us && range.to_us - range.from_us > *max_window_us) {
     return Error{errc::invalid_parameter,
                  "from, to: the range spans " + seconds(range.to_us - range.from_us) +

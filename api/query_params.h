@@ -40,7 +40,8 @@ class QueryReader {
   Result<std::optional<std::string>> identifier(std::string_view name) const;
 
   // `from`/`to` as a half-open range. A missing `to` is `now`, a missing `from` is `to` minus
-  // `default_window`; `from` must be before `to`; with `max_window`, a longer range is an error.
+  // `default_window`; `from` at or after `to` is the empty range, not an error; with `max_window`,
+  // a longer range is an error.
   Result<storage::TimeRange> range(common::WallMicros now, std::int64_t default_window_us,
                                    std::optional<std::int64_t> max_window_us) const;
 

@@ -19,7 +19,7 @@ namespace kfaild::storage {
 struct DrillRecord {
   std::int64_t id = 0;
   ClusterId cluster = 0;
-  std::string fault;         // kill | stop | pause | restart
+  std::string fault;         // a drill::FaultType as drill::toString spells it (drill_spec.h)
   std::string target;        // the request's target, JSON ({"broker":1} / {"leader_of":...} / ...)
   std::string options;       // JSON of the drill options
   std::string state;         // queued | preflight | baseline | inject | observe | recover | elect

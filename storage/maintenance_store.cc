@@ -172,7 +172,7 @@ Result<std::optional<MaintenanceWindowRecord>> MaintenanceStore::window(std::int
 Result<std::vector<MaintenanceWindowRecord>> MaintenanceStore::windows(ClusterId cluster, std::int64_t from_us,
                                                                        std::int64_t to_us, std::size_t limit) const {
   std::lock_guard lock(mutex_);
-  auto s = db_->prepare(std::string("SELECT ") + kWindowColumns + " WHERE w.cluster_id = ?1 AND w.started_us < ?3 AND " +
+  auto s = db_->prepare(std::string("SELECT ") + kWindowColumns + " WHERE w.cluster_id = ?1 AND ?2 < ?3 AND w.started_us < ?3 AND " +
                         kEnd + " > ?2 ORDER BY w.started_us, w.id LIMIT ?4");
   if (!s) return s.error();
   s->bindInt(1, cluster);

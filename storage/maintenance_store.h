@@ -73,7 +73,7 @@ class MaintenanceStore {
 
   Result<std::optional<MaintenanceWindowRecord>> window(std::int64_t id) const;
   // The cluster's windows that cover any instant of [from_us, to_us), oldest first, at most
-  // `limit`; with their silences.
+  // `limit`; with their silences. An empty range (from_us >= to_us) covers none.
   Result<std::vector<MaintenanceWindowRecord>> windows(ClusterId cluster, std::int64_t from_us, std::int64_t to_us,
                                                        std::size_t limit) const;
   // Every cluster's windows that cover `at_us`, oldest first.

@@ -1,7 +1,9 @@
 #include "server/drill/drill_spec.h"
 
 #include <algorithm>
+#include <array>
 #include <set>
+#include <utility>
 
 #include "server/drill/errc.h"
 
@@ -56,32 +58,43 @@ bool isValidTopicName(const std::string& name) {
   });
 }
 
+namespace {
+
+constexpr std::array<std::pair<FaultType, const char*>, 9> kFaultNames{{
+    {FaultType::kKill, "kill"},
+    {FaultType::kStop, "stop"},
+    {FaultType::kPause, "pause"},
+    {FaultType::kRestart, "restart"},
+    {FaultType::kIsolate, "isolate"},
+    {FaultType::kThrottle, "throttle"},
+    {FaultType::kDiskFull, "disk_full"},
+    {FaultType::kDiskSlow, "disk_slow"},
+    {FaultType::kRollingRestart, "rolling_restart"},
+}};
+
+}  // namespace
+
 const char* toString(FaultType fault) {
-  switch (fault) {
-    case FaultType::kKill: return "kill";
-    case FaultType::kStop: return "stop";
-    case FaultType::kPause: return "pause";
-    case FaultType::kRestart: return "restart";
-    case FaultType::kIsolate: return "isolate";
-    case FaultType::kThrottle: return "throttle";
-    case FaultType::kDiskFull: return "disk_full";
-    case FaultType::kDiskSlow: return "disk_slow";
-    case FaultType::kRollingRestart: return "rolling_restart";
+  for (const auto& [f, name] : kFaultNames) {
+    if (f == fault) return name;
   }
   return "unknown";
 }
 
 std::optional<FaultType> faultFromString(const std::string& text) {
-  if (text == "kill") return FaultType::kKill;
-  if (text == "stop") return FaultType::kStop;
-  if (text == "pause") return FaultType::kPause;
-  if (text == "restart") return FaultType::kRestart;
-  if (text == "isolate") return FaultType::kIsolate;
-  if (text == "throttle") return FaultType::kThrottle;
-  if (text == "disk_full") return FaultType::kDiskFull;
-  if (text == "disk_slow") return FaultType::kDiskSlow;
-  if (text == "rolling_restart") return FaultType::kRollingRestart;
+  for (const auto& [f, name] : kFaultNames) {
+    if (text == name) return f;
+  }
   return std::nullopt;
+}
+
+const std::vector<std::string_view>& faultNames() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> out;
+    for (const auto& [f, name] : kFaultNames) out.emplace_back(name);
+    return out;
+  }();
+  return names;
 }
 
 std::optional<std::uint64_t> parseRate(const std::string& text) {
@@ -119,7 +132,11 @@ bool isGrayFault(FaultType fault) {
 
 namespace {
 
-const char* kFaults = "kill, stop, pause, restart, isolate, throttle, disk_full, disk_slow, rolling_restart";
+const std::string kFaults = [] {
+  std::string list;
+  for (const auto name : faultNames()) list += (list.empty() ? "" : ", ") + std::string(name);
+  return list;
+}();
 
 // The target of `body` (the request, or its `then`); `where` prefixes the field names.
 std::optional<Error> parseTarget(const nlohmann::json& body, const std::string& where, Target& out) {

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -46,6 +47,9 @@ namespace kfaild::drill {
 enum class FaultType { kKill, kStop, kPause, kRestart, kIsolate, kThrottle, kDiskFull, kDiskSlow, kRollingRestart };
 const char* toString(FaultType fault);
 std::optional<FaultType> faultFromString(const std::string& text);
+// Every fault kind's spelling, in the enum's order: the one list the request parser, the API's
+// `fault` filters and their error messages read.
+const std::vector<std::string_view>& faultNames();
 // isolate, throttle, disk_full, disk_slow (server/fault/gray_fault.h).
 bool isGrayFault(FaultType fault);
 

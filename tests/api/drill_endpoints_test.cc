@@ -384,6 +384,91 @@ TEST_CASE("statistics summarise stalls and phases per partition and role across 
   problemOf(api.get("/api/v1/statistics?role=boss"), 400, "invalid-parameter");
 }
 
+TEST_CASE("every fault kind of the schema filters the drill list, the last drill and the statistics",
+          "[integration][api]") {
+  DrillApi api;
+  // openapi.yaml's Fault (the contract test in contract_schema_test.cc holds it to the drill spec).
+  const std::vector<std::string> kinds = {"kill",     "stop",      "pause",     "restart",        "isolate",
+                                          "throttle", "disk_full", "disk_slow", "rolling_restart"};
+  std::map<std::string, std::int64_t> ids;
+  std::map<std::string, std::int64_t> stalls;
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    stalls[kinds[i]] = 1'000'000 + static_cast<std::int64_t>(i) * 100'000;
+    ids[kinds[i]] = api.seedDrill(kinds[i], "done", kNow - static_cast<std::int64_t>(20 - i) * kHour, {stalls[kinds[i]]});
+  }
+  for (const auto& kind : kinds) {
+    INFO("fault=" << kind);
+    const auto list = api.get("/api/v1/drills?fault=" + kind);
+    INFO(list.body);
+    REQUIRE(list.status == 200);
+    CHECK(list.json()["count"] == 1);
+    CHECK(list.json()["items"][0]["id"] == ids[kind]);
+
+    const auto last = api.get("/api/v1/clusters/lab/drills/last?fault=" + kind);
+    INFO(last.body);
+    REQUIRE(last.status == 200);
+    CHECK(last.json()["id"] == ids[kind]);
+    CHECK(last.json()["fault"] == kind);
+
+    const auto stats = api.get("/api/v1/statistics?fault=" + kind + "&partition=0");
+    INFO(stats.body);
+    REQUIRE(stats.status == 200);
+    CHECK(stats.json()["drills"] == 1);
+    REQUIRE(stats.json()["groups"].size() == 1);
+    CHECK(stats.json()["groups"][0]["fault"] == kind);
+    CHECK(stats.json()["groups"][0]["ack_stall_us"]["max"] == stalls[kind]);
+  }
+  // A kind of no drill is still a kind: 404 on the on-call view, an empty list and no statistics.
+  const auto unknown = problemOf(api.get("/api/v1/statistics?fault=reboot"), 400, "invalid-parameter");
+  CHECK(unknown["detail"] ==
+        "fault: must be one of kill, stop, pause, restart, isolate, throttle, disk_full, disk_slow, rolling_restart, "
+        "got \"reboot\"");
+  problemOf(api.get("/api/v1/clusters/idle/drills/last?fault=disk_slow"), 404, "no-drill");
+  CHECK(api.get("/api/v1/drills?cluster=idle&fault=rolling_restart").json()["count"] == 0);
+}
+
+TEST_CASE("from at or after to is an empty answer on drills, statistics, incidents and the audit log, not a 400",
+          "[integration][api]") {
+  DrillApi api;
+  const auto created = kNow - 2 * kHour;
+  api.seedDrill("kill", "done", created, {11'000'000});
+  api.store().addGap(testing::makeGap(api.lab(), "orders", 1, storage::GapKind::kAck, kNow - kHour, 6'000'000));
+  api.store().flush();
+  // An audited change at kNow.
+  REQUIRE(api.send("POST", "/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":1}})").status == 202);
+  api.recorder().flush();
+
+  const auto range = [](std::int64_t from_us, std::int64_t to_us) {
+    return "from=" + common::formatRfc3339(from_us) + "&to=" + common::formatRfc3339(to_us);
+  };
+  // The audit log is the operator's to read.
+  const auto read = [&api](const std::string& target) { return api.getAs(target, kToken); };
+  // Each range [t, t) holds the instant the row is at, which a half-open range leaves out; the
+  // range one microsecond longer finds it.
+  struct Case {
+    std::string path;
+    std::int64_t t;
+  };
+  for (const auto& c : {Case{"/api/v1/drills?", created}, Case{"/api/v1/clusters/lab/incidents?", kNow - kHour},
+                        Case{"/api/v1/audit?", kNow}}) {
+    INFO(c.path);
+    const auto none = read(c.path + range(c.t, c.t));
+    INFO(none.body);
+    REQUIRE(none.status == 200);
+    CHECK(none.json()["items"].empty());
+    CHECK(read(c.path + range(c.t, c.t + 1)).json()["items"].size() == 1);
+    const auto inverted = read(c.path + range(c.t + 1, c.t));
+    REQUIRE(inverted.status == 200);
+    CHECK(inverted.json()["items"].empty());
+  }
+  const auto stats = read("/api/v1/statistics?" + range(created, created));
+  REQUIRE(stats.status == 200);
+  CHECK(stats.json()["drills"] == 0);
+  CHECK(stats.json()["groups"].empty());
+  CHECK(read("/api/v1/statistics?" + range(created, created + 1)).json()["drills"] == 1);
+  CHECK(read("/api/v1/statistics?" + range(created + 1, created)).json()["drills"] == 0);
+}
+
 TEST_CASE("a drill's timeline lists the events of its window relative to the fault", "[integration][api]") {
   DrillApi api;
   const auto created = kNow - kHour;

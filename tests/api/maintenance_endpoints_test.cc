@@ -299,4 +299,35 @@ TEST_CASE("gaps inside a maintenance window are listed as planned and are no inc
         1);
 }
 
+
+TEST_CASE("from at or after to lists no maintenance window, not even one in force at that instant",
+          "[integration][api][maintenance]") {
+  MaintenanceApi api;
+  auto opened = api.windows().open(api.lab(), "broker 2 disk swap", kNow + kHour, "drill 3");
+  REQUIRE(opened.ok());
+  api.clock().advance(10 * 60 * kSecond);
+  const std::string base = "/api/v1/clusters/lab/maintenance?";
+  const auto range = [](std::int64_t from_us, std::int64_t to_us) {
+    return "from=" + common::formatRfc3339(from_us) + "&to=" + common::formatRfc3339(to_us);
+  };
+  const std::int64_t inside = kNow + 5 * 60 * kSecond;
+  const auto none = api.get(base + range(inside, inside));
+  INFO(none.body);
+  REQUIRE(none.status == 200);
+  CHECK(none.json()["items"].empty());
+  CHECK(none.json()["count"] == 0);
+  CHECK(none.json()["from"] == common::formatRfc3339(inside));
+  CHECK(none.json()["to"] == common::formatRfc3339(inside));
+  const auto one = api.get(base + range(inside, inside + 1)).json();
+  REQUIRE(one["items"].size() == 1);
+  CHECK(one["items"][0]["id"] == *opened);
+  const auto inverted = api.get(base + range(inside + 1, inside));
+  REQUIRE(inverted.status == 200);
+  CHECK(inverted.json()["items"].empty());
+  // A `from` in the future, `to` left to default to now: also empty, not a 400.
+  const auto future = api.get(base.substr(0, base.size() - 1) + "?from=" + common::formatRfc3339(kNow + 2 * kHour));
+  REQUIRE(future.status == 200);
+  CHECK(future.json()["items"].empty());
+}
+
 }  // namespace kfaild::api
