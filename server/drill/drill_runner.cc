@@ -71,6 +71,35 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
     }
     return std::string();
   };
+  // On the cluster as the engine's thread reads it for this request: the admin calls (a few
+  // seconds when the cluster is in trouble; FindCoordinator for a coordinator_of target) never run
+  // on this, an HTTP, thread, which waits for them at most GuardInputs::kReadWait. Only when no
+  // drill runs: a drill queued behind one is guarded at its preflight.
+  std::optional<ClusterFacts> facts;
+  const auto readFacts = [&](const std::vector<CoordinatorQuery>& coordinators) -> Status {
+    // A node an earlier drill left down refuses at once (the journal is in the database; the
+    // engine may be busy retrying that very recovery).
+    if (const auto open_recovery = recovery_.openProblem(std::nullopt)) return refused(*open_recovery);
+    facts = guards_.readAfter(deps_.clock.monoNow(), [this] { queue_.wake(); }, coordinators);
+    if (!facts) {
+      return refused("kfaild could not read the cluster's state within " +
+                     std::to_string(GuardInputs::kReadWait.count() / 1000) + " s; try again in a moment");
+    }
+    return okStatus();
+  };
+  const auto running = queue_.busyWith();
+  std::vector<CoordinatorQuery> coordinators;
+  if (spec.fault != FaultType::kRollingRestart) {
+    for (const auto* t : {&spec.target, spec.then ? &spec.then->target : nullptr}) {
+      if (t != nullptr && t->kind == TargetKind::kCoordinatorOf) {
+        coordinators.push_back(coordinatorQuery(cluster_, *t));
+      }
+    }
+  }
+  if (!coordinators.empty() && !running) {
+    if (auto read = readFacts(coordinators); !read) return read.error();
+  }
+  const ClusterFacts* known = facts ? &*facts : nullptr;
   if (spec.fault == FaultType::kRollingRestart) {
     const auto quorum = deps_.view.latest().quorum;
     auto plan = rollingPlan(spec, cluster_.inventory,
@@ -82,8 +111,9 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
       if (auto reason = refusal(step, node); !reason.empty()) return refused(prefix + reason);
       planned.push_back({node, std::move(step), prefix});
     }
-  } else {
-    auto target = resolveTarget(deps_, spec.target);
+  } else if (coordinators.empty() || known != nullptr) {
+    // (A coordinator_of drill queued behind a running one is resolved by its run.)
+    auto target = resolveTarget(deps_, spec.target, known);
     if (!target) return target.error();
     // What the fault needs of the node is known from the config alone (refusal() touches nothing).
     // A random target is drawn again at the run, which checks the node it draws.
@@ -95,7 +125,7 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
     // (the run resolves and guards it again at its moment, with the first node down).
     if (spec.then) {
       const auto second = secondSpec(spec);
-      auto resolved = resolveTarget(deps_, spec.then->target);
+      auto resolved = resolveTarget(deps_, spec.then->target, known);
       if (!resolved) return Error{resolved.error().code, "then: " + resolved.error().message};
       if (*resolved == *target && spec.target.kind != TargetKind::kRandom &&
           spec.then->target.kind != TargetKind::kRandom) {
@@ -108,22 +138,12 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
       planned.push_back({*resolved, second, "then: "});
     }
   }
-  const auto running = queue_.busyWith();
   if (running && !options.queue_if_busy) {
     return refused("drill " + std::to_string(*running) + " is running on cluster " + cluster_.name);
   }
   if (!running) {
-    // On the cluster as the engine's thread reads it for this request: the admin calls (a few
-    // seconds when the cluster is in trouble) never run on this, an HTTP, thread, which waits
-    // for them at most GuardInputs::kReadWait.
-    // A node an earlier drill left down refuses at once (the journal is in the database; the
-    // engine may be busy retrying that very recovery).
-    const auto open_recovery = recovery_.openProblem(std::nullopt);
-    if (open_recovery) return refused(*open_recovery);
-    const auto facts = guards_.readAfter(deps_.clock.monoNow(), [this] { queue_.wake(); });
     if (!facts) {
-      return refused("kfaild could not read the cluster's state within " +
-                     std::to_string(GuardInputs::kReadWait.count() / 1000) + " s; try again in a moment");
+      if (auto read = readFacts({}); !read) return read.error();
     }
     for (const auto& p : planned) {
       if (auto reason = checkWithFacts(guards_.base(p.node, p.spec), *facts, std::nullopt)) {

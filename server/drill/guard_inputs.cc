@@ -10,7 +10,28 @@ namespace {
 
 Error refused(const std::string& reason) { return Error{make_error_code(errc::guard_refused), reason}; }
 
+// A coordinator_of target as FindCoordinator's answer `found` names it.
+Result<ResolvedTarget> resolveCoordinator(const EngineDeps& deps, const Target& target,
+                                          const Result<kafka::Coordinator>& found) {
+  const auto query = coordinatorQuery(deps.cluster, target);
+  const auto what = std::string(target.transactional ? "transactional id " : "group ") + query.key;
+  if (!found) return refused("the coordinator of " + what + " cannot be told: " + found.error().message);
+  if (!deps.injectors.count(found->node)) {
+    return refused("the coordinator of " + what + ", broker " + std::to_string(found->node) +
+                   ", is not in the inventory");
+  }
+  return ResolvedTarget{found->node, "the coordinator of " + what + " (FindCoordinator)"};
+}
+
 }  // namespace
+
+CoordinatorQuery coordinatorQuery(const config::ClusterConfig& cluster, const Target& target) {
+  const auto& own = cluster.probe.coordinators;
+  auto key = target.coordinator_key.empty() ? (target.transactional ? own.transactional_id : own.group)
+                                            : target.coordinator_key;
+  if (key.empty()) key = "kfaild-probe-" + cluster.name;  // the configuration's default
+  return {target.transactional ? kafka::CoordinatorType::kTransaction : kafka::CoordinatorType::kGroup, key};
+}
 
 Result<ResolvedTarget> resolveTargetOn(const EngineDeps& deps, const Target& target,
                                        const observe::ObservedCluster& observed) {
@@ -61,19 +82,8 @@ Result<ResolvedTarget> resolveTargetOn(const EngineDeps& deps, const Target& tar
                                         std::to_string(observed.quorum->leader_epoch) + ")"};
     }
     case TargetKind::kCoordinatorOf: {
-      const auto& own = cluster.probe.coordinators;
-      auto key = target.coordinator_key.empty() ? (target.transactional ? own.transactional_id : own.group)
-                                                : target.coordinator_key;
-      if (key.empty()) key = "kfaild-probe-" + cluster.name;  // the configuration's default
-      const auto what = std::string(target.transactional ? "transactional id " : "group ") + key;
-      auto found = deps.admin.findCoordinator(
-          target.transactional ? kafka::CoordinatorType::kTransaction : kafka::CoordinatorType::kGroup, key);
-      if (!found) return refused("the coordinator of " + what + " cannot be told: " + found.error().message);
-      if (!deps.injectors.count(found->node)) {
-        return refused("the coordinator of " + what + ", broker " + std::to_string(found->node) +
-                       ", is not in the inventory");
-      }
-      return ResolvedTarget{found->node, "the coordinator of " + what + " (FindCoordinator)"};
+      const auto query = coordinatorQuery(cluster, target);
+      return resolveCoordinator(deps, target, deps.admin.findCoordinator(query.type, query.key));
     }
     case TargetKind::kNodes:
       // A rolling restart's nodes are its plan (rolling_plan.h), each step a target of its own.
@@ -92,8 +102,15 @@ Result<ResolvedTarget> resolveTargetOn(const EngineDeps& deps, const Target& tar
   return Error{make_error_code(errc::invalid_request), "target: unknown kind"};
 }
 
-Result<std::int32_t> resolveTarget(const EngineDeps& deps, const Target& target) {
-  auto resolved = resolveTargetOn(deps, target, deps.view.latest());
+Result<std::int32_t> resolveTarget(const EngineDeps& deps, const Target& target, const ClusterFacts* facts) {
+  auto resolved = [&]() -> Result<ResolvedTarget> {
+    if (target.kind != TargetKind::kCoordinatorOf) return resolveTargetOn(deps, target, deps.view.latest());
+    const auto query = coordinatorQuery(deps.cluster, target);
+    if (!facts || !facts->coordinators.count(query)) {
+      return refused("the coordinator of " + query.key + " was not looked up");
+    }
+    return resolveCoordinator(deps, target, facts->coordinators.at(query));
+  }();
   if (!resolved) return resolved.error();
   return resolved->node;
 }
@@ -131,6 +148,14 @@ GuardInput GuardInputs::base(std::int32_t target, const DrillSpec& spec) const {
 
 ClusterFacts GuardInputs::read() {
   ClusterFacts facts;
+  std::set<CoordinatorQuery> coordinators;
+  {
+    std::lock_guard lock(mutex_);
+    coordinators = wanted_coordinators_;
+  }
+  for (const auto& query : coordinators) {
+    facts.coordinators.emplace(query, deps_.admin.findCoordinator(query.type, query.key));
+  }
   auto all = deps_.admin.describeCluster();
   if (!all) {
     facts.problem = "the cluster's metadata is unavailable: " + all.error().describe();
@@ -170,7 +195,9 @@ ClusterFacts GuardInputs::read() {
   {
     std::lock_guard lock(mutex_);
     latest_ = facts;
-    read_wanted_ = false;
+    // A query asked while this read ran waits for the next one.
+    for (const auto& query : coordinators) wanted_coordinators_.erase(query);
+    read_wanted_ = !wanted_coordinators_.empty();
   }
   read_done_.notify_all();
   return facts;
@@ -181,11 +208,17 @@ bool GuardInputs::readWanted() const {
   return read_wanted_;
 }
 
-std::optional<ClusterFacts> GuardInputs::readAfter(common::MonoMicros since, const std::function<void()>& ask_read) {
+std::optional<ClusterFacts> GuardInputs::readAfter(common::MonoMicros since, const std::function<void()>& ask_read,
+                                                   const std::vector<CoordinatorQuery>& coordinators) {
   std::unique_lock lock(mutex_);
-  const auto done = [&] { return latest_ && latest_->read_at >= since; };
+  const auto done = [&] {
+    return latest_ && latest_->read_at >= since &&
+           std::all_of(coordinators.begin(), coordinators.end(),
+                       [&](const CoordinatorQuery& q) { return latest_->coordinators.count(q) > 0; });
+  };
   if (done()) return latest_;
   read_wanted_ = true;
+  wanted_coordinators_.insert(coordinators.begin(), coordinators.end());
   lock.unlock();
   ask_read();
   lock.lock();

@@ -15,7 +15,9 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "server/drill/drill_spec.h"
 #include "server/drill/guards.h"
@@ -23,16 +25,27 @@
 
 namespace kfaild::drill {
 
+// What a coordinator_of target asks FindCoordinator: the group or transactional id the request
+// names, else kfaild's own (the configuration's, by default kfaild-probe-<cluster>).
+struct CoordinatorQuery {
+  kafka::CoordinatorType type = kafka::CoordinatorType::kGroup;
+  std::string key;
+  auto operator<=>(const CoordinatorQuery&) const = default;
+};
+CoordinatorQuery coordinatorQuery(const config::ClusterConfig& cluster, const Target& target);
+
 // The cluster as the admin API describes it: every topic, whether the KRaft controller answers,
 // min.insync.replicas per topic; and the KRaft quorum as the metadata poller last described it
 // (every 2 s). `problem` names the first thing that could not be read; a quorum that could not be
 // described is `quorum_problem` (only a drill on a controller needs it, and the guard decides).
+// `coordinators`: FindCoordinator's answer to each query a submission asked for with the read.
 struct ClusterFacts {
   std::optional<kafka::ClusterSnapshot> all;
   std::optional<std::string> problem;
   std::map<std::string, std::int32_t> min_insync;
   std::optional<kafka::QuorumInfo> quorum;
   std::optional<std::string> quorum_problem;
+  std::map<CoordinatorQuery, Result<kafka::Coordinator>> coordinators;
   common::MonoMicros read_at = 0;
 };
 
@@ -47,12 +60,15 @@ class GuardInputs {
   // the cluster's state.
   GuardInput base(std::int32_t target, const DrillSpec& spec) const;
 
-  // Reads the facts with admin calls (blocking, each call bounded by its timeout), keeps them
-  // for the submission that asked and returns them. The engine's thread.
+  // Reads the facts with admin calls (blocking, each call bounded by its timeout), with the
+  // coordinators submissions asked for, keeps them for the submission that asked and returns them.
+  // The engine's thread.
   ClusterFacts read();
-  // Facts read at or after `since`: asks the engine for a read with `ask_read` (which wakes it)
-  // and waits up to kReadWait. nullopt when none came in time. Any thread.
-  std::optional<ClusterFacts> readAfter(common::MonoMicros since, const std::function<void()>& ask_read);
+  // Facts read at or after `since` that answer every query of `coordinators`: asks the engine for
+  // a read with `ask_read` (which wakes it) and waits up to kReadWait. nullopt when none came in
+  // time. Any thread.
+  std::optional<ClusterFacts> readAfter(common::MonoMicros since, const std::function<void()>& ask_read,
+                                        const std::vector<CoordinatorQuery>& coordinators = {});
   // A submission is waiting for a read.
   bool readWanted() const;
 
@@ -62,6 +78,7 @@ class GuardInputs {
   std::condition_variable read_done_;
   std::optional<ClusterFacts> latest_;  // guarded by mutex_
   bool read_wanted_ = false;            // guarded by mutex_
+  std::set<CoordinatorQuery> wanted_coordinators_;  // guarded by mutex_
 };
 
 // The guards on `facts` (a refusal's reason, or nullopt). `open_recovery` is the recovery
@@ -86,7 +103,8 @@ struct ResolvedTarget {
 // On `observed`: its metadata for leader_of, its quorum for controller.
 Result<ResolvedTarget> resolveTargetOn(const EngineDeps& deps, const Target& target,
                                        const observe::ObservedCluster& observed);
-// On the poller's latest observation (never blocks: submissions use it).
-Result<std::int32_t> resolveTarget(const EngineDeps& deps, const Target& target);
+// On the poller's latest observation, a coordinator_of target on `facts`' coordinators (never
+// blocks: submissions use it; a coordinator_of target without its answer in `facts` is refused).
+Result<std::int32_t> resolveTarget(const EngineDeps& deps, const Target& target, const ClusterFacts* facts);
 
 }  // namespace kfaild::drill

@@ -93,17 +93,32 @@ Result<CreateOutcome> createTopic(rd_kafka_t* rk, const NewTopic& topic, int tim
   return CreateOutcome::kCreated;
 }
 
-void sendControllerCheck(rd_kafka_t* rk, rd_kafka_queue_t* queue, int timeout_ms) {
+Result<AdminOptionsPtr> validateOnlyOptions(rd_kafka_t* rk, rd_kafka_admin_op_t op, int timeout_ms) {
+  char errstr[512];
+  auto options = adminOptions(rk, op, timeout_ms);
+  if (rd_kafka_AdminOptions_set_operation_timeout(options.get(), timeout_ms, errstr, sizeof errstr) !=
+      RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return kafkaError(errc::admin_failed, std::string("cannot set the operation timeout: ") + errstr);
+  }
+  if (rd_kafka_AdminOptions_set_validate_only(options.get(), 1, errstr, sizeof errstr) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return kafkaError(errc::admin_failed, std::string("cannot make the request validate-only: ") + errstr);
+  }
+  return options;
+}
+
+Status sendControllerCheck(rd_kafka_t* rk, rd_kafka_queue_t* queue, int timeout_ms) {
   char errstr[512];
   // num_partitions 1 and the default replication factor: valid on any cluster, so the answer is
   // "would be created" (or an authorisation or policy error: an answer all the same).
   std::unique_ptr<rd_kafka_NewTopic_t, NewTopicDeleter> nt(
-      rd_kafka_NewTopic_new("kfaild-controller-check", 1, -1, errstr, sizeof errstr));
-  auto options = adminOptions(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout_ms);
-  rd_kafka_AdminOptions_set_operation_timeout(options.get(), timeout_ms, errstr, sizeof errstr);
-  rd_kafka_AdminOptions_set_validate_only(options.get(), 1, errstr, sizeof errstr);
+      rd_kafka_NewTopic_new(kControllerCheckTopic, 1, -1, errstr, sizeof errstr));
+  if (!nt) return kafkaError(errc::admin_failed, std::string("the controller check's topic: ") + errstr);
+  // Without validate-only this request would create the topic: never sent so.
+  auto options = validateOnlyOptions(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout_ms);
+  if (!options) return options.error();
   rd_kafka_NewTopic_t* topics[] = {nt.get()};
-  rd_kafka_CreateTopics(rk, topics, 1, options.get(), queue);
+  rd_kafka_CreateTopics(rk, topics, 1, options->get(), queue);
+  return okStatus();
 }
 
 Status controllerCheckResult(rd_kafka_event_t* event) {
@@ -138,7 +153,7 @@ std::int32_t refreshControllerId(rd_kafka_t* rk, int timeout_ms) {
 
 Status controllerAnswers(rd_kafka_t* rk, int timeout_ms) {
   QueuePtr queue(rd_kafka_queue_new(rk));
-  sendControllerCheck(rk, queue.get(), timeout_ms);
+  if (auto sent = sendControllerCheck(rk, queue.get(), timeout_ms); !sent) return sent.error();
   EventPtr event(rd_kafka_queue_poll(queue.get(), timeout_ms + 5000));
   if (!event) return kafkaError(errc::admin_failed, "the controller did not answer: no answer");
   return controllerCheckResult(event.get());

@@ -11,6 +11,7 @@
 
 #include "server/common/result.h"
 #include "server/kafka/cluster_types.h"
+#include "server/kafka/rdkafka_ptr.h"
 
 namespace kfaild::kafka {
 
@@ -50,10 +51,18 @@ Result<std::map<std::string, NodeConfigValue>> describeBrokerConfig(rd_kafka_t* 
 // timeout or a transport error means it did not. In KRaft the controller id in the metadata is a
 // random broker, so this is the only client-side way to see that the quorum is gone.
 Status controllerAnswers(rd_kafka_t* rk, int timeout_ms);
+// The topic the controller check asks to create (validate-only: it is never created). The
+// narrowest ACL that lets it through is CREATE on this literal topic (docs/SECURITY.md).
+inline constexpr const char* kControllerCheckTopic = "kfaild-controller-check";
+// Admin options for `op` with request and operation timeouts and validate_only set; an error
+// (librdkafka's reason) when `op` takes no validate_only, so a request meant to change nothing is
+// never sent as one that would.
+Result<AdminOptionsPtr> validateOnlyOptions(rd_kafka_t* rk, rd_kafka_admin_op_t op, int timeout_ms);
 // controllerAnswers in two halves, for a caller that waits on its own terms (the control probe,
-// which must stop within 100 ms): the request, its result going to `queue`; the verdict on the
-// result event.
-void sendControllerCheck(rd_kafka_t* rk, rd_kafka_queue_t* queue, int timeout_ms);
+// which must stop within 100 ms): the request, its result going to `queue` (an error, and
+// nothing sent, when the request could not be made validate-only); the verdict on the result
+// event.
+Status sendControllerCheck(rd_kafka_t* rk, rd_kafka_queue_t* queue, int timeout_ms);
 Status controllerCheckResult(rd_kafka_event_t* event);
 // Asks any broker for the cluster's brokers and controller id, and returns that id (-1 without an
 // answer by `timeout_ms`). librdkafka sends a request for the controller to the id of its last

@@ -4,6 +4,7 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include <charconv>
 #include <map>
 
 #include "server/kafka/errc.h"
@@ -15,6 +16,10 @@ namespace {
 constexpr std::int16_t kUnsupportedSaslMechanism = 33;
 // RFC 7677 section 4: a client must refuse fewer iterations than this.
 constexpr long kMinScramIterations = 4096;
+// Kafka's own maximum (ScramMechanism's maxIterations): no broker asks for more, and PBKDF2 over
+// a count a rogue broker or an on-path attacker chose (i=2000000000) would hold the calling
+// thread for tens of minutes.
+constexpr long kMaxScramIterations = 16384;
 
 Error saslError(const std::string& why) { return kafkaError(errc::admin_failed, why); }
 
@@ -155,14 +160,18 @@ Result<std::string> ScramClient::clientFinal(std::string_view server_first) {
   const auto salt = base64Decode(s->second);
   if (!salt || salt->empty()) return saslError("SCRAM: the server's salt is not base64");
   long iterations = 0;
-  try {
-    iterations = std::stol(i->second);
-  } catch (const std::exception&) {
+  const auto* end = i->second.data() + i->second.size();
+  if (const auto parsed = std::from_chars(i->second.data(), end, iterations);
+      parsed.ec != std::errc() || parsed.ptr != end) {
     return saslError("SCRAM: the iteration count \"" + i->second + "\" is not a number");
   }
   if (iterations < kMinScramIterations) {
     return saslError("SCRAM: the server asks for " + std::to_string(iterations) + " iterations, fewer than " +
                      std::to_string(kMinScramIterations));
+  }
+  if (iterations > kMaxScramIterations) {
+    return saslError("SCRAM: the server asks for " + std::to_string(iterations) + " iterations, more than " +
+                     std::to_string(kMaxScramIterations) + ", Kafka's maximum");
   }
   const EVP_MD* md = digestOf(mechanism_);
   std::vector<std::uint8_t> salted(static_cast<std::size_t>(EVP_MD_get_size(md)));

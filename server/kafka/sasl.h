@@ -54,7 +54,8 @@ class ScramClient {
   std::string clientFirst() const;
   // From the server's first message (r=<nonce>,s=<salt>,i=<iterations>): the client's final
   // message with its proof. An error for a nonce that does not extend ours, a bad salt, an
-  // iteration count below 4096 (RFC 7677's minimum) or a server error (e=...).
+  // iteration count below 4096 (RFC 7677's minimum) or above 16384 (Kafka's maximum: a larger one
+  // would hold the thread in PBKDF2 for as long as the server likes) or a server error (e=...).
   Result<std::string> clientFinal(std::string_view server_first);
   // The server's final message must carry v=<its signature>, else an error (e=... is the server's
   // reason; a wrong signature means the server does not know the password either).

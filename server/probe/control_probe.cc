@@ -274,7 +274,9 @@ void ControlProbe::operationLoop() {
     }
     if (asked) {
       requests_via_ = rd_kafka_controllerid(client_.get(), 0);
-      kafka::sendControllerCheck(client_.get(), queue.get(), timeout_ms);
+      verdict = kafka::sendControllerCheck(client_.get(), queue.get(), timeout_ms);
+    }
+    if (asked && verdict) {
       // Waits in slices so that stop() is served within 100 ms; librdkafka answers every admin
       // request by its timeout, the extra second is a bound should it not.
       kafka::EventPtr event;

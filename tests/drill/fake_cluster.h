@@ -21,6 +21,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "server/drill/seams.h"
@@ -427,12 +428,17 @@ class FakeAdmin final : public drill::ClusterAdmin {
   Result<kafka::QuorumInfo> describeQuorum() override { return cluster_.describeQuorum(); }
   Result<kafka::Coordinator> findCoordinator(kafka::CoordinatorType, const std::string& key) override {
     ++find_coordinator_calls;
+    {
+      std::lock_guard lock(mutex_);
+      find_coordinator_threads.push_back(std::this_thread::get_id());
+    }
     if (cluster_.coordinator < 0) {
       return Error{make_error_code(std::errc::timed_out), "find coordinator of " + key + ": COORDINATOR_NOT_AVAILABLE"};
     }
     return kafka::Coordinator{cluster_.coordinator, "127.0.0.1", 19090 + cluster_.coordinator};
   }
   std::atomic<int> find_coordinator_calls{0};
+  std::vector<std::thread::id> find_coordinator_threads;  // each call's thread; guarded by mutex_
   // Every broker answers broker_configs (default: empty, so Kafka's defaults stand); the
   // controller answers controller_configs, or fails when controller_config_error is set.
   Result<std::map<std::string, kafka::NodeConfigValue>> brokerConfig(std::int32_t broker,

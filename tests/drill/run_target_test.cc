@@ -4,6 +4,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <mutex>
+#include <thread>
+
 #include "tests/drill/engine_harness.h"
 
 using namespace kfaild;
@@ -230,6 +234,42 @@ TEST_CASE("a coordinator_of target whose coordinator moves before the fault is r
   REQUIRE_FALSE(refused);
   CHECK_THAT(refused.error().message, Catch::StartsWith("the coordinator of group kfaild-probe-"));
   CHECK_THAT(refused.error().message, Catch::Contains("COORDINATOR_NOT_AVAILABLE"));
+}
+
+TEST_CASE("a submission asks FindCoordinator on the engine's thread, never on the submitting one", "[unit][drill]") {
+  // FindCoordinator is an admin call that a slow or hostile broker can hold (a SCRAM exchange,
+  // a timeout per broker): an HTTP thread holding the submission lock must not make it.
+  EngineHarness h;
+  h.cluster.coordinator = 3;
+  h.runner->start();
+  const auto submitter = std::this_thread::get_id();
+  const auto callsOn = [&](std::thread::id thread) {
+    std::lock_guard lock(h.admin.mutex_);
+    return std::count(h.admin.find_coordinator_threads.begin(), h.admin.find_coordinator_threads.end(), thread);
+  };
+  auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"coordinator_of":{"group":"billing"}}})"));
+  INFO((id ? std::string() : id.error().message));
+  REQUIRE(id);
+  CHECK(h.admin.find_coordinator_calls >= 1);  // asked before the drill was accepted
+  CHECK(callsOn(submitter) == 0);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason);
+  REQUIRE(d.state == "done");
+  CHECK(EngineHarness::onlyRun(d)["target"] == 3);
+
+  // A compound drill's second target too; and the refusal of one FindCoordinator cannot tell
+  // still comes back to the submitter.
+  auto compound = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":1},
+      "then":{"fault":"kill","target":{"coordinator_of":"transaction"},"after_s":1}})"));
+  INFO((compound ? std::string() : compound.error().message));
+  REQUIRE(compound);
+  // Broker 3 with broker 1 down leaves partitions below min.insync.replicas: the run refuses it.
+  CHECK(EngineHarness::onlyRun(h.runToEnd(*compound))["second_fault"]["target"] == 3);
+  h.cluster.coordinator = -1;
+  auto refused = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"coordinator_of":"group"}})"));
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.error().message, Catch::Contains("COORDINATOR_NOT_AVAILABLE"));
+  CHECK(callsOn(submitter) == 0);
 }
 
 TEST_CASE("a kill of the group's coordinator is observed until the coordinator watch has answered after the commits "

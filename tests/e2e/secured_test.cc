@@ -4,6 +4,8 @@
 // output, and a wrong password, CA or missing mechanism stopping kfaild at start naming the key.
 
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -304,4 +306,120 @@ TEST_CASE("on the mutual-TLS lab kfaild probes with its client certificate and d
   kfaild.waitSteady(lab.topic);
   checkQuorumDescribed(kfaild);
   CHECK(kfaild.get("/api/v1/clusters/lab")["probe"]["phase"] == "probing");
+}
+
+namespace {
+
+// Each node's authorizer log (logs/kafka-authorizer.log, where Kafka logs every denial at INFO):
+// its size now, so that only what is written after counts.
+std::map<int, std::uintmax_t> authorizerLogSizes() {
+  std::map<int, std::uintmax_t> sizes;
+  for (int node : {1, 2, 3, 100}) {
+    const auto path = testing::labStateDir() + "/node" + std::to_string(node) + "/logs/kafka-authorizer.log";
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    sizes[node] = ec ? 0 : size;
+  }
+  return sizes;
+}
+
+// The denials of `principal` every node logged since `from` (authorizerLogSizes()).
+std::vector<std::string> denials(const std::map<int, std::uintmax_t>& from, const std::string& principal) {
+  std::vector<std::string> out;
+  for (const auto& [node, offset] : from) {
+    const auto text = readAll(testing::labStateDir() + "/node" + std::to_string(node) + "/logs/kafka-authorizer.log");
+    std::istringstream in(text.size() > offset ? text.substr(offset) : std::string());
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("Principal = " + principal + " ") != std::string::npos && line.find("Denied") != std::string::npos) {
+        out.push_back("node " + std::to_string(node) + ": " + line);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("on the SASL_SSL lab with an authorizer the probes run as a principal holding only the ACLs "
+          "docs/SECURITY.md lists, and no node denies it anything",
+          "[e2e][secured]") {
+  testing::SecuredLabEnv env("sasl_ssl");
+  REQUIRE(testing::setLabSecurity("sasl_ssl"));
+  auto options = securedOptions(
+      {{"sasl.username", "probe"},
+       {"sasl.password_file", std::string(std::getenv("KFAILD_LAB_DIR")) + "/secrets/probe.password"}});
+  options.probe_yaml = "      coordinators: {transactions: {interval_ms: 1000}}\n";
+  Lab lab(options);
+  const auto group = "kfaild-probe-lab";  // the configuration's default group and transactional id
+  // docs/SECURITY.md, "Kafka ACLs for kfaild's principal": the probes' rows, as kafka-acls.
+  const auto grant = [](const std::string& arguments) {
+    INFO("lab acl -- " << arguments);
+    REQUIRE(testing::lab("acl -- --add --allow-principal User:probe " + arguments) == 0);
+  };
+  grant("--operation Create --operation Write --operation Read --operation Describe --topic " + lab.topic);
+  grant("--operation Read --group " + std::string(group));
+  grant("--operation Write --transactional-id " + std::string(group));
+  grant("--operation Describe --topic __consumer_offsets --topic __transaction_state");
+  grant("--operation Create --topic kfaild-controller-check");
+  grant("--operation Describe --cluster");
+
+  const auto from = authorizerLogSizes();
+  Kfaild kfaild(lab, "kfaild");
+  kfaild.waitSteady(lab.topic);
+  checkQuorumDescribed(kfaild);
+  // Every kind of request the probes send, answered more than once once the probe is steady
+  // (before, a commit can find the probe topic not created yet and the first transaction the
+  // transaction log not created yet): the probe's produce and fetch (waitSteady), the control
+  // probe's CreateTopics and DescribeQuorum, the offset commits, the transactions, FindCoordinator
+  // and the coordinators' partitions.
+  const auto counts = [](const json& cluster) {
+    const auto& c = cluster["coordinators"];
+    return std::map<std::string, std::pair<std::int64_t, std::int64_t>>{
+        {"control", {cluster["control_plane"]["operations"], cluster["control_plane"]["failures"]}},
+        {"commits", {c["commits"]["operations"], c["commits"]["failures"]}},
+        {"transactions", {c["transactions"]["operations"], c["transactions"]["failures"]}}};
+  };
+  const auto steady = counts(kfaild.get("/api/v1/clusters/lab"));
+  const std::map<std::string, std::int64_t> wanted{{"control", 10}, {"commits", 10}, {"transactions", 3}};
+  json cluster;
+  const auto enough = [&] {
+    for (const auto& [stream, n] : wanted) {
+      if (counts(cluster)[stream].first < steady.at(stream).first + n) return false;
+    }
+    return cluster["coordinators"]["group_coordinator"].is_object() &&
+           cluster["coordinators"]["transaction_coordinator"].is_object();
+  };
+  for (int i = 0; i < 60; ++i) {
+    cluster = kfaild.get("/api/v1/clusters/lab");
+    if (enough()) break;
+    std::this_thread::sleep_for(500ms);
+  }
+  INFO("cluster: " << cluster.dump().substr(0, 6000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  CHECK(enough());
+  for (const auto& [stream, now] : counts(cluster)) {
+    INFO(stream << ": " << now.first - steady.at(stream).first << " operations since the probe was steady");
+    CHECK(now.second == steady.at(stream).second);
+  }
+  const auto denied = denials(from, "User:probe");
+  INFO("denied:\n" << [&] {
+    std::string all;
+    for (const auto& d : denied) all += d + "\n";
+    return all.substr(0, 6000);
+  }());
+  CHECK(denied.empty());
+
+  // The authorizer is in force: without CREATE on kfaild-controller-check every controller check
+  // is denied (and logged), though the control probe still counts the answer.
+  const auto before = authorizerLogSizes();
+  REQUIRE(testing::lab("acl -- --remove --force --allow-principal User:probe --operation Create --topic "
+                       "kfaild-controller-check") == 0);
+  std::vector<std::string> check_denied;
+  for (int i = 0; i < 60 && check_denied.empty(); ++i) {
+    std::this_thread::sleep_for(500ms);
+    for (const auto& d : denials(before, "User:probe")) {
+      if (d.find("kfaild-controller-check") != std::string::npos) check_denied.push_back(d);
+    }
+  }
+  CHECK_FALSE(check_denied.empty());
+  grant("--operation Create --topic kfaild-controller-check");
 }

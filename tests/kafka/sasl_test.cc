@@ -75,6 +75,22 @@ TEST_CASE("a SCRAM client refuses a server that does not follow the exchange", "
   CHECK_FALSE(fresh.verifyServerFinal("v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="));
 }
 
+TEST_CASE("a SCRAM client refuses an iteration count above Kafka's maximum of 16384 before hashing", "[unit]") {
+  const auto answer = [](const std::string& iterations) {
+    kafka::ScramClient scram(kafka::SaslMechanism::kScramSha512, "user", "pencil", kNonce);
+    return scram.clientFinal("r=rOprNGfwEbeRWgbNEkqOx,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=" + iterations);
+  };
+  // PBKDF2 over 2,000,000,000 iterations would hold this thread for tens of minutes.
+  const auto pinned = answer("2000000000");
+  REQUIRE_FALSE(pinned);
+  CHECK_THAT(pinned.error().message, Catch::Contains("2000000000 iterations, more than 16384"));
+  CHECK(answer("16384"));
+  CHECK_FALSE(answer("16385"));
+  // Past a long's range, and digits followed by anything else, are not an iteration count.
+  CHECK_THAT(answer("99999999999999999999").error().message, Catch::Contains("not a number"));
+  CHECK_THAT(answer("4096x").error().message, Catch::Contains("not a number"));
+}
+
 TEST_CASE("SCRAM escapes = and , in the user name, and PLAIN is NUL-separated", "[unit]") {
   kafka::ScramClient scram(kafka::SaslMechanism::kScramSha256, "a=b,c", "pw", "n0nce");
   CHECK(scram.clientFirst() == "n,,n=a=3Db=2Cc,r=n0nce");
