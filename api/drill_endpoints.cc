@@ -16,6 +16,7 @@
 #include "api/resources.h"
 #include "server/analysis/incidents.h"
 #include "server/analysis/statistics.h"
+#include "server/common/json_text.h"
 #include "server/common/time_format.h"
 #include "server/drill/cron.h"
 #include "server/drill/drill_state.h"
@@ -383,8 +384,9 @@ Response DrillEndpoints::listDrills(const Request& request) const {
   while (taken < rows->size() && taken < wanted && items.add(drillJson((*rows)[taken], std::get<0>(names)))) ++taken;
   const bool more = taken < rows->size();
   Response response;
+  const auto cursor = more && taken > 0 ? json(std::to_string((*rows)[taken - 1].id)) : json(nullptr);
   response.body = "{\"items\":" + items.text() + ",\"count\":" + std::to_string(taken) + ",\"next_cursor\":" +
-                  (more && taken > 0 ? json(std::to_string((*rows)[taken - 1].id)) : json(nullptr)).dump() + "}";
+                  common::jsonText(cursor) + "}";
   return response;
 }
 
@@ -734,9 +736,10 @@ Response DrillEndpoints::incidents(const Request& request) const {
   }
   Response response;
   response.body = "{\"items\":" + items.text() + ",\"count\":" + std::to_string(items.count()) +
-                  ",\"truncated\":" + (truncated || next_to ? "true" : "false") + ",\"next\":" + next.dump() +
-                  ",\"from\":" + json(common::formatRfc3339(range->from_us)).dump() +
-                  ",\"to\":" + json(common::formatRfc3339(range->to_us)).dump() + "}";
+                  ",\"truncated\":" + (truncated || next_to ? "true" : "false") +
+                  ",\"next\":" + common::jsonText(next) +
+                  ",\"from\":" + common::jsonText(json(common::formatRfc3339(range->from_us))) +
+                  ",\"to\":" + common::jsonText(json(common::formatRfc3339(range->to_us))) + "}";
   return response;
 }
 
@@ -784,7 +787,7 @@ Response DrillEndpoints::createSchedule(const Request& request) {
   s.cron = *f.cron;
   s.jitter_s = f.jitter_s.value_or(0);
   s.enabled = f.enabled.value_or(true);
-  s.drill = f.drill->dump();
+  s.drill = common::jsonText(*f.drill);
   s.created_us = clock_.wallNow();
   if (s.enabled) {
     const auto next = drill::nextScheduledRun(s.cron, s.jitter_s, s.created_us);
@@ -829,7 +832,7 @@ Response DrillEndpoints::updateSchedule(const Request& request) {
   if (f.cron) s.cron = *f.cron;
   if (f.jitter_s) s.jitter_s = *f.jitter_s;
   if (f.enabled) s.enabled = *f.enabled;
-  if (f.drill) s.drill = f.drill->dump();
+  if (f.drill) s.drill = common::jsonText(*f.drill);
   if (timing_changed) {
     s.next_run_us.reset();
     if (s.enabled) {

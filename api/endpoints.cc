@@ -21,6 +21,7 @@
 #include "api/query_params.h"
 #include "api/resources.h"
 #include "server/analysis/incidents.h"
+#include "server/common/json_text.h"
 #include "server/common/sensitive.h"
 #include "server/common/time_format.h"
 
@@ -304,9 +305,9 @@ Response listResponse(const Request& request, std::vector<Row> rows, std::size_t
   }
   Response response;
   response.body = "{\"items\":" + items + ",\"count\":" + std::to_string(count) +
-                  ",\"truncated\":" + (truncated ? "true" : "false") + ",\"next\":" + next.dump() +
-                  ",\"from\":" + json(common::formatRfc3339(range.from_us)).dump() +
-                  ",\"to\":" + json(common::formatRfc3339(range.to_us)).dump() + "}";
+                  ",\"truncated\":" + (truncated ? "true" : "false") + ",\"next\":" + common::jsonText(next) +
+                  ",\"from\":" + common::jsonText(json(common::formatRfc3339(range.from_us))) +
+                  ",\"to\":" + common::jsonText(json(common::formatRfc3339(range.to_us))) + "}";
   return response;
 }
 

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "api/errc.h"
+#include "server/common/json_text.h"
 
 namespace kfaild::api {
 namespace {
@@ -194,9 +195,7 @@ Response problem(ProblemType type, std::string detail, std::string_view instance
   return response;
 }
 
-std::string jsonBody(const nlohmann::json& body) {
-  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
+std::string jsonBody(const nlohmann::json& body) { return common::jsonText(body); }
 
 Response jsonResponse(int status, const nlohmann::json& body) {
   Response response;

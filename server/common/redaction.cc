@@ -1,7 +1,10 @@
 #include "server/common/redaction.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cctype>
+#include <string>
 
 #include "server/common/sensitive.h"
 
@@ -42,7 +45,18 @@ bool isIpv4Token(std::string_view token) {
   return dots == 3 && digits > 0;
 }
 
+// An IPv6 address without brackets or port ("2001:db8::5", "::ffff:10.0.0.5", "fe80::1%eth0").
+// inet_pton decides: a time ("12:30:45") or a word with "::" in it is no address.
+bool isIpv6Token(std::string_view token) {
+  token = token.substr(0, token.find('%'));
+  if (std::count(token.begin(), token.end(), ':') < 2 || token.size() >= INET6_ADDRSTRLEN) return false;
+  in6_addr address{};
+  return inet_pton(AF_INET6, std::string(token).c_str(), &address) == 1;
+}
+
 bool isSensitiveToken(std::string_view token) {
+  // Whole, before the trim below: an IPv6 address may end in ':' ("2001:db8::").
+  if (isIpv6Token(token)) return true;
   // Trailing punctuation of a sentence is not part of the token ("...on 10.0.0.5:9092.").
   while (!token.empty() && (token.back() == '.' || token.back() == ':')) token.remove_suffix(1);
   if (token.empty()) return false;
@@ -50,7 +64,7 @@ bool isSensitiveToken(std::string_view token) {
   const auto at = token.find('@');
   if (at != std::string_view::npos && at > 0 && at + 1 < token.size()) return true;  // user@host
   if (token.front() == '[' && token.find(':') != std::string_view::npos) return true;  // [v6]:port
-  return isIpv4Token(token);
+  return isIpv4Token(token) || isIpv6Token(token);
 }
 
 }  // namespace
@@ -119,7 +133,7 @@ std::string Redactor::redact(std::string_view input) const {
     if (token != kRedacted && isSensitiveToken(token)) {
       // Keep the sentence's own trailing punctuation.
       std::size_t keep = token.size();
-      while (keep > 0 && (token[keep - 1] == '.' || token[keep - 1] == ':')) --keep;
+      while (!isIpv6Token(token) && keep > 0 && (token[keep - 1] == '.' || token[keep - 1] == ':')) --keep;
       out += kRedacted;
       out.append(token.substr(keep));
     } else {

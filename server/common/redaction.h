@@ -11,9 +11,10 @@
 //   - every literal the daemon names sensitive (the inventory's hosts, users, endpoints, files and
 //     commands, the bootstrap addresses), longest first, where it stands as a whole word (not
 //     inside a longer word: a host named "kafka" leaves "kafka-probe" alone);
-//   - tokens that look like user@host, an IPv4 address (with or without port), a bracketed IPv6
-//     address, or a file path (a token with a '/' in it): other texts name them too (the Docker
-//     engine's answers, librdkafka's errors);
+//   - tokens that look like user@host, an IPv4 address (with or without port), an IPv6 address
+//     (bracketed with a port, or bare: "2001:db8::5", "::ffff:10.0.0.5", "fe80::1%eth0"), or a
+//     file path (a token with a '/' in it): other texts name them too (the Docker engine's
+//     answers, librdkafka's errors, who opened a maintenance window);
 // each by "[redacted]". Words, numbers, times, topic names and error names stay, so the text
 // still says what happened ("kill of broker 1 failed: ssh_failed: [redacted]: [redacted]").
 // redactMarked() replaces only the marked spans: for problem documents of every route, whose

@@ -11,6 +11,11 @@
 // Timed waits go through a common::Clock (the system's unless one is given), so a test clock can
 // drive a worker's loop.
 //
+// A loop that throws (a library throwing on input nobody expected: it is a bug, but one pass's)
+// does not end kfaild: the exception is logged, the loop's `failed` hook fails what the pass was
+// doing, and the loop runs again after kRestartDelay unless a stop was requested, so the
+// daemon's other threads and the recovery this loop may run stay alive.
+//
 // Threading: start() and stop() from the owner (stop() is idempotent and joins; the destructor
 // stops). The waits (wait, waitFor, waitUntil, sleepFor) from the loop's thread only: one waiter.
 // wake() and stopRequested() from any thread.
@@ -38,14 +43,20 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
+  // A throwing loop's next run starts this long after the throw (on the worker's clock).
+  static constexpr std::chrono::seconds kRestartDelay{1};
+  // Told a throwing loop's exception message, on the loop's thread, before the loop runs again.
+  using Failed = std::function<void(const std::string& what)>;
+
   // Runs `loop` on a new thread named `name` (what top -H, ps -L and /proc/<pid>/task/*/comm
   // show; Linux keeps the first 15 bytes); the loop returns once stopRequested() (or earlier).
-  void start(std::string name, std::function<void()> loop) {
+  // If it throws, see the header's comment: `failed` (if any) is called and the loop runs again.
+  void start(std::string name, std::function<void()> loop, Failed failed = {}) {
     stop();
     stopping_ = false;
-    thread_ = std::thread([name = std::move(name), loop = std::move(loop)] {
+    thread_ = std::thread([this, name = std::move(name), loop = std::move(loop), failed = std::move(failed)] {
       nameThisThread(name);
-      loop();
+      runGuarded(name, loop, failed);
     });
   }
 
@@ -102,6 +113,8 @@ class Worker {
   void wake() { wake_.notify_all(); }
 
  private:
+  void runGuarded(const std::string& name, const std::function<void()>& loop, const Failed& failed);
+
   template <typename Wait, typename Ready>
   bool waitWithStop(std::unique_lock<std::mutex>& lock, Wait wait, Ready& ready) {
     // The waiter's mutex is registered (and removed) with the lock released: stop() holds the

@@ -63,8 +63,6 @@ class Daemon::Control final : public api::DrillControl {
   const std::vector<std::unique_ptr<ClusterParts>>& clusters_;
 };
 
-namespace {
-
 // What a reader without the operator token must not see in drill reasons, events and cluster
 // descriptions (server/common/redaction.h): how kfaild reaches each node and each cluster.
 std::vector<std::string> sensitiveLiterals(const config::Config& config) {
@@ -80,6 +78,8 @@ std::vector<std::string> sensitiveLiterals(const config::Config& config) {
       start = comma + 1;
     }
     for (const auto& node : cluster.inventory) {
+      // Where gray faults go: an isolate's nft script (and nft's errors) name the peers' addresses.
+      out.insert(out.end(), {node.address, node.netns, node.fill_dir});
       if (node.docker) out.insert(out.end(), {node.docker->endpoint});
       if (node.ssh) {
         const auto& ssh = *node.ssh;
@@ -110,8 +110,6 @@ std::vector<std::string> sensitiveLiterals(const config::Config& config) {
   }
   return out;
 }
-
-}  // namespace
 
 Daemon::Daemon(const config::Config& config, const DaemonOptions& options) : config_(config), options_(options) {}
 

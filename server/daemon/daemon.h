@@ -37,6 +37,11 @@
 
 namespace kfaild::daemon {
 
+// The literals the API hides from readers without the operator token (api::Redactor): how
+// kfaild reaches each node (its address, netns, fill_dir, endpoint, ssh destination, commands,
+// files), each cluster's bootstrap servers and each receiver's URL.
+std::vector<std::string> sensitiveLiterals(const config::Config& config);
+
 struct DaemonOptions {
   std::string client_log_dir;  // append each cluster's librdkafka log lines to DIR/<cluster>-client.log
 };

@@ -4,6 +4,7 @@
 
 #include "server/analysis/rolling.h"
 #include "server/analysis/verdict.h"
+#include "server/common/json_text.h"
 #include "server/drill/errc.h"
 #include "server/drill/event_log.h"
 #include "server/drill/fault_action.h"
@@ -48,7 +49,7 @@ void DrillRunner::start() {
   if (auto queued = deps_.drills.drills(q); queued) {
     for (auto it = queued->rbegin(); it != queued->rend(); ++it) queue_.push(it->id);
   }
-  worker_.start("kfaild:drill", [this] { loop(); });
+  worker_.start("kfaild:drill", [this] { loop(); }, [this](const std::string& what) { failRunning(what); });
 }
 
 void DrillRunner::stop() { worker_.stop(); }
@@ -157,10 +158,10 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
   storage::DrillRecord drill;
   drill.cluster = cluster_id_;
   drill.fault = toString(spec.fault);
-  drill.target = toJson(spec.target).dump();
-  drill.options = toJson(spec.options, spec.fault).dump();
-  if (spec.expect) drill.expect = analysis::toJson(*spec.expect).dump();
-  if (spec.then) drill.second_fault = toJson(*spec.then).dump();
+  drill.target = common::jsonText(toJson(spec.target));
+  drill.options = common::jsonText(toJson(spec.options, spec.fault));
+  if (spec.expect) drill.expect = common::jsonText(analysis::toJson(*spec.expect));
+  if (spec.then) drill.second_fault = common::jsonText(toJson(*spec.then));
   drill.state = toString(DrillState::kQueued);
   drill.schedule_id = options.schedule_id;
   drill.created_us = deps_.clock.wallNow();
@@ -221,6 +222,22 @@ void DrillRunner::loop() {
   }
 }
 
+void DrillRunner::failRunning(const std::string& what) {
+  // First, as what follows may throw again: the journal holds what a run took down, retried at
+  // once after a drill (later after a retry that threw, which would throw again at once).
+  const auto id = queue_.active();
+  recovery_.scheduleRetry(id ? 0 : NodeRecovery::kFirstRetryUs);
+  if (!id) return;
+  auto stored = deps_.drills.drill(*id);
+  if (stored && *stored && !isTerminal((**stored).state)) {
+    auto drill = **stored;
+    records_.setState(drill, DrillState::kFailed,
+                      "kfaild's drill engine failed during " + drill.state + " (" + what +
+                          "); a node it took down is brought back by the recovery journal");
+  }
+  queue_.finished();
+}
+
 void DrillRunner::execute(storage::DrillRecord drill) {
   nlohmann::json request = {{"fault", drill.fault},
                             {"target", nlohmann::json::parse(drill.target, nullptr, false)},
@@ -249,7 +266,7 @@ void DrillRunner::execute(storage::DrillRecord drill) {
     RunExecution execution({deps_, guards_, recovery_, queue_, records_, worker_, addresses_}, drill, *spec, run);
     const auto outcome = execution.execute();
     result["runs"].push_back(toJson(outcome));
-    drill.result = result.dump();
+    drill.result = common::jsonText(result);
     if (outcome.state != DrillState::kDone) {
       finishUnfinished(drill, outcome.state, outcome.reason, objectives, analyses);
       return;
@@ -266,7 +283,7 @@ void DrillRunner::execute(storage::DrillRecord drill) {
   const auto verdict = analysis::evaluate(analyses, analysis::objectivesFor(objectives, mechanism), mechanism,
                                           history(drill), cluster_.regression);
   result["verdict"] = analysis::toJson(verdict);
-  drill.result = result.dump();
+  drill.result = common::jsonText(result);
   drill.verdict = analysis::toString(verdict.verdict);
   drill.regressed = !verdict.regressions.empty();
   spdlog::info("drill {} on {}: verdict {} ({} checks, {} regressions)", drill.id, cluster_.name, *drill.verdict,
@@ -314,7 +331,7 @@ void DrillRunner::executeRolling(storage::DrillRecord& drill, const DrillSpec& s
     describe(done_nodes, analyses, partial);
     result["rolling_restart"]["plan"] = *plan;
     result["rolling_restart"]["ended_at_step"] = static_cast<int>(done_nodes.size()) + 1;
-    drill.result = result.dump();
+    drill.result = common::jsonText(result);
     finishUnfinished(drill, state, reason, objectives, analyses);
   };
   for (int step = 1; !remaining.empty(); ++step) {
@@ -330,7 +347,7 @@ void DrillRunner::executeRolling(storage::DrillRecord& drill, const DrillSpec& s
     auto run = toJson(outcome);
     run["step"] = step;
     result["runs"].push_back(std::move(run));
-    drill.result = result.dump();
+    drill.result = common::jsonText(result);
     if (outcome.state != DrillState::kDone) {
       // The step recovered its node (or left it in the journal, retried between drills): no
       // later step starts.
@@ -358,7 +375,7 @@ void DrillRunner::executeRolling(storage::DrillRecord& drill, const DrillSpec& s
                                           history(drill), cluster_.regression);
   describe(done_nodes, analyses, verdict);
   result["verdict"] = analysis::toJson(verdict);
-  drill.result = result.dump();
+  drill.result = common::jsonText(result);
   drill.verdict = analysis::toString(verdict.verdict);
   drill.regressed = !verdict.regressions.empty();
   spdlog::info("drill {} on {}: rolling restart of {} nodes, verdict {}", drill.id, cluster_.name, done_nodes.size(),
@@ -424,7 +441,7 @@ void DrillRunner::finishUnfinished(storage::DrillRecord& drill, DrillState state
     verdict = std::move(judged);
   }
   result["verdict"] = analysis::toJson(verdict);
-  drill.result = result.dump();
+  drill.result = common::jsonText(result);
   drill.verdict = analysis::toString(verdict.verdict);
   drill.regressed = !verdict.regressions.empty();
   records_.setState(drill, state, reason);

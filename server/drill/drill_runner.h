@@ -86,6 +86,9 @@ class DrillRunner {
 
  private:
   void loop();
+  // The engine's thread, after loop() threw (common::Worker): fails the running drill and has
+  // the recovery journal retried at once, so a node the drill took down comes back.
+  void failRunning(const std::string& what);
   void execute(storage::DrillRecord drill);
   // A rolling restart: a restart run per node of its plan (rolling_plan.h), `between_s` apart;
   // the first step that does not finish ends the rehearsal (its node recovered by the run) and

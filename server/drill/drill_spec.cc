@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <set>
+#include <string_view>
 #include <utility>
 
 #include "server/drill/errc.h"
@@ -102,23 +104,26 @@ std::optional<std::uint64_t> parseRate(const std::string& text) {
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
   if (digits == 0 || digits > 12) return std::nullopt;
   const std::uint64_t number = std::stoull(text.substr(0, digits));
-  const std::string unit = text.substr(digits);
-  std::uint64_t bytes = 0;
-  if (unit.empty() || unit == "bytes") {
-    bytes = number;
-  } else if (unit == "kbytes") {
-    bytes = number * 1024;
-  } else if (unit == "mbytes") {
-    bytes = number * 1024 * 1024;
-  } else if (unit == "kbit") {
-    bytes = number * 1000 / 8;
-  } else if (unit == "mbit") {
-    bytes = number * 1'000'000 / 8;
-  } else if (unit == "gbit") {
-    bytes = number * 1'000'000'000 / 8;
-  } else {
-    return std::nullopt;
-  }
+  // bytes = number × times / per.
+  struct Unit {
+    std::string_view name;
+    std::uint64_t times;
+    std::uint64_t per;
+  };
+  static constexpr std::array<Unit, 7> kUnits{{{"", 1, 1},
+                                               {"bytes", 1, 1},
+                                               {"kbytes", 1024, 1},
+                                               {"mbytes", 1024 * 1024, 1},
+                                               {"kbit", 1000, 8},
+                                               {"mbit", 1'000'000, 8},
+                                               {"gbit", 1'000'000'000, 8}}};
+  const std::string_view name = std::string_view(text).substr(digits);
+  const auto unit = std::find_if(kUnits.begin(), kUnits.end(), [name](const Unit& u) { return u.name == name; });
+  if (unit == kUnits.end()) return std::nullopt;
+  // A number whose product would not fit is out of range anyway: 12 digits of gbit would wrap
+  // to a small rate that passes the range check.
+  if (number > std::numeric_limits<std::uint64_t>::max() / unit->times) return std::nullopt;
+  const std::uint64_t bytes = number * unit->times / unit->per;
   constexpr std::uint64_t kMin = 125;                 // 1 kbit/s
   constexpr std::uint64_t kMax = 12'500'000'000ULL;   // 100 gbit/s
   if (bytes < kMin || bytes > kMax) return std::nullopt;

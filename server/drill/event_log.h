@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/common/json_text.h"
 #include "server/drill/seams.h"
 
 namespace kfaild::drill {
@@ -20,7 +21,7 @@ inline void recordEvent(const EngineDeps& deps, const std::string& source, const
   e.source = source;
   e.kind = kind;
   e.broker = broker;
-  e.detail = detail.dump();
+  e.detail = common::jsonText(detail);
   deps.store.addEvent(std::move(e));
 }
 

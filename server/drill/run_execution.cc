@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "server/common/json_text.h"
 #include "server/drill/analysis_inputs.h"
 #include "server/drill/event_log.h"
 #include "server/fault/kafka_log.h"
@@ -1045,7 +1046,7 @@ void RunExecution::collectBrokerLogs() {
       detail["clock_offset_us"] = line.clock_offset_us;
       detail["clock_uncertainty_us"] = line.clock_uncertainty_us;
     }
-    e.detail = detail.dump();
+    e.detail = common::jsonText(detail);
     deps_.store.addEvent(std::move(e));
   }
 }

@@ -15,6 +15,7 @@
 #include <optional>
 #include <thread>
 
+#include "server/common/utf8.h"
 #include "server/fault/errc.h"
 
 namespace kfaild::fault {
@@ -52,8 +53,11 @@ bool drain(int fd, std::string& into) {
   while (true) {
     const ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n > 0) {
-      const auto room = kMaxOutput > into.size() ? kMaxOutput - into.size() : 0;
-      into.append(buf.data(), std::min<std::size_t>(room, static_cast<std::size_t>(n)));
+      // The cap cuts between characters (a read's own end may split one: the next read's
+      // bytes complete it). A cut leaves the text within 3 bytes of the cap, and from there on
+      // nothing is kept, so no later byte follows a cut.
+      const auto room = into.size() + 3 < kMaxOutput ? kMaxOutput - into.size() : 0;
+      into.append(common::utf8Prefix(std::string_view(buf.data(), static_cast<std::size_t>(n)), room));
       continue;
     }
     if (n == 0) return false;
@@ -68,9 +72,7 @@ int exitCodeOf(int status) {
   return -1;
 }
 
-std::string tailOf(const std::string& text, std::size_t max = 2000) {
-  return text.size() <= max ? text : "..." + text.substr(text.size() - max);
-}
+std::string tailOf(const std::string& text, std::size_t max = 2000) { return common::utf8Tail(text, max); }
 
 }  // namespace
 

@@ -23,7 +23,8 @@ struct CommandOutput {
 // Errors: errc::command_failed when the program cannot be started (its errno text),
 // errc::timeout when it runs longer than `timeout` (it and its process group are then
 // SIGKILLed; the message has what it wrote to stderr so far). A program that exits non-zero is
-// not an error here: the caller reads exit_code. Output beyond 4 MiB per stream is dropped.
+// not an error here: the caller reads exit_code. Output beyond 4 MiB per stream is dropped (cut
+// on a UTF-8 character boundary).
 //
 // The wait ends when the program exits, not when its pipes close: a start command that leaves
 // a daemon holding its stdout does not make this wait for the daemon.

@@ -14,7 +14,9 @@
 #include <openssl/x509v3.h>
 #include <thread>
 
+#include "server/common/json_text.h"
 #include "server/common/time_format.h"
+#include "server/common/utf8.h"
 #include "server/fault/errc.h"
 
 namespace kfaild::fault {
@@ -356,7 +358,7 @@ Error engineAnswerError(unsigned status, std::string_view body, const std::strin
       doc["message"].is_string()) {
     message = doc["message"].get<std::string>();
   } else {
-    message = std::string(body.substr(0, 500));
+    message = std::string(common::utf8Prefix(body, 500));
     while (!message.empty() && (message.back() == '\n' || message.back() == '\r'))
       message.pop_back();
   }
@@ -611,7 +613,7 @@ Result<std::string> DockerInjector::execGrep(const std::string& file, common::Wa
       {"sh", "-c", rolledLogsGrepScript(log_dir_, file, patterns, std::max<common::WallMicros>(0, since / 1'000'000))});
   const nlohmann::json create = {
       {"AttachStdout", true}, {"AttachStderr", true}, {"Tty", false}, {"Cmd", cmd}};
-  auto created = containerRequest("POST", "exec", request_timeout_, create.dump());
+  auto created = containerRequest("POST", "exec", request_timeout_, common::jsonText(create));
   if (!created) return created.error();
   const auto doc = nlohmann::json::parse(created->body, nullptr, false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("Id") || !doc["Id"].is_string()) {

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "server/common/sensitive.h"
+#include "server/common/utf8.h"
 #include "server/fault/errc.h"
 
 namespace kfaild::fault {
@@ -11,6 +13,10 @@ std::string trimmed(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   return text;
 }
+
+// A tool's words, the operator's only (nft echoes the failing rule with peer addresses; ssh and
+// sudo name hosts and users), cut to their end as command.cc cuts stderr.
+std::string toolOutput(const std::string& text) { return common::sensitive(common::utf8Tail(trimmed(text), 2000)); }
 
 // "nft: Error: No such file or directory" from `nft list tables` on a host whose kernel has no
 // nf_tables is not "nothing left": it is a failure. An nft that ran and found no table of ours
@@ -91,7 +97,7 @@ Result<CommandOutput> GrayRunner::runOn(const ScriptArgv& how, const std::string
   if (out->exit_code != 0)
     return faultError(errc::command_failed, describeArgv(*argv) + " exited with " +
                                                 std::to_string(out->exit_code) + ": " +
-                                                trimmed(out->err + out->out));
+                                                toolOutput(out->err + out->out));
   return out;
 }
 
@@ -133,7 +139,7 @@ Result<FaultRecord> GrayRunner::fillDisk(const DiskFullSpec& given) {
   if (!out.ok()) return out.error();
   record.fault_at = clock_.wallNow();
   record.fault_time_source = "local";
-  record.detail += "\n" + trimmed(out->out);
+  record.detail += "\n" + toolOutput(out->out);
   return record;
 }
 
@@ -165,7 +171,7 @@ Result<std::vector<std::string>> GrayRunner::sweep() {
     if (out->exit_code != 0 || nftMissing(*out))
       return faultError(errc::command_failed, describeArgv(*listing) + " exited with " +
                                                   std::to_string(out->exit_code) + ": " +
-                                                  trimmed(out->err));
+                                                  toolOutput(out->err));
     const auto tables = kfaildTables(out->out);
     if (!tables.empty()) {
       auto deleted = runOn(shell_.nft, nftSweepScript(tables), nullptr);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "server/common/sensitive.h"
+#include "server/common/utf8.h"
 #include "server/fault/command.h"
 #include "server/fault/gray_runner.h"
 #include "server/fault/errc.h"
@@ -162,7 +163,7 @@ std::vector<std::string> rolledSince(const std::string& dir, const std::string& 
 std::string tailOf(const std::string& text, std::size_t max = 2000) {
   std::string t = text;
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-  return t.size() <= max ? t : "..." + t.substr(t.size() - max);
+  return common::utf8Tail(t, max);
 }
 
 }  // namespace

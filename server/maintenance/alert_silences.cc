@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "server/common/json_text.h"
 #include "server/common/time_format.h"
 #include "server/maintenance/errc.h"
 #include "server/notify/http_post.h"
@@ -40,7 +41,7 @@ Result<std::string> AlertmanagerSilences::create(const SilenceRequest& request) 
       {"createdBy", "kfaild"},
       {"comment", "kfaild maintenance window " + std::to_string(request.window_id) + " on " + request.cluster + ": " +
                       request.reason}};
-  auto answer = notify::postJson(*url, body.dump(), receiver_.headers, receiver_.tls,
+  auto answer = notify::postJson(*url, common::jsonText(body), receiver_.headers, receiver_.tls,
                                  std::chrono::milliseconds(receiver_.timeout_ms));
   if (!answer) return answer.error();
   if (answer->status < 200 || answer->status >= 300) return refused("create silence", *answer);

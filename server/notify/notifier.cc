@@ -6,6 +6,8 @@
 #include <chrono>
 
 #include "server/analysis/incidents.h"
+#include "server/common/json_text.h"
+#include "server/common/utf8.h"
 #include "server/notify/backoff.h"
 #include "server/notify/http_post.h"
 
@@ -76,7 +78,7 @@ Result<std::size_t> Notifier::notify(const NotificationEvent& event) {
     row.receiver = r.name;
     row.event = event.kind;
     row.dedup_key = event.dedupKey();
-    row.payload = payloadFor(r, event, context).dump();
+    row.payload = common::jsonText(payloadFor(r, event, context));
     row.next_attempt_us = now;
     row.created_us = now;
     auto id = queue_.enqueue(row);
@@ -154,7 +156,8 @@ void Notifier::deliver(const storage::NotificationRecord& row) {
       ++delivery_seconds_count_;
       return;
     } else {
-      error = "HTTP " + std::to_string(answer->status) + ": " + answer->body.substr(0, kErrorBodyChars);
+      error = "HTTP " + std::to_string(answer->status) + ": " +
+              std::string(common::utf8Prefix(answer->body, kErrorBodyChars));
       permanent = !retryable(answer->status);
     }
   }

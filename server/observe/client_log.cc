@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "server/common/json_text.h"
 #include "server/common/time_format.h"
 
 namespace kfaild::observe {
@@ -112,10 +113,9 @@ void ClientLogWatcher::onLine(std::string_view client, int level, std::string_vi
     e.source = "client";
     e.kind = "client_request_timeout";
     e.broker = timeout->broker;
-    e.detail = nlohmann::json{{"client", clientRole(client)},
-                              {"request", timeout->request},
-                              {"after_ms", timeout->after_ms}}
-                   .dump();
+    e.detail = common::jsonText(nlohmann::json{{"client", clientRole(client)},
+                                               {"request", timeout->request},
+                                               {"after_ms", timeout->after_ms}});
     store_.addEvent(std::move(e));
   }
   if (auto parsed = parseLeaderUpdate(facility, message); parsed && topics_.count(parsed->topic)) {
@@ -134,7 +134,7 @@ void ClientLogWatcher::onLine(std::string_view client, int level, std::string_vi
                           {"to", update.to_leader},
                           {"epoch", update.to_epoch}};
     if (restored) detail["line_from"] = -1;  // the line said -1: `from` is the leader it named last
-    e.detail = detail.dump();
+    e.detail = common::jsonText(detail);
     store_.addEvent(std::move(e));
     ++updates_;
   }

@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "server/common/json_text.h"
+
 namespace kfaild::observe {
 namespace {
 
@@ -14,7 +16,7 @@ storage::Event makeEvent(storage::ClusterId cluster, common::WallMicros at, cons
   e.t_us = at;
   e.source = "metadata";
   e.kind = kind;
-  e.detail = detail.dump();
+  e.detail = common::jsonText(detail);
   return e;
 }
 

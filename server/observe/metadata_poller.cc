@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "server/common/json_text.h"
 #include "server/observe/metadata_diff.h"
 
 namespace kfaild::observe {
@@ -190,7 +191,7 @@ void MetadataPoller::pollOnce() {
       e.t_us = now;
       e.source = "metadata";
       e.kind = "metadata_unavailable";
-      e.detail = nlohmann::json{{"error", snapshot.error().describe()}}.dump();
+      e.detail = common::jsonText(nlohmann::json{{"error", snapshot.error().describe()}});
       record(std::move(e));
       spdlog::warn("cluster {}: metadata unavailable: {}", cluster_.name, snapshot.error().describe());
     }
@@ -208,7 +209,7 @@ void MetadataPoller::pollOnce() {
     e.kind = "metadata_available";
     nlohmann::json brokers = nlohmann::json::array();
     for (const auto& b : snapshot->brokers) brokers.push_back(b.id);
-    e.detail = nlohmann::json{{"brokers", brokers}}.dump();
+    e.detail = common::jsonText(nlohmann::json{{"brokers", brokers}});
     record(std::move(e));
   }
   if (state_.snapshot) {

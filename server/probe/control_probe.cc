@@ -6,6 +6,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "server/common/json_text.h"
 #include "server/kafka/admin.h"
 #include "server/kafka/rdkafka_ptr.h"
 
@@ -26,7 +27,7 @@ storage::Event controlEvent(storage::ClusterId cluster, common::WallMicros at, c
   e.source = "control";
   e.kind = kind;
   if (broker >= 0) e.broker = broker;
-  e.detail = detail.dump();
+  e.detail = common::jsonText(detail);
   return e;
 }
 

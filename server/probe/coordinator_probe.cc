@@ -6,6 +6,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "server/common/json_text.h"
 #include "server/kafka/metadata.h"
 #include "server/kafka/rdkafka_ptr.h"
 
@@ -68,7 +69,7 @@ void CoordinatorWatch::answered(common::WallMicros at, std::int32_t node, Contro
                              {"previous_last_us", seen_->last_us},
                              {"moved_us", at - seen_->last_us}};
     if (!partition_.empty()) detail["partition"] = partition_;
-    e.detail = detail.dump();
+    e.detail = common::jsonText(detail);
     out.events.push_back(std::move(e));
   }
   seen_ = CoordinatorSeen{node, partition_, at, at};

@@ -8,6 +8,7 @@
 #include <thread>
 #include <utility>
 
+#include "server/common/json_text.h"
 #include "server/common/thread_priority.h"
 #include "server/kafka/admin.h"
 #include "server/kafka/errc.h"
@@ -431,8 +432,8 @@ Status ProbeRunner::setUp() {
       e.broker = to;
       e.topic = topic;
       e.partition = partition;
-      e.detail = nlohmann::json{{"client", "producer"}, {"via", "wire"}, {"from", from}, {"to", to}, {"epoch", epoch}}
-                     .dump();
+      e.detail = common::jsonText(
+          nlohmann::json{{"client", "producer"}, {"via", "wire"}, {"from", from}, {"to", to}, {"epoch", epoch}});
       store_.addEvent(std::move(e));
     });
     wire_->start(std::move(targets), std::chrono::milliseconds(kSetUpRequestTimeoutMs));
@@ -680,7 +681,7 @@ void ProbeRunner::addSeenPartitions() {
     e.kind = "partition_added";
     e.topic = a.topic;
     e.partition = a.partition;
-    e.detail = nlohmann::json{{"partitions", seen[a.topic]}}.dump();
+    e.detail = common::jsonText(nlohmann::json{{"partitions", seen[a.topic]}});
     store_.addEvent(std::move(e));
   }
 }
@@ -909,9 +910,8 @@ void ProbeRunner::recreateProducer(const std::string& error, rd_kafka_queue_t*& 
   e.t_us = clock_.now().wall;
   e.source = "probe";
   e.kind = "producer_recreated";
-  e.detail = nlohmann::json{{"error", error}, {"failed_at_us", failed_at},
-                            {"recreations", recreations}}
-                 .dump();
+  e.detail = common::jsonText(nlohmann::json{{"error", error}, {"failed_at_us", failed_at},
+                                             {"recreations", recreations}});
   store_.addEvent(std::move(e));
 }
 
@@ -1030,13 +1030,12 @@ void ProbeRunner::restartFetches(const std::vector<StuckFetch>& restarts, common
     e.kind = "consumer_restarted";
     e.topic = r.topic;
     e.partition = r.partition;
-    e.detail = nlohmann::json{{"offset", r.unread.offset},
-                              {"acked_ago_us", r.unread.acked_ago_us},
-                              {"restart_after_us", after_us},
-                              {"in_row", r.in_row},
-                              {"how", how},
-                              {"error", error}}
-                   .dump();
+    e.detail = common::jsonText(nlohmann::json{{"offset", r.unread.offset},
+                                               {"acked_ago_us", r.unread.acked_ago_us},
+                                               {"restart_after_us", after_us},
+                                               {"in_row", r.in_row},
+                                               {"how", how},
+                                               {"error", error}});
     store_.addEvent(std::move(e));
   }
 }
@@ -1091,13 +1090,12 @@ std::string ProbeRunner::recreateConsumer(const std::vector<StuckFetch>& stuck) 
   e.kind = "consumer_recreated";
   int in_row = 0;
   for (const auto& r : stuck) in_row = std::max(in_row, r.in_row);
-  e.detail = nlohmann::json{{"partitions", assigned},
-                            {"stuck", stuck.size()},
-                            {"in_row", in_row},
-                            {"took_us", took_us},
-                            {"recreations", recreations},
-                            {"error", error}}
-                 .dump();
+  e.detail = common::jsonText(nlohmann::json{{"partitions", assigned},
+                                             {"stuck", stuck.size()},
+                                             {"in_row", in_row},
+                                             {"took_us", took_us},
+                                             {"recreations", recreations},
+                                             {"error", error}});
   store_.addEvent(std::move(e));
   return error;
 }
@@ -1137,7 +1135,7 @@ void ProbeRunner::publish(LedgerOutput& out) {
     } else {
       detail["kind"] = storage::toString(stretch.gap_kind);
     }
-    e.detail = detail.dump();
+    e.detail = common::jsonText(detail);
     store_.addEvent(std::move(e));
   }
   for (const auto& anomaly : out.anomalies) {

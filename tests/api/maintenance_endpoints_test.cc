@@ -330,4 +330,24 @@ TEST_CASE("from at or after to lists no maintenance window, not even one in forc
   CHECK(future.json()["items"].empty());
 }
 
+TEST_CASE("who opened a window from an IPv6 address is shown to the operator only",
+          "[integration][api][maintenance][security]") {
+  MaintenanceApi api;
+  REQUIRE(api.windows().open(api.lab(), "upgrade", kNow + kHour, "operator (api, 2001:db8::5)"));
+  REQUIRE(api.windows().open(api.lab(), "config change", kNow + kHour, "operator (api, ::ffff:10.1.2.3)"));
+  const std::string base = "/api/v1/clusters/lab/maintenance";
+  const auto openers = [&api, &base](const std::string& token) {
+    auto list = api.send("GET", base, "", token);
+    REQUIRE(list.status == 200);
+    std::vector<std::string> out;
+    for (const auto& w : list.json()["items"]) out.push_back(w["opened_by"].get<std::string>());
+    return out;
+  };
+  const std::vector<std::string> hidden{"operator (api, [redacted])", "operator (api, [redacted])"};
+  CHECK(openers("") == hidden);  // anonymous, as reads are by default
+  CHECK(openers(kViewerToken) == hidden);
+  CHECK(openers(kToken) ==
+        std::vector<std::string>{"operator (api, ::ffff:10.1.2.3)", "operator (api, 2001:db8::5)"});
+}
+
 }  // namespace kfaild::api

@@ -12,6 +12,7 @@
 #include "server/common/clock.h"
 #include "server/fault/command.h"
 #include "server/fault/errc.h"
+#include "server/fault/gray_runner.h"
 #include "server/fault/local_injector.h"
 #include "server/fault/ssh_injector.h"
 #include "storage/sqlite.h"
@@ -156,6 +157,48 @@ TEST_CASE("/readyz's problem document is redacted for readers without the operat
   const auto failed_operator = testing::httpRequest(api.port(), {"GET", "/readyz", "", {{"Authorization", std::string("Bearer ") + kOperator}}});
   CHECK(has(failed_operator.body, "full"));  // SQLITE_FULL: "database or disk is full"
   api.store().setMaxPageCount(std::nullopt);
+}
+
+TEST_CASE("a failing nft's words, which name peers and hosts, are the operator's only", "[unit][api][security]") {
+  const common::SystemClock clock;
+  auto failing = [](const std::vector<std::string>&, std::chrono::milliseconds) -> Result<fault::CommandOutput> {
+    return fault::CommandOutput{1, "sudo: unable to resolve host kafka-2.internal\n",
+                                "Error: Could not process rule\nadd element inet kfaild_d7 peers { 10.77.25.3 }\n"};
+  };
+  fault::NodeShell shell;
+  shell.nft = [](const std::string& script) -> Result<std::vector<std::string>> {
+    return fault::localNftArgv("ns1", script);
+  };
+  fault::GrayRunner runner(shell, clock, failing);
+  fault::IsolateSpec spec;
+  spec.drill = "7";
+  spec.from = fault::IsolateFrom::brokers;
+  spec.duration = std::chrono::seconds(30);
+  spec.peers.brokers = {"10.77.25.3"};
+  const auto isolated = runner.isolate(spec);
+  REQUIRE_FALSE(isolated);
+  const auto full = isolated.error().describe();
+  CHECK(has(full, "kafka-2.internal"));
+  CHECK(has(full, "Could not process rule"));
+  // Marked where it was made: gone for others without guessing its format.
+  const auto shown = Redactor::redactMarked(full);
+  CHECK_FALSE(has(shown, "kafka-2.internal"));
+  CHECK_FALSE(has(shown, "10.77.25.3"));
+  CHECK_FALSE(has(shown, "Could not process rule"));
+  CHECK(has(shown, "exited with 1: [redacted]"));
+}
+
+TEST_CASE("an IPv6 address without brackets is redacted, IPv4-mapped ones too, times are not",
+          "[unit][api][security]") {
+  const Redactor redactor;
+  CHECK(redactor.redact("operator (api, 2001:db8::5)") == "operator (api, [redacted])");
+  CHECK(redactor.redact("operator (api, ::ffff:10.1.2.3)") == "operator (api, [redacted])");
+  CHECK(redactor.redact("peer fe80::1%eth0 refused") == "peer [redacted] refused");
+  CHECK(redactor.redact("connected to 2001:db8:0:0:0:0:0:7.") == "connected to [redacted].");
+  CHECK(redactor.redact("from 2001:db8:: on") == "from [redacted] on");
+  CHECK(redactor.redact("::1: refused") == "[redacted]: refused");
+  // Not addresses: a clock time, a C++ name, a Kafka error name.
+  CHECK(redactor.redact("at 12:30:45 fault::kill NOT_LEADER_OR_FOLLOWER") == "at 12:30:45 fault::kill NOT_LEADER_OR_FOLLOWER");
 }
 
 }  // namespace

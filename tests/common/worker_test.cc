@@ -6,9 +6,12 @@
 #include <chrono>
 #include <deque>
 #include <future>
+#include <stdexcept>
 #include <string>
 
 #include <pthread.h>
+
+#include "tests/support/manual_clock.h"
 
 using kfaild::common::Worker;
 using namespace std::chrono_literals;
@@ -76,4 +79,50 @@ TEST_CASE("a worker's thread carries its name, cut to Linux's 15 bytes", "[unit]
   };
   CHECK(name_of("kfaild:send") == "kfaild:send");
   CHECK(name_of("kfaild:a-very-long-name") == "kfaild:a-very-l");
+}
+
+TEST_CASE("a worker whose loop throws reports what it was doing as failed and runs the loop again",
+          "[unit][common]") {
+  kfaild::testing::ManualClock clock;
+  Worker worker(clock);
+  std::atomic<int> runs{0};
+  std::promise<std::string> failed;
+  std::promise<void> second_run;
+  worker.start(
+      "kfaild:test",
+      [&] {
+        if (++runs == 1) throw std::runtime_error("invalid UTF-8 byte");
+        second_run.set_value();
+        while (worker.sleepFor(std::chrono::hours(1))) {
+        }
+      },
+      [&failed](const std::string& what) { failed.set_value(what); });
+  auto what = failed.get_future();
+  REQUIRE(what.wait_for(5s) == std::future_status::ready);
+  CHECK(what.get() == "invalid UTF-8 byte");
+  // Not at once (a loop that throws every time would spin): after Worker::kRestartDelay.
+  const auto started = clock.monoNow();
+  auto again = second_run.get_future();
+  while (again.wait_for(1ms) != std::future_status::ready) REQUIRE(clock.advanceToNextDeadline());
+  CHECK(clock.monoNow() - started == std::chrono::microseconds(Worker::kRestartDelay).count());
+  CHECK(runs == 2);
+  auto stopped = std::async(std::launch::async, [&worker] { worker.stop(); });
+  REQUIRE(stopped.wait_for(5s) == std::future_status::ready);
+}
+
+TEST_CASE("a worker whose loop throws every time, with a failure hook that throws too, still stops at once",
+          "[unit][common]") {
+  Worker worker;
+  std::atomic<int> runs{0};
+  worker.start(
+      "kfaild:test", [&runs] {
+        ++runs;
+        throw 42;  // not a std::exception
+      },
+      [](const std::string&) { throw std::logic_error("failing threw"); });
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (runs == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  auto stopped = std::async(std::launch::async, [&worker] { worker.stop(); });
+  REQUIRE(stopped.wait_for(5s) == std::future_status::ready);
+  CHECK(runs == 1);  // stopped within the restart delay
 }

@@ -171,6 +171,17 @@ TEST_CASE("a throttle rate reads as bytes per second, kbit, mbit, gbit, kbytes a
   CHECK_FALSE(parseRate("999999999999999"));
 }
 
+TEST_CASE("a throttle rate too large to compute is refused, not wrapped to a small one", "[unit][drill]") {
+  // 18446744074 gbit × 10^9 is just past 2^64: wrapped, it was ~36 MB/s and passed the range check.
+  CHECK_FALSE(parseRate("18446744074gbit"));
+  CHECK_FALSE(parseRate("999999999999gbit"));
+  CHECK_FALSE(parseRate("999999999999mbytes"));
+  CHECK_FALSE(parseRate("101gbit"));  // just past 100 gbit/s, no wrap involved
+  CHECK(parseRate("100gbit") == 12'500'000'000u);
+  const auto spec = R"({"fault":"throttle","target":{"broker":1},"options":{"rate":"18446744074gbit"}})";
+  CHECK_FALSE(parseDrillSpec(json::parse(spec)));
+}
+
 TEST_CASE("a compound drill's then parses, round-trips, and names what is wrong in it", "[unit][drill]") {
   auto spec = parseDrillSpec(json::parse(R"({"fault":"kill","target":{"controller":true},
       "then":{"fault":"stop","target":{"leader_of":{"topic":"orders","partition":2}},"after_s":2}})"));

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -562,6 +563,8 @@ class FakeInjector final : public fault::Injector {
   // Knobs a test turns (set before the engine's thread uses the injector, or from its hooks).
   std::atomic<int> start_failures{0};  // the next this many starts fail; -1: every one
   std::atomic<bool> unreachable{false};
+  std::string fault_output;           // ends a kill's, stop's or pause's detail, as a tool's stderr would
+  std::function<void()> after_fault;  // called once the node is down; may throw, as a bug would
 
  private:
   void record(const std::string& call) {
@@ -572,8 +575,9 @@ class FakeInjector final : public fault::Injector {
     record(call);
     fault::FaultRecord r;
     r.requested_at = clock_.wallNow();
-    r.detail = call + " of fake node " + std::to_string(node_);
+    r.detail = call + " of fake node " + std::to_string(node_) + fault_output;
     cluster_.down(node_, paused);
+    if (after_fault) after_fault();
     return r;
   }
   Result<fault::FaultRecord> back(const std::string& call) {
