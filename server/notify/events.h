@@ -84,7 +84,7 @@ struct PayloadContext {
   std::string external_url;  // base of links, without a trailing slash
   std::int64_t now_us = 0;
   // What a reader without the operator token may see (the daemon's: the API's redactor).
-  common::Redactor redactor;
+  common::Redactor redactor{};
 };
 
 // `event` as a reader without the operator token sees it: its reason and every string of its
