@@ -15,6 +15,11 @@ constexpr std::int64_t kLogResolutionUs = 1'000;
 // client's discovery and retry after the event (the objectives' 5 s margin, kGrayStallMarginS).
 // A stall that goes on longer was ended by something else.
 constexpr std::int64_t kResumeWindowUs = 5'000'000;
+// The longest a stall may go on after a heal of vanished packets and still be credited to the
+// heal: TCP's retransmission timer doubles while packets vanish but never past Linux's
+// TCP_RTO_MAX (120 s), and the client then reconnects within its reconnect.backoff.max.ms
+// (librdkafka's default 10 s). A stall ending later was not ended by the heal.
+constexpr std::int64_t kHealCreditCapUs = 130'000'000;
 
 std::string seconds(std::int64_t us) {
   char text[32];
@@ -282,7 +287,8 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
   // After a heal of vanished packets, TCP retransmits on a timer that doubled while they
   // vanished: the connection comes back within the fault's length again after the heal.
   const auto heal_window =
-      s.drop && s.healed_us ? std::max(kResumeWindowUs, *s.healed_us - s.fault_us) : kResumeWindowUs;
+      s.drop && s.healed_us ? std::clamp(*s.healed_us - s.fault_us, kResumeWindowUs, kHealCreditCapUs)
+                            : kResumeWindowUs;
   const auto window = expected.mechanism == Mechanism::kHeal ? heal_window : kResumeWindowUs;
   if (end_us > end->at_us + window) {
     r.reason = "the stall ended at " + seconds(end_us - s.fault_us) + " after the fault, " +

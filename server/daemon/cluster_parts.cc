@@ -10,7 +10,8 @@ namespace kfaild::daemon {
 
 ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::ClusterId id, storage::Store& store,
                            storage::DrillStore& drills, const common::Clock& clock, const std::string& client_log_dir,
-                           drill::DrillListener* listener, maintenance::MaintenanceWindows* maintenance)
+                           drill::DrillListener* listener, maintenance::MaintenanceWindows* maintenance,
+                           const std::string& gray_instance)
     : config_(config), id_(id), clock_(clock) {
   std::set<std::string> topics;
   for (const auto& t : config.probe.topics) topics.insert(t.name);
@@ -33,7 +34,7 @@ ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::Cluster
       });
   if (!config.inventory.empty()) {
     std::map<std::int32_t, std::unique_ptr<fault::Injector>> injectors;
-    for (const auto& node : config.inventory) injectors[node.id] = fault::makeInjector(node, clock);
+    for (const auto& node : config.inventory) injectors[node.id] = fault::makeInjector(node, clock, gray_instance);
     view_ = std::make_unique<drill::PollerView>(*poller_);
     probe_view_ = std::make_unique<drill::RunnerProbeView>(*probe_);
     admin_client_ = observe::makeObserverClient(config_);

@@ -32,7 +32,8 @@ class ClusterParts {
  public:
   ClusterParts(const config::ClusterConfig& config, storage::ClusterId id, storage::Store& store,
                storage::DrillStore& drills, const common::Clock& clock, const std::string& client_log_dir,
-               drill::DrillListener* listener = nullptr, maintenance::MaintenanceWindows* maintenance = nullptr);
+               drill::DrillListener* listener = nullptr, maintenance::MaintenanceWindows* maintenance = nullptr,
+               const std::string& gray_instance = {});
   ~ClusterParts() { stop(); }
   ClusterParts(const ClusterParts&) = delete;
   ClusterParts& operator=(const ClusterParts&) = delete;

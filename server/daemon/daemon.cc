@@ -14,6 +14,7 @@
 #include "server/config/token_file.h"
 #include "api/live_state.h"
 #include "server/drill/errc.h"
+#include "server/fault/gray_fault.h"
 #include "server/kafka/access_check.h"
 #include "server/kafka/client.h"
 
@@ -228,7 +229,7 @@ std::optional<StartFailure> Daemon::startAll() {
     if (!id) return StartFailure{1, "cannot register cluster " + cc.name + ": " + id.error().describe()};
     clusters_.push_back(
         std::make_unique<ClusterParts>(cc, *id, *store_, *drill_store_, clock_, options_.client_log_dir, notifier_.get(),
-                                       maintenance_.get()));
+                                       maintenance_.get(), fault::grayInstanceHere(config_.storage.path)));
     if (auto failure = clusters_.back()->start(i)) return failure;
   }
   if (notifier_) {

@@ -7,6 +7,8 @@
 
 #include <arpa/inet.h>
 
+#include <cctype>
+
 #include "server/fault/errc.h"
 
 namespace kfaild::drill {
@@ -29,6 +31,28 @@ std::optional<std::string> resolveAddress(const std::string& host) {
 }
 
 bool isController(const config::NodeConfig& node) { return node.role == "controller"; }
+
+std::string lowered(std::string text) {
+  for (auto& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// Another inventory node in the network namespace `node`'s rules would go into, or nullopt.
+std::optional<std::int32_t> namespaceSharer(const config::NodeConfig& node,
+                                            const std::vector<config::NodeConfig>& inventory,
+                                            const NodeAddresses& addresses) {
+  const auto address = addresses.find(node.id);
+  for (const auto& n : inventory) {
+    if (n.id == node.id) continue;
+    if (node.local && n.local && !node.netns.empty() && n.netns == node.netns) return n.id;
+    if (node.ssh && n.ssh && lowered(n.ssh->host) == lowered(node.ssh->host)) return n.id;
+    if (node.ssh && address != addresses.end()) {
+      const auto other = addresses.find(n.id);
+      if (other != addresses.end() && other->second == address->second) return n.id;
+    }
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -86,6 +110,12 @@ std::string faultRefusal(const DrillSpec& spec, const config::NodeConfig& node, 
   if (auto reason = injector.refusal(gray); !reason.empty()) return reason;
   if (spec.fault != FaultType::kIsolate && spec.fault != FaultType::kThrottle) return {};
   const auto name = "node " + std::to_string(node.id);
+  if (const auto sharer = namespaceSharer(node, inventory, addresses)) {
+    return std::string(toString(spec.fault)) + " of " + name + " is refused: node " +
+           std::to_string(*sharer) + " shares its " +
+           (node.local ? "network namespace '" + node.netns + "'" : std::string("host")) +
+           ", so the rules would cut it too, and the drill's guards count only " + name;
+  }
   const auto from = spec.options.from;
   if (spec.fault == FaultType::kIsolate && isController(node)) {
     // A controller-only node talks to the other controllers and is fetched from by the brokers:
@@ -112,8 +142,34 @@ std::string faultRefusal(const DrillSpec& spec, const config::NodeConfig& node, 
   return {};
 }
 
+std::vector<std::string> logDirsFor(const DrillSpec& spec, ClusterAdmin& admin, std::int32_t node) {
+  if (spec.fault != FaultType::kDiskFull) return {};
+  auto answer = admin.brokerConfig(node, {"log.dirs", "log.dir"});
+  if (!answer) {
+    spdlog::warn("node {}: cannot read log.dirs ({}); its disk filler checks only its own filesystem", node,
+                 answer.error().describe());
+    return {};
+  }
+  for (const auto* key : {"log.dirs", "log.dir"}) {
+    const auto found = answer->find(key);
+    if (found == answer->end() || !found->second.value || found->second.value->empty()) continue;
+    std::vector<std::string> dirs;
+    std::string dir;
+    for (const char c : *found->second.value + ",") {
+      if (c != ',') {
+        dir += c;
+      } else if (!dir.empty()) {
+        dirs.push_back(dir);
+        dir.clear();
+      }
+    }
+    return dirs;
+  }
+  return {};
+}
+
 Result<fault::FaultRecord> injectFault(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id,
-                                       const fault::Peers& peers) {
+                                       const fault::Peers& peers, const std::vector<std::string>& log_dirs) {
   const auto& o = spec.options;
   const auto name = grayDrillName(drill_id);
   const std::chrono::seconds duration(o.duration_s);
@@ -122,10 +178,30 @@ Result<fault::FaultRecord> injectFault(fault::Injector& injector, const DrillSpe
     case FaultType::kStop: return injector.stop(std::chrono::seconds(o.grace_s));
     case FaultType::kRestart: return o.kill ? injector.kill() : injector.stop(std::chrono::seconds(o.grace_s));
     case FaultType::kPause: return injector.pause();
-    case FaultType::kIsolate: return injector.isolate({name, o.from, o.mode, duration, peers});
-    case FaultType::kThrottle: return injector.throttle({name, o.rate_bytes_per_second, duration, {}});
+    case FaultType::kIsolate: {
+      fault::IsolateSpec isolate;
+      isolate.drill = name;
+      isolate.from = o.from;
+      isolate.mode = o.mode;
+      isolate.duration = duration;
+      isolate.peers = peers;
+      return injector.isolate(isolate);
+    }
+    case FaultType::kThrottle: {
+      fault::ThrottleSpec throttle;
+      throttle.drill = name;
+      throttle.bytes_per_second = o.rate_bytes_per_second;
+      throttle.duration = duration;
+      return injector.throttle(throttle);
+    }
     // The filler's directory is the injector's (its placement); the spec's is filled in there.
-    case FaultType::kDiskFull: return injector.fillDisk({name, duration, {}});
+    case FaultType::kDiskFull: {
+      fault::DiskFullSpec fill;
+      fill.drill = name;
+      fill.duration = duration;
+      fill.log_dirs = log_dirs;
+      return injector.fillDisk(fill);
+    }
     case FaultType::kDiskSlow: return injector.slowDisk({name, duration, o.rate_bytes_per_second});
     // Never injected itself: each of its steps is a restart (rollingStep).
     case FaultType::kRollingRestart: break;

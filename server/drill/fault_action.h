@@ -17,6 +17,7 @@
 #include "server/common/result.h"
 #include "server/config/config.h"
 #include "server/drill/drill_spec.h"
+#include "server/drill/seams.h"
 #include "server/fault/injector.h"
 
 namespace kfaild::drill {
@@ -49,13 +50,23 @@ fault::Peers peersOf(std::int32_t node, const std::vector<config::NodeConfig>& i
 
 // Why `spec` cannot be done on `node` (empty when it can), without touching anything: the
 // injector's refusal of the gray fault, `from: quorum` or `from: brokers` on a controller, a
-// peer whose address kfaild does not know.
+// peer whose address kfaild does not know, and an isolate or throttle of a node whose network
+// namespace another inventory node shares (local: the same `netns`; ssh: the same host, by
+// ssh.host or by address), since the rules would cut that node too and the guards count only
+// the target.
 std::string faultRefusal(const DrillSpec& spec, const config::NodeConfig& node, const fault::Injector& injector,
                          const std::vector<config::NodeConfig>& inventory, const NodeAddresses& addresses);
 
-// Injects the fault. `drill_id` names a gray fault's rules and files on the node.
+// The broker's log.dirs (log.dir when log.dirs is not set), as `node` reports them through
+// DescribeConfigs, for a disk_full spec: what its filler must bring below the threshold. Empty
+// for other faults and when the node does not answer (the filler then checks only its own
+// filesystem, and accepts only a root-owned fill dir).
+std::vector<std::string> logDirsFor(const DrillSpec& spec, ClusterAdmin& admin, std::int32_t node);
+
+// Injects the fault. `drill_id` names a gray fault's rules and files on the node; `log_dirs`
+// (logDirsFor) go to a disk filler.
 Result<fault::FaultRecord> injectFault(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id,
-                                       const fault::Peers& peers);
+                                       const fault::Peers& peers, const std::vector<std::string>& log_dirs = {});
 
 // Ends a held fault (holdUs > 0): resumes a pause, heals a gray fault.
 Result<fault::FaultRecord> undoFault(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id);

@@ -418,7 +418,8 @@ bool RunExecution::inject() {
   journal_ = std::move(*journal);
 
   auto& injector = deps_.injectors.at(target_);
-  auto record = injectFault(*injector, spec_, drill_.id, peersOf(target_, deps_.cluster.inventory, parts_.addresses));
+  auto record = injectFault(*injector, spec_, drill_.id, peersOf(target_, deps_.cluster.inventory, parts_.addresses),
+                            logDirsFor(spec_, deps_.admin, target_));
   injected_ = record.ok();
   fault_us_ = deps_.clock.wallNow();
   if (injected_) {
@@ -593,7 +594,8 @@ void RunExecution::secondFault() {
 
   deps_.probe.steerAround({target_, second_target_});
   auto record = injectFault(*injector, *second_spec_, drill_.id,
-                            peersOf(second_target_, deps_.cluster.inventory, parts_.addresses));
+                            peersOf(second_target_, deps_.cluster.inventory, parts_.addresses),
+                            logDirsFor(*second_spec_, deps_.admin, second_target_));
   second_fault_us_ = deps_.clock.wallNow();
   if (!record) {
     second.state = "failed";

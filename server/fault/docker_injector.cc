@@ -307,7 +307,23 @@ Result<ContainerInspect> parseContainerInspect(std::string_view json) {
   if (doc.contains("Config") && doc["Config"].is_object()) {
     out.tty = doc["Config"].value("Tty", false);
   }
+  if (doc.contains("HostConfig") && doc["HostConfig"].is_object()) {
+    const auto& mode = doc["HostConfig"]["NetworkMode"];
+    if (mode.is_string()) out.network_mode = mode.get<std::string>();
+  }
   return out;
+}
+
+std::string networkModeRefusal(const std::string& name, const std::string& network_mode) {
+  if (network_mode == "host") {
+    return "container " + name + " runs with network mode host: its network namespace is the "
+           "host's, and rules there would cut the whole host (the operator's ssh included)";
+  }
+  if (network_mode.rfind("container:", 0) == 0) {
+    return "container " + name + " runs with network mode " + network_mode +
+           ": it shares that container's network namespace, and rules there would cut it too";
+  }
+  return {};
 }
 
 std::string demuxLogStream(std::string_view raw) {
@@ -660,9 +676,17 @@ Result<std::vector<BrokerLogLine>> DockerInjector::logLines(
   return selectKafkaLogLines(*text, file, zone_, since, patterns);
 }
 
-void DockerInjector::placeGrayFaults() {
+void DockerInjector::placeGrayFaults(const std::string& instance) {
   NodeShell shell;
+  shell.instance = instance;
   if (endpoint_ && endpoint_->kind == DockerEndpoint::Kind::unix_socket) {
+    shell.network_placement = [this]() -> Result<NftExceptions> {
+      auto ins = inspectContainer();
+      if (!ins.ok()) return ins.error();
+      if (auto why = networkModeRefusal(target_.container, ins->network_mode); !why.empty())
+        return faultError(errc::invalid_target, why);
+      return NftExceptions{};
+    };
     shell.nft = [this](const std::string& script) -> Result<std::vector<std::string>> {
       auto state = inspect();
       if (!state.ok()) return state.error();

@@ -67,8 +67,14 @@ Result<DockerEndpoint> parseDockerEndpoint(std::string_view endpoint);
 struct ContainerInspect {
   ProcessState state;
   bool tty = false;  // a TTY container's log stream is raw, not multiplexed
+  std::string network_mode;  // HostConfig.NetworkMode: "bridge", "host", "container:<id>", ...
 };
 Result<ContainerInspect> parseContainerInspect(std::string_view json);
+
+// Why nft rules in container `name`'s network namespace would cut more than it: with network
+// mode `host` its namespace is the host's (isolating it cuts the whole host, the operator's ssh
+// included), with `container:<id>` it is another container's. Empty for a namespace of its own.
+std::string networkModeRefusal(const std::string& name, const std::string& network_mode);
 
 // An engine time ("2026-11-30T05:08:57.971471859Z", RFC 3339 with up to nanoseconds) in µs;
 // nullopt for Docker's "never" ("0001-01-01T00:00:00Z") and anything unreadable.
@@ -121,8 +127,9 @@ class DockerInjector final : public Injector {
 
   // Network faults in the container's network namespace, entered from this host with
   // `nsenter -t <State.Pid> -n nft '<script>'`: only for an engine on a unix socket (kfaild runs
-  // beside it); an engine over TCP is refused. disk_full is refused (no fill dir in a container).
-  void placeGrayFaults();
+  // beside it); an engine over TCP is refused, and so is a container whose namespace is not its
+  // own (networkModeRefusal). disk_full is refused (no fill dir in a container).
+  void placeGrayFaults(const std::string& instance = {});
 
   // The negotiated version, e.g. "1.41" (asks the engine on first use).
   Result<std::string> apiVersion();

@@ -1,7 +1,12 @@
 #include "server/fault/gray_fault.h"
 
 #include <arpa/inet.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <filesystem>
+
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -60,17 +65,41 @@ std::string expiring(const std::vector<std::string>& items, std::chrono::seconds
   return "{ " + out + " }";
 }
 
+// ICMPv6 neighbour discovery: IPv6's ARP. Cut, the node's neighbours' entries go stale and
+// nothing over IPv6 reaches it, the kept ssh port included.
+constexpr std::string_view kNeighbourDiscovery =
+    "icmpv6 type { nd-router-solicit, nd-router-advert, nd-neighbor-solicit, "
+    "nd-neighbor-advert, nd-redirect } accept; ";
+
+bool keepsPorts(const NftExceptions& keep) {
+  return !keep.keep_tcp_ports.empty() || keep.keep_session_port;
+}
+
 // The head of both chains: what is never cut.
 std::string exceptions(bool input, const NftExceptions& keep) {
   std::string out = input ? "iif \"lo\" accept; " : "oif \"lo\" accept; ";
+  out += kNeighbourDiscovery;
+  if (keepsPorts(keep)) out += std::string("tcp ") + (input ? "dport" : "sport") + " @keep accept; ";
+  return out;
+}
+
+std::string keepSet(const NftExceptions& keep) {
+  return keepsPorts(keep) ? "  set keep { type inet_service; }\n" : "";
+}
+
+std::string keepElements(const std::string& table, const NftExceptions& keep) {
+  std::string out;
   if (!keep.keep_tcp_ports.empty()) {
     std::vector<std::string> ports;
     for (auto p : keep.keep_tcp_ports) ports.push_back(std::to_string(p));
-    out += std::string("tcp ") + (input ? "dport" : "sport") + " { " + join(ports, ", ") +
-           " } accept; ";
+    out += "add element inet " + table + " keep { " + join(ports, ", ") + " }\n";
   }
+  if (keep.keep_session_port)
+    out += "add element inet " + table + " keep { " + std::string(kSessionPortToken) + " }\n";
   return out;
 }
+
+bool isLowerHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z'); }
 
 std::string chainHead(const std::string& name) {
   return "chain " + name + " { type filter hook " + name + " priority " +
@@ -145,18 +174,55 @@ std::optional<IsolateMode> parseIsolateMode(std::string_view text) {
   return std::nullopt;
 }
 
-std::optional<std::string> nftTableName(std::string_view drill) {
+bool validInstance(std::string_view instance) {
+  if (instance.empty()) return true;
+  if (instance.size() > 16 || instance.front() != 'i') return false;
+  return std::all_of(instance.begin() + 1, instance.end(), isLowerHex) && instance.size() > 1;
+}
+
+std::string grayInstanceId(std::string_view host, std::string_view state_path) {
+  std::uint32_t hash = 2166136261u;
+  const auto mix = [&](std::string_view text) {
+    for (const char c : text) {
+      hash ^= static_cast<unsigned char>(c);
+      hash *= 16777619u;
+    }
+  };
+  mix(host);
+  mix(std::string_view("\0", 1));
+  mix(state_path);
+  char text[16];
+  std::snprintf(text, sizeof text, "i%08x", hash);
+  return text;
+}
+
+std::string grayInstanceHere(const std::string& state_path) {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  std::error_code ec;
+  const auto absolute = std::filesystem::absolute(state_path, ec);
+  return grayInstanceId(host, ec ? state_path : absolute.string());
+}
+
+std::uint64_t throttleBurst(std::uint64_t bytes_per_second) {
+  return std::clamp(bytes_per_second, kMtuBytes, kLargestPacketBytes);
+}
+
+std::optional<std::string> nftTableName(std::string_view instance, std::string_view drill) {
+  if (!validInstance(instance)) return std::nullopt;
   if (drill.empty() || drill.size() > kMaxDrillId) return std::nullopt;
   for (char c : drill) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '_';
     if (!ok) return std::nullopt;
   }
-  return "kfaild_d" + std::string(drill);
+  return "kfaild_" + (instance.empty() ? std::string() : std::string(instance) + "_") + "d" +
+         std::string(drill);
 }
 
 std::string invalidReason(const IsolateSpec& spec) {
-  if (!nftTableName(spec.drill))
+  if (!validInstance(spec.instance)) return "instance id '" + spec.instance + "' is not valid";
+  if (!nftTableName(spec.instance, spec.drill))
     return "drill id '" + spec.drill + "' is not 1 to 48 of [A-Za-z0-9_]";
   if (spec.duration.count() <= 0) return "duration_s must be positive";
   if (auto bad = badAddress(spec.peers.quorum); !bad.empty()) return "quorum: " + bad;
@@ -169,7 +235,8 @@ std::string invalidReason(const IsolateSpec& spec) {
 }
 
 std::string invalidReason(const ThrottleSpec& spec) {
-  if (!nftTableName(spec.drill))
+  if (!validInstance(spec.instance)) return "instance id '" + spec.instance + "' is not valid";
+  if (!nftTableName(spec.instance, spec.drill))
     return "drill id '" + spec.drill + "' is not 1 to 48 of [A-Za-z0-9_]";
   if (spec.duration.count() <= 0) return "duration_s must be positive";
   if (spec.bytes_per_second == 0) return "the rate must be positive";
@@ -178,16 +245,21 @@ std::string invalidReason(const ThrottleSpec& spec) {
 }
 
 std::string invalidReason(const DiskFullSpec& spec) {
-  if (!nftTableName(spec.drill))
+  if (!validInstance(spec.instance)) return "instance id '" + spec.instance + "' is not valid";
+  if (!nftTableName(spec.instance, spec.drill))
     return "drill id '" + spec.drill + "' is not 1 to 48 of [A-Za-z0-9_]";
   if (spec.duration.count() <= 0) return "duration_s must be positive";
   if (spec.fill_dir.empty() || spec.fill_dir.front() != '/')
     return "no absolute directory on the log dir's filesystem to fill is configured";
+  if (spec.fill_dir.find_first_not_of('/') == std::string::npos)
+    return "fill_dir / is refused: filling the root filesystem hits every process on the host";
+  for (const auto& dir : spec.log_dirs)
+    if (dir.empty() || dir.front() != '/') return "log.dirs entry '" + dir + "' is not absolute";
   return {};
 }
 
 std::string nftIsolateScript(const IsolateSpec& spec, const NftExceptions& keep) {
-  const auto table = *nftTableName(spec.drill);
+  const auto table = *nftTableName(spec.instance, spec.drill);
   const bool everyone = spec.from == IsolateFrom::clients || spec.from == IsolateFrom::all;
   std::vector<std::string> cut;
   std::vector<std::string> spared;
@@ -216,7 +288,7 @@ std::string nftIsolateScript(const IsolateSpec& spec, const NftExceptions& keep)
     return match + " meta l4proto tcp reject with tcp reset; " + match +
            " reject with icmpx type admin-prohibited; ";
   };
-  std::string body = sets("cut", everyone ? "interval,timeout" : "timeout");
+  std::string body = keepSet(keep) + sets("cut", everyone ? "interval,timeout" : "timeout");
   if (!spared.empty()) body += sets("spare", "interval");
   for (const bool input : {true, false}) {
     const std::string dir = input ? "saddr" : "daddr";
@@ -230,28 +302,27 @@ std::string nftIsolateScript(const IsolateSpec& spec, const NftExceptions& keep)
     chain += verdicts("ip " + dir + " @cut4") + verdicts("ip6 " + dir + " @cut6");
     body += "  " + chain + "}\n";
   }
-  return freshTable(table, body) + addKeep(table, "spare4", sparedv.v4) +
+  return freshTable(table, body) + keepElements(table, keep) + addKeep(table, "spare4", sparedv.v4) +
          addKeep(table, "spare6", sparedv.v6) + addElements(table, "cut4", cutv.v4, spec.duration) +
          addElements(table, "cut6", cutv.v6, spec.duration);
 }
 
 std::string nftThrottleScript(const ThrottleSpec& spec, const NftExceptions& keep) {
-  const auto table = *nftTableName(spec.drill);
+  const auto table = *nftTableName(spec.instance, spec.drill);
   const std::vector<std::string> toward =
       spec.toward.empty() ? std::vector<std::string>{"0.0.0.0/0", "::/0"} : spec.toward;
   const auto v = byFamily(toward);
-  // One second's worth of burst: short enough that the rate holds over a fetch, long enough that
-  // a single maximum-size TCP segment always fits.
-  const auto burst = std::max<std::uint64_t>(spec.bytes_per_second, 65536);
+  const auto burst = throttleBurst(spec.bytes_per_second);
   const std::string limit = " limit rate over " + std::to_string(spec.bytes_per_second) +
                             " bytes/second burst " + std::to_string(burst) + " bytes drop; ";
-  std::string body = sets("slow", "interval,timeout");
+  std::string body = keepSet(keep) + sets("slow", "interval,timeout");
   for (const bool input : {true, false}) {
     const std::string dir = input ? "saddr" : "daddr";
     body += "  " + chainHead(input ? "input" : "output") + exceptions(input, keep) + "ip " + dir +
             " @slow4" + limit + "ip6 " + dir + " @slow6" + limit + "}\n";
   }
-  return freshTable(table, body) + addElements(table, "slow4", v.v4, spec.duration) +
+  return freshTable(table, body) + keepElements(table, keep) +
+         addElements(table, "slow4", v.v4, spec.duration) +
          addElements(table, "slow6", v.v6, spec.duration);
 }
 
@@ -260,13 +331,16 @@ std::string nftHealScript(std::string_view table) {
   return "add table inet " + t + "\ndelete table inet " + t + "\n";
 }
 
-std::vector<std::string> kfaildTables(std::string_view output) {
+std::vector<std::string> kfaildTables(std::string_view output, std::string_view instance) {
   std::vector<std::string> out;
+  if (!validInstance(instance)) return out;
+  const auto stem = *nftTableName(instance, "x");
+  const auto prefix = stem.substr(0, stem.size() - 1);  // "kfaild_<instance>_d"
   std::istringstream in{std::string(output)};
   std::string word, family, name;
   while (in >> word) {
     if (word != "table" || !(in >> family >> name)) continue;
-    if (name.rfind("kfaild_", 0) == 0 && nftTableName(name.substr(7)).has_value())
+    if (name.rfind(prefix, 0) == 0 && nftTableName(instance, name.substr(prefix.size())) == name)
       out.push_back(family + " " + name);
   }
   return out;
@@ -278,42 +352,116 @@ std::string nftSweepScript(const std::vector<std::string>& tables) {
   return out;
 }
 
-std::string fillerPath(const std::string& fill_dir, std::string_view drill) {
+std::string fillerStem(const std::string& fill_dir, std::string_view instance,
+                       std::string_view drill) {
   auto dir = fill_dir;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  return dir + "/kfaild_fill_d" + std::string(drill);
+  return dir + "/kfaild_fill_" + (instance.empty() ? "" : std::string(instance) + "_") + "d" +
+         std::string(drill);
 }
+
+namespace {
+
+// "kfaild-expiry-<instance>-d<drill>": the stem of the fillers' systemd timer units.
+std::string timerStem(std::string_view instance, std::string_view drill) {
+  return "kfaild-expiry-" + (instance.empty() ? "" : std::string(instance) + "-") + "d" +
+         std::string(drill);
+}
+
+std::string stopTimers(const std::string& pattern) {
+  return "if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then "
+         "systemctl stop " + shellQuote(pattern) + " >/dev/null 2>&1 || :; fi\n";
+}
+
+}  // namespace
 
 std::string diskFillScript(const DiskFullSpec& spec) {
-  const auto d = shellQuote(spec.fill_dir);
-  const auto f = shellQuote(fillerPath(spec.fill_dir, spec.drill));
+  const auto stem = fillerStem(spec.fill_dir, spec.instance, spec.drill);
+  const auto name = stem.substr(stem.rfind('/') + 1);
+  std::string log_dirs;
+  for (const auto& dir : spec.log_dirs) log_dirs += " " + shellQuote(dir);
   const auto expiry = std::to_string((spec.duration + kExpiryMargin).count());
-  // fallocate is instant even for a large disk; it needs some room for its own metadata, so it
-  // leaves 1 MiB that dd then writes out block by block. Free blocks (%f) include the root
-  // reserve, which a broker running as root could otherwise still use. On ext4 a fallocate that
-  // runs out of room for its extent tree fails but keeps what it allocated: dd fills the rest.
-  // The expiry removes the tail before the filler, so that the filler's name, gone last, means
-  // the disk is whole again (a test that wrote as soon as it was gone once met the tail left).
+  // The timer removes the filler at the expiry, or as soon as heal has removed it: a setsid
+  // timer polls for its file, a systemd one is stopped by name. Its file is only its own
+  // (mktemp's name), so run 1's timer never removes run 2's filler.
+  const std::string setsid_timer =
+      "end=$(( $(date +%s) + $1 )); while [ -e \"$2\" ] && [ \"$(date +%s)\" -lt \"$end\" ]; do "
+      "sleep 1; done; rm -f -- \"$2\"";
   return "set -e\n"
-         "d=" + d + "\nf=" + f + "\n"
-         "s=$(stat -f -c %S \"$d\")\n"
-         "n=$(( $(stat -f -c %f \"$d\") * s - 1048576 ))\n"
-         "if [ \"$n\" -gt 0 ]; then fallocate -l \"$n\" \"$f\" || :; fi\n"
-         "dd if=/dev/zero of=\"$f.tail\" bs=\"$s\" 2>/dev/null || :\n"
-         "setsid sh -c 'sleep \"$1\"; rm -f \"$2.tail\" \"$2\"' kfaild-expiry " + expiry +
-         " \"$f\" </dev/null >/dev/null 2>&1 &\n"
-         "df -P -B1 \"$d\" | tail -n 1\n";
+         "fail() { echo \"kfaild: $*\" >&2; exit 1; }\n"
+         "d=" + shellQuote(spec.fill_dir) + "\n"
+         "e=" + expiry + "\n"
+         "t=" + std::to_string(kDiskFullThresholdBytes) + "\n"
+         "r=$(cd \"$d\" && pwd -P) || fail \"cannot enter the fill dir $d\"\n"
+         "[ \"$r\" != / ] || fail \"the fill dir $d is / : refusing to fill the root filesystem\"\n"
+         "v=$(stat -c %d \"$r\"); o=$(stat -c %u \"$r\")\n"
+         // The log dir on the fill dir's filesystem, and the broker's user: that dir's owner.
+         "l=; u=0\n" +
+         (spec.log_dirs.empty()
+              ? std::string("l=$r\n")
+              : "for x in" + log_dirs + "; do if [ \"$(stat -c %d \"$x\" 2>/dev/null)\" = \"$v\" ]; "
+                "then l=$x; u=$(stat -c %u \"$x\"); break; fi; done\n"
+                "[ -n \"$l\" ] || fail \"the fill dir $d is on none of the filesystems of the "
+                "broker's log.dirs (\"" + shellQuote(join(spec.log_dirs, ", ")) + "\")\"\n") +
+         "[ \"$o\" = 0 ] || [ \"$o\" = \"$u\" ] || fail \"the fill dir $d is owned by uid $o, "
+         "neither root nor the broker's user (uid $u)\"\n"
+         // What the broker may use: %a, unless it runs as root and may use the root reserve too.
+         "if [ \"$u\" = 0 ]; then k=%f; else k=%a; fi\n"
+         "f=$(mktemp \"$r/" + name + ".XXXXXX\") || fail \"cannot create a file in $d\"\n"
+         "exec 3<>\"$f\"\n"
+         "[ \"$(stat -L -c %d:%i:%h:%s /proc/self/fd/3)\" = \"$(stat -c %d:%i:1:0 \"$f\")\" ] || "
+         "fail \"$f changed under kfaild before it was filled (a link put in its place?)\"\n"
+         "x=${f##*.}; w=" + shellQuote(timerStem(spec.instance, spec.drill)) + "-$x\n"
+         "if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1 && "
+         "systemd-run --quiet --collect --unit=\"$w\" --on-active=\"$e\" rm -f -- \"$f\" "
+         ">/dev/null 2>&1 && systemctl is-active --quiet \"$w.timer\"; then\n"
+         "  z=\"systemd-run $w.timer\"\n"
+         "  cancel() { systemctl stop \"$w.timer\" >/dev/null 2>&1 || :; rm -f -- \"$f\"; }\n"
+         "else\n"
+         "  command -v setsid >/dev/null 2>&1 || { rm -f -- \"$f\"; fail \"neither systemd-run "
+         "nor setsid is there to start the timer that frees the disk by itself\"; }\n"
+         // Not holding the filler open (3>&-): a deleted filler's space is freed at once.
+         "  setsid sh -c '" + setsid_timer + "' kfaild-expiry \"$e\" \"$f\" </dev/null "
+         ">/dev/null 2>&1 3>&- &\n"
+         "  z=\"setsid pid $!\"\n"
+         "  kill -0 \"$!\" 2>/dev/null || { rm -f -- \"$f\"; fail \"the expiry timer did not "
+         "start\"; }\n"
+         "  cancel() { rm -f -- \"$f\"; }\n"
+         "fi\n"
+         "s=$(stat -f -c %S \"$r\")\n"
+         "n=$(( $(stat -f -c \"$k\" \"$r\") * s - 1048576 ))\n"
+         // ext4 may fail a large fallocate for lack of room for its extent tree but keep what it
+         // allocated; dd writes the rest. Their failures are judged by the free space after.
+         "if [ \"$n\" -gt 0 ]; then fallocate -l \"$n\" /proc/self/fd/3 2>/dev/null || :; fi\n"
+         "dd if=/dev/zero of=/proc/self/fd/3 bs=\"$s\" count=\"$(stat -f -c \"$k\" \"$r\")\" "
+         "oflag=append conv=notrunc 2>/dev/null || :\n"
+         "exec 3>&-\n"
+         "a=$(( $(stat -f -c \"$k\" \"$l\") * $(stat -f -c %S \"$l\") ))\n"
+         "if [ \"$a\" -ge \"$t\" ]; then cancel; fail \"after filling, $l still has $a bytes "
+         "free to the broker, not below $t: the fill did not take effect\"; fi\n"
+         "echo \"kfaild-filler=$f\"\n"
+         "echo \"kfaild-timer=$z\"\n"
+         "df -P -B1 \"$r\" | tail -n 1\n";
 }
 
-std::string diskFreeScript(const std::string& fill_dir, std::string_view drill) {
-  // The tail first: the filler's own name, gone last, says the disk is whole again.
-  const auto f = fillerPath(fill_dir, drill);
-  return "rm -f " + shellQuote(f + ".tail") + " " + shellQuote(f) + "\n";
+std::string diskFreeScript(const std::string& fill_dir, std::string_view instance,
+                           std::string_view drill) {
+  const auto stem = fillerStem(fill_dir, instance, drill);
+  const auto dir = stem.substr(0, stem.rfind('/'));
+  const auto name = stem.substr(stem.rfind('/') + 1);
+  return "for f in " + shellQuote(dir) + "/" + name +
+         ".*; do if [ -e \"$f\" ] || [ -L \"$f\" ]; then rm -f -- \"$f\"; fi; done\n" +
+         stopTimers(timerStem(instance, drill) + "-*.timer");
 }
 
-std::string diskSweepScript(const std::string& fill_dir) {
-  return "for f in " + shellQuote(fill_dir) +
-         "/kfaild_fill_d*; do if [ -e \"$f\" ]; then rm -f -- \"$f\" && echo \"$f\"; fi; done\n";
+std::string diskSweepScript(const std::string& fill_dir, std::string_view instance) {
+  const auto stem = fillerStem(fill_dir, instance, "");
+  const auto dir = stem.substr(0, stem.rfind('/'));
+  const auto name = stem.substr(stem.rfind('/') + 1);
+  return "for f in " + shellQuote(dir) + "/" + name +
+         "*; do if [ -e \"$f\" ] || [ -L \"$f\" ]; then rm -f -- \"$f\" && echo \"$f\"; fi; "
+         "done\n" +
+         stopTimers(timerStem(instance, "") + "*.timer");
 }
 
 std::string diskSlowRefusal(const std::optional<std::string>& cgroup2_controllers,

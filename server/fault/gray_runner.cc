@@ -39,7 +39,10 @@ std::vector<std::string> nsenterNftArgv(std::int64_t pid, const std::string& scr
 }
 
 std::string sudoNftCommand(const std::string& script) {
-  return "sudo -n nft " + shellQuote(script);
+  if (script.find(kSessionPortToken) == std::string::npos) return "sudo -n nft " + shellQuote(script);
+  const std::string token(kSessionPortToken);
+  return "p=${SSH_CONNECTION##* }; case $p in ''|*[!0-9]*) e='/" + token + "/d';; *) e=\"s/" + token +
+         "/$p/\";; esac; printf '%s' " + shellQuote(script) + " | sed \"$e\" | sudo -n nft -f -";
 }
 
 std::string sudoShCommand(const std::string& script) {
@@ -101,26 +104,41 @@ Result<CommandOutput> GrayRunner::runOn(const ScriptArgv& how, const std::string
   return out;
 }
 
-Result<FaultRecord> GrayRunner::isolate(const IsolateSpec& spec) {
+Result<NftExceptions> GrayRunner::networkPlacement() const {
+  if (shell_.network_placement) return shell_.network_placement();
+  return shell_.keep;
+}
+
+Result<FaultRecord> GrayRunner::isolate(const IsolateSpec& given) {
   if (auto why = refusal(GrayFault::isolate); !why.empty())
     return faultError(errc::unsupported, why);
+  auto spec = given;
+  spec.instance = shell_.instance;
   if (auto bad = invalidReason(spec); !bad.empty()) return faultError(errc::invalid_target, bad);
+  // Where the rules go is settled before the fault's own clock starts.
+  auto keep = networkPlacement();
+  if (!keep.ok()) return keep.error();
   FaultRecord record;
   record.requested_at = clock_.wallNow();
-  auto out = runOn(shell_.nft, nftIsolateScript(spec, shell_.keep), &record.detail);
+  auto out = runOn(shell_.nft, nftIsolateScript(spec, *keep), &record.detail);
   if (!out.ok()) return out.error();
   record.fault_at = clock_.wallNow();
   record.fault_time_source = "local";
   return record;
 }
 
-Result<FaultRecord> GrayRunner::throttle(const ThrottleSpec& spec) {
+Result<FaultRecord> GrayRunner::throttle(const ThrottleSpec& given) {
   if (auto why = refusal(GrayFault::throttle); !why.empty())
     return faultError(errc::unsupported, why);
+  auto spec = given;
+  spec.instance = shell_.instance;
   if (auto bad = invalidReason(spec); !bad.empty()) return faultError(errc::invalid_target, bad);
+  // Where the rules go is settled before the fault's own clock starts.
+  auto keep = networkPlacement();
+  if (!keep.ok()) return keep.error();
   FaultRecord record;
   record.requested_at = clock_.wallNow();
-  auto out = runOn(shell_.nft, nftThrottleScript(spec, shell_.keep), &record.detail);
+  auto out = runOn(shell_.nft, nftThrottleScript(spec, *keep), &record.detail);
   if (!out.ok()) return out.error();
   record.fault_at = clock_.wallNow();
   record.fault_time_source = "local";
@@ -131,6 +149,7 @@ Result<FaultRecord> GrayRunner::fillDisk(const DiskFullSpec& given) {
   if (auto why = refusal(GrayFault::disk_full); !why.empty())
     return faultError(errc::unsupported, why);
   auto spec = given;
+  spec.instance = shell_.instance;
   if (spec.fill_dir.empty()) spec.fill_dir = shell_.fill_dir;
   if (auto bad = invalidReason(spec); !bad.empty()) return faultError(errc::invalid_target, bad);
   FaultRecord record;
@@ -144,7 +163,7 @@ Result<FaultRecord> GrayRunner::fillDisk(const DiskFullSpec& given) {
 }
 
 Result<FaultRecord> GrayRunner::heal(const std::string& drill) {
-  const auto table = nftTableName(drill);
+  const auto table = nftTableName(shell_.instance, drill);
   if (!table) return faultError(errc::invalid_target, "drill id '" + drill + "' is not valid");
   FaultRecord record;
   record.requested_at = clock_.wallNow();
@@ -153,7 +172,7 @@ Result<FaultRecord> GrayRunner::heal(const std::string& drill) {
     if (!out.ok()) return out.error();
   }
   if (shell_.sh && !shell_.fill_dir.empty()) {
-    auto out = runOn(shell_.sh, diskFreeScript(shell_.fill_dir, drill), &record.detail);
+    auto out = runOn(shell_.sh, diskFreeScript(shell_.fill_dir, shell_.instance, drill), &record.detail);
     if (!out.ok()) return out.error();
   }
   record.fault_at = clock_.wallNow();
@@ -172,7 +191,7 @@ Result<std::vector<std::string>> GrayRunner::sweep() {
       return faultError(errc::command_failed, describeArgv(*listing) + " exited with " +
                                                   std::to_string(out->exit_code) + ": " +
                                                   toolOutput(out->err));
-    const auto tables = kfaildTables(out->out);
+    const auto tables = kfaildTables(out->out, shell_.instance);
     if (!tables.empty()) {
       auto deleted = runOn(shell_.nft, nftSweepScript(tables), nullptr);
       if (!deleted.ok()) return deleted.error();
@@ -180,7 +199,7 @@ Result<std::vector<std::string>> GrayRunner::sweep() {
     }
   }
   if (shell_.sh && !shell_.fill_dir.empty()) {
-    auto out = runOn(shell_.sh, diskSweepScript(shell_.fill_dir), nullptr);
+    auto out = runOn(shell_.sh, diskSweepScript(shell_.fill_dir, shell_.instance), nullptr);
     if (!out.ok()) return out.error();
     std::istringstream lines(out->out);
     for (std::string line; std::getline(lines, line);)

@@ -36,14 +36,23 @@ struct NodeShell {
   std::string nft_refusal;  // why nft is empty
   std::string sh_refusal;   // why sh is empty
   NftExceptions keep;
+  // When set, asked before every isolate or throttle for what the rules keep open (instead of
+  // `keep`: ssh's port from `ssh -G`), after checking that rules placed where `nft` runs reach
+  // the broker (its network namespace); an error refuses the injection with the reason.
+  std::function<Result<NftExceptions>()> network_placement;
   std::string fill_dir;  // disk_full: a dir on the log dir's filesystem; empty: refused
+  std::string instance;  // the kfaild instance's id in every name (gray_fault.h, Names)
   std::chrono::milliseconds timeout{20'000};
 };
+
+// A node's script timeout: kShellTimeout, plus the time ssh may take to connect.
+inline constexpr std::chrono::milliseconds kShellTimeout{20'000};
 
 // Where a node's gray faults go, as configured for it (phase 2: config keys per node).
 struct GrayPlacement {
   std::string netns;     // local: the node's network namespace (`ip netns` name)
   std::string fill_dir;  // local, ssh: a dir on the node's log filesystem for disk_full
+  std::string instance;  // the kfaild instance's id (gray_fault.h, Names)
 };
 
 // argv builders, pure: exactly what runs.
@@ -51,6 +60,8 @@ std::vector<std::string> localNftArgv(const std::string& netns, const std::strin
 std::vector<std::string> localShArgv(const std::string& script);
 std::vector<std::string> nsenterNftArgv(std::int64_t pid, const std::string& script);
 // The remote command line ssh hands to the remote shell (argv[..] of ssh's last argument).
+// A script holding kSessionPortToken gets it replaced on the node by the port of $SSH_CONNECTION
+// (the line dropped when that has none) and goes to `sudo -n nft -f -` in one transaction.
 std::string sudoNftCommand(const std::string& script);
 std::string sudoShCommand(const std::string& script);
 
@@ -83,6 +94,7 @@ class GrayRunner {
  private:
   Result<CommandOutput> runOn(const ScriptArgv& how, const std::string& script,
                               std::string* detail);
+  Result<NftExceptions> networkPlacement() const;
 
   NodeShell shell_;
   const common::Clock& clock_;

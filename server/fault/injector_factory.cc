@@ -7,7 +7,8 @@
 
 namespace kfaild::fault {
 
-std::unique_ptr<Injector> makeInjector(const config::NodeConfig& node, const common::Clock& clock) {
+std::unique_ptr<Injector> makeInjector(const config::NodeConfig& node, const common::Clock& clock,
+                                       const std::string& gray_instance) {
   const std::string key = "inventory node " + std::to_string(node.id);
   const auto zone = logZoneFromConfig(node.log_timezone);
   if (!zone) {
@@ -23,16 +24,16 @@ std::unique_ptr<Injector> makeInjector(const config::NodeConfig& node, const com
   // configured is refused with the reason when a drill asks for it.
   if (node.docker) {
     auto injector = std::make_unique<DockerInjector>(*node.docker, *zone, clock);
-    injector->placeGrayFaults();
+    injector->placeGrayFaults(gray_instance);
     return injector;
   }
   if (node.ssh) {
     auto injector = std::make_unique<SshInjector>(*node.ssh, *zone, clock);
-    injector->placeGrayFaults({.netns = {}, .fill_dir = node.fill_dir});
+    injector->placeGrayFaults({.netns = {}, .fill_dir = node.fill_dir, .instance = gray_instance});
     return injector;
   }
   auto injector = std::make_unique<LocalInjector>(*node.local, *zone, clock);
-  injector->placeGrayFaults({.netns = node.netns, .fill_dir = node.fill_dir});
+  injector->placeGrayFaults({.netns = node.netns, .fill_dir = node.fill_dir, .instance = gray_instance});
   return injector;
 }
 

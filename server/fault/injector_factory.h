@@ -6,6 +6,7 @@
 // The clock must outlive the injector.
 
 #include <memory>
+#include <string>
 
 #include "server/common/clock.h"
 #include "server/config/config.h"
@@ -13,6 +14,9 @@
 
 namespace kfaild::fault {
 
-std::unique_ptr<Injector> makeInjector(const config::NodeConfig& node, const common::Clock& clock);
+// `gray_instance`: this kfaild's id in the names its gray faults leave on the node
+// (grayInstanceId, gray_fault.h).
+std::unique_ptr<Injector> makeInjector(const config::NodeConfig& node, const common::Clock& clock,
+                                       const std::string& gray_instance = {});
 
 }  // namespace kfaild::fault

@@ -195,6 +195,23 @@ bool looksLikeKafkaJvm(const std::vector<std::string>& argv) {
   return false;
 }
 
+std::string netnsMismatch(const std::string& netns, std::optional<std::uint64_t> configured,
+                          pid_t pid, std::optional<std::uint64_t> broker) {
+  const auto where = "/proc/" + std::to_string(pid) + "/ns/net";
+  if (!configured) return "network namespace '" + netns + "' (/var/run/netns/" + netns + ") cannot be read";
+  if (!broker) return "the broker's network namespace (" + where + ") cannot be read";
+  if (*configured == *broker) return {};
+  return "the broker (pid " + std::to_string(pid) + ") is not in network namespace '" + netns +
+         "' (inode " + std::to_string(*configured) + ") but in inode " + std::to_string(*broker) +
+         " (" + where + "): rules placed there would cut something else";
+}
+
+std::optional<std::uint64_t> namespaceInode(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return static_cast<std::uint64_t>(st.st_ino);
+}
+
 LocalInjector::LocalInjector(config::LocalTarget target, LogZone zone, const common::Clock& clock)
     : target_(std::move(target)), zone_(zone), clock_(clock) {}
 
@@ -386,6 +403,14 @@ void LocalInjector::placeGrayFaults(const GrayPlacement& placement) {
   if (!placement.netns.empty()) {
     shell.nft = [netns = placement.netns](const std::string& script)
         -> Result<std::vector<std::string>> { return localNftArgv(netns, script); };
+    shell.network_placement = [this, netns = placement.netns]() -> Result<NftExceptions> {
+      auto pid = brokerPid();
+      if (!pid) return pid.error();
+      const auto why = netnsMismatch(netns, namespaceInode("/var/run/netns/" + netns), *pid,
+                                     namespaceInode("/proc/" + std::to_string(*pid) + "/ns/net"));
+      if (!why.empty()) return faultError(errc::invalid_target, why);
+      return NftExceptions{};
+    };
   } else {
     shell.nft_refusal = "the broker runs in kfaild's own network namespace (no netns configured): "
                         "cutting it off would cut kfaild off as well";
@@ -394,6 +419,7 @@ void LocalInjector::placeGrayFaults(const GrayPlacement& placement) {
     return localShArgv(script);
   };
   shell.fill_dir = placement.fill_dir;
+  shell.instance = placement.instance;
   gray_ = std::make_unique<GrayRunner>(std::move(shell), clock_);
 }
 

@@ -20,6 +20,8 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,7 +59,9 @@ class LocalInjector final : public Injector {
 
   // Where the node's gray faults go: nft rules in its network namespace `netns` (the lab's
   // `kfl<base>-n<N>`; a node in kfaild's own namespace is refused, since cutting it off would cut
-  // kfaild off too) and disk fillers in `fill_dir` (a dir on its log dir's filesystem).
+  // kfaild off too) and disk fillers in `fill_dir` (a dir on its log dir's filesystem). Before
+  // every isolate or throttle the broker's own namespace (/proc/<pid>/ns/net) must be `netns`
+  // (netnsMismatch), or the rules would cut something else.
   void placeGrayFaults(const GrayPlacement& placement);
 
  private:
@@ -86,5 +90,15 @@ std::optional<std::string> stalePidProblem(pid_t pid, std::optional<pid_t> tgid,
 
 // What /proc/<pid>/cmdline says about a process: true for a JVM running kafka.Kafka. Pure.
 bool looksLikeKafkaJvm(const std::vector<std::string>& argv);
+
+// Why rules placed in the network namespace `netns` (inode `configured` of
+// /var/run/netns/<netns>, where `ip netns` keeps it) would not reach broker `pid`, whose
+// /proc/<pid>/ns/net has inode `broker`: either could not be read, or they differ. Empty when
+// they are the same namespace. Pure.
+std::string netnsMismatch(const std::string& netns, std::optional<std::uint64_t> configured,
+                          pid_t pid, std::optional<std::uint64_t> broker);
+
+// The inode of a namespace file (nsfs), or nullopt when it cannot be read.
+std::optional<std::uint64_t> namespaceInode(const std::string& path);
 
 }  // namespace kfaild::fault

@@ -145,6 +145,18 @@ std::string inspectCommand(const std::string& pid_command) {
          "if is_kafka $pid; then echo kfaild-kafka=yes; else echo kfaild-kafka=no; fi\n";
 }
 
+std::string hostNamespaceCommand(const std::string& pid_command) {
+  return pidPrelude(pid_command) +
+         "set -- $(sudo -n sh -c 'readlink /proc/1/ns/net; readlink /proc/$1/ns/net' kfaild "
+         "\"$pid\")\n"
+         "[ -n \"$2\" ] || { echo \"kfaild: cannot read the network namespace of pid $pid (sudo -n "
+         "sh)\" >&2; exit 97; }\n"
+         "[ \"$1\" = \"$2\" ] || { echo \"kfaild: the broker (pid $pid) runs in network namespace "
+         "$2, not the host's ($1): a container on this host, whose traffic passes FORWARD, where "
+         "kfaild's rules do not act; gray network faults are refused\" >&2; exit 97; }\n"
+         "echo kfaild-netns=host\n";
+}
+
 std::string clockCommand() {
   return "echo kfaild-clock=$(date +%s%N)\n";
 }
@@ -160,6 +172,27 @@ std::string logsCommand(const std::string& log_dir, const std::string& file,
 }
 
 }  // namespace ssh_script
+
+std::optional<SshEndpoint> parseSshConfig(std::string_view text) {
+  std::optional<std::string> host;
+  std::optional<std::int64_t> port;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const auto line = text.substr(pos, end - pos);
+    pos = end + 1;
+    const auto space = line.find(' ');
+    if (space == std::string_view::npos) continue;
+    const auto key = line.substr(0, space);
+    auto value = std::string(line.substr(space + 1));
+    while (!value.empty() && (value.back() == '\r' || value.back() == ' ')) value.pop_back();
+    if (key == "hostname" && !host) host = value;
+    if (key == "port" && !port) port = parseNumber(value);
+  }
+  if (!host || host->empty() || !port || *port <= 0 || *port > 65535) return std::nullopt;
+  return SshEndpoint{*host, static_cast<std::uint16_t>(*port)};
+}
 
 std::optional<common::WallMicros> parseRemoteClock(std::string_view text) {
   if (!text.empty() && text.back() == 'N') {
@@ -215,6 +248,30 @@ Result<std::vector<std::string>> SshInjector::sshArgv(const std::string& remote_
   argv.push_back("--");
   argv.push_back(remote_command);
   return argv;
+}
+
+Result<std::vector<std::string>> SshInjector::sshConfigArgv() const {
+  auto argv = sshArgv({});
+  if (!argv) return argv.error();
+  argv->resize(argv->size() - 2);  // no "--" and no remote command
+  argv->insert(argv->begin() + 1, "-G");
+  return argv;
+}
+
+Result<SshEndpoint> SshInjector::effectiveEndpoint() const {
+  auto argv = sshConfigArgv();
+  if (!argv) return argv.error();
+  // Reads only the local configuration: no connection.
+  auto out = runCommand(*argv, std::chrono::seconds(10));
+  if (!out) return out.error();
+  auto endpoint = out->exit_code == 0 ? parseSshConfig(out->out) : std::nullopt;
+  if (!endpoint) {
+    return faultError(errc::ssh_failed, common::sensitive(destination()) +
+                                            ": ssh -G gave no hostname and port (exit status " +
+                                            std::to_string(out->exit_code) + ": " +
+                                            common::sensitive(trimmed(out->err)) + ")");
+  }
+  return *endpoint;
 }
 
 Result<std::string> SshInjector::run(const std::string& remote_command,
@@ -437,8 +494,20 @@ void SshInjector::placeGrayFaults(const GrayPlacement& placement) {
   NodeShell shell;
   shell.nft = [this](const std::string& script) { return sshArgv(sudoNftCommand(script)); };
   shell.sh = [this](const std::string& script) { return sshArgv(sudoShCommand(script)); };
-  shell.keep.keep_tcp_ports = {static_cast<std::uint16_t>(target_.port)};
+  shell.network_placement = [this]() -> Result<NftExceptions> {
+    auto endpoint = effectiveEndpoint();
+    if (!endpoint) return endpoint.error();
+    auto host = run(ssh_script::hostNamespaceCommand(target_.pid_command),
+                    std::chrono::seconds(target_.connect_timeout_s) + kShortCallSlack);
+    if (!host) return host.error();
+    NftExceptions keep;
+    keep.keep_tcp_ports = {endpoint->port};
+    keep.keep_session_port = true;
+    return keep;
+  };
   shell.fill_dir = placement.fill_dir;
+  shell.instance = placement.instance;
+  shell.timeout = kShellTimeout + std::chrono::seconds(target_.connect_timeout_s);
   gray_ = std::make_unique<GrayRunner>(std::move(shell), clock_);
 }
 

@@ -37,6 +37,14 @@ namespace kfaild::fault {
 
 enum class Signal { kill, term, stop, cont };
 
+// The host and port ssh connects to, as `ssh -G` prints them.
+struct SshEndpoint {
+  std::string hostname;
+  std::uint16_t port = 22;
+};
+// `ssh -G`'s output (lines "hostname <name>", "port <n>"); nullopt without both.
+std::optional<SshEndpoint> parseSshConfig(std::string_view text);
+
 // The remote scripts. Pure; exposed so tests can pin their exact text.
 namespace ssh_script {
 
@@ -54,6 +62,10 @@ std::string clockCommand();
 // Prints "kfaild-ready", then one "kfaild-clock=<ns since epoch>" line for every line it reads,
 // until its input ends: the remote clock read NTP-style over one session (exchangeLines).
 std::string clockDialogueCommand();
+// Before a gray network fault: the broker must run in the host's own network namespace (that of
+// pid 1), where the rules go; a broker in a container on the host (its traffic passes FORWARD,
+// not INPUT/OUTPUT) is refused with exit status 97 and the reason. Prints "kfaild-netns=host".
+std::string hostNamespaceCommand(const std::string& pid_command);
 // Rounds of that dialogue: the tightest bracket is taken.
 inline constexpr int kClockRounds = 5;
 // grep -h -F of `patterns` (single-quoted) in `log_dir`/`file` and in the files rolled from it
@@ -89,13 +101,20 @@ class SshInjector final : public Injector {
   Result<std::vector<std::string>> sweep() override;
 
   // Gray faults on the broker's host: `sudo -n nft '<script>'` (the host's own network
-  // namespace, so TCP to and from the ssh port stays open) and `sudo -n sh -c '<script>'` for
-  // disk fillers in placement.fill_dir. placement.netns is not used.
+  // namespace) and `sudo -n sh -c '<script>'` for disk fillers in placement.fill_dir.
+  // placement.netns is not used. Before every isolate or throttle the rules are placed: TCP to
+  // and from the port `ssh -G` connects to and the one the session reached (behind a NAT) stays
+  // open, and a broker that is not in the host's network namespace is refused
+  // (hostNamespaceCommand). Scripts time out after kShellTimeout plus connect_timeout_s.
   void placeGrayFaults(const GrayPlacement& placement);
 
   // The full local argv for one remote command: ssh, its options from the config, the
   // destination, "--", and the remote command as one argument.
   Result<std::vector<std::string>> sshArgv(const std::string& remote_command) const;
+  // `ssh -G` with the same options and destination: prints the configuration ssh would use.
+  Result<std::vector<std::string>> sshConfigArgv() const;
+  // Where ssh connects, from `ssh -G` (~/.ssh/config's Port and HostName, -o Port=, -p).
+  Result<SshEndpoint> effectiveEndpoint() const;
 
  private:
   Result<FaultRecord> signal(Signal signal);

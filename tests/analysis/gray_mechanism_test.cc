@@ -412,6 +412,29 @@ TEST_CASE("after a drop isolation the reconnect waits for TCP's retransmission b
   }
 }
 
+TEST_CASE("a stall credited to the heal of a long drop isolation ends within TCP's backoff cap of the heal",
+          "[unit]") {
+  // A 600 s isolation: TCP's retransmission timer stops doubling at 120 s, so a stall that
+  // goes on 400 s past the heal was not ended by it.
+  auto in = grayRun("isolate", "clients", "drop", 600 * kSecond);
+  in.observe_end_us = kT0 + 1'100 * kSecond;
+  in.window_end_us = kT0 + 1'110 * kSecond;
+  stream(in, 1, std::nullopt);
+  stream(in, 2, std::nullopt);
+  SECTION("400 s after the heal: not the heal's") {
+    stream(in, 0, kT0 + 1'000 * kSecond);
+    const auto& p0 = partition(analyse(in), 0);
+    CHECK(p0.ack.outcome == Outcome::kInconclusive);
+    CHECK(p0.ack.reason.find("more than 130.000 s later") != std::string::npos);
+  }
+  SECTION("100 s after the heal: the heal's") {
+    stream(in, 0, kT0 + 700 * kSecond);
+    const auto& p0 = partition(analyse(in), 0);
+    CHECK(p0.mechanism->mechanism == Mechanism::kHeal);
+    CHECK(p0.mechanism->explained);
+  }
+}
+
 TEST_CASE("a leader isolated from the clients stalls until the heal and the reconnect", "[unit]") {
   auto in = grayRun("isolate", "clients", "drop", 15 * kSecond);
   stream(in, 0, kT0 + 15'800'000);

@@ -517,7 +517,15 @@ class FakeInjector final : public fault::Injector {
     return grayIn("throttle", spec.drill, false);
   }
   Result<fault::FaultRecord> fillDisk(const fault::DiskFullSpec& spec) override {
+    {
+      std::lock_guard lock(mutex_);
+      last_fill_ = spec;
+    }
     return grayIn("fill_disk", spec.drill, true);
+  }
+  std::optional<fault::DiskFullSpec> lastFill() const {
+    std::lock_guard lock(mutex_);
+    return last_fill_;
   }
   Result<fault::FaultRecord> heal(const std::string& drill) override {
     record("heal");
@@ -611,6 +619,7 @@ class FakeInjector final : public fault::Injector {
   mutable std::mutex mutex_;
   std::vector<std::string> calls_;
   std::set<std::string> in_force_;
+  std::optional<fault::DiskFullSpec> last_fill_;  // guarded by mutex_
   std::optional<fault::IsolateSpec> last_isolate_;
   std::uint64_t last_rate_ = 0;
 };

@@ -40,7 +40,7 @@ TEST_CASE("a follower isolated from the other brokers stalls acks=all writes abo
   const auto& analysis = run0["analysis"];
   const auto fault_us = run0["fault_us"].get<std::int64_t>();
   // The table the isolation lived in is gone once the drill healed it.
-  CHECK(nftTables(3).find("kfaild_d" + std::to_string(id)) == std::string::npos);
+  CHECK(nftTables(3).find("_d" + std::to_string(id) + "\n") == std::string::npos);
 
   for (int partition : {0, 1}) {
     const auto& p = partitionOf(analysis, lab.topic, partition);
@@ -96,7 +96,8 @@ TEST_CASE("kfaild SIGKILLed with an isolation in force: a restart removes it at 
   REQUIRE(namespacedLab());
   Lab lab(Lab::options("", false));
   addNetnsInventory(lab);
-  const auto table_of = [](std::int64_t id) { return "kfaild_d" + std::to_string(id); };
+  // kfaild_<instance>_d<id>: the instance id is this kfaild's (fault/gray_fault.h, Names).
+  const auto table_of = [](std::int64_t id) { return "_d" + std::to_string(id) + "\n"; };
   // Broker 1's namespace reaching broker 3: what `from: brokers` on broker 3 cuts.
   const auto peer = netnsOf(1);
 

@@ -38,7 +38,7 @@ GrayRun grayDrill(Kfaild& kfaild, const std::string& body) {
   const auto id = drill["id"].get<std::int64_t>();
   GrayRun out{drill["runs"][0], drill["runs"][0]["fault_us"].get<std::int64_t>()};
   // Whatever the fault, kfaild undid it: no table of its own left in the target's namespace.
-  CHECK(nftTables(out.run["target"].get<int>()).find("kfaild_d" + std::to_string(id)) == std::string::npos);
+  CHECK(nftTables(out.run["target"].get<int>()).find("_d" + std::to_string(id) + "\n") == std::string::npos);
   return out;
 }
 

@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "server/fault/errc.h"
+#include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
 using namespace kfaild::fault;
@@ -194,4 +196,55 @@ TEST_CASE("an engine that accepts but never answers times out", "[integration][f
   REQUIRE_FALSE(r);
   CHECK(r.error().code == errc::timeout);
   CHECK(took < std::chrono::seconds(2));
+}
+
+TEST_CASE("a container in the host's or another container's network namespace is refused for gray faults",
+          "[unit][fault]") {
+  const auto host = parseContainerInspect(R"({"State": {"Running": true, "Pid": 42},
+      "HostConfig": {"NetworkMode": "host"}})");
+  REQUIRE(host);
+  CHECK(host->network_mode == "host");
+  CHECK(networkModeRefusal("k1", host->network_mode).find("network mode host") != std::string::npos);
+  CHECK(networkModeRefusal("k1", "container:c70bbb8f08cd").find("shares that container's network namespace") !=
+        std::string::npos);
+  CHECK(networkModeRefusal("k1", "bridge").empty());
+  CHECK(networkModeRefusal("k1", "kfaild-lab").empty());
+  CHECK(networkModeRefusal("k1", "").empty());
+}
+
+TEST_CASE("isolating a container with network mode host is refused before anything enters a namespace",
+          "[integration][fault]") {
+  const kfaild::testing::TempDir dir;
+  const kfaild::testing::ManualClock clock;
+  const std::string path = (dir / "engine.sock").string();
+  // An engine that says the container runs with --network host (and a pid no process has, so
+  // that an nsenter of it could not touch anything).
+  const std::string engine =
+      "import http.server, socketserver, sys, json\n"
+      "class H(http.server.BaseHTTPRequestHandler):\n"
+      "  def do_GET(self):\n"
+      "    if self.path == '/version': body = {'ApiVersion': '1.41', 'MinAPIVersion': '1.12'}\n"
+      "    else: body = {'State': {'Running': True, 'Pid': 999999999, 'Status': 'running'},\n"
+      "                  'HostConfig': {'NetworkMode': 'host'}, 'Config': {'Tty': False}}\n"
+      "    data = json.dumps(body).encode()\n"
+      "    self.send_response(200); self.send_header('Content-Type', 'application/json')\n"
+      "    self.send_header('Content-Length', str(len(data))); self.end_headers(); self.wfile.write(data)\n"
+      "  def address_string(self): return 'engine'\n"
+      "class S(socketserver.UnixStreamServer):\n"
+      "  def get_request(self):\n"
+      "    r, _ = super().get_request(); return r, ('engine', 0)\n"
+      "S(sys.argv[1], H).serve_forever()\n";
+  kfaild::testing::ChildProcess server({"/usr/bin/python3", "-c", engine, path}, (dir / "engine.log").string());
+  for (int i = 0; i < 100 && !std::filesystem::exists(path); ++i) usleep(20'000);
+  REQUIRE(std::filesystem::exists(path));
+  DockerInjector injector({"unix://" + path, "kfaild-lab-k1"}, LogZone::utc, clock);
+  injector.placeGrayFaults();
+  IsolateSpec spec;
+  spec.drill = "5";
+  spec.from = IsolateFrom::all;
+  spec.duration = std::chrono::seconds(10);
+  const auto isolated = injector.isolate(spec);
+  REQUIRE_FALSE(isolated);
+  CHECK(isolated.error().message.find("runs with network mode host") != std::string::npos);
+  CHECK(isolated.error().message.find("nsenter") == std::string::npos);
 }

@@ -2,10 +2,15 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
 #include "server/common/clock.h"
 #include "server/fault/errc.h"
 #include "server/fault/gray_runner.h"
 #include "tests/support/manual_clock.h"
+#include "tests/support/temp_dir.h"
 
 using namespace kfaild::fault;
 using namespace std::chrono_literals;
@@ -35,8 +40,12 @@ TEST_CASE("an isolation from the quorum with drop cuts exactly the controllers, 
         "  set cut4 { type ipv4_addr; flags timeout; }\n"
         "  set cut6 { type ipv6_addr; flags timeout; }\n"
         "  chain input { type filter hook input priority -10; policy accept; iif \"lo\" accept; "
+        "icmpv6 type { nd-router-solicit, nd-router-advert, nd-neighbor-solicit, "
+        "nd-neighbor-advert, nd-redirect } accept; "
         "ip saddr @cut4 drop; ip6 saddr @cut6 drop; }\n"
         "  chain output { type filter hook output priority -10; policy accept; oif \"lo\" accept; "
+        "icmpv6 type { nd-router-solicit, nd-router-advert, nd-neighbor-solicit, "
+        "nd-neighbor-advert, nd-redirect } accept; "
         "ip daddr @cut4 drop; ip6 daddr @cut6 drop; }\n"
         "}\n"
         "add element inet kfaild_d42 cut4 { 10.77.25.100 timeout 35s }\n");
@@ -47,7 +56,7 @@ TEST_CASE("an isolation from the other brokers with reject resets TCP and answer
   const auto script = nftIsolateScript(isolateSpec(IsolateFrom::brokers, IsolateMode::reject), {});
   CHECK(script.find("ip saddr @cut4 meta l4proto tcp reject with tcp reset; ip saddr @cut4 reject "
                     "with icmpx type admin-prohibited; ") != std::string::npos);
-  CHECK(script.find("oif \"lo\" accept; tcp flags & rst == rst accept; meta l4proto { icmp, "
+  CHECK(script.find("nd-redirect } accept; tcp flags & rst == rst accept; meta l4proto { icmp, "
                     "ipv6-icmp } accept; ip daddr @cut4 meta l4proto tcp reject with tcp reset; ") !=
         std::string::npos);
   CHECK(script.find("add element inet kfaild_d42 cut4 { 10.77.25.2 timeout 35s, 10.77.25.3 "
@@ -73,15 +82,156 @@ TEST_CASE("an isolation from clients cuts everyone but the controllers and broke
   CHECK(script.find("add element inet kfaild_d42 cut6 { ::/0 timeout 35s }\n") != std::string::npos);
 }
 
-TEST_CASE("an isolation from all spares only loopback and the kept ssh port", "[unit]") {
+TEST_CASE("an isolation from all spares only loopback, neighbour discovery and the kept ssh ports", "[unit]") {
   NftExceptions keep;
-  keep.keep_tcp_ports = {22};
+  keep.keep_tcp_ports = {2200};
+  keep.keep_session_port = true;
   const auto script = nftIsolateScript(isolateSpec(IsolateFrom::all, IsolateMode::drop), keep);
-  CHECK(script.find("iif \"lo\" accept; tcp dport { 22 } accept; ip saddr @cut4 drop;") !=
+  CHECK(script.find("  set keep { type inet_service; }\n") != std::string::npos);
+  CHECK(script.find("nd-redirect } accept; tcp dport @keep accept; ip saddr @cut4 drop;") !=
         std::string::npos);
-  CHECK(script.find("oif \"lo\" accept; tcp sport { 22 } accept; ip daddr @cut4 drop;") !=
+  CHECK(script.find("nd-redirect } accept; tcp sport @keep accept; ip daddr @cut4 drop;") !=
         std::string::npos);
+  // The ports are in the table before any address is cut, in the same transaction.
+  const auto kept = script.find("add element inet kfaild_d42 keep { 2200 }\n"
+                                "add element inet kfaild_d42 keep { @KFAILD_SESSION_PORT@ }\n");
+  REQUIRE(kept != std::string::npos);
+  CHECK(kept < script.find("add element inet kfaild_d42 cut4"));
   CHECK(script.find("spare") == std::string::npos);
+}
+
+TEST_CASE("ICMPv6 neighbour discovery passes every isolation and throttle in both directions", "[unit]") {
+  const std::string nd =
+      "icmpv6 type { nd-router-solicit, nd-router-advert, nd-neighbor-solicit, "
+      "nd-neighbor-advert, nd-redirect } accept; ";
+  for (const auto from : {IsolateFrom::quorum, IsolateFrom::brokers, IsolateFrom::clients, IsolateFrom::all}) {
+    for (const auto mode : {IsolateMode::drop, IsolateMode::reject}) {
+      const auto script = nftIsolateScript(isolateSpec(from, mode), {});
+      INFO(toString(from) << " " << toString(mode));
+      const auto input = script.find("chain input");
+      const auto output = script.find("chain output");
+      CHECK(script.find(nd, input) < script.find("@cut", input));
+      CHECK(script.find(nd, output) < script.find("@cut", output));
+    }
+  }
+  ThrottleSpec throttle;
+  throttle.drill = "7";
+  throttle.bytes_per_second = 8000;
+  throttle.duration = std::chrono::seconds(60);
+  const auto script = nftThrottleScript(throttle, {});
+  CHECK(script.find(nd, script.find("chain input")) < script.find("@slow4"));
+  CHECK(script.find(nd, script.find("chain output")) < script.find("@slow4", script.find("chain output")));
+}
+
+TEST_CASE("the ssh session's port reaches the kept set on the node, in the same nft transaction", "[unit]") {
+  NftExceptions keep;
+  keep.keep_tcp_ports = {2200};
+  keep.keep_session_port = true;
+  const auto script = nftIsolateScript(isolateSpec(IsolateFrom::all, IsolateMode::drop), keep);
+  const auto command = sudoNftCommand(script);
+  CHECK(command.find("| sudo -n nft -f -") != std::string::npos);
+  // Run as the remote shell would, with a `sudo` that prints what nft would read.
+  kfaild::testing::TempDir dir;
+  const auto bin = (dir / "bin").string();
+  std::filesystem::create_directories(bin);
+  {
+    std::ofstream sudo(bin + "/sudo");
+    sudo << "#!/bin/sh\ncat\n";
+  }
+  std::filesystem::permissions(bin + "/sudo", std::filesystem::perms::owner_all);
+  const auto path = bin + ":" + std::string(std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
+  auto behind_nat = runCommand({"env", "PATH=" + path, "SSH_CONNECTION=10.0.0.9 50022 10.0.0.2 22", "sh",
+                                "-c", command},
+                               std::chrono::seconds(10));
+  REQUIRE(behind_nat.ok());
+  CHECK(behind_nat->exit_code == 0);
+  CHECK(behind_nat->out.find("add element inet kfaild_d42 keep { 22 }\n") != std::string::npos);
+  CHECK(behind_nat->out.find("@KFAILD") == std::string::npos);
+  CHECK(behind_nat->out.find("add element inet kfaild_d42 cut4 { 0.0.0.0/0 timeout 35s }") !=
+        std::string::npos);
+  auto no_session = runCommand({"env", "-u", "SSH_CONNECTION", "PATH=" + path, "sh", "-c", command},
+                               std::chrono::seconds(10));
+  REQUIRE(no_session.ok());
+  CHECK(no_session->out.find("keep { 2200 }") != std::string::npos);
+  CHECK(no_session->out.find("@KFAILD") == std::string::npos);
+  // A script without the token goes to nft as one argument, as before.
+  CHECK(sudoNftCommand("list tables") == "sudo -n nft 'list tables'");
+}
+
+TEST_CASE("every name on a node carries the kfaild instance, and a sweep lists only its own", "[unit]") {
+  CHECK(nftTableName("i0a1b2c3d", "12") == "kfaild_i0a1b2c3d_d12");
+  CHECK(nftTableName("", "12") == "kfaild_d12");
+  CHECK(nftTableName("d0a1b2c3", "12") == std::nullopt);  // would read as a drill id
+  CHECK(nftTableName("i0A;", "12") == std::nullopt);
+  CHECK(validInstance("i0a1b2c3d"));
+  CHECK_FALSE(validInstance("i"));
+  const std::string listing =
+      "table inet kfaild_i0a1b2c3d_d12\ntable inet kfaild_i99999999_d12\ntable inet kfaild_d12\n";
+  CHECK(kfaildTables(listing, "i0a1b2c3d") == std::vector<std::string>{"inet kfaild_i0a1b2c3d_d12"});
+  CHECK(kfaildTables(listing, "i99999999") == std::vector<std::string>{"inet kfaild_i99999999_d12"});
+  CHECK(fillerStem("/srv/d/", "i0a1b2c3d", "12") == "/srv/d/kfaild_fill_i0a1b2c3d_d12");
+  const auto sweep = diskSweepScript("/srv/d", "i0a1b2c3d");
+  CHECK(sweep.find("'/srv/d'/kfaild_fill_i0a1b2c3d_d*;") != std::string::npos);
+  CHECK(sweep.find("systemctl stop 'kfaild-expiry-i0a1b2c3d-d*.timer'") != std::string::npos);
+  const auto heal = diskFreeScript("/srv/d", "i0a1b2c3d", "12");
+  CHECK(heal.find("'/srv/d'/kfaild_fill_i0a1b2c3d_d12.*;") != std::string::npos);
+  CHECK(heal.find("systemctl stop 'kfaild-expiry-i0a1b2c3d-d12-*.timer'") != std::string::npos);
+
+  kfaild::testing::ManualClock clock;
+  std::vector<std::vector<std::string>> ran;
+  auto fake = [&](const std::vector<std::string>& argv, std::chrono::milliseconds)
+      -> kfaild::Result<CommandOutput> {
+    ran.push_back(argv);
+    if (argv.back() == "list tables") return CommandOutput{0, listing, ""};
+    return CommandOutput{0, "", ""};
+  };
+  NodeShell shell;
+  shell.nft = [](const std::string& script) -> kfaild::Result<std::vector<std::string>> {
+    return localNftArgv("ns1", script);
+  };
+  shell.instance = "i0a1b2c3d";
+  GrayRunner runner(shell, clock, fake);
+  REQUIRE(runner.isolate(isolateSpec(IsolateFrom::quorum, IsolateMode::drop)).ok());
+  CHECK(ran.back().back().rfind("add table inet kfaild_i0a1b2c3d_d42\n", 0) == 0);
+  REQUIRE(runner.heal("42").ok());
+  CHECK(ran.back().back() == nftHealScript("kfaild_i0a1b2c3d_d42"));
+  auto swept = runner.sweep();
+  REQUIRE(swept.ok());
+  CHECK(*swept == std::vector<std::string>{"nft table inet kfaild_i0a1b2c3d_d12"});
+}
+
+TEST_CASE("a gray runner asks where the rules go before every isolate and throttle, and refuses with the reason",
+          "[unit]") {
+  kfaild::testing::ManualClock clock;
+  int runs = 0;
+  auto counting = [&](const std::vector<std::string>&, std::chrono::milliseconds)
+      -> kfaild::Result<CommandOutput> {
+    ++runs;
+    return CommandOutput{0, "", ""};
+  };
+  NodeShell shell;
+  shell.nft = [](const std::string& script) -> kfaild::Result<std::vector<std::string>> {
+    return localNftArgv("ns1", script);
+  };
+  int asked = 0;
+  shell.network_placement = [&]() -> kfaild::Result<NftExceptions> {
+    ++asked;
+    return faultError(errc::invalid_target, "the broker is in another namespace");
+  };
+  GrayRunner runner(shell, clock, counting);
+  auto isolated = runner.isolate(isolateSpec(IsolateFrom::all, IsolateMode::drop));
+  REQUIRE(!isolated.ok());
+  CHECK(isolated.error().message == "the broker is in another namespace");
+  ThrottleSpec throttle;
+  throttle.drill = "7";
+  throttle.bytes_per_second = 8000;
+  throttle.duration = std::chrono::seconds(60);
+  CHECK(!runner.throttle(throttle).ok());
+  CHECK(asked == 2);
+  CHECK(runs == 0);
+  // Heal still runs: it must undo whatever is there.
+  CHECK(runner.heal("42").ok());
+  CHECK(runs == 1);
 }
 
 TEST_CASE("IPv6 peers go to the IPv6 set", "[unit]") {
@@ -109,9 +259,9 @@ TEST_CASE("a spec with anything but an IP literal or a plain drill id is invalid
   spec = isolateSpec(IsolateFrom::all, IsolateMode::drop);
   spec.duration = 0s;
   CHECK(invalidReason(spec) == "duration_s must be positive");
-  CHECK(nftTableName("d-1") == std::nullopt);
-  CHECK(nftTableName(std::string(49, 'a')) == std::nullopt);
-  CHECK(nftTableName("run_7") == "kfaild_drun_7");
+  CHECK(nftTableName("", "d-1") == std::nullopt);
+  CHECK(nftTableName("", std::string(49, 'a')) == std::nullopt);
+  CHECK(nftTableName("", "run_7") == "kfaild_drun_7");
 }
 
 TEST_CASE("a throttle limits both directions with a token bucket on an expiring set", "[unit]") {
@@ -128,18 +278,35 @@ TEST_CASE("a throttle limits both directions with a token bucket on an expiring 
         "  set slow4 { type ipv4_addr; flags interval,timeout; }\n"
         "  set slow6 { type ipv6_addr; flags interval,timeout; }\n"
         "  chain input { type filter hook input priority -10; policy accept; iif \"lo\" accept; "
-        "ip saddr @slow4 limit rate over 1000000 bytes/second burst 1000000 bytes drop; "
-        "ip6 saddr @slow6 limit rate over 1000000 bytes/second burst 1000000 bytes drop; }\n"
+        "icmpv6 type { nd-router-solicit, nd-router-advert, nd-neighbor-solicit, "
+        "nd-neighbor-advert, nd-redirect } accept; "
+        "ip saddr @slow4 limit rate over 1000000 bytes/second burst 65536 bytes drop; "
+        "ip6 saddr @slow6 limit rate over 1000000 bytes/second burst 65536 bytes drop; }\n"
         "  chain output { type filter hook output priority -10; policy accept; oif \"lo\" accept; "
-        "ip daddr @slow4 limit rate over 1000000 bytes/second burst 1000000 bytes drop; "
-        "ip6 daddr @slow6 limit rate over 1000000 bytes/second burst 1000000 bytes drop; }\n"
+        "icmpv6 type { nd-router-solicit, nd-router-advert, nd-neighbor-solicit, "
+        "nd-neighbor-advert, nd-redirect } accept; "
+        "ip daddr @slow4 limit rate over 1000000 bytes/second burst 65536 bytes drop; "
+        "ip6 daddr @slow6 limit rate over 1000000 bytes/second burst 65536 bytes drop; }\n"
         "}\n"
         "add element inet kfaild_d7 slow4 { 10.77.25.1 timeout 65s }\n");
   spec.toward.clear();
   spec.bytes_per_second = 1000;
   const auto everyone = nftThrottleScript(spec, {});
   CHECK(everyone.find("slow4 { 0.0.0.0/0 timeout 65s }") != std::string::npos);
-  CHECK(everyone.find("burst 65536 bytes") != std::string::npos);
+  CHECK(everyone.find("burst 1500 bytes") != std::string::npos);
+}
+
+TEST_CASE("a throttle's burst is one second's worth, at least one MTU, at most one GSO segment", "[unit]") {
+  // 65536 at docs/FAULTS.md's 8,000 B/s let 8 s through before the limit bit.
+  CHECK(throttleBurst(8'000) == 8'000);
+  CHECK(throttleBurst(100) == 1'500);
+  CHECK(throttleBurst(10'000'000) == 65'536);
+  ThrottleSpec spec;
+  spec.drill = "7";
+  spec.bytes_per_second = 8'000;
+  spec.duration = std::chrono::seconds(60);
+  CHECK(nftThrottleScript(spec, {}).find("limit rate over 8000 bytes/second burst 8000 bytes drop;") !=
+        std::string::npos);
 }
 
 TEST_CASE("heal deletes the drill's table and succeeds when it is already gone", "[unit]") {
@@ -149,36 +316,68 @@ TEST_CASE("heal deletes the drill's table and succeeds when it is already gone",
 TEST_CASE("the sweep finds only kfaild's own tables in nft's listing", "[unit]") {
   const auto tables = kfaildTables(
       "table inet filter\ntable inet kfaild_d42\ntable ip nat\ntable ip kfaild_d7\n"
-      "table inet kfaild_\ntable inet kfaildx\ntable inet kfaild_d1;x\n");
+      "table inet kfaild_\ntable inet kfaildx\ntable inet kfaild_d1;x\n", "");
   CHECK(tables == std::vector<std::string>{"inet kfaild_d42", "ip kfaild_d7"});
   CHECK(nftSweepScript(tables) == "delete table inet kfaild_d42\ndelete table ip kfaild_d7\n");
   CHECK(nftSweepScript({}).empty());
 }
 
-TEST_CASE("the disk filler script quotes its paths and starts a detached timer that frees the disk",
+TEST_CASE("the disk filler starts and checks its timer before it fills, and judges the fill by the free space",
           "[unit]") {
   DiskFullSpec spec;
   spec.drill = "9";
+  spec.instance = "i0a1b2c3d";
   spec.duration = 20s;
   spec.fill_dir = "/srv/it's/disk/";
+  spec.log_dirs = {"/srv/it's/disk/kafka"};
   const auto script = diskFillScript(spec);
-  CHECK(fillerPath(spec.fill_dir, "9") == "/srv/it's/disk/kfaild_fill_d9");
-  CHECK(script ==
-        "set -e\n"
-        "d='/srv/it'\\''s/disk/'\n"
-        "f='/srv/it'\\''s/disk/kfaild_fill_d9'\n"
-        "s=$(stat -f -c %S \"$d\")\n"
-        "n=$(( $(stat -f -c %f \"$d\") * s - 1048576 ))\n"
-        "if [ \"$n\" -gt 0 ]; then fallocate -l \"$n\" \"$f\" || :; fi\n"
-        "dd if=/dev/zero of=\"$f.tail\" bs=\"$s\" 2>/dev/null || :\n"
-        "setsid sh -c 'sleep \"$1\"; rm -f \"$2.tail\" \"$2\"' kfaild-expiry 25 \"$f\" "
-        "</dev/null >/dev/null 2>&1 &\n"
-        "df -P -B1 \"$d\" | tail -n 1\n");
-  CHECK(diskFreeScript(spec.fill_dir, "9") ==
-        "rm -f '/srv/it'\\''s/disk/kfaild_fill_d9.tail' '/srv/it'\\''s/disk/kfaild_fill_d9'\n");
-  CHECK(diskSweepScript("/srv/d") ==
-        "for f in '/srv/d'/kfaild_fill_d*; do if [ -e \"$f\" ]; then rm -f -- \"$f\" && echo "
-        "\"$f\"; fi; done\n");
+  CHECK(script.find("d='/srv/it'\\''s/disk/'\n") != std::string::npos);
+  CHECK(script.find("for x in '/srv/it'\\''s/disk/kafka'; do") != std::string::npos);
+  CHECK(script.find("e=25\n") != std::string::npos);
+  CHECK(script.find("t=1048576\n") != std::string::npos);
+  const auto at = [&](const std::string& what) {
+    const auto pos = script.find(what);
+    INFO(what);
+    CHECK(pos != std::string::npos);
+    return pos;
+  };
+  // The order is the guarantee: a filler exists only once a checked timer will remove it.
+  const auto root = at("[ \"$r\" != / ] || fail");
+  const auto owner = at("[ \"$o\" = 0 ] || [ \"$o\" = \"$u\" ] || fail");
+  const auto created = at("f=$(mktemp \"$r/kfaild_fill_i0a1b2c3d_d9.XXXXXX\")");
+  const auto systemd = at("systemd-run --quiet --collect --unit=\"$w\" --on-active=\"$e\" rm -f -- \"$f\"");
+  const auto checked = at("kill -0 \"$!\"");
+  const auto fallocate = at("fallocate -l \"$n\" /proc/self/fd/3");
+  const auto judged = at("if [ \"$a\" -ge \"$t\" ]; then cancel; fail");
+  CHECK(root < owner);
+  CHECK(owner < created);
+  CHECK(created < systemd);
+  CHECK(systemd < checked);
+  CHECK(checked < fallocate);
+  CHECK(fallocate < judged);
+  CHECK(script.find("w='kfaild-expiry-i0a1b2c3d-d9'-$x") != std::string::npos);
+  // Sized by what the broker's user may use.
+  CHECK(script.find("if [ \"$u\" = 0 ]; then k=%f; else k=%a; fi") != std::string::npos);
+  // Nothing is written through a name: only through the file mktemp created, checked first.
+  CHECK(script.find("of=\"$f") == std::string::npos);
+  CHECK(script.find("stat -L -c %d:%i:%h:%s /proc/self/fd/3") != std::string::npos);
+}
+
+TEST_CASE("a disk filler for / or a relative dir is invalid before any script is built", "[unit]") {
+  DiskFullSpec spec;
+  spec.drill = "9";
+  spec.duration = 20s;
+  spec.fill_dir = "/srv/disk";
+  CHECK(invalidReason(spec).empty());
+  spec.fill_dir = "/";
+  CHECK(invalidReason(spec).find("fill_dir / is refused") == 0);
+  spec.fill_dir = "//";
+  CHECK(!invalidReason(spec).empty());
+  spec.fill_dir = "srv";
+  CHECK(!invalidReason(spec).empty());
+  spec.fill_dir = "/srv/disk";
+  spec.log_dirs = {"kafka"};
+  CHECK(invalidReason(spec) == "log.dirs entry 'kafka' is not absolute");
 }
 
 TEST_CASE("disk_slow is refused with what the host lacks", "[unit]") {
@@ -271,4 +470,15 @@ TEST_CASE("a failing nft command is an error with its exit code and stderr", "[u
   CHECK(record.error().code == make_error_code(errc::command_failed));
   CHECK(record.error().message.find("exited with 1: ") != std::string::npos);
   CHECK(record.error().message.find("Error: Could not process rule: Operation not permitted") != std::string::npos);
+}
+
+TEST_CASE("a kfaild's instance id comes from its host and its state database, stable across restarts", "[unit]") {
+  const auto a = grayInstanceId("kfaild-a", "/var/lib/kfaild/kfaild.db");
+  CHECK(a.size() == 9);
+  CHECK(a.front() == 'i');
+  CHECK(validInstance(a));
+  CHECK(a == grayInstanceId("kfaild-a", "/var/lib/kfaild/kfaild.db"));
+  CHECK(a != grayInstanceId("kfaild-b", "/var/lib/kfaild/kfaild.db"));
+  CHECK(a != grayInstanceId("kfaild-a", "/var/lib/kfaild/staging.db"));
+  CHECK(grayInstanceHere("kfaild.db") == grayInstanceHere((std::filesystem::current_path() / "kfaild.db").string()));
 }

@@ -2,11 +2,14 @@
 // a size-bounded tmpfs. Needs root, `ip`, `nft`, `python3`; skipped without them.
 
 #include <signal.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -16,6 +19,7 @@
 #include "server/fault/command.h"
 #include "server/fault/gray_fault.h"
 #include "server/fault/gray_runner.h"
+#include "tests/support/paths.h"
 #include "tests/support/process.h"
 #include "tests/support/shell.h"
 #include "tests/support/temp_dir.h"
@@ -256,51 +260,207 @@ TEST_CASE("a throttle rule limits a transfer's rate and a heal lifts it", "[inte
   server.stop(SIGKILL, 2000);
 }
 
+namespace {
+
+// An 8 MiB tmpfs of the test's own with a `kafka` log dir in it, unmounted on destruction.
+struct SmallDisk {
+  explicit SmallDisk(const std::string& options = "size=8m") {
+    std::filesystem::create_directories(mnt);
+    mounted = run({"mount", "-t", "tmpfs", "-o", options, "kfaild-test", mnt}) == 0;
+    if (mounted && options.find("ro") == std::string::npos)
+      std::filesystem::create_directories(mnt + "/kafka");
+  }
+  ~SmallDisk() {
+    if (mounted) run({"umount", mnt});
+  }
+  // Whether a 4 KiB write to the disk still succeeds (as the broker's next append would).
+  bool writes() const {
+    bool ok = false;
+    {
+      std::ofstream out(mnt + "/kafka/probe", std::ios::binary | std::ios::trunc);
+      out << std::string(4096, 'k');
+      out.flush();
+      ok = out.good();
+    }
+    std::filesystem::remove(mnt + "/kafka/probe");
+    return ok;
+  }
+  std::vector<std::string> fillers() const {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(mnt))
+      if (e.path().filename().string().rfind("kfaild_fill_", 0) == 0) out.push_back(e.path().string());
+    return out;
+  }
+  kfaild::testing::TempDir dir;
+  std::string mnt = (dir / "disk").string();
+  bool mounted = false;
+};
+
+DiskFullSpec diskSpec(const SmallDisk& disk, std::chrono::seconds duration) {
+  DiskFullSpec spec;
+  spec.drill = "gt3";
+  spec.duration = duration;
+  spec.log_dirs = {disk.mnt + "/kafka"};
+  return spec;
+}
+
+// The setsid timer's pid from a fill's detail ("kfaild-timer=setsid pid 4242"), or 0.
+pid_t timerPid(const std::string& detail) {
+  const std::string key = "kfaild-timer=setsid pid ";
+  const auto at = detail.find(key);
+  return at == std::string::npos ? 0 : static_cast<pid_t>(std::atol(detail.c_str() + at + key.size()));
+}
+
+// Running, not a zombie (an exited timer whose parent is gone may stay one in a container).
+bool alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+}
+
+bool canFill() { return ::geteuid() == 0 && have("fallocate") && have("mktemp"); }
+
+}  // namespace
+
 TEST_CASE("a disk filler fills a bounded filesystem, heal frees it, and its timer frees it unhealed",
           "[integration]") {
-  if (::geteuid() != 0 || !have("fallocate")) {
+  if (!canFill()) {
     WARN("not run: needs root and fallocate");
     return;
   }
+  SmallDisk disk;
+  REQUIRE(disk.mounted);
+  REQUIRE(disk.writes());
+
+  kfaild::common::SystemClock clock;
+  auto runner = nodeRunner(clock, disk.mnt);
+  auto filled = runner.fillDisk(diskSpec(disk, 60s));
+  INFO((filled.ok() ? filled->detail : filled.error().describe()));
+  REQUIRE(filled.ok());
+  CHECK(filled->detail.find("kfaild-filler=" + disk.mnt + "/kfaild_fill_dgt3.") != std::string::npos);
+  CHECK_FALSE(disk.writes());
+  REQUIRE(runner.heal("gt3").ok());
+  CHECK(disk.writes());
+  CHECK(disk.fillers().empty());
+
+  const auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(runner.fillDisk(diskSpec(disk, 1s)).ok());
+  CHECK_FALSE(disk.writes());
+  while (!disk.fillers().empty() && std::chrono::steady_clock::now() - t0 < 1s + kExpiryMargin + 5s)
+    std::this_thread::sleep_for(100ms);
+  const auto freed = std::chrono::steady_clock::now() - t0;
+  CHECK(disk.fillers().empty());
+  CHECK(freed >= 1s + kExpiryMargin - 500ms);
+  CHECK(disk.writes());
+}
+
+TEST_CASE("a disk filler that could not fill fails the injection and leaves nothing behind", "[integration]") {
+  if (!canFill()) {
+    WARN("not run: needs root and fallocate");
+    return;
+  }
+  kfaild::common::SystemClock clock;
+  SECTION("a read-only filesystem (ProtectSystem=strict)") {
+    SmallDisk disk("size=8m,ro");
+    REQUIRE(disk.mounted);
+    auto runner = nodeRunner(clock, disk.mnt);
+    auto spec = diskSpec(disk, 60s);
+    spec.log_dirs = {disk.mnt};
+    auto filled = runner.fillDisk(spec);
+    REQUIRE(!filled.ok());
+    CHECK(filled.error().message.find("cannot create a file in " + disk.mnt) != std::string::npos);
+  }
+  SECTION("a fill dir on another filesystem than the broker's log dirs") {
+    SmallDisk disk;
+    REQUIRE(disk.mounted);
+    kfaild::testing::TempDir elsewhere;
+    auto runner = nodeRunner(clock, disk.mnt);
+    auto spec = diskSpec(disk, 60s);
+    spec.log_dirs = {elsewhere.path().string()};
+    auto filled = runner.fillDisk(spec);
+    REQUIRE(!filled.ok());
+    CHECK(filled.error().message.find("is on none of the filesystems of the broker's log.dirs") !=
+          std::string::npos);
+    CHECK(disk.fillers().empty());
+    CHECK(disk.writes());
+  }
+  SECTION("a fill dir owned by neither root nor the broker's user") {
+    SmallDisk disk;
+    REQUIRE(disk.mounted);
+    REQUIRE(::chown(disk.mnt.c_str(), 12345, 12345) == 0);
+    auto runner = nodeRunner(clock, disk.mnt);
+    auto filled = runner.fillDisk(diskSpec(disk, 60s));
+    REQUIRE(!filled.ok());
+    CHECK(filled.error().message.find("is owned by uid 12345, neither root nor the broker's user (uid 0)") !=
+          std::string::npos);
+    CHECK(disk.fillers().empty());
+  }
+}
+
+TEST_CASE("run 1's expiry timer never removes run 2's filler, and heal stops the timer", "[integration]") {
+  if (!canFill()) {
+    WARN("not run: needs root and fallocate");
+    return;
+  }
+  SmallDisk disk;
+  REQUIRE(disk.mounted);
+  kfaild::common::SystemClock clock;
+  auto runner = nodeRunner(clock, disk.mnt);
+  auto first = runner.fillDisk(diskSpec(disk, 1s));
+  REQUIRE(first.ok());
+  REQUIRE(runner.heal("gt3").ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto second = runner.fillDisk(diskSpec(disk, 60s));
+  REQUIRE(second.ok());
+  // Past run 1's expiry: run 2's filler is still there.
+  std::this_thread::sleep_for(1s + kExpiryMargin + 1500ms - (std::chrono::steady_clock::now() - t0));
+  CHECK(disk.fillers().size() == 1);
+  CHECK_FALSE(disk.writes());
+
+  const auto timer = timerPid(second->detail);
+  if (timer == 0) {
+    WARN("the timer is a systemd unit here: " << second->detail);
+  } else {
+    CHECK(alive(timer));
+    REQUIRE(runner.heal("gt3").ok());
+    const auto healed = std::chrono::steady_clock::now();
+    while (alive(timer) && std::chrono::steady_clock::now() - healed < 5s)
+      std::this_thread::sleep_for(50ms);
+    CHECK_FALSE(alive(timer));
+  }
+  CHECK(disk.writes());
+}
+
+TEST_CASE("the lab removes a pending disk filler before it unmounts a node's log filesystem", "[integration]") {
+  if (::geteuid() != 0 || !have("python3")) {
+    WARN("not run: needs root and python3");
+    return;
+  }
   kfaild::testing::TempDir dir;
-  const auto mnt = (dir / "disk").string();
+  const auto disk = dir / "disk-contents";
+  const auto mnt = dir / "lab" / "node1" / "disk";
+  std::filesystem::create_directories(disk);
   std::filesystem::create_directories(mnt);
-  REQUIRE(run({"mount", "-t", "tmpfs", "-o", "size=8m", "kfaild-test", mnt}) == 0);
+  REQUIRE(run({"mount", "--bind", disk.string(), mnt.string()}) == 0);
   struct Unmount {
     std::string path;
     ~Unmount() { run({"umount", path}); }
-  } unmount{mnt};
-  auto writes = [&]() {
-    std::ofstream out(mnt + "/probe", std::ios::binary | std::ios::trunc);
-    out << std::string(4096, 'k');
-    out.flush();
-    return out.good();
-  };
-  REQUIRE(writes());
-  std::filesystem::remove(mnt + "/probe");
-
-  kfaild::common::SystemClock clock;
-  auto runner = nodeRunner(clock, mnt);
-  DiskFullSpec spec;
-  spec.drill = "gt3";
-  spec.duration = 60s;
-  auto filled = runner.fillDisk(spec);
-  REQUIRE(filled.ok());
-  CHECK(filled->detail.find("kfaild_fill_dgt3") != std::string::npos);
-  CHECK_FALSE(writes());
-  REQUIRE(runner.heal("gt3").ok());
-  CHECK(writes());
-  std::filesystem::remove(mnt + "/probe");
-
-  spec.duration = 1s;
-  const auto t0 = std::chrono::steady_clock::now();
-  REQUIRE(runner.fillDisk(spec).ok());
-  CHECK_FALSE(writes());
-  while (std::filesystem::exists(fillerPath(mnt, "gt3")) &&
-         std::chrono::steady_clock::now() - t0 < 1s + kExpiryMargin + 5s)
-    std::this_thread::sleep_for(100ms);
-  const auto freed = std::chrono::steady_clock::now() - t0;
-  CHECK_FALSE(std::filesystem::exists(fillerPath(mnt, "gt3")));
-  CHECK(freed >= 1s + kExpiryMargin - 500ms);
-  CHECK(writes());
+  } unmount{mnt.string()};
+  std::ofstream(mnt / "kfaild_fill_i0a1b2c3d_d5.Ab12Cd") << "filler";
+  std::ofstream(mnt / "kafka-data") << "kept";
+  const std::string code =
+      "import importlib.machinery, importlib.util, sys\n"
+      "loader = importlib.machinery.SourceFileLoader('lab', sys.argv[1])\n"
+      "m = importlib.util.module_from_spec(importlib.util.spec_from_loader('lab', loader))\n"
+      "loader.exec_module(m)\n"
+      "m.disk_unmount(1)\n";
+  auto out = runCommand({"env", "KFAILD_LAB_DIR=" + (dir / "lab").string(), "python3", "-c", code,
+                         std::string(KFAILD_SOURCE_DIR) + "/deploy/lab/lab"},
+                        30s);
+  REQUIRE(out.ok());
+  INFO(out->out << out->err);
+  CHECK(out->exit_code == 0);
+  CHECK_FALSE(std::filesystem::exists(disk / "kfaild_fill_i0a1b2c3d_d5.Ab12Cd"));
+  CHECK(std::filesystem::exists(disk / "kafka-data"));
 }

@@ -6,12 +6,14 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <utime.h>
 
+#include "server/fault/command.h"
 #include "server/fault/errc.h"
 #include "tests/fault/lab_broker.h"
 #include "tests/support/temp_dir.h"
@@ -484,4 +486,63 @@ TEST_CASE("the local injector reads a log line from the file Kafka rolled it int
                                          {"controlled shutdown", "Fencing broker 2"});
   REQUIRE(current);
   CHECK(current->size() == 1);
+}
+
+TEST_CASE("the rules' namespace and the broker's are compared by inode, and a difference is named", "[unit]") {
+  CHECK(netnsMismatch("kfl25000-n1", 4026532001, 77, 4026532001).empty());
+  CHECK(netnsMismatch("kfl25000-n1", 4026532001, 77, 4026531840) ==
+        "the broker (pid 77) is not in network namespace 'kfl25000-n1' (inode 4026532001) but in inode "
+        "4026531840 (/proc/77/ns/net): rules placed there would cut something else");
+  CHECK(netnsMismatch("n1", std::nullopt, 77, 1).find("(/var/run/netns/n1) cannot be read") != std::string::npos);
+  CHECK(netnsMismatch("n1", 1, 77, std::nullopt).find("/proc/77/ns/net") != std::string::npos);
+}
+
+TEST_CASE("a local isolation goes only into the namespace the broker runs in", "[integration][fault]") {
+  if (::geteuid() != 0 || std::system("command -v ip >/dev/null 2>&1 && command -v nft >/dev/null 2>&1") != 0) {
+    WARN("not run: needs root, ip and nft");
+    return;
+  }
+  const std::string netns = "kfgt-local";
+  std::system(("ip netns delete " + netns + " 2>/dev/null").c_str());
+  REQUIRE(std::system(("ip netns add " + netns).c_str()) == 0);
+  struct Remove {
+    std::string name;
+    ~Remove() { std::system(("ip netns delete " + name + " 2>/dev/null").c_str()); }
+  } remove{netns};
+  const common::SystemClock clock;
+  IsolateSpec spec;
+  spec.drill = "lt1";
+  spec.from = IsolateFrom::all;
+  spec.duration = 30s;
+
+  SECTION("a broker in kfaild's own namespace: refused, nothing placed") {
+    const testing::TempDir dir;
+    const auto ready = (dir / "ready").string();
+    const Child jvm(fakeKafkaJvm("exit(0)", ready));
+    writePidFile((dir / "kafka.pid").string(), jvm.pid());
+    REQUIRE(testing::eventually(10s, [&] { return std::filesystem::exists(ready); }));
+    LocalInjector injector({(dir / "kafka.pid").string(), {"true"}, ""}, LogZone::utc, clock);
+    injector.placeGrayFaults({.netns = netns, .fill_dir = {}, .instance = {}});
+    const auto isolated = injector.isolate(spec);
+    REQUIRE_FALSE(isolated);
+    CHECK(isolated.error().message.find("is not in network namespace 'kfgt-local'") != std::string::npos);
+    auto tables = runCommand({"ip", "netns", "exec", netns, "nft", "list", "tables"}, 10s);
+    REQUIRE(tables);
+    CHECK(tables->out.find("kfaild_") == std::string::npos);
+  }
+  SECTION("a broker in that namespace: placed, and healed") {
+    const testing::TempDir dir;
+    const auto ready = (dir / "ready").string();
+    auto argv = fakeKafkaJvm("exit(0)", ready);
+    argv.insert(argv.begin(), {"ip", "netns", "exec", netns});
+    const Child jvm(argv);
+    writePidFile((dir / "kafka.pid").string(), jvm.pid());
+    REQUIRE(testing::eventually(10s, [&] { return std::filesystem::exists(ready); }));
+    LocalInjector injector({(dir / "kafka.pid").string(), {"true"}, ""}, LogZone::utc, clock);
+    injector.placeGrayFaults({.netns = netns, .fill_dir = {}, .instance = {}});
+    const auto isolated = injector.isolate(spec);
+    INFO((isolated ? isolated->detail : isolated.error().describe()));
+    REQUIRE(isolated);
+    CHECK(injector.heal("lt1"));
+  }
 }

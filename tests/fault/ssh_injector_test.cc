@@ -3,8 +3,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "server/fault/command.h"
 #include "server/fault/errc.h"
+#include "tests/support/temp_dir.h"
 
 using namespace kfaild::fault;
 
@@ -169,4 +174,120 @@ TEST_CASE("a log file name that is a path is refused before anything runs", "[un
   const auto lines = injector.logLines("../../etc/shadow", 0, {"x"});
   REQUIRE_FALSE(lines);
   CHECK(lines.error().code == errc::invalid_target);
+}
+
+namespace {
+
+// A stand-in for ssh: `-G` prints a configuration whose port is not the target's (as a Port in
+// ~/.ssh/config would), anything else appends the remote command to `log` and answers the
+// host-namespace check with `netns_exit` (0: the host's). `delay` seconds before an nft call.
+std::string fakeSsh(const kfaild::testing::TempDir& dir, int netns_exit, int delay = 0) {
+  const auto program = (dir / "ssh").string();
+  std::ofstream out(program);
+  out << "#!/bin/sh\n"
+         "for a; do last=$a; done\n"
+         "case \" $* \" in *\" -G \"*) printf 'user root\\nhostname 10.9.9.9\\nport 2200\\n'; exit 0;; esac\n"
+         "printf '%s\\n--end--\\n' \"$last\" >> "
+      << (dir / "log").string()
+      << "\n"
+         "case $last in *kfaild-netns=host*) if [ "
+      << netns_exit
+      << " != 0 ]; then echo 'kfaild: the broker (pid 7) runs in network namespace net:[2], not the "
+         "host'\"'\"'s (net:[1])' >&2; exit "
+      << netns_exit
+      << "; fi; echo kfaild-pid=7; echo kfaild-netns=host;; esac\n"
+         "case $last in *nft*) sleep "
+      << delay << ";; esac\n"
+         "exit 0\n";
+  out.close();
+  std::filesystem::permissions(program, std::filesystem::perms::owner_all);
+  return program;
+}
+
+std::string fileText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+IsolateSpec isolateAll() {
+  IsolateSpec spec;
+  spec.drill = "5";
+  spec.from = IsolateFrom::all;
+  spec.duration = std::chrono::seconds(30);
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("ssh -G's hostname and port are where ssh really connects", "[unit][fault]") {
+  const auto parsed = parseSshConfig("user kafka\nhostname k1.internal\nport 2200\nbatchmode yes\n");
+  REQUIRE(parsed);
+  CHECK(parsed->hostname == "k1.internal");
+  CHECK(parsed->port == 2200);
+  CHECK_FALSE(parseSshConfig("hostname k1\n"));
+  CHECK_FALSE(parseSshConfig("hostname k1\nport 70000\n"));
+  const kfaild::testing::ManualClock clock;
+  const auto argv = SshInjector(labTarget(), LogZone::utc, clock).sshConfigArgv();
+  REQUIRE(argv);
+  CHECK(*argv == std::vector<std::string>{"ssh", "-G", "-o", "BatchMode=yes", "-o", "ConnectTimeout=3", "-p",
+                                          "2222", "-i", "/var/cache/kfaild drill/id ed25519", "-o",
+                                          "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                                          "root@127.0.0.1"});
+}
+
+TEST_CASE("the host-namespace check compares the broker's network namespace with pid 1's", "[unit][fault]") {
+  const auto script = ssh_script::hostNamespaceCommand("cat /run/kafka.pid");
+  CHECK(script.find("cat /run/kafka.pid") != std::string::npos);
+  CHECK(script.find("sudo -n sh -c 'readlink /proc/1/ns/net; readlink /proc/$1/ns/net' kfaild \"$pid\"") !=
+        std::string::npos);
+  CHECK(script.find("[ \"$1\" = \"$2\" ] || {") != std::string::npos);
+  CHECK(script.find("exit 97") != std::string::npos);
+}
+
+TEST_CASE("an ssh isolation keeps the port ssh -G connects to and the session's, after the host-namespace check",
+          "[integration][fault]") {
+  const kfaild::testing::TempDir dir;
+  const kfaild::testing::ManualClock clock;
+  SshInjector injector(labTarget(), LogZone::utc, clock, fakeSsh(dir, 0));
+  injector.placeGrayFaults({});
+  const auto isolated = injector.isolate(isolateAll());
+  INFO(fileText((dir / "log").string()));
+  REQUIRE(isolated);
+  const auto log = fileText((dir / "log").string());
+  const auto check = log.find("kfaild-netns=host");
+  const auto nft = log.find("sudo -n nft -f -");
+  REQUIRE(check != std::string::npos);
+  REQUIRE(nft != std::string::npos);
+  CHECK(check < nft);
+  CHECK(log.find("add element inet kfaild_d5 keep { 2200 }") != std::string::npos);
+  CHECK(log.find("add element inet kfaild_d5 keep { @KFAILD_SESSION_PORT@ }") != std::string::npos);
+  CHECK(log.find("p=${SSH_CONNECTION##* }") != std::string::npos);
+  CHECK(log.find("nd-neighbor-solicit") != std::string::npos);
+  CHECK(log.find("{ 2222 }") == std::string::npos);
+}
+
+TEST_CASE("a broker in a container on an ssh host is refused with the reason, and no rule is placed",
+          "[integration][fault]") {
+  const kfaild::testing::TempDir dir;
+  const kfaild::testing::ManualClock clock;
+  SshInjector injector(labTarget(), LogZone::utc, clock, fakeSsh(dir, 97));
+  injector.placeGrayFaults({});
+  const auto isolated = injector.isolate(isolateAll());
+  REQUIRE_FALSE(isolated);
+  CHECK(isolated.error().message.find("runs in network namespace net:[2]") != std::string::npos);
+  CHECK(fileText((dir / "log").string()).find("nft") == std::string::npos);
+}
+
+TEST_CASE("an ssh node's gray-fault scripts wait for ssh's connect timeout on top of their own",
+          "[integration][fault]") {
+  const kfaild::testing::TempDir dir;
+  const kfaild::testing::ManualClock clock;
+  auto target = labTarget();
+  target.connect_timeout_s = 5;
+  // 21 s: past the fixed 20 s, within 20 s + connect_timeout_s.
+  SshInjector injector(target, LogZone::utc, clock, fakeSsh(dir, 0, 21));
+  injector.placeGrayFaults({});
+  const auto isolated = injector.isolate(isolateAll());
+  INFO((isolated ? std::string() : isolated.error().describe()));
+  CHECK(isolated);
 }
