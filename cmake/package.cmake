@@ -1,7 +1,8 @@
 # The Debian package (issue 28): `scripts/package` configures the build with -DKFAILD_PACKAGE=ON
 # -DCMAKE_INSTALL_PREFIX=/usr and runs `cpack -G DEB`. Besides kfaild, kfailctl and the dashboard
 # (installed by every `cmake --install`), the package carries the systemd unit (its ExecStart
-# pointing at the installed binary), the sysusers file, the example configuration as a conffile,
+# pointing at the installed binary), the sysusers and tmpfiles files, the example configuration
+# as a conffile (0640 in a 0750 /etc/kfaild, given to the kfaild group by the postinst),
 # and its own copy of librdkafka in /usr/lib/kfaild (Debian 12's is too old), found through the
 # binary's RUNPATH. lintian's overrides, each explained, are in deploy/debian/lintian-overrides.
 option(KFAILD_PACKAGE "Install what the Debian package carries (unit, sysusers, /etc config, librdkafka)" OFF)
@@ -26,7 +27,13 @@ string(REPLACE "/usr/local/bin/kfaild" "${CMAKE_INSTALL_FULL_BINDIR}/kfaild" uni
 file(WRITE ${pkg}/kfaild.service "${unit}")
 install(FILES ${pkg}/kfaild.service DESTINATION /lib/systemd/system)
 install(FILES ${KFAILD_ROOT}/deploy/systemd/kfaild.sysusers DESTINATION lib/sysusers.d RENAME kfaild.conf)
-install(FILES ${KFAILD_ROOT}/deploy/systemd/kfaild.yaml DESTINATION /etc/kfaild)
+install(FILES ${KFAILD_ROOT}/deploy/systemd/kfaild.tmpfiles DESTINATION lib/tmpfiles.d RENAME kfaild.conf)
+# The configuration may hold credentials: root's, 0750 and 0640, never readable by others. The
+# postinst gives both to the kfaild group (tmpfiles.d), which does not exist before it runs.
+install(DIRECTORY DESTINATION /etc/kfaild
+        DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE)
+install(FILES ${KFAILD_ROOT}/deploy/systemd/kfaild.yaml DESTINATION /etc/kfaild
+        PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ)
 
 # /usr/share/doc/kfaild: the copyright file and a changelog (gzip -9n: no name, no timestamp).
 configure_file(${KFAILD_ROOT}/deploy/debian/changelog.in ${pkg}/changelog @ONLY)
@@ -51,7 +58,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE amd64)
 # What kfaild and its librdkafka link against (ldd) as Debian 12 names them; systemd for the
-# postinst's systemd-sysusers (the prerm's deb-systemd-invoke is essential's init-system-helpers).
+# postinst's systemd-sysusers and systemd-tmpfiles (the prerm's deb-systemd-invoke is essential's init-system-helpers).
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "libc6 (>= 2.34), libstdc++6 (>= 12), libgcc-s1, libssl3, libsasl2-2, libsqlite3-0, libyaml-cpp0.7, libspdlog1.10, libfmt9, zlib1g, libzstd1, liblz4-1, systemd")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA

@@ -8,9 +8,12 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <variant>
+#include <vector>
 
 #include "server/config/config.h"
+#include "server/config/config_file.h"
 #include "server/daemon/daemon.h"
 #include "server/kafka/client.h"
 
@@ -59,13 +62,17 @@ int main(int argc, char* argv[]) {
   }
 
   kfaild::config::Config config;
+  std::vector<std::string> secret_warnings;
   try {
-    config = kfaild::config::loadConfigFile(options.config_path);
+    auto loaded = kfaild::config::loadConfigFileWithWarnings(options.config_path);
+    config = std::move(loaded.config);
+    secret_warnings = std::move(loaded.warnings);
   } catch (const kfaild::config::ConfigError& e) {
     std::cerr << "kfaild: configuration error: " << e.what() << '\n';
     return 2;
   }
   if (options.check_only) {
+    for (const auto& warning : secret_warnings) std::cerr << "kfaild: warning: " << warning << '\n';
     std::cout << options.config_path << ": ok (" << config.clusters.size() << " cluster(s))\n";
     return 0;
   }
@@ -75,6 +82,7 @@ int main(int argc, char* argv[]) {
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%fZ %^%l%$ %v", spdlog::pattern_time_type::utc);
   spdlog::info("kfaild {} starting, librdkafka {}", KFAILD_VERSION,
                kfaild::kafka::librdkafkaVersion());
+  for (const auto& warning : secret_warnings) spdlog::warn("config: {}", warning);
 
   // Signals are taken synchronously by the main thread; every thread started after this inherits
   // the blocked mask, so SIGTERM never interrupts a probe or writer thread.

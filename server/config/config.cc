@@ -1,4 +1,5 @@
 #include "server/config/config.h"
+#include "server/config/config_file.h"
 
 #include "server/config/token_file.h"
 
@@ -6,8 +7,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -76,51 +79,63 @@ std::map<std::string, std::string> readStringMap(const YAML::Node& node, const s
   return out;
 }
 
-// The first line of a secret file (a client property's `<name>_file`), which only its owner may
-// read, as a token file: whoever reads a SASL password or a key's passphrase is the cluster's
-// client. The value itself never appears in an error.
+// The first line of a secret file (a `<key>_file`), read as a token file is (readPrivateFirstLine:
+// no symbolic link, kfaild's user's own, mode 0600 or 0400): whoever reads a SASL password, a
+// key's passphrase or a webhook's URL is the cluster's client or the receiver's sender. The value
+// itself never appears in an error.
 std::string readSecretFile(const std::string& path, const std::string& key) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) fail(key, "cannot read " + path + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) fail(key, path + " is not a regular file");
-  if ((st.st_mode & 077) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    fail(key, path + " is readable by its group or others (mode " + mode + "): chmod 600 it");
-  }
-  std::ifstream in(path);
-  std::string line;
-  if (!in || !std::getline(in, line)) fail(key, "cannot read " + path + " (or it is empty)");
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  if (line.empty()) fail(key, path + " has an empty first line");
-  return line;
+  constexpr std::size_t kMaxSecretBytes = 64 * 1024;
+  auto line = readPrivateFirstLine(path, kMaxSecretBytes);
+  if (!line) fail(key, line.error().message);
+  if (line->empty()) fail(key, path + " has an empty first line");
+  if (line->size() >= kMaxSecretBytes) fail(key, "the first line of " + path + " is longer than 64 KiB");
+  return std::move(*line);
 }
 
-// clusters[].client: librdkafka's properties, with two ways to keep a secret out of the file: a
-// value "${env:NAME}" is the environment variable NAME (unset: an error), and a key
-// "<property>_file" names a file whose first line is the property's value (readSecretFile).
-std::map<std::string, std::string> readClientProperties(const YAML::Node& node, const std::string& key) {
+bool isEnvironmentReference(const std::string& value) { return value.rfind("${env:", 0) == 0; }
+
+// A value "${env:NAME}" is the environment variable NAME (unset: an error); any other value is
+// itself.
+std::string resolveEnvironment(const std::string& value, const std::string& key) {
+  if (!isEnvironmentReference(value)) return value;
+  const auto variable = value.size() > 7 && value.back() == '}' ? value.substr(6, value.size() - 7) : std::string();
+  if (variable.empty() || variable.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+                              std::string::npos) {
+    fail(key, "${env:NAME} needs a variable name of letters, digits and '_'");
+  }
+  const char* set = std::getenv(variable.c_str());
+  if (set == nullptr) fail(key, "names the environment variable " + variable + ", which is not set");
+  return set;
+}
+
+// librdkafka's properties that hold a credential (those its own configuration marks sensitive).
+bool isSecretClientProperty(const std::string& name) {
+  for (const char* part : {"password", "secret", "passphrase", "private.key", "ssl.key.pem", "sasl.oauthbearer.config"}) {
+    if (name.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// A mapping whose values may be secrets (clusters[].client, a receiver's headers), with two ways
+// to keep one out of the file: a value "${env:NAME}" (resolveEnvironment), and a key
+// "<name>_file" naming a file whose first line is the value of <name> (readSecretFile). The keys
+// of secrets given inline (`is_secret` of the name) are added to `inline_secrets`.
+std::map<std::string, std::string> readSecretMap(const YAML::Node& node, const std::string& key,
+                                                 bool (*is_secret)(const std::string&),
+                                                 std::vector<std::string>& inline_secrets) {
   const auto raw = readStringMap(node, key);
   std::map<std::string, std::string> out;
   for (const auto& [name, value] : raw) {
     const auto field = key + "." + name;
-    auto resolved = value;
-    if (value.rfind("${env:", 0) == 0) {
-      const auto variable = value.size() > 7 && value.back() == '}' ? value.substr(6, value.size() - 7) : std::string();
-      if (variable.empty() || variable.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
-                                  std::string::npos) {
-        fail(field, "${env:NAME} needs a variable name of letters, digits and '_'");
-      }
-      const char* set = std::getenv(variable.c_str());
-      if (set == nullptr) fail(field, "names the environment variable " + variable + ", which is not set");
-      resolved = set;
-    }
+    auto resolved = resolveEnvironment(value, field);
     auto property = name;
     constexpr std::string_view kFileSuffix = "_file";
     if (name.size() > kFileSuffix.size() && name.ends_with(kFileSuffix)) {
       property = name.substr(0, name.size() - kFileSuffix.size());
       if (raw.count(property)) fail(field, "and " + key + "." + property + " are both set: keep one");
       resolved = readSecretFile(resolved, field);
+    } else if (!isEnvironmentReference(value) && is_secret(name)) {
+      inline_secrets.push_back(field);
     }
     out[property] = std::move(resolved);
   }
@@ -571,7 +586,7 @@ nlohmann::json yamlToJson(const YAML::Node& node, const std::string& key) {
   return text;
 }
 
-ClusterConfig readCluster(const YAML::Node& node, const std::string& key) {
+ClusterConfig readCluster(const YAML::Node& node, const std::string& key, std::vector<std::string>& inline_secrets) {
   rejectUnknownKeys(node, key, {"name", "bootstrap", "client", "probe", "observe", "inventory", "objectives",
                                 "regression"});
   ClusterConfig c;
@@ -584,7 +599,7 @@ ClusterConfig readCluster(const YAML::Node& node, const std::string& key) {
   if (!node["bootstrap"]) fail(key + ".bootstrap", "required (host:port[,host:port...])");
   c.bootstrap = readString(node["bootstrap"], key + ".bootstrap");
   if (c.bootstrap.empty()) fail(key + ".bootstrap", "must not be empty");
-  if (node["client"]) c.client = readClientProperties(node["client"], key + ".client");
+  if (node["client"]) c.client = readSecretMap(node["client"], key + ".client", isSecretClientProperty, inline_secrets);
   for (const auto& reserved : {"bootstrap.servers", "acks"}) {
     if (c.client.count(reserved)) {
       fail(key + ".client." + reserved,
@@ -814,7 +829,7 @@ HttpConfig readHttp(const YAML::Node& node) {
   return h;
 }
 
-NotificationsConfig readNotifications(const YAML::Node& node) {
+NotificationsConfig readNotifications(const YAML::Node& node, std::vector<std::string>& inline_secrets) {
   rejectUnknownKeys(node, "notifications", {"receivers", "retry", "incidents", "external_url"});
   NotificationsConfig n;
   if (node["external_url"]) {
@@ -842,7 +857,7 @@ NotificationsConfig readNotifications(const YAML::Node& node) {
     for (std::size_t i = 0; i < list.size(); ++i) {
       const auto key = "notifications.receivers[" + std::to_string(i) + "]";
       const auto r = list[i];
-      rejectUnknownKeys(r, key, {"name", "type", "url", "events", "verdicts", "headers", "tls", "timeout_s",
+      rejectUnknownKeys(r, key, {"name", "type", "url", "url_file", "events", "verdicts", "headers", "tls", "timeout_s",
                                  "alert_resolve_after_s", "include_operator_details"});
       ReceiverConfig rc;
       if (!r["name"]) fail(key + ".name", "required");
@@ -857,11 +872,22 @@ NotificationsConfig readNotifications(const YAML::Node& node) {
       if (rc.type != "webhook" && rc.type != "slack" && rc.type != "alertmanager") {
         fail(key + ".type", "must be webhook, slack or alertmanager, got '" + rc.type + "'");
       }
-      if (!r["url"]) fail(key + ".url", "required");
-      rc.url = readString(r["url"], key + ".url");
+      // The URL is a secret (a Slack webhook's path is its credential): inline, ${env:NAME}, or
+      // url_file.
+      if (r["url"] && r["url_file"]) fail(key + ".url_file", "and " + key + ".url are both set: keep one");
+      if (r["url_file"]) {
+        rc.url = readSecretFile(resolveEnvironment(readString(r["url_file"], key + ".url_file"), key + ".url_file"),
+                                key + ".url_file");
+      } else {
+        if (!r["url"]) fail(key + ".url", "required (or url_file)");
+        const auto url = readString(r["url"], key + ".url");
+        rc.url = resolveEnvironment(url, key + ".url");
+        if (!isEnvironmentReference(url)) inline_secrets.push_back(key + ".url");
+      }
+      const auto url_key = key + (r["url_file"] ? ".url_file" : ".url");
       const bool https = rc.url.rfind("https://", 0) == 0;
-      if (!https && rc.url.rfind("http://", 0) != 0) fail(key + ".url", "must start with http:// or https://");
-      if (rc.url.find_first_of(" \t\r\n") != std::string::npos) fail(key + ".url", "must not contain white space");
+      if (!https && rc.url.rfind("http://", 0) != 0) fail(url_key, "must start with http:// or https://");
+      if (rc.url.find_first_of(" \t\r\n") != std::string::npos) fail(url_key, "must not contain white space");
       if (r["events"]) {
         rc.events = readChoices(r["events"], key + ".events", {"drill_finished", "drill_failed", "regression", "incident"});
       }
@@ -869,7 +895,7 @@ NotificationsConfig readNotifications(const YAML::Node& node) {
         rc.verdicts = readChoices(r["verdicts"], key + ".verdicts", {"pass", "fail", "inconclusive", "none"});
       }
       if (r["headers"]) {
-        rc.headers = readStringMap(r["headers"], key + ".headers");
+        rc.headers = readSecretMap(r["headers"], key + ".headers", [](const std::string&) { return true; }, inline_secrets);
         for (const auto& [name, value] : rc.headers) {
           if (name.empty() || name.find_first_of(" :\r\n\t") != std::string::npos ||
               value.find_first_of("\r\n") != std::string::npos) {
@@ -936,7 +962,10 @@ NotificationsConfig readNotifications(const YAML::Node& node) {
   return n;
 }
 
-Config parseConfig(const std::string& yaml_text, const std::string& origin) {
+namespace {
+
+// parseConfig, adding the keys of the secrets given inline to `inline_secrets`.
+Config parseConfigText(const std::string& yaml_text, const std::string& origin, std::vector<std::string>& inline_secrets) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -955,14 +984,14 @@ Config parseConfig(const std::string& yaml_text, const std::string& origin) {
     if (root["storage"]) c.storage = readStorage(root["storage"]);
     if (root["http"]) c.http = readHttp(root["http"]);
     if (root["shutdown_grace_s"]) c.shutdown_grace_s = readInt(root["shutdown_grace_s"], "shutdown_grace_s", 1, 3600);
-    if (root["notifications"]) c.notifications = readNotifications(root["notifications"]);
+    if (root["notifications"]) c.notifications = readNotifications(root["notifications"], inline_secrets);
     const auto clusters = root["clusters"];
     if (!clusters || !clusters.IsSequence() || clusters.size() == 0) {
       fail("clusters", "required: a list of at least one cluster");
     }
     std::set<std::string> names;
     for (std::size_t i = 0; i < clusters.size(); ++i) {
-      auto cluster = readCluster(clusters[i], "clusters[" + std::to_string(i) + "]");
+      auto cluster = readCluster(clusters[i], "clusters[" + std::to_string(i) + "]", inline_secrets);
       if (!names.insert(cluster.name).second) {
         fail("clusters[" + std::to_string(i) + "].name", "duplicate cluster name " + cluster.name);
       }
@@ -976,12 +1005,54 @@ Config parseConfig(const std::string& yaml_text, const std::string& origin) {
   }
 }
 
-Config loadConfigFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot read the file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parseConfig(text.str(), path);
+std::vector<std::string> inlineSecretWarnings(const std::vector<std::string>& inline_secrets, const std::string& path,
+                                              unsigned mode) {
+  const unsigned readable_by = mode & 044;
+  if (readable_by == 0) return {};
+  char octal[8];
+  std::snprintf(octal, sizeof octal, "%04o", mode & 07777);
+  const std::string who = readable_by == 044 ? "its group and others" : readable_by == 040 ? "its group" : "others";
+  std::vector<std::string> out;
+  for (const auto& key : inline_secrets) {
+    out.push_back(path + " (mode " + octal + ") is readable by " + who + " and holds the secret " + key +
+                  " inline: move it to " + key + "_file (a file only kfaild's user reads) or ${env:NAME}");
+  }
+  return out;
+}
+
+}  // namespace
+
+Config parseConfig(const std::string& yaml_text, const std::string& origin) {
+  std::vector<std::string> inline_secrets;
+  return parseConfigText(yaml_text, origin, inline_secrets);
+}
+
+Config loadConfigFile(const std::string& path) { return loadConfigFileWithWarnings(path).config; }
+
+LoadedConfig loadConfigFileWithWarnings(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw ConfigError(path + ": cannot read the file");
+  struct stat st {};
+  std::string text;
+  bool read_ok = ::fstat(fd, &st) == 0;
+  char buffer[65536];
+  while (read_ok) {
+    const auto got = ::read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      read_ok = got == 0;
+      break;
+    }
+    text.append(buffer, static_cast<std::size_t>(got));
+  }
+  const int read_errno = errno;
+  ::close(fd);
+  if (!read_ok) throw ConfigError(path + ": cannot read the file: " + std::strerror(read_errno));
+  LoadedConfig loaded;
+  std::vector<std::string> inline_secrets;
+  loaded.config = parseConfigText(text, path, inline_secrets);
+  loaded.warnings = inlineSecretWarnings(inline_secrets, path, static_cast<unsigned>(st.st_mode));
+  return loaded;
 }
 
 }  // namespace kfaild::config

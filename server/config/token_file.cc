@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -27,10 +28,11 @@ std::string octal(mode_t mode) {
 
 }  // namespace
 
-Result<std::string> readTokenFile(const std::string& path) {
+Result<std::string> readPrivateFirstLine(const std::string& path, std::size_t max_bytes) {
   // One descriptor for every check and the read: a file swapped between a stat() and an open()
   // cannot slip through, and O_NOFOLLOW refuses a symlink planted in place of the file (a link to
-  // a file another user controls would hand them the operator's token).
+  // a file another user controls would hand them the secret, and a link to the operator's token
+  // file would send that token wherever this secret goes).
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ELOOP) return tokenError(path + " is a symbolic link; give the path of the file itself");
@@ -45,14 +47,13 @@ Result<std::string> readTokenFile(const std::string& path) {
   if (!S_ISREG(st.st_mode)) return tokenError(path + " is not a regular file");
   if (st.st_uid != ::geteuid()) {
     return tokenError(path + " is owned by uid " + std::to_string(st.st_uid) + ", not by kfaild's user (uid " +
-                      std::to_string(::geteuid()) + "); whoever owns it can change the operator's token: chown it");
+                      std::to_string(::geteuid()) + "); whoever owns it can change the secret in it: chown it");
   }
   if ((st.st_mode & 07177) != 0) {
     return tokenError(path + " has mode " + octal(st.st_mode) +
-                      ", more than owner read and write; whoever reads it can kill brokers: chmod 600 " + path);
+                      ", more than owner read and write; whoever reads it holds the secret: chmod 600 " + path);
   }
-  // First line only, at most the longest token allowed plus its line end.
-  std::string content(4096 + 3, '\0');
+  std::string content(max_bytes, '\0');
   std::size_t filled = 0;
   while (filled < content.size()) {
     const auto got = ::read(fd, content.data() + filled, content.size() - filled);
@@ -63,7 +64,16 @@ Result<std::string> readTokenFile(const std::string& path) {
     if (content.find('\n') < filled) break;
   }
   content.resize(filled);
-  std::string token = content.substr(0, content.find('\n'));
+  content.resize(std::min(content.size(), content.find('\n')));
+  if (!content.empty() && content.back() == '\r') content.pop_back();
+  return content;
+}
+
+Result<std::string> readTokenFile(const std::string& path) {
+  // At most the longest token allowed plus a line end and one more byte, to tell a longer one.
+  auto line = readPrivateFirstLine(path, 4096 + 3);
+  if (!line) return line.error();
+  std::string token = std::move(*line);
   while (!token.empty() && (token.back() == '\r' || token.back() == ' ' || token.back() == '\t')) token.pop_back();
   if (token.size() < 16) return tokenError("the token in " + path + " must be at least 16 characters");
   if (token.size() > 4096) return tokenError("the token in " + path + " must be at most 4096 characters");

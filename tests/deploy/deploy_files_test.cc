@@ -7,6 +7,9 @@
 // other: the compose user is the image's, the inventory names compose's containers, the mounted
 // config is where the image's CMD looks for it.
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -220,6 +223,81 @@ TEST_CASE(
   CHECK(run("systemd-sysusers --dry-run --root=" + quoted(root.path()) + " " +
             quoted(root / "broken.conf"))
             .status != 0);
+}
+
+namespace {
+
+// The gid of `group` in the group file of the root at `root`, or -1.
+long groupId(const fs::path& root, const std::string& group) {
+  for (const auto& line : lines(readFile(root / "etc/group"))) {
+    if (line.rfind(group + ":x:", 0) == 0) return std::stol(line.substr(group.size() + 3));
+  }
+  return -1;
+}
+
+struct Owned {
+  unsigned mode = 0;
+  long uid = -1;
+  long gid = -1;
+};
+
+Owned ownedBy(const fs::path& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return {static_cast<unsigned>(st.st_mode & 07777), static_cast<long>(st.st_uid), static_cast<long>(st.st_gid)};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the package's postinst gives /etc/kfaild and its kfaild.yaml to the kfaild group, 0750 and 0640, "
+    "as the unit's ConfigurationDirectoryMode says, and a misspelt group fails",
+    "[integration][deploy]") {
+  const auto unit = readFile(kSource / "deploy/systemd/kfaild.service");
+  CHECK(unitValue(unit, "ConfigurationDirectoryMode") == "0750");
+  // cmake/package.cmake ships both that way before the group exists (tests/e2e/package_test.cc
+  // checks the package itself).
+  const auto package = readFile(kSource / "cmake/package.cmake");
+  CHECK(package.find("install(DIRECTORY DESTINATION /etc/kfaild\n"
+                     "        DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE)") !=
+        std::string::npos);
+  CHECK(package.find("DESTINATION /etc/kfaild\n        PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ)") !=
+        std::string::npos);
+  if (::geteuid() != 0) {
+    SUCCEED("not root: the postinst cannot give files to a group");
+    return;
+  }
+
+  // The root as dpkg leaves it before the postinst: the package's files, the configuration left
+  // readable by everyone (as a manual install or an older package did).
+  const auto unpacked = [](const TempDir& root, const std::string& tmpfiles) {
+    writeFile(root / "usr/lib/sysusers.d/kfaild.conf", readFile(kSource / "deploy/systemd/kfaild.sysusers"));
+    writeFile(root / "usr/lib/tmpfiles.d/kfaild.conf", tmpfiles);
+    writeFile(root / "etc/kfaild/kfaild.yaml", readFile(kSource / "deploy/systemd/kfaild.yaml"));
+    fs::permissions(root / "etc/kfaild", fs::perms(0755));
+    fs::permissions(root / "etc/kfaild/kfaild.yaml", fs::perms(0644));
+    return run("DPKG_ROOT=" + quoted(root.path()) + " sh " + quoted(kSource / "deploy/debian/postinst") +
+               " configure");
+  };
+  const auto tmpfiles = readFile(kSource / "deploy/systemd/kfaild.tmpfiles");
+  TempDir root;
+  const auto configured = unpacked(root, tmpfiles);
+  INFO(configured.output);
+  REQUIRE(configured.status == 0);
+  const auto group = groupId(root.path(), unitValue(unit, "Group"));
+  REQUIRE(group > 0);
+  const auto directory = ownedBy(root / "etc/kfaild");
+  CHECK(directory.mode == 0750);
+  CHECK(directory.uid == 0);
+  CHECK(directory.gid == group);
+  const auto config = ownedBy(root / "etc/kfaild/kfaild.yaml");
+  CHECK(config.mode == 0640);
+  CHECK(config.uid == 0);
+  CHECK(config.gid == group);
+
+  TempDir misspelt;
+  CHECK(unpacked(misspelt, replacedOnce(tmpfiles, "0640 root kfaild", "0640 root kfailed")).status != 0);
+  CHECK(ownedBy(misspelt / "etc/kfaild/kfaild.yaml").mode == 0644);
 }
 
 TEST_CASE(

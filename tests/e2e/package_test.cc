@@ -2,6 +2,8 @@
 // tree, checked by lintian, unpacked by dpkg into a clean root, and the kfaild in it run against
 // the lab: it loads its own librdkafka, probes, and serves the dashboard it was installed with.
 
+#include <sys/stat.h>
+
 #include <fstream>
 
 #include "tests/e2e/e2e_support.h"
@@ -50,6 +52,18 @@ TEST_CASE("the Debian package passes lintian, dpkg unpacks it into a clean root,
     INFO(f);
     CHECK(std::filesystem::is_regular_file(root / f));
   }
+  // The configuration may hold credentials: 0640 in a 0750 directory, root's (the postinst, not
+  // run here, gives both to the kfaild group: tests/deploy/deploy_files_test.cc runs it).
+  struct stat st {};
+  REQUIRE(::stat((root / "etc/kfaild").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0750);
+  CHECK(st.st_uid == 0);
+  REQUIRE(::stat((root / "etc/kfaild/kfaild.yaml.dpkg-new").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0640);
+  CHECK(st.st_uid == 0);
+  CHECK(testing::readFile(root / "usr/lib/tmpfiles.d/kfaild.conf") ==
+        testing::readFile(KFAILD_SOURCE_DIR "/deploy/systemd/kfaild.tmpfiles"));
+
   const auto binary = (root / "usr/bin/kfaild").string();
   // Its own librdkafka, found through its RUNPATH, not the build's.
   const auto linked = testing::run("ldd " + testing::quoted(binary));
