@@ -384,9 +384,9 @@ Response DrillEndpoints::listDrills(const Request& request) const {
   while (taken < rows->size() && taken < wanted && items.add(drillJson((*rows)[taken], std::get<0>(names)))) ++taken;
   const bool more = taken < rows->size();
   Response response;
-  const auto cursor = more && taken > 0 ? json(std::to_string((*rows)[taken - 1].id)) : json(nullptr);
+  const auto next_cursor = more && taken > 0 ? json(std::to_string((*rows)[taken - 1].id)) : json(nullptr);
   response.body = "{\"items\":" + items.text() + ",\"count\":" + std::to_string(taken) + ",\"next_cursor\":" +
-                  common::jsonText(cursor) + "}";
+                  common::jsonText(next_cursor) + "}";
   return response;
 }
 
