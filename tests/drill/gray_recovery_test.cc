@@ -233,23 +233,33 @@ TEST_CASE("a disk filler of a node that has left the inventory is freed where th
   EngineHarness h;
   const auto fill = h.dir / "fill";
   std::filesystem::create_directories(fill);
+  storage::DrillRecord drill;
+  drill.cluster = h.id;
+  drill.fault = "disk_full";
+  drill.target = R"({"broker":7})";
+  drill.options = "{}";
+  drill.state = "observe";
+  drill.created_us = h.clock.wallNow();
+  auto drill_id = h.drills->createDrill(drill);
+  REQUIRE(drill_id);
+  const auto name = "kfaild_fill_d" + std::to_string(*drill_id);
   storage::RecoveryEntry entry;
-  entry.drill_id = 9;
+  entry.drill_id = *drill_id;
   entry.cluster = h.id;
   entry.node = 7;  // no longer in the inventory
   entry.action = "heal";
   entry.phase = "observe";
   entry.created_us = h.clock.wallNow();
   entry.injection = "done";
-  entry.place_filler = (fill / "kfaild_fill_d9").string();
+  entry.place_filler = (fill / name).string();
   REQUIRE(h.drills->addRecovery(entry));
-  std::ofstream(fill / "kfaild_fill_d9") << "filler";
-  std::ofstream(fill / "kfaild_fill_d9.tail") << "tail";
+  std::ofstream(fill / name) << "filler";
+  std::ofstream(fill / (name + ".tail")) << "tail";
   std::ofstream(fill / "kafka-data") << "not ours";
 
   REQUIRE(replay(h, 60s));
-  CHECK_FALSE(std::filesystem::exists(fill / "kfaild_fill_d9"));
-  CHECK_FALSE(std::filesystem::exists(fill / "kfaild_fill_d9.tail"));
+  CHECK_FALSE(std::filesystem::exists(fill / name));
+  CHECK_FALSE(std::filesystem::exists(fill / (name + ".tail")));
   CHECK(std::filesystem::exists(fill / "kafka-data"));
   // The node itself cannot be brought back without its injector: the operator resolves the entry.
   CHECK(h.openRecoveries().size() == 1);

@@ -57,7 +57,7 @@ TEST_CASE("heal frees the disk filler even when nft fails, and says which step f
   REQUIRE_FALSE(healed.ok());
   CHECK(healed.error().code == make_error_code(errc::command_failed));
   CHECK(healed.error().message.find("exited with 1: sudo: nft: command not found") != std::string::npos);
-  CHECK(healed.error().message.find("(done all the same: sh -c") != std::string::npos);
+  CHECK(healed.error().message.find("(done all the same: ") != std::string::npos);
   CHECK(ranSh(ran, diskFreeScript("/srv/fill", "42")));
 }
 
