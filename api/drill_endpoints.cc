@@ -103,7 +103,15 @@ json recoveryJson(const storage::RecoveryEntry& e, const std::map<storage::Clust
           {"created_us", e.created_us},
           {"done_us", intOrNull(e.done_us)},
           {"attempts", e.attempts},
-          {"last_error", e.last_error.empty() ? json(nullptr) : json(e.last_error)}};
+          {"last_error", e.last_error.empty() ? json(nullptr) : json(e.last_error)},
+          {"injection", e.injection.empty() ? json(nullptr) : json(e.injection)},
+          {"placed", e.place_table.empty() && e.place_filler.empty()
+                         ? json(nullptr)
+                         : json{{"host", e.place_host},
+                                {"netns", e.place_netns},
+                                {"netns_id", e.place_netns_id},
+                                {"table", e.place_table},
+                                {"filler", e.place_filler}}}};
 }
 
 json scheduleJson(const storage::ScheduleRecord& s,

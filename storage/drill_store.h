@@ -71,12 +71,26 @@ struct RecoveryEntry {
   std::int64_t drill_id = 0;
   ClusterId cluster = 0;
   std::int32_t node = -1;
-  std::string action;  // "start" (after kill/stop) or "resume" (after pause)
+  std::string action;  // "start" (after kill/stop), "resume" (after pause), "heal" (gray faults)
   std::string phase;   // drill phase when written; "resolved" when an operator closed it
   std::int64_t created_us = 0;
   std::optional<std::int64_t> done_us;
   std::int32_t attempts = 0;
   std::string last_error;
+  // Whether the fault was injected: "pending" (written before the call; kfaild may have died in
+  // it), "done", "failed" (the injector returned an error: nothing of it was placed); "" in entries
+  // written before version 12 (taken as pending).
+  std::string injection;
+  // Where a gray fault was placed, as the node's injector said just before injecting: the ssh
+  // host, the network namespace (local: its name; docker: the container) and its identity (the
+  // namespace's inode, "net:[4026532…]"), the nft table ("kfaild_d12"), the disk filler's path.
+  // Empty: that step was not part of the fault. Recovery undoes what these name, not what the
+  // configuration says now.
+  std::string place_host;
+  std::string place_netns;
+  std::string place_netns_id;
+  std::string place_table;
+  std::string place_filler;
 };
 
 struct ScheduleRecord {
@@ -113,6 +127,8 @@ class DrillStore {
   virtual Result<std::vector<DrillRecord>> lastDrills(const std::string& state) const = 0;
 
   virtual Result<std::int64_t> addRecovery(const RecoveryEntry& entry) = 0;
+  // Changes an open entry; an entry already closed (done, or resolved by an operator meanwhile)
+  // stays as it is.
   virtual Status updateRecovery(const RecoveryEntry& entry) = 0;
   virtual Result<std::vector<RecoveryEntry>> pendingRecoveries() const = 0;
 

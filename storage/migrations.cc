@@ -348,6 +348,17 @@ CREATE TABLE maintenance_silences (
 CREATE INDEX maintenance_silences_due ON maintenance_silences (next_attempt_us) WHERE state IN ('creating', 'expiring');
 )sql";
 
+// Where a gray fault was placed and whether the injection ran, so recovery undoes exactly that.
+constexpr std::string_view kRecoveryPlace = R"sql(
+ALTER TABLE recovery_journal ADD COLUMN injection TEXT NOT NULL DEFAULT ''
+  CHECK (injection IN ('', 'pending', 'done', 'failed'));
+ALTER TABLE recovery_journal ADD COLUMN place_host TEXT NOT NULL DEFAULT '';
+ALTER TABLE recovery_journal ADD COLUMN place_netns TEXT NOT NULL DEFAULT '';
+ALTER TABLE recovery_journal ADD COLUMN place_netns_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE recovery_journal ADD COLUMN place_table TEXT NOT NULL DEFAULT '';
+ALTER TABLE recovery_journal ADD COLUMN place_filler TEXT NOT NULL DEFAULT '';
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{"clusters, probe samples, gaps, events", kInitialSchema},
     Migration{"drills, recovery journal, schedules", kDrillSchema},
@@ -361,6 +372,7 @@ constexpr std::array kMigrations = {
     Migration{"compound drills' second fault", kSecondFault},
     Migration{"planned-maintenance windows and their Alertmanager silences", kMaintenanceWindows},
     Migration{"refused requests with a token counted per minute past the first few", kAuditAggregates},
+    Migration{"where a recovery journal entry's gray fault was placed", kRecoveryPlace},
 };
 
 }  // namespace

@@ -224,7 +224,8 @@ Result<std::int64_t> SqliteDrillStore::addRecovery(const RecoveryEntry& e) {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(
       "INSERT INTO recovery_journal (drill_id, cluster_id, node, action, phase, created_us, done_us, attempts, "
-      "last_error) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+      "last_error, injection, place_host, place_netns, place_netns_id, place_table, place_filler) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
   if (!s) return s.error();
   s->bindInt(1, e.drill_id);
   s->bindInt(2, e.cluster);
@@ -235,27 +236,37 @@ Result<std::int64_t> SqliteDrillStore::addRecovery(const RecoveryEntry& e) {
   s->bindOptionalInt(7, e.done_us);
   s->bindInt(8, e.attempts);
   s->bindText(9, e.last_error);
+  s->bindText(10, e.injection);
+  s->bindText(11, e.place_host);
+  s->bindText(12, e.place_netns);
+  s->bindText(13, e.place_netns_id);
+  s->bindText(14, e.place_table);
+  s->bindText(15, e.place_filler);
   if (auto r = s->run(); !r) return r.error();
   return db_->queryInt("SELECT last_insert_rowid()");
 }
 
 Status SqliteDrillStore::updateRecovery(const RecoveryEntry& e) {
   std::lock_guard lock(mutex_);
+  // Only an open entry: a retry that ends after an operator resolved the entry must not reopen it.
   auto s = db_->prepare(
-      "UPDATE recovery_journal SET phase = ?2, done_us = ?3, attempts = ?4, last_error = ?5 WHERE id = ?1");
+      "UPDATE recovery_journal SET phase = ?2, done_us = ?3, attempts = ?4, last_error = ?5, injection = ?6 "
+      "WHERE id = ?1 AND done_us IS NULL");
   if (!s) return s.error();
   s->bindInt(1, e.id);
   s->bindText(2, e.phase);
   s->bindOptionalInt(3, e.done_us);
   s->bindInt(4, e.attempts);
   s->bindText(5, e.last_error);
+  s->bindText(6, e.injection);
   return s->run();
 }
 
 Result<std::vector<RecoveryEntry>> SqliteDrillStore::pendingRecoveries() const {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(
-      "SELECT id, drill_id, cluster_id, node, action, phase, created_us, done_us, attempts, last_error "
+      "SELECT id, drill_id, cluster_id, node, action, phase, created_us, done_us, attempts, last_error, injection, "
+      "place_host, place_netns, place_netns_id, place_table, place_filler "
       "FROM recovery_journal WHERE done_us IS NULL ORDER BY id");
   if (!s) return s.error();
   std::vector<RecoveryEntry> out;
@@ -274,6 +285,12 @@ Result<std::vector<RecoveryEntry>> SqliteDrillStore::pendingRecoveries() const {
     e.done_us = s->columnOptionalInt(7);
     e.attempts = static_cast<std::int32_t>(s->columnInt(8));
     e.last_error = s->columnText(9);
+    e.injection = s->columnText(10);
+    e.place_host = s->columnText(11);
+    e.place_netns = s->columnText(12);
+    e.place_netns_id = s->columnText(13);
+    e.place_table = s->columnText(14);
+    e.place_filler = s->columnText(15);
     out.push_back(std::move(e));
   }
   return out;

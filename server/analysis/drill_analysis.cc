@@ -394,7 +394,8 @@ std::int64_t logResolutionUs(const std::vector<storage::Event>& events) {
 namespace {
 
 // The gray fault's mechanism for the partition: what should have ended its ack stall, and
-// whether it did. A stall it does not explain is inconclusive: it does not measure the mechanism.
+// whether it did. A stall it does not explain is inconclusive: it does not measure the mechanism;
+// so is no stall where the mechanism's event is missing too (the fault did not take effect).
 void explainGrayStall(const AnalysisInput& in, const RunAnalysis& out, PartitionResult& r,
                       bool departure_from_metadata, std::int64_t log_resolution_us) {
   MechanismScope scope;
@@ -422,7 +423,9 @@ void explainGrayStall(const AnalysisInput& in, const RunAnalysis& out, Partition
   }
   r.mechanism = explainStall(expectationFor(*in.gray, r.role, in.settings, alone_below_min_isr), scope, stall,
                              in.events);
-  if (stall && !r.mechanism->explained) {
+  const bool unexplained = stall && !r.mechanism->explained;
+  const bool no_effect = !stall && r.ack.outcome == Outcome::kNone && !r.mechanism->took_effect;
+  if (unexplained || no_effect) {
     r.ack.outcome = Outcome::kInconclusive;
     r.ack.stall.reset();
     r.ack.reason = r.mechanism->reason;

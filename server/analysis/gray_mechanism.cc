@@ -270,7 +270,16 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
       break;
   }
 
-  if (!stall) return r;
+  if (!stall) {
+    const bool bites = expected.mechanism == Mechanism::kSessionTimeout ||
+                       expected.mechanism == Mechanism::kClientTimeout ||
+                       expected.mechanism == Mechanism::kIsrShrink || expected.mechanism == Mechanism::kHeal;
+    if (bites && !end) {
+      r.took_effect = false;
+      r.reason = "the fault did not take effect: no " + wanted;
+    }
+    return r;
+  }
   const auto [start_us, end_us] = *stall;
   if (expected.mechanism == Mechanism::kNone) {
     r.reason = "the fault should not stall this partition, yet it stalled " +

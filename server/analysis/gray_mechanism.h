@@ -45,7 +45,10 @@
 // A stall is explained when its mechanism's event comes after the fault and no later than the
 // ack that ended the stall (within the event source's resolution). A stall that is not is
 // reported inconclusive by the analysis, with the reason: the figure is real, but what bounded
-// it is not what the fault should have done, so it does not measure that mechanism.
+// it is not what the fault should have done, so it does not measure that mechanism. Neither a
+// stall nor the mechanism's event (session_timeout, client_timeout, isr_shrink, heal) means the
+// fault did not take effect: that partition is inconclusive too ("the fault did not take effect:
+// no <event>"), never a pass.
 
 #include <cstdint>
 #include <map>
@@ -117,7 +120,13 @@ struct MechanismResult {
   // The stall ended with (after) the mechanism's event; false when there is no stall too.
   bool explained = false;
   std::string ended_by;  // the mechanism's event that ended the stall, when explained
-  std::string reason;    // why not explained, when there is a stall
+  // Why not explained, when there is a stall; without one, why the fault did not take effect.
+  std::string reason;
+  // False when the mechanism is one a fault that bites always shows (session_timeout,
+  // client_timeout, isr_shrink, heal) and neither a stall nor its event was seen: the rules never
+  // reached the broker (another namespace, a fill that did not fill), so the partition's "no
+  // stall" measures nothing.
+  bool took_effect = true;
 };
 
 // What one partition's ack stall (`stall`: closed, or nullopt when there is none) shows of

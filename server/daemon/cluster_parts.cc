@@ -7,6 +7,12 @@
 #include "server/fault/injector_factory.h"
 
 namespace kfaild::daemon {
+namespace {
+
+// How long the replay at start tries each journal entry before leaving it to the retries.
+constexpr std::chrono::seconds kReplayTimeout{600};
+
+}  // namespace
 
 ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::ClusterId id, storage::Store& store,
                            storage::DrillStore& drills, const common::Clock& clock, const std::string& client_log_dir,
@@ -49,12 +55,6 @@ std::optional<StartFailure> ClusterParts::start(std::size_t index) {
   if (auto s = poller_->start(); !s) return StartFailure{2, where + s.error().describe()};
   if (drills_) {
     if (auto s = admin_->connect(); !s) return StartFailure{1, "cluster " + config_.name + ": " + s.error().describe()};
-    // Before anything else: a node a previous kfaild left down comes back first.
-    auto recovered = drills_->recoverPending(std::chrono::seconds(600));
-    if (!recovered) {
-      return StartFailure{1, "cluster " + config_.name + ": cannot read the recovery journal: " + recovered.error().describe()};
-    }
-    if (*recovered > 0) spdlog::warn("cluster {}: recovered {} node(s) left down by an earlier drill", config_.name, *recovered);
   }
   // A refused client property is a configuration mistake: name the key.
   if (auto s = probe_->start(); !s) return StartFailure{2, where + s.error().describe()};
@@ -64,7 +64,10 @@ std::optional<StartFailure> ClusterParts::start(std::size_t index) {
   if (coordinators_) {
     if (auto s = coordinators_->start(); !s) return StartFailure{2, where + s.error().describe()};
   }
-  if (drills_) drills_->start();
+  // A node a previous kfaild left down is brought back on the engine's thread, before its first
+  // drill but beside the probe and the HTTP server: an operator reads GET /api/v1/recoveries and
+  // may resolve an entry while kfaild retries it (drills are refused while one is open).
+  if (drills_) drills_->start(kReplayTimeout);
   spdlog::info("cluster {}: probing {} topic(s) via {}{}", config_.name, config_.probe.topics.size(), config_.bootstrap,
                drills_ ? ", drills enabled for " + std::to_string(config_.inventory.size()) + " node(s)" : "");
   return std::nullopt;

@@ -39,7 +39,8 @@ class ClusterParts {
   ClusterParts& operator=(const ClusterParts&) = delete;
 
   // The poller first: recovering a node left down by an earlier kfaild waits until the metadata
-  // shows it back in every ISR. Then that recovery, the probe, and the drill engine.
+  // shows it back in every ISR. Then the probe, and the drill engine, whose thread begins with
+  // that recovery (returns without waiting for it).
   std::optional<StartFailure> start(std::size_t index);
   // Stops the drill engine (a running drill brings its node back first).
   void stopDrills();

@@ -2,7 +2,8 @@
 
 // kfaild as one object. The members are declared in the order they start: the HTTP address is
 // claimed first (a taken port stops kfaild before it touches anything), then the database, the
-// clusters (poller, recovery of nodes an earlier kfaild left down, probe, drill engine), the
+// clusters (poller, probe, drill engine, whose thread first recovers nodes an earlier kfaild left
+// down, beside everything else), the
 // scheduler and the retention task, and last the API, which starts serving once all it serves
 // exists. stop() goes the other way: the API stops taking requests, the scheduler stops firing,
 // every drill brings its node back (within shutdown_grace_s), then the probes, pollers and the

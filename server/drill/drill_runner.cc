@@ -40,7 +40,8 @@ DrillRunner::DrillRunner(const config::ClusterConfig& cluster, storage::ClusterI
 
 DrillRunner::~DrillRunner() { stop(); }
 
-void DrillRunner::start() {
+void DrillRunner::start(std::optional<std::chrono::seconds> recover_first) {
+  if (recover_first) finishInterrupted();
   // Drills queued before a restart start again in order.
   storage::DrillQuery q;
   q.cluster = cluster_id_;
@@ -49,7 +50,25 @@ void DrillRunner::start() {
   if (auto queued = deps_.drills.drills(q); queued) {
     for (auto it = queued->rbegin(); it != queued->rend(); ++it) queue_.push(it->id);
   }
-  worker_.start("kfaild:drill", [this] { loop(); }, [this](const std::string& what) { failRunning(what); });
+  // The journal is replayed once: a loop that threw runs again without it (failRunning has the
+  // recovery retried by the loop itself).
+  worker_.start(
+      "kfaild:drill",
+      [this, recover_first, replayed = std::make_shared<bool>(false)] {
+    if (recover_first && !*replayed) {
+      *replayed = true;
+      auto recovered = sweepAndReplay(*recover_first, [this](common::MonoMicros until) {
+        return worker_.sleepFor(std::chrono::microseconds(std::max<std::int64_t>(0, until - deps_.clock.monoNow())));
+      });
+      if (!recovered) {
+        spdlog::error("cluster {}: cannot read the recovery journal: {}", cluster_.name, recovered.error().describe());
+      } else if (*recovered > 0) {
+        spdlog::warn("cluster {}: recovered {} node(s) left down by an earlier drill", cluster_.name, *recovered);
+      }
+    }
+    loop();
+  },
+      [this](const std::string& what) { failRunning(what); });
 }
 
 void DrillRunner::stop() { worker_.stop(); }
@@ -468,6 +487,13 @@ std::vector<analysis::StallSample> DrillRunner::history(const storage::DrillReco
 }
 
 Result<int> DrillRunner::recoverPending(std::chrono::seconds timeout) {
+  auto recovered = sweepAndReplay(timeout, {});
+  if (!recovered) return recovered.error();
+  finishInterrupted();
+  return recovered;
+}
+
+Result<int> DrillRunner::sweepAndReplay(std::chrono::seconds timeout, const NodeRecovery::Sleeper& sleeper) {
   // A gray fault left by a kfaild that died: its rules and fillers go first, before anything waits
   // on the cluster. The journal's replay then heals (again, harmlessly) and waits for the node.
   for (auto& [node, injector] : injectors_) {
@@ -481,8 +507,10 @@ Result<int> DrillRunner::recoverPending(std::chrono::seconds timeout) {
       recordEvent(deps_, "kfaild", "gray_swept", deps_.clock.wallNow(), node, {{"removed", what}});
     }
   }
-  auto recovered = recovery_.replay(std::chrono::duration_cast<std::chrono::microseconds>(timeout).count());
-  if (!recovered) return recovered.error();
+  return recovery_.replay(std::chrono::duration_cast<std::chrono::microseconds>(timeout).count(), sleeper);
+}
+
+void DrillRunner::finishInterrupted() {
   // Every drill this cluster had in flight died with the previous kfaild.
   storage::DrillQuery q;
   q.cluster = cluster_id_;
@@ -500,7 +528,6 @@ Result<int> DrillRunner::recoverPending(std::chrono::seconds timeout) {
       }
     }
   }
-  return recovered;
 }
 
 }  // namespace kfaild::drill

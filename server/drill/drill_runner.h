@@ -61,12 +61,17 @@ class DrillRunner {
   // Sweeps every node's gray faults whatever drill left them (Injector::sweep: nft tables, disk
   // fillers), then brings back every node a previous run of kfaild left down (retrying with backoff up to
   // `timeout`), marks those drills aborted, and fails drills left in a running state. Call before
-  // start(). Returns how many nodes it recovered; a node it could not bring back stays in the
-  // journal and is retried by the engine's thread (drills on the cluster are refused meanwhile).
+  // start(), which then does none of it. Returns how many nodes it recovered; a node it could not
+  // bring back stays in the journal and is retried by the engine's thread (drills on the cluster
+  // are refused meanwhile).
   Result<int> recoverPending(std::chrono::seconds timeout);
 
-  // Queues the drills a previous kfaild left queued and starts the thread.
-  void start();
+  // Queues the drills a previous kfaild left queued and starts the thread. With `recover_first`,
+  // first ends the drills a previous kfaild left running (at once), and the thread begins with
+  // recoverPending's sweep and replay (each entry up to that long) before its first drill: the
+  // caller goes on to serve HTTP and probe while it runs, and a stop or an operator's resolution
+  // of the entry cuts it short.
+  void start(std::optional<std::chrono::seconds> recover_first = std::nullopt);
   // Stops after the current drill has recovered its node (bounded by the drill's own timeouts).
   void stop();
   // Asks the thread to stop without waiting for it (stop() still joins).
@@ -89,6 +94,10 @@ class DrillRunner {
   // The engine's thread, after loop() threw (common::Worker): fails the running drill and has
   // the recovery journal retried at once, so a node the drill took down comes back.
   void failRunning(const std::string& what);
+  // recoverPending's two halves: the sweep and the journal's replay (`sleeper` as NodeRecovery's),
+  // and the drills a previous kfaild left unfinished.
+  Result<int> sweepAndReplay(std::chrono::seconds timeout, const NodeRecovery::Sleeper& sleeper);
+  void finishInterrupted();
   void execute(storage::DrillRecord drill);
   // A rolling restart: a restart run per node of its plan (rolling_plan.h), `between_s` apart;
   // the first step that does not finish ends the rehearsal (its node recovered by the run) and

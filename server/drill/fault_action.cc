@@ -168,6 +168,28 @@ std::vector<std::string> logDirsFor(const DrillSpec& spec, ClusterAdmin& admin, 
   return {};
 }
 
+std::optional<fault::GrayAction> grayAction(const DrillSpec& spec, std::int64_t drill_id, const fault::Peers& peers) {
+  const auto& o = spec.options;
+  const auto name = grayDrillName(drill_id);
+  const std::chrono::seconds duration(o.duration_s);
+  switch (spec.fault) {
+    case FaultType::kIsolate: return fault::IsolateSpec{name, o.from, o.mode, duration, peers};
+    case FaultType::kThrottle: return fault::ThrottleSpec{name, o.rate_bytes_per_second, duration, {}};
+    case FaultType::kDiskFull: return fault::DiskFullSpec{name, duration, {}};
+    case FaultType::kDiskSlow: return fault::DiskSlowSpec{name, duration, o.rate_bytes_per_second};
+    default: return std::nullopt;
+  }
+}
+
+std::string injectionProblem(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id,
+                             const fault::Peers& peers) {
+  const auto action = grayAction(spec, drill_id, peers);
+  if (!action) return {};
+  auto checked = injector.checkGray(*action);
+  if (checked) return {};
+  return injector.describe() + " cannot inject " + toString(spec.fault) + ": " + checked.error().message;
+}
+
 Result<fault::FaultRecord> injectFault(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id,
                                        const fault::Peers& peers, const std::vector<std::string>& log_dirs) {
   const auto& o = spec.options;

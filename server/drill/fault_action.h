@@ -63,6 +63,15 @@ std::string faultRefusal(const DrillSpec& spec, const config::NodeConfig& node, 
 // filesystem, and accepts only a root-owned fill dir).
 std::vector<std::string> logDirsFor(const DrillSpec& spec, ClusterAdmin& admin, std::int32_t node);
 
+// The gray fault `spec` injects, as injectFault hands it to the injector; nullopt for the others.
+std::optional<fault::GrayAction> grayAction(const DrillSpec& spec, std::int64_t drill_id, const fault::Peers& peers);
+
+// Why the node's injector cannot inject `spec` as the node stands now (Injector::checkGray: the
+// namespace entered, nft --check of the exact script, the fill dir), empty when it can or `spec`
+// is not a gray fault. Touches nothing; the preflight refuses a drill with this reason.
+std::string injectionProblem(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id,
+                             const fault::Peers& peers);
+
 // Injects the fault. `drill_id` names a gray fault's rules and files on the node; `log_dirs`
 // (logDirsFor) go to a disk filler.
 Result<fault::FaultRecord> injectFault(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id,

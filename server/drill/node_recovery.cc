@@ -7,6 +7,7 @@
 #include "server/drill/errc.h"
 #include "server/drill/event_log.h"
 #include "server/drill/fault_action.h"
+#include "server/fault/local_injector.h"
 #include "server/kafka/quorum.h"
 
 namespace kfaild::drill {
@@ -116,16 +117,33 @@ std::optional<std::string> NodeRecovery::controllerNotBack(std::int32_t node, Re
          (caught_up_since ? "" : "; last caught up before then") + ")";
 }
 
-Status NodeRecovery::bringBack(std::int32_t node, const std::string& action, std::int64_t drill_id,
-                               std::int64_t timeout_us, const RetryReport& on_retry, const Sleeper& sleeper) {
+fault::GrayPlace placeOf(const storage::RecoveryEntry& entry) {
+  return {entry.place_host, entry.place_netns, entry.place_netns_id, entry.place_table, entry.place_filler};
+}
+
+void setPlace(storage::RecoveryEntry& entry, const fault::GrayPlace& place) {
+  entry.place_host = place.host;
+  entry.place_netns = place.netns;
+  entry.place_netns_id = place.netns_id;
+  entry.place_table = place.table;
+  entry.place_filler = place.filler;
+}
+
+Status NodeRecovery::bringBack(const storage::RecoveryEntry& entry, std::int64_t timeout_us,
+                               const RetryReport& on_retry, const Sleeper& sleeper) {
+  const auto node = entry.node;
+  const auto& action = entry.action;
   auto& injector = deps_.injectors.at(node);
   const auto& clock = deps_.clock;
   const auto deadline = clock.monoNow() + timeout_us;
   std::int64_t backoff = kSecond;
   int attempt = 0;
   std::string last_error;
+  std::string heal_error;
   std::optional<std::string> missing;
-  bool healed = action != "heal";
+  // A failed injection placed nothing: there is nothing to heal.
+  bool healed = action != "heal" || entry.injection == "failed";
+  const auto place = placeOf(entry);
   const auto sleepUntil = [&](common::MonoMicros until) {
     if (!sleeper) {
       clock.sleepUntil(until);
@@ -138,39 +156,51 @@ Status NodeRecovery::bringBack(std::int32_t node, const std::string& action, std
                  "node " + std::to_string(node) + " not back yet: kfaild is stopping" +
                      (last_error.empty() ? "" : " (last error: " + last_error + ")")};
   };
+  // After a failed attempt: reported, then the backoff (false: the wait was cut short).
+  const auto failed = [&](const std::string& what, const std::string& error) {
+    last_error = error;
+    spdlog::warn("recovery of node {}: {} failed: {} (retrying in {} s)", node, what, error, backoff / kSecond);
+    if (on_retry) on_retry(attempt, error, backoff);
+  };
+  const auto backOff = [&] {
+    if (!sleepUntil(std::min(clock.monoNow() + backoff, deadline))) return false;
+    backoff = std::min<std::int64_t>(backoff * 2, 30 * kSecond);
+    return true;
+  };
   while (clock.monoNow() < deadline) {
     if (!healed) {
-      // A gray fault first: a node still cut off (or with a full disk) would not rejoin.
-      auto heal = injector->heal(grayDrillName(drill_id));
+      // A gray fault first, where the journal says it went: a node still cut off (or with a full
+      // disk) would not rejoin.
+      auto heal = place.empty() ? injector->heal(grayDrillName(entry.drill_id)) : injector->healPlaced(place);
       ++attempt;
-      if (!heal) {
-        last_error = heal.error().describe();
-        spdlog::warn("recovery of node {}: heal failed: {} (retrying in {} s)", node, last_error, backoff / kSecond);
-        if (on_retry) on_retry(attempt, last_error, backoff);
-        if (!sleepUntil(std::min(clock.monoNow() + backoff, deadline))) return stopped();
-        backoff = std::min<std::int64_t>(backoff * 2, 30 * kSecond);
-        continue;
+      if (heal) {
+        healed = true;
+        heal_error.clear();
+        recordEvent(deps_, "injector", "healed", heal->requested_at, node,
+                    {{"drill", entry.drill_id}, {"detail", heal->detail}, {"by", "recovery"}});
+      } else {
+        heal_error = heal.error().describe();
+        failed("heal", heal_error);
       }
-      healed = true;
-      recordEvent(deps_, "injector", "healed", heal->requested_at, node,
-                  {{"drill", drill_id}, {"detail", heal->detail}, {"by", "recovery"}});
     }
+    // A heal that failed does not keep a stopped broker down: it is started, and the heal retried.
     auto state = injector->inspect();
     const bool running = state && state->running && !state->paused;
     if (!running) {
       auto done = action == "resume" && state && state->paused ? injector->resume() : injector->start();
       ++attempt;
       if (!done) {
-        last_error = done.error().describe();
-        spdlog::warn("recovery of node {}: {} failed: {} (retrying in {} s)", node, action, last_error, backoff / kSecond);
-        if (on_retry) on_retry(attempt, last_error, backoff);
-        if (!sleepUntil(std::min(clock.monoNow() + backoff, deadline))) return stopped();
-        backoff = std::min<std::int64_t>(backoff * 2, 30 * kSecond);
+        failed(action == "resume" ? "resume" : "start", done.error().describe());
+        if (!backOff()) return stopped();
         continue;
       }
       // Stamped when the start was asked for: the command returns after the process is up.
       recordEvent(deps_, "injector", action == "resume" ? "resumed" : "started", done->requested_at, node,
                   {{"injector", injector->describe()}, {"returned_us", clock.wallNow()}});
+    }
+    if (!healed) {
+      if (!backOff()) return stopped();
+      continue;
     }
     // Wait for the node to rejoin, measured from this start.
     RejoinBaseline baseline;
@@ -184,10 +214,14 @@ Status NodeRecovery::bringBack(std::int32_t node, const std::string& action, std
   }
   return Error{make_error_code(errc::injector_failed),
                "node " + std::to_string(node) + " not back within " + std::to_string(timeout_us / kSecond) + " s" +
-                   (missing ? ": " + *missing : "") + (last_error.empty() ? "" : ": " + last_error)};
+                   (!heal_error.empty() ? ": its gray fault is not healed: " + heal_error
+                    : missing           ? ": " + *missing
+                                        : "") +
+                   (last_error.empty() || last_error == heal_error ? "" : ": " + last_error)};
 }
 
-Result<storage::RecoveryEntry> NodeRecovery::open(std::int64_t drill_id, std::int32_t node, const std::string& action) {
+Result<storage::RecoveryEntry> NodeRecovery::open(std::int64_t drill_id, std::int32_t node, const std::string& action,
+                                                  const fault::GrayPlace& place) {
   storage::RecoveryEntry entry;
   entry.drill_id = drill_id;
   entry.cluster = deps_.cluster_id;
@@ -195,10 +229,23 @@ Result<storage::RecoveryEntry> NodeRecovery::open(std::int64_t drill_id, std::in
   entry.action = action;
   entry.phase = "inject";
   entry.created_us = deps_.clock.wallNow();
+  entry.injection = "pending";
+  setPlace(entry, place);
   auto id = deps_.drills.addRecovery(entry);
   if (!id) return id.error();
   entry.id = *id;
   return entry;
+}
+
+void NodeRecovery::injected(storage::RecoveryEntry& entry, bool ok) {
+  entry.injection = ok ? "done" : "failed";
+  save(entry);
+}
+
+bool NodeRecovery::stillOpen(std::int64_t id) const {
+  auto pending = deps_.drills.pendingRecoveries();
+  if (!pending) return true;  // unknown: keep trying
+  return std::any_of(pending->begin(), pending->end(), [id](const storage::RecoveryEntry& e) { return e.id == id; });
 }
 
 void NodeRecovery::save(const storage::RecoveryEntry& entry) {
@@ -227,7 +274,7 @@ void NodeRecovery::scheduleRetry(std::int64_t in_us) {
   retry_at_ = deps_.clock.monoNow() + in_us;
 }
 
-Result<int> NodeRecovery::replay(std::int64_t timeout_us) {
+Result<int> NodeRecovery::replay(std::int64_t timeout_us, const Sleeper& sleeper) {
   auto pending = deps_.drills.pendingRecoveries();
   if (!pending) return pending.error();
   int recovered = 0;
@@ -238,11 +285,37 @@ Result<int> NodeRecovery::replay(std::int64_t timeout_us) {
       spdlog::error("recovery journal: {}", orphanProblem(entry, deps_.cluster.name));
       recordEvent(deps_, "kfaild", "recovery_orphaned", deps_.clock.wallNow(), entry.node,
                   {{"drill", entry.drill_id}, {"recovery", entry.id}});
+      healOrphan(entry);
       continue;
     }
     spdlog::warn("recovery journal: drill {} left node {} to {} (kfaild died during {})", entry.drill_id, entry.node,
                  entry.action, entry.phase);
-    auto status = bringBack(entry.node, entry.action, entry.drill_id, timeout_us);
+    bool stopping = false;
+    bool resolved = false;
+    // Cut short by a stop, or by an operator's resolution of this very entry.
+    const Sleeper until_stop = !sleeper ? Sleeper{} : [&](common::MonoMicros deadline) {
+      stopping = !sleeper(deadline);
+      resolved = !stopping && !stillOpen(entry.id);
+      return !stopping && !resolved;
+    };
+    const auto before = entry.attempts;
+    auto status = bringBack(
+        entry, timeout_us,
+        [&](int attempt, const std::string& error, std::int64_t) {
+          entry.attempts = before + attempt;
+          entry.last_error = error;
+          save(entry);
+        },
+        until_stop);
+    if (resolved) {
+      spdlog::warn("recovery journal: entry {} (node {}) was resolved by an operator while kfaild retried it", entry.id,
+                   entry.node);
+      continue;
+    }
+    if (stopping) {
+      spdlog::warn("recovery of node {} (drill {}): left for kfaild's next start", entry.node, entry.drill_id);
+      return recovered;
+    }
     entry.attempts += 1;
     if (!status) {
       // kfaild still starts: it serves, probes and refuses drills on this cluster while the
@@ -263,6 +336,22 @@ Result<int> NodeRecovery::replay(std::int64_t timeout_us) {
   return recovered;
 }
 
+void NodeRecovery::healOrphan(const storage::RecoveryEntry& entry) {
+  // Without the node's injector only a fault on kfaild's own host can still be reached: its
+  // namespace and filler are where the journal says. The entry stays for the operator (the node
+  // itself may still be down).
+  const auto place = placeOf(entry);
+  if (entry.action != "heal" || entry.injection == "failed" || !place.local()) return;
+  auto healed = fault::healLocalPlace(place, deps_.clock);
+  if (!healed) {
+    spdlog::error("recovery journal: node {} (no longer in the inventory): healing drill {}'s gray fault failed: {}",
+                  entry.node, entry.drill_id, healed.error().describe());
+    return;
+  }
+  recordEvent(deps_, "injector", "healed", healed->requested_at, entry.node,
+              {{"drill", entry.drill_id}, {"detail", healed->detail}, {"by", "recovery"}, {"orphaned", true}});
+}
+
 void NodeRecovery::retryOpen(const Sleeper& sleeper) {
   retry_at_.reset();
   auto pending = deps_.drills.pendingRecoveries();
@@ -278,18 +367,21 @@ void NodeRecovery::retryOpen(const Sleeper& sleeper) {
                  entry.attempts);
     const auto before = entry.attempts;
     bool stopping = false;
-    const Sleeper until_stop = !sleeper ? Sleeper{} : [&](common::MonoMicros deadline) {
+    bool resolved = false;
+    const Sleeper until_stop_or_resolved = !sleeper ? Sleeper{} : [&](common::MonoMicros deadline) {
       stopping = !sleeper(deadline);
-      return !stopping;
+      resolved = !stopping && !stillOpen(entry.id);
+      return !stopping && !resolved;
     };
     auto status = bringBack(
-        entry.node, entry.action, entry.drill_id, 60 * kSecond,
+        entry, 60 * kSecond,
         [&](int attempt, const std::string& error, std::int64_t) {
           entry.attempts = before + attempt;
           entry.last_error = error;
           save(entry);
         },
-        until_stop);
+        until_stop_or_resolved);
+    if (resolved) continue;
     if (stopping) {
       // Left open for the next start's replay; no later entry is tried.
       spdlog::warn("recovery of node {} (drill {}): left for kfaild's next start", entry.node, entry.drill_id);

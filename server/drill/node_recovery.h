@@ -1,12 +1,15 @@
 #pragma once
 
 // Bringing a node back after a fault, and the recovery journal that makes sure it happens even
-// when kfaild dies mid-drill. An entry is made durable before a fault is injected and closed only
-// when the node is back (or an operator resolves it); while one is open, drills on the cluster
-// are refused. Entries a previous kfaild left open are replayed at start; entries that could not
-// be closed in time are retried between drills with a growing backoff (30 s to 5 min). An entry
-// for a node that is no longer in the inventory cannot be retried: it is reported, and an
-// operator who has brought the node back (or retired it) resolves it through the API.
+// when kfaild dies mid-drill. An entry is made durable before a fault is injected (with where a
+// gray fault goes, and "pending"), marked when the injection returned (done or failed), and
+// closed only when the node is back (or an operator resolves it); while one is open, drills on
+// the cluster are refused. Entries a previous kfaild left open are replayed at start, on the
+// engine's thread beside the HTTP server and the probe; entries that could not be closed in time
+// are retried between drills with a growing backoff (30 s to 5 min). An entry an operator
+// resolves meanwhile is left alone from the next retry on. An entry for a node that is no longer
+// in the inventory cannot be retried: it is reported, and an operator who has brought the node
+// back (or retired it) resolves it through the API.
 //
 // Threading: the drill engine's thread only (and its start-up before the thread runs).
 
@@ -33,14 +36,17 @@ class NodeRecovery {
   // Waits until a monotonic deadline; false when the wait was cut short and the recovery is to be
   // left for later (kfaild stopping).
   using Sleeper = std::function<bool(common::MonoMicros deadline)>;
-  // Heals drill `drill_id`'s gray fault on `node` when `action` is "heal" (until the injector
-  // succeeds), then starts (or resumes) `node` until it runs and has rejoined (see notBack), retrying with
-  // backoff (1 s doubling to 30 s) up to `timeout_us`; the error then says what was still
-  // missing. Without a `sleeper` it is not interruptible: a node a running drill took down comes
-  // back before anything else happens. The background retries pass one that a stop cuts short,
-  // since their journal entries stay open for the next start.
-  Status bringBack(std::int32_t node, const std::string& action, std::int64_t drill_id, std::int64_t timeout_us,
-                   const RetryReport& on_retry = {}, const Sleeper& sleeper = {});
+  // Brings back `entry`'s node: heals its gray fault when the action is "heal" and the injection
+  // was not a failure (where the entry places it; an entry without a place, where the node's
+  // configuration puts it now), starts (or resumes) the node until it runs, and waits until it
+  // has rejoined (see notBack), retrying with backoff (1 s doubling to 30 s) up to `timeout_us`;
+  // the error then says what was still missing. A heal that fails is retried, but a stopped node
+  // is started all the same meanwhile: "nothing there" is a heal (Injector::healPlaced), and
+  // anything else must not keep the broker down. Without a `sleeper` it is not interruptible: a
+  // node a running drill took down comes back before anything else happens. The background
+  // retries pass one that a stop (or the entry's resolution) cuts short.
+  Status bringBack(const storage::RecoveryEntry& entry, std::int64_t timeout_us, const RetryReport& on_retry = {},
+                   const Sleeper& sleeper = {});
 
   // What a controller's rejoin is measured against: the quorum as first described after the
   // node was (re)started, taken again when the quorum's leader changes.
@@ -58,16 +64,23 @@ class NodeRecovery {
   // (not PLAINTEXT) a controller is back once the cluster answers. Blocks for a DescribeQuorum.
   std::optional<std::string> notBack(std::int32_t node, RejoinBaseline& baseline);
 
-  // The journal entry for a fault about to be injected, made durable now.
-  Result<storage::RecoveryEntry> open(std::int64_t drill_id, std::int32_t node, const std::string& action);
+  // The journal entry for a fault about to be injected at `place` (a gray fault's; empty for the
+  // others), made durable now with injection "pending".
+  Result<storage::RecoveryEntry> open(std::int64_t drill_id, std::int32_t node, const std::string& action,
+                                      const fault::GrayPlace& place = {});
+  // Records how the injection went ("done", or "failed": nothing of it was placed).
+  void injected(storage::RecoveryEntry& entry, bool ok);
   void save(const storage::RecoveryEntry& entry);
+  // Whether `id` is still open in the journal (an operator may have resolved it meanwhile).
+  bool stillOpen(std::int64_t id) const;
 
   // Why no drill may start while `running` (if any) runs: a node an earlier drill left down.
   std::optional<std::string> openProblem(std::optional<std::int64_t> running) const;
 
   // At start: brings back every node a previous kfaild left down (each up to `timeout`). Returns
-  // how many; a node not back stays open and is retried by retryOpen().
-  Result<int> replay(std::int64_t timeout_us);
+  // how many; a node not back stays open and is retried by retryOpen(). `sleeper` (see bringBack)
+  // cuts the tries short when kfaild stops; an entry resolved meanwhile is not tried further.
+  Result<int> replay(std::int64_t timeout_us, const Sleeper& sleeper = {});
   // Between drills: one more try at every open entry of the cluster; schedules the next try.
   // `sleeper` (see bringBack) cuts the tries short when kfaild stops; the entries stay open.
   void retryOpen(const Sleeper& sleeper = {});
@@ -77,6 +90,9 @@ class NodeRecovery {
 
  private:
   std::optional<std::string> brokerNotBack(std::int32_t node) const;
+  // An entry whose node left the inventory: its gray fault healed where the journal places it,
+  // when that is on kfaild's own host (fault::healLocalPlace).
+  void healOrphan(const storage::RecoveryEntry& entry);
   std::optional<std::string> controllerNotBack(std::int32_t node, RejoinBaseline& baseline);
 
   EngineDeps& deps_;
@@ -89,6 +105,10 @@ class NodeRecovery {
 // group in the order it went down. Pure.
 std::vector<std::int32_t> recoveryOrder(const std::vector<std::int32_t>& taken_down,
                                         const std::vector<config::NodeConfig>& inventory);
+
+// A journal entry's gray-fault place and back.
+fault::GrayPlace placeOf(const storage::RecoveryEntry& entry);
+void setPlace(storage::RecoveryEntry& entry, const fault::GrayPlace& place);
 
 // The text an operator reads for an entry whose node is not in the inventory.
 std::string orphanProblem(const storage::RecoveryEntry& entry, const std::string& cluster);

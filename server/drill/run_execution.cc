@@ -175,6 +175,13 @@ bool RunExecution::prepareTarget(bool after_election) {
                                            reason);
     }
   }
+  // The injection itself must be able to run (the namespace entered, nft's check of the exact
+  // script, sudo, the fill dir): a drill that cannot inject is refused here, not half-run.
+  const auto peers = peersOf(target_, deps_.cluster.inventory, parts_.addresses);
+  if (auto problem = injectionProblem(*injector, spec_, drill_.id, peers); !problem.empty()) {
+    return end(DrillState::kFailed,
+               std::string(after_election ? "refused after the preflight election: " : "refused: ") + problem);
+  }
   min_insync_at_preflight_ = facts.min_insync;
   quorum_at_preflight_ = facts.quorum;
   quorum_problem_at_preflight_ = facts.quorum_problem;
@@ -412,15 +419,19 @@ void RunExecution::sortByRecovery(std::int32_t node, FaultType fault,
 bool RunExecution::inject() {
   setState(DrillState::kInject);
   if (interrupted()) return end(DrillState::kAborted, interruption("inject") + "; the node was not touched");
-  // Durable before the fault: a kfaild that dies with it in force undoes it at its next start.
-  auto journal = parts_.recovery.open(drill_.id, target_, recoveryAction(spec_.fault));
+  // Durable before the fault, with where a gray fault goes: a kfaild that dies with it in force
+  // undoes exactly that at its next start.
+  auto& injector = deps_.injectors.at(target_);
+  const auto place = isGrayFault(spec_.fault) ? injector->grayPlace(grayDrillName(drill_.id)) : fault::GrayPlace{};
+  auto journal = parts_.recovery.open(drill_.id, target_, recoveryAction(spec_.fault), place);
   if (!journal) return end(DrillState::kFailed, "cannot write the recovery journal: " + journal.error().describe());
   journal_ = std::move(*journal);
 
-  auto& injector = deps_.injectors.at(target_);
   auto record = injectFault(*injector, spec_, drill_.id, peersOf(target_, deps_.cluster.inventory, parts_.addresses),
                             logDirsFor(spec_, deps_.admin, target_));
   injected_ = record.ok();
+  // A failed injection placed nothing: recovery then heals nothing, and only makes sure the node runs.
+  parts_.recovery.injected(*journal_, injected_);
   fault_us_ = deps_.clock.wallNow();
   if (injected_) {
     fault_us_ = record->faultTime();
@@ -573,7 +584,15 @@ void RunExecution::secondFault() {
     refuseSecond(*reason);
     return;
   }
-  auto journal = parts_.recovery.open(drill_.id, second_target_, recoveryAction(second_spec_->fault));
+  if (auto problem = injectionProblem(*injector, *second_spec_, drill_.id,
+                                     peersOf(second_target_, deps_.cluster.inventory, parts_.addresses));
+      !problem.empty()) {
+    refuseSecond(problem);
+    return;
+  }
+  const auto place =
+      isGrayFault(second_spec_->fault) ? injector->grayPlace(grayDrillName(drill_.id)) : fault::GrayPlace{};
+  auto journal = parts_.recovery.open(drill_.id, second_target_, recoveryAction(second_spec_->fault), place);
   if (!journal) {
     refuseSecond("cannot write the recovery journal: " + journal.error().describe());
     return;
@@ -597,6 +616,7 @@ void RunExecution::secondFault() {
                             peersOf(second_target_, deps_.cluster.inventory, parts_.addresses),
                             logDirsFor(*second_spec_, deps_.admin, second_target_));
   second_fault_us_ = deps_.clock.wallNow();
+  parts_.recovery.injected(*second_journal_, record.ok());
   if (!record) {
     second.state = "failed";
     second.reason = record.error().describe();
@@ -692,7 +712,7 @@ std::optional<std::string> RunExecution::bringBack(std::int32_t node, storage::R
   // Each failed attempt is reported where a reader looks: the drill's reason while it recovers,
   // the journal, an event.
   auto recovered = parts_.recovery.bringBack(
-      node, journal.action, drill_.id, spec_.options.recover_timeout_s * kSecond,
+      journal, spec_.options.recover_timeout_s * kSecond,
       [&](int attempt, const std::string& error, std::int64_t retry_in_us) {
         const auto now = deps_.clock.wallNow();
         journal.attempts = attempt;

@@ -727,8 +727,26 @@ Result<FaultRecord> DockerInjector::slowDisk(const DiskSlowSpec& /*spec*/) {
   return faultError(errc::unsupported, refusal(GrayFault::disk_slow));
 }
 
-Result<FaultRecord> DockerInjector::heal(const std::string& drill) {
-  return grayHeal(gray_.get(), drill, clock_, refusal(GrayFault::isolate));
+Status DockerInjector::checkGray(const GrayAction& action) {
+  return grayCheck(gray_.get(), action, refusal(grayFaultOf(action)));
+}
+
+GrayPlace DockerInjector::grayPlace(const std::string& drill) const {
+  if (!gray_) return {};
+  auto place = gray_->placeOf(drill);
+  if (!place.empty()) place.netns = "container:" + target_.container;
+  return place;
+}
+
+Result<FaultRecord> DockerInjector::heal(const std::string& drill) { return healPlaced(grayPlace(drill)); }
+
+Result<FaultRecord> DockerInjector::healPlaced(const GrayPlace& place) {
+  // A container's network namespace lives and dies with it: stopped or removed, nothing is left.
+  if (!place.netns.empty() && place.netns != "container:" + target_.container) {
+    return faultError(errc::invalid_target, "the fault was placed in container " + place.netns +
+                                                ", and this node is now container " + target_.container);
+  }
+  return grayHealPlaced(gray_.get(), place, clock_, refusal(GrayFault::isolate));
 }
 
 Result<std::vector<std::string>> DockerInjector::sweep() { return graySweep(gray_.get()); }

@@ -122,7 +122,10 @@ class DockerInjector final : public Injector {
   Result<FaultRecord> throttle(const ThrottleSpec& spec) override;
   Result<FaultRecord> fillDisk(const DiskFullSpec& spec) override;
   Result<FaultRecord> slowDisk(const DiskSlowSpec& spec) override;
+  Status checkGray(const GrayAction& action) override;
+  GrayPlace grayPlace(const std::string& drill) const override;
   Result<FaultRecord> heal(const std::string& drill) override;
+  Result<FaultRecord> healPlaced(const GrayPlace& place) override;
   Result<std::vector<std::string>> sweep() override;
 
   // Network faults in the container's network namespace, entered from this host with

@@ -38,6 +38,8 @@ class FaultCategory final : public std::error_category {
         return "I/O error";
       case errc::unsupported:
         return "fault not supported here";
+      case errc::not_present:
+        return "not present";
     }
     return "unknown fault error";
   }

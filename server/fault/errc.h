@@ -26,6 +26,7 @@ enum class errc {
   timeout,
   io_error,  // a local file could not be read (logs, pid file, /proc)
   unsupported,  // a fault this injector or host cannot do (refused at submission: 409)
+  not_present,  // what a heal would act on is not there (no namespace, container stopped): healed
 };
 
 const std::error_category& faultCategory();

@@ -75,20 +75,42 @@ class GrayRunner;
 // `unplaced`).
 std::string grayRefusal(const GrayRunner* runner, GrayFault fault, const std::string& unplaced);
 // heal and sweep for such an injector: with no runner nothing can have been injected, so both
-// succeed with nothing done (heal's record says why, from `unplaced`).
+// succeed with nothing done (heal's record says why, from `unplaced`). `nft` as healPlaced's.
 Result<FaultRecord> grayHeal(GrayRunner* runner, const std::string& drill, const common::Clock& clock,
                              const std::string& unplaced);
+Result<FaultRecord> grayHealPlaced(GrayRunner* runner, const GrayPlace& place, const common::Clock& clock,
+                                   const std::string& unplaced, const ScriptArgv& nft = {});
 Result<std::vector<std::string>> graySweep(GrayRunner* runner);
+Status grayCheck(GrayRunner* runner, const GrayAction& action, const std::string& unplaced);
+
+// `argv` (an nft call as a NodeShell builds it: "... nft <script>", or ssh's remote
+// "sudo -n nft <script>") with nft's --check: nft parses the script and the kernel validates the
+// batch without committing it. nullopt when argv is neither.
+std::optional<std::vector<std::string>> nftCheckArgv(std::vector<std::string> argv);
+
+// The sh script that checks a disk filler's directory: an existing directory kfaild may write
+// to, on a filesystem other than the root's (filling `/` would take the host down with the broker).
+std::string fillDirCheckScript(const std::string& fill_dir);
 
 class GrayRunner {
  public:
   GrayRunner(NodeShell shell, const common::Clock& clock, CommandRunner run = runCommand);
 
   std::string refusal(GrayFault fault) const;  // empty when this node can do it
+  // Injector::checkGray through this node's shell: `nft --check` of the exact script, or the fill
+  // dir's check; runs nothing that changes the node.
+  Status check(const GrayAction& action);
   Result<FaultRecord> isolate(const IsolateSpec& spec);
   Result<FaultRecord> throttle(const ThrottleSpec& spec);
   Result<FaultRecord> fillDisk(const DiskFullSpec& spec);
+  // Where `drill`'s fault goes through this shell: its table when nft can run, its filler when a
+  // fill dir is configured (the injector adds host and namespace).
+  GrayPlace placeOf(const std::string& drill) const;
   Result<FaultRecord> heal(const std::string& drill);
+  // Injector::healPlaced. `nft` is the way into the namespace the place names (empty: this
+  // shell's own); an error from it with errc::not_present or errc::invalid_state (no namespace,
+  // the container stopped) means nothing of ours can be left there.
+  Result<FaultRecord> healPlaced(const GrayPlace& place, const ScriptArgv& nft = {});
   Result<std::vector<std::string>> sweep();
 
  private:

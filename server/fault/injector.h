@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "server/common/clock.h"
@@ -94,6 +95,29 @@ struct BrokerLogLine {
   std::string logger;  // log4j logger name, e.g. "org.apache.kafka.controller.QuorumController"
 };
 
+// Where one drill's gray fault goes on a node, as its injector places it: written to the recovery
+// journal before the injection, so that recovery undoes exactly that, also after the node's
+// configuration changed (another netns or fill_dir) or it left the inventory. Empty fields are
+// steps the fault does not have there.
+struct GrayPlace {
+  std::string host;      // ssh: the host the rules and the filler are on
+  std::string netns;     // local: the network namespace's name; docker: "container:<name>"
+  std::string netns_id;  // local: that namespace's identity when placed, "net:[<inode>]"
+  std::string table;     // the nft table, "kfaild_d12" (family inet)
+  std::string filler;    // the disk filler's path
+  bool empty() const { return table.empty() && filler.empty(); }
+  // On kfaild's own host (a local injector's): no ssh host, no container.
+  bool local() const { return !empty() && host.empty() && netns.rfind("container:", 0) != 0; }
+};
+
+// A gray fault as it would be injected, for the preflight's check (Injector::checkGray).
+using GrayAction = std::variant<IsolateSpec, ThrottleSpec, DiskFullSpec, DiskSlowSpec>;
+inline GrayFault grayFaultOf(const GrayAction& action) {
+  constexpr GrayFault kByIndex[] = {GrayFault::isolate, GrayFault::throttle, GrayFault::disk_full,
+                                    GrayFault::disk_slow};
+  return kByIndex[action.index()];
+}
+
 class Injector {
  public:
   virtual ~Injector() = default;
@@ -136,15 +160,33 @@ class Injector {
   virtual Result<FaultRecord> slowDisk(const DiskSlowSpec& /*spec*/) {
     return faultError(errc::unsupported, refusal(GrayFault::disk_slow));
   }
-  // Undoes every gray fault of `drill` on this node (its nft table, its disk filler); succeeds
-  // when there is nothing left to undo.
-  virtual Result<FaultRecord> heal(const std::string& drill) {
+  // Proves, before the fault, that `action` can be injected on this node as it stands: the way in
+  // works (the namespace can be entered, sudo answers without a password), nft accepts the exact
+  // script (`nft --check`), the filler's directory is a writable directory on a filesystem of its
+  // own. Touches nothing. errc::unsupported with the reason when it cannot.
+  virtual Status checkGray(const GrayAction& action) {
+    if (auto why = refusal(grayFaultOf(action)); !why.empty()) return faultError(errc::unsupported, why);
+    return okStatus();
+  }
+  // Where `drill`'s gray fault would be placed on this node now; empty for an injector without
+  // gray faults.
+  virtual GrayPlace grayPlace(const std::string& /*drill*/) const { return {}; }
+  // Undoes every gray fault of `drill` on this node (its nft table, its disk filler) where the
+  // node's configuration puts them now: healPlaced(grayPlace(drill)).
+  virtual Result<FaultRecord> heal(const std::string& drill) { return healPlaced(grayPlace(drill)); }
+  // Undoes what `place` names. The nft step and the disk step run and succeed independently; each
+  // succeeds when there is nothing of ours left (no such namespace, or one re-created since; the
+  // container stopped; no table; no filler). An error only for a step that could not run for
+  // another reason, with every step's outcome in its message.
+  virtual Result<FaultRecord> healPlaced(const GrayPlace& place) {
     FaultRecord nothing;  // an injector without gray faults cannot have injected one
-    nothing.detail = "nothing to heal for drill " + drill + ": " + describe() + " has no gray faults";
+    nothing.detail = "nothing to heal" + std::string(place.empty() ? "" : " at " + place.table + place.filler) + ": " +
+                     describe() + " has no gray faults";
     return nothing;
   }
   // At kfaild's start: removes every kfaild_* nft table and disk filler on this node, whatever
-  // drill left it. Returns what was removed (empty: nothing was left).
+  // drill left it. Returns what was removed (empty: nothing was left). The nft step and the disk
+  // step run independently; an error names what failed (and what was removed all the same).
   virtual Result<std::vector<std::string>> sweep() { return std::vector<std::string>{}; }
 };
 

@@ -398,7 +398,16 @@ Result<std::vector<BrokerLogLine>> LocalInjector::logLines(
   return selectKafkaLogLines(all, file, zone_, since, patterns);
 }
 
+std::optional<std::string> netnsIdentity(const std::string& name) {
+  struct stat st {};
+  if (name.empty() || name.find('/') != std::string::npos || ::stat(("/run/netns/" + name).c_str(), &st) != 0) {
+    return std::nullopt;
+  }
+  return "net:[" + std::to_string(st.st_ino) + "]";
+}
+
 void LocalInjector::placeGrayFaults(const GrayPlacement& placement) {
+  gray_netns_ = placement.netns;
   NodeShell shell;
   if (!placement.netns.empty()) {
     shell.nft = [netns = placement.netns](const std::string& script)
@@ -446,8 +455,51 @@ Result<FaultRecord> LocalInjector::slowDisk(const DiskSlowSpec& /*spec*/) {
   return faultError(errc::unsupported, refusal(GrayFault::disk_slow));
 }
 
-Result<FaultRecord> LocalInjector::heal(const std::string& drill) {
-  return grayHeal(gray_.get(), drill, clock_, refusal(GrayFault::isolate));
+Status LocalInjector::checkGray(const GrayAction& action) {
+  return grayCheck(gray_.get(), action, refusal(grayFaultOf(action)));
+}
+
+GrayPlace LocalInjector::grayPlace(const std::string& drill) const {
+  if (!gray_) return {};
+  auto place = gray_->placeOf(drill);
+  if (!place.table.empty()) {
+    place.netns = gray_netns_;
+    place.netns_id = netnsIdentity(gray_netns_).value_or("");
+  }
+  return place;
+}
+
+Result<FaultRecord> LocalInjector::heal(const std::string& drill) { return healPlaced(grayPlace(drill)); }
+
+namespace {
+
+// Into the namespace a local place names, whatever the configuration says now; one that is gone,
+// or was re-created since (a reboot, `lab down` and up), holds nothing of the drill's.
+ScriptArgv placedNft(const GrayPlace& place) {
+  if (place.table.empty() || place.netns.empty()) return {};
+  return [place](const std::string& script) -> Result<std::vector<std::string>> {
+    const auto id = netnsIdentity(place.netns);
+    if (!id) return faultError(errc::not_present, "no network namespace " + place.netns);
+    if (!place.netns_id.empty() && *id != place.netns_id) {
+      return faultError(errc::not_present, "network namespace " + place.netns + " is " + *id + ", not the " +
+                                               place.netns_id + " the fault went into (re-created since)");
+    }
+    return localNftArgv(place.netns, script);
+  };
+}
+
+}  // namespace
+
+Result<FaultRecord> LocalInjector::healPlaced(const GrayPlace& place) {
+  return grayHealPlaced(gray_.get(), place, clock_, refusal(GrayFault::isolate), placedNft(place));
+}
+
+Result<FaultRecord> healLocalPlace(const GrayPlace& place, const common::Clock& clock) {
+  NodeShell shell;
+  shell.nft_refusal = "no network namespace is recorded for the fault";
+  shell.sh = [](const std::string& script) -> Result<std::vector<std::string>> { return localShArgv(script); };
+  GrayRunner runner(std::move(shell), clock);
+  return runner.healPlaced(place, placedNft(place));
 }
 
 Result<std::vector<std::string>> LocalInjector::sweep() { return graySweep(gray_.get()); }

@@ -54,7 +54,10 @@ class LocalInjector final : public Injector {
   Result<FaultRecord> throttle(const ThrottleSpec& spec) override;
   Result<FaultRecord> fillDisk(const DiskFullSpec& spec) override;
   Result<FaultRecord> slowDisk(const DiskSlowSpec& spec) override;
+  Status checkGray(const GrayAction& action) override;
+  GrayPlace grayPlace(const std::string& drill) const override;
   Result<FaultRecord> heal(const std::string& drill) override;
+  Result<FaultRecord> healPlaced(const GrayPlace& place) override;
   Result<std::vector<std::string>> sweep() override;
 
   // Where the node's gray faults go: nft rules in its network namespace `netns` (the lab's
@@ -73,7 +76,17 @@ class LocalInjector final : public Injector {
   LogZone zone_;
   const common::Clock& clock_;
   std::unique_ptr<GrayRunner> gray_;
+  std::string gray_netns_;  // placeGrayFaults' netns
 };
+
+// A named network namespace's identity, "net:[<inode>]" of /run/netns/<name>; nullopt when there
+// is none by that name.
+std::optional<std::string> netnsIdentity(const std::string& name);
+
+// Heals a local place (GrayPlace::local()) with no injector: its node left the inventory since the
+// fault. `ip netns exec` into the recorded namespace (when it is still the one the fault went
+// into) and `sh -c` on this host, as LocalInjector::healPlaced. Blocks.
+Result<FaultRecord> healLocalPlace(const GrayPlace& place, const common::Clock& clock);
 
 // How much later than its pid file was written a process may have started and still be the one
 // the file names: the start time from /proc has the boot time's one-second grain, and a pid file

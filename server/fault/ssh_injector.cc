@@ -534,8 +534,25 @@ Result<FaultRecord> SshInjector::slowDisk(const DiskSlowSpec& /*spec*/) {
   return faultError(errc::unsupported, refusal(GrayFault::disk_slow));
 }
 
-Result<FaultRecord> SshInjector::heal(const std::string& drill) {
-  return grayHeal(gray_.get(), drill, clock_, refusal(GrayFault::isolate));
+Status SshInjector::checkGray(const GrayAction& action) {
+  return grayCheck(gray_.get(), action, refusal(grayFaultOf(action)));
+}
+
+GrayPlace SshInjector::grayPlace(const std::string& drill) const {
+  if (!gray_) return {};
+  auto place = gray_->placeOf(drill);
+  if (!place.empty()) place.host = target_.host;
+  return place;
+}
+
+Result<FaultRecord> SshInjector::heal(const std::string& drill) { return healPlaced(grayPlace(drill)); }
+
+Result<FaultRecord> SshInjector::healPlaced(const GrayPlace& place) {
+  if (!place.host.empty() && place.host != target_.host) {
+    return faultError(errc::invalid_target, "the fault was placed on host " + place.host + ", and this node is now " +
+                                                target_.host + ": kfaild has no way to " + place.host);
+  }
+  return grayHealPlaced(gray_.get(), place, clock_, refusal(GrayFault::isolate));
 }
 
 Result<std::vector<std::string>> SshInjector::sweep() { return graySweep(gray_.get()); }

@@ -97,7 +97,10 @@ class SshInjector final : public Injector {
   Result<FaultRecord> throttle(const ThrottleSpec& spec) override;
   Result<FaultRecord> fillDisk(const DiskFullSpec& spec) override;
   Result<FaultRecord> slowDisk(const DiskSlowSpec& spec) override;
+  Status checkGray(const GrayAction& action) override;
+  GrayPlace grayPlace(const std::string& drill) const override;
   Result<FaultRecord> heal(const std::string& drill) override;
+  Result<FaultRecord> healPlaced(const GrayPlace& place) override;
   Result<std::vector<std::string>> sweep() override;
 
   // Gray faults on the broker's host: `sudo -n nft '<script>'` (the host's own network

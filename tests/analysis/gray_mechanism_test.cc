@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "server/analysis/drill_analysis.h"
+#include "server/analysis/verdict.h"
 
 using namespace kfaild;
 using namespace kfaild::analysis;
@@ -358,6 +359,36 @@ TEST_CASE("a follower isolated from the brokers stalls acks=all until the ISR sh
     const auto& p1 = partition(a, 1);
     CHECK(p1.ack.outcome == Outcome::kInconclusive);
     CHECK(p1.ack.reason.find("without isr_shrink (it came at 11.300 s)") != std::string::npos);
+  }
+}
+
+TEST_CASE("an isolation that stalls nothing and shows no ISR shrink did not take effect and is inconclusive, not a pass",
+          "[unit]") {
+  // As rules placed in a namespace the broker is not in leave it: every partition acks on, and
+  // no replica ever leaves an ISR.
+  auto in = grayRun("isolate", "brokers", "drop", 60 * kSecond);
+  in.settings.replica_lag_time_max_us = 10 * kSecond;
+  for (int p : {0, 1, 2}) stream(in, p, std::nullopt);
+  const auto a = analyse(in);
+  for (int p : {0, 1}) {
+    const auto& r = partition(a, p);
+    CHECK(r.mechanism->mechanism == Mechanism::kIsrShrink);
+    CHECK_FALSE(r.mechanism->took_effect);
+    CHECK(r.ack.outcome == Outcome::kInconclusive);
+    CHECK(r.ack.reason == "the fault did not take effect: no isr_shrink");
+  }
+  // The follower out of sync is not touched by the fault: its "none" stands.
+  CHECK(partition(a, 2).ack.outcome == Outcome::kNone);
+  const auto verdict = evaluate({a}, defaultObjectives(), "isolate", {}, {});
+  CHECK(verdict.verdict == CheckStatus::kInconclusive);
+
+  SECTION("with the ISR shrink seen, no stall is a result") {
+    in.events = {event(kT0 + 10'100'000, "metadata", "isr_shrink", 1, 1),
+                 event(kT0 + 10'150'000, "metadata", "isr_shrink", std::nullopt, 0)};
+    const auto b = analyse(in);
+    CHECK(partition(b, 1).ack.outcome == Outcome::kNone);
+    CHECK(partition(b, 1).mechanism->took_effect);
+    CHECK(partition(b, 0).ack.outcome == Outcome::kNone);
   }
 }
 

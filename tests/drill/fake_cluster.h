@@ -27,6 +27,7 @@
 
 #include "server/drill/seams.h"
 #include "server/fault/errc.h"
+#include "server/fault/gray_runner.h"
 #include "tests/support/manual_clock.h"
 
 namespace kfaild::testing {
@@ -468,7 +469,7 @@ class FakeAdmin final : public drill::ClusterAdmin {
 class FakeInjector final : public fault::Injector {
  public:
   FakeInjector(FakeCluster& cluster, std::int32_t node, const common::Clock& clock)
-      : cluster_(cluster), node_(node), clock_(clock) {}
+      : netns("ns-" + std::to_string(node)), cluster_(cluster), node_(node), clock_(clock) {}
 
   std::string describe() const override { return "fake node " + std::to_string(node_); }
   Result<fault::FaultRecord> kill() override { return fault("kill", false); }
@@ -527,35 +528,66 @@ class FakeInjector final : public fault::Injector {
     std::lock_guard lock(mutex_);
     return last_fill_;
   }
-  Result<fault::FaultRecord> heal(const std::string& drill) override {
+  Status checkGray(const fault::GrayAction&) override {
+    record("check");
+    std::lock_guard lock(mutex_);
+    if (!check_problem.empty()) return fault::faultError(fault::errc::unsupported, check_problem);
+    return okStatus();
+  }
+  // The node's gray faults go into its namespace `netns` (a table per drill).
+  fault::GrayPlace grayPlace(const std::string& drill) const override {
+    std::lock_guard lock(mutex_);
+    return {"", netns, "", "kfaild_d" + drill, ""};
+  }
+  // Removes the table the place names from the namespace it names. With `real_heal` set, the heal's
+  // outcome is the real GrayRunner's on that place (its commands through the runner's shell).
+  Result<fault::FaultRecord> healPlaced(const fault::GrayPlace& place) override {
     record("heal");
+    {
+      std::lock_guard lock(mutex_);
+      healed_at_.push_back(place);
+    }
     if (heal_failures != 0) {
       if (heal_failures > 0) --heal_failures;
       return Error{make_error_code(std::errc::io_error), "the fake nft refused to heal"};
     }
-    std::lock_guard lock(mutex_);
     fault::FaultRecord r;
-    r.requested_at = clock_.wallNow();
-    r.detail = "nft delete table inet kfaild_d" + drill;
-    in_force_.erase(drill);
+    if (real_heal) {
+      auto healed = real_heal->healPlaced(place);
+      if (!healed) return healed.error();
+      r = *healed;
+    } else {
+      r.requested_at = clock_.wallNow();
+      r.detail = "nft delete table inet " + place.table;
+    }
+    std::lock_guard lock(mutex_);
+    in_force_.erase({place.netns, place.table.substr(std::string("kfaild_d").size())});
     return r;
   }
   Result<std::vector<std::string>> sweep() override {
     record("sweep");
     std::lock_guard lock(mutex_);
     std::vector<std::string> removed;
-    for (const auto& d : in_force_) removed.push_back("inet kfaild_d" + d);
+    for (const auto& [ns, d] : in_force_) removed.push_back("inet kfaild_d" + d);
     in_force_.clear();
     return removed;
   }
+  // The drills whose fault is in force on the node, in whatever namespace.
   std::set<std::string> grayInForce() const {
     std::lock_guard lock(mutex_);
-    return in_force_;
+    std::set<std::string> out;
+    for (const auto& [ns, d] : in_force_) out.insert(d);
+    return out;
   }
-  // As a kfaild that died would leave it.
-  void leaveGray(const std::string& drill) {
+  // As a kfaild that died would leave it (in `in_netns`; default: the node's netns now).
+  void leaveGray(const std::string& drill, std::optional<std::string> in_netns = std::nullopt) {
     std::lock_guard lock(mutex_);
-    in_force_.insert(drill);
+    in_force_.insert({in_netns.value_or(netns), drill});
+  }
+  // Every place a heal was asked for, in order.
+  std::vector<fault::GrayPlace> healedAt() const {
+    std::lock_guard lock(mutex_);
+    return healed_at_;
   }
   std::optional<fault::IsolateSpec> lastIsolate() const {
     std::lock_guard lock(mutex_);
@@ -566,7 +598,11 @@ class FakeInjector final : public fault::Injector {
     return last_rate_;
   }
   std::string gray_refusal;  // non-empty: refusal() says so (set before the runner runs)
+  std::string check_problem;  // non-empty: checkGray() fails with it (set before the runner runs)
+  std::string netns;          // where grayPlace() puts the node's faults (set before the runner runs)
+  std::unique_ptr<fault::GrayRunner> real_heal;  // set before the runner runs; see healPlaced
   std::atomic<int> heal_failures{0};  // the next this many heals fail; -1: every one
+  std::atomic<int> inject_failures{0};  // the next this many gray injections fail, placing nothing
 
   // Knobs a test turns (set before the engine's thread uses the injector, or from its hooks).
   std::atomic<int> start_failures{0};  // the next this many starts fail; -1: every one
@@ -602,12 +638,16 @@ class FakeInjector final : public fault::Injector {
 
   Result<fault::FaultRecord> grayIn(const std::string& call, const std::string& drill, bool goes_down) {
     record(call);
+    if (inject_failures != 0) {
+      if (inject_failures > 0) --inject_failures;
+      return Error{make_error_code(std::errc::operation_not_permitted), "the fake nft: Operation not permitted"};
+    }
     fault::FaultRecord r;
     r.requested_at = clock_.wallNow();
     r.detail = "nft -f - (" + call + " of fake node " + std::to_string(node_) + ")";
     {
       std::lock_guard lock(mutex_);
-      in_force_.insert(drill);
+      in_force_.insert({netns, drill});
     }
     if (goes_down) cluster_.down(node_, false);
     return r;
@@ -618,7 +658,8 @@ class FakeInjector final : public fault::Injector {
   const common::Clock& clock_;
   mutable std::mutex mutex_;
   std::vector<std::string> calls_;
-  std::set<std::string> in_force_;
+  std::set<std::pair<std::string, std::string>> in_force_;  // (netns, drill)
+  std::vector<fault::GrayPlace> healed_at_;
   std::optional<fault::DiskFullSpec> last_fill_;  // guarded by mutex_
   std::optional<fault::IsolateSpec> last_isolate_;
   std::uint64_t last_rate_ = 0;

@@ -182,3 +182,54 @@ TEST_CASE("a drill's verdict, regression flag and expect are stored, read back a
 }
 
 }  // namespace kfaild::storage
+
+namespace kfaild::storage {
+
+TEST_CASE("a journal entry keeps whether and where its gray fault was placed, and no update reopens a resolved one",
+          "[unit][storage]") {
+  Drills d;
+  RecoveryEntry entry;
+  entry.drill_id = d.add(d.lab, "isolate", "inject", kBase, std::nullopt, std::nullopt);
+  entry.cluster = d.lab;
+  entry.node = 2;
+  entry.action = "heal";
+  entry.phase = "inject";
+  entry.created_us = kBase;
+  entry.injection = "pending";
+  entry.place_host = "k2.example";
+  entry.place_netns = "kfl25000-n2";
+  entry.place_netns_id = "net:[4026532417]";
+  entry.place_table = "kfaild_d7";
+  entry.place_filler = "/srv/kafka/fill/kfaild_fill_d7";
+  auto id = d.drills->addRecovery(entry);
+  REQUIRE(id.ok());
+  entry.id = *id;
+  entry.injection = "done";
+  entry.phase = "observe";
+  REQUIRE(d.drills->updateRecovery(entry).ok());
+
+  auto pending = d.drills->pendingRecoveries();
+  REQUIRE(pending.ok());
+  REQUIRE(pending->size() == 1);
+  const auto& read = pending->front();
+  CHECK(read.injection == "done");
+  CHECK(read.phase == "observe");
+  CHECK(read.place_host == "k2.example");
+  CHECK(read.place_netns == "kfl25000-n2");
+  CHECK(read.place_netns_id == "net:[4026532417]");
+  CHECK(read.place_table == "kfaild_d7");
+  CHECK(read.place_filler == "/srv/kafka/fill/kfaild_fill_d7");
+
+  // An operator resolves it while a retry runs; the retry's save after it changes nothing.
+  auto resolved = resolveRecovery(*d.drills, entry.id, "healed by hand", kBase + kSecond);
+  REQUIRE(resolved.ok());
+  REQUIRE(resolved->has_value());
+  entry.attempts = 3;
+  entry.last_error = "heal failed";
+  REQUIRE(d.drills->updateRecovery(entry).ok());
+  pending = d.drills->pendingRecoveries();
+  REQUIRE(pending.ok());
+  CHECK(pending->empty());
+}
+
+}  // namespace kfaild::storage
