@@ -339,8 +339,9 @@ TEST_CASE("who opened a window from an IPv6 address is shown to the operator onl
   const auto openers = [&api, &base](const std::string& token) {
     auto list = api.send("GET", base, "", token);
     REQUIRE(list.status == 200);
+    const auto body = list.json();
     std::vector<std::string> out;
-    for (const auto& w : list.json()["items"]) out.push_back(w["opened_by"].get<std::string>());
+    for (const auto& w : body["items"]) out.push_back(w["opened_by"].get<std::string>());
     return out;
   };
   const std::vector<std::string> hidden{"operator (api, [redacted])", "operator (api, [redacted])"};
