@@ -173,9 +173,28 @@ std::optional<fault::GrayAction> grayAction(const DrillSpec& spec, std::int64_t 
   const auto name = grayDrillName(drill_id);
   const std::chrono::seconds duration(o.duration_s);
   switch (spec.fault) {
-    case FaultType::kIsolate: return fault::IsolateSpec{name, o.from, o.mode, duration, peers};
-    case FaultType::kThrottle: return fault::ThrottleSpec{name, o.rate_bytes_per_second, duration, {}};
-    case FaultType::kDiskFull: return fault::DiskFullSpec{name, duration, {}};
+    case FaultType::kIsolate: {
+      fault::IsolateSpec isolate;
+      isolate.drill = name;
+      isolate.from = o.from;
+      isolate.mode = o.mode;
+      isolate.duration = duration;
+      isolate.peers = peers;
+      return isolate;
+    }
+    case FaultType::kThrottle: {
+      fault::ThrottleSpec throttle;
+      throttle.drill = name;
+      throttle.bytes_per_second = o.rate_bytes_per_second;
+      throttle.duration = duration;
+      return throttle;
+    }
+    case FaultType::kDiskFull: {
+      fault::DiskFullSpec fill;
+      fill.drill = name;
+      fill.duration = duration;
+      return fill;
+    }
     case FaultType::kDiskSlow: return fault::DiskSlowSpec{name, duration, o.rate_bytes_per_second};
     default: return std::nullopt;
   }
@@ -193,38 +212,24 @@ std::string injectionProblem(fault::Injector& injector, const DrillSpec& spec, s
 Result<fault::FaultRecord> injectFault(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id,
                                        const fault::Peers& peers, const std::vector<std::string>& log_dirs) {
   const auto& o = spec.options;
-  const auto name = grayDrillName(drill_id);
-  const std::chrono::seconds duration(o.duration_s);
   switch (spec.fault) {
     case FaultType::kKill: return injector.kill();
     case FaultType::kStop: return injector.stop(std::chrono::seconds(o.grace_s));
     case FaultType::kRestart: return o.kill ? injector.kill() : injector.stop(std::chrono::seconds(o.grace_s));
     case FaultType::kPause: return injector.pause();
-    case FaultType::kIsolate: {
-      fault::IsolateSpec isolate;
-      isolate.drill = name;
-      isolate.from = o.from;
-      isolate.mode = o.mode;
-      isolate.duration = duration;
-      isolate.peers = peers;
-      return injector.isolate(isolate);
+    case FaultType::kIsolate:
+    case FaultType::kThrottle:
+    case FaultType::kDiskFull:
+    case FaultType::kDiskSlow: {
+      // The same spec the preflight checked (grayAction); the filler's directory is the
+      // injector's (its placement), filled in there.
+      auto action = *grayAction(spec, drill_id, peers);
+      if (auto* fill = std::get_if<fault::DiskFullSpec>(&action)) fill->log_dirs = log_dirs;
+      if (const auto* isolate = std::get_if<fault::IsolateSpec>(&action)) return injector.isolate(*isolate);
+      if (const auto* throttle = std::get_if<fault::ThrottleSpec>(&action)) return injector.throttle(*throttle);
+      if (const auto* fill = std::get_if<fault::DiskFullSpec>(&action)) return injector.fillDisk(*fill);
+      return injector.slowDisk(std::get<fault::DiskSlowSpec>(action));
     }
-    case FaultType::kThrottle: {
-      fault::ThrottleSpec throttle;
-      throttle.drill = name;
-      throttle.bytes_per_second = o.rate_bytes_per_second;
-      throttle.duration = duration;
-      return injector.throttle(throttle);
-    }
-    // The filler's directory is the injector's (its placement); the spec's is filled in there.
-    case FaultType::kDiskFull: {
-      fault::DiskFullSpec fill;
-      fill.drill = name;
-      fill.duration = duration;
-      fill.log_dirs = log_dirs;
-      return injector.fillDisk(fill);
-    }
-    case FaultType::kDiskSlow: return injector.slowDisk({name, duration, o.rate_bytes_per_second});
     // Never injected itself: each of its steps is a restart (rollingStep).
     case FaultType::kRollingRestart: break;
   }

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "api/redaction.h"
+#include "server/common/redaction.h"
 #include "server/daemon/daemon.h"
 
 using namespace kfaild;
@@ -30,7 +30,7 @@ TEST_CASE("a node's gray-fault placement (address, netns, fill_dir) is hidden fr
     INFO(key);
     CHECK(std::find(literals.begin(), literals.end(), key) != literals.end());
   }
-  const api::Redactor redactor(literals);
+  const common::Redactor redactor(literals);
   CHECK(redactor.redact("isolate of node 2 failed: ip netns exec kafkans2 nft: kafka-2.internal unreachable") ==
         "isolate of node 2 failed: ip netns exec [redacted] nft: [redacted] unreachable");
 }

@@ -253,13 +253,14 @@ TEST_CASE("a disk filler of a node that has left the inventory is freed where th
   entry.injection = "done";
   entry.place_filler = (fill / name).string();
   REQUIRE(h.drills->addRecovery(entry));
-  std::ofstream(fill / name) << "filler";
-  std::ofstream(fill / (name + ".tail")) << "tail";
+  // The journal holds the fillers' stem; each run's filler is the stem and mktemp's suffix.
+  std::ofstream(fill / (name + ".Ab12Cd")) << "filler of run 1";
+  std::ofstream(fill / (name + ".Xy34Zw")) << "filler of run 2";
   std::ofstream(fill / "kafka-data") << "not ours";
 
   REQUIRE(replay(h, 60s));
-  CHECK_FALSE(std::filesystem::exists(fill / name));
-  CHECK_FALSE(std::filesystem::exists(fill / (name + ".tail")));
+  CHECK_FALSE(std::filesystem::exists(fill / (name + ".Ab12Cd")));
+  CHECK_FALSE(std::filesystem::exists(fill / (name + ".Xy34Zw")));
   CHECK(std::filesystem::exists(fill / "kafka-data"));
   // The node itself cannot be brought back without its injector: the operator resolves the entry.
   CHECK(h.openRecoveries().size() == 1);

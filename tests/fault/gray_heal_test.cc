@@ -56,9 +56,11 @@ TEST_CASE("heal frees the disk filler even when nft fails, and says which step f
   auto healed = runner.heal("42");
   REQUIRE_FALSE(healed.ok());
   CHECK(healed.error().code == make_error_code(errc::command_failed));
-  CHECK(healed.error().message.find("exited with 1: sudo: nft: command not found") != std::string::npos);
+  // What nft said is the operator's only (marked sensitive).
+  CHECK(healed.error().message.find("exited with 1: ") != std::string::npos);
+  CHECK(healed.error().message.find("sudo: nft: command not found") != std::string::npos);
   CHECK(healed.error().message.find("(done all the same: ") != std::string::npos);
-  CHECK(ranSh(ran, diskFreeScript("/srv/fill", "42")));
+  CHECK(ranSh(ran, diskFreeScript("/srv/fill", "", "42")));
 }
 
 TEST_CASE("heal of a place with no namespace left is a heal: nothing of the drill's can be there", "[unit]") {
@@ -73,7 +75,7 @@ TEST_CASE("heal of a place with no namespace left is a heal: nothing of the dril
   REQUIRE(healed.ok());
   CHECK(healed->detail.find("no table kfaild_d42 can be left: no network namespace kfl25000-n1") == 0);
   // The filler where the journal put it, not where the configuration says now.
-  CHECK(ranSh(ran, diskFreeScript("/srv/old-fill", "42")));
+  CHECK(ranSh(ran, diskFreeScript("/srv/old-fill", "", "42")));
   CHECK(ran.size() == 1);
 }
 
@@ -94,10 +96,11 @@ TEST_CASE("the sweep frees disk fillers even when nft cannot list the tables", "
                     node(ran, "Error: Operation not permitted", "/srv/fill/kfaild_fill_d7\n"));
   auto swept = runner.sweep();
   REQUIRE_FALSE(swept.ok());
-  CHECK(swept.error().message.find("exited with 1: Error: Operation not permitted") != std::string::npos);
+  CHECK(swept.error().message.find("exited with 1: ") != std::string::npos);
+  CHECK(swept.error().message.find("Error: Operation not permitted") != std::string::npos);
   CHECK(swept.error().message.find("(removed all the same: disk filler /srv/fill/kfaild_fill_d7)") !=
         std::string::npos);
-  CHECK(ranSh(ran, diskSweepScript("/srv/fill")));
+  CHECK(ranSh(ran, diskSweepScript("/srv/fill", "")));
 
   SECTION("and a container that is not running has no table to sweep") {
     NodeShell stopped;
