@@ -738,8 +738,6 @@ GrayPlace DockerInjector::grayPlace(const std::string& drill) const {
   return place;
 }
 
-Result<FaultRecord> DockerInjector::heal(const std::string& drill) { return healPlaced(grayPlace(drill)); }
-
 Result<FaultRecord> DockerInjector::healPlaced(const GrayPlace& place) {
   // A container's network namespace lives and dies with it: stopped or removed, nothing is left.
   if (!place.netns.empty() && place.netns != "container:" + target_.container) {

@@ -37,12 +37,6 @@ std::string badAddress(const std::vector<std::string>& addresses) {
   return {};
 }
 
-std::string join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
-  return out;
-}
-
 struct Split {
   std::vector<std::string> v4, v6;
 };
@@ -131,6 +125,12 @@ std::string addKeep(const std::string& table, const std::string& set,
 }
 
 }  // namespace
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
+  return out;
+}
 
 std::string toString(GrayFault fault) {
   switch (fault) {

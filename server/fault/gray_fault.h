@@ -129,6 +129,9 @@ struct NftExceptions {
 };
 inline constexpr std::string_view kSessionPortToken = "@KFAILD_SESSION_PORT@";
 
+// `items` with `sep` between them.
+std::string join(const std::vector<std::string>& items, const std::string& sep);
+
 // Whether `instance` can name things on a node: empty, or `i` and 1 to 15 of [0-9a-z].
 bool validInstance(std::string_view instance);
 

@@ -39,12 +39,6 @@ bool nothingThere(const Error& error) {
          error.code == make_error_code(errc::no_such_container);
 }
 
-std::string joined(const std::vector<std::string>& items, const char* sep = "; ") {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
-  return out;
-}
-
 // "<instance>_d<drill>" or "d<drill>" (no instance), as a name ends after its "kfaild_" or
 // "kfaild_fill_" prefix; nullopt when it is not one of kfaild's names.
 std::optional<std::pair<std::string, std::string>> instanceAndDrill(std::string_view rest) {
@@ -368,9 +362,9 @@ Result<FaultRecord> GrayRunner::healPlaced(const GrayPlace& place, const ScriptA
   }
   if (!failed.empty()) {
     return faultError(errc::command_failed,
-                      joined(failed) + (done.empty() ? "" : " (done all the same: " + joined(done) + ")"));
+                      join(failed, "; ") + (done.empty() ? "" : " (done all the same: " + join(done, "; ") + ")"));
   }
-  record.detail = done.empty() ? "nothing to heal: no gray fault is placed on this node" : joined(done, "\n");
+  record.detail = done.empty() ? "nothing to heal: no gray fault is placed on this node" : join(done, "\n");
   record.fault_at = clock_.wallNow();
   record.fault_time_source = "local";
   return record;
@@ -409,7 +403,7 @@ Result<std::vector<std::string>> GrayRunner::sweep() {
   }
   if (!failed.empty()) {
     return faultError(errc::command_failed,
-                      joined(failed) + (removed.empty() ? "" : " (removed all the same: " + joined(removed) + ")"));
+                      join(failed, "; ") + (removed.empty() ? "" : " (removed all the same: " + join(removed, "; ") + ")"));
   }
   return removed;
 }

@@ -469,8 +469,6 @@ GrayPlace LocalInjector::grayPlace(const std::string& drill) const {
   return place;
 }
 
-Result<FaultRecord> LocalInjector::heal(const std::string& drill) { return healPlaced(grayPlace(drill)); }
-
 namespace {
 
 // Into the namespace a local place names, whatever the configuration says now; one that is gone,

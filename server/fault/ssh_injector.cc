@@ -545,8 +545,6 @@ GrayPlace SshInjector::grayPlace(const std::string& drill) const {
   return place;
 }
 
-Result<FaultRecord> SshInjector::heal(const std::string& drill) { return healPlaced(grayPlace(drill)); }
-
 Result<FaultRecord> SshInjector::healPlaced(const GrayPlace& place) {
   if (!place.host.empty() && place.host != target_.host) {
     return faultError(errc::invalid_target, "the fault was placed on host " + place.host + ", and this node is now " +

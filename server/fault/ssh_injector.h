@@ -99,7 +99,6 @@ class SshInjector final : public Injector {
   Result<FaultRecord> slowDisk(const DiskSlowSpec& spec) override;
   Status checkGray(const GrayAction& action) override;
   GrayPlace grayPlace(const std::string& drill) const override;
-  Result<FaultRecord> heal(const std::string& drill) override;
   Result<FaultRecord> healPlaced(const GrayPlace& place) override;
   Result<std::vector<std::string>> sweep() override;
 
