@@ -6,6 +6,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/paths.h"
+
 namespace {
 
 // The lab ctest gave this test (tests/CMakeLists.txt): CTEST_RESOURCE_GROUP_0_LAB is "id:b,slots:1"
@@ -36,5 +38,7 @@ int main(int argc, char* argv[]) {
   const char* level = std::getenv("KFAILD_TEST_LOG");
   spdlog::set_level(level ? spdlog::level::from_str(level) : spdlog::level::warn);
   useAssignedLab();
+  // The gray-fault helper the tests run, and the kfaild processes they start: this build's.
+  setenv("KFAILD_GRAY_HELPER", KFAILD_BINARY_DIR "/server/kfaild-gray", 0);
   return Catch::Session().run(argc, argv);
 }

@@ -160,6 +160,12 @@ struct NodeConfig {
   std::string address;
   std::string netns;
   std::string fill_dir;
+  // Gray faults are opt-in per node: without `gray_faults: true` kfaild never runs kfaild-gray
+  // there (no sudo, not even the start-up sweep) and refuses isolate, throttle and disk_full.
+  // `gray_helper`: the argv that runs kfaild-gray (empty: `sudo -n /usr/lib/kfaild/kfaild-gray`
+  // on an ssh host; kfaild-gray beside kfaild, through `sudo -n` unless kfaild is root, locally).
+  bool gray_faults = false;
+  std::vector<std::string> gray_helper;
 };
 
 struct ClusterConfig {

@@ -676,7 +676,7 @@ Result<std::vector<BrokerLogLine>> DockerInjector::logLines(
   return selectKafkaLogLines(*text, file, zone_, since, patterns);
 }
 
-void DockerInjector::placeGrayFaults(const std::string& instance) {
+void DockerInjector::placeGrayFaults(const std::string& instance, const std::vector<std::string>& helper) {
   NodeShell shell;
   shell.instance = instance;
   if (endpoint_ && endpoint_->kind == DockerEndpoint::Kind::unix_socket) {
@@ -687,13 +687,14 @@ void DockerInjector::placeGrayFaults(const std::string& instance) {
         return faultError(errc::invalid_target, why);
       return NftExceptions{};
     };
-    shell.nft = [this](const std::string& script) -> Result<std::vector<std::string>> {
+    shell.nft = [this, helper = helper.empty() ? defaultLocalGrayHelper() : helper](
+                    const std::vector<std::string>& words) -> Result<std::vector<std::string>> {
       auto state = inspect();
       if (!state.ok()) return state.error();
       if (!state->running || !state->pid || *state->pid <= 0)
         return faultError(errc::invalid_state,
                           "container " + target_.container + " is not running: no netns to enter");
-      return nsenterNftArgv(*state->pid, script);
+      return localHelperArgv(helper, {}, *state->pid, words);
     };
   } else {
     shell.nft_refusal = "the Docker engine " + target_.endpoint +
@@ -705,7 +706,7 @@ void DockerInjector::placeGrayFaults(const std::string& instance) {
 }
 
 std::string DockerInjector::refusal(GrayFault fault) const {
-  return grayRefusal(gray_.get(), fault, "gray faults are not enabled for this container (placeGrayFaults)");
+  return grayRefusal(gray_.get(), fault, "gray faults are off for this node: gray_faults: true in its inventory entry opts in");
 }
 
 Result<FaultRecord> DockerInjector::isolate(const IsolateSpec& spec) {

@@ -127,11 +127,12 @@ class DockerInjector final : public Injector {
   Result<FaultRecord> healPlaced(const GrayPlace& place) override;
   Result<std::vector<std::string>> sweep() override;
 
-  // Network faults in the container's network namespace, entered from this host with
-  // `nsenter -t <State.Pid> -n nft '<script>'`: only for an engine on a unix socket (kfaild runs
+  // Network faults in the container's network namespace, entered from this host by kfaild-gray
+  // (`helper`, defaultLocalGrayHelper when empty) with `--pid <State.Pid>`: only for an engine
+  // on a unix socket (kfaild runs
   // beside it); an engine over TCP is refused, and so is a container whose namespace is not its
   // own (networkModeRefusal). disk_full is refused (no fill dir in a container).
-  void placeGrayFaults(const std::string& instance = {});
+  void placeGrayFaults(const std::string& instance = {}, const std::vector<std::string>& helper = {});
 
   // The negotiated version, e.g. "1.41" (asks the engine on first use).
   Result<std::string> apiVersion();

@@ -375,18 +375,14 @@ std::string stopTimers(const std::string& pattern) {
 
 }  // namespace
 
-std::string diskFillScript(const DiskFullSpec& spec) {
-  const auto stem = fillerStem(spec.fill_dir, spec.instance, spec.drill);
-  const auto name = stem.substr(stem.rfind('/') + 1);
+namespace {
+
+// Step 1 of the fill (diskFillScript): the fill dir's checks. Leaves $r (the dir, resolved), $l
+// (the log dir on its filesystem), $u (the broker's uid), $e (the expiry) and $t (the threshold).
+std::string fillDirChecks(const DiskFullSpec& spec) {
   std::string log_dirs;
   for (const auto& dir : spec.log_dirs) log_dirs += " " + shellQuote(dir);
   const auto expiry = std::to_string((spec.duration + kExpiryMargin).count());
-  // The timer removes the filler at the expiry, or as soon as heal has removed it: a setsid
-  // timer polls for its file, a systemd one is stopped by name. Its file is only its own
-  // (mktemp's name), so run 1's timer never removes run 2's filler.
-  const std::string setsid_timer =
-      "end=$(( $(date +%s) + $1 )); while [ -e \"$2\" ] && [ \"$(date +%s)\" -lt \"$end\" ]; do "
-      "sleep 1; done; rm -f -- \"$2\"";
   return "set -e\n"
          "fail() { echo \"kfaild: $*\" >&2; exit 1; }\n"
          "d=" + shellQuote(spec.fill_dir) + "\n"
@@ -395,6 +391,8 @@ std::string diskFillScript(const DiskFullSpec& spec) {
          "r=$(cd \"$d\" && pwd -P) || fail \"cannot enter the fill dir $d\"\n"
          "[ \"$r\" != / ] || fail \"the fill dir $d is / : refusing to fill the root filesystem\"\n"
          "v=$(stat -c %d \"$r\"); o=$(stat -c %u \"$r\")\n"
+         "[ \"$v\" != \"$(stat -c %d /)\" ] || fail \"the fill dir $d is on the root filesystem: filling it "
+         "would fill the host's\"\n"
          // The log dir on the fill dir's filesystem, and the broker's user: that dir's owner.
          "l=; u=0\n" +
          (spec.log_dirs.empty()
@@ -405,6 +403,25 @@ std::string diskFillScript(const DiskFullSpec& spec) {
                 "broker's log.dirs (\"" + shellQuote(join(spec.log_dirs, ", ")) + "\")\"\n") +
          "[ \"$o\" = 0 ] || [ \"$o\" = \"$u\" ] || fail \"the fill dir $d is owned by uid $o, "
          "neither root nor the broker's user (uid $u)\"\n"
+         ;
+}
+
+}  // namespace
+
+std::string diskFillCheckScript(const DiskFullSpec& spec) {
+  return fillDirChecks(spec) + "echo \"kfaild: fill dir $r can fill $l (uid $u)\"\n";
+}
+
+std::string diskFillScript(const DiskFullSpec& spec) {
+  const auto stem = fillerStem(spec.fill_dir, spec.instance, spec.drill);
+  const auto name = stem.substr(stem.rfind('/') + 1);
+  // The timer removes the filler at the expiry, or as soon as heal has removed it: a setsid
+  // timer polls for its file, a systemd one is stopped by name. Its file is only its own
+  // (mktemp's name), so run 1's timer never removes run 2's filler.
+  const std::string setsid_timer =
+      "end=$(( $(date +%s) + $1 )); while [ -e \"$2\" ] && [ \"$(date +%s)\" -lt \"$end\" ]; do "
+      "sleep 1; done; rm -f -- \"$2\"";
+  return fillDirChecks(spec) +
          // What the broker may use: %a, unless it runs as root and may use the root reserve too.
          "if [ \"$u\" = 0 ]; then k=%f; else k=%a; fi\n"
          "f=$(mktemp \"$r/" + name + ".XXXXXX\") || fail \"cannot create a file in $d\"\n"
@@ -436,6 +453,7 @@ std::string diskFillScript(const DiskFullSpec& spec) {
          "dd if=/dev/zero of=/proc/self/fd/3 bs=\"$s\" count=\"$(stat -f -c \"$k\" \"$r\")\" "
          "oflag=append conv=notrunc 2>/dev/null || :\n"
          "exec 3>&-\n"
+         "echo \"kfaild-filled-at=$(date +%s%6N)\"\n"
          // Judged by what a process without the root reserve may still write (%a): a root
          // filler that may use the reserve has filled it too, and one that may not (no
          // CAP_SYS_RESOURCE) leaves exactly the reserve, which a broker running alike cannot use

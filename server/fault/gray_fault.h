@@ -3,9 +3,9 @@
 // Gray faults (issue 26): a node cut off from some of its peers (`isolate`), its bandwidth
 // limited (`throttle`), its log filesystem full (`disk_full`), its disk slowed (`disk_slow`).
 //
-// This header has what every injector shares: the fault specs, and the pure builders of the
-// exact nft scripts and shell scripts that inject, heal and sweep them. An injector only decides
-// how a script reaches the node (its own netns, ssh + sudo, nsenter into a container's netns).
+// This header has the fault specs and the pure builders of the exact nft scripts and shell
+// scripts that inject, heal and sweep them. Only kfaild-gray (gray_helper.h) runs them, on the
+// node, built there from the words kfaild sends; kfaild itself builds them only to show them.
 //
 // Names. Every name kfaild leaves on a node carries the kfaild instance's id and the drill's:
 // the nft table `inet kfaild_<instance>_d<drill>`, the fillers `kfaild_fill_<instance>_d<drill>.XXXXXX`
@@ -184,6 +184,8 @@ std::string nftSweepScript(const std::vector<std::string>& tables);
 // Free: remove the drill's fillers and stop their systemd timers (a setsid timer ends when its
 // filler is gone). Sweep: the same for every filler of the instance, printing each path removed.
 std::string diskFillScript(const DiskFullSpec& spec);
+// Step 1 of the fill alone, changing nothing: the preflight's check of a fill dir.
+std::string diskFillCheckScript(const DiskFullSpec& spec);
 std::string diskFreeScript(const std::string& fill_dir, std::string_view instance,
                            std::string_view drill);
 std::string diskSweepScript(const std::string& fill_dir, std::string_view instance);

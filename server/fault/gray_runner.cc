@@ -1,5 +1,9 @@
 #include "server/fault/gray_runner.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <sstream>
 #include <utility>
@@ -21,114 +25,75 @@ std::string trimmed(std::string text) {
 // sudo name hosts and users), cut to their end as command.cc cuts stderr.
 std::string toolOutput(const std::string& text) { return common::sensitive(common::utf8Tail(trimmed(text), 2000)); }
 
-// "nft: Error: No such file or directory" from `nft list tables` on a host whose kernel has no
-// nf_tables is not "nothing left": it is a failure. An nft that ran and found no table of ours
-// prints nothing.
-bool nftMissing(const CommandOutput& out) {
-  return out.exit_code == 127 || out.err.find("not found") != std::string::npos;
+// The output without kfaild-gray's window line, for the record.
+std::string withoutWindow(const std::string& out) {
+  std::istringstream lines(out);
+  std::string kept;
+  for (std::string line; std::getline(lines, line);)
+    if (!line.starts_with(kHelperWindowKey)) kept += line + "\n";
+  return trimmed(kept);
 }
 
-// `ip netns exec` of a namespace that is gone (a reboot, `lab down`): nothing of ours is in it.
-bool netnsGone(const CommandOutput& out) {
-  return out.exit_code != 0 && out.err.find("Cannot open network namespace") != std::string::npos;
-}
-
-// The argv builder could not find the place to run in: no namespace, the container stopped.
+// The argv builder could not find the place to run in (no namespace, the container stopped), or
+// kfaild-gray found it gone: nothing of ours can be there.
 bool nothingThere(const Error& error) {
   return error.code == make_error_code(errc::not_present) || error.code == make_error_code(errc::invalid_state) ||
          error.code == make_error_code(errc::no_such_container);
 }
 
-// "<instance>_d<drill>" or "d<drill>" (no instance), as a name ends after its "kfaild_" or
-// "kfaild_fill_" prefix; nullopt when it is not one of kfaild's names.
-std::optional<std::pair<std::string, std::string>> instanceAndDrill(std::string_view rest) {
-  std::string instance;
-  if (const auto sep = rest.find("_d"); sep != std::string_view::npos && !rest.starts_with("d")) {
-    instance = std::string(rest.substr(0, sep));
-    rest.remove_prefix(sep + 1);
-  }
-  if (!rest.starts_with("d")) return std::nullopt;
-  const std::string drill(rest.substr(1));
-  if (!nftTableName(instance, drill)) return std::nullopt;
-  return std::make_pair(instance, drill);
+// A word as the remote shell must see it: bare when it has nothing a shell reads, else quoted.
+std::string shellWord(const std::string& word) {
+  const bool plain = !word.empty() && word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                             "0123456789_./:=@%+,-") == std::string::npos;
+  return plain ? word : shellQuote(word);
 }
 
-// A table name as the journal holds it ("kfaild_<instance>_d<drill>"): its instance and drill,
-// nullopt when it is not one of kfaild's (nothing else is ever deleted).
-std::optional<std::pair<std::string, std::string>> parseTableName(const std::string& table) {
-  constexpr std::string_view kPrefix = "kfaild_";
-  if (!table.starts_with(kPrefix)) return std::nullopt;
-  auto parts = instanceAndDrill(std::string_view(table).substr(kPrefix.size()));
-  if (!parts || nftTableName(parts->first, parts->second) != table) return std::nullopt;
-  return parts;
-}
-
-struct FillerPlace {
-  std::string dir;
-  std::string instance;
-  std::string drill;
-};
-
-// A filler stem as the journal holds it ("<dir>/kfaild_fill_<instance>_d<drill>", fillerStem):
-// its directory, instance and drill; nullopt when it is not one of kfaild's.
-std::optional<FillerPlace> splitFiller(const std::string& path) {
-  const auto slash = path.rfind('/');
-  if (path.empty() || path.front() != '/' || slash == std::string::npos) return std::nullopt;
-  const auto name = path.substr(slash + 1);
-  constexpr std::string_view kPrefix = "kfaild_fill_";
-  if (!name.starts_with(kPrefix)) return std::nullopt;
-  auto parts = instanceAndDrill(std::string_view(name).substr(kPrefix.size()));
-  if (!parts) return std::nullopt;
-  FillerPlace place{slash == 0 ? std::string("/") : path.substr(0, slash), parts->first, parts->second};
-  if (fillerStem(place.dir, place.instance, place.drill) != path) return std::nullopt;
-  return place;
+std::vector<std::string> plus(std::vector<std::string> words, std::string_view last) {
+  words.emplace_back(last);
+  return words;
 }
 
 }  // namespace
 
-std::optional<std::vector<std::string>> nftCheckArgv(std::vector<std::string> argv) {
-  if (argv.size() >= 2 && argv[argv.size() - 2] == "nft") {
-    argv.insert(argv.end() - 1, "--check");
-    return argv;
+std::vector<std::string> defaultLocalGrayHelper() {
+  std::error_code ec;
+  const auto beside = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "kfaild-gray";
+  std::string path(kGrayHelperPath);
+  if (const char* chosen = std::getenv("KFAILD_GRAY_HELPER"); chosen != nullptr && *chosen == '/') {
+    path = chosen;
+  } else if (!ec && ::access(beside.c_str(), X_OK) == 0) {
+    path = beside.string();
   }
-  const std::string sudo = "sudo -n nft ";
-  if (!argv.empty() && argv.back().rfind(sudo, 0) == 0) {
-    argv.back() = sudo + "--check " + argv.back().substr(sudo.size());
-    return argv;
+  if (::geteuid() == 0) return {path};
+  return {"sudo", "-n", path};
+}
+
+std::vector<std::string> defaultSshGrayHelper() { return {"sudo", "-n", std::string(kGrayHelperPath)}; }
+
+std::vector<std::string> localHelperArgv(const std::vector<std::string>& helper, const std::string& netns,
+                                         std::int64_t pid, const std::vector<std::string>& words) {
+  auto argv = helper;
+  if (!netns.empty()) argv.insert(argv.end(), {"--netns", netns});
+  if (pid > 0) argv.insert(argv.end(), {"--pid", std::to_string(pid)});
+  for (const auto& w : words)
+    if (w != kSessionPortWord) argv.push_back(w);  // no ssh session here
+  return argv;
+}
+
+std::string remoteHelperCommand(const std::vector<std::string>& helper, const std::vector<std::string>& words) {
+  std::string line;
+  bool session = false;
+  for (const auto& w : helper) line += (line.empty() ? "" : " ") + shellWord(w);
+  for (const auto& w : words) {
+    if (w == kSessionPortWord) {
+      session = true;
+      continue;
+    }
+    line += " " + shellWord(w);
   }
-  return std::nullopt;
-}
-
-std::string fillDirCheckScript(const std::string& fill_dir) {
-  return "d=" + shellQuote(fill_dir) +
-         "\n"
-         "if [ ! -d \"$d\" ]; then echo \"fill_dir $d is not a directory\" >&2; exit 1; fi\n"
-         "if [ ! -w \"$d\" ]; then echo \"fill_dir $d is not writable here\" >&2; exit 1; fi\n"
-         "if [ \"$(stat -f -c %i \"$d\")\" = \"$(stat -f -c %i /)\" ] && "
-         "[ \"$(stat -c %d \"$d\")\" = \"$(stat -c %d /)\" ]; then "
-         "echo \"fill_dir $d is on the root filesystem: filling it would fill the host's\" >&2; exit 1; fi\n";
-}
-
-std::vector<std::string> localNftArgv(const std::string& netns, const std::string& script) {
-  if (netns.empty()) return {"nft", script};
-  return {"ip", "netns", "exec", netns, "nft", script};
-}
-
-std::vector<std::string> localShArgv(const std::string& script) { return {"sh", "-c", script}; }
-
-std::vector<std::string> nsenterNftArgv(std::int64_t pid, const std::string& script) {
-  return {"nsenter", "-t", std::to_string(pid), "-n", "nft", script};
-}
-
-std::string sudoNftCommand(const std::string& script) {
-  if (script.find(kSessionPortToken) == std::string::npos) return "sudo -n nft " + shellQuote(script);
-  const std::string token(kSessionPortToken);
-  return "p=${SSH_CONNECTION##* }; case $p in ''|*[!0-9]*) e='/" + token + "/d';; *) e=\"s/" + token +
-         "/$p/\";; esac; printf '%s' " + shellQuote(script) + " | sed \"$e\" | sudo -n nft -f -";
-}
-
-std::string sudoShCommand(const std::string& script) {
-  return "sudo -n sh -c " + shellQuote(script);
+  if (!session) return line;
+  // The port this session reached on the node (behind a NAT not ssh's own), digits only.
+  return "p=${SSH_CONNECTION##* }; case $p in ''|*[!0-9]*) p=;; esac; " + line + " ${p:+--keep-port \"$p\"}";
 }
 
 std::string grayRefusal(const GrayRunner* runner, GrayFault fault, const std::string& unplaced) {
@@ -146,7 +111,7 @@ Result<FaultRecord> grayHeal(GrayRunner* runner, const std::string& drill, const
 }
 
 Result<FaultRecord> grayHealPlaced(GrayRunner* runner, const GrayPlace& place, const common::Clock& clock,
-                                   const std::string& unplaced, const ScriptArgv& nft) {
+                                   const std::string& unplaced, const HelperArgv& nft) {
   if (runner) return runner->healPlaced(place, nft);
   if (!place.empty()) {
     // Placed by an earlier configuration of this node that had gray faults: without a way to the
@@ -178,10 +143,10 @@ std::string GrayRunner::refusal(GrayFault fault) const {
     case GrayFault::isolate:
     case GrayFault::throttle:
       if (shell_.nft) return {};
-      return shell_.nft_refusal.empty() ? "no way to run nft on this node" : shell_.nft_refusal;
+      return shell_.nft_refusal.empty() ? "no way to run kfaild-gray for this node's network" : shell_.nft_refusal;
     case GrayFault::disk_full:
       if (!shell_.sh)
-        return shell_.sh_refusal.empty() ? "no way to run a shell on this node" : shell_.sh_refusal;
+        return shell_.sh_refusal.empty() ? "no way to run kfaild-gray on this node's filesystem" : shell_.sh_refusal;
       if (shell_.fill_dir.empty())
         return "disk_full needs a directory on the broker's log filesystem to fill, and none is "
                "configured for this broker";
@@ -192,18 +157,49 @@ std::string GrayRunner::refusal(GrayFault fault) const {
   return "unknown fault";
 }
 
-Result<CommandOutput> GrayRunner::runOn(const ScriptArgv& how, const std::string& script,
-                                        std::string* detail) {
-  auto argv = how(script);
+Result<CommandOutput> GrayRunner::runOn(const HelperArgv& how, const HelperRequest& request, std::string* detail,
+                                        bool keep_session) {
+  auto words = helperWords(request);
+  if (keep_session) words = plus(std::move(words), kSessionPortWord);
+  auto argv = how(words);
   if (!argv.ok()) return argv.error();
   if (detail) *detail += (detail->empty() ? "" : "\n") + describeArgv(*argv);
-  auto out = run_(*argv, shell_.timeout);
+  auto out = run_(*argv, request.op == HelperOp::fill ? kFillTimeout + shell_.timeout - kShellTimeout : shell_.timeout);
   if (!out.ok()) return out.error();
+  if (out->exit_code == kHelperNothingThere)
+    return faultError(errc::not_present, describeArgv(*argv) + ": " + toolOutput(out->err));
   if (out->exit_code != 0)
-    return faultError(errc::command_failed, describeArgv(*argv) + " exited with " +
-                                                std::to_string(out->exit_code) + ": " +
-                                                toolOutput(out->err + out->out));
+    return faultError(errc::command_failed, describeArgv(*argv) + " exited with " + std::to_string(out->exit_code) +
+                                                ": " + toolOutput(out->err + out->out));
   return out;
+}
+
+void GrayRunner::placeInTime(FaultRecord& record, const CommandOutput& out, const std::string& what) {
+  const auto returned = clock_.wallNow();
+  const auto window = helperWindow(out.out);
+  if (!window) {
+    // An older kfaild-gray, or a fake: the fault took effect somewhere in the call.
+    const auto half = (returned - record.requested_at + 1) / 2;
+    placeFault(record, record.requested_at + half, {0, half}, "kfaild:call");
+    return;
+  }
+  const auto half = (window->end_us - window->start_us + 1) / 2;
+  ClockOffset offset;
+  std::string source = "kfaild-gray:local-clock";
+  if (shell_.clock_offset) {
+    auto measured = shell_.clock_offset();
+    if (!measured.ok()) {
+      // Without the node's clock kfaild's own bracket of the call is what is left.
+      const auto call = (returned - record.requested_at + 1) / 2;
+      placeFault(record, record.requested_at + call, {0, call}, "kfaild:call");
+      record.detail += "\n" + what + ": the node's clock offset is unknown (" + measured.error().message +
+                       "), so its time is the call's";
+      return;
+    }
+    offset = *measured;
+    source = "kfaild-gray:remote-clock";
+  }
+  placeFault(record, window->start_us + half, {offset.offset_us, offset.uncertainty_us + half}, source);
 }
 
 Result<NftExceptions> GrayRunner::networkPlacement() const {
@@ -211,9 +207,39 @@ Result<NftExceptions> GrayRunner::networkPlacement() const {
   return shell_.keep;
 }
 
+namespace {
+
+HelperRequest isolateRequest(IsolateSpec spec, const NftExceptions& keep, bool check) {
+  HelperRequest r;
+  r.op = HelperOp::isolate;
+  r.isolate = std::move(spec);
+  r.keep = keep;
+  r.keep.keep_session_port = false;
+  r.check = check;
+  return r;
+}
+
+HelperRequest throttleRequest(ThrottleSpec spec, const NftExceptions& keep, bool check) {
+  HelperRequest r;
+  r.op = HelperOp::throttle;
+  r.throttle = std::move(spec);
+  r.keep = keep;
+  r.keep.keep_session_port = false;
+  r.check = check;
+  return r;
+}
+
+HelperRequest diskRequest(DiskFullSpec spec, HelperOp op) {
+  HelperRequest r;
+  r.op = op;
+  r.disk = std::move(spec);
+  return r;
+}
+
+}  // namespace
+
 Result<FaultRecord> GrayRunner::isolate(const IsolateSpec& given) {
-  if (auto why = refusal(GrayFault::isolate); !why.empty())
-    return faultError(errc::unsupported, why);
+  if (auto why = refusal(GrayFault::isolate); !why.empty()) return faultError(errc::unsupported, why);
   auto spec = given;
   spec.instance = shell_.instance;
   if (auto bad = invalidReason(spec); !bad.empty()) return faultError(errc::invalid_target, bad);
@@ -222,45 +248,39 @@ Result<FaultRecord> GrayRunner::isolate(const IsolateSpec& given) {
   if (!keep.ok()) return keep.error();
   FaultRecord record;
   record.requested_at = clock_.wallNow();
-  auto out = runOn(shell_.nft, nftIsolateScript(spec, *keep), &record.detail);
+  auto out = runOn(shell_.nft, isolateRequest(spec, *keep, false), &record.detail, keep->keep_session_port);
   if (!out.ok()) return out.error();
-  record.fault_at = clock_.wallNow();
-  record.fault_time_source = "local";
+  placeInTime(record, *out, "isolate");
   return record;
 }
 
 Result<FaultRecord> GrayRunner::throttle(const ThrottleSpec& given) {
-  if (auto why = refusal(GrayFault::throttle); !why.empty())
-    return faultError(errc::unsupported, why);
+  if (auto why = refusal(GrayFault::throttle); !why.empty()) return faultError(errc::unsupported, why);
   auto spec = given;
   spec.instance = shell_.instance;
   if (auto bad = invalidReason(spec); !bad.empty()) return faultError(errc::invalid_target, bad);
-  // Where the rules go is settled before the fault's own clock starts.
   auto keep = networkPlacement();
   if (!keep.ok()) return keep.error();
   FaultRecord record;
   record.requested_at = clock_.wallNow();
-  auto out = runOn(shell_.nft, nftThrottleScript(spec, *keep), &record.detail);
+  auto out = runOn(shell_.nft, throttleRequest(spec, *keep, false), &record.detail, keep->keep_session_port);
   if (!out.ok()) return out.error();
-  record.fault_at = clock_.wallNow();
-  record.fault_time_source = "local";
+  placeInTime(record, *out, "throttle");
   return record;
 }
 
 Result<FaultRecord> GrayRunner::fillDisk(const DiskFullSpec& given) {
-  if (auto why = refusal(GrayFault::disk_full); !why.empty())
-    return faultError(errc::unsupported, why);
+  if (auto why = refusal(GrayFault::disk_full); !why.empty()) return faultError(errc::unsupported, why);
   auto spec = given;
   spec.instance = shell_.instance;
   if (spec.fill_dir.empty()) spec.fill_dir = shell_.fill_dir;
   if (auto bad = invalidReason(spec); !bad.empty()) return faultError(errc::invalid_target, bad);
   FaultRecord record;
   record.requested_at = clock_.wallNow();
-  auto out = runOn(shell_.sh, diskFillScript(spec), &record.detail);
+  auto out = runOn(shell_.sh, diskRequest(spec, HelperOp::fill), &record.detail);
   if (!out.ok()) return out.error();
-  record.fault_at = clock_.wallNow();
-  record.fault_time_source = "local";
-  record.detail += "\n" + toolOutput(out->out);
+  placeInTime(record, *out, "disk_full");
+  record.detail += "\n" + toolOutput(withoutWindow(out->out));
   return record;
 }
 
@@ -282,34 +302,29 @@ Status GrayRunner::check(const GrayAction& action) {
     spec.instance = shell_.instance;
     if (spec.fill_dir.empty()) spec.fill_dir = shell_.fill_dir;
     if (auto bad = invalidReason(spec); !bad.empty()) return faultError(errc::invalid_target, bad);
-    if (auto out = runOn(shell_.sh, fillDirCheckScript(spec.fill_dir), nullptr); !out.ok()) return failed(out.error());
+    if (auto out = runOn(shell_.sh, diskRequest(spec, HelperOp::fill_check), nullptr); !out.ok())
+      return failed(out.error());
     return okStatus();
   }
-  // The exact script the injection would run: this instance's names, the placement's exceptions.
+  // The exact request the injection would send, with --check: kfaild-gray builds the same script
+  // and nft parses it and the kernel validates the batch without committing it.
   auto keep = networkPlacement();
   if (!keep.ok()) return failed(keep.error());
-  std::string script;
+  HelperRequest request;
   if (const auto* given = std::get_if<IsolateSpec>(&action)) {
     auto isolate = *given;
     isolate.instance = shell_.instance;
     if (auto bad = invalidReason(isolate); !bad.empty()) return faultError(errc::invalid_target, bad);
-    script = nftIsolateScript(isolate, *keep);
+    request = isolateRequest(isolate, *keep, true);
   } else if (const auto* given_rate = std::get_if<ThrottleSpec>(&action)) {
     auto throttle = *given_rate;
     throttle.instance = shell_.instance;
     if (auto bad = invalidReason(throttle); !bad.empty()) return faultError(errc::invalid_target, bad);
-    script = nftThrottleScript(throttle, *keep);
+    request = throttleRequest(throttle, *keep, true);
   } else {
     return faultError(errc::unsupported, refusal(fault));
   }
-  const ScriptArgv checking = [this](const std::string& text) -> Result<std::vector<std::string>> {
-    auto argv = shell_.nft(text);
-    if (!argv.ok()) return argv.error();
-    auto with_check = nftCheckArgv(*argv);
-    if (!with_check) return faultError(errc::unsupported, "cannot run nft --check as " + describeArgv(*argv));
-    return *with_check;
-  };
-  if (auto out = runOn(checking, script, nullptr); !out.ok()) return failed(out.error());
+  if (auto out = runOn(shell_.nft, request, nullptr, keep->keep_session_port); !out.ok()) return failed(out.error());
   return okStatus();
 }
 
@@ -318,46 +333,49 @@ Result<FaultRecord> GrayRunner::heal(const std::string& drill) {
   return healPlaced(placeOf(drill));
 }
 
-Result<FaultRecord> GrayRunner::healPlaced(const GrayPlace& place, const ScriptArgv& nft) {
+Result<FaultRecord> GrayRunner::healPlaced(const GrayPlace& place, const HelperArgv& nft) {
   FaultRecord record;
   record.requested_at = clock_.wallNow();
   std::vector<std::string> done;    // each step's outcome, for the record
   std::vector<std::string> failed;  // the steps that could not run
+  std::optional<CommandOutput> timed;  // the step whose window dates the heal
+  const auto step = [&](const HelperArgv& how, const HelperRequest& request, const std::string& what) {
+    std::string detail;
+    auto out = runOn(how, request, &detail);
+    if (out.ok()) {
+      done.push_back(detail);
+      if (!timed) timed = *out;
+    } else if (nothingThere(out.error())) {
+      done.push_back("no " + what + " can be left: " + out.error().message);
+    } else {
+      failed.push_back(out.error().message);
+    }
+  };
   if (!place.table.empty()) {
     const auto& how = nft ? nft : shell_.nft;
-    const bool ours = parseTableName(place.table).has_value();
-    if (!ours) {
+    if (!parseTableName(place.table)) {
       failed.push_back("'" + place.table + "' is not a kfaild table");
     } else if (!how) {
-      failed.push_back("table " + place.table + ": no way to run nft on this node now (" + shell_.nft_refusal + ")");
+      failed.push_back("table " + place.table + ": no way to run kfaild-gray on this node's network now (" +
+                       shell_.nft_refusal + ")");
     } else {
-      std::string detail;
-      auto out = runOn(how, nftHealScript(place.table), &detail);
-      if (out.ok()) {
-        done.push_back(detail);
-      } else if (nothingThere(out.error())) {
-        done.push_back("no table " + place.table + " can be left: " + out.error().message);
-      } else {
-        failed.push_back(out.error().message);
-      }
+      HelperRequest heal;
+      heal.op = HelperOp::heal;
+      heal.table = place.table;
+      step(how, heal, "table " + place.table);
     }
   }
   if (!place.filler.empty()) {
-    const auto filler = splitFiller(place.filler);
-    if (!filler) {
+    if (!parseFillerStem(place.filler)) {
       failed.push_back("'" + place.filler + "' is not a kfaild disk filler");
     } else if (!shell_.sh) {
-      failed.push_back("filler " + place.filler + ": no shell on this node now (" + shell_.sh_refusal + ")");
+      failed.push_back("filler " + place.filler + ": no way to run kfaild-gray on this node's filesystem now (" +
+                       shell_.sh_refusal + ")");
     } else {
-      std::string detail;
-      auto out = runOn(shell_.sh, diskFreeScript(filler->dir, filler->instance, filler->drill), &detail);
-      if (out.ok()) {
-        done.push_back(detail);
-      } else if (nothingThere(out.error())) {
-        done.push_back("no filler " + place.filler + " can be left: " + out.error().message);
-      } else {
-        failed.push_back(out.error().message);
-      }
+      HelperRequest free;
+      free.op = HelperOp::free;
+      free.filler = place.filler;
+      step(shell_.sh, free, "filler " + place.filler);
     }
   }
   if (!failed.empty()) {
@@ -365,41 +383,39 @@ Result<FaultRecord> GrayRunner::healPlaced(const GrayPlace& place, const ScriptA
                       join(failed, "; ") + (done.empty() ? "" : " (done all the same: " + join(done, "; ") + ")"));
   }
   record.detail = done.empty() ? "nothing to heal: no gray fault is placed on this node" : join(done, "\n");
-  record.fault_at = clock_.wallNow();
-  record.fault_time_source = "local";
+  if (timed) {
+    placeInTime(record, *timed, "heal");
+  } else {
+    placeFault(record, clock_.wallNow(), {}, "local");
+  }
   return record;
 }
 
 Result<std::vector<std::string>> GrayRunner::sweep() {
   std::vector<std::string> removed;
   std::vector<std::string> failed;
-  if (shell_.nft) {
-    auto listing = shell_.nft("list tables");
-    if (!listing.ok()) {
-      if (!nothingThere(listing.error())) failed.push_back(listing.error().message);
-    } else if (auto out = run_(*listing, shell_.timeout); !out.ok()) {
-      failed.push_back(out.error().message);
-    } else if (netnsGone(*out)) {
-      // Nothing to sweep there.
-    } else if (out->exit_code != 0 || nftMissing(*out)) {
-      failed.push_back(describeArgv(*listing) + " exited with " + std::to_string(out->exit_code) + ": " +
-                       toolOutput(out->err));
-    } else if (const auto tables = kfaildTables(out->out, shell_.instance); !tables.empty()) {
-      if (auto deleted = runOn(shell_.nft, nftSweepScript(tables), nullptr); !deleted.ok()) {
-        failed.push_back(deleted.error().message);
-      } else {
-        for (const auto& t : tables) removed.push_back("nft table " + t);
-      }
+  const auto collect = [&](const HelperArgv& how, const HelperRequest& request, const std::string& kind) {
+    auto out = runOn(how, request, nullptr);
+    if (!out.ok()) {
+      if (!nothingThere(out.error())) failed.push_back(out.error().message);
+      return;
     }
+    std::istringstream lines(withoutWindow(out->out));
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty()) removed.push_back(kind + line);
+  };
+  if (shell_.nft) {
+    HelperRequest tables;
+    tables.op = HelperOp::sweep;
+    tables.instance = shell_.instance;
+    collect(shell_.nft, tables, "");
   }
   if (shell_.sh && !shell_.fill_dir.empty()) {
-    if (auto out = runOn(shell_.sh, diskSweepScript(shell_.fill_dir, shell_.instance), nullptr); !out.ok()) {
-      failed.push_back(out.error().message);
-    } else {
-      std::istringstream lines(out->out);
-      for (std::string line; std::getline(lines, line);)
-        if (!line.empty()) removed.push_back("disk filler " + line);
-    }
+    HelperRequest fillers;
+    fillers.op = HelperOp::fill_sweep;
+    fillers.instance = shell_.instance;
+    fillers.fill_dir = shell_.fill_dir;
+    collect(shell_.sh, fillers, "disk filler ");
   }
   if (!failed.empty()) {
     return faultError(errc::command_failed,

@@ -1,12 +1,12 @@
 #pragma once
 
-// Runs gray faults (gray_fault.h) on one node through a NodeShell: how an nft script or a sh
-// script reaches that node. The injectors own one each:
+// Runs gray faults (gray_fault.h) on one node through kfaild-gray (gray_helper.h), the only
+// program that changes the node: kfaild sends it words, never a script. How it reaches the node
+// is the injector's NodeShell:
 //
-//   local   nft: ip netns exec <netns> nft '<script>'       sh: sh -c '<script>'
-//   ssh     nft: ssh ... sudo -n nft '<script>'             sh: ssh ... sudo -n sh -c '<script>'
-//           (iptables where nft is missing is not done: refused with that reason)
-//   docker  nft: nsenter -t <container pid> -n nft '<script>' (kfaild beside the engine)
+//   local   [sudo -n] kfaild-gray --netns <netns> isolate ...     (gray_helper, default below)
+//   ssh     ssh ... sudo -n /usr/lib/kfaild/kfaild-gray isolate ...
+//   docker  [sudo -n] kfaild-gray --pid <container pid> isolate ... (kfaild beside the engine)
 //
 // Every command and its output goes into FaultRecord::detail. Blocks; not thread-safe (one
 // per injector, used by the drill runner's thread).
@@ -22,17 +22,23 @@
 #include "server/common/result.h"
 #include "server/fault/command.h"
 #include "server/fault/gray_fault.h"
+#include "server/fault/gray_helper.h"
 #include "server/fault/injector.h"
 
 namespace kfaild::fault {
 
-// argv for one script on the node; an Error when the node cannot be reached that way now
-// (e.g. a container that is not running has no netns to enter).
-using ScriptArgv = std::function<Result<std::vector<std::string>>(const std::string& script)>;
+// argv that runs kfaild-gray with `words` on the node, placed where the injector puts the fault
+// (--netns, --pid); an Error when the node cannot be reached that way now (a container that is
+// not running has no netns to enter: errc::invalid_state).
+using HelperArgv = std::function<Result<std::vector<std::string>>(const std::vector<std::string>& words)>;
+
+// The last word of a network request whose rules keep the injecting ssh session's port: the ssh
+// injector's remote command replaces it by `--keep-port <$SSH_CONNECTION's port>` on the node.
+inline constexpr std::string_view kSessionPortWord = "--keep-session-port";
 
 struct NodeShell {
-  ScriptArgv nft;  // empty: this injector cannot run nft on the node (network faults refused)
-  ScriptArgv sh;   // empty: no shell on the node's filesystem (disk_full refused)
+  HelperArgv nft;  // network requests; empty: this node cannot take them (refused)
+  HelperArgv sh;   // disk requests; empty: no filesystem of the node's to fill (refused)
   std::string nft_refusal;  // why nft is empty
   std::string sh_refusal;   // why sh is empty
   NftExceptions keep;
@@ -40,6 +46,8 @@ struct NodeShell {
   // `keep`: ssh's port from `ssh -G`), after checking that rules placed where `nft` runs reach
   // the broker (its network namespace); an error refuses the injection with the reason.
   std::function<Result<NftExceptions>()> network_placement;
+  // The node's clock against kfaild's, for the times kfaild-gray reports; empty: kfaild's host.
+  std::function<Result<ClockOffset>()> clock_offset;
   std::string fill_dir;  // disk_full: a dir on the log dir's filesystem; empty: refused
   std::string instance;  // the kfaild instance's id in every name (gray_fault.h, Names)
   std::chrono::milliseconds timeout{20'000};
@@ -47,23 +55,32 @@ struct NodeShell {
 
 // A node's script timeout: kShellTimeout, plus the time ssh may take to connect.
 inline constexpr std::chrono::milliseconds kShellTimeout{20'000};
+// A fill's: dd may write for a while on a large filesystem (its expiry timer runs meanwhile).
+inline constexpr std::chrono::milliseconds kFillTimeout{120'000};
 
-// Where a node's gray faults go, as configured for it (phase 2: config keys per node).
+// Where a node's gray faults go, as configured for it.
 struct GrayPlacement {
   std::string netns;     // local: the node's network namespace (`ip netns` name)
   std::string fill_dir;  // local, ssh: a dir on the node's log filesystem for disk_full
   std::string instance;  // the kfaild instance's id (gray_fault.h, Names)
+  // How kfaild-gray is run on the node: the argv before its words (gray_helper in the
+  // inventory; defaultGrayHelper when that is empty).
+  std::vector<std::string> helper;
 };
 
-// argv builders, pure: exactly what runs.
-std::vector<std::string> localNftArgv(const std::string& netns, const std::string& script);
-std::vector<std::string> localShArgv(const std::string& script);
-std::vector<std::string> nsenterNftArgv(std::int64_t pid, const std::string& script);
-// The remote command line ssh hands to the remote shell (argv[..] of ssh's last argument).
-// A script holding kSessionPortToken gets it replaced on the node by the port of $SSH_CONNECTION
-// (the line dropped when that has none) and goes to `sudo -n nft -f -` in one transaction.
-std::string sudoNftCommand(const std::string& script);
-std::string sudoShCommand(const std::string& script);
+// kfaild-gray on kfaild's own host: $KFAILD_GRAY_HELPER when it is an absolute path, else the
+// one beside kfaild's executable when there is one (a build tree), else kGrayHelperPath; through
+// `sudo -n` unless kfaild runs as root.
+std::vector<std::string> defaultLocalGrayHelper();
+// On an ssh host: sudo -n kGrayHelperPath.
+std::vector<std::string> defaultSshGrayHelper();
+
+// argv builders, pure: exactly what runs. `helper` is the argv prefix (GrayPlacement::helper).
+std::vector<std::string> localHelperArgv(const std::vector<std::string>& helper, const std::string& netns,
+                                         std::int64_t pid, const std::vector<std::string>& words);
+// The remote command line ssh hands to the node's shell. A request ending in kSessionPortWord
+// gets `--keep-port <port>` of $SSH_CONNECTION there instead (nothing when that has none).
+std::string remoteHelperCommand(const std::vector<std::string>& helper, const std::vector<std::string>& words);
 
 // Runs a command for the gray faults: runCommand, by default.
 using CommandRunner = std::function<Result<CommandOutput>(const std::vector<std::string>& argv,
@@ -79,18 +96,9 @@ std::string grayRefusal(const GrayRunner* runner, GrayFault fault, const std::st
 Result<FaultRecord> grayHeal(GrayRunner* runner, const std::string& drill, const common::Clock& clock,
                              const std::string& unplaced);
 Result<FaultRecord> grayHealPlaced(GrayRunner* runner, const GrayPlace& place, const common::Clock& clock,
-                                   const std::string& unplaced, const ScriptArgv& nft = {});
+                                   const std::string& unplaced, const HelperArgv& nft = {});
 Result<std::vector<std::string>> graySweep(GrayRunner* runner);
 Status grayCheck(GrayRunner* runner, const GrayAction& action, const std::string& unplaced);
-
-// `argv` (an nft call as a NodeShell builds it: "... nft <script>", or ssh's remote
-// "sudo -n nft <script>") with nft's --check: nft parses the script and the kernel validates the
-// batch without committing it. nullopt when argv is neither.
-std::optional<std::vector<std::string>> nftCheckArgv(std::vector<std::string> argv);
-
-// The sh script that checks a disk filler's directory: an existing directory kfaild may write
-// to, on a filesystem other than the root's (filling `/` would take the host down with the broker).
-std::string fillDirCheckScript(const std::string& fill_dir);
 
 class GrayRunner {
  public:
@@ -109,13 +117,16 @@ class GrayRunner {
   Result<FaultRecord> heal(const std::string& drill);
   // Injector::healPlaced. `nft` is the way into the namespace the place names (empty: this
   // shell's own); an error from it with errc::not_present or errc::invalid_state (no namespace,
-  // the container stopped) means nothing of ours can be left there.
-  Result<FaultRecord> healPlaced(const GrayPlace& place, const ScriptArgv& nft = {});
+  // the container stopped), or kfaild-gray's "nothing there", means nothing of ours is left.
+  Result<FaultRecord> healPlaced(const GrayPlace& place, const HelperArgv& nft = {});
   Result<std::vector<std::string>> sweep();
 
  private:
-  Result<CommandOutput> runOn(const ScriptArgv& how, const std::string& script,
-                              std::string* detail);
+  Result<CommandOutput> runOn(const HelperArgv& how, const HelperRequest& request, std::string* detail,
+                              bool keep_session = false);
+  // requested_at, and the fault's time from the window kfaild-gray printed in `out` (bracketed
+  // by the call when it printed none), as record fields.
+  void placeInTime(FaultRecord& record, const CommandOutput& out, const std::string& what);
   Result<NftExceptions> networkPlacement() const;
 
   NodeShell shell_;

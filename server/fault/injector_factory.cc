@@ -20,20 +20,22 @@ std::unique_ptr<Injector> makeInjector(const config::NodeConfig& node, const com
   if (targets != 1) {
     throw config::ConfigError(key + ": exactly one of docker, ssh, local must be set");
   }
-  // Gray faults act where the node's config says (inventory[].netns, fill_dir); what is not
-  // configured is refused with the reason when a drill asks for it.
+  // Gray faults act where the node's config says (inventory[].netns, fill_dir), and only on a
+  // node that opted in (gray_faults): elsewhere kfaild-gray is never run and they are refused.
   if (node.docker) {
     auto injector = std::make_unique<DockerInjector>(*node.docker, *zone, clock);
-    injector->placeGrayFaults(gray_instance);
+    if (node.gray_faults) injector->placeGrayFaults(gray_instance, node.gray_helper);
     return injector;
   }
+  const GrayPlacement placement{
+      .netns = node.netns, .fill_dir = node.fill_dir, .instance = gray_instance, .helper = node.gray_helper};
   if (node.ssh) {
     auto injector = std::make_unique<SshInjector>(*node.ssh, *zone, clock);
-    injector->placeGrayFaults({.netns = {}, .fill_dir = node.fill_dir, .instance = gray_instance});
+    if (node.gray_faults) injector->placeGrayFaults(placement);
     return injector;
   }
   auto injector = std::make_unique<LocalInjector>(*node.local, *zone, clock);
-  injector->placeGrayFaults({.netns = node.netns, .fill_dir = node.fill_dir, .instance = gray_instance});
+  if (node.gray_faults) injector->placeGrayFaults(placement);
   return injector;
 }
 

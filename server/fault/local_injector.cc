@@ -408,10 +408,11 @@ std::optional<std::string> netnsIdentity(const std::string& name) {
 
 void LocalInjector::placeGrayFaults(const GrayPlacement& placement) {
   gray_netns_ = placement.netns;
+  gray_helper_ = placement.helper.empty() ? defaultLocalGrayHelper() : placement.helper;
   NodeShell shell;
   if (!placement.netns.empty()) {
-    shell.nft = [netns = placement.netns](const std::string& script)
-        -> Result<std::vector<std::string>> { return localNftArgv(netns, script); };
+    shell.nft = [helper = gray_helper_, netns = placement.netns](const std::vector<std::string>& words)
+        -> Result<std::vector<std::string>> { return localHelperArgv(helper, netns, 0, words); };
     shell.network_placement = [this, netns = placement.netns]() -> Result<NftExceptions> {
       auto pid = brokerPid();
       if (!pid) return pid.error();
@@ -424,8 +425,8 @@ void LocalInjector::placeGrayFaults(const GrayPlacement& placement) {
     shell.nft_refusal = "the broker runs in kfaild's own network namespace (no netns configured): "
                         "cutting it off would cut kfaild off as well";
   }
-  shell.sh = [](const std::string& script) -> Result<std::vector<std::string>> {
-    return localShArgv(script);
+  shell.sh = [helper = gray_helper_](const std::vector<std::string>& words) -> Result<std::vector<std::string>> {
+    return localHelperArgv(helper, {}, 0, words);
   };
   shell.fill_dir = placement.fill_dir;
   shell.instance = placement.instance;
@@ -433,7 +434,7 @@ void LocalInjector::placeGrayFaults(const GrayPlacement& placement) {
 }
 
 std::string LocalInjector::refusal(GrayFault fault) const {
-  return grayRefusal(gray_.get(), fault, "a local broker without a network namespace or fill dir configured (placeGrayFaults)");
+  return grayRefusal(gray_.get(), fault, "gray faults are off for this node: gray_faults: true in its inventory entry opts in");
 }
 
 Result<FaultRecord> LocalInjector::isolate(const IsolateSpec& spec) {
@@ -473,31 +474,34 @@ namespace {
 
 // Into the namespace a local place names, whatever the configuration says now; one that is gone,
 // or was re-created since (a reboot, `lab down` and up), holds nothing of the drill's.
-ScriptArgv placedNft(const GrayPlace& place) {
+HelperArgv placedNft(const GrayPlace& place, const std::vector<std::string>& helper) {
   if (place.table.empty() || place.netns.empty()) return {};
-  return [place](const std::string& script) -> Result<std::vector<std::string>> {
+  return [place, helper](const std::vector<std::string>& words) -> Result<std::vector<std::string>> {
     const auto id = netnsIdentity(place.netns);
     if (!id) return faultError(errc::not_present, "no network namespace " + place.netns);
     if (!place.netns_id.empty() && *id != place.netns_id) {
       return faultError(errc::not_present, "network namespace " + place.netns + " is " + *id + ", not the " +
                                                place.netns_id + " the fault went into (re-created since)");
     }
-    return localNftArgv(place.netns, script);
+    return localHelperArgv(helper, place.netns, 0, words);
   };
 }
 
 }  // namespace
 
 Result<FaultRecord> LocalInjector::healPlaced(const GrayPlace& place) {
-  return grayHealPlaced(gray_.get(), place, clock_, refusal(GrayFault::isolate), placedNft(place));
+  return grayHealPlaced(gray_.get(), place, clock_, refusal(GrayFault::isolate), placedNft(place, gray_helper_));
 }
 
 Result<FaultRecord> healLocalPlace(const GrayPlace& place, const common::Clock& clock) {
+  const auto helper = defaultLocalGrayHelper();
   NodeShell shell;
   shell.nft_refusal = "no network namespace is recorded for the fault";
-  shell.sh = [](const std::string& script) -> Result<std::vector<std::string>> { return localShArgv(script); };
+  shell.sh = [helper](const std::vector<std::string>& words) -> Result<std::vector<std::string>> {
+    return localHelperArgv(helper, {}, 0, words);
+  };
   GrayRunner runner(std::move(shell), clock);
-  return runner.healPlaced(place, placedNft(place));
+  return runner.healPlaced(place, placedNft(place, helper));
 }
 
 Result<std::vector<std::string>> LocalInjector::sweep() { return graySweep(gray_.get()); }

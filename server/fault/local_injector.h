@@ -63,7 +63,8 @@ class LocalInjector final : public Injector {
   // `kfl<base>-n<N>`; a node in kfaild's own namespace is refused, since cutting it off would cut
   // kfaild off too) and disk fillers in `fill_dir` (a dir on its log dir's filesystem). Before
   // every isolate or throttle the broker's own namespace (/proc/<pid>/ns/net) must be `netns`
-  // (netnsMismatch), or the rules would cut something else.
+  // (netnsMismatch), or the rules would cut something else. Both through kfaild-gray
+  // (placement.helper; defaultLocalGrayHelper when empty).
   void placeGrayFaults(const GrayPlacement& placement);
 
  private:
@@ -76,6 +77,7 @@ class LocalInjector final : public Injector {
   const common::Clock& clock_;
   std::unique_ptr<GrayRunner> gray_;
   std::string gray_netns_;  // placeGrayFaults' netns
+  std::vector<std::string> gray_helper_;  // how kfaild-gray runs here (placeGrayFaults)
 };
 
 // A named network namespace's identity, "net:[<inode>]" of /run/netns/<name>; nullopt when there
@@ -83,8 +85,8 @@ class LocalInjector final : public Injector {
 std::optional<std::string> netnsIdentity(const std::string& name);
 
 // Heals a local place (GrayPlace::local()) with no injector: its node left the inventory since the
-// fault. `ip netns exec` into the recorded namespace (when it is still the one the fault went
-// into) and `sh -c` on this host, as LocalInjector::healPlaced. Blocks.
+// fault. kfaild-gray (defaultLocalGrayHelper) into the recorded namespace (when it is still the
+// one the fault went into) and on this host's filesystem, as LocalInjector::healPlaced. Blocks.
 Result<FaultRecord> healLocalPlace(const GrayPlace& place, const common::Clock& clock);
 
 // How much later than its pid file was written a process may have started and still be the one

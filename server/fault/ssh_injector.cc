@@ -491,9 +491,13 @@ Result<ClockOffset> SshInjector::logClockOffset() {
 }
 
 void SshInjector::placeGrayFaults(const GrayPlacement& placement) {
+  const auto helper = placement.helper.empty() ? defaultSshGrayHelper() : placement.helper;
   NodeShell shell;
-  shell.nft = [this](const std::string& script) { return sshArgv(sudoNftCommand(script)); };
-  shell.sh = [this](const std::string& script) { return sshArgv(sudoShCommand(script)); };
+  const HelperArgv remote = [this, helper](const std::vector<std::string>& words) {
+    return sshArgv(remoteHelperCommand(helper, words));
+  };
+  shell.nft = remote;
+  shell.sh = remote;
   shell.network_placement = [this]() -> Result<NftExceptions> {
     auto endpoint = effectiveEndpoint();
     if (!endpoint) return endpoint.error();
@@ -505,6 +509,8 @@ void SshInjector::placeGrayFaults(const GrayPlacement& placement) {
     keep.keep_session_port = true;
     return keep;
   };
+  // kfaild-gray reports on the host's clock; the offset is the one the log lines use.
+  shell.clock_offset = [this]() { return logClockOffset(); };
   shell.fill_dir = placement.fill_dir;
   shell.instance = placement.instance;
   shell.timeout = kShellTimeout + std::chrono::seconds(target_.connect_timeout_s);
@@ -512,7 +518,7 @@ void SshInjector::placeGrayFaults(const GrayPlacement& placement) {
 }
 
 std::string SshInjector::refusal(GrayFault fault) const {
-  return grayRefusal(gray_.get(), fault, "gray faults are not enabled for this ssh target (placeGrayFaults)");
+  return grayRefusal(gray_.get(), fault, "gray faults are off for this node: gray_faults: true in its inventory entry opts in");
 }
 
 Result<FaultRecord> SshInjector::isolate(const IsolateSpec& spec) {

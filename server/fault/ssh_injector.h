@@ -102,12 +102,13 @@ class SshInjector final : public Injector {
   Result<FaultRecord> healPlaced(const GrayPlace& place) override;
   Result<std::vector<std::string>> sweep() override;
 
-  // Gray faults on the broker's host: `sudo -n nft '<script>'` (the host's own network
-  // namespace) and `sudo -n sh -c '<script>'` for disk fillers in placement.fill_dir.
-  // placement.netns is not used. Before every isolate or throttle the rules are placed: TCP to
-  // and from the port `ssh -G` connects to and the one the session reached (behind a NAT) stays
-  // open, and a broker that is not in the host's network namespace is refused
-  // (hostNamespaceCommand). Scripts time out after kShellTimeout plus connect_timeout_s.
+  // Gray faults on the broker's host through kfaild-gray (placement.helper; by default
+  // `sudo -n /usr/lib/kfaild/kfaild-gray`): nft rules in the host's own network namespace, disk
+  // fillers in placement.fill_dir; its times are placed by the host's clock offset
+  // (logClockOffset). placement.netns is not used. Before every isolate or throttle the rules
+  // are placed: TCP to and from the port `ssh -G` connects to and the one the session reached
+  // (behind a NAT) stays open, and a broker that is not in the host's network namespace is refused
+  // (hostNamespaceCommand). Calls time out after kShellTimeout plus connect_timeout_s.
   void placeGrayFaults(const GrayPlacement& placement);
 
   // The full local argv for one remote command: ssh, its options from the config, the

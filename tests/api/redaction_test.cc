@@ -166,8 +166,8 @@ TEST_CASE("a failing nft's words, which name peers and hosts, are the operator's
                                 "Error: Could not process rule\nadd element inet kfaild_d7 peers { 10.77.25.3 }\n"};
   };
   fault::NodeShell shell;
-  shell.nft = [](const std::string& script) -> Result<std::vector<std::string>> {
-    return fault::localNftArgv("ns1", script);
+  shell.nft = [](const std::vector<std::string>& words) -> Result<std::vector<std::string>> {
+    return fault::localHelperArgv({"kfaild-gray"}, "ns1", 0, words);
   };
   fault::GrayRunner runner(shell, clock, failing);
   fault::IsolateSpec spec;

@@ -283,11 +283,14 @@ TEST_CASE("where a node's gray faults act: address, netns and fill_dir, each onl
     inventory:
       - id: 1
         address: 10.77.19.1
+        gray_faults: true
         netns: kfl19000-n1
         fill_dir: .lab/node1/disk
         local: {pid_file: /tmp/b.pid, start_command: [/bin/true]}
       - id: 2
         ssh: {host: k2.example, pid_command: "cat /run/kafka.pid", start_command: "systemctl start kafka"}
+        gray_faults: true
+        gray_helper: [sudo, -n, /opt/kfaild/kfaild-gray]
         fill_dir: /var/lib/kafka-fill
       - id: 3
         docker: {container: kbf-k3-1}
@@ -302,6 +305,10 @@ TEST_CASE("where a node's gray faults act: address, netns and fill_dir, each onl
   CHECK(inv[1].address == "k2.example");  // an ssh node's host by default
   CHECK(inv[1].fill_dir == "/var/lib/kafka-fill");
   CHECK(inv[2].address.empty());
+  CHECK(inv[0].gray_faults);
+  CHECK(inv[0].gray_helper.empty());
+  CHECK(inv[1].gray_helper == std::vector<std::string>{"sudo", "-n", "/opt/kfaild/kfaild-gray"});
+  CHECK_FALSE(inv[2].gray_faults);
 
   auto replace = [&](const std::string& from, const std::string& to) {
     auto s = base;
@@ -318,6 +325,14 @@ TEST_CASE("where a node's gray faults act: address, netns and fill_dir, each onl
              Catch::Contains("clusters[0].inventory[2].fill_dir: not for a docker node"));
   CHECK_THAT(errorOf(replace("fill_dir: /var/lib/kafka-fill", "fill_dir: kafka-fill")),
              Catch::Contains("clusters[0].inventory[1].fill_dir: an absolute directory on the node's host"));
+  // Gray faults are opt-in: what places them needs the node's gray_faults: true.
+  CHECK_THAT(errorOf(replace("        gray_faults: true\n        netns", "        netns")),
+             Catch::Contains("clusters[0].inventory[0].netns: places gray faults, which this node has not opted in "
+                             "to: add gray_faults: true"));
+  CHECK_THAT(errorOf(replace("        gray_faults: true\n        gray_helper", "        gray_helper")),
+             Catch::Contains("clusters[0].inventory[1].gray_helper: only with gray_faults: true"));
+  CHECK_THAT(errorOf(replace("gray_faults: true", "gray_faults: yes please")),
+             Catch::Contains("clusters[0].inventory[0].gray_faults: must be true or false"));
 }
 
 TEST_CASE("a client secret comes from an environment variable or a file readable by its owner only, never the "

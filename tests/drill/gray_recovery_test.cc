@@ -84,7 +84,7 @@ TEST_CASE("a heal that finds nothing there (the container stopped) still starts 
   // The real heal on a container that is not running: no namespace to enter, so nothing of the
   // drill's can be left in one.
   fault::NodeShell shell;
-  shell.nft = [](const std::string&) -> Result<std::vector<std::string>> {
+  shell.nft = [](const std::vector<std::string>&) -> Result<std::vector<std::string>> {
     return fault::faultError(fault::errc::invalid_state, "container kbf-k1-1 is not running: no netns to enter");
   };
   int commands = 0;

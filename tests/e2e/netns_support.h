@@ -32,6 +32,7 @@ inline void addNetnsInventory(const Lab& lab) {
     const auto dir = std::filesystem::path(node->pid_file).parent_path().string();
     c << "      - id: " << id << "\n"
       << (id == 100 ? "        role: controller\n" : "") << "        address: " << node->address << "\n"
+      << "        gray_faults: true\n"
       << "        netns: " << node->netns << "\n"
       << "        fill_dir: " << node->fill_dir << "\n"
       << "        local: {pid_file: " << node->pid_file << ", start_command: [" << KFAILD_SOURCE_DIR

@@ -246,5 +246,5 @@ TEST_CASE("isolating a container with network mode host is refused before anythi
   const auto isolated = injector.isolate(spec);
   REQUIRE_FALSE(isolated);
   CHECK(isolated.error().message.find("runs with network mode host") != std::string::npos);
-  CHECK(isolated.error().message.find("nsenter") == std::string::npos);
+  CHECK(isolated.error().message.find("kfaild-gray") == std::string::npos);
 }

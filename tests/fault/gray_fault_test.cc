@@ -9,6 +9,7 @@
 #include "server/common/clock.h"
 #include "server/fault/errc.h"
 #include "server/fault/gray_runner.h"
+#include "tests/support/gray_helper.h"
 #include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 
@@ -123,20 +124,20 @@ TEST_CASE("ICMPv6 neighbour discovery passes every isolation and throttle in bot
   CHECK(script.find(nd, script.find("chain output")) < script.find("@slow4", script.find("chain output")));
 }
 
-TEST_CASE("the ssh session's port reaches the kept set on the node, in the same nft transaction", "[unit]") {
-  NftExceptions keep;
-  keep.keep_tcp_ports = {2200};
-  keep.keep_session_port = true;
-  const auto script = nftIsolateScript(isolateSpec(IsolateFrom::all, IsolateMode::drop), keep);
-  const auto command = sudoNftCommand(script);
-  CHECK(command.find("| sudo -n nft -f -") != std::string::npos);
-  // Run as the remote shell would, with a `sudo` that prints what nft would read.
+TEST_CASE("the ssh session's port reaches kfaild-gray as a kept port, read from the node's own SSH_CONNECTION",
+          "[unit]") {
+  const std::vector<std::string> words = {"isolate", "--instance", "", "--drill", "42", "--duration", "30",
+                                          "--from", "all", "--mode", "drop", "--keep-port", "2200",
+                                          std::string(kSessionPortWord)};
+  const auto command = remoteHelperCommand(defaultSshGrayHelper(), words);
+  CHECK(command.find("sudo -n /usr/lib/kfaild/kfaild-gray isolate") != std::string::npos);
+  // Run as the remote shell would, with a `sudo` that prints the words it was given.
   kfaild::testing::TempDir dir;
   const auto bin = (dir / "bin").string();
   std::filesystem::create_directories(bin);
   {
     std::ofstream sudo(bin + "/sudo");
-    sudo << "#!/bin/sh\ncat\n";
+    sudo << "#!/bin/sh\nfor w in \"$@\"; do printf '[%s]' \"$w\"; done\n";
   }
   std::filesystem::permissions(bin + "/sudo", std::filesystem::perms::owner_all);
   const auto path = bin + ":" + std::string(std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
@@ -145,17 +146,20 @@ TEST_CASE("the ssh session's port reaches the kept set on the node, in the same 
                                std::chrono::seconds(10));
   REQUIRE(behind_nat.ok());
   CHECK(behind_nat->exit_code == 0);
-  CHECK(behind_nat->out.find("add element inet kfaild_d42 keep { 22 }\n") != std::string::npos);
-  CHECK(behind_nat->out.find("@KFAILD") == std::string::npos);
-  CHECK(behind_nat->out.find("add element inet kfaild_d42 cut4 { 0.0.0.0/0 timeout 35s }") !=
-        std::string::npos);
+  CHECK(behind_nat->out.find("[--keep-port][2200][--keep-port][22]") != std::string::npos);
+  CHECK(behind_nat->out.find("session") == std::string::npos);
+  auto forged = runCommand({"env", "PATH=" + path, "SSH_CONNECTION=1 2 3 22;reboot", "sh", "-c", command},
+                           std::chrono::seconds(10));
+  REQUIRE(forged.ok());
+  CHECK(forged->out.find("reboot") == std::string::npos);
+  CHECK(forged->out.find("[2200]") != std::string::npos);
   auto no_session = runCommand({"env", "-u", "SSH_CONNECTION", "PATH=" + path, "sh", "-c", command},
                                std::chrono::seconds(10));
   REQUIRE(no_session.ok());
-  CHECK(no_session->out.find("keep { 2200 }") != std::string::npos);
-  CHECK(no_session->out.find("@KFAILD") == std::string::npos);
-  // A script without the token goes to nft as one argument, as before.
-  CHECK(sudoNftCommand("list tables") == "sudo -n nft 'list tables'");
+  CHECK(no_session->out.find("[--keep-port][2200]") != std::string::npos);
+  CHECK(no_session->out.find("[--keep-port][22]") == std::string::npos);
+  // A request without the session word goes as it is.
+  CHECK(remoteHelperCommand({"sudo", "-n", "h"}, {"sweep", "--instance", "i1a"}) == "sudo -n h sweep --instance i1a");
 }
 
 TEST_CASE("every name on a node carries the kfaild instance, and a sweep lists only its own", "[unit]") {
@@ -182,19 +186,23 @@ TEST_CASE("every name on a node carries the kfaild instance, and a sweep lists o
   auto fake = [&](const std::vector<std::string>& argv, std::chrono::milliseconds)
       -> kfaild::Result<CommandOutput> {
     ran.push_back(argv);
-    if (argv.back() == "list tables") return CommandOutput{0, listing, ""};
+    // kfaild-gray's sweep lists, picks its own instance's tables and prints those it deleted.
+    const auto request = kfaild::testing::requestOf(argv);
+    if (request.op == HelperOp::sweep) {
+      std::string out;
+      for (const auto& t : kfaildTables(listing, request.instance)) out += "nft table " + t + "\n";
+      return CommandOutput{0, out, ""};
+    }
     return CommandOutput{0, "", ""};
   };
   NodeShell shell;
-  shell.nft = [](const std::string& script) -> kfaild::Result<std::vector<std::string>> {
-    return localNftArgv("ns1", script);
-  };
+  shell.nft = kfaild::testing::helperInNetns("ns1");
   shell.instance = "i0a1b2c3d";
   GrayRunner runner(shell, clock, fake);
   REQUIRE(runner.isolate(isolateSpec(IsolateFrom::quorum, IsolateMode::drop)).ok());
-  CHECK(ran.back().back().rfind("add table inet kfaild_i0a1b2c3d_d42\n", 0) == 0);
+  CHECK(kfaild::testing::scriptOf(ran.back()).rfind("add table inet kfaild_i0a1b2c3d_d42\n", 0) == 0);
   REQUIRE(runner.heal("42").ok());
-  CHECK(ran.back().back() == nftHealScript("kfaild_i0a1b2c3d_d42"));
+  CHECK(kfaild::testing::scriptOf(ran.back()) == nftHealScript("kfaild_i0a1b2c3d_d42"));
   auto swept = runner.sweep();
   REQUIRE(swept.ok());
   CHECK(*swept == std::vector<std::string>{"nft table inet kfaild_i0a1b2c3d_d12"});
@@ -210,9 +218,7 @@ TEST_CASE("a gray runner asks where the rules go before every isolate and thrott
     return CommandOutput{0, "", ""};
   };
   NodeShell shell;
-  shell.nft = [](const std::string& script) -> kfaild::Result<std::vector<std::string>> {
-    return localNftArgv("ns1", script);
-  };
+  shell.nft = kfaild::testing::helperInNetns("ns1");
   int asked = 0;
   shell.network_placement = [&]() -> kfaild::Result<NftExceptions> {
     ++asked;
@@ -393,16 +399,19 @@ TEST_CASE("disk_slow is refused with what the host lacks", "[unit]") {
   CHECK(v2.find("device-mapper is present") != std::string::npos);
 }
 
-TEST_CASE("the injectors' argv reach the node's netns, sudo or the container's netns exactly",
+TEST_CASE("the injectors' argv run kfaild-gray in the node's netns, a container's, or through ssh exactly",
           "[unit]") {
-  CHECK(localNftArgv("kfl25000-n1", "list tables") ==
-        std::vector<std::string>{"ip", "netns", "exec", "kfl25000-n1", "nft", "list tables"});
-  CHECK(localShArgv("rm -f x") == std::vector<std::string>{"sh", "-c", "rm -f x"});
-  CHECK(nsenterNftArgv(4242, "list tables") ==
-        std::vector<std::string>{"nsenter", "-t", "4242", "-n", "nft", "list tables"});
-  CHECK(sudoNftCommand("add element inet t s { 10.0.0.1 timeout 5s }\n") ==
-        "sudo -n nft 'add element inet t s { 10.0.0.1 timeout 5s }\n'");
-  CHECK(sudoShCommand("rm -f 'a b'") == "sudo -n sh -c 'rm -f '\\''a b'\\'''");
+  const std::vector<std::string> words = {"heal", "--table", "kfaild_d1"};
+  CHECK(localHelperArgv({"sudo", "-n", "/usr/lib/kfaild/kfaild-gray"}, "kfl25000-n1", 0, words) ==
+        std::vector<std::string>{"sudo", "-n", "/usr/lib/kfaild/kfaild-gray", "--netns", "kfl25000-n1", "heal",
+                                 "--table", "kfaild_d1"});
+  CHECK(localHelperArgv({"/opt/kfaild-gray"}, {}, 4242, words) ==
+        std::vector<std::string>{"/opt/kfaild-gray", "--pid", "4242", "heal", "--table", "kfaild_d1"});
+  // No ssh session on kfaild's own host: the session word is dropped, not sent.
+  CHECK(localHelperArgv({"h"}, {}, 0, {"sweep", std::string(kSessionPortWord)}) ==
+        std::vector<std::string>{"h", "sweep"});
+  CHECK(remoteHelperCommand({"sudo", "-n", "/usr/lib/kfaild/kfaild-gray"}, {"free", "--filler", "/d/a b"}) ==
+        "sudo -n /usr/lib/kfaild/kfaild-gray free --filler '/d/a b'");
 }
 
 TEST_CASE("a gray runner refuses what its node cannot do before running anything", "[unit]") {
@@ -431,27 +440,27 @@ TEST_CASE("a gray runner runs the exact nft batch, records it, and sweeps what i
   auto fake = [&](const std::vector<std::string>& argv, std::chrono::milliseconds)
       -> kfaild::Result<CommandOutput> {
     ran.push_back(argv);
-    if (argv.back() == "list tables") return CommandOutput{0, "table inet kfaild_d3\n", ""};
+    if (kfaild::testing::requestOf(argv).op == HelperOp::sweep) return CommandOutput{0, "nft table inet kfaild_d3\n", ""};
     return CommandOutput{0, "", ""};
   };
   NodeShell shell;
-  shell.nft = [](const std::string& script) -> kfaild::Result<std::vector<std::string>> {
-    return localNftArgv("ns1", script);
-  };
+  shell.nft = kfaild::testing::helperInNetns("ns1");
   GrayRunner runner(shell, clock, fake);
   const auto spec = isolateSpec(IsolateFrom::quorum, IsolateMode::drop);
   auto record = runner.isolate(spec);
   REQUIRE(record.ok());
   REQUIRE(ran.size() == 1);
-  CHECK(ran[0] == localNftArgv("ns1", nftIsolateScript(spec, {})));
+  CHECK(ran[0].front() == "kfaild-gray");
+  CHECK(kfaild::testing::requestOf(ran[0]).netns == "ns1");
+  CHECK(kfaild::testing::scriptOf(ran[0]) == nftIsolateScript(spec, {}));
   CHECK(record->detail == describeArgv(ran[0]));
   auto healed = runner.heal("42");
   REQUIRE(healed.ok());
-  CHECK(ran.back() == localNftArgv("ns1", nftHealScript("kfaild_d42")));
+  CHECK(kfaild::testing::scriptOf(ran.back()) == nftHealScript("kfaild_d42"));
   auto swept = runner.sweep();
   REQUIRE(swept.ok());
   CHECK(*swept == std::vector<std::string>{"nft table inet kfaild_d3"});
-  CHECK(ran.back() == localNftArgv("ns1", "delete table inet kfaild_d3\n"));
+  CHECK(kfaild::testing::requestOf(ran.back()).op == HelperOp::sweep);
 }
 
 TEST_CASE("a failing nft command is an error with its exit code and stderr", "[unit]") {
@@ -461,9 +470,7 @@ TEST_CASE("a failing nft command is an error with its exit code and stderr", "[u
     return CommandOutput{1, "", "Error: Could not process rule: Operation not permitted\n"};
   };
   NodeShell shell;
-  shell.nft = [](const std::string& script) -> kfaild::Result<std::vector<std::string>> {
-    return localNftArgv("ns1", script);
-  };
+  shell.nft = kfaild::testing::helperInNetns("ns1");
   GrayRunner runner(shell, clock, failing);
   auto record = runner.isolate(isolateSpec(IsolateFrom::all, IsolateMode::reject));
   REQUIRE(!record.ok());

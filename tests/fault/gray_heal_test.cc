@@ -10,7 +10,9 @@
 #include "server/fault/command.h"
 #include "server/fault/errc.h"
 #include "server/fault/gray_runner.h"
+#include "tests/support/gray_helper.h"
 #include "tests/support/manual_clock.h"
+#include "tests/support/paths.h"
 
 using namespace kfaild::fault;
 using namespace std::chrono_literals;
@@ -19,13 +21,13 @@ namespace {
 
 using Ran = std::vector<std::vector<std::string>>;
 
-// Commands as a node answers them: nft fails with `nft_error` (exit 1) when it is set, the shell
-// succeeds printing `sh_out`.
+// kfaild-gray as a node answers it: its network requests fail with `nft_error` (exit 1) when
+// that is set, its disk requests succeed printing `sh_out`.
 CommandRunner node(Ran& ran, std::string nft_error, std::string sh_out = "") {
   return [&ran, nft_error, sh_out](const std::vector<std::string>& argv,
                                    std::chrono::milliseconds) -> kfaild::Result<CommandOutput> {
     ran.push_back(argv);
-    const bool nft = std::find(argv.begin(), argv.end(), "nft") != argv.end();
+    const bool nft = kfaild::testing::requestOf(argv).network();
     if (nft && !nft_error.empty()) return CommandOutput{1, "", nft_error};
     return CommandOutput{0, nft ? "" : sh_out, ""};
   };
@@ -33,18 +35,17 @@ CommandRunner node(Ran& ran, std::string nft_error, std::string sh_out = "") {
 
 NodeShell shellIn(const std::string& netns, const std::string& fill_dir) {
   NodeShell shell;
-  shell.nft = [netns](const std::string& script) -> kfaild::Result<std::vector<std::string>> {
-    return localNftArgv(netns, script);
-  };
-  shell.sh = [](const std::string& script) -> kfaild::Result<std::vector<std::string>> {
-    return localShArgv(script);
-  };
+  shell.nft = kfaild::testing::helperInNetns(netns);
+  shell.sh = kfaild::testing::helperOnHost();
   shell.fill_dir = fill_dir;
   return shell;
 }
 
 bool ranSh(const Ran& ran, const std::string& script) {
-  return std::find(ran.begin(), ran.end(), localShArgv(script)) != ran.end();
+  return std::any_of(ran.begin(), ran.end(), [&](const auto& argv) {
+    const auto request = kfaild::testing::requestOf(argv);
+    return !request.network() && kfaild::fault::helperScript(request) == script;
+  });
 }
 
 }  // namespace
@@ -67,7 +68,7 @@ TEST_CASE("heal of a place with no namespace left is a heal: nothing of the dril
   kfaild::testing::ManualClock clock;
   Ran ran;
   GrayRunner runner(shellIn("kfl25000-n1", "/srv/fill"), clock, node(ran, ""));
-  const ScriptArgv gone = [](const std::string&) -> kfaild::Result<std::vector<std::string>> {
+  const HelperArgv gone = [](const std::vector<std::string>&) -> kfaild::Result<std::vector<std::string>> {
     return faultError(errc::not_present, "no network namespace kfl25000-n1");
   };
   const GrayPlace place{"", "kfl25000-n1", "net:[4026532417]", "kfaild_d42", "/srv/old-fill/kfaild_fill_d42"};
@@ -104,7 +105,7 @@ TEST_CASE("the sweep frees disk fillers even when nft cannot list the tables", "
 
   SECTION("and a container that is not running has no table to sweep") {
     NodeShell stopped;
-    stopped.nft = [](const std::string&) -> kfaild::Result<std::vector<std::string>> {
+    stopped.nft = [](const std::vector<std::string>&) -> kfaild::Result<std::vector<std::string>> {
       return faultError(errc::invalid_state, "container kbf-k1-1 is not running: no netns to enter");
     };
     GrayRunner none(stopped, clock, node(ran, ""));
@@ -114,7 +115,8 @@ TEST_CASE("the sweep frees disk fillers even when nft cannot list the tables", "
   }
 }
 
-TEST_CASE("the preflight's check runs the exact script under nft --check, and tests the fill dir", "[unit]") {
+TEST_CASE("the preflight's check asks kfaild-gray for nft --check of the exact request, and tests the fill dir",
+          "[unit]") {
   kfaild::testing::ManualClock clock;
   IsolateSpec spec;
   spec.drill = "5";
@@ -126,8 +128,10 @@ TEST_CASE("the preflight's check runs the exact script under nft --check, and te
     GrayRunner runner(shellIn("kfl25000-n1", ""), clock, node(ran, ""));
     REQUIRE(runner.check(spec).ok());
     REQUIRE(ran.size() == 1);
-    CHECK(ran[0] == std::vector<std::string>{"ip", "netns", "exec", "kfl25000-n1", "nft", "--check",
-                                             nftIsolateScript(spec, {})});
+    const auto request = kfaild::testing::requestOf(ran[0]);
+    CHECK(request.check);
+    CHECK(request.netns == "kfl25000-n1");
+    CHECK(helperScript(request) == nftIsolateScript(spec, {}));
   }
   SECTION("a refusal says why") {
     Ran ran;
@@ -137,20 +141,19 @@ TEST_CASE("the preflight's check runs the exact script under nft --check, and te
     CHECK(checked.error().code == make_error_code(errc::unsupported));
     CHECK(checked.error().message.find("Operation not permitted") != std::string::npos);
   }
-  SECTION("over ssh, through sudo -n") {
-    CHECK(nftCheckArgv({"ssh", "k1", "--", sudoNftCommand("list tables")}) ==
-          std::vector<std::string>{"ssh", "k1", "--", "sudo -n nft --check 'list tables'"});
-    CHECK(nftCheckArgv({"sh", "-c", "x"}) == std::nullopt);
-  }
-  SECTION("the fill dir, by a real shell") {
-    auto run = [](const std::string& dir) { return runCommand(localShArgv(fillDirCheckScript(dir)), 5000ms); };
+  SECTION("the fill dir, by the real kfaild-gray") {
+    auto run = [](const std::string& dir) {
+      return runCommand({KFAILD_BINARY_DIR "/server/kfaild-gray", "fill-check", "--instance", "", "--drill", "5",
+                         "--duration", "30", "--fill-dir", dir},
+                        5000ms);
+    };
     auto missing = run("/nonexistent/kfaild-fill");
     REQUIRE(missing.ok());
     CHECK(missing->exit_code == 1);
-    CHECK(missing->err == "fill_dir /nonexistent/kfaild-fill is not a directory\n");
+    CHECK(missing->err.find("kfaild: cannot enter the fill dir /nonexistent/kfaild-fill") != std::string::npos);
     auto root = run("/");
     REQUIRE(root.ok());
-    CHECK(root->exit_code == 1);
+    CHECK(root->exit_code == kHelperRefused);
     if (std::filesystem::is_directory("/dev/shm")) {
       auto shm = run("/dev/shm");
       REQUIRE(shm.ok());

@@ -95,7 +95,7 @@ TEST_CASE("on the namespaced lab a broker cut off from clients refuses them, one
   REQUIRE_FALSE(b1->netns.empty());
   kfaild::common::SystemClock clock;
   LocalInjector injector({b1->pid_file, {}, ""}, LogZone::utc, clock);
-  injector.placeGrayFaults({b1->netns, b1->fill_dir, {}});
+  injector.placeGrayFaults({b1->netns, b1->fill_dir, {}, {}});
   CHECK(injector.refusal(GrayFault::isolate).empty());
   CHECK(injector.refusal(GrayFault::disk_full).empty());
   CHECK_FALSE(injector.refusal(GrayFault::disk_slow).empty());

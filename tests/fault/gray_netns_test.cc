@@ -123,15 +123,17 @@ std::string connectFromClient() {
   return text;
 }
 
+// The real kfaild-gray of this build, run as the test (root).
 GrayRunner nodeRunner(const kfaild::common::Clock& clock, const std::string& fill_dir = {}) {
+  const std::vector<std::string> helper = {KFAILD_BINARY_DIR "/server/kfaild-gray"};
   NodeShell shell;
   if (fill_dir.empty()) {
-    shell.nft = [](const std::string& script) -> kfaild::Result<std::vector<std::string>> {
-      return localNftArgv(kNodeNs, script);
+    shell.nft = [helper](const std::vector<std::string>& words) -> kfaild::Result<std::vector<std::string>> {
+      return localHelperArgv(helper, kNodeNs, 0, words);
     };
   }
-  shell.sh = [](const std::string& script) -> kfaild::Result<std::vector<std::string>> {
-    return localShArgv(script);
+  shell.sh = [helper](const std::vector<std::string>& words) -> kfaild::Result<std::vector<std::string>> {
+    return localHelperArgv(helper, {}, 0, words);
   };
   shell.fill_dir = fill_dir;
   return GrayRunner(shell, clock);

@@ -522,7 +522,7 @@ TEST_CASE("a local isolation goes only into the namespace the broker runs in", "
     writePidFile((dir / "kafka.pid").string(), jvm.pid());
     REQUIRE(testing::eventually(10s, [&] { return std::filesystem::exists(ready); }));
     LocalInjector injector({(dir / "kafka.pid").string(), {"true"}, ""}, LogZone::utc, clock);
-    injector.placeGrayFaults({.netns = netns, .fill_dir = {}, .instance = {}});
+    injector.placeGrayFaults({.netns = netns, .fill_dir = {}, .instance = {}, .helper = {}});
     const auto isolated = injector.isolate(spec);
     REQUIRE_FALSE(isolated);
     CHECK(isolated.error().message.find("is not in network namespace 'kfgt-local'") != std::string::npos);
@@ -539,7 +539,7 @@ TEST_CASE("a local isolation goes only into the namespace the broker runs in", "
     writePidFile((dir / "kafka.pid").string(), jvm.pid());
     REQUIRE(testing::eventually(10s, [&] { return std::filesystem::exists(ready); }));
     LocalInjector injector({(dir / "kafka.pid").string(), {"true"}, ""}, LogZone::utc, clock);
-    injector.placeGrayFaults({.netns = netns, .fill_dir = {}, .instance = {}});
+    injector.placeGrayFaults({.netns = netns, .fill_dir = {}, .instance = {}, .helper = {}});
     const auto isolated = injector.isolate(spec);
     INFO((isolated ? isolated->detail : isolated.error().describe()));
     REQUIRE(isolated);

@@ -9,6 +9,7 @@
 
 #include "server/fault/command.h"
 #include "server/fault/errc.h"
+#include "server/fault/injector_factory.h"
 #include "tests/support/temp_dir.h"
 
 using namespace kfaild::fault;
@@ -196,7 +197,7 @@ std::string fakeSsh(const kfaild::testing::TempDir& dir, int netns_exit, int del
          "host'\"'\"'s (net:[1])' >&2; exit "
       << netns_exit
       << "; fi; echo kfaild-pid=7; echo kfaild-netns=host;; esac\n"
-         "case $last in *nft*) sleep "
+         "case $last in *kfaild-gray*) sleep "
       << delay << ";; esac\n"
          "exit 0\n";
   out.close();
@@ -255,15 +256,16 @@ TEST_CASE("an ssh isolation keeps the port ssh -G connects to and the session's,
   REQUIRE(isolated);
   const auto log = fileText((dir / "log").string());
   const auto check = log.find("kfaild-netns=host");
-  const auto nft = log.find("sudo -n nft -f -");
+  const auto nft = log.find("sudo -n /usr/lib/kfaild/kfaild-gray isolate");
   REQUIRE(check != std::string::npos);
   REQUIRE(nft != std::string::npos);
   CHECK(check < nft);
-  CHECK(log.find("add element inet kfaild_d5 keep { 2200 }") != std::string::npos);
-  CHECK(log.find("add element inet kfaild_d5 keep { @KFAILD_SESSION_PORT@ }") != std::string::npos);
+  // Words, no script: kfaild-gray builds the rules (with ICMPv6 neighbour discovery) on the host.
+  CHECK(log.find("--keep-port 2200") != std::string::npos);
   CHECK(log.find("p=${SSH_CONNECTION##* }") != std::string::npos);
-  CHECK(log.find("nd-neighbor-solicit") != std::string::npos);
-  CHECK(log.find("{ 2222 }") == std::string::npos);
+  CHECK(log.find("${p:+--keep-port \"$p\"}") != std::string::npos);
+  CHECK(log.find("add element") == std::string::npos);
+  CHECK(log.find("2222") == std::string::npos);
 }
 
 TEST_CASE("a broker in a container on an ssh host is refused with the reason, and no rule is placed",
@@ -275,7 +277,7 @@ TEST_CASE("a broker in a container on an ssh host is refused with the reason, an
   const auto isolated = injector.isolate(isolateAll());
   REQUIRE_FALSE(isolated);
   CHECK(isolated.error().message.find("runs in network namespace net:[2]") != std::string::npos);
-  CHECK(fileText((dir / "log").string()).find("nft") == std::string::npos);
+  CHECK(fileText((dir / "log").string()).find("kfaild-gray") == std::string::npos);
 }
 
 TEST_CASE("an ssh node's gray-fault scripts wait for ssh's connect timeout on top of their own",
@@ -290,4 +292,28 @@ TEST_CASE("an ssh node's gray-fault scripts wait for ssh's connect timeout on to
   const auto isolated = injector.isolate(isolateAll());
   INFO((isolated ? std::string() : isolated.error().describe()));
   CHECK(isolated);
+}
+
+TEST_CASE("a node that did not opt in to gray faults never runs kfaild-gray, not even the start-up sweep",
+          "[integration][fault]") {
+  const kfaild::testing::TempDir dir;
+  const kfaild::testing::ManualClock clock;
+  SshInjector injector(labTarget(), LogZone::utc, clock, fakeSsh(dir, 0));  // no placeGrayFaults
+  const auto swept = injector.sweep();
+  REQUIRE(swept);
+  CHECK(swept->empty());
+  const auto isolated = injector.isolate(isolateAll());
+  REQUIRE_FALSE(isolated);
+  CHECK(isolated.error().message == "gray faults are off for this node: gray_faults: true in its inventory entry opts in");
+  CHECK(injector.heal("5"));
+  CHECK_FALSE(std::filesystem::exists(dir / "log"));
+
+  kfaild::config::NodeConfig node;
+  node.id = 2;
+  node.ssh = labTarget();
+  const auto made = makeInjector(node, clock);
+  CHECK(made->refusal(GrayFault::disk_full).find("gray_faults: true") != std::string::npos);
+  node.gray_faults = true;
+  node.fill_dir = "/srv/fill";
+  CHECK(makeInjector(node, clock)->refusal(GrayFault::disk_full).empty());
 }
