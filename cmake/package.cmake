@@ -39,6 +39,9 @@ install(FILES ${KFAILD_ROOT}/deploy/systemd/kfaild.yaml DESTINATION /etc/kfaild
 configure_file(${KFAILD_ROOT}/deploy/debian/changelog.in ${pkg}/changelog @ONLY)
 execute_process(COMMAND gzip -9nf ${pkg}/changelog COMMAND_ERROR_IS_FATAL ANY)
 install(FILES ${KFAILD_ROOT}/deploy/debian/copyright ${pkg}/changelog.gz DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/kfaild)
+# The sudoers line for kfaild-gray (/usr/lib/kfaild), an example an operator installs on purpose.
+install(FILES ${KFAILD_ROOT}/deploy/sudoers/kfaild-gray DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/kfaild/examples
+        RENAME kfaild-gray.sudoers)
 install(FILES ${KFAILD_ROOT}/deploy/debian/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides
         RENAME kfaild)
 

@@ -405,6 +405,7 @@ void explainGrayStall(const AnalysisInput& in, const RunAnalysis& out, Partition
   scope.target = in.target;
   scope.fault_us = in.fault_us;
   scope.healed_us = in.gray->healed_us;
+  scope.healed_uncertainty_us = in.gray->healed_uncertainty_us;
   scope.recovered_us = in.recovered_us;
   scope.departure = out.departure;
   scope.departure_at_us = out.departure_at_us;

@@ -180,6 +180,7 @@ struct GrayFaultInput {
   std::int64_t bytes_per_second = 0;  // throttle's rate; 0 otherwise
   std::int64_t duration_us = 0;       // how long the fault was meant to stay in force
   std::optional<std::int64_t> healed_us;  // when kfaild healed it (nullopt: never healed in the window)
+  std::int64_t healed_uncertainty_us = 0;  // ± of healed_us
 };
 
 struct AnalysisInput {

@@ -255,8 +255,9 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
     case Mechanism::kHeal:
       wanted = "heal";
       if (s.healed_us && *s.healed_us >= s.fault_us) {
-        end = Found{*s.healed_us, "heal", kLogResolutionUs};
-        r.phases.push_back({"heal", s.fault_us, end->at_us, "heal", kLogResolutionUs});
+        const auto uncertainty = std::max(s.healed_uncertainty_us, kLogResolutionUs);
+        end = Found{*s.healed_us, "heal", uncertainty};
+        r.phases.push_back({"heal", s.fault_us, end->at_us, "heal", uncertainty});
       }
       break;
     case Mechanism::kNodeBack:

@@ -138,6 +138,7 @@ struct MechanismScope {
   std::int32_t target = -1;
   std::int64_t fault_us = 0;
   std::optional<std::int64_t> healed_us;
+  std::int64_t healed_uncertainty_us = 0;  // ± of healed_us (kfaild-gray's window, a host's clock offset)
   std::optional<std::int64_t> recovered_us;
   std::string departure;
   std::optional<std::int64_t> departure_at_us;

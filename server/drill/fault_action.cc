@@ -245,7 +245,8 @@ std::string undoneEvent(FaultType fault) { return fault == FaultType::kPause ? "
 
 std::string undoVerb(FaultType fault) { return fault == FaultType::kPause ? "resume" : "heal"; }
 
-std::optional<analysis::GrayFaultInput> grayInput(const DrillSpec& spec, std::optional<std::int64_t> healed_us) {
+std::optional<analysis::GrayFaultInput> grayInput(const DrillSpec& spec, std::optional<std::int64_t> healed_us,
+                                                  std::int64_t healed_uncertainty_us) {
   if (!isGrayFault(spec.fault)) return std::nullopt;
   analysis::GrayFaultInput in;
   in.kind = toString(spec.fault);
@@ -258,6 +259,7 @@ std::optional<analysis::GrayFaultInput> grayInput(const DrillSpec& spec, std::op
   }
   in.duration_us = holdUs(spec);
   in.healed_us = healed_us;
+  in.healed_uncertainty_us = healed_uncertainty_us;
   return in;
 }
 

@@ -84,6 +84,7 @@ std::string undoneEvent(FaultType fault);
 std::string undoVerb(FaultType fault);
 
 // What the analysis is told of a gray fault; nullopt for the others.
-std::optional<analysis::GrayFaultInput> grayInput(const DrillSpec& spec, std::optional<std::int64_t> healed_us);
+std::optional<analysis::GrayFaultInput> grayInput(const DrillSpec& spec, std::optional<std::int64_t> healed_us,
+                                                  std::int64_t healed_uncertainty_us = 0);
 
 }  // namespace kfaild::drill

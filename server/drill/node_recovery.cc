@@ -176,8 +176,9 @@ Status NodeRecovery::bringBack(const storage::RecoveryEntry& entry, std::int64_t
       if (heal) {
         healed = true;
         heal_error.clear();
-        recordEvent(deps_, "injector", "healed", heal->requested_at, node,
-                    {{"drill", entry.drill_id}, {"detail", heal->detail}, {"by", "recovery"}});
+        recordEvent(deps_, "injector", "healed", heal->faultTime(), node,
+                    {{"drill", entry.drill_id}, {"detail", heal->detail}, {"by", "recovery"},
+                     {"uncertainty_us", heal->uncertainty_us}});
       } else {
         heal_error = heal.error().describe();
         failed("heal", heal_error);
@@ -348,7 +349,7 @@ void NodeRecovery::healOrphan(const storage::RecoveryEntry& entry) {
                   entry.node, entry.drill_id, healed.error().describe());
     return;
   }
-  recordEvent(deps_, "injector", "healed", healed->requested_at, entry.node,
+  recordEvent(deps_, "injector", "healed", healed->faultTime(), entry.node,
               {{"drill", entry.drill_id}, {"detail", healed->detail}, {"by", "recovery"}, {"orphaned", true}});
 }
 

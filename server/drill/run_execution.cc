@@ -458,11 +458,16 @@ void RunExecution::observe() {
     const bool full = parts_.queue.sleep(hold);
     auto undone = undoFault(*injector, spec_, drill_.id);
     if (undone) {
-      undone_us_ = undone->requested_at;
+      // When the heal took effect (kfaild-gray's window, on the node's clock placed on kfaild's),
+      // not when kfaild asked for it: over ssh the two are a connection apart.
+      undone_us_ = undone->faultTime();
+      undone_uncertainty_us_ = undone->uncertainty_us;
       nlohmann::json detail = {{"held_s", static_cast<double>(hold) / kSecond}, {"drill", drill_.id},
-                               {"run", outcome_.run}, {"detail", undone->detail}};
+                               {"run", outcome_.run}, {"detail", undone->detail},
+                               {"requested_us", undone->requested_at}, {"uncertainty_us", undone->uncertainty_us},
+                               {"time_source", undone->fault_at ? undone->fault_time_source : "requested"}};
       if (spec_.fault == FaultType::kPause) detail = {{"paused_s", spec_.options.pause_s}};
-      recordEvent(deps_, "injector", undoneEvent(spec_.fault), undone->requested_at, target_, detail);
+      recordEvent(deps_, "injector", undoneEvent(spec_.fault), *undone_us_, target_, detail);
     } else {
       actionFailed(undoVerb(spec_.fault), undone.error().describe());
     }
@@ -807,7 +812,7 @@ void RunExecution::analyse() {
   analysis::AnalysisInput input;
   input.fault = toString(spec_.fault);
   input.killed = spec_.fault == FaultType::kKill || (spec_.fault == FaultType::kRestart && spec_.options.kill);
-  input.gray = grayInput(spec_, undone_us_);
+  input.gray = grayInput(spec_, undone_us_, undone_uncertainty_us_);
   if (outcome_.cluster_settings) input.settings = mechanismSettings(*outcome_.cluster_settings);
   if (outcome_.probe_client) input.settings = analysis::withClientSettings(input.settings, *outcome_.probe_client);
   input.target = target_;

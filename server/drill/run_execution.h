@@ -147,6 +147,7 @@ class RunExecution {
   std::uint64_t steps_at_baseline_ = 0;
   std::int64_t fault_us_ = 0;
   std::optional<std::int64_t> undone_us_;  // a held fault's end (resumed, healed)
+  std::int64_t undone_uncertainty_us_ = 0;  // ± of undone_us_
   std::int64_t observe_end_us_ = 0;
   std::int64_t recovered_us_ = 0;
   std::int64_t window_end_us_ = 0;

@@ -48,7 +48,8 @@ TEST_CASE("the Debian package passes lintian, dpkg unpacks it into a clean root,
   // The conffile waits as .dpkg-new until the package is configured (dpkg keeps an edited one).
   for (const char* f : {"usr/bin/kfailctl", "usr/lib/sysusers.d/kfaild.conf", "etc/kfaild/kfaild.yaml.dpkg-new",
                         "usr/share/kfaild/web/index.html", "usr/lib/kfaild/librdkafka.so.1",
-                        "usr/share/doc/kfaild/copyright", "usr/share/doc/kfaild/changelog.gz"}) {
+                        "usr/share/doc/kfaild/copyright", "usr/share/doc/kfaild/changelog.gz", "usr/lib/kfaild/kfaild-gray",
+                        "usr/share/doc/kfaild/examples/kfaild-gray.sudoers"}) {
     INFO(f);
     CHECK(std::filesystem::is_regular_file(root / f));
   }
