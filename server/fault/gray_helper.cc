@@ -306,6 +306,7 @@ std::optional<PlacedName> parseFillerStem(const std::string& path) {
 std::vector<std::string> helperWords(const HelperRequest& r) {
   std::vector<std::string> words;
   if (!r.netns.empty()) add(words, "--netns", r.netns);
+  if (r.expect_pid > 0) add(words, "--expect-pid", std::to_string(r.expect_pid));
   if (r.pid > 0) add(words, "--pid", std::to_string(r.pid));
   words.push_back(toString(r.op));
   switch (r.op) {
@@ -351,7 +352,15 @@ Result<HelperRequest> parseHelperWords(const std::vector<std::string>& words) {
   HelperRequest r;
   std::size_t at = 0;
   // The place first: at most one of --netns and --pid.
-  while (at + 1 < words.size() && (words[at] == "--netns" || words[at] == "--pid")) {
+  while (at + 1 < words.size() && (words[at] == "--netns" || words[at] == "--pid" || words[at] == "--expect-pid")) {
+    if (words[at] == "--expect-pid") {
+      const auto pid = number(words[at + 1]);
+      if (r.netns.empty() || r.expect_pid > 0) return refused("--expect-pid goes once, after --netns");
+      if (!pid || *pid < 2) return refused("--expect-pid '" + words[at + 1] + "' is not a process id");
+      r.expect_pid = *pid;
+      at += 2;
+      continue;
+    }
     if (!r.netns.empty() || r.pid > 0) return refused("--netns and --pid: only one place");
     if (words[at] == "--netns") {
       if (!netnsName(words[at + 1])) return refused("--netns '" + words[at + 1] + "' is not a namespace name");
@@ -369,6 +378,8 @@ Result<HelperRequest> parseHelperWords(const std::vector<std::string>& words) {
   r.op = op->first;
   if (!r.network() && (!r.netns.empty() || r.pid > 0))
     return refused(words[at] + " acts on a filesystem, not in a network namespace");
+  if (r.expect_pid > 0 && r.op != HelperOp::isolate && r.op != HelperOp::throttle)
+    return refused("--expect-pid goes only with isolate and throttle");
   auto options = readOptions(words, at + 1);
   if (!options.ok()) return options.error();
   const auto may = allowed(r.op);

@@ -13,7 +13,7 @@
 // and nothing else: cut or slow its traffic and fill a log filesystem, each for at most 3,600 s +
 // kExpiryMargin, and undo that.
 //
-//   kfaild-gray [--netns NAME | --pid PID] isolate --instance I --drill D --duration S
+//   kfaild-gray [--netns NAME [--expect-pid PID] | --pid PID] isolate --instance I --drill D --duration S
 //               --from quorum|brokers|clients|all --mode drop|reject [--quorum IP]...
 //               [--broker IP]... [--keep-port PORT]... [--check]
 //   kfaild-gray [--netns NAME | --pid PID] throttle --instance I --drill D --duration S --rate B
@@ -26,7 +26,9 @@
 //   kfaild-gray fill-sweep --instance I --fill-dir DIR
 //
 // --netns: a network namespace under /run/netns (`ip netns`); --pid: the network namespace of
-// that process (a container's); neither: the helper's own. Exit status: 0 done, 1 the tool
+// that process (a container's); neither: the helper's own. --expect-pid: refuse (exit 2) unless
+// that process (the broker) is in the --netns namespace, checked by the helper as root just before
+// it places the rules (an unprivileged kfaild cannot read a root broker's /proc/<pid>/ns/net). Exit status: 0 done, 1 the tool
 // failed (its stderr follows), 2 the request was refused (why on stderr), 3 the place is gone
 // (no such namespace or process: nothing of ours can be there).
 //
@@ -61,6 +63,7 @@ struct HelperRequest {
   HelperOp op = HelperOp::heal;
   std::string netns;     // a name under /run/netns; empty: not a named namespace
   std::int64_t pid = 0;  // a process whose network namespace to enter; 0: none
+  std::int64_t expect_pid = 0;  // with netns: the broker that must be in it; 0: not checked
   bool check = false;    // isolate, throttle: nft --check (nothing changes)
   IsolateSpec isolate;   // isolate
   ThrottleSpec throttle; // throttle

@@ -71,9 +71,11 @@ std::vector<std::string> defaultLocalGrayHelper() {
 std::vector<std::string> defaultSshGrayHelper() { return {"sudo", "-n", std::string(kGrayHelperPath)}; }
 
 std::vector<std::string> localHelperArgv(const std::vector<std::string>& helper, const std::string& netns,
-                                         std::int64_t pid, const std::vector<std::string>& words) {
+                                         std::int64_t pid, const std::vector<std::string>& words,
+                                         std::int64_t expect_pid) {
   auto argv = helper;
   if (!netns.empty()) argv.insert(argv.end(), {"--netns", netns});
+  if (!netns.empty() && expect_pid > 0) argv.insert(argv.end(), {"--expect-pid", std::to_string(expect_pid)});
   if (pid > 0) argv.insert(argv.end(), {"--pid", std::to_string(pid)});
   for (const auto& w : words)
     if (w != kSessionPortWord) argv.push_back(w);  // no ssh session here

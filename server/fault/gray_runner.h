@@ -76,8 +76,10 @@ std::vector<std::string> defaultLocalGrayHelper();
 std::vector<std::string> defaultSshGrayHelper();
 
 // argv builders, pure: exactly what runs. `helper` is the argv prefix (GrayPlacement::helper).
+// `expect_pid`: with a netns, the broker kfaild-gray checks is in it (--expect-pid).
 std::vector<std::string> localHelperArgv(const std::vector<std::string>& helper, const std::string& netns,
-                                         std::int64_t pid, const std::vector<std::string>& words);
+                                         std::int64_t pid, const std::vector<std::string>& words,
+                                         std::int64_t expect_pid = 0);
 // The remote command line ssh hands to the node's shell. A request ending in kSessionPortWord
 // gets `--keep-port <port>` of $SSH_CONNECTION there instead (nothing when that has none).
 std::string remoteHelperCommand(const std::vector<std::string>& helper, const std::vector<std::string>& words);

@@ -411,13 +411,27 @@ void LocalInjector::placeGrayFaults(const GrayPlacement& placement) {
   gray_helper_ = placement.helper.empty() ? defaultLocalGrayHelper() : placement.helper;
   NodeShell shell;
   if (!placement.netns.empty()) {
-    shell.nft = [helper = gray_helper_, netns = placement.netns](const std::vector<std::string>& words)
-        -> Result<std::vector<std::string>> { return localHelperArgv(helper, netns, 0, words); };
+    // Rules go in only with the broker checked to be in the namespace: here when kfaild may read
+    // its /proc/<pid>/ns/net, and always by kfaild-gray as root (--expect-pid) at the injection.
+    shell.nft = [this, helper = gray_helper_, netns = placement.netns](const std::vector<std::string>& words)
+        -> Result<std::vector<std::string>> {
+      const bool places = !words.empty() && (words.front() == "isolate" || words.front() == "throttle");
+      std::int64_t expect = 0;
+      if (places) {
+        auto pid = brokerPid();
+        if (!pid) return pid.error();
+        expect = *pid;
+      }
+      return localHelperArgv(helper, netns, 0, words, expect);
+    };
     shell.network_placement = [this, netns = placement.netns]() -> Result<NftExceptions> {
       auto pid = brokerPid();
       if (!pid) return pid.error();
-      const auto why = netnsMismatch(netns, namespaceInode("/var/run/netns/" + netns), *pid,
-                                     namespaceInode("/proc/" + std::to_string(*pid) + "/ns/net"));
+      const auto where = "/proc/" + std::to_string(*pid) + "/ns/net";
+      const auto broker = namespaceInode(where);
+      // An unprivileged kfaild may not read a broker of another user's namespace: kfaild-gray checks.
+      if (!broker && (errno == EACCES || errno == EPERM)) return NftExceptions{};
+      const auto why = netnsMismatch(netns, namespaceInode("/var/run/netns/" + netns), *pid, broker);
       if (!why.empty()) return faultError(errc::invalid_target, why);
       return NftExceptions{};
     };

@@ -125,3 +125,25 @@ TEST_CASE("the shipped sudoers line lets kfaild's user run kfaild-gray as root a
   REQUIRE(swept.ok());
   CHECK(*swept == std::vector<std::string>{"nft table inet kfaild_i0000beef_d91"});
 }
+
+TEST_CASE("kfaild-gray places rules only when the broker it is given runs in the namespace", "[integration][security]") {
+  if (::geteuid() != 0 || !have("nft")) {
+    WARN("not run: needs root and nft");
+    return;
+  }
+  Setup setup;
+  const std::vector<std::string> words = {"isolate", "--instance", "", "--drill", "5", "--duration", "30",
+                                          "--from", "all", "--mode", "drop", "--check"};
+  auto with = [&](std::int64_t pid) { return run(localHelperArgv({kHelper}, kNetns, 0, words, pid)); };
+  // This test's own process runs in the root namespace, not in kNetns.
+  const auto elsewhere = with(::getpid());
+  CHECK(elsewhere.exit_code == kHelperRefused);
+  CHECK(elsewhere.err.find("is not in network namespace kfgs-n1") != std::string::npos);
+  auto inside = runCommand({"sh", "-c", std::string("ip netns exec ") + kNetns + " sleep 30 & echo $!"}, 10s);
+  REQUIRE(inside.ok());
+  const auto pid = std::stoll(inside->out);
+  const auto there = with(pid);
+  INFO(there.err);
+  CHECK(there.exit_code == 0);
+  run({"kill", std::to_string(pid)});
+}

@@ -39,6 +39,18 @@ bool exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+// Why the rules must not go into `netns`: the broker `pid` is not in it (empty when it is).
+std::string notTheBrokers(const std::string& netns, std::int64_t pid) {
+  struct stat ns {}, broker {};
+  const auto where = "/proc/" + std::to_string(pid) + "/ns/net";
+  if (::stat(where.c_str(), &broker) != 0) return "the broker (pid " + std::to_string(pid) + ") is not running";
+  if (::stat(("/run/netns/" + netns).c_str(), &ns) != 0) return "no network namespace " + netns;
+  if (ns.st_dev == broker.st_dev && ns.st_ino == broker.st_ino) return {};
+  return "the broker (pid " + std::to_string(pid) + ") is not in network namespace " + netns + " (inode " +
+         std::to_string(ns.st_ino) + ") but in inode " + std::to_string(broker.st_ino) +
+         ": rules placed there would cut something else";
+}
+
 // nft with `script` (and --check) where the request places it.
 std::vector<std::string> nftArgv(const HelperRequest& r, const std::string& script) {
   std::vector<std::string> nft = {"nft"};
@@ -106,6 +118,9 @@ int main(int argc, char** argv) {
     return say(kHelperNothingThere, "no network namespace " + r.netns);
   if (r.pid > 0 && !exists("/proc/" + std::to_string(r.pid) + "/ns/net"))
     return say(kHelperNothingThere, "no process " + std::to_string(r.pid));
+  if (r.expect_pid > 0) {
+    if (const auto why = notTheBrokers(r.netns, r.expect_pid); !why.empty()) return say(kHelperRefused, why);
+  }
   if (r.op == HelperOp::sweep) return sweepTables(r);
 
   const auto script = helperScript(r);
