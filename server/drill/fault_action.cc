@@ -216,7 +216,8 @@ Result<fault::FaultRecord> injectFault(fault::Injector& injector, const DrillSpe
     case FaultType::kKill: return injector.kill();
     case FaultType::kStop: return injector.stop(std::chrono::seconds(o.grace_s));
     case FaultType::kRestart: return o.kill ? injector.kill() : injector.stop(std::chrono::seconds(o.grace_s));
-    case FaultType::kPause: return injector.pause();
+    case FaultType::kPause:
+      return injector.pause({grayDrillName(drill_id), std::chrono::seconds(o.pause_s)});
     case FaultType::kIsolate:
     case FaultType::kThrottle:
     case FaultType::kDiskFull:
@@ -237,7 +238,7 @@ Result<fault::FaultRecord> injectFault(fault::Injector& injector, const DrillSpe
 }
 
 Result<fault::FaultRecord> undoFault(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id) {
-  if (spec.fault == FaultType::kPause) return injector.resume();
+  if (spec.fault == FaultType::kPause) return injector.resume(grayDrillName(drill_id));
   return injector.heal(grayDrillName(drill_id));
 }
 

@@ -72,12 +72,14 @@ std::optional<fault::GrayAction> grayAction(const DrillSpec& spec, std::int64_t 
 std::string injectionProblem(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id,
                              const fault::Peers& peers);
 
-// Injects the fault. `drill_id` names a gray fault's rules and files on the node; `log_dirs`
+// Injects the fault. `drill_id` names a gray fault's rules and files on the node, and a pause's
+// expiry timer (it thaws the node by itself pause_s + kExpiryMargin after); `log_dirs`
 // (logDirsFor) go to a disk filler.
 Result<fault::FaultRecord> injectFault(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id,
                                        const fault::Peers& peers, const std::vector<std::string>& log_dirs = {});
 
-// Ends a held fault (holdUs > 0): resumes a pause, heals a gray fault.
+// Ends a held fault (holdUs > 0): resumes a pause (and cancels its expiry timer), heals a gray
+// fault.
 Result<fault::FaultRecord> undoFault(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id);
 // The event recorded when undoFault succeeds ("resumed", "healed") and the verb of its failure.
 std::string undoneEvent(FaultType fault);

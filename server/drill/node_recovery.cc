@@ -188,7 +188,8 @@ Status NodeRecovery::bringBack(const storage::RecoveryEntry& entry, std::int64_t
     auto state = injector->inspect();
     const bool running = state && state->running && !state->paused;
     if (!running) {
-      auto done = action == "resume" && state && state->paused ? injector->resume() : injector->start();
+      auto done = action == "resume" && state && state->paused ? injector->resume(grayDrillName(entry.drill_id))
+                                                                   : injector->start();
       ++attempt;
       if (!done) {
         failed(action == "resume" ? "resume" : "start", done.error().describe());

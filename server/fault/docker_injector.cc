@@ -17,7 +17,9 @@
 #include "server/common/json_text.h"
 #include "server/common/time_format.h"
 #include "server/common/utf8.h"
+#include "server/fault/command.h"
 #include "server/fault/errc.h"
+#include "server/fault/pause_expiry.h"
 
 namespace kfaild::fault {
 namespace {
@@ -34,6 +36,8 @@ constexpr std::uint64_t kMaxBody = 64ULL * 1024 * 1024;
 // the exit, a few milliseconds later.
 constexpr std::chrono::seconds kExitWait{5};
 constexpr std::chrono::milliseconds kExitPoll{20};
+// Starting or cancelling a pause's timer (pause_expiry.h) on this host.
+constexpr std::chrono::seconds kPauseScriptTimeout{20};
 // The engine's times are RFC 3339 with nanoseconds, read to µs; Kafka's log lines have ms.
 constexpr std::int64_t kEngineTimeResolutionUs = 1;
 constexpr std::int64_t kLogTimeResolutionUs = 1'000;
@@ -304,6 +308,7 @@ Result<ContainerInspect> parseContainerInspect(std::string_view json) {
   if (!out.state.running && st.contains("ExitCode")) {
     out.state.detail += " (exit code " + std::to_string(st.value("ExitCode", 0)) + ")";
   }
+  if (doc.contains("Id") && doc["Id"].is_string()) out.id = doc["Id"].get<std::string>();
   if (doc.contains("Config") && doc["Config"].is_object()) {
     out.tty = doc["Config"].value("Tty", false);
   }
@@ -588,11 +593,72 @@ Result<FaultRecord> DockerInjector::simpleAction(const std::string& action,
   return record;
 }
 
-Result<FaultRecord> DockerInjector::pause() {
-  return simpleAction("pause", "froze");
+Result<FaultRecord> DockerInjector::pause(const PauseSpec& spec) {
+  if (auto why = invalidReason(spec); !why.empty()) return faultError(errc::invalid_target, why);
+  auto ins = inspectContainer();
+  if (!ins) return ins.error();
+  if (!ins->state.running || ins->state.paused) {
+    return faultError(errc::invalid_state, "container " + target_.container + " is " +
+                                               (ins->state.paused ? "already paused" : "not running") + ": " +
+                                               ins->state.detail);
+  }
+  auto expiry = startPauseTimer(spec, ins->id);
+  if (!expiry) return expiry.error();
+  auto record = simpleAction("pause", "froze");
+  if (!record) {
+    if (expiry->started) (void)runCommand(std::vector<std::string>{"sh", "-c", containerPauseCancelScript(spec.drill, target_.container)},
+                                          kPauseScriptTimeout);
+    return record;
+  }
+  record->detail += expiry->detail;
+  return record;
 }
-Result<FaultRecord> DockerInjector::resume() {
-  return simpleAction("unpause", "thawed");
+
+Result<DockerInjector::PauseExpiry> DockerInjector::startPauseTimer(const PauseSpec& spec, const std::string& id) {
+  constexpr std::string_view kReplay = " (the recovery journal resumes it at kfaild's next start)";
+  if (endpoint_->kind != DockerEndpoint::Kind::unix_socket) {
+    return PauseExpiry{false, "; no self-expiry: the engine is reached over TCP, and a timer on kfaild's host would "
+                              "end with that host, not with the engine's" + std::string(kReplay)};
+  }
+  if (id.empty()) {
+    return faultError(errc::bad_response, "container " + target_.container +
+                                              " not paused: the engine gave no container id for its expiry timer");
+  }
+  auto version = apiVersion();
+  if (!version) return version.error();
+  // By id: a container re-created under the same name since is not the one paused.
+  const auto path = "/v" + *version + "/containers/" + urlEncode(id) + "/unpause";
+  auto out = runCommand(std::vector<std::string>{"sh", "-c", containerPauseTimerScript(spec, target_.container, endpoint_->path, path)},
+                        kPauseScriptTimeout);
+  if (out && out->exit_code == kExitNoCurl) {
+    return PauseExpiry{false, "; no self-expiry: kfaild's host has no curl to unpause the container with" +
+                                  std::string(kReplay)};
+  }
+  const auto not_started = "container " + target_.container +
+                           " not paused: the timer that would end the pause by itself did not start: ";
+  if (!out) return Error{out.error().code, not_started + out.error().message};
+  if (out->exit_code != 0) {
+    std::string why = "sh exited with status " + std::to_string(out->exit_code);
+    if (!out->err.empty()) why += ": " + common::utf8Tail(out->err, 2000);
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    return faultError(errc::command_failed, not_started + why);
+  }
+  return PauseExpiry{true, expiryDetail(spec, startedTimer(out->out))};
+}
+
+Result<FaultRecord> DockerInjector::resume(const std::string& drill) {
+  auto record = simpleAction("unpause", "thawed");
+  if (!record || !endpoint_ || endpoint_->kind != DockerEndpoint::Kind::unix_socket ||
+      !invalidReason(PauseSpec{drill, std::chrono::seconds(1)}).empty()) {
+    return record;
+  }
+  auto out = runCommand(std::vector<std::string>{"sh", "-c", containerPauseCancelScript(drill, target_.container)}, kPauseScriptTimeout);
+  record->detail += out && out->exit_code == 0
+                        ? cancelDetail(cancelledTimers(out->out))
+                        : std::string("; its expiry timer could not be cancelled (it would only unpause a running "
+                                      "container): ") +
+                              (out ? common::utf8Tail(out->err, 2000) : out.error().message);
+  return record;
 }
 
 Result<FaultRecord> DockerInjector::start() {

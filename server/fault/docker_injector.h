@@ -15,7 +15,12 @@
 //          fault_at = the time of Kafka's own "Terminating process due to signal SIGTERM" line
 //          in the container's log ("docker:logs", the article's `sigterm_at`), else
 //          requested_at ("kfaild:requested_at").
-//   pause / resume   POST /pause, /unpause (the cgroup freezer); no engine-side time.
+//   pause / resume   POST /pause, /unpause (the cgroup freezer); no engine-side time. Before
+//          the pause, for an engine on a unix socket (on kfaild's host), a timer on this host
+//          that POSTs /unpause by the container's id with curl at the expiry (pause_expiry.h);
+//          resume cancels it. An engine over TCP, or a host without curl, gets no timer, and the
+//          pause's detail says so ("no self-expiry: ..."): the recovery journal is then all that
+//          resumes it if kfaild does not (docs/SECURITY.md).
 //   start  POST /start (already running is fine); fault_at = State.StartedAt.
 //   The engine's (and the log's) clock is placed on kfaild's by the request's local bracket:
 //   the engine's time was stamped between requested_at and kfaild's reading right after the
@@ -66,6 +71,7 @@ Result<DockerEndpoint> parseDockerEndpoint(std::string_view endpoint);
 // The answer of GET /containers/{c}/json, the parts kfaild uses.
 struct ContainerInspect {
   ProcessState state;
+  std::string id;  // the container's full id
   bool tty = false;  // a TTY container's log stream is raw, not multiplexed
   std::string network_mode;  // HostConfig.NetworkMode: "bridge", "host", "container:<id>", ...
 };
@@ -108,8 +114,8 @@ class DockerInjector final : public Injector {
   std::string describe() const override;
   Result<FaultRecord> kill() override;
   Result<FaultRecord> stop(std::chrono::seconds grace) override;
-  Result<FaultRecord> pause() override;
-  Result<FaultRecord> resume() override;
+  Result<FaultRecord> pause(const PauseSpec& spec) override;
+  Result<FaultRecord> resume(const std::string& drill) override;
   Result<FaultRecord> start() override;
   Result<ProcessState> inspect() override;
   Result<std::vector<BrokerLogLine>> logLines(const std::string& file, common::WallMicros since,
@@ -151,6 +157,14 @@ class DockerInjector final : public Injector {
   Result<std::string> execGrep(const std::string& file, common::WallMicros since,
                                const std::vector<std::string>& patterns);
   Result<FaultRecord> simpleAction(const std::string& action, const std::string& what);
+  // The pause's timer (pause_expiry.h) on this host, for the container `id`; what the pause's
+  // detail says of it. An error when it did not start; no timer, and the reason in the detail,
+  // for an engine over TCP and for a host without curl.
+  struct PauseExpiry {
+    bool started = false;
+    std::string detail;
+  };
+  Result<PauseExpiry> startPauseTimer(const PauseSpec& spec, const std::string& id);
 
   config::DockerTarget target_;
   LogZone zone_;

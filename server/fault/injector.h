@@ -20,6 +20,7 @@
 #include "server/common/result.h"
 #include "server/fault/errc.h"
 #include "server/fault/gray_fault.h"
+#include "server/fault/pause_expiry.h"
 
 namespace kfaild::fault {
 
@@ -127,8 +128,15 @@ class Injector {
 
   virtual Result<FaultRecord> kill() = 0;                              // SIGKILL
   virtual Result<FaultRecord> stop(std::chrono::seconds grace) = 0;    // SIGTERM, SIGKILL after grace
-  virtual Result<FaultRecord> pause() = 0;                             // freeze (SIGSTOP / cgroup freezer)
-  virtual Result<FaultRecord> resume() = 0;                            // thaw
+  // Freezes the broker (SIGSTOP / cgroup freezer) for drill spec.drill, after starting the timer
+  // that thaws it by itself spec.expiresAfter() later if resume() does not come
+  // (server/fault/pause_expiry.h). A timer that cannot be started fails the pause before the
+  // broker is touched, except where the injector says in FaultRecord::detail why the pause has
+  // no self-expiry (docs/SECURITY.md). A spec that invalidReason rejects is errc::invalid_target.
+  virtual Result<FaultRecord> pause(const PauseSpec& spec) = 0;
+  // Thaws the broker, then cancels drill `drill`'s expiry timers for it (a cancel that fails
+  // leaves a timer that would only resume a broker that runs already; detail says so).
+  virtual Result<FaultRecord> resume(const std::string& drill) = 0;
   virtual Result<FaultRecord> start() = 0;                             // start a stopped broker
   virtual Result<ProcessState> inspect() = 0;
 

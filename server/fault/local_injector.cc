@@ -31,6 +31,8 @@ constexpr std::chrono::milliseconds kExitPoll{20};
 constexpr std::chrono::seconds kAfterKill{10};
 constexpr std::chrono::seconds kStartTimeout{180};
 constexpr std::chrono::seconds kStopStateWait{2};
+// Starting or cancelling a pause's timer: a few forks, and systemd-run's round trip to systemd.
+constexpr std::chrono::seconds kPauseScriptTimeout{20};
 
 std::optional<std::string> readFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -280,35 +282,76 @@ Result<FaultRecord> LocalInjector::signalBroker(int signal, pid_t* signalled) {
   auto pid = brokerPid();
   if (!pid) return pid.error();
   if (signalled != nullptr) *signalled = *pid;
+  if (auto sent = signalPid(signal, *pid, record); !sent) return sent.error();
+  return record;
+}
+
+Status LocalInjector::signalPid(int signal, pid_t pid, FaultRecord& record) const {
   // The signal cannot arrive before the call starts; it can before the call returns.
   const common::WallMicros sent_at = clock_.wallNow();
-  if (::kill(*pid, signal) != 0) {
+  if (::kill(pid, signal) != 0) {
     const int err = errno;
     return faultError(
         err == EPERM ? errc::permission_denied : errc::no_such_process,
-        signalText(signal) + " to pid " + std::to_string(*pid) + ": " + std::strerror(err));
+        signalText(signal) + " to pid " + std::to_string(pid) + ": " + std::strerror(err));
   }
   // kfaild's own clock: no offset, only the moment within the call.
   placeFault(record, sent_at, ClockOffset{0, clock_.wallNow() - sent_at}, "local");
-  record.detail = signalText(signal) + " to pid " + std::to_string(*pid);
-  return record;
+  record.detail = signalText(signal) + " to pid " + std::to_string(pid);
+  return okStatus();
 }
 
 Result<FaultRecord> LocalInjector::kill() {
   return signalBroker(SIGKILL);
 }
 
-Result<FaultRecord> LocalInjector::pause() {
-  pid_t pid = 0;
-  auto record = signalBroker(SIGSTOP, &pid);
-  if (record) waitForStopState(pid, true);
+namespace {
+
+// A pause timer's script (pause_expiry.h) on this host, for broker `pid`.
+Result<CommandOutput> runPauseScript(pid_t pid, const std::string& script) {
+  auto out = runCommand(std::vector<std::string>{"sh", "-c", "pid=" + std::to_string(pid) + "\n" + script}, kPauseScriptTimeout);
+  if (!out) return out.error();
+  if (out->exit_code != 0) {
+    return faultError(errc::command_failed,
+                      "sh exited with status " + std::to_string(out->exit_code) + ": " + tailOf(out->err));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<FaultRecord> LocalInjector::pause(const PauseSpec& spec) {
+  if (auto why = invalidReason(spec); !why.empty()) return faultError(errc::invalid_target, why);
+  FaultRecord record;
+  record.requested_at = clock_.wallNow();
+  auto pid = brokerPid();
+  if (!pid) return pid.error();
+  // The timer first: a pause never exists without the timer that ends it.
+  auto timer = runPauseScript(*pid, processPauseTimerScript(spec));
+  if (!timer) {
+    return Error{timer.error().code, "pid " + std::to_string(*pid) +
+                                         " not paused: the timer that would end the pause by itself did not start: " +
+                                         timer.error().message};
+  }
+  if (auto sent = signalPid(SIGSTOP, *pid, record); !sent) {
+    (void)runPauseScript(*pid, processPauseCancelScript(spec.drill));
+    return sent.error();
+  }
+  waitForStopState(*pid, true);
+  record.detail += expiryDetail(spec, startedTimer(timer->out));
   return record;
 }
 
-Result<FaultRecord> LocalInjector::resume() {
+Result<FaultRecord> LocalInjector::resume(const std::string& drill) {
   pid_t pid = 0;
   auto record = signalBroker(SIGCONT, &pid);
-  if (record) waitForStopState(pid, false);
+  if (!record) return record;
+  waitForStopState(pid, false);
+  if (!invalidReason(PauseSpec{drill, std::chrono::seconds(1)}).empty()) return record;
+  auto cancelled = runPauseScript(pid, processPauseCancelScript(drill));
+  record->detail += cancelled ? cancelDetail(cancelledTimers(cancelled->out))
+                              : "; its expiry timer could not be cancelled (it would only resume a running "
+                                "broker): " + cancelled.error().message;
   return record;
 }
 

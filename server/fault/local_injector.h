@@ -15,7 +15,13 @@
 // runs the configured argv (no shell) in kfaild's working directory and waits for it to return, so
 // the start command must launch the broker and return (`lab start 1`, `systemctl start kafka`,
 // `kafka-server-start.sh -daemon ...`). Relative paths are relative to kfaild's working
-// directory. Not thread-safe (see Injector).
+// directory.
+//
+// pause is SIGSTOP after its expiry timer is started on this host with `sh -c` (pause_expiry.h:
+// systemd-run where kfaild may start units, root; else setsid); resume is SIGCONT, then the
+// timer's cancel. Under the shipped systemd unit (user kfaild) the timer is a setsid one in
+// kfaild's cgroup, which a stop of the unit ends: there the journal's replay resumes the broker
+// at kfaild's next start. Not thread-safe (see Injector).
 
 #include <sys/types.h>
 
@@ -40,8 +46,8 @@ class LocalInjector final : public Injector {
   std::string describe() const override;
   Result<FaultRecord> kill() override;
   Result<FaultRecord> stop(std::chrono::seconds grace) override;
-  Result<FaultRecord> pause() override;
-  Result<FaultRecord> resume() override;
+  Result<FaultRecord> pause(const PauseSpec& spec) override;
+  Result<FaultRecord> resume(const std::string& drill) override;
   Result<FaultRecord> start() override;
   Result<ProcessState> inspect() override;
   Result<std::vector<BrokerLogLine>> logLines(const std::string& file, common::WallMicros since,
@@ -71,6 +77,8 @@ class LocalInjector final : public Injector {
   // The broker's pid from the pid file, checked as the header says.
   Result<pid_t> brokerPid() const;
   Result<FaultRecord> signalBroker(int signal, pid_t* signalled = nullptr);
+  // Sends `signal` to `pid`, setting the record's fault time and detail.
+  Status signalPid(int signal, pid_t pid, FaultRecord& record) const;
 
   config::LocalTarget target_;
   LogZone zone_;

@@ -7,6 +7,7 @@
 #include "server/common/sensitive.h"
 #include "server/fault/command.h"
 #include "server/fault/errc.h"
+#include "server/fault/pause_expiry.h"
 
 namespace kfaild::fault {
 namespace {
@@ -96,11 +97,15 @@ bool plainFileName(const std::string& name) {
 
 namespace ssh_script {
 
-std::string signalCommand(const std::string& pid_command, Signal signal) {
-  std::string script = pidPrelude(pid_command) +
-                       "echo kfaild-clock=$(date +%s%N)\n"
+namespace {
+
+// After the prelude: the remote clock, the signal (`on_failure` runs when kill fails, and the
+// script then exits 1), and for STOP and CONT the wait for the state to show it.
+std::string signalTail(Signal signal, const std::string& on_failure = {}) {
+  std::string script = "echo kfaild-clock=$(date +%s%N)\n"
                        "kill -" +
-                       std::string(signalName(signal)) + " $pid\n";
+                       std::string(signalName(signal)) + " $pid" +
+                       (on_failure.empty() ? "" : " || { " + on_failure + " exit 1; }") + "\n";
   // A JVM is stopped once all its threads are, a moment after kill returned: wait up to 2 s
   // for the state to show it, so a pause is done when this returns.
   if (signal == Signal::stop) {
@@ -113,6 +118,21 @@ std::string signalCommand(const std::string& pid_command, Signal signal) {
         "[ $n -lt 20 ]; do sleep 0.1; n=$((n+1)); done\n";
   }
   return script;
+}
+
+}  // namespace
+
+std::string signalCommand(const std::string& pid_command, Signal signal) {
+  return pidPrelude(pid_command) + signalTail(signal);
+}
+
+std::string pauseCommand(const std::string& pid_command, const PauseSpec& spec) {
+  return pidPrelude(pid_command) + processPauseTimerScript(spec) + signalTail(Signal::stop, "cancel_timer;");
+}
+
+std::string resumeCommand(const std::string& pid_command, std::string_view drill) {
+  return pidPrelude(pid_command) + signalTail(Signal::cont, "echo \"kfaild: kill -CONT $pid failed\" >&2;") +
+         processPauseCancelScript(drill);
 }
 
 std::string stopCommand(const std::string& pid_command, std::int64_t grace_s) {
@@ -349,10 +369,14 @@ void SshInjector::placeRemoteFault(FaultRecord& record, const std::string& clock
 }
 
 Result<FaultRecord> SshInjector::signal(Signal signal) {
+  return signalBy(ssh_script::signalCommand(target_.pid_command, signal), signal);
+}
+
+Result<FaultRecord> SshInjector::signalBy(const std::string& script, Signal signal, std::string* output) {
   FaultRecord record;
   record.requested_at = clock_.wallNow();
   const auto timeout = std::chrono::seconds(target_.connect_timeout_s) + kShortCallSlack;
-  auto out = run(ssh_script::signalCommand(target_.pid_command, signal), timeout);
+  auto out = run(script, timeout);
   if (!out) return out.error();
   const auto after = clock_.wallNow();
   const auto kv = keyValues(*out);
@@ -361,17 +385,28 @@ Result<FaultRecord> SshInjector::signal(Signal signal) {
   const auto pid = kv.find("pid");
   record.detail = "SIG" + std::string(signalName(signal)) + " to pid " +
                   (pid != kv.end() ? pid->second : "?") + " on " + target_.host;
+  if (output != nullptr) *output = std::move(*out);
   return record;
 }
 
 Result<FaultRecord> SshInjector::kill() {
   return signal(Signal::kill);
 }
-Result<FaultRecord> SshInjector::pause() {
-  return signal(Signal::stop);
+
+Result<FaultRecord> SshInjector::pause(const PauseSpec& spec) {
+  if (auto why = invalidReason(spec); !why.empty()) return faultError(errc::invalid_target, why);
+  std::string out;
+  auto record = signalBy(ssh_script::pauseCommand(target_.pid_command, spec), Signal::stop, &out);
+  if (record) record->detail += expiryDetail(spec, startedTimer(out));
+  return record;
 }
-Result<FaultRecord> SshInjector::resume() {
-  return signal(Signal::cont);
+
+Result<FaultRecord> SshInjector::resume(const std::string& drill) {
+  if (!invalidReason(PauseSpec{drill, std::chrono::seconds(1)}).empty()) return signal(Signal::cont);
+  std::string out;
+  auto record = signalBy(ssh_script::resumeCommand(target_.pid_command, drill), Signal::cont, &out);
+  if (record) record->detail += cancelDetail(cancelledTimers(out));
+  return record;
 }
 
 Result<FaultRecord> SshInjector::stop(std::chrono::seconds grace) {

@@ -51,6 +51,14 @@ namespace ssh_script {
 // Sends `signal` to the broker: validates the pid, prints "kfaild-pid=N" and
 // "kfaild-clock=<ns since epoch>" (the remote clock just before the signal), then signals.
 std::string signalCommand(const std::string& pid_command, Signal signal);
+// The pause: after the prelude, the expiry timer (pause_expiry.h: on the broker's host, as the
+// ssh user; systemd-run where that user may start units without a password, else setsid, which
+// logind's KillUserProcesses=yes ends with the session), started and checked before the SIGSTOP
+// in the same script, so that the pause never exists without it; a failed SIGSTOP cancels it.
+// Prints kfaild-pid, kfaild-timer, kfaild-clock.
+std::string pauseCommand(const std::string& pid_command, const PauseSpec& spec);
+// SIGCONT, then the cancel of drill `drill`'s timers for that pid (kfaild-cancelled lines).
+std::string resumeCommand(const std::string& pid_command, std::string_view drill);
 // SIGTERM (and SIGCONT, so a frozen JVM can act on it), wait up to `grace_s` for the exit,
 // then SIGKILL; prints "kfaild-stop=exited|killed".
 std::string stopCommand(const std::string& pid_command, std::int64_t grace_s);
@@ -83,8 +91,8 @@ class SshInjector final : public Injector {
   std::string describe() const override;
   Result<FaultRecord> kill() override;
   Result<FaultRecord> stop(std::chrono::seconds grace) override;
-  Result<FaultRecord> pause() override;
-  Result<FaultRecord> resume() override;
+  Result<FaultRecord> pause(const PauseSpec& spec) override;
+  Result<FaultRecord> resume(const std::string& drill) override;
   Result<FaultRecord> start() override;
   Result<ProcessState> inspect() override;
   Result<std::vector<BrokerLogLine>> logLines(const std::string& file, common::WallMicros since,
@@ -121,6 +129,9 @@ class SshInjector final : public Injector {
 
  private:
   Result<FaultRecord> signal(Signal signal);
+  // Runs `script` (one that signals as signalCommand does, printing kfaild-pid and kfaild-clock)
+  // and records the fault; `output`, when given, gets what the script printed.
+  Result<FaultRecord> signalBy(const std::string& script, Signal signal, std::string* output = nullptr);
   // The remote clock against kfaild's: the tightest of kClockRounds rounds over one ssh session
   // (clockDialogueCommand), so that the connection's set-up (tens to hundreds of ms, most of it
   // before the remote clock is read) is outside the bracket; a single call's bracket if the

@@ -474,8 +474,20 @@ class FakeInjector final : public fault::Injector {
   std::string describe() const override { return "fake node " + std::to_string(node_); }
   Result<fault::FaultRecord> kill() override { return fault("kill", false); }
   Result<fault::FaultRecord> stop(std::chrono::seconds) override { return fault("stop", false); }
-  Result<fault::FaultRecord> pause() override { return fault("pause", true); }
-  Result<fault::FaultRecord> resume() override { return back("resume"); }
+  Result<fault::FaultRecord> pause(const fault::PauseSpec& spec) override {
+    {
+      std::lock_guard lock(mutex_);
+      last_pause_ = spec;
+    }
+    return fault("pause", true);
+  }
+  Result<fault::FaultRecord> resume(const std::string& drill) override {
+    {
+      std::lock_guard lock(mutex_);
+      resumed_drills_.push_back(drill);
+    }
+    return back("resume");
+  }
   Result<fault::FaultRecord> start() override { return back("start"); }
   Result<fault::ProcessState> inspect() override {
     record("inspect");
@@ -597,6 +609,15 @@ class FakeInjector final : public fault::Injector {
     std::lock_guard lock(mutex_);
     return last_rate_;
   }
+  // The last pause asked for, and the drill of every resume, in order.
+  std::optional<fault::PauseSpec> lastPause() const {
+    std::lock_guard lock(mutex_);
+    return last_pause_;
+  }
+  std::vector<std::string> resumedDrills() const {
+    std::lock_guard lock(mutex_);
+    return resumed_drills_;
+  }
   std::string gray_refusal;  // non-empty: refusal() says so (set before the runner runs)
   std::string check_problem;  // non-empty: checkGray() fails with it (set before the runner runs)
   std::string netns;          // where grayPlace() puts the node's faults (set before the runner runs)
@@ -663,6 +684,8 @@ class FakeInjector final : public fault::Injector {
   std::optional<fault::DiskFullSpec> last_fill_;  // guarded by mutex_
   std::optional<fault::IsolateSpec> last_isolate_;
   std::uint64_t last_rate_ = 0;
+  std::optional<fault::PauseSpec> last_pause_;  // guarded by mutex_
+  std::vector<std::string> resumed_drills_;      // guarded by mutex_
 };
 
 }  // namespace kfaild::testing

@@ -90,3 +90,19 @@ TEST_CASE("a disk filler is given the broker's log.dirs as it reports them", "[u
   CHECK(filled->drill == "7");
   CHECK(filled->log_dirs == std::vector<std::string>{"/srv/disk1/kafka", "/srv/disk2/kafka"});
 }
+
+TEST_CASE("a pause is injected with its drill and pause_s, so that it expires by itself, and resumed by that drill",
+          "[unit][drill]") {
+  kfaild::testing::ManualClock clock;
+  kfaild::testing::FakeCluster cluster(clock);
+  kfaild::testing::FakeInjector injector(cluster, 1, clock);
+  const auto pause = EngineHarness::spec(R"({"fault":"pause","target":{"broker":1},"options":{"pause_s":12}})");
+  REQUIRE(drill::injectFault(injector, pause, 7, {}));
+  const auto asked = injector.lastPause();
+  REQUIRE(asked);
+  CHECK(asked->drill == "7");
+  CHECK(asked->duration == std::chrono::seconds(12));
+  CHECK(asked->expiresAfter() == std::chrono::seconds(17));  // pause_s + kExpiryMargin
+  REQUIRE(drill::undoFault(injector, pause, 7));
+  CHECK(injector.resumedDrills() == std::vector<std::string>{"7"});
+}

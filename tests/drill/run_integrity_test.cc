@@ -41,6 +41,12 @@ TEST_CASE("a pause whose resume fails is an event and fails the run, and its rec
   REQUIRE(failed.size() == 1);
   CHECK(failed[0].broker == 2);
   CHECK(h.injectors[2]->count("resume") == 2);
+  // The pause's expiry timer is the drill's, cancelled by the run's resume and the recovery's.
+  const auto drill = std::to_string(*id);
+  REQUIRE(h.injectors[2]->lastPause());
+  CHECK(h.injectors[2]->lastPause()->drill == drill);
+  CHECK(h.injectors[2]->lastPause()->expiresAfter() == 3s + fault::kExpiryMargin);
+  CHECK(h.injectors[2]->resumedDrills() == std::vector<std::string>{drill, drill});
   CHECK(h.cluster.available(2));
   CHECK(h.openRecoveries().empty());
   CHECK(d.verdict == "inconclusive");

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
+#include <unistd.h>
 
 #include "server/fault/docker_injector.h"
 #include "server/fault/errc.h"
@@ -18,14 +19,30 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string podmanEndpoint() {
+std::string podmanUp(const std::string& key) {
   std::string out;
   REQUIRE(testing::shellCommand(std::string(KFAILD_SOURCE_DIR) + "/scripts/drill-env/podman-up",
                                 &out) == 0);
-  const auto socket = testing::assignment(out, "KFAILD_PODMAN_SOCKET");
-  REQUIRE_FALSE(socket.empty());
-  return "unix://" + socket;
+  const auto value = testing::assignment(out, key);
+  REQUIRE_FALSE(value.empty());
+  return value;
 }
+
+std::string podmanEndpoint() { return "unix://" + podmanUp("KFAILD_PODMAN_SOCKET"); }
+
+// A container of this test's own that only sleeps, removed on destruction.
+class SleepingContainer {
+ public:
+  explicit SleepingContainer(const std::string& name) : name_(name) {
+    REQUIRE(testing::shellCommand("podman run --detach --replace --name " + name_ +
+                                  " --network host --rootfs " + podmanUp("KFAILD_PODMAN_ROOTFS") +
+                                  " sleep 600 >/dev/null") == 0);
+  }
+  ~SleepingContainer() { testing::shellCommand("podman rm --force --time 0 " + name_ + " >/dev/null 2>&1"); }
+
+ private:
+  std::string name_;
+};
 
 }  // namespace
 
@@ -71,7 +88,7 @@ TEST_CASE(
     const auto again = injector.kill();
     REQUIRE_FALSE(again);
     CHECK(again.error().code == errc::invalid_state);
-    const auto pause_dead = injector.pause();
+    const auto pause_dead = injector.pause({"docker_e2e", 60s});
     REQUIRE_FALSE(pause_dead);
     CHECK(pause_dead.error().code == errc::invalid_state);
 
@@ -135,17 +152,23 @@ TEST_CASE(
 
   {
     INFO("pause freezes the container and unpause thaws the same JVM");
-    REQUIRE(injector.pause());
+    const auto paused = injector.pause({"docker_e2e", 60s});
+    REQUIRE(paused);
+    INFO(paused->detail);
+    // podman-up installs curl: the engine is on this host's unix socket, so the pause expires.
+    CHECK(paused->detail.find("thaws by itself 65 s after (") != std::string::npos);
     const auto frozen = injector.inspect();
     REQUIRE(frozen);
     CHECK(frozen->paused);
     CHECK(frozen->running);
     CHECK(broker.status().value("paused", false));
     std::this_thread::sleep_for(3s);
-    const auto twice = injector.pause();
+    const auto twice = injector.pause({"docker_e2e", 60s});
     REQUIRE_FALSE(twice);
     CHECK(twice.error().code == errc::invalid_state);
-    REQUIRE(injector.resume());
+    const auto resumed = injector.resume("docker_e2e");
+    REQUIRE(resumed);
+    CHECK(resumed->detail.find("; its expiry timer cancelled (") != std::string::npos);
     const auto thawed = injector.inspect();
     REQUIRE(thawed);
     CHECK_FALSE(thawed->paused);
@@ -158,7 +181,7 @@ TEST_CASE("through the Docker API a container that does not exist is no_such_con
           "[e2e][fault][podman]") {
   const common::SystemClock clock;
   DockerInjector injector({podmanEndpoint(), "kfaild-no-such-container"}, LogZone::utc, clock);
-  for (const auto& r : {injector.kill(), injector.start(), injector.pause()}) {
+  for (const auto& r : {injector.kill(), injector.start(), injector.pause({"docker_e2e", 60s})}) {
     REQUIRE_FALSE(r);
     CHECK(r.error().code == errc::no_such_container);
     CHECK(r.error().message.find("kfaild-no-such-container") != std::string::npos);
@@ -166,4 +189,35 @@ TEST_CASE("through the Docker API a container that does not exist is no_such_con
   const auto state = injector.inspect();
   REQUIRE_FALSE(state);
   CHECK(state.error().code == errc::no_such_container);
+}
+
+TEST_CASE("through the Docker API a paused container thaws by itself at its expiry, and resume cancels its timer",
+          "[e2e][fault][podman]") {
+  const auto endpoint = podmanEndpoint();
+  const auto name = "kfaild-pause-expiry-" + std::to_string(::getpid());
+  const SleepingContainer container(name);
+  const common::SystemClock clock;
+  DockerInjector injector({endpoint, name}, LogZone::utc, clock);
+
+  const PauseSpec expiring{"docker_expiry_" + std::to_string(::getpid()), 1s, 1s};
+  const auto paused = injector.pause(expiring);
+  REQUIRE(paused);
+  INFO(paused->detail);
+  CHECK(paused->detail.rfind("froze container " + name + "; thaws by itself 2 s after (", 0) == 0);
+  CHECK(injector.inspect()->paused);
+  // Nothing of kfaild's unpauses it: its timer on this host does, through the engine's socket.
+  REQUIRE(testing::eventually(8s, [&] { return !injector.inspect()->paused; }));
+  CHECK(injector.inspect()->running);
+
+  const PauseSpec held{"docker_cancel_" + std::to_string(::getpid()), 1s, 1s};
+  REQUIRE(injector.pause(held));
+  const auto resumed = injector.resume(held.drill);
+  REQUIRE(resumed);
+  INFO(resumed->detail);
+  CHECK(resumed->detail.rfind("thawed container " + name + "; its expiry timer cancelled (", 0) == 0);
+  // Paused again by hand past the cancelled timer's expiry: it stays paused.
+  REQUIRE(testing::shellCommand("podman pause " + name + " >/dev/null") == 0);
+  std::this_thread::sleep_for(2500ms);
+  CHECK(injector.inspect()->paused);
+  testing::shellCommand("podman unpause " + name + " >/dev/null 2>&1");
 }

@@ -190,7 +190,7 @@ TEST_CASE("an engine that accepts but never answers times out", "[integration][f
   DockerInjector silent({"unix://" + path, "kfaild-lab-k1"}, LogZone::utc, clock, {},
                         std::chrono::milliseconds(300));
   const auto t0 = std::chrono::steady_clock::now();
-  const auto r = silent.pause();
+  const auto r = silent.pause({"docker_unit", std::chrono::seconds(60)});
   const auto took = std::chrono::steady_clock::now() - t0;
   ::close(fd);
   REQUIRE_FALSE(r);

@@ -24,6 +24,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// A pause for the tests that do not look at its expiry: long enough never to expire in them.
+const PauseSpec kTestPause{"local_test", 30s};
+
 // A child process for the safety checks, reaped on destruction.
 class Child {
  public:
@@ -101,7 +104,7 @@ TEST_CASE("a stale pid file pointing at another process is refused and that proc
   LocalInjector injector({pid_file, {"true"}, ""}, LogZone::utc, clock);
 
   for (auto* action :
-       {+[](LocalInjector& i) { return i.kill(); }, +[](LocalInjector& i) { return i.pause(); },
+       {+[](LocalInjector& i) { return i.kill(); }, +[](LocalInjector& i) { return i.pause(kTestPause); },
         +[](LocalInjector& i) { return i.stop(1s); }}) {
     const auto r = action(injector);
     REQUIRE_FALSE(r);
@@ -160,7 +163,7 @@ TEST_CASE("a pid file whose number was reused by a broker's thread or by a later
     REQUIRE(state);
     CHECK_FALSE(state->running);
     CHECK(state->detail.find(expected) != std::string::npos);
-    for (auto* action : {+[](LocalInjector& i) { return i.kill(); }, +[](LocalInjector& i) { return i.pause(); }}) {
+    for (auto* action : {+[](LocalInjector& i) { return i.kill(); }, +[](LocalInjector& i) { return i.pause(kTestPause); }}) {
       const auto r = action(injector);
       REQUIRE_FALSE(r);
       CHECK(r.error().code == errc::no_such_process);
@@ -240,7 +243,7 @@ TEST_CASE("a pid whose command line is empty is refused, naming the pid and the 
   writePidFile(pid_file, pid);
   LocalInjector injector({pid_file, {"true"}, ""}, LogZone::utc, clock);
   // SIGCONT: harmless to any process, should the check ever let it through.
-  const auto r = injector.resume();
+  const auto r = injector.resume(kTestPause.drill);
   REQUIRE_FALSE(r);
   CHECK(r.error().code == errc::not_a_broker);
   const auto path = "/proc/" + std::to_string(pid) + "/cmdline";
@@ -318,19 +321,166 @@ TEST_CASE("pause freezes the process and resume thaws it", "[integration][fault]
   REQUIRE(testing::eventually(10s, [&] { return std::filesystem::exists(ready); }));
   REQUIRE(injector.inspect()->running);
 
-  REQUIRE(injector.pause());
+  REQUIRE(injector.pause(kTestPause));
   REQUIRE(testing::eventually(2s, [&] { return injector.inspect()->paused; }));
   CHECK(jvm.state() == 'T');
-  REQUIRE(injector.resume());
+  REQUIRE(injector.resume(kTestPause.drill));
   REQUIRE(testing::eventually(2s, [&] { return !injector.inspect()->paused; }));
   CHECK(jvm.running());
 
   // A stop of a frozen broker thaws it, so it can act on SIGTERM at once.
-  REQUIRE(injector.pause());
+  REQUIRE(injector.pause(kTestPause));
   const auto stopped = injector.stop(10s);
   REQUIRE(stopped);
   CHECK(stopped->detail.find("exited after") != std::string::npos);
   CHECK_FALSE(jvm.running());
+}
+
+namespace {
+
+// The timer a pause's detail names: "(setsid pid N)"; 0 for a systemd timer or none.
+pid_t setsidTimerOf(const std::string& detail) {
+  const auto at = detail.find("(setsid pid ");
+  return at == std::string::npos ? 0 : static_cast<pid_t>(std::atol(detail.c_str() + at + 12));
+}
+
+// Gone, or a zombie nobody has reaped yet (a container's pid 1 may never reap orphans).
+bool ended(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  return close == std::string::npos || close + 2 >= text.size() || text[close + 2] == 'Z';
+}
+
+// The setsid timers' files of `drill`'s pause of `pid` still in /tmp.
+std::vector<std::string> timerFiles(const std::string& drill, pid_t pid) {
+  const auto stem = "kfaild-pause-d" + drill + "-p" + std::to_string(pid) + ".";
+  std::vector<std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/tmp")) {
+    const auto name = entry.path().filename().string();
+    if (name.rfind(stem, 0) == 0) out.push_back(name);
+  }
+  return out;
+}
+
+// A drill id of this test process's own, so that a test run beside it never shares a timer name.
+std::string ownDrill(const std::string& what) { return what + "_" + std::to_string(::getpid()); }
+
+}  // namespace
+
+TEST_CASE("a pause ends by itself at its expiry without any resume, from a timer in a session of its own",
+          "[integration][fault]") {
+  const testing::TempDir dir;
+  const auto ready = (dir / "ready").string();
+  const Child jvm(fakeKafkaJvm("exit(0)", ready));
+  const auto pid_file = (dir / "kafka.pid").string();
+  writePidFile(pid_file, jvm.pid());
+  REQUIRE(testing::eventually(10s, [&] { return std::filesystem::exists(ready); }));
+  const PauseSpec spec{ownDrill("expiry"), 1s, 1s};
+
+  pid_t timer = 0;
+  {
+    const common::SystemClock clock;
+    LocalInjector injector({pid_file, {"true"}, ""}, LogZone::utc, clock);
+    const auto paused = injector.pause(spec);
+    REQUIRE(paused);
+    INFO(paused->detail);
+    CHECK(paused->detail.rfind("SIGSTOP to pid " + std::to_string(jvm.pid()) + "; thaws by itself 2 s after (", 0) ==
+          0);
+    timer = setsidTimerOf(paused->detail);
+  }
+  // The injector is gone, as kfaild would be: nothing of it resumes the broker.
+  CHECK(jvm.state() == 'T');
+  if (timer > 0) {
+    // Its own session and process group: neither kfaild's exit nor a kill of its group ends it.
+    CHECK(::getsid(timer) == timer);
+    CHECK(::getsid(timer) != ::getsid(0));
+    CHECK(::getpgid(timer) == timer);
+  }
+  std::this_thread::sleep_for(1s);
+  CHECK(jvm.state() == 'T');
+  REQUIRE(testing::eventually(5s, [&] { return jvm.state() != 'T'; }));
+  CHECK(jvm.running());
+  if (timer > 0) CHECK(testing::eventually(3s, [&] { return ended(timer); }));
+  CHECK(timerFiles(spec.drill, jvm.pid()).empty());
+}
+
+TEST_CASE("resume cancels the pause's timer, which then never thaws the broker", "[integration][fault]") {
+  const testing::TempDir dir;
+  const auto ready = (dir / "ready").string();
+  const Child jvm(fakeKafkaJvm("exit(0)", ready));
+  const auto pid_file = (dir / "kafka.pid").string();
+  writePidFile(pid_file, jvm.pid());
+  REQUIRE(testing::eventually(10s, [&] { return std::filesystem::exists(ready); }));
+  const common::SystemClock clock;
+  LocalInjector injector({pid_file, {"true"}, ""}, LogZone::utc, clock);
+  const PauseSpec spec{ownDrill("cancel"), 1s, 1s};
+
+  const auto paused = injector.pause(spec);
+  REQUIRE(paused);
+  INFO(paused->detail);
+  const auto timer = setsidTimerOf(paused->detail);
+  CHECK(timerFiles(spec.drill, jvm.pid()).size() == (timer > 0 ? 1U : 0U));
+  // Another drill's resume of the same broker thaws it but leaves this drill's timer alone.
+  const auto other = injector.resume(ownDrill("other"));
+  REQUIRE(other);
+  CHECK(other->detail == "SIGCONT to pid " + std::to_string(jvm.pid()) + "; no expiry timer was left");
+  CHECK(timerFiles(spec.drill, jvm.pid()).size() == (timer > 0 ? 1U : 0U));
+  REQUIRE(::kill(jvm.pid(), SIGSTOP) == 0);
+
+  const auto resumed = injector.resume(spec.drill);
+  REQUIRE(resumed);
+  INFO(resumed->detail);
+  CHECK(resumed->detail.rfind("SIGCONT to pid " + std::to_string(jvm.pid()) + "; its expiry timer cancelled (", 0) ==
+        0);
+  CHECK(jvm.state() != 'T');
+  CHECK(timerFiles(spec.drill, jvm.pid()).empty());
+
+  // Frozen again by hand at once, past the cancelled timer's expiry (2 s after the pause): it
+  // stays frozen, and the timer has ended (it looks for its file every second).
+  REQUIRE(::kill(jvm.pid(), SIGSTOP) == 0);
+  std::this_thread::sleep_for(2500ms);
+  CHECK(jvm.state() == 'T');
+  ::kill(jvm.pid(), SIGCONT);
+  if (timer > 0) CHECK(ended(timer));
+}
+
+TEST_CASE("a pause whose timer cannot start is not done, and leaves nothing behind", "[integration][fault]") {
+  const testing::TempDir dir;
+  const auto ready = (dir / "ready").string();
+  const Child jvm(fakeKafkaJvm("exit(0)", ready));
+  const auto pid_file = (dir / "kafka.pid").string();
+  writePidFile(pid_file, jvm.pid());
+  REQUIRE(testing::eventually(10s, [&] { return std::filesystem::exists(ready); }));
+  const common::SystemClock clock;
+  LocalInjector injector({pid_file, {"true"}, ""}, LogZone::utc, clock);
+  const PauseSpec spec{ownDrill("notimer"), 1s, 1s};
+
+  // A PATH with what the script needs but neither systemd-run nor setsid.
+  const auto bin = dir / "bin";
+  std::filesystem::create_directory(bin);
+  for (const auto* tool : {"sh", "sed", "cut", "ps", "mktemp", "rm", "date", "sleep"}) {
+    for (const auto* where : {"/usr/bin/", "/bin/"}) {
+      if (std::filesystem::exists(std::string(where) + tool)) {
+        std::filesystem::create_symlink(std::string(where) + tool, bin / tool);
+        break;
+      }
+    }
+  }
+  const std::string saved = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  ::setenv("PATH", bin.c_str(), 1);
+  const auto r = injector.pause(spec);
+  ::setenv("PATH", saved.c_str(), 1);
+
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == errc::command_failed);
+  CHECK(r.error().message ==
+        "pid " + std::to_string(jvm.pid()) +
+            " not paused: the timer that would end the pause by itself did not start: sh exited with status 98: "
+            "kfaild: neither systemd-run nor setsid is there to start the timer that ends the pause by itself");
+  std::this_thread::sleep_for(100ms);
+  CHECK(jvm.state() != 'T');
+  CHECK(timerFiles(spec.drill, jvm.pid()).empty());
 }
 
 TEST_CASE("start runs the configured argv without a shell and reports its failure",
@@ -436,7 +586,7 @@ TEST_CASE("the local injector pauses lab broker 1 for a few seconds and it runs 
   LocalInjector injector(
       {testing::labPidFile(1), {testing::labScript(), "start", "1"}, testing::labLogDir(1)},
       LogZone::local, clock);
-  const auto paused = injector.pause();
+  const auto paused = injector.pause({"lab1", 60s});
   REQUIRE(paused);
   CHECK(paused->detail.rfind("SIGSTOP to pid ", 0) == 0);
   const auto frozen = injector.inspect();
@@ -446,7 +596,7 @@ TEST_CASE("the local injector pauses lab broker 1 for a few seconds and it runs 
   CHECK(broker.status().value("paused", false));
   std::this_thread::sleep_for(3s);
 
-  const auto resumed = injector.resume();
+  const auto resumed = injector.resume("lab1");
   REQUIRE(resumed);
   const auto thawed = injector.inspect();
   REQUIRE(thawed);

@@ -5,11 +5,18 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <signal.h>
+#include <thread>
+#include <unistd.h>
 
 #include "server/fault/errc.h"
 #include "server/fault/kafka_log.h"
 #include "server/fault/ssh_injector.h"
 #include "tests/fault/lab_broker.h"
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
 
 using namespace kfaild;
 using namespace kfaild::fault;
@@ -139,18 +146,75 @@ TEST_CASE("over ssh pause freezes broker 1 and resume thaws the same JVM", "[e2e
   testing::LabBrokerOne broker;
   const common::SystemClock clock;
   SshInjector injector(brokerOneOver(sshd), LogZone::local, clock);
-  REQUIRE(injector.pause());
+  const auto paused = injector.pause({"ssh_e2e", 60s});
+  REQUIRE(paused);
+  INFO(paused->detail);
+  CHECK(paused->detail.find("thaws by itself 65 s after (") != std::string::npos);
   const auto frozen = injector.inspect();
   REQUIRE(frozen);
   CHECK(frozen->running);
   CHECK(frozen->paused);
   std::this_thread::sleep_for(2s);
-  REQUIRE(injector.resume());
+  const auto resumed = injector.resume("ssh_e2e");
+  REQUIRE(resumed);
+  CHECK(resumed->detail.find("; its expiry timer cancelled (") != std::string::npos);
   const auto thawed = injector.inspect();
   REQUIRE(thawed);
   CHECK_FALSE(thawed->paused);
   CHECK(thawed->pid == frozen->pid);
   CHECK(broker.waitInIsr(60s));
+}
+
+namespace {
+
+// The state letter of /proc/<pid>/stat ('T': stopped), 0 when it is gone.
+char stateOf(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  const std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() ? text[close + 2] : 0;
+}
+
+}  // namespace
+
+TEST_CASE("over ssh a pause thaws by itself at its expiry after the session ended, and resume cancels its timer",
+          "[e2e][fault][sshd]") {
+  const auto sshd = sshdUp();
+  const testing::TempDir dir;
+  // A stand-in with a Kafka JVM's command line: the remote side's checks, without a JVM.
+  const auto ready = (dir / "ready").string();
+  testing::ChildProcess jvm({"/bin/bash", "-c", "exec -a java /usr/bin/python3 -c \"$0\" kafka.Kafka \"$1\"",
+                             "import sys, time\nopen(sys.argv[2], 'w').close()\nwhile True: time.sleep(0.05)\n", ready},
+                            (dir / "jvm.log").string());
+  REQUIRE(testing::eventually(10s, [&] { return std::filesystem::exists(ready); }));
+  const auto pid_file = (dir / "kafka.pid").string();
+  std::ofstream(pid_file) << jvm.pid() << "\n";
+  auto target = brokerOneOver(sshd);
+  target.pid_command = "cat " + pid_file;
+  const common::SystemClock clock;
+  SshInjector injector(target, LogZone::local, clock);
+
+  const PauseSpec expiring{"ssh_expiry_" + std::to_string(::getpid()), 1s, 1s};
+  const auto paused = injector.pause(expiring);
+  REQUIRE(paused);
+  INFO(paused->detail);
+  CHECK(paused->detail.rfind("SIGSTOP to pid " + std::to_string(jvm.pid()) + " on 127.0.0.1; thaws by itself 2 s after (",
+                             0) == 0);
+  CHECK(stateOf(jvm.pid()) == 'T');
+  // The ssh session has ended; nothing of kfaild's resumes the broker, its timer on the host does.
+  REQUIRE(testing::eventually(6s, [&] { return stateOf(jvm.pid()) != 'T'; }));
+
+  const PauseSpec held{"ssh_cancel_" + std::to_string(::getpid()), 1s, 1s};
+  REQUIRE(injector.pause(held));
+  const auto resumed = injector.resume(held.drill);
+  REQUIRE(resumed);
+  INFO(resumed->detail);
+  CHECK(resumed->detail.find("; its expiry timer cancelled (") != std::string::npos);
+  // Frozen again by hand past the cancelled timer's expiry: it stays frozen.
+  REQUIRE(::kill(jvm.pid(), SIGSTOP) == 0);
+  std::this_thread::sleep_for(2500ms);
+  CHECK(stateOf(jvm.pid()) == 'T');
+  ::kill(jvm.pid(), SIGCONT);
 }
 
 TEST_CASE("over ssh a pid that is not a Kafka JVM is refused on the remote side", "[e2e][fault][sshd]") {
