@@ -151,12 +151,13 @@ struct NodeConfig {
   std::optional<SshTarget> ssh;
   std::optional<LocalTarget> local;
   std::string log_timezone = "UTC";  // the zone the node's log4j timestamps are written in
-  // Gray faults (issue 26, docs/FAULTS.md). `address`: the IP (or a name, resolved once at start)
-  // the node's peers reach it on; the other nodes' addresses are what `isolate` cuts (the
-  // controllers for from: quorum, the other brokers for from: brokers). Empty: an ssh node's
-  // host. `netns` (local only): the network namespace the node runs in, where its nft rules go;
-  // empty: local nodes cannot be isolated or throttled. `fill_dir` (local, ssh): a directory on
-  // the node's log filesystem (outside log.dirs) that disk_full fills; empty: no disk_full.
+  // Gray faults (issue 26, docs/FAULTS.md). `address`: an IP (or a name, resolved once at start)
+  // of the node, which an `isolate` of another node names beside the addresses the cluster lists
+  // for it (Metadata, DescribeQuorum: server/drill/peer_addresses.h), and alone for a node the
+  // cluster does not list. Empty: an ssh node's host. `netns` (local only): the network
+  // namespace the node runs in, where its nft rules go; empty: local nodes cannot be isolated or
+  // throttled. `fill_dir` (local, ssh): a directory on the node's log filesystem (outside
+  // log.dirs) that disk_full fills; empty: no disk_full.
   std::string address;
   std::string netns;
   std::string fill_dir;

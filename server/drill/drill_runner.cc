@@ -29,7 +29,8 @@ DrillRunner::DrillRunner(const config::ClusterConfig& cluster, storage::ClusterI
     : cluster_(cluster),
       cluster_id_(cluster_id),
       injectors_(std::move(injectors)),
-      addresses_(resolveNodeAddresses(cluster.inventory)),
+      resolve_(std::move(seams.resolve)),
+      addresses_(resolveNodeAddresses(cluster.inventory, resolve_)),
       maintenance_(seams.maintenance),
       deps_{cluster_, cluster_id_, store, drills, clock, seams.view, seams.probe, seams.admin, injectors_, seams.listener},
       records_(deps_),
@@ -282,7 +283,7 @@ void DrillRunner::execute(storage::DrillRecord drill) {
   if (spec->fault == FaultType::kPause) mechanism.pause_s = spec->options.pause_s;
   mechanism.gray = grayInput(*spec, std::nullopt);
   for (int run = 1; run <= spec->options.repeats; ++run) {
-    RunExecution execution({deps_, guards_, recovery_, queue_, records_, worker_, addresses_}, drill, *spec, run);
+    RunExecution execution({deps_, guards_, recovery_, queue_, records_, worker_, addresses_, resolve_}, drill, *spec, run);
     const auto outcome = execution.execute();
     result["runs"].push_back(toJson(outcome));
     drill.result = common::jsonText(result);
@@ -361,7 +362,7 @@ void DrillRunner::executeRolling(storage::DrillRecord& drill, const DrillSpec& s
     const auto node = remaining.front();
     remaining.erase(remaining.begin());
     const auto step_spec = rollingStep(spec, node);
-    RunExecution execution({deps_, guards_, recovery_, queue_, records_, worker_, addresses_}, drill, step_spec, step);
+    RunExecution execution({deps_, guards_, recovery_, queue_, records_, worker_, addresses_, resolve_}, drill, step_spec, step);
     auto outcome = execution.execute();
     auto run = toJson(outcome);
     run["step"] = step;

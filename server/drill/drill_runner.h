@@ -47,6 +47,8 @@ struct RunnerSeams {
   DrillListener* listener = nullptr;  // told when a drill ends (drill_listener.h); may be null
   // Where a rolling restart opens its planned-maintenance window; may be null (no window).
   maintenance::MaintenanceWindows* maintenance = nullptr;
+  // The name service the peers of an isolate are resolved with (peer_addresses.h).
+  HostResolver resolve = resolveHost;
 };
 
 class DrillRunner {
@@ -119,7 +121,8 @@ class DrillRunner {
   config::ClusterConfig cluster_;
   storage::ClusterId cluster_id_;
   std::map<std::int32_t, std::unique_ptr<fault::Injector>> injectors_;  // the engine's thread only
-  const NodeAddresses addresses_;  // resolved once here, read-only after
+  const HostResolver resolve_;
+  const NodeAddresses addresses_;  // the inventory's, resolved once here, read-only after
   maintenance::MaintenanceWindows* const maintenance_;  // may be null
   EngineDeps deps_;
   DrillRecords records_;

@@ -1,34 +1,14 @@
 #include "server/drill/fault_action.h"
 
-#include <netdb.h>
-#include <sys/socket.h>
-
 #include <spdlog/spdlog.h>
 
-#include <arpa/inet.h>
-
+#include <algorithm>
 #include <cctype>
 
 #include "server/fault/errc.h"
 
 namespace kfaild::drill {
 namespace {
-
-std::optional<std::string> resolveAddress(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) return std::nullopt;
-  char text[INET6_ADDRSTRLEN] = {};
-  const void* raw = found->ai_family == AF_INET
-                        ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr)
-                        : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr);
-  const bool ok = inet_ntop(found->ai_family, raw, text, sizeof text) != nullptr;
-  freeaddrinfo(found);
-  if (!ok) return std::nullopt;
-  return std::string(text);
-}
 
 bool isController(const config::NodeConfig& node) { return node.role == "controller"; }
 
@@ -42,33 +22,24 @@ std::optional<std::int32_t> namespaceSharer(const config::NodeConfig& node,
                                             const std::vector<config::NodeConfig>& inventory,
                                             const NodeAddresses& addresses) {
   const auto address = addresses.find(node.id);
+  const auto shares = [&](const std::vector<std::string>& others) {
+    return std::any_of(others.begin(), others.end(), [&](const std::string& a) {
+      return std::find(address->second.begin(), address->second.end(), a) != address->second.end();
+    });
+  };
   for (const auto& n : inventory) {
     if (n.id == node.id) continue;
     if (node.local && n.local && !node.netns.empty() && n.netns == node.netns) return n.id;
     if (node.ssh && n.ssh && lowered(n.ssh->host) == lowered(node.ssh->host)) return n.id;
     if (node.ssh && address != addresses.end()) {
       const auto other = addresses.find(n.id);
-      if (other != addresses.end() && other->second == address->second) return n.id;
+      if (other != addresses.end() && shares(other->second)) return n.id;
     }
   }
   return std::nullopt;
 }
 
 }  // namespace
-
-NodeAddresses resolveNodeAddresses(const std::vector<config::NodeConfig>& inventory) {
-  NodeAddresses out;
-  for (const auto& node : inventory) {
-    if (node.address.empty()) continue;
-    if (auto ip = resolveAddress(node.address)) {
-      out[node.id] = *ip;
-    } else {
-      spdlog::error("inventory node {}: address '{}' does not resolve; gray faults that need it are refused",
-                    node.id, node.address);
-    }
-  }
-  return out;
-}
 
 std::string recoveryAction(FaultType fault) {
   if (fault == FaultType::kPause) return "resume";
@@ -87,18 +58,6 @@ std::int64_t holdUs(const DrillSpec& spec) {
 }
 
 std::string grayDrillName(std::int64_t drill_id) { return std::to_string(drill_id); }
-
-fault::Peers peersOf(std::int32_t node, const std::vector<config::NodeConfig>& inventory,
-                     const NodeAddresses& addresses) {
-  fault::Peers peers;
-  for (const auto& n : inventory) {
-    if (n.id == node) continue;
-    const auto address = addresses.find(n.id);
-    if (address == addresses.end()) continue;
-    (isController(n) ? peers.quorum : peers.brokers).push_back(address->second);
-  }
-  return peers;
-}
 
 std::string faultRefusal(const DrillSpec& spec, const config::NodeConfig& node, const fault::Injector& injector,
                          const std::vector<config::NodeConfig>& inventory, const NodeAddresses& addresses) {
@@ -127,16 +86,6 @@ std::string faultRefusal(const DrillSpec& spec, const config::NodeConfig& node, 
     if (from == fault::IsolateFrom::brokers) {
       return "isolate from: brokers on controller " + std::to_string(node.id) +
              " is not a replication fault (the controller replicates no partition); use from: all";
-    }
-  }
-  // Every peer the rules name needs an address: a missing one would be a hole in the isolation.
-  const bool needs_quorum = spec.fault == FaultType::kIsolate && from != fault::IsolateFrom::brokers;
-  const bool needs_brokers = spec.fault == FaultType::kIsolate && from != fault::IsolateFrom::quorum;
-  for (const auto& n : inventory) {
-    if (n.id == node.id || addresses.count(n.id)) continue;
-    if ((isController(n) && needs_quorum) || (!isController(n) && needs_brokers)) {
-      return "isolate from: " + fault::toString(from) + " on " + name + " needs the address of node " +
-             std::to_string(n.id) + " (inventory[].address), which kfaild does not have";
     }
   }
   return {};

@@ -17,17 +17,11 @@
 #include "server/common/result.h"
 #include "server/config/config.h"
 #include "server/drill/drill_spec.h"
+#include "server/drill/peer_addresses.h"
 #include "server/drill/seams.h"
 #include "server/fault/injector.h"
 
 namespace kfaild::drill {
-
-// Each inventory node's IP address, resolved once at start (config's inventory[].address). A
-// node without one (none configured, or a name that did not resolve) is absent.
-using NodeAddresses = std::map<std::int32_t, std::string>;
-
-// Resolves every node's address (getaddrinfo for names, the first answer); logs what fails.
-NodeAddresses resolveNodeAddresses(const std::vector<config::NodeConfig>& inventory);
 
 // The recovery journal's action for the fault: "start" (kill, stop, restart), "resume" (pause),
 // "heal" (gray faults: undo the drill's fault on the node, then start it if it is down).
@@ -43,17 +37,13 @@ std::int64_t holdUs(const DrillSpec& spec);
 // The name a drill's gray faults carry on the node (nft table kfaild_d<name>, filler file).
 std::string grayDrillName(std::int64_t drill_id);
 
-// The peers of `node` as its gray faults see them: the other controllers (quorum) and the other
-// brokers, by address.
-fault::Peers peersOf(std::int32_t node, const std::vector<config::NodeConfig>& inventory,
-                     const NodeAddresses& addresses);
-
-// Why `spec` cannot be done on `node` (empty when it can), without touching anything: the
-// injector's refusal of the gray fault, `from: quorum` or `from: brokers` on a controller, a
-// peer whose address kfaild does not know, and an isolate or throttle of a node whose network
-// namespace another inventory node shares (local: the same `netns`; ssh: the same host, by
-// ssh.host or by address), since the rules would cut that node too and the guards count only
-// the target.
+// Why `spec` cannot be done on `node` (empty when it can), from the configuration alone, without
+// touching anything: the injector's refusal of the gray fault, `from: quorum` or `from: brokers`
+// on a controller, and an isolate or throttle of a node whose network namespace another
+// inventory node shares (local: the same `netns`; ssh: the same host, by ssh.host or by an
+// inventory address they share), since the rules would cut that node too and the guards count
+// only the target. A peer without an address is peerRefusal's (peer_addresses.h): it needs the
+// cluster's state.
 std::string faultRefusal(const DrillSpec& spec, const config::NodeConfig& node, const fault::Injector& injector,
                          const std::vector<config::NodeConfig>& inventory, const NodeAddresses& addresses);
 

@@ -167,21 +167,16 @@ bool RunExecution::prepareTarget(bool after_election) {
     return end(DrillState::kFailed, std::string(after_election ? "refused after the preflight election: " : "refused: ") +
                                          *reason);
   }
-  auto& injector = deps_.injectors.at(target_);
-  for (const auto& node : deps_.cluster.inventory) {
-    if (node.id != target_) continue;
-    if (auto reason = faultRefusal(spec_, node, *injector, deps_.cluster.inventory, parts_.addresses); !reason.empty()) {
-      return end(DrillState::kFailed, std::string(after_election ? "refused after the preflight election: " : "refused: ") +
-                                           reason);
-    }
-  }
-  // The injection itself must be able to run (the namespace entered, nft's check of the exact
-  // script, sudo, the fill dir): a drill that cannot inject is refused here, not half-run.
-  const auto peers = peersOf(target_, deps_.cluster.inventory, parts_.addresses);
-  if (auto problem = injectionProblem(*injector, spec_, drill_.id, peers); !problem.empty()) {
+  // The injection itself must be able to run (the peers' addresses, the namespace entered, nft's
+  // check of the exact script, sudo, the fill dir): a drill that cannot inject is refused here,
+  // not half-run.
+  const PeerSources cluster{facts.all ? facts.all->brokers : std::vector<kafka::BrokerInfo>{}, facts.quorum,
+                            facts.quorum_problem.value_or("")};
+  if (auto reason = injectionRefusal(spec_, target_, cluster, peers_); !reason.empty()) {
     return end(DrillState::kFailed,
-               std::string(after_election ? "refused after the preflight election: " : "refused: ") + problem);
+               std::string(after_election ? "refused after the preflight election: " : "refused: ") + reason);
   }
+  auto& injector = deps_.injectors.at(target_);
   min_insync_at_preflight_ = facts.min_insync;
   quorum_at_preflight_ = facts.quorum;
   quorum_problem_at_preflight_ = facts.quorum_problem;
@@ -192,6 +187,25 @@ bool RunExecution::prepareTarget(bool after_election) {
                                         "): " + state.error().describe());
   }
   return true;
+}
+
+std::string RunExecution::injectionRefusal(const DrillSpec& spec, std::int32_t node, const PeerSources& cluster,
+                                           fault::Peers& peers) {
+  auto& injector = *deps_.injectors.at(node);
+  for (const auto& n : deps_.cluster.inventory) {
+    if (n.id != node) continue;
+    if (auto reason = faultRefusal(spec, n, injector, deps_.cluster.inventory, parts_.addresses); !reason.empty()) {
+      return reason;
+    }
+  }
+  // Only an isolate's rules name peers: a name service that is slow to answer delays no other fault.
+  peers = {};
+  if (spec.fault == FaultType::kIsolate) {
+    const auto found = peersOf(node, cluster, deps_.cluster.inventory, parts_.addresses, parts_.resolve);
+    if (auto hole = peerRefusal(spec, node, found); !hole.empty()) return hole;
+    peers = found.peers;
+  }
+  return injectionProblem(injector, spec, drill_.id, peers);
 }
 
 bool RunExecution::preflight() {
@@ -427,8 +441,7 @@ bool RunExecution::inject() {
   if (!journal) return end(DrillState::kFailed, "cannot write the recovery journal: " + journal.error().describe());
   journal_ = std::move(*journal);
 
-  auto record = injectFault(*injector, spec_, drill_.id, peersOf(target_, deps_.cluster.inventory, parts_.addresses),
-                            logDirsFor(spec_, deps_.admin, target_));
+  auto record = injectFault(*injector, spec_, drill_.id, peers_, logDirsFor(spec_, deps_.admin, target_));
   injected_ = record.ok();
   // A failed injection placed nothing: recovery then heals nothing, and only makes sure the node runs.
   parts_.recovery.injected(*journal_, injected_);
@@ -577,24 +590,16 @@ void RunExecution::secondFault() {
     in.quorum_problem = observed->quorum_error.empty() ? std::string("not described yet") : observed->quorum_error;
   }
   auto reason = checkSecondFault(in, target_, first_down);
-  auto& injector = deps_.injectors.at(second_target_);
-  for (const auto& n : deps_.cluster.inventory) {
-    if (reason || n.id != second_target_) continue;
-    if (auto refusal = faultRefusal(*second_spec_, n, *injector, deps_.cluster.inventory, parts_.addresses);
-        !refusal.empty()) {
-      reason = refusal;
-    }
+  fault::Peers peers;
+  if (!reason) {
+    const PeerSources now{observed->snapshot->brokers, observed->quorum, observed->quorum_error};
+    if (auto refusal = injectionRefusal(*second_spec_, second_target_, now, peers); !refusal.empty()) reason = refusal;
   }
   if (reason) {
     refuseSecond(*reason);
     return;
   }
-  if (auto problem = injectionProblem(*injector, *second_spec_, drill_.id,
-                                     peersOf(second_target_, deps_.cluster.inventory, parts_.addresses));
-      !problem.empty()) {
-    refuseSecond(problem);
-    return;
-  }
+  auto& injector = deps_.injectors.at(second_target_);
   const auto place =
       isGrayFault(second_spec_->fault) ? injector->grayPlace(grayDrillName(drill_.id)) : fault::GrayPlace{};
   auto journal = parts_.recovery.open(drill_.id, second_target_, recoveryAction(second_spec_->fault), place);
@@ -617,9 +622,8 @@ void RunExecution::secondFault() {
   second.probe_at_fault = probeNow();
 
   deps_.probe.steerAround({target_, second_target_});
-  auto record = injectFault(*injector, *second_spec_, drill_.id,
-                            peersOf(second_target_, deps_.cluster.inventory, parts_.addresses),
-                            logDirsFor(*second_spec_, deps_.admin, second_target_));
+  auto record =
+      injectFault(*injector, *second_spec_, drill_.id, peers, logDirsFor(*second_spec_, deps_.admin, second_target_));
   second_fault_us_ = deps_.clock.wallNow();
   parts_.recovery.injected(*second_journal_, record.ok());
   if (!record) {

@@ -34,7 +34,10 @@ struct RunParts {
   DrillQueue& queue;    // sleeps that end on an abort or a stop, and the abort request
   DrillRecords& records;
   const common::Worker& worker;  // whether kfaild is stopping
-  const NodeAddresses& addresses;  // the inventory's, for the peers a gray fault names
+  // An isolate's peers (peer_addresses.h): the inventory's addresses, and the resolver of the
+  // hosts the cluster lists.
+  const NodeAddresses& addresses;
+  const HostResolver& resolve;
 };
 
 class RunExecution {
@@ -48,6 +51,11 @@ class RunExecution {
   // Resolves the target (again after the preflight election: `after_election`), checks the
   // guards on facts read now and that the node's injector reaches it.
   bool prepareTarget(bool after_election);
+  // Why `spec` cannot be injected into `node` (empty when it can): faultRefusal, a peer without
+  // an address on `cluster` (peerRefusal), the injector's check of the exact injection. `peers`
+  // is set to the peers the injection names.
+  std::string injectionRefusal(const DrillSpec& spec, std::int32_t node, const PeerSources& cluster,
+                               fault::Peers& peers);
   bool baseline();
   bool atFault();
   bool inject();
@@ -116,6 +124,7 @@ class RunExecution {
   RunOutcome outcome_;
 
   std::int32_t target_ = -1;
+  fault::Peers peers_;  // the target's, as the preflight found them: what the injection names
   std::map<std::string, std::int32_t> min_insync_at_preflight_;
   std::optional<kafka::QuorumInfo> quorum_at_preflight_;
   std::optional<std::string> quorum_problem_at_preflight_;

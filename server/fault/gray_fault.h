@@ -76,9 +76,12 @@ std::optional<IsolateFrom> parseIsolateFrom(std::string_view text);
 std::optional<IsolateMode> parseIsolateMode(std::string_view text);
 
 // Addresses (IPv4 or IPv6 literals, no names) as the target node sees its peers. The engine
-// resolves them from the cluster's metadata (brokers) and DescribeCluster (controllers).
+// (server/drill/peer_addresses.h) takes the brokers from the Metadata answer and the controllers
+// from DescribeQuorum v2's voter endpoints (the inventory's controllers when those are not
+// known), every address each host resolves to, with each node's inventory `address` added; none
+// is the target's own. A node that is both a broker and a voter is in both lists.
 struct Peers {
-  std::vector<std::string> quorum;
+  std::vector<std::string> quorum;   // the controllers, not the target itself
   std::vector<std::string> brokers;  // the other brokers, not the target itself
 };
 

@@ -4,6 +4,8 @@
 // whole drill runs in milliseconds. The drill store is wrapped so a test can act when a drill
 // enters a state (abort it, stop kfaild, break the cluster) on the engine's own thread.
 
+#include <arpa/inet.h>
+
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -103,6 +105,10 @@ struct EngineHarness {
   std::unique_ptr<drill::DrillRunner> runner;
   // Set before makeRunner() for an engine that opens planned-maintenance windows.
   maintenance::MaintenanceWindows* maintenance = nullptr;
+  // The names the engine resolves (its host resolver): each node's advertised name
+  // (FakeCluster::hostOf) to 10.8.0.<id>, the interface the cluster lists it on; the inventory's
+  // addresses are 10.9.0.<id>. A name not here does not resolve. Changed before the engine starts.
+  std::map<std::string, std::vector<std::string>> dns;
 
   // `extra_controllers`: controller nodes besides 100 (in the inventory and the simulated cluster;
   // the quorum's voters are still the test's to set).
@@ -121,6 +127,7 @@ struct EngineHarness {
       n.local = config::LocalTarget{"/nonexistent/kafka.pid", {"/bin/false"}, ""};
       n.address = "10.9.0." + std::to_string(node);
       config.inventory.push_back(n);
+      dns[cluster.hostOf(node)] = {"10.8.0." + std::to_string(node)};
     }
     auto s = storage::SqliteStore::open((dir / "kfaild.db").string());
     REQUIRE(s);
@@ -149,8 +156,17 @@ struct EngineHarness {
       injectors[node] = injector.get();
       owned[node] = std::move(injector);
     }
-    runner = std::make_unique<drill::DrillRunner>(config, id, *store, *drills, clock,
-                                                  drill::RunnerSeams{view, probe, admin, nullptr, maintenance}, std::move(owned));
+    drill::RunnerSeams seams{view, probe, admin, nullptr, maintenance,
+                             [this](const std::string& host) { return resolve(host); }};
+    runner = std::make_unique<drill::DrillRunner>(config, id, *store, *drills, clock, seams, std::move(owned));
+  }
+
+  // `dns`'s answer; an IP literal is itself.
+  std::vector<std::string> resolve(const std::string& host) const {
+    if (const auto found = dns.find(host); found != dns.end()) return found->second;
+    in6_addr ip{};
+    if (inet_pton(AF_INET, host.c_str(), &ip) == 1 || inet_pton(AF_INET6, host.c_str(), &ip) == 1) return {host};
+    return {};
   }
 
   static drill::DrillSpec spec(const std::string& json) {

@@ -10,8 +10,10 @@
 // timestamps frozen, a node started again catches up `rejoin_us` later (unless
 // `controller_catches_up` is off). The quorum's leader stays while it is in the quorum, else the
 // first voter in it while a majority is; the high watermark grows by one every 500 ms, as KRaft's
-// no-op records make it. The fakes of the engine's seams (view, probe, admin, injectors) all read
-// and change this one model.
+// no-op records make it. Every node is advertised as "node<id>.fake" (Metadata's broker host,
+// port 9000 + id; DescribeQuorum v2's CONTROLLER endpoint, port 9093, for every voter); the
+// engine harness resolves the names. The fakes of the engine's seams (view, probe, admin,
+// injectors) all read and change this one model.
 
 #include <algorithm>
 #include <atomic>
@@ -212,6 +214,11 @@ class FakeCluster {
   std::vector<std::int32_t> quorum_voters = {100};  // set before the engine starts
   std::atomic<bool> controller_catches_up{true};    // a voter started again rejoins the quorum
   std::atomic<bool> quorum_answers{true};
+  // Whether DescribeQuorum lists the voters' endpoints (v2) or not (as v1 answers); set before
+  // the engine starts.
+  bool quorum_endpoints = true;
+  // The host node `id` is advertised by.
+  static std::string hostOf(std::int32_t id) { return "node" + std::to_string(id) + ".fake"; }
   // Voters outside the nodes that are down or behind (any time).
   void setVotersBehind(std::set<std::int32_t> ids) {
     std::lock_guard lock(mutex_);
@@ -318,8 +325,9 @@ class FakeCluster {
     q.leader_id = quorum_leader_;
     q.leader_epoch = quorum_epoch_;
     q.high_watermark = highWatermarkLocked();
-    q.api_version = 2;
+    q.api_version = quorum_endpoints ? 2 : 1;
     for (auto id : quorum_voters) {
+      if (quorum_endpoints) q.endpoints[id] = {{"CONTROLLER", hostOf(id), 9093}};
       kafka::QuorumReplica r;
       r.replica_id = id;
       if (voterInQuorum(id)) {
@@ -340,7 +348,7 @@ class FakeCluster {
   kafka::ClusterSnapshot snapshotLocked() const {
     kafka::ClusterSnapshot s;
     for (std::int32_t id : {1, 2, 3}) {
-      if (availableLocked(id)) s.brokers.push_back({id, "127.0.0.1", 9000 + id});
+      if (availableLocked(id)) s.brokers.push_back({id, hostOf(id), 9000 + id});
     }
     kafka::TopicInfo topic;
     topic.name = "probe";

@@ -43,7 +43,7 @@ TEST_CASE("an isolate or throttle of a node whose namespace or host another node
 
   SECTION("local: the same netns") {
     const std::vector<config::NodeConfig> inventory = {localNode(1, "n1"), localNode(2, "n1"), localNode(3, "n3")};
-    const drill::NodeAddresses addresses = {{1, "10.0.0.1"}, {2, "10.0.0.1"}, {3, "10.0.0.3"}};
+    const drill::NodeAddresses addresses = {{1, {"10.0.0.1"}}, {2, {"10.0.0.1"}}, {3, {"10.0.0.3"}}};
     CHECK(drill::faultRefusal(isolate, inventory[0], injector, inventory, addresses) ==
           "isolate of node 1 is refused: node 2 shares its network namespace 'n1', so the rules would cut it "
           "too, and the drill's guards count only node 1");
@@ -54,7 +54,7 @@ TEST_CASE("an isolate or throttle of a node whose namespace or host another node
   SECTION("ssh: the same host, by name or by address") {
     const std::vector<config::NodeConfig> inventory = {sshNode(1, "K1.example"), sshNode(2, "k1.example"),
                                                        sshNode(3, "k3"), sshNode(4, "k4")};
-    const drill::NodeAddresses addresses = {{1, "10.0.0.1"}, {2, "10.0.0.1"}, {3, "10.0.0.3"}, {4, "10.0.0.3"}};
+    const drill::NodeAddresses addresses = {{1, {"10.0.0.1"}}, {2, {"10.0.0.1"}}, {3, {"10.0.0.3"}}, {4, {"10.0.0.3"}}};
     CHECK(drill::faultRefusal(isolate, inventory[0], injector, inventory, addresses).find(
               "node 2 shares its host") != std::string::npos);
     CHECK(drill::faultRefusal(isolate, inventory[2], injector, inventory, addresses).find(
@@ -62,9 +62,15 @@ TEST_CASE("an isolate or throttle of a node whose namespace or host another node
     // A disk filler cuts no one's traffic.
     CHECK(drill::faultRefusal(disk, inventory[0], injector, inventory, addresses).empty());
   }
+  SECTION("ssh: one of the addresses a host name resolves to") {
+    const std::vector<config::NodeConfig> inventory = {sshNode(1, "k1"), sshNode(2, "k2")};
+    const drill::NodeAddresses addresses = {{1, {"10.0.0.1", "fd00::1"}}, {2, {"10.0.0.2", "fd00::1"}}};
+    CHECK(drill::faultRefusal(isolate, inventory[0], injector, inventory, addresses).find(
+              "node 2 shares its host") != std::string::npos);
+  }
   SECTION("ssh nodes on hosts of their own") {
     const std::vector<config::NodeConfig> inventory = {sshNode(1, "k1"), sshNode(2, "k2")};
-    const drill::NodeAddresses addresses = {{1, "10.0.0.1"}, {2, "10.0.0.2"}};
+    const drill::NodeAddresses addresses = {{1, {"10.0.0.1"}}, {2, {"10.0.0.2"}}};
     CHECK(drill::faultRefusal(isolate, inventory[0], injector, inventory, addresses).empty());
   }
 }

@@ -1,11 +1,14 @@
 // Gray faults in the drill engine on a simulated cluster and a manual clock: the fault is
-// injected through the node's injector with the peers from the inventory, held duration_s, healed
-// (also at once on an abort), a disk_full node is healed and started by recovery, a journal entry
-// a dead kfaild left heals the fault at the next start where every node is also swept, and the
-// refusals at submission (the injector's, a nonsensical isolate, a drill already running).
+// injected through the node's injector with the peers the cluster lists (Metadata's brokers,
+// DescribeQuorum's voters, the inventory's addresses added), held duration_s, healed (also at once
+// on an abort), a disk_full node is healed and started by recovery, a journal entry a dead kfaild
+// left heals the fault at the next start where every node is also swept, the refusals at
+// submission (the injector's, a nonsensical isolate, a drill already running) and at preflight (a
+// peer the cluster lists without an address).
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <future>
 #include <thread>
 
@@ -52,8 +55,9 @@ TEST_CASE("an isolate drill cuts the broker off from its peers for duration_s, t
   CHECK(spec->from == fault::IsolateFrom::brokers);
   CHECK(spec->mode == fault::IsolateMode::reject);
   CHECK(spec->duration == 20s);
-  CHECK(spec->peers.brokers == std::vector<std::string>{"10.9.0.1", "10.9.0.3"});
-  CHECK(spec->peers.quorum == std::vector<std::string>{"10.9.0.100"});
+  // Each peer by the address the cluster lists it on, and the inventory's beside it.
+  CHECK(spec->peers.brokers == std::vector<std::string>{"10.8.0.1", "10.9.0.1", "10.8.0.3", "10.9.0.3"});
+  CHECK(spec->peers.quorum == std::vector<std::string>{"10.8.0.100", "10.9.0.100"});
 
   const auto faults = h.events("fault");
   REQUIRE(faults.size() == 1);
@@ -219,19 +223,6 @@ TEST_CASE("gray faults are refused at submission with the reason, without touchi
     REQUIRE_FALSE(id);
     CHECK(id.error().message.find("isolate from: brokers on controller 100") == 0);
   }
-  SECTION("a peer without an address") {
-    EngineHarness h;
-    h.config.inventory[2].address.clear();  // node 3
-    h.makeRunner();
-    h.runner->start();
-    auto id = h.runner->submit(
-        EngineHarness::spec(R"({"fault":"isolate","target":{"broker":1},"options":{"from":"brokers"}})"));
-    REQUIRE_FALSE(id);
-    CHECK(id.error().message.find("needs the address of node 3") != std::string::npos);
-    // The quorum's addresses are all there.
-    CHECK(h.runner->submit(
-        EngineHarness::spec(R"({"fault":"isolate","target":{"broker":1},"options":{"from":"quorum"}})")));
-  }
   SECTION("a second gray fault while one is in force") {
     EngineHarness h;
     h.runner->start();
@@ -244,5 +235,107 @@ TEST_CASE("gray faults are refused at submission with the reason, without touchi
     CHECK(second.error().message.find("is running on cluster fake") != std::string::npos);
     CHECK(h.runToEnd(*first).state == "done");
     CHECK(h.injectors[2]->count("throttle") == 0);
+  }
+}
+
+TEST_CASE("isolate from quorum cuts the active controller the inventory does not list by every address of its "
+          "endpoint",
+          "[unit][drill]") {
+  EngineHarness h;
+  h.cluster.quorum_voters = {100, 101, 102};
+  h.cluster.setQuorumLeader(101);
+  h.dns[h.cluster.hostOf(101)] = {"10.8.0.101", "fd00::101"};
+  h.dns[h.cluster.hostOf(102)] = {"10.8.0.102"};
+  h.runner->start();
+  auto id = h.runner->submit(
+      EngineHarness::spec(R"({"fault":"isolate","target":{"broker":2},"options":{"from":"quorum","duration_s":5}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason);
+  REQUIRE(d.state == "done");
+  const auto spec = h.injectors[2]->lastIsolate();
+  REQUIRE(spec);
+  CHECK(spec->peers.quorum ==
+        std::vector<std::string>{"10.8.0.100", "10.9.0.100", "10.8.0.101", "fd00::101", "10.8.0.102"});
+}
+
+TEST_CASE("isolate from clients spares the brokers on the interface the cluster lists them on and not only the "
+          "inventory's",
+          "[unit][drill]") {
+  EngineHarness h;
+  h.runner->start();
+  auto id = h.runner->submit(
+      EngineHarness::spec(R"({"fault":"isolate","target":{"broker":1},"options":{"from":"clients","duration_s":5}})"));
+  REQUIRE(id);
+  const auto d = h.runToEnd(*id);
+  INFO(d.reason);
+  REQUIRE(d.state == "done");
+  const auto spec = h.injectors[1]->lastIsolate();
+  REQUIRE(spec);
+  const auto& brokers = spec->peers.brokers;
+  CHECK(std::find(brokers.begin(), brokers.end(), "10.8.0.2") != brokers.end());
+  CHECK(std::find(brokers.begin(), brokers.end(), "10.8.0.3") != brokers.end());
+  // The target's own addresses are no peer's.
+  CHECK(std::find(brokers.begin(), brokers.end(), "10.8.0.1") == brokers.end());
+  CHECK(std::find(brokers.begin(), brokers.end(), "10.9.0.1") == brokers.end());
+}
+
+TEST_CASE("an isolate fails at preflight naming the node when a broker the cluster lists has no address",
+          "[unit][drill]") {
+  EngineHarness h;
+  h.config.inventory[2].address.clear();  // node 3: nothing in the inventory either
+  h.dns.erase(h.cluster.hostOf(3));
+  h.makeRunner();
+  h.runner->start();
+  SECTION("from brokers: a hole in the isolation") {
+    auto id = h.runner->submit(
+        EngineHarness::spec(R"({"fault":"isolate","target":{"broker":1},"options":{"from":"brokers"}})"));
+    REQUIRE(id);
+    const auto d = h.runToEnd(*id);
+    CHECK(d.state == "failed");
+    CHECK_THAT(d.reason, Catch::StartsWith("refused: isolate from: brokers on node 1 is refused"));
+    CHECK_THAT(d.reason, Catch::Contains("node 3 (node3.fake:9003 does not resolve"));
+    CHECK(h.injectors[1]->count("isolate") == 0);
+  }
+  SECTION("from quorum does not name the brokers") {
+    auto id = h.runner->submit(
+        EngineHarness::spec(R"({"fault":"isolate","target":{"broker":1},"options":{"from":"quorum","duration_s":5}})"));
+    REQUIRE(id);
+    const auto d = h.runToEnd(*id);
+    INFO(d.reason);
+    CHECK(d.state == "done");
+  }
+}
+
+TEST_CASE("without the quorum's endpoints the inventory's controllers are the quorum and an isolate says why when "
+          "there are none",
+          "[unit][drill]") {
+  EngineHarness h;
+  SECTION("DescribeQuorum v1: no endpoints") {
+    h.cluster.quorum_endpoints = false;
+    h.runner->start();
+    auto id = h.runner->submit(
+        EngineHarness::spec(R"({"fault":"isolate","target":{"broker":2},"options":{"from":"quorum","duration_s":5}})"));
+    REQUIRE(id);
+    const auto d = h.runToEnd(*id);
+    INFO(d.reason);
+    REQUIRE(d.state == "done");
+    const auto spec = h.injectors[2]->lastIsolate();
+    REQUIRE(spec);
+    CHECK(spec->peers.quorum == std::vector<std::string>{"10.9.0.100"});
+  }
+  SECTION("the quorum not described and no controller address") {
+    h.cluster.quorum_answers = false;
+    h.config.inventory[3].address.clear();  // node 100
+    h.makeRunner();
+    h.runner->start();
+    auto id = h.runner->submit(
+        EngineHarness::spec(R"({"fault":"isolate","target":{"broker":2},"options":{"from":"quorum","duration_s":5}})"));
+    REQUIRE(id);
+    const auto d = h.runToEnd(*id);
+    CHECK(d.state == "failed");
+    CHECK_THAT(d.reason, Catch::Contains("node 100"));
+    CHECK_THAT(d.reason, Catch::Contains("DescribeQuorum timed out"));
+    CHECK(h.injectors[2]->count("isolate") == 0);
   }
 }
