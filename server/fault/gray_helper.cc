@@ -11,7 +11,7 @@ namespace {
 
 constexpr std::pair<HelperOp, std::string_view> kOps[] = {
     {HelperOp::isolate, "isolate"}, {HelperOp::throttle, "throttle"},     {HelperOp::heal, "heal"},
-    {HelperOp::sweep, "sweep"},     {HelperOp::fill, "fill"},             {HelperOp::fill_check, "fill-check"},
+    {HelperOp::sweep, "sweep"},     {HelperOp::netns_check, "netns-check"}, {HelperOp::fill, "fill"},             {HelperOp::fill_check, "fill-check"},
     {HelperOp::free, "free"},       {HelperOp::fill_sweep, "fill-sweep"},
 };
 
@@ -200,6 +200,8 @@ Status bodyFrom(const Options& options, HelperRequest& r) {
     case HelperOp::sweep:
     case HelperOp::fill_sweep:
       return instanceFrom(options, r);
+    case HelperOp::netns_check:
+      return okStatus();
     case HelperOp::heal: {
       auto table = required(options, "--table");
       if (!table.ok()) return table.error();
@@ -231,6 +233,8 @@ std::vector<std::string_view> allowed(HelperOp op) {
       return {"--instance", "--drill", "--duration", "--fill-dir", "--log-dir"};
     case HelperOp::sweep:
       return {"--instance"};
+    case HelperOp::netns_check:
+      return {};
     case HelperOp::fill_sweep:
       return {"--instance", "--fill-dir"};
     case HelperOp::heal:
@@ -306,8 +310,8 @@ std::optional<PlacedName> parseFillerStem(const std::string& path) {
 std::vector<std::string> helperWords(const HelperRequest& r) {
   std::vector<std::string> words;
   if (!r.netns.empty()) add(words, "--netns", r.netns);
-  if (r.expect_pid > 0) add(words, "--expect-pid", std::to_string(r.expect_pid));
   if (r.pid > 0) add(words, "--pid", std::to_string(r.pid));
+  if (r.expect_pid > 0) add(words, "--expect-pid", std::to_string(r.expect_pid));
   words.push_back(toString(r.op));
   switch (r.op) {
     case HelperOp::isolate:
@@ -333,6 +337,8 @@ std::vector<std::string> helperWords(const HelperRequest& r) {
     case HelperOp::heal:
       add(words, "--table", r.table);
       break;
+    case HelperOp::netns_check:
+      break;
     case HelperOp::sweep:
       add(words, "--instance", r.instance);
       break;
@@ -355,7 +361,7 @@ Result<HelperRequest> parseHelperWords(const std::vector<std::string>& words) {
   while (at + 1 < words.size() && (words[at] == "--netns" || words[at] == "--pid" || words[at] == "--expect-pid")) {
     if (words[at] == "--expect-pid") {
       const auto pid = number(words[at + 1]);
-      if (r.netns.empty() || r.expect_pid > 0) return refused("--expect-pid goes once, after --netns");
+      if (r.expect_pid > 0) return refused("--expect-pid given twice");
       if (!pid || *pid < 2) return refused("--expect-pid '" + words[at + 1] + "' is not a process id");
       r.expect_pid = *pid;
       at += 2;
@@ -378,8 +384,9 @@ Result<HelperRequest> parseHelperWords(const std::vector<std::string>& words) {
   r.op = op->first;
   if (!r.network() && (!r.netns.empty() || r.pid > 0))
     return refused(words[at] + " acts on a filesystem, not in a network namespace");
-  if (r.expect_pid > 0 && r.op != HelperOp::isolate && r.op != HelperOp::throttle)
-    return refused("--expect-pid goes only with isolate and throttle");
+  if (r.expect_pid > 0 && r.op != HelperOp::isolate && r.op != HelperOp::throttle && r.op != HelperOp::netns_check)
+    return refused("--expect-pid goes only with isolate, throttle and netns-check");
+  if (r.op == HelperOp::netns_check && r.expect_pid == 0) return refused("netns-check needs --expect-pid");
   auto options = readOptions(words, at + 1);
   if (!options.ok()) return options.error();
   const auto may = allowed(r.op);
@@ -417,6 +424,8 @@ std::string helperScript(const HelperRequest& r) {
       return diskSweepScript(r.fill_dir, r.instance);
     case HelperOp::sweep:
       return "list tables";
+    case HelperOp::netns_check:
+      return {};
   }
   return {};
 }

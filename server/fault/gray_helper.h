@@ -20,6 +20,7 @@
 //               [--toward IP]... [--keep-port PORT]... [--check]
 //   kfaild-gray [--netns NAME | --pid PID] heal --table kfaild_<instance>_d<drill>
 //   kfaild-gray [--netns NAME | --pid PID] sweep --instance I
+//   kfaild-gray [--netns NAME | --pid PID] --expect-pid PID netns-check
 //   kfaild-gray fill --instance I --drill D --duration S --fill-dir DIR [--log-dir DIR]...
 //   kfaild-gray fill-check --instance I --drill D --duration S --fill-dir DIR [--log-dir DIR]...
 //   kfaild-gray free --filler DIR/kfaild_fill_<instance>_d<drill>
@@ -27,8 +28,9 @@
 //
 // --netns: a network namespace under /run/netns (`ip netns`); --pid: the network namespace of
 // that process (a container's); neither: the helper's own. --expect-pid: refuse (exit 2) unless
-// that process (the broker) is in the --netns namespace, checked by the helper as root just before
-// it places the rules (an unprivileged kfaild cannot read a root broker's /proc/<pid>/ns/net). Exit status: 0 done, 1 the tool
+// that process (the broker) is in that namespace, checked by the helper as root just before it
+// places the rules (an unprivileged kfaild cannot read a root broker's /proc/<pid>/ns/net);
+// netns-check does only that check (an ssh host's: the broker is not in a container there). Exit status: 0 done, 1 the tool
 // failed (its stderr follows), 2 the request was refused (why on stderr), 3 the place is gone
 // (no such namespace or process: nothing of ours can be there).
 //
@@ -55,7 +57,7 @@ inline constexpr int kHelperNothingThere = 3;
 // The longest fault the helper places, as the API's duration_s allows.
 inline constexpr std::chrono::seconds kHelperMaxDuration{3600};
 
-enum class HelperOp { isolate, throttle, heal, sweep, fill, fill_check, free, fill_sweep };
+enum class HelperOp { isolate, throttle, heal, sweep, netns_check, fill, fill_check, free, fill_sweep };
 
 std::string toString(HelperOp op);
 
@@ -63,7 +65,7 @@ struct HelperRequest {
   HelperOp op = HelperOp::heal;
   std::string netns;     // a name under /run/netns; empty: not a named namespace
   std::int64_t pid = 0;  // a process whose network namespace to enter; 0: none
-  std::int64_t expect_pid = 0;  // with netns: the broker that must be in it; 0: not checked
+  std::int64_t expect_pid = 0;  // the broker that must be in the place's namespace; 0: not checked
   bool check = false;    // isolate, throttle: nft --check (nothing changes)
   IsolateSpec isolate;   // isolate
   ThrottleSpec throttle; // throttle
@@ -76,7 +78,8 @@ struct HelperRequest {
   std::string fill_dir;  // fill_sweep
   std::string filler;    // free: a filler stem (fillerStem)
   bool network() const {
-    return op == HelperOp::isolate || op == HelperOp::throttle || op == HelperOp::heal || op == HelperOp::sweep;
+    return op == HelperOp::isolate || op == HelperOp::throttle || op == HelperOp::heal || op == HelperOp::sweep ||
+           op == HelperOp::netns_check;
   }
 };
 

@@ -165,15 +165,12 @@ std::string inspectCommand(const std::string& pid_command) {
          "if is_kafka $pid; then echo kfaild-kafka=yes; else echo kfaild-kafka=no; fi\n";
 }
 
-std::string hostNamespaceCommand(const std::string& pid_command) {
-  return pidPrelude(pid_command) +
-         "set -- $(sudo -n sh -c 'readlink /proc/1/ns/net; readlink /proc/$1/ns/net' kfaild "
-         "\"$pid\")\n"
-         "[ -n \"$2\" ] || { echo \"kfaild: cannot read the network namespace of pid $pid (sudo -n "
-         "sh)\" >&2; exit 97; }\n"
-         "[ \"$1\" = \"$2\" ] || { echo \"kfaild: the broker (pid $pid) runs in network namespace "
-         "$2, not the host's ($1): a container on this host, whose traffic passes FORWARD, where "
-         "kfaild's rules do not act; gray network faults are refused\" >&2; exit 97; }\n"
+std::string hostNamespaceCommand(const std::string& pid_command, const std::string& helper) {
+  // kfaild-gray, as root, compares the broker's namespace with its own: where its rules go.
+  return pidPrelude(pid_command) + helper +
+         " --expect-pid \"$pid\" netns-check || { echo \"kfaild: gray network faults are refused: "
+         "kfaild-gray's rules in this host's namespace would not reach the broker (pid $pid)\" >&2; "
+         "exit 97; }\n"
          "echo kfaild-netns=host\n";
 }
 
@@ -533,10 +530,10 @@ void SshInjector::placeGrayFaults(const GrayPlacement& placement) {
   };
   shell.nft = remote;
   shell.sh = remote;
-  shell.network_placement = [this]() -> Result<NftExceptions> {
+  shell.network_placement = [this, helper]() -> Result<NftExceptions> {
     auto endpoint = effectiveEndpoint();
     if (!endpoint) return endpoint.error();
-    auto host = run(ssh_script::hostNamespaceCommand(target_.pid_command),
+    auto host = run(ssh_script::hostNamespaceCommand(target_.pid_command, remoteHelperCommand(helper, {})),
                     std::chrono::seconds(target_.connect_timeout_s) + kShortCallSlack);
     if (!host) return host.error();
     NftExceptions keep;

@@ -73,7 +73,7 @@ std::string clockDialogueCommand();
 // Before a gray network fault: the broker must run in the host's own network namespace (that of
 // pid 1), where the rules go; a broker in a container on the host (its traffic passes FORWARD,
 // not INPUT/OUTPUT) is refused with exit status 97 and the reason. Prints "kfaild-netns=host".
-std::string hostNamespaceCommand(const std::string& pid_command);
+std::string hostNamespaceCommand(const std::string& pid_command, const std::string& helper);
 // Rounds of that dialogue: the tightest bracket is taken.
 inline constexpr int kClockRounds = 5;
 // grep -h -F of `patterns` (single-quoted) in `log_dir`/`file` and in the files rolled from it

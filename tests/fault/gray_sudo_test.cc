@@ -90,6 +90,13 @@ TEST_CASE("the shipped sudoers line lets kfaild's user run kfaild-gray as root a
   CHECK(run(asUser({"sudo", "-n", "nft", "list", "tables"})).exit_code != 0);
   CHECK(run(asUser({"sudo", "-n", "sh", "-c", "id"})).exit_code != 0);
   CHECK(run(asUser({"nft", "list", "tables"})).exit_code != 0);  // and the user alone cannot
+  // An ssh host's check that the broker is not in a container, through the same line.
+  CHECK(run(asUser({"sudo", "-n", kHelper, "--expect-pid", std::to_string(::getpid()), "netns-check"})).exit_code ==
+        0);
+  const auto elsewhere =
+      run(asUser({"sudo", "-n", kHelper, "--netns", kNetns, "--expect-pid", std::to_string(::getpid()), "netns-check"}));
+  CHECK(elsewhere.exit_code == kHelperRefused);
+  CHECK(elsewhere.err.find("is not in network namespace kfgs-n1") != std::string::npos);
 
   const kfaild::common::SystemClock clock;
   NodeShell shell;

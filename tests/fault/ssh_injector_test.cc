@@ -236,12 +236,13 @@ TEST_CASE("ssh -G's hostname and port are where ssh really connects", "[unit][fa
                                           "root@127.0.0.1"});
 }
 
-TEST_CASE("the host-namespace check compares the broker's network namespace with pid 1's", "[unit][fault]") {
-  const auto script = ssh_script::hostNamespaceCommand("cat /run/kafka.pid");
+TEST_CASE("the host-namespace check asks kfaild-gray whether the broker is where its rules go", "[unit][fault]") {
+  const auto script = ssh_script::hostNamespaceCommand("cat /run/kafka.pid", "sudo -n /usr/lib/kfaild/kfaild-gray");
   CHECK(script.find("cat /run/kafka.pid") != std::string::npos);
-  CHECK(script.find("sudo -n sh -c 'readlink /proc/1/ns/net; readlink /proc/$1/ns/net' kfaild \"$pid\"") !=
+  // Through the one sudoers line: no `sudo sh`.
+  CHECK(script.find("sudo -n /usr/lib/kfaild/kfaild-gray --expect-pid \"$pid\" netns-check || {") !=
         std::string::npos);
-  CHECK(script.find("[ \"$1\" = \"$2\" ] || {") != std::string::npos);
+  CHECK(script.find("sudo -n sh") == std::string::npos);
   CHECK(script.find("exit 97") != std::string::npos);
 }
 
@@ -277,7 +278,7 @@ TEST_CASE("a broker in a container on an ssh host is refused with the reason, an
   const auto isolated = injector.isolate(isolateAll());
   REQUIRE_FALSE(isolated);
   CHECK(isolated.error().message.find("runs in network namespace net:[2]") != std::string::npos);
-  CHECK(fileText((dir / "log").string()).find("kfaild-gray") == std::string::npos);
+  CHECK(fileText((dir / "log").string()).find("kfaild-gray isolate") == std::string::npos);
 }
 
 TEST_CASE("an ssh node's gray-fault scripts wait for ssh's connect timeout on top of their own",

@@ -39,16 +39,23 @@ bool exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-// Why the rules must not go into `netns`: the broker `pid` is not in it (empty when it is).
-std::string notTheBrokers(const std::string& netns, std::int64_t pid) {
+// Why the rules must not go where the request places them: the broker `r.expect_pid` is not in
+// that network namespace (empty when it is).
+std::string notTheBrokers(const HelperRequest& r) {
   struct stat ns {}, broker {};
-  const auto where = "/proc/" + std::to_string(pid) + "/ns/net";
-  if (::stat(where.c_str(), &broker) != 0) return "the broker (pid " + std::to_string(pid) + ") is not running";
-  if (::stat(("/run/netns/" + netns).c_str(), &ns) != 0) return "no network namespace " + netns;
+  const auto pid = std::to_string(r.expect_pid);
+  if (::stat(("/proc/" + pid + "/ns/net").c_str(), &broker) != 0) return "the broker (pid " + pid + ") is not running";
+  const auto place = !r.netns.empty() ? "/run/netns/" + r.netns
+                     : r.pid > 0      ? "/proc/" + std::to_string(r.pid) + "/ns/net"
+                                      : std::string("/proc/self/ns/net");
+  const auto name = !r.netns.empty() ? "network namespace " + r.netns
+                    : r.pid > 0      ? "the network namespace of pid " + std::to_string(r.pid)
+                                     : std::string("this host's network namespace");
+  if (::stat(place.c_str(), &ns) != 0) return "no " + name;
   if (ns.st_dev == broker.st_dev && ns.st_ino == broker.st_ino) return {};
-  return "the broker (pid " + std::to_string(pid) + ") is not in network namespace " + netns + " (inode " +
-         std::to_string(ns.st_ino) + ") but in inode " + std::to_string(broker.st_ino) +
-         ": rules placed there would cut something else";
+  return "the broker (pid " + pid + ") is not in " + name + " (inode " + std::to_string(ns.st_ino) +
+         ") but in inode " + std::to_string(broker.st_ino) +
+         " (a container, whose traffic passes FORWARD?): rules placed there would cut something else";
 }
 
 // nft with `script` (and --check) where the request places it.
@@ -119,8 +126,9 @@ int main(int argc, char** argv) {
   if (r.pid > 0 && !exists("/proc/" + std::to_string(r.pid) + "/ns/net"))
     return say(kHelperNothingThere, "no process " + std::to_string(r.pid));
   if (r.expect_pid > 0) {
-    if (const auto why = notTheBrokers(r.netns, r.expect_pid); !why.empty()) return say(kHelperRefused, why);
+    if (const auto why = notTheBrokers(r); !why.empty()) return say(kHelperRefused, why);
   }
+  if (r.op == HelperOp::netns_check) return 0;
   if (r.op == HelperOp::sweep) return sweepTables(r);
 
   const auto script = helperScript(r);
