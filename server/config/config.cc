@@ -172,7 +172,7 @@ TopicCreation readCreation(const YAML::Node& node, const std::string& key) {
 // set it: its default, or the probe's interval when that is longer. What an observer times is only
 // read against the probe's own gaps, which are no finer than its interval; a probe sending once a
 // minute with its observers still asking ten times a second cost 7.8 ms of CPU a second idle
-// (docs/PERFORMANCE.md section 10).
+// (docs/PERFORMANCE.md, "Idle cost").
 std::int64_t observerInterval(std::int64_t default_us, std::int64_t pace_us) {
   return std::max(default_us, pace_us);
 }
