@@ -113,7 +113,9 @@ TEST_CASE("on the namespaced lab a broker cut off from clients refuses them, one
     auto record = injector.isolate(spec);
     REQUIRE(record.ok());
     // The command line is operator-only text (common::sensitive: marked for redaction).
-    CHECK(record->detail.rfind(std::string(kfaild::common::kSensitiveOpen) + "ip netns exec " + b1->netns + " nft ", 0) == 0);
+    CHECK(record->detail.rfind(std::string(kfaild::common::kSensitiveOpen), 0) == 0);
+    CHECK(record->detail.find("kfaild-gray --netns " + b1->netns + " --expect-pid ") != std::string::npos);
+    CHECK(record->fault_time_source == "kfaild-gray:local-clock");
     CHECK(connectFromHost(b1->address, b1->port) == "refused");
     CHECK(connectFromHost(b2->address, b2->port) == "ok");
     REQUIRE(injector.heal("e2e1").ok());
