@@ -3,6 +3,7 @@
 // prefix is that user's `sudo -n` places, checks, heals and sweeps a fault in a real namespace.
 // Needs root (to make the user, the namespace and the sudoers file), sudo, nft, runuser.
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -149,6 +150,15 @@ TEST_CASE("kfaild-gray places rules only when the broker it is given runs in the
   auto inside = runCommand({"sh", "-c", std::string("ip netns exec ") + kNetns + " sleep 30 & echo $!"}, 10s);
   REQUIRE(inside.ok());
   const auto pid = std::stoll(inside->out);
+  // $! is `ip`'s pid, in the root namespace until it has entered kNetns and exec'd sleep.
+  const auto inode = [](const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+  };
+  for (int i = 0; i < 100 && inode("/proc/" + std::to_string(pid) + "/ns/net") != inode(std::string("/run/netns/") + kNetns);
+       ++i) {
+    ::usleep(50'000);
+  }
   const auto there = with(pid);
   INFO(there.err);
   CHECK(there.exit_code == 0);
