@@ -418,9 +418,11 @@ std::string diskFillScript(const DiskFullSpec& spec) {
   // The timer removes the filler at the expiry, or as soon as heal has removed it: a setsid
   // timer polls for its file, a systemd one is stopped by name. Its file is only its own
   // (mktemp's name), so run 1's timer never removes run 2's filler.
+  // In nanoseconds and polled every 0.2 s: whole seconds (date +%s) freed the disk up to 1 s
+  // before duration + kExpiryMargin when the timer started late in a second.
   const std::string setsid_timer =
-      "end=$(( $(date +%s) + $1 )); while [ -e \"$2\" ] && [ \"$(date +%s)\" -lt \"$end\" ]; do "
-      "sleep 1; done; rm -f -- \"$2\"";
+      "end=$(( $(date +%s%N) + $1 * 1000000000 )); while [ -e \"$2\" ] && [ \"$(date +%s%N)\" -lt \"$end\" ]; "
+      "do sleep 0.2; done; rm -f -- \"$2\"";
   return fillDirChecks(spec) +
          // What the broker may use: %a, unless it runs as root and may use the root reserve too.
          "if [ \"$u\" = 0 ]; then k=%f; else k=%a; fi\n"
