@@ -19,6 +19,7 @@
 #include "server/fault/gray_helper.h"
 #include "server/fault/gray_runner.h"
 #include "tests/support/paths.h"
+#include "tests/support/shell.h"
 
 using namespace kfaild::fault;
 using namespace std::chrono_literals;
@@ -35,9 +36,7 @@ CommandOutput run(const std::vector<std::string>& argv) {
   return out.ok() ? *out : CommandOutput{-1, "", out.error().message};
 }
 
-bool have(const std::string& program) {
-  return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;
-}
+bool have(const std::string& program) { return kfaild::testing::havePath(program); }
 
 // The shipped line, with the test's user and this build's helper in place of the packaged ones.
 std::string sudoersLine() {

@@ -69,18 +69,9 @@ constexpr int kRedirectPort = 2122;
 constexpr int kBrokerPort = 9092;
 constexpr const char* kInstance = "i0a1b2c3d";
 
-bool have(const std::string& program) {
-  return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;
-}
+bool have(const std::string& program) { return kfaild::testing::havePath(program); }
 
-// ChildProcess execs without a PATH search.
-std::string pathOf(const std::string& program) {
-  auto out = runCommand({"sh", "-c", "command -v " + program}, 5s);
-  if (!out.ok()) return program;
-  auto text = out->out;
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  return text;
-}
+using kfaild::testing::pathOf;
 
 CommandOutput run(const std::vector<std::string>& argv) {
   auto out = runCommand(argv, 20s);

@@ -5,6 +5,7 @@
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -37,6 +38,17 @@ std::string replacedOnce(const std::string& text, const std::string& from, const
   REQUIRE(at != std::string::npos);
   REQUIRE(text.find(from, at + 1) == std::string::npos);
   return text.substr(0, at) + to + text.substr(at + from.size());
+}
+
+bool havePath(const std::string& program) {
+  return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+std::string pathOf(const std::string& program) {
+  auto found = run("command -v " + program);
+  if (found.status != 0) return program;
+  while (!found.output.empty() && found.output.back() == '\n') found.output.pop_back();
+  return found.output;
 }
 
 }  // namespace kfaild::testing

@@ -22,6 +22,11 @@ std::string quoted(const std::filesystem::path& path);
 // The whole file; the test fails if it cannot be read.
 std::string readFile(const std::filesystem::path& path);
 
+// Whether `program` is on PATH, and its full path (`program` itself when it is not): for tests
+// that skip without a tool, and for ChildProcess, which execs without a PATH search.
+bool havePath(const std::string& program);
+std::string pathOf(const std::string& program);
+
 // `text` with its one occurrence of `from` replaced: a broken copy must differ where intended,
 // so the test fails if `from` is missing or occurs twice.
 std::string replacedOnce(const std::string& text, const std::string& from, const std::string& to);
