@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -194,11 +195,27 @@ struct EngineHarness {
   storage::DrillRecord runToEnd(std::int64_t drill_id) {
     for (int i = 0; i < 200'000; ++i) {
       auto d = record(drill_id);
-      if (drill::isTerminal(d.state)) return d;
+      if (drill::isTerminal(d.state)) {
+        // The engine writes the final state before it lets go of the drill: until it does, the
+        // drill is still the running one (a submission is refused with "drill N is running")
+        // and the state hook may not have seen the last update.
+        waitUntilReleased(drill_id);
+        return record(drill_id);
+      }
       clock.advanceToNextDeadline(std::chrono::milliseconds(50));
     }
     FAIL("drill " << drill_id << " did not end");
     return {};
+  }
+
+  // Waits, in real time, until the engine's thread no longer holds `drill_id` as its running
+  // drill (it has nothing left to do with it that needs the manual clock).
+  void waitUntilReleased(std::int64_t drill_id) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (runner->active() == drill_id) {
+      if (std::chrono::steady_clock::now() > give_up) FAIL("the engine still holds drill " << drill_id);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
 
   std::vector<storage::RecoveryEntry> openRecoveries() const {
