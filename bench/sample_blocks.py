@@ -62,8 +62,14 @@ def decode(data, base_send_us):
         prev_send = send
         seq = _wrap(prev_seq + 1 + (signed() if flags & SEQ_EXPLICIT else 0))
         prev_seq = seq
-        s = {"seq": seq, "send_us": send, "ack_us": None, "ack_error": 0, "offset": None,
-             "receive_us": None}
+        s = {
+            "seq": seq,
+            "send_us": send,
+            "ack_us": None,
+            "ack_error": 0,
+            "offset": None,
+            "receive_us": None,
+        }
         if flags & ACK:
             prev_ack = _wrap(prev_ack + signed())
             s["ack_us"] = _wrap(send + prev_ack)
@@ -85,8 +91,10 @@ def samples(db, since_us=None, until_us=None, topic=None, partition=None):
     """Every stored sample (optionally of one topic partition, sent in [since, until)), sorted by
     partition id, send time and seq; a message written twice appears once (the later write)."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    sql = ("SELECT b.id, b.partition_id, p.topic, p.partition, b.first_send_us, b.data "
-           "FROM probe_sample_blocks b JOIN probe_partitions p ON p.id = b.partition_id WHERE 1")
+    sql = (
+        "SELECT b.id, b.partition_id, p.topic, p.partition, b.first_send_us, b.data "
+        "FROM probe_sample_blocks b JOIN probe_partitions p ON p.id = b.partition_id WHERE 1"
+    )
     args = []
     if topic is not None:
         sql += " AND p.topic = ? AND p.partition = ?"

@@ -21,11 +21,11 @@ def longest(times, fault_us, until_us):
     times.sort()
     stall = None
     baseline = None
-    for a, b in zip(times, times[1:]):
+    for a, b in zip(times, times[1:], strict=False):
         if b > fault_us and a < until_us:
             if stall is None or b - a > stall[1] - stall[0]:
                 stall = (a, b)
-    for a, b in zip(times, times[1:]):
+    for a, b in zip(times, times[1:], strict=False):
         if stall is not None and (a, b) == stall:
             continue
         if baseline is None or b - a > baseline[1] - baseline[0]:
@@ -46,8 +46,11 @@ def sending_at_fault(sends, fault_us):
     if not acked or not after:
         return None
     window = [t for t, _, _ in sends if acked[-1] <= t <= after[0]]
-    return {"last_acked_send_us": acked[-1], "first_send_after_us": after[0],
-            "largest_send_gap_us": max(b - a for a, b in zip(window, window[1:]))}
+    return {
+        "last_acked_send_us": acked[-1],
+        "first_send_after_us": after[0],
+        "largest_send_gap_us": max(b - a for a, b in zip(window, window[1:], strict=False)),
+    }
 
 
 def analyse(path, fault_us, window_s):
@@ -59,8 +62,13 @@ def analyse(path, fault_us, window_s):
         for row in csv.DictReader(f):
             p = int(row["partition"])
             if row["send_us"]:
-                sends[p].append((int(row["send_us"]), int(row["ack_us"]) if row["ack_us"] else None,
-                                 row["ack_error"] == "0"))
+                sends[p].append(
+                    (
+                        int(row["send_us"]),
+                        int(row["ack_us"]) if row["ack_us"] else None,
+                        row["ack_error"] == "0",
+                    )
+                )
             if row["ack_us"] and row["ack_error"] == "0":
                 acks[p].append(int(row["ack_us"]))
             elif row["ack_us"]:
@@ -70,7 +78,11 @@ def analyse(path, fault_us, window_s):
     until = fault_us + int(window_s * 1e6)
     out = []
     for p in sorted(set(acks) | set(receives)):
-        entry = {"partition": p, "failed": failed[p], "sending": sending_at_fault(sends[p], fault_us)}
+        entry = {
+            "partition": p,
+            "failed": failed[p],
+            "sending": sending_at_fault(sends[p], fault_us),
+        }
         for kind, series in (("ack", acks[p]), ("receive", receives[p])):
             stall, baseline = longest(series, fault_us, until)
             entry[kind] = {
@@ -88,19 +100,32 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv")
     ap.add_argument("--fault-us", type=int, required=True, help="fault time, wall-clock µs")
-    ap.add_argument("--window", type=float, default=60.0,
-                    help="a stall must start before fault + this many seconds")
+    ap.add_argument(
+        "--window",
+        type=float,
+        default=60.0,
+        help="a stall must start before fault + this many seconds",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     result = analyse(args.csv, args.fault_us, args.window)
     if args.json:
         print(json.dumps(result))
         return 0
-    print(f"{'partition':>9} {'ack stall s':>12} {'recv stall s':>13} {'ack base s':>11} {'failed':>7}")
+    print(
+        f"{'partition':>9} {'ack stall s':>12} {'recv stall s':>13} {'ack base s':>11} "
+        f"{'failed':>7}"
+    )
+
+    def fmt(v):
+        return "-" if v is None else f"{v / 1e6:.3f}"
+
     for e in result:
-        fmt = lambda v: "-" if v is None else f"{v / 1e6:.3f}"
-        print(f"{e['partition']:>9} {fmt(e['ack']['stall_us']):>12} {fmt(e['receive']['stall_us']):>13}"
-              f" {fmt(e['ack']['baseline_us']):>11} {e['failed']:>7}")
+        print(
+            f"{e['partition']:>9} {fmt(e['ack']['stall_us']):>12} "
+            f"{fmt(e['receive']['stall_us']):>13}"
+            f" {fmt(e['ack']['baseline_us']):>11} {e['failed']:>7}"
+        )
     return 0
 
 

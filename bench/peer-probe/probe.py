@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 MAGIC = b"pp1"
@@ -66,8 +66,9 @@ def ensure_topic(bootstrap, topic, partitions, replication_factor, min_isr):
     # one, "Specifying a default partition count and a replica assignment are mutually
     # exclusive"; bench/run-all creates such topics with Kafka's TopicCommand.)
     config = {"min.insync.replicas": str(min_isr)} if min_isr else {}
-    new = NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor,
-                   config=config)
+    new = NewTopic(
+        topic, num_partitions=partitions, replication_factor=replication_factor, config=config
+    )
     for _, future in admin.create_topics([new], request_timeout=30).items():
         try:
             future.result()
@@ -107,9 +108,15 @@ class Probe:
         if args.linger_ms is not None:
             producer["linger.ms"] = args.linger_ms
         self.producer = Producer(producer)
-        self.consumer = Consumer({**common, "group.id": "peer-probe-" + self.run.decode(),
-                                  "enable.auto.commit": False, "auto.offset.reset": "latest",
-                                  "client.id": "peer-probe-consumer"})
+        self.consumer = Consumer(
+            {
+                **common,
+                "group.id": "peer-probe-" + self.run.decode(),
+                "enable.auto.commit": False,
+                "auto.offset.reset": "latest",
+                "client.id": "peer-probe-consumer",
+            }
+        )
 
     def finish(self, key, rec):
         # Called with self.lock held once a message is both acked and received.
@@ -164,8 +171,9 @@ class Probe:
             deadline = time.monotonic() + 60
             while True:
                 try:
-                    _, high = self.consumer.get_watermark_offsets(TopicPartition(topic, p),
-                                                                  timeout=10)
+                    _, high = self.consumer.get_watermark_offsets(
+                        TopicPartition(topic, p), timeout=10
+                    )
                     break
                 except Exception:
                     if time.monotonic() > deadline:
@@ -230,71 +238,112 @@ class Probe:
         return window or final, final
 
     def snapshot(self):
-        return {"t": time.monotonic(), "cpu": cpu_seconds(), "acked": self.acked,
-                "received": self.received, "failed": self.failed, "ticks": self.ticks,
-                "skipped": self.skipped}
+        return {
+            "t": time.monotonic(),
+            "cpu": cpu_seconds(),
+            "acked": self.acked,
+            "received": self.received,
+            "failed": self.failed,
+            "ticks": self.ticks,
+            "skipped": self.skipped,
+        }
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bootstrap", required=True)
     ap.add_argument("--topic", required=True)
-    ap.add_argument("--create-partitions", type=int, default=0,
-                    help="create the topic with this many partitions when missing")
+    ap.add_argument(
+        "--create-partitions",
+        type=int,
+        default=0,
+        help="create the topic with this many partitions when missing",
+    )
     ap.add_argument("--replication-factor", type=int, default=3)
     ap.add_argument("--min-insync", type=int, default=2)
     ap.add_argument("--interval-ms", type=float, default=20.0)
     ap.add_argument("--payload-bytes", type=int, default=64)
     ap.add_argument("--warmup", type=float, default=10.0, help="seconds before the window")
-    ap.add_argument("--duration", type=float, default=0.0,
-                    help="seconds of the measurement window; 0: until SIGTERM/SIGINT")
+    ap.add_argument(
+        "--duration",
+        type=float,
+        default=0.0,
+        help="seconds of the measurement window; 0: until SIGTERM/SIGINT",
+    )
     ap.add_argument("--csv", default="", help="write one row per message here")
-    ap.add_argument("--linger-ms", type=float, default=None,
-                    help="the producer's linger.ms (librdkafka's default, 5, when not given)")
-    ap.add_argument("--status-every", type=float, default=0.0,
-                    help="seconds: also print a JSON status line this often (kind 'status': "
-                         "t_us, acked, received, failed, ticks, skipped, cpu_s), so that another "
-                         "process can read this one's counters at a moment of its choosing")
+    ap.add_argument(
+        "--linger-ms",
+        type=float,
+        default=None,
+        help="the producer's linger.ms (librdkafka's default, 5, when not given)",
+    )
+    ap.add_argument(
+        "--status-every",
+        type=float,
+        default=0.0,
+        help="seconds: also print a JSON status line this often (kind 'status': "
+        "t_us, acked, received, failed, ticks, skipped, cpu_s), so that another "
+        "process can read this one's counters at a moment of its choosing",
+    )
     args = ap.parse_args()
 
-    partitions = ensure_topic(args.bootstrap, args.topic, args.create_partitions,
-                              args.replication_factor, args.min_insync)
+    partitions = ensure_topic(
+        args.bootstrap, args.topic, args.create_partitions, args.replication_factor, args.min_insync
+    )
     probe = Probe(args)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: probe.stop.set())
     if args.status_every > 0:
+
         def report():
             while not probe.stop.wait(args.status_every):
                 snap = probe.snapshot()
-                print(json.dumps({"kind": "status", "t_us": wall_us(), "acked": snap["acked"],
-                                  "received": snap["received"], "failed": snap["failed"],
-                                  "ticks": snap["ticks"], "skipped": snap["skipped"],
-                                  "cpu_s": snap["cpu"]}), flush=True)
+                print(
+                    json.dumps(
+                        {
+                            "kind": "status",
+                            "t_us": wall_us(),
+                            "acked": snap["acked"],
+                            "received": snap["received"],
+                            "failed": snap["failed"],
+                            "ticks": snap["ticks"],
+                            "skipped": snap["skipped"],
+                            "cpu_s": snap["cpu"],
+                        }
+                    ),
+                    flush=True,
+                )
+
         threading.Thread(target=report, name="status", daemon=True).start()
     a, b = probe.run_probe(args.topic, partitions)
     window = b["t"] - a["t"]
     acked = b["acked"] - a["acked"]
     cpu = b["cpu"] - a["cpu"]
     rss = rss_kb()
-    print(json.dumps({
-        "kind": "peer_probe",
-        "partitions": partitions,
-        "interval_us": probe.interval_us,
-        "window_s": window,
-        "acked": acked,
-        "received": b["received"] - a["received"],
-        "expected": partitions * window * 1e6 / probe.interval_us,
-        "send_failed": b["failed"] - a["failed"],
-        "ticks": b["ticks"] - a["ticks"],
-        "skipped_ticks": b["skipped"] - a["skipped"],
-        "max_send_lateness_us": probe.max_late_us,
-        "cpu_s": cpu,
-        "cpu_cores": cpu / window if window > 0 else 0,
-        "cpu_ms_per_1000_acked": cpu * 1e6 / acked if acked else 0,
-        "rss_kb": rss,
-        "peak_rss_kb": rss_kb("VmHWM"),
-        "csv": args.csv,
-    }), flush=True)
+    print(
+        json.dumps(
+            {
+                "kind": "peer_probe",
+                "partitions": partitions,
+                "interval_us": probe.interval_us,
+                "window_s": window,
+                "acked": acked,
+                "received": b["received"] - a["received"],
+                "expected": partitions * window * 1e6 / probe.interval_us,
+                "send_failed": b["failed"] - a["failed"],
+                "ticks": b["ticks"] - a["ticks"],
+                "skipped_ticks": b["skipped"] - a["skipped"],
+                "max_send_lateness_us": probe.max_late_us,
+                "cpu_s": cpu,
+                "cpu_cores": cpu / window if window > 0 else 0,
+                "cpu_ms_per_1000_acked": cpu * 1e6 / acked if acked else 0,
+                "rss_kb": rss,
+                "peak_rss_kb": rss_kb("VmHWM"),
+                "csv": args.csv,
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

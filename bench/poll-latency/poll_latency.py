@@ -49,10 +49,20 @@ def main():
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    common = {"bootstrap.servers": args.bootstrap, "allow.auto.create.topics": False,
-              "reconnect.backoff.max.ms": 1000}
-    producer = Producer({**common, "acks": "all", "enable.idempotence": True,
-                         "message.timeout.ms": 60000, "queue.buffering.max.messages": 10_000_000})
+    common = {
+        "bootstrap.servers": args.bootstrap,
+        "allow.auto.create.topics": False,
+        "reconnect.backoff.max.ms": 1000,
+    }
+    producer = Producer(
+        {
+            **common,
+            "acks": "all",
+            "enable.idempotence": True,
+            "message.timeout.ms": 60000,
+            "queue.buffering.max.messages": 10_000_000,
+        }
+    )
     own = Producer({**common, "client.id": "poll-latency-own"})
     out_lock = threading.Lock()
     results = {"shared": [], "own": []}
@@ -74,8 +84,9 @@ def main():
                 error = str(e)
             latency = (time.monotonic() - t0) * 1000
             results[name].append((wall_us(), latency, error))
-            emit({"t_us": wall_us(), "client": name, "latency_ms": round(latency, 2),
-                  "error": error})
+            emit(
+                {"t_us": wall_us(), "client": name, "latency_ms": round(latency, 2), "error": error}
+            )
             next_t += args.poll_ms / 1000
             stop.wait(max(0.0, next_t - time.monotonic()))
             next_t = max(next_t, time.monotonic())
@@ -84,9 +95,11 @@ def main():
         while not stop.is_set():
             producer.poll(0.1)
 
-    threads = [threading.Thread(target=poller, args=("shared", producer), daemon=True),
-               threading.Thread(target=poller, args=("own", own), daemon=True),
-               threading.Thread(target=served, daemon=True)]
+    threads = [
+        threading.Thread(target=poller, args=("shared", producer), daemon=True),
+        threading.Thread(target=poller, args=("own", own), daemon=True),
+        threading.Thread(target=served, daemon=True),
+    ]
     for t in threads:
         t.start()
     started = time.monotonic()
@@ -111,10 +124,13 @@ def main():
             summary[name] = {"polls": 0}
             continue
         # The longest time without an answer: a poll's own latency plus the wait before it.
-        summary[name] = {"polls": len(lat), "errors": sum(1 for r in rows if r[2]),
-                         "p50_ms": round(lat[len(lat) // 2], 2),
-                         "p99_ms": round(lat[int(0.99 * (len(lat) - 1))], 2),
-                         "max_ms": round(lat[-1], 2)}
+        summary[name] = {
+            "polls": len(lat),
+            "errors": sum(1 for r in rows if r[2]),
+            "p50_ms": round(lat[len(lat) // 2], 2),
+            "p99_ms": round(lat[int(0.99 * (len(lat) - 1))], 2),
+            "max_ms": round(lat[-1], 2),
+        }
     print(json.dumps(summary), flush=True)
     return 0
 
