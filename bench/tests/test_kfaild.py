@@ -1,6 +1,7 @@
 """What bench/run-all reads from kfaild: its configuration, log, /metrics, API and database rows."""
 
 import pytest
+
 from kfaild_bench.kfaild import (
     binary_window,
     dropped_samples,

@@ -4,6 +4,7 @@ import argparse
 from pathlib import Path
 
 import pytest
+
 from kfaild_bench.lab import kill_time_us
 from kfaild_bench.parts.drill import agreement, drill_result_name
 from kfaild_bench.parts.idle import idle_figures

@@ -2,6 +2,7 @@
 figures its sections derive from the results."""
 
 import pytest
+
 import report
 from kfaild_bench.build import main_cc_flags
 

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+
 from kfaild_bench.cli import PARTS, parse_args, parser
 from kfaild_bench.settings import DEFAULT_BUILD, Settings
 

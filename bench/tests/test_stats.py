@@ -1,6 +1,7 @@
 """The arithmetic of bench/run-all on small hand-made inputs whose answers are known."""
 
 import pytest
+
 from kfaild_bench.stats import (
     e2e_summary,
     jitter_from_csv,
