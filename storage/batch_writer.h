@@ -69,8 +69,8 @@ struct BatchWriterOptions {
   std::chrono::milliseconds retry_interval{1000};  // pause after a failed batch
   // A batch is written this long after its first record was queued, or as soon as it holds
   // linger_max_records, whichever comes first (flush() and stopping do not wait): one
-  // transaction per 100 ms instead of one per record cut the writer's CPU per sample from
-  // 20.2 to 8.3 µs at 100 probe partitions (bench/, docs/PERFORMANCE.md). 0: write at once.
+  // transaction per linger instead of one per record keeps the writer's CPU per sample small
+  // (the current figure: docs/PERFORMANCE.md, "Store"). 0: write at once.
   std::chrono::milliseconds linger{100};
   std::size_t linger_max_records = 20'000;
 };

@@ -1,5 +1,5 @@
 // The broker-failure article's method in C++ on librdkafka: a reference client for kfaild's timing
-// checks (docs/PERFORMANCE.md, issue 29's goal 3), with the same options, CSV and JSON as
+// checks (docs/PERFORMANCE.md, its section on ack timing), with the same options, CSV and JSON as
 // probe.py so that bench/run-all can put it where probe.py goes (`--peer-impl cxx`).
 //
 // One producer (acks=all) sends one message to every partition of a topic every interval; one

@@ -46,8 +46,8 @@ struct Found {
 // uncertainty of its host's clock against kfaild's when it is another host's (ssh). A metadata
 // observation: the change happened after the previous answer that did not show it (since_us, in
 // the event), so up to that span, at least one poll interval; and the brokers answering Metadata
-// learn a change from the controller after the leader that acts on it, so one more poll interval.
-// (A CI run saw an isr_shrink observed 120 ms after the ack it had allowed, 100 ms polls.)
+// learn a change from the controller after the leader that acts on it, so one more poll interval:
+// an ISR shrink can be observed after the ack it allowed (88712dd).
 std::int64_t resolutionOf(const storage::Event& e, const MechanismScope& s) {
   if (e.source == "broker_log") return logResolutionUs(e);
   if (e.source != "metadata") return kLogResolutionUs;
@@ -78,8 +78,8 @@ std::optional<Found> first(const std::vector<storage::Event>& events, const Mech
 // broker's removal from every ISR in the same batch of records as its fencing
 // (ReplicationControlManager.handleBrokerFenced), so its log line times the shrink to its
 // millisecond, where the metadata poller sees it up to two polls later, and later still when the
-// broker it asks is slow to replay the batch (a CI run on a loaded machine: the follower's
-// partition acked again 282 ms before the poller saw the shrink).
+// broker it asks is slow to replay the batch, so a follower's partition can ack again before
+// the poller sees the shrink (a10a495).
 std::optional<Found> handover(const std::vector<storage::Event>& events, const MechanismScope& s) {
   return first(events, s, [&](const storage::Event& e) {
     const bool of_target = e.broker && *e.broker == s.target;

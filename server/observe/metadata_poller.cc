@@ -21,14 +21,12 @@ std::unique_ptr<kafka::SharedHandle> makeObserverClient(const config::ClusterCon
   // A metadata request for a missing topic must not create it (producers default to true).
   // socket.timeout.ms is the observer's own, whatever `client` says: a metadata request is sent
   // with it as its timeout, and librdkafka keeps sending to a broker whose requests are still in
-  // flight. A broker whose packets vanish (isolate with drop) then held every poll for the
-  // librdkafka default of 60 s (seen on the namespaced lab: the poller saw nothing for the whole
-  // 60 s isolation, so the ISR shrink it should have seen at 9 s came at 60 s). After 3 s the
-  // request times out, librdkafka drops that connection and asks another broker.
-  // reconnect.backoff.max.ms 1000, as the probe's clients: after every broker was gone for a
-  // while librdkafka's default (10 s, plus jitter, per broker) left the poller without a
-  // connection, so "unreachable", for that long after the brokers were back, and a drill on the
-  // restarted lab was refused at the fault for want of fresh metadata (seen in CI).
+  // flight. With librdkafka's default of 60 s a broker whose packets vanish (isolate with drop)
+  // holds every poll for 60 s, and the poller sees an ISR shrink of 9 s only at 60 s. After 3 s
+  // the request times out, librdkafka drops that connection and asks another broker.
+  // reconnect.backoff.max.ms 1000, as the probe's clients: with librdkafka's default (10 s, plus
+  // jitter, per broker) the poller stays without a connection, so "unreachable", for that long
+  // after the brokers are back, and a drill then is refused for want of fresh metadata (bf81fe6).
   // The other properties stay librdkafka's defaults: this client sends one small request per
   // poll and nothing else, so its timers cost next to nothing (docs/PERFORMANCE.md, "librdkafka
   // clients per cluster").

@@ -361,8 +361,8 @@ Status ProbeRunner::setUp() {
       return kafka::kafkaError(kafka::errc::topic_error, topic.name + ": " + info->error);
     }
     // The consumer answers a watermark query from its own metadata cache, which may still hold a
-    // topic created moments ago as unknown: asked for it by name, it learns it. (Without this a
-    // CI run's set-up failed with _UNKNOWN_PARTITION on every retry for four minutes.)
+    // topic created moments ago as unknown: asked for it by name, it learns it. Without this,
+    // set-up can fail with _UNKNOWN_PARTITION on every retry (88712dd).
     auto seen = kafka::fetchMetadata(consumer_.get(), {topic.name}, kSetUpRequestTimeoutMs);
     if (!seen) {
       release();

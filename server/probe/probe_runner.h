@@ -122,9 +122,9 @@ class ProbeRunner {
   // partition whose acked messages it has not read for probe.consumer_restart_ms
   // (PartitionLedger::unread) is noted with the slot's lock held, when its backoff allows; then
   // the noted partitions' fetches are restarted at their oldest unread offset, with an event each.
-  // The first time in a row by a seek of the fetch; when a seek did not help (a CI run's consumer
-  // read nothing for 252 s after a whole-cluster restart, through five seeks), by a new consumer
-  // (recreateConsumer).
+  // The first time in a row by a seek of the fetch; when a seek did not help (after a
+  // whole-cluster restart a consumer can stay stuck through every seek: 2b11736), by a new
+  // consumer (recreateConsumer).
   struct StuckFetch {
     Slot* slot = nullptr;
     std::string topic;
