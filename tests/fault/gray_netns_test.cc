@@ -449,7 +449,7 @@ TEST_CASE("the lab removes a pending disk filler before it unmounts a node's log
       "loader.exec_module(m)\n"
       "m.disk_unmount(1)\n";
   auto out = runCommand({"env", "KFAILD_LAB_DIR=" + (dir / "lab").string(), "python3", "-c", code,
-                         std::string(KFAILD_SOURCE_DIR) + "/deploy/lab/lab"},
+                         std::string(KFAILD_SOURCE_DIR) + "/lab/lab"},
                         30s);
   REQUIRE(out.ok());
   INFO(out->out << out->err);
