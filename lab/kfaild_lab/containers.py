@@ -1,8 +1,6 @@
 """Container mode (`start N --container`, `up --containers`): a node's JVM as PID 1 of a Podman
 container, so that Docker Engine API semantics apply to it."""
 
-
-
 import os
 import shutil
 import subprocess

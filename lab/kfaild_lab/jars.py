@@ -7,11 +7,10 @@ the archive once per JDK build (a dynamic archive is valid only for the JDK that
 one throwaway node that is broker and controller at once; `up` and `start` use it when it is
 there, and a JVM that cannot use it runs as without it. KFAILD_LAB_CDS=0 leaves it out."""
 
-
-
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -34,7 +33,10 @@ from .state import kafka_home, libs_dir
 
 
 def pom_digest() -> str:
-    return hashlib.sha256(POM.read_bytes()).hexdigest()
+    """The jar cache's key: the SHA-256 of pom.xml without its XML comments, so that what the POM
+    declares, not how it is explained, decides whether the jars are fetched again."""
+    declared = re.sub(rb"<!--.*?-->", b"", POM.read_bytes(), flags=re.DOTALL)
+    return hashlib.sha256(declared).hexdigest()
 
 
 def jars_ready() -> bool:

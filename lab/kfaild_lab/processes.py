@@ -1,8 +1,6 @@
 """The nodes' JVMs as processes: pid files, /proc, the java to run, ports in use, a failed
 start's log."""
 
-
-
 import errno
 import os
 import re
