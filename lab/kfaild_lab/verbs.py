@@ -50,13 +50,42 @@ from .settings import (
     TOOLS_LOG4J_CONFIG,
     parse_settings,
 )
-from .state import StateLock, libs_dir, load_lab, logs_path, pid_path, save_lab, state_dir
+from .state import Lab, StateLock, libs_dir, load_lab, logs_path, pid_path, save_lab, state_dir
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     fetch(force=args.force)
     make_cds_archive(find_java())
     return 0
+
+
+def describe_change(
+    stored: tuple[dict[str, str], int], requested: tuple[dict[str, str], int]
+) -> tuple[str, str]:
+    """The running lab's (settings, port base) and the requested ones, as `up` names them."""
+    (had, had_base), (settings, base) = stored, requested
+    have = ", ".join(f"{k}={v}" for k, v in sorted(had.items())) or "Kafka defaults"
+    want = ", ".join(f"{k}={v}" for k, v in sorted(settings.items())) or "Kafka defaults"
+    if had_base != base:
+        have += f", port base {had_base}"
+        want += f", port base {base}"
+    return have, want
+
+
+def record_lab(lab: Lab, base: int, settings: dict[str, str], netns: bool, security: str) -> None:
+    """Writes lab.json with what the nodes are about to start with; a new lab gets its cluster
+    id, and the SCRAM users when it is secured and not formatted yet."""
+    lab.setdefault("cluster_id", new_cluster_id())
+    lab["kafka_version"] = KAFKA_VERSION
+    lab["port_base"] = base
+    lab["settings"] = settings
+    lab["netns"] = netns
+    lab["security"] = security
+    if secured(lab) and not any(formatted(n) for n in NODES):
+        lab["scram_users"] = list(LAB_USERS)
+    if len(CONTROLLERS) > 1:
+        lab["controllers"] = len(CONTROLLERS)
+    save_lab(lab)
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -89,11 +118,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                            f"KFAILD_LAB_DIR)")
         stored = (lab.get("settings", {}), lab.get("port_base", base))
         if running and stored != (settings, base):
-            have = ", ".join(f"{k}={v}" for k, v in sorted(stored[0].items())) or "Kafka defaults"
-            want = ", ".join(f"{k}={v}" for k, v in sorted(settings.items())) or "Kafka defaults"
-            if stored[1] != base:
-                have += f", port base {stored[1]}"
-                want += f", port base {base}"
+            have, want = describe_change(stored, (settings, base))
             if not args.restart:
                 raise LabError(f"the running lab has other settings ({have}) than requested "
                                f"({want}); run `lab up --restart ...` to restart it with the new "
@@ -108,17 +133,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             say("lab already up")
             print_status(base)
             return 0
-        lab.setdefault("cluster_id", new_cluster_id())
-        lab["kafka_version"] = KAFKA_VERSION
-        lab["port_base"] = base
-        lab["settings"] = settings
-        lab["netns"] = netns
-        lab["security"] = security
-        if secured(lab) and not any(formatted(n) for n in NODES):
-            lab["scram_users"] = list(LAB_USERS)
-        if len(CONTROLLERS) > 1:
-            lab["controllers"] = len(CONTROLLERS)
-        save_lab(lab)
+        record_lab(lab, base, settings, netns, security)
         todo = [n for n in NODES if n not in running]
         start_nodes(todo, base, settings, java, args.timeout, container=args.containers)
         remaining = max(1.0, args.timeout - (time.monotonic() - t0))
