@@ -1,5 +1,5 @@
 # Shared by the drill-env scripts (sourced, not run). Locations can be moved with the variables
-# below; the lab (deploy/lab/lab) reads KFAILD_PODMAN_ROOTFS with the same default.
+# below; the lab (lab/lab) reads KFAILD_PODMAN_ROOTFS with the same default.
 drill_state=${KFAILD_DRILL_ENV_DIR:-/run/kfaild-drill-env}
 podman_socket=${KFAILD_PODMAN_SOCKET:-/run/kfaild-podman.sock}
 podman_rootfs=${KFAILD_PODMAN_ROOTFS:-/run/kfaild-podman/rootfs}

@@ -235,7 +235,7 @@ TEST_CASE("the redactor hides command lines, hosts, users, paths and tool output
   CHECK(words.redact("started drill 12") == "started drill 12");
   CHECK(words.redact("kafka-probe-1 on kafka: refused; restart") == "kafka-probe-1 on [redacted]: refused; restart");
 
-  nlohmann::json document = {{"reason", "ran " + common::sensitive("deploy/lab/lab start 1")},
+  nlohmann::json document = {{"reason", "ran " + common::sensitive("lab/lab start 1")},
                              {"runs", {{{"error", "root@kafka-1.internal: exit status 3"}, {"stall_ms", 8800}}}},
                              {"topic", "kfaild-probe"}};
   redactor.redactJson(document);

@@ -43,7 +43,7 @@ config::ClusterConfig labCluster(const std::string& topic) {
     n.role = id == 100 ? "controller" : "broker";
     config::LocalTarget t;
     t.pid_file = lab + "/node" + std::to_string(id) + "/kafka.pid";
-    t.start_command = {std::string(KFAILD_SOURCE_DIR) + "/deploy/lab/lab", "start", std::to_string(id)};
+    t.start_command = {std::string(KFAILD_SOURCE_DIR) + "/lab/lab", "start", std::to_string(id)};
     t.log_dir = lab + "/node" + std::to_string(id) + "/logs";
     n.local = t;
     c.inventory.push_back(n);

@@ -144,7 +144,7 @@ struct Lab {
         continue;
       }
       c << "        local: {pid_file: " << node << "/kafka.pid, start_command: [" << KFAILD_SOURCE_DIR
-        << "/deploy/lab/lab, start, \"" << id << "\"], log_dir: " << node << "/logs}\n";
+        << "/lab/lab, start, \"" << id << "\"], log_dir: " << node << "/logs}\n";
     }
   }
 };
@@ -342,7 +342,7 @@ inline void addLabInventory(const Lab& lab, std::initializer_list<int> ids) {
     const auto dir = std::filesystem::path(node->pid_file).parent_path().string();
     c << "      - id: " << id << "\n"
       << (id >= 100 ? "        role: controller\n" : "") << "        local: {pid_file: " << node->pid_file
-      << ", start_command: [" << KFAILD_SOURCE_DIR << "/deploy/lab/lab, start, \"" << id
+      << ", start_command: [" << KFAILD_SOURCE_DIR << "/lab/lab, start, \"" << id
       << "\"], log_dir: " << dir << "/logs}\n";
   }
 }
@@ -435,7 +435,7 @@ inline std::vector<storage::BlockSample> storedSamples(const std::string& db_pat
   return samples;
 }
 
-// Which lab nodes are alive now (`deploy/lab/lab status`).
+// Which lab nodes are alive now (`lab/lab status`).
 inline std::map<int, bool> labAlive() {
   std::map<int, bool> alive;
   const auto text = testing::labOutput("status");

@@ -6,7 +6,7 @@
 //
 // These run against their own lab, the `lab_netns` ctest fixture (tests/CMakeLists.txt), never
 // the default one: the environment (KFAILD_LAB_NETNS, KFAILD_LAB_PORT_BASE, KFAILD_LAB_DIR) says
-// which lab `deploy/lab/lab` acts on, for the test and for the kfaild it starts.
+// which lab `lab/lab` acts on, for the test and for the kfaild it starts.
 
 #include <catch2/catch.hpp>
 

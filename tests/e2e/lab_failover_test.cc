@@ -132,7 +132,7 @@ TEST_CASE("the lab runs the article's cluster and partition 0's leadership leave
 }
 
 // `lab fetch` (scripts/setup) writes a class data sharing archive of Kafka's classes, and every node
-// the lab starts maps it (deploy/lab/README.md): about 1.6 CPU-s less per node start.
+// the lab starts maps it (lab/README.md): about 1.6 CPU-s less per node start.
 TEST_CASE("every node of the lab maps the class data sharing archive that lab fetch wrote", "[e2e][lab]") {
   REQUIRE(testing::lab("status") == 0);
   for (int id : {100, 1, 2, 3}) {

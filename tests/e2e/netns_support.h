@@ -36,7 +36,7 @@ inline void addNetnsInventory(const Lab& lab) {
       << "        netns: " << node->netns << "\n"
       << "        fill_dir: " << node->fill_dir << "\n"
       << "        local: {pid_file: " << node->pid_file << ", start_command: [" << KFAILD_SOURCE_DIR
-      << "/deploy/lab/lab, start, \"" << id << "\"], log_dir: " << dir << "/logs}\n";
+      << "/lab/lab, start, \"" << id << "\"], log_dir: " << dir << "/logs}\n";
   }
 }
 

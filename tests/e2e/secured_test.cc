@@ -1,4 +1,4 @@
-// kfaild on the secured lab (KFAILD_LAB_SECURITY, deploy/lab/README.md): every client of kfaild
+// kfaild on the secured lab (KFAILD_LAB_SECURITY, lab/README.md): every client of kfaild
 // over SASL_SSL with SCRAM-SHA-512 or over TLS with a client certificate, the probe and drills as
 // on the plaintext lab, the quorum described by kfaild's own protocol client, no secret in any
 // output, and a wrong password, CA or missing mechanism stopping kfaild at start naming the key.

@@ -1,5 +1,5 @@
 // Gray faults through the local injector on the namespaced lab (KFAILD_LAB_NETNS=1,
-// deploy/lab/README.md). On a lab in the default mode (127.0.0.1) there is nothing to cut one node
+// lab/README.md). On a lab in the default mode (127.0.0.1) there is nothing to cut one node
 // off with: the test runs on the `lab_netns` fixture's lab (tests/CMakeLists.txt).
 
 #include <librdkafka/rdkafka.h>

@@ -443,13 +443,12 @@ TEST_CASE("the lab removes a pending disk filler before it unmounts a node's log
   std::ofstream(mnt / "kfaild_fill_i0a1b2c3d_d5.Ab12Cd") << "filler";
   std::ofstream(mnt / "kafka-data") << "kept";
   const std::string code =
-      "import importlib.machinery, importlib.util, sys\n"
-      "loader = importlib.machinery.SourceFileLoader('lab', sys.argv[1])\n"
-      "m = importlib.util.module_from_spec(importlib.util.spec_from_loader('lab', loader))\n"
-      "loader.exec_module(m)\n"
-      "m.disk_unmount(1)\n";
+      "import sys\n"
+      "sys.path.insert(0, sys.argv[1])\n"
+      "from kfaild_lab.netns import disk_unmount\n"
+      "disk_unmount(1)\n";
   auto out = runCommand({"env", "KFAILD_LAB_DIR=" + (dir / "lab").string(), "python3", "-c", code,
-                         std::string(KFAILD_SOURCE_DIR) + "/deploy/lab/lab"},
+                         std::string(KFAILD_SOURCE_DIR) + "/lab"},
                         30s);
   REQUIRE(out.ok());
   INFO(out->out << out->err);

@@ -4,7 +4,7 @@
 // construction that the lab is up, and on destruction — also when an assertion failed half-way
 // — brings broker 1 back to how the lab had it: a running, unfrozen JVM in process mode,
 // registered, unfenced and back in the ISR of every partition of its own test topic (replica
-// assignment 1:2:3,2:3:1,3:1:2, as the article's `orders`). The lab is the one `deploy/lab/lab`
+// assignment 1:2:3,2:3:1,3:1:2, as the article's `orders`). The lab is the one `lab/lab`
 // finds (KFAILD_LAB_DIR / KFAILD_LAB_PORT_BASE are honoured).
 
 #include "tests/support/paths.h"
@@ -75,7 +75,7 @@ inline std::string labEnvironment() {
 }
 
 inline std::string labScript() {
-  return std::string(KFAILD_SOURCE_DIR) + "/deploy/lab/lab";
+  return std::string(KFAILD_SOURCE_DIR) + "/lab/lab";
 }
 inline std::string labPidFile(int node) {
   return trimmedOutput(labOutput("pidfile " + std::to_string(node)));

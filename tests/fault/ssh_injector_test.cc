@@ -25,7 +25,7 @@ kfaild::config::SshTarget labTarget() {
   t.connect_timeout_s = 3;
   t.options = {"StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null"};
   t.pid_command = "cat /work/main/.lab/node1/kafka.pid";
-  t.start_command = "/work/main/deploy/lab/lab start 1";
+  t.start_command = "/work/main/lab/lab start 1";
   t.log_dir = "/work/main/.lab/node1/logs";
   return t;
 }

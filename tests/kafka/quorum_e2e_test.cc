@@ -1,4 +1,4 @@
-// DescribeQuorum against the lab (deploy/lab/lab): one dedicated controller, node 100, the only
+// DescribeQuorum against the lab (lab/lab): one dedicated controller, node 100, the only
 // voter; brokers 1, 2 and 3 replicate the metadata log as observers. Any broker forwards the
 // request to the active controller.
 

@@ -11,7 +11,7 @@ namespace kfaild::testing {
 namespace {
 
 std::string labCommand(const std::string& args) {
-  return std::string(KFAILD_SOURCE_DIR) + "/deploy/lab/lab " + args;
+  return std::string(KFAILD_SOURCE_DIR) + "/lab/lab " + args;
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 #pragma once
 
-// Access to the lab cluster (deploy/lab/lab) for end-to-end tests. The ctest fixture `lab_up`
+// Access to the lab cluster (lab/lab) for end-to-end tests. The ctest fixture `lab_up`
 // starts it before the first e2e test; these helpers act on it.
 
 #include <optional>
@@ -10,7 +10,7 @@
 
 namespace kfaild::testing {
 
-// Runs `deploy/lab/lab <args>` and returns its exit code; output goes to the test log.
+// Runs `lab/lab <args>` and returns its exit code; output goes to the test log.
 int lab(const std::string& args);
 // Runs it and returns what it printed on stdout.
 std::string labOutput(const std::string& args);
@@ -27,7 +27,7 @@ std::string labStateDir();
 bool refusedForProbe(const std::string& reason);
 
 // A node as `lab status --json` describes it; in namespaced mode (KFAILD_LAB_NETNS=1) with its
-// own address, network namespace and fill dir (deploy/lab/README.md).
+// own address, network namespace and fill dir (lab/README.md).
 struct LabNode {
   int id = 0;
   int port = 0;
@@ -40,7 +40,7 @@ struct LabNode {
 std::optional<LabNode> labNode(int id);
 
 // Sets environment variables for the test's lifetime and restores them after: the lab that
-// `deploy/lab/lab` (run by this test and by the kfaild it starts) acts on. nullopt unsets one.
+// `lab/lab` (run by this test and by the kfaild it starts) acts on. nullopt unsets one.
 class LabEnv {
  public:
   explicit LabEnv(const std::vector<std::pair<std::string, std::optional<std::string>>>& values);
@@ -67,7 +67,7 @@ class QuorumLabEnv : public LabEnv {
   QuorumLabEnv();
 };
 
-// The secured lab (KFAILD_LAB_SECURITY=sasl_ssl or mtls, deploy/lab/README.md): the one the
+// The secured lab (KFAILD_LAB_SECURITY=sasl_ssl or mtls, lab/README.md): the one the
 // environment names when KFAILD_LAB_SECURITY is set, else the `lab_secured` fixture's (port base
 // 26000, state in <build>/lab-secured). `mode` is what this test needs; setSecurity() switches
 // the lab to it.
