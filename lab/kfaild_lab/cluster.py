@@ -86,14 +86,21 @@ def snapshot(base: int) -> dict[str, Any]:
             claims.append((c, cview["controller_id"]))
         cluster_id = cluster_id or cview["cluster_id"]
     active = next((said for c, said in claims if said == c), claims[0][1] if claims else None)
-    return {"nodes": nodes, "active_controller": active, "cluster_id": cluster_id,
-            "seen_by": view["seen_by"] if view else None}
+    return {
+        "nodes": nodes,
+        "active_controller": active,
+        "cluster_id": cluster_id,
+        "seen_by": view["seen_by"] if view else None,
+    }
 
 
 # What `up` and `wait` wait for. With one controller, as it has always been: a controller that is
 # down does not make the brokers fenced. With a quorum, also a leader of it.
-HEALTHY = ("all brokers registered and unfenced" if len(CONTROLLERS) == 1
-           else "a quorum leader and all brokers registered and unfenced")
+HEALTHY = (
+    "all brokers registered and unfenced"
+    if len(CONTROLLERS) == 1
+    else "a quorum leader and all brokers registered and unfenced"
+)
 
 
 def healthy(base: int, brokers: Iterable[int] = BROKERS) -> bool:
@@ -148,8 +155,9 @@ def controller_registered(base: int, controller: int = CONTROLLER) -> bool:
     if len(CONTROLLERS) == 1:
         return True
     q = quorum(base)[0]
-    return q is not None and any(v["id"] == controller and v["log_end_offset"] >= 0
-                                 for v in q["voters"])
+    return q is not None and any(
+        v["id"] == controller and v["log_end_offset"] >= 0 for v in q["voters"]
+    )
 
 
 def print_status(base: int, as_json: bool = False) -> None:
@@ -168,14 +176,17 @@ def print_status(base: int, as_json: bool = False) -> None:
             "netns": netns_mode(lab),
             "security": lab.get("security", "plaintext"),  # as brought up, whatever the env says
             "client": client_properties(lab.get("security", "plaintext")),
-            "nodes": [snap["nodes"][n] | {"pid_file": str(pid_path(n)),
-                                          "container_name": container_name(n, base),
-                                          "address": node_host(n, base, lab),
-                                          "netns_name": netns_name(n, base) if netns_mode(lab)
-                                          else None,
-                                          "fill_dir": str(disk_mount(n)) if netns_mode(lab)
-                                          else None}
-                      for n in NODES],
+            "nodes": [
+                snap["nodes"][n]
+                | {
+                    "pid_file": str(pid_path(n)),
+                    "container_name": container_name(n, base),
+                    "address": node_host(n, base, lab),
+                    "netns_name": netns_name(n, base) if netns_mode(lab) else None,
+                    "fill_dir": str(disk_mount(n)) if netns_mode(lab) else None,
+                }
+                for n in NODES
+            ],
         }
         say(json.dumps(out, indent=2))
         return
@@ -193,8 +204,10 @@ def print_status(base: int, as_json: bool = False) -> None:
         else:
             reg = "yes (fenced)" if e["fenced"] else "yes"
         where = f"  (container {container_name(n, base)})" if e["container"] else ""
-        say(f"{n:<5} {e['role']:<11} {e['pid'] or '-':<8} {e['port']:<6} "
-            f"{('paused' if e['paused'] else 'yes') if e['alive'] else 'no':<6} {reg}{where}")
+        say(
+            f"{n:<5} {e['role']:<11} {e['pid'] or '-':<8} {e['port']:<6} "
+            f"{('paused' if e['paused'] else 'yes') if e['alive'] else 'no':<6} {reg}{where}"
+        )
     extra = ", ".join(f"{k}={v}" for k, v in sorted(settings.items())) or "Kafka defaults"
     cid = snap["cluster_id"] or lab.get("cluster_id") or "-"
     say(f"cluster {cid}; settings: {extra}; state {state_dir()}")
@@ -217,9 +230,11 @@ def check_controllers(lab: Lab) -> None:
     variable missing (or set) on a later call."""
     had = lab.get("controllers", 1)
     if "cluster_id" in lab and had != len(CONTROLLERS):
-        raise LabError(f"this lab was brought up with {had} controller(s) but "
-                       f"KFAILD_LAB_CONTROLLERS={len(CONTROLLERS)}: set "
-                       f"KFAILD_LAB_CONTROLLERS={had} for every command on it, or `lab reset` it")
+        raise LabError(
+            f"this lab was brought up with {had} controller(s) but "
+            f"KFAILD_LAB_CONTROLLERS={len(CONTROLLERS)}: set "
+            f"KFAILD_LAB_CONTROLLERS={had} for every command on it, or `lab reset` it"
+        )
 
 
 def strays(ids: Iterable[int]) -> tuple[int, ...]:
@@ -228,6 +243,8 @@ def strays(ids: Iterable[int]) -> tuple[int, ...]:
     stop them too rather than leave them running without their state dir or network."""
     found = tuple(n for n in ids if n not in NODES and node_pid(n) is not None)
     for n in found:
-        warn(f"node {n} runs but is not one of this call's nodes ({', '.join(map(str, NODES))}; "
-             f"KFAILD_LAB_CONTROLLERS, KFAILD_LAB_BROKERS): stopping it too")
+        warn(
+            f"node {n} runs but is not one of this call's nodes ({', '.join(map(str, NODES))}; "
+            f"KFAILD_LAB_CONTROLLERS, KFAILD_LAB_BROKERS): stopping it too"
+        )
     return found

@@ -46,8 +46,11 @@ def server_properties(node: int, base: int, settings: dict[str, str] | None) -> 
         ]
     elif secured():
         lines = [ln for ln in lines if not ln.startswith("listener.security.protocol.map=")]
-        lines += ["process.roles=broker", f"# KFAILD_LAB_SECURITY={security_mode()}",
-                  *security_properties(node, base)]
+        lines += [
+            "process.roles=broker",
+            f"# KFAILD_LAB_SECURITY={security_mode()}",
+            *security_properties(node, base),
+        ]
     else:
         lines += [
             "process.roles=broker",
@@ -57,8 +60,11 @@ def server_properties(node: int, base: int, settings: dict[str, str] | None) -> 
         ]
         if SMALL_LAB_SETTINGS:
             lines.append(f"# a lab of {len(BROKERS)} broker(s) (KFAILD_LAB_BROKERS)")
-            lines += [f"{k}={v}" for k, v in sorted(SMALL_LAB_SETTINGS.items())
-                      if k not in (settings or {})]
+            lines += [
+                f"{k}={v}"
+                for k, v in sorted(SMALL_LAB_SETTINGS.items())
+                if k not in (settings or {})
+            ]
     if security_mode() == "sasl_ssl":
         lines += AUTHORIZER_PROPERTIES
     if settings:
@@ -87,12 +93,33 @@ def format_storage(nodes: Iterable[int], java: str, cluster_id: str) -> None:
     todo = [n for n in nodes if not formatted(n)]
     procs = []
     for n in todo:
-        cmd = [java, f"-Dlog4j2.configurationFile={TOOLS_LOG4J_CONFIG}", "-Xmx256m",
-               "-cp", f"{libs_dir()}/*", "kafka.tools.StorageTool", "format",
-               "--cluster-id", cluster_id, "--config", str(props_path(n)), "--ignore-formatted",
-               *(scram_arguments() if secured() else [])]
-        procs.append((n, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, text=True)))
+        cmd = [
+            java,
+            f"-Dlog4j2.configurationFile={TOOLS_LOG4J_CONFIG}",
+            "-Xmx256m",
+            "-cp",
+            f"{libs_dir()}/*",
+            "kafka.tools.StorageTool",
+            "format",
+            "--cluster-id",
+            cluster_id,
+            "--config",
+            str(props_path(n)),
+            "--ignore-formatted",
+            *(scram_arguments() if secured() else []),
+        ]
+        procs.append(
+            (
+                n,
+                subprocess.Popen(
+                    cmd,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    text=True,
+                ),
+            )
+        )
     failed: dict[str, list[int]] = {}
     for n, p in procs:
         out, _ = p.communicate()
@@ -101,7 +128,9 @@ def format_storage(nodes: Iterable[int], java: str, cluster_id: str) -> None:
             lines = [ln for ln in out.strip().splitlines() if not ln.startswith("\tat ")][:10]
             failed.setdefault(f"exit code {p.returncode}: " + "\n".join(lines), []).append(n)
     if failed:
-        raise LabError("kafka-storage format failed\n" + "\n".join(
-            f"node(s) {', '.join(map(str, ns))}: {msg}" for msg, ns in failed.items()))
+        raise LabError(
+            "kafka-storage format failed\n"
+            + "\n".join(f"node(s) {', '.join(map(str, ns))}: {msg}" for msg, ns in failed.items())
+        )
     if todo:
         say(f"formatted storage of node(s) {', '.join(map(str, todo))} (cluster id {cluster_id})")

@@ -40,20 +40,29 @@ def container_name(node: int, base: int) -> str:
 def find_podman() -> str:
     podman = shutil.which("podman")
     if not podman:
-        raise LabError("podman not found: run scripts/drill-env/podman-up (as root) for the "
-                       "container mode")
+        raise LabError(
+            "podman not found: run scripts/drill-env/podman-up (as root) for the container mode"
+        )
     rootfs = podman_rootfs()
     if not (rootfs / "usr" / "bin").is_dir():
-        raise LabError(f"no container rootfs at {rootfs}: run scripts/drill-env/podman-up "
-                       f"(or set KFAILD_PODMAN_ROOTFS)")
+        raise LabError(
+            f"no container rootfs at {rootfs}: run scripts/drill-env/podman-up "
+            f"(or set KFAILD_PODMAN_ROOTFS)"
+        )
     return podman
 
 
-def podman_run(podman: str, args: list[str], timeout: float = 60
-               ) -> subprocess.CompletedProcess[str]:
+def podman_run(
+    podman: str, args: list[str], timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     try:
-        proc = subprocess.run([podman, *args], capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [podman, *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired as e:
         raise LabError(f"podman {' '.join(args[:2])} did not finish within {timeout} s") from e
     return proc
@@ -88,34 +97,59 @@ def launch_container(node: int, java: str, base: int) -> ContainerNode:
     if not str(java_home).startswith("/usr/"):
         mounts.append(java_home)
     cmd = [
-        "run", "--detach", "--replace", "--name", name,
-        "--network", "host", "--tmpfs", "/tmp", "--workdir", str(node_dir(node)),
-        "--label", f"kfaild.lab.node={node}", "--label", f"kfaild.lab.dir={state_dir()}",
+        "run",
+        "--detach",
+        "--replace",
+        "--name",
+        name,
+        "--network",
+        "host",
+        "--tmpfs",
+        "/tmp",
+        "--workdir",
+        str(node_dir(node)),
+        "--label",
+        f"kfaild.lab.node={node}",
+        "--label",
+        f"kfaild.lab.dir={state_dir()}",
     ]
     for m in mounts:
         ro = "" if m == node_dir(node) else ":ro"
         cmd += ["--volume", f"{m}:{m}{ro}"]
     cmd += [
-        "--rootfs", str(podman_rootfs()),
-        java, *heap, *JVM_PERFORMANCE_OPTS, *cds_options(java), *extra_jvm_opts(),
+        "--rootfs",
+        str(podman_rootfs()),
+        java,
+        *heap,
+        *JVM_PERFORMANCE_OPTS,
+        *cds_options(java),
+        *extra_jvm_opts(),
         f"-Xlog:gc*:file={logs / 'kafkaServer-gc.log'}:time,tags:filecount=10,filesize=100M",
         f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
         f"-Dkafka.logs.dir={logs}",
-        "-cp", f"{libs_dir()}/*",
-        "kafka.Kafka", str(props_path(node)),
+        "-cp",
+        f"{libs_dir()}/*",
+        "kafka.Kafka",
+        str(props_path(node)),
     ]
     with open(logs / "kafka.out", "ab") as out:
-        out.write(f"=== lab: starting node {node} in container {name} at {now_iso()} "
-                  f"(its stdout: `podman logs {name}`) ===\n".encode())
+        out.write(
+            f"=== lab: starting node {node} in container {name} at {now_iso()} "
+            f"(its stdout: `podman logs {name}`) ===\n".encode()
+        )
     run = podman_run(podman, cmd, timeout=120)
     if run.returncode != 0:
-        raise LabError(f"podman run {name} failed (exit {run.returncode}): "
-                       f"{(run.stderr or run.stdout).strip()}")
+        raise LabError(
+            f"podman run {name} failed (exit {run.returncode}): "
+            f"{(run.stderr or run.stdout).strip()}"
+        )
     pid = podman_run(podman, ["inspect", "--format", "{{.State.Pid}}", name]).stdout.strip()
     if not pid.isdigit() or int(pid) == 0:
-        raise LabError(f"container {name} exited right after it started: "
-                       f"`podman logs {name}` says\n" +
-                       podman_run(podman, ["logs", "--tail", "30", name]).stderr)
+        raise LabError(
+            f"container {name} exited right after it started: "
+            f"`podman logs {name}` says\n"
+            + podman_run(podman, ["logs", "--tail", "30", name]).stderr
+        )
     write_pid(node, int(pid))
     return ContainerNode(podman, node, name, int(pid))
 

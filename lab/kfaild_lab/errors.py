@@ -1,5 +1,6 @@
 """The two ways a verb fails: LabError (exit code 1) and UsageError (exit code 2)."""
 
+
 class LabError(Exception):
     """A failure the user can act on: printed as `lab: <message>`, exit code 1."""
 

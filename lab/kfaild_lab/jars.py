@@ -55,8 +55,10 @@ def fetch(force: bool = False, quiet: bool = False) -> None:
         return
     mvn = shutil.which("mvn")
     if not mvn:
-        raise LabError(f"mvn not found: install Maven (apt-get install maven) to fetch the Kafka "
-                       f"{KAFKA_VERSION} jars into {libs_dir()}")
+        raise LabError(
+            f"mvn not found: install Maven (apt-get install maven) to fetch the Kafka "
+            f"{KAFKA_VERSION} jars into {libs_dir()}"
+        )
     home = kafka_home()
     home.mkdir(parents=True, exist_ok=True)
     with open(home / ".lock", "w") as lock:
@@ -67,14 +69,22 @@ def fetch(force: bool = False, quiet: bool = False) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         say(f"fetching Kafka {KAFKA_VERSION} jars from Maven Central into {libs_dir()} ...")
         t0 = time.monotonic()
-        cmd = [mvn, "-B", "-q", "-f", str(POM), "dependency:copy-dependencies",
-               f"-DoutputDirectory={tmp}"]
+        cmd = [
+            mvn,
+            "-B",
+            "-q",
+            "-f",
+            str(POM),
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={tmp}",
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0 or not (tmp / f"kafka_2.13-{KAFKA_VERSION}.jar").exists():
             shutil.rmtree(tmp, ignore_errors=True)
             lines = (proc.stdout + proc.stderr).strip().splitlines()[-30:]
-            raise LabError("fetching the Kafka jars failed: " + " ".join(cmd) + "\n"
-                           + "\n".join(lines))
+            raise LabError(
+                "fetching the Kafka jars failed: " + " ".join(cmd) + "\n" + "\n".join(lines)
+            )
         stamp = home / ".complete"
         stamp.unlink(missing_ok=True)
         shutil.rmtree(libs_dir(), ignore_errors=True)
@@ -128,33 +138,70 @@ def write_cds_archive(java: str, archive: Path, quiet: bool) -> None:
         s.close()
     client, controller = ports
     props = tmp / "server.properties"
-    props.write_text("\n".join([
-        "node.id=1", "process.roles=broker,controller",
-        f"controller.quorum.voters=1@127.0.0.1:{controller}",
-        f"listeners=PLAINTEXT://127.0.0.1:{client},CONTROLLER://127.0.0.1:{controller}",
-        f"advertised.listeners=PLAINTEXT://127.0.0.1:{client}",
-        "controller.listener.names=CONTROLLER", "inter.broker.listener.name=PLAINTEXT",
-        "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-        f"log.dirs={tmp / 'data'}", "offsets.topic.replication.factor=1",
-        "transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1"]) + "\n")
+    props.write_text(
+        "\n".join(
+            [
+                "node.id=1",
+                "process.roles=broker,controller",
+                f"controller.quorum.voters=1@127.0.0.1:{controller}",
+                f"listeners=PLAINTEXT://127.0.0.1:{client},CONTROLLER://127.0.0.1:{controller}",
+                f"advertised.listeners=PLAINTEXT://127.0.0.1:{client}",
+                "controller.listener.names=CONTROLLER",
+                "inter.broker.listener.name=PLAINTEXT",
+                "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                f"log.dirs={tmp / 'data'}",
+                "offsets.topic.replication.factor=1",
+                "transaction.state.log.replication.factor=1",
+                "transaction.state.log.min.isr=1",
+            ]
+        )
+        + "\n"
+    )
     t0 = time.monotonic()
     proc = None
     try:
-        fmt = subprocess.run([java, f"-Dlog4j2.configurationFile={TOOLS_LOG4J_CONFIG}", "-Xmx256m",
-                              "-cp", f"{libs_dir()}/*", "kafka.tools.StorageTool", "format",
-                              "--cluster-id", new_cluster_id(), "--config", str(props)],
-                             capture_output=True, text=True, timeout=120)
+        fmt = subprocess.run(
+            [
+                java,
+                f"-Dlog4j2.configurationFile={TOOLS_LOG4J_CONFIG}",
+                "-Xmx256m",
+                "-cp",
+                f"{libs_dir()}/*",
+                "kafka.tools.StorageTool",
+                "format",
+                "--cluster-id",
+                new_cluster_id(),
+                "--config",
+                str(props),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if fmt.returncode != 0:
             output = (fmt.stdout + fmt.stderr).strip()[-400:]
             raise LabError("kafka-storage format failed: " + output)
         written = tmp / "classes.jsa"
         with open(tmp / "logs" / "kafka.out", "wb") as out:
             proc = subprocess.Popen(
-                [java, *BROKER_HEAP, *JVM_PERFORMANCE_OPTS, f"-XX:ArchiveClassesAtExit={written}",
-                 f"-Dlog4j2.configurationFile={LOG4J_CONFIG}", f"-Dkafka.logs.dir={tmp / 'logs'}",
-                 "-cp", f"{libs_dir()}/*", "kafka.Kafka", str(props)],
-                cwd=tmp, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True)
+                [
+                    java,
+                    *BROKER_HEAP,
+                    *JVM_PERFORMANCE_OPTS,
+                    f"-XX:ArchiveClassesAtExit={written}",
+                    f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
+                    f"-Dkafka.logs.dir={tmp / 'logs'}",
+                    "-cp",
+                    f"{libs_dir()}/*",
+                    "kafka.Kafka",
+                    str(props),
+                ],
+                cwd=tmp,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + 120
         started = tmp / "logs" / "server.log"
         while time.monotonic() < deadline and proc.poll() is None:

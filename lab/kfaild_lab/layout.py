@@ -86,8 +86,9 @@ def security_mode(lab: Lab | None = None) -> str:
     env = os.environ.get("KFAILD_LAB_SECURITY")
     if env is not None and env != "":
         if env not in SECURITY_MODES:
-            raise UsageError(f"KFAILD_LAB_SECURITY={env!r} is not one of "
-                             f"{', '.join(SECURITY_MODES)}")
+            raise UsageError(
+                f"KFAILD_LAB_SECURITY={env!r} is not one of {', '.join(SECURITY_MODES)}"
+            )
         return env
     if lab is None:
         lab = load_lab()

@@ -107,13 +107,18 @@ def disk_up(node: int) -> None:
     if not img.exists():
         with open(img, "wb") as f:
             f.truncate(DISK_MB * 1024 * 1024)
-        r = subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", str(img)], capture_output=True,
-                           text=True, timeout=60)
+        r = subprocess.run(
+            ["mkfs.ext4", "-q", "-F", "-m", "0", str(img)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         if r.returncode != 0:
             img.unlink()
             raise LabError(f"mkfs.ext4 {img} failed: {r.stderr.strip()}")
-    r = subprocess.run(["mount", "-o", "loop", str(img), str(mnt)], capture_output=True,
-                       text=True, timeout=60)
+    r = subprocess.run(
+        ["mount", "-o", "loop", str(img), str(mnt)], capture_output=True, text=True, timeout=60
+    )
     if r.returncode != 0:
         raise LabError(f"mount -o loop {img} {mnt} failed: {r.stderr.strip()}")
     (mnt / "kafka").mkdir(exist_ok=True)
@@ -136,8 +141,9 @@ def remove_fillers(node: int) -> None:
 def disk_unmount(node: int) -> None:
     if disk_mounted(node):
         remove_fillers(node)
-        r = subprocess.run(["umount", str(disk_mount(node))], capture_output=True, text=True,
-                           timeout=60)
+        r = subprocess.run(
+            ["umount", str(disk_mount(node))], capture_output=True, text=True, timeout=60
+        )
         if r.returncode != 0:
             raise LabError(f"umount {disk_mount(node)} failed: {r.stderr.strip()}")
 

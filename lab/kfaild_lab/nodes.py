@@ -43,12 +43,18 @@ def launch(node: int, java: str) -> subprocess.Popen[bytes]:
     logs = logs_path(node)
     heap = CONTROLLER_HEAP if node in CONTROLLERS else BROKER_HEAP
     cmd = [
-        java, *heap, *JVM_PERFORMANCE_OPTS, *cds_options(java), *extra_jvm_opts(),
+        java,
+        *heap,
+        *JVM_PERFORMANCE_OPTS,
+        *cds_options(java),
+        *extra_jvm_opts(),
         f"-Xlog:gc*:file={logs / 'kafkaServer-gc.log'}:time,tags:filecount=10,filesize=100M",
         f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
         f"-Dkafka.logs.dir={logs}",
-        "-cp", f"{libs_dir()}/*",
-        "kafka.Kafka", str(props_path(node)),
+        "-cp",
+        f"{libs_dir()}/*",
+        "kafka.Kafka",
+        str(props_path(node)),
     ]
     if netns_mode():
         # `ip netns exec` execs the JVM itself, so the pid is the JVM's as in the default mode.
@@ -56,14 +62,28 @@ def launch(node: int, java: str) -> subprocess.Popen[bytes]:
     with open(logs / "kafka.out", "ab") as out:
         out.write(f"=== lab: starting node {node} at {now_iso()} ===\n".encode())
         out.flush()
-        proc = subprocess.Popen(cmd, cwd=node_dir(node), stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=node_dir(node),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
     write_pid(node, proc.pid)
     return proc
 
 
-def start_nodes(nodes: Sequence[int], base: int, settings: dict[str, str], java: str,
-                timeout: float, wait_listen: bool = True, container: bool = False) -> None:
+def start_nodes(
+    nodes: Sequence[int],
+    base: int,
+    settings: dict[str, str],
+    java: str,
+    timeout: float,
+    wait_listen: bool = True,
+    container: bool = False,
+) -> None:
     """Starts the given nodes (none of them running) and waits until each listens on its port.
 
     A broker opens its port only once it has caught up with the controller's metadata, so
@@ -76,9 +96,11 @@ def start_nodes(nodes: Sequence[int], base: int, settings: dict[str, str], java:
     for n in nodes if not netns_mode(lab) else ():
         port = node_port(n, base)
         if not port_free(port):
-            raise LabError(f"port {port} of node {n} is in use by another process"
-                           f"{port_owner(port)}, not by this lab's node {n}; stop it or choose "
-                           f"other ports with KFAILD_LAB_PORT_BASE")
+            raise LabError(
+                f"port {port} of node {n} is in use by another process"
+                f"{port_owner(port)}, not by this lab's node {n}; stop it or choose "
+                f"other ports with KFAILD_LAB_PORT_BASE"
+            )
     if secured(lab):
         ensure_security(base)
     for n in nodes:
@@ -91,27 +113,36 @@ def start_nodes(nodes: Sequence[int], base: int, settings: dict[str, str], java:
     for n in sorted(nodes, key=lambda n: n not in CONTROLLERS):
         started[n] = launch_container(n, java, base) if container else launch(n, java)
     pending = set(nodes) if wait_listen else set()
-    reaches = (f"controller {CONTROLLER}" if len(CONTROLLERS) == 1
-               else "a leader of the controller quorum")
+    reaches = (
+        f"controller {CONTROLLER}" if len(CONTROLLERS) == 1 else "a leader of the controller quorum"
+    )
     for n in nodes if not wait_listen else ():
-        say(f"node {n} started (pid {started[n].pid}); it will listen on "
-            f"{node_host(n, base)}:{node_port(n, base)} once it reaches {reaches}")
+        say(
+            f"node {n} started (pid {started[n].pid}); it will listen on "
+            f"{node_host(n, base)}:{node_port(n, base)} once it reaches {reaches}"
+        )
     deadline = t0 + timeout
     while pending:
         for n in sorted(pending):
             proc = started[n]
             if proc.poll() is not None:
                 remove_pid(n)
-                raise LabError(f"node {n} exited with code {proc.returncode} while starting\n"
-                               + failure_report(n, since))
+                raise LabError(
+                    f"node {n} exited with code {proc.returncode} while starting\n"
+                    + failure_report(n, since)
+                )
             if listening(node_port(n, base)):
                 pending.discard(n)
-                say(f"node {n} started (pid {proc.pid}), listening on "
+                say(
+                    f"node {n} started (pid {proc.pid}), listening on "
                     f"{node_host(n, base)}:{node_port(n, base)} "
-                    f"after {time.monotonic() - t0:.1f} s")
+                    f"after {time.monotonic() - t0:.1f} s"
+                )
         if pending and time.monotonic() > deadline:
-            raise LabError(f"node(s) {', '.join(map(str, sorted(pending)))} did not listen within "
-                           f"{timeout:g} s (still running; see `lab logs N`)")
+            raise LabError(
+                f"node(s) {', '.join(map(str, sorted(pending)))} did not listen within "
+                f"{timeout:g} s (still running; see `lab logs N`)"
+            )
         if pending:
             time.sleep(0.1)
 

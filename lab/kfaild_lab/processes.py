@@ -56,8 +56,11 @@ def proc_paused(pid: int) -> bool:
                 if state in ("FROZEN", "FREEZING"):
                     return True
             elif controllers == "":
-                root = "/sys/fs/cgroup/unified" if Path("/sys/fs/cgroup/unified").is_dir() \
+                root = (
+                    "/sys/fs/cgroup/unified"
+                    if Path("/sys/fs/cgroup/unified").is_dir()
                     else "/sys/fs/cgroup"
+                )
                 if Path(f"{root}{path}/cgroup.freeze").read_text().strip() == "1":
                     return True
         except OSError:
@@ -110,8 +113,10 @@ def find_java() -> str:
     else:
         java = shutil.which("java")
     if not java:
-        raise LabError("java not found: install a JDK 17+ (apt-get install default-jdk-headless) "
-                       "or set JAVA_HOME")
+        raise LabError(
+            "java not found: install a JDK 17+ (apt-get install default-jdk-headless) "
+            "or set JAVA_HOME"
+        )
     try:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -121,8 +126,9 @@ def find_java() -> str:
     if major == 1 and m and m.group(2):
         major = int(m.group(2))
     if major < 17:
-        raise LabError(f"{java} is Java {major or '?'}; Kafka {KAFKA_VERSION} needs Java 17 or "
-                       "newer")
+        raise LabError(
+            f"{java} is Java {major or '?'}; Kafka {KAFKA_VERSION} needs Java 17 or newer"
+        )
     return java
 
 
@@ -144,8 +150,9 @@ def port_owner(port: int) -> str:
     if not shutil.which("ss"):
         return ""
     try:
-        out = subprocess.run(["ss", "-H", "-ltnp", f"sport = :{port}"], capture_output=True,
-                             text=True, timeout=5).stdout.strip()
+        out = subprocess.run(
+            ["ss", "-H", "-ltnp", f"sport = :{port}"], capture_output=True, text=True, timeout=5
+        ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return ""
     m = re.search(r'users:\(\("([^"]+)",pid=(\d+)', out)

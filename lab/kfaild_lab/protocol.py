@@ -20,7 +20,7 @@ class Reader:
     def take(self, n: int) -> bytes:
         if self.pos + n > len(self.data):
             raise ValueError("truncated response")
-        chunk = self.data[self.pos:self.pos + n]
+        chunk = self.data[self.pos : self.pos + n]
         self.pos += n
         return chunk
 
@@ -89,8 +89,10 @@ class Connection:
         body. ApiVersions (18) answers with header v0 whatever its version, the others with v1
         when flexible."""
         self.correlation += 1
-        header = struct.pack(">hhih", api_key, version, self.correlation,
-                             len(self.CLIENT_ID)) + self.CLIENT_ID
+        header = (
+            struct.pack(">hhih", api_key, version, self.correlation, len(self.CLIENT_ID))
+            + self.CLIENT_ID
+        )
         if flexible:
             header += b"\x00"  # no tagged fields
         request = header + body
@@ -116,8 +118,9 @@ class Connection:
         return versions
 
 
-def describe_cluster(port: int, endpoint_type: int = 1, timeout: float = 1.0,
-                     host: str | None = None) -> dict[str, Any]:
+def describe_cluster(
+    port: int, endpoint_type: int = 1, timeout: float = 1.0, host: str | None = None
+) -> dict[str, Any]:
     """Returns {'cluster_id', 'controller_id', 'nodes': {id: {'host', 'port', 'fenced'}}}.
 
     endpoint_type 1 asks a broker for the brokers, 2 asks a controller for the controllers.
@@ -172,10 +175,15 @@ def describe_quorum(port: int, timeout: float = 1.0, host: str | None = None) ->
         version = min(2, supported[1])
         if version < supported[0]:
             raise ValueError(f"DescribeQuorum versions {supported[0]}..{supported[1]} only")
-        body = (uvarint(2) + compact_string(METADATA_TOPIC)        # one topic
-                + uvarint(2) + struct.pack(">i", 0) + b"\x00"       # one partition, index 0
-                + b"\x00"                                          # topic's tagged fields
-                + b"\x00")                                         # request's tagged fields
+        body = (
+            uvarint(2)
+            + compact_string(METADATA_TOPIC)  # one topic
+            + uvarint(2)
+            + struct.pack(">i", 0)
+            + b"\x00"  # one partition, index 0
+            + b"\x00"  # topic's tagged fields
+            + b"\x00"
+        )  # request's tagged fields
         r = conn.call(55, version, body)
     error = r.int16()
     message = r.compact_string() if version >= 2 else None
@@ -214,10 +222,16 @@ def describe_quorum(port: int, timeout: float = 1.0, host: str | None = None) ->
             if perror == NOT_LEADER_OR_FOLLOWER:
                 raise NotLeader()
             if perror:
-                raise ValueError(f"DescribeQuorum error {perror}"
-                                 + (f": {pmessage}" if pmessage else ""))
-            return {"leader": leader, "epoch": epoch, "high_watermark": hwm, "voters": voters,
-                    "observers": observers}
+                raise ValueError(
+                    f"DescribeQuorum error {perror}" + (f": {pmessage}" if pmessage else "")
+                )
+            return {
+                "leader": leader,
+                "epoch": epoch,
+                "high_watermark": hwm,
+                "voters": voters,
+                "observers": observers,
+            }
         r.tagged_fields()
     raise ValueError(f"DescribeQuorum answered without {METADATA_TOPIC}-0")
 

@@ -68,15 +68,31 @@ def issue(name: str, subject: str, san: str, out_dir: Path) -> tuple[Path, Path]
     """A P-256 key (PKCS#8, unencrypted) and a certificate the lab's CA signs, with `san`."""
     key, csr, cert = out_dir / f"{name}.key", out_dir / f"{name}.csr", out_dir / f"{name}.pem"
     ext = out_dir / f"{name}.ext"
-    ext.write_text(f"subjectAltName={san}\nbasicConstraints=CA:FALSE\n"
-                   "keyUsage=digitalSignature,keyEncipherment\n"
-                   "extendedKeyUsage=serverAuth,clientAuth\n")
+    ext.write_text(
+        f"subjectAltName={san}\nbasicConstraints=CA:FALSE\n"
+        "keyUsage=digitalSignature,keyEncipherment\n"
+        "extendedKeyUsage=serverAuth,clientAuth\n"
+    )
     openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", str(key))
     os.chmod(key, 0o600)
     openssl("req", "-new", "-key", str(key), "-subj", subject, "-out", str(csr))
-    openssl("x509", "-req", "-in", str(csr), "-CA", str(tls_dir() / "ca.pem"),
-            "-CAkey", str(tls_dir() / "ca.key"), "-CAcreateserial", "-days", str(CERT_DAYS),
-            "-extfile", str(ext), "-out", str(cert))
+    openssl(
+        "x509",
+        "-req",
+        "-in",
+        str(csr),
+        "-CA",
+        str(tls_dir() / "ca.pem"),
+        "-CAkey",
+        str(tls_dir() / "ca.key"),
+        "-CAcreateserial",
+        "-days",
+        str(CERT_DAYS),
+        "-extfile",
+        str(ext),
+        "-out",
+        str(cert),
+    )
     csr.unlink()
     ext.unlink()
     return key, cert
@@ -88,11 +104,29 @@ def ensure_security(base: int) -> None:
     ca_key, ca = tls_dir() / "ca.key", tls_dir() / "ca.pem"
     if not ca.exists():
         tls_dir().mkdir(parents=True, exist_ok=True)
-        openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
-                "-out", str(ca_key))
+        openssl(
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-out",
+            str(ca_key),
+        )
         os.chmod(ca_key, 0o600)
-        openssl("req", "-x509", "-new", "-key", str(ca_key), "-subj", "/CN=kfaild lab CA",
-                "-days", str(CERT_DAYS), "-out", str(ca))
+        openssl(
+            "req",
+            "-x509",
+            "-new",
+            "-key",
+            str(ca_key),
+            "-subj",
+            "/CN=kfaild lab CA",
+            "-days",
+            str(CERT_DAYS),
+            "-out",
+            str(ca),
+        )
     if not (tls_dir() / "client.pem").exists():
         issue("client", "/CN=kfaild", "DNS:kfaild", tls_dir())
     for user in LAB_USERS:
@@ -138,13 +172,22 @@ def client_properties(mode: str) -> dict[str, str]:
         return {}
     props = {"ssl.ca.location": str(tls_dir() / "ca.pem")}
     if mode == "sasl_ssl":
-        props.update({"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
-                      "sasl.username": "kfaild",
-                      "sasl.password_file": str(password_file("kfaild"))})
+        props.update(
+            {
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.username": "kfaild",
+                "sasl.password_file": str(password_file("kfaild")),
+            }
+        )
     else:
-        props.update({"security.protocol": "SSL",
-                      "ssl.certificate.location": str(tls_dir() / "client.pem"),
-                      "ssl.key.location": str(tls_dir() / "client.key")})
+        props.update(
+            {
+                "security.protocol": "SSL",
+                "ssl.certificate.location": str(tls_dir() / "client.pem"),
+                "ssl.key.location": str(tls_dir() / "client.key"),
+            }
+        )
     return props
 
 

@@ -57,8 +57,7 @@ def small_lab_settings(brokers: int) -> dict[str, str]:
 
 
 BROKERS: tuple[int, ...] = tuple(range(1, broker_count(os.environ) + 1))
-CONTROLLERS: tuple[int, ...] = tuple(
-    range(CONTROLLER, CONTROLLER + controller_count(os.environ)))
+CONTROLLERS: tuple[int, ...] = tuple(range(CONTROLLER, CONTROLLER + controller_count(os.environ)))
 NODES: tuple[int, ...] = CONTROLLERS + BROKERS
 SMALL_LAB_SETTINGS = small_lab_settings(len(BROKERS))
 
@@ -113,8 +112,9 @@ def parse_settings(pairs: Iterable[str] | None) -> dict[str, str]:
         key, sep, value = pair.partition("=")
         key = key.strip()
         if not sep or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", key):
-            raise UsageError(f"--set {pair!r}: expected key=value, e.g. "
-                             f"broker.session.timeout.ms=3000")
+            raise UsageError(
+                f"--set {pair!r}: expected key=value, e.g. broker.session.timeout.ms=3000"
+            )
         if "\n" in value or "\r" in value:
             raise UsageError(f"--set {key}: the value must be on one line")
         if key in OWN_KEYS:

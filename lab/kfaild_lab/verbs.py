@@ -105,24 +105,32 @@ def cmd_up(args: argparse.Namespace) -> int:
         running = [n for n in NODES if node_pid(n) is not None]
         netns = netns_mode(lab)
         if running and netns != bool(lab.get("netns", False)):
-            raise LabError(f"the running lab is {'' if lab.get('netns') else 'not '}namespaced "
-                           f"(KFAILD_LAB_NETNS); run `lab down` first to switch")
+            raise LabError(
+                f"the running lab is {'' if lab.get('netns') else 'not '}namespaced "
+                f"(KFAILD_LAB_NETNS); run `lab down` first to switch"
+            )
         security = security_mode(lab)
         if running and security != lab.get("security", "plaintext"):
-            raise LabError(f"the running lab's security is {lab.get('security', 'plaintext')} "
-                           f"(KFAILD_LAB_SECURITY); run `lab down` first to switch")
+            raise LabError(
+                f"the running lab's security is {lab.get('security', 'plaintext')} "
+                f"(KFAILD_LAB_SECURITY); run `lab down` first to switch"
+            )
         without_users = lab.get("scram_users") != list(LAB_USERS)
         if secured(lab) and any(formatted(n) for n in NODES) and without_users:
-            raise LabError(f"this lab was formatted without the SCRAM users secured mode needs "
-                           f"({', '.join(LAB_USERS)}); `lab reset` it first (or choose another "
-                           f"KFAILD_LAB_DIR)")
+            raise LabError(
+                f"this lab was formatted without the SCRAM users secured mode needs "
+                f"({', '.join(LAB_USERS)}); `lab reset` it first (or choose another "
+                f"KFAILD_LAB_DIR)"
+            )
         stored = (lab.get("settings", {}), lab.get("port_base", base))
         if running and stored != (settings, base):
             have, want = describe_change(stored, (settings, base))
             if not args.restart:
-                raise LabError(f"the running lab has other settings ({have}) than requested "
-                               f"({want}); run `lab up --restart ...` to restart it with the new "
-                               f"ones, or `lab down` first")
+                raise LabError(
+                    f"the running lab has other settings ({have}) than requested "
+                    f"({want}); run `lab up --restart ...` to restart it with the new "
+                    f"ones, or `lab down` first"
+                )
             say(f"restarting the lab: settings {have} -> {want}")
             stop_nodes(BROKERS, args.stop_timeout)
             stop_nodes(CONTROLLERS, args.stop_timeout)
@@ -140,8 +148,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         wait_until(lambda: healthy(base), remaining, HEALTHY)
         say(f"lab up in {time.monotonic() - t0:.1f} s; bootstrap {bootstrap_servers(base)}")
         if secured(lab):
-            say(f"security {security}: client properties in {write_client_file(lab)} "
-                f"(`lab client`)")
+            say(
+                f"security {security}: client properties in {write_client_file(lab)} (`lab client`)"
+            )
         print_status(base)
     return 0
 
@@ -169,9 +178,18 @@ def cmd_quorum(args: argparse.Namespace) -> int:
     q, answered_by, tried = quorum(port_base(), timeout=args.timeout)
     if q is None:
         raise LabError(f"no controller answered DescribeQuorum as the quorum's leader: {tried}")
-    say(json.dumps({"leader": q["leader"], "epoch": q["epoch"], "voters": q["voters"],
-                    "answered_by": answered_by, "high_watermark": q["high_watermark"],
-                    "observers": q["observers"]}))
+    say(
+        json.dumps(
+            {
+                "leader": q["leader"],
+                "epoch": q["epoch"],
+                "voters": q["voters"],
+                "answered_by": answered_by,
+                "high_watermark": q["high_watermark"],
+                "observers": q["observers"],
+            }
+        )
+    )
     return 0
 
 
@@ -212,22 +230,39 @@ def cmd_start(args: argparse.Namespace) -> int:
             if lonely and len(CONTROLLERS) == 1:
                 warn(f"controller {CONTROLLER} is not running; broker {node} will wait for it")
             elif lonely:
-                warn(f"only {len(live)} of the controllers {', '.join(map(str, CONTROLLERS))} "
-                     f"running, no quorum; broker {node} will wait for one")
-            start_nodes([node], base, lab.get("settings", {}), java, args.timeout,
-                        wait_listen=not lonely, container=args.container)
+                warn(
+                    f"only {len(live)} of the controllers {', '.join(map(str, CONTROLLERS))} "
+                    f"running, no quorum; broker {node} will wait for one"
+                )
+            start_nodes(
+                [node],
+                base,
+                lab.get("settings", {}),
+                java,
+                args.timeout,
+                wait_listen=not lonely,
+                container=args.container,
+            )
             if not args.wait:
                 return 0
         if args.wait:
             if node in CONTROLLERS:
-                wait_until(lambda: controller_registered(base, node), args.timeout,
-                           f"controller {node} to be registered")
+                wait_until(
+                    lambda: controller_registered(base, node),
+                    args.timeout,
+                    f"controller {node} to be registered",
+                )
                 say(f"controller {node} registered")
             else:
-                wait_until(lambda: broker_unfenced(base, node), args.timeout,
-                           f"broker {node} registered and unfenced")
-                say(f"broker {node} registered and unfenced {time.monotonic() - t0:.1f} s after "
-                    f"`lab start` began")
+                wait_until(
+                    lambda: broker_unfenced(base, node),
+                    args.timeout,
+                    f"broker {node} registered and unfenced",
+                )
+                say(
+                    f"broker {node} registered and unfenced {time.monotonic() - t0:.1f} s after "
+                    f"`lab start` began"
+                )
     return 0
 
 
@@ -267,8 +302,10 @@ def cmd_reset(args: argparse.Namespace) -> int:
         ours = {"lab.json"} | {f"node{n}" for n in ALL_CONTROLLERS + ALL_BROKERS}
         entries = {p.name for p in d.iterdir()} - {".gitignore", ".lock"}
         if entries and not entries & ours:
-            raise LabError(f"{d} does not look like a lab state dir (no lab.json, no node dirs); "
-                           f"not deleting it")
+            raise LabError(
+                f"{d} does not look like a lab state dir (no lab.json, no node dirs); "
+                f"not deleting it"
+            )
         with StateLock():
             stop_nodes(BROKERS + strays(ALL_BROKERS), args.timeout)
             stop_nodes(CONTROLLERS + strays(ALL_CONTROLLERS), args.timeout)
@@ -304,9 +341,17 @@ def cmd_acl(args: argparse.Namespace) -> int:
     base = lab.get("port_base", port_base())
     servers = ",".join(f"{node_host(b, base)}:{lab_port(b, base, lab)}" for b in BROKERS)
     arguments = args.arguments[1:] if args.arguments[:1] == ["--"] else args.arguments
-    cmd = [find_java(), f"-Dlog4j2.configurationFile={TOOLS_LOG4J_CONFIG}", "-Xmx256m",
-           "-cp", f"{libs_dir()}/*", "org.apache.kafka.tools.AclCommand",
-           "--bootstrap-server", servers, *arguments]
+    cmd = [
+        find_java(),
+        f"-Dlog4j2.configurationFile={TOOLS_LOG4J_CONFIG}",
+        "-Xmx256m",
+        "-cp",
+        f"{libs_dir()}/*",
+        "org.apache.kafka.tools.AclCommand",
+        "--bootstrap-server",
+        servers,
+        *arguments,
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
     if r.returncode != 0:
         output = (r.stdout + r.stderr).strip()[-2000:]

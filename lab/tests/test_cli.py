@@ -13,8 +13,7 @@ def run(state: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]
     clean = {k: v for k, v in os.environ.items() if not k.startswith("KFAILD_LAB_")}
     # A port base no other lab uses, so that `status` finds no node of anyone's.
     clean |= {"KFAILD_LAB_DIR": str(state), "KFAILD_LAB_PORT_BASE": "1100"} | env
-    return subprocess.run([str(LAB), *args], env=clean, capture_output=True, text=True,
-                          timeout=30)
+    return subprocess.run([str(LAB), *args], env=clean, capture_output=True, text=True, timeout=30)
 
 
 def test_status_json_lists_every_node_of_the_lab_as_stopped(tmp_path: Path) -> None:

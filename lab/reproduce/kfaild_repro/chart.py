@@ -11,10 +11,14 @@ from .settings import CHART, ENTRY, ORDER
 
 def make_chart(recs, path):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     labels = [l for l in ORDER if l in recs]
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 4.8), dpi=110, gridspec_kw={"width_ratios": [3, 2]})
+    fig, (ax, ax2) = plt.subplots(
+        1, 2, figsize=(13, 4.8), dpi=110, gridspec_kw={"width_ratios": [3, 2]}
+    )
     width = 0.26
     colors = ("tab:blue", "tab:orange", "tab:green")
     top = 1.0
@@ -34,14 +38,46 @@ def make_chart(recs, path):
                 marks.append((xi, "none" if r["outcome"] == "none" else "n/a", r["outcome"]))
         ax.bar(xs, hs, width, color=colors[i], label=f"orders p{i}")
     for xi, text, outcome in marks:
-        ax.text(xi, top * 0.01, text, rotation=90, ha="center", va="bottom", fontsize=7,
-                color="dimgray" if outcome == "none" else "tab:red")
+        ax.text(
+            xi,
+            top * 0.01,
+            text,
+            rotation=90,
+            ha="center",
+            va="bottom",
+            fontsize=7,
+            color="dimgray" if outcome == "none" else "tab:red",
+        )
     nk = sum(1 for l in labels if l.startswith("kill"))
     if nk:
         frac = nk / len(labels)
-        ax.axhspan(9.40, 10.24, xmin=0, xmax=frac, color="tab:blue", alpha=0.12, label="article: p0, SIGKILL")
-        ax.axhspan(8.37, 8.97, xmin=0, xmax=frac, color="tab:orange", alpha=0.12, label="article: p1/p2, SIGKILL")
-        ax.axhspan(0.13, 1.10, xmin=frac, xmax=1, color="tab:blue", alpha=0.12, label="article: p0, graceful stop")
+        ax.axhspan(
+            9.40,
+            10.24,
+            xmin=0,
+            xmax=frac,
+            color="tab:blue",
+            alpha=0.12,
+            label="article: p0, SIGKILL",
+        )
+        ax.axhspan(
+            8.37,
+            8.97,
+            xmin=0,
+            xmax=frac,
+            color="tab:orange",
+            alpha=0.12,
+            label="article: p1/p2, SIGKILL",
+        )
+        ax.axhspan(
+            0.13,
+            1.10,
+            xmin=frac,
+            xmax=1,
+            color="tab:blue",
+            alpha=0.12,
+            label="article: p0, graceful stop",
+        )
     ax.set_xticks(list(range(len(labels))))
     ax.set_xticklabels(labels, rotation=20, fontsize=8)
     ax.set_ylabel("ack stall (s)")
@@ -55,7 +91,14 @@ def make_chart(recs, path):
         s = first(recs[l])[2][("single", 0)]
         r = kind(s)
         if r["outcome"] != "stall":
-            ax2.text(x, 1, "n/a" if r["outcome"] != "none" else "none", ha="center", fontsize=8, color="tab:red")
+            ax2.text(
+                x,
+                1,
+                "n/a" if r["outcome"] != "none" else "none",
+                ha="center",
+                fontsize=8,
+                color="tab:red",
+            )
             continue
         total = dur(r["stall"])
         nb = us(s["phases"].get("node_back_us"))
@@ -67,7 +110,9 @@ def make_chart(recs, path):
             nb_h.append(min(nb, total))
             rs_h.append(max(total - nb, 0))
     ax2.bar(xs, nb_h, 0.6, color="tab:purple", label="fault → node back")
-    ax2.bar(xs, rs_h, 0.6, bottom=nb_h, color="tab:pink", label="node back → first ack (stall's rest)")
+    ax2.bar(
+        xs, rs_h, 0.6, bottom=nb_h, color="tab:pink", label="node back → first ack (stall's rest)"
+    )
     ax2.axhline(33.26, color="black", ls="--", lw=1, label="article: 33.26 s (graceful stop)")
     ax2.set_xticks(list(range(len(sl))))
     ax2.set_xticklabels(sl, rotation=20, fontsize=8)
@@ -84,7 +129,9 @@ def chart(args, recs):
     py = args.chart_python
     if not os.path.exists(py) and not args.no_venv:
         venv = os.path.dirname(os.path.dirname(py))
-        log(f"no {py}: creating the venv {venv} with matplotlib (python3 -m venv, pip install matplotlib)")
+        log(
+            f"no {py}: creating the venv {venv} with matplotlib (python3 -m venv, pip install matplotlib)"
+        )
         try:
             subprocess.run([sys.executable, "-m", "venv", venv], check=True)
             subprocess.run([py, "-m", "pip", "install", "-q", "matplotlib"], check=True)
@@ -98,5 +145,7 @@ def chart(args, recs):
         return "ok"
     except Exception as e:  # noqa: BLE001 - the report is still useful without the image
         log(f"chart not written: {e}")
-        return (f"matplotlib could not be had (`{py}` missing and the venv could not be created: {e}); "
-                "the figures are in the tables")
+        return (
+            f"matplotlib could not be had (`{py}` missing and the venv could not be created: {e}); "
+            "the figures are in the tables"
+        )

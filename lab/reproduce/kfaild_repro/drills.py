@@ -52,8 +52,11 @@ def log(*a):
 
 
 def result_files():
-    return sorted(n for n in os.listdir(RESULTS)
-                  if n.endswith(".json") and not n.endswith(".timeline.json") and n not in META_FILES)
+    return sorted(
+        n
+        for n in os.listdir(RESULTS)
+        if n.endswith(".json") and not n.endswith(".timeline.json") and n not in META_FILES
+    )
 
 
 def wait_steady(api, cluster, timeout=300, max_gap=0.2, max_oldest=0.5, hold=3.0):
@@ -73,8 +76,10 @@ def wait_steady(api, cluster, timeout=300, max_gap=0.2, max_oldest=0.5, hold=3.0
                 gap = pr.get("current_ack_gap_seconds")
                 oldest = pr.get("oldest_outstanding_age_seconds")
                 holding = pr.get("holding_since_us")
-                worst.append(f"{t['name']}/{p['partition']} gap={gap} outstanding={pr.get('outstanding')} "
-                             f"oldest={oldest} holding={holding is not None} isr={p.get('isr')}")
+                worst.append(
+                    f"{t['name']}/{p['partition']} gap={gap} outstanding={pr.get('outstanding')} "
+                    f"oldest={oldest} holding={holding is not None} isr={p.get('isr')}"
+                )
                 if gap is None or gap >= max_gap or holding is not None:
                     ok = False
                 if oldest is not None and oldest >= max_oldest:
@@ -137,8 +142,13 @@ def run_drill(api, cluster, label, request, attempts=20):
             log(f"{label}: refused ({status}): {body.get('detail') or body}")
             if status != 409:
                 raise RuntimeError(f"{label}: {status} {body}")
-            refused.append({"id": None, "at": dt.datetime.utcnow().isoformat() + "Z",
-                            "reason": body.get("detail") or json.dumps(body)})
+            refused.append(
+                {
+                    "id": None,
+                    "at": dt.datetime.utcnow().isoformat() + "Z",
+                    "reason": body.get("detail") or json.dumps(body),
+                }
+            )
             time.sleep(5)
             continue
         did = body["id"]
@@ -153,13 +163,23 @@ def run_drill(api, cluster, label, request, attempts=20):
             continue
         break
     if not d:
-        raise RuntimeError(f"{label}: refused {len(refused)} times: {refused[-1] if refused else ''}")
+        raise RuntimeError(
+            f"{label}: refused {len(refused)} times: {refused[-1] if refused else ''}"
+        )
     d = wait_done(api, did)
     log(f"{label}: drill {did} {d['state']} {d.get('reason') or ''}")
     timeline = api.get(f"/api/v1/drills/{did}/timeline")
     after = api.get(f"/api/v1/clusters/{cluster}")
-    rec = {"label": label, "request": request, "load_before": load, "load_after": loadavg(),
-           "steady_before": steady, "refused_attempts": refused, "drill": d, "cluster_after": after}
+    rec = {
+        "label": label,
+        "request": request,
+        "load_before": load,
+        "load_after": loadavg(),
+        "steady_before": steady,
+        "refused_attempts": refused,
+        "drill": d,
+        "cluster_after": after,
+    }
     with open(os.path.join(RESULTS, f"{label}.json"), "w") as f:
         json.dump(rec, f, indent=1)
     with open(os.path.join(RESULTS, f"{label}.timeline.json"), "w") as f:
@@ -188,19 +208,35 @@ def trim_timeline(tl):
     out = dict(tl)
     out["items"] = keep
     out["count_kept"] = len(keep)
-    out["trimmed"] = "events from -2 s to +120 s of the first fault; client events of the probe topics only"
+    out["trimmed"] = (
+        "events from -2 s to +120 s of the first fault; client events of the probe topics only"
+    )
     return out
 
 
 def plan():
     base = {"allow_unavailable": True}
-    p = [(f"kill-{i}", {"fault": "kill", "target": {"broker": 1}, "options": dict(base)}) for i in (1, 2, 3)]
-    p += [(f"stop-{i}", {"fault": "stop", "target": {"broker": 1}, "options": dict(base)}) for i in (1, 2, 3)]
+    p = [
+        (f"kill-{i}", {"fault": "kill", "target": {"broker": 1}, "options": dict(base)})
+        for i in (1, 2, 3)
+    ]
+    p += [
+        (f"stop-{i}", {"fault": "stop", "target": {"broker": 1}, "options": dict(base)})
+        for i in (1, 2, 3)
+    ]
     if os.environ.get("REPRO_SHORT"):
         # Short plan: stop-no-election is a graceful stop of broker 1 too and counts as the 2nd.
         p = [x for x in p if x[0] not in ("stop-2", "stop-3")]
-    p.append(("stop-no-election", {"fault": "stop", "target": {"broker": 1},
-                                   "options": dict(base, preferred_election=False)}))
+    p.append(
+        (
+            "stop-no-election",
+            {
+                "fault": "stop",
+                "target": {"broker": 1},
+                "options": dict(base, preferred_election=False),
+            },
+        )
+    )
     return p
 
 
@@ -219,8 +255,13 @@ def scenario(api, cluster, note):
     if resume and os.path.exists(spath):
         with open(spath) as f:
             scen = json.load(f)
-    scen.setdefault("invocations", []).append({"started": started, "wall_s": round(wall, 1),
-                                               "finished": dt.datetime.utcnow().isoformat() + "Z"})
+    scen.setdefault("invocations", []).append(
+        {
+            "started": started,
+            "wall_s": round(wall, 1),
+            "finished": dt.datetime.utcnow().isoformat() + "Z",
+        }
+    )
     scen["order"] = [p[0] for p in order]
     if note:
         scen["note"] = note

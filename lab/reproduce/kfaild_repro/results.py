@@ -45,8 +45,11 @@ def kind(p, k="ack"):
     it is shown as inconclusive rather than read the old way)."""
     r = dict((p or {}).get(k) or {})
     if "outcome" not in r:
-        r = {"outcome": "inconclusive", "reason": "result from before #14 (no outcome field)",
-             "longest_gap": r.get("stall")}
+        r = {
+            "outcome": "inconclusive",
+            "reason": "result from before #14 (no outcome field)",
+            "longest_gap": r.get("stall"),
+        }
     return r
 
 
@@ -100,12 +103,16 @@ def summary(items, unit=" s"):
     if st:
         out.append(rng(st, unit=unit) + ("" if len(st) == n else f" (stall in {len(st)} of {n})"))
     if none:
-        out.append(f"none in {len(none)} of {n} (longest gap {rng([g for g, _ in none])} against a noise of "
-                   f"{rng([b for _, b in none])}: not significant)")
+        out.append(
+            f"none in {len(none)} of {n} (longest gap {rng([g for g, _ in none])} against a noise of "
+            f"{rng([b for _, b in none])}: not significant)"
+        )
     if inc:
         reasons = sorted({r for _, r in inc})
-        out.append(f"inconclusive in {len(inc)} of {n} ({', '.join(sorted({l for l, _ in inc}))}): "
-                   + "; ".join(reasons))
+        out.append(
+            f"inconclusive in {len(inc)} of {n} ({', '.join(sorted({l for l, _ in inc}))}): "
+            + "; ".join(reasons)
+        )
     return "; ".join(out)
 
 
@@ -123,11 +130,37 @@ def figures(recs):
     stops = [recs[k] for k in STOPS if k in recs]
     if len(stops) < 3 and "stop-no-election" in recs:  # the short plan
         stops.append(recs["stop-no-election"])
-    f = {k: [] for k in ("detection", "fence_to_client", "kill_p0", "kill_fol", "kill_p0_recv",
-                         "kill_fol_recv", "kill_single", "stop_new_leader", "stop_client", "stop_p0",
-                         "stop_fol", "stop_p0_recv", "stop_fol_recv", "stop_single")}
-    f.update({"kill_counts": [], "stop_counts": [], "kill_single_counts": [], "stop_single_counts": [],
-              "kill_single_phases": [], "stop_single_phases": [], "kill_labels": [], "stop_labels": []})
+    f = {
+        k: []
+        for k in (
+            "detection",
+            "fence_to_client",
+            "kill_p0",
+            "kill_fol",
+            "kill_p0_recv",
+            "kill_fol_recv",
+            "kill_single",
+            "stop_new_leader",
+            "stop_client",
+            "stop_p0",
+            "stop_fol",
+            "stop_p0_recv",
+            "stop_fol_recv",
+            "stop_single",
+        )
+    }
+    f.update(
+        {
+            "kill_counts": [],
+            "stop_counts": [],
+            "kill_single_counts": [],
+            "stop_single_counts": [],
+            "kill_single_phases": [],
+            "stop_single_phases": [],
+            "kill_labels": [],
+            "stop_labels": [],
+        }
+    )
     for rec, pre in [(r, "kill") for r in kills] + [(r, "stop") for r in stops]:
         label = rec["label"]
         for run, a, P in parts(rec):
@@ -156,8 +189,13 @@ def figures(recs):
             if s:
                 f[f"{pre}_single"].append((label, s, "ack"))
                 f[f"{pre}_single_counts"].append(counts([s]))
-                f[f"{pre}_single_phases"].append((us(s["phases"].get("node_back_us")),
-                                                  us(s["phases"].get("resume_us")), s.get("role")))
+                f[f"{pre}_single_phases"].append(
+                    (
+                        us(s["phases"].get("node_back_us")),
+                        us(s["phases"].get("resume_us")),
+                        s.get("role"),
+                    )
+                )
     return f
 
 
@@ -221,18 +259,28 @@ def timeline_lines(label, until_s, run_no=1, limit=60):
             continue
         if e.get("source") == "probe" and e.get("kind") not in ("held_back", "idle"):
             continue
-        if e.get("source") in ("client", "metadata", "probe") and e.get("topic") == "orders" \
-                and e.get("partition") not in (0, None):
+        if (
+            e.get("source") in ("client", "metadata", "probe")
+            and e.get("topic") == "orders"
+            and e.get("partition") not in (0, None)
+        ):
             continue
         d = e.get("detail") or {}
-        text = d.get("line") or d.get("text") or d.get("message") or json.dumps(d, separators=(",", ":"))
+        text = (
+            d.get("line")
+            or d.get("text")
+            or d.get("message")
+            or json.dumps(d, separators=(",", ":"))
+        )
         if len(text) > 150:
             text = text[:147] + "..."
         where = f" {e['topic']}-{e.get('partition')}" if e.get("topic") is not None else ""
         b = f" b{e['broker']}" if e.get("broker") is not None else ""
         lines.append(f"{rel:+8.3f} s  {e['t'][11:23]}  {e['source']}/{e['kind']}{b}{where}  {text}")
     if len(lines) > limit:
-        lines = lines[:limit] + [f"  ... {len(lines) - limit} more events in lab/results/reproduce/{label}.timeline.json"]
+        lines = lines[:limit] + [
+            f"  ... {len(lines) - limit} more events in lab/results/reproduce/{label}.timeline.json"
+        ]
     return lines
 
 
@@ -251,17 +299,36 @@ def timeline_marks(label):
         k = e.get("kind")
         if k == "fenced" and "fenced" not in m:
             m["fenced"] = r
-        if k == "leader_epoch_start" and e.get("topic") == "orders" and e.get("partition") == 0 and "epoch" not in m:
+        if (
+            k == "leader_epoch_start"
+            and e.get("topic") == "orders"
+            and e.get("partition") == 0
+            and "epoch" not in m
+        ):
             m["epoch"] = r
-        if k == "leader_change" and e.get("topic") == "orders" and e.get("partition") == 0 and "meta" not in m:
+        if (
+            k == "leader_change"
+            and e.get("topic") == "orders"
+            and e.get("partition") == 0
+            and "meta" not in m
+        ):
             m["meta"] = r
-        if (k == "client_leader_update" and e.get("topic") == "orders" and e.get("partition") == 0
-                and (e.get("detail") or {}).get("client") == "producer" and "producer" not in m):
+        if (
+            k == "client_leader_update"
+            and e.get("topic") == "orders"
+            and e.get("partition") == 0
+            and (e.get("detail") or {}).get("client") == "producer"
+            and "producer" not in m
+        ):
             m["producer"] = r
         if k == "started" and e.get("source") == "injector" and "started" not in m:
             m["started"] = r
-        if k == "leader_change" and e.get("topic") == "single" and (e.get("detail") or {}).get("to") == 1 \
-                and "single_leader" not in m:
+        if (
+            k == "leader_change"
+            and e.get("topic") == "single"
+            and (e.get("detail") or {}).get("to") == 1
+            and "single_leader" not in m
+        ):
             m["single_leader"] = r
     return m
 
@@ -282,7 +349,9 @@ def stalls_of(items):
 
 
 def rel_s(run, key):
-    return (run[key] - run["fault_us"]) / 1e6 if run and run.get(key) and run.get("fault_us") else None
+    return (
+        (run[key] - run["fault_us"]) / 1e6 if run and run.get(key) and run.get("fault_us") else None
+    )
 
 
 def exit_after_s(run):

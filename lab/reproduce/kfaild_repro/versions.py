@@ -16,7 +16,9 @@ def git(*args):
 def record_versions(args):
     v = {}
     if args.kfaild_binary and os.path.exists(args.kfaild_binary):
-        out = subprocess.run([args.kfaild_binary, "--version"], capture_output=True, text=True).stdout.strip()
+        out = subprocess.run(
+            [args.kfaild_binary, "--version"], capture_output=True, text=True
+        ).stdout.strip()
         v["kfaild"] = out.splitlines()[0] if out else "n/a"
         m = re.search(r"librdkafka[ /]*v?([0-9][0-9.]*)", out)
         v["librdkafka"] = m.group(1) if m else "see kfaild --version"
@@ -28,8 +30,9 @@ def record_versions(args):
         if os.path.exists(args.kfaild_binary or ""):
             v["binary_copied"] = stamp(args.kfaild_binary).strftime("%Y-%m-%d %H:%M:%SZ")
         # The source's build time, unless it was rebuilt after the copy was taken.
-        if os.path.exists(args.binary_source) and (not v.get("binary_copied")
-                                                   or stamp(args.binary_source) <= stamp(args.kfaild_binary)):
+        if os.path.exists(args.binary_source) and (
+            not v.get("binary_copied") or stamp(args.binary_source) <= stamp(args.kfaild_binary)
+        ):
             v["binary_built"] = stamp(args.binary_source).strftime("%Y-%m-%d %H:%M:%SZ")
     if args.git_state:
         # Taken when the binary was copied: `(git rev-parse --short HEAD; git status --short) > FILE`.
@@ -37,8 +40,9 @@ def record_versions(args):
             lines = [l.rstrip("\n") for l in f if l.strip()]
         v["commit"] = lines[0].strip() if lines else "n/a"
         v["tree_status"] = lines[1:]
-        v["git_state_taken"] = dt.datetime.fromtimestamp(os.path.getmtime(args.git_state),
-                                                         dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+        v["git_state_taken"] = dt.datetime.fromtimestamp(
+            os.path.getmtime(args.git_state), dt.UTC
+        ).strftime("%Y-%m-%d %H:%M:%SZ")
     else:
         v["commit"] = git("rev-parse", "--short", "HEAD").strip()
         v["tree_status"] = [l for l in git("status", "--short").splitlines() if l.strip()]
