@@ -9,6 +9,14 @@
 #include <utility>
 
 namespace kfaild::analysis {
+
+using common::Departure;
+using common::EventKind;
+using common::EventSource;
+using storage::isEvent;
+using storage::kindOf;
+using storage::sourceOf;
+
 namespace {
 
 // Broker and client log lines carry millisecond timestamps.
@@ -118,16 +126,17 @@ struct ConsumerRestarts {
 ConsumerRestarts consumerRestartsFromEvents(const std::vector<storage::Event>& events) {
   ConsumerRestarts found;
   for (const auto& e : events) {
-    if (e.source != "probe") continue;
-    if (e.kind == "consumer_recreated") {
+    if (sourceOf(e) != EventSource::kProbe) continue;
+    const auto kind = kindOf(e);
+    if (kind == EventKind::kConsumerRecreated) {
       const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
       const auto error = detail.is_object() ? detail.value("error", std::string()) : std::string();
       // One that failed left the old consumer reading as before.
-      if (error.empty()) found.recreations.push_back(ProbeCause{e.t_us, "", "consumer_recreated", 0});
+      if (error.empty()) found.recreations.push_back(ProbeCause{e.t_us, "", kind, 0});
       continue;
     }
-    if (e.kind != "consumer_restarted" || !e.topic || !e.partition) continue;
-    ProbeCause restart{e.t_us, "", "consumer_restarted", 0};
+    if (kind != EventKind::kConsumerRestarted || !e.topic || !e.partition) continue;
+    ProbeCause restart{e.t_us, "", kind, 0};
     const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
     if (detail.is_object()) restart.waited_us = detail.value("acked_ago_us", std::int64_t{0});
     found.by_partition[{*e.topic, *e.partition}].push_back(std::move(restart));
@@ -226,10 +235,10 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
   for (const auto& recreation : scope.recreations) {
     if (recreation.at_us < candidate->start_us || recreation.at_us > candidate->end_us) continue;
     r.probe_cause = recreation;
-    if (recreation.kind == "consumer_restarted") {
+    if (recreation.kind == EventKind::kConsumerRestarted) {
       r.reason = "kfaild restarted the probe consumer's fetch of this partition during it, its acked messages unread "
                  "for " + seconds(recreation.waited_us) + ": the gap is the consumer's, not the cluster's";
-    } else if (recreation.kind == "consumer_recreated") {
+    } else if (recreation.kind == EventKind::kConsumerRecreated) {
       r.reason = "kfaild recreated the probe's consumer during it (its reading of a partition was stuck), and every "
                  "partition's reading started over: the gap is the consumer's, not the cluster's";
     } else {
@@ -344,7 +353,7 @@ nlohmann::json kindJson(const KindResult& k) {
           {"probe_idle_us", k.probe_idle_us},
           {"probe_idle_at_end_us", k.probe_idle_at_end_us},
           {"probe_refused_us", k.probe_refused_us},
-          {"probe_cause", k.probe_cause ? nlohmann::json{{"kind", k.probe_cause->kind},
+          {"probe_cause", k.probe_cause ? nlohmann::json{{"kind", toString(k.probe_cause->kind)},
                                                          {"at_us", k.probe_cause->at_us},
                                                          {"error", k.probe_cause->error}}
                                         : nlohmann::json(nullptr)},
@@ -379,7 +388,10 @@ std::optional<std::int64_t> integerField(const nlohmann::json& detail, const cha
 }  // namespace
 
 std::int64_t logResolutionUs(const storage::Event& e) {
-  if (e.source != "broker_log" || e.detail.find("clock_uncertainty_us") == std::string::npos) return kLogResolutionUs;
+  if (sourceOf(e) != EventSource::kBrokerLog ||
+      e.detail.find("clock_uncertainty_us") == std::string::npos) {
+    return kLogResolutionUs;
+  }
   const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
   if (!detail.is_object()) return kLogResolutionUs;
   return kLogResolutionUs + detail.value("clock_uncertainty_us", std::int64_t{0});
@@ -435,31 +447,6 @@ void explainGrayStall(const AnalysisInput& in, const RunAnalysis& out, Partition
 
 }  // namespace
 
-const char* toString(Role role) {
-  switch (role) {
-    case Role::kLeader: return "leader";
-    case Role::kFollowerInIsr: return "follower";
-    case Role::kFollowerOutOfIsr: return "follower_out_of_isr";
-    case Role::kNotAReplica: return "not_a_replica";
-    case Role::kSoleReplica: return "sole_replica";
-    case Role::kBelowMinIsr: return "below_min_isr";
-    case Role::kIsolatedLeader: return "isolated_leader";
-    case Role::kIsolatedFollower: return "isolated_follower";
-    case Role::kThrottledLeader: return "throttled_leader";
-    case Role::kThrottledFollower: return "throttled_follower";
-  }
-  return "unknown";
-}
-
-const char* toString(Outcome outcome) {
-  switch (outcome) {
-    case Outcome::kStall: return "stall";
-    case Outcome::kNone: return "none";
-    case Outcome::kInconclusive: return "inconclusive";
-  }
-  return "unknown";
-}
-
 Role roleOf(std::int32_t target, const PartitionAtFault& p) {
   if (p.isr.size() == 1 && p.isr.front() == target) return Role::kSoleReplica;
   if (contains(p.isr, target) && static_cast<std::int32_t>(p.isr.size()) - 1 < p.min_insync) return Role::kBelowMinIsr;
@@ -506,10 +493,12 @@ RunAnalysis analyse(const AnalysisInput& in) {
   bool departure_from_metadata = false;
   for (const auto& e : in.events) {
     if (e.t_us < before_fault_us || !e.broker || *e.broker != in.target) continue;
-    std::string kind;
-    if (e.source == "broker_log" && e.kind == "fenced") kind = "fenced";
-    if (e.source == "broker_log" && e.kind == "controlled_shutdown") kind = "controlled_shutdown";
-    if (kind.empty()) continue;
+    std::optional<Departure> kind;
+    if (isEvent(e, EventSource::kBrokerLog, EventKind::kFenced)) kind = Departure::kFenced;
+    if (isEvent(e, EventSource::kBrokerLog, EventKind::kControlledShutdown)) {
+      kind = Departure::kControlledShutdown;
+    }
+    if (!kind) continue;
     if (!out.departure_at_us || e.t_us < *out.departure_at_us) {
       out.departure = kind;
       out.departure_at_us = e.t_us;
@@ -525,16 +514,17 @@ RunAnalysis analyse(const AnalysisInput& in) {
     // restart signals the broker like a stop does, so it shuts down in a controlled way too,
     // unless it was a restart by SIGKILL.
     for (const auto& e : in.events) {
-      if (e.t_us < in.fault_us || e.source != "metadata" || !e.broker || *e.broker != in.target) {
+      if (e.t_us < in.fault_us || sourceOf(e) != EventSource::kMetadata || !e.broker ||
+          *e.broker != in.target) {
         continue;
       }
-      if (e.kind != "broker_gone" && e.kind != "isr_shrink") continue;
+      if (kindOf(e) != EventKind::kBrokerGone && kindOf(e) != EventKind::kIsrShrink) continue;
       if (!out.departure_at_us || e.t_us < *out.departure_at_us) out.departure_at_us = e.t_us;
     }
     if (out.departure_at_us) {
       departure_from_metadata = true;
       const bool controlled = !in.killed && (in.fault == "stop" || in.fault == "restart");
-      out.departure = controlled ? "controlled_shutdown" : "fenced";
+      out.departure = controlled ? Departure::kControlledShutdown : Departure::kFenced;
     }
   }
   const auto log_resolution = logResolutionUs(in.events);
@@ -559,7 +549,9 @@ RunAnalysis analyse(const AnalysisInput& in) {
   // When the probe began probing a partition added to its topic (probe/partition_added).
   std::map<PartitionKey, std::int64_t> probed_since;
   for (const auto& e : in.events) {
-    if (e.source != "probe" || e.kind != "partition_added" || !e.topic || !e.partition) continue;
+    if (!isEvent(e, EventSource::kProbe, EventKind::kPartitionAdded) || !e.topic || !e.partition) {
+      continue;
+    }
     const PartitionKey key{*e.topic, *e.partition};
     const auto it = probed_since.find(key);
     if (it == probed_since.end() || e.t_us < it->second) probed_since[key] = e.t_us;
@@ -682,7 +674,7 @@ RunAnalysis analyse(const AnalysisInput& in) {
 
     auto& ph = r.phases;
     bool new_leader_from_metadata = false;
-    if (out.departure == "fenced" && out.departure_at_us) {
+    if (out.departure == Departure::kFenced && out.departure_at_us) {
       ph.fenced_at_us = out.departure_at_us;
       ph.detection_us = *out.departure_at_us - in.fault_us;
       ph.detection_resolution_us = resolution(departure_from_metadata) + in.fault_time_uncertainty_us;
@@ -691,21 +683,21 @@ RunAnalysis analyse(const AnalysisInput& in) {
     // it has no election or discovery.
     for (const auto& e : in.events) {
       if (sole || e.t_us < before_fault_us || !isPartition(e, key)) continue;
-      const bool leader_event = (e.source == "metadata" && e.kind == "leader_change") ||
-                                (e.source == "broker_log" && e.kind == "leader_epoch_start");
+      const bool leader_event = isEvent(e, EventSource::kMetadata, EventKind::kLeaderChange) ||
+                                isEvent(e, EventSource::kBrokerLog, EventKind::kLeaderEpochStart);
       if (role == Role::kLeader && leader_event && e.broker && *e.broker != in.target &&
           (!ph.new_leader_at_us || e.t_us < *ph.new_leader_at_us)) {
         ph.new_leader_at_us = e.t_us;
         ph.new_leader = e.broker;
-        new_leader_from_metadata = e.source == "metadata";
+        new_leader_from_metadata = sourceOf(e) == EventSource::kMetadata;
       }
-      if (role == Role::kFollowerInIsr && e.source == "metadata" && e.kind == "isr_shrink" &&
+      if (role == Role::kFollowerInIsr && isEvent(e, EventSource::kMetadata, EventKind::kIsrShrink) &&
           e.broker && *e.broker == in.target &&
           (!ph.new_leader_at_us || e.t_us < *ph.new_leader_at_us)) {
         ph.new_leader_at_us = e.t_us;  // the leader stays; the ISR no longer waits for the target
         new_leader_from_metadata = true;
       }
-      if (role == Role::kLeader && e.source == "client" && e.kind == "client_leader_update" &&
+      if (role == Role::kLeader && isEvent(e, EventSource::kClient, EventKind::kClientLeaderUpdate) &&
           e.detail.find("\"producer\"") != std::string::npos && e.broker &&
           *e.broker != in.target && (!ph.client_update_at_us || e.t_us < *ph.client_update_at_us)) {
         ph.client_update_at_us = e.t_us;
@@ -727,7 +719,7 @@ RunAnalysis analyse(const AnalysisInput& in) {
       // (recovered_us): the partition may ack in between.
       std::optional<std::int64_t> back_at;
       for (const auto& e : in.events) {
-        if (e.source == "metadata" && e.kind == "broker_back" && e.broker && *e.broker == in.target &&
+        if (isEvent(e, EventSource::kMetadata, EventKind::kBrokerBack) && e.broker && *e.broker == in.target &&
             e.t_us > in.fault_us && (!back_at || e.t_us < *back_at)) {
           back_at = e.t_us;
         }
@@ -758,9 +750,9 @@ RunAnalysis analyse(const AnalysisInput& in) {
     if (in.gray) explainGrayStall(in, out, r, departure_from_metadata, log_resolution);
 
     for (const auto& e : in.events) {
-      if (e.source != "probe" || !isPartition(e, key)) continue;
-      if (e.kind == "duplicate") ++r.duplicated;
-      if (e.kind == "reordered") ++r.reordered;
+      if (sourceOf(e) != EventSource::kProbe || !isPartition(e, key)) continue;
+      if (kindOf(e) == EventKind::kDuplicate) ++r.duplicated;
+      if (kindOf(e) == EventKind::kReordered) ++r.reordered;
     }
 
     out.settled = out.settled && r.settled;
@@ -774,14 +766,16 @@ RunAnalysis analyse(const AnalysisInput& in) {
 void probeStretchesFromEvents(const std::vector<storage::Event>& events,
                               std::vector<ProbeHold>& holds, std::vector<ProbeIdle>& idles) {
   for (const auto& e : events) {
-    if (e.source != "probe" || (e.kind != "held_back" && e.kind != "idle")) continue;
+    if (sourceOf(e) != EventSource::kProbe) continue;
+    const auto event_kind = kindOf(e);
+    if (event_kind != EventKind::kHeldBack && event_kind != EventKind::kIdle) continue;
     if (!e.topic || !e.partition) continue;
     const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
     if (detail.is_discarded() || !detail.is_object()) continue;
     const auto end_us = integerField(detail, "end_us");
     if (end_us && *end_us < e.t_us) continue;
 
-    if (e.kind == "held_back") {
+    if (event_kind == EventKind::kHeldBack) {
       const auto end = detail.find("end_us");
       if (end == detail.end() || (!end->is_null() && !end_us)) continue;
       const auto ticks = integerField(detail, "ticks");
@@ -816,7 +810,7 @@ void probeStretchesFromEvents(const std::vector<storage::Event>& events,
 void probeRefusalsFromEvents(const std::vector<storage::Event>& events,
                              std::vector<ProbeRefusal>& refusals) {
   for (const auto& e : events) {
-    if (e.source != "probe" || e.kind != "refused" || !e.topic || !e.partition) continue;
+    if (!isEvent(e, EventSource::kProbe, EventKind::kRefused) || !e.topic || !e.partition) continue;
     const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
     if (detail.is_discarded() || !detail.is_object()) continue;
     const auto end_us = integerField(detail, "end_us");
@@ -839,7 +833,7 @@ std::vector<ProbeCause> producerRecreationsFromEvents(
     const std::vector<storage::Event>& events) {
   std::vector<ProbeCause> found;
   for (const auto& e : events) {
-    if (e.source != "probe" || e.kind != "producer_recreated") continue;
+    if (!isEvent(e, EventSource::kProbe, EventKind::kProducerRecreated)) continue;
     ProbeCause recreation{e.t_us, ""};
     const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
     if (detail.is_object()) {
@@ -884,7 +878,7 @@ nlohmann::json toJson(const RunAnalysis& a) {
           {"fault_time_source", a.fault_time_source},
           {"fault_time_uncertainty_us", a.fault_time_uncertainty_us},
           {"departure",
-           a.departure.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.departure)},
+           a.departure ? nlohmann::json(toString(*a.departure)) : nlohmann::json(nullptr)},
           {"departure_at_us", optJson(a.departure_at_us)},
           {"recovered_us", optJson(a.recovered_us)},
           {"settled", a.settled},

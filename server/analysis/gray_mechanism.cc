@@ -7,6 +7,12 @@
 #include "server/analysis/drill_analysis.h"
 
 namespace kfaild::analysis {
+
+using common::EventKind;
+using common::EventSource;
+using storage::isEvent;
+using storage::sourceOf;
+
 namespace {
 
 // Broker and client log lines carry millisecond timestamps.
@@ -49,8 +55,9 @@ struct Found {
 // learn a change from the controller after the leader that acts on it, so one more poll interval.
 // (A CI run saw an isr_shrink observed 120 ms after the ack it had allowed, 100 ms polls.)
 std::int64_t resolutionOf(const storage::Event& e, const MechanismScope& s) {
-  if (e.source == "broker_log") return logResolutionUs(e);
-  if (e.source != "metadata") return kLogResolutionUs;
+  const auto source = sourceOf(e);
+  if (source == EventSource::kBrokerLog) return logResolutionUs(e);
+  if (source != EventSource::kMetadata) return kLogResolutionUs;
   std::int64_t span = s.metadata_interval_us;
   const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
   if (detail.is_object() && detail.contains("since_us") && detail["since_us"].is_number_integer()) {
@@ -83,14 +90,16 @@ std::optional<Found> first(const std::vector<storage::Event>& events, const Mech
 std::optional<Found> handover(const std::vector<storage::Event>& events, const MechanismScope& s) {
   return first(events, s, [&](const storage::Event& e) {
     const bool of_target = e.broker && *e.broker == s.target;
-    if (!leads(s.role) && e.source == "broker_log" && e.kind == "fenced" && of_target) return true;
+    if (!leads(s.role) && isEvent(e, EventSource::kBrokerLog, EventKind::kFenced) && of_target) {
+      return true;
+    }
     if (!isPartition(e, s)) return false;
     if (leads(s.role)) {
-      const bool leader_event = (e.source == "metadata" && e.kind == "leader_change") ||
-                                (e.source == "broker_log" && e.kind == "leader_epoch_start");
+      const bool leader_event = isEvent(e, EventSource::kMetadata, EventKind::kLeaderChange) ||
+                                isEvent(e, EventSource::kBrokerLog, EventKind::kLeaderEpochStart);
       return leader_event && e.broker && *e.broker != s.target && *e.broker >= 0;
     }
-    return e.source == "metadata" && e.kind == "isr_shrink" && of_target;
+    return isEvent(e, EventSource::kMetadata, EventKind::kIsrShrink) && of_target;
   });
 }
 
@@ -99,19 +108,6 @@ MechanismPhase fromFault(const char* name, const MechanismScope& s, const Found&
 }
 
 }  // namespace
-
-const char* toString(Mechanism mechanism) {
-  switch (mechanism) {
-    case Mechanism::kNone: return "none";
-    case Mechanism::kSessionTimeout: return "session_timeout";
-    case Mechanism::kClientTimeout: return "client_timeout";
-    case Mechanism::kStaleLeader: return "stale_leader";
-    case Mechanism::kIsrShrink: return "isr_shrink";
-    case Mechanism::kHeal: return "heal";
-    case Mechanism::kNodeBack: return "node_back";
-  }
-  return "unknown";
-}
 
 MechanismSettings withClientSettings(MechanismSettings settings,
                                      const std::map<std::string, std::string>& client) {
@@ -207,8 +203,8 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
       wanted = leads(s.role) ? "leader_change" : "isr_shrink or its fencing";
       end = handover(events, s);
       if (s.departure_at_us && *s.departure_at_us >= s.fault_us) {
-        r.phases.push_back({"fencing", s.fault_us, *s.departure_at_us, s.departure,
-                            s.departure_resolution_us});
+        r.phases.push_back({"fencing", s.fault_us, *s.departure_at_us,
+                            s.departure ? toString(*s.departure) : "", s.departure_resolution_us});
         // A follower's fence is its handover: no phase between the two.
         if (end && end->at_us > *s.departure_at_us) {
           r.phases.push_back(
@@ -223,7 +219,7 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
       wanted = "client_request_timeout";
       end = first(events, s, [&](const storage::Event& e) {
         // The producer's: the acks wait on it, not on the consumer's fetches.
-        return e.source == "client" && e.kind == "client_request_timeout" && e.broker &&
+        return isEvent(e, EventSource::kClient, EventKind::kClientRequestTimeout) && e.broker &&
                *e.broker == s.target && e.detail.find("\"producer\"") != std::string::npos;
       });
       if (end) r.phases.push_back(fromFault("client_timeout", s, *end));
@@ -232,7 +228,8 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
       wanted = "client_leader_update";
       end = first(events, s, [&](const storage::Event& e) {
         // The producer's own move to a leader other than the target.
-        return isPartition(e, s) && e.source == "client" && e.kind == "client_leader_update" && e.broker &&
+        return isPartition(e, s) &&
+               isEvent(e, EventSource::kClient, EventKind::kClientLeaderUpdate) && e.broker &&
                *e.broker != s.target && e.detail.find("\"producer\"") != std::string::npos;
       });
       if (end) r.phases.push_back(fromFault("stale_leader", s, *end));
@@ -243,7 +240,8 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
         // The first of the leader's own log line (its millisecond, when kfaild can read it) and the
         // metadata: another broker may serve the new ISR before the controller's answer reaches the
         // leader and it logs `ISR updated`.
-        if (!isPartition(e, s) || (e.source != "metadata" && e.source != "broker_log") || e.kind != "isr_shrink") {
+        if (!isPartition(e, s) || (!isEvent(e, EventSource::kMetadata, EventKind::kIsrShrink) &&
+                                   !isEvent(e, EventSource::kBrokerLog, EventKind::kIsrShrink))) {
           return false;
         }
         // A follower leaves the ISR; a leader cut from the brokers drops its followers.
@@ -263,7 +261,7 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
     case Mechanism::kNodeBack:
       wanted = "broker_back";
       end = first(events, s, [&](const storage::Event& e) {
-        return e.source == "metadata" && e.kind == "broker_back" && e.broker &&
+        return isEvent(e, EventSource::kMetadata, EventKind::kBrokerBack) && e.broker &&
                *e.broker == s.target;
       });
       if (!end && s.recovered_us) end = Found{*s.recovered_us, "recovered", s.metadata_interval_us};

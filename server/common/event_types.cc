@@ -89,6 +89,22 @@ constexpr std::array<Table<Departure>, 2> kDepartures{{
     {Departure::kControlledShutdown, "controlled_shutdown"},
 }};
 
+constexpr std::array<Table<Outcome>, 3> kOutcomes{{
+    {Outcome::kStall, "stall"},
+    {Outcome::kNone, "none"},
+    {Outcome::kInconclusive, "inconclusive"},
+}};
+
+constexpr std::array<Table<Mechanism>, 7> kMechanisms{{
+    {Mechanism::kNone, "none"},
+    {Mechanism::kSessionTimeout, "session_timeout"},
+    {Mechanism::kClientTimeout, "client_timeout"},
+    {Mechanism::kStaleLeader, "stale_leader"},
+    {Mechanism::kIsrShrink, "isr_shrink"},
+    {Mechanism::kHeal, "heal"},
+    {Mechanism::kNodeBack, "node_back"},
+}};
+
 // The tables are in the enum's order, so an enumerator's spelling is found by its index; a table
 // out of order fails this at compile time.
 template <typename Enum, std::size_t N>
@@ -101,6 +117,7 @@ constexpr bool inEnumOrder(const std::array<Table<Enum>, N>& table) {
 static_assert(inEnumOrder(kSources) && static_cast<std::size_t>(EventSource::kUnknown) == kSources.size());
 static_assert(inEnumOrder(kKinds) && static_cast<std::size_t>(EventKind::kUnknown) == kKinds.size());
 static_assert(inEnumOrder(kPartitionRoles) && inEnumOrder(kNodeRoles) && inEnumOrder(kDepartures));
+static_assert(inEnumOrder(kOutcomes) && inEnumOrder(kMechanisms));
 
 // The spellings are literals, so data() is null-terminated.
 template <typename Enum, std::size_t N>
@@ -124,6 +141,8 @@ const char* toString(EventKind kind) { return nameOf(kKinds, kind); }
 const char* toString(PartitionRole role) { return nameOf(kPartitionRoles, role); }
 const char* toString(NodeRole role) { return nameOf(kNodeRoles, role); }
 const char* toString(Departure departure) { return nameOf(kDepartures, departure); }
+const char* toString(Outcome outcome) { return nameOf(kOutcomes, outcome); }
+const char* toString(Mechanism mechanism) { return nameOf(kMechanisms, mechanism); }
 
 EventSource eventSourceFromString(std::string_view text) {
   return valueOf(kSources, text).value_or(EventSource::kUnknown);
@@ -152,6 +171,10 @@ std::vector<std::string_view> partitionRoleNames() {
 std::optional<NodeRole> nodeRoleFromString(std::string_view text) { return valueOf(kNodeRoles, text); }
 std::optional<Departure> departureFromString(std::string_view text) {
   return valueOf(kDepartures, text);
+}
+std::optional<Outcome> outcomeFromString(std::string_view text) { return valueOf(kOutcomes, text); }
+std::optional<Mechanism> mechanismFromString(std::string_view text) {
+  return valueOf(kMechanisms, text);
 }
 
 }  // namespace kfaild::common

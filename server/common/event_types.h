@@ -104,17 +104,35 @@ enum class NodeRole { kBroker, kController };
 // How the target left its partitions: fenced on its session timeout, or in a controlled shutdown.
 enum class Departure { kFenced, kControlledShutdown };
 
+// What the analysis made of a partition's (or a stream's) longest gap (analysis::KindResult).
+enum class Outcome { kStall, kNone, kInconclusive };
+
+// What should bound a gray fault's stall (analysis::Expectation).
+enum class Mechanism {
+  kNone,
+  kSessionTimeout,
+  kClientTimeout,
+  kStaleLeader,
+  kIsrShrink,
+  kHeal,
+  kNodeBack,
+};
+
 const char* toString(EventSource source);
 const char* toString(EventKind kind);
 const char* toString(PartitionRole role);
 const char* toString(NodeRole role);
 const char* toString(Departure departure);
+const char* toString(Outcome outcome);
+const char* toString(Mechanism mechanism);
 
 EventSource eventSourceFromString(std::string_view text);  // kUnknown when not known
 EventKind eventKindFromString(std::string_view text);      // kUnknown when not known
 std::optional<PartitionRole> partitionRoleFromString(std::string_view text);
 std::optional<NodeRole> nodeRoleFromString(std::string_view text);
 std::optional<Departure> departureFromString(std::string_view text);
+std::optional<Outcome> outcomeFromString(std::string_view text);
+std::optional<Mechanism> mechanismFromString(std::string_view text);
 
 // Every partition role's spelling, in the enum's order (for a request's or a configuration's
 // choice of role).

@@ -10,6 +10,11 @@
 #include "server/fault/kafka_log.h"
 
 namespace kfaild::drill {
+
+using common::EventKind;
+using common::EventSource;
+using common::NodeRole;
+
 namespace {
 
 // An operation probe (control plane, commits, transactions) that is off, or answered after `since_us`.
@@ -41,7 +46,9 @@ std::vector<analysis::PartitionAtFault> partitionsOf(const kafka::ClusterSnapsho
 
 bool isController(const std::vector<config::NodeConfig>& inventory, std::int32_t node) {
   return std::any_of(inventory.begin(), inventory.end(),
-                     [node](const config::NodeConfig& n) { return n.id == node && n.role == "controller"; });
+                     [node](const config::NodeConfig& n) {
+                       return n.id == node && n.role == NodeRole::kController;
+                     });
 }
 
 }  // namespace
@@ -156,7 +163,7 @@ bool RunExecution::prepareTarget(bool after_election) {
   const auto target_node = std::find_if(deps_.cluster.inventory.begin(), deps_.cluster.inventory.end(),
                                         [this](const config::NodeConfig& n) { return n.id == target_; });
   if (!fresh_quorum && fresh_quorum_error.empty() && target_node != deps_.cluster.inventory.end() &&
-      target_node->role == "controller") {
+      target_node->role == NodeRole::kController) {
     describeQuorumNow();
   }
   if (fresh_quorum) {
@@ -374,7 +381,7 @@ bool RunExecution::quorumLostWithout(std::int32_t node, const kafka::QuorumInfo*
   // Undescribed: the inventory's dedicated controllers stand for the voters.
   std::size_t controllers = 0, left = 0;
   for (const auto& n : deps_.cluster.inventory) {
-    if (n.role != "controller") continue;
+    if (n.role != NodeRole::kController) continue;
     ++controllers;
     if (n.id != node && n.id != also_down) ++left;
   }
@@ -450,7 +457,7 @@ bool RunExecution::inject() {
     fault_us_ = record->faultTime();
     FaultInjected fault{record->requested_at, fault_us_, record->fault_at ? record->fault_time_source : "requested",
                         record->detail, record->uncertainty_us, record->clock_offset_us};
-    recordEvent(deps_, "injector", "fault", fault_us_, target_,
+    recordEvent(deps_, EventSource::kInjector, EventKind::kFault, fault_us_, target_,
                 {{"fault", toString(spec_.fault)}, {"requested_us", fault.requested_us},
                  {"time_source", fault.time_source}, {"detail", fault.detail}, {"drill", drill_.id},
                  {"run", outcome_.run}});
@@ -480,7 +487,8 @@ void RunExecution::observe() {
                                {"requested_us", undone->requested_at}, {"uncertainty_us", undone->uncertainty_us},
                                {"time_source", undone->fault_at ? undone->fault_time_source : "requested"}};
       if (spec_.fault == FaultType::kPause) detail = {{"paused_s", spec_.options.pause_s}};
-      recordEvent(deps_, "injector", undoneEvent(spec_.fault), *undone_us_, target_, detail);
+      recordEvent(deps_, EventSource::kInjector, undoneEvent(spec_.fault), *undone_us_, target_,
+                  detail);
     } else {
       actionFailed(undoVerb(spec_.fault), undone.error().describe());
     }
@@ -492,7 +500,8 @@ void RunExecution::observe() {
   if (spec_.fault == FaultType::kRestart && !interrupted()) {
     auto started = injector->start();
     if (started) {
-      recordEvent(deps_, "injector", "started", started->requested_at, target_, {{"restart", true}});
+      recordEvent(deps_, EventSource::kInjector, EventKind::kStarted, started->requested_at,
+                  target_, {{"restart", true}});
     } else {
       actionFailed("start", started.error().describe());
     }
@@ -637,7 +646,7 @@ void RunExecution::secondFault() {
   second_fault_us_ = record->faultTime();
   FaultInjected fault{record->requested_at, second_fault_us_, record->fault_at ? record->fault_time_source : "requested",
                       record->detail, record->uncertainty_us, record->clock_offset_us};
-  recordEvent(deps_, "injector", "fault", second_fault_us_, second_target_,
+  recordEvent(deps_, EventSource::kInjector, EventKind::kFault, second_fault_us_, second_target_,
               {{"fault", toString(second_spec_->fault)}, {"requested_us", fault.requested_us},
                {"time_source", fault.time_source}, {"detail", fault.detail}, {"drill", drill_.id},
                {"run", outcome_.run}, {"second", true}, {"after_s", second.after_s}});
@@ -655,7 +664,7 @@ bool RunExecution::refuseSecond(const std::string& why) {
   second.reason = why;
   failure_ = "the second fault was refused: " + why + "; its node was not touched";
   failure_state_ = DrillState::kFailed;
-  recordEvent(deps_, "kfaild", "second_fault_refused", deps_.clock.wallNow(),
+  recordEvent(deps_, EventSource::kKfaild, EventKind::kSecondFaultRefused, deps_.clock.wallNow(),
               second_target_ >= 0 ? std::optional<std::int32_t>(second_target_) : std::nullopt,
               {{"drill", drill_.id}, {"run", outcome_.run}, {"reason", why}});
   return false;
@@ -664,7 +673,7 @@ bool RunExecution::refuseSecond(const std::string& why) {
 void RunExecution::actionFailed(const std::string& action, const std::string& error) {
   // The node stays paused (stopped, faulted) while the observation would wait for it: what it
   // would measure is kfaild's failure, not the cluster's. The run fails; recovery retries it.
-  recordEvent(deps_, "injector", action + "_failed", deps_.clock.wallNow(), target_,
+  recordEvent(deps_, EventSource::kInjector, action + "_failed", deps_.clock.wallNow(), target_,
               {{"drill", drill_.id}, {"run", outcome_.run}, {"error", error}});
   const auto verb = action == "resume" ? "resuming" : action == "heal" ? "healing" : "starting";
   failure_ = std::string(verb) + " node " +
@@ -728,7 +737,7 @@ std::optional<std::string> RunExecution::bringBack(std::int32_t node, storage::R
         journal.last_error = error;
         parts_.recovery.save(journal);
         if (report.errors.size() < 20) report.errors.push_back({attempt, now, error});
-        recordEvent(deps_, "kfaild", "recovery_retry", now, node,
+        recordEvent(deps_, EventSource::kKfaild, EventKind::kRecoveryRetry, now, node,
                     {{"drill", drill_.id}, {"run", outcome_.run}, {"attempt", attempt}, {"error", error},
                      {"retry_in_s", static_cast<double>(retry_in_us) / kSecond}});
         setState(DrillState::kRecover, "recovering node " + std::to_string(node) + ": attempt " +
@@ -749,7 +758,8 @@ std::optional<std::string> RunExecution::bringBack(std::int32_t node, storage::R
     drill_.reason.clear();
     parts_.records.persist(drill_);
   }
-  recordEvent(deps_, "injector", "recovered", *journal.done_us, node, {{"drill", drill_.id}, {"run", outcome_.run}});
+  recordEvent(deps_, EventSource::kInjector, EventKind::kRecovered, *journal.done_us, node,
+              {{"drill", drill_.id}, {"run", outcome_.run}});
   return std::nullopt;
 }
 
@@ -1045,7 +1055,8 @@ ElectionOutcome RunExecution::electPreferred(const std::vector<kafka::TopicParti
 void RunExecution::collectBrokerLogs() {
   std::vector<fault::LogSource> sources;
   for (const auto& node : deps_.cluster.inventory) {
-    sources.push_back({node.id, node.role == "controller", deps_.injectors.at(node.id).get()});
+    sources.push_back(
+        {node.id, node.role == NodeRole::kController, deps_.injectors.at(node.id).get()});
   }
   std::vector<std::string> topics;
   for (const auto& t : deps_.cluster.probe.topics) topics.push_back(t.name);
@@ -1056,7 +1067,10 @@ void RunExecution::collectBrokerLogs() {
     // The second target's marks; the leaders' epochs and ISR shrinks are every node's, read once
     // already.
     for (auto& line : fault::readFailoverLogs(sources, second_target_, topics, since)) {
-      if (line.kind != "leader_epoch_start" && line.kind != "isr_shrink") lines.push_back(std::move(line));
+      const auto kind = common::eventKindFromString(line.kind);
+      if (kind != EventKind::kLeaderEpochStart && kind != EventKind::kIsrShrink) {
+        lines.push_back(std::move(line));
+      }
     }
   }
   for (auto& line : lines) {
@@ -1064,13 +1078,15 @@ void RunExecution::collectBrokerLogs() {
     e.cluster = deps_.cluster_id;
     // On kfaild's timebase, which a step of the system clock below a second leaves where it was.
     e.t_us = deps_.clock.fromSystem(line.t);
-    e.source = "broker_log";
+    e.source = toString(EventSource::kBrokerLog);
     e.kind = line.kind;
     e.broker = line.broker;
     e.topic = line.topic;
     e.partition = line.partition;
     nlohmann::json detail = {{"file", line.file}, {"line", line.line}};
-    if (line.kind != "signal_received") detail["node"] = line.node;
+    if (common::eventKindFromString(line.kind) != EventKind::kSignalReceived) {
+      detail["node"] = line.node;
+    }
     if (e.t_us != line.t) detail["system_t_us"] = line.t;
     if (line.clock_uncertainty_us > 0) {
       // Another host's log (ssh): placed on kfaild's clock by that host's clock offset.

@@ -104,6 +104,21 @@ TEST_CASE("every partition role, node role and departure reads back from its spe
       static_cast<Departure>(2), departureFromString);
 }
 
+TEST_CASE("every outcome and mechanism reads back from its spelling", "[unit][common]") {
+  checkRoundTrip<Outcome>({{Outcome::kStall, "stall"},
+                           {Outcome::kNone, "none"},
+                           {Outcome::kInconclusive, "inconclusive"}},
+                          static_cast<Outcome>(3), outcomeFromString);
+  checkRoundTrip<Mechanism>({{Mechanism::kNone, "none"},
+                             {Mechanism::kSessionTimeout, "session_timeout"},
+                             {Mechanism::kClientTimeout, "client_timeout"},
+                             {Mechanism::kStaleLeader, "stale_leader"},
+                             {Mechanism::kIsrShrink, "isr_shrink"},
+                             {Mechanism::kHeal, "heal"},
+                             {Mechanism::kNodeBack, "node_back"}},
+                            static_cast<Mechanism>(7), mechanismFromString);
+}
+
 TEST_CASE("a spelling this kfaild does not know reads as unknown, not as a known value",
           "[unit][common]") {
   CHECK(eventSourceFromString("kfaild-next") == EventSource::kUnknown);
