@@ -185,57 +185,66 @@ Expectation expectationFor(const GrayFaultInput& fault, Role role, const Mechani
   return e;
 }
 
-MechanismResult explainStall(const Expectation& expected, const MechanismScope& s,
-                             const std::optional<std::pair<std::int64_t, std::int64_t>>& stall,
-                             const std::vector<storage::Event>& events) {
-  MechanismResult r;
-  r.mechanism = expected.mechanism;
-  r.setting = expected.setting;
-  r.expected_us = expected.expected_us;
+namespace {
 
-  // The event that should end the stall, and the steps before it.
+// The event that should end the stall under `expected` (unset when it did not come), what it is
+// called in the reasons, and the steps up to it, appended to `phases`.
+struct MechanismEnd {
   std::optional<Found> end;
   std::string wanted;
-  switch (expected.mechanism) {
+};
+
+MechanismEnd sessionTimeoutEnd(const MechanismScope& s, const std::vector<storage::Event>& events,
+                               std::vector<MechanismPhase>& phases) {
+  MechanismEnd m{handover(events, s),
+                 leads(s.role) ? std::string(toString(EventKind::kLeaderChange))
+                               : std::string(toString(EventKind::kIsrShrink)) + " or its fencing"};
+  const auto& end = m.end;
+  if (s.departure_at_us && *s.departure_at_us >= s.fault_us) {
+    phases.push_back({"fencing", s.fault_us, *s.departure_at_us,
+                      s.departure ? toString(*s.departure) : "", s.departure_resolution_us});
+    // A follower's fence is its handover: no phase between the two.
+    if (end && end->at_us > *s.departure_at_us) {
+      phases.push_back({"handover", *s.departure_at_us, end->at_us, end->kind, end->resolution_us});
+    }
+  } else if (end) {
+    phases.push_back({"handover", s.fault_us, end->at_us, end->kind, end->resolution_us});
+  }
+  return m;
+}
+
+MechanismEnd mechanismEnd(Mechanism mechanism, const MechanismScope& s,
+                          const std::vector<storage::Event>& events,
+                          std::vector<MechanismPhase>& phases) {
+  MechanismEnd m;
+  auto& end = m.end;
+  switch (mechanism) {
     case Mechanism::kNone:
       break;
-    case Mechanism::kSessionTimeout: {
-      wanted = leads(s.role) ? "leader_change" : "isr_shrink or its fencing";
-      end = handover(events, s);
-      if (s.departure_at_us && *s.departure_at_us >= s.fault_us) {
-        r.phases.push_back({"fencing", s.fault_us, *s.departure_at_us,
-                            s.departure ? toString(*s.departure) : "", s.departure_resolution_us});
-        // A follower's fence is its handover: no phase between the two.
-        if (end && end->at_us > *s.departure_at_us) {
-          r.phases.push_back(
-              {"handover", *s.departure_at_us, end->at_us, end->kind, end->resolution_us});
-        }
-      } else if (end) {
-        r.phases.push_back({"handover", s.fault_us, end->at_us, end->kind, end->resolution_us});
-      }
-      break;
-    }
+    case Mechanism::kSessionTimeout:
+      return sessionTimeoutEnd(s, events, phases);
     case Mechanism::kClientTimeout:
-      wanted = "client_request_timeout";
+      m.wanted = toString(EventKind::kClientRequestTimeout);
       end = first(events, s, [&](const storage::Event& e) {
         // The producer's: the acks wait on it, not on the consumer's fetches.
         return isEvent(e, EventSource::kClient, EventKind::kClientRequestTimeout) && e.broker &&
                *e.broker == s.target && e.detail.find("\"producer\"") != std::string::npos;
       });
-      if (end) r.phases.push_back(fromFault("client_timeout", s, *end));
+      if (end) phases.push_back(fromFault("client_timeout", s, *end));
       break;
     case Mechanism::kStaleLeader:
-      wanted = "client_leader_update";
+      m.wanted = toString(EventKind::kClientLeaderUpdate);
       end = first(events, s, [&](const storage::Event& e) {
         // The producer's own move to a leader other than the target.
         return isPartition(e, s) &&
                isEvent(e, EventSource::kClient, EventKind::kClientLeaderUpdate) && e.broker &&
-               *e.broker != s.target && e.detail.find("\"producer\"") != std::string::npos;
+               *e.broker != s.target &&
+               e.detail.find("\"producer\"") != std::string::npos;
       });
-      if (end) r.phases.push_back(fromFault("stale_leader", s, *end));
+      if (end) phases.push_back(fromFault("stale_leader", s, *end));
       break;
     case Mechanism::kIsrShrink:
-      wanted = "isr_shrink";
+      m.wanted = toString(EventKind::kIsrShrink);
       end = first(events, s, [&](const storage::Event& e) {
         // The first of the leader's own log line (its millisecond, when kfaild can read it) and the
         // metadata: another broker may serve the new ISR before the controller's answer reaches the
@@ -248,27 +257,41 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
         return leads(s.role) ? !(e.broker && *e.broker == s.target)
                              : (e.broker && *e.broker == s.target);
       });
-      if (end) r.phases.push_back(fromFault("isr_shrink", s, *end));
+      if (end) phases.push_back(fromFault("isr_shrink", s, *end));
       break;
     case Mechanism::kHeal:
-      wanted = "heal";
+      m.wanted = "heal";
       if (s.healed_us && *s.healed_us >= s.fault_us) {
         const auto uncertainty = std::max(s.healed_uncertainty_us, kLogResolutionUs);
         end = Found{*s.healed_us, "heal", uncertainty};
-        r.phases.push_back({"heal", s.fault_us, end->at_us, "heal", uncertainty});
+        phases.push_back({"heal", s.fault_us, end->at_us, "heal", uncertainty});
       }
       break;
     case Mechanism::kNodeBack:
-      wanted = "broker_back";
+      m.wanted = toString(EventKind::kBrokerBack);
       end = first(events, s, [&](const storage::Event& e) {
         return isEvent(e, EventSource::kMetadata, EventKind::kBrokerBack) && e.broker &&
                *e.broker == s.target;
       });
       if (!end && s.recovered_us) end = Found{*s.recovered_us, "recovered", s.metadata_interval_us};
-      if (end) r.phases.push_back(fromFault("node_back", s, *end));
+      if (end) phases.push_back(fromFault("node_back", s, *end));
       break;
   }
+  return m;
+}
 
+}  // namespace
+
+MechanismResult explainStall(const Expectation& expected, const MechanismScope& s,
+                             const std::optional<std::pair<std::int64_t, std::int64_t>>& stall,
+                             const std::vector<storage::Event>& events) {
+  MechanismResult r;
+  r.mechanism = expected.mechanism;
+  r.setting = expected.setting;
+  r.expected_us = expected.expected_us;
+
+  // The event that should end the stall, and the steps before it.
+  const auto [end, wanted] = mechanismEnd(expected.mechanism, s, events, r.phases);
   if (!stall) {
     const bool bites = expected.mechanism == Mechanism::kSessionTimeout ||
                        expected.mechanism == Mechanism::kClientTimeout ||
