@@ -814,8 +814,8 @@ void RunExecution::analyse() {
   const auto& clock = deps_.clock;
   const auto settle_start = clock.monoNow();
   const auto settle_deadline = settle_start + spec_.options.settle_timeout_s * kSecond;
-  while (!deps_.probe.pending(baseline_start_us_, window_end_us_).empty() && clock.monoNow() < settle_deadline &&
-         parts_.queue.sleep(kPollUs)) {
+  while (!deps_.probe.pending(baseline_start_us_, window_end_us_).empty() &&
+         clock.monoNow() < settle_deadline && parts_.queue.sleep(kPollUs)) {
   }
   outcome_.settle_us = clock.monoNow() - settle_start;
   if (interrupted()) {
@@ -823,12 +823,52 @@ void RunExecution::analyse() {
     return;
   }
 
+  auto input = analysisInput();
+  // The ledger first, then the store: a message that finishes in between is in both (the
+  // analysis prefers the stored one), never in neither.
+  input.pending = deps_.probe.pending(baseline_start_us_, window_end_us_);
+  const auto live = deps_.probe.status();
+  deps_.store.flush();
+  AnalysisWindow window{.cluster = deps_.cluster_id,
+                        .partitions = {},
+                        .samples = {baseline_start_us_, window_end_us_},
+                        .events = {baseline_start_us_ - kSecond, window_end_us_ + 5 * kSecond}};
+  for (const auto& p : at_fault_) window.partitions.emplace_back(p.topic, p.partition);
+  if (live.control) window.partitions.emplace_back(std::string(probe::kControlStream), 0);
+  if (live.coordinators) {
+    window.partitions.emplace_back(std::string(probe::kCommitStream), 0);
+    if (live.coordinators->transactions) {
+      window.partitions.emplace_back(std::string(probe::kTransactionStream), 0);
+    }
+  }
+  auto stored = loadAnalysisInputs(deps_.store, window);
+  if (!stored) {
+    end(DrillState::kFailed, "analysis not run: " + stored.error().describe());
+    return;
+  }
+  analyseOwnStreams(live, input, *stored);
+  input.samples = std::move(stored->samples);
+  input.events = std::move(stored->events);
+  addProbeStretches(live, input);
+  if (second_journal_ && outcome_.second_fault->fault_injected) {
+    outcome_.second_fault->first_analysis = analysis::analyse(firstOfTwo(input));
+    toSecondFault(input);
+  }
+  outcome_.analysis = analysis::analyse(input);
+  outcome_.state = DrillState::kDone;
+  outcome_.reason.clear();
+}
+
+analysis::AnalysisInput RunExecution::analysisInput() const {
   analysis::AnalysisInput input;
   input.fault = toString(spec_.fault);
-  input.killed = spec_.fault == FaultType::kKill || (spec_.fault == FaultType::kRestart && spec_.options.kill);
+  input.killed = spec_.fault == FaultType::kKill ||
+                 (spec_.fault == FaultType::kRestart && spec_.options.kill);
   input.gray = grayInput(spec_, undone_us_, undone_uncertainty_us_);
   if (outcome_.cluster_settings) input.settings = mechanismSettings(*outcome_.cluster_settings);
-  if (outcome_.probe_client) input.settings = analysis::withClientSettings(input.settings, *outcome_.probe_client);
+  if (outcome_.probe_client) {
+    input.settings = analysis::withClientSettings(input.settings, *outcome_.probe_client);
+  }
   input.target = target_;
   input.fault_us = fault_us_;
   if (outcome_.fault_injected) {
@@ -846,37 +886,23 @@ void RunExecution::analyse() {
   input.metadata_interval_us = deps_.cluster.observe.metadata_interval_us;
   input.partitions = at_fault_;
   input.probe_at_fault = outcome_.probe_at_fault->partitions;
-  // The ledger first, then the store: a message that finishes in between is in both (the
-  // analysis prefers the stored one), never in neither.
-  input.pending = deps_.probe.pending(baseline_start_us_, window_end_us_);
-  const auto live = deps_.probe.status();
-  deps_.store.flush();
-  AnalysisWindow window{.cluster = deps_.cluster_id,
-                        .partitions = {},
-                        .samples = {baseline_start_us_, window_end_us_},
-                        .events = {baseline_start_us_ - kSecond, window_end_us_ + 5 * kSecond}};
-  for (const auto& p : at_fault_) window.partitions.emplace_back(p.topic, p.partition);
-  if (live.control) window.partitions.emplace_back(std::string(probe::kControlStream), 0);
-  if (live.coordinators) {
-    window.partitions.emplace_back(std::string(probe::kCommitStream), 0);
-    if (live.coordinators->transactions) window.partitions.emplace_back(std::string(probe::kTransactionStream), 0);
-  }
-  auto stored = loadAnalysisInputs(deps_.store, window);
-  if (!stored) {
-    end(DrillState::kFailed, "analysis not run: " + stored.error().describe());
-    return;
-  }
+  return input;
+}
+
+void RunExecution::analyseOwnStreams(const probe::ProbeStatus& live,
+                                     const analysis::AnalysisInput& input, StoredInputs& stored) {
   // kfaild's own streams leave the samples here: the data analysis is the probe partitions'.
   std::map<std::string, std::vector<storage::ProbeSample>> own;
-  {
-    auto& samples = stored->samples;
-    const auto split = std::stable_partition(samples.begin(), samples.end(), [](const storage::ProbeSample& s) {
-      return !probe::isOwnStream(s.topic);
-    });
-    for (auto it = split; it != samples.end(); ++it) own[it->topic].push_back(std::move(*it));
-    samples.erase(split, samples.end());
-  }
-  const auto streamInput = [&](std::int64_t interval_us, std::int64_t threshold_us, std::string_view stream) {
+  auto& samples = stored.samples;
+  const auto split =
+      std::stable_partition(samples.begin(), samples.end(), [](const storage::ProbeSample& s) {
+        return !probe::isOwnStream(s.topic);
+      });
+  for (auto it = split; it != samples.end(); ++it) own[it->topic].push_back(std::move(*it));
+  samples.erase(split, samples.end());
+
+  const auto streamInput = [&](std::int64_t interval_us, std::int64_t threshold_us,
+                               std::string_view stream) {
     analysis::StreamInput in;
     in.interval_us = interval_us;
     in.gap_threshold_us = threshold_us;
@@ -892,13 +918,15 @@ void RunExecution::analyse() {
     const auto& c = deps_.cluster.probe.coordinators;
     analysis::CoordinatorsInput coordinators;
     coordinators.target = target_;
-    coordinators.commits = streamInput(c.commit_interval_us, c.gap_threshold_us, probe::kCommitStream);
+    coordinators.commits =
+        streamInput(c.commit_interval_us, c.gap_threshold_us, probe::kCommitStream);
     if (live.coordinators->transactions) {
-      coordinators.transactions = streamInput(c.txn_interval_us, c.txn_gap_threshold_us, probe::kTransactionStream);
+      coordinators.transactions =
+          streamInput(c.txn_interval_us, c.txn_gap_threshold_us, probe::kTransactionStream);
     }
     coordinators.watched = live.coordinators->group_coordinator.has_value();
     coordinators.unwatched_reason = live.coordinators->watch_error;
-    outcome_.coordinators = analysis::analyseCoordinators(coordinators, stored->events);
+    outcome_.coordinators = analysis::analyseCoordinators(coordinators, stored.events);
   }
   if (live.control) {
     const auto& c = deps_.cluster.probe.control;
@@ -913,10 +941,12 @@ void RunExecution::analyse() {
     control.quorum_unwatched_reason = live.control->quorum_error;
     control.clock_steps = input.clock_steps;
     control.samples = std::move(own[std::string(probe::kControlStream)]);
-    outcome_.control_plane = analysis::analyseControlPlane(control, stored->events);
+    outcome_.control_plane = analysis::analyseControlPlane(control, stored.events);
   }
-  input.samples = std::move(stored->samples);
-  input.events = std::move(stored->events);
+}
+
+void RunExecution::addProbeStretches(const probe::ProbeStatus& live,
+                                     analysis::AnalysisInput& input) const {
   analysis::probeStretchesFromEvents(input.events, input.holds, input.idles);
   analysis::probeRefusalsFromEvents(input.events, input.refusals);
   for (const auto& p : live.partitions) {
@@ -929,33 +959,31 @@ void RunExecution::analyse() {
           {p.topic, p.partition, p.refusing_since->wall, std::nullopt, 0, "open"});
     }
   }
-  if (second_journal_ && outcome_.second_fault->fault_injected) {
-    // The first fault alone, up to the second; then the run's analysis becomes the second's: its
-    // target's roles with the first node out of the ISRs, from its moment, against the noise of
-    // the baseline before the first fault.
-    auto& second = *outcome_.second_fault;
-    auto first = input;
-    first.observe_end_us = second_fault_us_;
-    first.window_end_us = second_fault_us_;
-    first.recovered_us.reset();
-    first.observe_timed_out = false;
-    first.offline_timed_out = false;
-    first.cut_by = "the second fault";
-    second.first_analysis = analysis::analyse(first);
-    input.fault = toString(second_spec_->fault);
-    input.killed = second_spec_->fault == FaultType::kKill;
-    input.target = second_target_;
-    input.fault_us = second_fault_us_;
-    input.fault_time_source = second.fault_injected->time_source;
-    input.fault_time_uncertainty_us = second.fault_injected->uncertainty_us;
-    input.baseline_end_us = fault_us_;
-    input.partitions = at_second_fault_;
-    input.probe_at_fault = second.probe_at_fault->partitions;
-    input.recovered_us = second.recovered_us ? second.recovered_us : input.recovered_us;
-  }
-  outcome_.analysis = analysis::analyse(input);
-  outcome_.state = DrillState::kDone;
-  outcome_.reason.clear();
+}
+
+analysis::AnalysisInput RunExecution::firstOfTwo(const analysis::AnalysisInput& input) const {
+  auto first = input;
+  first.observe_end_us = second_fault_us_;
+  first.window_end_us = second_fault_us_;
+  first.recovered_us.reset();
+  first.observe_timed_out = false;
+  first.offline_timed_out = false;
+  first.cut_by = "the second fault";
+  return first;
+}
+
+void RunExecution::toSecondFault(analysis::AnalysisInput& input) const {
+  const auto& second = *outcome_.second_fault;
+  input.fault = toString(second_spec_->fault);
+  input.killed = second_spec_->fault == FaultType::kKill;
+  input.target = second_target_;
+  input.fault_us = second_fault_us_;
+  input.fault_time_source = second.fault_injected->time_source;
+  input.fault_time_uncertainty_us = second.fault_injected->uncertainty_us;
+  input.baseline_end_us = fault_us_;
+  input.partitions = at_second_fault_;
+  input.probe_at_fault = second.probe_at_fault->partitions;
+  input.recovered_us = second.recovered_us ? second.recovered_us : input.recovered_us;
 }
 
 bool RunExecution::resumedAfter(const probe::ProbeStatus& status, std::int64_t since_us) const {
