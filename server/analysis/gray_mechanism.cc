@@ -53,7 +53,6 @@ struct Found {
 // observation: the change happened after the previous answer that did not show it (since_us, in
 // the event), so up to that span, at least one poll interval; and the brokers answering Metadata
 // learn a change from the controller after the leader that acts on it, so one more poll interval.
-// (A CI run saw an isr_shrink observed 120 ms after the ack it had allowed, 100 ms polls.)
 std::int64_t resolutionOf(const storage::Event& e, const MechanismScope& s) {
   const auto source = sourceOf(e);
   if (source == EventSource::kBrokerLog) return logResolutionUs(e);
@@ -85,8 +84,8 @@ std::optional<Found> first(const std::vector<storage::Event>& events, const Mech
 // broker's removal from every ISR in the same batch of records as its fencing
 // (ReplicationControlManager.handleBrokerFenced), so its log line times the shrink to its
 // millisecond, where the metadata poller sees it up to two polls later, and later still when the
-// broker it asks is slow to replay the batch (a CI run on a loaded machine: the follower's
-// partition acked again 282 ms before the poller saw the shrink).
+// broker it asks is slow to replay the batch: a follower's partition can ack again before the
+// poller sees the shrink.
 std::optional<Found> handover(const std::vector<storage::Event>& events, const MechanismScope& s) {
   return first(events, s, [&](const storage::Event& e) {
     const bool of_target = e.broker && *e.broker == s.target;

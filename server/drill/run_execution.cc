@@ -530,8 +530,8 @@ void RunExecution::observe() {
     if (resumed && (await_commits_ || await_transactions_)) {
       // The streams resumed on a coordinator their own clients found; the watch asks
       // FindCoordinator only every watch interval, and a move it has not seen yet would fall
-      // outside the window (a CI run: transactions resumed 28 ms before the window closed, and
-      // the run reported no move). One more answer of the watch, bounded by its round.
+      // outside the window, and the run would report no move. One more answer of the watch,
+      // bounded by its round.
       const auto resumed_at = deps_.clock.wallNow();
       const auto& cc = deps_.cluster.probe.coordinators;
       const auto bound = deps_.clock.monoNow() + cc.watch_interval_us + cc.timeout_us;

@@ -28,7 +28,7 @@ std::unique_ptr<kafka::SharedHandle> makeObserverClient(const config::ClusterCon
   // reconnect.backoff.max.ms 1000, as the probe's clients: after every broker was gone for a
   // while librdkafka's default (10 s, plus jitter, per broker) left the poller without a
   // connection, so "unreachable", for that long after the brokers were back, and a drill on the
-  // restarted lab was refused at the fault for want of fresh metadata (seen in CI).
+  // restarted lab was refused at the fault for want of fresh metadata.
   // The other properties stay librdkafka's defaults: this client sends one small request per
   // poll and nothing else, so its timers cost next to nothing (docs/PERFORMANCE.md, "librdkafka
   // clients per cluster").
