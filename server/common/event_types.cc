@@ -114,8 +114,10 @@ constexpr bool inEnumOrder(const std::array<Table<Enum>, N>& table) {
   }
   return true;
 }
-static_assert(inEnumOrder(kSources) && static_cast<std::size_t>(EventSource::kUnknown) == kSources.size());
-static_assert(inEnumOrder(kKinds) && static_cast<std::size_t>(EventKind::kUnknown) == kKinds.size());
+static_assert(inEnumOrder(kSources) &&
+              static_cast<std::size_t>(EventSource::kUnknown) == kSources.size());
+static_assert(inEnumOrder(kKinds) &&
+              static_cast<std::size_t>(EventKind::kUnknown) == kKinds.size());
 static_assert(inEnumOrder(kPartitionRoles) && inEnumOrder(kNodeRoles) && inEnumOrder(kDepartures));
 static_assert(inEnumOrder(kOutcomes) && inEnumOrder(kMechanisms));
 
@@ -168,7 +170,9 @@ std::vector<std::string_view> partitionRoleNames() {
   return names;
 }
 
-std::optional<NodeRole> nodeRoleFromString(std::string_view text) { return valueOf(kNodeRoles, text); }
+std::optional<NodeRole> nodeRoleFromString(std::string_view text) {
+  return valueOf(kNodeRoles, text);
+}
 std::optional<Departure> departureFromString(std::string_view text) {
   return valueOf(kDepartures, text);
 }
