@@ -16,6 +16,7 @@
 #include "api/resources.h"
 #include "server/analysis/incidents.h"
 #include "server/analysis/statistics.h"
+#include "server/common/event_types.h"
 #include "server/common/json_text.h"
 #include "server/common/time_format.h"
 #include "server/drill/cron.h"
@@ -31,11 +32,7 @@ using nlohmann::json;
 constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kMaxPartition = std::numeric_limits<std::int32_t>::max();
 const std::vector<std::string_view> kVerdicts = {"pass", "fail", "inconclusive"};
-const std::vector<std::string_view> kRoles = {"leader",           "follower",
-                                              "follower_out_of_isr", "not_a_replica",
-                                              "sole_replica",     "below_min_isr",
-                                              "isolated_leader",  "isolated_follower",
-                                              "throttled_leader", "throttled_follower"};
+const std::vector<std::string_view> kRoles = common::partitionRoleNames();
 
 Response invalidBody(const Request& request, std::string detail) {
   return problem(ProblemType::kInvalidBody, std::move(detail), request.path);
@@ -717,7 +714,8 @@ Response DrillEndpoints::incidents(const Request& request) const {
     }
     json event_items = json::array();
     for (const auto& e : (*events_around)[index]) {
-      if (e.source == "probe") continue;  // the gaps themselves, already listed
+      // The gaps themselves, already listed.
+      if (storage::sourceOf(e) == common::EventSource::kProbe) continue;
       event_items.push_back(eventJson(e));
     }
     const bool added = items.add({{"start", common::formatRfc3339(it->start_us)},

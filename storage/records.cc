@@ -19,4 +19,14 @@ std::optional<GapKind> gapKindFromString(const std::string& text) {
   return std::nullopt;
 }
 
+common::EventSource sourceOf(const Event& event) {
+  return common::eventSourceFromString(event.source);
+}
+
+common::EventKind kindOf(const Event& event) { return common::eventKindFromString(event.kind); }
+
+bool isEvent(const Event& event, common::EventSource source, common::EventKind kind) {
+  return sourceOf(event) == source && kindOf(event) == kind;
+}
+
 }  // namespace kfaild::storage

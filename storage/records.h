@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "server/common/event_types.h"
+
 namespace kfaild::storage {
 
 using ClusterId = std::int64_t;
@@ -44,11 +46,10 @@ struct Gap {
   std::int64_t seq_after = -1;
 };
 
-// Something that happened in or to a cluster, from any source.
-//   source: "metadata" (kfaild's poll), "client" (librdkafka's log), "broker_log", "injector",
-//           "probe", "kfaild"
-//   kind:   e.g. "broker_gone", "broker_back", "controller_change", "leader_change", "isr_shrink",
-//           "isr_expand", "client_leader_update", "fenced", "controlled_shutdown", ...
+// Something that happened in or to a cluster, from any source. `source` and `kind` hold the
+// spellings of common::EventSource and common::EventKind (server/common/event_types.h) as stored:
+// write them with toString, read them with sourceOf / kindOf / isEvent. An event written by
+// another version of kfaild keeps its text here and reads as kUnknown.
 struct Event {
   std::int64_t id = 0;  // assigned by the store
   ClusterId cluster = 0;
@@ -60,6 +61,11 @@ struct Event {
   std::optional<std::int32_t> partition;
   std::string detail;  // JSON object text, "{}" when empty
 };
+
+common::EventSource sourceOf(const Event& event);
+common::EventKind kindOf(const Event& event);
+// The event is `kind` from `source`.
+bool isEvent(const Event& event, common::EventSource source, common::EventKind kind);
 
 struct Cluster {
   ClusterId id = 0;

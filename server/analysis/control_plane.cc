@@ -5,6 +5,8 @@
 namespace kfaild::analysis {
 namespace {
 
+using common::EventKind;
+using common::EventSource;
 using nlohmann::json;
 
 // An answer this long before the fault still shows the probe probing when the fault came: the
@@ -125,7 +127,9 @@ ControlPlaneResult analyseControlPlane(const ControlPlaneInput& input, const std
     r.quorum_reason = input.quorum_unwatched_reason.empty() ? "the quorum was not watched" : input.quorum_unwatched_reason;
   }
   for (const auto& e : events) {
-    if (e.source != "control" || e.kind != "quorum_leader_elected") continue;
+    if (!storage::isEvent(e, EventSource::kControl, EventKind::kQuorumLeaderElected)) {
+      continue;
+    }
     if (e.t_us < input.fault_us - input.fault_time_uncertainty_us || e.t_us > input.window_end_us) continue;
     const auto detail = json::parse(e.detail, nullptr, false);
     if (!detail.is_object()) continue;
@@ -156,7 +160,9 @@ CoordinatorsResult analyseCoordinators(const CoordinatorsInput& input, const std
   if (!input.watched) r.reason = input.unwatched_reason.empty() ? "the coordinators were not watched" : input.unwatched_reason;
   const auto& c = input.commits;
   for (const auto& e : events) {
-    if (e.source != "coordinator" || e.kind != "coordinator_moved") continue;
+    if (!storage::isEvent(e, EventSource::kCoordinator, EventKind::kCoordinatorMoved)) {
+      continue;
+    }
     if (e.t_us < c.fault_us - c.fault_time_uncertainty_us || e.t_us > c.window_end_us) continue;
     const auto detail = json::parse(e.detail, nullptr, false);
     if (!detail.is_object()) continue;

@@ -51,6 +51,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/analysis/gray_mechanism.h"
+#include "server/common/event_types.h"
 #include "storage/records.h"
 
 namespace kfaild::analysis {
@@ -73,21 +74,9 @@ inline constexpr std::int64_t kIdleToleranceIntervals = 2;
 // was holding back sends.
 inline constexpr std::int64_t kLagAtFaultUs = 1'000'000;
 
-// The last four: what a gray fault (isolate, throttle) means for a partition the target leads or
-// follows in its ISR (grayRole).
-enum class Role {
-  kLeader,
-  kFollowerInIsr,
-  kFollowerOutOfIsr,
-  kNotAReplica,
-  kSoleReplica,
-  kBelowMinIsr,
-  kIsolatedLeader,
-  kIsolatedFollower,
-  kThrottledLeader,
-  kThrottledFollower
-};
-const char* toString(Role role);
+// The target's role in a partition; the last four: what a gray fault (isolate, throttle) means for
+// a partition the target leads or follows in its ISR (grayRole). Spelled by common::toString.
+using Role = common::PartitionRole;
 
 struct PartitionAtFault {
   std::string topic;
@@ -155,7 +144,7 @@ struct ProbeRefusal {
   std::string error;  // the client's error name, e.g. "_QUEUE_FULL", "_FATAL"
 };
 
-// The probe's own cause of a gap (source "probe"). Kind "producer_recreated": it recreated its
+// The probe's own cause of a gap (source probe). Kind producer_recreated: it recreated its
 // producer after a fatal error; every message of the old producer failed, and the new one starts
 // with a new epoch. A gap that spans it is the probe's, not the cluster's. Kind
 // "consumer_restarted" (one partition's receive gaps only): it restarted its consumer's fetch of a
@@ -166,7 +155,7 @@ struct ProbeRefusal {
 struct ProbeCause {
   std::int64_t at_us = 0;
   std::string error;  // the fatal error, as librdkafka stated it
-  std::string kind = "producer_recreated";
+  common::EventKind kind = common::EventKind::kProducerRecreated;
   std::int64_t waited_us = 0;  // consumer_restarted: how long the oldest unread message had been acked
 };
 
@@ -239,8 +228,7 @@ struct Interval {
   std::int64_t duration_us() const { return end_us - start_us; }
 };
 
-enum class Outcome { kStall, kNone, kInconclusive };
-const char* toString(Outcome outcome);
+using Outcome = common::Outcome;  // spelled by common::toString
 
 struct EndedBy {
   std::int64_t seq = 0;   // the message whose ack (receive) ended the candidate
@@ -334,7 +322,7 @@ struct RunAnalysis {
   std::int64_t fault_us = 0;
   std::string fault_time_source;
   std::int64_t fault_time_uncertainty_us = 0;
-  std::string departure;  // "fenced" (session timeout), "controlled_shutdown", or "" when unseen
+  std::optional<common::Departure> departure;  // unset when unseen
   std::optional<std::int64_t> departure_at_us;
   std::optional<std::int64_t> recovered_us;
   bool settled = false;       // every partition settled

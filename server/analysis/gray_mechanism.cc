@@ -7,6 +7,12 @@
 #include "server/analysis/drill_analysis.h"
 
 namespace kfaild::analysis {
+
+using common::EventKind;
+using common::EventSource;
+using storage::isEvent;
+using storage::sourceOf;
+
 namespace {
 
 // Broker and client log lines carry millisecond timestamps.
@@ -49,8 +55,9 @@ struct Found {
 // learn a change from the controller after the leader that acts on it, so one more poll interval:
 // an ISR shrink can be observed after the ack it allowed (88712dd).
 std::int64_t resolutionOf(const storage::Event& e, const MechanismScope& s) {
-  if (e.source == "broker_log") return logResolutionUs(e);
-  if (e.source != "metadata") return kLogResolutionUs;
+  const auto source = sourceOf(e);
+  if (source == EventSource::kBrokerLog) return logResolutionUs(e);
+  if (source != EventSource::kMetadata) return kLogResolutionUs;
   std::int64_t span = s.metadata_interval_us;
   const auto detail = nlohmann::json::parse(e.detail, nullptr, false);
   if (detail.is_object() && detail.contains("since_us") && detail["since_us"].is_number_integer()) {
@@ -83,14 +90,16 @@ std::optional<Found> first(const std::vector<storage::Event>& events, const Mech
 std::optional<Found> handover(const std::vector<storage::Event>& events, const MechanismScope& s) {
   return first(events, s, [&](const storage::Event& e) {
     const bool of_target = e.broker && *e.broker == s.target;
-    if (!leads(s.role) && e.source == "broker_log" && e.kind == "fenced" && of_target) return true;
+    if (!leads(s.role) && isEvent(e, EventSource::kBrokerLog, EventKind::kFenced) && of_target) {
+      return true;
+    }
     if (!isPartition(e, s)) return false;
     if (leads(s.role)) {
-      const bool leader_event = (e.source == "metadata" && e.kind == "leader_change") ||
-                                (e.source == "broker_log" && e.kind == "leader_epoch_start");
+      const bool leader_event = isEvent(e, EventSource::kMetadata, EventKind::kLeaderChange) ||
+                                isEvent(e, EventSource::kBrokerLog, EventKind::kLeaderEpochStart);
       return leader_event && e.broker && *e.broker != s.target && *e.broker >= 0;
     }
-    return e.source == "metadata" && e.kind == "isr_shrink" && of_target;
+    return isEvent(e, EventSource::kMetadata, EventKind::kIsrShrink) && of_target;
   });
 }
 
@@ -99,19 +108,6 @@ MechanismPhase fromFault(const char* name, const MechanismScope& s, const Found&
 }
 
 }  // namespace
-
-const char* toString(Mechanism mechanism) {
-  switch (mechanism) {
-    case Mechanism::kNone: return "none";
-    case Mechanism::kSessionTimeout: return "session_timeout";
-    case Mechanism::kClientTimeout: return "client_timeout";
-    case Mechanism::kStaleLeader: return "stale_leader";
-    case Mechanism::kIsrShrink: return "isr_shrink";
-    case Mechanism::kHeal: return "heal";
-    case Mechanism::kNodeBack: return "node_back";
-  }
-  return "unknown";
-}
 
 MechanismSettings withClientSettings(MechanismSettings settings,
                                      const std::map<std::string, std::string>& client) {
@@ -189,6 +185,103 @@ Expectation expectationFor(const GrayFaultInput& fault, Role role, const Mechani
   return e;
 }
 
+namespace {
+
+// The event that should end the stall under `expected` (unset when it did not come), what it is
+// called in the reasons, and the steps up to it, appended to `phases`.
+struct MechanismEnd {
+  std::optional<Found> end;
+  std::string wanted;
+};
+
+MechanismEnd sessionTimeoutEnd(const MechanismScope& s, const std::vector<storage::Event>& events,
+                               std::vector<MechanismPhase>& phases) {
+  MechanismEnd m{handover(events, s),
+                 leads(s.role) ? std::string(toString(EventKind::kLeaderChange))
+                               : std::string(toString(EventKind::kIsrShrink)) + " or its fencing"};
+  const auto& end = m.end;
+  if (s.departure_at_us && *s.departure_at_us >= s.fault_us) {
+    phases.push_back({"fencing", s.fault_us, *s.departure_at_us,
+                      s.departure ? toString(*s.departure) : "", s.departure_resolution_us});
+    // A follower's fence is its handover: no phase between the two.
+    if (end && end->at_us > *s.departure_at_us) {
+      phases.push_back({"handover", *s.departure_at_us, end->at_us, end->kind, end->resolution_us});
+    }
+  } else if (end) {
+    phases.push_back({"handover", s.fault_us, end->at_us, end->kind, end->resolution_us});
+  }
+  return m;
+}
+
+MechanismEnd mechanismEnd(Mechanism mechanism, const MechanismScope& s,
+                          const std::vector<storage::Event>& events,
+                          std::vector<MechanismPhase>& phases) {
+  MechanismEnd m;
+  auto& end = m.end;
+  switch (mechanism) {
+    case Mechanism::kNone:
+      break;
+    case Mechanism::kSessionTimeout:
+      return sessionTimeoutEnd(s, events, phases);
+    case Mechanism::kClientTimeout:
+      m.wanted = toString(EventKind::kClientRequestTimeout);
+      end = first(events, s, [&](const storage::Event& e) {
+        // The producer's: the acks wait on it, not on the consumer's fetches.
+        return isEvent(e, EventSource::kClient, EventKind::kClientRequestTimeout) && e.broker &&
+               *e.broker == s.target && e.detail.find("\"producer\"") != std::string::npos;
+      });
+      if (end) phases.push_back(fromFault("client_timeout", s, *end));
+      break;
+    case Mechanism::kStaleLeader:
+      m.wanted = toString(EventKind::kClientLeaderUpdate);
+      end = first(events, s, [&](const storage::Event& e) {
+        // The producer's own move to a leader other than the target.
+        return isPartition(e, s) &&
+               isEvent(e, EventSource::kClient, EventKind::kClientLeaderUpdate) && e.broker &&
+               *e.broker != s.target &&
+               e.detail.find("\"producer\"") != std::string::npos;
+      });
+      if (end) phases.push_back(fromFault("stale_leader", s, *end));
+      break;
+    case Mechanism::kIsrShrink:
+      m.wanted = toString(EventKind::kIsrShrink);
+      end = first(events, s, [&](const storage::Event& e) {
+        // The first of the leader's own log line (its millisecond, when kfaild can read it) and the
+        // metadata: another broker may serve the new ISR before the controller's answer reaches the
+        // leader and it logs `ISR updated`.
+        if (!isPartition(e, s) || (!isEvent(e, EventSource::kMetadata, EventKind::kIsrShrink) &&
+                                   !isEvent(e, EventSource::kBrokerLog, EventKind::kIsrShrink))) {
+          return false;
+        }
+        // A follower leaves the ISR; a leader cut from the brokers drops its followers.
+        return leads(s.role) ? !(e.broker && *e.broker == s.target)
+                             : (e.broker && *e.broker == s.target);
+      });
+      if (end) phases.push_back(fromFault("isr_shrink", s, *end));
+      break;
+    case Mechanism::kHeal:
+      m.wanted = "heal";
+      if (s.healed_us && *s.healed_us >= s.fault_us) {
+        const auto uncertainty = std::max(s.healed_uncertainty_us, kLogResolutionUs);
+        end = Found{*s.healed_us, "heal", uncertainty};
+        phases.push_back({"heal", s.fault_us, end->at_us, "heal", uncertainty});
+      }
+      break;
+    case Mechanism::kNodeBack:
+      m.wanted = toString(EventKind::kBrokerBack);
+      end = first(events, s, [&](const storage::Event& e) {
+        return isEvent(e, EventSource::kMetadata, EventKind::kBrokerBack) && e.broker &&
+               *e.broker == s.target;
+      });
+      if (!end && s.recovered_us) end = Found{*s.recovered_us, "recovered", s.metadata_interval_us};
+      if (end) phases.push_back(fromFault("node_back", s, *end));
+      break;
+  }
+  return m;
+}
+
+}  // namespace
+
 MechanismResult explainStall(const Expectation& expected, const MechanismScope& s,
                              const std::optional<std::pair<std::int64_t, std::int64_t>>& stall,
                              const std::vector<storage::Event>& events) {
@@ -198,79 +291,7 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
   r.expected_us = expected.expected_us;
 
   // The event that should end the stall, and the steps before it.
-  std::optional<Found> end;
-  std::string wanted;
-  switch (expected.mechanism) {
-    case Mechanism::kNone:
-      break;
-    case Mechanism::kSessionTimeout: {
-      wanted = leads(s.role) ? "leader_change" : "isr_shrink or its fencing";
-      end = handover(events, s);
-      if (s.departure_at_us && *s.departure_at_us >= s.fault_us) {
-        r.phases.push_back({"fencing", s.fault_us, *s.departure_at_us, s.departure,
-                            s.departure_resolution_us});
-        // A follower's fence is its handover: no phase between the two.
-        if (end && end->at_us > *s.departure_at_us) {
-          r.phases.push_back(
-              {"handover", *s.departure_at_us, end->at_us, end->kind, end->resolution_us});
-        }
-      } else if (end) {
-        r.phases.push_back({"handover", s.fault_us, end->at_us, end->kind, end->resolution_us});
-      }
-      break;
-    }
-    case Mechanism::kClientTimeout:
-      wanted = "client_request_timeout";
-      end = first(events, s, [&](const storage::Event& e) {
-        // The producer's: the acks wait on it, not on the consumer's fetches.
-        return e.source == "client" && e.kind == "client_request_timeout" && e.broker &&
-               *e.broker == s.target && e.detail.find("\"producer\"") != std::string::npos;
-      });
-      if (end) r.phases.push_back(fromFault("client_timeout", s, *end));
-      break;
-    case Mechanism::kStaleLeader:
-      wanted = "client_leader_update";
-      end = first(events, s, [&](const storage::Event& e) {
-        // The producer's own move to a leader other than the target.
-        return isPartition(e, s) && e.source == "client" && e.kind == "client_leader_update" && e.broker &&
-               *e.broker != s.target && e.detail.find("\"producer\"") != std::string::npos;
-      });
-      if (end) r.phases.push_back(fromFault("stale_leader", s, *end));
-      break;
-    case Mechanism::kIsrShrink:
-      wanted = "isr_shrink";
-      end = first(events, s, [&](const storage::Event& e) {
-        // The first of the leader's own log line (its millisecond, when kfaild can read it) and the
-        // metadata: another broker may serve the new ISR before the controller's answer reaches the
-        // leader and it logs `ISR updated`.
-        if (!isPartition(e, s) || (e.source != "metadata" && e.source != "broker_log") || e.kind != "isr_shrink") {
-          return false;
-        }
-        // A follower leaves the ISR; a leader cut from the brokers drops its followers.
-        return leads(s.role) ? !(e.broker && *e.broker == s.target)
-                             : (e.broker && *e.broker == s.target);
-      });
-      if (end) r.phases.push_back(fromFault("isr_shrink", s, *end));
-      break;
-    case Mechanism::kHeal:
-      wanted = "heal";
-      if (s.healed_us && *s.healed_us >= s.fault_us) {
-        const auto uncertainty = std::max(s.healed_uncertainty_us, kLogResolutionUs);
-        end = Found{*s.healed_us, "heal", uncertainty};
-        r.phases.push_back({"heal", s.fault_us, end->at_us, "heal", uncertainty});
-      }
-      break;
-    case Mechanism::kNodeBack:
-      wanted = "broker_back";
-      end = first(events, s, [&](const storage::Event& e) {
-        return e.source == "metadata" && e.kind == "broker_back" && e.broker &&
-               *e.broker == s.target;
-      });
-      if (!end && s.recovered_us) end = Found{*s.recovered_us, "recovered", s.metadata_interval_us};
-      if (end) r.phases.push_back(fromFault("node_back", s, *end));
-      break;
-  }
-
+  const auto [end, wanted] = mechanismEnd(expected.mechanism, s, events, r.phases);
   if (!stall) {
     const bool bites = expected.mechanism == Mechanism::kSessionTimeout ||
                        expected.mechanism == Mechanism::kClientTimeout ||

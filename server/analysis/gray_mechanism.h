@@ -58,15 +58,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/common/event_types.h"
 #include "storage/records.h"
 
 namespace kfaild::analysis {
 
 struct GrayFaultInput;
-enum class Role;
+using Role = common::PartitionRole;
 
-enum class Mechanism { kNone, kSessionTimeout, kClientTimeout, kStaleLeader, kIsrShrink, kHeal, kNodeBack };
-const char* toString(Mechanism mechanism);
+using Mechanism = common::Mechanism;  // spelled by common::toString
 
 // The broker and client settings in force that the mechanisms depend on. Defaults: Kafka's
 // broker.session.timeout.ms and replica.lag.time.max.ms, librdkafka's producer
@@ -140,7 +140,7 @@ struct MechanismScope {
   std::optional<std::int64_t> healed_us;
   std::int64_t healed_uncertainty_us = 0;  // ± of healed_us (kfaild-gray's window, a host's clock offset)
   std::optional<std::int64_t> recovered_us;
-  std::string departure;
+  std::optional<common::Departure> departure;
   std::optional<std::int64_t> departure_at_us;
   std::int64_t departure_resolution_us = 1'000;
   bool drop = false;  // the fault made packets vanish (isolate with mode drop)

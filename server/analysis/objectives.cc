@@ -4,15 +4,18 @@
 #include <set>
 #include <system_error>
 
+#include "server/common/event_types.h"
+
 namespace kfaild::analysis {
 namespace {
 
 using nlohmann::json;
 
-const std::set<std::string> kRoles = {"leader",          "follower",          "follower_out_of_isr",
-                                      "not_a_replica",   "sole_replica",      "below_min_isr",
-                                      "isolated_leader", "isolated_follower", "throttled_leader",
-                                      "throttled_follower"};
+const std::set<std::string> kRoles = [] {
+  std::set<std::string> roles;
+  for (const auto name : common::partitionRoleNames()) roles.emplace(name);
+  return roles;
+}();
 const std::set<std::string> kFaults = {"kill",    "stop",     "pause",    "restart",
                                        "isolate", "throttle", "disk_full"};
 
@@ -117,8 +120,8 @@ Objectives defaultObjectives() {
   o.stall = {15.0, 15.0};
   o.by_fault["stop"].stall = {5.0, 5.0};
   o.by_fault["restart"].stall = {5.0, 5.0};
-  o.by_role["sole_replica"] = {60.0, 60.0};
-  o.by_role["below_min_isr"] = {60.0, 60.0};
+  o.by_role[toString(common::PartitionRole::kSoleReplica)] = {60.0, 60.0};
+  o.by_role[toString(common::PartitionRole::kBelowMinIsr)] = {60.0, 60.0};
   o.max_lost = 0;
   o.max_duplicated = 0;
   o.max_failed = 0;

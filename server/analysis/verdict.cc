@@ -259,7 +259,7 @@ Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& o, cons
     // Kill and pause are detected by the controller's session timeout: a run that shows none did
     // not observe what the objective is about, unless the mechanism fences nothing.
     if (o.max_detection_s && !detection_seen && (fault == "kill" || fault == "pause") &&
-        a.departure != "controlled_shutdown") {
+        a.departure != common::Departure::kControlledShutdown) {
       Check c;
       c.objective = c.source = "max_detection_s";
       c.threshold = *o.max_detection_s;
@@ -336,8 +336,10 @@ std::vector<StallSample> stallSamplesOf(const json& result) {
     for (const auto& p : parts) {
       for (const auto kind : {StallKind::kAck, StallKind::kReceive}) {
         const auto& k = p.is_object() ? p.value(toString(kind), json()) : json();
-        const auto outcome = textAt(k, "outcome");
-        const char* field = outcome == "stall" ? "stall" : outcome == "none" ? "longest_gap" : nullptr;
+        const auto outcome = common::outcomeFromString(textAt(k, "outcome"));
+        const char* field = outcome == Outcome::kStall  ? "stall"
+                            : outcome == Outcome::kNone ? "longest_gap"
+                                                        : nullptr;
         if (!field || !k.is_object() || !k.contains(field) || !k[field].is_object() ||
             k[field].value("open", false)) {
           continue;

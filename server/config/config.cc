@@ -442,8 +442,9 @@ NodeConfig readNode(const YAML::Node& node, const std::string& key) {
   if (!node["id"]) fail(key + ".id", "required (the Kafka node.id)");
   n.id = static_cast<std::int32_t>(readInt(node["id"], key + ".id", 0, 2'147'483'647));
   if (node["role"]) {
-    n.role = readString(node["role"], key + ".role");
-    if (n.role != "broker" && n.role != "controller") fail(key + ".role", "broker or controller");
+    const auto role = common::nodeRoleFromString(readString(node["role"], key + ".role"));
+    if (!role) fail(key + ".role", "broker or controller");
+    n.role = *role;
   }
   if (node["log_timezone"]) {
     n.log_timezone = readString(node["log_timezone"], key + ".log_timezone");

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "server/analysis/objectives.h"
+#include "server/common/event_types.h"
 #include "server/common/thread_priority.h"
 
 namespace kfaild::config {
@@ -146,7 +147,7 @@ struct LocalTarget {
 
 struct NodeConfig {
   std::int32_t id = -1;
-  std::string role = "broker";  // "broker" or "controller"
+  common::NodeRole role = common::NodeRole::kBroker;  // configured as "broker" or "controller"
   std::optional<DockerTarget> docker;
   std::optional<SshTarget> ssh;
   std::optional<LocalTarget> local;

@@ -12,13 +12,20 @@
 #include "server/drill/run_execution.h"
 
 namespace kfaild::drill {
+
+using common::EventKind;
+using common::EventSource;
+using common::NodeRole;
+
 namespace {
 
 Error refused(const std::string& reason) { return Error{make_error_code(errc::guard_refused), reason}; }
 
 bool isControllerNode(const std::vector<config::NodeConfig>& inventory, std::int32_t id) {
   return std::any_of(inventory.begin(), inventory.end(),
-                     [id](const config::NodeConfig& n) { return n.id == id && n.role == "controller"; });
+                     [id](const config::NodeConfig& n) {
+                       return n.id == id && n.role == NodeRole::kController;
+                     });
 }
 
 }  // namespace
@@ -295,7 +302,9 @@ void DrillRunner::execute(storage::DrillRecord drill) {
     if (outcome.probe_client) mechanism.settings = analysis::withClientSettings({}, *outcome.probe_client);
     if (outcome.cluster_settings) applyTo(*outcome.cluster_settings, mechanism);
     for (const auto& node : cluster_.inventory) {
-      if (outcome.target && node.id == *outcome.target && node.role == "controller") mechanism.target_is_controller = true;
+      if (outcome.target && node.id == *outcome.target && node.role == NodeRole::kController) {
+        mechanism.target_is_controller = true;
+      }
     }
     if (run < spec->options.repeats) records_.persist(drill);
   }
@@ -421,7 +430,8 @@ std::optional<std::int64_t> DrillRunner::openWindow(const storage::DrillRecord& 
                  id.error().describe());
     return std::nullopt;
   }
-  recordEvent(deps_, "kfaild", "maintenance_opened", now, std::nullopt, {{"drill", drill.id}, {"window", *id}});
+  recordEvent(deps_, EventSource::kKfaild, EventKind::kMaintenanceOpened, now, std::nullopt,
+              {{"drill", drill.id}, {"window", *id}});
   return *id;
 }
 
@@ -441,7 +451,8 @@ void DrillRunner::closeWindows(std::int64_t drill_id) {
                    closed.error().describe());
       continue;
     }
-    recordEvent(deps_, "kfaild", "maintenance_closed", now, std::nullopt, {{"drill", drill_id}, {"window", w.id}});
+    recordEvent(deps_, EventSource::kKfaild, EventKind::kMaintenanceClosed, now, std::nullopt,
+                {{"drill", drill_id}, {"window", w.id}});
   }
 }
 
@@ -505,7 +516,8 @@ Result<int> DrillRunner::sweepAndReplay(std::chrono::seconds timeout, const Node
     }
     for (const auto& what : *swept) {
       spdlog::warn("cluster {}: node {}: removed a gray fault left behind: {}", cluster_.name, node, what);
-      recordEvent(deps_, "kfaild", "gray_swept", deps_.clock.wallNow(), node, {{"removed", what}});
+      recordEvent(deps_, EventSource::kKfaild, EventKind::kGraySwept, deps_.clock.wallNow(), node,
+                  {{"removed", what}});
     }
   }
   return recovery_.replay(std::chrono::duration_cast<std::chrono::microseconds>(timeout).count(), sleeper);

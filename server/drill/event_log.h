@@ -5,24 +5,34 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "server/common/event_types.h"
 #include "server/common/json_text.h"
 #include "server/drill/seams.h"
 
 namespace kfaild::drill {
 
-inline void recordEvent(const EngineDeps& deps, const std::string& source, const std::string& kind, std::int64_t t_us,
-                        std::optional<std::int32_t> broker, const nlohmann::json& detail) {
+// `kind` as text for the kinds common::EventKind does not name (an injector's "<action>_failed").
+inline void recordEvent(const EngineDeps& deps, common::EventSource source, std::string kind,
+                        std::int64_t t_us, std::optional<std::int32_t> broker,
+                        const nlohmann::json& detail) {
   storage::Event e;
   e.cluster = deps.cluster_id;
   e.t_us = t_us;
-  e.source = source;
-  e.kind = kind;
+  e.source = common::toString(source);
+  e.kind = std::move(kind);
   e.broker = broker;
   e.detail = common::jsonText(detail);
   deps.store.addEvent(std::move(e));
+}
+
+inline void recordEvent(const EngineDeps& deps, common::EventSource source, common::EventKind kind,
+                        std::int64_t t_us, std::optional<std::int32_t> broker,
+                        const nlohmann::json& detail) {
+  recordEvent(deps, source, common::toString(kind), t_us, broker, detail);
 }
 
 }  // namespace kfaild::drill

@@ -8,9 +8,12 @@
 #include "server/fault/errc.h"
 
 namespace kfaild::drill {
+
+using common::NodeRole;
+
 namespace {
 
-bool isController(const config::NodeConfig& node) { return node.role == "controller"; }
+bool isController(const config::NodeConfig& node) { return node.role == NodeRole::kController; }
 
 std::string lowered(std::string text) {
   for (auto& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

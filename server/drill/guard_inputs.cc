@@ -6,6 +6,9 @@
 #include "server/drill/errc.h"
 
 namespace kfaild::drill {
+
+using common::NodeRole;
+
 namespace {
 
 Error refused(const std::string& reason) { return Error{make_error_code(errc::guard_refused), reason}; }
@@ -65,7 +68,9 @@ Result<ResolvedTarget> resolveTargetOn(const EngineDeps& deps, const Target& tar
     }
     case TargetKind::kController: {
       const bool any = std::any_of(cluster.inventory.begin(), cluster.inventory.end(),
-                                   [](const config::NodeConfig& n) { return n.role == "controller"; });
+                                   [](const config::NodeConfig& n) {
+                                     return n.role == NodeRole::kController;
+                                   });
       if (!any) return Error{make_error_code(errc::invalid_request), "target.controller: no controller in the inventory"};
       // The active controller is the KRaft quorum's leader: only DescribeQuorum tells it (the
       // Metadata answer's controller id is a random broker in KRaft).
@@ -91,7 +96,7 @@ Result<ResolvedTarget> resolveTargetOn(const EngineDeps& deps, const Target& tar
     case TargetKind::kRandom: {
       std::vector<std::int32_t> brokers;
       for (const auto& node : cluster.inventory) {
-        if (node.role == "broker") brokers.push_back(node.id);
+        if (node.role == NodeRole::kBroker) brokers.push_back(node.id);
       }
       if (brokers.empty()) return Error{make_error_code(errc::invalid_request), "target.random: no broker in the inventory"};
       std::mt19937 rng(std::random_device{}());
@@ -123,8 +128,8 @@ GuardInput GuardInputs::base(std::int32_t target, const DrillSpec& spec) const {
   in.allow_quorum_loss = spec.options.allow_quorum_loss;
   for (const auto& node : deps_.cluster.inventory) {
     in.inventory.insert(node.id);
-    if (node.role == "broker") in.inventory_brokers.insert(node.id);
-    if (node.role == "controller") in.inventory_controllers.insert(node.id);
+    if (node.role == NodeRole::kBroker) in.inventory_brokers.insert(node.id);
+    if (node.role == NodeRole::kController) in.inventory_controllers.insert(node.id);
   }
   for (const auto& t : deps_.cluster.probe.topics) in.probe_topics.push_back(t.name);
   const auto status = deps_.probe.status();

@@ -11,6 +11,11 @@
 #include "server/kafka/quorum.h"
 
 namespace kfaild::drill {
+
+using common::EventKind;
+using common::EventSource;
+using common::NodeRole;
+
 namespace {
 
 constexpr std::int64_t kSecond = 1'000'000;
@@ -22,7 +27,9 @@ std::vector<std::int32_t> recoveryOrder(const std::vector<std::int32_t>& taken_d
                                         const std::vector<config::NodeConfig>& inventory) {
   const auto isController = [&](std::int32_t node) {
     return std::any_of(inventory.begin(), inventory.end(),
-                       [node](const config::NodeConfig& n) { return n.id == node && n.role == "controller"; });
+                       [node](const config::NodeConfig& n) {
+                         return n.id == node && n.role == NodeRole::kController;
+                       });
   };
   std::vector<std::int32_t> out;
   for (const bool controllers : {true, false}) {
@@ -57,7 +64,7 @@ std::string orphanProblem(const storage::RecoveryEntry& entry, const std::string
 
 std::optional<std::string> NodeRecovery::notBack(std::int32_t node, RejoinBaseline& baseline) {
   for (const auto& n : deps_.cluster.inventory) {
-    if (n.id == node && n.role == "controller") return controllerNotBack(node, baseline);
+    if (n.id == node && n.role == NodeRole::kController) return controllerNotBack(node, baseline);
   }
   return brokerNotBack(node);
 }
@@ -176,7 +183,7 @@ Status NodeRecovery::bringBack(const storage::RecoveryEntry& entry, std::int64_t
       if (heal) {
         healed = true;
         heal_error.clear();
-        recordEvent(deps_, "injector", "healed", heal->faultTime(), node,
+        recordEvent(deps_, EventSource::kInjector, EventKind::kHealed, heal->faultTime(), node,
                     {{"drill", entry.drill_id}, {"detail", heal->detail}, {"by", "recovery"},
                      {"uncertainty_us", heal->uncertainty_us}});
       } else {
@@ -197,7 +204,9 @@ Status NodeRecovery::bringBack(const storage::RecoveryEntry& entry, std::int64_t
         continue;
       }
       // Stamped when the start was asked for: the command returns after the process is up.
-      recordEvent(deps_, "injector", action == "resume" ? "resumed" : "started", done->requested_at, node,
+      recordEvent(deps_, EventSource::kInjector,
+                  action == "resume" ? EventKind::kResumed : EventKind::kStarted,
+                  done->requested_at, node,
                   {{"injector", injector->describe()}, {"returned_us", clock.wallNow()}});
     }
     if (!healed) {
@@ -285,7 +294,8 @@ Result<int> NodeRecovery::replay(std::int64_t timeout_us, const Sleeper& sleeper
     if (entry.cluster != deps_.cluster_id) continue;
     if (!deps_.injectors.count(entry.node)) {
       spdlog::error("recovery journal: {}", orphanProblem(entry, deps_.cluster.name));
-      recordEvent(deps_, "kfaild", "recovery_orphaned", deps_.clock.wallNow(), entry.node,
+      recordEvent(deps_, EventSource::kKfaild, EventKind::kRecoveryOrphaned, deps_.clock.wallNow(),
+                  entry.node,
                   {{"drill", entry.drill_id}, {"recovery", entry.id}});
       healOrphan(entry);
       continue;
@@ -331,7 +341,8 @@ Result<int> NodeRecovery::replay(std::int64_t timeout_us, const Sleeper& sleeper
     }
     entry.done_us = deps_.clock.wallNow();
     save(entry);
-    recordEvent(deps_, "kfaild", "recovered_after_restart", *entry.done_us, entry.node,
+    recordEvent(deps_, EventSource::kKfaild, EventKind::kRecoveredAfterRestart, *entry.done_us,
+                entry.node,
                 {{"drill", entry.drill_id}, {"phase", entry.phase}});
     ++recovered;
   }
@@ -350,7 +361,7 @@ void NodeRecovery::healOrphan(const storage::RecoveryEntry& entry) {
                   entry.node, entry.drill_id, healed.error().describe());
     return;
   }
-  recordEvent(deps_, "injector", "healed", healed->faultTime(), entry.node,
+  recordEvent(deps_, EventSource::kInjector, EventKind::kHealed, healed->faultTime(), entry.node,
               {{"drill", entry.drill_id}, {"detail", healed->detail}, {"by", "recovery"}, {"orphaned", true}});
 }
 
@@ -398,7 +409,7 @@ void NodeRecovery::retryOpen(const Sleeper& sleeper) {
     }
     entry.done_us = deps_.clock.wallNow();
     save(entry);
-    recordEvent(deps_, "kfaild", "recovered_late", *entry.done_us, entry.node,
+    recordEvent(deps_, EventSource::kKfaild, EventKind::kRecoveredLate, *entry.done_us, entry.node,
                 {{"drill", entry.drill_id}, {"attempts", entry.attempts}});
     spdlog::info("recovery of node {} (drill {}): back after {} attempt(s)", entry.node, entry.drill_id, entry.attempts);
   }

@@ -10,6 +10,9 @@
 #include <set>
 
 namespace kfaild::drill {
+
+using common::NodeRole;
+
 namespace {
 
 using Hosts = std::vector<std::pair<std::string, int>>;
@@ -21,7 +24,7 @@ void addNew(std::vector<std::string>& to, const std::vector<std::string>& addres
   }
 }
 
-bool isController(const config::NodeConfig& node) { return node.role == "controller"; }
+bool isController(const config::NodeConfig& node) { return node.role == NodeRole::kController; }
 
 // One node as a list names it.
 struct ListedNode {

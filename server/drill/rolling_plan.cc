@@ -5,11 +5,16 @@
 #include "server/drill/errc.h"
 
 namespace kfaild::drill {
+
+using common::NodeRole;
+
 namespace {
 
 bool isControllerNode(const std::vector<config::NodeConfig>& inventory, std::int32_t id) {
   return std::any_of(inventory.begin(), inventory.end(),
-                     [id](const config::NodeConfig& n) { return n.id == id && n.role == "controller"; });
+                     [id](const config::NodeConfig& n) {
+                       return n.id == id && n.role == NodeRole::kController;
+                     });
 }
 
 }  // namespace
@@ -28,7 +33,9 @@ Result<std::vector<std::int32_t>> rollingPlan(const DrillSpec& spec, const std::
     return spec.target.nodes;
   }
   std::vector<std::int32_t> brokers, controllers;
-  for (const auto& n : inventory) (n.role == "controller" ? controllers : brokers).push_back(n.id);
+  for (const auto& n : inventory) {
+    (n.role == NodeRole::kController ? controllers : brokers).push_back(n.id);
+  }
   std::sort(brokers.begin(), brokers.end());
   std::sort(controllers.begin(), controllers.end());
   if (brokers.empty()) {

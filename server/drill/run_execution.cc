@@ -10,6 +10,11 @@
 #include "server/fault/kafka_log.h"
 
 namespace kfaild::drill {
+
+using common::EventKind;
+using common::EventSource;
+using common::NodeRole;
+
 namespace {
 
 // An operation probe (control plane, commits, transactions) that is off, or answered after `since_us`.
@@ -41,7 +46,9 @@ std::vector<analysis::PartitionAtFault> partitionsOf(const kafka::ClusterSnapsho
 
 bool isController(const std::vector<config::NodeConfig>& inventory, std::int32_t node) {
   return std::any_of(inventory.begin(), inventory.end(),
-                     [node](const config::NodeConfig& n) { return n.id == node && n.role == "controller"; });
+                     [node](const config::NodeConfig& n) {
+                       return n.id == node && n.role == NodeRole::kController;
+                     });
 }
 
 }  // namespace
@@ -156,7 +163,7 @@ bool RunExecution::prepareTarget(bool after_election) {
   const auto target_node = std::find_if(deps_.cluster.inventory.begin(), deps_.cluster.inventory.end(),
                                         [this](const config::NodeConfig& n) { return n.id == target_; });
   if (!fresh_quorum && fresh_quorum_error.empty() && target_node != deps_.cluster.inventory.end() &&
-      target_node->role == "controller") {
+      target_node->role == NodeRole::kController) {
     describeQuorumNow();
   }
   if (fresh_quorum) {
@@ -374,7 +381,7 @@ bool RunExecution::quorumLostWithout(std::int32_t node, const kafka::QuorumInfo*
   // Undescribed: the inventory's dedicated controllers stand for the voters.
   std::size_t controllers = 0, left = 0;
   for (const auto& n : deps_.cluster.inventory) {
-    if (n.role != "controller") continue;
+    if (n.role != NodeRole::kController) continue;
     ++controllers;
     if (n.id != node && n.id != also_down) ++left;
   }
@@ -450,7 +457,7 @@ bool RunExecution::inject() {
     fault_us_ = record->faultTime();
     FaultInjected fault{record->requested_at, fault_us_, record->fault_at ? record->fault_time_source : "requested",
                         record->detail, record->uncertainty_us, record->clock_offset_us};
-    recordEvent(deps_, "injector", "fault", fault_us_, target_,
+    recordEvent(deps_, EventSource::kInjector, EventKind::kFault, fault_us_, target_,
                 {{"fault", toString(spec_.fault)}, {"requested_us", fault.requested_us},
                  {"time_source", fault.time_source}, {"detail", fault.detail}, {"drill", drill_.id},
                  {"run", outcome_.run}});
@@ -480,7 +487,8 @@ void RunExecution::observe() {
                                {"requested_us", undone->requested_at}, {"uncertainty_us", undone->uncertainty_us},
                                {"time_source", undone->fault_at ? undone->fault_time_source : "requested"}};
       if (spec_.fault == FaultType::kPause) detail = {{"paused_s", spec_.options.pause_s}};
-      recordEvent(deps_, "injector", undoneEvent(spec_.fault), *undone_us_, target_, detail);
+      recordEvent(deps_, EventSource::kInjector, undoneEvent(spec_.fault), *undone_us_, target_,
+                  detail);
     } else {
       actionFailed(undoVerb(spec_.fault), undone.error().describe());
     }
@@ -492,7 +500,8 @@ void RunExecution::observe() {
   if (spec_.fault == FaultType::kRestart && !interrupted()) {
     auto started = injector->start();
     if (started) {
-      recordEvent(deps_, "injector", "started", started->requested_at, target_, {{"restart", true}});
+      recordEvent(deps_, EventSource::kInjector, EventKind::kStarted, started->requested_at,
+                  target_, {{"restart", true}});
     } else {
       actionFailed("start", started.error().describe());
     }
@@ -637,7 +646,7 @@ void RunExecution::secondFault() {
   second_fault_us_ = record->faultTime();
   FaultInjected fault{record->requested_at, second_fault_us_, record->fault_at ? record->fault_time_source : "requested",
                       record->detail, record->uncertainty_us, record->clock_offset_us};
-  recordEvent(deps_, "injector", "fault", second_fault_us_, second_target_,
+  recordEvent(deps_, EventSource::kInjector, EventKind::kFault, second_fault_us_, second_target_,
               {{"fault", toString(second_spec_->fault)}, {"requested_us", fault.requested_us},
                {"time_source", fault.time_source}, {"detail", fault.detail}, {"drill", drill_.id},
                {"run", outcome_.run}, {"second", true}, {"after_s", second.after_s}});
@@ -655,7 +664,7 @@ bool RunExecution::refuseSecond(const std::string& why) {
   second.reason = why;
   failure_ = "the second fault was refused: " + why + "; its node was not touched";
   failure_state_ = DrillState::kFailed;
-  recordEvent(deps_, "kfaild", "second_fault_refused", deps_.clock.wallNow(),
+  recordEvent(deps_, EventSource::kKfaild, EventKind::kSecondFaultRefused, deps_.clock.wallNow(),
               second_target_ >= 0 ? std::optional<std::int32_t>(second_target_) : std::nullopt,
               {{"drill", drill_.id}, {"run", outcome_.run}, {"reason", why}});
   return false;
@@ -664,7 +673,7 @@ bool RunExecution::refuseSecond(const std::string& why) {
 void RunExecution::actionFailed(const std::string& action, const std::string& error) {
   // The node stays paused (stopped, faulted) while the observation would wait for it: what it
   // would measure is kfaild's failure, not the cluster's. The run fails; recovery retries it.
-  recordEvent(deps_, "injector", action + "_failed", deps_.clock.wallNow(), target_,
+  recordEvent(deps_, EventSource::kInjector, action + "_failed", deps_.clock.wallNow(), target_,
               {{"drill", drill_.id}, {"run", outcome_.run}, {"error", error}});
   const auto verb = action == "resume" ? "resuming" : action == "heal" ? "healing" : "starting";
   failure_ = std::string(verb) + " node " +
@@ -728,7 +737,7 @@ std::optional<std::string> RunExecution::bringBack(std::int32_t node, storage::R
         journal.last_error = error;
         parts_.recovery.save(journal);
         if (report.errors.size() < 20) report.errors.push_back({attempt, now, error});
-        recordEvent(deps_, "kfaild", "recovery_retry", now, node,
+        recordEvent(deps_, EventSource::kKfaild, EventKind::kRecoveryRetry, now, node,
                     {{"drill", drill_.id}, {"run", outcome_.run}, {"attempt", attempt}, {"error", error},
                      {"retry_in_s", static_cast<double>(retry_in_us) / kSecond}});
         setState(DrillState::kRecover, "recovering node " + std::to_string(node) + ": attempt " +
@@ -749,7 +758,8 @@ std::optional<std::string> RunExecution::bringBack(std::int32_t node, storage::R
     drill_.reason.clear();
     parts_.records.persist(drill_);
   }
-  recordEvent(deps_, "injector", "recovered", *journal.done_us, node, {{"drill", drill_.id}, {"run", outcome_.run}});
+  recordEvent(deps_, EventSource::kInjector, EventKind::kRecovered, *journal.done_us, node,
+              {{"drill", drill_.id}, {"run", outcome_.run}});
   return std::nullopt;
 }
 
@@ -804,8 +814,8 @@ void RunExecution::analyse() {
   const auto& clock = deps_.clock;
   const auto settle_start = clock.monoNow();
   const auto settle_deadline = settle_start + spec_.options.settle_timeout_s * kSecond;
-  while (!deps_.probe.pending(baseline_start_us_, window_end_us_).empty() && clock.monoNow() < settle_deadline &&
-         parts_.queue.sleep(kPollUs)) {
+  while (!deps_.probe.pending(baseline_start_us_, window_end_us_).empty() &&
+         clock.monoNow() < settle_deadline && parts_.queue.sleep(kPollUs)) {
   }
   outcome_.settle_us = clock.monoNow() - settle_start;
   if (interrupted()) {
@@ -813,12 +823,52 @@ void RunExecution::analyse() {
     return;
   }
 
+  auto input = analysisInput();
+  // The ledger first, then the store: a message that finishes in between is in both (the
+  // analysis prefers the stored one), never in neither.
+  input.pending = deps_.probe.pending(baseline_start_us_, window_end_us_);
+  const auto live = deps_.probe.status();
+  deps_.store.flush();
+  AnalysisWindow window{.cluster = deps_.cluster_id,
+                        .partitions = {},
+                        .samples = {baseline_start_us_, window_end_us_},
+                        .events = {baseline_start_us_ - kSecond, window_end_us_ + 5 * kSecond}};
+  for (const auto& p : at_fault_) window.partitions.emplace_back(p.topic, p.partition);
+  if (live.control) window.partitions.emplace_back(std::string(probe::kControlStream), 0);
+  if (live.coordinators) {
+    window.partitions.emplace_back(std::string(probe::kCommitStream), 0);
+    if (live.coordinators->transactions) {
+      window.partitions.emplace_back(std::string(probe::kTransactionStream), 0);
+    }
+  }
+  auto stored = loadAnalysisInputs(deps_.store, window);
+  if (!stored) {
+    end(DrillState::kFailed, "analysis not run: " + stored.error().describe());
+    return;
+  }
+  analyseOwnStreams(live, input, *stored);
+  input.samples = std::move(stored->samples);
+  input.events = std::move(stored->events);
+  addProbeStretches(live, input);
+  if (second_journal_ && outcome_.second_fault->fault_injected) {
+    outcome_.second_fault->first_analysis = analysis::analyse(firstOfTwo(input));
+    toSecondFault(input);
+  }
+  outcome_.analysis = analysis::analyse(input);
+  outcome_.state = DrillState::kDone;
+  outcome_.reason.clear();
+}
+
+analysis::AnalysisInput RunExecution::analysisInput() const {
   analysis::AnalysisInput input;
   input.fault = toString(spec_.fault);
-  input.killed = spec_.fault == FaultType::kKill || (spec_.fault == FaultType::kRestart && spec_.options.kill);
+  input.killed = spec_.fault == FaultType::kKill ||
+                 (spec_.fault == FaultType::kRestart && spec_.options.kill);
   input.gray = grayInput(spec_, undone_us_, undone_uncertainty_us_);
   if (outcome_.cluster_settings) input.settings = mechanismSettings(*outcome_.cluster_settings);
-  if (outcome_.probe_client) input.settings = analysis::withClientSettings(input.settings, *outcome_.probe_client);
+  if (outcome_.probe_client) {
+    input.settings = analysis::withClientSettings(input.settings, *outcome_.probe_client);
+  }
   input.target = target_;
   input.fault_us = fault_us_;
   if (outcome_.fault_injected) {
@@ -836,37 +886,23 @@ void RunExecution::analyse() {
   input.metadata_interval_us = deps_.cluster.observe.metadata_interval_us;
   input.partitions = at_fault_;
   input.probe_at_fault = outcome_.probe_at_fault->partitions;
-  // The ledger first, then the store: a message that finishes in between is in both (the
-  // analysis prefers the stored one), never in neither.
-  input.pending = deps_.probe.pending(baseline_start_us_, window_end_us_);
-  const auto live = deps_.probe.status();
-  deps_.store.flush();
-  AnalysisWindow window{.cluster = deps_.cluster_id,
-                        .partitions = {},
-                        .samples = {baseline_start_us_, window_end_us_},
-                        .events = {baseline_start_us_ - kSecond, window_end_us_ + 5 * kSecond}};
-  for (const auto& p : at_fault_) window.partitions.emplace_back(p.topic, p.partition);
-  if (live.control) window.partitions.emplace_back(std::string(probe::kControlStream), 0);
-  if (live.coordinators) {
-    window.partitions.emplace_back(std::string(probe::kCommitStream), 0);
-    if (live.coordinators->transactions) window.partitions.emplace_back(std::string(probe::kTransactionStream), 0);
-  }
-  auto stored = loadAnalysisInputs(deps_.store, window);
-  if (!stored) {
-    end(DrillState::kFailed, "analysis not run: " + stored.error().describe());
-    return;
-  }
+  return input;
+}
+
+void RunExecution::analyseOwnStreams(const probe::ProbeStatus& live,
+                                     const analysis::AnalysisInput& input, StoredInputs& stored) {
   // kfaild's own streams leave the samples here: the data analysis is the probe partitions'.
   std::map<std::string, std::vector<storage::ProbeSample>> own;
-  {
-    auto& samples = stored->samples;
-    const auto split = std::stable_partition(samples.begin(), samples.end(), [](const storage::ProbeSample& s) {
-      return !probe::isOwnStream(s.topic);
-    });
-    for (auto it = split; it != samples.end(); ++it) own[it->topic].push_back(std::move(*it));
-    samples.erase(split, samples.end());
-  }
-  const auto streamInput = [&](std::int64_t interval_us, std::int64_t threshold_us, std::string_view stream) {
+  auto& samples = stored.samples;
+  const auto split =
+      std::stable_partition(samples.begin(), samples.end(), [](const storage::ProbeSample& s) {
+        return !probe::isOwnStream(s.topic);
+      });
+  for (auto it = split; it != samples.end(); ++it) own[it->topic].push_back(std::move(*it));
+  samples.erase(split, samples.end());
+
+  const auto streamInput = [&](std::int64_t interval_us, std::int64_t threshold_us,
+                               std::string_view stream) {
     analysis::StreamInput in;
     in.interval_us = interval_us;
     in.gap_threshold_us = threshold_us;
@@ -882,13 +918,15 @@ void RunExecution::analyse() {
     const auto& c = deps_.cluster.probe.coordinators;
     analysis::CoordinatorsInput coordinators;
     coordinators.target = target_;
-    coordinators.commits = streamInput(c.commit_interval_us, c.gap_threshold_us, probe::kCommitStream);
+    coordinators.commits =
+        streamInput(c.commit_interval_us, c.gap_threshold_us, probe::kCommitStream);
     if (live.coordinators->transactions) {
-      coordinators.transactions = streamInput(c.txn_interval_us, c.txn_gap_threshold_us, probe::kTransactionStream);
+      coordinators.transactions =
+          streamInput(c.txn_interval_us, c.txn_gap_threshold_us, probe::kTransactionStream);
     }
     coordinators.watched = live.coordinators->group_coordinator.has_value();
     coordinators.unwatched_reason = live.coordinators->watch_error;
-    outcome_.coordinators = analysis::analyseCoordinators(coordinators, stored->events);
+    outcome_.coordinators = analysis::analyseCoordinators(coordinators, stored.events);
   }
   if (live.control) {
     const auto& c = deps_.cluster.probe.control;
@@ -903,10 +941,12 @@ void RunExecution::analyse() {
     control.quorum_unwatched_reason = live.control->quorum_error;
     control.clock_steps = input.clock_steps;
     control.samples = std::move(own[std::string(probe::kControlStream)]);
-    outcome_.control_plane = analysis::analyseControlPlane(control, stored->events);
+    outcome_.control_plane = analysis::analyseControlPlane(control, stored.events);
   }
-  input.samples = std::move(stored->samples);
-  input.events = std::move(stored->events);
+}
+
+void RunExecution::addProbeStretches(const probe::ProbeStatus& live,
+                                     analysis::AnalysisInput& input) const {
   analysis::probeStretchesFromEvents(input.events, input.holds, input.idles);
   analysis::probeRefusalsFromEvents(input.events, input.refusals);
   for (const auto& p : live.partitions) {
@@ -919,33 +959,31 @@ void RunExecution::analyse() {
           {p.topic, p.partition, p.refusing_since->wall, std::nullopt, 0, "open"});
     }
   }
-  if (second_journal_ && outcome_.second_fault->fault_injected) {
-    // The first fault alone, up to the second; then the run's analysis becomes the second's: its
-    // target's roles with the first node out of the ISRs, from its moment, against the noise of
-    // the baseline before the first fault.
-    auto& second = *outcome_.second_fault;
-    auto first = input;
-    first.observe_end_us = second_fault_us_;
-    first.window_end_us = second_fault_us_;
-    first.recovered_us.reset();
-    first.observe_timed_out = false;
-    first.offline_timed_out = false;
-    first.cut_by = "the second fault";
-    second.first_analysis = analysis::analyse(first);
-    input.fault = toString(second_spec_->fault);
-    input.killed = second_spec_->fault == FaultType::kKill;
-    input.target = second_target_;
-    input.fault_us = second_fault_us_;
-    input.fault_time_source = second.fault_injected->time_source;
-    input.fault_time_uncertainty_us = second.fault_injected->uncertainty_us;
-    input.baseline_end_us = fault_us_;
-    input.partitions = at_second_fault_;
-    input.probe_at_fault = second.probe_at_fault->partitions;
-    input.recovered_us = second.recovered_us ? second.recovered_us : input.recovered_us;
-  }
-  outcome_.analysis = analysis::analyse(input);
-  outcome_.state = DrillState::kDone;
-  outcome_.reason.clear();
+}
+
+analysis::AnalysisInput RunExecution::firstOfTwo(const analysis::AnalysisInput& input) const {
+  auto first = input;
+  first.observe_end_us = second_fault_us_;
+  first.window_end_us = second_fault_us_;
+  first.recovered_us.reset();
+  first.observe_timed_out = false;
+  first.offline_timed_out = false;
+  first.cut_by = "the second fault";
+  return first;
+}
+
+void RunExecution::toSecondFault(analysis::AnalysisInput& input) const {
+  const auto& second = *outcome_.second_fault;
+  input.fault = toString(second_spec_->fault);
+  input.killed = second_spec_->fault == FaultType::kKill;
+  input.target = second_target_;
+  input.fault_us = second_fault_us_;
+  input.fault_time_source = second.fault_injected->time_source;
+  input.fault_time_uncertainty_us = second.fault_injected->uncertainty_us;
+  input.baseline_end_us = fault_us_;
+  input.partitions = at_second_fault_;
+  input.probe_at_fault = second.probe_at_fault->partitions;
+  input.recovered_us = second.recovered_us ? second.recovered_us : input.recovered_us;
 }
 
 bool RunExecution::resumedAfter(const probe::ProbeStatus& status, std::int64_t since_us) const {
@@ -1045,7 +1083,8 @@ ElectionOutcome RunExecution::electPreferred(const std::vector<kafka::TopicParti
 void RunExecution::collectBrokerLogs() {
   std::vector<fault::LogSource> sources;
   for (const auto& node : deps_.cluster.inventory) {
-    sources.push_back({node.id, node.role == "controller", deps_.injectors.at(node.id).get()});
+    sources.push_back(
+        {node.id, node.role == NodeRole::kController, deps_.injectors.at(node.id).get()});
   }
   std::vector<std::string> topics;
   for (const auto& t : deps_.cluster.probe.topics) topics.push_back(t.name);
@@ -1056,7 +1095,10 @@ void RunExecution::collectBrokerLogs() {
     // The second target's marks; the leaders' epochs and ISR shrinks are every node's, read once
     // already.
     for (auto& line : fault::readFailoverLogs(sources, second_target_, topics, since)) {
-      if (line.kind != "leader_epoch_start" && line.kind != "isr_shrink") lines.push_back(std::move(line));
+      const auto kind = common::eventKindFromString(line.kind);
+      if (kind != EventKind::kLeaderEpochStart && kind != EventKind::kIsrShrink) {
+        lines.push_back(std::move(line));
+      }
     }
   }
   for (auto& line : lines) {
@@ -1064,13 +1106,15 @@ void RunExecution::collectBrokerLogs() {
     e.cluster = deps_.cluster_id;
     // On kfaild's timebase, which a step of the system clock below a second leaves where it was.
     e.t_us = deps_.clock.fromSystem(line.t);
-    e.source = "broker_log";
+    e.source = toString(EventSource::kBrokerLog);
     e.kind = line.kind;
     e.broker = line.broker;
     e.topic = line.topic;
     e.partition = line.partition;
     nlohmann::json detail = {{"file", line.file}, {"line", line.line}};
-    if (line.kind != "signal_received") detail["node"] = line.node;
+    if (common::eventKindFromString(line.kind) != EventKind::kSignalReceived) {
+      detail["node"] = line.node;
+    }
     if (e.t_us != line.t) detail["system_t_us"] = line.t;
     if (line.clock_uncertainty_us > 0) {
       // Another host's log (ssh): placed on kfaild's clock by that host's clock offset.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "server/analysis/drill_analysis.h"
+#include "server/drill/analysis_inputs.h"
 #include "server/drill/drill_queue.h"
 #include "server/drill/drill_records.h"
 #include "server/drill/fault_action.h"
@@ -84,6 +85,18 @@ class RunExecution {
   void observeOffline();
   void elect();
   void analyse();
+  // The steps of analyse: the input from the run's state; the analysis of kfaild's own streams
+  // (the control plane, the coordinators), whose samples it takes out of `stored`; the probe's
+  // holds, idle stretches and refusals, recorded and still open; a compound drill's first fault
+  // alone, up to the second, and the input turned into the second's.
+  analysis::AnalysisInput analysisInput() const;
+  void analyseOwnStreams(const probe::ProbeStatus& live, const analysis::AnalysisInput& input,
+                         StoredInputs& stored);
+  void addProbeStretches(const probe::ProbeStatus& live, analysis::AnalysisInput& input) const;
+  analysis::AnalysisInput firstOfTwo(const analysis::AnalysisInput& input) const;
+  // Its target's roles with the first node out of the ISRs, from its moment, against the noise
+  // of the baseline before the first fault.
+  void toSecondFault(analysis::AnalysisInput& input) const;
 
   bool end(DrillState state, const std::string& reason);
   // A resume or start of the observation failed: an event, and the run fails.

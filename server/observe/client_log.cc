@@ -110,8 +110,8 @@ void ClientLogWatcher::onLine(std::string_view client, int level, std::string_vi
     storage::Event e;
     e.cluster = cluster_;
     e.t_us = now;
-    e.source = "client";
-    e.kind = "client_request_timeout";
+    e.source = toString(common::EventSource::kClient);
+    e.kind = toString(common::EventKind::kClientRequestTimeout);
     e.broker = timeout->broker;
     e.detail = common::jsonText(nlohmann::json{{"client", clientRole(client)},
                                                {"request", timeout->request},
@@ -124,8 +124,8 @@ void ClientLogWatcher::onLine(std::string_view client, int level, std::string_vi
     storage::Event e;
     e.cluster = cluster_;
     e.t_us = now;
-    e.source = "client";
-    e.kind = "client_leader_update";
+    e.source = toString(common::EventSource::kClient);
+    e.kind = toString(common::EventKind::kClientLeaderUpdate);
     e.broker = update.to_leader;
     e.topic = update.topic;
     e.partition = update.partition;

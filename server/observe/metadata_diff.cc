@@ -7,15 +7,17 @@
 #include "server/common/json_text.h"
 
 namespace kfaild::observe {
+using common::EventKind;
+
 namespace {
 
-storage::Event makeEvent(storage::ClusterId cluster, common::WallMicros at, const char* kind,
+storage::Event makeEvent(storage::ClusterId cluster, common::WallMicros at, EventKind kind,
                          const nlohmann::json& detail) {
   storage::Event e;
   e.cluster = cluster;
   e.t_us = at;
-  e.source = "metadata";
-  e.kind = kind;
+  e.source = toString(common::EventSource::kMetadata);
+  e.kind = toString(kind);
   e.detail = common::jsonText(detail);
   return e;
 }
@@ -41,14 +43,16 @@ std::vector<storage::Event> diffSnapshots(const kafka::ClusterSnapshot& before,
   for (const auto& b : after.brokers) new_ids.insert(b.id);
   for (auto id : old_ids) {
     if (!new_ids.count(id)) {
-      auto e = makeEvent(cluster, brokers_at, "broker_gone", {{"brokers", after.brokers.size()}});
+      auto e = makeEvent(cluster, brokers_at, EventKind::kBrokerGone,
+                         {{"brokers", after.brokers.size()}});
       e.broker = id;
       events.push_back(std::move(e));
     }
   }
   for (auto id : new_ids) {
     if (!old_ids.count(id)) {
-      auto e = makeEvent(cluster, brokers_at, "broker_back", {{"brokers", after.brokers.size()}});
+      auto e = makeEvent(cluster, brokers_at, EventKind::kBrokerBack,
+                         {{"brokers", after.brokers.size()}});
       e.broker = id;
       events.push_back(std::move(e));
     }
@@ -71,7 +75,7 @@ std::vector<storage::Event> diffSnapshots(const kafka::ClusterSnapshot& before,
         return e;
       };
       if (old_p->leader != p.leader) {
-        auto e = scoped(makeEvent(cluster, at, "leader_change",
+        auto e = scoped(makeEvent(cluster, at, EventKind::kLeaderChange,
                                   {{"from", old_p->leader}, {"to", p.leader}, {"isr", p.isr}, {"since_us", since}}));
         e.broker = p.leader;
         events.push_back(std::move(e));
@@ -79,17 +83,19 @@ std::vector<storage::Event> diffSnapshots(const kafka::ClusterSnapshot& before,
       const auto removed = minus(old_p->isr, p.isr);
       const auto added = minus(p.isr, old_p->isr);
       if (!removed.empty()) {
-        auto e = scoped(makeEvent(cluster, at, "isr_shrink", {{"removed", removed}, {"isr", p.isr}, {"since_us", since}}));
+        auto e = scoped(makeEvent(cluster, at, EventKind::kIsrShrink,
+                                  {{"removed", removed}, {"isr", p.isr}, {"since_us", since}}));
         if (removed.size() == 1) e.broker = removed.front();
         events.push_back(std::move(e));
       }
       if (!added.empty()) {
-        auto e = scoped(makeEvent(cluster, at, "isr_expand", {{"added", added}, {"isr", p.isr}, {"since_us", since}}));
+        auto e = scoped(makeEvent(cluster, at, EventKind::kIsrExpand,
+                                  {{"added", added}, {"isr", p.isr}, {"since_us", since}}));
         if (added.size() == 1) e.broker = added.front();
         events.push_back(std::move(e));
       }
       if (old_p->replicas != p.replicas) {
-        events.push_back(scoped(makeEvent(cluster, at, "replicas_change",
+        events.push_back(scoped(makeEvent(cluster, at, EventKind::kReplicasChange,
                                           {{"from", old_p->replicas}, {"to", p.replicas}})));
       }
     }
@@ -104,7 +110,7 @@ std::optional<storage::Event> diffQuorum(const kafka::QuorumInfo& before,
     return std::nullopt;
   }
   auto e = makeEvent(
-      cluster, at, "controller_change",
+      cluster, at, EventKind::kControllerChange,
       {{"from", before.leader_id}, {"to", after.leader_id}, {"epoch", after.leader_epoch}});
   if (after.leader_id >= 0) e.broker = after.leader_id;
   return e;

@@ -187,8 +187,8 @@ void MetadataPoller::pollOnce() {
       storage::Event e;
       e.cluster = cluster_id_;
       e.t_us = now;
-      e.source = "metadata";
-      e.kind = "metadata_unavailable";
+      e.source = toString(common::EventSource::kMetadata);
+      e.kind = toString(common::EventKind::kMetadataUnavailable);
       e.detail = common::jsonText(nlohmann::json{{"error", snapshot.error().describe()}});
       record(std::move(e));
       spdlog::warn("cluster {}: metadata unavailable: {}", cluster_.name, snapshot.error().describe());
@@ -203,8 +203,8 @@ void MetadataPoller::pollOnce() {
     // The first answer of this poll is when the cluster was seen answering again.
     e.t_us = snapshot->topics.empty() ? snapshot->brokers_at_us
                                       : snapshot->topics.front().answered_at_us;
-    e.source = "metadata";
-    e.kind = "metadata_available";
+    e.source = toString(common::EventSource::kMetadata);
+    e.kind = toString(common::EventKind::kMetadataAvailable);
     nlohmann::json brokers = nlohmann::json::array();
     for (const auto& b : snapshot->brokers) brokers.push_back(b.id);
     e.detail = common::jsonText(nlohmann::json{{"brokers", brokers}});

@@ -1126,10 +1126,11 @@ void ProbeRunner::publish(LedgerOutput& out) {
     e.topic = stretch.topic;
     e.partition = stretch.partition;
     nlohmann::json detail = {{"end_us", stretch.end}};
-    if (stretch.kind == "held_back") {
+    const auto kind = common::eventKindFromString(stretch.kind);
+    if (kind == common::EventKind::kHeldBack) {
       detail["ticks"] = stretch.ticks;
       detail["reason"] = stretch.reason;
-    } else if (stretch.kind == "refused") {
+    } else if (kind == common::EventKind::kRefused) {
       detail["sends"] = stretch.ticks;
       detail["error"] = rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(stretch.error));
     } else {

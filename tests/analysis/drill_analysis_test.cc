@@ -131,9 +131,25 @@ AnalysisInput gracefulStop() {
 
 }  // namespace
 
+TEST_CASE("events of a source or kind this kfaild cannot name change nothing in the analysis",
+          "[unit]") {
+  const auto plain = articleKill();
+  auto with_unknown = plain;
+  // Each would move a phase or the departure were it read as the kind it resembles.
+  const std::int64_t early = kT0 + 1'000'000;
+  with_unknown.events.push_back(event(early, "broker_log_v2", "fenced", 1));
+  with_unknown.events.push_back(event(early, "broker_log", "fenced_v2", 1));
+  with_unknown.events.push_back(event(early, "metadata", "Leader_Change", 2, 0));
+  with_unknown.events.push_back(event(early, "client", "client_leader_updated", 2, 0,
+                                      R"({"client":"producer","from":1,"to":2})"));
+  with_unknown.events.push_back(event(early, "", "", 1, 0));
+  CHECK(toJson(analyse(with_unknown)) == toJson(analyse(plain)));
+  CHECK(analyse(with_unknown).departure_at_us == kT0 + 8'270'000);
+}
+
 TEST_CASE("the article's kill run is analysed into roles, stalls and phases", "[unit]") {
   const auto a = analyse(articleKill());
-  CHECK(a.departure == "fenced");
+  CHECK(a.departure == kfaild::common::Departure::kFenced);
   CHECK(*a.recovered_us == kT0 + 16 * kSecond);
   CHECK(a.settled);
   CHECK(a.conclusive);
@@ -197,7 +213,7 @@ TEST_CASE("the article's kill run is analysed into roles, stalls and phases", "[
 TEST_CASE("a graceful stop leaves followers whose longest gap is within the noise with no stall",
           "[unit]") {
   const auto a = analyse(gracefulStop());
-  CHECK(a.departure == "controlled_shutdown");
+  CHECK(a.departure == kfaild::common::Departure::kControlledShutdown);
   CHECK(a.conclusive);
 
   const auto& p0 = a.partitions[0];
@@ -799,7 +815,7 @@ TEST_CASE("a controlled shutdown has no detection phase", "[unit]") {
     }
   }
   const auto a = analyse(in);
-  CHECK(a.departure == "controlled_shutdown");
+  CHECK(a.departure == kfaild::common::Departure::kControlledShutdown);
   CHECK_FALSE(a.partitions[0].phases.detection_us);
 }
 
@@ -808,7 +824,7 @@ TEST_CASE("without broker logs a kill is fenced and the metadata sets the resolu
   std::erase_if(in.events, [](const storage::Event& e) { return e.source == "broker_log"; });
   in.metadata_interval_us = 250'000;
   const auto a = analyse(in);
-  CHECK(a.departure == "fenced");
+  CHECK(a.departure == kfaild::common::Departure::kFenced);
   CHECK(*a.departure_at_us == kT0 + 8'320'000);
   const auto& p0 = a.partitions[0];
   CHECK(*p0.phases.detection_us == 8'320'000);
@@ -823,17 +839,17 @@ TEST_CASE("a restart without broker logs is a controlled shutdown, not a fencing
   in.fault = "restart";
   std::erase_if(in.events, [](const storage::Event& e) { return e.source == "broker_log"; });
   const auto a = analyse(in);
-  CHECK(a.departure == "controlled_shutdown");
+  CHECK(a.departure == kfaild::common::Departure::kControlledShutdown);
   CHECK(*a.departure_at_us == kT0 + 8'320'000);
   CHECK_FALSE(a.partitions[0].phases.detection_us);
   CHECK_FALSE(a.partitions[0].phases.fenced_at_us);
 
   in.fault = "pause";
-  CHECK(analyse(in).departure == "fenced");
+  CHECK(analyse(in).departure == kfaild::common::Departure::kFenced);
   // A restart by SIGKILL (a rolling restart's `kill`) is fenced like a kill.
   in.fault = "restart";
   in.killed = true;
-  CHECK(analyse(in).departure == "fenced");
+  CHECK(analyse(in).departure == kfaild::common::Departure::kFenced);
 }
 
 TEST_CASE("duplicated and reordered messages are counted from the probe's events", "[unit]") {

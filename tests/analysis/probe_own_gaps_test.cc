@@ -176,7 +176,7 @@ TEST_CASE("a receive gap that spans a restart of the consumer's fetch of its par
   CHECK(p0.receive.outcome == Outcome::kInconclusive);
   CHECK_FALSE(p0.receive.stall);
   REQUIRE(p0.receive.probe_cause);
-  CHECK(p0.receive.probe_cause->kind == "consumer_restarted");
+  CHECK(p0.receive.probe_cause->kind == kfaild::common::EventKind::kConsumerRestarted);
   CHECK(p0.receive.probe_cause->waited_us == 10 * kSecond);
   CHECK(p0.receive.reason.find("restarted the probe consumer's fetch") != std::string::npos);
   CHECK(p0.receive.reason.find("not the cluster's") != std::string::npos);
@@ -205,7 +205,7 @@ TEST_CASE("a recreation of the consumer makes every partition's receive gap acro
   const auto& p0 = a.partitions[0];
   CHECK(p0.receive.outcome == Outcome::kInconclusive);
   REQUIRE(p0.receive.probe_cause);
-  CHECK(p0.receive.probe_cause->kind == "consumer_recreated");
+  CHECK(p0.receive.probe_cause->kind == kfaild::common::EventKind::kConsumerRecreated);
   CHECK(p0.receive.reason.find("recreated the probe's consumer") != std::string::npos);
   CHECK_FALSE(p0.ack.probe_cause);
   CHECK(toJson(a)["partitions"][0]["receive"]["probe_cause"]["kind"] == "consumer_recreated");

@@ -53,7 +53,7 @@ RunAnalysis killRun(double leader_s = 9.8, double follower_s = 8.6) {
   a.target = 1;
   a.fault_us = 100 * kSecond;
   a.recovered_us = a.fault_us + 15 * kSecond;
-  a.departure = "fenced";
+  a.departure = kfaild::common::Departure::kFenced;
   a.partitions.push_back(partition(0, Role::kLeader, stallOf(leader_s), stallOf(leader_s)));
   a.partitions.push_back(partition(1, Role::kFollowerInIsr, stallOf(follower_s), stallOf(follower_s)));
   a.partitions.push_back(partition(2, Role::kFollowerInIsr, stallOf(follower_s), stallOf(follower_s)));
@@ -186,7 +186,7 @@ TEST_CASE("what the analysis could not measure makes a check inconclusive, never
 TEST_CASE("a gap that is no stall is still compared with the limit", "[unit][verdict]") {
   auto run = killRun();
   run.fault = "stop";
-  run.departure = "controlled_shutdown";
+  run.departure = kfaild::common::Departure::kControlledShutdown;
   run.partitions[0].ack = stallOf(0.2);
   run.partitions[1].ack = noneWith(0.04);
   run.partitions[2].ack = noneWith(0.04);
@@ -296,7 +296,7 @@ RunAnalysis pauseRun(double pause_s, bool fenced, std::optional<double> discover
   a.target = 1;
   a.fault_us = 100 * kSecond;
   a.recovered_us = a.fault_us + static_cast<std::int64_t>((pause_s + 2) * kSecond);
-  if (fenced) a.departure = "fenced";
+  if (fenced) a.departure = kfaild::common::Departure::kFenced;
   a.partitions.push_back(partition(0, Role::kLeader, stallOf(pause_s + 0.3), stallOf(pause_s + 0.3)));
   a.partitions.push_back(partition(1, Role::kFollowerInIsr, stallOf(pause_s), stallOf(pause_s)));
   a.partitions.push_back(partition(2, Role::kFollowerInIsr, stallOf(pause_s), stallOf(pause_s)));

@@ -202,7 +202,7 @@ TEST_CASE("the drill inventory names how each node is reached, and only one way"
   CHECK(inv[0].docker->container == "kbf-k1-1");
   CHECK(inv[0].docker->endpoint == "unix:///var/run/docker.sock");
   CHECK(inv[1].ssh->port == 22);
-  CHECK(inv[2].role == "controller");
+  CHECK(inv[2].role == kfaild::common::NodeRole::kController);
   CHECK(inv[2].local->start_command == std::vector<std::string>{"/bin/true"});
 
   auto replace = [&](const std::string& from, const std::string& to) {

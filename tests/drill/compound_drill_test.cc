@@ -31,7 +31,7 @@ TEST_CASE("recoveryOrder brings controllers back first, each group in the order 
   for (std::int32_t id : {1, 2, 3, 100, 101, 102}) {
     config::NodeConfig n;
     n.id = id;
-    n.role = id >= 100 ? "controller" : "broker";
+    n.role = id >= 100 ? common::NodeRole::kController : common::NodeRole::kBroker;
     inventory.push_back(n);
   }
   CHECK(drill::recoveryOrder({100, 1}, inventory) == std::vector<std::int32_t>{100, 1});

@@ -40,7 +40,7 @@ config::ClusterConfig labCluster(const std::string& topic) {
   for (int id : {1, 2, 3, 100}) {
     config::NodeConfig n;
     n.id = id;
-    n.role = id == 100 ? "controller" : "broker";
+    n.role = id == 100 ? common::NodeRole::kController : common::NodeRole::kBroker;
     config::LocalTarget t;
     t.pid_file = lab + "/node" + std::to_string(id) + "/kafka.pid";
     t.start_command = {std::string(KFAILD_SOURCE_DIR) + "/lab/lab", "start", std::to_string(id)};

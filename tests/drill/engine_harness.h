@@ -124,7 +124,7 @@ struct EngineHarness {
     for (std::int32_t node : nodes_) {
       config::NodeConfig n;
       n.id = node;
-      n.role = node >= 100 ? "controller" : "broker";
+      n.role = node >= 100 ? common::NodeRole::kController : common::NodeRole::kBroker;
       n.local = config::LocalTarget{"/nonexistent/kafka.pid", {"/bin/false"}, ""};
       n.address = "10.9.0." + std::to_string(node);
       config.inventory.push_back(n);

@@ -25,7 +25,7 @@ drill::HostResolver resolverOf(std::map<std::string, Addresses> names) {
   };
 }
 
-config::NodeConfig node(std::int32_t id, const std::string& role = "broker") {
+config::NodeConfig node(std::int32_t id, common::NodeRole role = common::NodeRole::kBroker) {
   config::NodeConfig n;
   n.id = id;
   n.role = role;
@@ -63,7 +63,8 @@ TEST_CASE("a broker whose name resolves to two addresses is named by both", "[un
 TEST_CASE("the active controller the inventory does not list is a quorum peer by its endpoint", "[unit][drill]") {
   const auto resolve = resolverOf({{"b1", {"10.8.0.1"}}, {"b2", {"10.8.0.2"}}, {"b3", {"10.8.0.3"}},
                                    {"c100", {"10.8.0.100"}}, {"c101", {"10.8.0.101"}}});
-  const std::vector<config::NodeConfig> inventory = {node(1), node(2), node(3), node(100, "controller")};
+  const std::vector<config::NodeConfig> inventory = {node(1), node(2), node(3),
+                                                     node(100, common::NodeRole::kController)};
   const drill::NodeAddresses addresses = {{100, {"10.9.0.100"}}};
   auto quorum = quorumOf({{100, "c100"}, {101, "c101"}});
   quorum.leader_id = 101;
@@ -147,7 +148,8 @@ TEST_CASE("without the quorum's endpoints the inventory's controllers stand in a
           "has an address",
           "[unit][drill]") {
   const auto resolve = resolverOf({{"b1", {"10.8.0.1"}}, {"b2", {"10.8.0.2"}}, {"b3", {"10.8.0.3"}}});
-  const std::vector<config::NodeConfig> inventory = {node(1), node(100, "controller"), node(101, "controller")};
+  const std::vector<config::NodeConfig> inventory = {
+      node(1), node(100, common::NodeRole::kController), node(101, common::NodeRole::kController)};
   const drill::NodeAddresses addresses = {{100, {"10.9.0.100"}}, {101, {"10.9.0.101"}}};
 
   SECTION("DescribeQuorum v1: the voters without endpoints") {

@@ -25,7 +25,7 @@ std::vector<config::NodeConfig> inventory(std::initializer_list<std::int32_t> id
   for (auto id : ids) {
     config::NodeConfig n;
     n.id = id;
-    n.role = id >= 100 ? "controller" : "broker";
+    n.role = id >= 100 ? common::NodeRole::kController : common::NodeRole::kBroker;
     out.push_back(n);
   }
   return out;

@@ -488,6 +488,26 @@ TEST_CASE("an event with an empty detail is stored as an empty JSON object",
   CHECK(got[0].detail == "{}");
 }
 
+TEST_CASE("an event of a source or kind this kfaild cannot name reads back as written, unknown",
+          "[integration][storage]") {
+  TempDir dir;
+  auto store = openStore((dir / "kfaild.db").string());
+  const auto id = cluster(*store, "lab");
+  // As another version of kfaild, or an injector's "<action>_failed", would have written them.
+  store->addEvent(event(id, kBase, "broker_log_v2", "fenced", 1, std::nullopt, std::nullopt, "{}"));
+  store->addEvent(
+      event(id, kBase + 1, "injector", "kill_failed", 1, std::nullopt, std::nullopt, "{}"));
+  store->flush();
+  const auto got = queryEvents(*store, {});
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].source == "broker_log_v2");
+  CHECK(sourceOf(got[0]) == kfaild::common::EventSource::kUnknown);
+  CHECK(kindOf(got[0]) == kfaild::common::EventKind::kFenced);
+  CHECK(got[1].kind == "kill_failed");
+  CHECK(sourceOf(got[1]) == kfaild::common::EventSource::kInjector);
+  CHECK(kindOf(got[1]) == kfaild::common::EventKind::kUnknown);
+}
+
 TEST_CASE("a reopened database keeps every sample, gap, event and cluster",
           "[integration][storage]") {
   TempDir dir;
