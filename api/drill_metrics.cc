@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "server/common/event_types.h"
+
 namespace kfaild::api {
 namespace {
 
@@ -48,9 +50,10 @@ const json& member(const json& object, const char* key) {
 // The stall of one kind (ack or receive) in seconds: its duration when the analysis found one, 0
 // when it found none, nothing when it could not tell.
 std::optional<double> stallSeconds(const json& kind) {
-  const auto& outcome = member(kind, "outcome");
-  if (outcome == "none") return 0.0;
-  if (outcome != "stall") return std::nullopt;
+  const auto& text = member(kind, "outcome");
+  const auto outcome = text.is_string() ? common::outcomeFromString(text.get<std::string>()) : std::nullopt;
+  if (outcome == common::Outcome::kNone) return 0.0;
+  if (outcome != common::Outcome::kStall) return std::nullopt;
   const auto& duration = member(member(kind, "stall"), "duration_us");
   if (!duration.is_number_integer()) return std::nullopt;
   return seconds(duration.get<std::int64_t>());
