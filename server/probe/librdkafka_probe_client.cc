@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -13,6 +15,7 @@
 #include "server/probe/payload.h"
 
 namespace kfaild::probe {
+
 void* ProbeRunner::LibrdkafkaClient::packOpaque(std::size_t slot, std::int64_t seq) {
   return reinterpret_cast<void*>((static_cast<std::uint64_t>(slot) << kSeqBits) |
                                  (static_cast<std::uint64_t>(seq) & kSeqMask));
@@ -100,10 +103,9 @@ bool ProbeRunner::LibrdkafkaClient::addPartitions(std::vector<AddedPartition>& a
   }
   if (rd_kafka_error_t* error =
           rd_kafka_incremental_assign(runner_.consumer_.get(), assignment.get())) {
-    std::string problem = std::string(
-                              "partitions added to the probe topics are not probed: assigning them "
-                              "failed: ") +
-                          rd_kafka_error_string(error);
+    std::string problem =
+        "partitions added to the probe topics are not probed: assigning them failed: ";
+    problem += rd_kafka_error_string(error);
     rd_kafka_error_destroy(error);
     runner_.retryAddingLater(std::move(problem));
     return false;
