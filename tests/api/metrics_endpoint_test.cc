@@ -105,10 +105,12 @@ class FullMetrics {
   }
 
   std::string scrape() {
+    const auto target = parseTarget("/metrics");
+    REQUIRE(target.ok());
     Request request;
     request.method = "GET";
-    request.path = "/metrics";
-    request.segments = {"", "metrics"};
+    request.path = target->path;
+    request.segments = target->segments;
     const auto response = router_.dispatch(request);
     REQUIRE(response.status == 200);
     return response.body;
