@@ -7,8 +7,8 @@
 // After a fatal producer error (the idempotent producer's state is lost for good) the reporter
 // recreates the producer with a new epoch. A partition whose acked messages the consumer has not
 // read for probe.consumer_restart_ms has its fetch restarted: the first time in a row by a seek,
-// after that by a new consumer (a seek did not always free a fetch after a whole-cluster
-// restart: test "a consumer that a seek does not free is recreated...").
+// after that by a new consumer (after a whole-cluster restart a consumer can stay stuck through
+// every seek: 2b11736).
 
 #include <cstdint>
 #include <map>

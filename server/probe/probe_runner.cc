@@ -342,8 +342,8 @@ Result<kafka::ClusterSnapshot> ProbeRunner::describeTopic(std::size_t t) {
 
 Status ProbeRunner::checkConsumerKnows(const std::string& topic, std::size_t partitions) {
   // The consumer answers a watermark query from its own metadata cache, which may still hold a
-  // topic created moments ago as unknown (every end-offset query then fails with
-  // _UNKNOWN_PARTITION): asked for it by name, it learns it.
+  // topic created moments ago as unknown: asked for it by name, it learns it. Without this,
+  // set-up can fail with _UNKNOWN_PARTITION on every retry (88712dd).
   auto seen = kafka::fetchMetadata(consumer_.get(), {topic}, Client::kSetUpRequestTimeoutMs);
   if (!seen) return seen.error();
   if (const auto* known = seen->topic(topic);
