@@ -124,6 +124,21 @@ std::variant<std::unique_ptr<Daemon>, StartFailure> Daemon::start(const config::
 }
 
 std::optional<StartFailure> Daemon::startAll() {
+  if (auto failure = checkClusterSettings()) return failure;
+  if (auto failure = loadDashboard()) return failure;
+  if (auto failure = claimHttpAddress()) return failure;
+  if (auto failure = openDatabase()) return failure;
+  startMaintenance();
+  createNotifier();
+  if (auto failure = startClusters()) return failure;
+  if (auto failure = startNotifier()) return failure;
+  startScheduler();
+  startRetention();
+  registerRoutes();
+  return serveHttp();
+}
+
+std::optional<StartFailure> Daemon::checkClusterSettings() {
   // Everything the configuration decides that can fail is tried before anything starts: a
   // mistake stops kfaild with exit 2 before it opens the database, connects to a cluster or
   // touches a node.
@@ -146,6 +161,10 @@ std::optional<StartFailure> Daemon::startAll() {
       spdlog::warn("cluster {}: no broker answered at start ({}); probing it anyway", cluster.name, access.reason);
     }
   }
+  return std::nullopt;
+}
+
+std::optional<StartFailure> Daemon::loadDashboard() {
   if (config_.http.web_dir.empty()) {
     // Without one configured, the dashboard installed beside the binary (share/kfaild/web).
     std::error_code ec;
@@ -155,23 +174,29 @@ std::optional<StartFailure> Daemon::startAll() {
   if (!config_.http.web_dir.empty()) {
     if (auto s = web_.load(config_.http.web_dir); !s) return StartFailure{kConfigError, "http." + s.error().message};
   }
-  // The address is claimed now; the routes are filled once the parts they serve exist.
-  if (config_.http.enabled) {
-    if (auto failure = setUpAccess()) return failure;
-    api::ServerOptions server_options;
-    server_options.host = config_.http.host;
-    server_options.port = static_cast<std::uint16_t>(config_.http.port);
-    server_options.max_connections = static_cast<std::size_t>(config_.http.max_connections);
-    server_options.max_connections_per_peer = static_cast<std::size_t>(config_.http.max_connections_per_peer);
-    server_options.read_timeout = std::chrono::milliseconds(config_.http.read_timeout_ms);
-    server_options.max_body_bytes = static_cast<std::size_t>(config_.http.max_body_bytes);
-    server_options.tls.cert_file = config_.http.tls.cert_file;
-    server_options.tls.key_file = config_.http.tls.key_file;
-    server_options.tls.client_ca_file = config_.http.tls.client_ca_file;
-    http_ = std::make_unique<api::HttpServer>(server_options, router_);
-    if (auto s = http_->listen(); !s) return StartFailure{kConfigError, "http: " + s.error().message};
-  }
+  return std::nullopt;
+}
 
+std::optional<StartFailure> Daemon::claimHttpAddress() {
+  if (!config_.http.enabled) return std::nullopt;
+  if (auto failure = setUpAccess()) return failure;
+  api::ServerOptions server_options;
+  server_options.host = config_.http.host;
+  server_options.port = static_cast<std::uint16_t>(config_.http.port);
+  server_options.max_connections = static_cast<std::size_t>(config_.http.max_connections);
+  server_options.max_connections_per_peer =
+      static_cast<std::size_t>(config_.http.max_connections_per_peer);
+  server_options.read_timeout = std::chrono::milliseconds(config_.http.read_timeout_ms);
+  server_options.max_body_bytes = static_cast<std::size_t>(config_.http.max_body_bytes);
+  server_options.tls.cert_file = config_.http.tls.cert_file;
+  server_options.tls.key_file = config_.http.tls.key_file;
+  server_options.tls.client_ca_file = config_.http.tls.client_ca_file;
+  http_ = std::make_unique<api::HttpServer>(server_options, router_);
+  if (auto s = http_->listen(); !s) return StartFailure{kConfigError, "http: " + s.error().message};
+  return std::nullopt;
+}
+
+std::optional<StartFailure> Daemon::openDatabase() {
   storage::SqliteStoreOptions store_options;
   store_options.max_queued_records = config_.storage.max_queued_records;
   auto store = storage::SqliteStore::open(config_.storage.path, store_options);
@@ -203,6 +228,10 @@ std::optional<StartFailure> Daemon::startAll() {
                                maintenance_store.error().describe()};
   }
   maintenance_store_ = std::move(*maintenance_store);
+  return std::nullopt;
+}
+
+void Daemon::startMaintenance() {
   std::vector<std::unique_ptr<maintenance::AlertSilences>> silences;
   for (const auto& r : config_.notifications.receivers) {
     if (r.type == "alertmanager") silences.push_back(std::make_unique<maintenance::AlertmanagerSilences>(r));
@@ -210,19 +239,23 @@ std::optional<StartFailure> Daemon::startAll() {
   maintenance_ = std::make_unique<maintenance::MaintenanceWindows>(*maintenance_store_, clock_, std::move(silences),
                                                                    config_.notifications.retry);
   maintenance_->start();
-  if (!config_.notifications.receivers.empty()) {
-    // Links in payloads point at kfaild's API and dashboard as the receivers' readers reach it.
-    auto external_url = config_.notifications.external_url;
-    if (external_url.empty()) {
-      const auto port = http_ ? http_->port() : static_cast<std::uint16_t>(config_.http.port);
-      external_url = std::string(config_.http.tls.enabled() ? "https" : "http") + "://" + config_.http.host + ":" +
-                     std::to_string(port);
-    }
-    notifier_ = std::make_unique<notify::Notifier>(config_.notifications, external_url,
-                                                   common::Redactor(sensitiveLiterals(config_)), *notification_queue_,
-                                                   clock_);
-  }
+}
 
+void Daemon::createNotifier() {
+  if (config_.notifications.receivers.empty()) return;
+  // Links in payloads point at kfaild's API and dashboard as the receivers' readers reach it.
+  auto external_url = config_.notifications.external_url;
+  if (external_url.empty()) {
+    const auto port = http_ ? http_->port() : static_cast<std::uint16_t>(config_.http.port);
+    external_url = std::string(config_.http.tls.enabled() ? "https" : "http") + "://" +
+                   config_.http.host + ":" + std::to_string(port);
+  }
+  notifier_ = std::make_unique<notify::Notifier>(config_.notifications, external_url,
+                                                 common::Redactor(sensitiveLiterals(config_)),
+                                                 *notification_queue_, clock_);
+}
+
+std::optional<StartFailure> Daemon::startClusters() {
   for (std::size_t i = 0; i < config_.clusters.size(); ++i) {
     const auto& cc = config_.clusters[i];
     auto id = store_->ensureCluster(cc.name, cc.bootstrap);
@@ -232,19 +265,30 @@ std::optional<StartFailure> Daemon::startAll() {
                                        maintenance_.get(), fault::grayInstanceHere(config_.storage.path)));
     if (auto failure = clusters_.back()->start(i)) return failure;
   }
-  if (notifier_) {
-    std::vector<notify::WatchedCluster> watched;
-    for (const auto& parts : clusters_) watched.push_back({parts->id(), parts->config().name});
-    notifier_->watchIncidents(*store_, *drill_store_, std::move(watched), maintenance_store_.get());
-    if (auto s = notifier_->start(); !s) return StartFailure{1, "notifications: " + s.error().describe()};
-    spdlog::info("notifications: {} receiver(s)", config_.notifications.receivers.size());
-  }
+  return std::nullopt;
+}
+
+std::optional<StartFailure> Daemon::startNotifier() {
+  if (!notifier_) return std::nullopt;
+  std::vector<notify::WatchedCluster> watched;
+  for (const auto& parts : clusters_) watched.push_back({parts->id(), parts->config().name});
+  notifier_->watchIncidents(*store_, *drill_store_, std::move(watched), maintenance_store_.get());
+  if (auto s = notifier_->start(); !s)
+    return StartFailure{1, "notifications: " + s.error().describe()};
+  spdlog::info("notifications: {} receiver(s)", config_.notifications.receivers.size());
+  return std::nullopt;
+}
+
+void Daemon::startScheduler() {
   std::map<storage::ClusterId, drill::DrillRunner*> runners;
   for (auto& parts : clusters_) {
     if (parts->drills()) runners[parts->id()] = parts->drills();
   }
   scheduler_ = std::make_unique<drill::Scheduler>(*drill_store_, clock_, runners);
   scheduler_->start();
+}
+
+void Daemon::startRetention() {
   const auto& kept = config_.storage.retention;
   retention_ = std::make_unique<RetentionTask>(*store_, *drill_store_, audit_log_.get(), clock_,
                                                RetentionPolicy{.samples_us = kept.samples_us,
@@ -256,9 +300,9 @@ std::optional<StartFailure> Daemon::startAll() {
                                                                .audit_max_bytes = config_.storage.audit_max_bytes,
                                                                .interval_us = config_.storage.retention_interval_us});
   retention_->start();
+}
 
-  // The HTTP API and the dashboard. Handlers only read snapshots and the database, and queue
-  // drills; they never wait on the probe, the writer or a drill.
+void Daemon::registerRoutes() {
   live_ = std::make_unique<LiveView>(clusters_);
   control_ = std::make_unique<Control>(clusters_);
   endpoints_ = std::make_unique<api::Endpoints>(*live_, *store_, clock_);
@@ -281,13 +325,17 @@ std::optional<StartFailure> Daemon::startAll() {
     web_.registerOn(router_);
     spdlog::info("dashboard: {} files ({} bytes) from {}", web_.fileCount(), web_.totalBytes(), config_.http.web_dir);
   }
-  if (http_) {
-    if (auto s = http_->serve(); !s) return StartFailure{1, "http: " + s.error().describe()};
-    spdlog::info("http: listening on {}://{}:{}/ ({})", config_.http.tls.enabled() ? "https" : "http", config_.http.host, http_->port(),
-                 config_.http.auth_none ? "http.auth none: no token, loopback only"
-                 : config_.http.read_auth ? "every route but health and the dashboard's files needs a token"
-                                          : "changes need the operator token");
-  }
+}
+
+std::optional<StartFailure> Daemon::serveHttp() {
+  if (!http_) return std::nullopt;
+  if (auto s = http_->serve(); !s) return StartFailure{1, "http: " + s.error().describe()};
+  spdlog::info("http: listening on {}://{}:{}/ ({})", config_.http.tls.enabled() ? "https" : "http",
+               config_.http.host, http_->port(),
+               config_.http.auth_none ? "http.auth none: no token, loopback only"
+               : config_.http.read_auth
+                   ? "every route but health and the dashboard's files needs a token"
+                   : "changes need the operator token");
   return std::nullopt;
 }
 

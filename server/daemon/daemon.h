@@ -73,7 +73,28 @@ class Daemon {
   class Control;
 
   Daemon(const config::Config& config, const DaemonOptions& options);
+  // The steps of start(), in their order; each step that can fail says why.
   std::optional<StartFailure> startAll();
+  // Every cluster's client properties, then its credentials against the cluster (a cluster that
+  // does not answer is no failure: kfaild probes clusters that may be down).
+  std::optional<StartFailure> checkClusterSettings();
+  // The dashboard's files: http.web_dir, else the ones installed beside the binary.
+  std::optional<StartFailure> loadDashboard();
+  // With http.enabled: the access policy and the listening socket. The routes are filled once
+  // the parts they serve exist (registerRoutes), and served last (serveHttp).
+  std::optional<StartFailure> claimHttpAddress();
+  // The store, drill tables, audit log (and its recorder), notification queue and maintenance
+  // windows, all in the one database file.
+  std::optional<StartFailure> openDatabase();
+  void startMaintenance();
+  // With receivers configured; it starts after the clusters (startNotifier).
+  void createNotifier();
+  std::optional<StartFailure> startClusters();
+  std::optional<StartFailure> startNotifier();
+  void startScheduler();
+  void startRetention();
+  void registerRoutes();
+  std::optional<StartFailure> serveHttp();
   // The router's access policy and redactor; makes the operator token when none is configured.
   std::optional<StartFailure> setUpAccess();
 

@@ -9,6 +9,7 @@
 #include "server/common/json_text.h"
 #include "server/kafka/admin.h"
 #include "server/kafka/rdkafka_ptr.h"
+#include "server/common/event_types.h"
 
 namespace kfaild::probe {
 namespace {
@@ -24,7 +25,7 @@ storage::Event controlEvent(storage::ClusterId cluster, common::WallMicros at, c
   storage::Event e;
   e.cluster = cluster;
   e.t_us = at;
-  e.source = "control";
+  e.source = common::toString(common::EventSource::kControl);
   e.kind = kind;
   if (broker >= 0) e.broker = broker;
   e.detail = common::jsonText(detail);

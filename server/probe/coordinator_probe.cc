@@ -9,6 +9,7 @@
 #include "server/common/json_text.h"
 #include "server/kafka/metadata.h"
 #include "server/kafka/rdkafka_ptr.h"
+#include "server/common/event_types.h"
 
 namespace kfaild::probe {
 namespace {
@@ -59,8 +60,8 @@ void CoordinatorWatch::answered(common::WallMicros at, std::int32_t node, Contro
     storage::Event e;
     e.cluster = cluster_;
     e.t_us = at;
-    e.source = "coordinator";
-    e.kind = "coordinator_moved";
+    e.source = common::toString(common::EventSource::kCoordinator);
+    e.kind = common::toString(common::EventKind::kCoordinatorMoved);
     e.broker = node;
     nlohmann::json detail = {{"type", type_},
                              {"key", key_},

@@ -16,6 +16,8 @@
 // receiver, then lets what is outstanding be acked for up to 2 s while the reporter serves the
 // reports, then the reporter. The reporter and the receiver wait in librdkafka polls of 100 ms,
 // so each stops within 100 ms of being asked.
+// What the threads do is the probe client's part (probe.client; probe_client.h): librdkafka's
+// producer and consumer, or kfaild's wire client, whose own I/O thread then sends and reads.
 // status() may be called from any thread.
 
 #include <atomic>
@@ -33,10 +35,10 @@
 #include "server/common/worker.h"
 #include "server/config/config.h"
 #include "server/kafka/client.h"
+#include "server/kafka/cluster_types.h"
 #include "server/probe/pacer.h"
 #include "server/probe/partition_ledger.h"
 #include "server/probe/probe_status.h"
-#include "server/probe/wire_client.h"
 #include "storage/store.h"
 
 namespace kfaild::probe {
@@ -95,11 +97,12 @@ class ProbeRunner {
     PartitionLedger ledger;  // guarded by mutex
     rd_kafka_topic_t* topic = nullptr;
     bool refusing = false;  // sender thread only: the ledger has a refused stretch open
-    // Receiver thread only: the consumer's fetch of this partition restarts no earlier than this
-    // (monotonic µs), and how many restarts in a row found nothing read since the last.
+    // The librdkafka client's receiver thread only: the consumer's fetch of this partition
+    // restarts no earlier than this (monotonic µs), and how many restarts in a row found nothing
+    // read since the last.
     std::int64_t next_restart_mono = 0;
     int restarts_in_row = 0;
-    // Where the consumer reads this partition from next: the offset it was assigned or sought
+    // The librdkafka client's: where the consumer reads this partition from next: the offset it was assigned or sought
     // to, then the offset after the last message it read (any message, the probe's or not). Set
     // before the slot is published, then by the receiver thread only; a recreated consumer is
     // assigned here, so that it reads nothing twice.
@@ -109,51 +112,57 @@ class ProbeRunner {
         : ledger(cluster, std::move(topic_name), partition, options) {}
   };
 
+  // The probe client's part (probe.client, probe_client.h): its sends, reads and their reports.
+  // The runner keeps what every client shares: set-up, slots and ledgers, ticks, events.
+  class Client;
+  class LibrdkafkaClient;
+  class WireProbeClient;
+  std::unique_ptr<Client> makeClient();
+
+  // Sets up (retrying while the cluster is away), then runs the client's sender.
   void senderLoop();
-  void reporterLoop();
-  void receiverLoop();
+
+  // Set-up (the sender thread, holding producer_mutex_ shared), through the librdkafka clients
+  // whichever client probes: each probe topic described (created when configured and missing),
+  // its partitions' slots made at their current end offsets, then the client started on them
+  // and the slots published.
   [[nodiscard]] Status setUp();
+  LedgerOptions ledgerOptions() const;
+  // The metadata of probe topic `t`, created first when it is missing and configured so.
+  [[nodiscard]] Result<kafka::ClusterSnapshot> describeTopic(std::size_t t);
+  [[nodiscard]] Status checkConsumerKnows(const std::string& topic, std::size_t partitions);
+  // Appends a slot per partition of `info` to `slots`, and the partition at its end offset to
+  // `assignment`.
+  [[nodiscard]] Status addTopicSlots(const kafka::TopicInfo& info, rd_kafka_topic_t* handle,
+                                     rd_kafka_topic_partition_list_t& assignment,
+                                     std::vector<std::unique_ptr<Slot>>& slots) const;
+  void publishSlots(std::vector<std::unique_ptr<Slot>> slots,
+                    std::vector<rd_kafka_topic_t*> handles);
+
+  // The ticking thread (the sender, or the wire client's I/O thread): one tick, partitions
+  // added since the last one first. sendTick() hands each slot that is not held back its next
+  // message through the client.
+  void tick();
   void sendTick();
-  // The ticking thread (the sender, or the wire client's I/O thread), holding producer_mutex_
-  // shared: slots for the partitions partitionsSeen() reported beyond those probed.
+  // The ticking thread, holding producer_mutex_ shared: slots for the partitions
+  // partitionsSeen() reported beyond those probed.
   void addSeenPartitions();
-  void publish(LedgerOutput& out);
-  // Receiver thread, librdkafka's consumer, in its once-a-second pass over the ledgers: a
-  // partition whose acked messages it has not read for probe.consumer_restart_ms
-  // (PartitionLedger::unread) is noted with the slot's lock held, when its backoff allows; then
-  // the noted partitions' fetches are restarted at their oldest unread offset, with an event each.
-  // The first time in a row by a seek of the fetch; when a seek did not help (after a
-  // whole-cluster restart a consumer can stay stuck through every seek: 2b11736), by a new
-  // consumer (recreateConsumer).
-  struct StuckFetch {
-    Slot* slot = nullptr;
+  struct AddedPartition {
     std::string topic;
     std::int32_t partition = 0;
-    PartitionLedger::Unread unread;
-    int in_row = 0;
+    rd_kafka_topic_t* handle = nullptr;
   };
-  void noteStuckFetch(Slot& slot, common::Instant now, std::vector<StuckFetch>& stuck);
-  void restartFetches(const std::vector<StuckFetch>& restarts, common::Instant now);
-  // Replaces the consumer with a new one assigned every probe partition at its Slot::read_from,
-  // the stuck ones at their oldest unread offset; the old one is destroyed after. Records a
-  // probe/consumer_restarted event per stuck partition and one probe/consumer_recreated event
-  // (every partition's reading started over). On failure the old consumer stays; the error is in
-  // the events. Returns the error, empty on success.
-  std::string recreateConsumer(const std::vector<StuckFetch>& stuck);
+  // Slots for `added`, the client having taken them on; the index of the first.
+  std::size_t appendSlots(const std::vector<AddedPartition>& added);
+  // The partitions added could not be taken on: `problem` in the status until they are, tried
+  // again on the next metadata poll that reports them.
+  void retryAddingLater(std::string problem);
+  // Gives up on lost messages (PartitionLedger::expire) in every slot.
+  void expireAll(common::Instant now);
+  void publish(LedgerOutput& out);
   [[nodiscard]] Result<kafka::Handle> createProducer() const;
-  void serveReports(rd_kafka_event_t* event);
-  bool wire() const { return cluster_.probe.client == config::ProbeClient::kWire; }
   // The sender's scheduling (probe.sender_priority) for the calling thread, reported in status.
   void takeSenderScheduling();
-  // probe.client `wire`: a tick on the wire client's I/O thread (WireClient::tickOnIoThread),
-  // which returns the next one's time; its sends; and the I/O thread's acks and records.
-  common::MonoMicros tickOnWire(std::vector<WireSend>& sends);
-  void wireTickSends(std::vector<WireSend>& sends);
-  void wireAcks(std::span<const WireAck> acks, common::Instant at);
-  void wireRecords(std::span<const WireRecord> records, common::Instant at);
-  // Replaces the producer that failed fatally with a new one (reporter thread). `queue` is the
-  // reporter's queue of the old producer, replaced by the new one's.
-  void recreateProducer(const std::string& error, rd_kafka_queue_t*& queue);
   void setProblem(std::string problem);
 
   config::ClusterConfig cluster_;
@@ -176,8 +185,8 @@ class ProbeRunner {
   kafka::Handle consumer_;
   mutable std::shared_mutex consumer_mutex_;
   std::atomic<std::uint64_t> consumer_recreations_{0};
-  // probe.client `wire`: the sends and reads (the librdkafka clients above then only set up).
-  std::unique_ptr<WireClient> wire_;
+  // Made by start(); stop() stops it last.
+  std::unique_ptr<Client> client_;
   std::vector<rd_kafka_topic_t*> topic_handles_;
   kafka::ClientOptions client_options_;                   // written by start() only
   std::map<std::string, std::string> producer_settings_;  // written by start() only
@@ -204,7 +213,6 @@ class ProbeRunner {
   std::atomic<bool> ready_{false};
   // The sender thread's only; with the wire client handed to its I/O thread after set-up.
   std::unique_ptr<Pacer> pacer_;
-  bool wire_ticked_ = false;  // the wire client's I/O thread only: it took the sender's scheduling
   LedgerOptions ledger_options_;  // written by the sender's set-up, then read by it only
   bool adding_failed_ = false;    // sender only: the last partitions added could not be assigned
 

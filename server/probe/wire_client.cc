@@ -1,16 +1,15 @@
 #include "server/probe/wire_client.h"
 
 #include <fcntl.h>
+#include <librdkafka/rdkafka.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <librdkafka/rdkafka.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,6 +17,7 @@
 #include <cstring>
 #include <deque>
 #include <set>
+#include <string_view>
 #include <utility>
 
 #include "server/common/worker.h"
@@ -40,6 +40,8 @@ constexpr std::int64_t kProduceMarginUs = 1'000'000;      // beyond the broker's
 constexpr std::int64_t kOverdueUs = 1'000'000;
 constexpr std::size_t kMaxResponseBytes = 64u << 20;
 constexpr int kMaxPollMs = 1000;
+// Why a connection whose request passed its deadline is failed (as timed out, not as broken).
+constexpr std::string_view kNoAnswer = "no answer within the request timeout";
 // The most a socket is asked to hold before it reports an answer's rest readable (drain()):
 // small enough that the kernel need not grow the receive buffer or clamp the window for it.
 constexpr std::size_t kMaxRcvLowat = 32 << 10;
@@ -604,141 +606,188 @@ struct WireClient::Impl {
 
   // --- the loop ------------------------------------------------------------------------------
 
-  void loop() {
+  // Connections a turn of the loop found broken, each with the reason it is failed with.
+  struct Broken {
+    std::vector<Conn*> conns;
+    std::vector<std::string> reasons;
+    bool has(const Conn* c) const {
+      return std::find(conns.begin(), conns.end(), c) != conns.end();
+    }
+    void add(Conn* c, std::string reason) {
+      conns.push_back(c);
+      reasons.push_back(std::move(reason));
+    }
+  };
+
+  // The descriptors one turn polls: the wake fd first, then polled[i - 1] at fds[i].
+  struct PollSet {
     std::vector<pollfd> fds;
     std::vector<Conn*> polled;
+  };
+
+  // One turn: send what is due, wait for the sockets (or a tick, a deadline, a wake), serve
+  // them, tick, then fail what broke or timed out and send the tick's messages.
+  void loop() {
+    PollSet poll;
     while (!io.stopRequested()) {
       const auto now_mono = clock.monoNow();
       sendMetadata(now_mono);
       sendFetches(now_mono);
-      std::int64_t next = now_mono + std::int64_t{kMaxPollMs} * 1000;
-      {
-        std::lock_guard lock(tick_mutex);
-        if (ticker) next = std::min(next, tick_at);
-      }
-      if (!metadata_conn || metadata_conn->inflight.empty()) next = std::min(next, std::max(metadataDue(), now_mono + 1000));
-      fds.clear();
-      polled.clear();
-      fds.push_back({wake_fd, POLLIN, 0});
-      auto watch = [&](Conn* c) {
-        short events = POLLIN;
-        if (!c->connected || c->out_sent < c->out.size()) events |= POLLOUT;
-        fds.push_back({c->fd, events, 0});
-        polled.push_back(c);
-        for (const auto& f : c->inflight) next = std::min(next, f.deadline_mono);
-        if (!c->inflight.empty() && c->inflight.front().overdue_mono > now_mono) {
-          next = std::min(next, c->inflight.front().overdue_mono);
-        }
-      };
-      for (auto& [key, c] : conns) watch(c.get());
-      if (metadata_conn) watch(metadata_conn.get());
-      for (const auto& [node, until] : backoff_until) {
-        if (until > now_mono) next = std::min(next, until);
-      }
+      const auto next = watchSockets(poll, now_mono);
       // To the µs: a tick is due at its time, not at the next whole millisecond.
       const auto wait_us = std::clamp<std::int64_t>(next - now_mono, 0, std::int64_t{kMaxPollMs} * 1000);
       const timespec wait{static_cast<time_t>(wait_us / 1'000'000), static_cast<long>(wait_us % 1'000'000) * 1000};
-      const int rc = ::ppoll(fds.data(), fds.size(), &wait, nullptr);
+      const int rc = ::ppoll(poll.fds.data(), poll.fds.size(), &wait, nullptr);
       if (rc < 0 && errno != EINTR) {
         setProblem(errnoText("poll", errno));
         continue;
       }
       const auto at = clock.now();
       acks.clear();
-      std::vector<Conn*> broken;
-      std::vector<std::string> reasons;
-      for (std::size_t i = 1; i < fds.size(); ++i) {
-        Conn* c = polled[i - 1];
-        if (fds[i].revents == 0) continue;
-        std::string why;
-        bool ok = true;
-        if (!c->connected) {
-          int so_error = 0;
-          socklen_t len = sizeof so_error;
-          if (::getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &so_error, &len) != 0) so_error = errno;
-          if (so_error != 0) {
-            why = errnoText("connect", so_error);
-            ok = false;
-          } else if ((fds[i].revents & (POLLOUT | POLLIN)) != 0) {
-            c->connected = true;
-            backoff_us.erase(c->node);
-          }
-        }
-        if (ok && c->connected && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) ok = drain(*c, at, why);
-        if (ok && c->connected && (fds[i].revents & POLLOUT) != 0) ok = flush(*c, why);
-        if (!ok) {
-          broken.push_back(c);
-          reasons.push_back(why);
-        }
-      }
-      if ((fds[0].revents & POLLIN) != 0) {
-        std::uint64_t count = 0;
-        [[maybe_unused]] const auto n = ::read(wake_fd, &count, sizeof count);
-      }
+      Broken broken;
+      serveSockets(poll, at, broken);
       // The answers read this turn reach the ledgers before a tick asks them what to hold back.
       if (!acks.empty()) {
         ack_sink(acks, at);
         acks.clear();
       }
-      std::vector<WireSend> sends;
-      {
-        std::lock_guard lock(tick_mutex);
-        if (ticker && clock.monoNow() >= tick_at) tick_at = ticker(sends);
-      }
-      std::vector<WireTarget> more;
-      {
-        std::lock_guard lock(mutex);
-        more.swap(added);
-      }
-      if (!more.empty()) addTargets(std::move(more));
-      // Timeouts: a request unanswered past its deadline breaks its connection (the answers
-      // come in order, so nothing behind it can come first).
+      auto sends = tickIfDue();
+      takeAddedTargets();
       const auto after = clock.monoNow();
-      auto expired = [&](Conn* c) {
-        return !c->inflight.empty() && c->inflight.front().deadline_mono <= after &&
-               std::find(broken.begin(), broken.end(), c) == broken.end();
-      };
-      for (auto& [key, c] : conns) {
-        if (expired(c.get())) {
-          broken.push_back(c.get());
-          reasons.push_back("no answer within the request timeout");
-        }
-      }
-      for (auto& [key, c] : conns) {
-        if (!c->inflight.empty() && c->inflight.front().overdue_mono <= after) metadata_wanted = true;
-      }
-      for (Conn* c : abandon) {
-        if (std::find(broken.begin(), broken.end(), c) == broken.end()) {
-          broken.push_back(c);
-          reasons.push_back("its partitions moved to another leader while its answer was overdue");
-        }
-      }
-      abandon.clear();
-      if (metadata_conn && expired(metadata_conn.get())) {
-        broken.push_back(metadata_conn.get());
-        reasons.push_back("no metadata answer within 2 s");
-      }
-      for (std::size_t i = 0; i < broken.size(); ++i) {
-        Conn* c = broken[i];
-        const bool timed_out = reasons[i] == "no answer within the request timeout";
-        fail(*c, timed_out ? RD_KAFKA_RESP_ERR__TIMED_OUT : RD_KAFKA_RESP_ERR__TRANSPORT, reasons[i], after);
-        if (c == metadata_conn.get()) {
-          metadata_conn.reset();
-        } else {
-          conns.erase(std::make_pair(c->node, c->role));
-        }
-      }
-      if (!sends.empty()) {
-        sendProduce(sends, after);
-        for (auto& [key, c] : conns) {
-          std::string why;
-          if (c->connected && !flush(*c, why)) {
-            // Seen as broken on the next turn's poll.
-            spdlog::debug("probe wire client: broker {}: {}", c->node, why);
-          }
-        }
-      }
+      findTimedOut(after, broken);
+      failBroken(broken, after);
+      if (!sends.empty()) sendTick(sends, after);
       if (!acks.empty()) ack_sink(acks, clock.now());
+    }
+  }
+
+  // Fills `poll` with the wake fd and every connection; returns when the loop must wake at the
+  // latest (a tick, a request's deadline or overdue time, a backoff's end, the metadata's due).
+  std::int64_t watchSockets(PollSet& poll, std::int64_t now_mono) {
+    std::int64_t next = now_mono + std::int64_t{kMaxPollMs} * 1000;
+    {
+      std::lock_guard lock(tick_mutex);
+      if (ticker) next = std::min(next, tick_at);
+    }
+    if (!metadata_conn || metadata_conn->inflight.empty())
+      next = std::min(next, std::max(metadataDue(), now_mono + 1000));
+    poll.fds.clear();
+    poll.polled.clear();
+    poll.fds.push_back({wake_fd, POLLIN, 0});
+    auto watch = [&](Conn* c) {
+      short events = POLLIN;
+      if (!c->connected || c->out_sent < c->out.size()) events |= POLLOUT;
+      poll.fds.push_back({c->fd, events, 0});
+      poll.polled.push_back(c);
+      for (const auto& f : c->inflight) next = std::min(next, f.deadline_mono);
+      if (!c->inflight.empty() && c->inflight.front().overdue_mono > now_mono) {
+        next = std::min(next, c->inflight.front().overdue_mono);
+      }
+    };
+    for (auto& [key, c] : conns) watch(c.get());
+    if (metadata_conn) watch(metadata_conn.get());
+    for (const auto& [node, until] : backoff_until) {
+      if (until > now_mono) next = std::min(next, until);
+    }
+    return next;
+  }
+
+  // Completes connects, reads answers and writes what is queued on every ready socket; a socket
+  // that fails goes to `broken`. Then empties the wake fd.
+  void serveSockets(const PollSet& poll, common::Instant at, Broken& broken) {
+    for (std::size_t i = 1; i < poll.fds.size(); ++i) {
+      Conn* c = poll.polled[i - 1];
+      const auto revents = poll.fds[i].revents;
+      if (revents == 0) continue;
+      std::string why;
+      bool ok = true;
+      if (!c->connected) {
+        int so_error = 0;
+        socklen_t len = sizeof so_error;
+        if (::getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &so_error, &len) != 0) so_error = errno;
+        if (so_error != 0) {
+          why = errnoText("connect", so_error);
+          ok = false;
+        } else if ((revents & (POLLOUT | POLLIN)) != 0) {
+          c->connected = true;
+          backoff_us.erase(c->node);
+        }
+      }
+      if (ok && c->connected && (revents & (POLLIN | POLLHUP | POLLERR)) != 0)
+        ok = drain(*c, at, why);
+      if (ok && c->connected && (revents & POLLOUT) != 0) ok = flush(*c, why);
+      if (!ok) broken.add(c, why);
+    }
+    if ((poll.fds[0].revents & POLLIN) != 0) {
+      std::uint64_t count = 0;
+      [[maybe_unused]] const auto n = ::read(wake_fd, &count, sizeof count);
+    }
+  }
+
+  // The ticker's sends when its tick is due; none otherwise.
+  std::vector<WireSend> tickIfDue() {
+    std::vector<WireSend> sends;
+    std::lock_guard lock(tick_mutex);
+    if (ticker && clock.monoNow() >= tick_at) tick_at = ticker(sends);
+    return sends;
+  }
+
+  void takeAddedTargets() {
+    std::vector<WireTarget> more;
+    {
+      std::lock_guard lock(mutex);
+      more.swap(added);
+    }
+    if (!more.empty()) addTargets(std::move(more));
+  }
+
+  // A request unanswered past its deadline breaks its connection (the answers come in order, so
+  // nothing behind it can come first); one only overdue asks for metadata; a connection whose
+  // partitions moved while its answer was overdue is abandoned.
+  void findTimedOut(std::int64_t after, Broken& broken) {
+    auto expired = [&](Conn* c) {
+      return !c->inflight.empty() && c->inflight.front().deadline_mono <= after && !broken.has(c);
+    };
+    for (auto& [key, c] : conns) {
+      if (expired(c.get())) broken.add(c.get(), std::string(kNoAnswer));
+    }
+    for (auto& [key, c] : conns) {
+      if (!c->inflight.empty() && c->inflight.front().overdue_mono <= after) metadata_wanted = true;
+    }
+    for (Conn* c : abandon) {
+      if (!broken.has(c))
+        broken.add(c, "its partitions moved to another leader while its answer was overdue");
+    }
+    abandon.clear();
+    if (metadata_conn && expired(metadata_conn.get())) {
+      broken.add(metadata_conn.get(), "no metadata answer within 2 s");
+    }
+  }
+
+  // Fails what each broken connection has in flight and closes it.
+  void failBroken(const Broken& broken, std::int64_t after) {
+    for (std::size_t i = 0; i < broken.conns.size(); ++i) {
+      Conn* c = broken.conns[i];
+      const bool timed_out = broken.reasons[i] == kNoAnswer;
+      fail(*c, timed_out ? RD_KAFKA_RESP_ERR__TIMED_OUT : RD_KAFKA_RESP_ERR__TRANSPORT,
+           broken.reasons[i], after);
+      if (c == metadata_conn.get()) {
+        metadata_conn.reset();
+      } else {
+        conns.erase(std::make_pair(c->node, c->role));
+      }
+    }
+  }
+
+  // Sends a tick's messages at once rather than at the next turn's poll.
+  void sendTick(std::vector<WireSend>& sends, std::int64_t after) {
+    sendProduce(sends, after);
+    for (auto& [key, c] : conns) {
+      std::string why;
+      if (c->connected && !flush(*c, why)) {
+        // Seen as broken on the next turn's poll.
+        spdlog::debug("probe wire client: broker {}: {}", c->node, why);
+      }
     }
   }
 };
