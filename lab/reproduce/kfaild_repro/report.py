@@ -383,7 +383,10 @@ def write_report(recs, chart_state):
         "Times in seconds; outcomes and phases as kfaild's analysis reports them (`GET /api/v1/drills/{id}`). "
         "A stall is in bold; `none (gap, noise)` is the longest gap that ends after the fault and the longest "
         "other gap of the partition's observation, which the first does not exceed significantly (2 × the noise "
-        "and the noise + 2 probe intervals). Phases: detection = fault → fenced (absent for a controlled "
+        "and the noise + 2 probe intervals). That was the noise rule when these runs were analysed; "
+        "kfaild now takes the noise from the baseline only, as the 99th percentile of its gaps "
+        "(docs/MEASUREMENT.md), and reports a phase below its resolution as 0 with `below_resolution` "
+        "rather than negative. Phases: detection = fault → fenced (absent for a controlled "
         "shutdown), election = fenced/shut down → new leader in metadata (for a follower: the ISR without "
         "broker 1), discovery = new leader → the producer applies it (librdkafka debug log), node back = fault "
         "→ broker 1 registered again as kfaild's metadata poll saw it (sole replicas only), resume = → first "
@@ -686,9 +689,11 @@ def notes_for(recs, f, p0_after):
             "(`preflight_election`)."
         )
     w(
-        "- **Reading the per-run table**: a follower's `resume` can be slightly negative (down to −0.08 s): "
+        "- **Reading the per-run table**: a follower's `resume` could be slightly negative here (down to "
+        "−0.08 s): "
         "its bound is the ISR shrink as kfaild's 100 ms metadata poll saw it, and the first ack came before "
-        "that poll (the phase's `resume_resolution_us`). In the timelines `injector/started` is stamped when "
+        "that poll (the phase's `resume_resolution_us`). kfaild now reports such a phase as 0, named in "
+        "`below_resolution` (\"≤ 0.100 s\"). In the timelines `injector/started` is stamped when "
         "kfaild ran `lab start` (its `returned_us` says when the command returned, the broker then already "
         "listening); kfaild starts the node when observation ends (`observe end` in the run table)."
     )
