@@ -15,7 +15,7 @@ def make_chart(recs, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [l for l in ORDER if l in recs]
+    labels = [label for label in ORDER if label in recs]
     fig, (ax, ax2) = plt.subplots(
         1, 2, figsize=(13, 4.8), dpi=110, gridspec_kw={"width_ratios": [3, 2]}
     )
@@ -25,8 +25,8 @@ def make_chart(recs, path):
     marks = []
     for i in range(3):
         xs, hs = [], []
-        for x, l in enumerate(labels):
-            P = first(recs[l])[2]
+        for x, label in enumerate(labels):
+            P = first(recs[label])[2]
             p = P.get(("orders", i))
             r = kind(p) if p else None
             xi = x + (i - 1) * width
@@ -48,7 +48,7 @@ def make_chart(recs, path):
             fontsize=7,
             color="dimgray" if outcome == "none" else "tab:red",
         )
-    nk = sum(1 for l in labels if l.startswith("kill"))
+    nk = sum(1 for label in labels if label.startswith("kill"))
     if nk:
         frac = nk / len(labels)
         ax.axhspan(
@@ -85,10 +85,10 @@ def make_chart(recs, path):
     ax.legend(fontsize=7, loc="upper right")
     ax.grid(axis="y", alpha=0.3)
 
-    sl = [l for l in labels if ("single", 0) in first(recs[l])[2]]
+    sl = [label for label in labels if ("single", 0) in first(recs[label])[2]]
     nb_h, rs_h, xs = [], [], []
-    for x, l in enumerate(sl):
-        s = first(recs[l])[2][("single", 0)]
+    for x, label in enumerate(sl):
+        s = first(recs[label])[2][("single", 0)]
         r = kind(s)
         if r["outcome"] != "stall":
             ax2.text(
@@ -130,7 +130,8 @@ def chart(args, recs):
     if not os.path.exists(py) and not args.no_venv:
         venv = os.path.dirname(os.path.dirname(py))
         log(
-            f"no {py}: creating the venv {venv} with matplotlib (python3 -m venv, pip install matplotlib)"
+            f"no {py}: creating the venv {venv} with matplotlib (python3 -m venv, pip install "
+            "matplotlib)"
         )
         try:
             subprocess.run([sys.executable, "-m", "venv", venv], check=True)

@@ -104,15 +104,13 @@ def summary(items, unit=" s"):
         out.append(rng(st, unit=unit) + ("" if len(st) == n else f" (stall in {len(st)} of {n})"))
     if none:
         out.append(
-            f"none in {len(none)} of {n} (longest gap {rng([g for g, _ in none])} against a noise of "
-            f"{rng([b for _, b in none])}: not significant)"
+            f"none in {len(none)} of {n} (longest gap {rng([g for g, _ in none])} against a noise "
+            f"of {rng([b for _, b in none])}: not significant)"
         )
     if inc:
         reasons = sorted({r for _, r in inc})
-        out.append(
-            f"inconclusive in {len(inc)} of {n} ({', '.join(sorted({l for l, _ in inc}))}): "
-            + "; ".join(reasons)
-        )
+        labels = ", ".join(sorted({label for label, _ in inc}))
+        out.append(f"inconclusive in {len(inc)} of {n} ({labels}): " + "; ".join(reasons))
     return "; ".join(out)
 
 
@@ -163,7 +161,7 @@ def figures(recs):
     )
     for rec, pre in [(r, "kill") for r in kills] + [(r, "stop") for r in stops]:
         label = rec["label"]
-        for run, a, P in parts(rec):
+        for run, _analysis, P in parts(rec):
             p0 = P.get(("orders", 0))
             if not p0:
                 continue
@@ -233,12 +231,12 @@ def leader_after(rec, topic="orders", part=0):
 def probe_clients(recs):
     """{json of the settings: [labels]} over every run's probe_client."""
     seen = {}
-    for l in ORDER:
-        if l in recs:
-            for run, a, P in parts(recs[l]):
+    for label in ORDER:
+        if label in recs:
+            for run, _analysis, _partitions in parts(recs[label]):
                 pc = run.get("probe_client")
                 if pc is not None:
-                    seen.setdefault(json.dumps(pc, sort_keys=True), []).append(l)
+                    seen.setdefault(json.dumps(pc, sort_keys=True), []).append(label)
     return seen
 
 
@@ -285,7 +283,8 @@ def timeline_lines(label, until_s, run_no=1, limit=60):
 
 
 def timeline_marks(label):
-    """fenced / broker's own 'Leader orders-0 starts' / first producer update of orders-0, s after the fault."""
+    """fenced / broker's own 'Leader orders-0 starts' / first producer update of orders-0, s after
+    the fault."""
     path = os.path.join(RESULTS, f"{label}.timeline.json")
     if not os.path.exists(path):
         return None
@@ -364,22 +363,23 @@ def end_rel(run, iv):
 
 
 def coupling(recs, labels):
-    """Per drill: (label, p0's candidate end, p1's candidate end, p1's noise interval) after the fault."""
+    """Per drill: (label, p0's candidate end, p1's candidate end, p1's noise interval) after the
+    fault."""
     out = []
-    for l in labels:
-        if l not in recs:
+    for label in labels:
+        if label not in recs:
             continue
-        run, a, P = first(recs[l])
+        run, a, P = first(recs[label])
         p0, p1 = P.get(("orders", 0)), P.get(("orders", 1))
         if not (run and p0 and p1):
             continue
         k0, k1 = kind(p0), kind(p1)
-        out.append((l, end_rel(run, k0.get("longest_gap")), k1, run))
+        out.append((label, end_rel(run, k0.get("longest_gap")), k1, run))
     return out
 
 
 def followers_cell(items):
     by = {}
-    for l, p, k in items:
-        by.setdefault(p["partition"], []).append((l, p, k))
+    for label, p, k in items:
+        by.setdefault(p["partition"], []).append((label, p, k))
     return "; ".join(f"p{i}: {summary(v)}" for i, v in sorted(by.items()))
