@@ -1,9 +1,15 @@
 """docs/REPRODUCTION.md: the setup, the comparison with the article, the per-run tables and the
-notes."""
+notes.
+
+write_report() builds the report down to the per-run tables, finish_report() adds the timelines
+and the notes that notes_for() writes. Each section and each note is a function of its own that
+returns its lines (a note: one line, or none when its drills are missing from the results).
+"""
 
 import json
 import os
 import re
+from typing import Any
 
 from .results import (
     cell,
@@ -33,25 +39,35 @@ from .results import (
 )
 from .settings import ARTICLE, KFAILD_SETS, KILLS, ORDER, RESULTS
 
+# A drill's saved JSON (lab/results/reproduce/<label>.json), by its label.
+Records = dict[str, dict[str, Any]]
+# What figures() computes from the records (lists of per-run values, by figure).
+Figures = dict[str, Any]
+# (label, marks) of the kills: seconds after the fault of the fencing and what followed it.
+Marks = list[tuple[str, dict[str, float]]]
+# A row of the article-vs-kfaild table: what, the article's figure, kfaild's.
+Row = tuple[str, str, str]
 
-def after_fault(run, key):
+
+def after_fault(run: dict[str, Any], key: str) -> str:
     """run[key] as seconds after the run's fault (3 decimals), or "–" when either is missing."""
     fu = run.get("fault_us")
     return fmt3(us(run[key] - fu)) if run.get(key) and fu else "–"
 
 
-def write_report(recs, chart_state):
-    f = figures(recs)
-    noel = recs.get("stop-no-election")
-    p0_after = leader_after(noel) if noel else None
+def read_run_state() -> tuple[dict[str, Any], dict[str, Any]]:
+    """versions.json and scenario.json of the results (empty where missing)."""
     versions, scen = {}, {}
     for name, into in (("versions.json", versions), ("scenario.json", scen)):
         path = os.path.join(RESULTS, name)
         if os.path.exists(path):
             with open(path) as fh:
                 into.update(json.load(fh))
-    nk, ns = len(f["kill_labels"]), len(f["stop_labels"])
+    return versions, scen
 
+
+def comparison_rows(f: Figures, p0_after: dict[str, Any] | None) -> list[Row]:
+    """The article-vs-kfaild table, row by row."""
     rows = [
         (
             "SIGKILL: fault → controller fences broker 1 (detection)",
@@ -102,9 +118,13 @@ def write_report(recs, chart_state):
             ),
         ),
     ]
+    return rows
 
-    L = []
-    w = L.append
+
+def header_lines() -> list[str]:
+    """The title, the generated-file warning and what is compared."""
+    out: list[str] = []
+    w = out.append
     w("# Reproduction of the broker-failure article with kfaild")
     w("")
     w(
@@ -125,6 +145,13 @@ def write_report(recs, chart_state):
         "such."
     )
     w("")
+    return out
+
+
+def machine_lines(recs: Records, scen: dict[str, Any]) -> list[str]:
+    """The Setup heading, the machine and Kafka."""
+    out: list[str] = []
+    w = out.append
     w("## Setup")
     w("")
     note = (scen.get("note") or "No note on the machine's state was recorded.").strip()
@@ -138,6 +165,11 @@ def write_report(recs, chart_state):
         "- Kafka 4.3.1 (lab jars), broker defaults: `broker.session.timeout.ms` 9000, "
         "`broker.heartbeat.interval.ms` 2000, `controlled.shutdown.enable` true."
     )
+    return out
+
+
+def tree_state(versions: dict[str, Any]) -> str:
+    """The working tree the binary was built from, as the Setup's kfaild line says it."""
     tree = versions.get("tree_status")
     own = (
         "lab/reproduce/",
@@ -171,6 +203,14 @@ def write_report(recs, chart_state):
                 "CMake files)"
             )
         )
+    return tree_s
+
+
+def kfaild_lines(versions: dict[str, Any]) -> list[str]:
+    """kfaild's version, commit and binary, librdkafka's, and the config it ran with."""
+    tree_s = tree_state(versions)
+    out: list[str] = []
+    w = out.append
     w(
         f"- kfaild: {versions.get('kfaild', 'n/a')}; commit `{versions.get('commit', 'n/a')}`, "
         f"{tree_s}. "
@@ -197,6 +237,13 @@ def write_report(recs, chart_state):
         "(`probe.max_outstanding_ms`): at the bound it holds back its sends and counts the held "
         "ticks."
     )
+    return out
+
+
+def probe_client_lines(recs: Records) -> list[str]:
+    """The probe clients' settings in force, one column per distinct set."""
+    out: list[str] = []
+    w = out.append
     seen = probe_clients(recs)
     if seen:
         w("")
@@ -231,6 +278,13 @@ def write_report(recs, chart_state):
                 w(f"| `{k}` | " + " | ".join(f"`{s.get(k)}`" for s in sets) + " |")
     else:
         w("- Probe producer settings: not in these results (`runs[].probe_client` is missing).")
+    return out
+
+
+def drill_list_lines(recs: Records, scen: dict[str, Any]) -> list[str]:
+    """The scenario's wall time and the drills in order with their requests and loads."""
+    out: list[str] = []
+    w = out.append
     w("")
     inv = scen.get("invocations") or []
     if inv:
@@ -278,7 +332,12 @@ def write_report(recs, chart_state):
                 f"| {refs} | {r['load_before']} | {r['load_after']} |"
             )
     w("")
-    w(
+    return out
+
+
+def single_lines() -> list[str]:
+    """Why `single` needs no drill of its own."""
+    return [
         "`single` exists (and is probed) during every drill, as in the article where it was "
         "created before the measurements; so every drill passes `allow_unavailable: true` (the "
         "guard would refuse a fault that takes `single` offline). Nothing else is overridden: "
@@ -288,9 +347,15 @@ def write_report(recs, chart_state):
         "ack after that. So every kill and every stop reports `single`'s outage itself (fault → "
         "node back → first ack), and the separate `stop-single` drill of the previous version of "
         "this page (a stop held open for 22 s to mimic the article's procedure) is gone: it would "
-        "add nothing."
-    )
-    w("")
+        "add nothing.",
+        "",
+    ]
+
+
+def rerun_lines() -> list[str]:
+    """How to rerun the scenario, and the variables that shorten or resume it."""
+    out: list[str] = []
+    w = out.append
     w(
         "How to rerun (about 1–2 minutes per drill on this host; most of it is the broker's "
         "restart):"
@@ -337,6 +402,14 @@ def write_report(recs, chart_state):
         "(without it a run starts from an empty `lab/results/reproduce/`)."
     )
     w("")
+    return out
+
+
+def figures_lines(f: Figures, rows: list[Row], chart_state: str) -> list[str]:
+    """The article-vs-kfaild table, the other figures and the chart."""
+    nk, ns = len(f["kill_labels"]), len(f["stop_labels"])
+    out: list[str] = []
+    w = out.append
     w("## Figures: article vs kfaild")
     w("")
     w(
@@ -383,6 +456,13 @@ def write_report(recs, chart_state):
     else:
         w(f"*No chart: {chart_state}.*")
     w("")
+    return out
+
+
+def partition_lines(recs: Records) -> list[str]:
+    """The per-run table of every partition's outcome and phases, and how to read it."""
+    out: list[str] = []
+    w = out.append
     w("## Per run")
     w("")
     w(
@@ -430,6 +510,13 @@ def write_report(recs, chart_state):
         "ack (sole replicas: node back → the ack that ended the stall, ± the 100 ms poll). "
         "Unresolved = messages of the window without a fate when the analysis settled."
     )
+    return out
+
+
+def run_lines(recs: Records) -> list[str]:
+    """The per-run table of each run's own record (preflight, probe at the fault, observation)."""
+    out: list[str] = []
+    w = out.append
     w("")
     w("Each run as kfaild recorded it (all times relative to the fault):")
     w("")
@@ -468,10 +555,36 @@ def write_report(recs, chart_state):
                 f"{a.get('conclusive', '–')} |"
             )
     w("")
-    return L, f, rows, p0_after
+    return out
 
 
-def finish_report(L, recs, notes):
+def write_report(
+    recs: Records, chart_state: str
+) -> tuple[list[str], Figures, list[Row], dict[str, Any] | None]:
+    """The report down to the per-run tables: (its lines, the figures, the comparison rows,
+    p0's leadership after the no-election drill or None)."""
+    f = figures(recs)
+    noel = recs.get("stop-no-election")
+    p0_after = leader_after(noel) if noel else None
+    versions, scen = read_run_state()
+    rows = comparison_rows(f, p0_after)
+    lines = [
+        *header_lines(),
+        *machine_lines(recs, scen),
+        *kfaild_lines(versions),
+        *probe_client_lines(recs),
+        *drill_list_lines(recs, scen),
+        *single_lines(),
+        *rerun_lines(),
+        *figures_lines(f, rows, chart_state),
+        *partition_lines(recs),
+        *run_lines(recs),
+    ]
+    return lines, f, rows, p0_after
+
+
+def finish_report(L: list[str], recs: Records, notes: list[str]) -> list[str]:
+    """Appends the timelines of kill-1 and stop-1 and the notes to L; returns L."""
     w = L.append
     w("## Timelines")
     w("")
@@ -501,11 +614,17 @@ def finish_report(L, recs, notes):
     return L
 
 
-def notes_for(recs, f, p0_after):
-    n = []
-    w = n.append
+def kill_marks(recs: Records) -> Marks:
+    """(label, timeline marks) of each kill whose timeline shows the fencing."""
     marks = [(label, timeline_marks(label)) for label in KILLS if label in recs]
     marks = [(label, m) for label, m in marks if m and "fenced" in m]
+    return marks
+
+
+def election_note(f: Figures, marks: Marks) -> list[str]:
+    """Election + client discovery, from the kills' timelines."""
+    out: list[str] = []
+    w = out.append
     fc = [v for v in f["fence_to_client"] if v is not None]
     if marks:
         parts_ = []
@@ -538,6 +657,13 @@ def notes_for(recs, f, p0_after):
             "is a metadata event, so it carries up to 0.1 s of polling delay (its resolution is in "
             "the drill's JSON)."
         )
+    return out
+
+
+def detection_note(recs: Records, f: Figures, marks: Marks) -> list[str]:
+    """Detection: the session timeout against the heartbeat phase."""
+    out: list[str] = []
+    w = out.append
     det = [v for v in f["detection"] if v is not None]
     if det:
         over = [(label, m["fenced"]) for label, m in marks if m["fenced"] > 9.0]
@@ -559,6 +685,13 @@ def notes_for(recs, f, p0_after):
             + "kfaild's fault time for a `local` kill is the moment it sent SIGKILL (its own "
             "clock, `fault_time_source: local`), the article's is Docker's `State.FinishedAt`."
         )
+    return out
+
+
+def kill_stall_note(recs: Records, f: Figures) -> list[str]:
+    """The stalls under SIGKILL: detection, then p0's resume."""
+    out: list[str] = []
+    w = out.append
     p0 = stalls_of(f["kill_p0"])
     fol = stalls_of(f["kill_fol"])
     if p0 or fol:
@@ -593,6 +726,13 @@ def notes_for(recs, f, p0_after):
             "comes back, whatever the outage's length; a hold does not end or shorten a gap, since "
             "the messages already outstanding still end it when acked."
         )
+    return out
+
+
+def coupling_note(recs: Records) -> list[str]:
+    """p1's gap that ends with p0's."""
+    out: list[str] = []
+    w = out.append
     cp = coupling(recs, ORDER)
     p1_stalls = [
         (label, e0, k1, run)
@@ -640,6 +780,13 @@ def notes_for(recs, f, p0_after):
             "fault); with a 9 s candidate it changed no outcome."
         )
         w(txt)
+    return out
+
+
+def failed_sends_note(f: Figures) -> list[str]:
+    """Failed sends: none, and why."""
+    out: list[str] = []
+    w = out.append
     kc = f["kill_counts"] + f["stop_counts"]
     if kc:
         single_counts = f["kill_single_counts"] + f["stop_single_counts"]
@@ -651,6 +798,13 @@ def notes_for(recs, f, p0_after):
             "article. Every message of every run's window had its fate when the analysis ran "
             "(`settled`, nothing unresolved)."
         )
+    return out
+
+
+def stop_p0_note(recs: Records, f: Figures) -> list[str]:
+    """p0 under a graceful stop: no detection, the producer's retry."""
+    out: list[str] = []
+    w = out.append
     if f["stop_p0"]:
         res = []
         for label in f["stop_labels"]:
@@ -672,6 +826,13 @@ def notes_for(recs, f, p0_after):
             + " — the same two modes as the article's (1.10 s in the run it shows, 0.13 s in the "
             "other two), set by where the retry backoff stood."
         )
+    return out
+
+
+def stop_followers_note(f: Figures) -> list[str]:
+    """p1 and p2 under a graceful stop."""
+    out: list[str] = []
+    w = out.append
     if f["stop_fol"]:
         w(
             f"- **Graceful stop, p1 and p2** ({followers_cell(f['stop_fol'])}; article 0.03–1.01 "
@@ -683,6 +844,13 @@ def notes_for(recs, f, p0_after):
             "same rule the article's shown run has a p1 stall (1.01 s against a longest other gap "
             "of 0.20 s) and no p2 stall (0.03 s)."
         )
+    return out
+
+
+def stop_single_note(recs: Records, f: Figures) -> list[str]:
+    """`single` under a graceful stop against the article's 33.26 s."""
+    out: list[str] = []
+    w = out.append
     if f["stop_single"]:
         nb = [x[0] for x in f["stop_single_phases"]]
         rs = [x[1] for x in f["stop_single_phases"]]
@@ -714,6 +882,13 @@ def notes_for(recs, f, p0_after):
             "librdkafka had the default `reconnect.backoff.max.ms` of 10 s (kfaild's probe sets 1 "
             "s). Most of the difference is that wait before the restart; none of it is Kafka."
         )
+    return out
+
+
+def kill_single_note(recs: Records, f: Figures) -> list[str]:
+    """`single` under SIGKILL."""
+    out: list[str] = []
+    w = out.append
     ks = f["kill_single"]
     if ks:
         nb = [x[0] for x in f["kill_single_phases"]]
@@ -730,6 +905,13 @@ def notes_for(recs, f, p0_after):
             "kill, after the ~9 s detection); from the restart to broker 1 back in every ISR took "
             f"{rng(su)}. The article does not measure `single` under SIGKILL."
         )
+    return out
+
+
+def leadership_note(p0_after: dict[str, Any] | None) -> list[str]:
+    """p0's leadership after the drill without the preferred election."""
+    out: list[str] = []
+    w = out.append
     if p0_after:
         w(
             "- **Leadership after recovery without the election**: orders p0's leader after the "
@@ -744,6 +926,13 @@ def notes_for(recs, f, p0_after):
             "`leader.imbalance.check.interval.seconds` (300 s); kfaild's next drill moves it back "
             "itself (`preflight_election`)."
         )
+    return out
+
+
+def reading_note() -> list[str]:
+    """How to read the per-run table's resume and the timelines' injector events."""
+    out: list[str] = []
+    w = out.append
     w(
         "- **Reading the per-run table**: a follower's `resume` could be slightly negative here "
         "(down to "
@@ -757,6 +946,13 @@ def notes_for(recs, f, p0_after):
         "then already "
         "listening); kfaild starts the node when observation ends (`observe end` in the run table)."
     )
+    return out
+
+
+def sole_early_note(recs: Records) -> list[str]:
+    """`single` acked before broker 1 is back in every ISR."""
+    out: list[str] = []
+    w = out.append
     sole_early = []
     for label in ORDER:
         if label in recs:
@@ -789,4 +985,23 @@ def notes_for(recs, f, p0_after):
             )
             + "."
         )
-    return n
+    return out
+
+
+def notes_for(recs: Records, f: Figures, p0_after: dict[str, Any] | None) -> list[str]:
+    """The notes on where kfaild's figures differ from the article's, one line each."""
+    marks = kill_marks(recs)
+    return [
+        *election_note(f, marks),
+        *detection_note(recs, f, marks),
+        *kill_stall_note(recs, f),
+        *coupling_note(recs),
+        *failed_sends_note(f),
+        *stop_p0_note(recs, f),
+        *stop_followers_note(f),
+        *stop_single_note(recs, f),
+        *kill_single_note(recs, f),
+        *leadership_note(p0_after),
+        *reading_note(),
+        *sole_early_note(recs),
+    ]
