@@ -229,9 +229,10 @@ def kfaild_lines(versions: dict[str, Any]) -> list[str]:
     w(
         "- kfaild config: `lab/reproduce/kfaild.repro.yaml` (probe 20 ms, metadata poll 100 ms, "
         "client debug `metadata,topic`, `local:` injector on the lab's pid files). It sets no "
-        "`client:` properties: the probe producer runs with librdkafka's defaults except what "
-        "kfaild itself makes its defaults (#14): an idempotent producer "
-        "(`enable.idempotence=true`, with which librdkafka caps "
+        "`client:` properties: the probe producer runs with librdkafka's defaults except the two "
+        "that kfaild itself makes its defaults, so that the probe's retries neither duplicate nor "
+        "reorder messages and every message has a fate (ack or error) within a bounded time: an "
+        "idempotent producer (`enable.idempotence=true`, with which librdkafka caps "
         "`max.in.flight.requests.per.connection` at 5 by itself) and `message.timeout.ms` 60000. "
         "The probe never has more than 2 s of messages outstanding per partition "
         "(`probe.max_outstanding_ms`): at the bound it holds back its sends and counts the held "
@@ -793,10 +794,10 @@ def failed_sends_note(f: Figures) -> list[str]:
         w(
             f"- **Failed sends** (orders: {rng([c[0] for c in kc], '{:d}', '')} per run; `single`: "
             f"{rng([c[0] for c in single_counts], '{:d}', '')}): the producer retries until "
-            "`message.timeout.ms` — 60 s now (kfaild's default since #14; librdkafka's and the "
-            "article's is 300 s) — and no outage here came near it, so nothing failed, as in the "
-            "article. Every message of every run's window had its fate when the analysis ran "
-            "(`settled`, nothing unresolved)."
+            "`message.timeout.ms` — 60 s now (kfaild's default, `probe.message_timeout_ms`; "
+            "librdkafka's and the article's is 300 s) — and no outage here came near it, so "
+            "nothing failed, as in the article. Every message of every run's window had its fate "
+            "when the analysis ran (`settled`, nothing unresolved)."
         )
     return out
 

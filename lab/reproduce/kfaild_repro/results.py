@@ -41,13 +41,13 @@ def dur(iv):
 
 
 def kind(p, k="ack"):
-    """The partition's result for one kind, with `outcome` (a result from before #14 has none:
-    it is shown as inconclusive rather than read the old way)."""
+    """The partition's result for one kind, with `outcome` (a result from before kfaild tested a
+    stall's significance has none: it is shown as inconclusive rather than read the old way)."""
     r = dict((p or {}).get(k) or {})
     if "outcome" not in r:
         r = {
             "outcome": "inconclusive",
-            "reason": "result from before #14 (no outcome field)",
+            "reason": "result from before stalls were tested against the noise (no outcome field)",
             "longest_gap": r.get("stall"),
         }
     return r

@@ -41,9 +41,13 @@ KFAILD_SETS = {
         "librdkafka's default: a fetch is answered as soon as a probe message is there"
     ),
     "acks": "kfaild sets `all` (the article's probe too)",
-    "enable.idempotence": "kfaild's default (#14); librdkafka's is false",
+    "enable.idempotence": (
+        "kfaild's default, so that the probe's retries neither duplicate nor reorder; "
+        "librdkafka's is false"
+    ),
     "message.timeout.ms": (
-        "kfaild's default, `probe.message_timeout_ms` (#14); librdkafka's is 300000"
+        "kfaild's default, `probe.message_timeout_ms`: every message has a fate within it; "
+        "librdkafka's is 300000"
     ),
     "queue.buffering.max.messages": (
         "kfaild sizes the local queue; the probe's own bound keeps it short"
