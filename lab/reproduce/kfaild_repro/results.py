@@ -123,78 +123,82 @@ def counts(items):
     return failed, lost, unres, settled
 
 
+def empty_figures():
+    """Every figure of the report, as an empty list of per-run values."""
+    names = (
+        "detection",
+        "fence_to_client",
+        "kill_p0",
+        "kill_fol",
+        "kill_p0_recv",
+        "kill_fol_recv",
+        "kill_single",
+        "stop_new_leader",
+        "stop_client",
+        "stop_p0",
+        "stop_fol",
+        "stop_p0_recv",
+        "stop_fol_recv",
+        "stop_single",
+        "kill_counts",
+        "stop_counts",
+        "kill_single_counts",
+        "stop_single_counts",
+        "kill_single_phases",
+        "stop_single_phases",
+        "kill_labels",
+        "stop_labels",
+    )
+    return {k: [] for k in names}
+
+
 def figures(recs):
+    """The report's figures over the kills and the graceful stops, one value per run (the short
+    plan counts `stop-no-election` as a stop); a run without orders p0 adds none."""
     kills = [recs[k] for k in KILLS if k in recs]
     stops = [recs[k] for k in STOPS if k in recs]
     if len(stops) < 3 and "stop-no-election" in recs:  # the short plan
         stops.append(recs["stop-no-election"])
-    f = {
-        k: []
-        for k in (
-            "detection",
-            "fence_to_client",
-            "kill_p0",
-            "kill_fol",
-            "kill_p0_recv",
-            "kill_fol_recv",
-            "kill_single",
-            "stop_new_leader",
-            "stop_client",
-            "stop_p0",
-            "stop_fol",
-            "stop_p0_recv",
-            "stop_fol_recv",
-            "stop_single",
-        )
-    }
-    f.update(
-        {
-            "kill_counts": [],
-            "stop_counts": [],
-            "kill_single_counts": [],
-            "stop_single_counts": [],
-            "kill_single_phases": [],
-            "stop_single_phases": [],
-            "kill_labels": [],
-            "stop_labels": [],
-        }
-    )
+    f = empty_figures()
     for rec, pre in [(r, "kill") for r in kills] + [(r, "stop") for r in stops]:
-        label = rec["label"]
         for run, _analysis, P in parts(rec):
-            p0 = P.get(("orders", 0))
-            if not p0:
-                continue
-            f[f"{pre}_labels"].append(label)
-            ph = p0["phases"]
-            if pre == "kill":
-                f["detection"].append(us(ph.get("detection_us")))
-                if ph.get("client_update_at_us") and ph.get("fenced_at_us"):
-                    f["fence_to_client"].append(us(ph["client_update_at_us"] - ph["fenced_at_us"]))
-            else:
-                if ph.get("new_leader_at_us"):
-                    f["stop_new_leader"].append(us(ph["new_leader_at_us"] - run["fault_us"]))
-                if ph.get("client_update_at_us"):
-                    f["stop_client"].append(us(ph["client_update_at_us"] - run["fault_us"]))
-            f[f"{pre}_p0"].append((label, p0, "ack"))
-            f[f"{pre}_p0_recv"].append((label, p0, "receive"))
-            for k in (("orders", 1), ("orders", 2)):
-                if k in P:
-                    f[f"{pre}_fol"].append((label, P[k], "ack"))
-                    f[f"{pre}_fol_recv"].append((label, P[k], "receive"))
-            f[f"{pre}_counts"].append(counts([p for k, p in P.items() if k[0] == "orders"]))
-            s = P.get(("single", 0))
-            if s:
-                f[f"{pre}_single"].append((label, s, "ack"))
-                f[f"{pre}_single_counts"].append(counts([s]))
-                f[f"{pre}_single_phases"].append(
-                    (
-                        us(s["phases"].get("node_back_us")),
-                        us(s["phases"].get("resume_us")),
-                        s.get("role"),
-                    )
-                )
+            if P.get(("orders", 0)):
+                add_run(f, pre, rec["label"], run, P)
     return f
+
+
+def add_run(f, pre, label, run, P):
+    """One run's values appended to the figures: pre is "kill" or "stop"."""
+    p0 = P[("orders", 0)]
+    f[f"{pre}_labels"].append(label)
+    ph = p0["phases"]
+    if pre == "kill":
+        f["detection"].append(us(ph.get("detection_us")))
+        if ph.get("client_update_at_us") and ph.get("fenced_at_us"):
+            f["fence_to_client"].append(us(ph["client_update_at_us"] - ph["fenced_at_us"]))
+    else:
+        if ph.get("new_leader_at_us"):
+            f["stop_new_leader"].append(us(ph["new_leader_at_us"] - run["fault_us"]))
+        if ph.get("client_update_at_us"):
+            f["stop_client"].append(us(ph["client_update_at_us"] - run["fault_us"]))
+    f[f"{pre}_p0"].append((label, p0, "ack"))
+    f[f"{pre}_p0_recv"].append((label, p0, "receive"))
+    for k in (("orders", 1), ("orders", 2)):
+        if k in P:
+            f[f"{pre}_fol"].append((label, P[k], "ack"))
+            f[f"{pre}_fol_recv"].append((label, P[k], "receive"))
+    f[f"{pre}_counts"].append(counts([p for k, p in P.items() if k[0] == "orders"]))
+    s = P.get(("single", 0))
+    if s:
+        f[f"{pre}_single"].append((label, s, "ack"))
+        f[f"{pre}_single_counts"].append(counts([s]))
+        f[f"{pre}_single_phases"].append(
+            (
+                us(s["phases"].get("node_back_us")),
+                us(s["phases"].get("resume_us")),
+                s.get("role"),
+            )
+        )
 
 
 def counts_cell(cs):
