@@ -10,23 +10,32 @@ from .settings import CHART, ENTRY, ORDER
 
 
 def make_chart(recs, path):
+    """Draws the stalls of `orders` (left) and the outage of `single` (right) into path."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [l for l in ORDER if l in recs]
+    labels = [label for label in ORDER if label in recs]
     fig, (ax, ax2) = plt.subplots(
         1, 2, figsize=(13, 4.8), dpi=110, gridspec_kw={"width_ratios": [3, 2]}
     )
+    draw_orders(ax, recs, labels)
+    draw_single(ax2, recs, labels)
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def draw_orders(ax, recs, labels):
+    """Each drill's ack stall per `orders` partition, a bar only where the outcome is a stall."""
     width = 0.26
     colors = ("tab:blue", "tab:orange", "tab:green")
     top = 1.0
     marks = []
     for i in range(3):
         xs, hs = [], []
-        for x, l in enumerate(labels):
-            P = first(recs[l])[2]
+        for x, label in enumerate(labels):
+            P = first(recs[label])[2]
             p = P.get(("orders", i))
             r = kind(p) if p else None
             xi = x + (i - 1) * width
@@ -48,7 +57,18 @@ def make_chart(recs, path):
             fontsize=7,
             color="dimgray" if outcome == "none" else "tab:red",
         )
-    nk = sum(1 for l in labels if l.startswith("kill"))
+    shade_article_ranges(ax, labels)
+    ax.set_xticks(list(range(len(labels))))
+    ax.set_xticklabels(labels, rotation=20, fontsize=8)
+    ax.set_ylabel("ack stall (s)")
+    ax.set_title("orders: ack stall per partition (broker 1 killed / stopped)", fontsize=10)
+    ax.legend(fontsize=7, loc="upper right")
+    ax.grid(axis="y", alpha=0.3)
+
+
+def shade_article_ranges(ax, labels):
+    """The article's ranges behind the kills (p0, p1/p2) and the graceful stops (p0)."""
+    nk = sum(1 for label in labels if label.startswith("kill"))
     if nk:
         frac = nk / len(labels)
         ax.axhspan(
@@ -78,17 +98,14 @@ def make_chart(recs, path):
             alpha=0.12,
             label="article: p0, graceful stop",
         )
-    ax.set_xticks(list(range(len(labels))))
-    ax.set_xticklabels(labels, rotation=20, fontsize=8)
-    ax.set_ylabel("ack stall (s)")
-    ax.set_title("orders: ack stall per partition (broker 1 killed / stopped)", fontsize=10)
-    ax.legend(fontsize=7, loc="upper right")
-    ax.grid(axis="y", alpha=0.3)
 
-    sl = [l for l in labels if ("single", 0) in first(recs[l])[2]]
+
+def draw_single(ax2, recs, labels):
+    """`single`'s outage per drill, split into fault → node back and node back → first ack."""
+    sl = [label for label in labels if ("single", 0) in first(recs[label])[2]]
     nb_h, rs_h, xs = [], [], []
-    for x, l in enumerate(sl):
-        s = first(recs[l])[2][("single", 0)]
+    for x, label in enumerate(sl):
+        s = first(recs[label])[2][("single", 0)]
         r = kind(s)
         if r["outcome"] != "stall":
             ax2.text(
@@ -120,8 +137,6 @@ def make_chart(recs, path):
     ax2.set_title("single (RF 1 on broker 1): outage per drill", fontsize=10)
     ax2.legend(fontsize=7, loc="upper left")
     ax2.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
 
 
 def chart(args, recs):
@@ -130,7 +145,8 @@ def chart(args, recs):
     if not os.path.exists(py) and not args.no_venv:
         venv = os.path.dirname(os.path.dirname(py))
         log(
-            f"no {py}: creating the venv {venv} with matplotlib (python3 -m venv, pip install matplotlib)"
+            f"no {py}: creating the venv {venv} with matplotlib (python3 -m venv, pip install "
+            "matplotlib)"
         )
         try:
             subprocess.run([sys.executable, "-m", "venv", venv], check=True)

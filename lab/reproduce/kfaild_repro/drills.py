@@ -62,7 +62,8 @@ def result_files():
 def wait_steady(api, cluster, timeout=300, max_gap=0.2, max_oldest=0.5, hold=3.0):
     """Every probe partition acked within max_gap s, its oldest message without an ack younger than
     max_oldest s, no sends held back, every ISR full — for `hold` s. kfaild's own preflight guard
-    asks for less (oldest < 1 s, nothing held); waiting for more keeps a refusal at the fault rare."""
+    asks for less (oldest < 1 s, nothing held); waiting for more keeps a refusal at the fault
+    rare."""
     t_end = time.time() + timeout
     steady_since = None
     last = ""
@@ -134,7 +135,7 @@ def run_drill(api, cluster, label, request, attempts=20):
     if d:
         log(f"{label}: adopting drill {d['id']} ({d['state']})")
         did = d["id"]
-    for attempt in range(0 if d else attempts):
+    for _ in range(0 if d else attempts):
         steady = wait_steady(api, cluster)
         load = loadavg()
         status, body = api.call("POST", f"/api/v1/clusters/{cluster}/drills", request)

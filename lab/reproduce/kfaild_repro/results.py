@@ -41,13 +41,13 @@ def dur(iv):
 
 
 def kind(p, k="ack"):
-    """The partition's result for one kind, with `outcome` (a result from before #14 has none:
-    it is shown as inconclusive rather than read the old way)."""
+    """The partition's result for one kind, with `outcome` (a result from before kfaild tested a
+    stall's significance has none: it is shown as inconclusive rather than read the old way)."""
     r = dict((p or {}).get(k) or {})
     if "outcome" not in r:
         r = {
             "outcome": "inconclusive",
-            "reason": "result from before #14 (no outcome field)",
+            "reason": "result from before stalls were tested against the noise (no outcome field)",
             "longest_gap": r.get("stall"),
         }
     return r
@@ -104,15 +104,13 @@ def summary(items, unit=" s"):
         out.append(rng(st, unit=unit) + ("" if len(st) == n else f" (stall in {len(st)} of {n})"))
     if none:
         out.append(
-            f"none in {len(none)} of {n} (longest gap {rng([g for g, _ in none])} against a noise of "
-            f"{rng([b for _, b in none])}: not significant)"
+            f"none in {len(none)} of {n} (longest gap {rng([g for g, _ in none])} against a noise "
+            f"of {rng([b for _, b in none])}: not significant)"
         )
     if inc:
         reasons = sorted({r for _, r in inc})
-        out.append(
-            f"inconclusive in {len(inc)} of {n} ({', '.join(sorted({l for l, _ in inc}))}): "
-            + "; ".join(reasons)
-        )
+        labels = ", ".join(sorted({label for label, _ in inc}))
+        out.append(f"inconclusive in {len(inc)} of {n} ({labels}): " + "; ".join(reasons))
     return "; ".join(out)
 
 
@@ -125,78 +123,82 @@ def counts(items):
     return failed, lost, unres, settled
 
 
+def empty_figures():
+    """Every figure of the report, as an empty list of per-run values."""
+    names = (
+        "detection",
+        "fence_to_client",
+        "kill_p0",
+        "kill_fol",
+        "kill_p0_recv",
+        "kill_fol_recv",
+        "kill_single",
+        "stop_new_leader",
+        "stop_client",
+        "stop_p0",
+        "stop_fol",
+        "stop_p0_recv",
+        "stop_fol_recv",
+        "stop_single",
+        "kill_counts",
+        "stop_counts",
+        "kill_single_counts",
+        "stop_single_counts",
+        "kill_single_phases",
+        "stop_single_phases",
+        "kill_labels",
+        "stop_labels",
+    )
+    return {k: [] for k in names}
+
+
 def figures(recs):
+    """The report's figures over the kills and the graceful stops, one value per run (the short
+    plan counts `stop-no-election` as a stop); a run without orders p0 adds none."""
     kills = [recs[k] for k in KILLS if k in recs]
     stops = [recs[k] for k in STOPS if k in recs]
     if len(stops) < 3 and "stop-no-election" in recs:  # the short plan
         stops.append(recs["stop-no-election"])
-    f = {
-        k: []
-        for k in (
-            "detection",
-            "fence_to_client",
-            "kill_p0",
-            "kill_fol",
-            "kill_p0_recv",
-            "kill_fol_recv",
-            "kill_single",
-            "stop_new_leader",
-            "stop_client",
-            "stop_p0",
-            "stop_fol",
-            "stop_p0_recv",
-            "stop_fol_recv",
-            "stop_single",
-        )
-    }
-    f.update(
-        {
-            "kill_counts": [],
-            "stop_counts": [],
-            "kill_single_counts": [],
-            "stop_single_counts": [],
-            "kill_single_phases": [],
-            "stop_single_phases": [],
-            "kill_labels": [],
-            "stop_labels": [],
-        }
-    )
+    f = empty_figures()
     for rec, pre in [(r, "kill") for r in kills] + [(r, "stop") for r in stops]:
-        label = rec["label"]
-        for run, a, P in parts(rec):
-            p0 = P.get(("orders", 0))
-            if not p0:
-                continue
-            f[f"{pre}_labels"].append(label)
-            ph = p0["phases"]
-            if pre == "kill":
-                f["detection"].append(us(ph.get("detection_us")))
-                if ph.get("client_update_at_us") and ph.get("fenced_at_us"):
-                    f["fence_to_client"].append(us(ph["client_update_at_us"] - ph["fenced_at_us"]))
-            else:
-                if ph.get("new_leader_at_us"):
-                    f["stop_new_leader"].append(us(ph["new_leader_at_us"] - run["fault_us"]))
-                if ph.get("client_update_at_us"):
-                    f["stop_client"].append(us(ph["client_update_at_us"] - run["fault_us"]))
-            f[f"{pre}_p0"].append((label, p0, "ack"))
-            f[f"{pre}_p0_recv"].append((label, p0, "receive"))
-            for k in (("orders", 1), ("orders", 2)):
-                if k in P:
-                    f[f"{pre}_fol"].append((label, P[k], "ack"))
-                    f[f"{pre}_fol_recv"].append((label, P[k], "receive"))
-            f[f"{pre}_counts"].append(counts([p for k, p in P.items() if k[0] == "orders"]))
-            s = P.get(("single", 0))
-            if s:
-                f[f"{pre}_single"].append((label, s, "ack"))
-                f[f"{pre}_single_counts"].append(counts([s]))
-                f[f"{pre}_single_phases"].append(
-                    (
-                        us(s["phases"].get("node_back_us")),
-                        us(s["phases"].get("resume_us")),
-                        s.get("role"),
-                    )
-                )
+        for run, _analysis, P in parts(rec):
+            if P.get(("orders", 0)):
+                add_run(f, pre, rec["label"], run, P)
     return f
+
+
+def add_run(f, pre, label, run, P):
+    """One run's values appended to the figures: pre is "kill" or "stop"."""
+    p0 = P[("orders", 0)]
+    f[f"{pre}_labels"].append(label)
+    ph = p0["phases"]
+    if pre == "kill":
+        f["detection"].append(us(ph.get("detection_us")))
+        if ph.get("client_update_at_us") and ph.get("fenced_at_us"):
+            f["fence_to_client"].append(us(ph["client_update_at_us"] - ph["fenced_at_us"]))
+    else:
+        if ph.get("new_leader_at_us"):
+            f["stop_new_leader"].append(us(ph["new_leader_at_us"] - run["fault_us"]))
+        if ph.get("client_update_at_us"):
+            f["stop_client"].append(us(ph["client_update_at_us"] - run["fault_us"]))
+    f[f"{pre}_p0"].append((label, p0, "ack"))
+    f[f"{pre}_p0_recv"].append((label, p0, "receive"))
+    for k in (("orders", 1), ("orders", 2)):
+        if k in P:
+            f[f"{pre}_fol"].append((label, P[k], "ack"))
+            f[f"{pre}_fol_recv"].append((label, P[k], "receive"))
+    f[f"{pre}_counts"].append(counts([p for k, p in P.items() if k[0] == "orders"]))
+    s = P.get(("single", 0))
+    if s:
+        f[f"{pre}_single"].append((label, s, "ack"))
+        f[f"{pre}_single_counts"].append(counts([s]))
+        f[f"{pre}_single_phases"].append(
+            (
+                us(s["phases"].get("node_back_us")),
+                us(s["phases"].get("resume_us")),
+                s.get("role"),
+            )
+        )
 
 
 def counts_cell(cs):
@@ -233,12 +235,12 @@ def leader_after(rec, topic="orders", part=0):
 def probe_clients(recs):
     """{json of the settings: [labels]} over every run's probe_client."""
     seen = {}
-    for l in ORDER:
-        if l in recs:
-            for run, a, P in parts(recs[l]):
+    for label in ORDER:
+        if label in recs:
+            for run, _analysis, _partitions in parts(recs[label]):
                 pc = run.get("probe_client")
                 if pc is not None:
-                    seen.setdefault(json.dumps(pc, sort_keys=True), []).append(l)
+                    seen.setdefault(json.dumps(pc, sort_keys=True), []).append(label)
     return seen
 
 
@@ -285,7 +287,8 @@ def timeline_lines(label, until_s, run_no=1, limit=60):
 
 
 def timeline_marks(label):
-    """fenced / broker's own 'Leader orders-0 starts' / first producer update of orders-0, s after the fault."""
+    """fenced / broker's own 'Leader orders-0 starts' / first producer update of orders-0, s after
+    the fault."""
     path = os.path.join(RESULTS, f"{label}.timeline.json")
     if not os.path.exists(path):
         return None
@@ -364,22 +367,23 @@ def end_rel(run, iv):
 
 
 def coupling(recs, labels):
-    """Per drill: (label, p0's candidate end, p1's candidate end, p1's noise interval) after the fault."""
+    """Per drill: (label, p0's candidate end, p1's candidate end, p1's noise interval) after the
+    fault."""
     out = []
-    for l in labels:
-        if l not in recs:
+    for label in labels:
+        if label not in recs:
             continue
-        run, a, P = first(recs[l])
+        run, a, P = first(recs[label])
         p0, p1 = P.get(("orders", 0)), P.get(("orders", 1))
         if not (run and p0 and p1):
             continue
         k0, k1 = kind(p0), kind(p1)
-        out.append((l, end_rel(run, k0.get("longest_gap")), k1, run))
+        out.append((label, end_rel(run, k0.get("longest_gap")), k1, run))
     return out
 
 
 def followers_cell(items):
     by = {}
-    for l, p, k in items:
-        by.setdefault(p["partition"], []).append((l, p, k))
+    for label, p, k in items:
+        by.setdefault(p["partition"], []).append((label, p, k))
     return "; ".join(f"p{i}: {summary(v)}" for i, v in sorted(by.items()))

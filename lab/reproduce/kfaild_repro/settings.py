@@ -34,11 +34,25 @@ ARTICLE = {
 # config sets no `client:` at all.
 KFAILD_SETS = {
     "consumer.fetch.max.bytes": "kfaild bounds a fetch answer (4 MiB); librdkafka's is 52428800",
-    "consumer.queued.max.messages.kbytes": "kfaild bounds the pre-fetched queue (16 MiB); librdkafka's is 65536",
-    "consumer.fetch.min.bytes": "librdkafka's default: a fetch is answered as soon as a probe message is there",
+    "consumer.queued.max.messages.kbytes": (
+        "kfaild bounds the pre-fetched queue (16 MiB); librdkafka's is 65536"
+    ),
+    "consumer.fetch.min.bytes": (
+        "librdkafka's default: a fetch is answered as soon as a probe message is there"
+    ),
     "acks": "kfaild sets `all` (the article's probe too)",
-    "enable.idempotence": "kfaild's default (#14); librdkafka's is false",
-    "message.timeout.ms": "kfaild's default, `probe.message_timeout_ms` (#14); librdkafka's is 300000",
-    "queue.buffering.max.messages": "kfaild sizes the local queue; the probe's own bound keeps it short",
-    "reconnect.backoff.max.ms": "kfaild's default: reconnect to a returning broker within a second; librdkafka's is 10000",
+    "enable.idempotence": (
+        "kfaild's default, so that the probe's retries neither duplicate nor reorder; "
+        "librdkafka's is false"
+    ),
+    "message.timeout.ms": (
+        "kfaild's default, `probe.message_timeout_ms`: every message has a fate within it; "
+        "librdkafka's is 300000"
+    ),
+    "queue.buffering.max.messages": (
+        "kfaild sizes the local queue; the probe's own bound keeps it short"
+    ),
+    "reconnect.backoff.max.ms": (
+        "kfaild's default: reconnect to a returning broker within a second; librdkafka's is 10000"
+    ),
 }

@@ -35,9 +35,10 @@ def record_versions(args):
         ):
             v["binary_built"] = stamp(args.binary_source).strftime("%Y-%m-%d %H:%M:%SZ")
     if args.git_state:
-        # Taken when the binary was copied: `(git rev-parse --short HEAD; git status --short) > FILE`.
+        # Taken when the binary was copied:
+        # `(git rev-parse --short HEAD; git status --short) > FILE`.
         with open(args.git_state) as f:
-            lines = [l.rstrip("\n") for l in f if l.strip()]
+            lines = [line.rstrip("\n") for line in f if line.strip()]
         v["commit"] = lines[0].strip() if lines else "n/a"
         v["tree_status"] = lines[1:]
         v["git_state_taken"] = dt.datetime.fromtimestamp(
@@ -45,7 +46,7 @@ def record_versions(args):
         ).strftime("%Y-%m-%d %H:%M:%SZ")
     else:
         v["commit"] = git("rev-parse", "--short", "HEAD").strip()
-        v["tree_status"] = [l for l in git("status", "--short").splitlines() if l.strip()]
+        v["tree_status"] = [line for line in git("status", "--short").splitlines() if line.strip()]
         v["git_state_taken"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
     # Merged into what is there: a --report-only rerun keeps what only the run itself could see
     # (a fresh run starts from an empty lab/results/reproduce/).
