@@ -422,7 +422,8 @@ std::string urlEncode(std::string_view text) {
 DockerInjector::DockerInjector(config::DockerTarget target, LogZone zone,
                                const common::Clock& clock, std::string log_dir,
                                std::chrono::milliseconds request_timeout)
-    : target_(std::move(target)),
+    : GrayFaultInjector(clock),
+      target_(std::move(target)),
       zone_(zone),
       clock_(clock),
       log_dir_(std::move(log_dir)),
@@ -768,52 +769,21 @@ void DockerInjector::placeGrayFaults(const std::string& instance, const std::vec
                         "entered from here";
   }
   shell.sh_refusal = "disk_full is not done through the Docker engine (no fill dir in a container)";
-  gray_ = std::make_unique<GrayRunner>(std::move(shell), clock_);
+  runGrayFaultsThrough(std::move(shell));
 }
 
-std::string DockerInjector::refusal(GrayFault fault) const {
-  return grayRefusal(gray_.get(), fault, "gray faults are off for this node: gray_faults: true in its inventory entry opts in");
+void DockerInjector::locate(GrayPlace& place) const {
+  place.netns = "container:" + target_.container;
 }
 
-Result<FaultRecord> DockerInjector::isolate(const IsolateSpec& spec) {
-  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::isolate));
-  return gray_->isolate(spec);
-}
-
-Result<FaultRecord> DockerInjector::throttle(const ThrottleSpec& spec) {
-  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::throttle));
-  return gray_->throttle(spec);
-}
-
-Result<FaultRecord> DockerInjector::fillDisk(const DiskFullSpec& spec) {
-  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::disk_full));
-  return gray_->fillDisk(spec);
-}
-
-Result<FaultRecord> DockerInjector::slowDisk(const DiskSlowSpec& /*spec*/) {
-  return faultError(errc::unsupported, refusal(GrayFault::disk_slow));
-}
-
-Status DockerInjector::checkGray(const GrayAction& action) {
-  return grayCheck(gray_.get(), action, refusal(grayFaultOf(action)));
-}
-
-GrayPlace DockerInjector::grayPlace(const std::string& drill) const {
-  if (!gray_) return {};
-  auto place = gray_->placeOf(drill);
-  if (!place.empty()) place.netns = "container:" + target_.container;
-  return place;
-}
-
-Result<FaultRecord> DockerInjector::healPlaced(const GrayPlace& place) {
+Result<HelperArgv> DockerInjector::wayInto(const GrayPlace& place) const {
   // A container's network namespace lives and dies with it: stopped or removed, nothing is left.
   if (!place.netns.empty() && place.netns != "container:" + target_.container) {
     return faultError(errc::invalid_target, "the fault was placed in container " + place.netns +
-                                                ", and this node is now container " + target_.container);
+                                                ", and this node is now container " +
+                                                target_.container);
   }
-  return grayHealPlaced(gray_.get(), place, clock_, refusal(GrayFault::isolate));
+  return HelperArgv{};
 }
-
-Result<std::vector<std::string>> DockerInjector::sweep() { return graySweep(gray_.get()); }
 
 }  // namespace kfaild::fault
