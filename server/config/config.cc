@@ -411,29 +411,6 @@ void readDockerTransport(const YAML::Node& d, const std::string& dkey, DockerTar
   }
 }
 
-// gray_faults: the node's opt-in to gray faults, the only thing that lets kfaild run kfaild-gray
-// (root through sudo, or capabilities) there; gray_helper: how kfaild-gray is run, argv before
-// its words. netns and fill_dir name where gray faults go, so they need the opt-in.
-void readGrayOptIn(const YAML::Node& node, const std::string& key, NodeConfig& n) {
-  if (node["gray_faults"]) {
-    try {
-      n.gray_faults = node["gray_faults"].as<bool>();
-    } catch (const YAML::Exception&) {
-      fail(key + ".gray_faults", "must be true or false");
-    }
-  }
-  if (node["gray_helper"]) {
-    n.gray_helper = readStringList(node["gray_helper"], key + ".gray_helper");
-    if (n.gray_helper.empty()) fail(key + ".gray_helper", "a list: the program and its first arguments");
-    if (!n.gray_faults) fail(key + ".gray_helper", "only with gray_faults: true");
-  }
-  if (!n.gray_faults && (!n.netns.empty() || !n.fill_dir.empty())) {
-    fail(key + (n.netns.empty() ? ".fill_dir" : ".netns"),
-         "places gray faults, which this node has not opted in to: add gray_faults: true (kfaild then runs "
-         "kfaild-gray there, docs/SECURITY.md)");
-  }
-}
-
 DockerTarget readDockerTarget(const YAML::Node& d, const std::string& dkey) {
   rejectUnknownKeys(d, dkey, {"endpoint", "container", "tls", "insecure"});
   DockerTarget t;
@@ -559,10 +536,33 @@ void readNodePlacement(const YAML::Node& node, const std::string& key, NodeConfi
   }
 }
 
+// gray_faults: the node's opt-in to gray faults, the only thing that lets kfaild run kfaild-gray
+// (root through sudo, or capabilities) there; gray_helper: how kfaild-gray is run, argv before
+// its words. netns and fill_dir name where gray faults go, so they need the opt-in.
+void readGrayOptIn(const YAML::Node& node, const std::string& key, NodeConfig& n) {
+  if (node["gray_faults"]) {
+    try {
+      n.gray_faults = node["gray_faults"].as<bool>();
+    } catch (const YAML::Exception&) {
+      fail(key + ".gray_faults", "must be true or false");
+    }
+  }
+  if (node["gray_helper"]) {
+    n.gray_helper = readStringList(node["gray_helper"], key + ".gray_helper");
+    if (n.gray_helper.empty()) fail(key + ".gray_helper", "a list: the program and its first arguments");
+    if (!n.gray_faults) fail(key + ".gray_helper", "only with gray_faults: true");
+  }
+  if (!n.gray_faults && (!n.netns.empty() || !n.fill_dir.empty())) {
+    fail(key + (n.netns.empty() ? ".fill_dir" : ".netns"),
+         "places gray faults, which this node has not opted in to: add gray_faults: true (kfaild then runs "
+         "kfaild-gray there, docs/SECURITY.md)");
+  }
+}
+
 NodeConfig readNode(const YAML::Node& node, const std::string& key) {
   rejectUnknownKeys(node, key,
-                    {"id", "role", "docker", "ssh", "local", "log_timezone", "address", "netns",
-                     "fill_dir", "gray_faults", "gray_helper"});
+                    {"id", "role", "docker", "ssh", "local", "log_timezone", "address", "netns", "fill_dir",
+                     "gray_faults", "gray_helper"});
   NodeConfig n;
   if (!node["id"]) fail(key + ".id", "required (the Kafka node.id)");
   n.id = static_cast<std::int32_t>(readInt(node["id"], key + ".id", 0, 2'147'483'647));
