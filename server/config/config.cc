@@ -411,6 +411,131 @@ void readDockerTransport(const YAML::Node& d, const std::string& dkey, DockerTar
   }
 }
 
+DockerTarget readDockerTarget(const YAML::Node& d, const std::string& dkey) {
+  rejectUnknownKeys(d, dkey, {"endpoint", "container", "tls", "insecure"});
+  DockerTarget t;
+  if (d["endpoint"]) t.endpoint = readString(d["endpoint"], dkey + ".endpoint");
+  if (t.endpoint.rfind("unix://", 0) != 0 && t.endpoint.rfind("tcp://", 0) != 0) {
+    fail(dkey + ".endpoint", "must start with unix:// or tcp://");
+  }
+  readDockerTransport(d, dkey, t);
+  if (!d["container"]) fail(dkey + ".container", "required");
+  t.container = readString(d["container"], dkey + ".container");
+  if (t.container.empty() ||
+      t.container.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+          std::string::npos) {
+    fail(dkey + ".container", "not a container name or id: '" + t.container + "'");
+  }
+  return t;
+}
+
+// kfaild signals brokers over this connection: it never talks to a host it cannot authenticate.
+void checkSshOptions(const std::vector<std::string>& options, const std::string& key) {
+  // ssh_config keywords are case-insensitive; "key value" equals "key=value".
+  for (const auto& option : options) {
+    std::string normal;
+    for (const char c : option) {
+      if (c == ' ' || c == '\t') {
+        if (!normal.empty() && normal.back() != '=') normal.push_back('=');
+      } else {
+        normal.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+      }
+    }
+    if (normal == "stricthostkeychecking=no" || normal == "stricthostkeychecking=off" ||
+        normal == "userknownhostsfile=/dev/null" || normal == "batchmode=no") {
+      fail(key, "'" + option +
+                    "' would let kfaild talk to a host it cannot authenticate (or wait "
+                    "for a password); kfaild keeps BatchMode=yes and host-key checking on");
+    }
+  }
+}
+
+SshTarget readSshTarget(const YAML::Node& s, const std::string& skey) {
+  rejectUnknownKeys(s, skey,
+                    {"host", "user", "port", "identity_file", "connect_timeout_s", "options",
+                     "pid_command", "start_command", "log_dir"});
+  SshTarget t;
+  if (!s["host"]) fail(skey + ".host", "required");
+  t.host = readString(s["host"], skey + ".host");
+  if (t.host.empty() || t.host.front() == '-' ||
+      t.host.find_first_of(" \t\n;&|$`'\"<>()") != std::string::npos) {
+    fail(skey + ".host", "not a host name: '" + t.host + "'");
+  }
+  if (s["user"]) {
+    t.user = readString(s["user"], skey + ".user");
+    if (!t.user.empty() && (t.user.front() == '-' ||
+                            t.user.find_first_of(" \t\n;&|$`'\"<>()@") != std::string::npos)) {
+      fail(skey + ".user", "not a user name: '" + t.user + "'");
+    }
+  }
+  if (s["port"]) t.port = static_cast<int>(readInt(s["port"], skey + ".port", 1, 65535));
+  if (s["identity_file"]) t.identity_file = readString(s["identity_file"], skey + ".identity_file");
+  if (s["connect_timeout_s"]) {
+    t.connect_timeout_s =
+        static_cast<int>(readInt(s["connect_timeout_s"], skey + ".connect_timeout_s", 1, 120));
+  }
+  if (s["options"]) {
+    t.options = readStringList(s["options"], skey + ".options");
+    checkSshOptions(t.options, skey + ".options");
+  }
+  if (!s["pid_command"]) fail(skey + ".pid_command", "required (prints the broker's pid)");
+  t.pid_command = readString(s["pid_command"], skey + ".pid_command");
+  if (!s["start_command"]) fail(skey + ".start_command", "required (starts the broker)");
+  t.start_command = readString(s["start_command"], skey + ".start_command");
+  if (s["log_dir"]) t.log_dir = readString(s["log_dir"], skey + ".log_dir");
+  return t;
+}
+
+LocalTarget readLocalTarget(const YAML::Node& l, const std::string& lkey) {
+  rejectUnknownKeys(l, lkey, {"pid_file", "start_command", "log_dir"});
+  LocalTarget t;
+  if (!l["pid_file"]) fail(lkey + ".pid_file", "required");
+  t.pid_file = readString(l["pid_file"], lkey + ".pid_file");
+  if (!l["start_command"])
+    fail(lkey + ".start_command", "required (a list: program and arguments)");
+  t.start_command = readStringList(l["start_command"], lkey + ".start_command");
+  if (t.start_command.empty()) fail(lkey + ".start_command", "must not be empty");
+  if (l["log_dir"]) t.log_dir = readString(l["log_dir"], lkey + ".log_dir");
+  return t;
+}
+
+// address, netns and fill_dir: where the node is reached and where its gray faults go, checked
+// against the way in (n.docker, n.ssh, n.local, already read).
+void readNodePlacement(const YAML::Node& node, const std::string& key, NodeConfig& n) {
+  if (node["address"]) {
+    n.address = readString(node["address"], key + ".address");
+    if (n.address.empty() || n.address.find_first_not_of(
+                                 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.:-") !=
+                                 std::string::npos) {
+      fail(key + ".address", "an IP address or a host name");
+    }
+  } else if (n.ssh) {
+    n.address = n.ssh->host;
+  }
+  if (node["netns"]) {
+    if (!n.local) fail(key + ".netns", "only for a local node (docker uses the container's, ssh the host's)");
+    n.netns = readString(node["netns"], key + ".netns");
+    if (n.netns.empty() || n.netns.front() == '-' ||
+        n.netns.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+            std::string::npos) {
+      fail(key + ".netns", "not a network namespace name: '" + n.netns + "'");
+    }
+  }
+  if (node["fill_dir"]) {
+    if (n.docker) fail(key + ".fill_dir", "not for a docker node");
+    n.fill_dir = readString(node["fill_dir"], key + ".fill_dir");
+    if (n.fill_dir.empty()) fail(key + ".fill_dir", "a directory (relative: to kfaild's working directory)");
+    // The filler runs in a shell of its own (in the node's netns, or over ssh), not in kfaild's
+    // working directory: a local node's relative directory is made absolute here, as its other
+    // paths are read from kfaild's working directory; a remote one has no such directory.
+    if (n.fill_dir.front() != '/') {
+      if (!n.local) fail(key + ".fill_dir", "an absolute directory on the node's host");
+      n.fill_dir = std::filesystem::absolute(n.fill_dir).lexically_normal().string();
+    }
+  }
+}
+
 // gray_faults: the node's opt-in to gray faults, the only thing that lets kfaild run kfaild-gray
 // (root through sudo, or capabilities) there; gray_helper: how kfaild-gray is run, argv before
 // its words. netns and fill_dir name where gray faults go, so they need the opt-in.
@@ -455,123 +580,18 @@ NodeConfig readNode(const YAML::Node& node, const std::string& key) {
   int ways = 0;
   if (node["docker"]) {
     ++ways;
-    const auto d = node["docker"];
-    const auto dkey = key + ".docker";
-    rejectUnknownKeys(d, dkey, {"endpoint", "container", "tls", "insecure"});
-    DockerTarget t;
-    if (d["endpoint"]) t.endpoint = readString(d["endpoint"], dkey + ".endpoint");
-    if (t.endpoint.rfind("unix://", 0) != 0 && t.endpoint.rfind("tcp://", 0) != 0) {
-      fail(dkey + ".endpoint", "must start with unix:// or tcp://");
-    }
-    readDockerTransport(d, dkey, t);
-    if (!d["container"]) fail(dkey + ".container", "required");
-    t.container = readString(d["container"], dkey + ".container");
-    if (t.container.empty() ||
-        t.container.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
-            std::string::npos) {
-      fail(dkey + ".container", "not a container name or id: '" + t.container + "'");
-    }
-    n.docker = t;
+    n.docker = readDockerTarget(node["docker"], key + ".docker");
   }
   if (node["ssh"]) {
     ++ways;
-    const auto s = node["ssh"];
-    const auto skey = key + ".ssh";
-    rejectUnknownKeys(s, skey, {"host", "user", "port", "identity_file", "connect_timeout_s",
-                                "options", "pid_command", "start_command", "log_dir"});
-    SshTarget t;
-    if (!s["host"]) fail(skey + ".host", "required");
-    t.host = readString(s["host"], skey + ".host");
-    if (t.host.empty() || t.host.front() == '-' ||
-        t.host.find_first_of(" \t\n;&|$`'\"<>()") != std::string::npos) {
-      fail(skey + ".host", "not a host name: '" + t.host + "'");
-    }
-    if (s["user"]) {
-      t.user = readString(s["user"], skey + ".user");
-      if (!t.user.empty() && (t.user.front() == '-' ||
-                              t.user.find_first_of(" \t\n;&|$`'\"<>()@") != std::string::npos)) {
-        fail(skey + ".user", "not a user name: '" + t.user + "'");
-      }
-    }
-    if (s["port"]) t.port = static_cast<int>(readInt(s["port"], skey + ".port", 1, 65535));
-    if (s["identity_file"]) t.identity_file = readString(s["identity_file"], skey + ".identity_file");
-    if (s["connect_timeout_s"]) {
-      t.connect_timeout_s =
-          static_cast<int>(readInt(s["connect_timeout_s"], skey + ".connect_timeout_s", 1, 120));
-    }
-    if (s["options"]) {
-      t.options = readStringList(s["options"], skey + ".options");
-      // kfaild signals brokers over this connection: it never talks to a host it cannot
-      // authenticate. ssh_config keywords are case-insensitive; "key value" equals "key=value".
-      for (const auto& option : t.options) {
-        std::string normal;
-        for (const char c : option) {
-          if (c == ' ' || c == '\t') {
-            if (!normal.empty() && normal.back() != '=') normal.push_back('=');
-          } else {
-            normal.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-          }
-        }
-        if (normal == "stricthostkeychecking=no" || normal == "stricthostkeychecking=off" ||
-            normal == "userknownhostsfile=/dev/null" || normal == "batchmode=no") {
-          fail(skey + ".options", "'" + option + "' would let kfaild talk to a host it cannot authenticate (or wait "
-                                  "for a password); kfaild keeps BatchMode=yes and host-key checking on");
-        }
-      }
-    }
-    if (!s["pid_command"]) fail(skey + ".pid_command", "required (prints the broker's pid)");
-    t.pid_command = readString(s["pid_command"], skey + ".pid_command");
-    if (!s["start_command"]) fail(skey + ".start_command", "required (starts the broker)");
-    t.start_command = readString(s["start_command"], skey + ".start_command");
-    if (s["log_dir"]) t.log_dir = readString(s["log_dir"], skey + ".log_dir");
-    n.ssh = t;
+    n.ssh = readSshTarget(node["ssh"], key + ".ssh");
   }
   if (node["local"]) {
     ++ways;
-    const auto l = node["local"];
-    const auto lkey = key + ".local";
-    rejectUnknownKeys(l, lkey, {"pid_file", "start_command", "log_dir"});
-    LocalTarget t;
-    if (!l["pid_file"]) fail(lkey + ".pid_file", "required");
-    t.pid_file = readString(l["pid_file"], lkey + ".pid_file");
-    if (!l["start_command"]) fail(lkey + ".start_command", "required (a list: program and arguments)");
-    t.start_command = readStringList(l["start_command"], lkey + ".start_command");
-    if (t.start_command.empty()) fail(lkey + ".start_command", "must not be empty");
-    if (l["log_dir"]) t.log_dir = readString(l["log_dir"], lkey + ".log_dir");
-    n.local = t;
+    n.local = readLocalTarget(node["local"], key + ".local");
   }
   if (ways != 1) fail(key, "needs exactly one of docker, ssh, local");
-  if (node["address"]) {
-    n.address = readString(node["address"], key + ".address");
-    if (n.address.empty() || n.address.find_first_not_of(
-                                 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.:-") !=
-                                 std::string::npos) {
-      fail(key + ".address", "an IP address or a host name");
-    }
-  } else if (n.ssh) {
-    n.address = n.ssh->host;
-  }
-  if (node["netns"]) {
-    if (!n.local) fail(key + ".netns", "only for a local node (docker uses the container's, ssh the host's)");
-    n.netns = readString(node["netns"], key + ".netns");
-    if (n.netns.empty() || n.netns.front() == '-' ||
-        n.netns.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
-            std::string::npos) {
-      fail(key + ".netns", "not a network namespace name: '" + n.netns + "'");
-    }
-  }
-  if (node["fill_dir"]) {
-    if (n.docker) fail(key + ".fill_dir", "not for a docker node");
-    n.fill_dir = readString(node["fill_dir"], key + ".fill_dir");
-    if (n.fill_dir.empty()) fail(key + ".fill_dir", "a directory (relative: to kfaild's working directory)");
-    // The filler runs in a shell of its own (in the node's netns, or over ssh), not in kfaild's
-    // working directory: a local node's relative directory is made absolute here, as its other
-    // paths are read from kfaild's working directory; a remote one has no such directory.
-    if (n.fill_dir.front() != '/') {
-      if (!n.local) fail(key + ".fill_dir", "an absolute directory on the node's host");
-      n.fill_dir = std::filesystem::absolute(n.fill_dir).lexically_normal().string();
-    }
-  }
+  readNodePlacement(node, key, n);
   readGrayOptIn(node, key, n);
   return n;
 }
@@ -855,6 +875,171 @@ HttpConfig readHttp(const YAML::Node& node) {
   return h;
 }
 
+namespace {
+
+// A list of strings, each one of `allowed`.
+std::vector<std::string> readChoices(const YAML::Node& value, const std::string& key,
+                                     const std::set<std::string>& allowed) {
+  auto list = readStringList(value, key);
+  for (const auto& item : list) {
+    if (!allowed.count(item)) {
+      std::string known;
+      for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
+      fail(key, "'" + item + "' is not one of " + known);
+    }
+  }
+  return list;
+}
+
+// Receiver `key`'s headers: valid names and values, and none that kfaild sets itself.
+void checkReceiverHeaders(const std::map<std::string, std::string>& headers,
+                          const std::string& key) {
+  for (const auto& [name, value] : headers) {
+    if (name.empty() || name.find_first_of(" :\r\n\t") != std::string::npos ||
+        value.find_first_of("\r\n") != std::string::npos) {
+      fail(key + ".headers." + name, "not a valid header name or value");
+    }
+    std::string lower;
+    for (char c : name)
+      lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if (lower == "host" || lower == "content-length" || lower == "content-type" ||
+        lower == "transfer-encoding") {
+      fail(key + ".headers." + name, "set by kfaild");
+    }
+  }
+}
+
+// url or url_file into rc.url; whether it is https.
+bool readReceiverUrl(const YAML::Node& r, const std::string& key, ReceiverConfig& rc,
+                     std::vector<std::string>& inline_secrets) {
+  // The URL is a secret (a Slack webhook's path is its credential): inline, ${env:NAME}, or
+  // url_file.
+  if (r["url"] && r["url_file"])
+    fail(key + ".url_file", "and " + key + ".url are both set: keep one");
+  if (r["url_file"]) {
+    rc.url = readSecretFile(
+        resolveEnvironment(readString(r["url_file"], key + ".url_file"), key + ".url_file"),
+        key + ".url_file");
+  } else {
+    if (!r["url"]) fail(key + ".url", "required (or url_file)");
+    const auto url = readString(r["url"], key + ".url");
+    rc.url = resolveEnvironment(url, key + ".url");
+    if (!isEnvironmentReference(url)) inline_secrets.push_back(key + ".url");
+  }
+  const auto url_key = key + (r["url_file"] ? ".url_file" : ".url");
+  const bool https = rc.url.rfind("https://", 0) == 0;
+  if (!https && rc.url.rfind("http://", 0) != 0)
+    fail(url_key, "must start with http:// or https://");
+  if (rc.url.find_first_of(" \t\r\n") != std::string::npos)
+    fail(url_key, "must not contain white space");
+  return https;
+}
+
+void readReceiverTls(const YAML::Node& tls, const std::string& tkey, bool https,
+                     ReceiverConfig& rc) {
+  rejectUnknownKeys(tls, tkey, {"ca_file", "cert_file", "key_file"});
+  if (!https) fail(tkey, "needs an https:// url");
+  if (tls["ca_file"]) rc.tls.ca_file = readFileName(tls["ca_file"], tkey + ".ca_file");
+  if (tls["cert_file"]) rc.tls.cert_file = readFileName(tls["cert_file"], tkey + ".cert_file");
+  if (tls["key_file"]) rc.tls.key_file = readFileName(tls["key_file"], tkey + ".key_file");
+  if (rc.tls.cert_file.empty() != rc.tls.key_file.empty())
+    fail(tkey, "cert_file and key_file go together");
+}
+
+// One of notifications.receivers; `names` has the names of those before it.
+ReceiverConfig readReceiver(const YAML::Node& r, const std::string& key,
+                            std::set<std::string>& names,
+                            std::vector<std::string>& inline_secrets) {
+  rejectUnknownKeys(r, key,
+                    {"name", "type", "url", "url_file", "events", "verdicts", "headers", "tls",
+                     "timeout_s", "alert_resolve_after_s", "include_operator_details"});
+  ReceiverConfig rc;
+  if (!r["name"]) fail(key + ".name", "required");
+  rc.name = readString(r["name"], key + ".name");
+  if (rc.name.empty() || rc.name.size() > 64 ||
+      rc.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos) {
+    fail(key + ".name", "must be 1-64 characters of a-z, 0-9, '_' and '-', got '" + rc.name + "'");
+  }
+  if (!names.insert(rc.name).second) fail(key + ".name", "duplicate receiver name " + rc.name);
+  if (!r["type"]) fail(key + ".type", "required (webhook, slack or alertmanager)");
+  rc.type = readString(r["type"], key + ".type");
+  if (rc.type != "webhook" && rc.type != "slack" && rc.type != "alertmanager") {
+    fail(key + ".type", "must be webhook, slack or alertmanager, got '" + rc.type + "'");
+  }
+  const bool https = readReceiverUrl(r, key, rc, inline_secrets);
+  if (r["events"]) {
+    rc.events = readChoices(r["events"], key + ".events",
+                            {"drill_finished", "drill_failed", "regression", "incident"});
+  }
+  if (r["verdicts"]) {
+    rc.verdicts =
+        readChoices(r["verdicts"], key + ".verdicts", {"pass", "fail", "inconclusive", "none"});
+  }
+  if (r["headers"]) {
+    rc.headers = readSecretMap(
+        r["headers"], key + ".headers", [](const std::string&) { return true; }, inline_secrets);
+    checkReceiverHeaders(rc.headers, key);
+  }
+  if (r["tls"]) readReceiverTls(r["tls"], key + ".tls", https, rc);
+  if (r["timeout_s"]) rc.timeout_ms = readInt(r["timeout_s"], key + ".timeout_s", 1, 300) * 1000;
+  if (r["alert_resolve_after_s"]) {
+    if (rc.type != "alertmanager")
+      fail(key + ".alert_resolve_after_s", "only for type alertmanager");
+    rc.alert_resolve_after_us =
+        readInt(r["alert_resolve_after_s"], key + ".alert_resolve_after_s", 60, 30LL * 86400) *
+        1'000'000;
+  }
+  if (r["include_operator_details"]) {
+    try {
+      rc.include_operator_details = r["include_operator_details"].as<bool>();
+    } catch (const YAML::Exception&) {
+      fail(key + ".include_operator_details", "must be true or false");
+    }
+  }
+  return rc;
+}
+
+RetryConfig readRetry(const YAML::Node& r) {
+  RetryConfig retry;
+  rejectUnknownKeys(r, "notifications.retry", {"initial_s", "max_s", "max_attempts", "max_age_h"});
+  if (r["initial_s"])
+    retry.initial_us =
+        readInt(r["initial_s"], "notifications.retry.initial_s", 1, 3600) * 1'000'000;
+  if (r["max_s"])
+    retry.max_us = readInt(r["max_s"], "notifications.retry.max_s", 1, 86400) * 1'000'000;
+  if (retry.max_us < retry.initial_us)
+    fail("notifications.retry.max_s", "must not be below initial_s");
+  if (r["max_attempts"])
+    retry.max_attempts = readInt(r["max_attempts"], "notifications.retry.max_attempts", 1, 1000);
+  if (r["max_age_h"]) {
+    retry.max_age_us = readInt(r["max_age_h"], "notifications.retry.max_age_h", 1, 24 * 30) *
+                       RetentionConfig::kHourUs;
+  }
+  return retry;
+}
+
+IncidentNotifyConfig readIncidents(const YAML::Node& r) {
+  IncidentNotifyConfig incidents;
+  rejectUnknownKeys(r, "notifications.incidents", {"min_stall_s", "scan_interval_s", "lookback_h"});
+  if (r["min_stall_s"]) {
+    incidents.min_stall_us =
+        readInt(r["min_stall_s"], "notifications.incidents.min_stall_s", 1, 86400) * 1'000'000;
+  }
+  if (r["scan_interval_s"]) {
+    incidents.scan_interval_us =
+        readInt(r["scan_interval_s"], "notifications.incidents.scan_interval_s", 1, 3600) *
+        1'000'000;
+  }
+  if (r["lookback_h"]) {
+    incidents.lookback_us =
+        readInt(r["lookback_h"], "notifications.incidents.lookback_h", 1, 24 * 7) *
+        RetentionConfig::kHourUs;
+  }
+  return incidents;
+}
+
+}  // namespace
+
 NotificationsConfig readNotifications(const YAML::Node& node, std::vector<std::string>& inline_secrets) {
   rejectUnknownKeys(node, "notifications", {"receivers", "retry", "incidents", "external_url"});
   NotificationsConfig n;
@@ -865,126 +1050,17 @@ NotificationsConfig readNotifications(const YAML::Node& node, std::vector<std::s
     }
     while (!n.external_url.empty() && n.external_url.back() == '/') n.external_url.pop_back();
   }
-  const auto readChoices = [](const YAML::Node& value, const std::string& key, const std::set<std::string>& allowed) {
-    auto list = readStringList(value, key);
-    for (const auto& item : list) {
-      if (!allowed.count(item)) {
-        std::string known;
-        for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
-        fail(key, "'" + item + "' is not one of " + known);
-      }
-    }
-    return list;
-  };
   if (node["receivers"]) {
     const auto list = node["receivers"];
     if (!list.IsSequence()) fail("notifications.receivers", "must be a list of receivers");
     std::set<std::string> names;
     for (std::size_t i = 0; i < list.size(); ++i) {
       const auto key = "notifications.receivers[" + std::to_string(i) + "]";
-      const auto r = list[i];
-      rejectUnknownKeys(r, key, {"name", "type", "url", "url_file", "events", "verdicts", "headers", "tls", "timeout_s",
-                                 "alert_resolve_after_s", "include_operator_details"});
-      ReceiverConfig rc;
-      if (!r["name"]) fail(key + ".name", "required");
-      rc.name = readString(r["name"], key + ".name");
-      if (rc.name.empty() || rc.name.size() > 64 ||
-          rc.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos) {
-        fail(key + ".name", "must be 1-64 characters of a-z, 0-9, '_' and '-', got '" + rc.name + "'");
-      }
-      if (!names.insert(rc.name).second) fail(key + ".name", "duplicate receiver name " + rc.name);
-      if (!r["type"]) fail(key + ".type", "required (webhook, slack or alertmanager)");
-      rc.type = readString(r["type"], key + ".type");
-      if (rc.type != "webhook" && rc.type != "slack" && rc.type != "alertmanager") {
-        fail(key + ".type", "must be webhook, slack or alertmanager, got '" + rc.type + "'");
-      }
-      // The URL is a secret (a Slack webhook's path is its credential): inline, ${env:NAME}, or
-      // url_file.
-      if (r["url"] && r["url_file"]) fail(key + ".url_file", "and " + key + ".url are both set: keep one");
-      if (r["url_file"]) {
-        rc.url = readSecretFile(resolveEnvironment(readString(r["url_file"], key + ".url_file"), key + ".url_file"),
-                                key + ".url_file");
-      } else {
-        if (!r["url"]) fail(key + ".url", "required (or url_file)");
-        const auto url = readString(r["url"], key + ".url");
-        rc.url = resolveEnvironment(url, key + ".url");
-        if (!isEnvironmentReference(url)) inline_secrets.push_back(key + ".url");
-      }
-      const auto url_key = key + (r["url_file"] ? ".url_file" : ".url");
-      const bool https = rc.url.rfind("https://", 0) == 0;
-      if (!https && rc.url.rfind("http://", 0) != 0) fail(url_key, "must start with http:// or https://");
-      if (rc.url.find_first_of(" \t\r\n") != std::string::npos) fail(url_key, "must not contain white space");
-      if (r["events"]) {
-        rc.events = readChoices(r["events"], key + ".events", {"drill_finished", "drill_failed", "regression", "incident"});
-      }
-      if (r["verdicts"]) {
-        rc.verdicts = readChoices(r["verdicts"], key + ".verdicts", {"pass", "fail", "inconclusive", "none"});
-      }
-      if (r["headers"]) {
-        rc.headers = readSecretMap(r["headers"], key + ".headers", [](const std::string&) { return true; }, inline_secrets);
-        for (const auto& [name, value] : rc.headers) {
-          if (name.empty() || name.find_first_of(" :\r\n\t") != std::string::npos ||
-              value.find_first_of("\r\n") != std::string::npos) {
-            fail(key + ".headers." + name, "not a valid header name or value");
-          }
-          std::string lower;
-          for (char c : name) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-          if (lower == "host" || lower == "content-length" || lower == "content-type" || lower == "transfer-encoding") {
-            fail(key + ".headers." + name, "set by kfaild");
-          }
-        }
-      }
-      if (r["tls"]) {
-        const auto tls = r["tls"];
-        const auto tkey = key + ".tls";
-        rejectUnknownKeys(tls, tkey, {"ca_file", "cert_file", "key_file"});
-        if (!https) fail(tkey, "needs an https:// url");
-        if (tls["ca_file"]) rc.tls.ca_file = readFileName(tls["ca_file"], tkey + ".ca_file");
-        if (tls["cert_file"]) rc.tls.cert_file = readFileName(tls["cert_file"], tkey + ".cert_file");
-        if (tls["key_file"]) rc.tls.key_file = readFileName(tls["key_file"], tkey + ".key_file");
-        if (rc.tls.cert_file.empty() != rc.tls.key_file.empty()) fail(tkey, "cert_file and key_file go together");
-      }
-      if (r["timeout_s"]) rc.timeout_ms = readInt(r["timeout_s"], key + ".timeout_s", 1, 300) * 1000;
-      if (r["alert_resolve_after_s"]) {
-        if (rc.type != "alertmanager") fail(key + ".alert_resolve_after_s", "only for type alertmanager");
-        rc.alert_resolve_after_us =
-            readInt(r["alert_resolve_after_s"], key + ".alert_resolve_after_s", 60, 30LL * 86400) * 1'000'000;
-      }
-      if (r["include_operator_details"]) {
-        try {
-          rc.include_operator_details = r["include_operator_details"].as<bool>();
-        } catch (const YAML::Exception&) {
-          fail(key + ".include_operator_details", "must be true or false");
-        }
-      }
-      n.receivers.push_back(std::move(rc));
+      n.receivers.push_back(readReceiver(list[i], key, names, inline_secrets));
     }
   }
-  if (node["retry"]) {
-    const auto r = node["retry"];
-    rejectUnknownKeys(r, "notifications.retry", {"initial_s", "max_s", "max_attempts", "max_age_h"});
-    if (r["initial_s"]) n.retry.initial_us = readInt(r["initial_s"], "notifications.retry.initial_s", 1, 3600) * 1'000'000;
-    if (r["max_s"]) n.retry.max_us = readInt(r["max_s"], "notifications.retry.max_s", 1, 86400) * 1'000'000;
-    if (n.retry.max_us < n.retry.initial_us) fail("notifications.retry.max_s", "must not be below initial_s");
-    if (r["max_attempts"]) n.retry.max_attempts = readInt(r["max_attempts"], "notifications.retry.max_attempts", 1, 1000);
-    if (r["max_age_h"]) {
-      n.retry.max_age_us = readInt(r["max_age_h"], "notifications.retry.max_age_h", 1, 24 * 30) * RetentionConfig::kHourUs;
-    }
-  }
-  if (node["incidents"]) {
-    const auto r = node["incidents"];
-    rejectUnknownKeys(r, "notifications.incidents", {"min_stall_s", "scan_interval_s", "lookback_h"});
-    if (r["min_stall_s"]) {
-      n.incidents.min_stall_us = readInt(r["min_stall_s"], "notifications.incidents.min_stall_s", 1, 86400) * 1'000'000;
-    }
-    if (r["scan_interval_s"]) {
-      n.incidents.scan_interval_us =
-          readInt(r["scan_interval_s"], "notifications.incidents.scan_interval_s", 1, 3600) * 1'000'000;
-    }
-    if (r["lookback_h"]) {
-      n.incidents.lookback_us = readInt(r["lookback_h"], "notifications.incidents.lookback_h", 1, 24 * 7) * RetentionConfig::kHourUs;
-    }
-  }
+  if (node["retry"]) n.retry = readRetry(node["retry"]);
+  if (node["incidents"]) n.incidents = readIncidents(node["incidents"]);
   return n;
 }
 

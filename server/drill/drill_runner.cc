@@ -81,97 +81,51 @@ void DrillRunner::start(std::optional<std::chrono::seconds> recover_first) {
 
 void DrillRunner::stop() { worker_.stop(); }
 
+namespace {
+
+// The coordinator_of targets of a drill, for the guards to look up (none for a rolling restart).
+std::vector<CoordinatorQuery> coordinatorQueries(const config::ClusterConfig& cluster,
+                                                 const DrillSpec& spec) {
+  std::vector<CoordinatorQuery> coordinators;
+  if (spec.fault == FaultType::kRollingRestart) return coordinators;
+  for (const auto* t : {&spec.target, spec.then ? &spec.then->target : nullptr}) {
+    if (t != nullptr && t->kind == TargetKind::kCoordinatorOf) {
+      coordinators.push_back(coordinatorQuery(cluster, *t));
+    }
+  }
+  return coordinators;
+}
+
+}  // namespace
+
 Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOptions& options) {
   // One submission at a time: simultaneous requests must not all pass the "nothing is running"
   // check before any of them is queued.
   std::lock_guard serial(submit_mutex_);
-  // What the guards check now: each node the drill takes down, with its fault (a rolling
-  // restart's steps each alone, as each will run on a cluster whole again).
-  struct Planned {
-    std::int32_t node;
-    DrillSpec spec;
-    std::string prefix;  // of a refusal
-  };
-  std::vector<Planned> planned;
-  const auto refusal = [&](const DrillSpec& s, std::int32_t node) {
-    for (const auto& n : cluster_.inventory) {
-      if (n.id == node) return faultRefusal(s, n, *injectors_.at(n.id), cluster_.inventory, addresses_);
-    }
-    return std::string();
-  };
-  // On the cluster as the engine's thread reads it for this request: the admin calls (a few
-  // seconds when the cluster is in trouble; FindCoordinator for a coordinator_of target) never run
-  // on this, an HTTP, thread, which waits for them at most GuardInputs::kReadWait. Only when no
-  // drill runs: a drill queued behind one is guarded at its preflight.
-  std::optional<ClusterFacts> facts;
-  const auto readFacts = [&](const std::vector<CoordinatorQuery>& coordinators) -> Status {
-    // A node an earlier drill left down refuses at once (the journal is in the database; the
-    // engine may be busy retrying that very recovery).
-    if (const auto open_recovery = recovery_.openProblem(std::nullopt)) return refused(*open_recovery);
-    facts = guards_.readAfter(deps_.clock.monoNow(), [this] { queue_.wake(); }, coordinators);
-    if (!facts) {
-      return refused("kfaild could not read the cluster's state within " +
-                     std::to_string(GuardInputs::kReadWait.count() / 1000) + " s; try again in a moment");
-    }
-    return okStatus();
-  };
   const auto running = queue_.busyWith();
-  std::vector<CoordinatorQuery> coordinators;
-  if (spec.fault != FaultType::kRollingRestart) {
-    for (const auto* t : {&spec.target, spec.then ? &spec.then->target : nullptr}) {
-      if (t != nullptr && t->kind == TargetKind::kCoordinatorOf) {
-        coordinators.push_back(coordinatorQuery(cluster_, *t));
-      }
-    }
-  }
+  const auto coordinators = coordinatorQueries(cluster_, spec);
+  // Only when no drill runs: a drill queued behind one is guarded at its preflight.
+  std::optional<ClusterFacts> facts;
   if (!coordinators.empty() && !running) {
-    if (auto read = readFacts(coordinators); !read) return read.error();
+    auto read = readFactsNow(coordinators);
+    if (!read) return read.error();
+    facts = std::move(*read);
   }
-  const ClusterFacts* known = facts ? &*facts : nullptr;
-  if (spec.fault == FaultType::kRollingRestart) {
-    const auto quorum = deps_.view.latest().quorum;
-    auto plan = rollingPlan(spec, cluster_.inventory,
-                            quorum && quorum->leader_id >= 0 ? std::optional<std::int32_t>(quorum->leader_id) : std::nullopt);
+  // A coordinator_of drill queued behind a running one is resolved by its run.
+  std::vector<PlannedFault> planned;
+  if (spec.fault == FaultType::kRollingRestart || coordinators.empty() || facts) {
+    auto plan = planFaults(spec, facts ? &*facts : nullptr);
     if (!plan) return plan.error();
-    for (const auto node : *plan) {
-      auto step = rollingStep(spec, node);
-      const auto prefix = "step on node " + std::to_string(node) + ": ";
-      if (auto reason = refusal(step, node); !reason.empty()) return refused(prefix + reason);
-      planned.push_back({node, std::move(step), prefix});
-    }
-  } else if (coordinators.empty() || known != nullptr) {
-    // (A coordinator_of drill queued behind a running one is resolved by its run.)
-    auto target = resolveTarget(deps_, spec.target, known);
-    if (!target) return target.error();
-    // What the fault needs of the node is known from the config alone (refusal() touches nothing).
-    // A random target is drawn again at the run, which checks the node it draws.
-    if (spec.target.kind != TargetKind::kRandom) {
-      if (auto reason = refusal(spec, *target); !reason.empty()) return refused(reason);
-    }
-    planned.push_back({*target, spec, ""});
-    // A compound drill's second fault: its target must name a node now, another than the first's
-    // (the run resolves and guards it again at its moment, with the first node down).
-    if (spec.then) {
-      const auto second = secondSpec(spec);
-      auto resolved = resolveTarget(deps_, spec.then->target, known);
-      if (!resolved) return Error{resolved.error().code, "then: " + resolved.error().message};
-      if (*resolved == *target && spec.target.kind != TargetKind::kRandom &&
-          spec.then->target.kind != TargetKind::kRandom) {
-        return refused("then: the second fault's target names node " + std::to_string(*resolved) +
-                       ", which the first fault takes down");
-      }
-      if (spec.then->target.kind != TargetKind::kRandom) {
-        if (auto reason = refusal(second, *resolved); !reason.empty()) return refused("then: " + reason);
-      }
-      planned.push_back({*resolved, second, "then: "});
-    }
+    planned = std::move(*plan);
   }
   if (running && !options.queue_if_busy) {
     return refused("drill " + std::to_string(*running) + " is running on cluster " + cluster_.name);
   }
   if (!running) {
     if (!facts) {
-      if (auto read = readFacts({}); !read) return read.error();
+      auto read = readFactsNow({});
+      if (!read) return read.error();
+      facts = std::move(*read);
     }
     for (const auto& p : planned) {
       if (auto reason = checkWithFacts(guards_.base(p.node, p.spec), *facts, std::nullopt)) {
@@ -180,8 +134,81 @@ Result<std::int64_t> DrillRunner::submit(const DrillSpec& spec, const SubmitOpti
     }
   }
   if (queue_.waiting() >= DrillQueue::kCapacity) {
-    return refused(std::to_string(DrillQueue::kCapacity) + " drills are already waiting on cluster " + cluster_.name);
+    return refused(std::to_string(DrillQueue::kCapacity) +
+                   " drills are already waiting on cluster " + cluster_.name);
   }
+  return enqueue(spec, options);
+}
+
+std::string DrillRunner::refusalOn(const DrillSpec& spec, std::int32_t node) const {
+  for (const auto& n : cluster_.inventory) {
+    if (n.id == node) {
+      return faultRefusal(spec, n, *injectors_.at(n.id), cluster_.inventory, addresses_);
+    }
+  }
+  return std::string();
+}
+
+Result<ClusterFacts> DrillRunner::readFactsNow(const std::vector<CoordinatorQuery>& coordinators) {
+  // A node an earlier drill left down refuses at once (the journal is in the database; the
+  // engine may be busy retrying that very recovery).
+  if (const auto open_recovery = recovery_.openProblem(std::nullopt)) {
+    return refused(*open_recovery);
+  }
+  auto facts = guards_.readAfter(deps_.clock.monoNow(), [this] { queue_.wake(); }, coordinators);
+  if (!facts) {
+    return refused("kfaild could not read the cluster's state within " +
+                   std::to_string(GuardInputs::kReadWait.count() / 1000) +
+                   " s; try again in a moment");
+  }
+  return std::move(*facts);
+}
+
+Result<std::vector<DrillRunner::PlannedFault>> DrillRunner::planFaults(
+    const DrillSpec& spec, const ClusterFacts* known) const {
+  std::vector<PlannedFault> planned;
+  if (spec.fault == FaultType::kRollingRestart) {
+    const auto quorum = deps_.view.latest().quorum;
+    auto plan = rollingPlan(spec, cluster_.inventory,
+                            quorum && quorum->leader_id >= 0 ? std::optional<std::int32_t>(quorum->leader_id) : std::nullopt);
+    if (!plan) return plan.error();
+    for (const auto node : *plan) {
+      auto step = rollingStep(spec, node);
+      const auto prefix = "step on node " + std::to_string(node) + ": ";
+      if (auto reason = refusalOn(step, node); !reason.empty()) return refused(prefix + reason);
+      planned.push_back({node, std::move(step), prefix});
+    }
+    return planned;
+  }
+  auto target = resolveTarget(deps_, spec.target, known);
+  if (!target) return target.error();
+  // What the fault needs of the node is known from the config alone (refusal() touches nothing).
+  // A random target is drawn again at the run, which checks the node it draws.
+  if (spec.target.kind != TargetKind::kRandom) {
+    if (auto reason = refusalOn(spec, *target); !reason.empty()) return refused(reason);
+  }
+  planned.push_back({*target, spec, ""});
+  // A compound drill's second fault: its target must name a node now, another than the first's
+  // (the run resolves and guards it again at its moment, with the first node down).
+  if (spec.then) {
+    const auto second = secondSpec(spec);
+    auto resolved = resolveTarget(deps_, spec.then->target, known);
+    if (!resolved) return Error{resolved.error().code, "then: " + resolved.error().message};
+    if (*resolved == *target && spec.target.kind != TargetKind::kRandom &&
+        spec.then->target.kind != TargetKind::kRandom) {
+      return refused("then: the second fault's target names node " + std::to_string(*resolved) +
+                     ", which the first fault takes down");
+    }
+    if (spec.then->target.kind != TargetKind::kRandom) {
+      if (auto reason = refusalOn(second, *resolved); !reason.empty())
+        return refused("then: " + reason);
+    }
+    planned.push_back({*resolved, second, "then: "});
+  }
+  return planned;
+}
+
+Result<std::int64_t> DrillRunner::enqueue(const DrillSpec& spec, const SubmitOptions& options) {
   storage::DrillRecord drill;
   drill.cluster = cluster_id_;
   drill.fault = toString(spec.fault);

@@ -92,6 +92,27 @@ class DrillRunner {
   storage::ClusterId clusterId() const { return cluster_id_; }
 
  private:
+  // A node the drill takes down, with its fault and what a refusal of that step starts with.
+  struct PlannedFault {
+    std::int32_t node;
+    DrillSpec spec;
+    std::string prefix;
+  };
+  // submit()'s steps, under submit_mutex_. planFaults: each node the drill takes down with its
+  // fault (a rolling restart's steps each alone, as each will run on a cluster whole again),
+  // refused where faultRefusal refuses it; `known`: the cluster's facts when they were read for
+  // a coordinator_of target, else null.
+  Result<std::vector<PlannedFault>> planFaults(const DrillSpec& spec,
+                                               const ClusterFacts* known) const;
+  // faultRefusal of `spec` on inventory node `node`; empty when it can be done (touches nothing).
+  std::string refusalOn(const DrillSpec& spec, std::int32_t node) const;
+  // The cluster as the engine's thread reads it for this request: the admin calls (a few seconds
+  // when the cluster is in trouble; FindCoordinator for a coordinator_of target) never run on
+  // the caller's (an HTTP) thread, which waits for them at most GuardInputs::kReadWait. Refused
+  // at once while a node an earlier drill left down is not recovered.
+  Result<ClusterFacts> readFactsNow(const std::vector<CoordinatorQuery>& coordinators);
+  // Records the drill as queued and queues it.
+  Result<std::int64_t> enqueue(const DrillSpec& spec, const SubmitOptions& options);
   void loop();
   // The engine's thread, after loop() threw (common::Worker): fails the running drill and has
   // the recovery journal retried at once, so a node the drill took down comes back.

@@ -233,6 +233,117 @@ std::optional<Error> parseRollingTarget(const nlohmann::json& body, Target& out)
   return std::nullopt;
 }
 
+// The request's "options" into spec.options (spec.fault already read).
+std::optional<Error> parseOptions(const nlohmann::json& o, DrillSpec& spec) {
+  const bool rolling = spec.fault == FaultType::kRollingRestart;
+  if (!o.is_object()) return invalid("options", "must be an object");
+  if (auto e =
+          unknownFields(o, "options",
+                        {"repeats", "baseline_s", "observe_min_s", "observe_timeout_s", "grace_s",
+                         "pause_s", "recover_timeout_s", "preferred_election", "preflight_election",
+                         "settle_timeout_s", "allow_unavailable", "allow_quorum_loss", "duration_s",
+                         "from", "mode", "rate", "kill", "between_s", "include_controllers"})) {
+    return *e;
+  }
+  // Options of a fault other than the request's are refused: they would be silently ignored.
+  const auto only_for = [&](const char* name, bool applies,
+                            const char* faults) -> std::optional<Error> {
+    if (o.contains(name) && !applies)
+      return invalid(std::string("options.") + name, std::string("only for ") + faults);
+    return std::nullopt;
+  };
+  for (auto e :
+       {only_for("duration_s", isGrayFault(spec.fault), "isolate, throttle, disk_full, disk_slow"),
+        only_for("from", spec.fault == FaultType::kIsolate, "isolate"),
+        only_for("mode", spec.fault == FaultType::kIsolate, "isolate"),
+        only_for("rate", spec.fault == FaultType::kThrottle, "throttle"),
+        only_for("kill", spec.fault == FaultType::kRestart || rolling, "restart, rolling_restart"),
+        only_for("between_s", rolling, "rolling_restart"),
+        only_for("include_controllers", rolling, "rolling_restart")}) {
+    if (e) return *e;
+  }
+  auto& opt = spec.options;
+  for (auto e : {readInt(o, "repeats", "options", 1, 20, opt.repeats),
+                 readInt(o, "baseline_s", "options", 1, 600, opt.baseline_s),
+                 readInt(o, "observe_min_s", "options", 1, 600, opt.observe_min_s),
+                 readInt(o, "observe_timeout_s", "options", 5, 3600, opt.observe_timeout_s),
+                 readInt(o, "grace_s", "options", 0, 600, opt.grace_s),
+                 readInt(o, "pause_s", "options", 1, 3600, opt.pause_s),
+                 readInt(o, "recover_timeout_s", "options", 10, 3600, opt.recover_timeout_s),
+                 readInt(o, "settle_timeout_s", "options", 0, 3600, opt.settle_timeout_s),
+                 readBool(o, "preferred_election", "options", opt.preferred_election),
+                 readBool(o, "preflight_election", "options", opt.preflight_election),
+                 readBool(o, "allow_unavailable", "options", opt.allow_unavailable),
+                 readBool(o, "allow_quorum_loss", "options", opt.allow_quorum_loss),
+                 readInt(o, "duration_s", "options", 1, 3600, opt.duration_s),
+                 readBool(o, "kill", "options", opt.kill),
+                 readInt(o, "between_s", "options", 0, 3600, opt.between_s),
+                 readBool(o, "include_controllers", "options", opt.include_controllers)}) {
+    if (e) return *e;
+  }
+  if (o.contains("from")) {
+    const auto from = o["from"].is_string() ? fault::parseIsolateFrom(o["from"].get<std::string>())
+                                            : std::nullopt;
+    if (!from) return invalid("options.from", "must be one of quorum, brokers, clients, all");
+    opt.from = *from;
+  }
+  if (o.contains("mode")) {
+    const auto mode = o["mode"].is_string() ? fault::parseIsolateMode(o["mode"].get<std::string>())
+                                            : std::nullopt;
+    if (!mode) return invalid("options.mode", "must be drop or reject");
+    opt.mode = *mode;
+  }
+  if (o.contains("rate")) {
+    const auto& r = o["rate"];
+    std::optional<std::uint64_t> rate;
+    if (r.is_number_unsigned()) {
+      rate = parseRate(std::to_string(r.get<std::uint64_t>()));
+    } else if (r.is_string()) {
+      rate = parseRate(r.get<std::string>());
+    }
+    if (!rate) {
+      return invalid("options.rate",
+                     "must be bytes per second (an integer) or a rate such as \"500kbit\", "
+                     "\"10mbit\", \"64kbytes\", between 1 kbit/s and 100 gbit/s");
+    }
+    opt.rate_bytes_per_second = *rate;
+  }
+  if (opt.observe_min_s > opt.observe_timeout_s) {
+    return invalid("options.observe_min_s", "must not exceed options.observe_timeout_s");
+  }
+  return std::nullopt;
+}
+
+// The request's "then": a second fault after a kill or a stop (spec.options already read).
+std::optional<Error> parseSecondFault(const nlohmann::json& t, DrillSpec& spec) {
+  if (!t.is_object())
+    return invalid("then", "must be {\"fault\":..., \"target\":..., \"after_s\":...}");
+  if (auto e = unknownFields(t, "then", {"fault", "target", "after_s"})) return *e;
+  const auto combinable = [](FaultType f) {
+    return f == FaultType::kKill || f == FaultType::kStop;
+  };
+  if (!combinable(spec.fault)) {
+    return invalid(
+        "then", "only after a kill or a stop (a fault held and undone in between is not combined)");
+  }
+  SecondFault then;
+  const auto second = t.contains("fault") && t["fault"].is_string()
+                          ? faultFromString(t["fault"].get<std::string>())
+                          : std::nullopt;
+  if (!second || !combinable(*second)) return invalid("then.fault", "required: kill or stop");
+  then.fault = *second;
+  if (auto e = parseTarget(t, "then.", then.target)) return *e;
+  if (!t.contains("after_s"))
+    return invalid("then.after_s", "required: seconds after the first fault");
+  if (auto e = readInt(t, "after_s", "then", 0, 600, then.after_s)) return *e;
+  if (then.after_s >= spec.options.observe_timeout_s) {
+    return invalid("then.after_s", "must be below options.observe_timeout_s (" +
+                                       std::to_string(spec.options.observe_timeout_s) + ")");
+  }
+  spec.then = then;
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
@@ -250,76 +361,7 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
   if (auto e = rolling ? parseRollingTarget(body, spec.target) : parseTarget(body, "", spec.target)) return *e;
 
   if (body.contains("options")) {
-    const auto& o = body["options"];
-    if (!o.is_object()) return invalid("options", "must be an object");
-    if (auto e = unknownFields(o, "options",
-                               {"repeats", "baseline_s", "observe_min_s", "observe_timeout_s", "grace_s",
-                                "pause_s", "recover_timeout_s", "preferred_election",
-                                "preflight_election", "settle_timeout_s", "allow_unavailable",
-                                "allow_quorum_loss", "duration_s", "from", "mode", "rate", "kill", "between_s",
-                                "include_controllers"})) {
-      return *e;
-    }
-    // Options of a fault other than the request's are refused: they would be silently ignored.
-    const auto only_for = [&](const char* name, bool applies, const char* faults) -> std::optional<Error> {
-      if (o.contains(name) && !applies) return invalid(std::string("options.") + name, std::string("only for ") + faults);
-      return std::nullopt;
-    };
-    for (auto e : {only_for("duration_s", isGrayFault(spec.fault), "isolate, throttle, disk_full, disk_slow"),
-                   only_for("from", spec.fault == FaultType::kIsolate, "isolate"),
-                   only_for("mode", spec.fault == FaultType::kIsolate, "isolate"),
-                   only_for("rate", spec.fault == FaultType::kThrottle, "throttle"),
-                   only_for("kill", spec.fault == FaultType::kRestart || rolling, "restart, rolling_restart"),
-                   only_for("between_s", rolling, "rolling_restart"),
-                   only_for("include_controllers", rolling, "rolling_restart")}) {
-      if (e) return *e;
-    }
-    auto& opt = spec.options;
-    for (auto e : {readInt(o, "repeats", "options", 1, 20, opt.repeats),
-                   readInt(o, "baseline_s", "options", 1, 600, opt.baseline_s),
-                   readInt(o, "observe_min_s", "options", 1, 600, opt.observe_min_s),
-                   readInt(o, "observe_timeout_s", "options", 5, 3600, opt.observe_timeout_s),
-                   readInt(o, "grace_s", "options", 0, 600, opt.grace_s),
-                   readInt(o, "pause_s", "options", 1, 3600, opt.pause_s),
-                   readInt(o, "recover_timeout_s", "options", 10, 3600, opt.recover_timeout_s),
-                   readInt(o, "settle_timeout_s", "options", 0, 3600, opt.settle_timeout_s),
-                   readBool(o, "preferred_election", "options", opt.preferred_election),
-                   readBool(o, "preflight_election", "options", opt.preflight_election),
-                   readBool(o, "allow_unavailable", "options", opt.allow_unavailable),
-                   readBool(o, "allow_quorum_loss", "options", opt.allow_quorum_loss),
-                   readInt(o, "duration_s", "options", 1, 3600, opt.duration_s),
-                   readBool(o, "kill", "options", opt.kill),
-                   readInt(o, "between_s", "options", 0, 3600, opt.between_s),
-                   readBool(o, "include_controllers", "options", opt.include_controllers)}) {
-      if (e) return *e;
-    }
-    if (o.contains("from")) {
-      const auto from = o["from"].is_string() ? fault::parseIsolateFrom(o["from"].get<std::string>()) : std::nullopt;
-      if (!from) return invalid("options.from", "must be one of quorum, brokers, clients, all");
-      opt.from = *from;
-    }
-    if (o.contains("mode")) {
-      const auto mode = o["mode"].is_string() ? fault::parseIsolateMode(o["mode"].get<std::string>()) : std::nullopt;
-      if (!mode) return invalid("options.mode", "must be drop or reject");
-      opt.mode = *mode;
-    }
-    if (o.contains("rate")) {
-      const auto& r = o["rate"];
-      std::optional<std::uint64_t> rate;
-      if (r.is_number_unsigned()) {
-        rate = parseRate(std::to_string(r.get<std::uint64_t>()));
-      } else if (r.is_string()) {
-        rate = parseRate(r.get<std::string>());
-      }
-      if (!rate) {
-        return invalid("options.rate", "must be bytes per second (an integer) or a rate such as \"500kbit\", "
-                                       "\"10mbit\", \"64kbytes\", between 1 kbit/s and 100 gbit/s");
-      }
-      opt.rate_bytes_per_second = *rate;
-    }
-    if (opt.observe_min_s > opt.observe_timeout_s) {
-      return invalid("options.observe_min_s", "must not exceed options.observe_timeout_s");
-    }
+    if (auto e = parseOptions(body["options"], spec)) return *e;
   }
   if (rolling && spec.options.repeats != 1) {
     return invalid("options.repeats", "a rolling restart is one rehearsal: each node is restarted once");
@@ -331,27 +373,7 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
     return invalid("options.rate", "required for throttle: bytes per second, or e.g. \"10mbit\"");
   }
   if (body.contains("then")) {
-    const auto& t = body["then"];
-    if (!t.is_object()) return invalid("then", "must be {\"fault\":..., \"target\":..., \"after_s\":...}");
-    if (auto e = unknownFields(t, "then", {"fault", "target", "after_s"})) return *e;
-    const auto combinable = [](FaultType f) { return f == FaultType::kKill || f == FaultType::kStop; };
-    if (!combinable(spec.fault)) {
-      return invalid("then", "only after a kill or a stop (a fault held and undone in between is not combined)");
-    }
-    SecondFault then;
-    const auto second = t.contains("fault") && t["fault"].is_string()
-                            ? faultFromString(t["fault"].get<std::string>())
-                            : std::nullopt;
-    if (!second || !combinable(*second)) return invalid("then.fault", "required: kill or stop");
-    then.fault = *second;
-    if (auto e = parseTarget(t, "then.", then.target)) return *e;
-    if (!t.contains("after_s")) return invalid("then.after_s", "required: seconds after the first fault");
-    if (auto e = readInt(t, "after_s", "then", 0, 600, then.after_s)) return *e;
-    if (then.after_s >= spec.options.observe_timeout_s) {
-      return invalid("then.after_s", "must be below options.observe_timeout_s (" +
-                                         std::to_string(spec.options.observe_timeout_s) + ")");
-    }
-    spec.then = then;
+    if (auto e = parseSecondFault(body["then"], spec)) return *e;
   }
   if (body.contains("expect")) {
     auto expect = analysis::parseObjectives(body["expect"], "expect");

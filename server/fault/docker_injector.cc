@@ -1,5 +1,7 @@
 #include "server/fault/docker_injector.h"
 
+#include <openssl/ssl.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -9,13 +11,11 @@
 #include <boost/beast/http.hpp>
 #include <charconv>
 #include <nlohmann/json.hpp>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <thread>
 
 #include "server/common/json_text.h"
 #include "server/common/time_format.h"
+#include "server/common/tls_verify.h"
 #include "server/common/utf8.h"
 #include "server/fault/command.h"
 #include "server/fault/errc.h"
@@ -74,41 +74,19 @@ std::string tlsReason(const boost::system::error_code& ec, SSL* ssl) {
   return reason;
 }
 
-// The first (innermost) of OpenSSL's queued errors for a file it could not use ("no start line";
-// the later ones only say "PEM lib"), or the error code's message.
-std::string opensslReason(const boost::system::error_code& ec) {
-  std::string reason;
-  while (const unsigned long code = ERR_get_error()) {
-    const char* text = ERR_reason_error_string(code);
-    if (reason.empty() && text != nullptr) reason = text;
-  }
-  // OpenSSL 3 reads keys through decoders that queue nothing of their own.
-  if (reason == "PEM lib") return "not a PEM file of the expected kind (an unencrypted key, a certificate)";
-  return reason.empty() ? ec.message() : reason;
-}
-
 Result<std::unique_ptr<ssl::context>> clientTlsContext(const config::DockerTls& files) {
   auto context = std::make_unique<ssl::context>(ssl::context::tls_client);
   const auto refuse = [](const char* key, const std::string& file, const std::string& reason) {
     return faultError(errc::invalid_target,
                       std::string("docker.tls.") + key + ": cannot use " + file + ": " + reason);
   };
-  ERR_clear_error();
-  SSL_CTX_set_min_proto_version(context->native_handle(), TLS1_2_VERSION);
-  boost::system::error_code ec;
-  context->load_verify_file(files.ca_file, ec);
-  if (ec) return refuse("ca_file", files.ca_file, opensslReason(ec));
-  context->set_verify_mode(ssl::verify_peer);
-  if (!files.cert_file.empty()) {
-    context->use_certificate_chain_file(files.cert_file, ec);
-    if (ec) return refuse("cert_file", files.cert_file, opensslReason(ec));
-    context->use_private_key_file(files.key_file, ssl::context::pem, ec);
-    if (ec) return refuse("key_file", files.key_file, opensslReason(ec));
-    if (SSL_CTX_check_private_key(context->native_handle()) != 1) {
-      return refuse("key_file", files.key_file, "not the key of " + files.cert_file);
-    }
+  // Docker's TLS trusts the CA it is given, never the system's.
+  if (files.ca_file.empty()) return refuse("ca_file", files.ca_file, "no CA file given");
+  constexpr const char* kKeys[] = {"ca_file", "cert_file", "key_file"};
+  if (auto problem = common::makeVerifyingClient(
+          context->native_handle(), {files.ca_file, files.cert_file, files.key_file})) {
+    return refuse(kKeys[static_cast<int>(problem->key)], problem->file, problem->reason);
   }
-  ERR_clear_error();
   return context;
 }
 
@@ -146,17 +124,9 @@ Result<HttpAnswer> exchange(const DockerEndpoint& ep, http::request<http::string
   Tcp::resolver resolver(ioc);
   if (tls != nullptr && ep.kind == DockerEndpoint::Kind::tcp) {
     tls_stream.emplace(ioc, *tls);
-    SSL* native = tls_stream->native_handle();
     // The engine's certificate must name the host of the endpoint, as an IP address or a name.
-    X509_VERIFY_PARAM* param = SSL_get0_param(native);
-    boost::system::error_code not_ip;
-    asio::ip::make_address(ep.host, not_ip);
-    if (!not_ip) {
-      X509_VERIFY_PARAM_set1_ip_asc(param, ep.host.c_str());
-    } else {
-      X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-      X509_VERIFY_PARAM_set1_host(param, ep.host.c_str(), 0);
-      SSL_set_tlsext_host_name(native, ep.host.c_str());
+    if (auto why = common::expectPeerHost(tls_stream->native_handle(), ep.host)) {
+      return faultError(errc::invalid_target, "TLS with " + where + ": " + *why);
     }
     resolver.async_resolve(
         ep.host, ep.port,
@@ -422,7 +392,8 @@ std::string urlEncode(std::string_view text) {
 DockerInjector::DockerInjector(config::DockerTarget target, LogZone zone,
                                const common::Clock& clock, std::string log_dir,
                                std::chrono::milliseconds request_timeout)
-    : target_(std::move(target)),
+    : GrayFaultInjector(clock),
+      target_(std::move(target)),
       zone_(zone),
       clock_(clock),
       log_dir_(std::move(log_dir)),
@@ -768,52 +739,21 @@ void DockerInjector::placeGrayFaults(const std::string& instance, const std::vec
                         "entered from here";
   }
   shell.sh_refusal = "disk_full is not done through the Docker engine (no fill dir in a container)";
-  gray_ = std::make_unique<GrayRunner>(std::move(shell), clock_);
+  runGrayFaultsThrough(std::move(shell));
 }
 
-std::string DockerInjector::refusal(GrayFault fault) const {
-  return grayRefusal(gray_.get(), fault, "gray faults are off for this node: gray_faults: true in its inventory entry opts in");
+void DockerInjector::locate(GrayPlace& place) const {
+  place.netns = "container:" + target_.container;
 }
 
-Result<FaultRecord> DockerInjector::isolate(const IsolateSpec& spec) {
-  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::isolate));
-  return gray_->isolate(spec);
-}
-
-Result<FaultRecord> DockerInjector::throttle(const ThrottleSpec& spec) {
-  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::throttle));
-  return gray_->throttle(spec);
-}
-
-Result<FaultRecord> DockerInjector::fillDisk(const DiskFullSpec& spec) {
-  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::disk_full));
-  return gray_->fillDisk(spec);
-}
-
-Result<FaultRecord> DockerInjector::slowDisk(const DiskSlowSpec& /*spec*/) {
-  return faultError(errc::unsupported, refusal(GrayFault::disk_slow));
-}
-
-Status DockerInjector::checkGray(const GrayAction& action) {
-  return grayCheck(gray_.get(), action, refusal(grayFaultOf(action)));
-}
-
-GrayPlace DockerInjector::grayPlace(const std::string& drill) const {
-  if (!gray_) return {};
-  auto place = gray_->placeOf(drill);
-  if (!place.empty()) place.netns = "container:" + target_.container;
-  return place;
-}
-
-Result<FaultRecord> DockerInjector::healPlaced(const GrayPlace& place) {
+Result<HelperArgv> DockerInjector::wayInto(const GrayPlace& place) const {
   // A container's network namespace lives and dies with it: stopped or removed, nothing is left.
   if (!place.netns.empty() && place.netns != "container:" + target_.container) {
     return faultError(errc::invalid_target, "the fault was placed in container " + place.netns +
-                                                ", and this node is now container " + target_.container);
+                                                ", and this node is now container " +
+                                                target_.container);
   }
-  return grayHealPlaced(gray_.get(), place, clock_, refusal(GrayFault::isolate));
+  return HelperArgv{};
 }
-
-Result<std::vector<std::string>> DockerInjector::sweep() { return graySweep(gray_.get()); }
 
 }  // namespace kfaild::fault

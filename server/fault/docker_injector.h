@@ -47,6 +47,7 @@
 
 #include "server/common/clock.h"
 #include "server/config/config.h"
+#include "server/fault/gray_fault_injector.h"
 #include "server/fault/gray_runner.h"
 #include "server/fault/injector.h"
 #include "server/fault/kafka_log.h"
@@ -101,7 +102,7 @@ Error engineAnswerError(unsigned status, std::string_view body, const std::strin
 // Percent-encodes everything but unreserved characters (RFC 3986), for a path segment.
 std::string urlEncode(std::string_view text);
 
-class DockerInjector final : public Injector {
+class DockerInjector final : public GrayFaultInjector {
  public:
   // `log_dir`: where controller.log etc. are inside the container ("" when unknown).
   // The TLS files are read here; a file that cannot be used makes every call fail with
@@ -121,18 +122,6 @@ class DockerInjector final : public Injector {
   Result<std::vector<BrokerLogLine>> logLines(const std::string& file, common::WallMicros since,
                                               const std::vector<std::string>& patterns) override;
 
-  // Gray faults, through a GrayRunner (gray_runner.h). Until placeGrayFaults() they are
-  // refused with the reason.
-  std::string refusal(GrayFault fault) const override;
-  Result<FaultRecord> isolate(const IsolateSpec& spec) override;
-  Result<FaultRecord> throttle(const ThrottleSpec& spec) override;
-  Result<FaultRecord> fillDisk(const DiskFullSpec& spec) override;
-  Result<FaultRecord> slowDisk(const DiskSlowSpec& spec) override;
-  Status checkGray(const GrayAction& action) override;
-  GrayPlace grayPlace(const std::string& drill) const override;
-  Result<FaultRecord> healPlaced(const GrayPlace& place) override;
-  Result<std::vector<std::string>> sweep() override;
-
   // Network faults in the container's network namespace, entered from this host by kfaild-gray
   // (`helper`, defaultLocalGrayHelper when empty) with `--pid <State.Pid>`: only for an engine
   // on a unix socket (kfaild runs
@@ -144,6 +133,9 @@ class DockerInjector final : public Injector {
   Result<std::string> apiVersion();
 
  private:
+  void locate(GrayPlace& place) const override;  // "container:<name>"
+  // Refuses a place in another container than this node's now.
+  Result<HelperArgv> wayInto(const GrayPlace& place) const override;
   struct Answer {
     unsigned status = 0;
     std::string body;
@@ -175,7 +167,6 @@ class DockerInjector final : public Injector {
   std::string endpoint_error_;
   std::unique_ptr<boost::asio::ssl::context> tls_;  // set when target_.tls is
   std::string api_version_;  // empty until negotiated
-  std::unique_ptr<GrayRunner> gray_;
 };
 
 }  // namespace kfaild::fault

@@ -98,45 +98,6 @@ std::string remoteHelperCommand(const std::vector<std::string>& helper, const st
   return "p=${SSH_CONNECTION##* }; case $p in ''|*[!0-9]*) p=;; esac; " + line + " ${p:+--keep-port \"$p\"}";
 }
 
-std::string grayRefusal(const GrayRunner* runner, GrayFault fault, const std::string& unplaced) {
-  if (fault == GrayFault::disk_slow) return diskSlowRefusalHere();
-  return runner ? runner->refusal(fault) : unplaced;
-}
-
-Result<FaultRecord> grayHeal(GrayRunner* runner, const std::string& drill, const common::Clock& clock,
-                             const std::string& unplaced) {
-  if (runner) return runner->heal(drill);
-  FaultRecord nothing;
-  nothing.requested_at = clock.wallNow();
-  nothing.detail = "no gray fault can have been injected: " + unplaced;
-  return nothing;
-}
-
-Result<FaultRecord> grayHealPlaced(GrayRunner* runner, const GrayPlace& place, const common::Clock& clock,
-                                   const std::string& unplaced, const HelperArgv& nft) {
-  if (runner) return runner->healPlaced(place, nft);
-  if (!place.empty()) {
-    // Placed by an earlier configuration of this node that had gray faults: without a way to the
-    // node now, kfaild cannot tell whether the table or filler is still there.
-    return faultError(errc::unsupported, "the journal places drill's gray fault at " + place.table + " " +
-                                             place.filler + ", but this node has no way to it now: " + unplaced);
-  }
-  FaultRecord nothing;
-  nothing.requested_at = clock.wallNow();
-  nothing.detail = "no gray fault can have been injected: " + unplaced;
-  return nothing;
-}
-
-Result<std::vector<std::string>> graySweep(GrayRunner* runner) {
-  if (!runner) return std::vector<std::string>{};
-  return runner->sweep();
-}
-
-Status grayCheck(GrayRunner* runner, const GrayAction& action, const std::string& unplaced) {
-  if (!runner) return faultError(errc::unsupported, unplaced);
-  return runner->check(action);
-}
-
 GrayRunner::GrayRunner(NodeShell shell, const common::Clock& clock, CommandRunner run)
     : shell_(std::move(shell)), clock_(clock), run_(std::move(run)) {}
 

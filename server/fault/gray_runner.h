@@ -88,20 +88,6 @@ std::string remoteHelperCommand(const std::vector<std::string>& helper, const st
 using CommandRunner = std::function<Result<CommandOutput>(const std::vector<std::string>& argv,
                                                          std::chrono::milliseconds timeout)>;
 
-class GrayRunner;
-
-// The Injector's gray-fault methods for an injector that holds `runner` (null: refused with
-// `unplaced`).
-std::string grayRefusal(const GrayRunner* runner, GrayFault fault, const std::string& unplaced);
-// heal and sweep for such an injector: with no runner nothing can have been injected, so both
-// succeed with nothing done (heal's record says why, from `unplaced`). `nft` as healPlaced's.
-Result<FaultRecord> grayHeal(GrayRunner* runner, const std::string& drill, const common::Clock& clock,
-                             const std::string& unplaced);
-Result<FaultRecord> grayHealPlaced(GrayRunner* runner, const GrayPlace& place, const common::Clock& clock,
-                                   const std::string& unplaced, const HelperArgv& nft = {});
-Result<std::vector<std::string>> graySweep(GrayRunner* runner);
-Status grayCheck(GrayRunner* runner, const GrayAction& action, const std::string& unplaced);
-
 class GrayRunner {
  public:
   GrayRunner(NodeShell shell, const common::Clock& clock, CommandRunner run = runCommand);

@@ -215,7 +215,7 @@ std::optional<std::uint64_t> namespaceInode(const std::string& path) {
 }
 
 LocalInjector::LocalInjector(config::LocalTarget target, LogZone zone, const common::Clock& clock)
-    : target_(std::move(target)), zone_(zone), clock_(clock) {}
+    : GrayFaultInjector(clock), target_(std::move(target)), zone_(zone), clock_(clock) {}
 
 std::string LocalInjector::describe() const {
   return "local process (pid file " + target_.pid_file + ")";
@@ -487,44 +487,13 @@ void LocalInjector::placeGrayFaults(const GrayPlacement& placement) {
   };
   shell.fill_dir = placement.fill_dir;
   shell.instance = placement.instance;
-  gray_ = std::make_unique<GrayRunner>(std::move(shell), clock_);
+  runGrayFaultsThrough(std::move(shell));
 }
 
-std::string LocalInjector::refusal(GrayFault fault) const {
-  return grayRefusal(gray_.get(), fault, "gray faults are off for this node: gray_faults: true in its inventory entry opts in");
-}
-
-Result<FaultRecord> LocalInjector::isolate(const IsolateSpec& spec) {
-  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::isolate));
-  return gray_->isolate(spec);
-}
-
-Result<FaultRecord> LocalInjector::throttle(const ThrottleSpec& spec) {
-  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::throttle));
-  return gray_->throttle(spec);
-}
-
-Result<FaultRecord> LocalInjector::fillDisk(const DiskFullSpec& spec) {
-  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::disk_full));
-  return gray_->fillDisk(spec);
-}
-
-Result<FaultRecord> LocalInjector::slowDisk(const DiskSlowSpec& /*spec*/) {
-  return faultError(errc::unsupported, refusal(GrayFault::disk_slow));
-}
-
-Status LocalInjector::checkGray(const GrayAction& action) {
-  return grayCheck(gray_.get(), action, refusal(grayFaultOf(action)));
-}
-
-GrayPlace LocalInjector::grayPlace(const std::string& drill) const {
-  if (!gray_) return {};
-  auto place = gray_->placeOf(drill);
-  if (!place.table.empty()) {
-    place.netns = gray_netns_;
-    place.netns_id = netnsIdentity(gray_netns_).value_or("");
-  }
-  return place;
+void LocalInjector::locate(GrayPlace& place) const {
+  if (place.table.empty()) return;
+  place.netns = gray_netns_;
+  place.netns_id = netnsIdentity(gray_netns_).value_or("");
 }
 
 namespace {
@@ -546,8 +515,8 @@ HelperArgv placedNft(const GrayPlace& place, const std::vector<std::string>& hel
 
 }  // namespace
 
-Result<FaultRecord> LocalInjector::healPlaced(const GrayPlace& place) {
-  return grayHealPlaced(gray_.get(), place, clock_, refusal(GrayFault::isolate), placedNft(place, gray_helper_));
+Result<HelperArgv> LocalInjector::wayInto(const GrayPlace& place) const {
+  return placedNft(place, gray_helper_);
 }
 
 Result<FaultRecord> healLocalPlace(const GrayPlace& place, const common::Clock& clock) {
@@ -560,7 +529,5 @@ Result<FaultRecord> healLocalPlace(const GrayPlace& place, const common::Clock& 
   GrayRunner runner(std::move(shell), clock);
   return runner.healPlaced(place, placedNft(place, helper));
 }
-
-Result<std::vector<std::string>> LocalInjector::sweep() { return graySweep(gray_.get()); }
 
 }  // namespace kfaild::fault

@@ -33,13 +33,14 @@
 
 #include "server/common/clock.h"
 #include "server/config/config.h"
+#include "server/fault/gray_fault_injector.h"
 #include "server/fault/gray_runner.h"
 #include "server/fault/injector.h"
 #include "server/fault/kafka_log.h"
 
 namespace kfaild::fault {
 
-class LocalInjector final : public Injector {
+class LocalInjector final : public GrayFaultInjector {
  public:
   LocalInjector(config::LocalTarget target, LogZone zone, const common::Clock& clock);
 
@@ -53,18 +54,6 @@ class LocalInjector final : public Injector {
   Result<std::vector<BrokerLogLine>> logLines(const std::string& file, common::WallMicros since,
                                               const std::vector<std::string>& patterns) override;
 
-  // Gray faults, through a GrayRunner (gray_runner.h). Until placeGrayFaults() they are
-  // refused with the reason.
-  std::string refusal(GrayFault fault) const override;
-  Result<FaultRecord> isolate(const IsolateSpec& spec) override;
-  Result<FaultRecord> throttle(const ThrottleSpec& spec) override;
-  Result<FaultRecord> fillDisk(const DiskFullSpec& spec) override;
-  Result<FaultRecord> slowDisk(const DiskSlowSpec& spec) override;
-  Status checkGray(const GrayAction& action) override;
-  GrayPlace grayPlace(const std::string& drill) const override;
-  Result<FaultRecord> healPlaced(const GrayPlace& place) override;
-  Result<std::vector<std::string>> sweep() override;
-
   // Where the node's gray faults go: nft rules in its network namespace `netns` (the lab's
   // `kfl<base>-n<N>`; a node in kfaild's own namespace is refused, since cutting it off would cut
   // kfaild off too) and disk fillers in `fill_dir` (a dir on its log dir's filesystem). Before
@@ -74,6 +63,10 @@ class LocalInjector final : public Injector {
   void placeGrayFaults(const GrayPlacement& placement);
 
  private:
+  // The table's netns and its identity now.
+  void locate(GrayPlace& place) const override;
+  // Into the namespace the place names, if it is still the one the fault went into.
+  Result<HelperArgv> wayInto(const GrayPlace& place) const override;
   // The broker's pid from the pid file, checked as the header says.
   Result<pid_t> brokerPid() const;
   Result<FaultRecord> signalBroker(int signal, pid_t* signalled = nullptr);
@@ -83,7 +76,6 @@ class LocalInjector final : public Injector {
   config::LocalTarget target_;
   LogZone zone_;
   const common::Clock& clock_;
-  std::unique_ptr<GrayRunner> gray_;
   std::string gray_netns_;  // placeGrayFaults' netns
   std::vector<std::string> gray_helper_;  // how kfaild-gray runs here (placeGrayFaults)
 };

@@ -229,7 +229,8 @@ std::int64_t remoteClockResolution(std::string_view text) {
 
 SshInjector::SshInjector(config::SshTarget target, LogZone zone, const common::Clock& clock,
                          std::string ssh_program)
-    : target_(std::move(target)),
+    : GrayFaultInjector(clock),
+      target_(std::move(target)),
       zone_(zone),
       clock_(clock),
       ssh_program_(std::move(ssh_program)) {}
@@ -546,51 +547,20 @@ void SshInjector::placeGrayFaults(const GrayPlacement& placement) {
   shell.fill_dir = placement.fill_dir;
   shell.instance = placement.instance;
   shell.timeout = kShellTimeout + std::chrono::seconds(target_.connect_timeout_s);
-  gray_ = std::make_unique<GrayRunner>(std::move(shell), clock_);
+  runGrayFaultsThrough(std::move(shell));
 }
 
-std::string SshInjector::refusal(GrayFault fault) const {
-  return grayRefusal(gray_.get(), fault, "gray faults are off for this node: gray_faults: true in its inventory entry opts in");
+void SshInjector::locate(GrayPlace& place) const {
+  place.host = target_.host;
 }
 
-Result<FaultRecord> SshInjector::isolate(const IsolateSpec& spec) {
-  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::isolate));
-  return gray_->isolate(spec);
-}
-
-Result<FaultRecord> SshInjector::throttle(const ThrottleSpec& spec) {
-  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::throttle));
-  return gray_->throttle(spec);
-}
-
-Result<FaultRecord> SshInjector::fillDisk(const DiskFullSpec& spec) {
-  if (!gray_) return faultError(errc::unsupported, refusal(GrayFault::disk_full));
-  return gray_->fillDisk(spec);
-}
-
-Result<FaultRecord> SshInjector::slowDisk(const DiskSlowSpec& /*spec*/) {
-  return faultError(errc::unsupported, refusal(GrayFault::disk_slow));
-}
-
-Status SshInjector::checkGray(const GrayAction& action) {
-  return grayCheck(gray_.get(), action, refusal(grayFaultOf(action)));
-}
-
-GrayPlace SshInjector::grayPlace(const std::string& drill) const {
-  if (!gray_) return {};
-  auto place = gray_->placeOf(drill);
-  if (!place.empty()) place.host = target_.host;
-  return place;
-}
-
-Result<FaultRecord> SshInjector::healPlaced(const GrayPlace& place) {
+Result<HelperArgv> SshInjector::wayInto(const GrayPlace& place) const {
   if (!place.host.empty() && place.host != target_.host) {
-    return faultError(errc::invalid_target, "the fault was placed on host " + place.host + ", and this node is now " +
-                                                target_.host + ": kfaild has no way to " + place.host);
+    return faultError(errc::invalid_target, "the fault was placed on host " + place.host +
+                                                ", and this node is now " + target_.host +
+                                                ": kfaild has no way to " + place.host);
   }
-  return grayHealPlaced(gray_.get(), place, clock_, refusal(GrayFault::isolate));
+  return HelperArgv{};
 }
-
-Result<std::vector<std::string>> SshInjector::sweep() { return graySweep(gray_.get()); }
 
 }  // namespace kfaild::fault

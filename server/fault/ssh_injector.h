@@ -23,12 +23,13 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <utility>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "server/common/clock.h"
 #include "server/config/config.h"
+#include "server/fault/gray_fault_injector.h"
 #include "server/fault/gray_runner.h"
 #include "server/fault/injector.h"
 #include "server/fault/kafka_log.h"
@@ -83,7 +84,7 @@ std::string logsCommand(const std::string& log_dir, const std::string& file,
 
 }  // namespace ssh_script
 
-class SshInjector final : public Injector {
+class SshInjector final : public GrayFaultInjector {
  public:
   SshInjector(config::SshTarget target, LogZone zone, const common::Clock& clock,
               std::string ssh_program = "ssh");
@@ -97,18 +98,6 @@ class SshInjector final : public Injector {
   Result<ProcessState> inspect() override;
   Result<std::vector<BrokerLogLine>> logLines(const std::string& file, common::WallMicros since,
                                               const std::vector<std::string>& patterns) override;
-
-  // Gray faults, through a GrayRunner (gray_runner.h). Until placeGrayFaults() they are
-  // refused with the reason.
-  std::string refusal(GrayFault fault) const override;
-  Result<FaultRecord> isolate(const IsolateSpec& spec) override;
-  Result<FaultRecord> throttle(const ThrottleSpec& spec) override;
-  Result<FaultRecord> fillDisk(const DiskFullSpec& spec) override;
-  Result<FaultRecord> slowDisk(const DiskSlowSpec& spec) override;
-  Status checkGray(const GrayAction& action) override;
-  GrayPlace grayPlace(const std::string& drill) const override;
-  Result<FaultRecord> healPlaced(const GrayPlace& place) override;
-  Result<std::vector<std::string>> sweep() override;
 
   // Gray faults on the broker's host through kfaild-gray (placement.helper; by default
   // `sudo -n /usr/lib/kfaild/kfaild-gray`): nft rules in the host's own network namespace, disk
@@ -128,6 +117,9 @@ class SshInjector final : public Injector {
   Result<SshEndpoint> effectiveEndpoint() const;
 
  private:
+  void locate(GrayPlace& place) const override;  // the host
+  // Refuses a place on another host than this node's now.
+  Result<HelperArgv> wayInto(const GrayPlace& place) const override;
   Result<FaultRecord> signal(Signal signal);
   // Runs `script` (one that signals as signalCommand does, printing kfaild-pid and kfaild-clock)
   // and records the fault; `output`, when given, gets what the script printed.
@@ -150,7 +142,6 @@ class SshInjector final : public Injector {
   LogZone zone_;
   const common::Clock& clock_;
   std::string ssh_program_;
-  std::unique_ptr<GrayRunner> gray_;
   std::mutex log_offset_mutex_;
   std::optional<std::pair<common::MonoMicros, ClockOffset>> log_offset_;  // guarded by log_offset_mutex_
 };

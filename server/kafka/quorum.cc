@@ -4,7 +4,6 @@
 #include <netdb.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,6 +21,7 @@
 #include <utility>
 #include <variant>
 
+#include "server/common/tls_verify.h"
 #include "server/kafka/errc.h"
 #include "server/kafka/sasl.h"
 #include "server/kafka/tls.h"
@@ -190,14 +190,7 @@ class Connection {
   std::optional<std::string> startTls(const TlsContext& tls, const std::string& host, Clock::time_point deadline) {
     ssl_ = SSL_new(tls.get());
     if (ssl_ == nullptr || !attachSocket(ssl_, fd_)) return "TLS: " + openSslErrors("cannot make a session");
-    in6_addr ip{};
-    const bool literal = ::inet_pton(AF_INET, host.c_str(), &ip) == 1 || ::inet_pton(AF_INET6, host.c_str(), &ip) == 1;
-    if (!literal) SSL_set_tlsext_host_name(ssl_, host.c_str());
-    if (tls.verifyHostname()) {
-      auto* param = SSL_get0_param(ssl_);
-      const int set = literal ? X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str()) : SSL_set1_host(ssl_, host.c_str());
-      if (set != 1) return "TLS: " + openSslErrors("cannot set the host to verify");
-    }
+    if (auto why = common::expectPeerHost(ssl_, host, tls.verifyHostname())) return "TLS: " + *why;
     auto done = tlsStep([this] { return SSL_connect(ssl_); }, "TLS handshake", deadline);
     if (const auto* why = std::get_if<std::string>(&done)) return *why;
     return std::nullopt;

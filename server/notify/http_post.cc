@@ -1,17 +1,16 @@
 #include "server/notify/http_post.h"
 
+#include <openssl/ssl.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-
 #include <optional>
 
+#include "server/common/tls_verify.h"
 #include "server/notify/errc.h"
 
 namespace kfaild::notify {
@@ -37,22 +36,12 @@ std::string sslReason(const boost::system::error_code& ec, SSL* native) {
 
 Result<std::unique_ptr<ssl::context>> tlsContext(const config::NotificationTls& files) {
   auto context = std::make_unique<ssl::context>(ssl::context::tls_client);
-  SSL_CTX_set_min_proto_version(context->native_handle(), TLS1_2_VERSION);
-  boost::system::error_code ec;
-  if (files.ca_file.empty()) {
-    context->set_default_verify_paths(ec);
-  } else {
-    context->load_verify_file(files.ca_file, ec);
+  constexpr const char* kKeys[] = {"tls.ca_file ", "tls.cert_file ", "tls.key_file "};
+  if (auto problem = common::makeVerifyingClient(
+          context->native_handle(), {files.ca_file, files.cert_file, files.key_file})) {
+    return notifyError(errc::tls_failed, kKeys[static_cast<int>(problem->key)] + problem->file +
+                                             ": " + problem->message);
   }
-  if (ec) return notifyError(errc::tls_failed, "tls.ca_file " + files.ca_file + ": " + ec.message());
-  context->set_verify_mode(ssl::verify_peer);
-  if (!files.cert_file.empty()) {
-    context->use_certificate_chain_file(files.cert_file, ec);
-    if (ec) return notifyError(errc::tls_failed, "tls.cert_file " + files.cert_file + ": " + ec.message());
-    context->use_private_key_file(files.key_file, ssl::context::pem, ec);
-    if (ec) return notifyError(errc::tls_failed, "tls.key_file " + files.key_file + ": " + ec.message());
-  }
-  ERR_clear_error();
   return context;
 }
 
@@ -181,16 +170,8 @@ Result<HttpAnswer> sendJson(http::verb method, const ReceiverUrl& url, const std
   };
   if (context) {
     secure.emplace(ioc, *context);
-    SSL* native = secure->native_handle();
-    X509_VERIFY_PARAM* param = SSL_get0_param(native);
-    boost::system::error_code not_ip;
-    asio::ip::make_address(url.host, not_ip);
-    if (!not_ip) {
-      X509_VERIFY_PARAM_set1_ip_asc(param, url.host.c_str());
-    } else {
-      X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-      X509_VERIFY_PARAM_set1_host(param, url.host.c_str(), 0);
-      SSL_set_tlsext_host_name(native, url.host.c_str());
+    if (auto why = common::expectPeerHost(secure->native_handle(), url.host)) {
+      return notifyError(errc::tls_failed, "TLS with " + where + ": " + *why);
     }
   }
   resolver.async_resolve(url.host, url.port, [&](const boost::system::error_code& ec, const Tcp::resolver::results_type& results) {

@@ -1,8 +1,6 @@
 #include "tools/kfailctl/client.h"
 
-#include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -11,9 +9,10 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-
 #include <optional>
 #include <system_error>
+
+#include "server/common/tls_verify.h"
 
 namespace kfaild::ctl {
 namespace {
@@ -25,19 +24,6 @@ namespace ssl = asio::ssl;
 
 Error failure(const std::string& message) {
   return Error{std::make_error_code(std::errc::invalid_argument), message};
-}
-
-// The first (innermost) of OpenSSL's queued errors ("no start line"; the later ones only say
-// "PEM lib"), or the error code's message.
-std::string opensslReason(const beast::error_code& ec) {
-  std::string reason;
-  while (const unsigned long code = ERR_get_error()) {
-    const char* text = ERR_reason_error_string(code);
-    if (reason.empty() && text != nullptr) reason = text;
-  }
-  // OpenSSL 3 reads keys through decoders that queue nothing of their own.
-  if (reason == "PEM lib") return "not a PEM file of the expected kind (an unencrypted key, a certificate)";
-  return reason.empty() ? ec.message() : reason;
 }
 
 bool isTlsError(const beast::error_code& ec) {
@@ -122,30 +108,16 @@ Result<Client> Client::create(Endpoint endpoint, std::string token,
     return failure(tls.cert_file.empty() ? "--key-file needs --cert-file" : "--cert-file needs --key-file");
   }
   auto context = std::make_shared<ssl::context>(ssl::context::tls_client);
-  const auto refuse = [](const char* option, const std::string& file, const std::string& reason) {
-    return failure(std::string(option) + " " + file + ": cannot use it: " + reason);
-  };
-  ERR_clear_error();
-  SSL_CTX_set_min_proto_version(context->native_handle(), TLS1_2_VERSION);
-  beast::error_code ec;
-  if (tls.ca_file.empty()) {
-    context->set_default_verify_paths(ec);
-    if (ec) return failure("TLS: cannot load the system's CAs: " + opensslReason(ec));
-  } else {
-    context->load_verify_file(tls.ca_file, ec);
-    if (ec) return refuse("--ca-file", tls.ca_file, opensslReason(ec));
-  }
-  context->set_verify_mode(ssl::verify_peer);
-  if (!tls.cert_file.empty()) {
-    context->use_certificate_chain_file(tls.cert_file, ec);
-    if (ec) return refuse("--cert-file", tls.cert_file, opensslReason(ec));
-    context->use_private_key_file(tls.key_file, ssl::context::pem, ec);
-    if (ec) return refuse("--key-file", tls.key_file, opensslReason(ec));
-    if (SSL_CTX_check_private_key(context->native_handle()) != 1) {
-      return refuse("--key-file", tls.key_file, "not the key of " + tls.cert_file);
+  if (auto problem = common::makeVerifyingClient(context->native_handle(),
+                                                 {tls.ca_file, tls.cert_file, tls.key_file})) {
+    using Key = common::TlsFileProblem::Key;
+    if (problem->key == Key::ca_file && tls.ca_file.empty()) {
+      return failure("TLS: cannot load the system's CAs: " + problem->reason);
     }
+    constexpr const char* kOptions[] = {"--ca-file", "--cert-file", "--key-file"};
+    return failure(std::string(kOptions[static_cast<int>(problem->key)]) + " " + problem->file +
+                   ": cannot use it: " + problem->reason);
   }
-  ERR_clear_error();
   Client client(std::move(endpoint), std::move(token), timeout, std::move(context));
   client.has_ca_file_ = !tls.ca_file.empty();
   return client;
@@ -181,15 +153,8 @@ Result<Reply> Client::call(const std::string& method, const std::string& target,
     tls_stream.emplace(stream, *tls_);
     SSL* native = tls_stream->native_handle();
     // The certificate must name the host of the URL, as an IP address or a DNS name.
-    X509_VERIFY_PARAM* param = SSL_get0_param(native);
-    beast::error_code not_ip;
-    boost::asio::ip::make_address(endpoint_.host, not_ip);
-    if (!not_ip) {
-      X509_VERIFY_PARAM_set1_ip_asc(param, endpoint_.host.c_str());
-    } else {
-      X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-      X509_VERIFY_PARAM_set1_host(param, endpoint_.host.c_str(), 0);
-      SSL_set_tlsext_host_name(native, endpoint_.host.c_str());
+    if (auto why = common::expectPeerHost(native, endpoint_.host)) {
+      return failure("TLS: " + *why + " for " + url());
     }
     stream.expires_after(timeout_);
     tls_stream->handshake(ssl::stream_base::client, ec);
