@@ -66,7 +66,8 @@ int portOf(std::string_view authority, int fallback) {
   authority = trim(authority);
   const auto close = authority.rfind(']');
   const auto colon = authority.rfind(':');
-  if (colon == std::string_view::npos || (close != std::string_view::npos && colon < close)) return fallback;
+  if (colon == std::string_view::npos || (close != std::string_view::npos && colon < close))
+    return fallback;
   const auto digits = authority.substr(colon + 1);
   if (digits.empty() || digits.size() > 5) return 0;
   int port = 0;
@@ -166,7 +167,8 @@ std::optional<Response> AccessPolicy::checkHost(const Request& request) const {
   const auto name = hostName(*request.headers.host);
   if (answersTo(name)) return std::nullopt;
   return problem(ProblemType::kMisdirected,
-                 "this server does not answer to the host \"" + printable(*request.headers.host, 100) +
+                 "this server does not answer to the host \"" +
+                     printable(*request.headers.host, 100) +
                      "\"; add the name to http.allowed_hosts if it is one of kfaild's own",
                  request.path);
 }
@@ -224,36 +226,43 @@ AccessPolicy::Proof AccessPolicy::prove(const Request& request) const {
   value = trim(value.substr(7));
   if (value.empty()) return Proof::kMalformed;
   // Both comparisons always run, so the time does not tell which token was close.
-  const bool is_operator = !options_.operator_token.empty() && constantTimeEquals(value, options_.operator_token);
-  const bool is_viewer = !options_.viewer_token.empty() && constantTimeEquals(value, options_.viewer_token);
+  const bool is_operator =
+      !options_.operator_token.empty() && constantTimeEquals(value, options_.operator_token);
+  const bool is_viewer =
+      !options_.viewer_token.empty() && constantTimeEquals(value, options_.viewer_token);
   if (is_operator) return Proof::kOperator;
   if (is_viewer) return Proof::kViewer;
   return Proof::kUnknown;
 }
 
-std::optional<Response> AccessPolicy::admit(Request& request, RouteAccess access, bool mutating) const {
+std::optional<Response> AccessPolicy::admit(Request& request, RouteAccess access,
+                                            bool mutating) const {
   if (auto refused = admitCredentials(request, access, mutating)) return refused;
   if (mutating) {
     const auto& type = request.headers.content_type;
     if (!request.body.empty() || type) {
       if (!type || !isJsonMediaType(*type)) {
-        return problem(ProblemType::kUnsupportedMediaType,
-                       "a " + request.method + " request must send its body as Content-Type: application/json" +
-                           (type ? std::string(", not \"") + printable(*type, 80) + "\"" : std::string()),
-                       request.path);
+        return problem(
+            ProblemType::kUnsupportedMediaType,
+            "a " + request.method +
+                " request must send its body as Content-Type: application/json" +
+                (type ? std::string(", not \"") + printable(*type, 80) + "\"" : std::string()),
+            request.path);
       }
     } else if (!options_.auth && !request.headers.client_header) {
       // A body-less request proves nothing about its sender without a token: require a header a
       // page of another site cannot set.
-      return problem(ProblemType::kCrossSite,
-                     "a " + request.method + " request without a body needs the X-Kfaild-Client header",
-                     request.path);
+      return problem(
+          ProblemType::kCrossSite,
+          "a " + request.method + " request without a body needs the X-Kfaild-Client header",
+          request.path);
     }
   }
   return std::nullopt;
 }
 
-std::optional<Response> AccessPolicy::admitCredentials(Request& request, RouteAccess access, bool mutating) const {
+std::optional<Response> AccessPolicy::admitCredentials(Request& request, RouteAccess access,
+                                                       bool mutating) const {
   const Proof proof = options_.auth ? prove(request) : Proof::kOperator;
   // The role is known before any refusal, so that the audit log keeps a cross-site attempt with
   // a valid token as that role's (api/audit_endpoints.h).
@@ -269,7 +278,8 @@ std::optional<Response> AccessPolicy::admitCredentials(Request& request, RouteAc
                           "invalid_request");
     }
     if (proof == Proof::kUnknown) {
-      return unauthorized(request, "the bearer token is not one configured for this server", "invalid_token");
+      return unauthorized(request, "the bearer token is not one configured for this server",
+                          "invalid_token");
     }
   }
   Role needed = Role::kAnonymous;
@@ -280,13 +290,16 @@ std::optional<Response> AccessPolicy::admitCredentials(Request& request, RouteAc
   }
   if (request.role < needed) {
     if (request.role == Role::kAnonymous) {
-      return unauthorized(request,
-                          request.method + " " + (needed == Role::kOperator ? "needs the operator token" : "needs a token") +
-                              " in an \"Authorization: Bearer <token>\" header",
-                          nullptr);
+      return unauthorized(
+          request,
+          request.method + " " +
+              (needed == Role::kOperator ? "needs the operator token" : "needs a token") +
+              " in an \"Authorization: Bearer <token>\" header",
+          nullptr);
     }
     return problem(ProblemType::kForbidden,
-                   "the viewer token may only read; " + request.method + " on this route needs the operator token",
+                   "the viewer token may only read; " + request.method +
+                       " on this route needs the operator token",
                    request.path);
   }
   return std::nullopt;

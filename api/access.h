@@ -45,11 +45,11 @@ enum class RouteAccess {
 };
 
 struct AccessOptions {
-  bool auth = true;             // false: http.auth none (every request is the operator)
-  std::string operator_token;   // required when auth is on
-  std::string viewer_token;     // empty: no viewer token
-  bool read_auth = false;       // reads need a token
-  std::string listen_host = "127.0.0.1";  // as configured: an IP literal or a name
+  bool auth = true;                        // false: http.auth none (every request is the operator)
+  std::string operator_token;              // required when auth is on
+  std::string viewer_token;                // empty: no viewer token
+  bool read_auth = false;                  // reads need a token
+  std::string listen_host = "127.0.0.1";   // as configured: an IP literal or a name
   std::vector<std::string> allowed_hosts;  // further Host names ("name" or "name:port")
 };
 
@@ -67,7 +67,8 @@ class AccessPolicy {
   std::optional<Response> admit(Request& request, RouteAccess access, bool mutating) const;
   // admit() without the media-type check: what the header fields alone decide (cross-site,
   // credentials, role; 401 or 403), so that a request can be refused before its body is read.
-  std::optional<Response> admitCredentials(Request& request, RouteAccess access, bool mutating) const;
+  std::optional<Response> admitCredentials(Request& request, RouteAccess access,
+                                           bool mutating) const;
 
   bool authEnabled() const { return options_.auth; }
 
@@ -83,8 +84,8 @@ class AccessPolicy {
 
   AccessOptions options_;
   std::vector<std::string> names_;  // answered host names (lowercased)
-  bool any_ip_literal_ = false;      // listening on a wildcard address
-  bool loopback_ = false;            // listening on loopback: localhost and 127/8, ::1 too
+  bool any_ip_literal_ = false;     // listening on a wildcard address
+  bool loopback_ = false;           // listening on loopback: localhost and 127/8, ::1 too
 };
 
 bool constantTimeEquals(std::string_view given, std::string_view expected);

@@ -19,12 +19,14 @@ constexpr const char* kOverflowPeer = "(overflow)";
 constexpr const char* kSeveralPeers = "(several)";
 }  // namespace
 
-AuditRecorder::AuditRecorder(storage::AuditLog& log, const common::Clock& clock, AuditRecorderOptions options)
+AuditRecorder::AuditRecorder(storage::AuditLog& log, const common::Clock& clock,
+                             AuditRecorderOptions options)
     : log_(log), clock_(clock), options_(options) {}
 
 void AuditRecorder::start() {
   worker_.start("kfaild:audit", [this] {
-    while (worker_.sleepFor(std::chrono::duration_cast<std::chrono::microseconds>(options_.flush_interval))) {
+    while (worker_.sleepFor(
+        std::chrono::duration_cast<std::chrono::microseconds>(options_.flush_interval))) {
       flush();
     }
   });
@@ -56,12 +58,13 @@ bool AuditRecorder::commit(std::optional<storage::AuditRecord> accepted) {
   std::vector<storage::AuditRefusal> refusals;
   refusals.reserve(counts.size());
   for (auto& [key, count] : counts) {
-    refusals.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), count});
+    refusals.push_back(
+        {std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), count});
   }
   if (auto done = log_.appendBatch(rows, refusals); !done) {
     failed_.fetch_add(rows.size() + refusals.size());
-    spdlog::warn("audit: cannot record {} requests and {} counts of refused anonymous requests: {}", rows.size(),
-                 refusals.size(), done.error().describe());
+    spdlog::warn("audit: cannot record {} requests and {} counts of refused anonymous requests: {}",
+                 rows.size(), refusals.size(), done.error().describe());
     return false;
   }
   written_.fetch_add(rows.size());
@@ -70,9 +73,18 @@ bool AuditRecorder::commit(std::optional<storage::AuditRecord> accepted) {
 
 void AuditRecorder::operator()(const AuditEntry& entry) {
   const auto now = clock_.wallNow();
-  storage::AuditRecord record{0,           now,          roleName(entry.role), entry.remote_address,
-                              entry.method, entry.route, entry.body_sha256,   static_cast<std::int64_t>(entry.body_bytes),
-                              entry.status, entry.problem, 1,            false};
+  storage::AuditRecord record{0,
+                              now,
+                              roleName(entry.role),
+                              entry.remote_address,
+                              entry.method,
+                              entry.route,
+                              entry.body_sha256,
+                              static_cast<std::int64_t>(entry.body_bytes),
+                              entry.status,
+                              entry.problem,
+                              1,
+                              false};
   if (entry.status < 400) {
     // Committed before the answer leaves: the change it records has not been acknowledged yet.
     commit(std::move(record));
@@ -81,7 +93,8 @@ void AuditRecorder::operator()(const AuditEntry& entry) {
   const auto minute = now - now % kMinuteUs;
   const std::string route_class = entry.matched ? entry.route : std::string("unmatched");
   std::lock_guard lock(queue_mutex_);
-  if (entry.role != Role::kAnonymous && queueTokenRefusal(std::move(record), minute, route_class)) return;
+  if (entry.role != Role::kAnonymous && queueTokenRefusal(std::move(record), minute, route_class))
+    return;
   CountKey key{minute, entry.remote_address, route_class, entry.status};
   auto it = counts_.find(key);
   if (it == counts_.end() && counts_.size() >= options_.max_counts) {
@@ -102,7 +115,8 @@ bool AuditRecorder::queueTokenRefusal(storage::AuditRecord record, std::int64_t 
   TokenKey key{record.role, record.method, route_class, record.status};
   const auto given = rows_this_minute_.find(key);
   const bool known = given != rows_this_minute_.end();
-  if ((known || rows_this_minute_.size() < options_.max_counts) && queued_.size() < options_.max_queued &&
+  if ((known || rows_this_minute_.size() < options_.max_counts) &&
+      queued_.size() < options_.max_queued &&
       (!known || given->second < options_.refusal_rows_per_minute)) {
     ++rows_this_minute_[key];
     queued_.push_back(std::move(record));
@@ -131,8 +145,9 @@ bool AuditRecorder::queueTokenRefusal(storage::AuditRecord record, std::int64_t 
 }
 
 void AuditEndpoints::registerOn(Router& router) {
-  router.add("GET", "/api/v1/audit", [this](const Request& request) { return list(request); },
-             RouteOptions{RouteAccess::kOperator, false});
+  router.add(
+      "GET", "/api/v1/audit", [this](const Request& request) { return list(request); },
+      RouteOptions{RouteAccess::kOperator, false});
 }
 
 Response AuditEndpoints::list(const Request& request) const {
@@ -171,9 +186,10 @@ Response AuditEndpoints::list(const Request& request) const {
                      {"count", r.count},
                      {"problem", r.problem.empty() ? json(nullptr) : json(r.problem)}});
   }
-  return jsonResponse(200, {{"items", std::move(items)},
-                            {"count", rows->size()},
-                            {"next_cursor", more ? json(std::to_string(rows->back().id)) : json(nullptr)}});
+  return jsonResponse(
+      200, {{"items", std::move(items)},
+            {"count", rows->size()},
+            {"next_cursor", more ? json(std::to_string(rows->back().id)) : json(nullptr)}});
 }
 
 }  // namespace kfaild::api

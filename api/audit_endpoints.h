@@ -48,7 +48,8 @@ inline constexpr std::int64_t kAuditDefaultLimit = 50;
 struct AuditRecorderOptions {
   std::chrono::milliseconds flush_interval{1000};
   std::size_t max_queued = 10'000;  // rows of refused requests with a token
-  std::size_t max_counts = 10'000;  // distinct (minute, peer, class, status) counts; as many aggregated rows
+  std::size_t max_counts =
+      10'000;  // distinct (minute, peer, class, status) counts; as many aggregated rows
   // Refused requests with a token that get a row each, per minute, role, method, route class and
   // status; the rest of the minute share one aggregated row.
   std::int64_t refusal_rows_per_minute = 10;
@@ -56,7 +57,8 @@ struct AuditRecorderOptions {
 
 class AuditRecorder {
  public:
-  AuditRecorder(storage::AuditLog& log, const common::Clock& clock, AuditRecorderOptions options = {});
+  AuditRecorder(storage::AuditLog& log, const common::Clock& clock,
+                AuditRecorderOptions options = {});
   ~AuditRecorder() { stop(); }
   AuditRecorder(const AuditRecorder&) = delete;
   AuditRecorder& operator=(const AuditRecorder&) = delete;
@@ -69,17 +71,20 @@ class AuditRecorder {
   void flush();
 
   void operator()(const AuditEntry& entry);
-  std::uint64_t written() const { return written_.load(); }   // rows committed
-  std::uint64_t counted() const { return counted_.load(); }   // refused requests counted
+  std::uint64_t written() const { return written_.load(); }  // rows committed
+  std::uint64_t counted() const { return counted_.load(); }  // refused requests counted
   std::uint64_t failed() const { return failed_.load(); }
 
  private:
-  using CountKey = std::tuple<std::int64_t, std::string, std::string, int>;  // minute, peer, class, status
-  using TokenKey = std::tuple<std::string, std::string, std::string, int>;    // role, method, class, status
+  using CountKey =
+      std::tuple<std::int64_t, std::string, std::string, int>;  // minute, peer, class, status
+  using TokenKey =
+      std::tuple<std::string, std::string, std::string, int>;  // role, method, class, status
 
   // Queues `record` (a refused request with a token) as its own row or into its minute's
   // aggregated row; false when both are full. Needs queue_mutex_.
-  bool queueTokenRefusal(storage::AuditRecord record, std::int64_t minute, const std::string& route_class);
+  bool queueTokenRefusal(storage::AuditRecord record, std::int64_t minute,
+                         const std::string& route_class);
 
   // Commits what is queued, then `accepted`, in one transaction; false when that failed.
   bool commit(std::optional<storage::AuditRecord> accepted);
@@ -89,11 +94,12 @@ class AuditRecorder {
   const AuditRecorderOptions options_;
   std::mutex flush_mutex_;  // one flush at a time, so counts reach the table in order
   std::mutex queue_mutex_;
-  std::vector<storage::AuditRecord> queued_;       // guarded by queue_mutex_
-  std::map<CountKey, std::int64_t> counts_;        // guarded by queue_mutex_
-  std::int64_t token_minute_ = 0;                   // the minute of rows_this_minute_; guarded by queue_mutex_
+  std::vector<storage::AuditRecord> queued_;  // guarded by queue_mutex_
+  std::map<CountKey, std::int64_t> counts_;   // guarded by queue_mutex_
+  std::int64_t token_minute_ = 0;  // the minute of rows_this_minute_; guarded by queue_mutex_
   std::map<TokenKey, std::int64_t> rows_this_minute_;  // own rows given; guarded by queue_mutex_
-  std::map<TokenKey, storage::AuditRecord> aggregated_;  // of token_minute_ and before; guarded by queue_mutex_
+  std::map<TokenKey, storage::AuditRecord>
+      aggregated_;  // of token_minute_ and before; guarded by queue_mutex_
   std::atomic<std::uint64_t> written_{0};
   std::atomic<std::uint64_t> counted_{0};
   std::atomic<std::uint64_t> failed_{0};

@@ -20,8 +20,8 @@
 #include "server/common/json_text.h"
 #include "server/common/time_format.h"
 #include "server/drill/cron.h"
-#include "server/drill/drill_state.h"
 #include "server/drill/drill_spec.h"
+#include "server/drill/drill_state.h"
 #include "server/drill/errc.h"
 
 namespace kfaild::api {
@@ -52,7 +52,8 @@ json parsedOr(const std::string& text, json fallback) {
   return value.is_discarded() ? std::move(fallback) : value;
 }
 
-json drillJson(const storage::DrillRecord& d, const std::map<storage::ClusterId, std::string>& names) {
+json drillJson(const storage::DrillRecord& d,
+               const std::map<storage::ClusterId, std::string>& names) {
   json runs = json::array();
   const json result = parsedOr(d.result, json::object());
   if (result.contains("runs") && result["runs"].is_array()) {
@@ -85,11 +86,13 @@ json drillJson(const storage::DrillRecord& d, const std::map<storage::ClusterId,
       {"verdict", d.verdict ? json(*d.verdict) : json(nullptr)},
       {"regressed", d.regressed ? json(*d.regressed) : json(nullptr)},
       {"verdict_detail", result.contains("verdict") ? result["verdict"] : json(nullptr)},
-      {"rolling_restart", result.contains("rolling_restart") ? result["rolling_restart"] : json(nullptr)},
+      {"rolling_restart",
+       result.contains("rolling_restart") ? result["rolling_restart"] : json(nullptr)},
   };
 }
 
-json recoveryJson(const storage::RecoveryEntry& e, const std::map<storage::ClusterId, std::string>& names) {
+json recoveryJson(const storage::RecoveryEntry& e,
+                  const std::map<storage::ClusterId, std::string>& names) {
   const auto name = names.find(e.cluster);
   return {{"id", e.id},
           {"drill_id", e.drill_id},
@@ -135,7 +138,11 @@ json scheduleJson(const storage::ScheduleRecord& s,
 json summary(const std::vector<std::int64_t>& values) {
   const auto d = analysis::distributionOf(values);
   if (!d) return nullptr;
-  return {{"min", d->min}, {"median", d->median}, {"p95", d->p95}, {"max", d->max}, {"count", d->count}};
+  return {{"min", d->min},
+          {"median", d->median},
+          {"p95", d->p95},
+          {"max", d->max},
+          {"count", d->count}};
 }
 
 std::optional<std::int64_t> intAt(const json& object, const char* key) {
@@ -156,13 +163,15 @@ struct ScheduleFields {
 };
 
 std::variant<ScheduleFields, std::string> readScheduleFields(const json& body, bool partial) {
-  static const std::set<std::string> kCreate = {"cluster", "name", "cron", "jitter_s", "enabled", "drill"};
+  static const std::set<std::string> kCreate = {"cluster",  "name",    "cron",
+                                                "jitter_s", "enabled", "drill"};
   static const std::set<std::string> kUpdate = {"name", "cron", "jitter_s", "enabled", "drill"};
   const auto& known = partial ? kUpdate : kCreate;
   for (const auto& item : body.items()) {
     if (!known.contains(item.key())) {
       return item.key() + ": unknown field" +
-             (partial && item.key() == "cluster" ? " (a schedule cannot move to another cluster)" : "");
+             (partial && item.key() == "cluster" ? " (a schedule cannot move to another cluster)"
+                                                 : "");
     }
   }
   ScheduleFields out;
@@ -195,7 +204,8 @@ std::variant<ScheduleFields, std::string> readScheduleFields(const json& body, b
   }
   if (body.contains("jitter_s")) {
     const auto& v = body["jitter_s"];
-    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > kScheduleMaxJitterS)) {
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() && v.get<std::uint64_t>() > kScheduleMaxJitterS)) {
       return "jitter_s: must be an integer between 0 and " + std::to_string(kScheduleMaxJitterS);
     }
     const auto jitter = v.get<std::int64_t>();
@@ -233,8 +243,10 @@ void DrillEndpoints::registerOn(Router& router) {
   // Drill reasons, events, outcomes and recovery errors carry command lines and hosts.
   const RouteOptions redacted{RouteAccess::kDefault, true};
   router.add("POST", "/api/v1/clusters/{cluster}/drills", bind(&DrillEndpoints::startDrill));
-  router.add("GET", "/api/v1/clusters/{cluster}/drills/last", bind(&DrillEndpoints::lastDrill), redacted);
-  router.add("GET", "/api/v1/clusters/{cluster}/incidents", bind(&DrillEndpoints::incidents), redacted);
+  router.add("GET", "/api/v1/clusters/{cluster}/drills/last", bind(&DrillEndpoints::lastDrill),
+             redacted);
+  router.add("GET", "/api/v1/clusters/{cluster}/incidents", bind(&DrillEndpoints::incidents),
+             redacted);
   router.add("GET", "/api/v1/drills", bind(&DrillEndpoints::listDrills), redacted);
   router.add("GET", "/api/v1/drills/{id}", bind(&DrillEndpoints::getDrill), redacted);
   router.add("GET", "/api/v1/drills/{id}/timeline", bind(&DrillEndpoints::timeline), redacted);
@@ -259,13 +271,15 @@ std::variant<std::map<storage::ClusterId, std::string>, Response> DrillEndpoints
   return names;
 }
 
-std::variant<storage::DrillRecord, Response> DrillEndpoints::drillOfPath(const Request& request) const {
+std::variant<storage::DrillRecord, Response> DrillEndpoints::drillOfPath(
+    const Request& request) const {
   auto id = parseInteger("id", request.params.at("id"), 1, kMaxId);
   if (!id) return badRequest(request, id.error());
   auto drill = drills_.drill(*id);
   if (!drill) return storeFailure(request, drill.error());
   if (!*drill) {
-    return problem(ProblemType::kUnknownDrill, "no drill has id " + std::to_string(*id), request.path);
+    return problem(ProblemType::kUnknownDrill, "no drill has id " + std::to_string(*id),
+                   request.path);
   }
   return std::move(**drill);
 }
@@ -284,7 +298,8 @@ std::variant<storage::ScheduleRecord, Response> DrillEndpoints::scheduleOfPath(
 }
 
 Response DrillEndpoints::startDrill(const Request& request) {
-  auto cluster = findCluster(request, live_, store_, request.params.at("cluster"), ProblemType::kUnknownCluster);
+  auto cluster = findCluster(request, live_, store_, request.params.at("cluster"),
+                             ProblemType::kUnknownCluster);
   if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
   const auto cluster_id = std::get<storage::ClusterId>(cluster);
   if (auto query = QueryReader::create(request.query, {}); !query) {
@@ -324,7 +339,8 @@ Response DrillEndpoints::startDrill(const Request& request) {
 }
 
 Response DrillEndpoints::lastDrill(const Request& request) const {
-  auto cluster = findCluster(request, live_, store_, request.params.at("cluster"), ProblemType::kUnknownCluster);
+  auto cluster = findCluster(request, live_, store_, request.params.at("cluster"),
+                             ProblemType::kUnknownCluster);
   if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
   auto query = QueryReader::create(request.query, {"fault"});
   if (!query) return badRequest(request, query.error());
@@ -349,12 +365,13 @@ Response DrillEndpoints::lastDrill(const Request& request) const {
 }
 
 Response DrillEndpoints::listDrills(const Request& request) const {
-  auto query = QueryReader::create(request.query,
-                                   {"cluster", "state", "fault", "verdict", "from", "to", "limit", "cursor"});
+  auto query = QueryReader::create(
+      request.query, {"cluster", "state", "fault", "verdict", "from", "to", "limit", "cursor"});
   if (!query) return badRequest(request, query.error());
   storage::DrillQuery q;
   if (auto name = query->raw("cluster")) {
-    auto cluster = findCluster(request, live_, store_, std::string(*name), ProblemType::kUnknownCluster);
+    auto cluster =
+        findCluster(request, live_, store_, std::string(*name), ProblemType::kUnknownCluster);
     if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
     q.cluster = std::get<storage::ClusterId>(cluster);
   }
@@ -386,12 +403,15 @@ Response DrillEndpoints::listDrills(const Request& request) const {
   if (auto* failure = std::get_if<Response>(&names)) return std::move(*failure);
   BoundedArray items;
   std::size_t taken = 0;
-  while (taken < rows->size() && taken < wanted && items.add(drillJson((*rows)[taken], std::get<0>(names)))) ++taken;
+  while (taken < rows->size() && taken < wanted &&
+         items.add(drillJson((*rows)[taken], std::get<0>(names))))
+    ++taken;
   const bool more = taken < rows->size();
   Response response;
-  const auto next_cursor = more && taken > 0 ? json(std::to_string((*rows)[taken - 1].id)) : json(nullptr);
-  response.body = "{\"items\":" + items.text() + ",\"count\":" + std::to_string(taken) + ",\"next_cursor\":" +
-                  common::jsonText(next_cursor) + "}";
+  const auto next_cursor =
+      more && taken > 0 ? json(std::to_string((*rows)[taken - 1].id)) : json(nullptr);
+  response.body = "{\"items\":" + items.text() + ",\"count\":" + std::to_string(taken) +
+                  ",\"next_cursor\":" + common::jsonText(next_cursor) + "}";
   return response;
 }
 
@@ -428,7 +448,8 @@ Response DrillEndpoints::timeline(const Request& request) const {
       const auto fault = intAt(run, "fault_us");
       if (fault && !first_fault) first_fault = *fault;
       const auto start = intAt(run, "baseline_start_us").value_or(fault.value_or(from));
-      const auto end = intAt(run, "recovered_us").value_or(intAt(run, "observe_end_us").value_or(to));
+      const auto end =
+          intAt(run, "recovered_us").value_or(intAt(run, "observe_end_us").value_or(to));
       runs.push_back({intAt(run, "run").value_or(0), start, end});
       from = std::min(from, start);
       to = std::max(to, end);
@@ -442,15 +463,14 @@ Response DrillEndpoints::timeline(const Request& request) const {
   if (!events) return storeFailure(request, events.error());
   const bool truncated = events->size() > static_cast<std::size_t>(kTimelineMaxEvents);
   if (truncated) events->resize(kTimelineMaxEvents);
-  std::sort(events->begin(), events->end(),
-            [](const storage::Event& a, const storage::Event& b) {
-              return std::tie(a.t_us, a.id) < std::tie(b.t_us, b.id);
-            });
+  std::sort(events->begin(), events->end(), [](const storage::Event& a, const storage::Event& b) {
+    return std::tie(a.t_us, a.id) < std::tie(b.t_us, b.id);
+  });
   json items = json::array();
   for (const auto& event : *events) {
     json item = eventJson(event);
-    item["relative_s"] = first_fault ? json(static_cast<double>(event.t_us - *first_fault) / 1e6)
-                                     : json(nullptr);
+    item["relative_s"] =
+        first_fault ? json(static_cast<double>(event.t_us - *first_fault) / 1e6) : json(nullptr);
     json run = nullptr;
     for (const auto& w : runs) {
       if (event.t_us >= w.from - 1'000'000 && event.t_us <= w.to + 5'000'000) run = w.run;
@@ -470,7 +490,8 @@ Response DrillEndpoints::timeline(const Request& request) const {
 }
 
 Response DrillEndpoints::listRecoveries(const Request& request) const {
-  if (auto query = QueryReader::create(request.query, {}); !query) return badRequest(request, query.error());
+  if (auto query = QueryReader::create(request.query, {}); !query)
+    return badRequest(request, query.error());
   auto pending = drills_.pendingRecoveries();
   if (!pending) return storeFailure(request, pending.error());
   auto names = clusterNames(request);
@@ -483,7 +504,8 @@ Response DrillEndpoints::listRecoveries(const Request& request) const {
 Response DrillEndpoints::resolveRecovery(const Request& request) {
   auto id = parseInteger("id", request.params.at("id"), 1, kMaxId);
   if (!id) return badRequest(request, id.error());
-  if (auto query = QueryReader::create(request.query, {}); !query) return badRequest(request, query.error());
+  if (auto query = QueryReader::create(request.query, {}); !query)
+    return badRequest(request, query.error());
   std::string note;
   if (!request.body.empty()) {
     auto body = jsonObjectBody(request);
@@ -494,16 +516,19 @@ Response DrillEndpoints::resolveRecovery(const Request& request) {
     }
     if (b.contains("note")) {
       if (!b["note"].is_string() || b["note"].get<std::string>().size() > kRecoveryNoteMax) {
-        return invalidBody(request, "note: must be a string of at most " + std::to_string(kRecoveryNoteMax) + " characters");
+        return invalidBody(request, "note: must be a string of at most " +
+                                        std::to_string(kRecoveryNoteMax) + " characters");
       }
       note = b["note"].get<std::string>();
     }
   }
   auto pending = drills_.pendingRecoveries();
   if (!pending) return storeFailure(request, pending.error());
-  const auto entry = std::find_if(pending->begin(), pending->end(), [&](const auto& e) { return e.id == *id; });
+  const auto entry =
+      std::find_if(pending->begin(), pending->end(), [&](const auto& e) { return e.id == *id; });
   if (entry == pending->end()) {
-    return problem(ProblemType::kUnknownRecovery, "no open recovery has id " + std::to_string(*id), request.path);
+    return problem(ProblemType::kUnknownRecovery, "no open recovery has id " + std::to_string(*id),
+                   request.path);
   }
   // While its drill runs, the engine itself is bringing the node back.
   auto drill = drills_.drill(entry->drill_id);
@@ -517,7 +542,8 @@ Response DrillEndpoints::resolveRecovery(const Request& request) {
   auto resolved = storage::resolveRecovery(drills_, *id, note, clock_.wallNow());
   if (!resolved) return storeFailure(request, resolved.error());
   if (!*resolved) {
-    return problem(ProblemType::kUnknownRecovery, "no open recovery has id " + std::to_string(*id), request.path);
+    return problem(ProblemType::kUnknownRecovery, "no open recovery has id " + std::to_string(*id),
+                   request.path);
   }
   auto names = clusterNames(request);
   if (auto* failure = std::get_if<Response>(&names)) return std::move(*failure);
@@ -547,9 +573,10 @@ Response DrillEndpoints::abortDrill(const Request& request) {
                        "drill " + std::to_string(latest.id) + " is already " + latest.state,
                        request.path, {{"state", latest.state}});
       }
-      return problem(ProblemType::kDrillFinished,
-                     "drill " + std::to_string(drill.id) + " is not queued or running in this kfaild",
-                     request.path, {{"state", drill.state}});
+      return problem(
+          ProblemType::kDrillFinished,
+          "drill " + std::to_string(drill.id) + " is not queued or running in this kfaild",
+          request.path, {{"state", drill.state}});
     }
     return storeFailure(request, s.error());
   }
@@ -563,14 +590,15 @@ Response DrillEndpoints::abortDrill(const Request& request) {
 }
 
 Response DrillEndpoints::statistics(const Request& request) const {
-  auto query = QueryReader::create(request.query,
-                                   {"cluster", "fault", "topic", "partition", "role", "from", "to"});
+  auto query = QueryReader::create(
+      request.query, {"cluster", "fault", "topic", "partition", "role", "from", "to"});
   if (!query) return badRequest(request, query.error());
   storage::DrillQuery q;
   q.state = "done";
   q.limit = kStatisticsMaxDrills;
   if (auto name = query->raw("cluster")) {
-    auto cluster = findCluster(request, live_, store_, std::string(*name), ProblemType::kUnknownCluster);
+    auto cluster =
+        findCluster(request, live_, store_, std::string(*name), ProblemType::kUnknownCluster);
     if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
     q.cluster = std::get<storage::ClusterId>(cluster);
   }
@@ -598,8 +626,10 @@ Response DrillEndpoints::statistics(const Request& request) const {
   stored.reserve(rows->size());
   for (auto it = rows->rbegin(); it != rows->rend(); ++it) {  // oldest first
     const auto& names_by_id = std::get<0>(names);
-    stored.push_back({it->id, names_by_id.count(it->cluster) ? names_by_id.at(it->cluster) : std::to_string(it->cluster),
-                      it->fault, it->created_us, parsedOr(it->result, json::object())});
+    stored.push_back(
+        {it->id,
+         names_by_id.count(it->cluster) ? names_by_id.at(it->cluster) : std::to_string(it->cluster),
+         it->fault, it->created_us, parsedOr(it->result, json::object())});
   }
   analysis::StatisticsFilter filter;
   if (*topic) filter.topic = std::string(**topic);
@@ -635,10 +665,11 @@ Response DrillEndpoints::statistics(const Request& request) const {
                    {"resume_us", summary(g.resume)},
                    {"trend", std::move(trend)}});
   }
-  Response response = jsonResponse(200, {{"drills", rows->size()},
-                                         {"runs", runs_used},
-                                         {"truncated", rows->size() >= static_cast<std::size_t>(kStatisticsMaxDrills)},
-                                         {"groups", std::move(out)}});
+  Response response = jsonResponse(
+      200, {{"drills", rows->size()},
+            {"runs", runs_used},
+            {"truncated", rows->size() >= static_cast<std::size_t>(kStatisticsMaxDrills)},
+            {"groups", std::move(out)}});
   if (response.body.size() > kMaxResponseBytes) {
     return problem(ProblemType::kInvalidParameter,
                    "the statistics of this query take " + std::to_string(response.body.size()) +
@@ -650,7 +681,8 @@ Response DrillEndpoints::statistics(const Request& request) const {
 }
 
 Response DrillEndpoints::incidents(const Request& request) const {
-  auto cluster = findCluster(request, live_, store_, request.params.at("cluster"), ProblemType::kUnknownCluster);
+  auto cluster = findCluster(request, live_, store_, request.params.at("cluster"),
+                             ProblemType::kUnknownCluster);
   if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
   const auto cluster_id = std::get<storage::ClusterId>(cluster);
   auto query = QueryReader::create(request.query, {"from", "to", "min_ms"});
@@ -733,10 +765,12 @@ Response DrillEndpoints::incidents(const Request& request) const {
   }
   json next = nullptr;
   if (next_to) {
-    std::string target = request.path + "?from=" + percentEncode(common::formatRfc3339(range->from_us)) +
+    std::string target = request.path +
+                         "?from=" + percentEncode(common::formatRfc3339(range->from_us)) +
                          "&to=" + percentEncode(common::formatRfc3339(*next_to));
     for (const auto& [name, value] : request.query) {
-      if (name != "from" && name != "to") target += "&" + percentEncode(name) + "=" + percentEncode(value);
+      if (name != "from" && name != "to")
+        target += "&" + percentEncode(name) + "=" + percentEncode(value);
     }
     next = target;
   }
@@ -754,7 +788,8 @@ Response DrillEndpoints::listSchedules(const Request& request) const {
   if (!query) return badRequest(request, query.error());
   std::optional<storage::ClusterId> cluster_id;
   if (auto name = query->raw("cluster")) {
-    auto cluster = findCluster(request, live_, store_, std::string(*name), ProblemType::kUnknownCluster);
+    auto cluster =
+        findCluster(request, live_, store_, std::string(*name), ProblemType::kUnknownCluster);
     if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
     cluster_id = std::get<storage::ClusterId>(cluster);
   }
@@ -817,7 +852,8 @@ Response DrillEndpoints::getSchedule(const Request& request) const {
   }
   auto names = clusterNames(request);
   if (auto* failure = std::get_if<Response>(&names)) return std::move(*failure);
-  return jsonResponse(200, scheduleJson(std::get<storage::ScheduleRecord>(found), std::get<0>(names)));
+  return jsonResponse(200,
+                      scheduleJson(std::get<storage::ScheduleRecord>(found), std::get<0>(names)));
 }
 
 Response DrillEndpoints::updateSchedule(const Request& request) {
@@ -832,7 +868,8 @@ Response DrillEndpoints::updateSchedule(const Request& request) {
   if (auto* message = std::get_if<std::string>(&fields)) return invalidBody(request, *message);
   const auto& f = std::get<ScheduleFields>(fields);
   auto s = std::get<storage::ScheduleRecord>(found);
-  const bool timing_changed = (f.cron && *f.cron != s.cron) || (f.jitter_s && *f.jitter_s != s.jitter_s) ||
+  const bool timing_changed = (f.cron && *f.cron != s.cron) ||
+                              (f.jitter_s && *f.jitter_s != s.jitter_s) ||
                               (f.enabled && *f.enabled != s.enabled);
   if (f.name) s.name = *f.name;
   if (f.cron) s.cron = *f.cron;

@@ -5,7 +5,8 @@
 //
 //   POST   /api/v1/clusters/{cluster}/drills        start a drill → 202 + Location
 //   GET    /api/v1/clusters/{cluster}/drills/last   the last completed drill (the on-call view)
-//   GET    /api/v1/clusters/{cluster}/incidents     stalls outside any drill and maintenance window,
+//   GET    /api/v1/clusters/{cluster}/incidents     stalls outside any drill and maintenance
+//   window,
 //                                                   with their events
 //   GET    /api/v1/drills                           filters + cursor pagination, newest first
 //   GET    /api/v1/drills/{id}                      one drill with its runs' analyses
@@ -56,8 +57,8 @@ inline constexpr std::int64_t kScheduleMaxJitterS = 86'400;
 class DrillEndpoints {
  public:
   // All must outlive the router the endpoints are registered on.
-  DrillEndpoints(const LiveClusters& live, const storage::Store& store,
-                 storage::DrillStore& drills, DrillControl& control, const common::Clock& clock);
+  DrillEndpoints(const LiveClusters& live, const storage::Store& store, storage::DrillStore& drills,
+                 DrillControl& control, const common::Clock& clock);
 
   void registerOn(Router& router);
   // With maintenance windows: gaps they overlap are planned, never incidents. Set before serving.

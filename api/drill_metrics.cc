@@ -51,7 +51,8 @@ const json& member(const json& object, const char* key) {
 // when it found none, nothing when it could not tell.
 std::optional<double> stallSeconds(const json& kind) {
   const auto& text = member(kind, "outcome");
-  const auto outcome = text.is_string() ? common::outcomeFromString(text.get<std::string>()) : std::nullopt;
+  const auto outcome =
+      text.is_string() ? common::outcomeFromString(text.get<std::string>()) : std::nullopt;
   if (outcome == common::Outcome::kNone) return 0.0;
   if (outcome != common::Outcome::kStall) return std::nullopt;
   const auto& duration = member(member(kind, "stall"), "duration_us");
@@ -59,7 +60,8 @@ std::optional<double> stallSeconds(const json& kind) {
   return seconds(duration.get<std::int64_t>());
 }
 
-void keepMax(std::map<PartitionKey, double>& into, const PartitionKey& key, std::optional<double> value) {
+void keepMax(std::map<PartitionKey, double>& into, const PartitionKey& key,
+             std::optional<double> value) {
   if (!value) return;
   const auto [it, inserted] = into.emplace(key, *value);
   if (!inserted) it->second = std::max(it->second, *value);
@@ -78,7 +80,8 @@ LastDrill readDrill(const storage::DrillRecord& row, std::string cluster) {
   const auto& verdict = member(result, "verdict");
   if (const auto& value = member(verdict, "verdict"); value.is_string()) {
     const auto text = value.get<std::string>();
-    if (std::find(std::begin(kDrillVerdicts), std::end(kDrillVerdicts), text) != std::end(kDrillVerdicts)) {
+    if (std::find(std::begin(kDrillVerdicts), std::end(kDrillVerdicts), text) !=
+        std::end(kDrillVerdicts)) {
       d.verdict = text;
     }
   }
@@ -95,7 +98,8 @@ LastDrill readDrill(const storage::DrillRecord& row, std::string cluster) {
       const auto& partition = member(p, "partition");
       const auto& role = member(p, "role");
       if (!topic.is_string() || !partition.is_number_integer() || !role.is_string()) continue;
-      const PartitionKey key{topic.get<std::string>(), std::to_string(partition.get<std::int64_t>()),
+      const PartitionKey key{topic.get<std::string>(),
+                             std::to_string(partition.get<std::int64_t>()),
                              role.get<std::string>()};
       keepMax(d.ack_stall_s, key, stallSeconds(member(p, "ack")));
       keepMax(d.receive_stall_s, key, stallSeconds(member(p, "receive")));
@@ -126,7 +130,8 @@ void renderLastDrills(PrometheusText& out, const std::vector<storage::DrillRecor
   last.reserve(drills.size());
   for (const auto& row : drills) {
     const auto name = names.find(row.cluster);
-    last.push_back(readDrill(row, name != names.end() ? name->second : std::to_string(row.cluster)));
+    last.push_back(
+        readDrill(row, name != names.end() ? name->second : std::to_string(row.cluster)));
   }
 
   out.family("kfaild_last_drill_verdict", "gauge",
@@ -139,7 +144,8 @@ void renderLastDrills(PrometheusText& out, const std::vector<storage::DrillRecor
                  std::int64_t{d.verdict == verdict ? 1 : 0});
     }
   }
-  out.family("kfaild_last_drill_id", "gauge", "Id of the last analysed drill (GET /api/v1/drills/{id}).");
+  out.family("kfaild_last_drill_id", "gauge",
+             "Id of the last analysed drill (GET /api/v1/drills/{id}).");
   for (const auto& d : last) {
     out.sample("kfaild_last_drill_id", {{"cluster", d.cluster}, {"fault", d.fault}}, d.id);
   }
@@ -169,13 +175,16 @@ void renderLastDrills(PrometheusText& out, const std::vector<storage::DrillRecor
                std::int64_t{d.regressed ? 1 : 0});
   }
   const auto stalls = [&out, &last](const char* name, const char* help,
-                                    std::map<PartitionKey, double> LastDrill::*of) {
+                                    std::map<PartitionKey, double> LastDrill::* of) {
     out.family(name, "gauge", help);
     for (const auto& d : last) {
       for (const auto& [key, value] : d.*of) {
         out.sample(name,
-                   {{"cluster", d.cluster}, {"fault", d.fault}, {"topic", key.topic},
-                    {"partition", key.partition}, {"role", key.role}},
+                   {{"cluster", d.cluster},
+                    {"fault", d.fault},
+                    {"topic", key.topic},
+                    {"partition", key.partition},
+                    {"role", key.role}},
                    value);
       }
     }
@@ -184,10 +193,11 @@ void renderLastDrills(PrometheusText& out, const std::vector<storage::DrillRecor
          "Ack stall of the partition in the last analysed drill (longest over its runs), by the "
          "partition's role for the target; 0 when no stall stood out, absent when inconclusive.",
          &LastDrill::ack_stall_s);
-  stalls("kfaild_last_drill_receive_stall_seconds",
-         "Receive stall of the partition in the last analysed drill (longest over its runs), by "
-         "the partition's role for the target; 0 when no stall stood out, absent when inconclusive.",
-         &LastDrill::receive_stall_s);
+  stalls(
+      "kfaild_last_drill_receive_stall_seconds",
+      "Receive stall of the partition in the last analysed drill (longest over its runs), by "
+      "the partition's role for the target; 0 when no stall stood out, absent when inconclusive.",
+      &LastDrill::receive_stall_s);
   out.family("kfaild_last_drill_phase_seconds", "gauge",
              "Phases of the last analysed drill's stalls (detection: fault to fenced; election: to "
              "new leader; discovery: to the client's update; resume: to the first ack), longest "
@@ -196,7 +206,8 @@ void renderLastDrills(PrometheusText& out, const std::vector<storage::DrillRecor
     for (std::size_t i = 0; i < kPhases.size(); ++i) {
       if (!d.phase_s[i]) continue;
       out.sample("kfaild_last_drill_phase_seconds",
-                 {{"cluster", d.cluster}, {"fault", d.fault}, {"phase", kPhases[i]}}, *d.phase_s[i]);
+                 {{"cluster", d.cluster}, {"fault", d.fault}, {"phase", kPhases[i]}},
+                 *d.phase_s[i]);
     }
   }
   out.family("kfaild_last_drill_messages", "gauge",

@@ -26,10 +26,6 @@ using nlohmann::json;
 
 constexpr std::int64_t kMaxPartition = std::numeric_limits<std::int32_t>::max();
 
-
-
-
-
 json brokerIdOrNull(std::int32_t id) {
   return id < 0 ? json(nullptr) : json(id);
 }
@@ -99,9 +95,11 @@ json probeOfPartition(const probe::PartitionStatus& p, common::MonoMicros now) {
       {"gaps", c.gaps},
       {"in_flight", p.in_flight},
       {"outstanding", p.outstanding},
-      {"oldest_outstanding_age_seconds", optionalSeconds(ageSeconds(p.oldest_outstanding_sent, now))},
+      {"oldest_outstanding_age_seconds",
+       optionalSeconds(ageSeconds(p.oldest_outstanding_sent, now))},
       {"held_ticks", c.held_ticks},
-      {"holding_since_us", intOrNull(p.holding_since ? std::optional(p.holding_since->wall) : std::nullopt)},
+      {"holding_since_us",
+       intOrNull(p.holding_since ? std::optional(p.holding_since->wall) : std::nullopt)},
       {"last_ack", timeOrNull(p.last_ack ? std::optional(p.last_ack->wall) : std::nullopt)},
       {"last_ack_us", intOrNull(p.last_ack ? std::optional(p.last_ack->wall) : std::nullopt)},
       {"current_ack_gap_seconds", optionalSeconds(ageSeconds(p.last_ack, now))},
@@ -123,7 +121,8 @@ json operationsJson(const probe::OperationStatus& c, common::MonoMicros now) {
       {"gaps", c.gaps},
       {"last_ok_us", intOrNull(c.last_ok ? std::optional(c.last_ok->wall) : std::nullopt)},
       {"current_gap_seconds", optionalSeconds(ageSeconds(c.last_ok, now))},
-      {"failing_since_us", intOrNull(c.failing_since ? std::optional(c.failing_since->wall) : std::nullopt)},
+      {"failing_since_us",
+       intOrNull(c.failing_since ? std::optional(c.failing_since->wall) : std::nullopt)},
       {"last_latency_seconds", c.last_ok ? json(seconds(c.last_latency_us)) : json(nullptr)},
       {"longest_gap_seconds", seconds(c.longest_gap_us)},
       {"last_error", textOrNull(c.last_error)},
@@ -138,7 +137,8 @@ json coordinatorJson(const std::optional<probe::CoordinatorSeen>& seen) {
           {"last_answer_us", seen->last_us}};
 }
 
-json coordinatorsJson(const std::optional<probe::CoordinatorStatus>& coordinators, common::MonoMicros now) {
+json coordinatorsJson(const std::optional<probe::CoordinatorStatus>& coordinators,
+                      common::MonoMicros now) {
   if (!coordinators) return nullptr;
   const auto& c = *coordinators;
   return {
@@ -225,8 +225,6 @@ json topicsJson(const ClusterLive& cluster, common::MonoMicros now) {
   return topics;
 }
 
-
-
 json sampleJson(const storage::ProbeSample& sample) {
   const auto latency = [&sample](std::optional<std::int64_t> at) {
     return at ? json(*at - sample.send_us) : json(nullptr);
@@ -280,16 +278,19 @@ Response listResponse(const Request& request, std::vector<Row> rows, std::size_t
   items += ']';
   json next = nullptr;
   if (next_from) {
-    std::string target = request.path + "?from=" + percentEncode(common::formatRfc3339(*next_from)) +
+    std::string target = request.path +
+                         "?from=" + percentEncode(common::formatRfc3339(*next_from)) +
                          "&to=" + percentEncode(common::formatRfc3339(range.to_us));
     for (const auto& [name, value] : request.query) {
-      if (name != "from" && name != "to") target += "&" + percentEncode(name) + "=" + percentEncode(value);
+      if (name != "from" && name != "to")
+        target += "&" + percentEncode(name) + "=" + percentEncode(value);
     }
     next = target;
   }
   Response response;
   response.body = "{\"items\":" + items + ",\"count\":" + std::to_string(count) +
-                  ",\"truncated\":" + (truncated ? "true" : "false") + ",\"next\":" + common::jsonText(next) +
+                  ",\"truncated\":" + (truncated ? "true" : "false") +
+                  ",\"next\":" + common::jsonText(next) +
                   ",\"from\":" + common::jsonText(json(common::formatRfc3339(range.from_us))) +
                   ",\"to\":" + common::jsonText(json(common::formatRfc3339(range.to_us))) + "}";
   return response;
@@ -306,7 +307,8 @@ void Endpoints::registerOn(Router& router) {
     return [this, handler](const Request& request) { return (this->*handler)(request); };
   };
   // Health probes need no token; what readyz says about a cluster is redacted for them.
-  router.add("GET", "/healthz", bind(&Endpoints::healthz), RouteOptions{RouteAccess::kPublic, false});
+  router.add("GET", "/healthz", bind(&Endpoints::healthz),
+             RouteOptions{RouteAccess::kPublic, false});
   router.add("GET", "/readyz", bind(&Endpoints::readyz), RouteOptions{RouteAccess::kPublic, true});
   const RequestCounter& responses = router.responses();
   router.add("GET", "/metrics",
@@ -412,8 +414,7 @@ Response Endpoints::clusterDetail(const Request& request) const {
                {"failures", observed.failures},
                {"last_error", textOrNull(observed.last_error)},
            }},
-          {"controller_id",
-           observed.quorum ? brokerIdOrNull(observed.quorum->leader_id) : json()},
+          {"controller_id", observed.quorum ? brokerIdOrNull(observed.quorum->leader_id) : json()},
           {"quorum", quorumJson(observed)},
           {"brokers", std::move(brokers)},
           {"topics", topicsJson(cluster, clock_.monoNow())},
@@ -436,7 +437,8 @@ Response Endpoints::clusterDetail(const Request& request) const {
 }
 
 std::variant<storage::ClusterId, Response> Endpoints::resolveCluster(const Request& request) const {
-  return findCluster(request, live_, store_, request.params.at("cluster"), ProblemType::kUnknownCluster);
+  return findCluster(request, live_, store_, request.params.at("cluster"),
+                     ProblemType::kUnknownCluster);
 }
 
 Response Endpoints::gaps(const Request& request) const {
@@ -473,7 +475,8 @@ Response Endpoints::gaps(const Request& request) const {
   std::vector<analysis::MaintenanceSpan> planned;
   if (maintenance_ != nullptr && !rows->empty()) {
     const auto extent = analysis::extentOf(*rows);
-    auto windows = maintenance_->windows(std::get<storage::ClusterId>(cluster), extent.from_us, extent.to_us + 1, 10'000);
+    auto windows = maintenance_->windows(std::get<storage::ClusterId>(cluster), extent.from_us,
+                                         extent.to_us + 1, 10'000);
     if (!windows) return storeFailure(request, windows.error());
     planned = analysis::spansOf(*windows);
   }
@@ -492,8 +495,8 @@ Response Endpoints::events(const Request& request) const {
 
   storage::EventQuery event_query;
   event_query.cluster = std::get<storage::ClusterId>(cluster);
-  auto source =
-      query->oneOf("source", {"metadata", "client", "broker_log", "injector", "probe", "control", "coordinator", "kfaild"});
+  auto source = query->oneOf("source", {"metadata", "client", "broker_log", "injector", "probe",
+                                        "control", "coordinator", "kfaild"});
   if (!source) return badRequest(request, source.error());
   event_query.source = *source;
   auto kind = query->identifier("kind");
@@ -545,8 +548,8 @@ Response Endpoints::samples(const Request& request) const {
   auto limit = query->integer("limit", 1, kSamplesMaxLimit);
   if (!limit) return badRequest(request, limit.error());
   // More than this many samples never fit in kMaxResponseBytes: the rest is not read either.
-  const auto wanted = std::min<std::size_t>(static_cast<std::size_t>(limit->value_or(kSamplesDefaultLimit)),
-                                            kSamplesPerResponse);
+  const auto wanted = std::min<std::size_t>(
+      static_cast<std::size_t>(limit->value_or(kSamplesDefaultLimit)), kSamplesPerResponse);
   sample_query.limit = wanted + 1;
 
   auto rows = store_.samples(sample_query);

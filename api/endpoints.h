@@ -71,7 +71,9 @@ class Endpoints {
   // With retention: /metrics also reports what it pruned and when. Set before serving.
   void setRetentionStatus(const storage::RetentionStatus* retention) { retention_ = retention; }
   // With notifications: /metrics also reports deliveries and the queue. Set before serving.
-  void setNotificationStatus(const notify::NotificationStatus* notifications) { notifications_ = notifications; }
+  void setNotificationStatus(const notify::NotificationStatus* notifications) {
+    notifications_ = notifications;
+  }
   // With maintenance windows: gaps say whether they are planned, and /metrics reports
   // kfaild_maintenance_active per cluster. Set before serving.
   void setMaintenance(const maintenance::MaintenanceWindows* windows) { maintenance_ = windows; }

@@ -1,7 +1,7 @@
 #include "api/http_message.h"
 
-#include <cctype>
 #include <array>
+#include <cctype>
 #include <string_view>
 
 #include "api/errc.h"
@@ -195,7 +195,9 @@ Response problem(ProblemType type, std::string detail, std::string_view instance
   return response;
 }
 
-std::string jsonBody(const nlohmann::json& body) { return common::jsonText(body); }
+std::string jsonBody(const nlohmann::json& body) {
+  return common::jsonText(body);
+}
 
 Response jsonResponse(int status, const nlohmann::json& body) {
   Response response;

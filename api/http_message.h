@@ -50,7 +50,7 @@ struct Request {
   std::map<std::string, std::string> params;  // {name} segments of the matched route
   std::string body;
   RequestHeaders headers;
-  std::string remote_address;  // the peer's IP address, for the audit log
+  std::string remote_address;    // the peer's IP address, for the audit log
   Role role = Role::kAnonymous;  // set by the router before the handler runs
 };
 
@@ -78,33 +78,33 @@ std::string percentEncode(std::string_view text);
 // Each kind of problem kfaild reports: its HTTP status, its `type` URI and its `title` (the same
 // for every occurrence; `detail` says what was wrong this time).
 enum class ProblemType {
-  kMalformedRequest,  // 400: the HTTP request itself could not be parsed
-  kInvalidParameter,  // 400: a query or path parameter has a bad value
-  kUnknownParameter,  // 400: a query parameter the endpoint does not take
-  kInvalidBody,       // 400: the request body is not the JSON the endpoint takes
-  kUnauthorized,      // 401: no token, or not a configured one
-  kForbidden,         // 403: the token's role may not use this route
-  kCrossSite,         // 403: Origin or Sec-Fetch-Site says another site sent it
+  kMalformedRequest,      // 400: the HTTP request itself could not be parsed
+  kInvalidParameter,      // 400: a query or path parameter has a bad value
+  kUnknownParameter,      // 400: a query parameter the endpoint does not take
+  kInvalidBody,           // 400: the request body is not the JSON the endpoint takes
+  kUnauthorized,          // 401: no token, or not a configured one
+  kForbidden,             // 403: the token's role may not use this route
+  kCrossSite,             // 403: Origin or Sec-Fetch-Site says another site sent it
   kUnsupportedMediaType,  // 415: a mutating request whose body is not application/json
-  kMisdirected,       // 421: the Host header names a host this server does not answer to
-  kNotFound,          // 404: no such path
-  kUnknownCluster,    // 404
-  kUnknownDrill,      // 404
-  kUnknownSchedule,   // 404
-  kUnknownRecovery,   // 404: no open recovery-journal entry has that id
-  kNoDrill,           // 404: the cluster has no completed drill yet
-  kUnknownMaintenance,  // 404: the cluster has no maintenance window with that id
-  kMethodNotAllowed,  // 405
-  kDrillRefused,      // 409: a guard refused the drill (another drill runs, ISR short, ...)
-  kDrillsDisabled,    // 409: the cluster has no inventory, so kfaild cannot inject faults
-  kDrillFinished,     // 409: abort of a drill that is no longer queued or running
-  kRecoveryInProgress,  // 409: resolving a recovery whose drill still runs
-  kMaintenanceOver,   // 409: closing a maintenance window that was closed or has run out
-  kPayloadTooLarge,   // 413
-  kHeadersTooLarge,   // 431
-  kInternal,          // 500: a bug; the log has the details
-  kStoreUnavailable,  // 503: a database read failed
-  kNotReady,          // 503: /readyz
+  kMisdirected,           // 421: the Host header names a host this server does not answer to
+  kNotFound,              // 404: no such path
+  kUnknownCluster,        // 404
+  kUnknownDrill,          // 404
+  kUnknownSchedule,       // 404
+  kUnknownRecovery,       // 404: no open recovery-journal entry has that id
+  kNoDrill,               // 404: the cluster has no completed drill yet
+  kUnknownMaintenance,    // 404: the cluster has no maintenance window with that id
+  kMethodNotAllowed,      // 405
+  kDrillRefused,          // 409: a guard refused the drill (another drill runs, ISR short, ...)
+  kDrillsDisabled,        // 409: the cluster has no inventory, so kfaild cannot inject faults
+  kDrillFinished,         // 409: abort of a drill that is no longer queued or running
+  kRecoveryInProgress,    // 409: resolving a recovery whose drill still runs
+  kMaintenanceOver,       // 409: closing a maintenance window that was closed or has run out
+  kPayloadTooLarge,       // 413
+  kHeadersTooLarge,       // 431
+  kInternal,              // 500: a bug; the log has the details
+  kStoreUnavailable,      // 503: a database read failed
+  kNotReady,              // 503: /readyz
 };
 
 int statusOf(ProblemType type);

@@ -1,8 +1,11 @@
 #include "api/http_server.h"
 
-#include "server/common/worker.h"
-
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -19,13 +22,7 @@
 #include <cctype>
 #include <functional>
 #include <mutex>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 #include <optional>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
@@ -33,6 +30,7 @@
 
 #include "api/errc.h"
 #include "api/http_limits.h"
+#include "server/common/worker.h"
 
 namespace kfaild::api {
 namespace {
@@ -62,7 +60,8 @@ std::string_view view(beast::string_view text) {
 }
 
 template <typename Fields>
-std::optional<std::string> field(const http::request<http::string_body, Fields>& message, http::field name) {
+std::optional<std::string> field(const http::request<http::string_body, Fields>& message,
+                                 http::field name) {
   const auto it = message.find(name);
   if (it == message.end()) return std::nullopt;
   return std::string(view(it->value()));
@@ -114,7 +113,8 @@ std::string opensslReason(const beast::error_code& ec) {
     if (reason.empty() && text != nullptr) reason = text;
   }
   // OpenSSL 3 reads keys through decoders that queue nothing of their own.
-  if (reason == "PEM lib") return "not a PEM file of the expected kind (an unencrypted key, a certificate)";
+  if (reason == "PEM lib")
+    return "not a PEM file of the expected kind (an unencrypted key, a certificate)";
   return reason.empty() ? ec.message() : reason;
 }
 
@@ -136,7 +136,8 @@ Result<std::unique_ptr<ssl::context>> serverTlsContext(const ServerTls& tls) {
   context->use_private_key_file(tls.key_file, ssl::context::pem, ec);
   if (ec) return refuse("tls.key_file", tls.key_file, opensslReason(ec));
   if (SSL_CTX_check_private_key(native) != 1) {
-    return refuse("tls.key_file", tls.key_file, "not the key of the certificate in " + tls.cert_file);
+    return refuse("tls.key_file", tls.key_file,
+                  "not the key of the certificate in " + tls.cert_file);
   }
   if (!tls.client_ca_file.empty()) {
     context->load_verify_file(tls.client_ca_file, ec);
@@ -162,7 +163,8 @@ Status validateOptions(const ServerOptions& options) {
     return invalid("threads: must be between 1 and 16, got " + std::to_string(options.threads));
   }
   if (options.max_connections < 1) return invalid("max_connections: must be at least 1");
-  if (options.max_connections_per_peer < 1) return invalid("max_connections_per_peer: must be at least 1");
+  if (options.max_connections_per_peer < 1)
+    return invalid("max_connections_per_peer: must be at least 1");
   if (options.max_body_bytes < 1 || options.max_body_bytes > (std::size_t{1} << 30)) {
     return invalid("max_body_bytes: must be between 1 and 1073741824, got " +
                    std::to_string(options.max_body_bytes));
@@ -337,14 +339,16 @@ class HttpServer::Impl::Session : public Connection,
       started_ = Clock::now();
       if (auto request = requestOf(message)) {
         if (auto refused = server_.router().refuseBeforeBody(*request)) {
-          return write(std::move(*refused), request->method, request->path, false, message.version(), false);
+          return write(std::move(*refused), request->method, request->path, false,
+                       message.version(), false);
         }
       }
     }
     if (parser_->is_done()) return onRead(ec);
-    http::async_read(
-        stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code body_ec, std::size_t) { self->onRead(body_ec); });
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code body_ec, std::size_t) {
+                       self->onRead(body_ec);
+                     });
   }
 
   // The request of a message whose target is a path; its body as read so far.
@@ -434,9 +438,11 @@ class HttpServer::Impl::Session : public Connection,
              unsigned version, bool keep_alive) {
     auto message = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(response.status), version);
-    if (!response.content_type.empty()) message->set(http::field::content_type, response.content_type);
+    if (!response.content_type.empty())
+      message->set(http::field::content_type, response.content_type);
     message->set(http::field::cache_control, "no-store");
-    message->set("Content-Security-Policy", beast::string_view(kContentSecurityPolicy.data(), kContentSecurityPolicy.size()));
+    message->set("Content-Security-Policy",
+                 beast::string_view(kContentSecurityPolicy.data(), kContentSecurityPolicy.size()));
     message->set("X-Content-Type-Options", "nosniff");
     message->set("Referrer-Policy", "no-referrer");
     message->set("X-Frame-Options", "DENY");
@@ -489,15 +495,15 @@ class HttpServer::Impl::Session : public Connection,
   // linger time ends.
   void drain() {
     tcp().async_read_some(asio::buffer(drain_),
-                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                              if (self->server_.stopping()) return;
-                              if (ec) {
-                                beast::error_code ignored;
-                                self->socket().close(ignored);
-                                return;
-                              }
-                              self->drain();
-                            });
+                          [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                            if (self->server_.stopping()) return;
+                            if (ec) {
+                              beast::error_code ignored;
+                              self->socket().close(ignored);
+                              return;
+                            }
+                            self->drain();
+                          });
   }
 
   static std::string remoteAddressOf(const tcp::socket& socket) {
@@ -553,7 +559,8 @@ Status HttpServer::Impl::listen() {
   }
   if (!router_.access().authEnabled() && !isLoopback(endpoint.address())) {
     return Error{errc::invalid_options,
-                 "auth: a token is required to listen on " + where + " (" + endpoint.address().to_string() +
+                 "auth: a token is required to listen on " + where + " (" +
+                     endpoint.address().to_string() +
                      " is not a loopback address, and without a token anyone who can reach it "
                      "could call the mutating endpoints)"};
   }
@@ -578,7 +585,8 @@ Status HttpServer::Impl::listen() {
 }
 
 Status HttpServer::Impl::serve() {
-  if (!listening_ || serving_) return Error{errc::invalid_options, "serve() needs listen() first, and only once"};
+  if (!listening_ || serving_)
+    return Error{errc::invalid_options, "serve() needs listen() first, and only once"};
   serving_ = true;
   beast::error_code ec;
   const auto endpoint = acceptor_.local_endpoint(ec);
@@ -591,17 +599,19 @@ Status HttpServer::Impl::serve() {
       // busy host. Lowering a thread's own priority needs no privilege.
       if (options_.nice > 0 &&
           setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), options_.nice) != 0) {
-        spdlog::warn("http: cannot lower the priority of a server thread to nice {}", options_.nice);
+        spdlog::warn("http: cannot lower the priority of a server thread to nice {}",
+                     options_.nice);
       }
       ioc_.run();
     });
   }
-  spdlog::info("http: listening on {} ({}, {} thread(s) at nice {}, {})",
-               endpointText(endpoint.address().to_string(), port_.load()),
-               !tls_ ? "plain HTTP"
-                     : (options_.tls.client_ca_file.empty() ? "TLS" : "TLS, client certificates required"),
-               options_.threads, options_.nice,
-               router_.access().authEnabled() ? "bearer token required for changes" : "auth none: no token");
+  spdlog::info(
+      "http: listening on {} ({}, {} thread(s) at nice {}, {})",
+      endpointText(endpoint.address().to_string(), port_.load()),
+      !tls_ ? "plain HTTP"
+            : (options_.tls.client_ca_file.empty() ? "TLS" : "TLS, client certificates required"),
+      options_.threads, options_.nice,
+      router_.access().authEnabled() ? "bearer token required for changes" : "auth none: no token");
   return okStatus();
 }
 

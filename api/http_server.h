@@ -9,12 +9,12 @@
 // parsed gets 400 and the connection is closed. The read buffer holds at most max_header_bytes
 // + 64 KiB: a chunked body whose chunk header (size line with extensions) or trailer does not
 // fit, or whose chunk extensions exceed 1 KiB, gets 400 and the connection is closed, so a
-// client cannot grow the server's memory through the parts of a request Beast does not limit. A connection that takes longer than
-// read_timeout to send a request (or to take a response) is closed, so slow clients cannot hold
-// a slot; an idle keep-alive connection is closed after the same time. Beyond max_connections
-// open connections, or max_connections_per_peer from the new connection's peer (its IPv4
-// address, or the /64 of its IPv6 address: api/http_limits.h), a new connection is closed as
-// soon as it is accepted.
+// client cannot grow the server's memory through the parts of a request Beast does not limit. A
+// connection that takes longer than read_timeout to send a request (or to take a response) is
+// closed, so slow clients cannot hold a slot; an idle keep-alive connection is closed after the
+// same time. Beyond max_connections open connections, or max_connections_per_peer from the new
+// connection's peer (its IPv4 address, or the /64 of its IPv6 address: api/http_limits.h), a new
+// connection is closed as soon as it is accepted.
 //
 // Before the body: a mutating request whose body is over 64 KiB or chunked is handed to
 // Router::refuseBeforeBody() as soon as its header fields are read; a refusal they decide (no

@@ -28,14 +28,18 @@ std::variant<std::int64_t, std::string> requestedEnd(const json& body, std::int6
   const bool until = body.contains("until"), duration = body.contains("duration_s");
   if (until == duration) return std::string("give exactly one of until (RFC 3339) and duration_s");
   if (until) {
-    if (!body["until"].is_string()) return std::string("until: must be an RFC 3339 date-time string");
+    if (!body["until"].is_string())
+      return std::string("until: must be an RFC 3339 date-time string");
     const auto parsed = common::parseRfc3339(body["until"].get<std::string>());
-    if (!parsed) return std::string("until: must be an RFC 3339 date-time with an offset, e.g. 2026-11-30T04:00:00Z");
+    if (!parsed)
+      return std::string(
+          "until: must be an RFC 3339 date-time with an offset, e.g. 2026-11-30T04:00:00Z");
     return *parsed;
   }
   const auto& d = body["duration_s"];
   const auto max_s = maintenance::kMaxWindowUs / 1'000'000;
-  if (!d.is_number_integer() || (d.is_number_unsigned() && d.get<std::uint64_t>() > static_cast<std::uint64_t>(max_s)) ||
+  if (!d.is_number_integer() ||
+      (d.is_number_unsigned() && d.get<std::uint64_t>() > static_cast<std::uint64_t>(max_s)) ||
       d.get<std::int64_t>() < 1 || d.get<std::int64_t>() > max_s) {
     return "duration_s: must be an integer between 1 and " + std::to_string(max_s);
   }
@@ -69,7 +73,8 @@ json maintenanceWindowJson(const maintenance::MaintenanceWindow& w, std::int64_t
 }
 
 MaintenanceEndpoints::MaintenanceEndpoints(const LiveClusters& live, const storage::Store& store,
-                                           maintenance::MaintenanceWindows& windows, const common::Clock& clock)
+                                           maintenance::MaintenanceWindows& windows,
+                                           const common::Clock& clock)
     : live_(live), store_(store), windows_(windows), clock_(clock) {}
 
 void MaintenanceEndpoints::registerOn(Router& router) {
@@ -77,21 +82,29 @@ void MaintenanceEndpoints::registerOn(Router& router) {
     return [this, handler](const Request& request) { return (this->*handler)(request); };
   };
   const RouteOptions redacted{RouteAccess::kDefault, true};
-  router.add("POST", "/api/v1/clusters/{cluster}/maintenance", bind(&MaintenanceEndpoints::openWindow));
-  router.add("GET", "/api/v1/clusters/{cluster}/maintenance", bind(&MaintenanceEndpoints::listWindows), redacted);
-  router.add("GET", "/api/v1/clusters/{cluster}/maintenance/{id}", bind(&MaintenanceEndpoints::getWindow), redacted);
-  router.add("POST", "/api/v1/clusters/{cluster}/maintenance/{id}/close", bind(&MaintenanceEndpoints::closeWindow));
+  router.add("POST", "/api/v1/clusters/{cluster}/maintenance",
+             bind(&MaintenanceEndpoints::openWindow));
+  router.add("GET", "/api/v1/clusters/{cluster}/maintenance",
+             bind(&MaintenanceEndpoints::listWindows), redacted);
+  router.add("GET", "/api/v1/clusters/{cluster}/maintenance/{id}",
+             bind(&MaintenanceEndpoints::getWindow), redacted);
+  router.add("POST", "/api/v1/clusters/{cluster}/maintenance/{id}/close",
+             bind(&MaintenanceEndpoints::closeWindow));
 }
 
 Response MaintenanceEndpoints::openWindow(const Request& request) {
-  auto cluster = findCluster(request, live_, store_, request.params.at("cluster"), ProblemType::kUnknownCluster);
+  auto cluster = findCluster(request, live_, store_, request.params.at("cluster"),
+                             ProblemType::kUnknownCluster);
   if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
-  if (auto query = QueryReader::create(request.query, {}); !query) return badRequest(request, query.error());
+  if (auto query = QueryReader::create(request.query, {}); !query)
+    return badRequest(request, query.error());
   if (request.body.empty()) return invalidBody(request, "the request needs a JSON object body");
   const json body = json::parse(request.body, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) return invalidBody(request, "the body must be a JSON object");
+  if (body.is_discarded() || !body.is_object())
+    return invalidBody(request, "the body must be a JSON object");
   for (const auto& [key, value] : body.items()) {
-    if (key != "reason" && key != "until" && key != "duration_s") return invalidBody(request, key + ": unknown field");
+    if (key != "reason" && key != "until" && key != "duration_s")
+      return invalidBody(request, key + ": unknown field");
   }
   if (!body.contains("reason") || !body["reason"].is_string()) {
     return invalidBody(request, "reason: required, a string (what the planned work is)");
@@ -102,18 +115,21 @@ Response MaintenanceEndpoints::openWindow(const Request& request) {
   auto id = windows_.open(std::get<storage::ClusterId>(cluster), body["reason"].get<std::string>(),
                           std::get<std::int64_t>(end), actor(request));
   if (!id) {
-    if (id.error().code == maintenance::errc::invalid_window) return invalidBody(request, id.error().message);
+    if (id.error().code == maintenance::errc::invalid_window)
+      return invalidBody(request, id.error().message);
     return storeFailure(request, id.error());
   }
   auto response = windowResponse(request, *id, 201);
   if (response.status != 201) return response;
-  response.headers.emplace_back("Location", "/api/v1/clusters/" + percentEncode(request.params.at("cluster")) +
+  response.headers.emplace_back("Location", "/api/v1/clusters/" +
+                                                percentEncode(request.params.at("cluster")) +
                                                 "/maintenance/" + std::to_string(*id));
   return response;
 }
 
 Response MaintenanceEndpoints::listWindows(const Request& request) const {
-  auto cluster = findCluster(request, live_, store_, request.params.at("cluster"), ProblemType::kUnknownCluster);
+  auto cluster = findCluster(request, live_, store_, request.params.at("cluster"),
+                             ProblemType::kUnknownCluster);
   if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
   auto query = QueryReader::create(request.query, {"from", "to", "limit"});
   if (!query) return badRequest(request, query.error());
@@ -147,25 +163,30 @@ Response MaintenanceEndpoints::listWindows(const Request& request) const {
 }
 
 Response MaintenanceEndpoints::getWindow(const Request& request) const {
-  auto cluster = findCluster(request, live_, store_, request.params.at("cluster"), ProblemType::kUnknownCluster);
+  auto cluster = findCluster(request, live_, store_, request.params.at("cluster"),
+                             ProblemType::kUnknownCluster);
   if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
-  if (auto query = QueryReader::create(request.query, {}); !query) return badRequest(request, query.error());
+  if (auto query = QueryReader::create(request.query, {}); !query)
+    return badRequest(request, query.error());
   auto id = parseInteger("id", request.params.at("id"), 1, kMaxId);
   if (!id) return badRequest(request, id.error());
   auto found = windows_.window(*id);
   if (!found) return storeFailure(request, found.error());
   if (!*found || (*found)->cluster != std::get<storage::ClusterId>(cluster)) {
     return problem(ProblemType::kUnknownMaintenance,
-                   "cluster " + printable(request.params.at("cluster")) + " has no maintenance window " + std::to_string(*id),
+                   "cluster " + printable(request.params.at("cluster")) +
+                       " has no maintenance window " + std::to_string(*id),
                    request.path);
   }
   return jsonResponse(200, maintenanceWindowJson(**found, clock_.wallNow()));
 }
 
 Response MaintenanceEndpoints::closeWindow(const Request& request) {
-  auto cluster = findCluster(request, live_, store_, request.params.at("cluster"), ProblemType::kUnknownCluster);
+  auto cluster = findCluster(request, live_, store_, request.params.at("cluster"),
+                             ProblemType::kUnknownCluster);
   if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
-  if (auto query = QueryReader::create(request.query, {}); !query) return badRequest(request, query.error());
+  if (auto query = QueryReader::create(request.query, {}); !query)
+    return badRequest(request, query.error());
   auto id = parseInteger("id", request.params.at("id"), 1, kMaxId);
   if (!id) return badRequest(request, id.error());
   if (!request.body.empty()) {
@@ -176,7 +197,8 @@ Response MaintenanceEndpoints::closeWindow(const Request& request) {
   }
   const auto unknown = [&] {
     return problem(ProblemType::kUnknownMaintenance,
-                   "cluster " + printable(request.params.at("cluster")) + " has no maintenance window " + std::to_string(*id),
+                   "cluster " + printable(request.params.at("cluster")) +
+                       " has no maintenance window " + std::to_string(*id),
                    request.path);
   };
   auto found = windows_.window(*id);
@@ -192,17 +214,22 @@ Response MaintenanceEndpoints::closeWindow(const Request& request) {
   return windowResponse(request, *id, 200);
 }
 
-Response MaintenanceEndpoints::windowResponse(const Request& request, std::int64_t id, int status) const {
+Response MaintenanceEndpoints::windowResponse(const Request& request, std::int64_t id,
+                                              int status) const {
   auto found = windows_.window(id);
   if (!found) return storeFailure(request, found.error());
   // Windows are never deleted: one that was just written and is gone is a bug.
-  if (!*found) return problem(ProblemType::kInternal, "maintenance window " + std::to_string(id) + " was not read back", request.path);
+  if (!*found)
+    return problem(ProblemType::kInternal,
+                   "maintenance window " + std::to_string(id) + " was not read back", request.path);
   return jsonResponse(status, maintenanceWindowJson(**found, clock_.wallNow()));
 }
 
-void appendMaintenanceMetrics(PrometheusText& out, const std::vector<MaintenanceCluster>& clusters) {
+void appendMaintenanceMetrics(PrometheusText& out,
+                              const std::vector<MaintenanceCluster>& clusters) {
   out.family("kfaild_maintenance_active", "gauge",
-             "1 while the cluster has an active planned-maintenance window (its gaps are planned, its incident "
+             "1 while the cluster has an active planned-maintenance window (its gaps are planned, "
+             "its incident "
              "notifications held), else 0.");
   for (const auto& c : clusters) {
     out.sample("kfaild_maintenance_active", {{"cluster", c.name}}, std::int64_t{c.active ? 1 : 0});

@@ -40,8 +40,8 @@ inline constexpr std::int64_t kMaintenanceDefaultLimit = 100;
 class MaintenanceEndpoints {
  public:
   // All must outlive the router the endpoints are registered on.
-  MaintenanceEndpoints(const LiveClusters& live, const storage::Store& store, maintenance::MaintenanceWindows& windows,
-                       const common::Clock& clock);
+  MaintenanceEndpoints(const LiveClusters& live, const storage::Store& store,
+                       maintenance::MaintenanceWindows& windows, const common::Clock& clock);
 
   void registerOn(Router& router);
 
@@ -60,7 +60,8 @@ class MaintenanceEndpoints {
 };
 
 // The window as the API shows it; `now_us` decides `active`.
-nlohmann::json maintenanceWindowJson(const maintenance::MaintenanceWindow& window, std::int64_t now_us);
+nlohmann::json maintenanceWindowJson(const maintenance::MaintenanceWindow& window,
+                                     std::int64_t now_us);
 
 struct MaintenanceCluster {
   std::string name;

@@ -19,12 +19,15 @@ Response badRequest(const Request& request, const Error& error) {
 Response storeFailure(const Request& request, const Error& error) {
   spdlog::warn("http: {} failed to read the store: {}", printable(request.path), error.describe());
   // SQLite's message may quote the statement: the operator's only.
-  return problem(ProblemType::kStoreUnavailable, "reading the database failed: " + common::sensitive(error.describe()),
+  return problem(ProblemType::kStoreUnavailable,
+                 "reading the database failed: " + common::sensitive(error.describe()),
                  request.path);
 }
 
-std::variant<storage::ClusterId, Response> findCluster(const Request& request, const LiveClusters& live,
-                                                       const storage::Store& store, const std::string& name,
+std::variant<storage::ClusterId, Response> findCluster(const Request& request,
+                                                       const LiveClusters& live,
+                                                       const storage::Store& store,
+                                                       const std::string& name,
                                                        ProblemType unknown) {
   std::string known;
   for (const auto& cluster : live.clusters()) {

@@ -5,11 +5,10 @@
 // Pure functions (storeFailure also logs): safe from any thread.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <variant>
-
-#include <nlohmann/json.hpp>
 
 #include "api/http_message.h"
 #include "api/live_state.h"
@@ -48,14 +47,17 @@ Response storeFailure(const Request& request, const Error& error);
 // The cluster called `name`: a configured one first, else one with history in the store; else
 // the `unknown` problem (404 unknown-cluster for a path, 400 invalid-body for a body field)
 // naming the configured clusters, or 503 when the store cannot be read.
-std::variant<storage::ClusterId, Response> findCluster(const Request& request, const LiveClusters& live,
-                                                       const storage::Store& store, const std::string& name,
+std::variant<storage::ClusterId, Response> findCluster(const Request& request,
+                                                       const LiveClusters& live,
+                                                       const storage::Store& store,
+                                                       const std::string& name,
                                                        ProblemType unknown);
 
 nlohmann::json timeOrNull(std::optional<std::int64_t> wall_us);
 nlohmann::json intOrNull(std::optional<std::int64_t> value);
 // `maintenance_id`: the planned-maintenance window the gap overlaps (planned), if any.
-nlohmann::json gapJson(const storage::Gap& gap, std::optional<std::int64_t> maintenance_id = std::nullopt);
+nlohmann::json gapJson(const storage::Gap& gap,
+                       std::optional<std::int64_t> maintenance_id = std::nullopt);
 nlohmann::json eventJson(const storage::Event& event);
 
 }  // namespace kfaild::api

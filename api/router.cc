@@ -1,8 +1,7 @@
 #include "api/router.h"
 
-#include <spdlog/spdlog.h>
-
 #include <openssl/evp.h>
+#include <spdlog/spdlog.h>
 
 #include <array>
 #include <exception>
@@ -17,7 +16,8 @@ namespace {
 std::string sha256Hex(const std::string& data) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int size = 0;
-  if (EVP_Digest(data.data(), data.size(), digest.data(), &size, EVP_sha256(), nullptr) != 1) return {};
+  if (EVP_Digest(data.data(), data.size(), digest.data(), &size, EVP_sha256(), nullptr) != 1)
+    return {};
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   for (unsigned int i = 0; i < size; ++i) {
@@ -30,7 +30,8 @@ std::string sha256Hex(const std::string& data) {
 // "urn:kfaild:problem:drill-refused" → "drill-refused".
 std::string problemSlug(const std::string& body) {
   const auto document = nlohmann::json::parse(body, nullptr, false);
-  if (!document.is_object() || !document.contains("type") || !document["type"].is_string()) return {};
+  if (!document.is_object() || !document.contains("type") || !document["type"].is_string())
+    return {};
   const auto type = document["type"].get<std::string>();
   const auto colon = type.rfind(':');
   return colon == std::string::npos ? type : type.substr(colon + 1);
@@ -125,7 +126,8 @@ std::optional<Response> Router::refuseBeforeBody(Request& request) const {
   return refused;
 }
 
-void Router::finish(const Request& request, const std::string& pattern, Response& response, bool body_read) const {
+void Router::finish(const Request& request, const std::string& pattern, Response& response,
+                    bool body_read) const {
   // Every problem document of every route: what was marked operator-only where it was made
   // (a command line, a tool's or the database's words) is not for anyone else.
   if (request.role != Role::kOperator && response.content_type == "application/problem+json") {
@@ -149,7 +151,9 @@ void Router::finish(const Request& request, const std::string& pattern, Response
 }
 
 void Router::redactBody(Response& response, bool marked_only) const {
-  if (response.content_type != "application/json" && response.content_type != "application/problem+json") return;
+  if (response.content_type != "application/json" &&
+      response.content_type != "application/problem+json")
+    return;
   // Nothing marked, and nothing else to look for: the body stays as it is.
   if (marked_only && response.body.find(common::kSensitiveOpen) == std::string::npos) return;
   auto body = nlohmann::json::parse(response.body, nullptr, false);
@@ -158,8 +162,8 @@ void Router::redactBody(Response& response, bool marked_only) const {
   response.body = jsonBody(body);
 }
 
-std::optional<Response> Router::resolve(const Request& request, std::string& pattern, const Route*& matched,
-                                        const HandlerEntry*& handler) const {
+std::optional<Response> Router::resolve(const Request& request, std::string& pattern,
+                                        const Route*& matched, const HandlerEntry*& handler) const {
   if (auto misdirected = access_.checkHost(request)) return misdirected;
   const Route* best = nullptr;
   std::size_t best_literals = 0;

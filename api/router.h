@@ -10,8 +10,8 @@
 //   403, 401 or 415 when the access policy refuses the request for this route (access.h: a
 //       cross-site change, missing or wrong credentials, a role too low, a body not JSON);
 // and otherwise runs the handler. The server may ask for the 421, 404, 405, 403 and 401 before
-// it reads a mutating request's body (refuseBeforeBody()). HEAD runs the GET handler (the server drops the body). A
-// handler that throws yields a 500 problem; the exception is logged, never sent.
+// it reads a mutating request's body (refuseBeforeBody()). HEAD runs the GET handler (the server
+// drops the body). A handler that throws yields a 500 problem; the exception is logged, never sent.
 //
 // A route added with `redact` has every string of its JSON answer (problem documents included)
 // passed through the redactor (server/common/redaction.h) unless the request proved the operator
@@ -34,8 +34,8 @@
 
 #include "api/access.h"
 #include "api/http_message.h"
-#include "server/common/redaction.h"
 #include "api/request_counter.h"
+#include "server/common/redaction.h"
 
 namespace kfaild::api {
 
@@ -49,8 +49,8 @@ struct AuditEntry {
   Role role = Role::kAnonymous;
   std::string remote_address;
   std::string method;
-  std::string route;  // the matched pattern; the (printable) path when none matched
-  bool matched = false;  // a route's pattern matched the path
+  std::string route;        // the matched pattern; the (printable) path when none matched
+  bool matched = false;     // a route's pattern matched the path
   std::string body_sha256;  // hex; of the empty string for a request without a body
   std::size_t body_bytes = 0;
   int status = 0;
@@ -99,7 +99,7 @@ class Router {
   struct Route {
     std::string pattern;
     std::vector<Segment> segments;
-    std::map<std::string, Handler> handlers;  // by method
+    std::map<std::string, Handler> handlers;      // by method
     std::map<std::string, RouteOptions> options;  // by method
   };
 
@@ -109,12 +109,13 @@ class Router {
   static std::string allowHeader(const Route& route);
   // The route's handler for the request (and `pattern` set), or the refusal without one: 421,
   // 404, 405.
-  std::optional<Response> resolve(const Request& request, std::string& pattern, const Route*& matched,
-                                  const HandlerEntry*& handler) const;
+  std::optional<Response> resolve(const Request& request, std::string& pattern,
+                                  const Route*& matched, const HandlerEntry*& handler) const;
   Response route(Request& request, std::string& pattern) const;
   // What every answer to a request goes through once made: redaction of problem documents for
   // non-operators, and the audit sink for mutating methods.
-  void finish(const Request& request, const std::string& pattern, Response& response, bool body_read) const;
+  void finish(const Request& request, const std::string& pattern, Response& response,
+              bool body_read) const;
   void redactBody(Response& response, bool marked_only) const;
 
   std::vector<Route> routes_;

@@ -72,7 +72,8 @@ Status StaticFiles::load(const std::string& directory) {
   }
   if (!files_.contains("index.html")) {
     return Error{make_error_code(errc::invalid_options),
-                 "web_dir: " + directory + " has no index.html (build the dashboard: cd web && npm ci && npm run build)"};
+                 "web_dir: " + directory +
+                     " has no index.html (build the dashboard: cd web && npm ci && npm run build)"};
   }
   return okStatus();
 }
@@ -86,18 +87,24 @@ std::size_t StaticFiles::totalBytes() const {
 void StaticFiles::registerOn(Router& router) const {
   // The page must load before it can ask for a token.
   const RouteOptions open{RouteAccess::kPublic, false};
-  router.add("GET", "/", [this](const Request& request) { return serve(request, "index.html"); }, open);
-  router.add("GET", "/{file}",
-             [this](const Request& request) { return serve(request, request.params.at("file")); }, open);
-  router.add("GET", "/assets/{file}", [this](const Request& request) {
-    return serve(request, "assets/" + request.params.at("file"));
-  }, open);
+  router.add(
+      "GET", "/", [this](const Request& request) { return serve(request, "index.html"); }, open);
+  router.add(
+      "GET", "/{file}",
+      [this](const Request& request) { return serve(request, request.params.at("file")); }, open);
+  router.add(
+      "GET", "/assets/{file}",
+      [this](const Request& request) {
+        return serve(request, "assets/" + request.params.at("file"));
+      },
+      open);
 }
 
 Response StaticFiles::serve(const Request& request, const std::string& name) const {
   const auto found = files_.find(name);
   if (found == files_.end()) {
-    return problem(ProblemType::kNotFound, "no such path: " + printable(request.path), request.path);
+    return problem(ProblemType::kNotFound, "no such path: " + printable(request.path),
+                   request.path);
   }
   Response response;
   response.status = 200;

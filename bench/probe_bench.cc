@@ -14,6 +14,8 @@
 // started by something else inherit the name the main thread has when they start (Linux copies
 // `comm` to new threads): "b:store", "b:probe", "b:poller".
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
 #include <chrono>
@@ -23,14 +25,11 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
-
-#include <nlohmann/json.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include "server/common/clock.h"
 #include "server/common/worker.h"
@@ -123,17 +122,23 @@ int main(int argc, char** argv) {
   int warmup_s = 20, duration_s = 60, setup_timeout_s = 120;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string key = argv[i];
-    if (key == "--config") config_path = argv[i + 1];
-    else if (key == "--warmup") warmup_s = std::stoi(argv[i + 1]);
-    else if (key == "--duration") duration_s = std::stoi(argv[i + 1]);
-    else if (key == "--setup-timeout") setup_timeout_s = std::stoi(argv[i + 1]);
+    if (key == "--config")
+      config_path = argv[i + 1];
+    else if (key == "--warmup")
+      warmup_s = std::stoi(argv[i + 1]);
+    else if (key == "--duration")
+      duration_s = std::stoi(argv[i + 1]);
+    else if (key == "--setup-timeout")
+      setup_timeout_s = std::stoi(argv[i + 1]);
     else {
-      std::cerr << "usage: probe_bench --config FILE [--warmup S] [--duration S] [--setup-timeout S]\n";
+      std::cerr
+          << "usage: probe_bench --config FILE [--warmup S] [--duration S] [--setup-timeout S]\n";
       return 2;
     }
   }
   if (config_path.empty()) {
-    std::cerr << "usage: probe_bench --config FILE [--warmup S] [--duration S] [--setup-timeout S]\n";
+    std::cerr
+        << "usage: probe_bench --config FILE [--warmup S] [--duration S] [--setup-timeout S]\n";
     return 2;
   }
   kfaild::config::Config config;
@@ -184,8 +189,8 @@ int main(int argc, char** argv) {
   const auto setup_deadline = Steady::now() + std::chrono::seconds(setup_timeout_s);
   while (probe.status().phase != kfaild::probe::ProbePhase::kProbing) {
     if (Steady::now() > setup_deadline) {
-      std::cerr << "probe_bench: probe not set up after " << setup_timeout_s << " s: "
-                << probe.status().problem << "\n";
+      std::cerr << "probe_bench: probe not set up after " << setup_timeout_s
+                << " s: " << probe.status().problem << "\n";
       return 1;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -235,7 +240,8 @@ int main(int argc, char** argv) {
       {"cpu_ms_per_1000_acked", acked > 0 ? (b.cpu - a.cpu) * 1e6 / acked : 0.0},
       {"rss_kb", rss_kb},
       {"peak_rss_kb", hwm_kb},
-      {"rss_kb_per_1000_msgs_per_s", acked > 0 ? static_cast<double>(rss_kb) / (acked / window / 1000.0) : 0.0},
+      {"rss_kb_per_1000_msgs_per_s",
+       acked > 0 ? static_cast<double>(rss_kb) / (acked / window / 1000.0) : 0.0},
       {"thread_cpu_s", threads},
       {"writer_queued_max_seen", std::max(w0.queued, w1.queued)},
       {"writer_written_in_window", w1.written - w0.written},

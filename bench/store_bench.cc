@@ -21,6 +21,9 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sqlite3.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -33,19 +36,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
-#include <sqlite3.h>
 
 #include "server/analysis/drill_analysis.h"
 #include "storage/sample_block.h"
@@ -110,7 +109,9 @@ std::int64_t fileSize(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<std::int64_t>(st.st_size) : 0;
 }
 
-double seconds(Steady::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(Steady::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 // Asks the page cache to forget a file, so the next read of it comes from the disk.
 void evict(const std::string& path) {
@@ -135,10 +136,11 @@ struct Args {
 };
 
 [[noreturn]] void usage(const std::string& why) {
-  std::cerr << "store_bench: " << why << "\n"
-            << "usage: store_bench write --db PATH [--samples N] [--partitions P] [--interval-us U] "
-               "[--progress N] [--direct] [--rate R]\n"
-               "       store_bench query --db PATH [--runs R] [--cold-runs C]\n";
+  std::cerr
+      << "store_bench: " << why << "\n"
+      << "usage: store_bench write --db PATH [--samples N] [--partitions P] [--interval-us U] "
+         "[--progress N] [--direct] [--rate R]\n"
+         "       store_bench query --db PATH [--runs R] [--cold-runs C]\n";
   std::exit(2);
 }
 
@@ -201,7 +203,8 @@ struct DbFacts {
 std::int64_t scalar(sqlite3* db, const char* sql) {
   sqlite3_stmt* st = nullptr;
   std::int64_t v = 0;
-  if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+  if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW) {
     v = sqlite3_column_int64(st, 0);
   }
   sqlite3_finalize(st);
@@ -217,8 +220,9 @@ DbFacts facts(const std::string& path, bool count_samples) {
   }
   // Per partition: min and max are one b-tree descent each on the clustered key.
   sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db, "SELECT id, partition FROM probe_partitions WHERE topic = 'orders' ORDER BY partition",
-                     -1, &st, nullptr);
+  sqlite3_prepare_v2(
+      db, "SELECT id, partition FROM probe_partitions WHERE topic = 'orders' ORDER BY partition",
+      -1, &st, nullptr);
   std::vector<std::int64_t> ids;
   while (sqlite3_step(st) == SQLITE_ROW) {
     ids.push_back(sqlite3_column_int64(st, 0));
@@ -230,19 +234,29 @@ DbFacts facts(const std::string& path, bool count_samples) {
   // A block's first_send_us is its oldest sample; the newest is in the blocks that start within
   // one block span of the last start (storage/sample_block.h).
   for (const auto id : ids) {
-    const auto lo = scalar(db, ("SELECT min(first_send_us) FROM probe_sample_blocks WHERE partition_id = " + std::to_string(id)).c_str());
-    const auto last = scalar(db, ("SELECT max(first_send_us) FROM probe_sample_blocks WHERE partition_id = " + std::to_string(id)).c_str());
+    const auto lo =
+        scalar(db, ("SELECT min(first_send_us) FROM probe_sample_blocks WHERE partition_id = " +
+                    std::to_string(id))
+                       .c_str());
+    const auto last =
+        scalar(db, ("SELECT max(first_send_us) FROM probe_sample_blocks WHERE partition_id = " +
+                    std::to_string(id))
+                       .c_str());
     if (lo > 0) f.min_send_us = std::min(f.min_send_us, lo);
     sqlite3_stmt* blocks = nullptr;
-    sqlite3_prepare_v2(db, "SELECT first_send_us, data FROM probe_sample_blocks WHERE partition_id = ?1 AND first_send_us > ?2",
+    sqlite3_prepare_v2(db,
+                       "SELECT first_send_us, data FROM probe_sample_blocks WHERE partition_id = "
+                       "?1 AND first_send_us > ?2",
                        -1, &blocks, nullptr);
     sqlite3_bind_int64(blocks, 1, id);
     sqlite3_bind_int64(blocks, 2, last - kfaild::storage::kSampleBlockSpanUs);
     std::vector<kfaild::storage::BlockSample> decoded;
     while (sqlite3_step(blocks) == SQLITE_ROW) {
       const auto* data = static_cast<const char*>(sqlite3_column_blob(blocks, 1));
-      const std::string_view bytes(data == nullptr ? "" : data, static_cast<std::size_t>(sqlite3_column_bytes(blocks, 1)));
-      if (!kfaild::storage::decodeSampleBlock(bytes, sqlite3_column_int64(blocks, 0), decoded).ok()) {
+      const std::string_view bytes(data == nullptr ? "" : data,
+                                   static_cast<std::size_t>(sqlite3_column_bytes(blocks, 1)));
+      if (!kfaild::storage::decodeSampleBlock(bytes, sqlite3_column_int64(blocks, 0), decoded)
+               .ok()) {
         std::cerr << "store_bench: a corrupt sample block in " << path << "\n";
         std::exit(1);
       }
@@ -251,13 +265,13 @@ DbFacts facts(const std::string& path, bool count_samples) {
     for (const auto& sample : decoded) f.max_send_us = std::max(f.max_send_us, sample.send_us);
   }
   if (f.min_send_us == INT64_MAX) f.min_send_us = 0;
-  if (count_samples) f.samples = scalar(db, "SELECT coalesce(sum(samples), 0) FROM probe_sample_blocks");
+  if (count_samples)
+    f.samples = scalar(db, "SELECT coalesce(sum(samples), 0) FROM probe_sample_blocks");
   f.gaps = scalar(db, "SELECT count(*) FROM gaps");
   f.events = scalar(db, "SELECT count(*) FROM events");
   sqlite3_close(db);
   return f;
 }
-
 
 // The same rows as SqliteStore writes, with the same SQL, but straight through one connection in
 // transactions of `rows_per_commit` samples and synchronous=OFF: for building a large database
@@ -301,8 +315,12 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))sql");
     const auto id = partitionId(s.cluster, s.topic, s.partition);
     auto& run = runs_[id];
     if (!run.empty() && s.send_us - run.front().send_us >= kLingerUs) writeRun(id, run);
-    run.push_back({.seq = s.seq, .send_us = s.send_us, .ack_us = s.ack_us, .ack_error = s.ack_error,
-                   .offset = s.offset, .receive_us = s.receive_us});
+    run.push_back({.seq = s.seq,
+                   .send_us = s.send_us,
+                   .ack_us = s.ack_us,
+                   .ack_error = s.ack_error,
+                   .offset = s.offset,
+                   .receive_us = s.receive_us});
     if (++rows_ % rows_per_commit_ == 0) {
       exec("COMMIT");
       exec("BEGIN");
@@ -326,8 +344,10 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))sql");
     sqlite3_bind_text(event_, 3, e.source.c_str(), -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(event_, 4, e.kind.c_str(), -1, SQLITE_TRANSIENT);
     bindOptional(event_, 5, e.broker ? std::optional<std::int64_t>(*e.broker) : std::nullopt);
-    if (e.topic) sqlite3_bind_text(event_, 6, e.topic->c_str(), -1, SQLITE_TRANSIENT);
-    else sqlite3_bind_null(event_, 6);
+    if (e.topic)
+      sqlite3_bind_text(event_, 6, e.topic->c_str(), -1, SQLITE_TRANSIENT);
+    else
+      sqlite3_bind_null(event_, 6);
     bindOptional(event_, 7, e.partition ? std::optional<std::int64_t>(*e.partition) : std::nullopt);
     sqlite3_bind_text(event_, 8, e.detail.c_str(), -1, SQLITE_TRANSIENT);
     step(event_);
@@ -369,8 +389,10 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))sql");
     run.clear();
   }
   static void bindOptional(sqlite3_stmt* st, int i, std::optional<std::int64_t> v) {
-    if (v) sqlite3_bind_int64(st, i, *v);
-    else sqlite3_bind_null(st, i);
+    if (v)
+      sqlite3_bind_int64(st, i, *v);
+    else
+      sqlite3_bind_null(st, i);
   }
   std::int64_t partitionId(ClusterId cluster, const std::string& topic, std::int32_t partition) {
     const auto it = ids_.find(partition);
@@ -392,7 +414,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))sql");
   sqlite3_stmt* event_ = nullptr;
   std::int64_t rows_per_commit_;
   std::int64_t rows_ = 0;
-  std::map<std::int32_t, std::int64_t> ids_;  // one topic only
+  std::map<std::int32_t, std::int64_t> ids_;                                // one topic only
   std::map<std::int64_t, std::vector<kfaild::storage::BlockSample>> runs_;  // by partition id
 };
 
@@ -421,7 +443,6 @@ int write(const Args& a) {
 
 template <typename Target>
 int writeTo(const Args& a, Target& store, ClusterId id, std::int64_t start_us) {
-
   // The queue may hold a million records; stay well under it so nothing is dropped, and well
   // over one batch so the writer never waits for the producer.
   constexpr std::uint64_t kHighWater = 400'000;
@@ -519,8 +540,9 @@ int writeTo(const Args& a, Target& store, ClusterId id, std::int64_t start_us) {
     }
     ++tick;
     if (a.rate > 0) {
-      const auto due = t0 + std::chrono::duration_cast<Steady::duration>(
-                                std::chrono::duration<double>(static_cast<double>(written) / a.rate));
+      const auto due =
+          t0 + std::chrono::duration_cast<Steady::duration>(
+                   std::chrono::duration<double>(static_cast<double>(written) / a.rate));
       std::this_thread::sleep_until(due);
     }
     if ((tick & 0x3ff) == 0) {
@@ -533,12 +555,13 @@ int writeTo(const Args& a, Target& store, ClusterId id, std::int64_t start_us) {
     if (a.progress > 0 && written - chunk_start >= a.progress) {
       const auto now = Steady::now();
       const double cpu = cpuSeconds();
-      json line{{"kind", "write_progress"},
-                {"written", written},
-                {"elapsed_s", seconds(now - t0)},
-                {"chunk_rate_per_s", static_cast<double>(written - chunk_start) / seconds(now - chunk_t)},
-                {"chunk_cpu_s", cpu - chunk_cpu},
-                {"db_bytes", fileSize(a.db)}};
+      json line{
+          {"kind", "write_progress"},
+          {"written", written},
+          {"elapsed_s", seconds(now - t0)},
+          {"chunk_rate_per_s", static_cast<double>(written - chunk_start) / seconds(now - chunk_t)},
+          {"chunk_cpu_s", cpu - chunk_cpu},
+          {"db_bytes", fileSize(a.db)}};
       std::cout << line.dump() << std::endl;
       chunk_start = written;
       chunk_t = now;
@@ -586,11 +609,14 @@ struct Latency {
     if (ms.empty()) return 0;
     auto v = ms;
     std::sort(v.begin(), v.end());
-    const auto i = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size()))) - 1;
+    const auto i =
+        static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size()))) - 1;
     return v[std::min(i, v.size() - 1)];
   }
   json toJson() const {
-    return {{"n", ms.size()}, {"p50_ms", pct(50)}, {"p99_ms", pct(99)},
+    return {{"n", ms.size()},
+            {"p50_ms", pct(50)},
+            {"p99_ms", pct(99)},
             {"max_ms", ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end())}};
   }
 };

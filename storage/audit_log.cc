@@ -14,7 +14,8 @@ constexpr std::int64_t kRowOverhead = 40;
 // One row, or an aggregated row added to the one already stored for its minute, role, method,
 // route and status (the unique index audit_log_aggregates).
 constexpr const char* kInsertRecord =
-    "INSERT INTO audit_log (time_us, role, remote, method, route, body_sha256, body_bytes, status, problem, count,"
+    "INSERT INTO audit_log (time_us, role, remote, method, route, body_sha256, body_bytes, status, "
+    "problem, count,"
     " aggregated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
     " ON CONFLICT (time_us, role, method, route, status) WHERE aggregated = 1 DO UPDATE SET"
     " count = count + excluded.count, body_bytes = body_bytes + excluded.body_bytes,"
@@ -22,9 +23,11 @@ constexpr const char* kInsertRecord =
 
 // The oldest refused rows; accepted ones are kept for their retention.
 constexpr const char* kDeleteOldestRefused =
-    "DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE status >= 400 ORDER BY id LIMIT ?1)";
+    "DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE status >= 400 ORDER BY id "
+    "LIMIT ?1)";
 constexpr const char* kDeleteOldestCounts =
-    "DELETE FROM audit_refusals WHERE (minute_us, remote, route_class, status) IN (SELECT minute_us,"
+    "DELETE FROM audit_refusals WHERE (minute_us, remote, route_class, status) IN (SELECT "
+    "minute_us,"
     " remote, route_class, status FROM audit_refusals ORDER BY minute_us LIMIT ?1)";
 
 Status insertRecord(sqlite::Database& db, const AuditRecord& r) {
@@ -75,8 +78,10 @@ Status AuditLog::appendBatch(const std::vector<AuditRecord>& records,
   }
   for (const auto& r : refusals) {
     auto s = db_->prepare(
-        "INSERT INTO audit_refusals (minute_us, remote, route_class, status, count) VALUES (?1, ?2, ?3, ?4, ?5)"
-        " ON CONFLICT (minute_us, remote, route_class, status) DO UPDATE SET count = count + excluded.count");
+        "INSERT INTO audit_refusals (minute_us, remote, route_class, status, count) VALUES (?1, "
+        "?2, ?3, ?4, ?5)"
+        " ON CONFLICT (minute_us, remote, route_class, status) DO UPDATE SET count = count + "
+        "excluded.count");
     if (!s) return fail(s.error());
     s->bindInt(1, r.minute_us);
     s->bindText(2, r.remote);
@@ -92,9 +97,11 @@ Status AuditLog::appendBatch(const std::vector<AuditRecord>& records,
 Result<std::vector<AuditRecord>> AuditLog::records(const AuditQuery& q) const {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(
-      "SELECT id, time_us, role, remote, method, route, body_sha256, body_bytes, status, problem, count, aggregated"
+      "SELECT id, time_us, role, remote, method, route, body_sha256, body_bytes, status, problem, "
+      "count, aggregated"
       " FROM audit_log"
-      " WHERE (?1 IS NULL OR time_us >= ?1) AND (?2 IS NULL OR time_us < ?2) AND (?3 IS NULL OR id < ?3)"
+      " WHERE (?1 IS NULL OR time_us >= ?1) AND (?2 IS NULL OR time_us < ?2) AND (?3 IS NULL OR id "
+      "< ?3)"
       " ORDER BY id DESC LIMIT ?4");
   if (!s) return s.error();
   s->bindOptionalInt(1, q.from_us);
@@ -136,21 +143,24 @@ Result<std::vector<AuditRefusal>> AuditLog::refusals(std::size_t limit) const {
     auto row = s->step();
     if (!row) return row.error();
     if (!*row) break;
-    out.push_back({s->columnInt(0), s->columnText(1), s->columnText(2), static_cast<int>(s->columnInt(3)),
-                   s->columnInt(4)});
+    out.push_back({s->columnInt(0), s->columnText(1), s->columnText(2),
+                   static_cast<int>(s->columnInt(3)), s->columnInt(4)});
   }
   return out;
 }
 
 Result<std::int64_t> AuditLog::bytesLocked() const {
   auto rows = db_->queryInt(
-      "SELECT coalesce(sum(length(role) + length(remote) + length(method) + length(route) + length(body_sha256)"
+      "SELECT coalesce(sum(length(role) + length(remote) + length(method) + length(route) + "
+      "length(body_sha256)"
       " + length(problem) + 32), 0) FROM audit_log");
   if (!rows) return rows.error();
   auto counts = db_->queryInt(
-      "SELECT coalesce(sum(2 * (length(remote) + length(route_class)) + 24), 0) FROM audit_refusals");
+      "SELECT coalesce(sum(2 * (length(remote) + length(route_class)) + 24), 0) FROM "
+      "audit_refusals");
   if (!counts) return counts.error();
-  auto row_count = db_->queryInt("SELECT (SELECT count(*) FROM audit_log) + (SELECT count(*) FROM audit_refusals)");
+  auto row_count = db_->queryInt(
+      "SELECT (SELECT count(*) FROM audit_log) + (SELECT count(*) FROM audit_refusals)");
   if (!row_count) return row_count.error();
   return *rows + *counts + *row_count * kRowOverhead;
 }
@@ -163,10 +173,12 @@ Result<std::int64_t> AuditLog::bytes() const {
 Result<std::int64_t> AuditLog::prune(std::int64_t before_us, std::int64_t max_rows) {
   std::lock_guard lock(mutex_);
   std::int64_t deleted = 0;
-  for (const char* sql :
-       {"DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE time_us < ?1 ORDER BY id LIMIT ?2)",
-        "DELETE FROM audit_refusals WHERE (minute_us, remote, route_class, status) IN (SELECT minute_us, remote,"
-        " route_class, status FROM audit_refusals WHERE minute_us < ?1 ORDER BY minute_us LIMIT ?2)"}) {
+  for (const char* sql : {"DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE "
+                          "time_us < ?1 ORDER BY id LIMIT ?2)",
+                          "DELETE FROM audit_refusals WHERE (minute_us, remote, route_class, "
+                          "status) IN (SELECT minute_us, remote,"
+                          " route_class, status FROM audit_refusals WHERE minute_us < ?1 ORDER BY "
+                          "minute_us LIMIT ?2)"}) {
     auto s = db_->prepare(sql);
     if (!s) return s.error();
     s->bindInt(1, before_us);
@@ -186,15 +198,17 @@ Result<std::int64_t> AuditLog::pruneOldest(std::int64_t target_bytes) {
     const char* count_sql;
     const char* delete_sql;
   };
-  for (const Kind& kind : {Kind{"SELECT count(*) FROM audit_refusals", kDeleteOldestCounts},
-                           Kind{"SELECT count(*) FROM audit_log WHERE status >= 400", kDeleteOldestRefused}}) {
+  for (const Kind& kind :
+       {Kind{"SELECT count(*) FROM audit_refusals", kDeleteOldestCounts},
+        Kind{"SELECT count(*) FROM audit_log WHERE status >= 400", kDeleteOldestRefused}}) {
     auto bytes = bytesLocked();
     if (!bytes) return bytes.error();
     if (*bytes <= target_bytes) break;
     auto rows = db_->queryInt(kind.count_sql);
     if (!rows) return rows.error();
     if (*rows == 0) continue;
-    auto total = db_->queryInt("SELECT (SELECT count(*) FROM audit_log) + (SELECT count(*) FROM audit_refusals)");
+    auto total = db_->queryInt(
+        "SELECT (SELECT count(*) FROM audit_log) + (SELECT count(*) FROM audit_refusals)");
     if (!total) return total.error();
     // Rows are of similar size: delete the share of them that is over the target.
     const auto average = std::max<std::int64_t>(1, *bytes / std::max<std::int64_t>(1, *total));

@@ -38,7 +38,7 @@ struct AuditRecord {
   std::string role;    // operator | viewer | anonymous
   std::string remote;  // the peer's IP address
   std::string method;
-  std::string route;   // the route pattern ("/api/v1/drills/{id}/abort")
+  std::string route;  // the route pattern ("/api/v1/drills/{id}/abort")
   std::string body_sha256;
   std::int64_t body_bytes = 0;
   int status = 0;
@@ -78,7 +78,8 @@ class AuditLog {
   // Rows and refusal counts (added to a minute's count already stored), in one transaction. An
   // aggregated row is added to the stored one of its minute, role, method, route and status
   // (count and body_bytes summed; remote "(several)" once two peers differ).
-  Status appendBatch(const std::vector<AuditRecord>& records, const std::vector<AuditRefusal>& refusals);
+  Status appendBatch(const std::vector<AuditRecord>& records,
+                     const std::vector<AuditRefusal>& refusals);
 
   Result<std::vector<AuditRecord>> records(const AuditQuery& query) const;
   // Oldest minute first; `limit` counts at most.

@@ -13,7 +13,9 @@ BatchWriter::BatchWriter(BatchSink& sink, BatchWriterOptions options)
 }
 
 // The stop wakes the writer wherever it waits; its last round writes what is queued.
-BatchWriter::~BatchWriter() { writer_.stop(); }
+BatchWriter::~BatchWriter() {
+  writer_.stop();
+}
 
 std::size_t BatchWriter::queuedLocked() const {
   return queue_.size();
@@ -21,7 +23,8 @@ std::size_t BatchWriter::queuedLocked() const {
 
 bool BatchWriter::wakeWriterLocked() const {
   // The first record starts the linger; a full batch ends it. In between the writer sleeps.
-  return queue_.size() == 1 || queue_.size() >= options_.linger_max_records || options_.linger.count() == 0;
+  return queue_.size() == 1 || queue_.size() >= options_.linger_max_records ||
+         options_.linger.count() == 0;
 }
 
 void BatchWriter::addSample(ProbeSample sample) {

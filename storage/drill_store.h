@@ -19,19 +19,20 @@ namespace kfaild::storage {
 struct DrillRecord {
   std::int64_t id = 0;
   ClusterId cluster = 0;
-  std::string fault;         // a drill::FaultType as drill::toString spells it (drill_spec.h)
-  std::string target;        // the request's target, JSON ({"broker":1} / {"leader_of":...} / ...)
-  std::string options;       // JSON of the drill options
-  std::string state;         // queued | preflight | baseline | inject | observe | recover | elect
-                             // | analyse | done | failed | aborted
-  std::string reason;        // why it failed or was aborted (the guard's words), else empty
+  std::string fault;    // a drill::FaultType as drill::toString spells it (drill_spec.h)
+  std::string target;   // the request's target, JSON ({"broker":1} / {"leader_of":...} / ...)
+  std::string options;  // JSON of the drill options
+  std::string state;    // queued | preflight | baseline | inject | observe | recover | elect
+                        // | analyse | done | failed | aborted
+  std::string reason;   // why it failed or was aborted (the guard's words), else empty
   std::optional<std::int64_t> schedule_id;
   std::int64_t created_us = 0;
   std::optional<std::int64_t> started_us;
   std::optional<std::int64_t> finished_us;
   std::string result = "{}";  // JSON: {"runs":[...]} with per-run times and analysis
   std::string expect;         // JSON of the request's objectives (`expect`), empty when it had none
-  std::string second_fault;   // JSON of the request's `then` (a compound drill's second fault), else empty
+  std::string
+      second_fault;  // JSON of the request's `then` (a compound drill's second fault), else empty
   // The verdict (pass | fail | inconclusive) and whether a regression was flagged, once the drill
   // ended; also in `result.verdict`, kept here so they can be filtered and counted in SQL.
   std::optional<std::string> verdict;
@@ -54,8 +55,8 @@ struct DrillQuery {
 struct DrillSpan {
   std::int64_t id = 0;
   ClusterId cluster = 0;
-  std::int64_t from_us = 0;              // started_us, or created_us while it has not started
-  std::optional<std::int64_t> to_us;     // finished_us; nullopt while it is not finished
+  std::int64_t from_us = 0;           // started_us, or created_us while it has not started
+  std::optional<std::int64_t> to_us;  // finished_us; nullopt while it is not finished
 };
 
 // How many drills of a cluster ended (or stand) in one state after one kind of fault.
@@ -100,10 +101,10 @@ struct ScheduleRecord {
   std::string cron;           // 5-field, UTC
   std::int64_t jitter_s = 0;  // random delay up to this many seconds
   bool enabled = true;
-  std::string drill;          // JSON: the drill request it starts (fault, target, options)
+  std::string drill;  // JSON: the drill request it starts (fault, target, options)
   std::optional<std::int64_t> last_run_us;
   std::optional<std::int64_t> next_run_us;
-  std::string last_outcome;   // "started drill 12", "missed", "refused: ..."
+  std::string last_outcome;  // "started drill 12", "missed", "refused: ..."
   std::int64_t created_us = 0;
 };
 
@@ -145,6 +146,7 @@ class DrillStore {
 // Closes an open journal entry on an operator's word (the node is back, or retired): done_us is
 // `now_us`, phase "resolved", last_error keeps the note. The entry as closed; nullopt when no open
 // entry has that id.
-Result<std::optional<RecoveryEntry>> resolveRecovery(DrillStore& store, std::int64_t id, const std::string& note, std::int64_t now_us);
+Result<std::optional<RecoveryEntry>> resolveRecovery(DrillStore& store, std::int64_t id,
+                                                     const std::string& note, std::int64_t now_us);
 
 }  // namespace kfaild::storage

@@ -9,10 +9,12 @@ namespace kfaild::storage {
 namespace {
 
 constexpr const char* kWindowColumns =
-    "w.id, w.cluster_id, c.name, w.reason, w.opened_by, w.started_us, w.ends_us, w.closed_us, w.closed_by"
+    "w.id, w.cluster_id, c.name, w.reason, w.opened_by, w.started_us, w.ends_us, w.closed_us, "
+    "w.closed_by"
     " FROM maintenance_windows AS w JOIN clusters AS c ON c.id = w.cluster_id";
 constexpr const char* kSilenceColumns =
-    "window_id, receiver, silence_id, state, attempts, created_us, next_attempt_us, last_error FROM maintenance_silences";
+    "window_id, receiver, silence_id, state, attempts, created_us, next_attempt_us, last_error "
+    "FROM maintenance_silences";
 // Where a window stops covering, in SQL (MaintenanceWindowRecord::endUs).
 constexpr const char* kEnd = "MIN(w.ends_us, COALESCE(w.closed_us, w.ends_us))";
 
@@ -68,7 +70,8 @@ Result<std::unique_ptr<MaintenanceStore>> MaintenanceStore::open(const std::stri
   return std::unique_ptr<MaintenanceStore>(new MaintenanceStore(std::move(*db)));
 }
 
-Result<std::int64_t> MaintenanceStore::insert(const MaintenanceWindowRecord& w, const std::vector<std::string>& receivers) {
+Result<std::int64_t> MaintenanceStore::insert(const MaintenanceWindowRecord& w,
+                                              const std::vector<std::string>& receivers) {
   std::lock_guard lock(mutex_);
   if (auto begun = db_->exec("BEGIN IMMEDIATE"); !begun) return begun.error();
   const auto failed = [this](const Error& e) -> Result<std::int64_t> {
@@ -76,7 +79,8 @@ Result<std::int64_t> MaintenanceStore::insert(const MaintenanceWindowRecord& w, 
     return e;
   };
   auto s = db_->prepare(
-      "INSERT INTO maintenance_windows (cluster_id, reason, opened_by, started_us, ends_us) VALUES (?1, ?2, ?3, ?4, ?5)");
+      "INSERT INTO maintenance_windows (cluster_id, reason, opened_by, started_us, ends_us) VALUES "
+      "(?1, ?2, ?3, ?4, ?5)");
   if (!s) return failed(s.error());
   s->bindInt(1, w.cluster);
   s->bindText(2, w.reason);
@@ -101,7 +105,8 @@ Result<std::int64_t> MaintenanceStore::insert(const MaintenanceWindowRecord& w, 
   return *id;
 }
 
-Result<bool> MaintenanceStore::close(std::int64_t id, std::int64_t closed_us, const std::string& closed_by) {
+Result<bool> MaintenanceStore::close(std::int64_t id, std::int64_t closed_us,
+                                     const std::string& closed_by) {
   std::lock_guard lock(mutex_);
   if (auto begun = db_->exec("BEGIN IMMEDIATE"); !begun) return begun.error();
   const auto failed = [this](const Error& e) -> Result<bool> {
@@ -121,10 +126,11 @@ Result<bool> MaintenanceStore::close(std::int64_t id, std::int64_t closed_us, co
     return false;
   }
   // A silence that exists is expired at once; one not created yet never will be.
-  for (const char* sql : {"UPDATE maintenance_silences SET state = 'expiring', attempts = 0, created_us = ?2,"
-                          " next_attempt_us = ?2, last_error = '' WHERE window_id = ?1 AND state = 'active'",
-                          "UPDATE maintenance_silences SET state = 'ended', next_attempt_us = ?2"
-                          " WHERE window_id = ?1 AND state = 'creating'"}) {
+  for (const char* sql :
+       {"UPDATE maintenance_silences SET state = 'expiring', attempts = 0, created_us = ?2,"
+        " next_attempt_us = ?2, last_error = '' WHERE window_id = ?1 AND state = 'active'",
+        "UPDATE maintenance_silences SET state = 'ended', next_attempt_us = ?2"
+        " WHERE window_id = ?1 AND state = 'creating'"}) {
     auto u = db_->prepare(sql);
     if (!u) return failed(u.error());
     u->bindInt(1, id);
@@ -152,7 +158,8 @@ Status MaintenanceStore::attachSilences(std::vector<MaintenanceWindowRecord>& wi
   auto rows = readSilences(*s);
   if (!rows) return rows.error();
   for (auto& r : *rows) {
-    if (auto it = by_id.find(r.window_id); it != by_id.end()) it->second->silences.push_back(std::move(r));
+    if (auto it = by_id.find(r.window_id); it != by_id.end())
+      it->second->silences.push_back(std::move(r));
   }
   return okStatus();
 }
@@ -169,11 +176,14 @@ Result<std::optional<MaintenanceWindowRecord>> MaintenanceStore::window(std::int
   return std::optional<MaintenanceWindowRecord>{std::move(rows->front())};
 }
 
-Result<std::vector<MaintenanceWindowRecord>> MaintenanceStore::windows(ClusterId cluster, std::int64_t from_us,
-                                                                       std::int64_t to_us, std::size_t limit) const {
+Result<std::vector<MaintenanceWindowRecord>> MaintenanceStore::windows(ClusterId cluster,
+                                                                       std::int64_t from_us,
+                                                                       std::int64_t to_us,
+                                                                       std::size_t limit) const {
   std::lock_guard lock(mutex_);
-  auto s = db_->prepare(std::string("SELECT ") + kWindowColumns + " WHERE w.cluster_id = ?1 AND ?2 < ?3 AND w.started_us < ?3 AND " +
-                        kEnd + " > ?2 ORDER BY w.started_us, w.id LIMIT ?4");
+  auto s = db_->prepare(std::string("SELECT ") + kWindowColumns +
+                        " WHERE w.cluster_id = ?1 AND ?2 < ?3 AND w.started_us < ?3 AND " + kEnd +
+                        " > ?2 ORDER BY w.started_us, w.id LIMIT ?4");
   if (!s) return s.error();
   s->bindInt(1, cluster);
   s->bindInt(2, from_us);
@@ -187,14 +197,15 @@ Result<std::vector<MaintenanceWindowRecord>> MaintenanceStore::windows(ClusterId
 
 Result<std::vector<MaintenanceWindowRecord>> MaintenanceStore::activeAt(std::int64_t at_us) const {
   std::lock_guard lock(mutex_);
-  auto s = db_->prepare(std::string("SELECT ") + kWindowColumns + " WHERE w.started_us <= ?1 AND " + kEnd +
-                        " > ?1 ORDER BY w.started_us, w.id");
+  auto s = db_->prepare(std::string("SELECT ") + kWindowColumns + " WHERE w.started_us <= ?1 AND " +
+                        kEnd + " > ?1 ORDER BY w.started_us, w.id");
   if (!s) return s.error();
   s->bindInt(1, at_us);
   return readWindows(*s);
 }
 
-Result<std::vector<MaintenanceSilenceRecord>> MaintenanceStore::silencesDue(std::int64_t now_us) const {
+Result<std::vector<MaintenanceSilenceRecord>> MaintenanceStore::silencesDue(
+    std::int64_t now_us) const {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(std::string("SELECT ") + kSilenceColumns +
                         " WHERE state IN ('creating', 'expiring') AND next_attempt_us <= ?1"
@@ -206,7 +217,9 @@ Result<std::vector<MaintenanceSilenceRecord>> MaintenanceStore::silencesDue(std:
 
 Result<std::optional<std::int64_t>> MaintenanceStore::nextSilenceDue() const {
   std::lock_guard lock(mutex_);
-  auto s = db_->prepare("SELECT MIN(next_attempt_us) FROM maintenance_silences WHERE state IN ('creating', 'expiring')");
+  auto s = db_->prepare(
+      "SELECT MIN(next_attempt_us) FROM maintenance_silences WHERE state IN ('creating', "
+      "'expiring')");
   if (!s) return s.error();
   auto row = s->step();
   if (!row) return row.error();

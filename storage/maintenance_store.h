@@ -29,8 +29,8 @@ class Database;
 
 struct MaintenanceSilenceRecord {
   std::int64_t window_id = 0;
-  std::string receiver;    // the configured Alertmanager receiver's name
-  std::string silence_id;  // Alertmanager's, once created
+  std::string receiver;            // the configured Alertmanager receiver's name
+  std::string silence_id;          // Alertmanager's, once created
   std::string state = "creating";  // creating | active | expiring | ended | failed
   std::int64_t attempts = 0;       // failed attempts at the current step
   std::int64_t created_us = 0;     // when the current step began (the backoff's age)
@@ -45,7 +45,7 @@ struct MaintenanceWindowRecord {
   std::string reason;
   std::string opened_by;
   std::int64_t started_us = 0;
-  std::int64_t ends_us = 0;  // as opened
+  std::int64_t ends_us = 0;               // as opened
   std::optional<std::int64_t> closed_us;  // closed early
   std::string closed_by;
   std::vector<MaintenanceSilenceRecord> silences;  // read back; ignored by insert
@@ -65,7 +65,8 @@ class MaintenanceStore {
 
   // Inserts the window and a `creating` silence row per receiver (due at started_us), in one
   // transaction; the window's id.
-  Result<std::int64_t> insert(const MaintenanceWindowRecord& window, const std::vector<std::string>& receivers);
+  Result<std::int64_t> insert(const MaintenanceWindowRecord& window,
+                              const std::vector<std::string>& receivers);
   // Closes the window at `closed_us` if it is still open then; its silences that are active or
   // still being created move to `expiring`/`ended`. False when the window is unknown, already
   // closed, or already over at closed_us.
@@ -74,8 +75,8 @@ class MaintenanceStore {
   Result<std::optional<MaintenanceWindowRecord>> window(std::int64_t id) const;
   // The cluster's windows that cover any instant of [from_us, to_us), oldest first, at most
   // `limit`; with their silences. An empty range (from_us >= to_us) covers none.
-  Result<std::vector<MaintenanceWindowRecord>> windows(ClusterId cluster, std::int64_t from_us, std::int64_t to_us,
-                                                       std::size_t limit) const;
+  Result<std::vector<MaintenanceWindowRecord>> windows(ClusterId cluster, std::int64_t from_us,
+                                                       std::int64_t to_us, std::size_t limit) const;
   // Every cluster's windows that cover `at_us`, oldest first.
   Result<std::vector<MaintenanceWindowRecord>> activeAt(std::int64_t at_us) const;
 

@@ -252,8 +252,8 @@ FROM probe_samples ORDER BY partition_id, send_us, seq LIMIT ?1)sql");
   select->reset();
   if (rows == 0) return false;
   if (auto written = writeRun(); !written) return written.error();
-  auto erase = db.prepare(
-      "DELETE FROM probe_samples WHERE (partition_id, send_us, seq) <= (?1, ?2, ?3)");
+  auto erase =
+      db.prepare("DELETE FROM probe_samples WHERE (partition_id, send_us, seq) <= (?1, ?2, ?3)");
   if (!erase) return erase.error();
   erase->bindInt(1, partition);
   erase->bindInt(2, last_send);
@@ -371,7 +371,8 @@ constexpr std::array kMigrations = {
     Migration{"recovery journal entries that heal a gray fault", kRecoveryHeal},
     Migration{"compound drills' second fault", kSecondFault},
     Migration{"planned-maintenance windows and their Alertmanager silences", kMaintenanceWindows},
-    Migration{"refused requests with a token counted per minute past the first few", kAuditAggregates},
+    Migration{"refused requests with a token counted per minute past the first few",
+              kAuditAggregates},
     Migration{"where a recovery journal entry's gray fault was placed", kRecoveryPlace},
 };
 
@@ -456,9 +457,9 @@ Status requireLatestSchema(sqlite::Database& db, const std::string& path) {
   auto version = schemaVersion(db);
   if (!version) return version.error();
   if (*version != latestSchemaVersion()) {
-    return Error{errc::migration_failed, path + " is at schema version " + std::to_string(*version) +
-                                             ", expected " + std::to_string(latestSchemaVersion()) +
-                                             " (open it with SqliteStore first)"};
+    return Error{errc::migration_failed,
+                 path + " is at schema version " + std::to_string(*version) + ", expected " +
+                     std::to_string(latestSchemaVersion()) + " (open it with SqliteStore first)"};
   }
   return okStatus();
 }

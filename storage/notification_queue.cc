@@ -7,7 +7,8 @@ namespace kfaild::storage {
 namespace {
 
 constexpr const char* kColumns =
-    "id, receiver, event, dedup_key, payload, state, attempts, next_attempt_us, last_error, created_us, delivered_us";
+    "id, receiver, event, dedup_key, payload, state, attempts, next_attempt_us, last_error, "
+    "created_us, delivered_us";
 
 NotificationRecord readRow(const sqlite::Statement& s) {
   NotificationRecord r;
@@ -50,7 +51,8 @@ Result<std::unique_ptr<NotificationQueue>> NotificationQueue::open(const std::st
 Result<std::optional<std::int64_t>> NotificationQueue::enqueue(const NotificationRecord& r) {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(
-      "INSERT INTO notifications (receiver, event, dedup_key, payload, state, attempts, next_attempt_us, created_us)"
+      "INSERT INTO notifications (receiver, event, dedup_key, payload, state, attempts, "
+      "next_attempt_us, created_us)"
       " VALUES (?1, ?2, ?3, ?4, 'queued', 0, ?5, ?6) ON CONFLICT (receiver, dedup_key) DO NOTHING");
   if (!s) return s.error();
   s->bindText(1, r.receiver);
@@ -66,11 +68,13 @@ Result<std::optional<std::int64_t>> NotificationQueue::enqueue(const Notificatio
   return std::optional<std::int64_t>{*id};
 }
 
-Result<std::vector<NotificationRecord>> NotificationQueue::claimDue(std::int64_t now_us, std::size_t limit) {
+Result<std::vector<NotificationRecord>> NotificationQueue::claimDue(std::int64_t now_us,
+                                                                    std::size_t limit) {
   std::lock_guard lock(mutex_);
   if (auto begun = db_->exec("BEGIN IMMEDIATE"); !begun) return begun.error();
   auto s = db_->prepare(std::string("SELECT ") + kColumns +
-                        " FROM notifications WHERE state = 'queued' AND next_attempt_us <= ?1 ORDER BY next_attempt_us, id"
+                        " FROM notifications WHERE state = 'queued' AND next_attempt_us <= ?1 "
+                        "ORDER BY next_attempt_us, id"
                         " LIMIT ?2");
   if (!s) {
     db_->rollbackQuietly();
@@ -104,12 +108,15 @@ Result<std::vector<NotificationRecord>> NotificationQueue::claimDue(std::int64_t
   return rows;
 }
 
-Status NotificationQueue::finishAttempt(std::int64_t id, const std::string& state, std::optional<std::int64_t> next_us,
-                                        std::optional<std::int64_t> delivered_us, const std::string& error) {
+Status NotificationQueue::finishAttempt(std::int64_t id, const std::string& state,
+                                        std::optional<std::int64_t> next_us,
+                                        std::optional<std::int64_t> delivered_us,
+                                        const std::string& error) {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(
       "UPDATE notifications SET state = ?2, attempts = attempts + 1,"
-      " next_attempt_us = COALESCE(?3, next_attempt_us), delivered_us = ?4, last_error = ?5 WHERE id = ?1");
+      " next_attempt_us = COALESCE(?3, next_attempt_us), delivered_us = ?4, last_error = ?5 WHERE "
+      "id = ?1");
   if (!s) return s.error();
   s->bindInt(1, id);
   s->bindText(2, state);
@@ -123,7 +130,8 @@ Status NotificationQueue::markDelivered(std::int64_t id, std::int64_t now_us) {
   return finishAttempt(id, "delivered", std::nullopt, now_us, "");
 }
 
-Status NotificationQueue::markRetry(std::int64_t id, std::int64_t next_attempt_us, const std::string& error) {
+Status NotificationQueue::markRetry(std::int64_t id, std::int64_t next_attempt_us,
+                                    const std::string& error) {
   return finishAttempt(id, "queued", next_attempt_us, std::nullopt, error);
 }
 
@@ -133,7 +141,8 @@ Status NotificationQueue::markFailed(std::int64_t id, const std::string& error) 
 
 Result<std::int64_t> NotificationQueue::requeueInterrupted(std::int64_t now_us) {
   std::lock_guard lock(mutex_);
-  auto s = db_->prepare("UPDATE notifications SET state = 'queued', next_attempt_us = ?1 WHERE state = 'delivering'");
+  auto s = db_->prepare(
+      "UPDATE notifications SET state = 'queued', next_attempt_us = ?1 WHERE state = 'delivering'");
   if (!s) return s.error();
   s->bindInt(1, now_us);
   if (auto done = s->run(); !done) return done.error();
@@ -161,11 +170,13 @@ Result<std::optional<NotificationRecord>> NotificationQueue::notification(std::i
   return std::optional<NotificationRecord>{std::move(rows->front())};
 }
 
-Result<std::vector<NotificationRecord>> NotificationQueue::notifications(const NotificationQuery& q) const {
+Result<std::vector<NotificationRecord>> NotificationQueue::notifications(
+    const NotificationQuery& q) const {
   std::lock_guard lock(mutex_);
-  auto s = db_->prepare(std::string("SELECT ") + kColumns +
-                        " FROM notifications WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR receiver = ?2)"
-                        " AND (?3 IS NULL OR event = ?3) AND (?4 IS NULL OR id < ?4) ORDER BY id DESC LIMIT ?5");
+  auto s = db_->prepare(
+      std::string("SELECT ") + kColumns +
+      " FROM notifications WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR receiver = ?2)"
+      " AND (?3 IS NULL OR event = ?3) AND (?4 IS NULL OR id < ?4) ORDER BY id DESC LIMIT ?5");
   if (!s) return s.error();
   s->bindOptionalText(1, q.state);
   s->bindOptionalText(2, q.receiver);
@@ -177,7 +188,9 @@ Result<std::vector<NotificationRecord>> NotificationQueue::notifications(const N
 
 Result<std::vector<NotificationCount>> NotificationQueue::counts() const {
   std::lock_guard lock(mutex_);
-  auto s = db_->prepare("SELECT receiver, state, COUNT(*) FROM notifications GROUP BY receiver, state ORDER BY receiver, state");
+  auto s = db_->prepare(
+      "SELECT receiver, state, COUNT(*) FROM notifications GROUP BY receiver, state ORDER BY "
+      "receiver, state");
   if (!s) return s.error();
   std::vector<NotificationCount> out;
   for (;;) {

@@ -84,7 +84,8 @@ class NotificationQueue {
 
  private:
   explicit NotificationQueue(std::unique_ptr<sqlite::Database> db);
-  Status finishAttempt(std::int64_t id, const std::string& state, std::optional<std::int64_t> next_us,
+  Status finishAttempt(std::int64_t id, const std::string& state,
+                       std::optional<std::int64_t> next_us,
                        std::optional<std::int64_t> delivered_us, const std::string& error);
   mutable std::mutex mutex_;
   std::unique_ptr<sqlite::Database> db_;  // guarded by mutex_

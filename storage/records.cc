@@ -23,7 +23,9 @@ common::EventSource sourceOf(const Event& event) {
   return common::eventSourceFromString(event.source);
 }
 
-common::EventKind kindOf(const Event& event) { return common::eventKindFromString(event.kind); }
+common::EventKind kindOf(const Event& event) {
+  return common::eventKindFromString(event.kind);
+}
 
 bool isEvent(const Event& event, common::EventSource source, common::EventKind kind) {
   return sourceOf(event) == source && kindOf(event) == kind;

@@ -173,7 +173,8 @@ Status decodeSampleBlock(std::string_view data, std::int64_t base_send_us,
     std::uint8_t flags = 0;
     if (!in.varint(length) || !in.byte(flags)) return corrupt("truncated flag runs");
     if ((flags & ~kKnownFlags) != 0) return corrupt("unknown flags");
-    if (length == 0 || length > count - covered) return corrupt("flag runs do not cover the samples");
+    if (length == 0 || length > count - covered)
+      return corrupt("flag runs do not cover the samples");
     covered += length;
     flag_runs.emplace_back(length, flags);
   }

@@ -32,7 +32,8 @@ DrillRecord readDrill(const sqlite::Statement& s) {
 }
 
 constexpr const char* kScheduleColumns =
-    "id, cluster_id, name, cron, jitter_s, enabled, drill, last_run_us, next_run_us, last_outcome, created_us";
+    "id, cluster_id, name, cron, jitter_s, enabled, drill, last_run_us, next_run_us, last_outcome, "
+    "created_us";
 
 ScheduleRecord readSchedule(const sqlite::Statement& s) {
   ScheduleRecord r;
@@ -72,7 +73,8 @@ Result<std::unique_ptr<SqliteDrillStore>> SqliteDrillStore::open(const std::stri
   auto db = sqlite::Database::open(path);
   if (!db) return db.error();
   (*db)->setBusyTimeout(std::chrono::milliseconds(10000));
-  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"}) {
+  for (const char* pragma :
+       {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"}) {
     if (auto s = (*db)->exec(pragma); !s) return s.error();
   }
   if (auto latest = requireLatestSchema(**db, path); !latest) return latest.error();
@@ -82,7 +84,8 @@ Result<std::unique_ptr<SqliteDrillStore>> SqliteDrillStore::open(const std::stri
 Result<std::int64_t> SqliteDrillStore::createDrill(const DrillRecord& d) {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(
-      "INSERT INTO drills (cluster_id, fault, target, options, state, reason, schedule_id, created_us, "
+      "INSERT INTO drills (cluster_id, fault, target, options, state, reason, schedule_id, "
+      "created_us, "
       "started_us, finished_us, result, expect, verdict, regressed, second_fault)"
       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
   if (!s) return s.error();
@@ -99,7 +102,8 @@ Result<std::int64_t> SqliteDrillStore::createDrill(const DrillRecord& d) {
   s->bindText(11, d.result);
   s->bindText(12, d.expect);
   s->bindOptionalText(13, d.verdict);
-  s->bindOptionalInt(14, d.regressed ? std::optional<std::int64_t>(*d.regressed ? 1 : 0) : std::nullopt);
+  s->bindOptionalInt(
+      14, d.regressed ? std::optional<std::int64_t>(*d.regressed ? 1 : 0) : std::nullopt);
   s->bindText(15, d.second_fault);
   if (auto r = s->run(); !r) return r.error();
   return db_->queryInt("SELECT last_insert_rowid()");
@@ -108,7 +112,8 @@ Result<std::int64_t> SqliteDrillStore::createDrill(const DrillRecord& d) {
 Status SqliteDrillStore::updateDrill(const DrillRecord& d) {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(
-      "UPDATE drills SET state = ?2, reason = ?3, started_us = ?4, finished_us = ?5, result = ?6, verdict = ?7,"
+      "UPDATE drills SET state = ?2, reason = ?3, started_us = ?4, finished_us = ?5, result = ?6, "
+      "verdict = ?7,"
       " regressed = ?8 WHERE id = ?1");
   if (!s) return s.error();
   s->bindInt(1, d.id);
@@ -118,7 +123,8 @@ Status SqliteDrillStore::updateDrill(const DrillRecord& d) {
   s->bindOptionalInt(5, d.finished_us);
   s->bindText(6, d.result);
   s->bindOptionalText(7, d.verdict);
-  s->bindOptionalInt(8, d.regressed ? std::optional<std::int64_t>(*d.regressed ? 1 : 0) : std::nullopt);
+  s->bindOptionalInt(
+      8, d.regressed ? std::optional<std::int64_t>(*d.regressed ? 1 : 0) : std::nullopt);
   return s->run();
 }
 
@@ -135,11 +141,12 @@ Result<std::optional<DrillRecord>> SqliteDrillStore::drill(std::int64_t id) cons
 
 Result<std::vector<DrillRecord>> SqliteDrillStore::drills(const DrillQuery& q) const {
   std::lock_guard lock(mutex_);
-  auto s = db_->prepare(std::string("SELECT ") + kDrillColumns +
-                        " FROM drills WHERE (?1 IS NULL OR cluster_id = ?1) AND (?2 IS NULL OR state = ?2)"
-                        " AND (?3 IS NULL OR fault = ?3) AND (?4 IS NULL OR created_us >= ?4)"
-                        " AND (?5 IS NULL OR created_us < ?5) AND (?6 IS NULL OR id < ?6)"
-                        " AND (?8 IS NULL OR verdict = ?8) ORDER BY id DESC LIMIT ?7");
+  auto s = db_->prepare(
+      std::string("SELECT ") + kDrillColumns +
+      " FROM drills WHERE (?1 IS NULL OR cluster_id = ?1) AND (?2 IS NULL OR state = ?2)"
+      " AND (?3 IS NULL OR fault = ?3) AND (?4 IS NULL OR created_us >= ?4)"
+      " AND (?5 IS NULL OR created_us < ?5) AND (?6 IS NULL OR id < ?6)"
+      " AND (?8 IS NULL OR verdict = ?8) ORDER BY id DESC LIMIT ?7");
   if (!s) return s.error();
   s->bindOptionalInt(1, q.cluster);
   s->bindOptionalText(2, q.state);
@@ -223,7 +230,8 @@ Result<std::vector<DrillRecord>> SqliteDrillStore::lastDrills(const std::string&
 Result<std::int64_t> SqliteDrillStore::addRecovery(const RecoveryEntry& e) {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(
-      "INSERT INTO recovery_journal (drill_id, cluster_id, node, action, phase, created_us, done_us, attempts, "
+      "INSERT INTO recovery_journal (drill_id, cluster_id, node, action, phase, created_us, "
+      "done_us, attempts, "
       "last_error, injection, place_host, place_netns, place_netns_id, place_table, place_filler) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
   if (!s) return s.error();
@@ -250,7 +258,8 @@ Status SqliteDrillStore::updateRecovery(const RecoveryEntry& e) {
   std::lock_guard lock(mutex_);
   // Only an open entry: a retry that ends after an operator resolved the entry must not reopen it.
   auto s = db_->prepare(
-      "UPDATE recovery_journal SET phase = ?2, done_us = ?3, attempts = ?4, last_error = ?5, injection = ?6 "
+      "UPDATE recovery_journal SET phase = ?2, done_us = ?3, attempts = ?4, last_error = ?5, "
+      "injection = ?6 "
       "WHERE id = ?1 AND done_us IS NULL");
   if (!s) return s.error();
   s->bindInt(1, e.id);
@@ -265,7 +274,8 @@ Status SqliteDrillStore::updateRecovery(const RecoveryEntry& e) {
 Result<std::vector<RecoveryEntry>> SqliteDrillStore::pendingRecoveries() const {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(
-      "SELECT id, drill_id, cluster_id, node, action, phase, created_us, done_us, attempts, last_error, injection, "
+      "SELECT id, drill_id, cluster_id, node, action, phase, created_us, done_us, attempts, "
+      "last_error, injection, "
       "place_host, place_netns, place_netns_id, place_table, place_filler "
       "FROM recovery_journal WHERE done_us IS NULL ORDER BY id");
   if (!s) return s.error();
@@ -299,7 +309,8 @@ Result<std::vector<RecoveryEntry>> SqliteDrillStore::pendingRecoveries() const {
 Result<std::int64_t> SqliteDrillStore::createSchedule(const ScheduleRecord& r) {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(
-      "INSERT INTO schedules (cluster_id, name, cron, jitter_s, enabled, drill, last_run_us, next_run_us, "
+      "INSERT INTO schedules (cluster_id, name, cron, jitter_s, enabled, drill, last_run_us, "
+      "next_run_us, "
       "last_outcome, created_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
   if (!s) return s.error();
   bindSchedule(*s, r);
@@ -310,7 +321,8 @@ Result<std::int64_t> SqliteDrillStore::createSchedule(const ScheduleRecord& r) {
 Status SqliteDrillStore::updateSchedule(const ScheduleRecord& r) {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(
-      "UPDATE schedules SET cluster_id = ?1, name = ?2, cron = ?3, jitter_s = ?4, enabled = ?5, drill = ?6, "
+      "UPDATE schedules SET cluster_id = ?1, name = ?2, cron = ?3, jitter_s = ?4, enabled = ?5, "
+      "drill = ?6, "
       "last_run_us = ?7, next_run_us = ?8, last_outcome = ?9, created_us = ?10 WHERE id = ?11");
   if (!s) return s.error();
   bindSchedule(*s, r);
@@ -320,7 +332,8 @@ Status SqliteDrillStore::updateSchedule(const ScheduleRecord& r) {
 
 Status SqliteDrillStore::recordScheduleRun(const ScheduleRecord& r) {
   std::lock_guard lock(mutex_);
-  auto s = db_->prepare("UPDATE schedules SET last_run_us = ?1, next_run_us = ?2, last_outcome = ?3 WHERE id = ?4");
+  auto s = db_->prepare(
+      "UPDATE schedules SET last_run_us = ?1, next_run_us = ?2, last_outcome = ?3 WHERE id = ?4");
   if (!s) return s.error();
   s->bindOptionalInt(1, r.last_run_us);
   s->bindOptionalInt(2, r.next_run_us);
@@ -340,7 +353,8 @@ Result<bool> SqliteDrillStore::deleteSchedule(std::int64_t id) {
 
 Result<std::optional<ScheduleRecord>> SqliteDrillStore::schedule(std::int64_t id) const {
   std::lock_guard lock(mutex_);
-  auto s = db_->prepare(std::string("SELECT ") + kScheduleColumns + " FROM schedules WHERE id = ?1");
+  auto s =
+      db_->prepare(std::string("SELECT ") + kScheduleColumns + " FROM schedules WHERE id = ?1");
   if (!s) return s.error();
   s->bindInt(1, id);
   auto row = s->step();
@@ -349,7 +363,8 @@ Result<std::optional<ScheduleRecord>> SqliteDrillStore::schedule(std::int64_t id
   return std::optional<ScheduleRecord>(readSchedule(*s));
 }
 
-Result<std::vector<ScheduleRecord>> SqliteDrillStore::schedules(std::optional<ClusterId> cluster) const {
+Result<std::vector<ScheduleRecord>> SqliteDrillStore::schedules(
+    std::optional<ClusterId> cluster) const {
   std::lock_guard lock(mutex_);
   auto s = db_->prepare(std::string("SELECT ") + kScheduleColumns +
                         " FROM schedules WHERE (?1 IS NULL OR cluster_id = ?1) ORDER BY id");

@@ -151,7 +151,8 @@ struct SampleCursor {
 
   static SampleCursor at(std::size_t interval, const std::vector<TimeRange>& intervals) {
     SampleCursor cursor{.interval = interval};
-    if (interval < intervals.size()) cursor.after_first_us = blocksFrom(intervals[interval].from_us);
+    if (interval < intervals.size())
+      cursor.after_first_us = blocksFrom(intervals[interval].from_us);
     return cursor;
   }
 };
@@ -240,16 +241,15 @@ class SqliteBatchSink final : public BatchSink {
   static Result<std::unique_ptr<SqliteBatchSink>> create(std::unique_ptr<sqlite::Database> db,
                                                          std::optional<std::int64_t> max_pages) {
     Statements statements{};
-    for (const auto& [sql, statement] :
-         {std::pair{kUpsertPartition, &statements.upsert_partition},
-          std::pair{kInsertBlock, &statements.insert_block},
-          std::pair{kInsertGap, &statements.insert_gap},
-          std::pair{kInsertEvent, &statements.insert_event},
-          std::pair{kPruneCandidates, &statements.prune_candidates},
-          std::pair{kDeleteBlock, &statements.delete_block},
-          std::pair{kRewriteBlock, &statements.rewrite_block},
-          std::pair{kPruneGaps, &statements.prune_gaps},
-          std::pair{kPruneEvents, &statements.prune_events}}) {
+    for (const auto& [sql, statement] : {std::pair{kUpsertPartition, &statements.upsert_partition},
+                                         std::pair{kInsertBlock, &statements.insert_block},
+                                         std::pair{kInsertGap, &statements.insert_gap},
+                                         std::pair{kInsertEvent, &statements.insert_event},
+                                         std::pair{kPruneCandidates, &statements.prune_candidates},
+                                         std::pair{kDeleteBlock, &statements.delete_block},
+                                         std::pair{kRewriteBlock, &statements.rewrite_block},
+                                         std::pair{kPruneGaps, &statements.prune_gaps},
+                                         std::pair{kPruneEvents, &statements.prune_events}}) {
       auto prepared = db->prepare(sql);
       if (!prepared) return prepared.error();
       *statement = std::move(*prepared);
@@ -682,15 +682,15 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
       std::make_unique<ReaderPool>(path, options.busy_timeout, options.max_idle_readers);
   store->sink_ = std::move(*sink);
   store->writer_ = std::make_unique<BatchWriter>(
-      *store->sink_, BatchWriterOptions{.max_queued_records = options.max_queued_records,
-                                        .retry_interval = options.retry_interval,
-                                        .linger = options.linger,
-                                        // A lingering batch must never fill the queue: it would
-                                        // refuse samples while waiting to be written.
-                                        .linger_max_records = std::min(
-                                            options.linger_max_records,
-                                            std::max<std::size_t>(options.max_queued_records / 2,
-                                                                  1))});
+      *store->sink_,
+      BatchWriterOptions{.max_queued_records = options.max_queued_records,
+                         .retry_interval = options.retry_interval,
+                         .linger = options.linger,
+                         // A lingering batch must never fill the queue: it would
+                         // refuse samples while waiting to be written.
+                         .linger_max_records =
+                             std::min(options.linger_max_records,
+                                      std::max<std::size_t>(options.max_queued_records / 2, 1))});
   spdlog::info("storage: opened {} (schema version {})", path, latestSchemaVersion());
   return store;
 }
@@ -1000,8 +1000,8 @@ Result<std::int64_t> SqliteStore::pruneSamples(const SamplePrune& prune) {
     auto cursor = SampleCursor::at(0, intervals);
     while (cursor.interval < intervals.size() && deleted < prune.max_rows) {
       const auto rows = std::min(options_.prune_chunk_rows, prune.max_rows - deleted);
-      auto chunk = writer_->runOnWriter<SampleChunk>(
-          [this, partition_id, &intervals, cursor, rows] {
+      auto chunk =
+          writer_->runOnWriter<SampleChunk>([this, partition_id, &intervals, cursor, rows] {
             return sink_->pruneSampleChunk(partition_id, intervals, cursor, rows);
           });
       if (!chunk) return chunk.error();
@@ -1026,9 +1026,8 @@ Result<std::int64_t> SqliteStore::pruneChunked(std::int64_t max_rows, Chunk chun
 }
 
 Result<std::int64_t> SqliteStore::pruneGaps(std::int64_t before_us, std::int64_t max_rows) {
-  return pruneChunked(max_rows, [this, before_us](std::int64_t rows) {
-    return sink_->pruneGaps(before_us, rows);
-  });
+  return pruneChunked(
+      max_rows, [this, before_us](std::int64_t rows) { return sink_->pruneGaps(before_us, rows); });
 }
 
 Result<std::int64_t> SqliteStore::pruneEvents(std::int64_t before_us, std::int64_t max_rows) {

@@ -89,9 +89,9 @@ class SqliteStore final : public Store {
   Result<std::vector<Gap>> gaps(const GapQuery& query) const override;
   Result<std::vector<Event>> events(const EventQuery& query) const override;
 
-  Result<std::vector<std::vector<Event>>> eventsInWindows(
-      ClusterId cluster, const std::vector<TimeRange>& windows,
-      std::size_t limit_each) const override;
+  Result<std::vector<std::vector<Event>>> eventsInWindows(ClusterId cluster,
+                                                          const std::vector<TimeRange>& windows,
+                                                          std::size_t limit_each) const override;
 
   // Prunes run in chunks of at most prune_chunk_rows rows (incremental_vacuum: 4096 pages), one
   // transaction each, on the writer thread between batches. If a chunk fails, the rows deleted

@@ -69,8 +69,8 @@ struct SamplePrune {
 // The database file's pages (SQLite's own accounting, seen by a fresh read transaction).
 struct DatabaseSize {
   std::int64_t page_size = 0;
-  std::int64_t pages = 0;       // the file's length in pages (WAL content included)
-  std::int64_t free_pages = 0;  // on SQLite's freelist: reused by later writes
+  std::int64_t pages = 0;           // the file's length in pages (WAL content included)
+  std::int64_t free_pages = 0;      // on SQLite's freelist: reused by later writes
   bool incremental_vacuum = false;  // auto_vacuum=INCREMENTAL: free pages can be given back
 
   std::int64_t fileBytes() const { return pages * page_size; }
@@ -92,12 +92,12 @@ struct RecordSpans {
 };
 
 struct WriterStats {
-  std::uint64_t queued = 0;            // records waiting for the writer now
-  std::uint64_t written = 0;           // records committed since start
-  std::uint64_t dropped_samples = 0;   // raw samples dropped because the writer fell behind
-  std::uint64_t dropped_other = 0;     // gaps/events dropped (only when the queue is full of them)
-  std::uint64_t failed_batches = 0;    // transactions that failed (disk full, read-only, ...)
-  std::string last_error;              // message of the last failure, empty when healthy
+  std::uint64_t queued = 0;           // records waiting for the writer now
+  std::uint64_t written = 0;          // records committed since start
+  std::uint64_t dropped_samples = 0;  // raw samples dropped because the writer fell behind
+  std::uint64_t dropped_other = 0;    // gaps/events dropped (only when the queue is full of them)
+  std::uint64_t failed_batches = 0;   // transactions that failed (disk full, read-only, ...)
+  std::string last_error;             // message of the last failure, empty when healthy
 };
 
 class Store {
@@ -114,7 +114,8 @@ class Store {
   virtual WriterStats writerStats() const = 0;
 
   // Synchronous: registers a cluster by name (idempotent) and returns its id.
-  virtual Result<ClusterId> ensureCluster(const std::string& name, const std::string& bootstrap) = 0;
+  virtual Result<ClusterId> ensureCluster(const std::string& name,
+                                          const std::string& bootstrap) = 0;
   virtual Result<std::vector<Cluster>> clusters() const = 0;
 
   virtual Result<std::vector<ProbeSample>> samples(const SampleQuery& query) const = 0;

@@ -17,7 +17,8 @@ void useAssignedLab() {
   const char* group = std::getenv("CTEST_RESOURCE_GROUP_0");
   const char* assigned = std::getenv("CTEST_RESOURCE_GROUP_0_LAB");
   const char* labs = std::getenv("KFAILD_E2E_LABS");
-  if (group == nullptr || std::string(group) != "lab" || assigned == nullptr || labs == nullptr) return;
+  if (group == nullptr || std::string(group) != "lab" || assigned == nullptr || labs == nullptr)
+    return;
   std::string id(assigned);
   if (id.rfind("id:", 0) != 0) return;
   id = id.substr(3, id.find(',') - 3);
@@ -25,7 +26,8 @@ void useAssignedLab() {
   for (std::string entry; std::getline(entries, entry, ',');) {
     const auto first = entry.find(':');
     const auto second = entry.find(':', first + 1);
-    if (first == std::string::npos || second == std::string::npos || entry.substr(0, first) != id) continue;
+    if (first == std::string::npos || second == std::string::npos || entry.substr(0, first) != id)
+      continue;
     setenv("KFAILD_LAB_PORT_BASE", entry.substr(first + 1, second - first - 1).c_str(), 1);
     setenv("KFAILD_LAB_DIR", entry.substr(second + 1).c_str(), 1);
   }

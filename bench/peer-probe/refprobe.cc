@@ -14,8 +14,6 @@
 // Written for kfaild's benchmarks from the article's description; not the article's code.
 
 #include <librdkafka/rdkafka.h>
-#include <nlohmann/json.hpp>
-
 #include <sys/resource.h>
 #include <time.h>
 
@@ -32,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <string>
@@ -102,19 +101,32 @@ Options parse(int argc, char** argv) {
   };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--bootstrap") o.bootstrap = value(i);
-    else if (a == "--topic") o.topic = value(i);
-    else if (a == "--create-partitions") o.create_partitions = std::stoi(value(i));
-    else if (a == "--replication-factor") o.replication_factor = std::stoi(value(i));
-    else if (a == "--min-insync") o.min_insync = std::stoi(value(i));
-    else if (a == "--interval-ms") o.interval_ms = std::stod(value(i));
-    else if (a == "--payload-bytes") o.payload_bytes = std::stoi(value(i));
-    else if (a == "--warmup") o.warmup_s = std::stod(value(i));
-    else if (a == "--duration") o.duration_s = std::stod(value(i));
-    else if (a == "--csv") o.csv = value(i);
-    else if (a == "--linger-ms") o.linger_ms = std::stod(value(i));
-    else if (a == "--status-every") o.status_every_s = std::stod(value(i));
-    else fail("unknown option " + a + " (the options are probe.py's)");
+    if (a == "--bootstrap")
+      o.bootstrap = value(i);
+    else if (a == "--topic")
+      o.topic = value(i);
+    else if (a == "--create-partitions")
+      o.create_partitions = std::stoi(value(i));
+    else if (a == "--replication-factor")
+      o.replication_factor = std::stoi(value(i));
+    else if (a == "--min-insync")
+      o.min_insync = std::stoi(value(i));
+    else if (a == "--interval-ms")
+      o.interval_ms = std::stod(value(i));
+    else if (a == "--payload-bytes")
+      o.payload_bytes = std::stoi(value(i));
+    else if (a == "--warmup")
+      o.warmup_s = std::stod(value(i));
+    else if (a == "--duration")
+      o.duration_s = std::stod(value(i));
+    else if (a == "--csv")
+      o.csv = value(i);
+    else if (a == "--linger-ms")
+      o.linger_ms = std::stod(value(i));
+    else if (a == "--status-every")
+      o.status_every_s = std::stod(value(i));
+    else
+      fail("unknown option " + a + " (the options are probe.py's)");
   }
   if (o.bootstrap.empty() || o.topic.empty()) fail("--bootstrap and --topic are required");
   if (o.interval_ms <= 0) fail("--interval-ms must be positive");
@@ -160,10 +172,11 @@ int partitionCount(rd_kafka_t* rk, const std::string& topic) {
 
 int ensureTopic(rd_kafka_t* rk, const Options& o) {
   if (const int n = partitionCount(rk, o.topic); n > 0) return n;
-  if (o.create_partitions <= 0) fail("topic " + o.topic + " does not exist and --create-partitions is not set");
+  if (o.create_partitions <= 0)
+    fail("topic " + o.topic + " does not exist and --create-partitions is not set");
   char err[512];
-  rd_kafka_NewTopic_t* nt =
-      rd_kafka_NewTopic_new(o.topic.c_str(), o.create_partitions, o.replication_factor, err, sizeof err);
+  rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(o.topic.c_str(), o.create_partitions,
+                                                  o.replication_factor, err, sizeof err);
   if (!nt) fail(std::string("NewTopic: ") + err);
   if (o.min_insync > 0) {
     rd_kafka_NewTopic_set_config(nt, "min.insync.replicas", std::to_string(o.min_insync).c_str());
@@ -174,7 +187,8 @@ int ensureTopic(rd_kafka_t* rk, const Options& o) {
   if (ev) {
     const rd_kafka_CreateTopics_result_t* res = rd_kafka_event_CreateTopics_result(ev);
     std::size_t cnt = 0;
-    const rd_kafka_topic_result_t** results = res ? rd_kafka_CreateTopics_result_topics(res, &cnt) : nullptr;
+    const rd_kafka_topic_result_t** results =
+        res ? rd_kafka_CreateTopics_result_topics(res, &cnt) : nullptr;
     for (std::size_t i = 0; i < cnt; ++i) {
       const auto e = rd_kafka_topic_result_error(results[i]);
       if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
@@ -205,7 +219,8 @@ struct Counters {
 
 class Probe {
  public:
-  explicit Probe(Options o) : opts_(std::move(o)), interval_us_(static_cast<std::int64_t>(opts_.interval_ms * 1000)) {
+  explicit Probe(Options o)
+      : opts_(std::move(o)), interval_us_(static_cast<std::int64_t>(opts_.interval_ms * 1000)) {
     char run[9];
     std::snprintf(run, sizeof run, "%08x", static_cast<unsigned>(std::random_device{}()));
     run_ = run;
@@ -220,9 +235,10 @@ class Probe {
     set(pc.get(), "client.id", "ref-probe");
     if (opts_.linger_ms) set(pc.get(), "linger.ms", std::to_string(*opts_.linger_ms));
     rd_kafka_conf_set_opaque(pc.get(), this);
-    rd_kafka_conf_set_dr_msg_cb(pc.get(), [](rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
-      static_cast<Probe*>(opaque)->onDelivery(m);
-    });
+    rd_kafka_conf_set_dr_msg_cb(pc.get(),
+                                [](rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+                                  static_cast<Probe*>(opaque)->onDelivery(m);
+                                });
     producer_ = newClient(RD_KAFKA_PRODUCER, std::move(pc));
     ConfPtr cc(rd_kafka_conf_new());
     set(cc.get(), "bootstrap.servers", opts_.bootstrap);
@@ -267,7 +283,8 @@ class Probe {
     auto deadline = start;
     const auto warm_end = start + static_cast<std::int64_t>(opts_.warmup_s * 1e6);
     // 0: until a signal.
-    const std::int64_t end = opts_.duration_s > 0 ? warm_end + static_cast<std::int64_t>(opts_.duration_s * 1e6) : 0;
+    const std::int64_t end =
+        opts_.duration_s > 0 ? warm_end + static_cast<std::int64_t>(opts_.duration_s * 1e6) : 0;
     std::optional<Snapshot> window;
     std::int64_t seq = 0;
     std::string value;
@@ -276,7 +293,8 @@ class Probe {
       if (end > 0 && now >= end) break;
       if (!window && now >= warm_end) window = snapshot();
       if (deadline > now) {
-        const timespec at{static_cast<time_t>(deadline / 1'000'000), static_cast<long>(deadline % 1'000'000) * 1000};
+        const timespec at{static_cast<time_t>(deadline / 1'000'000),
+                          static_cast<long>(deadline % 1'000'000) * 1000};
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, nullptr);
         continue;
       }
@@ -297,14 +315,23 @@ class Probe {
           std::lock_guard lock(mutex_);
           pending_[key(p, seq)] = Record{send};
         }
-        value.assign(kMagic).append(":").append(run_).append(":").append(std::to_string(seq)).append(":")
-            .append(std::to_string(send)).append(":").append(pad);
-        const auto err = rd_kafka_producev(producer_, RD_KAFKA_V_TOPIC(opts_.topic.c_str()), RD_KAFKA_V_PARTITION(p),
-                                           RD_KAFKA_V_VALUE(value.data(), value.size()),
-                                           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+        value.assign(kMagic)
+            .append(":")
+            .append(run_)
+            .append(":")
+            .append(std::to_string(seq))
+            .append(":")
+            .append(std::to_string(send))
+            .append(":")
+            .append(pad);
+        const auto err =
+            rd_kafka_producev(producer_, RD_KAFKA_V_TOPIC(opts_.topic.c_str()),
+                              RD_KAFKA_V_PARTITION(p), RD_KAFKA_V_VALUE(value.data(), value.size()),
+                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
         if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
           std::lock_guard lock(mutex_);
-          pending_[key(p, seq)].ack_error = err == RD_KAFKA_RESP_ERR__QUEUE_FULL ? -184 : static_cast<int>(err);
+          pending_[key(p, seq)].ack_error =
+              err == RD_KAFKA_RESP_ERR__QUEUE_FULL ? -184 : static_cast<int>(err);
           counters_.failed += 1;
         }
       }
@@ -319,7 +346,10 @@ class Probe {
       std::map<std::pair<int, std::int64_t>, Record> rest;
       {
         std::lock_guard lock(mutex_);
-        for (const auto& [k, r] : pending_) rest.emplace(std::pair{static_cast<int>(k >> 40), static_cast<std::int64_t>(k & ((std::uint64_t{1} << 40) - 1))}, r);
+        for (const auto& [k, r] : pending_)
+          rest.emplace(std::pair{static_cast<int>(k >> 40),
+                                 static_cast<std::int64_t>(k & ((std::uint64_t{1} << 40) - 1))},
+                       r);
       }
       for (const auto& [k, r] : rest) writeRow(k.first, k.second, r);
       std::fclose(csv_);
@@ -351,11 +381,13 @@ class Probe {
   void writeRow(int partition, std::int64_t seq, const Record& r) {
     auto opt = [](std::int64_t v) { return v < 0 ? std::string() : std::to_string(v); };
     std::fprintf(csv_, "%d,%lld,%lld,%s,%d,%s\n", partition, static_cast<long long>(seq),
-                 static_cast<long long>(r.send_us), opt(r.ack_us).c_str(), r.ack_error, opt(r.receive_us).c_str());
+                 static_cast<long long>(r.send_us), opt(r.ack_us).c_str(), r.ack_error,
+                 opt(r.receive_us).c_str());
   }
 
   // Called with mutex_ held once a message is both acked and received.
-  void finish(std::unordered_map<std::uint64_t, Record>::iterator it, int partition, std::int64_t seq) {
+  void finish(std::unordered_map<std::uint64_t, Record>::iterator it, int partition,
+              std::int64_t seq) {
     if (csv_) writeRow(partition, seq, it->second);
     pending_.erase(it);
   }
@@ -403,9 +435,11 @@ class Probe {
     for (int p = 0; p < partitions; ++p) {
       std::int64_t low = 0, high = 0;
       for (const auto deadline = monoUs() + 60'000'000;;) {
-        const auto err = rd_kafka_query_watermark_offsets(consumer_, opts_.topic.c_str(), p, &low, &high, 10000);
+        const auto err =
+            rd_kafka_query_watermark_offsets(consumer_, opts_.topic.c_str(), p, &low, &high, 10000);
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
-        if (monoUs() > deadline) fail("watermarks of partition " + std::to_string(p) + ": " + rd_kafka_err2str(err));
+        if (monoUs() > deadline)
+          fail("watermarks of partition " + std::to_string(p) + ": " + rd_kafka_err2str(err));
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
       }
       rd_kafka_topic_partition_list_add(list, opts_.topic.c_str(), p)->offset = high;
@@ -444,12 +478,14 @@ int main(int argc, char** argv) {
   std::thread status;
   if (opts.status_every_s > 0) {
     status = std::thread([&] {
-      const auto every = std::chrono::microseconds(static_cast<std::int64_t>(opts.status_every_s * 1e6));
+      const auto every =
+          std::chrono::microseconds(static_cast<std::int64_t>(opts.status_every_s * 1e6));
       while (reporting.load()) {
         std::this_thread::sleep_for(every);
         const auto s = probe.snapshot();
-        const nlohmann::json line{{"kind", "status"}, {"t_us", wallUs()}, {"acked", s.c.acked},
-                                  {"received", s.c.received}, {"failed", s.c.failed}, {"ticks", s.c.ticks},
+        const nlohmann::json line{{"kind", "status"},       {"t_us", wallUs()},
+                                  {"acked", s.c.acked},     {"received", s.c.received},
+                                  {"failed", s.c.failed},   {"ticks", s.c.ticks},
                                   {"skipped", s.c.skipped}, {"cpu_s", s.cpu}};
         std::cout << line.dump() << std::endl;
       }

@@ -23,7 +23,8 @@ json intervalJson(const std::optional<Interval>& i) {
 
 std::int64_t detailInt(const json& detail, const char* key, std::int64_t fallback) {
   const auto found = detail.find(key);
-  return found != detail.end() && found->is_number_integer() ? found->get<std::int64_t>() : fallback;
+  return found != detail.end() && found->is_number_integer() ? found->get<std::int64_t>()
+                                                             : fallback;
 }
 
 }  // namespace
@@ -39,7 +40,8 @@ StreamResult analyseStream(const StreamInput& input) {
       if (s.ack_us) ops.push_back(&s);
     }
   }
-  std::sort(ops.begin(), ops.end(), [](const auto* a, const auto* b) { return *a->ack_us < *b->ack_us; });
+  std::sort(ops.begin(), ops.end(),
+            [](const auto* a, const auto* b) { return *a->ack_us < *b->ack_us; });
   // An answer is the cluster's from before the fault when it may have come before it: within the
   // fault time's uncertainty after it, or, to an operation sent before it, within one interval
   // after it (the node answered before it died; kfaild read the answer a little later). Taken as
@@ -76,12 +78,15 @@ StreamResult analyseStream(const StreamInput& input) {
                " time(s) during the window: answer times on either side of a step do not line up";
     return r;
   }
-  if (!last_before || *last_before < input.fault_us - kLeadIntervals * input.interval_us - input.gap_threshold_us) {
+  if (!last_before ||
+      *last_before < input.fault_us - kLeadIntervals * input.interval_us - input.gap_threshold_us) {
     r.reason = last_before ? "the stream had not been answered for " +
                                  std::to_string((input.fault_us - *last_before) / 1000) +
                                  " ms when the fault came: the stall did not begin with it"
                            : "no operation was answered before the fault in the window";
-    if (last_before) r.longest_gap = Interval{*last_before, first_after ? *first_after->ack_us : input.window_end_us, !first_after};
+    if (last_before)
+      r.longest_gap = Interval{
+          *last_before, first_after ? *first_after->ack_us : input.window_end_us, !first_after};
     return r;
   }
   if (first_after == nullptr) {
@@ -93,8 +98,9 @@ StreamResult analyseStream(const StreamInput& input) {
   r.ended_by = EndedBy{first_after->seq, *first_after->ack_us};
   const auto duration = r.longest_gap->duration_us();
   if (input.fault_time_uncertainty_us > duration) {
-    r.reason = "the fault time is known to ±" + std::to_string(input.fault_time_uncertainty_us / 1000) +
-               " ms, more than the " + std::to_string(duration / 1000) + " ms candidate";
+    r.reason = "the fault time is known to ±" +
+               std::to_string(input.fault_time_uncertainty_us / 1000) + " ms, more than the " +
+               std::to_string(duration / 1000) + " ms candidate";
     return r;
   }
   if (duration > r.significant_us) {
@@ -102,13 +108,15 @@ StreamResult analyseStream(const StreamInput& input) {
     r.stall = r.longest_gap;
   } else {
     r.outcome = Outcome::kNone;
-    r.reason = "answered within " + std::to_string(duration / 1000) + " ms of the last answer before the fault (" +
-               "significant above " + std::to_string(r.significant_us / 1000) + " ms)";
+    r.reason = "answered within " + std::to_string(duration / 1000) +
+               " ms of the last answer before the fault (" + "significant above " +
+               std::to_string(r.significant_us / 1000) + " ms)";
   }
   return r;
 }
 
-ControlPlaneResult analyseControlPlane(const ControlPlaneInput& input, const std::vector<storage::Event>& events) {
+ControlPlaneResult analyseControlPlane(const ControlPlaneInput& input,
+                                       const std::vector<storage::Event>& events) {
   ControlPlaneResult r;
   StreamInput stream;
   stream.interval_us = input.interval_us;
@@ -124,13 +132,15 @@ ControlPlaneResult analyseControlPlane(const ControlPlaneInput& input, const std
   // The quorum's elections in the window: from the fault (less its uncertainty) on.
   r.quorum_watched = input.quorum_watched;
   if (!input.quorum_watched) {
-    r.quorum_reason = input.quorum_unwatched_reason.empty() ? "the quorum was not watched" : input.quorum_unwatched_reason;
+    r.quorum_reason = input.quorum_unwatched_reason.empty() ? "the quorum was not watched"
+                                                            : input.quorum_unwatched_reason;
   }
   for (const auto& e : events) {
     if (!storage::isEvent(e, EventSource::kControl, EventKind::kQuorumLeaderElected)) {
       continue;
     }
-    if (e.t_us < input.fault_us - input.fault_time_uncertainty_us || e.t_us > input.window_end_us) continue;
+    if (e.t_us < input.fault_us - input.fault_time_uncertainty_us || e.t_us > input.window_end_us)
+      continue;
     const auto detail = json::parse(e.detail, nullptr, false);
     if (!detail.is_object()) continue;
     QuorumElection election;
@@ -142,7 +152,8 @@ ControlPlaneResult analyseControlPlane(const ControlPlaneInput& input, const std
     election.leaderless_us = detailInt(detail, "leaderless_us", 0);
     // The old leader's last answer may precede its end by one watch, and the new one's first
     // answer trail its election by one.
-    election.resolution_us = input.interval_us + std::max(input.interval_us, detailInt(detail, "watch_period_us", 0));
+    election.resolution_us =
+        input.interval_us + std::max(input.interval_us, detailInt(detail, "watch_period_us", 0));
     r.epoch_increments += std::max<std::int64_t>(0, election.epoch - election.previous_epoch);
     r.elections.push_back(election);
   }
@@ -152,12 +163,15 @@ ControlPlaneResult analyseControlPlane(const ControlPlaneInput& input, const std
   return r;
 }
 
-CoordinatorsResult analyseCoordinators(const CoordinatorsInput& input, const std::vector<storage::Event>& events) {
+CoordinatorsResult analyseCoordinators(const CoordinatorsInput& input,
+                                       const std::vector<storage::Event>& events) {
   CoordinatorsResult r;
   r.commits = analyseStream(input.commits);
   if (input.transactions) r.transactions = analyseStream(*input.transactions);
   r.watched = input.watched;
-  if (!input.watched) r.reason = input.unwatched_reason.empty() ? "the coordinators were not watched" : input.unwatched_reason;
+  if (!input.watched)
+    r.reason = input.unwatched_reason.empty() ? "the coordinators were not watched"
+                                              : input.unwatched_reason;
   const auto& c = input.commits;
   for (const auto& e : events) {
     if (!storage::isEvent(e, EventSource::kCoordinator, EventKind::kCoordinatorMoved)) {
@@ -175,7 +189,8 @@ CoordinatorsResult analyseCoordinators(const CoordinatorsInput& input, const std
     move.partition = detail.value("partition", "");
     r.moves.push_back(std::move(move));
   }
-  std::sort(r.moves.begin(), r.moves.end(), [](const CoordinatorMove& a, const CoordinatorMove& b) { return a.at_us < b.at_us; });
+  std::sort(r.moves.begin(), r.moves.end(),
+            [](const CoordinatorMove& a, const CoordinatorMove& b) { return a.at_us < b.at_us; });
   for (const auto& m : r.moves) {
     if (m.from == input.target) {
       r.coordinator_moved_us = m.at_us - c.fault_us;
@@ -183,7 +198,8 @@ CoordinatorsResult analyseCoordinators(const CoordinatorsInput& input, const std
     }
   }
   if (r.commits.ended_by) r.first_commit_us = r.commits.ended_by->at_us - c.fault_us;
-  if (r.transactions && r.transactions->ended_by) r.first_transaction_us = r.transactions->ended_by->at_us - c.fault_us;
+  if (r.transactions && r.transactions->ended_by)
+    r.first_transaction_us = r.transactions->ended_by->at_us - c.fault_us;
   return r;
 }
 
@@ -191,7 +207,8 @@ void toJson(const StreamResult& r, json& out) {
   out["outcome"] = toString(r.outcome);
   out["stall"] = intervalJson(r.stall);
   out["longest_gap"] = intervalJson(r.longest_gap);
-  out["ended_by"] = r.ended_by ? json{{"seq", r.ended_by->seq}, {"at_us", r.ended_by->at_us}} : json(nullptr);
+  out["ended_by"] =
+      r.ended_by ? json{{"seq", r.ended_by->seq}, {"at_us", r.ended_by->at_us}} : json(nullptr);
   out["baseline_longest_s"] = static_cast<double>(r.baseline_longest_us) / 1e6;
   out["significant_s"] = static_cast<double>(r.significant_us) / 1e6;
   out["resolution_s"] = static_cast<double>(r.resolution_us) / 1e6;
@@ -213,12 +230,14 @@ json toJson(const ControlPlaneResult& r) {
   }
   json out = json::object();
   toJson(static_cast<const StreamResult&>(r), out);
-  out["quorum"] = {{"watched", r.quorum_watched},
-                   {"reason", r.quorum_reason.empty() ? json(nullptr) : json(r.quorum_reason)},
-                   {"elections", std::move(elections)},
-                   {"epoch_increments", r.epoch_increments},
-                   {"new_leader", r.elections.empty() ? json(nullptr) : json(r.elections.back().leader)},
-                   {"leaderless_s", r.leaderless_us ? json(static_cast<double>(*r.leaderless_us) / 1e6) : json(nullptr)}};
+  out["quorum"] = {
+      {"watched", r.quorum_watched},
+      {"reason", r.quorum_reason.empty() ? json(nullptr) : json(r.quorum_reason)},
+      {"elections", std::move(elections)},
+      {"epoch_increments", r.epoch_increments},
+      {"new_leader", r.elections.empty() ? json(nullptr) : json(r.elections.back().leader)},
+      {"leaderless_s",
+       r.leaderless_us ? json(static_cast<double>(*r.leaderless_us) / 1e6) : json(nullptr)}};
   return out;
 }
 
@@ -232,7 +251,11 @@ json toJson(const CoordinatorsResult& r) {
   }
   json moves = json::array();
   for (const auto& m : r.moves) {
-    moves.push_back({{"at_us", m.at_us}, {"type", m.type}, {"key", m.key}, {"from", m.from}, {"to", m.to},
+    moves.push_back({{"at_us", m.at_us},
+                     {"type", m.type},
+                     {"key", m.key},
+                     {"from", m.from},
+                     {"to", m.to},
                      {"partition", m.partition.empty() ? json(nullptr) : json(m.partition)}});
   }
   const auto optSeconds = [](const std::optional<std::int64_t>& us) {

@@ -12,11 +12,10 @@
 // the reason. Pure: synthetic streams in the unit tests.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "server/analysis/drill_analysis.h"
 #include "storage/records.h"
@@ -53,9 +52,9 @@ struct StreamInput {
 
 struct StreamResult {
   Outcome outcome = Outcome::kInconclusive;
-  std::optional<Interval> stall;        // set when outcome == kStall
-  std::optional<Interval> longest_gap;  // the candidate, whatever the outcome
-  std::optional<EndedBy> ended_by;      // the operation whose answer ended the candidate
+  std::optional<Interval> stall;         // set when outcome == kStall
+  std::optional<Interval> longest_gap;   // the candidate, whatever the outcome
+  std::optional<EndedBy> ended_by;       // the operation whose answer ended the candidate
   std::int64_t baseline_longest_us = 0;  // longest interval between answers before the fault
   std::int64_t significant_us = 0;       // a candidate above this is a stall
   std::int64_t resolution_us = 0;        // ± of the stall: the stream's interval
@@ -71,13 +70,13 @@ StreamResult analyseStream(const StreamInput& input);
 void toJson(const StreamResult& r, nlohmann::json& out);
 
 struct QuorumElection {
-  std::int64_t at_us = 0;            // the new leader's first answer
+  std::int64_t at_us = 0;  // the new leader's first answer
   std::int32_t leader = -1;
   std::int32_t epoch = -1;
   std::int32_t previous_leader = -1;
   std::int32_t previous_epoch = -1;
-  std::int64_t leaderless_us = 0;    // the old leader's last answer → this one
-  std::int64_t resolution_us = 0;    // ± of leaderless_us: the watch's period around it
+  std::int64_t leaderless_us = 0;  // the old leader's last answer → this one
+  std::int64_t resolution_us = 0;  // ± of leaderless_us: the watch's period around it
 };
 
 struct ControlPlaneResult : StreamResult {
@@ -90,7 +89,8 @@ struct ControlPlaneResult : StreamResult {
 };
 
 // `events`: the window's events (any source; only control/quorum_leader_elected are read).
-ControlPlaneResult analyseControlPlane(const ControlPlaneInput& input, const std::vector<storage::Event>& events);
+ControlPlaneResult analyseControlPlane(const ControlPlaneInput& input,
+                                       const std::vector<storage::Event>& events);
 
 nlohmann::json toJson(const ControlPlaneResult& result);
 
@@ -103,7 +103,8 @@ struct CoordinatorMove {
   std::string key;
   std::int32_t from = -1;
   std::int32_t to = -1;
-  std::string partition;   // the internal topic's partition that moved ("__consumer_offsets-17"), when known
+  std::string
+      partition;  // the internal topic's partition that moved ("__consumer_offsets-17"), when known
 };
 
 struct CoordinatorsInput {
@@ -127,7 +128,8 @@ struct CoordinatorsResult {
   std::optional<std::int64_t> first_transaction_us;
 };
 
-CoordinatorsResult analyseCoordinators(const CoordinatorsInput& input, const std::vector<storage::Event>& events);
+CoordinatorsResult analyseCoordinators(const CoordinatorsInput& input,
+                                       const std::vector<storage::Event>& events);
 nlohmann::json toJson(const CoordinatorsResult& result);
 
 }  // namespace kfaild::analysis

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <utility>
@@ -51,9 +51,9 @@ struct KindScope {
   std::int64_t fault_us = 0;
   std::int64_t window_start_us = 0;
   std::int64_t baseline_end_us = 0;  // the noise's gaps end by then (the fault, or an earlier one)
-  std::int64_t limit_us = 0;  // the partition's end of observation
+  std::int64_t limit_us = 0;         // the partition's end of observation
   std::int64_t interval_us = 0;
-  bool timed_out = false;  // the observation ended on its timeout at limit_us
+  bool timed_out = false;               // the observation ended on its timeout at limit_us
   const std::string* cut_by = nullptr;  // or was cut there by this (AnalysisInput::cut_by)
   const ProbeAtFault* at_fault = nullptr;
   std::vector<const ProbeHold*> holds;
@@ -114,7 +114,6 @@ std::int64_t ticksInside(const std::vector<const ProbeHold*>& holds, const Inter
   }
   return total;
 }
-
 
 // The consumer's restarted fetches ("consumer_restarted", detail {"acked_ago_us"}), by the
 // partition each restarted, and its recreations ("consumer_recreated"), which restarted every
@@ -194,10 +193,9 @@ void findNoise(const std::vector<Mark>& marks, const KindScope& scope, KindResul
   r.noise_gaps = static_cast<std::int64_t>(baseline_gaps.size());
   if (baseline_gaps.empty()) return;
   const auto rank = noiseRank(r.noise_gaps);
-  std::nth_element(baseline_gaps.begin(), baseline_gaps.begin() + (rank - 1), baseline_gaps.end(),
-                   [](const Interval& a, const Interval& b) {
-                     return a.duration_us() < b.duration_us();
-                   });
+  std::nth_element(
+      baseline_gaps.begin(), baseline_gaps.begin() + (rank - 1), baseline_gaps.end(),
+      [](const Interval& a, const Interval& b) { return a.duration_us() < b.duration_us(); });
   r.baseline = baseline_gaps[rank - 1];
 }
 
@@ -221,8 +219,8 @@ std::string measureProbeShare(const std::vector<Mark>& marks, const KindScope& s
   for (const auto* refusal : scope.refusals) {
     refused.emplace_back(refusal->start_us,
                          refusal->end_us.value_or(std::max(candidate.end_us, refusal->start_us)));
-    if (overlap(refused.back().first, refused.back().second, candidate.start_us,
-                candidate.end_us) > 0) {
+    if (overlap(refused.back().first, refused.back().second, candidate.start_us, candidate.end_us) >
+        0) {
       refused_error = refusal->error;
     }
   }
@@ -236,14 +234,19 @@ bool probeCaused(const KindScope& scope, const Interval& candidate, KindResult& 
     if (recreation.at_us < candidate.start_us || recreation.at_us > candidate.end_us) continue;
     r.probe_cause = recreation;
     if (recreation.kind == EventKind::kConsumerRestarted) {
-      r.reason = "kfaild restarted the probe consumer's fetch of this partition during it, its acked messages unread "
-                 "for " + seconds(recreation.waited_us) + ": the gap is the consumer's, not the cluster's";
+      r.reason =
+          "kfaild restarted the probe consumer's fetch of this partition during it, its acked "
+          "messages unread "
+          "for " +
+          seconds(recreation.waited_us) + ": the gap is the consumer's, not the cluster's";
     } else if (recreation.kind == EventKind::kConsumerRecreated) {
-      r.reason = "kfaild recreated the probe's consumer during it (its reading of a partition was stuck), and every "
-                 "partition's reading started over: the gap is the consumer's, not the cluster's";
+      r.reason =
+          "kfaild recreated the probe's consumer during it (its reading of a partition was stuck), "
+          "and every "
+          "partition's reading started over: the gap is the consumer's, not the cluster's";
     } else {
-      r.reason = "the probe's producer was recreated during it after a fatal error (" + recreation.error +
-                 "): the gap is the probe's, not the cluster's";
+      r.reason = "the probe's producer was recreated during it after a fatal error (" +
+                 recreation.error + "): the gap is the probe's, not the cluster's";
     }
     return true;
   }
@@ -303,13 +306,15 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
     return r;
   }
   const bool idle = r.probe_idle_at_end_us > kIdleToleranceIntervals * scope.interval_us;
-  const std::string idle_reason = "the probe had nothing outstanding for " + seconds(r.probe_idle_at_end_us) +
+  const std::string idle_reason = "the probe had nothing outstanding for " +
+                                  seconds(r.probe_idle_at_end_us) +
                                   " of it before it sent the message that ended it";
   if (noise_intervals < kMinNoiseIntervals) {
-    r.reason = idle ? idle_reason
-                    : std::string("too few ") + scope.plural + " before the fault to know the noise (" +
-                          std::to_string(noise_intervals) + " intervals, " +
-                          std::to_string(kMinNoiseIntervals) + " needed)";
+    r.reason = idle
+                   ? idle_reason
+                   : std::string("too few ") + scope.plural +
+                         " before the fault to know the noise (" + std::to_string(noise_intervals) +
+                         " intervals, " + std::to_string(kMinNoiseIntervals) + " needed)";
     return r;
   }
   const std::int64_t noise = r.baseline ? r.baseline->duration_us() : 0;
@@ -332,7 +337,8 @@ KindResult analyseKind(const std::vector<Mark>& marks, const KindScope& scope) {
              std::to_string(kNoisePercentile) + " of " + std::to_string(noise_intervals) +
              " baseline gaps)";
   if (r.probe_idle_us > kIdleToleranceIntervals * scope.interval_us) {
-    r.reason += ", though the probe had nothing outstanding for " + seconds(r.probe_idle_us) + " of it";
+    r.reason +=
+        ", though the probe had nothing outstanding for " + seconds(r.probe_idle_us) + " of it";
   }
   return r;
 }
@@ -380,9 +386,9 @@ nlohmann::json kindJson(const KindResult& k) {
           {"longest_gap", intervalJson(k.longest_gap)},
           {"baseline", intervalJson(k.baseline)},
           {"noise_gaps", k.noise_gaps},
-          {"ended_by", k.ended_by ? nlohmann::json{{"seq", k.ended_by->seq},
-                                                   {"at_us", k.ended_by->at_us}}
-                                  : nlohmann::json(nullptr)},
+          {"ended_by", k.ended_by
+                           ? nlohmann::json{{"seq", k.ended_by->seq}, {"at_us", k.ended_by->at_us}}
+                           : nlohmann::json(nullptr)},
           {"reason", k.reason},
           {"held_ticks", k.held_ticks},
           {"probe_idle_us", k.probe_idle_us},
@@ -456,7 +462,8 @@ void explainGrayStall(const AnalysisInput& in, const RunAnalysis& out, Partition
   scope.recovered_us = in.recovered_us;
   scope.departure = out.departure;
   scope.departure_at_us = out.departure_at_us;
-  scope.departure_resolution_us = departure_from_metadata ? in.metadata_interval_us : log_resolution_us;
+  scope.departure_resolution_us =
+      departure_from_metadata ? in.metadata_interval_us : log_resolution_us;
   scope.metadata_interval_us = in.metadata_interval_us;
   std::optional<std::pair<std::int64_t, std::int64_t>> stall;
   if (r.ack.outcome == Outcome::kStall && r.ack.stall) {
@@ -469,8 +476,8 @@ void explainGrayStall(const AnalysisInput& in, const RunAnalysis& out, Partition
   for (const auto& p : in.partitions) {
     if (p.topic == r.topic && p.partition == r.partition) alone_below_min_isr = p.min_insync > 1;
   }
-  r.mechanism = explainStall(expectationFor(*in.gray, r.role, in.settings, alone_below_min_isr), scope, stall,
-                             in.events);
+  r.mechanism = explainStall(expectationFor(*in.gray, r.role, in.settings, alone_below_min_isr),
+                             scope, stall, in.events);
   const bool unexplained = stall && !r.mechanism->explained;
   const bool no_effect = !stall && r.ack.outcome == Outcome::kNone && !r.mechanism->took_effect;
   if (unexplained || no_effect) {
@@ -484,7 +491,8 @@ void explainGrayStall(const AnalysisInput& in, const RunAnalysis& out, Partition
 
 Role roleOf(std::int32_t target, const PartitionAtFault& p) {
   if (p.isr.size() == 1 && p.isr.front() == target) return Role::kSoleReplica;
-  if (contains(p.isr, target) && static_cast<std::int32_t>(p.isr.size()) - 1 < p.min_insync) return Role::kBelowMinIsr;
+  if (contains(p.isr, target) && static_cast<std::int32_t>(p.isr.size()) - 1 < p.min_insync)
+    return Role::kBelowMinIsr;
   if (p.leader == target) return Role::kLeader;
   if (!contains(p.replicas, target)) return Role::kNotAReplica;
   return contains(p.isr, target) ? Role::kFollowerInIsr : Role::kFollowerOutOfIsr;
@@ -505,10 +513,13 @@ Role grayRole(Role role, const std::string& fault) {
 Role baseRole(Role role) {
   switch (role) {
     case Role::kIsolatedLeader:
-    case Role::kThrottledLeader: return Role::kLeader;
+    case Role::kThrottledLeader:
+      return Role::kLeader;
     case Role::kIsolatedFollower:
-    case Role::kThrottledFollower: return Role::kFollowerInIsr;
-    default: return role;
+    case Role::kThrottledFollower:
+      return Role::kFollowerInIsr;
+    default:
+      return role;
   }
 }
 
@@ -546,9 +557,9 @@ bool findDeparture(const AnalysisInput& in, std::int64_t before_fault_us, RunAna
   }
   // A gray fault that fences nothing (isolate from brokers or clients, throttle) drops the target
   // from ISRs without it leaving: the metadata's isr_shrink is then no departure.
-  const bool may_fence = !in.gray || in.gray->kind == "disk_full" ||
-                         (in.gray->kind == "isolate" &&
-                          (in.gray->from == "all" || in.gray->from == "quorum"));
+  const bool may_fence =
+      !in.gray || in.gray->kind == "disk_full" ||
+      (in.gray->kind == "isolate" && (in.gray->from == "all" || in.gray->from == "quorum"));
   if (out.departure_at_us || !may_fence) return false;
   // No broker log: the first metadata sign of the target leaving, classified by the fault. A
   // restart signals the broker like a stop does, so it shuts down in a controlled way too,
@@ -606,8 +617,8 @@ class Exclusions {
     if (const auto it = probed_since_.find(key);
         it != probed_since_.end() && it->second > in_.window_start_us) {
       const auto from_fault = it->second - in_.fault_us;
-      return "added " + seconds(std::abs(from_fault)) +
-             (from_fault <= 0 ? " before" : " after") + " the fault: no baseline";
+      return "added " + seconds(std::abs(from_fault)) + (from_fault <= 0 ? " before" : " after") +
+             " the fault: no baseline";
     }
     if (in_.probe_at_fault.empty()) return {};
     for (const auto& f : in_.probe_at_fault) {
@@ -719,8 +730,8 @@ std::pair<KindScope, KindScope> kindScopes(const AnalysisInput& in, const Partit
 // The phases step, detection to discovery: from the departure and the events of the partition.
 // A sole replica has no one to hand over to: it comes back with the node (node_back), so it has
 // no election or discovery. Returns whether the new leader was read from the metadata.
-bool handoverPhases(const RunScope& run, const RunAnalysis& out, const PartitionKey& key,
-                    Role role, bool sole, Phases& ph) {
+bool handoverPhases(const RunScope& run, const RunAnalysis& out, const PartitionKey& key, Role role,
+                    bool sole, Phases& ph) {
   const auto& in = run.in;
   if (out.departure == Departure::kFenced && out.departure_at_us) {
     ph.fenced_at_us = out.departure_at_us;
@@ -746,8 +757,8 @@ bool handoverPhases(const RunScope& run, const RunAnalysis& out, const Partition
       new_leader_from_metadata = true;
     }
     if (role == Role::kLeader && isEvent(e, EventSource::kClient, EventKind::kClientLeaderUpdate) &&
-        e.detail.find("\"producer\"") != std::string::npos && e.broker &&
-        *e.broker != in.target && (!ph.client_update_at_us || e.t_us < *ph.client_update_at_us)) {
+        e.detail.find("\"producer\"") != std::string::npos && e.broker && *e.broker != in.target &&
+        (!ph.client_update_at_us || e.t_us < *ph.client_update_at_us)) {
       ph.client_update_at_us = e.t_us;
     }
   }
@@ -774,8 +785,7 @@ void returnPhases(const RunScope& run, const PartitionResult& r, bool sole,
     const auto from = ph.client_update_at_us ? ph.client_update_at_us : ph.new_leader_at_us;
     ph.resume_us = diff(gap->end_us, from);
     if (ph.resume_us) {
-      ph.resume_resolution_us =
-          run.resolution(!ph.client_update_at_us && new_leader_from_metadata);
+      ph.resume_resolution_us = run.resolution(!ph.client_update_at_us && new_leader_from_metadata);
     }
     return;
   }
@@ -960,8 +970,7 @@ void probeRefusalsFromEvents(const std::vector<storage::Event>& events,
   }
 }
 
-std::vector<ProbeCause> producerRecreationsFromEvents(
-    const std::vector<storage::Event>& events) {
+std::vector<ProbeCause> producerRecreationsFromEvents(const std::vector<storage::Event>& events) {
   std::vector<ProbeCause> found;
   for (const auto& e : events) {
     if (!isEvent(e, EventSource::kProbe, EventKind::kProducerRecreated)) continue;
@@ -1003,19 +1012,19 @@ nlohmann::json toJson(const RunAnalysis& a) {
                      {"phases", phasesJson(p.phases)},
                      {"mechanism", p.mechanism ? toJson(*p.mechanism) : nlohmann::json(nullptr)}});
   }
-  return {{"fault", a.fault},
-          {"target", a.target},
-          {"fault_us", a.fault_us},
-          {"fault_time_source", a.fault_time_source},
-          {"fault_time_uncertainty_us", a.fault_time_uncertainty_us},
-          {"departure",
-           a.departure ? nlohmann::json(toString(*a.departure)) : nlohmann::json(nullptr)},
-          {"departure_at_us", optJson(a.departure_at_us)},
-          {"recovered_us", optJson(a.recovered_us)},
-          {"settled", a.settled},
-          {"conclusive", a.conclusive},
-          {"partitions", parts},
-          {"excluded", excluded}};
+  return {
+      {"fault", a.fault},
+      {"target", a.target},
+      {"fault_us", a.fault_us},
+      {"fault_time_source", a.fault_time_source},
+      {"fault_time_uncertainty_us", a.fault_time_uncertainty_us},
+      {"departure", a.departure ? nlohmann::json(toString(*a.departure)) : nlohmann::json(nullptr)},
+      {"departure_at_us", optJson(a.departure_at_us)},
+      {"recovered_us", optJson(a.recovered_us)},
+      {"settled", a.settled},
+      {"conclusive", a.conclusive},
+      {"partitions", parts},
+      {"excluded", excluded}};
 }
 
 }  // namespace kfaild::analysis

@@ -44,11 +44,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "server/analysis/gray_mechanism.h"
 #include "server/common/event_types.h"
@@ -104,10 +103,10 @@ Role baseRole(Role role);
 struct ProbeAtFault {
   std::string topic;
   std::int32_t partition = 0;
-  std::int64_t outstanding = 0;                  // sent, no delivery report yet
-  std::int64_t oldest_outstanding_age_us = 0;    // 0 when nothing is outstanding
-  bool holding = false;                          // sends held back at that moment
-  std::int64_t held_ticks = 0;                   // ticks held back since the probe started
+  std::int64_t outstanding = 0;                // sent, no delivery report yet
+  std::int64_t oldest_outstanding_age_us = 0;  // 0 when nothing is outstanding
+  bool holding = false;                        // sends held back at that moment
+  std::int64_t held_ticks = 0;                 // ticks held back since the probe started
 };
 
 // A stretch during which the probe held back its sends to a partition (its bound on outstanding
@@ -156,24 +155,26 @@ struct ProbeCause {
   std::int64_t at_us = 0;
   std::string error;  // the fatal error, as librdkafka stated it
   common::EventKind kind = common::EventKind::kProducerRecreated;
-  std::int64_t waited_us = 0;  // consumer_restarted: how long the oldest unread message had been acked
+  std::int64_t waited_us =
+      0;  // consumer_restarted: how long the oldest unread message had been acked
 };
 
 // A gray fault (issue 26) as the analysis needs it: what was done to the target and when it was
 // healed. The engine fills it for isolate, throttle and disk_full; absent for kill, stop, pause
 // and restart. Times are kfaild's wall clock (µs).
 struct GrayFaultInput {
-  std::string kind;        // isolate | throttle | disk_full
-  std::string from;        // isolate: quorum | brokers | clients | all; else empty
-  std::string mode;        // isolate: drop | reject; else empty
+  std::string kind;                   // isolate | throttle | disk_full
+  std::string from;                   // isolate: quorum | brokers | clients | all; else empty
+  std::string mode;                   // isolate: drop | reject; else empty
   std::int64_t bytes_per_second = 0;  // throttle's rate; 0 otherwise
   std::int64_t duration_us = 0;       // how long the fault was meant to stay in force
-  std::optional<std::int64_t> healed_us;  // when kfaild healed it (nullopt: never healed in the window)
+  std::optional<std::int64_t>
+      healed_us;  // when kfaild healed it (nullopt: never healed in the window)
   std::int64_t healed_uncertainty_us = 0;  // ± of healed_us
 };
 
 struct AnalysisInput {
-  std::string fault;                 // kill | stop | pause | restart | isolate | throttle | disk_full
+  std::string fault;  // kill | stop | pause | restart | isolate | throttle | disk_full
   // The node was SIGKILLed (a kill, or a restart with options.kill): without a broker log it never
   // left in a controlled shutdown.
   bool killed = false;
@@ -182,17 +183,17 @@ struct AnalysisInput {
   // withClientSettings); used only with `gray`.
   MechanismSettings settings;
   std::int32_t target = -1;
-  std::int64_t fault_us = 0;         // best fault time (injector's own where it had one)
-  std::string fault_time_source;     // where fault_us comes from (fault::FaultRecord's spelling)
+  std::int64_t fault_us = 0;      // best fault time (injector's own where it had one)
+  std::string fault_time_source;  // where fault_us comes from (fault::FaultRecord's spelling)
   std::int64_t fault_time_uncertainty_us = 0;  // ± of fault_us on kfaild's clock
-  std::int64_t window_start_us = 0;  // baseline start
+  std::int64_t window_start_us = 0;            // baseline start
   // The baseline's end, when it is not the fault: a compound drill's analysis of its second fault
   // takes the noise from before the first.
   std::optional<std::int64_t> baseline_end_us;
-  std::int64_t observe_end_us = 0;   // observation of the partitions that recover without the node
+  std::int64_t observe_end_us = 0;  // observation of the partitions that recover without the node
   std::optional<std::int64_t> recovered_us;  // the node was back (registered, in its ISRs)
-  std::int64_t window_end_us = 0;    // end of the run's window (≥ observe_end_us); sole replicas
-                                     // are observed until here
+  std::int64_t window_end_us = 0;  // end of the run's window (≥ observe_end_us); sole replicas
+                                   // are observed until here
   std::int64_t interval_us = 20'000;
   std::int64_t metadata_interval_us = 100'000;  // resolution of phases taken from metadata events
   std::vector<PartitionAtFault> partitions;
@@ -204,7 +205,7 @@ struct AnalysisInput {
   std::vector<ProbeHold> holds;
   std::vector<ProbeIdle> idles;
   std::vector<ProbeRefusal> refusals;
-  std::vector<storage::Event> events;         // within [window_start - 1 s, window_end + 5 s]
+  std::vector<storage::Event> events;  // within [window_start - 1 s, window_end + 5 s]
   // The observation ended on its timeout (observe_timeout_s) rather than on the partitions'
   // resumption; offline_timed_out the same for the offline partitions' observation after the
   // node was back. An ack (receive) after such an end came after kfaild brought the node back
@@ -231,7 +232,7 @@ struct Interval {
 using Outcome = common::Outcome;  // spelled by common::toString
 
 struct EndedBy {
-  std::int64_t seq = 0;   // the message whose ack (receive) ended the candidate
+  std::int64_t seq = 0;  // the message whose ack (receive) ended the candidate
   std::int64_t at_us = 0;
 };
 
@@ -249,11 +250,11 @@ struct KindResult {
   // candidate is open): the only idle time that can have lengthened it. Above two probe intervals
   // it makes a significant candidate inconclusive.
   std::int64_t probe_idle_at_end_us = 0;
-  std::int64_t probe_refused_us = 0;    // time inside the candidate the client refused sends
+  std::int64_t probe_refused_us = 0;  // time inside the candidate the client refused sends
   // The probe's own cause of the candidate (its producer was recreated during it): the outcome
   // is then inconclusive and the figure is not the cluster's.
   std::optional<ProbeCause> probe_cause;
-  std::int64_t count = 0;               // acks (receives) in the window
+  std::int64_t count = 0;  // acks (receives) in the window
 };
 
 struct Phases {
@@ -286,9 +287,9 @@ struct PartitionResult {
   Role role = Role::kNotAReplica;
   KindResult ack;
   KindResult receive;
-  std::int64_t sent = 0;              // samples + pending
-  std::int64_t failed = 0;            // sends with a delivery error (timeouts included)
-  std::int64_t lost = 0;              // acked, given up on by the probe (never received)
+  std::int64_t sent = 0;    // samples + pending
+  std::int64_t failed = 0;  // sends with a delivery error (timeouts included)
+  std::int64_t lost = 0;    // acked, given up on by the probe (never received)
   // Of `lost`, those acked before the probe restarted its consumer's reading of the partition
   // (probe/consumer_restarted or consumer_recreated at or after the ack): the consumer read
   // nothing then, so whether the cluster lost them is not known.
@@ -325,8 +326,8 @@ struct RunAnalysis {
   std::optional<common::Departure> departure;  // unset when unseen
   std::optional<std::int64_t> departure_at_us;
   std::optional<std::int64_t> recovered_us;
-  bool settled = false;       // every partition settled
-  bool conclusive = false;    // no partition's ack or receive outcome is inconclusive
+  bool settled = false;     // every partition settled
+  bool conclusive = false;  // no partition's ack or receive outcome is inconclusive
   std::vector<PartitionResult> partitions;
   std::vector<ExcludedPartition> excluded;
 };
@@ -336,8 +337,8 @@ RunAnalysis analyse(const AnalysisInput& input);
 // The probe's own events in a window (source "probe"): holds ("held_back", detail
 // {"end_us","ticks","reason"}, t_us = start) and idle stretches ("idle", detail
 // {"kind":"ack"|"receive","end_us"}, t_us = start), as the probe records them.
-void probeStretchesFromEvents(const std::vector<storage::Event>& events, std::vector<ProbeHold>& holds,
-                              std::vector<ProbeIdle>& idles);
+void probeStretchesFromEvents(const std::vector<storage::Event>& events,
+                              std::vector<ProbeHold>& holds, std::vector<ProbeIdle>& idles);
 
 // The probe's refused stretches ("refused", detail {"end_us","sends","error"}, t_us = start)
 // and producer recreations ("producer_recreated", detail {"error"}) in a window.
@@ -350,8 +351,7 @@ std::int64_t logResolutionUs(const std::vector<storage::Event>& events);
 // The same for one event: its line's millisecond plus its own clock uncertainty.
 std::int64_t logResolutionUs(const storage::Event& event);
 
-std::vector<ProbeCause> producerRecreationsFromEvents(
-    const std::vector<storage::Event>& events);
+std::vector<ProbeCause> producerRecreationsFromEvents(const std::vector<storage::Event>& events);
 
 nlohmann::json toJson(const RunAnalysis& analysis);
 

@@ -37,10 +37,13 @@ bool isPartition(const storage::Event& e, const MechanismScope& s) {
   return e.topic && *e.topic == s.topic && e.partition && *e.partition == s.partition;
 }
 
-bool leads(Role role) { return role == Role::kLeader || role == Role::kIsolatedLeader ||
-                               role == Role::kThrottledLeader; }
-bool follows(Role role) { return role == Role::kFollowerInIsr || role == Role::kIsolatedFollower ||
-                                 role == Role::kThrottledFollower; }
+bool leads(Role role) {
+  return role == Role::kLeader || role == Role::kIsolatedLeader || role == Role::kThrottledLeader;
+}
+bool follows(Role role) {
+  return role == Role::kFollowerInIsr || role == Role::kIsolatedFollower ||
+         role == Role::kThrottledFollower;
+}
 
 struct Found {
   std::int64_t at_us = 0;
@@ -151,7 +154,8 @@ Expectation expectationFor(const GrayFaultInput& fault, Role role, const Mechani
     if (leader || offline) e = heal;
   } else if (fault.kind == "isolate") {
     // The partition has nowhere else to go: only the heal ends it.
-    if (offline) e = heal;
+    if (offline)
+      e = heal;
     else if (fault.from == "clients") {
       if (leader) e = heal;
     } else if (fault.from == "brokers") {
@@ -165,7 +169,9 @@ Expectation expectationFor(const GrayFaultInput& fault, Role role, const Mechani
       // runs: their longest gaps 0.05-0.42 s, none at the fence; docs/FAULTS.md.)
       // Fenced and replaced, the old leader still takes the producer's requests and holds each
       // until its timeout; only then does the producer look for the new leader.
-      if (leader) e = {Mechanism::kStaleLeader, "request.timeout.ms", std::max(s.session_timeout_us, s.request_timeout_us)};
+      if (leader)
+        e = {Mechanism::kStaleLeader, "request.timeout.ms",
+             std::max(s.session_timeout_us, s.request_timeout_us)};
     } else if (fault.from == "all") {
       if (follower || (leader && fault.mode == "reject")) e = session;
       if (leader && fault.mode == "drop") {
@@ -178,8 +184,8 @@ Expectation expectationFor(const GrayFaultInput& fault, Role role, const Mechani
     }
   }
   // A fault healed before its mechanism could act is ended by the heal.
-  if (e.mechanism != Mechanism::kNone && e.mechanism != Mechanism::kHeal &&
-      fault.duration_us > 0 && fault.duration_us < e.expected_us) {
+  if (e.mechanism != Mechanism::kNone && e.mechanism != Mechanism::kHeal && fault.duration_us > 0 &&
+      fault.duration_us < e.expected_us) {
     e = heal;
   }
   return e;
@@ -238,8 +244,7 @@ MechanismEnd mechanismEnd(Mechanism mechanism, const MechanismScope& s,
         // The producer's own move to a leader other than the target.
         return isPartition(e, s) &&
                isEvent(e, EventSource::kClient, EventKind::kClientLeaderUpdate) && e.broker &&
-               *e.broker != s.target &&
-               e.detail.find("\"producer\"") != std::string::npos;
+               *e.broker != s.target && e.detail.find("\"producer\"") != std::string::npos;
       });
       if (end) phases.push_back(fromFault("stale_leader", s, *end));
       break;
@@ -295,7 +300,8 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
   if (!stall) {
     const bool bites = expected.mechanism == Mechanism::kSessionTimeout ||
                        expected.mechanism == Mechanism::kClientTimeout ||
-                       expected.mechanism == Mechanism::kIsrShrink || expected.mechanism == Mechanism::kHeal;
+                       expected.mechanism == Mechanism::kIsrShrink ||
+                       expected.mechanism == Mechanism::kHeal;
     if (bites && !end) {
       r.took_effect = false;
       r.reason = "the fault did not take effect: no " + wanted;
@@ -317,18 +323,20 @@ MechanismResult explainStall(const Expectation& expected, const MechanismScope& 
   }
   // After a heal of vanished packets, TCP retransmits on a timer that doubled while they
   // vanished: the connection comes back within the fault's length again after the heal.
-  const auto heal_window =
-      s.drop && s.healed_us ? std::clamp(*s.healed_us - s.fault_us, kResumeWindowUs, kHealCreditCapUs)
-                            : kResumeWindowUs;
+  const auto heal_window = s.drop && s.healed_us ? std::clamp(*s.healed_us - s.fault_us,
+                                                              kResumeWindowUs, kHealCreditCapUs)
+                                                 : kResumeWindowUs;
   const auto window = expected.mechanism == Mechanism::kHeal ? heal_window : kResumeWindowUs;
   if (end_us > end->at_us + window) {
     r.reason = "the stall ended at " + seconds(end_us - s.fault_us) + " after the fault, " +
-               seconds(end_us - end->at_us) + " after " + wanted + " (at " + seconds(end->at_us - s.fault_us) +
-               "): more than " + seconds(window) + " later, so " + wanted + " did not end it";
+               seconds(end_us - end->at_us) + " after " + wanted + " (at " +
+               seconds(end->at_us - s.fault_us) + "): more than " + seconds(window) +
+               " later, so " + wanted + " did not end it";
     if (s.healed_us && end_us >= *s.healed_us && end_us <= *s.healed_us + heal_window) {
       r.reason += "; it ended " + seconds(end_us - *s.healed_us) + " after the heal";
     }
-    r.reason += ": it does not measure " + (expected.setting.empty() ? std::string("the mechanism") : expected.setting);
+    r.reason += ": it does not measure " +
+                (expected.setting.empty() ? std::string("the mechanism") : expected.setting);
     return r;
   }
   r.explained = true;

@@ -52,11 +52,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "server/common/event_types.h"
 #include "storage/records.h"
@@ -104,7 +103,8 @@ Expectation expectationFor(const GrayFaultInput& fault, Role role, const Mechani
 // One step of the stall: from start_us to end_us, ended by the event `ended_by` ("fenced",
 // "leader_change", "client_request_timeout", "isr_shrink", "heal", "broker_back", "ack", ...).
 struct MechanismPhase {
-  std::string name;  // fencing | handover | client_timeout | stale_leader | isr_shrink | heal | node_back | resume
+  std::string name;  // fencing | handover | client_timeout | stale_leader | isr_shrink | heal |
+                     // node_back | resume
   std::int64_t start_us = 0;
   std::int64_t end_us = 0;
   std::string ended_by;
@@ -138,7 +138,8 @@ struct MechanismScope {
   std::int32_t target = -1;
   std::int64_t fault_us = 0;
   std::optional<std::int64_t> healed_us;
-  std::int64_t healed_uncertainty_us = 0;  // ± of healed_us (kfaild-gray's window, a host's clock offset)
+  std::int64_t healed_uncertainty_us =
+      0;  // ± of healed_us (kfaild-gray's window, a host's clock offset)
   std::optional<std::int64_t> recovered_us;
   std::optional<common::Departure> departure;
   std::optional<std::int64_t> departure_at_us;

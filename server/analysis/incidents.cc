@@ -20,23 +20,27 @@ std::vector<MaintenanceSpan> spansOf(const std::vector<storage::MaintenanceWindo
   return out;
 }
 
-std::optional<std::int64_t> plannedBy(const storage::Gap& gap, const std::vector<MaintenanceSpan>& windows) {
+std::optional<std::int64_t> plannedBy(const storage::Gap& gap,
+                                      const std::vector<MaintenanceSpan>& windows) {
   for (const auto& w : windows) {
     if (gap.start_us < w.to_us && gap.end_us > w.from_us) return w.id;
   }
   return std::nullopt;
 }
 
-std::vector<Incident> incidentsOf(std::vector<storage::Gap> gaps, const std::vector<DrillWindow>& drills,
+std::vector<Incident> incidentsOf(std::vector<storage::Gap> gaps,
+                                  const std::vector<DrillWindow>& drills,
                                   const std::vector<MaintenanceSpan>& maintenance) {
   const auto excluded = [&drills, &maintenance](const storage::Gap& g) {
     return plannedBy(g, maintenance).has_value() ||
-           std::any_of(drills.begin(), drills.end(),
-                       [&g](const DrillWindow& w) { return g.start_us < w.to_us && g.end_us > w.from_us; });
+           std::any_of(drills.begin(), drills.end(), [&g](const DrillWindow& w) {
+             return g.start_us < w.to_us && g.end_us > w.from_us;
+           });
   };
   gaps.erase(std::remove_if(gaps.begin(), gaps.end(), excluded), gaps.end());
-  std::stable_sort(gaps.begin(), gaps.end(),
-                   [](const storage::Gap& a, const storage::Gap& b) { return a.start_us < b.start_us; });
+  std::stable_sort(gaps.begin(), gaps.end(), [](const storage::Gap& a, const storage::Gap& b) {
+    return a.start_us < b.start_us;
+  });
   std::vector<Incident> merged;
   for (auto& g : gaps) {
     if (!merged.empty() && g.start_us <= merged.back().end_us) {

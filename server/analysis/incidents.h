@@ -43,10 +43,12 @@ storage::TimeRange extentOf(const std::vector<storage::Gap>& gaps);
 std::vector<MaintenanceSpan> spansOf(const std::vector<storage::MaintenanceWindowRecord>& windows);
 
 // The maintenance window `gap` overlaps (the first of `windows` that does), if any.
-std::optional<std::int64_t> plannedBy(const storage::Gap& gap, const std::vector<MaintenanceSpan>& windows);
+std::optional<std::int64_t> plannedBy(const storage::Gap& gap,
+                                      const std::vector<MaintenanceSpan>& windows);
 
 // Oldest first.
-std::vector<Incident> incidentsOf(std::vector<storage::Gap> gaps, const std::vector<DrillWindow>& drills,
+std::vector<Incident> incidentsOf(std::vector<storage::Gap> gaps,
+                                  const std::vector<DrillWindow>& drills,
                                   const std::vector<MaintenanceSpan>& maintenance = {});
 
 }  // namespace kfaild::analysis

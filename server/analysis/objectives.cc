@@ -59,7 +59,8 @@ std::optional<Error> readCount(const json& object, const char* name, const std::
   if (!object.contains(name)) return std::nullopt;
   const auto& v = object[name];
   const auto key = where + "." + name;
-  if (!v.is_number_integer() || v.get<std::int64_t>() < 0) return invalid(key, "must be a whole number ≥ 0");
+  if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
+    return invalid(key, "must be a whole number ≥ 0");
   out = v.get<std::int64_t>();
   return std::nullopt;
 }
@@ -112,7 +113,9 @@ void take(std::optional<T>& into, const std::optional<T>& from) {
 
 }  // namespace
 
-const char* toString(StallKind kind) { return kind == StallKind::kAck ? "ack" : "receive"; }
+const char* toString(StallKind kind) {
+  return kind == StallKind::kAck ? "ack" : "receive";
+}
 
 Objectives defaultObjectives() {
   // Lab and article figures behind each value: docs/CONFIG.md, "Objectives".
@@ -134,9 +137,9 @@ Objectives defaultObjectives() {
 
 Result<Objectives> parseObjectives(const json& value, const std::string& where) {
   if (auto e = unknownKeys(value, where,
-                           {"max_ack_stall_s", "max_receive_stall_s", "by_role", "by_fault", "max_lost",
-                            "max_duplicated", "max_failed", "max_detection_s", "max_discovery_s",
-                            "max_recovery_s", "fail_on_regression"})) {
+                           {"max_ack_stall_s", "max_receive_stall_s", "by_role", "by_fault",
+                            "max_lost", "max_duplicated", "max_failed", "max_detection_s",
+                            "max_discovery_s", "max_recovery_s", "fail_on_regression"})) {
     return *e;
   }
   Objectives o;
@@ -147,7 +150,8 @@ Result<Objectives> parseObjectives(const json& value, const std::string& where) 
     if (auto e = unknownKeys(value["by_fault"], key, kFaults)) return *e;
     for (const auto& [fault, f] : value["by_fault"].items()) {
       const auto fkey = key + "." + fault;
-      if (auto e = unknownKeys(f, fkey, {"max_ack_stall_s", "max_receive_stall_s", "by_role"})) return *e;
+      if (auto e = unknownKeys(f, fkey, {"max_ack_stall_s", "max_receive_stall_s", "by_role"}))
+        return *e;
       auto& into = o.by_fault[fault];
       if (auto e = readStall(f, fkey, into.stall)) return *e;
       if (auto e = readByRole(f, fkey, into.by_role)) return *e;
@@ -171,15 +175,16 @@ Result<Objectives> parseObjectives(const json& value, const std::string& where) 
 }
 
 Result<RegressionPolicy> parseRegressionPolicy(const json& value, const std::string& where) {
-  if (auto e = unknownKeys(value, where, {"window", "factor", "min_runs", "min_delta_s"})) return *e;
+  if (auto e = unknownKeys(value, where, {"window", "factor", "min_runs", "min_delta_s"}))
+    return *e;
   RegressionPolicy p;
   const auto readWhole = [&](const char* name, std::int32_t min, std::int32_t max,
                              std::int32_t& out) -> std::optional<Error> {
     if (!value.contains(name)) return std::nullopt;
     const auto& v = value[name];
     if (!v.is_number_integer() || v.get<std::int64_t>() < min || v.get<std::int64_t>() > max) {
-      return invalid(where + "." + name,
-                     "must be a whole number between " + std::to_string(min) + " and " + std::to_string(max));
+      return invalid(where + "." + name, "must be a whole number between " + std::to_string(min) +
+                                             " and " + std::to_string(max));
     }
     out = static_cast<std::int32_t>(v.get<std::int64_t>());
     return std::nullopt;
@@ -225,11 +230,14 @@ Objectives overlay(const Objectives& base, const Objectives& over) {
         field(into.stall, kind) = field(f.stall, kind);
       }
       for (const auto& [role, limits] : f.by_role) {
-        if (field(limits, kind)) field(out.by_fault[fault].by_role[role], kind) = field(limits, kind);
+        if (field(limits, kind))
+          field(out.by_fault[fault].by_role[role], kind) = field(limits, kind);
       }
     }
   }
-  const auto any_stall = [](const StallLimits& s) { return s.max_ack_stall_s || s.max_receive_stall_s; };
+  const auto any_stall = [](const StallLimits& s) {
+    return s.max_ack_stall_s || s.max_receive_stall_s;
+  };
   bool over_stall = any_stall(over.stall);
   for (const auto& [role, limits] : over.by_role) over_stall = over_stall || any_stall(limits);
   for (const auto& [fault, f] : over.by_fault) {
@@ -248,13 +256,15 @@ Objectives overlay(const Objectives& base, const Objectives& over) {
   return out;
 }
 
-std::optional<StallLimit> stallLimit(const Objectives& o, const std::string& fault, const std::string& role,
-                                     StallKind kind) {
+std::optional<StallLimit> stallLimit(const Objectives& o, const std::string& fault,
+                                     const std::string& role, StallKind kind) {
   const std::string key = kind == StallKind::kAck ? "max_ack_stall_s" : "max_receive_stall_s";
   const auto f = o.by_fault.find(fault);
   if (f != o.by_fault.end()) {
-    if (auto r = f->second.by_role.find(role); r != f->second.by_role.end() && field(r->second, kind)) {
-      return StallLimit{*field(r->second, kind), "by_fault." + fault + ".by_role." + role + "." + key};
+    if (auto r = f->second.by_role.find(role);
+        r != f->second.by_role.end() && field(r->second, kind)) {
+      return StallLimit{*field(r->second, kind),
+                        "by_fault." + fault + ".by_role." + role + "." + key};
     }
   }
   if (auto r = o.by_role.find(role); r != o.by_role.end() && field(r->second, kind)) {
@@ -292,7 +302,10 @@ json toJson(const Objectives& o) {
 }
 
 json toJson(const RegressionPolicy& p) {
-  return {{"window", p.window}, {"factor", p.factor}, {"min_runs", p.min_runs}, {"min_delta_s", p.min_delta_s}};
+  return {{"window", p.window},
+          {"factor", p.factor},
+          {"min_runs", p.min_runs},
+          {"min_delta_s", p.min_delta_s}};
 }
 
 }  // namespace kfaild::analysis

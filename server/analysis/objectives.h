@@ -28,10 +28,9 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "server/common/result.h"
 
@@ -62,7 +61,7 @@ struct Objectives {
   // them): only those are derived from a fault's mechanism (verdict.h, objectivesFor). Not part
   // of the JSON shape.
   struct Defaulted {
-    bool stall = false;            // every stall limit
+    bool stall = false;  // every stall limit
     bool max_discovery_s = false;
   } defaulted;
 };
@@ -85,9 +84,11 @@ const char* toString(StallKind kind);
 Objectives defaultObjectives();
 
 // Parses the JSON shape above. Unknown keys, wrong types and negative values are errors whose
-// message names the key, prefixed with `where` ("clusters[0].objectives.by_role.leder: unknown key").
+// message names the key, prefixed with `where` ("clusters[0].objectives.by_role.leder: unknown
+// key").
 Result<Objectives> parseObjectives(const nlohmann::json& value, const std::string& where);
-Result<RegressionPolicy> parseRegressionPolicy(const nlohmann::json& value, const std::string& where);
+Result<RegressionPolicy> parseRegressionPolicy(const nlohmann::json& value,
+                                               const std::string& where);
 
 // `over` on top of `base` (see "Layers" above).
 Objectives overlay(const Objectives& base, const Objectives& over);

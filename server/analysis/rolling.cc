@@ -24,8 +24,8 @@ void consider(std::optional<RollingStall>& worst, const RollingStall& candidate)
 
 }  // namespace
 
-RollingSummary summariseRolling(const std::vector<RunAnalysis>& steps, const std::vector<std::int32_t>& nodes,
-                                const Verdict& verdict) {
+RollingSummary summariseRolling(const std::vector<RunAnalysis>& steps,
+                                const std::vector<std::int32_t>& nodes, const Verdict& verdict) {
   RollingSummary out;
   out.verdict = verdict.verdict;
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -47,8 +47,10 @@ RollingSummary summariseRolling(const std::vector<RunAnalysis>& steps, const std
         if (r.outcome != Outcome::kStall || !r.stall) continue;
         stalled = true;
         const double seconds = static_cast<double>(r.stall->duration_us()) / 1e6;
-        (kind == StallKind::kAck ? s.ack_partition_seconds : s.receive_partition_seconds) += seconds;
-        consider(s.worst, RollingStall{s.step, s.node, p.topic, p.partition, toString(p.role), kind, seconds});
+        (kind == StallKind::kAck ? s.ack_partition_seconds : s.receive_partition_seconds) +=
+            seconds;
+        consider(s.worst, RollingStall{s.step, s.node, p.topic, p.partition, toString(p.role), kind,
+                                       seconds});
       }
       if (stalled) ++s.stalled_partitions;
     }
@@ -61,8 +63,8 @@ RollingSummary summariseRolling(const std::vector<RunAnalysis>& steps, const std
 }
 
 nlohmann::json toJson(const RollingStall& stall) {
-  return {{"step", stall.step},         {"node", stall.node},       {"topic", stall.topic},
-          {"partition", stall.partition}, {"role", stall.role},     {"kind", toString(stall.kind)},
+  return {{"step", stall.step},           {"node", stall.node}, {"topic", stall.topic},
+          {"partition", stall.partition}, {"role", stall.role}, {"kind", toString(stall.kind)},
           {"seconds", stall.seconds}};
 }
 

@@ -12,11 +12,10 @@
 //                       rehearsal's is the drill verdict's
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "server/analysis/drill_analysis.h"
 #include "server/analysis/verdict.h"
@@ -54,8 +53,8 @@ struct RollingSummary {
 
 // `steps[i]` is the analysis of step i + 1 (on `nodes[i]`); `verdict` the drill's, over them as
 // its runs. Fewer steps than nodes when the rehearsal ended early.
-RollingSummary summariseRolling(const std::vector<RunAnalysis>& steps, const std::vector<std::int32_t>& nodes,
-                                const Verdict& verdict);
+RollingSummary summariseRolling(const std::vector<RunAnalysis>& steps,
+                                const std::vector<std::int32_t>& nodes, const Verdict& verdict);
 
 // The step verdict of run `run` among `checks`, as above.
 CheckStatus stepVerdict(const std::vector<Check>& checks, int run);

@@ -25,7 +25,8 @@ std::optional<std::int64_t> stallOf(const json& partition, const char* kind) {
 }
 
 std::string textAt(const json& object, const char* key) {
-  return object.contains(key) && object[key].is_string() ? object[key].get<std::string>() : std::string();
+  return object.contains(key) && object[key].is_string() ? object[key].get<std::string>()
+                                                         : std::string();
 }
 
 }  // namespace
@@ -50,7 +51,8 @@ Statistics statisticsOf(const std::vector<StoredDrill>& drills, const Statistics
     if (!runs.is_array()) continue;
     for (const auto& run : runs) {
       if (!run.is_object() || textAt(run, "state") != "done" || !run.contains("analysis")) continue;
-      const auto& partitions = run["analysis"].is_object() ? run["analysis"].value("partitions", json()) : json();
+      const auto& partitions =
+          run["analysis"].is_object() ? run["analysis"].value("partitions", json()) : json();
       if (!partitions.is_array()) continue;
       bool used = false;
       for (const auto& p : partitions) {
@@ -75,19 +77,24 @@ Statistics statisticsOf(const std::vector<StoredDrill>& drills, const Statistics
         const json phases = p.value("phases", json::object());
         // A phase is never negative; results stored before that rule may say so (below their
         // resolution). One the fault time's uncertainty hides is no figure.
-        const json& hidden = phases.contains("inconclusive") ? phases["inconclusive"] : json::object();
+        const json& hidden =
+            phases.contains("inconclusive") ? phases["inconclusive"] : json::object();
         const auto phase = [&](const char* name, std::vector<std::int64_t>& into) {
           const auto v = intAt(phases, (std::string(name) + "_us").c_str());
-          if (v && !(hidden.is_object() && hidden.contains(name))) into.push_back(std::max<std::int64_t>(*v, 0));
+          if (v && !(hidden.is_object() && hidden.contains(name)))
+            into.push_back(std::max<std::int64_t>(*v, 0));
         };
         phase("detection", g.detection);
         phase("election", g.election);
         phase("discovery", g.discovery);
         phase("resume", g.resume);
         const auto run_number = static_cast<std::int32_t>(intAt(run, "run").value_or(0));
-        TrendPoint point{drill.id, run_number, intAt(run, "fault_us").value_or(drill.created_us), ack, receive};
-        const auto& verdict = drill.result.is_object() ? drill.result.value("verdict", json()) : json();
-        const auto& regressions = verdict.is_object() ? verdict.value("regressions", json()) : json();
+        TrendPoint point{drill.id, run_number, intAt(run, "fault_us").value_or(drill.created_us),
+                         ack, receive};
+        const auto& verdict =
+            drill.result.is_object() ? drill.result.value("verdict", json()) : json();
+        const auto& regressions =
+            verdict.is_object() ? verdict.value("regressions", json()) : json();
         if (regressions.is_array()) {
           for (const auto& r : regressions) {
             if (!r.is_object() || intAt(r, "run") != run_number || textAt(r, "topic") != topic ||

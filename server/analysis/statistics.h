@@ -10,11 +10,10 @@
 // run whose stall was `none` or `inconclusive` adds a trend point without a stall, never a zero.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace kfaild::analysis {
 

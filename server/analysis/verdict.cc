@@ -10,7 +10,9 @@ namespace {
 
 using nlohmann::json;
 
-double seconds(std::int64_t us) { return static_cast<double>(us) / 1e6; }
+double seconds(std::int64_t us) {
+  return static_cast<double>(us) / 1e6;
+}
 
 CheckStatus compare(double measured, double threshold) {
   return measured <= threshold ? CheckStatus::kPass : CheckStatus::kFail;
@@ -35,8 +37,8 @@ void checkStall(std::vector<Check>& out, const Objectives& o, const std::string&
   const auto limit = stallLimit(o, fault, toString(p.role), kind);
   if (!limit) return;
   const auto& k = kind == StallKind::kAck ? p.ack : p.receive;
-  auto c = partitionCheck(kind == StallKind::kAck ? "max_ack_stall_s" : "max_receive_stall_s", limit->source,
-                          limit->seconds, "s", run, p);
+  auto c = partitionCheck(kind == StallKind::kAck ? "max_ack_stall_s" : "max_receive_stall_s",
+                          limit->source, limit->seconds, "s", run, p);
   switch (k.outcome) {
     case Outcome::kStall:
       c.measured = seconds(k.stall->duration_us());
@@ -56,14 +58,16 @@ void checkStall(std::vector<Check>& out, const Objectives& o, const std::string&
       break;
     case Outcome::kInconclusive:
       c.status = CheckStatus::kInconclusive;
-      c.reason = k.reason.empty() ? std::string("the analysis could not measure the stall") : k.reason;
+      c.reason =
+          k.reason.empty() ? std::string("the analysis could not measure the stall") : k.reason;
       break;
   }
   out.push_back(std::move(c));
 }
 
-void checkCount(std::vector<Check>& out, const char* objective, const std::optional<std::int64_t>& limit, int run,
-                const PartitionResult& p, std::int64_t measured) {
+void checkCount(std::vector<Check>& out, const char* objective,
+                const std::optional<std::int64_t>& limit, int run, const PartitionResult& p,
+                std::int64_t measured) {
   if (!limit) return;
   auto c = partitionCheck(objective, objective, static_cast<double>(*limit), "messages", run, p);
   c.measured = static_cast<double>(measured);
@@ -81,17 +85,20 @@ void checkCount(std::vector<Check>& out, const char* objective, const std::optio
 // max_lost on the messages the cluster may have lost: those counted lost while the probe's
 // consumer read nothing from the partition (PartitionResult::lost_consumer_stuck) are not
 // counted; when there are any and the rest pass, the check is inconclusive.
-void checkLost(std::vector<Check>& out, const std::optional<std::int64_t>& limit, int run, const PartitionResult& p) {
+void checkLost(std::vector<Check>& out, const std::optional<std::int64_t>& limit, int run,
+               const PartitionResult& p) {
   checkCount(out, "max_lost", limit, run, p, p.lost - p.lost_consumer_stuck);
   if (!limit || p.lost_consumer_stuck == 0 || out.back().status == CheckStatus::kFail) return;
   out.back().status = CheckStatus::kInconclusive;
-  out.back().reason = std::to_string(p.lost_consumer_stuck) +
-                      " message(s) were counted lost while kfaild's consumer read nothing from the partition "
-                      "(it restarted the consumer's reading): whether the cluster lost them is not known";
+  out.back().reason =
+      std::to_string(p.lost_consumer_stuck) +
+      " message(s) were counted lost while kfaild's consumer read nothing from the partition "
+      "(it restarted the consumer's reading): whether the cluster lost them is not known";
 }
 
-void checkPhase(std::vector<Check>& out, const char* objective, const std::optional<double>& limit, int run,
-                const PartitionResult& p, const char* phase, const std::optional<std::int64_t>& phase_us) {
+void checkPhase(std::vector<Check>& out, const char* objective, const std::optional<double>& limit,
+                int run, const PartitionResult& p, const char* phase,
+                const std::optional<std::int64_t>& phase_us) {
   if (!limit || !phase_us) return;
   auto c = partitionCheck(objective, objective, *limit, "s", run, p);
   c.measured = seconds(*phase_us);
@@ -127,13 +134,15 @@ double median(std::vector<double> values) {
 }
 
 std::optional<std::int64_t> intAt(const json& object, const char* key) {
-  if (!object.is_object() || !object.contains(key) || !object[key].is_number_integer()) return std::nullopt;
+  if (!object.is_object() || !object.contains(key) || !object[key].is_number_integer())
+    return std::nullopt;
   return object[key].get<std::int64_t>();
 }
 
 std::string textAt(const json& object, const char* key) {
-  return object.is_object() && object.contains(key) && object[key].is_string() ? object[key].get<std::string>()
-                                                                                 : std::string();
+  return object.is_object() && object.contains(key) && object[key].is_string()
+             ? object[key].get<std::string>()
+             : std::string();
 }
 
 template <typename T>
@@ -145,10 +154,14 @@ json optJson(const std::optional<T>& v) {
 
 const char* toString(CheckStatus status) {
   switch (status) {
-    case CheckStatus::kPass: return "pass";
-    case CheckStatus::kFail: return "fail";
-    case CheckStatus::kInconclusive: return "inconclusive";
-    case CheckStatus::kNotApplicable: return "not_applicable";
+    case CheckStatus::kPass:
+      return "pass";
+    case CheckStatus::kFail:
+      return "fail";
+    case CheckStatus::kInconclusive:
+      return "inconclusive";
+    case CheckStatus::kNotApplicable:
+      return "not_applicable";
   }
   return "inconclusive";
 }
@@ -177,7 +190,8 @@ Objectives objectivesFor(const Objectives& objectives, const FaultMechanism& m) 
       if (expected.mechanism == Mechanism::kNone || expected.mechanism == Mechanism::kNodeBack) {
         continue;
       }
-      double limit = static_cast<double>(std::max(expected.expected_us, alone.expected_us)) / 1e6 + kGrayStallMarginS;
+      double limit = static_cast<double>(std::max(expected.expected_us, alone.expected_us)) / 1e6 +
+                     kGrayStallMarginS;
       // After `drop`, a heal's reconnect waits for TCP's retransmission backoff: up to the
       // fault's length again.
       const bool drop = m.gray->kind == "isolate" && m.gray->mode == "drop";
@@ -203,15 +217,17 @@ Objectives objectivesFor(const Objectives& objectives, const FaultMechanism& m) 
   return o;
 }
 
-Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& o, const std::string& fault,
-                 const std::vector<StallSample>& history, const RegressionPolicy& policy) {
+Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& o,
+                 const std::string& fault, const std::vector<StallSample>& history,
+                 const RegressionPolicy& policy) {
   FaultMechanism mechanism;
   mechanism.fault = fault;
   return evaluate(runs, o, mechanism, history, policy);
 }
 
-Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& o, const FaultMechanism& mechanism,
-                 const std::vector<StallSample>& history, const RegressionPolicy& policy) {
+Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& o,
+                 const FaultMechanism& mechanism, const std::vector<StallSample>& history,
+                 const RegressionPolicy& policy) {
   const std::string& fault = mechanism.fault;
   Verdict v;
   v.objectives = o;
@@ -232,27 +248,35 @@ Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& o, cons
       if (mechanism.settings.sends_retried) {
         checkCount(v.checks, "max_failed", o.max_failed, run, p, p.failed);
       } else if (o.max_failed) {
-        auto c = partitionCheck("max_failed", "max_failed", static_cast<double>(*o.max_failed), "messages", run, p);
+        auto c = partitionCheck("max_failed", "max_failed", static_cast<double>(*o.max_failed),
+                                "messages", run, p);
         c.measured = static_cast<double>(p.failed);
         c.status = CheckStatus::kNotApplicable;
-        c.reason = "the wire client does not retry: each send during a stall fails at once and the next tick is "
-                   "the retry, so a failed send is an attempt, not a message an application would lose";
+        c.reason =
+            "the wire client does not retry: each send during a stall fails at once and the next "
+            "tick is "
+            "the retry, so a failed send is an attempt, not a message an application would lose";
         v.checks.push_back(std::move(c));
       }
-      checkPhase(v.checks, "max_detection_s", o.max_detection_s, run, p, "detection", p.phases.detection_us);
-      checkPhase(v.checks, "max_discovery_s", o.max_discovery_s, run, p, "discovery", p.phases.discovery_us);
+      checkPhase(v.checks, "max_detection_s", o.max_detection_s, run, p, "detection",
+                 p.phases.detection_us);
+      checkPhase(v.checks, "max_discovery_s", o.max_discovery_s, run, p, "discovery",
+                 p.phases.discovery_us);
       detection_seen = detection_seen || p.phases.detection_us.has_value();
 
       for (const auto kind : {StallKind::kAck, StallKind::kReceive}) {
         const auto& k = kind == StallKind::kAck ? p.ack : p.receive;
         if (k.outcome != Outcome::kStall) continue;
         const auto found = previous.find({p.topic, toString(p.role), kind});
-        if (found == previous.end() || found->second.size() < static_cast<std::size_t>(policy.min_runs)) continue;
+        if (found == previous.end() ||
+            found->second.size() < static_cast<std::size_t>(policy.min_runs))
+          continue;
         const double stall = seconds(k.stall->duration_us());
         const double med = median(found->second);
         if (stall > policy.factor * med && stall - med >= policy.min_delta_s) {
-          v.regressions.push_back(Regression{kind, toString(p.role), p.topic, p.partition, run, stall, med,
-                                             med > 0 ? stall / med : 0.0, found->second.size()});
+          v.regressions.push_back(Regression{kind, toString(p.role), p.topic, p.partition, run,
+                                             stall, med, med > 0 ? stall / med : 0.0,
+                                             found->second.size()});
         }
       }
     }
@@ -267,7 +291,8 @@ Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& o, cons
       c.run = run;
       c.reason = whyNoFencing(mechanism);
       c.status = c.reason.empty() ? CheckStatus::kInconclusive : CheckStatus::kNotApplicable;
-      if (c.reason.empty()) c.reason = "no partition's detection phase (fault → fenced) was observed";
+      if (c.reason.empty())
+        c.reason = "no partition's detection phase (fault → fenced) was observed";
       v.checks.push_back(std::move(c));
     }
     if (o.max_recovery_s) {
@@ -304,20 +329,22 @@ Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& o, cons
     }
   }
   const auto any = [&v](CheckStatus s) {
-    return std::any_of(v.checks.begin(), v.checks.end(), [s](const Check& c) { return c.status == s; });
+    return std::any_of(v.checks.begin(), v.checks.end(),
+                       [s](const Check& c) { return c.status == s; });
   };
   if (runs.empty()) {
     v.verdict = CheckStatus::kInconclusive;
     v.reason = "the drill has no analysed run";
   } else {
-    v.verdict = any(CheckStatus::kFail) ? CheckStatus::kFail
+    v.verdict = any(CheckStatus::kFail)           ? CheckStatus::kFail
                 : any(CheckStatus::kInconclusive) ? CheckStatus::kInconclusive
                                                   : CheckStatus::kPass;
   }
   return v;
 }
 
-Verdict unfinishedVerdict(const Objectives& objectives, const std::string& state, const std::string& reason) {
+Verdict unfinishedVerdict(const Objectives& objectives, const std::string& state,
+                          const std::string& reason) {
   Verdict v;
   v.verdict = CheckStatus::kInconclusive;
   v.objectives = objectives;
@@ -330,7 +357,8 @@ std::vector<StallSample> stallSamplesOf(const json& result) {
   const auto& runs = result.is_object() ? result.value("runs", json()) : json();
   if (!runs.is_array()) return out;
   for (const auto& run : runs) {
-    if (textAt(run, "state") != "done" || !run.contains("analysis") || !run["analysis"].is_object()) continue;
+    if (textAt(run, "state") != "done" || !run.contains("analysis") || !run["analysis"].is_object())
+      continue;
     const auto& parts = run["analysis"].value("partitions", json());
     if (!parts.is_array()) continue;
     for (const auto& p : parts) {

@@ -30,11 +30,10 @@
 // A regression is reported apart and does not change the verdict unless fail_on_regression.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "server/analysis/drill_analysis.h"
 #include "server/analysis/objectives.h"
@@ -46,11 +45,11 @@ const char* toString(CheckStatus status);
 std::optional<CheckStatus> checkStatusFromString(const std::string& text);
 
 struct Check {
-  std::string objective;   // "max_ack_stall_s", ...
-  std::string source;      // the key it comes from ("by_fault.kill.max_ack_stall_s")
+  std::string objective;  // "max_ack_stall_s", ...
+  std::string source;     // the key it comes from ("by_fault.kill.max_ack_stall_s")
   double threshold = 0;
   std::optional<double> measured;
-  std::string unit;        // "s" or "messages"
+  std::string unit;  // "s" or "messages"
   CheckStatus status = CheckStatus::kInconclusive;
   int run = 0;
   std::optional<std::string> topic;
@@ -67,7 +66,7 @@ struct Regression {
   int run = 0;
   double stall_s = 0;
   double median_s = 0;
-  double factor = 0;      // stall / median
+  double factor = 0;         // stall / median
   std::size_t previous = 0;  // earlier values the median is taken over
 };
 
@@ -94,11 +93,11 @@ inline constexpr double kDefaultHeartbeatIntervalS = 2.0;
 
 // What the drill did to what, as far as the objectives care.
 struct FaultMechanism {
-  std::string fault;                      // kill | stop | pause | restart
-  std::optional<double> pause_s;          // a pause's length
+  std::string fault;              // kill | stop | pause | restart
+  std::optional<double> pause_s;  // a pause's length
   double session_timeout_s = kDefaultSessionTimeoutS;
   double heartbeat_interval_s = kDefaultHeartbeatIntervalS;
-  bool target_is_controller = false;      // a KRaft controller: never fenced
+  bool target_is_controller = false;  // a KRaft controller: never fenced
   // Gray faults (isolate, throttle, disk_full): what was done, and the settings the mechanisms
   // depend on (gray_mechanism.h). session_timeout_s above is not used for them: settings has it.
   std::optional<GrayFaultInput> gray;
@@ -129,11 +128,13 @@ Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& objecti
                  const FaultMechanism& mechanism, const std::vector<StallSample>& history,
                  const RegressionPolicy& policy);
 // The same for a mechanism told by its fault alone.
-Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& objectives, const std::string& fault,
-                 const std::vector<StallSample>& history, const RegressionPolicy& policy);
+Verdict evaluate(const std::vector<RunAnalysis>& runs, const Objectives& objectives,
+                 const std::string& fault, const std::vector<StallSample>& history,
+                 const RegressionPolicy& policy);
 
 // A drill that ended failed or aborted: never pass, whatever its runs measured.
-Verdict unfinishedVerdict(const Objectives& objectives, const std::string& state, const std::string& reason);
+Verdict unfinishedVerdict(const Objectives& objectives, const std::string& state,
+                          const std::string& reason);
 
 // The stalls of a stored drill result ({"runs":[{"state":"done","analysis":{...}}]}), for the
 // history of later drills: outcome stall, and none's longest gap (a measured non-stall).

@@ -32,7 +32,8 @@ Bracketed narrowestOffset(const TimeSource& source, int tries) {
     const auto before = source.monotonicMicros();
     const auto real = source.realtimeMicros();
     const auto after = source.monotonicMicros();
-    if (best.width < 0 || after - before < best.width) best = {real - (before + (after - before) / 2), after - before};
+    if (best.width < 0 || after - before < best.width)
+      best = {real - (before + (after - before) / 2), after - before};
   }
   return best;
 }
@@ -51,12 +52,14 @@ const TimeSource& kernelTime() {
 
 }  // namespace
 
-bool Clock::waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, MonoMicros deadline,
-                      const std::function<bool()>& ready) const {
+bool Clock::waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                      MonoMicros deadline, const std::function<bool()>& ready) const {
   return cv.wait_until(lock, steadyAt(deadline), ready);
 }
 
-void Clock::sleepUntil(MonoMicros deadline) const { std::this_thread::sleep_until(steadyAt(deadline)); }
+void Clock::sleepUntil(MonoMicros deadline) const {
+  std::this_thread::sleep_until(steadyAt(deadline));
+}
 
 SystemClock::SystemClock() : SystemClock(kernelTime()) {}
 
@@ -65,7 +68,9 @@ SystemClock::SystemClock() : SystemClock(kernelTime()) {}
 SystemClock::SystemClock(const TimeSource& source)
     : source_(source), offset_us_(narrowestOffset(source, 5).offset) {}
 
-MonoMicros SystemClock::monoNow() const { return source_.monotonicMicros(); }
+MonoMicros SystemClock::monoNow() const {
+  return source_.monotonicMicros();
+}
 
 Instant SystemClock::now() const {
   const MonoMicros mono = source_.monotonicMicros();
@@ -132,7 +137,8 @@ std::int64_t SystemClock::largestDrift(WallMicros from, WallMicros to) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::int64_t largest = driftAt(from, false);
   for (const auto& p : history_) {
-    if (p.from > from && p.from <= to && std::llabs(p.drift) > std::llabs(largest)) largest = p.drift;
+    if (p.from > from && p.from <= to && std::llabs(p.drift) > std::llabs(largest))
+      largest = p.drift;
   }
   return largest;
 }

@@ -64,8 +64,8 @@ class Clock {
   // time reaches `deadline`; returns ready() as evaluated last. Whoever changes what `ready`
   // reads does so under the lock's mutex and notifies `cv`. This one waits on the system's
   // steady clock, which is CLOCK_MONOTONIC, the clock monoNow() reads in SystemClock.
-  virtual bool waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, MonoMicros deadline,
-                         const std::function<bool()>& ready) const;
+  virtual bool waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                         MonoMicros deadline, const std::function<bool()>& ready) const;
   // Sleeps until the monotonic time reaches `deadline`; nothing wakes it early.
   virtual void sleepUntil(MonoMicros deadline) const;
   void sleepFor(std::int64_t micros) const { sleepUntil(monoNow() + micros); }
@@ -97,8 +97,8 @@ class SystemClock final : public Clock {
 
  private:
   struct DriftPoint {
-    WallMicros from;      // on this clock's timebase
-    std::int64_t drift;   // the system clock − this clock's wall time, from then on
+    WallMicros from;     // on this clock's timebase
+    std::int64_t drift;  // the system clock − this clock's wall time, from then on
   };
   // A reading of the drift that no preemption between the two clock reads can fake: the
   // narrowest of three realtime reads bracketed by monotonic ones. nullopt if all were wider

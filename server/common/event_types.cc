@@ -138,13 +138,27 @@ std::optional<Enum> valueOf(const std::array<Table<Enum>, N>& table, std::string
 
 }  // namespace
 
-const char* toString(EventSource source) { return nameOf(kSources, source); }
-const char* toString(EventKind kind) { return nameOf(kKinds, kind); }
-const char* toString(PartitionRole role) { return nameOf(kPartitionRoles, role); }
-const char* toString(NodeRole role) { return nameOf(kNodeRoles, role); }
-const char* toString(Departure departure) { return nameOf(kDepartures, departure); }
-const char* toString(Outcome outcome) { return nameOf(kOutcomes, outcome); }
-const char* toString(Mechanism mechanism) { return nameOf(kMechanisms, mechanism); }
+const char* toString(EventSource source) {
+  return nameOf(kSources, source);
+}
+const char* toString(EventKind kind) {
+  return nameOf(kKinds, kind);
+}
+const char* toString(PartitionRole role) {
+  return nameOf(kPartitionRoles, role);
+}
+const char* toString(NodeRole role) {
+  return nameOf(kNodeRoles, role);
+}
+const char* toString(Departure departure) {
+  return nameOf(kDepartures, departure);
+}
+const char* toString(Outcome outcome) {
+  return nameOf(kOutcomes, outcome);
+}
+const char* toString(Mechanism mechanism) {
+  return nameOf(kMechanisms, mechanism);
+}
 
 EventSource eventSourceFromString(std::string_view text) {
   return valueOf(kSources, text).value_or(EventSource::kUnknown);
@@ -176,7 +190,9 @@ std::optional<NodeRole> nodeRoleFromString(std::string_view text) {
 std::optional<Departure> departureFromString(std::string_view text) {
   return valueOf(kDepartures, text);
 }
-std::optional<Outcome> outcomeFromString(std::string_view text) { return valueOf(kOutcomes, text); }
+std::optional<Outcome> outcomeFromString(std::string_view text) {
+  return valueOf(kOutcomes, text);
+}
 std::optional<Mechanism> mechanismFromString(std::string_view text) {
   return valueOf(kMechanisms, text);
 }

@@ -5,9 +5,8 @@
 // bytes by default (type_error 316), which on a worker's thread ended kfaild with a broker still
 // down. Here they become U+FFFD instead. Pure: safe from any thread.
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace kfaild::common {
 

@@ -49,7 +49,8 @@ bool isIpv4Token(std::string_view token) {
 // inet_pton decides: a time ("12:30:45") or a word with "::" in it is no address.
 bool isIpv6Token(std::string_view token) {
   token = token.substr(0, token.find('%'));
-  if (std::count(token.begin(), token.end(), ':') < 2 || token.size() >= INET6_ADDRSTRLEN) return false;
+  if (std::count(token.begin(), token.end(), ':') < 2 || token.size() >= INET6_ADDRSTRLEN)
+    return false;
   in6_addr address{};
   return inet_pton(AF_INET6, std::string(token).c_str(), &address) == 1;
 }
@@ -62,7 +63,7 @@ bool isSensitiveToken(std::string_view token) {
   if (token.empty()) return false;
   if (token.find('/') != std::string_view::npos) return true;  // a path or a URL
   const auto at = token.find('@');
-  if (at != std::string_view::npos && at > 0 && at + 1 < token.size()) return true;  // user@host
+  if (at != std::string_view::npos && at > 0 && at + 1 < token.size()) return true;    // user@host
   if (token.front() == '[' && token.find(':') != std::string_view::npos) return true;  // [v6]:port
   return isIpv4Token(token) || isIpv6Token(token);
 }
@@ -114,7 +115,8 @@ std::string Redactor::redact(std::string_view input) const {
     std::size_t at = text.find(literal);
     while (at != std::string::npos) {
       const std::size_t end = at + literal.size();
-      const bool whole = (at == 0 || !isWordChar(text[at - 1])) && (end == text.size() || !isWordChar(text[end]));
+      const bool whole =
+          (at == 0 || !isWordChar(text[at - 1])) && (end == text.size() || !isWordChar(text[end]));
       if (whole) {
         text.replace(at, literal.size(), kRedacted);
         at = text.find(literal, at + kRedacted.size());
@@ -133,7 +135,8 @@ std::string Redactor::redact(std::string_view input) const {
     if (token != kRedacted && isSensitiveToken(token)) {
       // Keep the sentence's own trailing punctuation.
       std::size_t keep = token.size();
-      while (!isIpv6Token(token) && keep > 0 && (token[keep - 1] == '.' || token[keep - 1] == ':')) --keep;
+      while (!isIpv6Token(token) && keep > 0 && (token[keep - 1] == '.' || token[keep - 1] == ':'))
+        --keep;
       out += kRedacted;
       out.append(token.substr(keep));
     } else {

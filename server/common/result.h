@@ -23,7 +23,7 @@ struct Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : state_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Result(Error error) : state_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return state_.index() == 0; }
@@ -48,6 +48,8 @@ struct Ok {};
 // Result<void> equivalent: either nothing or an Error.
 using Status = Result<Ok>;
 
-inline Status okStatus() { return Ok{}; }
+inline Status okStatus() {
+  return Ok{};
+}
 
 }  // namespace kfaild

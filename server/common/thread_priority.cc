@@ -11,10 +11,13 @@
 namespace kfaild::common {
 namespace {
 
-constexpr int kRealtimePriority = 1;  // above every SCHED_OTHER thread, below any other real-time one
+constexpr int kRealtimePriority =
+    1;  // above every SCHED_OTHER thread, below any other real-time one
 constexpr int kHighNice = -10;
 
-std::string refusal(const std::string& what, int error) { return what + " refused: " + std::strerror(error); }
+std::string refusal(const std::string& what, int error) {
+  return what + " refused: " + std::strerror(error);
+}
 
 }  // namespace
 

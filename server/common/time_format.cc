@@ -88,7 +88,8 @@ std::optional<WallMicros> parseRfc3339(std::string_view s) {
     return std::nullopt;
   }
   if (pos != s.size()) return std::nullopt;
-  const std::int64_t days = daysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
+  const std::int64_t days =
+      daysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
   const std::int64_t secs = days * 86400 + hour * 3600 + minute * 60 + second - offset_secs;
   return secs * 1'000'000 + micros;
 }

@@ -1,10 +1,9 @@
 #include "server/common/worker.h"
 
 #include <pthread.h>
+#include <spdlog/spdlog.h>
 
 #include <exception>
-
-#include <spdlog/spdlog.h>
 
 namespace kfaild::common {
 namespace {
@@ -27,7 +26,8 @@ void nameThisThread(const std::string& name) {
   pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
 }
 
-void Worker::runGuarded(const std::string& name, const std::function<void()>& loop, const Failed& failed) {
+void Worker::runGuarded(const std::string& name, const std::function<void()>& loop,
+                        const Failed& failed) {
   while (true) {
     std::string what;
     try {
@@ -36,12 +36,14 @@ void Worker::runGuarded(const std::string& name, const std::function<void()>& lo
     } catch (...) {
       what = currentExceptionMessage();
     }
-    spdlog::error("thread {}: its loop threw ({}); it runs again in {} s", name, what, kRestartDelay.count());
+    spdlog::error("thread {}: its loop threw ({}); it runs again in {} s", name, what,
+                  kRestartDelay.count());
     if (failed) {
       try {
         failed(what);
       } catch (...) {
-        spdlog::error("thread {}: failing what the loop was doing threw too ({})", name, currentExceptionMessage());
+        spdlog::error("thread {}: failing what the loop was doing threw too ({})", name,
+                      currentExceptionMessage());
       }
     }
     if (!sleepFor(kRestartDelay)) return;

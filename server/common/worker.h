@@ -54,10 +54,11 @@ class Worker {
   void start(std::string name, std::function<void()> loop, Failed failed = {}) {
     stop();
     stopping_ = false;
-    thread_ = std::thread([this, name = std::move(name), loop = std::move(loop), failed = std::move(failed)] {
-      nameThisThread(name);
-      runGuarded(name, loop, failed);
-    });
+    thread_ = std::thread(
+        [this, name = std::move(name), loop = std::move(loop), failed = std::move(failed)] {
+          nameThisThread(name);
+          runGuarded(name, loop, failed);
+        });
   }
 
   void stop() {
@@ -85,12 +86,15 @@ class Worker {
   // `deadline` is on the clock's monotonic time (Clock::monoNow()).
   template <typename Ready>
   bool waitUntil(std::unique_lock<std::mutex>& lock, MonoMicros deadline, Ready ready) {
-    return waitWithStop(lock, [&](auto& pred) { clock_.waitUntil(lock, wake_, deadline, pred); }, ready);
+    return waitWithStop(
+        lock, [&](auto& pred) { clock_.waitUntil(lock, wake_, deadline, pred); }, ready);
   }
   // A deadline on the system's steady clock, for loops that keep their times there.
   template <typename Ready>
-  bool waitUntil(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point deadline, Ready ready) {
-    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
+  bool waitUntil(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point deadline,
+                 Ready ready) {
+    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+        deadline - std::chrono::steady_clock::now());
     return waitFor(lock, left, std::move(ready));
   }
   template <typename Ready>

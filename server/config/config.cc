@@ -1,16 +1,11 @@
 #include "server/config/config.h"
-#include "server/config/config_file.h"
-
-#include "server/config/token_file.h"
-
-#include <nlohmann/json.hpp>
-#include <yaml-cpp/yaml.h>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
@@ -21,8 +16,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+
+#include "server/config/config_file.h"
+#include "server/config/token_file.h"
 
 namespace kfaild::config {
 namespace {
@@ -62,8 +61,8 @@ std::int64_t readInt(const YAML::Node& node, const std::string& key, std::int64_
     fail(key, "must be an integer, got '" + text + "'");
   }
   if (value < min || value > max) {
-    fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                  ", got " + text);
+    fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " +
+                  text);
   }
   return value;
 }
@@ -88,29 +87,36 @@ std::string readSecretFile(const std::string& path, const std::string& key) {
   auto line = readPrivateFirstLine(path, kMaxSecretBytes);
   if (!line) fail(key, line.error().message);
   if (line->empty()) fail(key, path + " has an empty first line");
-  if (line->size() >= kMaxSecretBytes) fail(key, "the first line of " + path + " is longer than 64 KiB");
+  if (line->size() >= kMaxSecretBytes)
+    fail(key, "the first line of " + path + " is longer than 64 KiB");
   return std::move(*line);
 }
 
-bool isEnvironmentReference(const std::string& value) { return value.rfind("${env:", 0) == 0; }
+bool isEnvironmentReference(const std::string& value) {
+  return value.rfind("${env:", 0) == 0;
+}
 
 // A value "${env:NAME}" is the environment variable NAME (unset: an error); any other value is
 // itself.
 std::string resolveEnvironment(const std::string& value, const std::string& key) {
   if (!isEnvironmentReference(value)) return value;
-  const auto variable = value.size() > 7 && value.back() == '}' ? value.substr(6, value.size() - 7) : std::string();
-  if (variable.empty() || variable.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
-                              std::string::npos) {
+  const auto variable =
+      value.size() > 7 && value.back() == '}' ? value.substr(6, value.size() - 7) : std::string();
+  if (variable.empty() ||
+      variable.find_first_not_of(
+          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
     fail(key, "${env:NAME} needs a variable name of letters, digits and '_'");
   }
   const char* set = std::getenv(variable.c_str());
-  if (set == nullptr) fail(key, "names the environment variable " + variable + ", which is not set");
+  if (set == nullptr)
+    fail(key, "names the environment variable " + variable + ", which is not set");
   return set;
 }
 
 // librdkafka's properties that hold a credential (those its own configuration marks sensitive).
 bool isSecretClientProperty(const std::string& name) {
-  for (const char* part : {"password", "secret", "passphrase", "private.key", "ssl.key.pem", "sasl.oauthbearer.config"}) {
+  for (const char* part : {"password", "secret", "passphrase", "private.key", "ssl.key.pem",
+                           "sasl.oauthbearer.config"}) {
     if (name.find(part) != std::string::npos) return true;
   }
   return false;
@@ -132,7 +138,8 @@ std::map<std::string, std::string> readSecretMap(const YAML::Node& node, const s
     constexpr std::string_view kFileSuffix = "_file";
     if (name.size() > kFileSuffix.size() && name.ends_with(kFileSuffix)) {
       property = name.substr(0, name.size() - kFileSuffix.size());
-      if (raw.count(property)) fail(field, "and " + key + "." + property + " are both set: keep one");
+      if (raw.count(property))
+        fail(field, "and " + key + "." + property + " are both set: keep one");
       resolved = readSecretFile(resolved, field);
     } else if (!isEnvironmentReference(value) && is_secret(name)) {
       inline_secrets.push_back(field);
@@ -143,12 +150,13 @@ std::map<std::string, std::string> readSecretMap(const YAML::Node& node, const s
 }
 
 TopicCreation readCreation(const YAML::Node& node, const std::string& key) {
-  rejectUnknownKeys(node, key, {"partitions", "replication_factor", "replica_assignment", "configs"});
+  rejectUnknownKeys(node, key,
+                    {"partitions", "replication_factor", "replica_assignment", "configs"});
   TopicCreation c;
   if (node["replica_assignment"]) {
-    c.replica_assignment = parseReplicaAssignment(
-        readString(node["replica_assignment"], key + ".replica_assignment"),
-        key + ".replica_assignment");
+    c.replica_assignment =
+        parseReplicaAssignment(readString(node["replica_assignment"], key + ".replica_assignment"),
+                               key + ".replica_assignment");
     if (node["partitions"] || node["replication_factor"]) {
       fail(key, "give either replica_assignment or partitions + replication_factor, not both");
     }
@@ -168,10 +176,10 @@ TopicCreation readCreation(const YAML::Node& node, const std::string& key) {
 }
 
 // `off`, or a map of the control probe's settings.
-// An observer's interval (metadata poller, control probe, coordinator probes) when the file does not
-// set it: its default, or the probe's interval when that is longer. What an observer times is only
-// read against the probe's own gaps, which are no finer than its interval; a probe sending once a
-// minute with its observers still asking ten times a second cost 7.8 ms of CPU a second idle
+// An observer's interval (metadata poller, control probe, coordinator probes) when the file does
+// not set it: its default, or the probe's interval when that is longer. What an observer times is
+// only read against the probe's own gaps, which are no finer than its interval; a probe sending
+// once a minute with its observers still asking ten times a second cost 7.8 ms of CPU a second idle
 // (docs/PERFORMANCE.md, "Idle cost").
 std::int64_t observerInterval(std::int64_t default_us, std::int64_t pace_us) {
   return std::max(default_us, pace_us);
@@ -179,7 +187,8 @@ std::int64_t observerInterval(std::int64_t default_us, std::int64_t pace_us) {
 
 // `pace_us`: the probe's interval, the fastest an observer runs unless its own interval is set
 // (observerInterval).
-ControlProbeConfig readControlProbe(const YAML::Node& node, const std::string& key, std::int64_t pace_us) {
+ControlProbeConfig readControlProbe(const YAML::Node& node, const std::string& key,
+                                    std::int64_t pace_us) {
   ControlProbeConfig c;
   c.interval_us = observerInterval(c.interval_us, pace_us);
   c.gap_threshold_us = 3 * c.interval_us;
@@ -190,25 +199,30 @@ ControlProbeConfig readControlProbe(const YAML::Node& node, const std::string& k
     return c;
   }
   rejectUnknownKeys(node, key, {"interval_ms", "gap_threshold_ms", "timeout_ms"});
-  if (node["interval_ms"]) c.interval_us = readInt(node["interval_ms"], key + ".interval_ms", 50, 60000) * 1000;
-  c.gap_threshold_us = node["gap_threshold_ms"]
-                           ? readInt(node["gap_threshold_ms"], key + ".gap_threshold_ms", 1, 3'600'000) * 1000
-                           : 3 * c.interval_us;
-  if (node["timeout_ms"]) c.timeout_us = readInt(node["timeout_ms"], key + ".timeout_ms", 100, 120'000) * 1000;
+  if (node["interval_ms"])
+    c.interval_us = readInt(node["interval_ms"], key + ".interval_ms", 50, 60000) * 1000;
+  c.gap_threshold_us =
+      node["gap_threshold_ms"]
+          ? readInt(node["gap_threshold_ms"], key + ".gap_threshold_ms", 1, 3'600'000) * 1000
+          : 3 * c.interval_us;
+  if (node["timeout_ms"])
+    c.timeout_us = readInt(node["timeout_ms"], key + ".timeout_ms", 100, 120'000) * 1000;
   return c;
 }
 
 // A group id or transactional id kfaild owns: printable, no spaces, at most 249 characters.
 std::string readOwnId(const YAML::Node& node, const std::string& key) {
   auto id = readString(node, key);
-  if (id.empty() || id.size() > 249 || std::any_of(id.begin(), id.end(), [](unsigned char c) { return c <= ' ' || c > '~'; })) {
+  if (id.empty() || id.size() > 249 ||
+      std::any_of(id.begin(), id.end(), [](unsigned char c) { return c <= ' ' || c > '~'; })) {
     fail(key, "must be 1 to 249 printable characters without spaces, got '" + id + "'");
   }
   return id;
 }
 
 // `off`, or a map of the coordinator probes' settings.
-CoordinatorProbeConfig readCoordinatorProbe(const YAML::Node& node, const std::string& key, std::int64_t pace_us) {
+CoordinatorProbeConfig readCoordinatorProbe(const YAML::Node& node, const std::string& key,
+                                            std::int64_t pace_us) {
   CoordinatorProbeConfig c;
   c.commit_interval_us = observerInterval(c.commit_interval_us, pace_us);
   c.gap_threshold_us = 10 * c.commit_interval_us;
@@ -221,18 +235,23 @@ CoordinatorProbeConfig readCoordinatorProbe(const YAML::Node& node, const std::s
     c.enabled = false;
     return c;
   }
-  rejectUnknownKeys(node, key, {"group", "commit_interval_ms", "gap_threshold_ms", "timeout_ms", "watch_interval_ms",
-                                "transactions"});
+  rejectUnknownKeys(node, key,
+                    {"group", "commit_interval_ms", "gap_threshold_ms", "timeout_ms",
+                     "watch_interval_ms", "transactions"});
   if (node["group"]) c.group = readOwnId(node["group"], key + ".group");
   if (node["commit_interval_ms"]) {
-    c.commit_interval_us = readInt(node["commit_interval_ms"], key + ".commit_interval_ms", 10, 60000) * 1000;
+    c.commit_interval_us =
+        readInt(node["commit_interval_ms"], key + ".commit_interval_ms", 10, 60000) * 1000;
   }
-  c.gap_threshold_us = node["gap_threshold_ms"]
-                           ? readInt(node["gap_threshold_ms"], key + ".gap_threshold_ms", 1, 3'600'000) * 1000
-                           : 10 * c.commit_interval_us;
-  if (node["timeout_ms"]) c.timeout_us = readInt(node["timeout_ms"], key + ".timeout_ms", 100, 120'000) * 1000;
+  c.gap_threshold_us =
+      node["gap_threshold_ms"]
+          ? readInt(node["gap_threshold_ms"], key + ".gap_threshold_ms", 1, 3'600'000) * 1000
+          : 10 * c.commit_interval_us;
+  if (node["timeout_ms"])
+    c.timeout_us = readInt(node["timeout_ms"], key + ".timeout_ms", 100, 120'000) * 1000;
   if (node["watch_interval_ms"]) {
-    c.watch_interval_us = readInt(node["watch_interval_ms"], key + ".watch_interval_ms", 50, 60000) * 1000;
+    c.watch_interval_us =
+        readInt(node["watch_interval_ms"], key + ".watch_interval_ms", 50, 60000) * 1000;
   }
   if (const auto t = node["transactions"]) {
     const auto tkey = key + ".transactions";
@@ -243,22 +262,25 @@ CoordinatorProbeConfig readCoordinatorProbe(const YAML::Node& node, const std::s
     } else {
       rejectUnknownKeys(t, tkey, {"transactional_id", "interval_ms", "gap_threshold_ms"});
       c.transactions = true;
-      if (t["transactional_id"]) c.transactional_id = readOwnId(t["transactional_id"], tkey + ".transactional_id");
-      if (t["interval_ms"]) c.txn_interval_us = readInt(t["interval_ms"], tkey + ".interval_ms", 50, 600'000) * 1000;
-      c.txn_gap_threshold_us = t["gap_threshold_ms"]
-                                   ? readInt(t["gap_threshold_ms"], tkey + ".gap_threshold_ms", 1, 3'600'000) * 1000
-                                   : 3 * c.txn_interval_us;
+      if (t["transactional_id"])
+        c.transactional_id = readOwnId(t["transactional_id"], tkey + ".transactional_id");
+      if (t["interval_ms"])
+        c.txn_interval_us = readInt(t["interval_ms"], tkey + ".interval_ms", 50, 600'000) * 1000;
+      c.txn_gap_threshold_us =
+          t["gap_threshold_ms"]
+              ? readInt(t["gap_threshold_ms"], tkey + ".gap_threshold_ms", 1, 3'600'000) * 1000
+              : 3 * c.txn_interval_us;
     }
   }
   return c;
 }
 
 ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
-  rejectUnknownKeys(node, key,
-                    {"interval_ms", "payload_bytes", "gap_threshold_ms", "loss_timeout_ms",
-                     "consumer_restart_ms", "max_outstanding_ms", "max_outstanding",
-                     "message_timeout_ms", "sender_priority", "topics", "control", "coordinators",
-                     "client"});
+  rejectUnknownKeys(
+      node, key,
+      {"interval_ms", "payload_bytes", "gap_threshold_ms", "loss_timeout_ms", "consumer_restart_ms",
+       "max_outstanding_ms", "max_outstanding", "message_timeout_ms", "sender_priority", "topics",
+       "control", "coordinators", "client"});
   ProbeConfig p;
   if (node["client"]) {
     const auto text = readString(node["client"], key + ".client");
@@ -270,15 +292,16 @@ ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
       fail(key + ".client", "must be `librdkafka` or `wire`, got '" + text + "'");
     }
   }
-  if (node["interval_ms"]) p.interval_us = readInt(node["interval_ms"], key + ".interval_ms", 1, 60000) * 1000;
+  if (node["interval_ms"])
+    p.interval_us = readInt(node["interval_ms"], key + ".interval_ms", 1, 60000) * 1000;
   if (node["payload_bytes"]) {
     p.payload_bytes = static_cast<std::int32_t>(
         readInt(node["payload_bytes"], key + ".payload_bytes", 32, 1'000'000));
   }
-  p.gap_threshold_us = node["gap_threshold_ms"]
-                           ? readInt(node["gap_threshold_ms"], key + ".gap_threshold_ms", 1,
-                                     3'600'000) * 1000
-                           : 5 * p.interval_us;
+  p.gap_threshold_us =
+      node["gap_threshold_ms"]
+          ? readInt(node["gap_threshold_ms"], key + ".gap_threshold_ms", 1, 3'600'000) * 1000
+          : 5 * p.interval_us;
   if (node["loss_timeout_ms"]) {
     p.loss_timeout_us =
         readInt(node["loss_timeout_ms"], key + ".loss_timeout_ms", 1000, 86'400'000) * 1000;
@@ -287,9 +310,10 @@ ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
     p.consumer_restart_us =
         readInt(node["consumer_restart_ms"], key + ".consumer_restart_ms", 1000, 86'400'000) * 1000;
     if (p.consumer_restart_us >= p.loss_timeout_us) {
-      throw ConfigError(key + ".consumer_restart_ms: must be below loss_timeout_ms (" +
-                        std::to_string(p.loss_timeout_us / 1000) +
-                        "), or a stuck consumer's messages are counted lost before it is restarted");
+      throw ConfigError(
+          key + ".consumer_restart_ms: must be below loss_timeout_ms (" +
+          std::to_string(p.loss_timeout_us / 1000) +
+          "), or a stuck consumer's messages are counted lost before it is restarted");
     }
   } else {
     p.consumer_restart_us = std::min(p.consumer_restart_us, p.loss_timeout_us / 2);
@@ -298,9 +322,10 @@ ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
     p.max_outstanding_age_us =
         readInt(node["max_outstanding_ms"], key + ".max_outstanding_ms", 10, 600'000) * 1000;
   }
-  p.max_outstanding = node["max_outstanding"]
-                          ? readInt(node["max_outstanding"], key + ".max_outstanding", 1, 1'000'000)
-                          : std::max<std::int64_t>(10, 2 * p.max_outstanding_age_us / p.interval_us);
+  p.max_outstanding =
+      node["max_outstanding"]
+          ? readInt(node["max_outstanding"], key + ".max_outstanding", 1, 1'000'000)
+          : std::max<std::int64_t>(10, 2 * p.max_outstanding_age_us / p.interval_us);
   if (node["message_timeout_ms"]) {
     p.message_timeout_us =
         readInt(node["message_timeout_ms"], key + ".message_timeout_ms", 1000, 900'000) * 1000;
@@ -384,7 +409,8 @@ void readDockerTransport(const YAML::Node& d, const std::string& dkey, DockerTar
     const auto tls = d["tls"];
     rejectUnknownKeys(tls, tkey, {"ca_file", "cert_file", "key_file"});
     DockerTls files;
-    if (!tls["ca_file"]) fail(tkey + ".ca_file", "required: the CA that signed the engine's certificate");
+    if (!tls["ca_file"])
+      fail(tkey + ".ca_file", "required: the CA that signed the engine's certificate");
     files.ca_file = readFileName(tls["ca_file"], tkey + ".ca_file");
     if (tls["cert_file"]) files.cert_file = readFileName(tls["cert_file"], tkey + ".cert_file");
     if (tls["key_file"]) files.key_file = readFileName(tls["key_file"], tkey + ".key_file");
@@ -403,10 +429,13 @@ void readDockerTransport(const YAML::Node& d, const std::string& dkey, DockerTar
       host = host.substr(0, host.rfind(':'));
     }
     if (!isLoopbackHost(host)) {
-      fail(dkey + ".endpoint",
-           "plain tcp:// to " + host + ", which is not loopback: anyone on the way could read and "
-           "forge the requests that control the container; set " + dkey + ".tls (ca_file, "
-           "cert_file, key_file), or " + dkey + ".insecure: true to accept that");
+      fail(dkey + ".endpoint", "plain tcp:// to " + host +
+                                   ", which is not loopback: anyone on the way could read and "
+                                   "forge the requests that control the container; set " +
+                                   dkey +
+                                   ".tls (ca_file, "
+                                   "cert_file, key_file), or " +
+                                   dkey + ".insecure: true to accept that");
     }
   }
 }
@@ -505,19 +534,22 @@ LocalTarget readLocalTarget(const YAML::Node& l, const std::string& lkey) {
 void readNodePlacement(const YAML::Node& node, const std::string& key, NodeConfig& n) {
   if (node["address"]) {
     n.address = readString(node["address"], key + ".address");
-    if (n.address.empty() || n.address.find_first_not_of(
-                                 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.:-") !=
-                                 std::string::npos) {
+    if (n.address.empty() ||
+        n.address.find_first_not_of(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.:-") !=
+            std::string::npos) {
       fail(key + ".address", "an IP address or a host name");
     }
   } else if (n.ssh) {
     n.address = n.ssh->host;
   }
   if (node["netns"]) {
-    if (!n.local) fail(key + ".netns", "only for a local node (docker uses the container's, ssh the host's)");
+    if (!n.local)
+      fail(key + ".netns", "only for a local node (docker uses the container's, ssh the host's)");
     n.netns = readString(node["netns"], key + ".netns");
     if (n.netns.empty() || n.netns.front() == '-' ||
-        n.netns.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+        n.netns.find_first_not_of(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
             std::string::npos) {
       fail(key + ".netns", "not a network namespace name: '" + n.netns + "'");
     }
@@ -525,7 +557,8 @@ void readNodePlacement(const YAML::Node& node, const std::string& key, NodeConfi
   if (node["fill_dir"]) {
     if (n.docker) fail(key + ".fill_dir", "not for a docker node");
     n.fill_dir = readString(node["fill_dir"], key + ".fill_dir");
-    if (n.fill_dir.empty()) fail(key + ".fill_dir", "a directory (relative: to kfaild's working directory)");
+    if (n.fill_dir.empty())
+      fail(key + ".fill_dir", "a directory (relative: to kfaild's working directory)");
     // The filler runs in a shell of its own (in the node's netns, or over ssh), not in kfaild's
     // working directory: a local node's relative directory is made absolute here, as its other
     // paths are read from kfaild's working directory; a remote one has no such directory.
@@ -549,20 +582,22 @@ void readGrayOptIn(const YAML::Node& node, const std::string& key, NodeConfig& n
   }
   if (node["gray_helper"]) {
     n.gray_helper = readStringList(node["gray_helper"], key + ".gray_helper");
-    if (n.gray_helper.empty()) fail(key + ".gray_helper", "a list: the program and its first arguments");
+    if (n.gray_helper.empty())
+      fail(key + ".gray_helper", "a list: the program and its first arguments");
     if (!n.gray_faults) fail(key + ".gray_helper", "only with gray_faults: true");
   }
   if (!n.gray_faults && (!n.netns.empty() || !n.fill_dir.empty())) {
     fail(key + (n.netns.empty() ? ".fill_dir" : ".netns"),
-         "places gray faults, which this node has not opted in to: add gray_faults: true (kfaild then runs "
+         "places gray faults, which this node has not opted in to: add gray_faults: true (kfaild "
+         "then runs "
          "kfaild-gray there, docs/SECURITY.md)");
   }
 }
 
 NodeConfig readNode(const YAML::Node& node, const std::string& key) {
   rejectUnknownKeys(node, key,
-                    {"id", "role", "docker", "ssh", "local", "log_timezone", "address", "netns", "fill_dir",
-                     "gray_faults", "gray_helper"});
+                    {"id", "role", "docker", "ssh", "local", "log_timezone", "address", "netns",
+                     "fill_dir", "gray_faults", "gray_helper"});
   NodeConfig n;
   if (!node["id"]) fail(key + ".id", "required (the Kafka node.id)");
   n.id = static_cast<std::int32_t>(readInt(node["id"], key + ".id", 0, 2'147'483'647));
@@ -612,7 +647,8 @@ nlohmann::json yamlToJson(const YAML::Node& node, const std::string& key) {
   }
   if (node.IsSequence()) {
     nlohmann::json out = nlohmann::json::array();
-    for (std::size_t i = 0; i < node.size(); ++i) out.push_back(yamlToJson(node[i], key + "[" + std::to_string(i) + "]"));
+    for (std::size_t i = 0; i < node.size(); ++i)
+      out.push_back(yamlToJson(node[i], key + "[" + std::to_string(i) + "]"));
     return out;
   }
   if (!node.IsScalar()) return nullptr;
@@ -632,9 +668,11 @@ nlohmann::json yamlToJson(const YAML::Node& node, const std::string& key) {
   return text;
 }
 
-ClusterConfig readCluster(const YAML::Node& node, const std::string& key, std::vector<std::string>& inline_secrets) {
-  rejectUnknownKeys(node, key, {"name", "bootstrap", "client", "probe", "observe", "inventory", "objectives",
-                                "regression"});
+ClusterConfig readCluster(const YAML::Node& node, const std::string& key,
+                          std::vector<std::string>& inline_secrets) {
+  rejectUnknownKeys(
+      node, key,
+      {"name", "bootstrap", "client", "probe", "observe", "inventory", "objectives", "regression"});
   ClusterConfig c;
   if (!node["name"]) fail(key + ".name", "required");
   c.name = readString(node["name"], key + ".name");
@@ -645,7 +683,9 @@ ClusterConfig readCluster(const YAML::Node& node, const std::string& key, std::v
   if (!node["bootstrap"]) fail(key + ".bootstrap", "required (host:port[,host:port...])");
   c.bootstrap = readString(node["bootstrap"], key + ".bootstrap");
   if (c.bootstrap.empty()) fail(key + ".bootstrap", "must not be empty");
-  if (node["client"]) c.client = readSecretMap(node["client"], key + ".client", isSecretClientProperty, inline_secrets);
+  if (node["client"])
+    c.client =
+        readSecretMap(node["client"], key + ".client", isSecretClientProperty, inline_secrets);
   for (const auto& reserved : {"bootstrap.servers", "acks"}) {
     if (c.client.count(reserved)) {
       fail(key + ".client." + reserved,
@@ -656,14 +696,18 @@ ClusterConfig readCluster(const YAML::Node& node, const std::string& key, std::v
   c.probe = readProbe(node["probe"], key + ".probe");
   if (c.probe.client == ProbeClient::kWire) {
     const auto protocol = c.client.find("security.protocol");
-    if (protocol != c.client.end() && protocol->second != "plaintext" && protocol->second != "PLAINTEXT") {
-      fail(key + ".probe.client", "`wire` speaks PLAINTEXT only; this cluster's client sets security.protocol " +
-                                      protocol->second + ": use `librdkafka`");
+    if (protocol != c.client.end() && protocol->second != "plaintext" &&
+        protocol->second != "PLAINTEXT") {
+      fail(key + ".probe.client",
+           "`wire` speaks PLAINTEXT only; this cluster's client sets security.protocol " +
+               protocol->second + ": use `librdkafka`");
     }
   }
-  c.observe.metadata_interval_us = observerInterval(c.observe.metadata_interval_us, c.probe.interval_us);
+  c.observe.metadata_interval_us =
+      observerInterval(c.observe.metadata_interval_us, c.probe.interval_us);
   if (c.probe.coordinators.group.empty()) c.probe.coordinators.group = "kfaild-probe-" + c.name;
-  if (c.probe.coordinators.transactional_id.empty()) c.probe.coordinators.transactional_id = "kfaild-probe-" + c.name;
+  if (c.probe.coordinators.transactional_id.empty())
+    c.probe.coordinators.transactional_id = "kfaild-probe-" + c.name;
   if (node["observe"]) {
     const auto o = node["observe"];
     const auto okey = key + ".observe";
@@ -672,7 +716,8 @@ ClusterConfig readCluster(const YAML::Node& node, const std::string& key, std::v
       c.observe.metadata_interval_us =
           readInt(o["metadata_interval_ms"], okey + ".metadata_interval_ms", 10, 60000) * 1000;
     }
-    if (o["client_debug"]) c.observe.client_debug = readString(o["client_debug"], okey + ".client_debug");
+    if (o["client_debug"])
+      c.observe.client_debug = readString(o["client_debug"], okey + ".client_debug");
   }
   if (node["objectives"]) {
     auto objectives = analysis::parseObjectives(yamlToJson(node["objectives"], key + ".objectives"),
@@ -681,8 +726,8 @@ ClusterConfig readCluster(const YAML::Node& node, const std::string& key, std::v
     c.objectives = *objectives;
   }
   if (node["regression"]) {
-    auto regression = analysis::parseRegressionPolicy(yamlToJson(node["regression"], key + ".regression"),
-                                                      key + ".regression");
+    auto regression = analysis::parseRegressionPolicy(
+        yamlToJson(node["regression"], key + ".regression"), key + ".regression");
     if (!regression) throw ConfigError(regression.error().message);
     c.regression = *regression;
   }
@@ -723,12 +768,14 @@ StorageConfig readStorage(const YAML::Node& node) {
   if (node["path"]) s.path = readString(node["path"], "storage.path");
   if (node["retention"]) {
     const auto r = node["retention"];
-    rejectUnknownKeys(r, "storage.retention",
-                      {"samples_hours", "drill_samples_hours", "gaps_hours", "events_hours", "audit_hours"});
+    rejectUnknownKeys(
+        r, "storage.retention",
+        {"samples_hours", "drill_samples_hours", "gaps_hours", "events_hours", "audit_hours"});
     for (const auto& [name, into] :
          {std::pair{"samples_hours", &s.retention.samples_us},
           std::pair{"drill_samples_hours", &s.retention.drill_samples_us},
-          std::pair{"gaps_hours", &s.retention.gaps_us}, std::pair{"events_hours", &s.retention.events_us},
+          std::pair{"gaps_hours", &s.retention.gaps_us},
+          std::pair{"events_hours", &s.retention.events_us},
           std::pair{"audit_hours", &s.retention.audit_us}}) {
       if (r[name]) *into = readRetention(r[name], std::string("storage.retention.") + name);
     }
@@ -739,20 +786,24 @@ StorageConfig readStorage(const YAML::Node& node) {
       fail("storage.sample_retention_hours",
            "is the old name of storage.retention.samples_hours; give only one of them");
     }
-    s.retention.samples_us = readRetention(node["sample_retention_hours"], "storage.sample_retention_hours");
+    s.retention.samples_us =
+        readRetention(node["sample_retention_hours"], "storage.sample_retention_hours");
   }
   if (node["retention_interval_s"]) {
     s.retention_interval_us =
-        readInt(node["retention_interval_s"], "storage.retention_interval_s", 10, 86'400) * 1'000'000;
+        readInt(node["retention_interval_s"], "storage.retention_interval_s", 10, 86'400) *
+        1'000'000;
   }
   if (node["max_bytes"]) {
     s.max_bytes = readInt(node["max_bytes"], "storage.max_bytes", StorageConfig::kMinMaxBytes,
                           std::int64_t{1} << 50);
   }
   if (node["audit_max_bytes"]) {
-    s.audit_max_bytes = readInt(node["audit_max_bytes"], "storage.audit_max_bytes", 1024 * 1024, std::int64_t{1} << 50);
+    s.audit_max_bytes = readInt(node["audit_max_bytes"], "storage.audit_max_bytes", 1024 * 1024,
+                                std::int64_t{1} << 50);
     if (s.max_bytes && *s.audit_max_bytes > *s.max_bytes / 2) {
-      fail("storage.audit_max_bytes", "must be at most half of storage.max_bytes (" + std::to_string(*s.max_bytes / 2) +
+      fail("storage.audit_max_bytes", "must be at most half of storage.max_bytes (" +
+                                          std::to_string(*s.max_bytes / 2) +
                                           "), so that measurement data keeps the rest");
     }
   }
@@ -807,8 +858,10 @@ std::vector<std::vector<std::int32_t>> parseReplicaAssignment(const std::string&
 
 HttpConfig readHttp(const YAML::Node& node) {
   if (!node.IsMap()) fail("http", "must be a mapping");
-  rejectUnknownKeys(node, "http", {"enabled", "host", "port", "auth", "token_file", "viewer_token_file", "read_auth",
-                                   "allowed_hosts", "web_dir", "max_connections", "max_connections_per_peer", "read_timeout_ms", "max_body_bytes", "tls"});
+  rejectUnknownKeys(node, "http",
+                    {"enabled", "host", "port", "auth", "token_file", "viewer_token_file",
+                     "read_auth", "allowed_hosts", "web_dir", "max_connections",
+                     "max_connections_per_peer", "read_timeout_ms", "max_body_bytes", "tls"});
   HttpConfig h;
   if (node["enabled"]) {
     try {
@@ -818,14 +871,17 @@ HttpConfig readHttp(const YAML::Node& node) {
     }
   }
   if (node["host"]) h.host = readString(node["host"], "http.host");
-  if (node["port"]) h.port = static_cast<std::int32_t>(readInt(node["port"], "http.port", 0, 65535));
+  if (node["port"])
+    h.port = static_cast<std::int32_t>(readInt(node["port"], "http.port", 0, 65535));
   if (node["auth"]) {
     const auto auth = readString(node["auth"], "http.auth");
-    if (auth != "token" && auth != "none") fail("http.auth", "must be token or none, got '" + auth + "'");
+    if (auth != "token" && auth != "none")
+      fail("http.auth", "must be token or none, got '" + auth + "'");
     h.auth_none = auth == "none";
   }
   // Token files are relative to the working directory, like storage.path.
-  const auto readToken = [](const YAML::Node& value, const std::string& key, std::string& file, std::string& token) {
+  const auto readToken = [](const YAML::Node& value, const std::string& key, std::string& file,
+                            std::string& token) {
     file = readString(value, key);
     auto read = readTokenFile(file);
     if (!read) fail(key, read.error().message);
@@ -833,13 +889,15 @@ HttpConfig readHttp(const YAML::Node& node) {
   };
   if (node["token_file"]) readToken(node["token_file"], "http.token_file", h.token_file, h.token);
   if (node["viewer_token_file"]) {
-    readToken(node["viewer_token_file"], "http.viewer_token_file", h.viewer_token_file, h.viewer_token);
+    readToken(node["viewer_token_file"], "http.viewer_token_file", h.viewer_token_file,
+              h.viewer_token);
   }
   if (h.auth_none && (!h.token_file.empty() || !h.viewer_token_file.empty())) {
     fail("http.auth", "none contradicts the token files configured: remove one or the other");
   }
   if (!h.viewer_token.empty() && h.viewer_token == h.token) {
-    fail("http.viewer_token_file", "holds the operator's token: the viewer needs a token of its own");
+    fail("http.viewer_token_file",
+         "holds the operator's token: the viewer needs a token of its own");
   }
   if (node["read_auth"]) {
     try {
@@ -857,12 +915,17 @@ HttpConfig readHttp(const YAML::Node& node) {
     }
   }
   if (node["web_dir"]) h.web_dir = readString(node["web_dir"], "http.web_dir");
-  if (node["max_connections"]) h.max_connections = readInt(node["max_connections"], "http.max_connections", 1, 100000);
+  if (node["max_connections"])
+    h.max_connections = readInt(node["max_connections"], "http.max_connections", 1, 100000);
   if (node["max_connections_per_peer"]) {
-    h.max_connections_per_peer = readInt(node["max_connections_per_peer"], "http.max_connections_per_peer", 1, 100000);
+    h.max_connections_per_peer =
+        readInt(node["max_connections_per_peer"], "http.max_connections_per_peer", 1, 100000);
   }
-  if (node["read_timeout_ms"]) h.read_timeout_ms = readInt(node["read_timeout_ms"], "http.read_timeout_ms", 100, 3'600'000);
-  if (node["max_body_bytes"]) h.max_body_bytes = readInt(node["max_body_bytes"], "http.max_body_bytes", 1024, 64 * 1024 * 1024);
+  if (node["read_timeout_ms"])
+    h.read_timeout_ms = readInt(node["read_timeout_ms"], "http.read_timeout_ms", 100, 3'600'000);
+  if (node["max_body_bytes"])
+    h.max_body_bytes =
+        readInt(node["max_body_bytes"], "http.max_body_bytes", 1024, 64 * 1024 * 1024);
   if (node["tls"]) {
     const auto tls = node["tls"];
     rejectUnknownKeys(tls, "http.tls", {"cert_file", "key_file", "client_ca_file"});
@@ -870,7 +933,8 @@ HttpConfig readHttp(const YAML::Node& node) {
     if (!tls["key_file"]) fail("http.tls.key_file", "required with http.tls");
     h.tls.cert_file = readFileName(tls["cert_file"], "http.tls.cert_file");
     h.tls.key_file = readFileName(tls["key_file"], "http.tls.key_file");
-    if (tls["client_ca_file"]) h.tls.client_ca_file = readFileName(tls["client_ca_file"], "http.tls.client_ca_file");
+    if (tls["client_ca_file"])
+      h.tls.client_ca_file = readFileName(tls["client_ca_file"], "http.tls.client_ca_file");
   }
   return h;
 }
@@ -1040,7 +1104,8 @@ IncidentNotifyConfig readIncidents(const YAML::Node& r) {
 
 }  // namespace
 
-NotificationsConfig readNotifications(const YAML::Node& node, std::vector<std::string>& inline_secrets) {
+NotificationsConfig readNotifications(const YAML::Node& node,
+                                      std::vector<std::string>& inline_secrets) {
   rejectUnknownKeys(node, "notifications", {"receivers", "retry", "incidents", "external_url"});
   NotificationsConfig n;
   if (node["external_url"]) {
@@ -1067,7 +1132,8 @@ NotificationsConfig readNotifications(const YAML::Node& node, std::vector<std::s
 namespace {
 
 // parseConfig, adding the keys of the secrets given inline to `inline_secrets`.
-Config parseConfigText(const std::string& yaml_text, const std::string& origin, std::vector<std::string>& inline_secrets) {
+Config parseConfigText(const std::string& yaml_text, const std::string& origin,
+                       std::vector<std::string>& inline_secrets) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -1076,7 +1142,9 @@ Config parseConfigText(const std::string& yaml_text, const std::string& origin, 
   }
   try {
     if (!root.IsMap()) fail("(top level)", "must be a mapping");
-    rejectUnknownKeys(root, "", {"log_level", "storage", "http", "shutdown_grace_s", "clusters", "notifications"});
+    rejectUnknownKeys(
+        root, "",
+        {"log_level", "storage", "http", "shutdown_grace_s", "clusters", "notifications"});
     Config c;
     if (root["log_level"]) {
       c.log_level = readString(root["log_level"], "log_level");
@@ -1085,15 +1153,18 @@ Config parseConfigText(const std::string& yaml_text, const std::string& origin, 
     }
     if (root["storage"]) c.storage = readStorage(root["storage"]);
     if (root["http"]) c.http = readHttp(root["http"]);
-    if (root["shutdown_grace_s"]) c.shutdown_grace_s = readInt(root["shutdown_grace_s"], "shutdown_grace_s", 1, 3600);
-    if (root["notifications"]) c.notifications = readNotifications(root["notifications"], inline_secrets);
+    if (root["shutdown_grace_s"])
+      c.shutdown_grace_s = readInt(root["shutdown_grace_s"], "shutdown_grace_s", 1, 3600);
+    if (root["notifications"])
+      c.notifications = readNotifications(root["notifications"], inline_secrets);
     const auto clusters = root["clusters"];
     if (!clusters || !clusters.IsSequence() || clusters.size() == 0) {
       fail("clusters", "required: a list of at least one cluster");
     }
     std::set<std::string> names;
     for (std::size_t i = 0; i < clusters.size(); ++i) {
-      auto cluster = readCluster(clusters[i], "clusters[" + std::to_string(i) + "]", inline_secrets);
+      auto cluster =
+          readCluster(clusters[i], "clusters[" + std::to_string(i) + "]", inline_secrets);
       if (!names.insert(cluster.name).second) {
         fail("clusters[" + std::to_string(i) + "].name", "duplicate cluster name " + cluster.name);
       }
@@ -1107,17 +1178,20 @@ Config parseConfigText(const std::string& yaml_text, const std::string& origin, 
   }
 }
 
-std::vector<std::string> inlineSecretWarnings(const std::vector<std::string>& inline_secrets, const std::string& path,
-                                              unsigned mode) {
+std::vector<std::string> inlineSecretWarnings(const std::vector<std::string>& inline_secrets,
+                                              const std::string& path, unsigned mode) {
   const unsigned readable_by = mode & 044;
   if (readable_by == 0) return {};
   char octal[8];
   std::snprintf(octal, sizeof octal, "%04o", mode & 07777);
-  const std::string who = readable_by == 044 ? "its group and others" : readable_by == 040 ? "its group" : "others";
+  const std::string who = readable_by == 044   ? "its group and others"
+                          : readable_by == 040 ? "its group"
+                                               : "others";
   std::vector<std::string> out;
   for (const auto& key : inline_secrets) {
-    out.push_back(path + " (mode " + octal + ") is readable by " + who + " and holds the secret " + key +
-                  " inline: move it to " + key + "_file (a file only kfaild's user reads) or ${env:NAME}");
+    out.push_back(path + " (mode " + octal + ") is readable by " + who + " and holds the secret " +
+                  key + " inline: move it to " + key +
+                  "_file (a file only kfaild's user reads) or ${env:NAME}");
   }
   return out;
 }
@@ -1129,12 +1203,14 @@ Config parseConfig(const std::string& yaml_text, const std::string& origin) {
   return parseConfigText(yaml_text, origin, inline_secrets);
 }
 
-Config loadConfigFile(const std::string& path) { return loadConfigFileWithWarnings(path).config; }
+Config loadConfigFile(const std::string& path) {
+  return loadConfigFileWithWarnings(path).config;
+}
 
 LoadedConfig loadConfigFileWithWarnings(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw ConfigError(path + ": cannot read the file");
-  struct stat st {};
+  struct stat st{};
   std::string text;
   bool read_ok = ::fstat(fd, &st) == 0;
   char buffer[65536];

@@ -73,7 +73,7 @@ struct ProbeConfig {
   ProbeClient client = ProbeClient::kLibrdkafka;
   std::int64_t interval_us = 20'000;
   std::int32_t payload_bytes = 64;
-  std::int64_t gap_threshold_us = 0;       // 0 in the file means 5 × interval
+  std::int64_t gap_threshold_us = 0;          // 0 in the file means 5 × interval
   std::int64_t loss_timeout_us = 60'000'000;  // acked but not received after this → lost
   // librdkafka client: a partition whose acked messages the consumer has not read for this long,
   // with nothing read meanwhile, has its fetch restarted at the oldest of them (a seek), with a
@@ -131,12 +131,12 @@ struct SshTarget {
   std::string host;
   std::string user;  // empty: ssh's default (~/.ssh/config)
   int port = 22;
-  std::string identity_file;           // empty: the user's own keys
+  std::string identity_file;  // empty: the user's own keys
   int connect_timeout_s = 5;
-  std::vector<std::string> options;    // extra "-o" options, e.g. StrictHostKeyChecking=yes
-  std::string pid_command;    // prints the broker's pid, e.g. "cat /var/run/kafka/kafka.pid"
-  std::string start_command;  // starts the broker, e.g. "sudo systemctl start kafka"
-  std::string log_dir;        // remote directory with server.log, controller.log, ...
+  std::vector<std::string> options;  // extra "-o" options, e.g. StrictHostKeyChecking=yes
+  std::string pid_command;           // prints the broker's pid, e.g. "cat /var/run/kafka/kafka.pid"
+  std::string start_command;         // starts the broker, e.g. "sudo systemctl start kafka"
+  std::string log_dir;               // remote directory with server.log, controller.log, ...
 };
 
 struct LocalTarget {
@@ -222,15 +222,15 @@ struct HttpTlsConfig {
 struct HttpConfig {
   bool enabled = true;
   std::string host = "127.0.0.1";
-  std::int32_t port = 8080;              // 0: an ephemeral port (logged at start)
-  bool auth_none = false;                // http.auth: none
-  std::string token_file;                // file whose first line is the operator's bearer token
-  std::string token;                     // read from token_file at load time, never logged
-  std::string viewer_token_file;         // optional: the read-only (viewer) token
+  std::int32_t port = 8080;       // 0: an ephemeral port (logged at start)
+  bool auth_none = false;         // http.auth: none
+  std::string token_file;         // file whose first line is the operator's bearer token
+  std::string token;              // read from token_file at load time, never logged
+  std::string viewer_token_file;  // optional: the read-only (viewer) token
   std::string viewer_token;
-  bool read_auth = false;                // reads need the viewer or operator token
+  bool read_auth = false;                  // reads need the viewer or operator token
   std::vector<std::string> allowed_hosts;  // Host names answered besides the listen address
-  std::string web_dir;                   // the dashboard's build output (web/dist); empty: none
+  std::string web_dir;                     // the dashboard's build output (web/dist); empty: none
   std::int64_t max_connections = 1024;
   std::int64_t max_connections_per_peer = 64;  // from one peer address
   std::int64_t read_timeout_ms = 30'000;
@@ -247,9 +247,9 @@ struct NotificationTls {
 };
 
 struct ReceiverConfig {
-  std::string name;          // [a-z0-9_-]{1,64}, unique; the `receiver` of queue rows and metrics
-  std::string type;          // webhook | slack | alertmanager
-  std::string url;           // http(s)://host[:port]/path; for alertmanager its base URL
+  std::string name;  // [a-z0-9_-]{1,64}, unique; the `receiver` of queue rows and metrics
+  std::string type;  // webhook | slack | alertmanager
+  std::string url;   // http(s)://host[:port]/path; for alertmanager its base URL
   std::vector<std::string> events = {"drill_finished", "drill_failed", "regression", "incident"};
   // drill_finished is sent only for these verdicts ("none": a drill without a verdict).
   std::vector<std::string> verdicts = {"pass", "fail", "inconclusive", "none"};
@@ -264,9 +264,9 @@ struct ReceiverConfig {
 };
 
 struct RetryConfig {
-  std::int64_t initial_us = 5'000'000;  // the first retry's delay
-  std::int64_t max_us = 600'000'000;    // the cap of the doubling delay
-  std::int64_t max_attempts = 20;       // then failed
+  std::int64_t initial_us = 5'000'000;                // the first retry's delay
+  std::int64_t max_us = 600'000'000;                  // the cap of the doubling delay
+  std::int64_t max_attempts = 20;                     // then failed
   std::int64_t max_age_us = 24LL * 3600 * 1'000'000;  // or this long after queueing: failed
 };
 

@@ -35,23 +35,26 @@ Result<std::string> readPrivateFirstLine(const std::string& path, std::size_t ma
   // file would send that token wherever this secret goes).
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    if (errno == ELOOP) return tokenError(path + " is a symbolic link; give the path of the file itself");
+    if (errno == ELOOP)
+      return tokenError(path + " is a symbolic link; give the path of the file itself");
     return tokenError("cannot read " + path + ": " + std::strerror(errno));
   }
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  struct stat st {};
+  struct stat st{};
   if (::fstat(fd, &st) != 0) return tokenError("cannot read " + path + ": " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return tokenError(path + " is not a regular file");
   if (st.st_uid != ::geteuid()) {
-    return tokenError(path + " is owned by uid " + std::to_string(st.st_uid) + ", not by kfaild's user (uid " +
-                      std::to_string(::geteuid()) + "); whoever owns it can change the secret in it: chown it");
+    return tokenError(path + " is owned by uid " + std::to_string(st.st_uid) +
+                      ", not by kfaild's user (uid " + std::to_string(::geteuid()) +
+                      "); whoever owns it can change the secret in it: chown it");
   }
   if ((st.st_mode & 07177) != 0) {
-    return tokenError(path + " has mode " + octal(st.st_mode) +
-                      ", more than owner read and write; whoever reads it holds the secret: chmod 600 " + path);
+    return tokenError(
+        path + " has mode " + octal(st.st_mode) +
+        ", more than owner read and write; whoever reads it holds the secret: chmod 600 " + path);
   }
   std::string content(max_bytes, '\0');
   std::size_t filled = 0;
@@ -74,11 +77,15 @@ Result<std::string> readTokenFile(const std::string& path) {
   auto line = readPrivateFirstLine(path, 4096 + 3);
   if (!line) return line.error();
   std::string token = std::move(*line);
-  while (!token.empty() && (token.back() == '\r' || token.back() == ' ' || token.back() == '\t')) token.pop_back();
-  if (token.size() < 16) return tokenError("the token in " + path + " must be at least 16 characters");
-  if (token.size() > 4096) return tokenError("the token in " + path + " must be at most 4096 characters");
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ' || token.back() == '\t'))
+    token.pop_back();
+  if (token.size() < 16)
+    return tokenError("the token in " + path + " must be at least 16 characters");
+  if (token.size() > 4096)
+    return tokenError("the token in " + path + " must be at most 4096 characters");
   for (const unsigned char ch : token) {
-    if (ch <= 0x20 || ch >= 0x7f) return tokenError("the token in " + path + " must be printable ASCII without spaces");
+    if (ch <= 0x20 || ch >= 0x7f)
+      return tokenError("the token in " + path + " must be printable ASCII without spaces");
   }
   return token;
 }
@@ -90,7 +97,8 @@ Result<GeneratedToken> ensureGeneratedToken(const std::string& storage_path) {
   out.path = (dir.empty() ? fs::path(kGeneratedTokenName) : dir / kGeneratedTokenName).string();
   const int fd = ::open(out.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
-    if (errno != EEXIST) return tokenError("cannot create " + out.path + ": " + std::strerror(errno));
+    if (errno != EEXIST)
+      return tokenError("cannot create " + out.path + ": " + std::strerror(errno));
     auto token = readTokenFile(out.path);
     if (!token) return token.error();
     out.token = std::move(*token);
@@ -114,7 +122,8 @@ Result<GeneratedToken> ensureGeneratedToken(const std::string& storage_path) {
     out.token.push_back(kHex[byte & 0x0f]);
   }
   const std::string line = out.token + "\n";
-  const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && ::fsync(fd) == 0;
+  const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+                       ::fsync(fd) == 0;
   ::close(fd);
   if (!written) {
     ::unlink(out.path.c_str());

@@ -14,15 +14,18 @@ constexpr std::chrono::seconds kReplayTimeout{600};
 
 }  // namespace
 
-ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::ClusterId id, storage::Store& store,
-                           storage::DrillStore& drills, const common::Clock& clock, const std::string& client_log_dir,
-                           drill::DrillListener* listener, maintenance::MaintenanceWindows* maintenance,
+ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::ClusterId id,
+                           storage::Store& store, storage::DrillStore& drills,
+                           const common::Clock& clock, const std::string& client_log_dir,
+                           drill::DrillListener* listener,
+                           maintenance::MaintenanceWindows* maintenance,
                            const std::string& gray_instance)
     : config_(config), id_(id), clock_(clock) {
   std::set<std::string> topics;
   for (const auto& t : config.probe.topics) topics.insert(t.name);
   client_log_ = std::make_unique<observe::ClientLogWatcher>(
-      id, topics, store, clock, client_log_dir.empty() ? std::string() : client_log_dir + "/" + config.name + "-client.log");
+      id, topics, store, clock,
+      client_log_dir.empty() ? std::string() : client_log_dir + "/" + config.name + "-client.log");
   observer_ = observe::makeObserverClient(config_);
   poller_ = std::make_unique<observe::MetadataPoller>(config_, id, store, clock, observer_.get());
   probe_ = std::make_unique<probe::ProbeRunner>(config_, id, store, clock, client_log_->sink());
@@ -40,13 +43,16 @@ ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::Cluster
       });
   if (!config.inventory.empty()) {
     std::map<std::int32_t, std::unique_ptr<fault::Injector>> injectors;
-    for (const auto& node : config.inventory) injectors[node.id] = fault::makeInjector(node, clock, gray_instance);
+    for (const auto& node : config.inventory)
+      injectors[node.id] = fault::makeInjector(node, clock, gray_instance);
     view_ = std::make_unique<drill::PollerView>(*poller_);
     probe_view_ = std::make_unique<drill::RunnerProbeView>(*probe_);
     admin_client_ = observe::makeObserverClient(config_);
     admin_ = std::make_unique<drill::KafkaClusterAdmin>(config_, *admin_client_);
-    drills_ = std::make_unique<drill::DrillRunner>(config_, id, store, drills, clock,
-                                                   drill::RunnerSeams{*view_, *probe_view_, *admin_, listener, maintenance}, std::move(injectors));
+    drills_ = std::make_unique<drill::DrillRunner>(
+        config_, id, store, drills, clock,
+        drill::RunnerSeams{*view_, *probe_view_, *admin_, listener, maintenance},
+        std::move(injectors));
   }
 }
 
@@ -54,7 +60,8 @@ std::optional<StartFailure> ClusterParts::start(std::size_t index) {
   const auto where = "clusters[" + std::to_string(index) + "].client: ";
   if (auto s = poller_->start(); !s) return StartFailure{2, where + s.error().describe()};
   if (drills_) {
-    if (auto s = admin_->connect(); !s) return StartFailure{1, "cluster " + config_.name + ": " + s.error().describe()};
+    if (auto s = admin_->connect(); !s)
+      return StartFailure{1, "cluster " + config_.name + ": " + s.error().describe()};
   }
   // A refused client property is a configuration mistake: name the key.
   if (auto s = probe_->start(); !s) return StartFailure{2, where + s.error().describe()};
@@ -68,8 +75,11 @@ std::optional<StartFailure> ClusterParts::start(std::size_t index) {
   // drill but beside the probe and the HTTP server: an operator reads GET /api/v1/recoveries and
   // may resolve an entry while kfaild retries it (drills are refused while one is open).
   if (drills_) drills_->start(kReplayTimeout);
-  spdlog::info("cluster {}: probing {} topic(s) via {}{}", config_.name, config_.probe.topics.size(), config_.bootstrap,
-               drills_ ? ", drills enabled for " + std::to_string(config_.inventory.size()) + " node(s)" : "");
+  spdlog::info("cluster {}: probing {} topic(s) via {}{}", config_.name,
+               config_.probe.topics.size(), config_.bootstrap,
+               drills_
+                   ? ", drills enabled for " + std::to_string(config_.inventory.size()) + " node(s)"
+                   : "");
   return std::nullopt;
 }
 
@@ -97,19 +107,21 @@ std::string ClusterParts::statusLine() const {
   const auto observed = poller_->latest();
   std::string brokers;
   if (observed.snapshot) {
-    for (const auto& b : observed.snapshot->brokers) brokers += (brokers.empty() ? "" : ",") + std::to_string(b.id);
+    for (const auto& b : observed.snapshot->brokers)
+      brokers += (brokers.empty() ? "" : ",") + std::to_string(b.id);
   }
   const auto probe = probe_->status();
   std::string partitions;
   const auto now = clock_.monoNow();
   for (const auto& p : probe.partitions) {
     const double since_ack = p.last_ack ? static_cast<double>(now - p.last_ack->mono) / 1e6 : -1.0;
-    partitions += fmt::format(" {}[{}] acked={} recv={} failed={} lost={} gaps={} last_ack={:.3f}s", p.topic, p.partition,
-                              p.counters.acked, p.counters.received, p.counters.send_failed, p.counters.lost,
-                              p.counters.gaps, since_ack);
+    partitions += fmt::format(" {}[{}] acked={} recv={} failed={} lost={} gaps={} last_ack={:.3f}s",
+                              p.topic, p.partition, p.counters.acked, p.counters.received,
+                              p.counters.send_failed, p.counters.lost, p.counters.gaps, since_ack);
   }
   return fmt::format("cluster {}: {} brokers [{}] probe {}{}{}", config_.name,
-                     observed.reachable ? "reachable," : "unreachable,", brokers, probe::toString(probe.phase),
+                     observed.reachable ? "reachable," : "unreachable,", brokers,
+                     probe::toString(probe.phase),
                      probe.problem.empty() ? "" : " (" + probe.problem + ")", partitions);
 }
 

@@ -31,8 +31,9 @@ struct StartFailure {
 class ClusterParts {
  public:
   ClusterParts(const config::ClusterConfig& config, storage::ClusterId id, storage::Store& store,
-               storage::DrillStore& drills, const common::Clock& clock, const std::string& client_log_dir,
-               drill::DrillListener* listener = nullptr, maintenance::MaintenanceWindows* maintenance = nullptr,
+               storage::DrillStore& drills, const common::Clock& clock,
+               const std::string& client_log_dir, drill::DrillListener* listener = nullptr,
+               maintenance::MaintenanceWindows* maintenance = nullptr,
                const std::string& gray_instance = {});
   ~ClusterParts() { stop(); }
   ClusterParts(const ClusterParts&) = delete;
@@ -71,7 +72,7 @@ class ClusterParts {
   std::unique_ptr<kafka::SharedHandle> observer_;
   std::unique_ptr<kafka::SharedHandle> admin_client_;
   std::unique_ptr<observe::MetadataPoller> poller_;
-  std::unique_ptr<probe::ControlProbe> control_;  // null with probe.control: off
+  std::unique_ptr<probe::ControlProbe> control_;           // null with probe.control: off
   std::unique_ptr<probe::CoordinatorProbe> coordinators_;  // null with probe.coordinators: off
   std::unique_ptr<probe::ProbeRunner> probe_;
   // The drill engine and its seams, only with an inventory.

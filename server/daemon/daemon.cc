@@ -10,9 +10,9 @@
 
 #include "api/access.h"
 #include "api/drill_control.h"
+#include "api/live_state.h"
 #include "server/common/redaction.h"
 #include "server/config/token_file.h"
-#include "api/live_state.h"
 #include "server/drill/errc.h"
 #include "server/fault/gray_fault.h"
 #include "server/kafka/access_check.h"
@@ -23,13 +23,14 @@ namespace kfaild::daemon {
 // What the HTTP API sees of the running clusters: snapshots from the pollers and probes.
 class Daemon::LiveView final : public api::LiveClusters {
  public:
-  explicit LiveView(const std::vector<std::unique_ptr<ClusterParts>>& clusters) : clusters_(clusters) {}
+  explicit LiveView(const std::vector<std::unique_ptr<ClusterParts>>& clusters)
+      : clusters_(clusters) {}
   std::vector<api::ClusterLive> clusters() const override {
     std::vector<api::ClusterLive> out;
     out.reserve(clusters_.size());
     for (const auto& parts : clusters_) {
-      out.push_back({parts->config().name, parts->id(), parts->config().bootstrap, parts->poller().latest(),
-                     parts->probe().status()});
+      out.push_back({parts->config().name, parts->id(), parts->config().bootstrap,
+                     parts->poller().latest(), parts->probe().status()});
     }
     return out;
   }
@@ -41,15 +42,19 @@ class Daemon::LiveView final : public api::LiveClusters {
 // How the HTTP API starts and aborts drills: through the cluster's drill engine.
 class Daemon::Control final : public api::DrillControl {
  public:
-  explicit Control(const std::vector<std::unique_ptr<ClusterParts>>& clusters) : clusters_(clusters) {}
-  bool drillsEnabled(storage::ClusterId cluster) const override { return runner(cluster) != nullptr; }
+  explicit Control(const std::vector<std::unique_ptr<ClusterParts>>& clusters)
+      : clusters_(clusters) {}
+  bool drillsEnabled(storage::ClusterId cluster) const override {
+    return runner(cluster) != nullptr;
+  }
   Result<std::int64_t> submit(storage::ClusterId cluster, const drill::DrillSpec& spec) override {
     return runner(cluster)->submit(spec);
   }
   Status abort(storage::ClusterId cluster, std::int64_t drill_id) override {
     auto* r = runner(cluster);
     if (r == nullptr) {
-      return Error{make_error_code(drill::errc::drill_not_found), "drills are not enabled for the drill's cluster"};
+      return Error{make_error_code(drill::errc::drill_not_found),
+                   "drills are not enabled for the drill's cluster"};
     }
     return r->abort(drill_id);
   }
@@ -84,14 +89,15 @@ std::vector<std::string> sensitiveLiterals(const config::Config& config) {
       if (node.docker) out.insert(out.end(), {node.docker->endpoint});
       if (node.ssh) {
         const auto& ssh = *node.ssh;
-        out.insert(out.end(), {ssh.host, ssh.user.empty() ? ssh.host : ssh.user + "@" + ssh.host, ssh.identity_file,
-                               ssh.pid_command, ssh.start_command, ssh.log_dir});
+        out.insert(out.end(), {ssh.host, ssh.user.empty() ? ssh.host : ssh.user + "@" + ssh.host,
+                               ssh.identity_file, ssh.pid_command, ssh.start_command, ssh.log_dir});
         out.insert(out.end(), ssh.options.begin(), ssh.options.end());
       }
       if (node.local) {
         // The command as one line, not its words: "start" is an argument and an English word.
         std::string command;
-        for (const auto& word : node.local->start_command) command += (command.empty() ? "" : " ") + word;
+        for (const auto& word : node.local->start_command)
+          command += (command.empty() ? "" : " ") + word;
         out.insert(out.end(), {node.local->pid_file, node.local->log_dir, command});
       }
     }
@@ -112,12 +118,15 @@ std::vector<std::string> sensitiveLiterals(const config::Config& config) {
   return out;
 }
 
-Daemon::Daemon(const config::Config& config, const DaemonOptions& options) : config_(config), options_(options) {}
+Daemon::Daemon(const config::Config& config, const DaemonOptions& options)
+    : config_(config), options_(options) {}
 
-Daemon::~Daemon() { stop(); }
+Daemon::~Daemon() {
+  stop();
+}
 
 std::variant<std::unique_ptr<Daemon>, StartFailure> Daemon::start(const config::Config& config,
-                                                                   const DaemonOptions& options) {
+                                                                  const DaemonOptions& options) {
   std::unique_ptr<Daemon> daemon(new Daemon(config, options));
   if (auto failure = daemon->startAll()) return *failure;
   return daemon;
@@ -144,7 +153,8 @@ std::optional<StartFailure> Daemon::checkClusterSettings() {
   // touches a node.
   for (std::size_t i = 0; i < config_.clusters.size(); ++i) {
     if (auto s = kafka::checkClientProperties(config_.clusters[i].client); !s) {
-      return StartFailure{kConfigError, "clusters[" + std::to_string(i) + "].client: " + s.error().describe()};
+      return StartFailure{kConfigError,
+                          "clusters[" + std::to_string(i) + "].client: " + s.error().describe()};
     }
   }
   // Credentials and certificates are checked against each cluster now, a few seconds at most: a
@@ -152,13 +162,15 @@ std::optional<StartFailure> Daemon::checkClusterSettings() {
   // clusters that may be down).
   for (std::size_t i = 0; i < config_.clusters.size(); ++i) {
     const auto& cluster = config_.clusters[i];
-    const auto access = kafka::checkClusterAccess(cluster.bootstrap, cluster.client, kAccessCheckTimeoutMs);
+    const auto access =
+        kafka::checkClusterAccess(cluster.bootstrap, cluster.client, kAccessCheckTimeoutMs);
     if (access.outcome == kafka::AccessCheck::Outcome::kRefused) {
-      return StartFailure{kConfigError, "clusters[" + std::to_string(i) + "].client." + access.key + ": " +
-                                            access.reason};
+      return StartFailure{kConfigError, "clusters[" + std::to_string(i) + "].client." + access.key +
+                                            ": " + access.reason};
     }
     if (access.outcome == kafka::AccessCheck::Outcome::kUnreachable) {
-      spdlog::warn("cluster {}: no broker answered at start ({}); probing it anyway", cluster.name, access.reason);
+      spdlog::warn("cluster {}: no broker answered at start ({}); probing it anyway", cluster.name,
+                   access.reason);
     }
   }
   return std::nullopt;
@@ -172,7 +184,8 @@ std::optional<StartFailure> Daemon::loadDashboard() {
     if (!ec) config_.http.web_dir = api::installedWebDir(self);
   }
   if (!config_.http.web_dir.empty()) {
-    if (auto s = web_.load(config_.http.web_dir); !s) return StartFailure{kConfigError, "http." + s.error().message};
+    if (auto s = web_.load(config_.http.web_dir); !s)
+      return StartFailure{kConfigError, "http." + s.error().message};
   }
   return std::nullopt;
 }
@@ -200,22 +213,27 @@ std::optional<StartFailure> Daemon::openDatabase() {
   storage::SqliteStoreOptions store_options;
   store_options.max_queued_records = config_.storage.max_queued_records;
   auto store = storage::SqliteStore::open(config_.storage.path, store_options);
-  if (!store) return StartFailure{1, "cannot open the database " + config_.storage.path + ": " + store.error().describe()};
+  if (!store)
+    return StartFailure{
+        1, "cannot open the database " + config_.storage.path + ": " + store.error().describe()};
   store_ = std::move(*store);
   spdlog::info("database {}", config_.storage.path);
   auto drill_store = storage::SqliteDrillStore::open(config_.storage.path);
   if (!drill_store) {
-    return StartFailure{1, "cannot open the drill tables of " + config_.storage.path + ": " + drill_store.error().describe()};
+    return StartFailure{1, "cannot open the drill tables of " + config_.storage.path + ": " +
+                               drill_store.error().describe()};
   }
   drill_store_ = std::move(*drill_store);
   auto audit_log = storage::AuditLog::open(config_.storage.path);
   if (!audit_log) {
-    return StartFailure{1, "cannot open the audit log of " + config_.storage.path + ": " + audit_log.error().describe()};
+    return StartFailure{1, "cannot open the audit log of " + config_.storage.path + ": " +
+                               audit_log.error().describe()};
   }
   audit_log_ = std::move(*audit_log);
   audit_recorder_ = std::make_unique<api::AuditRecorder>(*audit_log_, clock_);
   audit_recorder_->start();
-  router_.setAuditSink([recorder = audit_recorder_.get()](const api::AuditEntry& entry) { (*recorder)(entry); });
+  router_.setAuditSink(
+      [recorder = audit_recorder_.get()](const api::AuditEntry& entry) { (*recorder)(entry); });
   auto notification_queue = storage::NotificationQueue::open(config_.storage.path);
   if (!notification_queue) {
     return StartFailure{1, "cannot open the notification queue of " + config_.storage.path + ": " +
@@ -234,10 +252,11 @@ std::optional<StartFailure> Daemon::openDatabase() {
 void Daemon::startMaintenance() {
   std::vector<std::unique_ptr<maintenance::AlertSilences>> silences;
   for (const auto& r : config_.notifications.receivers) {
-    if (r.type == "alertmanager") silences.push_back(std::make_unique<maintenance::AlertmanagerSilences>(r));
+    if (r.type == "alertmanager")
+      silences.push_back(std::make_unique<maintenance::AlertmanagerSilences>(r));
   }
-  maintenance_ = std::make_unique<maintenance::MaintenanceWindows>(*maintenance_store_, clock_, std::move(silences),
-                                                                   config_.notifications.retry);
+  maintenance_ = std::make_unique<maintenance::MaintenanceWindows>(
+      *maintenance_store_, clock_, std::move(silences), config_.notifications.retry);
   maintenance_->start();
 }
 
@@ -259,10 +278,11 @@ std::optional<StartFailure> Daemon::startClusters() {
   for (std::size_t i = 0; i < config_.clusters.size(); ++i) {
     const auto& cc = config_.clusters[i];
     auto id = store_->ensureCluster(cc.name, cc.bootstrap);
-    if (!id) return StartFailure{1, "cannot register cluster " + cc.name + ": " + id.error().describe()};
-    clusters_.push_back(
-        std::make_unique<ClusterParts>(cc, *id, *store_, *drill_store_, clock_, options_.client_log_dir, notifier_.get(),
-                                       maintenance_.get(), fault::grayInstanceHere(config_.storage.path)));
+    if (!id)
+      return StartFailure{1, "cannot register cluster " + cc.name + ": " + id.error().describe()};
+    clusters_.push_back(std::make_unique<ClusterParts>(
+        cc, *id, *store_, *drill_store_, clock_, options_.client_log_dir, notifier_.get(),
+        maintenance_.get(), fault::grayInstanceHere(config_.storage.path)));
     if (auto failure = clusters_.back()->start(i)) return failure;
   }
   return std::nullopt;
@@ -290,15 +310,16 @@ void Daemon::startScheduler() {
 
 void Daemon::startRetention() {
   const auto& kept = config_.storage.retention;
-  retention_ = std::make_unique<RetentionTask>(*store_, *drill_store_, audit_log_.get(), clock_,
-                                               RetentionPolicy{.samples_us = kept.samples_us,
-                                                               .drill_samples_us = kept.drill_samples_us,
-                                                               .gaps_us = kept.gaps_us,
-                                                               .events_us = kept.events_us,
-                                                               .audit_us = kept.audit_us,
-                                                               .max_bytes = config_.storage.max_bytes,
-                                                               .audit_max_bytes = config_.storage.audit_max_bytes,
-                                                               .interval_us = config_.storage.retention_interval_us});
+  retention_ = std::make_unique<RetentionTask>(
+      *store_, *drill_store_, audit_log_.get(), clock_,
+      RetentionPolicy{.samples_us = kept.samples_us,
+                      .drill_samples_us = kept.drill_samples_us,
+                      .gaps_us = kept.gaps_us,
+                      .events_us = kept.events_us,
+                      .audit_us = kept.audit_us,
+                      .max_bytes = config_.storage.max_bytes,
+                      .audit_max_bytes = config_.storage.audit_max_bytes,
+                      .interval_us = config_.storage.retention_interval_us});
   retention_->start();
 }
 
@@ -312,10 +333,12 @@ void Daemon::registerRoutes() {
   endpoints_->setMaintenance(maintenance_.get());
   endpoints_->setBuildInfo({KFAILD_VERSION, KFAILD_COMMIT, kafka::librdkafkaVersion()});
   endpoints_->registerOn(router_);
-  drill_endpoints_ = std::make_unique<api::DrillEndpoints>(*live_, *store_, *drill_store_, *control_, clock_);
+  drill_endpoints_ =
+      std::make_unique<api::DrillEndpoints>(*live_, *store_, *drill_store_, *control_, clock_);
   drill_endpoints_->setMaintenance(maintenance_.get());
   drill_endpoints_->registerOn(router_);
-  maintenance_endpoints_ = std::make_unique<api::MaintenanceEndpoints>(*live_, *store_, *maintenance_, clock_);
+  maintenance_endpoints_ =
+      std::make_unique<api::MaintenanceEndpoints>(*live_, *store_, *maintenance_, clock_);
   maintenance_endpoints_->registerOn(router_);
   audit_endpoints_ = std::make_unique<api::AuditEndpoints>(*audit_log_);
   audit_endpoints_->registerOn(router_);
@@ -323,7 +346,8 @@ void Daemon::registerRoutes() {
   notification_endpoints_->registerOn(router_);
   if (!config_.http.web_dir.empty()) {
     web_.registerOn(router_);
-    spdlog::info("dashboard: {} files ({} bytes) from {}", web_.fileCount(), web_.totalBytes(), config_.http.web_dir);
+    spdlog::info("dashboard: {} files ({} bytes) from {}", web_.fileCount(), web_.totalBytes(),
+                 config_.http.web_dir);
   }
 }
 
@@ -349,9 +373,12 @@ std::optional<StartFailure> Daemon::setUpAccess() {
   access.allowed_hosts = config_.http.allowed_hosts;
   if (access.auth && access.operator_token.empty()) {
     auto generated = config::ensureGeneratedToken(config_.storage.path);
-    if (!generated) return StartFailure{kConfigError, "http.token_file: not set, and " + generated.error().message};
+    if (!generated)
+      return StartFailure{kConfigError,
+                          "http.token_file: not set, and " + generated.error().message};
     access.operator_token = generated->token;
-    spdlog::info("http: no http.token_file configured; the operator token is in {} ({})", generated->path,
+    spdlog::info("http: no http.token_file configured; the operator token is in {} ({})",
+                 generated->path,
                  generated->created ? "created now, mode 0600" : "made at an earlier start");
   }
   router_.setAccess(api::AccessPolicy(access));
@@ -370,8 +397,8 @@ void Daemon::runUntil(const sigset_t& signals) {
     for (const auto& parts : clusters_) spdlog::info("{}", parts->statusLine());
     const auto w = store_->writerStats();
     if (w.dropped_samples > 0 || w.failed_batches > 0) {
-      spdlog::warn("store: queued={} written={} dropped_samples={} failed_batches={} {}", w.queued, w.written,
-                   w.dropped_samples, w.failed_batches, w.last_error);
+      spdlog::warn("store: queued={} written={} dropped_samples={} failed_batches={} {}", w.queued,
+                   w.written, w.dropped_samples, w.failed_batches, w.last_error);
     }
   }
 }
@@ -389,10 +416,13 @@ int Daemon::stop() {
   auto drills_stopped = std::async(std::launch::async, [this] {
     for (auto& parts : clusters_) parts->stopDrills();
   });
-  if (drills_stopped.wait_for(std::chrono::seconds(config_.shutdown_grace_s)) != std::future_status::ready) {
-    spdlog::error("a drill did not recover its node within shutdown_grace_s={} s; exiting anyway, the recovery "
-                  "journal will bring the node back when kfaild starts again",
-                  config_.shutdown_grace_s);
+  if (drills_stopped.wait_for(std::chrono::seconds(config_.shutdown_grace_s)) !=
+      std::future_status::ready) {
+    spdlog::error(
+        "a drill did not recover its node within shutdown_grace_s={} s; exiting anyway, the "
+        "recovery "
+        "journal will bring the node back when kfaild starts again",
+        config_.shutdown_grace_s);
     if (store_) store_->flush();
     std::_Exit(kDrillNotRecovered);
   }

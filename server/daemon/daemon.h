@@ -44,7 +44,8 @@ namespace kfaild::daemon {
 std::vector<std::string> sensitiveLiterals(const config::Config& config);
 
 struct DaemonOptions {
-  std::string client_log_dir;  // append each cluster's librdkafka log lines to DIR/<cluster>-client.log
+  std::string
+      client_log_dir;  // append each cluster's librdkafka log lines to DIR/<cluster>-client.log
 };
 
 class Daemon {
@@ -57,7 +58,7 @@ class Daemon {
 
   // Starts everything; on a failure, what was started is stopped again.
   static std::variant<std::unique_ptr<Daemon>, StartFailure> start(const config::Config& config,
-                                                                    const DaemonOptions& options);
+                                                                   const DaemonOptions& options);
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
@@ -111,7 +112,8 @@ class Daemon {
   // Before the clusters: their drill engines tell it of every finished drill.
   std::unique_ptr<storage::NotificationQueue> notification_queue_;
   std::unique_ptr<notify::Notifier> notifier_;
-  // Planned-maintenance windows: the API opens and closes them, the notifier and /metrics read them.
+  // Planned-maintenance windows: the API opens and closes them, the notifier and /metrics read
+  // them.
   std::unique_ptr<storage::MaintenanceStore> maintenance_store_;
   std::unique_ptr<maintenance::MaintenanceWindows> maintenance_;
   std::vector<std::unique_ptr<ClusterParts>> clusters_;

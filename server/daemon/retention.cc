@@ -127,14 +127,17 @@ class RetentionTask::Pass {
       if (*step_deleted == 0) break;
     }
     out_.audit += deleted;
-    spdlog::info("storage: the audit log took {} bytes, over its budget of {}; deleted its {} oldest refusals",
-                 *bytes, budget, deleted);
+    spdlog::info(
+        "storage: the audit log took {} bytes, over its budget of {}; deleted its {} oldest "
+        "refusals",
+        *bytes, budget, deleted);
     // Accepted changes go by retention only: a budget they fill alone is a failure to see.
     if (*left > budget && !stopping()) {
       ++failures_;
       out_.ok = false;
       spdlog::warn(
-          "storage: the audit log's accepted changes alone take {} bytes, over storage.audit_max_bytes={}; "
+          "storage: the audit log's accepted changes alone take {} bytes, over "
+          "storage.audit_max_bytes={}; "
           "they are kept for storage.retention.audit_hours",
           *left, budget);
     }
@@ -249,9 +252,15 @@ class RetentionTask::Pass {
   std::uint64_t failures_ = 0;
 };
 
-RetentionTask::RetentionTask(storage::Store& store, const storage::DrillStore& drills, storage::AuditLog* audit,
-                             const common::Clock& clock, RetentionPolicy policy)
-    : store_(store), drills_(drills), audit_(audit), clock_(clock), policy_(policy), worker_(clock) {
+RetentionTask::RetentionTask(storage::Store& store, const storage::DrillStore& drills,
+                             storage::AuditLog* audit, const common::Clock& clock,
+                             RetentionPolicy policy)
+    : store_(store),
+      drills_(drills),
+      audit_(audit),
+      clock_(clock),
+      policy_(policy),
+      worker_(clock) {
   report_.max_bytes = policy_.max_bytes;
 }
 
@@ -278,7 +287,8 @@ RetentionPass RetentionTask::prune() {
   if (deleted > 0) {
     const auto seconds = static_cast<double>(clock_.monoNow() - started.mono) / 1e6;
     spdlog::info(
-        "storage: retention deleted {} raw samples, {} drill-window samples, {} gaps, {} events, {} audit "
+        "storage: retention deleted {} raw samples, {} drill-window samples, {} gaps, {} events, "
+        "{} audit "
         "records in {:.1f} s",
         out.samples, out.drill_samples, out.gaps, out.events, out.audit, seconds);
   }

@@ -22,8 +22,8 @@ namespace kfaild::drill {
 struct AnalysisWindow {
   storage::ClusterId cluster = 0;
   std::vector<std::pair<std::string, std::int32_t>> partitions;  // topic, partition
-  storage::TimeRange samples;  // on send_us
-  storage::TimeRange events;   // on t_us
+  storage::TimeRange samples;                                    // on send_us
+  storage::TimeRange events;                                     // on t_us
 };
 
 // Rows per query; the store's own defaults unless a test asks for smaller pages.

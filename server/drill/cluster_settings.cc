@@ -16,10 +16,12 @@ std::optional<std::int64_t> wholeMillis(const std::optional<std::string>& value)
   return ms;
 }
 
-void fromNode(ClusterSetting& setting, const Result<std::map<std::string, kafka::NodeConfigValue>>& answer,
+void fromNode(ClusterSetting& setting,
+              const Result<std::map<std::string, kafka::NodeConfigValue>>& answer,
               const std::string& node) {
   if (!answer) {
-    setting.source = "Kafka's default: " + node + " could not be asked (" + answer.error().message + ")";
+    setting.source =
+        "Kafka's default: " + node + " could not be asked (" + answer.error().message + ")";
     return;
   }
   const auto found = answer->find(setting.name);
@@ -29,8 +31,8 @@ void fromNode(ClusterSetting& setting, const Result<std::map<std::string, kafka:
   }
   const auto ms = wholeMillis(found->second.value);
   if (!ms) {
-    setting.source = "Kafka's default: " + node + " gives \"" + found->second.value.value_or("null") +
-                     "\", not a number of milliseconds";
+    setting.source = "Kafka's default: " + node + " gives \"" +
+                     found->second.value.value_or("null") + "\", not a number of milliseconds";
     return;
   }
   setting.value_ms = *ms;
@@ -43,13 +45,15 @@ void fromNode(ClusterSetting& setting, const Result<std::map<std::string, kafka:
 ClusterSettings readClusterSettings(ClusterAdmin& admin, const std::vector<std::int32_t>& brokers,
                                     std::int32_t heartbeat_from) {
   ClusterSettings out;
-  fromNode(out.session_timeout, admin.controllerConfig({out.session_timeout.name}), "the active controller");
+  fromNode(out.session_timeout, admin.controllerConfig({out.session_timeout.name}),
+           "the active controller");
 
   std::map<std::int32_t, std::int64_t> lag_by_broker;
   std::string unread;
   for (const auto broker : brokers) {
     const auto node = "broker " + std::to_string(broker);
-    auto answer = admin.brokerConfig(broker, {out.replica_lag_time_max.name, out.heartbeat_interval.name});
+    auto answer =
+        admin.brokerConfig(broker, {out.replica_lag_time_max.name, out.heartbeat_interval.name});
     if (broker == heartbeat_from) fromNode(out.heartbeat_interval, answer, node);
     ClusterSetting lag = ClusterSettings{}.replica_lag_time_max;
     fromNode(lag, answer, node);
@@ -67,17 +71,19 @@ ClusterSettings readClusterSettings(ClusterAdmin& admin, const std::vector<std::
     return out;
   }
   // Leaders that disagree: the largest value bounds a follower's stall, and the source lists all.
-  const bool differ = std::any_of(lag_by_broker.begin(), lag_by_broker.end(), [&](const auto& entry) {
-    return entry.second != out.replica_lag_time_max.value_ms;
-  });
+  const bool differ = std::any_of(
+      lag_by_broker.begin(), lag_by_broker.end(),
+      [&](const auto& entry) { return entry.second != out.replica_lag_time_max.value_ms; });
   if (differ || lag_by_broker.size() < brokers.size()) {
     std::string all;
     for (const auto& [broker, ms] : lag_by_broker) {
-      all += (all.empty() ? "" : ", ") + std::string("broker ") + std::to_string(broker) + " " + std::to_string(ms);
+      all += (all.empty() ? "" : ", ") + std::string("broker ") + std::to_string(broker) + " " +
+             std::to_string(ms);
     }
-    out.replica_lag_time_max.source = "the largest of " + all +
-                                      (lag_by_broker.size() < brokers.size() ? " (not every broker answered)" : "") +
-                                      "; " + out.replica_lag_time_max.source;
+    out.replica_lag_time_max.source =
+        "the largest of " + all +
+        (lag_by_broker.size() < brokers.size() ? " (not every broker answered)" : "") + "; " +
+        out.replica_lag_time_max.source;
   }
   return out;
 }
@@ -91,7 +97,8 @@ analysis::MechanismSettings mechanismSettings(const ClusterSettings& settings) {
 
 void applyTo(const ClusterSettings& settings, analysis::FaultMechanism& mechanism) {
   mechanism.session_timeout_s = static_cast<double>(settings.session_timeout.value_ms) / 1000.0;
-  mechanism.heartbeat_interval_s = static_cast<double>(settings.heartbeat_interval.value_ms) / 1000.0;
+  mechanism.heartbeat_interval_s =
+      static_cast<double>(settings.heartbeat_interval.value_ms) / 1000.0;
   const auto client = mechanism.settings;
   mechanism.settings = mechanismSettings(settings);
   mechanism.settings.request_timeout_us = client.request_timeout_us;
@@ -101,7 +108,8 @@ void applyTo(const ClusterSettings& settings, analysis::FaultMechanism& mechanis
 
 nlohmann::json toJson(const ClusterSettings& settings) {
   nlohmann::json out = nlohmann::json::object();
-  for (const auto* s : {&settings.session_timeout, &settings.heartbeat_interval, &settings.replica_lag_time_max}) {
+  for (const auto* s :
+       {&settings.session_timeout, &settings.heartbeat_interval, &settings.replica_lag_time_max}) {
     out[s->name] = {{"value_ms", s->value_ms}, {"source", s->source}, {"read", s->read}};
   }
   return out;

@@ -13,11 +13,10 @@
 // A setting that could not be read is Kafka's default, and its source says why.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "server/analysis/gray_mechanism.h"
 #include "server/analysis/verdict.h"
@@ -34,7 +33,8 @@ struct ClusterSetting {
 
 struct ClusterSettings {
   ClusterSetting session_timeout{"broker.session.timeout.ms", 9'000, "Kafka's default", false};
-  ClusterSetting heartbeat_interval{"broker.heartbeat.interval.ms", 2'000, "Kafka's default", false};
+  ClusterSetting heartbeat_interval{"broker.heartbeat.interval.ms", 2'000, "Kafka's default",
+                                    false};
   ClusterSetting replica_lag_time_max{"replica.lag.time.max.ms", 30'000, "Kafka's default", false};
 };
 

@@ -1,11 +1,10 @@
 #include "server/drill/cron.h"
 
-#include <random>
-
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <limits>
+#include <random>
 #include <span>
 #include <utility>
 #include <vector>
@@ -351,7 +350,8 @@ std::optional<common::WallMicros> CronSchedule::nextAfter(common::WallMicros t_u
   return std::nullopt;
 }
 
-std::int64_t nextScheduledRun(const std::string& cron, std::int64_t jitter_s, std::int64_t after_us) {
+std::int64_t nextScheduledRun(const std::string& cron, std::int64_t jitter_s,
+                              std::int64_t after_us) {
   auto schedule = CronSchedule::parse(cron);
   if (!schedule) return -1;
   auto next = schedule->nextAfter(after_us);

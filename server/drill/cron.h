@@ -66,6 +66,7 @@ class CronSchedule {
 
 // The schedule's next run strictly after `after_us`, with a random delay of up to `jitter_s`
 // drawn; -1 when the cron text does not parse or never matches.
-std::int64_t nextScheduledRun(const std::string& cron, std::int64_t jitter_s, std::int64_t after_us);
+std::int64_t nextScheduledRun(const std::string& cron, std::int64_t jitter_s,
+                              std::int64_t after_us);
 
 }  // namespace kfaild::drill

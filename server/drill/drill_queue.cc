@@ -59,7 +59,8 @@ void DrillQueue::finished() {
 
 bool DrillQueue::sleep(std::int64_t micros) {
   std::unique_lock lock(mutex_);
-  worker_.waitFor(lock, std::chrono::microseconds(std::max<std::int64_t>(0, micros)), [this] { return abortedLocked(); });
+  worker_.waitFor(lock, std::chrono::microseconds(std::max<std::int64_t>(0, micros)),
+                  [this] { return abortedLocked(); });
   return !worker_.stopRequested() && !abortedLocked();
 }
 

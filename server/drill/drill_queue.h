@@ -65,7 +65,9 @@ class DrillQueue {
   // could fall between `next` evaluating it (false) and starting to wait, and be lost (a
   // submission then waited GuardInputs::kReadWait for a read that never came).
   void wake() {
-    { std::lock_guard lock(mutex_); }
+    {
+      std::lock_guard lock(mutex_);
+    }
     worker_.wake();
   }
 

@@ -4,14 +4,17 @@
 
 namespace kfaild::drill {
 
-void DrillRecords::setState(storage::DrillRecord& drill, DrillState state, const std::string& reason) {
+void DrillRecords::setState(storage::DrillRecord& drill, DrillState state,
+                            const std::string& reason) {
   drill.state = toString(state);
   if (!reason.empty()) drill.reason = reason;
   if (isTerminal(state)) drill.finished_us = deps_.clock.wallNow();
   if (auto s = deps_.drills.updateDrill(drill); !s) {
-    spdlog::error("drill {}: cannot record state {}: {}", drill.id, drill.state, s.error().describe());
+    spdlog::error("drill {}: cannot record state {}: {}", drill.id, drill.state,
+                  s.error().describe());
   }
-  spdlog::info("drill {} on {}: {}{}", drill.id, deps_.cluster.name, drill.state, reason.empty() ? "" : " (" + reason + ")");
+  spdlog::info("drill {} on {}: {}{}", drill.id, deps_.cluster.name, drill.state,
+               reason.empty() ? "" : " (" + reason + ")");
   if (isTerminal(state) && deps_.listener) deps_.listener->drillFinished(deps_.cluster.name, drill);
 }
 

@@ -19,19 +19,21 @@ using common::NodeRole;
 
 namespace {
 
-Error refused(const std::string& reason) { return Error{make_error_code(errc::guard_refused), reason}; }
+Error refused(const std::string& reason) {
+  return Error{make_error_code(errc::guard_refused), reason};
+}
 
 bool isControllerNode(const std::vector<config::NodeConfig>& inventory, std::int32_t id) {
-  return std::any_of(inventory.begin(), inventory.end(),
-                     [id](const config::NodeConfig& n) {
-                       return n.id == id && n.role == NodeRole::kController;
-                     });
+  return std::any_of(inventory.begin(), inventory.end(), [id](const config::NodeConfig& n) {
+    return n.id == id && n.role == NodeRole::kController;
+  });
 }
 
 }  // namespace
 
-DrillRunner::DrillRunner(const config::ClusterConfig& cluster, storage::ClusterId cluster_id, storage::Store& store,
-                         storage::DrillStore& drills, const common::Clock& clock, RunnerSeams seams,
+DrillRunner::DrillRunner(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,
+                         storage::Store& store, storage::DrillStore& drills,
+                         const common::Clock& clock, RunnerSeams seams,
                          std::map<std::int32_t, std::unique_ptr<fault::Injector>> injectors)
     : cluster_(cluster),
       cluster_id_(cluster_id),
@@ -39,14 +41,17 @@ DrillRunner::DrillRunner(const config::ClusterConfig& cluster, storage::ClusterI
       resolve_(std::move(seams.resolve)),
       addresses_(resolveNodeAddresses(cluster.inventory, resolve_)),
       maintenance_(seams.maintenance),
-      deps_{cluster_, cluster_id_, store, drills, clock, seams.view, seams.probe, seams.admin, injectors_, seams.listener},
+      deps_{cluster_,   cluster_id_, store,       drills,     clock,
+            seams.view, seams.probe, seams.admin, injectors_, seams.listener},
       records_(deps_),
       guards_(deps_),
       recovery_(deps_),
       worker_(clock),
       queue_(worker_) {}
 
-DrillRunner::~DrillRunner() { stop(); }
+DrillRunner::~DrillRunner() {
+  stop();
+}
 
 void DrillRunner::start(std::optional<std::chrono::seconds> recover_first) {
   if (recover_first) finishInterrupted();
@@ -63,23 +68,28 @@ void DrillRunner::start(std::optional<std::chrono::seconds> recover_first) {
   worker_.start(
       "kfaild:drill",
       [this, recover_first, replayed = std::make_shared<bool>(false)] {
-    if (recover_first && !*replayed) {
-      *replayed = true;
-      auto recovered = sweepAndReplay(*recover_first, [this](common::MonoMicros until) {
-        return worker_.sleepFor(std::chrono::microseconds(std::max<std::int64_t>(0, until - deps_.clock.monoNow())));
-      });
-      if (!recovered) {
-        spdlog::error("cluster {}: cannot read the recovery journal: {}", cluster_.name, recovered.error().describe());
-      } else if (*recovered > 0) {
-        spdlog::warn("cluster {}: recovered {} node(s) left down by an earlier drill", cluster_.name, *recovered);
-      }
-    }
-    loop();
-  },
+        if (recover_first && !*replayed) {
+          *replayed = true;
+          auto recovered = sweepAndReplay(*recover_first, [this](common::MonoMicros until) {
+            return worker_.sleepFor(std::chrono::microseconds(
+                std::max<std::int64_t>(0, until - deps_.clock.monoNow())));
+          });
+          if (!recovered) {
+            spdlog::error("cluster {}: cannot read the recovery journal: {}", cluster_.name,
+                          recovered.error().describe());
+          } else if (*recovered > 0) {
+            spdlog::warn("cluster {}: recovered {} node(s) left down by an earlier drill",
+                         cluster_.name, *recovered);
+          }
+        }
+        loop();
+      },
       [this](const std::string& what) { failRunning(what); });
 }
 
-void DrillRunner::stop() { worker_.stop(); }
+void DrillRunner::stop() {
+  worker_.stop();
+}
 
 namespace {
 
@@ -170,7 +180,9 @@ Result<std::vector<DrillRunner::PlannedFault>> DrillRunner::planFaults(
   if (spec.fault == FaultType::kRollingRestart) {
     const auto quorum = deps_.view.latest().quorum;
     auto plan = rollingPlan(spec, cluster_.inventory,
-                            quorum && quorum->leader_id >= 0 ? std::optional<std::int32_t>(quorum->leader_id) : std::nullopt);
+                            quorum && quorum->leader_id >= 0
+                                ? std::optional<std::int32_t>(quorum->leader_id)
+                                : std::nullopt);
     if (!plan) return plan.error();
     for (const auto node : *plan) {
       auto step = rollingStep(spec, node);
@@ -223,8 +235,10 @@ Result<std::int64_t> DrillRunner::enqueue(const DrillSpec& spec, const SubmitOpt
   if (!id) return id.error();
   if (!queue_.push(*id)) {
     drill.id = *id;
-    records_.setState(drill, DrillState::kAborted, "the queue of cluster " + cluster_.name + " was full");
-    return refused(std::to_string(DrillQueue::kCapacity) + " drills are already waiting on cluster " + cluster_.name);
+    records_.setState(drill, DrillState::kAborted,
+                      "the queue of cluster " + cluster_.name + " was full");
+    return refused(std::to_string(DrillQueue::kCapacity) +
+                   " drills are already waiting on cluster " + cluster_.name);
   }
   spdlog::info("drill {} on {}: queued {} of {}", *id, cluster_.name, drill.fault, drill.target);
   return *id;
@@ -233,14 +247,16 @@ Result<std::int64_t> DrillRunner::enqueue(const DrillSpec& spec, const SubmitOpt
 Status DrillRunner::abort(std::int64_t drill_id) {
   const auto taken = queue_.abort(drill_id);
   const auto notFound = [drill_id] {
-    return Error{make_error_code(errc::drill_not_found), "drill " + std::to_string(drill_id) + " is not queued or running"};
+    return Error{make_error_code(errc::drill_not_found),
+                 "drill " + std::to_string(drill_id) + " is not queued or running"};
   };
   if (taken == DrillQueue::AbortTaken::kRequested) {
     // The engine clears its running drill only after storing how it ended: in between the queue
     // still names a drill that is over, and the abort must not be taken for one. (Aborted is this
     // abort's own doing when the engine honoured it at once.)
     const auto stored = deps_.drills.drill(drill_id);
-    if (stored && *stored && isTerminal((**stored).state) && (**stored).state != toString(DrillState::kAborted)) {
+    if (stored && *stored && isTerminal((**stored).state) &&
+        (**stored).state != toString(DrillState::kAborted)) {
       return notFound();
     }
     return okStatus();
@@ -265,7 +281,8 @@ void DrillRunner::loop() {
       if (auto retry = recovery_.retryDueAt(); retry && deps_.clock.monoNow() >= *retry) {
         // A stop cuts these tries short: their journal entries stay open for the next start.
         recovery_.retryOpen([this](common::MonoMicros until) {
-          return worker_.sleepFor(std::chrono::microseconds(std::max<std::int64_t>(0, until - deps_.clock.monoNow())));
+          return worker_.sleepFor(
+              std::chrono::microseconds(std::max<std::int64_t>(0, until - deps_.clock.monoNow())));
         });
       }
       continue;
@@ -296,15 +313,20 @@ void DrillRunner::execute(storage::DrillRecord drill) {
   nlohmann::json request = {{"fault", drill.fault},
                             {"target", nlohmann::json::parse(drill.target, nullptr, false)},
                             {"options", nlohmann::json::parse(drill.options, nullptr, false)}};
-  if (!drill.expect.empty()) request["expect"] = nlohmann::json::parse(drill.expect, nullptr, false);
-  if (!drill.second_fault.empty()) request["then"] = nlohmann::json::parse(drill.second_fault, nullptr, false);
+  if (!drill.expect.empty())
+    request["expect"] = nlohmann::json::parse(drill.expect, nullptr, false);
+  if (!drill.second_fault.empty())
+    request["then"] = nlohmann::json::parse(drill.second_fault, nullptr, false);
   auto spec = parseDrillSpec(request);
   if (!spec) {
-    // It never started: nothing was measured, so it has no verdict (as a drill aborted while queued).
-    records_.setState(drill, DrillState::kFailed, "stored request no longer valid: " + spec.error().message);
+    // It never started: nothing was measured, so it has no verdict (as a drill aborted while
+    // queued).
+    records_.setState(drill, DrillState::kFailed,
+                      "stored request no longer valid: " + spec.error().message);
     return;
   }
-  const auto objectives = spec->expect ? analysis::overlay(cluster_.objectives, *spec->expect) : cluster_.objectives;
+  const auto objectives =
+      spec->expect ? analysis::overlay(cluster_.objectives, *spec->expect) : cluster_.objectives;
   drill.started_us = deps_.clock.wallNow();
   if (spec->fault == FaultType::kRollingRestart) {
     executeRolling(drill, *spec, objectives);
@@ -317,7 +339,9 @@ void DrillRunner::execute(storage::DrillRecord drill) {
   if (spec->fault == FaultType::kPause) mechanism.pause_s = spec->options.pause_s;
   mechanism.gray = grayInput(*spec, std::nullopt);
   for (int run = 1; run <= spec->options.repeats; ++run) {
-    RunExecution execution({deps_, guards_, recovery_, queue_, records_, worker_, addresses_, resolve_}, drill, *spec, run);
+    RunExecution execution(
+        {deps_, guards_, recovery_, queue_, records_, worker_, addresses_, resolve_}, drill, *spec,
+        run);
     const auto outcome = execution.execute();
     result["runs"].push_back(toJson(outcome));
     drill.result = common::jsonText(result);
@@ -326,7 +350,8 @@ void DrillRunner::execute(storage::DrillRecord drill) {
       return;
     }
     if (outcome.analysis) analyses.push_back(*outcome.analysis);
-    if (outcome.probe_client) mechanism.settings = analysis::withClientSettings({}, *outcome.probe_client);
+    if (outcome.probe_client)
+      mechanism.settings = analysis::withClientSettings({}, *outcome.probe_client);
     if (outcome.cluster_settings) applyTo(*outcome.cluster_settings, mechanism);
     for (const auto& node : cluster_.inventory) {
       if (outcome.target && node.id == *outcome.target && node.role == NodeRole::kController) {
@@ -335,15 +360,16 @@ void DrillRunner::execute(storage::DrillRecord drill) {
     }
     if (run < spec->options.repeats) records_.persist(drill);
   }
-  // Before the terminal state is written: the listener is told of the row as written, verdict included.
-  const auto verdict = analysis::evaluate(analyses, analysis::objectivesFor(objectives, mechanism), mechanism,
-                                          history(drill), cluster_.regression);
+  // Before the terminal state is written: the listener is told of the row as written, verdict
+  // included.
+  const auto verdict = analysis::evaluate(analyses, analysis::objectivesFor(objectives, mechanism),
+                                          mechanism, history(drill), cluster_.regression);
   result["verdict"] = analysis::toJson(verdict);
   drill.result = common::jsonText(result);
   drill.verdict = analysis::toString(verdict.verdict);
   drill.regressed = !verdict.regressions.empty();
-  spdlog::info("drill {} on {}: verdict {} ({} checks, {} regressions)", drill.id, cluster_.name, *drill.verdict,
-               verdict.checks.size(), verdict.regressions.size());
+  spdlog::info("drill {} on {}: verdict {} ({} checks, {} regressions)", drill.id, cluster_.name,
+               *drill.verdict, verdict.checks.size(), verdict.regressions.size());
   records_.setState(drill, DrillState::kDone);
 }
 
@@ -367,7 +393,8 @@ void DrillRunner::executeRolling(storage::DrillRecord& drill, const DrillSpec& s
     std::int64_t drill;
     ~WindowCloser() { runner.closeWindows(drill); }
   } closer{*this, drill.id};
-  const auto describe = [&](const std::vector<std::int32_t>& nodes, const std::vector<analysis::RunAnalysis>& analyses,
+  const auto describe = [&](const std::vector<std::int32_t>& nodes,
+                            const std::vector<analysis::RunAnalysis>& analyses,
                             const analysis::Verdict& verdict) {
     auto summary = analysis::toJson(analysis::summariseRolling(analyses, nodes, verdict));
     summary["plan"] = nodes;
@@ -382,8 +409,8 @@ void DrillRunner::executeRolling(storage::DrillRecord& drill, const DrillSpec& s
   mechanism.fault = toString(FaultType::kRestart);
   auto remaining = *plan;
   const auto unfinished = [&](DrillState state, const std::string& reason) {
-    auto partial = analysis::evaluate(analyses, analysis::objectivesFor(objectives, mechanism), mechanism,
-                                      history(drill), cluster_.regression);
+    auto partial = analysis::evaluate(analyses, analysis::objectivesFor(objectives, mechanism),
+                                      mechanism, history(drill), cluster_.regression);
     describe(done_nodes, analyses, partial);
     result["rolling_restart"]["plan"] = *plan;
     result["rolling_restart"]["ended_at_step"] = static_cast<int>(done_nodes.size()) + 1;
@@ -398,7 +425,9 @@ void DrillRunner::executeRolling(storage::DrillRecord& drill, const DrillSpec& s
     const auto node = remaining.front();
     remaining.erase(remaining.begin());
     const auto step_spec = rollingStep(spec, node);
-    RunExecution execution({deps_, guards_, recovery_, queue_, records_, worker_, addresses_, resolve_}, drill, step_spec, step);
+    RunExecution execution(
+        {deps_, guards_, recovery_, queue_, records_, worker_, addresses_, resolve_}, drill,
+        step_spec, step);
     auto outcome = execution.execute();
     auto run = toJson(outcome);
     run["step"] = step;
@@ -407,54 +436,59 @@ void DrillRunner::executeRolling(storage::DrillRecord& drill, const DrillSpec& s
     if (outcome.state != DrillState::kDone) {
       // The step recovered its node (or left it in the journal, retried between drills): no
       // later step starts.
-      unfinished(outcome.state, "step " + std::to_string(step) + " (node " + std::to_string(node) + "): " + outcome.reason);
+      unfinished(outcome.state, "step " + std::to_string(step) + " (node " + std::to_string(node) +
+                                    "): " + outcome.reason);
       return;
     }
     done_nodes.push_back(node);
     if (outcome.analysis) analyses.push_back(*outcome.analysis);
-    if (outcome.probe_client) mechanism.settings = analysis::withClientSettings({}, *outcome.probe_client);
+    if (outcome.probe_client)
+      mechanism.settings = analysis::withClientSettings({}, *outcome.probe_client);
     if (outcome.cluster_settings) applyTo(*outcome.cluster_settings, mechanism);
     records_.persist(drill);
     if (!remaining.empty() && spec.options.between_s > 0) {
-      records_.setState(drill, DrillState::kBaseline, "step " + std::to_string(step) + " of " +
-                                                          std::to_string(plan->size()) + " done; the next in " +
-                                                          std::to_string(spec.options.between_s) + " s");
+      records_.setState(drill, DrillState::kBaseline,
+                        "step " + std::to_string(step) + " of " + std::to_string(plan->size()) +
+                            " done; the next in " + std::to_string(spec.options.between_s) + " s");
       if (!queue_.sleep(static_cast<std::int64_t>(spec.options.between_s) * 1'000'000)) {
-        unfinished(DrillState::kAborted, std::string(worker_.stopRequested() ? "kfaild stopped" : "aborted on request") +
-                                             " between step " + std::to_string(step) + " and the next");
+        unfinished(DrillState::kAborted,
+                   std::string(worker_.stopRequested() ? "kfaild stopped" : "aborted on request") +
+                       " between step " + std::to_string(step) + " and the next");
         return;
       }
       drill.reason.clear();
     }
   }
-  const auto verdict = analysis::evaluate(analyses, analysis::objectivesFor(objectives, mechanism), mechanism,
-                                          history(drill), cluster_.regression);
+  const auto verdict = analysis::evaluate(analyses, analysis::objectivesFor(objectives, mechanism),
+                                          mechanism, history(drill), cluster_.regression);
   describe(done_nodes, analyses, verdict);
   result["verdict"] = analysis::toJson(verdict);
   drill.result = common::jsonText(result);
   drill.verdict = analysis::toString(verdict.verdict);
   drill.regressed = !verdict.regressions.empty();
-  spdlog::info("drill {} on {}: rolling restart of {} nodes, verdict {}", drill.id, cluster_.name, done_nodes.size(),
-               *drill.verdict);
+  spdlog::info("drill {} on {}: rolling restart of {} nodes, verdict {}", drill.id, cluster_.name,
+               done_nodes.size(), *drill.verdict);
   records_.setState(drill, DrillState::kDone);
 }
 
-std::optional<std::int64_t> DrillRunner::openWindow(const storage::DrillRecord& drill, const DrillSpec& spec,
-                                                    std::size_t steps) {
+std::optional<std::int64_t> DrillRunner::openWindow(const storage::DrillRecord& drill,
+                                                    const DrillSpec& spec, std::size_t steps) {
   if (maintenance_ == nullptr) return std::nullopt;
   const auto& o = spec.options;
   // The longest a step can take: its phases' own bounds, and the pause after it.
   const std::int64_t step_s = o.baseline_s + o.grace_s + o.observe_timeout_s + o.recover_timeout_s +
                               o.settle_timeout_s + 2 * 30 + o.between_s;
   const auto now = deps_.clock.wallNow();
-  const auto until = now + std::min<std::int64_t>(static_cast<std::int64_t>(steps) * step_s * 1'000'000,
-                                                  maintenance::kMaxWindowUs);
+  const auto until =
+      now + std::min<std::int64_t>(static_cast<std::int64_t>(steps) * step_s * 1'000'000,
+                                   maintenance::kMaxWindowUs);
   const auto by = "drill " + std::to_string(drill.id);
-  auto id = maintenance_->open(cluster_id_, "rolling restart (" + by + ") of " + std::to_string(steps) + " node(s)",
-                               until, by);
+  auto id = maintenance_->open(
+      cluster_id_, "rolling restart (" + by + ") of " + std::to_string(steps) + " node(s)", until,
+      by);
   if (!id) {
-    spdlog::warn("drill {} on {}: no maintenance window for the rolling restart: {}", drill.id, cluster_.name,
-                 id.error().describe());
+    spdlog::warn("drill {} on {}: no maintenance window for the rolling restart: {}", drill.id,
+                 cluster_.name, id.error().describe());
     return std::nullopt;
   }
   recordEvent(deps_, EventSource::kKfaild, EventKind::kMaintenanceOpened, now, std::nullopt,
@@ -468,14 +502,15 @@ void DrillRunner::closeWindows(std::int64_t drill_id) {
   const auto now = deps_.clock.wallNow();
   auto open = maintenance_->windows(cluster_id_, now, now + 1, 100);
   if (!open) {
-    spdlog::warn("cluster {}: cannot read the maintenance windows of {}: {}", cluster_.name, by, open.error().describe());
+    spdlog::warn("cluster {}: cannot read the maintenance windows of {}: {}", cluster_.name, by,
+                 open.error().describe());
     return;
   }
   for (const auto& w : *open) {
     if (w.opened_by != by || !w.activeAt(now)) continue;
     if (auto closed = maintenance_->close(w.id, by); !closed) {
-      spdlog::warn("cluster {}: cannot close maintenance window {} of {}: {}", cluster_.name, w.id, by,
-                   closed.error().describe());
+      spdlog::warn("cluster {}: cannot close maintenance window {} of {}: {}", cluster_.name, w.id,
+                   by, closed.error().describe());
       continue;
     }
     recordEvent(deps_, EventSource::kKfaild, EventKind::kMaintenanceClosed, now, std::nullopt,
@@ -483,7 +518,8 @@ void DrillRunner::closeWindows(std::int64_t drill_id) {
   }
 }
 
-void DrillRunner::finishUnfinished(storage::DrillRecord& drill, DrillState state, const std::string& reason,
+void DrillRunner::finishUnfinished(storage::DrillRecord& drill, DrillState state,
+                                   const std::string& reason,
                                    const analysis::Objectives& objectives,
                                    const std::vector<analysis::RunAnalysis>& finished) {
   // A drill that did not finish is never a pass. The runs it did finish are still judged: a
@@ -493,9 +529,11 @@ void DrillRunner::finishUnfinished(storage::DrillRecord& drill, DrillState state
   if (!result.is_object()) result = nlohmann::json::object();
   auto verdict = analysis::unfinishedVerdict(objectives, toString(state), reason);
   if (!finished.empty()) {
-    auto judged = analysis::evaluate(finished, objectives, drill.fault, history(drill), cluster_.regression);
+    auto judged =
+        analysis::evaluate(finished, objectives, drill.fault, history(drill), cluster_.regression);
     judged.reason = verdict.reason;
-    if (judged.verdict != analysis::CheckStatus::kFail) judged.verdict = analysis::CheckStatus::kInconclusive;
+    if (judged.verdict != analysis::CheckStatus::kFail)
+      judged.verdict = analysis::CheckStatus::kInconclusive;
     verdict = std::move(judged);
   }
   result["verdict"] = analysis::toJson(verdict);
@@ -515,7 +553,8 @@ std::vector<analysis::StallSample> DrillRunner::history(const storage::DrillReco
   std::vector<analysis::StallSample> out;
   auto earlier = deps_.drills.drills(q);
   if (!earlier) {
-    spdlog::warn("drill {}: no regression check, cannot read earlier drills: {}", drill.id, earlier.error().describe());
+    spdlog::warn("drill {}: no regression check, cannot read earlier drills: {}", drill.id,
+                 earlier.error().describe());
     return out;
   }
   for (const auto& d : *earlier) {
@@ -532,22 +571,26 @@ Result<int> DrillRunner::recoverPending(std::chrono::seconds timeout) {
   return recovered;
 }
 
-Result<int> DrillRunner::sweepAndReplay(std::chrono::seconds timeout, const NodeRecovery::Sleeper& sleeper) {
+Result<int> DrillRunner::sweepAndReplay(std::chrono::seconds timeout,
+                                        const NodeRecovery::Sleeper& sleeper) {
   // A gray fault left by a kfaild that died: its rules and fillers go first, before anything waits
   // on the cluster. The journal's replay then heals (again, harmlessly) and waits for the node.
   for (auto& [node, injector] : injectors_) {
     auto swept = injector->sweep();
     if (!swept) {
-      spdlog::error("cluster {}: node {}: sweeping gray faults failed: {}", cluster_.name, node, swept.error().describe());
+      spdlog::error("cluster {}: node {}: sweeping gray faults failed: {}", cluster_.name, node,
+                    swept.error().describe());
       continue;
     }
     for (const auto& what : *swept) {
-      spdlog::warn("cluster {}: node {}: removed a gray fault left behind: {}", cluster_.name, node, what);
+      spdlog::warn("cluster {}: node {}: removed a gray fault left behind: {}", cluster_.name, node,
+                   what);
       recordEvent(deps_, EventSource::kKfaild, EventKind::kGraySwept, deps_.clock.wallNow(), node,
                   {{"removed", what}});
     }
   }
-  return recovery_.replay(std::chrono::duration_cast<std::chrono::microseconds>(timeout).count(), sleeper);
+  return recovery_.replay(std::chrono::duration_cast<std::chrono::microseconds>(timeout).count(),
+                          sleeper);
 }
 
 void DrillRunner::finishInterrupted() {
@@ -563,7 +606,8 @@ void DrillRunner::finishInterrupted() {
         records_.setState(d, DrillState::kAborted, "kfaild stopped before the drill ran");
       } else {
         // The finished runs of a drill kfaild died in are stored as JSON only: judged inconclusive.
-        finishUnfinished(d, DrillState::kAborted, "kfaild stopped during " + d.state, cluster_.objectives, {});
+        finishUnfinished(d, DrillState::kAborted, "kfaild stopped during " + d.state,
+                         cluster_.objectives, {});
         closeWindows(d.id);  // a rolling restart's
       }
     }

@@ -25,8 +25,8 @@
 #include "server/common/worker.h"
 #include "server/drill/drill_queue.h"
 #include "server/drill/drill_records.h"
-#include "server/drill/fault_action.h"
 #include "server/drill/drill_spec.h"
+#include "server/drill/fault_action.h"
 #include "server/drill/guard_inputs.h"
 #include "server/drill/node_recovery.h"
 #include "server/drill/seams.h"
@@ -53,19 +53,20 @@ struct RunnerSeams {
 
 class DrillRunner {
  public:
-  DrillRunner(const config::ClusterConfig& cluster, storage::ClusterId cluster_id, storage::Store& store,
-              storage::DrillStore& drills, const common::Clock& clock, RunnerSeams seams,
+  DrillRunner(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,
+              storage::Store& store, storage::DrillStore& drills, const common::Clock& clock,
+              RunnerSeams seams,
               std::map<std::int32_t, std::unique_ptr<fault::Injector>> injectors);
   ~DrillRunner();
   DrillRunner(const DrillRunner&) = delete;
   DrillRunner& operator=(const DrillRunner&) = delete;
 
   // Sweeps every node's gray faults whatever drill left them (Injector::sweep: nft tables, disk
-  // fillers), then brings back every node a previous run of kfaild left down (retrying with backoff up to
-  // `timeout`), marks those drills aborted, and fails drills left in a running state. Call before
-  // start(), which then does none of it. Returns how many nodes it recovered; a node it could not
-  // bring back stays in the journal and is retried by the engine's thread (drills on the cluster
-  // are refused meanwhile).
+  // fillers), then brings back every node a previous run of kfaild left down (retrying with backoff
+  // up to `timeout`), marks those drills aborted, and fails drills left in a running state. Call
+  // before start(), which then does none of it. Returns how many nodes it recovered; a node it
+  // could not bring back stays in the journal and is retried by the engine's thread (drills on the
+  // cluster are refused meanwhile).
   Result<int> recoverPending(std::chrono::seconds timeout);
 
   // Queues the drills a previous kfaild left queued and starts the thread. With `recover_first`,
@@ -125,18 +126,22 @@ class DrillRunner {
   // A rolling restart: a restart run per node of its plan (rolling_plan.h), `between_s` apart;
   // the first step that does not finish ends the rehearsal (its node recovered by the run) and
   // no later step starts. result.rolling_restart sums the steps up (analysis/rolling.h).
-  void executeRolling(storage::DrillRecord& drill, const DrillSpec& spec, const analysis::Objectives& objectives);
+  void executeRolling(storage::DrillRecord& drill, const DrillSpec& spec,
+                      const analysis::Objectives& objectives);
   // The planned-maintenance window a rolling restart holds open while it runs: opened before its
   // first step (ending at the longest the rehearsal can take, at most a day), closed when it ends
   // however it ends; at start, for a rehearsal a previous kfaild died in. Failures are logged:
   // a rehearsal never depends on its window.
-  std::optional<std::int64_t> openWindow(const storage::DrillRecord& drill, const DrillSpec& spec, std::size_t steps);
+  std::optional<std::int64_t> openWindow(const storage::DrillRecord& drill, const DrillSpec& spec,
+                                         std::size_t steps);
   void closeWindows(std::int64_t drill_id);
   // Writes a failed / aborted terminal state with its verdict (in `result.verdict`): fail when a
   // run in `finished` (the runs that were analysed) failed an objective, else inconclusive.
   void finishUnfinished(storage::DrillRecord& drill, DrillState state, const std::string& reason,
-                        const analysis::Objectives& objectives, const std::vector<analysis::RunAnalysis>& finished);
-  // The stalls of the cluster's last regression.window done drills of the same fault before `drill`.
+                        const analysis::Objectives& objectives,
+                        const std::vector<analysis::RunAnalysis>& finished);
+  // The stalls of the cluster's last regression.window done drills of the same fault before
+  // `drill`.
   std::vector<analysis::StallSample> history(const storage::DrillRecord& drill) const;
 
   config::ClusterConfig cluster_;

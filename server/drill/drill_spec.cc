@@ -26,8 +26,9 @@ std::optional<Error> unknownFields(const nlohmann::json& object, const std::stri
   return std::nullopt;
 }
 
-std::optional<Error> readInt(const nlohmann::json& object, const char* name, const std::string& where,
-                             std::int32_t min, std::int32_t max, std::int32_t& out) {
+std::optional<Error> readInt(const nlohmann::json& object, const char* name,
+                             const std::string& where, std::int32_t min, std::int32_t max,
+                             std::int32_t& out) {
   if (!object.contains(name)) return std::nullopt;
   const auto& v = object[name];
   const std::string field = where + "." + name;
@@ -41,8 +42,8 @@ std::optional<Error> readInt(const nlohmann::json& object, const char* name, con
   return std::nullopt;
 }
 
-std::optional<Error> readBool(const nlohmann::json& object, const char* name, const std::string& where,
-                              bool& out) {
+std::optional<Error> readBool(const nlohmann::json& object, const char* name,
+                              const std::string& where, bool& out) {
   if (!object.contains(name)) return std::nullopt;
   if (!object[name].is_boolean()) return invalid(where + "." + name, "must be true or false");
   out = object[name].get<bool>();
@@ -55,8 +56,8 @@ bool isValidTopicName(const std::string& name) {
   // Kafka's own rule (org.apache.kafka.common.internals.Topic.validate).
   if (name.empty() || name.size() > 249 || name == "." || name == "..") return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-           c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
   });
 }
 
@@ -118,21 +119,22 @@ std::optional<std::uint64_t> parseRate(const std::string& text) {
                                                {"mbit", 1'000'000, 8},
                                                {"gbit", 1'000'000'000, 8}}};
   const std::string_view name = std::string_view(text).substr(digits);
-  const auto unit = std::find_if(kUnits.begin(), kUnits.end(), [name](const Unit& u) { return u.name == name; });
+  const auto unit =
+      std::find_if(kUnits.begin(), kUnits.end(), [name](const Unit& u) { return u.name == name; });
   if (unit == kUnits.end()) return std::nullopt;
   // A number whose product would not fit is out of range anyway: 12 digits of gbit would wrap
   // to a small rate that passes the range check.
   if (number > std::numeric_limits<std::uint64_t>::max() / unit->times) return std::nullopt;
   const std::uint64_t bytes = number * unit->times / unit->per;
-  constexpr std::uint64_t kMin = 125;                 // 1 kbit/s
-  constexpr std::uint64_t kMax = 12'500'000'000ULL;   // 100 gbit/s
+  constexpr std::uint64_t kMin = 125;                // 1 kbit/s
+  constexpr std::uint64_t kMax = 12'500'000'000ULL;  // 100 gbit/s
   if (bytes < kMin || bytes > kMax) return std::nullopt;
   return bytes;
 }
 
 bool isGrayFault(FaultType fault) {
-  return fault == FaultType::kIsolate || fault == FaultType::kThrottle || fault == FaultType::kDiskFull ||
-         fault == FaultType::kDiskSlow;
+  return fault == FaultType::kIsolate || fault == FaultType::kThrottle ||
+         fault == FaultType::kDiskFull || fault == FaultType::kDiskSlow;
 }
 
 namespace {
@@ -144,41 +146,52 @@ const std::string kFaults = [] {
 }();
 
 // The target of `body` (the request, or its `then`); `where` prefixes the field names.
-std::optional<Error> parseTarget(const nlohmann::json& body, const std::string& where, Target& out) {
+std::optional<Error> parseTarget(const nlohmann::json& body, const std::string& where,
+                                 Target& out) {
   if (!body.contains("target") || !body["target"].is_object() || body["target"].size() != 1) {
-    return invalid(where + "target", "required: an object with exactly one of broker, leader_of, "
-                             "controller, random, coordinator_of");
+    return invalid(where + "target",
+                   "required: an object with exactly one of broker, leader_of, "
+                   "controller, random, coordinator_of");
   }
   const auto& t = body["target"];
-  if (auto e = unknownFields(t, where + "target", {"broker", "leader_of", "controller", "random", "coordinator_of"})) return *e;
+  if (auto e = unknownFields(t, where + "target",
+                             {"broker", "leader_of", "controller", "random", "coordinator_of"}))
+    return *e;
   if (t.contains("broker")) {
     out.kind = TargetKind::kBroker;
     if (auto e = readInt(t, "broker", where + "target", 0, 2'147'483'647, out.broker)) return *e;
   } else if (t.contains("leader_of")) {
     out.kind = TargetKind::kLeaderOf;
     const auto& l = t["leader_of"];
-    if (!l.is_object()) return invalid(where + "target.leader_of", "must be {\"topic\":..., \"partition\":...}");
+    if (!l.is_object())
+      return invalid(where + "target.leader_of", "must be {\"topic\":..., \"partition\":...}");
     if (auto e = unknownFields(l, where + "target.leader_of", {"topic", "partition"})) return *e;
     if (!l.contains("topic") || !l["topic"].is_string() || l["topic"].get<std::string>().empty()) {
       return invalid(where + "target.leader_of.topic", "required: a probe topic name");
     }
     out.topic = l["topic"].get<std::string>();
     if (!isValidTopicName(out.topic)) {
-      return invalid(where + "target.leader_of.topic",
-                     "not a Kafka topic name: 1 to 249 characters of a-z, A-Z, 0-9, '.', '_' and '-', "
-                     "not \".\" or \"..\"");
+      return invalid(
+          where + "target.leader_of.topic",
+          "not a Kafka topic name: 1 to 249 characters of a-z, A-Z, 0-9, '.', '_' and '-', "
+          "not \".\" or \"..\"");
     }
     if (!l.contains("partition")) return invalid(where + "target.leader_of.partition", "required");
-    if (auto e = readInt(l, "partition", where + "target.leader_of", 0, 1'000'000, out.partition)) return *e;
+    if (auto e = readInt(l, "partition", where + "target.leader_of", 0, 1'000'000, out.partition))
+      return *e;
   } else if (t.contains("coordinator_of")) {
     out.kind = TargetKind::kCoordinatorOf;
     const auto& c = t["coordinator_of"];
-    const char* forms = "must be \"group\", \"transaction\" (kfaild's own), {\"group\": G} or {\"transactional_id\": T}";
+    const char* forms =
+        "must be \"group\", \"transaction\" (kfaild's own), {\"group\": G} or "
+        "{\"transactional_id\": T}";
     if (c.is_string()) {
       const auto text = c.get<std::string>();
-      if (text != "group" && text != "transaction") return invalid(where + "target.coordinator_of", forms);
+      if (text != "group" && text != "transaction")
+        return invalid(where + "target.coordinator_of", forms);
       out.transactional = text == "transaction";
-    } else if (c.is_object() && c.size() == 1 && (c.contains("group") || c.contains("transactional_id"))) {
+    } else if (c.is_object() && c.size() == 1 &&
+               (c.contains("group") || c.contains("transactional_id"))) {
       out.transactional = c.contains("transactional_id");
       const char* field = out.transactional ? "transactional_id" : "group";
       const auto& key = c[field];
@@ -209,11 +222,13 @@ std::optional<Error> parseRollingTarget(const nlohmann::json& body, Target& out)
   out.kind = TargetKind::kNodes;
   if (!body.contains("target")) return std::nullopt;
   const auto& t = body["target"];
-  const char* forms = "a rolling restart's target is {\"every_broker\":true} (the default) or {\"nodes\":[...]}";
+  const char* forms =
+      "a rolling restart's target is {\"every_broker\":true} (the default) or {\"nodes\":[...]}";
   if (!t.is_object() || t.size() != 1) return invalid("target", forms);
   if (auto e = unknownFields(t, "target", {"every_broker", "nodes"})) return *e;
   if (t.contains("every_broker")) {
-    if (!t["every_broker"].is_boolean() || !t["every_broker"].get<bool>()) return invalid("target.every_broker", "must be true");
+    if (!t["every_broker"].is_boolean() || !t["every_broker"].get<bool>())
+      return invalid("target.every_broker", "must be true");
     return std::nullopt;
   }
   const auto& nodes = t["nodes"];
@@ -221,7 +236,8 @@ std::optional<Error> parseRollingTarget(const nlohmann::json& body, Target& out)
     return invalid("target.nodes", "must be a list of 1 to 100 node ids");
   }
   for (const auto& n : nodes) {
-    if (!n.is_number_integer() || n.get<std::int64_t>() < 0 || n.get<std::int64_t>() > 2'147'483'647) {
+    if (!n.is_number_integer() || n.get<std::int64_t>() < 0 ||
+        n.get<std::int64_t>() > 2'147'483'647) {
       return invalid("target.nodes", "must be node ids (integers from 0)");
     }
     const auto id = static_cast<std::int32_t>(n.get<std::int64_t>());
@@ -358,16 +374,19 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
   spec.fault = *fault;
 
   const bool rolling = spec.fault == FaultType::kRollingRestart;
-  if (auto e = rolling ? parseRollingTarget(body, spec.target) : parseTarget(body, "", spec.target)) return *e;
+  if (auto e = rolling ? parseRollingTarget(body, spec.target) : parseTarget(body, "", spec.target))
+    return *e;
 
   if (body.contains("options")) {
     if (auto e = parseOptions(body["options"], spec)) return *e;
   }
   if (rolling && spec.options.repeats != 1) {
-    return invalid("options.repeats", "a rolling restart is one rehearsal: each node is restarted once");
+    return invalid("options.repeats",
+                   "a rolling restart is one rehearsal: each node is restarted once");
   }
   if (rolling && spec.options.include_controllers && !spec.target.nodes.empty()) {
-    return invalid("options.include_controllers", "only with the default target: target.nodes names every node itself");
+    return invalid("options.include_controllers",
+                   "only with the default target: target.nodes names every node itself");
   }
   if (spec.fault == FaultType::kThrottle && spec.options.rate_bytes_per_second == 0) {
     return invalid("options.rate", "required for throttle: bytes per second, or e.g. \"10mbit\"");
@@ -385,34 +404,39 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
 
 nlohmann::json toJson(const Target& target) {
   switch (target.kind) {
-    case TargetKind::kBroker: return {{"broker", target.broker}};
+    case TargetKind::kBroker:
+      return {{"broker", target.broker}};
     case TargetKind::kLeaderOf:
       return {{"leader_of", {{"topic", target.topic}, {"partition", target.partition}}}};
-    case TargetKind::kController: return {{"controller", true}};
-    case TargetKind::kRandom: return {{"random", true}};
+    case TargetKind::kController:
+      return {{"controller", true}};
+    case TargetKind::kRandom:
+      return {{"random", true}};
     case TargetKind::kNodes:
       if (target.nodes.empty()) return {{"every_broker", true}};
       return {{"nodes", target.nodes}};
     case TargetKind::kCoordinatorOf:
-      if (target.coordinator_key.empty()) return {{"coordinator_of", target.transactional ? "transaction" : "group"}};
-      return {{"coordinator_of", {{target.transactional ? "transactional_id" : "group", target.coordinator_key}}}};
+      if (target.coordinator_key.empty())
+        return {{"coordinator_of", target.transactional ? "transaction" : "group"}};
+      return {{"coordinator_of",
+               {{target.transactional ? "transactional_id" : "group", target.coordinator_key}}}};
   }
   return nlohmann::json::object();
 }
 
 nlohmann::json toJson(const DrillOptions& o, FaultType fault) {
   nlohmann::json out = {{"repeats", o.repeats},
-          {"baseline_s", o.baseline_s},
-          {"observe_min_s", o.observe_min_s},
-          {"observe_timeout_s", o.observe_timeout_s},
-          {"grace_s", o.grace_s},
-          {"pause_s", o.pause_s},
-          {"recover_timeout_s", o.recover_timeout_s},
-          {"settle_timeout_s", o.settle_timeout_s},
-          {"preferred_election", o.preferred_election},
-          {"preflight_election", o.preflight_election},
-          {"allow_unavailable", o.allow_unavailable},
-          {"allow_quorum_loss", o.allow_quorum_loss}};
+                        {"baseline_s", o.baseline_s},
+                        {"observe_min_s", o.observe_min_s},
+                        {"observe_timeout_s", o.observe_timeout_s},
+                        {"grace_s", o.grace_s},
+                        {"pause_s", o.pause_s},
+                        {"recover_timeout_s", o.recover_timeout_s},
+                        {"settle_timeout_s", o.settle_timeout_s},
+                        {"preferred_election", o.preferred_election},
+                        {"preflight_election", o.preflight_election},
+                        {"allow_unavailable", o.allow_unavailable},
+                        {"allow_quorum_loss", o.allow_quorum_loss}};
   // A fault's own options only with it: parseDrillSpec refuses them on another fault.
   if (isGrayFault(fault)) out["duration_s"] = o.duration_s;
   if (fault == FaultType::kIsolate) {
@@ -429,7 +453,8 @@ nlohmann::json toJson(const DrillOptions& o, FaultType fault) {
 }
 
 nlohmann::json toJson(const SecondFault& then) {
-  return {{"fault", toString(then.fault)}, {"target", toJson(then.target)}, {"after_s", then.after_s}};
+  return {
+      {"fault", toString(then.fault)}, {"target", toJson(then.target)}, {"after_s", then.after_s}};
 }
 
 DrillSpec secondSpec(const DrillSpec& spec) {
@@ -453,7 +478,9 @@ DrillSpec rollingStep(const DrillSpec& rolling, std::int32_t node) {
 }
 
 nlohmann::json toJson(const DrillSpec& spec) {
-  nlohmann::json out = {{"fault", toString(spec.fault)}, {"target", toJson(spec.target)}, {"options", toJson(spec.options, spec.fault)}};
+  nlohmann::json out = {{"fault", toString(spec.fault)},
+                        {"target", toJson(spec.target)},
+                        {"options", toJson(spec.options, spec.fault)}};
   if (spec.expect) out["expect"] = analysis::toJson(*spec.expect);
   if (spec.then) out["then"] = toJson(*spec.then);
   return out;

@@ -31,12 +31,11 @@
 // `expect`: objectives of this request, on top of the cluster's (analysis/objectives.h).
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "server/analysis/objectives.h"
 #include "server/common/result.h"
@@ -44,7 +43,17 @@
 
 namespace kfaild::drill {
 
-enum class FaultType { kKill, kStop, kPause, kRestart, kIsolate, kThrottle, kDiskFull, kDiskSlow, kRollingRestart };
+enum class FaultType {
+  kKill,
+  kStop,
+  kPause,
+  kRestart,
+  kIsolate,
+  kThrottle,
+  kDiskFull,
+  kDiskSlow,
+  kRollingRestart
+};
 const char* toString(FaultType fault);
 std::optional<FaultType> faultFromString(const std::string& text);
 // Every fault kind's spelling, in the enum's order: the one list the request parser, the API's
@@ -70,21 +79,21 @@ struct Target {
 };
 
 struct DrillOptions {
-  std::int32_t repeats = 1;                // runs, with recovery in between
-  std::int32_t baseline_s = 5;             // normal probing before the fault
-  std::int32_t observe_min_s = 5;          // observe at least this long after the fault
-  std::int32_t observe_timeout_s = 120;    // give up waiting for the probes to resume
-  std::int32_t grace_s = 30;               // stop: SIGTERM → SIGKILL after this (docker stop -t)
-  std::int32_t pause_s = 10;               // pause: freeze for this long
-  std::int32_t recover_timeout_s = 180;    // start → back in every ISR
+  std::int32_t repeats = 1;              // runs, with recovery in between
+  std::int32_t baseline_s = 5;           // normal probing before the fault
+  std::int32_t observe_min_s = 5;        // observe at least this long after the fault
+  std::int32_t observe_timeout_s = 120;  // give up waiting for the probes to resume
+  std::int32_t grace_s = 30;             // stop: SIGTERM → SIGKILL after this (docker stop -t)
+  std::int32_t pause_s = 10;             // pause: freeze for this long
+  std::int32_t recover_timeout_s = 180;  // start → back in every ISR
   // After recovery, the analysis waits up to this long for every message of the run's window to
   // have a fate (acked and received, failed, or given up on); what is still open is unresolved.
   std::int32_t settle_timeout_s = 90;
-  bool preferred_election = true;          // afterwards, give leadership back to preferred leaders
+  bool preferred_election = true;  // afterwards, give leadership back to preferred leaders
   // Before the baseline, move leadership to the preferred replicas when it is elsewhere, so that
   // every run starts from the roles the topic was designed with.
   bool preflight_election = true;
-  bool allow_unavailable = false;          // allow a fault that takes a partition offline / below min ISR
+  bool allow_unavailable = false;  // allow a fault that takes a partition offline / below min ISR
   // Allow a fault on a KRaft voter that leaves the quorum without a majority of caught-up voters
   // (with a single controller, any fault on it): the cluster has no controller until it is back.
   bool allow_quorum_loss = false;

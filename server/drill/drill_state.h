@@ -10,7 +10,19 @@
 
 namespace kfaild::drill {
 
-enum class DrillState { kQueued, kPreflight, kBaseline, kInject, kObserve, kRecover, kElect, kAnalyse, kDone, kFailed, kAborted };
+enum class DrillState {
+  kQueued,
+  kPreflight,
+  kBaseline,
+  kInject,
+  kObserve,
+  kRecover,
+  kElect,
+  kAnalyse,
+  kDone,
+  kFailed,
+  kAborted
+};
 
 const char* toString(DrillState state);
 // Every spelling, in the order of a drill's life.
@@ -19,7 +31,8 @@ std::optional<DrillState> parseDrillState(std::string_view text);
 
 // The one definition: a drill in a terminal state never changes again.
 constexpr bool isTerminal(DrillState state) {
-  return state == DrillState::kDone || state == DrillState::kFailed || state == DrillState::kAborted;
+  return state == DrillState::kDone || state == DrillState::kFailed ||
+         state == DrillState::kAborted;
 }
 // For a stored spelling; an unknown one is not terminal.
 bool isTerminal(std::string_view state);

@@ -8,12 +8,18 @@ class DrillCategory final : public std::error_category {
   const char* name() const noexcept override { return "drill"; }
   std::string message(int value) const override {
     switch (static_cast<errc>(value)) {
-      case errc::invalid_cron: return "invalid cron expression";
-      case errc::guard_refused: return "refused by a safety guard";
-      case errc::drill_not_found: return "no such drill";
-      case errc::injector_failed: return "fault injection failed";
-      case errc::invalid_request: return "invalid drill request";
-      case errc::analysis_window: return "analysis window unreadable";
+      case errc::invalid_cron:
+        return "invalid cron expression";
+      case errc::guard_refused:
+        return "refused by a safety guard";
+      case errc::drill_not_found:
+        return "no such drill";
+      case errc::injector_failed:
+        return "fault injection failed";
+      case errc::invalid_request:
+        return "invalid drill request";
+      case errc::analysis_window:
+        return "analysis window unreadable";
     }
     return "unknown drill error";
   }
@@ -26,8 +32,12 @@ const std::error_category& drillCategory() {
   return category;
 }
 
-std::error_code make_error_code(errc e) { return {static_cast<int>(e), drillCategory()}; }
+std::error_code make_error_code(errc e) {
+  return {static_cast<int>(e), drillCategory()};
+}
 
-Error drillError(errc code, std::string message) { return Error{code, std::move(message)}; }
+Error drillError(errc code, std::string message) {
+  return Error{code, std::move(message)};
+}
 
 }  // namespace kfaild::drill

@@ -3,11 +3,10 @@
 // The drill engine's events (injector, kfaild, broker_log sources) into the store.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 #include "server/common/event_types.h"
 #include "server/common/json_text.h"

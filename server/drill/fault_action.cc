@@ -13,7 +13,9 @@ using common::NodeRole;
 
 namespace {
 
-bool isController(const config::NodeConfig& node) { return node.role == NodeRole::kController; }
+bool isController(const config::NodeConfig& node) {
+  return node.role == NodeRole::kController;
+}
 
 std::string lowered(std::string text) {
   for (auto& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -60,10 +62,14 @@ std::int64_t holdUs(const DrillSpec& spec) {
   return 0;
 }
 
-std::string grayDrillName(std::int64_t drill_id) { return std::to_string(drill_id); }
+std::string grayDrillName(std::int64_t drill_id) {
+  return std::to_string(drill_id);
+}
 
-std::string faultRefusal(const DrillSpec& spec, const config::NodeConfig& node, const fault::Injector& injector,
-                         const std::vector<config::NodeConfig>& inventory, const NodeAddresses& addresses) {
+std::string faultRefusal(const DrillSpec& spec, const config::NodeConfig& node,
+                         const fault::Injector& injector,
+                         const std::vector<config::NodeConfig>& inventory,
+                         const NodeAddresses& addresses) {
   if (!isGrayFault(spec.fault)) return {};
   const auto gray = spec.fault == FaultType::kIsolate    ? fault::GrayFault::isolate
                     : spec.fault == FaultType::kThrottle ? fault::GrayFault::throttle
@@ -84,7 +90,8 @@ std::string faultRefusal(const DrillSpec& spec, const config::NodeConfig& node, 
     // "quorum" from a controller is the rest of the quorum, which is what `all` cuts too.
     if (from == fault::IsolateFrom::quorum) {
       return "isolate from: quorum on controller " + std::to_string(node.id) +
-             " makes no sense: it is itself the quorum (use from: brokers on a broker, or from: all)";
+             " makes no sense: it is itself the quorum (use from: brokers on a broker, or from: "
+             "all)";
     }
     if (from == fault::IsolateFrom::brokers) {
       return "isolate from: brokers on controller " + std::to_string(node.id) +
@@ -98,8 +105,9 @@ std::vector<std::string> logDirsFor(const DrillSpec& spec, ClusterAdmin& admin, 
   if (spec.fault != FaultType::kDiskFull) return {};
   auto answer = admin.brokerConfig(node, {"log.dirs", "log.dir"});
   if (!answer) {
-    spdlog::warn("node {}: cannot read log.dirs ({}); its disk filler checks only its own filesystem", node,
-                 answer.error().describe());
+    spdlog::warn(
+        "node {}: cannot read log.dirs ({}); its disk filler checks only its own filesystem", node,
+        answer.error().describe());
     return {};
   }
   for (const auto* key : {"log.dirs", "log.dir"}) {
@@ -120,7 +128,8 @@ std::vector<std::string> logDirsFor(const DrillSpec& spec, ClusterAdmin& admin, 
   return {};
 }
 
-std::optional<fault::GrayAction> grayAction(const DrillSpec& spec, std::int64_t drill_id, const fault::Peers& peers) {
+std::optional<fault::GrayAction> grayAction(const DrillSpec& spec, std::int64_t drill_id,
+                                            const fault::Peers& peers) {
   const auto& o = spec.options;
   const auto name = grayDrillName(drill_id);
   const std::chrono::seconds duration(o.duration_s);
@@ -147,27 +156,34 @@ std::optional<fault::GrayAction> grayAction(const DrillSpec& spec, std::int64_t 
       fill.duration = duration;
       return fill;
     }
-    case FaultType::kDiskSlow: return fault::DiskSlowSpec{name, duration, o.rate_bytes_per_second};
-    default: return std::nullopt;
+    case FaultType::kDiskSlow:
+      return fault::DiskSlowSpec{name, duration, o.rate_bytes_per_second};
+    default:
+      return std::nullopt;
   }
 }
 
-std::string injectionProblem(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id,
-                             const fault::Peers& peers) {
+std::string injectionProblem(fault::Injector& injector, const DrillSpec& spec,
+                             std::int64_t drill_id, const fault::Peers& peers) {
   const auto action = grayAction(spec, drill_id, peers);
   if (!action) return {};
   auto checked = injector.checkGray(*action);
   if (checked) return {};
-  return injector.describe() + " cannot inject " + toString(spec.fault) + ": " + checked.error().message;
+  return injector.describe() + " cannot inject " + toString(spec.fault) + ": " +
+         checked.error().message;
 }
 
-Result<fault::FaultRecord> injectFault(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id,
-                                       const fault::Peers& peers, const std::vector<std::string>& log_dirs) {
+Result<fault::FaultRecord> injectFault(fault::Injector& injector, const DrillSpec& spec,
+                                       std::int64_t drill_id, const fault::Peers& peers,
+                                       const std::vector<std::string>& log_dirs) {
   const auto& o = spec.options;
   switch (spec.fault) {
-    case FaultType::kKill: return injector.kill();
-    case FaultType::kStop: return injector.stop(std::chrono::seconds(o.grace_s));
-    case FaultType::kRestart: return o.kill ? injector.kill() : injector.stop(std::chrono::seconds(o.grace_s));
+    case FaultType::kKill:
+      return injector.kill();
+    case FaultType::kStop:
+      return injector.stop(std::chrono::seconds(o.grace_s));
+    case FaultType::kRestart:
+      return o.kill ? injector.kill() : injector.stop(std::chrono::seconds(o.grace_s));
     case FaultType::kPause:
       return injector.pause({grayDrillName(drill_id), std::chrono::seconds(o.pause_s)});
     case FaultType::kIsolate:
@@ -178,27 +194,37 @@ Result<fault::FaultRecord> injectFault(fault::Injector& injector, const DrillSpe
       // injector's (its placement), filled in there.
       auto action = *grayAction(spec, drill_id, peers);
       if (auto* fill = std::get_if<fault::DiskFullSpec>(&action)) fill->log_dirs = log_dirs;
-      if (const auto* isolate = std::get_if<fault::IsolateSpec>(&action)) return injector.isolate(*isolate);
-      if (const auto* throttle = std::get_if<fault::ThrottleSpec>(&action)) return injector.throttle(*throttle);
-      if (const auto* fill = std::get_if<fault::DiskFullSpec>(&action)) return injector.fillDisk(*fill);
+      if (const auto* isolate = std::get_if<fault::IsolateSpec>(&action))
+        return injector.isolate(*isolate);
+      if (const auto* throttle = std::get_if<fault::ThrottleSpec>(&action))
+        return injector.throttle(*throttle);
+      if (const auto* fill = std::get_if<fault::DiskFullSpec>(&action))
+        return injector.fillDisk(*fill);
       return injector.slowDisk(std::get<fault::DiskSlowSpec>(action));
     }
     // Never injected itself: each of its steps is a restart (rollingStep).
-    case FaultType::kRollingRestart: break;
+    case FaultType::kRollingRestart:
+      break;
   }
   return fault::faultError(fault::errc::unsupported, "unknown fault");
 }
 
-Result<fault::FaultRecord> undoFault(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id) {
+Result<fault::FaultRecord> undoFault(fault::Injector& injector, const DrillSpec& spec,
+                                     std::int64_t drill_id) {
   if (spec.fault == FaultType::kPause) return injector.resume(grayDrillName(drill_id));
   return injector.heal(grayDrillName(drill_id));
 }
 
-std::string undoneEvent(FaultType fault) { return fault == FaultType::kPause ? "resumed" : "healed"; }
+std::string undoneEvent(FaultType fault) {
+  return fault == FaultType::kPause ? "resumed" : "healed";
+}
 
-std::string undoVerb(FaultType fault) { return fault == FaultType::kPause ? "resume" : "heal"; }
+std::string undoVerb(FaultType fault) {
+  return fault == FaultType::kPause ? "resume" : "heal";
+}
 
-std::optional<analysis::GrayFaultInput> grayInput(const DrillSpec& spec, std::optional<std::int64_t> healed_us,
+std::optional<analysis::GrayFaultInput> grayInput(const DrillSpec& spec,
+                                                  std::optional<std::int64_t> healed_us,
                                                   std::int64_t healed_uncertainty_us) {
   if (!isGrayFault(spec.fault)) return std::nullopt;
   analysis::GrayFaultInput in;

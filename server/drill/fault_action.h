@@ -44,8 +44,10 @@ std::string grayDrillName(std::int64_t drill_id);
 // inventory address they share), since the rules would cut that node too and the guards count
 // only the target. A peer without an address is peerRefusal's (peer_addresses.h): it needs the
 // cluster's state.
-std::string faultRefusal(const DrillSpec& spec, const config::NodeConfig& node, const fault::Injector& injector,
-                         const std::vector<config::NodeConfig>& inventory, const NodeAddresses& addresses);
+std::string faultRefusal(const DrillSpec& spec, const config::NodeConfig& node,
+                         const fault::Injector& injector,
+                         const std::vector<config::NodeConfig>& inventory,
+                         const NodeAddresses& addresses);
 
 // The broker's log.dirs (log.dir when log.dirs is not set), as `node` reports them through
 // DescribeConfigs, for a disk_full spec: what its filler must bring below the threshold. Empty
@@ -54,29 +56,33 @@ std::string faultRefusal(const DrillSpec& spec, const config::NodeConfig& node, 
 std::vector<std::string> logDirsFor(const DrillSpec& spec, ClusterAdmin& admin, std::int32_t node);
 
 // The gray fault `spec` injects, as injectFault hands it to the injector; nullopt for the others.
-std::optional<fault::GrayAction> grayAction(const DrillSpec& spec, std::int64_t drill_id, const fault::Peers& peers);
+std::optional<fault::GrayAction> grayAction(const DrillSpec& spec, std::int64_t drill_id,
+                                            const fault::Peers& peers);
 
 // Why the node's injector cannot inject `spec` as the node stands now (Injector::checkGray: the
 // namespace entered, nft --check of the exact script, the fill dir), empty when it can or `spec`
 // is not a gray fault. Touches nothing; the preflight refuses a drill with this reason.
-std::string injectionProblem(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id,
-                             const fault::Peers& peers);
+std::string injectionProblem(fault::Injector& injector, const DrillSpec& spec,
+                             std::int64_t drill_id, const fault::Peers& peers);
 
 // Injects the fault. `drill_id` names a gray fault's rules and files on the node, and a pause's
 // expiry timer (it thaws the node by itself pause_s + kExpiryMargin after); `log_dirs`
 // (logDirsFor) go to a disk filler.
-Result<fault::FaultRecord> injectFault(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id,
-                                       const fault::Peers& peers, const std::vector<std::string>& log_dirs = {});
+Result<fault::FaultRecord> injectFault(fault::Injector& injector, const DrillSpec& spec,
+                                       std::int64_t drill_id, const fault::Peers& peers,
+                                       const std::vector<std::string>& log_dirs = {});
 
 // Ends a held fault (holdUs > 0): resumes a pause (and cancels its expiry timer), heals a gray
 // fault.
-Result<fault::FaultRecord> undoFault(fault::Injector& injector, const DrillSpec& spec, std::int64_t drill_id);
+Result<fault::FaultRecord> undoFault(fault::Injector& injector, const DrillSpec& spec,
+                                     std::int64_t drill_id);
 // The event recorded when undoFault succeeds ("resumed", "healed") and the verb of its failure.
 std::string undoneEvent(FaultType fault);
 std::string undoVerb(FaultType fault);
 
 // What the analysis is told of a gray fault; nullopt for the others.
-std::optional<analysis::GrayFaultInput> grayInput(const DrillSpec& spec, std::optional<std::int64_t> healed_us,
+std::optional<analysis::GrayFaultInput> grayInput(const DrillSpec& spec,
+                                                  std::optional<std::int64_t> healed_us,
                                                   std::int64_t healed_uncertainty_us = 0);
 
 }  // namespace kfaild::drill

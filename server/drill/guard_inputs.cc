@@ -11,14 +11,17 @@ using common::NodeRole;
 
 namespace {
 
-Error refused(const std::string& reason) { return Error{make_error_code(errc::guard_refused), reason}; }
+Error refused(const std::string& reason) {
+  return Error{make_error_code(errc::guard_refused), reason};
+}
 
 // A coordinator_of target as FindCoordinator's answer `found` names it.
 Result<ResolvedTarget> resolveCoordinator(const EngineDeps& deps, const Target& target,
                                           const Result<kafka::Coordinator>& found) {
   const auto query = coordinatorQuery(deps.cluster, target);
   const auto what = std::string(target.transactional ? "transactional id " : "group ") + query.key;
-  if (!found) return refused("the coordinator of " + what + " cannot be told: " + found.error().message);
+  if (!found)
+    return refused("the coordinator of " + what + " cannot be told: " + found.error().message);
   if (!deps.injectors.count(found->node)) {
     return refused("the coordinator of " + what + ", broker " + std::to_string(found->node) +
                    ", is not in the inventory");
@@ -30,10 +33,13 @@ Result<ResolvedTarget> resolveCoordinator(const EngineDeps& deps, const Target& 
 
 CoordinatorQuery coordinatorQuery(const config::ClusterConfig& cluster, const Target& target) {
   const auto& own = cluster.probe.coordinators;
-  auto key = target.coordinator_key.empty() ? (target.transactional ? own.transactional_id : own.group)
-                                            : target.coordinator_key;
+  auto key = target.coordinator_key.empty()
+                 ? (target.transactional ? own.transactional_id : own.group)
+                 : target.coordinator_key;
   if (key.empty()) key = "kfaild-probe-" + cluster.name;  // the configuration's default
-  return {target.transactional ? kafka::CoordinatorType::kTransaction : kafka::CoordinatorType::kGroup, key};
+  return {
+      target.transactional ? kafka::CoordinatorType::kTransaction : kafka::CoordinatorType::kGroup,
+      key};
 }
 
 Result<ResolvedTarget> resolveTargetOn(const EngineDeps& deps, const Target& target,
@@ -43,8 +49,8 @@ Result<ResolvedTarget> resolveTargetOn(const EngineDeps& deps, const Target& tar
     case TargetKind::kBroker:
       if (!deps.injectors.count(target.broker)) {
         return Error{make_error_code(errc::invalid_request),
-                     "target.broker: node " + std::to_string(target.broker) + " is not in the inventory of cluster " +
-                         cluster.name};
+                     "target.broker: node " + std::to_string(target.broker) +
+                         " is not in the inventory of cluster " + cluster.name};
       }
       return ResolvedTarget{target.broker, "named in the request"};
     case TargetKind::kLeaderOf: {
@@ -52,36 +58,44 @@ Result<ResolvedTarget> resolveTargetOn(const EngineDeps& deps, const Target& tar
       const auto* topic = observed.snapshot->topic(target.topic);
       if (topic == nullptr) {
         return Error{make_error_code(errc::invalid_request),
-                     "target.leader_of.topic: " + target.topic + " is not a probe topic of cluster " + cluster.name};
+                     "target.leader_of.topic: " + target.topic +
+                         " is not a probe topic of cluster " + cluster.name};
       }
       for (const auto& p : topic->partitions) {
         if (p.partition != target.partition) continue;
         const auto name = target.topic + "-" + std::to_string(p.partition);
         if (p.leader < 0) return refused(name + " has no leader");
         if (!deps.injectors.count(p.leader)) {
-          return refused("the leader of " + name + ", broker " + std::to_string(p.leader) + ", is not in the inventory");
+          return refused("the leader of " + name + ", broker " + std::to_string(p.leader) +
+                         ", is not in the inventory");
         }
         return ResolvedTarget{p.leader, "the leader of " + name + " in the metadata"};
       }
       return Error{make_error_code(errc::invalid_request),
-                   "target.leader_of.partition: " + target.topic + " has no partition " + std::to_string(target.partition)};
+                   "target.leader_of.partition: " + target.topic + " has no partition " +
+                       std::to_string(target.partition)};
     }
     case TargetKind::kController: {
-      const bool any = std::any_of(cluster.inventory.begin(), cluster.inventory.end(),
-                                   [](const config::NodeConfig& n) {
-                                     return n.role == NodeRole::kController;
-                                   });
-      if (!any) return Error{make_error_code(errc::invalid_request), "target.controller: no controller in the inventory"};
+      const bool any =
+          std::any_of(cluster.inventory.begin(), cluster.inventory.end(),
+                      [](const config::NodeConfig& n) { return n.role == NodeRole::kController; });
+      if (!any)
+        return Error{make_error_code(errc::invalid_request),
+                     "target.controller: no controller in the inventory"};
       // The active controller is the KRaft quorum's leader: only DescribeQuorum tells it (the
       // Metadata answer's controller id is a random broker in KRaft).
       if (!observed.quorum) {
         return refused("the active controller cannot be told: the KRaft quorum is not described (" +
-                       (observed.quorum_error.empty() ? std::string("not described yet") : observed.quorum_error) + ")");
+                       (observed.quorum_error.empty() ? std::string("not described yet")
+                                                      : observed.quorum_error) +
+                       ")");
       }
       const auto leader = observed.quorum->leader_id;
-      if (leader < 0) return refused("the KRaft quorum has no leader: there is no active controller");
+      if (leader < 0)
+        return refused("the KRaft quorum has no leader: there is no active controller");
       if (!deps.injectors.count(leader)) {
-        return refused("the active controller, node " + std::to_string(leader) + ", is not in the inventory");
+        return refused("the active controller, node " + std::to_string(leader) +
+                       ", is not in the inventory");
       }
       return ResolvedTarget{leader, "the KRaft quorum's leader (DescribeQuorum, epoch " +
                                         std::to_string(observed.quorum->leader_epoch) + ")"};
@@ -92,24 +106,30 @@ Result<ResolvedTarget> resolveTargetOn(const EngineDeps& deps, const Target& tar
     }
     case TargetKind::kNodes:
       // A rolling restart's nodes are its plan (rolling_plan.h), each step a target of its own.
-      return Error{make_error_code(errc::invalid_request), "target.nodes: a rolling restart's target names no single node"};
+      return Error{make_error_code(errc::invalid_request),
+                   "target.nodes: a rolling restart's target names no single node"};
     case TargetKind::kRandom: {
       std::vector<std::int32_t> brokers;
       for (const auto& node : cluster.inventory) {
         if (node.role == NodeRole::kBroker) brokers.push_back(node.id);
       }
-      if (brokers.empty()) return Error{make_error_code(errc::invalid_request), "target.random: no broker in the inventory"};
+      if (brokers.empty())
+        return Error{make_error_code(errc::invalid_request),
+                     "target.random: no broker in the inventory"};
       std::mt19937 rng(std::random_device{}());
-      return ResolvedTarget{brokers[std::uniform_int_distribution<std::size_t>(0, brokers.size() - 1)(rng)],
-                            "drawn at random from the inventory's brokers"};
+      return ResolvedTarget{
+          brokers[std::uniform_int_distribution<std::size_t>(0, brokers.size() - 1)(rng)],
+          "drawn at random from the inventory's brokers"};
     }
   }
   return Error{make_error_code(errc::invalid_request), "target: unknown kind"};
 }
 
-Result<std::int32_t> resolveTarget(const EngineDeps& deps, const Target& target, const ClusterFacts* facts) {
+Result<std::int32_t> resolveTarget(const EngineDeps& deps, const Target& target,
+                                   const ClusterFacts* facts) {
   auto resolved = [&]() -> Result<ResolvedTarget> {
-    if (target.kind != TargetKind::kCoordinatorOf) return resolveTargetOn(deps, target, deps.view.latest());
+    if (target.kind != TargetKind::kCoordinatorOf)
+      return resolveTargetOn(deps, target, deps.view.latest());
     const auto query = coordinatorQuery(deps.cluster, target);
     if (!facts || !facts->coordinators.count(query)) {
       return refused("the coordinator of " + query.key + " was not looked up");
@@ -134,7 +154,8 @@ GuardInput GuardInputs::base(std::int32_t target, const DrillSpec& spec) const {
   for (const auto& t : deps_.cluster.probe.topics) in.probe_topics.push_back(t.name);
   const auto status = deps_.probe.status();
   if (status.phase != probe::ProbePhase::kProbing) {
-    in.probe_problem = std::string(probe::toString(status.phase)) + (status.problem.empty() ? "" : " (" + status.problem + ")");
+    in.probe_problem = std::string(probe::toString(status.phase)) +
+                       (status.problem.empty() ? "" : " (" + status.problem + ")");
   }
   const auto now = deps_.clock.monoNow();
   for (const auto& p : status.partitions) {
@@ -194,7 +215,8 @@ ClusterFacts GuardInputs::read() {
   if (observed.quorum) {
     facts.quorum = *observed.quorum;
   } else {
-    facts.quorum_problem = observed.quorum_error.empty() ? "not described yet" : observed.quorum_error;
+    facts.quorum_problem =
+        observed.quorum_error.empty() ? "not described yet" : observed.quorum_error;
   }
   facts.read_at = deps_.clock.monoNow();
   {
@@ -213,13 +235,15 @@ bool GuardInputs::readWanted() const {
   return read_wanted_;
 }
 
-std::optional<ClusterFacts> GuardInputs::readAfter(common::MonoMicros since, const std::function<void()>& ask_read,
-                                                   const std::vector<CoordinatorQuery>& coordinators) {
+std::optional<ClusterFacts> GuardInputs::readAfter(
+    common::MonoMicros since, const std::function<void()>& ask_read,
+    const std::vector<CoordinatorQuery>& coordinators) {
   std::unique_lock lock(mutex_);
   const auto done = [&] {
     return latest_ && latest_->read_at >= since &&
-           std::all_of(coordinators.begin(), coordinators.end(),
-                       [&](const CoordinatorQuery& q) { return latest_->coordinators.count(q) > 0; });
+           std::all_of(coordinators.begin(), coordinators.end(), [&](const CoordinatorQuery& q) {
+             return latest_->coordinators.count(q) > 0;
+           });
   };
   if (done()) return latest_;
   read_wanted_ = true;

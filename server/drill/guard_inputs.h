@@ -67,7 +67,8 @@ class GuardInputs {
   // Facts read at or after `since` that answer every query of `coordinators`: asks the engine for
   // a read with `ask_read` (which wakes it) and waits up to kReadWait. nullopt when none came in
   // time. Any thread.
-  std::optional<ClusterFacts> readAfter(common::MonoMicros since, const std::function<void()>& ask_read,
+  std::optional<ClusterFacts> readAfter(common::MonoMicros since,
+                                        const std::function<void()>& ask_read,
                                         const std::vector<CoordinatorQuery>& coordinators = {});
   // A submission is waiting for a read.
   bool readWanted() const;
@@ -76,8 +77,8 @@ class GuardInputs {
   EngineDeps& deps_;
   mutable std::mutex mutex_;
   std::condition_variable read_done_;
-  std::optional<ClusterFacts> latest_;  // guarded by mutex_
-  bool read_wanted_ = false;            // guarded by mutex_
+  std::optional<ClusterFacts> latest_;              // guarded by mutex_
+  bool read_wanted_ = false;                        // guarded by mutex_
   std::set<CoordinatorQuery> wanted_coordinators_;  // guarded by mutex_
 };
 
@@ -105,6 +106,7 @@ Result<ResolvedTarget> resolveTargetOn(const EngineDeps& deps, const Target& tar
                                        const observe::ObservedCluster& observed);
 // On the poller's latest observation, a coordinator_of target on `facts`' coordinators (never
 // blocks: submissions use it; a coordinator_of target without its answer in `facts` is refused).
-Result<std::int32_t> resolveTarget(const EngineDeps& deps, const Target& target, const ClusterFacts* facts);
+Result<std::int32_t> resolveTarget(const EngineDeps& deps, const Target& target,
+                                   const ClusterFacts* facts);
 
 }  // namespace kfaild::drill

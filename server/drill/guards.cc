@@ -39,7 +39,8 @@ std::optional<std::string> quorumRefusal(const GuardInput& in, std::int32_t also
     // is one by all odds.
     if (!in.inventory_controllers.count(in.target)) return std::nullopt;
     return "the KRaft quorum cannot be described (" + in.quorum_problem.value_or("no answer") +
-           "), so kfaild cannot tell whether losing controller " + node + " leaves a majority of voters" + opt_in;
+           "), so kfaild cannot tell whether losing controller " + node +
+           " leaves a majority of voters" + opt_in;
   }
   const auto& q = *in.quorum;
   if (!q.isVoter(in.target)) return std::nullopt;
@@ -47,11 +48,13 @@ std::optional<std::string> quorumRefusal(const GuardInput& in, std::int32_t also
   auto impact = quorumImpactOfLosing(in.target, q);
   std::erase(impact.caught_up_without, also_down);
   if (impact.keepsMajority()) return std::nullopt;
-  const auto with = also_down < 0 ? std::string() : " with node " + std::to_string(also_down) + " down";
+  const auto with =
+      also_down < 0 ? std::string() : " with node " + std::to_string(also_down) + " down";
   return "losing controller " + node + with + " would leave the KRaft quorum without a majority: " +
-         std::to_string(impact.caught_up_without.size()) + " of its " + std::to_string(impact.voters.size()) +
-         " voter(s) (" + idList(impact.voters) + ") up and caught up without it (" + idList(impact.caught_up_without) +
-         "), " + std::to_string(impact.majority) +
+         std::to_string(impact.caught_up_without.size()) + " of its " +
+         std::to_string(impact.voters.size()) + " voter(s) (" + idList(impact.voters) +
+         ") up and caught up without it (" + idList(impact.caught_up_without) + "), " +
+         std::to_string(impact.majority) +
          " needed; nothing would fence brokers or elect leaders until it is back" + opt_in;
 }
 
@@ -60,8 +63,9 @@ std::optional<std::string> quorumRefusal(const GuardInput& in, std::int32_t also
 bool voterCaughtUp(const kafka::QuorumInfo& quorum, const kafka::QuorumReplica& voter) {
   if (voter.replica_id == quorum.leader_id) return true;
   const auto* leader = quorum.leaderReplica();
-  const auto leader_now =
-      leader == nullptr ? -1 : std::max(leader->last_fetch_timestamp_ms, leader->last_caught_up_timestamp_ms);
+  const auto leader_now = leader == nullptr ? -1
+                                            : std::max(leader->last_fetch_timestamp_ms,
+                                                       leader->last_caught_up_timestamp_ms);
   if (leader_now >= 0) {
     return voter.last_fetch_timestamp_ms >= 0 && voter.last_caught_up_timestamp_ms >= 0 &&
            leader_now - voter.last_fetch_timestamp_ms <= kVoterMaxAgeMs &&
@@ -74,7 +78,8 @@ QuorumImpact quorumImpactOfLosing(std::int32_t node, const kafka::QuorumInfo& qu
   QuorumImpact impact;
   for (const auto& v : quorum.voters) {
     impact.voters.push_back(v.replica_id);
-    if (v.replica_id != node && voterCaughtUp(quorum, v)) impact.caught_up_without.push_back(v.replica_id);
+    if (v.replica_id != node && voterCaughtUp(quorum, v))
+      impact.caught_up_without.push_back(v.replica_id);
   }
   impact.majority = quorum.voters.size() / 2 + 1;
   return impact;
@@ -118,8 +123,9 @@ std::optional<std::string> checkGuards(const GuardInput& in) {
     if (topic == nullptr) return "probe topic " + name + " is missing from the metadata";
     for (const auto& p : topic->partitions) {
       if (p.isr.size() < p.replicas.size()) {
-        return "probe partition " + name + "-" + std::to_string(p.partition) + " is under-replicated (ISR " +
-               std::to_string(p.isr.size()) + " of " + std::to_string(p.replicas.size()) + ")";
+        return "probe partition " + name + "-" + std::to_string(p.partition) +
+               " is under-replicated (ISR " + std::to_string(p.isr.size()) + " of " +
+               std::to_string(p.replicas.size()) + ")";
       }
     }
   }
@@ -136,8 +142,8 @@ std::optional<std::string> checkGuards(const GuardInput& in) {
     // catching up as receive stalls.
     if (!p.last_receive_age_us) return "probe partition " + name + " has read nothing back yet";
     if (*p.last_receive_age_us > std::max<std::int64_t>(in.gap_threshold_us, 1'000'000)) {
-      return "probe partition " + name + " has read nothing back for " + seconds(*p.last_receive_age_us) +
-             ": its consumer is behind";
+      return "probe partition " + name + " has read nothing back for " +
+             seconds(*p.last_receive_age_us) + ": its consumer is behind";
     }
     if (p.holding || p.backlog_us > kMaxProbeBacklogUs) {
       return "the probe of " + name + " is " + seconds(p.backlog_us) +
@@ -153,19 +159,21 @@ std::optional<std::string> checkGuards(const GuardInput& in) {
     const auto impact = impactOfLosing(in.target, *in.cluster, in.min_insync);
     if (!impact.offline.empty()) {
       return "losing broker " + std::to_string(in.target) + " would take " +
-             std::to_string(impact.offline.size()) + " partition(s) offline (" + listOf(impact.offline) +
-             "); set options.allow_unavailable to run it anyway";
+             std::to_string(impact.offline.size()) + " partition(s) offline (" +
+             listOf(impact.offline) + "); set options.allow_unavailable to run it anyway";
     }
     if (!impact.below_min_isr.empty()) {
       return "losing broker " + std::to_string(in.target) + " would leave " +
-             std::to_string(impact.below_min_isr.size()) + " partition(s) below min.insync.replicas (" +
-             listOf(impact.below_min_isr) + "); set options.allow_unavailable to run it anyway";
+             std::to_string(impact.below_min_isr.size()) +
+             " partition(s) below min.insync.replicas (" + listOf(impact.below_min_isr) +
+             "); set options.allow_unavailable to run it anyway";
     }
   }
   return std::nullopt;
 }
 
-std::optional<std::string> checkSecondFault(const GuardInput& in, std::int32_t first, bool first_down) {
+std::optional<std::string> checkSecondFault(const GuardInput& in, std::int32_t first,
+                                            bool first_down) {
   if (!in.inventory.count(in.target)) {
     return "node " + std::to_string(in.target) + " is not in the cluster's inventory";
   }
@@ -181,13 +189,14 @@ std::optional<std::string> checkSecondFault(const GuardInput& in, std::int32_t f
     const auto with = first_down ? " with node " + std::to_string(first) + " down" : std::string();
     if (!impact.offline.empty()) {
       return "losing broker " + std::to_string(in.target) + with + " would take " +
-             std::to_string(impact.offline.size()) + " partition(s) offline (" + listOf(impact.offline) +
-             "); set options.allow_unavailable to run it anyway";
+             std::to_string(impact.offline.size()) + " partition(s) offline (" +
+             listOf(impact.offline) + "); set options.allow_unavailable to run it anyway";
     }
     if (!impact.below_min_isr.empty()) {
       return "losing broker " + std::to_string(in.target) + with + " would leave " +
-             std::to_string(impact.below_min_isr.size()) + " partition(s) below min.insync.replicas (" +
-             listOf(impact.below_min_isr) + "); set options.allow_unavailable to run it anyway";
+             std::to_string(impact.below_min_isr.size()) +
+             " partition(s) below min.insync.replicas (" + listOf(impact.below_min_isr) +
+             "); set options.allow_unavailable to run it anyway";
     }
   }
   return std::nullopt;

@@ -20,9 +20,9 @@ namespace kfaild::drill {
 struct ProbeHealth {
   std::string topic;
   std::int32_t partition = 0;
-  std::int64_t backlog_us = 0;                  // age of the oldest message without an ack
-  bool holding = false;                         // sends held back at the outstanding bound
-  std::optional<std::int64_t> last_ack_age_us;  // since the last ack; none before the first
+  std::int64_t backlog_us = 0;                      // age of the oldest message without an ack
+  bool holding = false;                             // sends held back at the outstanding bound
+  std::optional<std::int64_t> last_ack_age_us;      // since the last ack; none before the first
   std::optional<std::int64_t> last_receive_age_us;  // since the last receipt; none before the first
 };
 
@@ -33,24 +33,24 @@ inline constexpr std::int64_t kMaxProbeBacklogUs = 1'000'000;
 
 struct GuardInput {
   FaultType fault = FaultType::kKill;
-  std::int32_t target = -1;                      // the node the fault will hit
+  std::int32_t target = -1;  // the node the fault will hit
   bool allow_unavailable = false;
   bool allow_quorum_loss = false;
-  std::set<std::int32_t> inventory;              // node ids kfaild can reach
-  std::set<std::int32_t> inventory_brokers;      // of which brokers
-  std::set<std::int32_t> inventory_controllers;  // of which KRaft controllers
-  std::optional<std::int64_t> active_drill;      // another drill running on this cluster
+  std::set<std::int32_t> inventory;                 // node ids kfaild can reach
+  std::set<std::int32_t> inventory_brokers;         // of which brokers
+  std::set<std::int32_t> inventory_controllers;     // of which KRaft controllers
+  std::optional<std::int64_t> active_drill;         // another drill running on this cluster
   const kafka::ClusterSnapshot* cluster = nullptr;  // every topic (fetchAllMetadata)
   std::vector<std::string> probe_topics;
-  std::map<std::string, std::int32_t> min_insync;   // per topic; absent: 1
+  std::map<std::string, std::int32_t> min_insync;  // per topic; absent: 1
   // The KRaft quorum (DescribeQuorum); nullptr when it could not be described, quorum_problem
   // then says why.
   const kafka::QuorumInfo* quorum = nullptr;
   std::optional<std::string> quorum_problem;
-  std::optional<std::string> cluster_problem;       // metadata unavailable, controller gone, ...
-  std::optional<std::string> probe_problem;         // the probe is not probing (phase, why)
+  std::optional<std::string> cluster_problem;  // metadata unavailable, controller gone, ...
+  std::optional<std::string> probe_problem;    // the probe is not probing (phase, why)
   std::vector<ProbeHealth> probe;
-  std::int64_t gap_threshold_us = 100'000;          // the probe's gap threshold
+  std::int64_t gap_threshold_us = 100'000;  // the probe's gap threshold
 };
 
 // nullopt: the drill may go ahead; else the reason it may not.
@@ -64,7 +64,8 @@ std::optional<std::string> checkGuards(const GuardInput& in);
 // without a leader, for a voter), and partitions it would take offline or below
 // min.insync.replicas do. `in.cluster` must already have `first` out of every ISR when the first
 // fault took it down (withoutNode): its departure may not be in the metadata yet.
-std::optional<std::string> checkSecondFault(const GuardInput& in, std::int32_t first, bool first_down);
+std::optional<std::string> checkSecondFault(const GuardInput& in, std::int32_t first,
+                                            bool first_down);
 
 // `cluster` with `node` out of every ISR, and no partition led by it (leader -1). Pure.
 kafka::ClusterSnapshot withoutNode(const kafka::ClusterSnapshot& cluster, std::int32_t node);

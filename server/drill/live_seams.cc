@@ -5,7 +5,8 @@
 
 namespace kfaild::drill {
 
-KafkaClusterAdmin::KafkaClusterAdmin(const config::ClusterConfig& cluster, kafka::SharedHandle& observer)
+KafkaClusterAdmin::KafkaClusterAdmin(const config::ClusterConfig& cluster,
+                                     kafka::SharedHandle& observer)
     : cluster_(cluster), observer_(observer) {
   quorum_problem_ = kafka::quorumClientProblem(cluster_.client);
   if (quorum_problem_.empty()) {
@@ -18,11 +19,15 @@ KafkaClusterAdmin::KafkaClusterAdmin(const config::ClusterConfig& cluster, kafka
   }
 }
 
-Result<rd_kafka_t*> KafkaClusterAdmin::handle() { return observer_.get(); }
+Result<rd_kafka_t*> KafkaClusterAdmin::handle() {
+  return observer_.get();
+}
 
 Status KafkaClusterAdmin::connect() {
   auto h = handle();
-  if (!h) return Error{make_error_code(errc::injector_failed), "cannot create the admin client: " + h.error().describe()};
+  if (!h)
+    return Error{make_error_code(errc::injector_failed),
+                 "cannot create the admin client: " + h.error().describe()};
   return okStatus();
 }
 
@@ -38,14 +43,15 @@ Status KafkaClusterAdmin::controllerAnswers() {
   return kafka::controllerAnswers(*h, kControllerTimeoutMs);
 }
 
-Result<std::map<std::string, std::string>> KafkaClusterAdmin::topicConfig(const std::vector<std::string>& topics,
-                                                                          const std::string& key) {
+Result<std::map<std::string, std::string>> KafkaClusterAdmin::topicConfig(
+    const std::vector<std::string>& topics, const std::string& key) {
   auto h = handle();
   if (!h) return h.error();
   return kafka::describeTopicConfig(*h, topics, key, kTimeoutMs);
 }
 
-Status KafkaClusterAdmin::electPreferredLeaders(const std::vector<kafka::TopicPartition>& partitions) {
+Status KafkaClusterAdmin::electPreferredLeaders(
+    const std::vector<kafka::TopicPartition>& partitions) {
   auto h = handle();
   if (!h) return h.error();
   auto elected = kafka::electPreferredLeaders(*h, partitions, kTimeoutMs * 2);
@@ -59,7 +65,8 @@ Result<kafka::QuorumInfo> KafkaClusterAdmin::describeQuorum() {
   return quorum_->describe();
 }
 
-Result<kafka::Coordinator> KafkaClusterAdmin::findCoordinator(kafka::CoordinatorType type, const std::string& key) {
+Result<kafka::Coordinator> KafkaClusterAdmin::findCoordinator(kafka::CoordinatorType type,
+                                                              const std::string& key) {
   std::lock_guard lock(quorum_mutex_);
   if (!quorum_) return Error{make_error_code(kafka::errc::admin_failed), quorum_problem_};
   return quorum_->findCoordinator(type, key);

@@ -27,18 +27,22 @@ class RunnerProbeView final : public ProbeView {
  public:
   explicit RunnerProbeView(const probe::ProbeRunner& probe) : probe_(probe) {}
   probe::ProbeStatus status() const override { return probe_.status(); }
-  std::vector<storage::ProbeSample> pending(common::WallMicros from, common::WallMicros to) const override {
+  std::vector<storage::ProbeSample> pending(common::WallMicros from,
+                                            common::WallMicros to) const override {
     return probe_.pending(from, to);
   }
-  void steerAround(std::vector<std::int32_t> nodes) const override { probe_.steerAround(std::move(nodes)); }
+  void steerAround(std::vector<std::int32_t> nodes) const override {
+    probe_.steerAround(std::move(nodes));
+  }
 
  private:
   const probe::ProbeRunner& probe_;
 };
 
 // The admin calls on a client made like the poller's (observe::makeObserverClient; the daemon gives
-// the drill engine one of its own: see ClusterParts); DescribeQuorum through kafka::QuorumDescriber,
-// secured as the cluster's client properties say (describeQuorum() gives the reason when it cannot be).
+// the drill engine one of its own: see ClusterParts); DescribeQuorum through
+// kafka::QuorumDescriber, secured as the cluster's client properties say (describeQuorum() gives
+// the reason when it cannot be).
 class KafkaClusterAdmin final : public ClusterAdmin {
  public:
   static constexpr int kTimeoutMs = 5000;
@@ -56,10 +60,12 @@ class KafkaClusterAdmin final : public ClusterAdmin {
                                                          const std::string& key) override;
   Status electPreferredLeaders(const std::vector<kafka::TopicPartition>& partitions) override;
   Result<kafka::QuorumInfo> describeQuorum() override;
-  Result<kafka::Coordinator> findCoordinator(kafka::CoordinatorType type, const std::string& key) override;
-  Result<std::map<std::string, kafka::NodeConfigValue>> brokerConfig(std::int32_t broker,
-                                                                     const std::vector<std::string>& keys) override;
-  Result<std::map<std::string, kafka::NodeConfigValue>> controllerConfig(const std::vector<std::string>& keys) override;
+  Result<kafka::Coordinator> findCoordinator(kafka::CoordinatorType type,
+                                             const std::string& key) override;
+  Result<std::map<std::string, kafka::NodeConfigValue>> brokerConfig(
+      std::int32_t broker, const std::vector<std::string>& keys) override;
+  Result<std::map<std::string, kafka::NodeConfigValue>> controllerConfig(
+      const std::vector<std::string>& keys) override;
 
  private:
   Result<rd_kafka_t*> handle();

@@ -26,15 +26,15 @@ constexpr std::int64_t kRejoinPollUs = 200'000;
 std::vector<std::int32_t> recoveryOrder(const std::vector<std::int32_t>& taken_down,
                                         const std::vector<config::NodeConfig>& inventory) {
   const auto isController = [&](std::int32_t node) {
-    return std::any_of(inventory.begin(), inventory.end(),
-                       [node](const config::NodeConfig& n) {
-                         return n.id == node && n.role == NodeRole::kController;
-                       });
+    return std::any_of(inventory.begin(), inventory.end(), [node](const config::NodeConfig& n) {
+      return n.id == node && n.role == NodeRole::kController;
+    });
   };
   std::vector<std::int32_t> out;
   for (const bool controllers : {true, false}) {
     for (const auto node : taken_down) {
-      if (isController(node) == controllers && std::find(out.begin(), out.end(), node) == out.end()) out.push_back(node);
+      if (isController(node) == controllers && std::find(out.begin(), out.end(), node) == out.end())
+        out.push_back(node);
     }
   }
   return out;
@@ -44,22 +44,26 @@ namespace {
 
 // Open entries as recoveryOrder has their nodes: controllers first, then the entries' order (the
 // order the nodes went down).
-void inRecoveryOrder(std::vector<storage::RecoveryEntry>& entries, const std::vector<config::NodeConfig>& inventory) {
+void inRecoveryOrder(std::vector<storage::RecoveryEntry>& entries,
+                     const std::vector<config::NodeConfig>& inventory) {
   std::vector<std::int32_t> nodes;
   for (const auto& entry : entries) nodes.push_back(entry.node);
   const auto order = recoveryOrder(nodes, inventory);
-  std::stable_sort(entries.begin(), entries.end(), [&](const storage::RecoveryEntry& a, const storage::RecoveryEntry& b) {
-    return std::find(order.begin(), order.end(), a.node) < std::find(order.begin(), order.end(), b.node);
-  });
+  std::stable_sort(entries.begin(), entries.end(),
+                   [&](const storage::RecoveryEntry& a, const storage::RecoveryEntry& b) {
+                     return std::find(order.begin(), order.end(), a.node) <
+                            std::find(order.begin(), order.end(), b.node);
+                   });
 }
 
 }  // namespace
 
 std::string orphanProblem(const storage::RecoveryEntry& entry, const std::string& cluster) {
-  return "node " + std::to_string(entry.node) + " left down by drill " + std::to_string(entry.drill_id) +
-         " is no longer in the inventory of cluster " + cluster +
+  return "node " + std::to_string(entry.node) + " left down by drill " +
+         std::to_string(entry.drill_id) + " is no longer in the inventory of cluster " + cluster +
          ", so kfaild cannot bring it back: once it is back (or retired), resolve recovery " +
-         std::to_string(entry.id) + " (POST /api/v1/recoveries/" + std::to_string(entry.id) + "/resolve)";
+         std::to_string(entry.id) + " (POST /api/v1/recoveries/" + std::to_string(entry.id) +
+         "/resolve)";
 }
 
 std::optional<std::string> NodeRecovery::notBack(std::int32_t node, RejoinBaseline& baseline) {
@@ -72,10 +76,12 @@ std::optional<std::string> NodeRecovery::notBack(std::int32_t node, RejoinBaseli
 std::optional<std::string> NodeRecovery::brokerNotBack(std::int32_t node) const {
   const auto observed = deps_.view.latest();
   if (!observed.reachable || !observed.snapshot) return std::string("the cluster does not answer");
-  if (!observed.snapshot->hasBroker(node)) return "broker " + std::to_string(node) + " is not registered";
+  if (!observed.snapshot->hasBroker(node))
+    return "broker " + std::to_string(node) + " is not registered";
   for (const auto& t : observed.snapshot->topics) {
     for (const auto& p : t.partitions) {
-      const bool replica = std::find(p.replicas.begin(), p.replicas.end(), node) != p.replicas.end();
+      const bool replica =
+          std::find(p.replicas.begin(), p.replicas.end(), node) != p.replicas.end();
       const bool in_isr = std::find(p.isr.begin(), p.isr.end(), node) != p.isr.end();
       if (replica && !in_isr) {
         return "broker " + std::to_string(node) + " is not back in the ISR of " + t.name + "-" +
@@ -86,7 +92,8 @@ std::optional<std::string> NodeRecovery::brokerNotBack(std::int32_t node) const 
   return std::nullopt;
 }
 
-std::optional<std::string> NodeRecovery::controllerNotBack(std::int32_t node, RejoinBaseline& baseline) {
+std::optional<std::string> NodeRecovery::controllerNotBack(std::int32_t node,
+                                                           RejoinBaseline& baseline) {
   const auto name = "controller " + std::to_string(node);
   if (!kafka::quorumClientProblem(deps_.cluster.client).empty()) {
     // kfaild cannot see the quorum: the cluster answering is all it can tell.
@@ -109,23 +116,27 @@ std::optional<std::string> NodeRecovery::controllerNotBack(std::int32_t node, Re
   if (entry == nullptr) return name + " is not a voter of the KRaft quorum (voters " + voters + ")";
   if (q.leader_id == node) return std::nullopt;
   const auto* leader = q.leaderReplica();
-  const auto leader_now =
-      leader == nullptr ? -1 : std::max(leader->last_fetch_timestamp_ms, leader->last_caught_up_timestamp_ms);
+  const auto leader_now = leader == nullptr ? -1
+                                            : std::max(leader->last_fetch_timestamp_ms,
+                                                       leader->last_caught_up_timestamp_ms);
   if (baseline.leader != q.leader_id || baseline.high_watermark < 0) {
     baseline = {q.leader_id, q.high_watermark, leader_now};
   }
-  const bool offset_reached = baseline.high_watermark >= 0 && entry->log_end_offset >= baseline.high_watermark;
+  const bool offset_reached =
+      baseline.high_watermark >= 0 && entry->log_end_offset >= baseline.high_watermark;
   const bool caught_up_since =
       baseline.leader_now_ms < 0 || entry->last_caught_up_timestamp_ms >= baseline.leader_now_ms;
   if (offset_reached && caught_up_since) return std::nullopt;
   return name + " has not caught up with the KRaft quorum's leader " + std::to_string(q.leader_id) +
-         " since its start (log end offset " + std::to_string(entry->log_end_offset) + ", high watermark " +
-         std::to_string(baseline.high_watermark) + " when first described after the start" +
+         " since its start (log end offset " + std::to_string(entry->log_end_offset) +
+         ", high watermark " + std::to_string(baseline.high_watermark) +
+         " when first described after the start" +
          (caught_up_since ? "" : "; last caught up before then") + ")";
 }
 
 fault::GrayPlace placeOf(const storage::RecoveryEntry& entry) {
-  return {entry.place_host, entry.place_netns, entry.place_netns_id, entry.place_table, entry.place_filler};
+  return {entry.place_host, entry.place_netns, entry.place_netns_id, entry.place_table,
+          entry.place_filler};
 }
 
 void setPlace(storage::RecoveryEntry& entry, const fault::GrayPlace& place) {
@@ -166,7 +177,8 @@ Status NodeRecovery::bringBack(const storage::RecoveryEntry& entry, std::int64_t
   // After a failed attempt: reported, then the backoff (false: the wait was cut short).
   const auto failed = [&](const std::string& what, const std::string& error) {
     last_error = error;
-    spdlog::warn("recovery of node {}: {} failed: {} (retrying in {} s)", node, what, error, backoff / kSecond);
+    spdlog::warn("recovery of node {}: {} failed: {} (retrying in {} s)", node, what, error,
+                 backoff / kSecond);
     if (on_retry) on_retry(attempt, error, backoff);
   };
   const auto backOff = [&] {
@@ -178,13 +190,16 @@ Status NodeRecovery::bringBack(const storage::RecoveryEntry& entry, std::int64_t
     if (!healed) {
       // A gray fault first, where the journal says it went: a node still cut off (or with a full
       // disk) would not rejoin.
-      auto heal = place.empty() ? injector->heal(grayDrillName(entry.drill_id)) : injector->healPlaced(place);
+      auto heal = place.empty() ? injector->heal(grayDrillName(entry.drill_id))
+                                : injector->healPlaced(place);
       ++attempt;
       if (heal) {
         healed = true;
         heal_error.clear();
         recordEvent(deps_, EventSource::kInjector, EventKind::kHealed, heal->faultTime(), node,
-                    {{"drill", entry.drill_id}, {"detail", heal->detail}, {"by", "recovery"},
+                    {{"drill", entry.drill_id},
+                     {"detail", heal->detail},
+                     {"by", "recovery"},
                      {"uncertainty_us", heal->uncertainty_us}});
       } else {
         heal_error = heal.error().describe();
@@ -195,8 +210,9 @@ Status NodeRecovery::bringBack(const storage::RecoveryEntry& entry, std::int64_t
     auto state = injector->inspect();
     const bool running = state && state->running && !state->paused;
     if (!running) {
-      auto done = action == "resume" && state && state->paused ? injector->resume(grayDrillName(entry.drill_id))
-                                                                   : injector->start();
+      auto done = action == "resume" && state && state->paused
+                      ? injector->resume(grayDrillName(entry.drill_id))
+                      : injector->start();
       ++attempt;
       if (!done) {
         failed(action == "resume" ? "resume" : "start", done.error().describe());
@@ -224,14 +240,16 @@ Status NodeRecovery::bringBack(const storage::RecoveryEntry& entry, std::int64_t
     }
   }
   return Error{make_error_code(errc::injector_failed),
-               "node " + std::to_string(node) + " not back within " + std::to_string(timeout_us / kSecond) + " s" +
+               "node " + std::to_string(node) + " not back within " +
+                   std::to_string(timeout_us / kSecond) + " s" +
                    (!heal_error.empty() ? ": its gray fault is not healed: " + heal_error
                     : missing           ? ": " + *missing
                                         : "") +
                    (last_error.empty() || last_error == heal_error ? "" : ": " + last_error)};
 }
 
-Result<storage::RecoveryEntry> NodeRecovery::open(std::int64_t drill_id, std::int32_t node, const std::string& action,
+Result<storage::RecoveryEntry> NodeRecovery::open(std::int64_t drill_id, std::int32_t node,
+                                                  const std::string& action,
                                                   const fault::GrayPlace& place) {
   storage::RecoveryEntry entry;
   entry.drill_id = drill_id;
@@ -256,7 +274,8 @@ void NodeRecovery::injected(storage::RecoveryEntry& entry, bool ok) {
 bool NodeRecovery::stillOpen(std::int64_t id) const {
   auto pending = deps_.drills.pendingRecoveries();
   if (!pending) return true;  // unknown: keep trying
-  return std::any_of(pending->begin(), pending->end(), [id](const storage::RecoveryEntry& e) { return e.id == id; });
+  return std::any_of(pending->begin(), pending->end(),
+                     [id](const storage::RecoveryEntry& e) { return e.id == id; });
 }
 
 void NodeRecovery::save(const storage::RecoveryEntry& entry) {
@@ -273,8 +292,9 @@ std::optional<std::string> NodeRecovery::openProblem(std::optional<std::int64_t>
   for (const auto& entry : *pending) {
     if (entry.cluster != deps_.cluster_id || (running && entry.drill_id == *running)) continue;
     if (!deps_.injectors.count(entry.node)) return orphanProblem(entry, deps_.cluster.name);
-    return "node " + std::to_string(entry.node) + " left down by drill " + std::to_string(entry.drill_id) +
-           " is not recovered yet (" + std::to_string(entry.attempts) + " attempt(s)" +
+    return "node " + std::to_string(entry.node) + " left down by drill " +
+           std::to_string(entry.drill_id) + " is not recovered yet (" +
+           std::to_string(entry.attempts) + " attempt(s)" +
            (entry.last_error.empty() ? "" : ", last error: " + entry.last_error) + ")";
   }
   return std::nullopt;
@@ -295,13 +315,12 @@ Result<int> NodeRecovery::replay(std::int64_t timeout_us, const Sleeper& sleeper
     if (!deps_.injectors.count(entry.node)) {
       spdlog::error("recovery journal: {}", orphanProblem(entry, deps_.cluster.name));
       recordEvent(deps_, EventSource::kKfaild, EventKind::kRecoveryOrphaned, deps_.clock.wallNow(),
-                  entry.node,
-                  {{"drill", entry.drill_id}, {"recovery", entry.id}});
+                  entry.node, {{"drill", entry.drill_id}, {"recovery", entry.id}});
       healOrphan(entry);
       continue;
     }
-    spdlog::warn("recovery journal: drill {} left node {} to {} (kfaild died during {})", entry.drill_id, entry.node,
-                 entry.action, entry.phase);
+    spdlog::warn("recovery journal: drill {} left node {} to {} (kfaild died during {})",
+                 entry.drill_id, entry.node, entry.action, entry.phase);
     bool stopping = false;
     bool resolved = false;
     // Cut short by a stop, or by an operator's resolution of this very entry.
@@ -320,12 +339,15 @@ Result<int> NodeRecovery::replay(std::int64_t timeout_us, const Sleeper& sleeper
         },
         until_stop);
     if (resolved) {
-      spdlog::warn("recovery journal: entry {} (node {}) was resolved by an operator while kfaild retried it", entry.id,
-                   entry.node);
+      spdlog::warn(
+          "recovery journal: entry {} (node {}) was resolved by an operator while kfaild retried "
+          "it",
+          entry.id, entry.node);
       continue;
     }
     if (stopping) {
-      spdlog::warn("recovery of node {} (drill {}): left for kfaild's next start", entry.node, entry.drill_id);
+      spdlog::warn("recovery of node {} (drill {}): left for kfaild's next start", entry.node,
+                   entry.drill_id);
       return recovered;
     }
     entry.attempts += 1;
@@ -334,16 +356,16 @@ Result<int> NodeRecovery::replay(std::int64_t timeout_us, const Sleeper& sleeper
       // engine keeps trying.
       entry.last_error = status.error().message;
       save(entry);
-      spdlog::error("recovery journal: node {} of drill {} is still down: {}; retrying in the background", entry.node,
-                    entry.drill_id, status.error().describe());
+      spdlog::error(
+          "recovery journal: node {} of drill {} is still down: {}; retrying in the background",
+          entry.node, entry.drill_id, status.error().describe());
       scheduleRetry(kFirstRetryUs);
       continue;
     }
     entry.done_us = deps_.clock.wallNow();
     save(entry);
     recordEvent(deps_, EventSource::kKfaild, EventKind::kRecoveredAfterRestart, *entry.done_us,
-                entry.node,
-                {{"drill", entry.drill_id}, {"phase", entry.phase}});
+                entry.node, {{"drill", entry.drill_id}, {"phase", entry.phase}});
     ++recovered;
   }
   return recovered;
@@ -357,12 +379,17 @@ void NodeRecovery::healOrphan(const storage::RecoveryEntry& entry) {
   if (entry.action != "heal" || entry.injection == "failed" || !place.local()) return;
   auto healed = fault::healLocalPlace(place, deps_.clock);
   if (!healed) {
-    spdlog::error("recovery journal: node {} (no longer in the inventory): healing drill {}'s gray fault failed: {}",
-                  entry.node, entry.drill_id, healed.error().describe());
+    spdlog::error(
+        "recovery journal: node {} (no longer in the inventory): healing drill {}'s gray fault "
+        "failed: {}",
+        entry.node, entry.drill_id, healed.error().describe());
     return;
   }
   recordEvent(deps_, EventSource::kInjector, EventKind::kHealed, healed->faultTime(), entry.node,
-              {{"drill", entry.drill_id}, {"detail", healed->detail}, {"by", "recovery"}, {"orphaned", true}});
+              {{"drill", entry.drill_id},
+               {"detail", healed->detail},
+               {"by", "recovery"},
+               {"orphaned", true}});
 }
 
 void NodeRecovery::retryOpen(const Sleeper& sleeper) {
@@ -376,8 +403,8 @@ void NodeRecovery::retryOpen(const Sleeper& sleeper) {
   inRecoveryOrder(*pending, deps_.cluster.inventory);
   for (auto entry : *pending) {
     if (entry.cluster != deps_.cluster_id || !deps_.injectors.count(entry.node)) continue;
-    spdlog::warn("recovery of node {} (drill {}): trying again after {} attempt(s)", entry.node, entry.drill_id,
-                 entry.attempts);
+    spdlog::warn("recovery of node {} (drill {}): trying again after {} attempt(s)", entry.node,
+                 entry.drill_id, entry.attempts);
     const auto before = entry.attempts;
     bool stopping = false;
     bool resolved = false;
@@ -397,7 +424,8 @@ void NodeRecovery::retryOpen(const Sleeper& sleeper) {
     if (resolved) continue;
     if (stopping) {
       // Left open for the next start's replay; no later entry is tried.
-      spdlog::warn("recovery of node {} (drill {}): left for kfaild's next start", entry.node, entry.drill_id);
+      spdlog::warn("recovery of node {} (drill {}): left for kfaild's next start", entry.node,
+                   entry.drill_id);
       return;
     }
     entry.attempts += 1;
@@ -411,12 +439,13 @@ void NodeRecovery::retryOpen(const Sleeper& sleeper) {
     save(entry);
     recordEvent(deps_, EventSource::kKfaild, EventKind::kRecoveredLate, *entry.done_us, entry.node,
                 {{"drill", entry.drill_id}, {"attempts", entry.attempts}});
-    spdlog::info("recovery of node {} (drill {}): back after {} attempt(s)", entry.node, entry.drill_id, entry.attempts);
+    spdlog::info("recovery of node {} (drill {}): back after {} attempt(s)", entry.node,
+                 entry.drill_id, entry.attempts);
   }
   if (open) {
     scheduleRetry(std::clamp<std::int64_t>(retry_backoff_us_ * 2, kFirstRetryUs, kMaxRetryUs));
-    spdlog::warn("recovery journal: node(s) of cluster {} still down; next attempt in {} s", deps_.cluster.name,
-                 retry_backoff_us_ / kSecond);
+    spdlog::warn("recovery journal: node(s) of cluster {} still down; next attempt in {} s",
+                 deps_.cluster.name, retry_backoff_us_ / kSecond);
   } else {
     retry_backoff_us_ = 0;
   }

@@ -32,7 +32,8 @@ class NodeRecovery {
   explicit NodeRecovery(EngineDeps& deps) : deps_(deps) {}
 
   // Called after each failed attempt: attempt number, error, the wait before the next one.
-  using RetryReport = std::function<void(int attempt, const std::string& error, std::int64_t retry_in_us)>;
+  using RetryReport =
+      std::function<void(int attempt, const std::string& error, std::int64_t retry_in_us)>;
   // Waits until a monotonic deadline; false when the wait was cut short and the recovery is to be
   // left for later (kfaild stopping).
   using Sleeper = std::function<bool(common::MonoMicros deadline)>;
@@ -45,8 +46,8 @@ class NodeRecovery {
   // anything else must not keep the broker down. Without a `sleeper` it is not interruptible: a
   // node a running drill took down comes back before anything else happens. The background
   // retries pass one that a stop (or the entry's resolution) cuts short.
-  Status bringBack(const storage::RecoveryEntry& entry, std::int64_t timeout_us, const RetryReport& on_retry = {},
-                   const Sleeper& sleeper = {});
+  Status bringBack(const storage::RecoveryEntry& entry, std::int64_t timeout_us,
+                   const RetryReport& on_retry = {}, const Sleeper& sleeper = {});
 
   // What a controller's rejoin is measured against: the quorum as first described after the
   // node was (re)started, taken again when the quorum's leader changes.
@@ -66,7 +67,8 @@ class NodeRecovery {
 
   // The journal entry for a fault about to be injected at `place` (a gray fault's; empty for the
   // others), made durable now with injection "pending".
-  Result<storage::RecoveryEntry> open(std::int64_t drill_id, std::int32_t node, const std::string& action,
+  Result<storage::RecoveryEntry> open(std::int64_t drill_id, std::int32_t node,
+                                      const std::string& action,
                                       const fault::GrayPlace& place = {});
   // Records how the injection went ("done", or "failed": nothing of it was placed).
   void injected(storage::RecoveryEntry& entry, bool ok);

@@ -1,10 +1,9 @@
 #include "server/drill/peer_addresses.h"
 
-#include <netdb.h>
-#include <sys/socket.h>
-
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <set>
@@ -24,7 +23,9 @@ void addNew(std::vector<std::string>& to, const std::vector<std::string>& addres
   }
 }
 
-bool isController(const config::NodeConfig& node) { return node.role == NodeRole::kController; }
+bool isController(const config::NodeConfig& node) {
+  return node.role == NodeRole::kController;
+}
 
 // One node as a list names it.
 struct ListedNode {
@@ -100,8 +101,7 @@ std::string fallbackReason(const PeerSources& cluster) {
            (cluster.quorum_problem.empty() ? std::string("no answer yet") : cluster.quorum_problem);
   }
   if (cluster.quorum->endpoints.empty()) {
-    return "DescribeQuorum v" + std::to_string(cluster.quorum->api_version) +
-           " lists no endpoints";
+    return "DescribeQuorum v" + std::to_string(cluster.quorum->api_version) + " lists no endpoints";
   }
   return {};
 }
@@ -139,9 +139,10 @@ NodeAddresses resolveNodeAddresses(const std::vector<config::NodeConfig>& invent
     if (auto addresses = resolve(node.address); !addresses.empty()) {
       out[node.id] = std::move(addresses);
     } else {
-      spdlog::error("inventory node {}: address '{}' does not resolve; an isolate naming the node "
-                    "is refused unless the cluster gives it an address",
-                    node.id, node.address);
+      spdlog::error(
+          "inventory node {}: address '{}' does not resolve; an isolate naming the node "
+          "is refused unless the cluster gives it an address",
+          node.id, node.address);
     }
   }
   return out;

@@ -11,15 +11,15 @@ using common::NodeRole;
 namespace {
 
 bool isControllerNode(const std::vector<config::NodeConfig>& inventory, std::int32_t id) {
-  return std::any_of(inventory.begin(), inventory.end(),
-                     [id](const config::NodeConfig& n) {
-                       return n.id == id && n.role == NodeRole::kController;
-                     });
+  return std::any_of(inventory.begin(), inventory.end(), [id](const config::NodeConfig& n) {
+    return n.id == id && n.role == NodeRole::kController;
+  });
 }
 
 }  // namespace
 
-Result<std::vector<std::int32_t>> rollingPlan(const DrillSpec& spec, const std::vector<config::NodeConfig>& inventory,
+Result<std::vector<std::int32_t>> rollingPlan(const DrillSpec& spec,
+                                              const std::vector<config::NodeConfig>& inventory,
                                               std::optional<std::int32_t> active_controller) {
   if (!spec.target.nodes.empty()) {
     for (const auto id : spec.target.nodes) {
@@ -39,17 +39,21 @@ Result<std::vector<std::int32_t>> rollingPlan(const DrillSpec& spec, const std::
   std::sort(brokers.begin(), brokers.end());
   std::sort(controllers.begin(), controllers.end());
   if (brokers.empty()) {
-    return Error{make_error_code(errc::invalid_request), "target.every_broker: no broker in the inventory"};
+    return Error{make_error_code(errc::invalid_request),
+                 "target.every_broker: no broker in the inventory"};
   }
   auto plan = brokers;
-  if (spec.options.include_controllers) plan.insert(plan.end(), controllers.begin(), controllers.end());
+  if (spec.options.include_controllers)
+    plan.insert(plan.end(), controllers.begin(), controllers.end());
   return activeControllerLast(spec, plan, inventory, active_controller);
 }
 
-std::vector<std::int32_t> activeControllerLast(const DrillSpec& spec, std::vector<std::int32_t> remaining,
+std::vector<std::int32_t> activeControllerLast(const DrillSpec& spec,
+                                               std::vector<std::int32_t> remaining,
                                                const std::vector<config::NodeConfig>& inventory,
                                                std::optional<std::int32_t> active_controller) {
-  if (!spec.target.nodes.empty() || !active_controller || !isControllerNode(inventory, *active_controller)) {
+  if (!spec.target.nodes.empty() || !active_controller ||
+      !isControllerNode(inventory, *active_controller)) {
     return remaining;
   }
   const auto it = std::find(remaining.begin(), remaining.end(), *active_controller);

@@ -20,12 +20,14 @@ namespace kfaild::drill {
 
 // The plan; an error names a node of target.nodes that is not in the inventory, or says that
 // the default plan is empty (no broker in the inventory).
-Result<std::vector<std::int32_t>> rollingPlan(const DrillSpec& spec, const std::vector<config::NodeConfig>& inventory,
+Result<std::vector<std::int32_t>> rollingPlan(const DrillSpec& spec,
+                                              const std::vector<config::NodeConfig>& inventory,
                                               std::optional<std::int32_t> active_controller);
 
 // The rest of a default plan from `remaining` (the steps not yet taken, in plan order) with the
 // active controller moved behind every other controller; an explicit plan is left as it is.
-std::vector<std::int32_t> activeControllerLast(const DrillSpec& spec, std::vector<std::int32_t> remaining,
+std::vector<std::int32_t> activeControllerLast(const DrillSpec& spec,
+                                               std::vector<std::int32_t> remaining,
                                                const std::vector<config::NodeConfig>& inventory,
                                                std::optional<std::int32_t> active_controller);
 

@@ -12,8 +12,11 @@ nlohmann::json toJson(const ElectionOutcome& e) {
 nlohmann::json toJson(const ProbeSnapshotAtFault& probe) {
   nlohmann::json parts = nlohmann::json::array();
   for (const auto& f : probe.partitions) {
-    parts.push_back({{"topic", f.topic}, {"partition", f.partition}, {"outstanding", f.outstanding},
-                     {"oldest_outstanding_age_us", f.oldest_outstanding_age_us}, {"holding", f.holding},
+    parts.push_back({{"topic", f.topic},
+                     {"partition", f.partition},
+                     {"outstanding", f.outstanding},
+                     {"oldest_outstanding_age_us", f.oldest_outstanding_age_us},
+                     {"holding", f.holding},
                      {"held_ticks", f.held_ticks}});
   }
   return {{"partitions", parts},
@@ -25,8 +28,12 @@ nlohmann::json toJson(const ProbeSnapshotAtFault& probe) {
 nlohmann::json toJson(const LeadershipAtFault& leadership) {
   nlohmann::json parts = nlohmann::json::array();
   for (const auto& p : leadership.partitions) {
-    parts.push_back({{"topic", p.topic}, {"partition", p.partition}, {"leader", p.leader},
-                     {"replicas", p.replicas}, {"isr", p.isr}, {"min_insync", p.min_insync}});
+    parts.push_back({{"topic", p.topic},
+                     {"partition", p.partition},
+                     {"leader", p.leader},
+                     {"replicas", p.replicas},
+                     {"isr", p.isr},
+                     {"min_insync", p.min_insync}});
   }
   return {{"observed_at_us", leadership.observed_at_us}, {"partitions", parts}};
 }
@@ -42,7 +49,8 @@ void addFault(nlohmann::json& out, const FaultInjected& fault) {
 
 nlohmann::json toJson(const RecoveryReport& recovery) {
   nlohmann::json errors = nlohmann::json::array();
-  for (const auto& e : recovery.errors) errors.push_back({{"attempt", e.attempt}, {"t_us", e.t_us}, {"error", e.error}});
+  for (const auto& e : recovery.errors)
+    errors.push_back({{"attempt", e.attempt}, {"t_us", e.t_us}, {"error", e.error}});
   return {{"attempts", recovery.attempts}, {"errors", errors}};
 }
 
@@ -74,14 +82,16 @@ nlohmann::json toJson(const RunOutcome& o) {
   if (o.clock_steps_in_window) out["clock_steps_in_window"] = *o.clock_steps_in_window;
   if (o.clock_drift_us != 0) out["clock_drift_us"] = o.clock_drift_us;
   if (o.election_error) out["election_error"] = *o.election_error;
-  if (o.preferred_leaders_restored) out["preferred_leaders_restored"] = *o.preferred_leaders_restored;
+  if (o.preferred_leaders_restored)
+    out["preferred_leaders_restored"] = *o.preferred_leaders_restored;
   if (o.settle_us) out["settle_us"] = *o.settle_us;
   if (o.analysis) out["analysis"] = analysis::toJson(*o.analysis);
   if (o.control_plane) out["control_plane"] = analysis::toJson(*o.control_plane);
   if (o.coordinators) out["coordinators"] = analysis::toJson(*o.coordinators);
   if (o.second_fault) {
     const auto& f = *o.second_fault;
-    nlohmann::json second = {{"fault", toString(f.fault)}, {"after_s", f.after_s}, {"state", f.state}};
+    nlohmann::json second = {
+        {"fault", toString(f.fault)}, {"after_s", f.after_s}, {"state", f.state}};
     if (!f.reason.empty()) second["reason"] = f.reason;
     if (f.preflight_target) second["preflight_target"] = *f.preflight_target;
     if (f.target) second["target"] = *f.target;

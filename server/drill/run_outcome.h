@@ -6,11 +6,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "server/analysis/control_plane.h"
 #include "server/analysis/drill_analysis.h"
@@ -41,7 +40,8 @@ struct LeadershipAtFault {
 struct FaultInjected {
   std::int64_t requested_us = 0;
   std::int64_t fault_us = 0;
-  std::string time_source;  // where fault_us comes from ("requested" when only the request time is known)
+  std::string
+      time_source;  // where fault_us comes from ("requested" when only the request time is known)
   std::string detail;
   std::int64_t uncertainty_us = 0;   // ± of fault_us on kfaild's clock (fault::FaultRecord)
   std::int64_t clock_offset_us = 0;  // the source's clock − kfaild's, as estimated
@@ -76,12 +76,13 @@ struct SecondFaultOutcome {
   // injected | refused (its guards, its target; the first node is still recovered) | not_reached
   // (the run ended before its moment)
   std::string state = "not_reached";
-  std::string reason;  // refused, not_reached: why
+  std::string reason;                            // refused, not_reached: why
   std::optional<std::int32_t> preflight_target;  // the target resolved at preflight
   std::optional<std::int32_t> target;            // and at its moment
   std::string how;                               // resolveTargetOn's words at its moment
   std::optional<FaultInjected> fault_injected;
-  std::optional<LeadershipAtFault> leadership_at_fault;  // the first fault's node out of every ISR when it went down
+  std::optional<LeadershipAtFault>
+      leadership_at_fault;  // the first fault's node out of every ISR when it went down
   std::optional<ProbeSnapshotAtFault> probe_at_fault;
   std::optional<RecoveryReport> recovery;
   std::optional<std::int64_t> recovered_us;

@@ -13,7 +13,9 @@ Scheduler::Scheduler(storage::DrillStore& store, const common::Clock& clock,
                      std::map<storage::ClusterId, DrillRunner*> runners)
     : store_(store), clock_(clock), runners_(std::move(runners)), worker_(clock) {}
 
-Scheduler::~Scheduler() { stop(); }
+Scheduler::~Scheduler() {
+  stop();
+}
 
 void Scheduler::start() {
   worker_.start("kfaild:schedule", [this] {
@@ -23,7 +25,9 @@ void Scheduler::start() {
   });
 }
 
-void Scheduler::stop() { worker_.stop(); }
+void Scheduler::stop() {
+  worker_.stop();
+}
 
 void Scheduler::save(const storage::ScheduleRecord& schedule) {
   if (auto s = store_.recordScheduleRun(schedule); !s) {
@@ -59,7 +63,8 @@ void Scheduler::tick() {
         s.last_outcome = "refused: " + spec.error().message;
       } else {
         auto id = runner->second->submit(*spec, {s.id, true});
-        s.last_outcome = id ? "started drill " + std::to_string(*id) : "refused: " + id.error().message;
+        s.last_outcome =
+            id ? "started drill " + std::to_string(*id) : "refused: " + id.error().message;
       }
       spdlog::info("schedule {} ({}): {}", s.id, s.name, s.last_outcome);
     }

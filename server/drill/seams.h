@@ -14,14 +14,14 @@
 
 #include "server/common/clock.h"
 #include "server/common/result.h"
+#include "server/config/config.h"
+#include "server/drill/drill_listener.h"
+#include "server/fault/injector.h"
 #include "server/kafka/admin.h"
 #include "server/kafka/cluster_types.h"
 #include "server/kafka/metadata.h"
 #include "server/observe/metadata_poller.h"
 #include "server/probe/probe_runner.h"
-#include "server/config/config.h"
-#include "server/drill/drill_listener.h"
-#include "server/fault/injector.h"
 #include "storage/drill_store.h"
 #include "storage/records.h"
 #include "storage/store.h"
@@ -42,7 +42,8 @@ class ProbeView {
   virtual ~ProbeView() = default;
   virtual probe::ProbeStatus status() const = 0;
   // Messages sent in [from, to] (wall) whose fate is still open.
-  virtual std::vector<storage::ProbeSample> pending(common::WallMicros from, common::WallMicros to) const = 0;
+  virtual std::vector<storage::ProbeSample> pending(common::WallMicros from,
+                                                    common::WallMicros to) const = 0;
   // The nodes a drill is about to take down, or has down, until they are back (empty: none): the
   // probe routes no control-plane check through them (probe::ControlProbe::steerAround).
   virtual void steerAround(std::vector<std::int32_t> nodes) const = 0;
@@ -57,21 +58,23 @@ class ClusterAdmin {
   // A validate-only topic creation, which only the KRaft controller answers.
   virtual Status controllerAnswers() = 0;
   // One config value of each topic (topic → value).
-  virtual Result<std::map<std::string, std::string>> topicConfig(const std::vector<std::string>& topics,
-                                                                 const std::string& key) = 0;
+  virtual Result<std::map<std::string, std::string>> topicConfig(
+      const std::vector<std::string>& topics, const std::string& key) = 0;
   virtual Status electPreferredLeaders(const std::vector<kafka::TopicPartition>& partitions) = 0;
   // The KRaft quorum (DescribeQuorum through a broker, answered by the active controller); blocks
   // up to its timeout per bootstrap broker tried. Used by a controller's recovery.
   virtual Result<kafka::QuorumInfo> describeQuorum() = 0;
   // The broker that coordinates a consumer group (or a transactional id): FindCoordinator through
   // the bootstrap brokers, up to a second per broker tried.
-  virtual Result<kafka::Coordinator> findCoordinator(kafka::CoordinatorType type, const std::string& key) = 0;
+  virtual Result<kafka::Coordinator> findCoordinator(kafka::CoordinatorType type,
+                                                     const std::string& key) = 0;
   // `keys` of one broker's own configuration, as that broker reports it.
-  virtual Result<std::map<std::string, kafka::NodeConfigValue>> brokerConfig(std::int32_t broker,
-                                                                             const std::vector<std::string>& keys) = 0;
+  virtual Result<std::map<std::string, kafka::NodeConfigValue>> brokerConfig(
+      std::int32_t broker, const std::vector<std::string>& keys) = 0;
   // `keys` of the active KRaft controller's own configuration (on its listener, which
   // DescribeQuorum v2 names).
-  virtual Result<std::map<std::string, kafka::NodeConfigValue>> controllerConfig(const std::vector<std::string>& keys) = 0;
+  virtual Result<std::map<std::string, kafka::NodeConfigValue>> controllerConfig(
+      const std::vector<std::string>& keys) = 0;
 };
 
 // Everything one cluster's drill engine works with. The references outlive the engine; the

@@ -1,7 +1,5 @@
 #include "server/fault/command.h"
 
-#include "server/common/sensitive.h"
-
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -15,6 +13,7 @@
 #include <optional>
 #include <thread>
 
+#include "server/common/sensitive.h"
 #include "server/common/utf8.h"
 #include "server/fault/errc.h"
 
@@ -57,7 +56,8 @@ bool drain(int fd, std::string& into) {
       // bytes complete it). A cut leaves the text within 3 bytes of the cap, and from there on
       // nothing is kept, so no later byte follows a cut.
       const auto room = into.size() + 3 < kMaxOutput ? kMaxOutput - into.size() : 0;
-      into.append(common::utf8Prefix(std::string_view(buf.data(), static_cast<std::size_t>(n)), room));
+      into.append(
+          common::utf8Prefix(std::string_view(buf.data(), static_cast<std::size_t>(n)), room));
       continue;
     }
     if (n == 0) return false;
@@ -72,7 +72,9 @@ int exitCodeOf(int status) {
   return -1;
 }
 
-std::string tailOf(const std::string& text, std::size_t max = 2000) { return common::utf8Tail(text, max); }
+std::string tailOf(const std::string& text, std::size_t max = 2000) {
+  return common::utf8Tail(text, max);
+}
 
 }  // namespace
 
@@ -159,8 +161,8 @@ Status spawn(const std::vector<std::string>& argv, bool with_stdin, Child& child
   if (got == static_cast<ssize_t>(sizeof exec_errno)) {
     int status = 0;
     ::waitpid(pid, &status, 0);
-    return faultError(errc::command_failed,
-                      "cannot run " + common::sensitive(argv[0]) + ": " + std::strerror(exec_errno));
+    return faultError(errc::command_failed, "cannot run " + common::sensitive(argv[0]) + ": " +
+                                                std::strerror(exec_errno));
   }
   ::fcntl(child.out.get(), F_SETFL, O_NONBLOCK);
   ::fcntl(child.err.get(), F_SETFL, O_NONBLOCK);
@@ -220,10 +222,10 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv,
     if (elapsed >= timeout) {
       killGroup(pid);
       if (err_open) drain(err_r.get(), result.err);
-      return faultError(errc::timeout,
-                        describeArgv(argv) + " did not finish within " +
-                            std::to_string(timeout.count()) + " ms" +
-                            (result.err.empty() ? "" : "; stderr: " + common::sensitive(tailOf(result.err))));
+      return faultError(
+          errc::timeout,
+          describeArgv(argv) + " did not finish within " + std::to_string(timeout.count()) + " ms" +
+              (result.err.empty() ? "" : "; stderr: " + common::sensitive(tailOf(result.err))));
     }
     std::array<pollfd, 2> fds{};
     nfds_t n = 0;
@@ -244,8 +246,9 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv,
   }
 }
 
-Result<std::vector<LineExchange>> exchangeLines(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                                                int rounds, const common::Clock& clock) {
+Result<std::vector<LineExchange>> exchangeLines(const std::vector<std::string>& argv,
+                                                std::chrono::milliseconds timeout, int rounds,
+                                                const common::Clock& clock) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   Child child;
   if (auto spawned = spawn(argv, true, child); !spawned) return spawned.error();
@@ -261,7 +264,8 @@ Result<std::vector<LineExchange>> exchangeLines(const std::vector<std::string>& 
         return line;
       }
       if (!out_open) return std::nullopt;
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return std::nullopt;
       std::array<pollfd, 2> fds{};
       nfds_t n = 0;
@@ -289,7 +293,8 @@ Result<std::vector<LineExchange>> exchangeLines(const std::vector<std::string>& 
     if (!writeNewline(child.in.get())) return failed("stopped reading its input");
     auto line = nextLine();
     x.received = clock.wallNow();
-    if (!line) return failed("answered " + std::to_string(i) + " of " + std::to_string(rounds) + " rounds");
+    if (!line)
+      return failed("answered " + std::to_string(i) + " of " + std::to_string(rounds) + " rounds");
     x.line = std::move(*line);
     exchanges.push_back(std::move(x));
   }

@@ -46,8 +46,9 @@ struct LineExchange {
 // runCommand (errc::timeout when the whole exceeds `timeout`), and errc::command_failed when the
 // program exits before the rounds are done (with what it wrote to stderr). Its exit status is
 // not looked at once the rounds are done.
-Result<std::vector<LineExchange>> exchangeLines(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                                                int rounds, const common::Clock& clock);
+Result<std::vector<LineExchange>> exchangeLines(const std::vector<std::string>& argv,
+                                                std::chrono::milliseconds timeout, int rounds,
+                                                const common::Clock& clock);
 
 // "ssh -o BatchMode=yes ... 'a b'": argv for messages and logs, each element shell-quoted when
 // it needs to be, marked as operator-only text (server/common/sensitive.h). Never executed.

@@ -69,7 +69,8 @@ std::string tlsReason(const boost::system::error_code& ec, SSL* ssl) {
   if (lib != std::string::npos) reason.erase(lib);
   if (ssl != nullptr) {
     const long verify = SSL_get_verify_result(ssl);
-    if (verify != X509_V_OK) reason += std::string(" (") + X509_verify_cert_error_string(verify) + ")";
+    if (verify != X509_V_OK)
+      reason += std::string(" (") + X509_verify_cert_error_string(verify) + ")";
   }
   return reason;
 }
@@ -132,16 +133,16 @@ Result<HttpAnswer> exchange(const DockerEndpoint& ep, http::request<http::string
         ep.host, ep.port,
         [&](const boost::system::error_code& ec, const Tcp::resolver::results_type& results) {
           if (ec) return fail("connect", ec);
-          asio::async_connect(
-              tls_stream->next_layer(), results,
-              [&](const boost::system::error_code& ec2, const Tcp::endpoint&) {
-                if (ec2) return fail("connect", ec2);
-                tls_stream->async_handshake(ssl::stream_base::client,
-                                            [&](const boost::system::error_code& ec3) {
-                                              if (ec3) return fail("handshake", ec3);
-                                              talk(*tls_stream);
-                                            });
-              });
+          asio::async_connect(tls_stream->next_layer(), results,
+                              [&](const boost::system::error_code& ec2, const Tcp::endpoint&) {
+                                if (ec2) return fail("connect", ec2);
+                                tls_stream->async_handshake(
+                                    ssl::stream_base::client,
+                                    [&](const boost::system::error_code& ec3) {
+                                      if (ec3) return fail("handshake", ec3);
+                                      talk(*tls_stream);
+                                    });
+                              });
         });
   } else if (ep.kind == DockerEndpoint::Kind::unix_socket) {
     unix_sock.async_connect(UnixSocket::endpoint(ep.path),
@@ -291,7 +292,8 @@ Result<ContainerInspect> parseContainerInspect(std::string_view json) {
 
 std::string networkModeRefusal(const std::string& name, const std::string& network_mode) {
   if (network_mode == "host") {
-    return "container " + name + " runs with network mode host: its network namespace is the "
+    return "container " + name +
+           " runs with network mode host: its network namespace is the "
            "host's, and rules there would cut the whole host (the operator's ssh included)";
   }
   if (network_mode.rfind("container:", 0) == 0) {
@@ -504,9 +506,10 @@ Result<FaultRecord> DockerInjector::kill() {
   const auto& st = ins->state;
   // A FinishedAt older than StartedAt belongs to an earlier run.
   if (!st.running && st.finished_at && (!st.started_at || *st.finished_at >= *st.started_at)) {
-    placeFault(record, *st.finished_at,
-               bracketOffset(*st.finished_at, record.requested_at, seen_at, kEngineTimeResolutionUs),
-               "docker:State.FinishedAt");
+    placeFault(
+        record, *st.finished_at,
+        bracketOffset(*st.finished_at, record.requested_at, seen_at, kEngineTimeResolutionUs),
+        "docker:State.FinishedAt");
   } else {
     record.uncertainty_us = seen_at - record.requested_at;
   }
@@ -537,9 +540,10 @@ Result<FaultRecord> DockerInjector::stop(std::chrono::seconds grace) {
         selectKafkaLogLines(*text, "server.log", zone_, since, {std::string(kSigtermLine)});
     if (!lines.empty()) {
       // The broker's log clock (in its configured zone), written while the engine stopped it.
-      placeFault(record, lines.back().t,
-                 bracketOffset(lines.back().t, record.requested_at, stopped_at, kLogTimeResolutionUs),
-                 "docker:logs");
+      placeFault(
+          record, lines.back().t,
+          bracketOffset(lines.back().t, record.requested_at, stopped_at, kLogTimeResolutionUs),
+          "docker:logs");
     }
   }
   if (!record.fault_at) {
@@ -569,44 +573,57 @@ Result<FaultRecord> DockerInjector::pause(const PauseSpec& spec) {
   auto ins = inspectContainer();
   if (!ins) return ins.error();
   if (!ins->state.running || ins->state.paused) {
-    return faultError(errc::invalid_state, "container " + target_.container + " is " +
-                                               (ins->state.paused ? "already paused" : "not running") + ": " +
-                                               ins->state.detail);
+    return faultError(errc::invalid_state,
+                      "container " + target_.container + " is " +
+                          (ins->state.paused ? "already paused" : "not running") + ": " +
+                          ins->state.detail);
   }
   auto expiry = startPauseTimer(spec, ins->id);
   if (!expiry) return expiry.error();
   auto record = simpleAction("pause", "froze");
   if (!record) {
-    if (expiry->started) (void)runCommand(std::vector<std::string>{"sh", "-c", containerPauseCancelScript(spec.drill, target_.container)},
-                                          kPauseScriptTimeout);
+    if (expiry->started)
+      (void)runCommand(
+          std::vector<std::string>{"sh", "-c",
+                                   containerPauseCancelScript(spec.drill, target_.container)},
+          kPauseScriptTimeout);
     return record;
   }
   record->detail += expiry->detail;
   return record;
 }
 
-Result<DockerInjector::PauseExpiry> DockerInjector::startPauseTimer(const PauseSpec& spec, const std::string& id) {
+Result<DockerInjector::PauseExpiry> DockerInjector::startPauseTimer(const PauseSpec& spec,
+                                                                    const std::string& id) {
   constexpr std::string_view kReplay = " (the recovery journal resumes it at kfaild's next start)";
   if (endpoint_->kind != DockerEndpoint::Kind::unix_socket) {
-    return PauseExpiry{false, "; no self-expiry: the engine is reached over TCP, and a timer on kfaild's host would "
-                              "end with that host, not with the engine's" + std::string(kReplay)};
+    return PauseExpiry{
+        false,
+        "; no self-expiry: the engine is reached over TCP, and a timer on kfaild's host would "
+        "end with that host, not with the engine's" +
+            std::string(kReplay)};
   }
   if (id.empty()) {
-    return faultError(errc::bad_response, "container " + target_.container +
-                                              " not paused: the engine gave no container id for its expiry timer");
+    return faultError(errc::bad_response,
+                      "container " + target_.container +
+                          " not paused: the engine gave no container id for its expiry timer");
   }
   auto version = apiVersion();
   if (!version) return version.error();
   // By id: a container re-created under the same name since is not the one paused.
   const auto path = "/v" + *version + "/containers/" + urlEncode(id) + "/unpause";
-  auto out = runCommand(std::vector<std::string>{"sh", "-c", containerPauseTimerScript(spec, target_.container, endpoint_->path, path)},
-                        kPauseScriptTimeout);
+  auto out = runCommand(
+      std::vector<std::string>{
+          "sh", "-c", containerPauseTimerScript(spec, target_.container, endpoint_->path, path)},
+      kPauseScriptTimeout);
   if (out && out->exit_code == kExitNoCurl) {
-    return PauseExpiry{false, "; no self-expiry: kfaild's host has no curl to unpause the container with" +
-                                  std::string(kReplay)};
+    return PauseExpiry{false,
+                       "; no self-expiry: kfaild's host has no curl to unpause the container with" +
+                           std::string(kReplay)};
   }
-  const auto not_started = "container " + target_.container +
-                           " not paused: the timer that would end the pause by itself did not start: ";
+  const auto not_started =
+      "container " + target_.container +
+      " not paused: the timer that would end the pause by itself did not start: ";
   if (!out) return Error{out.error().code, not_started + out.error().message};
   if (out->exit_code != 0) {
     std::string why = "sh exited with status " + std::to_string(out->exit_code);
@@ -623,12 +640,16 @@ Result<FaultRecord> DockerInjector::resume(const std::string& drill) {
       !invalidReason(PauseSpec{drill, std::chrono::seconds(1)}).empty()) {
     return record;
   }
-  auto out = runCommand(std::vector<std::string>{"sh", "-c", containerPauseCancelScript(drill, target_.container)}, kPauseScriptTimeout);
-  record->detail += out && out->exit_code == 0
-                        ? cancelDetail(cancelledTimers(out->out))
-                        : std::string("; its expiry timer could not be cancelled (it would only unpause a running "
-                                      "container): ") +
-                              (out ? common::utf8Tail(out->err, 2000) : out.error().message);
+  auto out = runCommand(
+      std::vector<std::string>{"sh", "-c", containerPauseCancelScript(drill, target_.container)},
+      kPauseScriptTimeout);
+  record->detail +=
+      out && out->exit_code == 0
+          ? cancelDetail(cancelledTimers(out->out))
+          : std::string(
+                "; its expiry timer could not be cancelled (it would only unpause a running "
+                "container): ") +
+                (out ? common::utf8Tail(out->err, 2000) : out.error().message);
   return record;
 }
 
@@ -663,7 +684,9 @@ Result<std::string> DockerInjector::containerLogText(common::WallMicros since, b
 Result<std::string> DockerInjector::execGrep(const std::string& file, common::WallMicros since,
                                              const std::vector<std::string>& patterns) {
   const nlohmann::json cmd = nlohmann::json::array(
-      {"sh", "-c", rolledLogsGrepScript(log_dir_, file, patterns, std::max<common::WallMicros>(0, since / 1'000'000))});
+      {"sh", "-c",
+       rolledLogsGrepScript(log_dir_, file, patterns,
+                            std::max<common::WallMicros>(0, since / 1'000'000))});
   const nlohmann::json create = {
       {"AttachStdout", true}, {"AttachStderr", true}, {"Tty", false}, {"Cmd", cmd}};
   auto created = containerRequest("POST", "exec", request_timeout_, common::jsonText(create));
@@ -713,7 +736,8 @@ Result<std::vector<BrokerLogLine>> DockerInjector::logLines(
   return selectKafkaLogLines(*text, file, zone_, since, patterns);
 }
 
-void DockerInjector::placeGrayFaults(const std::string& instance, const std::vector<std::string>& helper) {
+void DockerInjector::placeGrayFaults(const std::string& instance,
+                                     const std::vector<std::string>& helper) {
   NodeShell shell;
   shell.instance = instance;
   if (endpoint_ && endpoint_->kind == DockerEndpoint::Kind::unix_socket) {

@@ -33,8 +33,8 @@
 // Errors: errc::engine_unreachable (socket missing, connection refused, no such host),
 // errc::permission_denied (socket mode, 401/403, TLS: a certificate either side refused, message
 // "TLS with tcp://...: ..." with OpenSSL's reason, or a reset of the first write after the
-// handshake, as an engine refusing our client certificate may cause), errc::no_such_container (404),
-// errc::invalid_state (kill/pause of a stopped container, ...), errc::engine_error (anything
+// handshake, as an engine refusing our client certificate may cause), errc::no_such_container
+// (404), errc::invalid_state (kill/pause of a stopped container, ...), errc::engine_error (anything
 // else, with the engine's "message" and the HTTP status), errc::timeout, errc::bad_response.
 // Every request has a deadline. Not thread-safe (see Injector).
 
@@ -72,8 +72,8 @@ Result<DockerEndpoint> parseDockerEndpoint(std::string_view endpoint);
 // The answer of GET /containers/{c}/json, the parts kfaild uses.
 struct ContainerInspect {
   ProcessState state;
-  std::string id;  // the container's full id
-  bool tty = false;  // a TTY container's log stream is raw, not multiplexed
+  std::string id;            // the container's full id
+  bool tty = false;          // a TTY container's log stream is raw, not multiplexed
   std::string network_mode;  // HostConfig.NetworkMode: "bridge", "host", "container:<id>", ...
 };
 Result<ContainerInspect> parseContainerInspect(std::string_view json);
@@ -127,7 +127,8 @@ class DockerInjector final : public GrayFaultInjector {
   // on a unix socket (kfaild runs
   // beside it); an engine over TCP is refused, and so is a container whose namespace is not its
   // own (networkModeRefusal). disk_full is refused (no fill dir in a container).
-  void placeGrayFaults(const std::string& instance = {}, const std::vector<std::string>& helper = {});
+  void placeGrayFaults(const std::string& instance = {},
+                       const std::vector<std::string>& helper = {});
 
   // The negotiated version, e.g. "1.41" (asks the engine on first use).
   Result<std::string> apiVersion();
@@ -166,7 +167,7 @@ class DockerInjector final : public GrayFaultInjector {
   std::optional<DockerEndpoint> endpoint_;
   std::string endpoint_error_;
   std::unique_ptr<boost::asio::ssl::context> tls_;  // set when target_.tls is
-  std::string api_version_;  // empty until negotiated
+  std::string api_version_;                         // empty until negotiated
 };
 
 }  // namespace kfaild::fault

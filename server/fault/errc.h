@@ -24,7 +24,7 @@ enum class errc {
   not_a_broker,            // the pid is alive but not a Kafka JVM: a stale pid file, refused
   invalid_target,          // a configured target kfaild refuses to use (e.g. host "-oProxy...")
   timeout,
-  io_error,  // a local file could not be read (logs, pid file, /proc)
+  io_error,     // a local file could not be read (logs, pid file, /proc)
   unsupported,  // a fault this injector or host cannot do (refused at submission: 409)
   not_present,  // what a heal would act on is not there (no namespace, container stopped): healed
 };

@@ -3,10 +3,9 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
-
-#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -55,7 +54,8 @@ std::string timeoutOf(std::chrono::seconds duration) {
 // The elements with their timeout: "{ 10.0.0.1 timeout 35s, 10.0.0.2 timeout 35s }".
 std::string expiring(const std::vector<std::string>& items, std::chrono::seconds duration) {
   std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i + " timeout " + timeoutOf(duration);
+  for (const auto& i : items)
+    out += (out.empty() ? "" : ", ") + i + " timeout " + timeoutOf(duration);
   return "{ " + out + " }";
 }
 
@@ -73,7 +73,8 @@ bool keepsPorts(const NftExceptions& keep) {
 std::string exceptions(bool input, const NftExceptions& keep) {
   std::string out = input ? "iif \"lo\" accept; " : "oif \"lo\" accept; ";
   out += kNeighbourDiscovery;
-  if (keepsPorts(keep)) out += std::string("tcp ") + (input ? "dport" : "sport") + " @keep accept; ";
+  if (keepsPorts(keep))
+    out += std::string("tcp ") + (input ? "dport" : "sport") + " @keep accept; ";
   return out;
 }
 
@@ -93,7 +94,9 @@ std::string keepElements(const std::string& table, const NftExceptions& keep) {
   return out;
 }
 
-bool isLowerHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z'); }
+bool isLowerHex(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z');
+}
 
 std::string chainHead(const std::string& name) {
   return "chain " + name + " { type filter hook " + name + " priority " +
@@ -160,7 +163,9 @@ std::string toString(IsolateFrom from) {
   return "all";
 }
 
-std::string toString(IsolateMode mode) { return mode == IsolateMode::drop ? "drop" : "reject"; }
+std::string toString(IsolateMode mode) {
+  return mode == IsolateMode::drop ? "drop" : "reject";
+}
 
 std::optional<IsolateFrom> parseIsolateFrom(std::string_view text) {
   for (auto f : {IsolateFrom::quorum, IsolateFrom::brokers, IsolateFrom::clients, IsolateFrom::all})
@@ -212,8 +217,8 @@ std::optional<std::string> nftTableName(std::string_view instance, std::string_v
   if (!validInstance(instance)) return std::nullopt;
   if (drill.empty() || drill.size() > kMaxDrillId) return std::nullopt;
   for (char c : drill) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     if (!ok) return std::nullopt;
   }
   return "kfaild_" + (instance.empty() ? std::string() : std::string(instance) + "_") + "d" +
@@ -297,13 +302,13 @@ std::string nftIsolateScript(const IsolateSpec& spec, const NftExceptions& keep)
     // hook: rejecting that too would turn a reject into a drop.
     if (!input && spec.mode == IsolateMode::reject)
       chain += "tcp flags & rst == rst accept; meta l4proto { icmp, ipv6-icmp } accept; ";
-    if (!spared.empty())
-      chain += "ip " + dir + " @spare4 accept; ip6 " + dir + " @spare6 accept; ";
+    if (!spared.empty()) chain += "ip " + dir + " @spare4 accept; ip6 " + dir + " @spare6 accept; ";
     chain += verdicts("ip " + dir + " @cut4") + verdicts("ip6 " + dir + " @cut6");
     body += "  " + chain + "}\n";
   }
-  return freshTable(table, body) + keepElements(table, keep) + addKeep(table, "spare4", sparedv.v4) +
-         addKeep(table, "spare6", sparedv.v6) + addElements(table, "cut4", cutv.v4, spec.duration) +
+  return freshTable(table, body) + keepElements(table, keep) +
+         addKeep(table, "spare4", sparedv.v4) + addKeep(table, "spare6", sparedv.v6) +
+         addElements(table, "cut4", cutv.v4, spec.duration) +
          addElements(table, "cut6", cutv.v6, spec.duration);
 }
 
@@ -370,7 +375,8 @@ std::string timerStem(std::string_view instance, std::string_view drill) {
 
 std::string stopTimers(const std::string& pattern) {
   return "if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then "
-         "systemctl stop " + shellQuote(pattern) + " >/dev/null 2>&1 || :; fi\n";
+         "systemctl stop " +
+         shellQuote(pattern) + " >/dev/null 2>&1 || :; fi\n";
 }
 
 }  // namespace
@@ -385,25 +391,33 @@ std::string fillDirChecks(const DiskFullSpec& spec) {
   const auto expiry = std::to_string((spec.duration + kExpiryMargin).count());
   return "set -e\n"
          "fail() { echo \"kfaild: $*\" >&2; exit 1; }\n"
-         "d=" + shellQuote(spec.fill_dir) + "\n"
-         "e=" + expiry + "\n"
-         "t=" + std::to_string(kDiskFullThresholdBytes) + "\n"
+         "d=" +
+         shellQuote(spec.fill_dir) +
+         "\n"
+         "e=" +
+         expiry +
+         "\n"
+         "t=" +
+         std::to_string(kDiskFullThresholdBytes) +
+         "\n"
          "r=$(cd \"$d\" && pwd -P) || fail \"cannot enter the fill dir $d\"\n"
          "[ \"$r\" != / ] || fail \"the fill dir $d is / : refusing to fill the root filesystem\"\n"
          "v=$(stat -c %d \"$r\"); o=$(stat -c %u \"$r\")\n"
-         "[ \"$v\" != \"$(stat -c %d /)\" ] || fail \"the fill dir $d is on the root filesystem: filling it "
+         "[ \"$v\" != \"$(stat -c %d /)\" ] || fail \"the fill dir $d is on the root filesystem: "
+         "filling it "
          "would fill the host's\"\n"
          // The log dir on the fill dir's filesystem, and the broker's user: that dir's owner.
          "l=; u=0\n" +
          (spec.log_dirs.empty()
               ? std::string("l=$r\n")
-              : "for x in" + log_dirs + "; do if [ \"$(stat -c %d \"$x\" 2>/dev/null)\" = \"$v\" ]; "
-                "then l=$x; u=$(stat -c %u \"$x\"); break; fi; done\n"
-                "[ -n \"$l\" ] || fail \"the fill dir $d is on none of the filesystems of the "
-                "broker's log.dirs (\"" + shellQuote(join(spec.log_dirs, ", ")) + "\")\"\n") +
+              : "for x in" + log_dirs +
+                    "; do if [ \"$(stat -c %d \"$x\" 2>/dev/null)\" = \"$v\" ]; "
+                    "then l=$x; u=$(stat -c %u \"$x\"); break; fi; done\n"
+                    "[ -n \"$l\" ] || fail \"the fill dir $d is on none of the filesystems of the "
+                    "broker's log.dirs (\"" +
+                    shellQuote(join(spec.log_dirs, ", ")) + "\")\"\n") +
          "[ \"$o\" = 0 ] || [ \"$o\" = \"$u\" ] || fail \"the fill dir $d is owned by uid $o, "
-         "neither root nor the broker's user (uid $u)\"\n"
-         ;
+         "neither root nor the broker's user (uid $u)\"\n";
 }
 
 }  // namespace
@@ -421,16 +435,21 @@ std::string diskFillScript(const DiskFullSpec& spec) {
   // In nanoseconds and polled every 0.2 s: whole seconds (date +%s) freed the disk up to 1 s
   // before duration + kExpiryMargin when the timer started late in a second.
   const std::string setsid_timer =
-      "end=$(( $(date +%s%N) + $1 * 1000000000 )); while [ -e \"$2\" ] && [ \"$(date +%s%N)\" -lt \"$end\" ]; "
+      "end=$(( $(date +%s%N) + $1 * 1000000000 )); while [ -e \"$2\" ] && [ \"$(date +%s%N)\" -lt "
+      "\"$end\" ]; "
       "do sleep 0.2; done; rm -f -- \"$2\"";
   return fillDirChecks(spec) +
          // What the broker may use: %a, unless it runs as root and may use the root reserve too.
          "if [ \"$u\" = 0 ]; then k=%f; else k=%a; fi\n"
-         "f=$(mktemp \"$r/" + name + ".XXXXXX\") || fail \"cannot create a file in $d\"\n"
+         "f=$(mktemp \"$r/" +
+         name +
+         ".XXXXXX\") || fail \"cannot create a file in $d\"\n"
          "exec 3<>\"$f\"\n"
          "[ \"$(stat -L -c %d:%i:%h:%s /proc/self/fd/3)\" = \"$(stat -c %d:%i:1:0 \"$f\")\" ] || "
          "fail \"$f changed under kfaild before it was filled (a link put in its place?)\"\n"
-         "x=${f##*.}; w=" + shellQuote(timerStem(spec.instance, spec.drill)) + "-$x\n"
+         "x=${f##*.}; w=" +
+         shellQuote(timerStem(spec.instance, spec.drill)) +
+         "-$x\n"
          "if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1 && "
          "systemd-run --quiet --collect --unit=\"$w\" --on-active=\"$e\" rm -f -- \"$f\" "
          ">/dev/null 2>&1 && systemctl is-active --quiet \"$w.timer\"; then\n"
@@ -440,7 +459,9 @@ std::string diskFillScript(const DiskFullSpec& spec) {
          "  command -v setsid >/dev/null 2>&1 || { rm -f -- \"$f\"; fail \"neither systemd-run "
          "nor setsid is there to start the timer that frees the disk by itself\"; }\n"
          // Not holding the filler open (3>&-): a deleted filler's space is freed at once.
-         "  setsid sh -c '" + setsid_timer + "' kfaild-expiry \"$e\" \"$f\" </dev/null "
+         "  setsid sh -c '" +
+         setsid_timer +
+         "' kfaild-expiry \"$e\" \"$f\" </dev/null "
          ">/dev/null 2>&1 3>&- &\n"
          "  z=\"setsid pid $!\"\n"
          "  kill -0 \"$!\" 2>/dev/null || { rm -f -- \"$f\"; fail \"the expiry timer did not "

@@ -8,13 +8,13 @@
 // node, built there from the words kfaild sends; kfaild itself builds them only to show them.
 //
 // Names. Every name kfaild leaves on a node carries the kfaild instance's id and the drill's:
-// the nft table `inet kfaild_<instance>_d<drill>`, the fillers `kfaild_fill_<instance>_d<drill>.XXXXXX`
-// (mktemp: one per injection, so each run of a drill with `repeats` has its own) and their
-// timers `kfaild-expiry-<instance>-d<drill>-XXXXXX`. A sweep removes only its own instance's, so
-// a second kfaild on the same hosts (staging beside production, a blue/green upgrade) never
-// removes the first one's live fault. The instance id is `i` and 8 hex digits of a hash of
-// kfaild's host name and its state database's absolute path (grayInstanceId): stable
-// across restarts of the same kfaild, different for another one. Empty (tests): the names
+// the nft table `inet kfaild_<instance>_d<drill>`, the fillers
+// `kfaild_fill_<instance>_d<drill>.XXXXXX` (mktemp: one per injection, so each run of a drill with
+// `repeats` has its own) and their timers `kfaild-expiry-<instance>-d<drill>-XXXXXX`. A sweep
+// removes only its own instance's, so a second kfaild on the same hosts (staging beside production,
+// a blue/green upgrade) never removes the first one's live fault. The instance id is `i` and 8 hex
+// digits of a hash of kfaild's host name and its state database's absolute path (grayInstanceId):
+// stable across restarts of the same kfaild, different for another one. Empty (tests): the names
 // have no instance part (`kfaild_d<drill>`).
 //
 // Self-expiry. Every network fault lives in such an nftables table. Its rules match the
@@ -86,7 +86,7 @@ struct Peers {
 };
 
 struct IsolateSpec {
-  std::string drill;  // the drill's id: [A-Za-z0-9_] only, names the table
+  std::string drill;     // the drill's id: [A-Za-z0-9_] only, names the table
   std::string instance;  // the kfaild instance's id (see Names); set by the GrayRunner
   IsolateFrom from = IsolateFrom::all;
   IsolateMode mode = IsolateMode::drop;

@@ -10,12 +10,20 @@ namespace kfaild::fault {
 namespace {
 
 constexpr std::pair<HelperOp, std::string_view> kOps[] = {
-    {HelperOp::isolate, "isolate"}, {HelperOp::throttle, "throttle"},     {HelperOp::heal, "heal"},
-    {HelperOp::sweep, "sweep"},     {HelperOp::netns_check, "netns-check"}, {HelperOp::fill, "fill"},             {HelperOp::fill_check, "fill-check"},
-    {HelperOp::free, "free"},       {HelperOp::fill_sweep, "fill-sweep"},
+    {HelperOp::isolate, "isolate"},
+    {HelperOp::throttle, "throttle"},
+    {HelperOp::heal, "heal"},
+    {HelperOp::sweep, "sweep"},
+    {HelperOp::netns_check, "netns-check"},
+    {HelperOp::fill, "fill"},
+    {HelperOp::fill_check, "fill-check"},
+    {HelperOp::free, "free"},
+    {HelperOp::fill_sweep, "fill-sweep"},
 };
 
-Error refused(const std::string& why) { return faultError(errc::invalid_target, why); }
+Error refused(const std::string& why) {
+  return faultError(errc::invalid_target, why);
+}
 
 std::optional<std::int64_t> number(std::string_view text) {
   std::int64_t value = 0;
@@ -29,7 +37,9 @@ std::optional<std::int64_t> number(std::string_view text) {
 // characters; `/` itself is refused by the specs' own checks.
 bool plainAbsolute(const std::string& path) {
   if (path.empty() || path.front() != '/' || path.size() > 4096) return false;
-  if (std::any_of(path.begin(), path.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; })) return false;
+  if (std::any_of(path.begin(), path.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
+    return false;
   std::size_t at = 1;
   while (at <= path.size()) {
     const auto next = std::min(path.find('/', at), path.size());
@@ -43,8 +53,8 @@ bool plainAbsolute(const std::string& path) {
 bool netnsName(std::string_view name) {
   if (name.empty() || name.size() > 64 || name.front() == '.') return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-           c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.';
   });
 }
 
@@ -66,9 +76,11 @@ struct Options {
   }
 };
 
-constexpr std::string_view kListOptions[] = {"--quorum", "--broker", "--toward", "--keep-port", "--log-dir"};
-constexpr std::string_view kOneOptions[] = {"--instance", "--drill", "--duration", "--from", "--mode",
-                                            "--rate",     "--table", "--fill-dir", "--filler"};
+constexpr std::string_view kListOptions[] = {"--quorum", "--broker", "--toward", "--keep-port",
+                                             "--log-dir"};
+constexpr std::string_view kOneOptions[] = {"--instance", "--drill",    "--duration",
+                                            "--from",     "--mode",     "--rate",
+                                            "--table",    "--fill-dir", "--filler"};
 
 Result<Options> readOptions(const std::vector<std::string>& words, std::size_t from) {
   Options options;
@@ -78,8 +90,10 @@ Result<Options> readOptions(const std::vector<std::string>& words, std::size_t f
       options.check = true;
       continue;
     }
-    const bool list = std::find(std::begin(kListOptions), std::end(kListOptions), name) != std::end(kListOptions);
-    const bool single = std::find(std::begin(kOneOptions), std::end(kOneOptions), name) != std::end(kOneOptions);
+    const bool list =
+        std::find(std::begin(kListOptions), std::end(kListOptions), name) != std::end(kListOptions);
+    const bool single =
+        std::find(std::begin(kOneOptions), std::end(kOneOptions), name) != std::end(kOneOptions);
     if (!list && !single) return refused("unknown word '" + name + "'");
     if (i + 1 == words.size()) return refused(name + " needs a value");
     if (single && options.values.count(name)) return refused(name + " given twice");
@@ -99,7 +113,8 @@ Result<std::chrono::seconds> duration(const Options& options) {
   if (!text.ok()) return text.error();
   const auto value = number(*text);
   if (!value || *value < 1 || *value > kHelperMaxDuration.count())
-    return refused("--duration must be 1 to " + std::to_string(kHelperMaxDuration.count()) + " seconds");
+    return refused("--duration must be 1 to " + std::to_string(kHelperMaxDuration.count()) +
+                   " seconds");
   return std::chrono::seconds(*value);
 }
 
@@ -107,14 +122,16 @@ Result<NftExceptions> keptPorts(const Options& options) {
   NftExceptions keep;
   for (const auto& text : options.all("--keep-port")) {
     const auto port = number(text);
-    if (!port || *port < 1 || *port > 65535) return refused("--keep-port '" + text + "' is not a TCP port");
+    if (!port || *port < 1 || *port > 65535)
+      return refused("--keep-port '" + text + "' is not a TCP port");
     keep.keep_tcp_ports.push_back(static_cast<std::uint16_t>(*port));
   }
   return keep;
 }
 
 // --instance, --drill, --duration: what every fault names itself by.
-Status ids(const Options& options, std::string& instance, std::string& drill, std::chrono::seconds& length) {
+Status ids(const Options& options, std::string& instance, std::string& drill,
+           std::chrono::seconds& length) {
   auto i = required(options, "--instance");
   auto d = required(options, "--drill");
   auto s = duration(options);
@@ -152,7 +169,8 @@ Status throttleFrom(const Options& options, HelperRequest& r) {
   auto rate = required(options, "--rate");
   if (!rate.ok()) return rate.error();
   const auto bytes = number(*rate);
-  if (!bytes || *bytes < 1) return refused("--rate '" + *rate + "' is not a positive number of bytes per second");
+  if (!bytes || *bytes < 1)
+    return refused("--rate '" + *rate + "' is not a positive number of bytes per second");
   spec.bytes_per_second = static_cast<std::uint64_t>(*bytes);
   spec.toward = options.all("--toward");
   if (auto why = invalidReason(spec); !why.empty()) return refused(why);
@@ -166,7 +184,8 @@ Status diskFrom(const Options& options, HelperRequest& r) {
   if (!dir.ok()) return dir.error();
   spec.fill_dir = *dir;
   spec.log_dirs = options.all("--log-dir");
-  if (!plainAbsolute(spec.fill_dir)) return refused("--fill-dir '" + spec.fill_dir + "' is not a plain absolute path");
+  if (!plainAbsolute(spec.fill_dir))
+    return refused("--fill-dir '" + spec.fill_dir + "' is not a plain absolute path");
   for (const auto& d : spec.log_dirs)
     if (!plainAbsolute(d)) return refused("--log-dir '" + d + "' is not a plain absolute path");
   if (auto why = invalidReason(spec); !why.empty()) return refused(why);
@@ -225,7 +244,8 @@ Status bodyFrom(const Options& options, HelperRequest& r) {
 std::vector<std::string_view> allowed(HelperOp op) {
   switch (op) {
     case HelperOp::isolate:
-      return {"--instance", "--drill", "--duration", "--from", "--mode", "--quorum", "--broker", "--keep-port"};
+      return {"--instance", "--drill",  "--duration", "--from",
+              "--mode",     "--quorum", "--broker",   "--keep-port"};
     case HelperOp::throttle:
       return {"--instance", "--drill", "--duration", "--rate", "--toward", "--keep-port"};
     case HelperOp::fill:
@@ -250,7 +270,8 @@ void add(std::vector<std::string>& words, const std::string& name, const std::st
   words.push_back(value);
 }
 
-void addAll(std::vector<std::string>& words, const std::string& name, const std::vector<std::string>& values) {
+void addAll(std::vector<std::string>& words, const std::string& name,
+            const std::vector<std::string>& values) {
   for (const auto& v : values) add(words, name, v);
 }
 
@@ -358,18 +379,21 @@ Result<HelperRequest> parseHelperWords(const std::vector<std::string>& words) {
   HelperRequest r;
   std::size_t at = 0;
   // The place first: at most one of --netns and --pid.
-  while (at + 1 < words.size() && (words[at] == "--netns" || words[at] == "--pid" || words[at] == "--expect-pid")) {
+  while (at + 1 < words.size() &&
+         (words[at] == "--netns" || words[at] == "--pid" || words[at] == "--expect-pid")) {
     if (words[at] == "--expect-pid") {
       const auto pid = number(words[at + 1]);
       if (r.expect_pid > 0) return refused("--expect-pid given twice");
-      if (!pid || *pid < 2) return refused("--expect-pid '" + words[at + 1] + "' is not a process id");
+      if (!pid || *pid < 2)
+        return refused("--expect-pid '" + words[at + 1] + "' is not a process id");
       r.expect_pid = *pid;
       at += 2;
       continue;
     }
     if (!r.netns.empty() || r.pid > 0) return refused("--netns and --pid: only one place");
     if (words[at] == "--netns") {
-      if (!netnsName(words[at + 1])) return refused("--netns '" + words[at + 1] + "' is not a namespace name");
+      if (!netnsName(words[at + 1]))
+        return refused("--netns '" + words[at + 1] + "' is not a namespace name");
       r.netns = words[at + 1];
     } else {
       const auto pid = number(words[at + 1]);
@@ -379,19 +403,23 @@ Result<HelperRequest> parseHelperWords(const std::vector<std::string>& words) {
     at += 2;
   }
   if (at == words.size()) return refused("no operation given");
-  const auto op = std::find_if(std::begin(kOps), std::end(kOps), [&](const auto& o) { return o.second == words[at]; });
+  const auto op = std::find_if(std::begin(kOps), std::end(kOps),
+                               [&](const auto& o) { return o.second == words[at]; });
   if (op == std::end(kOps)) return refused("unknown operation '" + words[at] + "'");
   r.op = op->first;
   if (!r.network() && (!r.netns.empty() || r.pid > 0))
     return refused(words[at] + " acts on a filesystem, not in a network namespace");
-  if (r.expect_pid > 0 && r.op != HelperOp::isolate && r.op != HelperOp::throttle && r.op != HelperOp::netns_check)
+  if (r.expect_pid > 0 && r.op != HelperOp::isolate && r.op != HelperOp::throttle &&
+      r.op != HelperOp::netns_check)
     return refused("--expect-pid goes only with isolate, throttle and netns-check");
-  if (r.op == HelperOp::netns_check && r.expect_pid == 0) return refused("netns-check needs --expect-pid");
+  if (r.op == HelperOp::netns_check && r.expect_pid == 0)
+    return refused("netns-check needs --expect-pid");
   auto options = readOptions(words, at + 1);
   if (!options.ok()) return options.error();
   const auto may = allowed(r.op);
   for (const auto& [name, value] : options->values)
-    if (std::find(may.begin(), may.end(), name) == may.end()) return refused(name + " does not go with " + words[at]);
+    if (std::find(may.begin(), may.end(), name) == may.end())
+      return refused(name + " does not go with " + words[at]);
   if (options->check && r.op != HelperOp::isolate && r.op != HelperOp::throttle)
     return refused("--check goes only with isolate and throttle");
   r.check = options->check;

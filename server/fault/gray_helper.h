@@ -13,7 +13,8 @@
 // and nothing else: cut or slow its traffic and fill a log filesystem, each for at most 3,600 s +
 // kExpiryMargin, and undo that.
 //
-//   kfaild-gray [--netns NAME [--expect-pid PID] | --pid PID] isolate --instance I --drill D --duration S
+//   kfaild-gray [--netns NAME [--expect-pid PID] | --pid PID] isolate --instance I --drill D
+//   --duration S
 //               --from quorum|brokers|clients|all --mode drop|reject [--quorum IP]...
 //               [--broker IP]... [--keep-port PORT]... [--check]
 //   kfaild-gray [--netns NAME | --pid PID] throttle --instance I --drill D --duration S --rate B
@@ -30,9 +31,9 @@
 // that process (a container's); neither: the helper's own. --expect-pid: refuse (exit 2) unless
 // that process (the broker) is in that namespace, checked by the helper as root just before it
 // places the rules (an unprivileged kfaild cannot read a root broker's /proc/<pid>/ns/net);
-// netns-check does only that check (an ssh host's: the broker is not in a container there). Exit status: 0 done, 1 the tool
-// failed (its stderr follows), 2 the request was refused (why on stderr), 3 the place is gone
-// (no such namespace or process: nothing of ours can be there).
+// netns-check does only that check (an ssh host's: the broker is not in a container there). Exit
+// status: 0 done, 1 the tool failed (its stderr follows), 2 the request was refused (why on
+// stderr), 3 the place is gone (no such namespace or process: nothing of ours can be there).
 //
 // Pure functions here; the program is tools/kfaild-gray/main.cc.
 
@@ -57,19 +58,29 @@ inline constexpr int kHelperNothingThere = 3;
 // The longest fault the helper places, as the API's duration_s allows.
 inline constexpr std::chrono::seconds kHelperMaxDuration{3600};
 
-enum class HelperOp { isolate, throttle, heal, sweep, netns_check, fill, fill_check, free, fill_sweep };
+enum class HelperOp {
+  isolate,
+  throttle,
+  heal,
+  sweep,
+  netns_check,
+  fill,
+  fill_check,
+  free,
+  fill_sweep
+};
 
 std::string toString(HelperOp op);
 
 struct HelperRequest {
   HelperOp op = HelperOp::heal;
-  std::string netns;     // a name under /run/netns; empty: not a named namespace
-  std::int64_t pid = 0;  // a process whose network namespace to enter; 0: none
+  std::string netns;            // a name under /run/netns; empty: not a named namespace
+  std::int64_t pid = 0;         // a process whose network namespace to enter; 0: none
   std::int64_t expect_pid = 0;  // the broker that must be in the place's namespace; 0: not checked
-  bool check = false;    // isolate, throttle: nft --check (nothing changes)
-  IsolateSpec isolate;   // isolate
-  ThrottleSpec throttle; // throttle
-  DiskFullSpec disk;     // fill, fill_check
+  bool check = false;           // isolate, throttle: nft --check (nothing changes)
+  IsolateSpec isolate;          // isolate
+  ThrottleSpec throttle;        // throttle
+  DiskFullSpec disk;            // fill, fill_check
   // isolate, throttle: ports the rules keep open. keep_session_port never reaches the helper:
   // the ssh injector's remote command turns it into a --keep-port of $SSH_CONNECTION's port.
   NftExceptions keep;
@@ -78,8 +89,8 @@ struct HelperRequest {
   std::string fill_dir;  // fill_sweep
   std::string filler;    // free: a filler stem (fillerStem)
   bool network() const {
-    return op == HelperOp::isolate || op == HelperOp::throttle || op == HelperOp::heal || op == HelperOp::sweep ||
-           op == HelperOp::netns_check;
+    return op == HelperOp::isolate || op == HelperOp::throttle || op == HelperOp::heal ||
+           op == HelperOp::sweep || op == HelperOp::netns_check;
   }
 };
 

@@ -30,15 +30,16 @@ namespace kfaild::fault {
 // argv that runs kfaild-gray with `words` on the node, placed where the injector puts the fault
 // (--netns, --pid); an Error when the node cannot be reached that way now (a container that is
 // not running has no netns to enter: errc::invalid_state).
-using HelperArgv = std::function<Result<std::vector<std::string>>(const std::vector<std::string>& words)>;
+using HelperArgv =
+    std::function<Result<std::vector<std::string>>(const std::vector<std::string>& words)>;
 
 // The last word of a network request whose rules keep the injecting ssh session's port: the ssh
 // injector's remote command replaces it by `--keep-port <$SSH_CONNECTION's port>` on the node.
 inline constexpr std::string_view kSessionPortWord = "--keep-session-port";
 
 struct NodeShell {
-  HelperArgv nft;  // network requests; empty: this node cannot take them (refused)
-  HelperArgv sh;   // disk requests; empty: no filesystem of the node's to fill (refused)
+  HelperArgv nft;           // network requests; empty: this node cannot take them (refused)
+  HelperArgv sh;            // disk requests; empty: no filesystem of the node's to fill (refused)
   std::string nft_refusal;  // why nft is empty
   std::string sh_refusal;   // why sh is empty
   NftExceptions keep;
@@ -77,16 +78,18 @@ std::vector<std::string> defaultSshGrayHelper();
 
 // argv builders, pure: exactly what runs. `helper` is the argv prefix (GrayPlacement::helper).
 // `expect_pid`: with a netns, the broker kfaild-gray checks is in it (--expect-pid).
-std::vector<std::string> localHelperArgv(const std::vector<std::string>& helper, const std::string& netns,
-                                         std::int64_t pid, const std::vector<std::string>& words,
+std::vector<std::string> localHelperArgv(const std::vector<std::string>& helper,
+                                         const std::string& netns, std::int64_t pid,
+                                         const std::vector<std::string>& words,
                                          std::int64_t expect_pid = 0);
 // The remote command line ssh hands to the node's shell. A request ending in kSessionPortWord
 // gets `--keep-port <port>` of $SSH_CONNECTION there instead (nothing when that has none).
-std::string remoteHelperCommand(const std::vector<std::string>& helper, const std::vector<std::string>& words);
+std::string remoteHelperCommand(const std::vector<std::string>& helper,
+                                const std::vector<std::string>& words);
 
 // Runs a command for the gray faults: runCommand, by default.
 using CommandRunner = std::function<Result<CommandOutput>(const std::vector<std::string>& argv,
-                                                         std::chrono::milliseconds timeout)>;
+                                                          std::chrono::milliseconds timeout)>;
 
 class GrayRunner {
  public:
@@ -110,8 +113,8 @@ class GrayRunner {
   Result<std::vector<std::string>> sweep();
 
  private:
-  Result<CommandOutput> runOn(const HelperArgv& how, const HelperRequest& request, std::string* detail,
-                              bool keep_session = false);
+  Result<CommandOutput> runOn(const HelperArgv& how, const HelperRequest& request,
+                              std::string* detail, bool keep_session = false);
   // requested_at, and the fault's time from the window kfaild-gray printed in `out` (bracketed
   // by the call when it printed none), as record fields.
   void placeInTime(FaultRecord& record, const CommandOutput& out, const std::string& what);

@@ -40,7 +40,7 @@ struct FaultRecord {
   common::WallMicros requested_at = 0;         // local wall clock just before the request
   std::optional<common::WallMicros> fault_at;  // the injector side's own time, where it has one
   std::string fault_time_source;
-  std::string detail;  // what was done, e.g. "SIGKILL to pid 4242"
+  std::string detail;                // what was done, e.g. "SIGKILL to pid 4242"
   std::int64_t clock_offset_us = 0;  // fault_at's clock − kfaild's, as estimated
   std::int64_t uncertainty_us = 0;   // ± of faultTime()
 
@@ -126,8 +126,8 @@ class Injector {
   // "docker container kbf-k1-1 (unix:///var/run/docker.sock)", "ssh kafka@k1 (pid file ...)".
   virtual std::string describe() const = 0;
 
-  virtual Result<FaultRecord> kill() = 0;                              // SIGKILL
-  virtual Result<FaultRecord> stop(std::chrono::seconds grace) = 0;    // SIGTERM, SIGKILL after grace
+  virtual Result<FaultRecord> kill() = 0;                            // SIGKILL
+  virtual Result<FaultRecord> stop(std::chrono::seconds grace) = 0;  // SIGTERM, SIGKILL after grace
   // Freezes the broker (SIGSTOP / cgroup freezer) for drill spec.drill, after starting the timer
   // that thaws it by itself spec.expiresAfter() later if resume() does not come
   // (server/fault/pause_expiry.h). A timer that cannot be started fails the pause before the
@@ -137,7 +137,7 @@ class Injector {
   // Thaws the broker, then cancels drill `drill`'s expiry timers for it (a cancel that fails
   // leaves a timer that would only resume a broker that runs already; detail says so).
   virtual Result<FaultRecord> resume(const std::string& drill) = 0;
-  virtual Result<FaultRecord> start() = 0;                             // start a stopped broker
+  virtual Result<FaultRecord> start() = 0;  // start a stopped broker
   virtual Result<ProcessState> inspect() = 0;
 
   // Broker log lines written at or after `since` in `file` ("server.log", "controller.log",
@@ -173,7 +173,8 @@ class Injector {
   // script (`nft --check`), the filler's directory is a writable directory on a filesystem of its
   // own. Touches nothing. errc::unsupported with the reason when it cannot.
   virtual Status checkGray(const GrayAction& action) {
-    if (auto why = refusal(grayFaultOf(action)); !why.empty()) return faultError(errc::unsupported, why);
+    if (auto why = refusal(grayFaultOf(action)); !why.empty())
+      return faultError(errc::unsupported, why);
     return okStatus();
   }
   // Where `drill`'s gray fault would be placed on this node now; empty for an injector without
@@ -181,14 +182,17 @@ class Injector {
   virtual GrayPlace grayPlace(const std::string& /*drill*/) const { return {}; }
   // Undoes every gray fault of `drill` on this node (its nft table, its disk filler) where the
   // node's configuration puts them now: healPlaced(grayPlace(drill)).
-  virtual Result<FaultRecord> heal(const std::string& drill) { return healPlaced(grayPlace(drill)); }
+  virtual Result<FaultRecord> heal(const std::string& drill) {
+    return healPlaced(grayPlace(drill));
+  }
   // Undoes what `place` names. The nft step and the disk step run and succeed independently; each
   // succeeds when there is nothing of ours left (no such namespace, or one re-created since; the
   // container stopped; no table; no filler). An error only for a step that could not run for
   // another reason, with every step's outcome in its message.
   virtual Result<FaultRecord> healPlaced(const GrayPlace& place) {
     FaultRecord nothing;  // an injector without gray faults cannot have injected one
-    nothing.detail = "nothing to heal" + std::string(place.empty() ? "" : " at " + place.table + place.filler) + ": " +
+    nothing.detail = "nothing to heal" +
+                     std::string(place.empty() ? "" : " at " + place.table + place.filler) + ": " +
                      describe() + " has no gray faults";
     return nothing;
   }

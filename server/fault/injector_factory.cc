@@ -27,8 +27,10 @@ std::unique_ptr<Injector> makeInjector(const config::NodeConfig& node, const com
     if (node.gray_faults) injector->placeGrayFaults(gray_instance, node.gray_helper);
     return injector;
   }
-  const GrayPlacement placement{
-      .netns = node.netns, .fill_dir = node.fill_dir, .instance = gray_instance, .helper = node.gray_helper};
+  const GrayPlacement placement{.netns = node.netns,
+                                .fill_dir = node.fill_dir,
+                                .instance = gray_instance,
+                                .helper = node.gray_helper};
   if (node.ssh) {
     auto injector = std::make_unique<SshInjector>(*node.ssh, *zone, clock);
     if (node.gray_faults) injector->placeGrayFaults(placement);

@@ -127,7 +127,8 @@ std::vector<BrokerLogLine> selectKafkaLogLines(std::string_view text, const std:
     out.push_back(std::move(*line));
   }
   // The text may be a rolled file and the current one after it: in time order whatever came first.
-  std::stable_sort(out.begin(), out.end(), [](const BrokerLogLine& a, const BrokerLogLine& b) { return a.t < b.t; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const BrokerLogLine& a, const BrokerLogLine& b) { return a.t < b.t; });
   return out;
 }
 
@@ -138,8 +139,11 @@ std::string rolledLogsGrepScript(const std::string& log_dir, const std::string& 
   for (const auto& p : patterns) grep += " -e " + shellQuote(p);
   const std::string path = shellQuote(log_dir) + "/" + shellQuote(file);
   return "set --\n"
-         "for r in " + path + ".*; do\n"
-         "  [ -f \"$r\" ] && [ \"$(stat -c %Y \"$r\" 2>/dev/null || echo 0)\" -ge " + std::to_string(since_s) +
+         "for r in " +
+         path +
+         ".*; do\n"
+         "  [ -f \"$r\" ] && [ \"$(stat -c %Y \"$r\" 2>/dev/null || echo 0)\" -ge " +
+         std::to_string(since_s) +
          " ] && set -- \"$@\" \"$r\"\n"
          "done\n" +
          grep + " -- \"$@\" " + path + "\n";
@@ -173,7 +177,8 @@ std::optional<std::vector<std::int32_t>> brokerSet(std::string_view text) {
     if (comma == std::string_view::npos) comma = text.size();
     auto item = text.substr(pos, comma - pos);
     while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    if (item.empty() || item.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string_view::npos)
+      return std::nullopt;
     out.push_back(static_cast<std::int32_t>(std::stol(std::string(item))));
     pos = comma + 1;
   }
@@ -194,7 +199,8 @@ struct NamedPartition {
   std::int32_t partition = -1;
   std::size_t rest = 0;
 };
-std::optional<NamedPartition> partitionNamed(std::string_view message, const std::vector<std::string>& topics,
+std::optional<NamedPartition> partitionNamed(std::string_view message,
+                                             const std::vector<std::string>& topics,
                                              std::string_view prefix, char suffix) {
   for (const auto& topic : topics) {
     const auto marker = std::string(prefix) + topic + "-";
@@ -205,25 +211,36 @@ std::optional<NamedPartition> partitionNamed(std::string_view message, const std
     if (number_end == std::string_view::npos) continue;
     const auto number = message.substr(number_at, number_end - number_at);
     // "orders-x-0" is another topic's partition, which a later name of `topics` may match.
-    if (number.empty() || number.size() > 9 || number.find_first_not_of("0123456789") != std::string_view::npos) {
+    if (number.empty() || number.size() > 9 ||
+        number.find_first_not_of("0123456789") != std::string_view::npos) {
       continue;
     }
-    return NamedPartition{topic, static_cast<std::int32_t>(std::stol(std::string(number))), number_end};
+    return NamedPartition{topic, static_cast<std::int32_t>(std::stol(std::string(number))),
+                          number_end};
   }
   return std::nullopt;
 }
 
 // A failover event read from `line`, its clock's offset and uncertainty with it.
-FailoverLogEvent fromLine(const BrokerLogLine& line, std::string kind, std::int32_t broker, std::int32_t node,
-                          std::optional<std::string> topic = std::nullopt,
+FailoverLogEvent fromLine(const BrokerLogLine& line, std::string kind, std::int32_t broker,
+                          std::int32_t node, std::optional<std::string> topic = std::nullopt,
                           std::optional<std::int32_t> partition = std::nullopt) {
-  return {line.t,          std::move(kind),      broker, node, line.file, line.message, std::move(topic), partition,
-          line.clock_offset_us, line.clock_uncertainty_us};
+  return {line.t,
+          std::move(kind),
+          broker,
+          node,
+          line.file,
+          line.message,
+          std::move(topic),
+          partition,
+          line.clock_offset_us,
+          line.clock_uncertainty_us};
 }
 
 }  // namespace
 
-std::vector<FailoverLogEvent> isrShrinkEvents(std::vector<BrokerLogLine> lines, const std::vector<std::string>& topics,
+std::vector<FailoverLogEvent> isrShrinkEvents(std::vector<BrokerLogLine> lines,
+                                              const std::vector<std::string>& topics,
                                               std::int32_t node) {
   std::stable_sort(lines.begin(), lines.end(),
                    [](const BrokerLogLine& a, const BrokerLogLine& b) { return a.t < b.t; });
@@ -242,8 +259,8 @@ std::vector<FailoverLogEvent> isrShrinkEvents(std::vector<BrokerLogLine> lines, 
     if (!isr || it == pending.end()) return;
     if (*isr == it->second.isr) {
       const auto& dropped = it->second.dropped;
-      out.push_back(fromLine(line, "isr_shrink", dropped.size() == 1 ? dropped.front() : -1, node, named.topic,
-                             named.partition));
+      out.push_back(fromLine(line, "isr_shrink", dropped.size() == 1 ? dropped.front() : -1, node,
+                             named.topic, named.partition));
     } else if (!answer) {
       return;
     }
@@ -282,12 +299,15 @@ std::vector<FailoverLogEvent> isrShrinkEvents(std::vector<BrokerLogLine> lines, 
   return out;
 }
 
-std::vector<FailoverLogEvent> readFailoverLogs(const std::vector<LogSource>& nodes, std::int32_t target,
-                                               const std::vector<std::string>& topics, common::WallMicros since) {
+std::vector<FailoverLogEvent> readFailoverLogs(const std::vector<LogSource>& nodes,
+                                               std::int32_t target,
+                                               const std::vector<std::string>& topics,
+                                               common::WallMicros since) {
   std::vector<FailoverLogEvent> out;
   std::vector<std::string> controller_needles;
   for (const auto& m : kControllerMarks) controller_needles.emplace_back(m.needle);
-  // "Fencing broker 1 at epoch", "Unfenced broker 1 has requested", "request from broker 1 to shut down"
+  // "Fencing broker 1 at epoch", "Unfenced broker 1 has requested", "request from broker 1 to shut
+  // down"
   const std::string subject = "broker " + std::to_string(target) + " ";
   for (const auto& source : nodes) {
     if (source.injector == nullptr) continue;
@@ -325,7 +345,8 @@ std::vector<FailoverLogEvent> readFailoverLogs(const std::vector<LogSource>& nod
           } catch (const std::exception&) {
             continue;
           }
-          out.push_back(fromLine(line, "leader_epoch_start", source.node, source.node, t, partition));
+          out.push_back(
+              fromLine(line, "leader_epoch_start", source.node, source.node, t, partition));
         }
       }
     }
@@ -333,14 +354,16 @@ std::vector<FailoverLogEvent> readFailoverLogs(const std::vector<LogSource>& nod
     if (source.node == target) server_needles.emplace_back("Terminating process due to signal");
     if (auto lines = source.injector->logLines("server.log", since, server_needles); lines) {
       for (auto& line : *lines) {
-        if (source.node == target && line.message.find("Terminating process due to signal") != std::string::npos) {
+        if (source.node == target &&
+            line.message.find("Terminating process due to signal") != std::string::npos) {
           out.push_back(fromLine(line, "signal_received", target, source.node));
         } else {
           isr_lines.push_back(std::move(line));
         }
       }
     }
-    for (auto& shrink : isrShrinkEvents(std::move(isr_lines), topics, source.node)) out.push_back(std::move(shrink));
+    for (auto& shrink : isrShrinkEvents(std::move(isr_lines), topics, source.node))
+      out.push_back(std::move(shrink));
   }
   return out;
 }

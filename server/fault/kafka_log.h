@@ -60,7 +60,7 @@ struct FailoverLogEvent {
   // The broker the line is about: the new leader for leader_epoch_start, the replica dropped for
   // isr_shrink (-1 when it dropped several).
   std::int32_t broker = -1;
-  std::int32_t node = -1;    // whose log it is
+  std::int32_t node = -1;  // whose log it is
   std::string file;
   std::string line;
   std::optional<std::string> topic;  // leader_epoch_start and isr_shrink only
@@ -88,12 +88,15 @@ struct LogSource {
 // line's time, to its millisecond. The metadata shows the change later, by as much as the brokers
 // answering Metadata lag the controller (0.35 s seen on a busy host). A new ISR without a shrink
 // to it before (an expansion, or a shrink the controller refused) is none. Pure.
-std::vector<FailoverLogEvent> isrShrinkEvents(std::vector<BrokerLogLine> lines, const std::vector<std::string>& topics,
+std::vector<FailoverLogEvent> isrShrinkEvents(std::vector<BrokerLogLine> lines,
+                                              const std::vector<std::string>& topics,
                                               std::int32_t node);
 
 // Reads the failover's marks from every node's logs since `since` (nodes whose logs cannot be
 // read contribute nothing). `topics` are the probe topics.
-std::vector<FailoverLogEvent> readFailoverLogs(const std::vector<LogSource>& nodes, std::int32_t target,
-                                               const std::vector<std::string>& topics, common::WallMicros since);
+std::vector<FailoverLogEvent> readFailoverLogs(const std::vector<LogSource>& nodes,
+                                               std::int32_t target,
+                                               const std::vector<std::string>& topics,
+                                               common::WallMicros since);
 
 }  // namespace kfaild::fault

@@ -21,8 +21,8 @@
 #include "server/common/sensitive.h"
 #include "server/common/utf8.h"
 #include "server/fault/command.h"
-#include "server/fault/gray_runner.h"
 #include "server/fault/errc.h"
+#include "server/fault/gray_runner.h"
 
 namespace kfaild::fault {
 namespace {
@@ -113,7 +113,7 @@ std::optional<pid_t> procTgid(pid_t pid) {
 
 // When `path` was last written, on the wall clock; nullopt when it cannot be read.
 std::optional<common::WallMicros> fileWrittenAt(const std::string& path) {
-  struct stat st {};
+  struct stat st{};
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;
   return static_cast<common::WallMicros>(st.st_mtim.tv_sec) * 1'000'000 + st.st_mtim.tv_nsec / 1000;
 }
@@ -145,15 +145,18 @@ std::string signalText(int signal) {
 }
 
 // `dir`/`file`.* last written at or after `since`, oldest first.
-std::vector<std::string> rolledSince(const std::string& dir, const std::string& file, common::WallMicros since) {
+std::vector<std::string> rolledSince(const std::string& dir, const std::string& file,
+                                     common::WallMicros since) {
   std::vector<std::pair<common::WallMicros, std::string>> found;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const auto name = entry.path().filename().string();
-    if (name.size() <= file.size() + 1 || name.compare(0, file.size() + 1, file + ".") != 0) continue;
-    struct stat st {};
+    if (name.size() <= file.size() + 1 || name.compare(0, file.size() + 1, file + ".") != 0)
+      continue;
+    struct stat st{};
     if (::stat(entry.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    const common::WallMicros written = std::int64_t{st.st_mtim.tv_sec} * 1'000'000 + st.st_mtim.tv_nsec / 1000;
+    const common::WallMicros written =
+        std::int64_t{st.st_mtim.tv_sec} * 1'000'000 + st.st_mtim.tv_nsec / 1000;
     if (written >= since) found.emplace_back(written, entry.path().string());
   }
   std::sort(found.begin(), found.end());
@@ -200,7 +203,8 @@ bool looksLikeKafkaJvm(const std::vector<std::string>& argv) {
 std::string netnsMismatch(const std::string& netns, std::optional<std::uint64_t> configured,
                           pid_t pid, std::optional<std::uint64_t> broker) {
   const auto where = "/proc/" + std::to_string(pid) + "/ns/net";
-  if (!configured) return "network namespace '" + netns + "' (/var/run/netns/" + netns + ") cannot be read";
+  if (!configured)
+    return "network namespace '" + netns + "' (/var/run/netns/" + netns + ") cannot be read";
   if (!broker) return "the broker's network namespace (" + where + ") cannot be read";
   if (*configured == *broker) return {};
   return "the broker (pid " + std::to_string(pid) + ") is not in network namespace '" + netns +
@@ -209,7 +213,7 @@ std::string netnsMismatch(const std::string& netns, std::optional<std::uint64_t>
 }
 
 std::optional<std::uint64_t> namespaceInode(const std::string& path) {
-  struct stat st {};
+  struct stat st{};
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;
   return static_cast<std::uint64_t>(st.st_ino);
 }
@@ -243,7 +247,8 @@ Result<pid_t> LocalInjector::brokerPid() const {
                                                  target_.pid_file +
                                                  " is not running (stale pid file)");
   }
-  if (auto problem = stalePidProblem(pid, procTgid(pid), procStartTime(pid), fileWrittenAt(target_.pid_file))) {
+  if (auto problem = stalePidProblem(pid, procTgid(pid), procStartTime(pid),
+                                     fileWrittenAt(target_.pid_file))) {
     return faultError(errc::no_such_process,
                       "pid " + std::to_string(pid) + " from " + target_.pid_file + " " + *problem);
   }
@@ -309,11 +314,14 @@ namespace {
 
 // A pause timer's script (pause_expiry.h) on this host, for broker `pid`.
 Result<CommandOutput> runPauseScript(pid_t pid, const std::string& script) {
-  auto out = runCommand(std::vector<std::string>{"sh", "-c", "pid=" + std::to_string(pid) + "\n" + script}, kPauseScriptTimeout);
+  auto out =
+      runCommand(std::vector<std::string>{"sh", "-c", "pid=" + std::to_string(pid) + "\n" + script},
+                 kPauseScriptTimeout);
   if (!out) return out.error();
   if (out->exit_code != 0) {
-    return faultError(errc::command_failed,
-                      "sh exited with status " + std::to_string(out->exit_code) + ": " + tailOf(out->err));
+    return faultError(
+        errc::command_failed,
+        "sh exited with status " + std::to_string(out->exit_code) + ": " + tailOf(out->err));
   }
   return out;
 }
@@ -329,9 +337,10 @@ Result<FaultRecord> LocalInjector::pause(const PauseSpec& spec) {
   // The timer first: a pause never exists without the timer that ends it.
   auto timer = runPauseScript(*pid, processPauseTimerScript(spec));
   if (!timer) {
-    return Error{timer.error().code, "pid " + std::to_string(*pid) +
-                                         " not paused: the timer that would end the pause by itself did not start: " +
-                                         timer.error().message};
+    return Error{timer.error().code,
+                 "pid " + std::to_string(*pid) +
+                     " not paused: the timer that would end the pause by itself did not start: " +
+                     timer.error().message};
   }
   if (auto sent = signalPid(SIGSTOP, *pid, record); !sent) {
     (void)runPauseScript(*pid, processPauseCancelScript(spec.drill));
@@ -349,9 +358,11 @@ Result<FaultRecord> LocalInjector::resume(const std::string& drill) {
   waitForStopState(pid, false);
   if (!invalidReason(PauseSpec{drill, std::chrono::seconds(1)}).empty()) return record;
   auto cancelled = runPauseScript(pid, processPauseCancelScript(drill));
-  record->detail += cancelled ? cancelDetail(cancelledTimers(cancelled->out))
-                              : "; its expiry timer could not be cancelled (it would only resume a running "
-                                "broker): " + cancelled.error().message;
+  record->detail +=
+      cancelled ? cancelDetail(cancelledTimers(cancelled->out))
+                : "; its expiry timer could not be cancelled (it would only resume a running "
+                  "broker): " +
+                      cancelled.error().message;
   return record;
 }
 
@@ -442,8 +453,9 @@ Result<std::vector<BrokerLogLine>> LocalInjector::logLines(
 }
 
 std::optional<std::string> netnsIdentity(const std::string& name) {
-  struct stat st {};
-  if (name.empty() || name.find('/') != std::string::npos || ::stat(("/run/netns/" + name).c_str(), &st) != 0) {
+  struct stat st{};
+  if (name.empty() || name.find('/') != std::string::npos ||
+      ::stat(("/run/netns/" + name).c_str(), &st) != 0) {
     return std::nullopt;
   }
   return "net:[" + std::to_string(st.st_ino) + "]";
@@ -456,9 +468,10 @@ void LocalInjector::placeGrayFaults(const GrayPlacement& placement) {
   if (!placement.netns.empty()) {
     // Rules go in only with the broker checked to be in the namespace: here when kfaild may read
     // its /proc/<pid>/ns/net, and always by kfaild-gray as root (--expect-pid) at the injection.
-    shell.nft = [this, helper = gray_helper_, netns = placement.netns](const std::vector<std::string>& words)
-        -> Result<std::vector<std::string>> {
-      const bool places = !words.empty() && (words.front() == "isolate" || words.front() == "throttle");
+    shell.nft = [this, helper = gray_helper_, netns = placement.netns](
+                    const std::vector<std::string>& words) -> Result<std::vector<std::string>> {
+      const bool places =
+          !words.empty() && (words.front() == "isolate" || words.front() == "throttle");
       std::int64_t expect = 0;
       if (places) {
         auto pid = brokerPid();
@@ -472,17 +485,21 @@ void LocalInjector::placeGrayFaults(const GrayPlacement& placement) {
       if (!pid) return pid.error();
       const auto where = "/proc/" + std::to_string(*pid) + "/ns/net";
       const auto broker = namespaceInode(where);
-      // An unprivileged kfaild may not read a broker of another user's namespace: kfaild-gray checks.
+      // An unprivileged kfaild may not read a broker of another user's namespace: kfaild-gray
+      // checks.
       if (!broker && (errno == EACCES || errno == EPERM)) return NftExceptions{};
-      const auto why = netnsMismatch(netns, namespaceInode("/var/run/netns/" + netns), *pid, broker);
+      const auto why =
+          netnsMismatch(netns, namespaceInode("/var/run/netns/" + netns), *pid, broker);
       if (!why.empty()) return faultError(errc::invalid_target, why);
       return NftExceptions{};
     };
   } else {
-    shell.nft_refusal = "the broker runs in kfaild's own network namespace (no netns configured): "
-                        "cutting it off would cut kfaild off as well";
+    shell.nft_refusal =
+        "the broker runs in kfaild's own network namespace (no netns configured): "
+        "cutting it off would cut kfaild off as well";
   }
-  shell.sh = [helper = gray_helper_](const std::vector<std::string>& words) -> Result<std::vector<std::string>> {
+  shell.sh = [helper = gray_helper_](
+                 const std::vector<std::string>& words) -> Result<std::vector<std::string>> {
     return localHelperArgv(helper, {}, 0, words);
   };
   shell.fill_dir = placement.fill_dir;
@@ -502,15 +519,17 @@ namespace {
 // or was re-created since (a reboot, `lab down` and up), holds nothing of the drill's.
 HelperArgv placedNft(const GrayPlace& place, const std::vector<std::string>& helper) {
   if (place.table.empty() || place.netns.empty()) return {};
-  return [place, helper](const std::vector<std::string>& words) -> Result<std::vector<std::string>> {
-    const auto id = netnsIdentity(place.netns);
-    if (!id) return faultError(errc::not_present, "no network namespace " + place.netns);
-    if (!place.netns_id.empty() && *id != place.netns_id) {
-      return faultError(errc::not_present, "network namespace " + place.netns + " is " + *id + ", not the " +
-                                               place.netns_id + " the fault went into (re-created since)");
-    }
-    return localHelperArgv(helper, place.netns, 0, words);
-  };
+  return
+      [place, helper](const std::vector<std::string>& words) -> Result<std::vector<std::string>> {
+        const auto id = netnsIdentity(place.netns);
+        if (!id) return faultError(errc::not_present, "no network namespace " + place.netns);
+        if (!place.netns_id.empty() && *id != place.netns_id) {
+          return faultError(errc::not_present, "network namespace " + place.netns + " is " + *id +
+                                                   ", not the " + place.netns_id +
+                                                   " the fault went into (re-created since)");
+        }
+        return localHelperArgv(helper, place.netns, 0, words);
+      };
 }
 
 }  // namespace

@@ -76,7 +76,7 @@ class LocalInjector final : public GrayFaultInjector {
   config::LocalTarget target_;
   LogZone zone_;
   const common::Clock& clock_;
-  std::string gray_netns_;  // placeGrayFaults' netns
+  std::string gray_netns_;                // placeGrayFaults' netns
   std::vector<std::string> gray_helper_;  // how kfaild-gray runs here (placeGrayFaults)
 };
 

@@ -39,32 +39,42 @@ constexpr std::string_view kPoll =
 
 // `stem` is a sh assignment of s (the stem); `action` takes its two arguments from `args` (sh
 // words of the outer script).
-std::string timerScript(const std::string& stem, std::chrono::seconds after, const std::string& action,
-                        const std::string& args) {
+std::string timerScript(const std::string& stem, std::chrono::seconds after,
+                        const std::string& action, const std::string& args) {
   // Inside sh -c '...'; and the service manager expands ${VAR} in a unit's argv (systemd-run's
   // --expand-environment, on by default), so neither may be in the action.
   assert(action.find('\'') == std::string::npos && action.find("${") == std::string::npos);
   const std::string dir(kTimerDir);
   const std::string no_timer = std::to_string(kExitNoTimer);
-  return stem + "\n" +
-         "e=" + std::to_string(after.count()) + "\n" +
-         "m=$(mktemp \"" + dir + "/$s.XXXXXX\") || { echo \"kfaild: cannot create the pause timer's file in " + dir +
-         "\" >&2; exit " + no_timer + "; }\n"
+  return stem + "\n" + "e=" + std::to_string(after.count()) + "\n" + "m=$(mktemp \"" + dir +
+         "/$s.XXXXXX\") || { echo \"kfaild: cannot create the pause timer's file in " + dir +
+         "\" >&2; exit " + no_timer +
+         "; }\n"
          "w=\"$s-${m##*.}\"\n"
          "if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1 && "
-         "systemd-run --no-ask-password --quiet --collect --unit=\"$w\" --on-active=\"$e\" sh -c '" + action +
-         "' kfaild-pause " + args + " >/dev/null 2>&1 && systemctl is-active --quiet \"$w.timer\"; then\n"
+         "systemd-run --no-ask-password --quiet --collect --unit=\"$w\" --on-active=\"$e\" sh -c "
+         "'" +
+         action + "' kfaild-pause " + args +
+         " >/dev/null 2>&1 && systemctl is-active --quiet \"$w.timer\"; then\n"
          "  rm -f -- \"$m\"\n"
          "  z=\"systemd-run $w.timer\"\n"
-         "  cancel_timer() { systemctl --no-ask-password stop \"$w.timer\" >/dev/null 2>&1 || :; }\n"
+         "  cancel_timer() { systemctl --no-ask-password stop \"$w.timer\" >/dev/null 2>&1 || :; "
+         "}\n"
          "else\n"
-         "  command -v setsid >/dev/null 2>&1 || { rm -f -- \"$m\"; echo \"kfaild: neither systemd-run nor setsid "
-         "is there to start the timer that ends the pause by itself\" >&2; exit " + no_timer + "; }\n"
-         "  setsid sh -c '" + std::string(kPoll) + action + "' kfaild-pause " + args +
+         "  command -v setsid >/dev/null 2>&1 || { rm -f -- \"$m\"; echo \"kfaild: neither "
+         "systemd-run nor setsid "
+         "is there to start the timer that ends the pause by itself\" >&2; exit " +
+         no_timer +
+         "; }\n"
+         "  setsid sh -c '" +
+         std::string(kPoll) + action + "' kfaild-pause " + args +
          " \"$e\" \"$m\" </dev/null >/dev/null 2>&1 &\n"
          "  z=\"setsid pid $!\"\n"
-         "  kill -0 \"$!\" 2>/dev/null || { rm -f -- \"$m\"; echo \"kfaild: the pause's expiry timer did not "
-         "start\" >&2; exit " + no_timer + "; }\n"
+         "  kill -0 \"$!\" 2>/dev/null || { rm -f -- \"$m\"; echo \"kfaild: the pause's expiry "
+         "timer did not "
+         "start\" >&2; exit " +
+         no_timer +
+         "; }\n"
          "  cancel_timer() { rm -f -- \"$m\"; }\n"
          "fi\n"
          "echo \"kfaild-timer=$z\"\n";
@@ -72,13 +82,14 @@ std::string timerScript(const std::string& stem, std::chrono::seconds after, con
 
 std::string cancelScript(const std::string& stem) {
   const std::string dir(kTimerDir);
-  return stem + "\n" +
-         "for m in \"" + dir + "/$s\".*; do if [ -e \"$m\" ]; then rm -f -- \"$m\" && echo \"kfaild-cancelled=$m\"; "
+  return stem + "\n" + "for m in \"" + dir +
+         "/$s\".*; do if [ -e \"$m\" ]; then rm -f -- \"$m\" && echo \"kfaild-cancelled=$m\"; "
          "fi; done\n"
          "if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then\n"
          "  for u in $(systemctl list-units --plain --no-legend \"$s-*.timer\" 2>/dev/null | "
          "grep -o \"$s-[A-Za-z0-9]*[.]timer\"); do\n"
-         "    systemctl --no-ask-password stop \"$u\" >/dev/null 2>&1 && echo \"kfaild-cancelled=$u\"\n"
+         "    systemctl --no-ask-password stop \"$u\" >/dev/null 2>&1 && echo "
+         "\"kfaild-cancelled=$u\"\n"
          "  done\n"
          "fi\n";
 }
@@ -94,13 +105,14 @@ std::string containerStem(std::string_view drill, std::string_view container) {
 }  // namespace
 
 std::string invalidReason(const PauseSpec& spec) {
-  const bool plain = !spec.drill.empty() && spec.drill.size() <= kMaxDrillName &&
-                     spec.drill.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
-                         std::string::npos;
+  const bool plain =
+      !spec.drill.empty() && spec.drill.size() <= kMaxDrillName &&
+      spec.drill.find_first_not_of(
+          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
   if (!plain) return "drill id '" + spec.drill + "' is not 1 to 48 of [A-Za-z0-9_]";
   if (spec.expiresAfter().count() < 1) {
-    return "a pause must expire at least 1 s after it began, not " + std::to_string(spec.expiresAfter().count()) +
-           " s";
+    return "a pause must expire at least 1 s after it began, not " +
+           std::to_string(spec.expiresAfter().count()) + " s";
   }
   return {};
 }
@@ -108,8 +120,8 @@ std::string invalidReason(const PauseSpec& spec) {
 std::string containerPauseStem(std::string_view drill, std::string_view container) {
   std::string name(container);
   for (auto& c : name) {
-    const bool kept = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-                      c == '.' || c == '-';
+    const bool kept = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == '.' || c == '-';
     if (!kept) c = '_';
   }
   return "kfaild-pause-d" + std::string(drill) + "-c" + name;
@@ -120,17 +132,22 @@ std::string processPauseTimerScript(const PauseSpec& spec) {
          "st=$(started $pid)\n"
          "[ -n \"$st\" ] || { echo \"kfaild: cannot read the start time of pid $pid\" >&2; exit " +
          std::to_string(kExitNoTimer) + "; }\n" +
-         timerScript(processStem(spec.drill), spec.expiresAfter(), processResumeAction(), "\"$pid\" \"$st\"");
+         timerScript(processStem(spec.drill), spec.expiresAfter(), processResumeAction(),
+                     "\"$pid\" \"$st\"");
 }
 
-std::string processPauseCancelScript(std::string_view drill) { return cancelScript(processStem(drill)); }
+std::string processPauseCancelScript(std::string_view drill) {
+  return cancelScript(processStem(drill));
+}
 
 std::string containerPauseTimerScript(const PauseSpec& spec, std::string_view container,
                                       const std::string& socket, const std::string& unpause_path) {
-  return "command -v curl >/dev/null 2>&1 || { echo \"kfaild: there is no curl on kfaild's host to unpause the "
+  return "command -v curl >/dev/null 2>&1 || { echo \"kfaild: there is no curl on kfaild's host to "
+         "unpause the "
          "container with when the pause expires\" >&2; exit " +
          std::to_string(kExitNoCurl) + "; }\n" +
-         timerScript(containerStem(spec.drill, container), spec.expiresAfter(), std::string(kUnpauseAction),
+         timerScript(containerStem(spec.drill, container), spec.expiresAfter(),
+                     std::string(kUnpauseAction),
                      shellQuote(socket) + " " + shellQuote(unpause_path));
 }
 
@@ -164,11 +181,13 @@ std::string startedTimer(std::string_view output) {
   return values.empty() ? std::string() : values.back();
 }
 
-std::string cancelledTimers(std::string_view output) { return join(valuesOf(output, "cancelled"), ", "); }
+std::string cancelledTimers(std::string_view output) {
+  return join(valuesOf(output, "cancelled"), ", ");
+}
 
 std::string expiryDetail(const PauseSpec& spec, std::string_view timer) {
-  return "; thaws by itself " + std::to_string(spec.expiresAfter().count()) + " s after (" + std::string(timer) +
-         ")";
+  return "; thaws by itself " + std::to_string(spec.expiresAfter().count()) + " s after (" +
+         std::string(timer) + ")";
 }
 
 std::string cancelDetail(std::string_view cancelled) {

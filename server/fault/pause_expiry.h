@@ -42,7 +42,7 @@ namespace kfaild::fault {
 // What Injector::pause is asked: freeze the broker for drill `drill` for `duration`; it thaws by
 // itself expiresAfter() from the pause if nobody resumes it.
 struct PauseSpec {
-  std::string drill;  // the drill's id: 1 to 48 of [A-Za-z0-9_]; names the timers
+  std::string drill;                 // the drill's id: 1 to 48 of [A-Za-z0-9_]; names the timers
   std::chrono::seconds duration{0};  // pause_s
   std::chrono::seconds margin = kExpiryMargin;  // tests shorten it
   std::chrono::seconds expiresAfter() const { return duration + margin; }

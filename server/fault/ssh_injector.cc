@@ -102,10 +102,11 @@ namespace {
 // After the prelude: the remote clock, the signal (`on_failure` runs when kill fails, and the
 // script then exits 1), and for STOP and CONT the wait for the state to show it.
 std::string signalTail(Signal signal, const std::string& on_failure = {}) {
-  std::string script = "echo kfaild-clock=$(date +%s%N)\n"
-                       "kill -" +
-                       std::string(signalName(signal)) + " $pid" +
-                       (on_failure.empty() ? "" : " || { " + on_failure + " exit 1; }") + "\n";
+  std::string script =
+      "echo kfaild-clock=$(date +%s%N)\n"
+      "kill -" +
+      std::string(signalName(signal)) + " $pid" +
+      (on_failure.empty() ? "" : " || { " + on_failure + " exit 1; }") + "\n";
   // A JVM is stopped once all its threads are, a moment after kill returned: wait up to 2 s
   // for the state to show it, so a pause is done when this returns.
   if (signal == Signal::stop) {
@@ -127,11 +128,13 @@ std::string signalCommand(const std::string& pid_command, Signal signal) {
 }
 
 std::string pauseCommand(const std::string& pid_command, const PauseSpec& spec) {
-  return pidPrelude(pid_command) + processPauseTimerScript(spec) + signalTail(Signal::stop, "cancel_timer;");
+  return pidPrelude(pid_command) + processPauseTimerScript(spec) +
+         signalTail(Signal::stop, "cancel_timer;");
 }
 
 std::string resumeCommand(const std::string& pid_command, std::string_view drill) {
-  return pidPrelude(pid_command) + signalTail(Signal::cont, "echo \"kfaild: kill -CONT $pid failed\" >&2;") +
+  return pidPrelude(pid_command) +
+         signalTail(Signal::cont, "echo \"kfaild: kill -CONT $pid failed\" >&2;") +
          processPauseCancelScript(drill);
 }
 
@@ -169,7 +172,8 @@ std::string hostNamespaceCommand(const std::string& pid_command, const std::stri
   // kfaild-gray, as root, compares the broker's namespace with its own: where its rules go.
   return pidPrelude(pid_command) + helper +
          " --expect-pid \"$pid\" netns-check || { echo \"kfaild: gray network faults are refused: "
-         "kfaild-gray's rules in this host's namespace would not reach the broker (pid $pid)\" >&2; "
+         "kfaild-gray's rules in this host's namespace would not reach the broker (pid $pid)\" "
+         ">&2; "
          "exit 97; }\n"
          "echo kfaild-netns=host\n";
 }
@@ -185,7 +189,8 @@ std::string clockDialogueCommand() {
 
 std::string logsCommand(const std::string& log_dir, const std::string& file,
                         const std::vector<std::string>& patterns, common::WallMicros since) {
-  return rolledLogsGrepScript(log_dir, file, patterns, std::max<common::WallMicros>(0, since / 1'000'000));
+  return rolledLogsGrepScript(log_dir, file, patterns,
+                              std::max<common::WallMicros>(0, since / 1'000'000));
 }
 
 }  // namespace ssh_script
@@ -332,7 +337,8 @@ Result<ClockOffset> SshInjector::remoteClockOffset() {
         const auto text = kv.find("clock");
         const auto reading = text != kv.end() ? parseRemoteClock(text->second) : std::nullopt;
         if (!reading) continue;
-        const auto offset = bracketOffset(*reading, round.sent, round.received, remoteClockResolution(text->second));
+        const auto offset = bracketOffset(*reading, round.sent, round.received,
+                                          remoteClockResolution(text->second));
         if (!best || offset.uncertainty_us < best->uncertainty_us) best = offset;
       }
       if (best) return *best;
@@ -370,7 +376,8 @@ Result<FaultRecord> SshInjector::signal(Signal signal) {
   return signalBy(ssh_script::signalCommand(target_.pid_command, signal), signal);
 }
 
-Result<FaultRecord> SshInjector::signalBy(const std::string& script, Signal signal, std::string* output) {
+Result<FaultRecord> SshInjector::signalBy(const std::string& script, Signal signal,
+                                          std::string* output) {
   FaultRecord record;
   record.requested_at = clock_.wallNow();
   const auto timeout = std::chrono::seconds(target_.connect_timeout_s) + kShortCallSlack;
@@ -400,7 +407,8 @@ Result<FaultRecord> SshInjector::pause(const PauseSpec& spec) {
 }
 
 Result<FaultRecord> SshInjector::resume(const std::string& drill) {
-  if (!invalidReason(PauseSpec{drill, std::chrono::seconds(1)}).empty()) return signal(Signal::cont);
+  if (!invalidReason(PauseSpec{drill, std::chrono::seconds(1)}).empty())
+    return signal(Signal::cont);
   std::string out;
   auto record = signalBy(ssh_script::resumeCommand(target_.pid_command, drill), Signal::cont, &out);
   if (record) record->detail += cancelDetail(cancelledTimers(out));
@@ -496,10 +504,12 @@ Result<std::vector<BrokerLogLine>> SshInjector::logLines(const std::string& file
   if (!out) return out.error();
   if (out->exit_code == 1) return std::vector<BrokerLogLine>{};  // grep: no line matched
   if (out->exit_code == kExitSshFailed) {
-    return faultError(errc::ssh_failed, common::sensitive(destination()) + ": " + common::sensitive(trimmed(out->err)));
+    return faultError(errc::ssh_failed, common::sensitive(destination()) + ": " +
+                                            common::sensitive(trimmed(out->err)));
   }
   if (out->exit_code != 0) {
-    return faultError(errc::remote_command_failed, common::sensitive(destination()) + ": grep exit status " +
+    return faultError(errc::remote_command_failed, common::sensitive(destination()) +
+                                                       ": grep exit status " +
                                                        std::to_string(out->exit_code) + ": " +
                                                        common::sensitive(trimmed(out->err)));
   }
@@ -534,8 +544,9 @@ void SshInjector::placeGrayFaults(const GrayPlacement& placement) {
   shell.network_placement = [this, helper]() -> Result<NftExceptions> {
     auto endpoint = effectiveEndpoint();
     if (!endpoint) return endpoint.error();
-    auto host = run(ssh_script::hostNamespaceCommand(target_.pid_command, remoteHelperCommand(helper, {})),
-                    std::chrono::seconds(target_.connect_timeout_s) + kShortCallSlack);
+    auto host =
+        run(ssh_script::hostNamespaceCommand(target_.pid_command, remoteHelperCommand(helper, {})),
+            std::chrono::seconds(target_.connect_timeout_s) + kShortCallSlack);
     if (!host) return host.error();
     NftExceptions keep;
     keep.keep_tcp_ports = {endpoint->port};

@@ -123,7 +123,8 @@ class SshInjector final : public GrayFaultInjector {
   Result<FaultRecord> signal(Signal signal);
   // Runs `script` (one that signals as signalCommand does, printing kfaild-pid and kfaild-clock)
   // and records the fault; `output`, when given, gets what the script printed.
-  Result<FaultRecord> signalBy(const std::string& script, Signal signal, std::string* output = nullptr);
+  Result<FaultRecord> signalBy(const std::string& script, Signal signal,
+                               std::string* output = nullptr);
   // The remote clock against kfaild's: the tightest of kClockRounds rounds over one ssh session
   // (clockDialogueCommand), so that the connection's set-up (tens to hundreds of ms, most of it
   // before the remote clock is read) is outside the bracket; a single call's bracket if the
@@ -143,7 +144,8 @@ class SshInjector final : public GrayFaultInjector {
   const common::Clock& clock_;
   std::string ssh_program_;
   std::mutex log_offset_mutex_;
-  std::optional<std::pair<common::MonoMicros, ClockOffset>> log_offset_;  // guarded by log_offset_mutex_
+  std::optional<std::pair<common::MonoMicros, ClockOffset>>
+      log_offset_;  // guarded by log_offset_mutex_
 };
 
 // "1796015337879312744" (date +%s%N) → µs; "1796015337N" (a date without %N) → whole seconds.

@@ -35,7 +35,9 @@ void onError(rd_kafka_t* /*rk*/, int err, const char* reason, void* opaque) {
 // librdkafka logs every failed connection itself; the check reports its one conclusion instead.
 void quiet(const rd_kafka_t* /*rk*/, int /*level*/, const char* /*fac*/, const char* /*buf*/) {}
 
-bool contains(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const char* part) {
+  return text.find(part) != std::string::npos;
+}
 
 std::string oneLine(std::string text) {
   std::replace(text.begin(), text.end(), '\n', ' ');
@@ -54,7 +56,8 @@ std::string refusedKey(bool ssl, const std::string& reason) {
         contains(reason, "IP address mismatch")) {
       return "ssl.endpoint.identification.algorithm";
     }
-    if (contains(reason, "certificate verify failed") || contains(reason, "could not be verified")) {
+    if (contains(reason, "certificate verify failed") ||
+        contains(reason, "could not be verified")) {
       return "ssl.ca.location";
     }
     if (contains(reason, "certificate required") || contains(reason, "bad certificate") ||
@@ -63,19 +66,21 @@ std::string refusedKey(bool ssl, const std::string& reason) {
     }
     return "security.protocol";
   }
-  if (contains(reason, "mechanism") && !contains(reason, "invalid credentials")) return "sasl.mechanism";
+  if (contains(reason, "mechanism") && !contains(reason, "invalid credentials"))
+    return "sasl.mechanism";
   return "sasl.password";
 }
 
-AccessCheck checkClusterAccess(const std::string& bootstrap, const std::map<std::string, std::string>& client,
-                               int timeout_ms) {
+AccessCheck checkClusterAccess(const std::string& bootstrap,
+                               const std::map<std::string, std::string>& client, int timeout_ms) {
   // A SASL protocol without a mechanism would make librdkafka try Kerberos (its default, GSSAPI):
   // never what a configuration that forgot the key meant.
   if (auto security = clientSecurity(client); !security) {
     const auto& message = security.error().message;
     const auto colon = message.find(": ");
     const auto key = message.substr(0, colon);
-    if (key == "sasl.mechanism" && !client.contains("sasl.mechanism") && !client.contains("sasl.mechanisms")) {
+    if (key == "sasl.mechanism" && !client.contains("sasl.mechanism") &&
+        !client.contains("sasl.mechanisms")) {
       return refused(key, message.substr(colon + 2));
     }
   } else if (security->tls()) {
@@ -88,7 +93,8 @@ AccessCheck checkClusterAccess(const std::string& bootstrap, const std::map<std:
   }
 
   SeenErrors seen;
-  std::unique_ptr<rd_kafka_conf_t, void (*)(rd_kafka_conf_t*)> conf(rd_kafka_conf_new(), rd_kafka_conf_destroy);
+  std::unique_ptr<rd_kafka_conf_t, void (*)(rd_kafka_conf_t*)> conf(rd_kafka_conf_new(),
+                                                                    rd_kafka_conf_destroy);
   char errstr[512];
   std::map<std::string, std::string> all = client;
   all["bootstrap.servers"] = bootstrap;
@@ -96,7 +102,8 @@ AccessCheck checkClusterAccess(const std::string& bootstrap, const std::map<std:
   // One attempt per broker is what the check needs; librdkafka's backoff would only add waiting.
   all["reconnect.backoff.ms"] = "100";
   for (const auto& [key, value] : all) {
-    if (rd_kafka_conf_set(conf.get(), key.c_str(), value.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
+    if (rd_kafka_conf_set(conf.get(), key.c_str(), value.c_str(), errstr, sizeof errstr) !=
+        RD_KAFKA_CONF_OK) {
       return refused(key, errstr);
     }
   }
@@ -106,7 +113,9 @@ AccessCheck checkClusterAccess(const std::string& bootstrap, const std::map<std:
   rd_kafka_t* raw = rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), errstr, sizeof errstr);
   if (raw == nullptr) {
     const std::string reason = errstr;
-    return refused(contains(reason, "SASL") || contains(reason, "sasl") ? "sasl.mechanism" : "security.protocol", reason);
+    return refused(contains(reason, "SASL") || contains(reason, "sasl") ? "sasl.mechanism"
+                                                                        : "security.protocol",
+                   reason);
   }
   conf.release();  // rd_kafka_new took it
   std::unique_ptr<rd_kafka_t, void (*)(rd_kafka_t*)> rk(raw, rd_kafka_destroy);

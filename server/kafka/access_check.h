@@ -17,14 +17,14 @@ struct AccessCheck {
     kRefused,      // authentication or TLS failed, or the settings cannot be used
   };
   Outcome outcome = Outcome::kAnswered;
-  std::string key;     // kRefused: the client property at fault ("sasl.password", "ssl.ca.location")
+  std::string key;  // kRefused: the client property at fault ("sasl.password", "ssl.ca.location")
   std::string reason;  // librdkafka's or OpenSSL's words, one line, never a secret
 };
 
 // Blocks up to `timeout_ms` (less when every broker refused the connection outright). The
 // classification of librdkafka's error into a key is refusedKey(). Thread-safe (its own client).
-AccessCheck checkClusterAccess(const std::string& bootstrap, const std::map<std::string, std::string>& client,
-                               int timeout_ms);
+AccessCheck checkClusterAccess(const std::string& bootstrap,
+                               const std::map<std::string, std::string>& client, int timeout_ms);
 
 // The client property a librdkafka authentication (`ssl` false: RD_KAFKA_RESP_ERR__AUTHENTICATION)
 // or TLS (`ssl` true: RD_KAFKA_RESP_ERR__SSL) failure points at, from its reason. Pure.

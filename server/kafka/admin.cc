@@ -53,7 +53,8 @@ Result<CreateOutcome> createTopic(rd_kafka_t* rk, const NewTopic& topic, int tim
       if (rd_kafka_NewTopic_set_replica_assignment(
               nt.get(), static_cast<std::int32_t>(p), const_cast<std::int32_t*>(replicas.data()),
               replicas.size(), errstr, sizeof errstr) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        return kafkaError(errc::admin_failed, "replica assignment of " + topic.name + ": " + errstr);
+        return kafkaError(errc::admin_failed,
+                          "replica assignment of " + topic.name + ": " + errstr);
       }
     }
   }
@@ -63,20 +64,19 @@ Result<CreateOutcome> createTopic(rd_kafka_t* rk, const NewTopic& topic, int tim
       return kafkaError(errc::admin_failed, "topic config " + key + "=" + value);
     }
   }
-  AdminOptionsPtr options(
-      rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS));
+  AdminOptionsPtr options(rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS));
   rd_kafka_AdminOptions_set_operation_timeout(options.get(), timeout_ms, errstr, sizeof errstr);
   rd_kafka_AdminOptions_set_request_timeout(options.get(), timeout_ms, errstr, sizeof errstr);
   QueuePtr queue(rd_kafka_queue_new(rk));
   rd_kafka_NewTopic_t* topics[] = {nt.get()};
   rd_kafka_CreateTopics(rk, topics, 1, options.get(), queue.get());
-  EventPtr event(
-      rd_kafka_queue_poll(queue.get(), timeout_ms + 5000));
+  EventPtr event(rd_kafka_queue_poll(queue.get(), timeout_ms + 5000));
   if (!event) return kafkaError(errc::admin_failed, "create topic " + topic.name + ": no answer");
   if (rd_kafka_event_error(event.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return kafkaError(errc::admin_failed,
-                      "create topic " + topic.name + ": " + rd_kafka_event_error_string(event.get()),
-                      rd_kafka_event_error(event.get()));
+    return kafkaError(
+        errc::admin_failed,
+        "create topic " + topic.name + ": " + rd_kafka_event_error_string(event.get()),
+        rd_kafka_event_error(event.get()));
   }
   const auto* result = rd_kafka_event_CreateTopics_result(event.get());
   size_t count = 0;
@@ -86,22 +86,26 @@ Result<CreateOutcome> createTopic(rd_kafka_t* rk, const NewTopic& topic, int tim
     if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) return CreateOutcome::kAlreadyExists;
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       const char* msg = rd_kafka_topic_result_error_string(results[i]);
-      return kafkaError(errc::admin_failed,
-                        "create topic " + topic.name + ": " + (msg ? msg : ""), err);
+      return kafkaError(errc::admin_failed, "create topic " + topic.name + ": " + (msg ? msg : ""),
+                        err);
     }
   }
   return CreateOutcome::kCreated;
 }
 
-Result<AdminOptionsPtr> validateOnlyOptions(rd_kafka_t* rk, rd_kafka_admin_op_t op, int timeout_ms) {
+Result<AdminOptionsPtr> validateOnlyOptions(rd_kafka_t* rk, rd_kafka_admin_op_t op,
+                                            int timeout_ms) {
   char errstr[512];
   auto options = adminOptions(rk, op, timeout_ms);
-  if (rd_kafka_AdminOptions_set_operation_timeout(options.get(), timeout_ms, errstr, sizeof errstr) !=
-      RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return kafkaError(errc::admin_failed, std::string("cannot set the operation timeout: ") + errstr);
+  if (rd_kafka_AdminOptions_set_operation_timeout(options.get(), timeout_ms, errstr,
+                                                  sizeof errstr) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return kafkaError(errc::admin_failed,
+                      std::string("cannot set the operation timeout: ") + errstr);
   }
-  if (rd_kafka_AdminOptions_set_validate_only(options.get(), 1, errstr, sizeof errstr) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return kafkaError(errc::admin_failed, std::string("cannot make the request validate-only: ") + errstr);
+  if (rd_kafka_AdminOptions_set_validate_only(options.get(), 1, errstr, sizeof errstr) !=
+      RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return kafkaError(errc::admin_failed,
+                      std::string("cannot make the request validate-only: ") + errstr);
   }
   return options;
 }
@@ -112,7 +116,8 @@ Status sendControllerCheck(rd_kafka_t* rk, rd_kafka_queue_t* queue, int timeout_
   // "would be created" (or an authorisation or policy error: an answer all the same).
   std::unique_ptr<rd_kafka_NewTopic_t, NewTopicDeleter> nt(
       rd_kafka_NewTopic_new(kControllerCheckTopic, 1, -1, errstr, sizeof errstr));
-  if (!nt) return kafkaError(errc::admin_failed, std::string("the controller check's topic: ") + errstr);
+  if (!nt)
+    return kafkaError(errc::admin_failed, std::string("the controller check's topic: ") + errstr);
   // Without validate-only this request would create the topic: never sent so.
   auto options = validateOnlyOptions(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout_ms);
   if (!options) return options.error();
@@ -123,12 +128,14 @@ Status sendControllerCheck(rd_kafka_t* rk, rd_kafka_queue_t* queue, int timeout_
 
 Status controllerCheckResult(rd_kafka_event_t* event) {
   if (rd_kafka_event_error(event) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return kafkaError(errc::admin_failed,
-                      std::string("the controller did not answer: ") + rd_kafka_event_error_string(event),
-                      rd_kafka_event_error(event));
+    return kafkaError(
+        errc::admin_failed,
+        std::string("the controller did not answer: ") + rd_kafka_event_error_string(event),
+        rd_kafka_event_error(event));
   }
   const auto* result = rd_kafka_event_CreateTopics_result(event);
-  if (result == nullptr) return kafkaError(errc::admin_failed, "the controller check got no CreateTopics result");
+  if (result == nullptr)
+    return kafkaError(errc::admin_failed, "the controller check got no CreateTopics result");
   size_t count = 0;
   const auto** results = rd_kafka_CreateTopics_result_topics(result, &count);
   for (size_t i = 0; i < count; ++i) {
@@ -136,7 +143,10 @@ Status controllerCheckResult(rd_kafka_event_t* event) {
     if (err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT || err == RD_KAFKA_RESP_ERR__TIMED_OUT ||
         err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR_NOT_CONTROLLER) {
       const char* msg = rd_kafka_topic_result_error_string(results[i]);
-      return kafkaError(errc::admin_failed, std::string("the controller did not answer: ") + (msg ? msg : rd_kafka_err2str(err)), err);
+      return kafkaError(
+          errc::admin_failed,
+          std::string("the controller did not answer: ") + (msg ? msg : rd_kafka_err2str(err)),
+          err);
     }
   }
   return okStatus();
@@ -179,10 +189,9 @@ Status deleteTopic(rd_kafka_t* rk, const std::string& name, int timeout_ms) {
   return okStatus();
 }
 
-Result<std::map<std::string, std::string>> describeTopicConfig(rd_kafka_t* rk,
-                                                               const std::vector<std::string>& topics,
-                                                               const std::string& key,
-                                                               int timeout_ms) {
+Result<std::map<std::string, std::string>> describeTopicConfig(
+    rd_kafka_t* rk, const std::vector<std::string>& topics, const std::string& key,
+    int timeout_ms) {
   std::map<std::string, std::string> out;
   if (topics.empty()) return out;
   std::vector<std::unique_ptr<rd_kafka_ConfigResource_t, ConfigResourceDeleter>> owned;
@@ -213,9 +222,8 @@ Result<std::map<std::string, std::string>> describeTopicConfig(rd_kafka_t* rk,
   return out;
 }
 
-Result<std::map<std::string, NodeConfigValue>> describeBrokerConfig(rd_kafka_t* rk, std::int32_t broker,
-                                                                    const std::vector<std::string>& keys,
-                                                                    int timeout_ms) {
+Result<std::map<std::string, NodeConfigValue>> describeBrokerConfig(
+    rd_kafka_t* rk, std::int32_t broker, const std::vector<std::string>& keys, int timeout_ms) {
   const auto name = std::to_string(broker);
   std::unique_ptr<rd_kafka_ConfigResource_t, ConfigResourceDeleter> resource(
       rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_BROKER, name.c_str()));
@@ -230,10 +238,13 @@ Result<std::map<std::string, NodeConfigValue>> describeBrokerConfig(rd_kafka_t* 
   const auto** described = rd_kafka_DescribeConfigs_result_resources(result, &count);
   std::map<std::string, NodeConfigValue> out;
   for (size_t i = 0; i < count; ++i) {
-    if (const auto err = rd_kafka_ConfigResource_error(described[i]); err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (const auto err = rd_kafka_ConfigResource_error(described[i]);
+        err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       const char* why = rd_kafka_ConfigResource_error_string(described[i]);
-      return kafkaError(errc::admin_failed, "describe the config of broker " + name + ": " +
-                                                (why != nullptr ? why : rd_kafka_err2str(err)), err);
+      return kafkaError(errc::admin_failed,
+                        "describe the config of broker " + name + ": " +
+                            (why != nullptr ? why : rd_kafka_err2str(err)),
+                        err);
     }
     size_t n = 0;
     const auto** entries = rd_kafka_ConfigResource_configs(described[i], &n);
@@ -249,11 +260,9 @@ Result<std::map<std::string, NodeConfigValue>> describeBrokerConfig(rd_kafka_t* 
   return out;
 }
 
-Result<std::vector<ElectionOutcome>> electPreferredLeaders(rd_kafka_t* rk,
-                                                           const std::vector<TopicPartition>& partitions,
-                                                           int timeout_ms) {
-  PartitionListPtr list(
-      rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));
+Result<std::vector<ElectionOutcome>> electPreferredLeaders(
+    rd_kafka_t* rk, const std::vector<TopicPartition>& partitions, int timeout_ms) {
+  PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));
   for (const auto& p : partitions) {
     rd_kafka_topic_partition_list_add(list.get(), p.topic.c_str(), p.partition);
   }

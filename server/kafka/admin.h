@@ -33,17 +33,14 @@ Status deleteTopic(rd_kafka_t* rk, const std::string& name, int timeout_ms);
 // One configuration value of each named topic (e.g. "min.insync.replicas"), as the cluster
 // reports it (the topic's own value or the broker default). Topics the cluster does not know are
 // left out of the map.
-Result<std::map<std::string, std::string>> describeTopicConfig(rd_kafka_t* rk,
-                                                               const std::vector<std::string>& topics,
-                                                               const std::string& key,
-                                                               int timeout_ms);
+Result<std::map<std::string, std::string>> describeTopicConfig(
+    rd_kafka_t* rk, const std::vector<std::string>& topics, const std::string& key, int timeout_ms);
 
 // `keys` of one broker's own configuration (DescribeConfigs of resource BROKER "<id>", which only
 // that broker answers), each with where its value comes from. Keys the broker does not know are
 // left out.
-Result<std::map<std::string, NodeConfigValue>> describeBrokerConfig(rd_kafka_t* rk, std::int32_t broker,
-                                                                    const std::vector<std::string>& keys,
-                                                                    int timeout_ms);
+Result<std::map<std::string, NodeConfigValue>> describeBrokerConfig(
+    rd_kafka_t* rk, std::int32_t broker, const std::vector<std::string>& keys, int timeout_ms);
 
 // Whether the active KRaft controller answers: a CreateTopics request with validate_only, which
 // every broker forwards to the controller and which creates nothing. Any answer about the topic
@@ -84,8 +81,7 @@ struct ElectionOutcome {
 
 // Preferred leader election (the article's kafka-leader-election.sh --election-type preferred)
 // for the given partitions. A partition whose preferred leader already leads is not an error.
-Result<std::vector<ElectionOutcome>> electPreferredLeaders(rd_kafka_t* rk,
-                                                           const std::vector<TopicPartition>& partitions,
-                                                           int timeout_ms);
+Result<std::vector<ElectionOutcome>> electPreferredLeaders(
+    rd_kafka_t* rk, const std::vector<TopicPartition>& partitions, int timeout_ms);
 
 }  // namespace kfaild::kafka

@@ -53,10 +53,12 @@ void HandleDeleter::operator()(rd_kafka_t* rk) const {
 }
 
 Status checkClientProperties(const std::map<std::string, std::string>& properties) {
-  std::unique_ptr<rd_kafka_conf_t, void (*)(rd_kafka_conf_t*)> conf(rd_kafka_conf_new(), rd_kafka_conf_destroy);
+  std::unique_ptr<rd_kafka_conf_t, void (*)(rd_kafka_conf_t*)> conf(rd_kafka_conf_new(),
+                                                                    rd_kafka_conf_destroy);
   char errstr[512];
   for (const auto& [key, value] : properties) {
-    if (rd_kafka_conf_set(conf.get(), key.c_str(), value.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
+    if (rd_kafka_conf_set(conf.get(), key.c_str(), value.c_str(), errstr, sizeof errstr) !=
+        RD_KAFKA_CONF_OK) {
       return kafkaError(errc::invalid_property, key + ": " + errstr);
     }
   }
@@ -122,6 +124,8 @@ Result<rd_kafka_t*> SharedHandle::get() {
   return handle_.get();
 }
 
-std::string librdkafkaVersion() { return rd_kafka_version_str(); }
+std::string librdkafkaVersion() {
+  return rd_kafka_version_str();
+}
 
 }  // namespace kfaild::kafka

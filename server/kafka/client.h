@@ -21,8 +21,8 @@ namespace kfaild::kafka {
 
 // (client name as librdkafka reports it, e.g. "kfaild-lab#producer-1", syslog level, facility,
 // message)
-using LogSink =
-    std::function<void(std::string_view client, int level, std::string_view fac, std::string_view msg)>;
+using LogSink = std::function<void(std::string_view client, int level, std::string_view fac,
+                                   std::string_view msg)>;
 
 struct ClientOptions {
   std::string bootstrap;
@@ -62,7 +62,8 @@ int addBootstrapAgain(const std::string& bootstrap);
 // outlive every caller of get().
 class SharedHandle {
  public:
-  SharedHandle(rd_kafka_type_t type, ClientOptions options, std::map<std::string, std::string> extra = {})
+  SharedHandle(rd_kafka_type_t type, ClientOptions options,
+               std::map<std::string, std::string> extra = {})
       : type_(type), options_(std::move(options)), extra_(std::move(extra)) {}
   SharedHandle(const SharedHandle&) = delete;
   SharedHandle& operator=(const SharedHandle&) = delete;

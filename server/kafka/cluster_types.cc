@@ -38,13 +38,20 @@ std::optional<std::int64_t> QuorumInfo::lagOf(const QuorumReplica& replica) cons
 
 const char* configSourceName(std::int8_t source) {
   switch (source) {
-    case 1: return "dynamic topic config";
-    case 2: return "dynamic config of this node";
-    case 3: return "dynamic cluster default";
-    case 4: return "the node's properties file";
-    case 5: return "Kafka's default";
-    case 6: return "dynamic logger config";
-    default: return "unknown source";
+    case 1:
+      return "dynamic topic config";
+    case 2:
+      return "dynamic config of this node";
+    case 3:
+      return "dynamic cluster default";
+    case 4:
+      return "the node's properties file";
+    case 5:
+      return "Kafka's default";
+    case 6:
+      return "dynamic logger config";
+    default:
+      return "unknown source";
   }
 }
 

@@ -43,8 +43,8 @@ struct ClusterSnapshot {
   // When the answers started to list exactly `brokers`: the first of the trailing answers with
   // this list (per-topic requests may see a broker leave half-way). 0: not stamped.
   common::WallMicros brokers_at_us = 0;
-  std::vector<TopicInfo> topics;    // in the order requested
-  std::int32_t answered_by = -1;    // the broker that answered
+  std::vector<TopicInfo> topics;  // in the order requested
+  std::int32_t answered_by = -1;  // the broker that answered
 
   const TopicInfo* topic(const std::string& name) const;
   bool hasBroker(std::int32_t id) const;

@@ -14,10 +14,10 @@ namespace kfaild::kafka {
 enum class errc {
   invalid_property = 1,  // librdkafka refused a configuration property
   client_create_failed,
-  metadata_failed,       // no metadata answer (cluster unreachable, timeout)
-  topic_missing,         // a probe topic does not exist and is not to be created
-  topic_error,           // the topic exists but its metadata carries an error
-  admin_failed,          // an admin request failed (create topics, elect leaders, ...)
+  metadata_failed,  // no metadata answer (cluster unreachable, timeout)
+  topic_missing,    // a probe topic does not exist and is not to be created
+  topic_error,      // the topic exists but its metadata carries an error
+  admin_failed,     // an admin request failed (create topics, elect leaders, ...)
   produce_failed,
   consume_failed,
 };

@@ -32,7 +32,8 @@ void fillBrokers(const rd_kafka_metadata_t& md, common::WallMicros at, ClusterSn
 Result<ClusterSnapshot> fetchTopics(rd_kafka_t* rk, const std::vector<std::string>& topics,
                                     int timeout_ms, const common::Clock* clock) {
   ClusterSnapshot snap;
-  auto request = [&](rd_kafka_topic_t* only) -> Result<std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter>> {
+  auto request = [&](rd_kafka_topic_t* only)
+      -> Result<std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter>> {
     const rd_kafka_metadata_t* md = nullptr;
     const auto err = rd_kafka_metadata(rk, 0, only, &md, timeout_ms);
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -49,7 +50,8 @@ Result<ClusterSnapshot> fetchTopics(rd_kafka_t* rk, const std::vector<std::strin
   }
   for (const auto& name : topics) {
     // A local handle only; see the header for why the request itself must not auto-create.
-    std::unique_ptr<rd_kafka_topic_t, TopicDeleter> handle(rd_kafka_topic_new(rk, name.c_str(), nullptr));
+    std::unique_ptr<rd_kafka_topic_t, TopicDeleter> handle(
+        rd_kafka_topic_new(rk, name.c_str(), nullptr));
     if (!handle) return kafkaError(errc::metadata_failed, "topic handle for " + name);
     auto md = request(handle.get());
     if (!md) return md.error();
@@ -73,8 +75,9 @@ Result<ClusterSnapshot> fetchTopics(rd_kafka_t* rk, const std::vector<std::strin
         info.partitions.push_back(std::move(pi));
       }
     }
-    std::sort(info.partitions.begin(), info.partitions.end(),
-              [](const PartitionInfo& a, const PartitionInfo& b) { return a.partition < b.partition; });
+    std::sort(
+        info.partitions.begin(), info.partitions.end(),
+        [](const PartitionInfo& a, const PartitionInfo& b) { return a.partition < b.partition; });
     snap.topics.push_back(std::move(info));
   }
   return snap;

@@ -37,7 +37,8 @@ void putBig(std::vector<std::uint8_t>& out, std::uint64_t v, int width) {
   for (int i = width - 1; i >= 0; --i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
 }
 void patchBig(std::vector<std::uint8_t>& out, std::size_t at, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) out[at + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(v >> (8 * (3 - i)));
+  for (int i = 0; i < 4; ++i)
+    out[at + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(v >> (8 * (3 - i)));
 }
 
 // A cursor over one record batch's bytes (the record format, not the protocol's frames).
@@ -52,7 +53,8 @@ class RecordReader {
       if (pos_ >= bytes_.size()) return fail();
       const auto byte = bytes_[pos_++];
       z |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
-      if ((byte & 0x80) == 0) return static_cast<std::int64_t>(z >> 1) ^ -static_cast<std::int64_t>(z & 1);
+      if ((byte & 0x80) == 0)
+        return static_cast<std::int64_t>(z >> 1) ^ -static_cast<std::int64_t>(z & 1);
     }
     return fail();
   }
@@ -84,7 +86,9 @@ std::uint64_t readBig(std::span<const std::uint8_t> b, std::size_t at, int width
   return v;
 }
 
-Error recordsError(const std::string& what) { return kafkaError(errc::admin_failed, "records: " + what); }
+Error recordsError(const std::string& what) {
+  return kafkaError(errc::admin_failed, "records: " + what);
+}
 
 // The batch header's fixed part: base offset (8), length (4), leader epoch (4), magic (1),
 // crc (4), attributes (2), last offset delta (4), first and max timestamp (8 + 8), producer id
@@ -125,19 +129,20 @@ void appendRecordBatch(std::vector<std::uint8_t>& out, std::span<const OutRecord
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto value = records[i].value;
     record.clear();
-    record.push_back(0);                                            // attributes
-    putVarlong(record, records[i].timestamp_ms - first_ts);         // timestamp delta
-    putVarlong(record, static_cast<std::int64_t>(i));               // offset delta
-    putVarlong(record, -1);                                         // key: null
+    record.push_back(0);                                     // attributes
+    putVarlong(record, records[i].timestamp_ms - first_ts);  // timestamp delta
+    putVarlong(record, static_cast<std::int64_t>(i));        // offset delta
+    putVarlong(record, -1);                                  // key: null
     putVarlong(record, static_cast<std::int64_t>(value.size()));
     record.insert(record.end(), value.begin(), value.end());
-    putVarlong(record, 0);                                          // headers
+    putVarlong(record, 0);  // headers
     putVarlong(out, static_cast<std::int64_t>(record.size()));
     out.insert(out.end(), record.begin(), record.end());
   }
 
   patchBig(out, start + 8, static_cast<std::uint32_t>(out.size() - start - kBatchLengthEnd));
-  const std::span<const std::uint8_t> covered(out.data() + start + kCrcEnd, out.size() - start - kCrcEnd);
+  const std::span<const std::uint8_t> covered(out.data() + start + kCrcEnd,
+                                              out.size() - start - kCrcEnd);
   patchBig(out, start + 17, crc32c(covered));
 }
 
@@ -147,8 +152,8 @@ void appendRecordBatch(std::vector<std::uint8_t>& out, std::span<const std::uint
   appendRecordBatch(out, std::span<const OutRecord>(&one, 1));
 }
 
-std::vector<std::uint8_t> encodeProduceRequest(std::int32_t correlation_id, std::string_view client_id,
-                                               std::int32_t timeout_ms,
+std::vector<std::uint8_t> encodeProduceRequest(std::int32_t correlation_id,
+                                               std::string_view client_id, std::int32_t timeout_ms,
                                                const std::vector<ProduceTopic>& topics) {
   FrameWriter out;
   wire::requestHeader(out, kProduceKey, kProduceVersion, correlation_id, client_id);
@@ -176,7 +181,8 @@ Result<std::vector<ProduceResult>> decodeProduceResponse(std::span<const std::ui
                                                          std::int32_t correlation_id) {
   const std::string what = "Produce";
   FrameReader in(response);
-  if (auto status = wire::checkCorrelation(in, correlation_id, what); !status) return status.error();
+  if (auto status = wire::checkCorrelation(in, correlation_id, what); !status)
+    return status.error();
   in.skipTaggedFields("response header");
   std::vector<ProduceResult> results;
   const auto topics = in.compactArrayLength("responses", 3);
@@ -209,9 +215,10 @@ Result<std::vector<ProduceResult>> decodeProduceResponse(std::span<const std::ui
   return results;
 }
 
-std::vector<std::uint8_t> encodeFetchRequest(std::int32_t correlation_id, std::string_view client_id,
-                                             std::int32_t max_wait_ms, std::int32_t min_bytes,
-                                             std::int32_t max_bytes, const std::vector<FetchTopic>& topics) {
+std::vector<std::uint8_t> encodeFetchRequest(std::int32_t correlation_id,
+                                             std::string_view client_id, std::int32_t max_wait_ms,
+                                             std::int32_t min_bytes, std::int32_t max_bytes,
+                                             const std::vector<FetchTopic>& topics) {
   FrameWriter out;
   wire::requestHeader(out, kFetchKey, kFetchVersion, correlation_id, client_id);
   out.noTaggedFields();
@@ -250,7 +257,8 @@ Result<std::int64_t> decodeRecords(std::span<const std::uint8_t> records, std::i
   while (records.size() - pos >= kBatchLengthEnd) {
     const auto batch_length = static_cast<std::int32_t>(readBig(records, pos + 8, 4));
     if (batch_length < static_cast<std::int32_t>(kBatchHeaderBytes - kBatchLengthEnd)) {
-      return recordsError("batch length " + std::to_string(batch_length) + " is shorter than its header");
+      return recordsError("batch length " + std::to_string(batch_length) +
+                          " is shorter than its header");
     }
     const auto whole = kBatchLengthEnd + static_cast<std::size_t>(batch_length);
     if (records.size() - pos < whole) break;  // cut at the size limit: fetched again next time
@@ -258,7 +266,9 @@ Result<std::int64_t> decodeRecords(std::span<const std::uint8_t> records, std::i
     pos += whole;
     const auto base_offset = static_cast<std::int64_t>(readBig(batch, 0, 8));
     const auto magic = static_cast<std::int8_t>(batch[16]);
-    if (magic != 2) return recordsError("batch at offset " + std::to_string(base_offset) + " has magic " + std::to_string(magic));
+    if (magic != 2)
+      return recordsError("batch at offset " + std::to_string(base_offset) + " has magic " +
+                          std::to_string(magic));
     const auto attributes = static_cast<std::uint16_t>(readBig(batch, 21, 2));
     const auto last_delta = static_cast<std::int32_t>(readBig(batch, 23, 4));
     const auto batch_end = base_offset + last_delta + 1;
@@ -267,25 +277,28 @@ Result<std::int64_t> decodeRecords(std::span<const std::uint8_t> records, std::i
       continue;
     }
     if ((attributes & 0x07) != 0) {
-      return recordsError("batch at offset " + std::to_string(base_offset) + " is compressed (codec " +
-                          std::to_string(attributes & 0x07) + "): kfaild's client reads uncompressed batches only");
+      return recordsError("batch at offset " + std::to_string(base_offset) +
+                          " is compressed (codec " + std::to_string(attributes & 0x07) +
+                          "): kfaild's client reads uncompressed batches only");
     }
     const auto count = static_cast<std::int32_t>(readBig(batch, 57, 4));
     RecordReader in(batch.subspan(kBatchHeaderBytes));
     for (std::int32_t i = 0; i < count && in.ok(); ++i) {
       const auto length = in.varlong();
       RecordReader rec(in.take(length));
-      rec.skip(1);  // attributes
+      rec.skip(1);    // attributes
       rec.varlong();  // timestamp delta
       const auto offset_delta = rec.varlong();
       rec.take(std::max<std::int64_t>(0, rec.varlong()));  // key
       const auto value_length = rec.varlong();
-      const auto value = value_length < 0 ? std::span<const std::uint8_t>() : rec.take(value_length);
+      const auto value =
+          value_length < 0 ? std::span<const std::uint8_t>() : rec.take(value_length);
       if (!in.ok() || !rec.ok()) break;
       const auto offset = base_offset + offset_delta;
       if (offset >= from_offset) out.push_back({offset, value});
     }
-    if (!in.ok()) return recordsError("batch at offset " + std::to_string(base_offset) + " is malformed");
+    if (!in.ok())
+      return recordsError("batch at offset " + std::to_string(base_offset) + " is malformed");
     next = std::max(next, batch_end);
   }
   return next;
@@ -296,7 +309,8 @@ Result<std::vector<FetchedPartition>> decodeFetchResponse(std::span<const std::u
                                                           const std::vector<FetchTopic>& asked) {
   const std::string what = "Fetch";
   FrameReader in(response);
-  if (auto status = wire::checkCorrelation(in, correlation_id, what); !status) return status.error();
+  if (auto status = wire::checkCorrelation(in, correlation_id, what); !status)
+    return status.error();
   in.skipTaggedFields("response header");
   in.int32("throttle time");
   const auto error = in.int16("error code");
@@ -353,7 +367,8 @@ Result<std::vector<FetchedPartition>> decodeFetchResponse(std::span<const std::u
   return result;
 }
 
-std::vector<std::uint8_t> encodeMetadataRequest(std::int32_t correlation_id, std::string_view client_id,
+std::vector<std::uint8_t> encodeMetadataRequest(std::int32_t correlation_id,
+                                                std::string_view client_id,
                                                 const std::vector<std::string>& topics) {
   FrameWriter out;
   wire::requestHeader(out, kMetadataKey, kMetadataVersion, correlation_id, client_id);
@@ -374,7 +389,8 @@ Result<MetadataAnswer> decodeMetadataResponse(std::span<const std::uint8_t> resp
                                               std::int32_t correlation_id) {
   const std::string what = "Metadata";
   FrameReader in(response);
-  if (auto status = wire::checkCorrelation(in, correlation_id, what); !status) return status.error();
+  if (auto status = wire::checkCorrelation(in, correlation_id, what); !status)
+    return status.error();
   in.skipTaggedFields("response header");
   in.int32("throttle time");
   MetadataAnswer answer;

@@ -53,8 +53,8 @@ struct ProduceTopic {
   std::vector<ProducePartition> partitions;
 };
 // acks -1 (all in-sync replicas); `timeout_ms` is how long the broker waits for them.
-std::vector<std::uint8_t> encodeProduceRequest(std::int32_t correlation_id, std::string_view client_id,
-                                               std::int32_t timeout_ms,
+std::vector<std::uint8_t> encodeProduceRequest(std::int32_t correlation_id,
+                                               std::string_view client_id, std::int32_t timeout_ms,
                                                const std::vector<ProduceTopic>& topics);
 
 struct ProduceResult {
@@ -78,9 +78,10 @@ struct FetchTopic {
 };
 // A full fetch without a session (session id 0, epoch -1), read_uncommitted, as a consumer
 // outside any group: the broker answers once `min_bytes` are there or after `max_wait_ms`.
-std::vector<std::uint8_t> encodeFetchRequest(std::int32_t correlation_id, std::string_view client_id,
-                                             std::int32_t max_wait_ms, std::int32_t min_bytes,
-                                             std::int32_t max_bytes, const std::vector<FetchTopic>& topics);
+std::vector<std::uint8_t> encodeFetchRequest(std::int32_t correlation_id,
+                                             std::string_view client_id, std::int32_t max_wait_ms,
+                                             std::int32_t min_bytes, std::int32_t max_bytes,
+                                             const std::vector<FetchTopic>& topics);
 
 struct FetchedRecord {
   std::int64_t offset = 0;
@@ -113,7 +114,8 @@ Result<std::vector<FetchedPartition>> decodeFetchResponse(std::span<const std::u
 Result<std::int64_t> decodeRecords(std::span<const std::uint8_t> records, std::int64_t from_offset,
                                    std::vector<FetchedRecord>& out);
 
-std::vector<std::uint8_t> encodeMetadataRequest(std::int32_t correlation_id, std::string_view client_id,
+std::vector<std::uint8_t> encodeMetadataRequest(std::int32_t correlation_id,
+                                                std::string_view client_id,
                                                 const std::vector<std::string>& topics);
 
 struct MetadataBroker {

@@ -187,9 +187,11 @@ class Connection {
 
   // TLS over the connected socket: the handshake, with the peer's certificate checked against
   // the context's CAs and, when the context says so, against `host` (a name or an IP literal).
-  std::optional<std::string> startTls(const TlsContext& tls, const std::string& host, Clock::time_point deadline) {
+  std::optional<std::string> startTls(const TlsContext& tls, const std::string& host,
+                                      Clock::time_point deadline) {
     ssl_ = SSL_new(tls.get());
-    if (ssl_ == nullptr || !attachSocket(ssl_, fd_)) return "TLS: " + openSslErrors("cannot make a session");
+    if (ssl_ == nullptr || !attachSocket(ssl_, fd_))
+      return "TLS: " + openSslErrors("cannot make a session");
     if (auto why = common::expectPeerHost(ssl_, host, tls.verifyHostname())) return "TLS: " + *why;
     auto done = tlsStep([this] { return SSL_connect(ssl_); }, "TLS handshake", deadline);
     if (const auto* why = std::get_if<std::string>(&done)) return *why;
@@ -209,19 +211,25 @@ class Connection {
       const int n = io();
       if (n > 0) return n;
       const int e = SSL_get_error(ssl_, n);
-      if (e == SSL_ERROR_ZERO_RETURN) return std::string(what) + ": the broker closed the connection";
-      if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return std::string(what) + ": " + tlsFailure(ssl_, e);
-      if (auto waited = wait(fd_, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, what, cancel_)) {
+      if (e == SSL_ERROR_ZERO_RETURN)
+        return std::string(what) + ": the broker closed the connection";
+      if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+        return std::string(what) + ": " + tlsFailure(ssl_, e);
+      if (auto waited =
+              wait(fd_, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, what, cancel_)) {
         return *waited;
       }
     }
   }
 
-  std::optional<std::string> sendAll(const std::uint8_t* data, std::size_t size, Clock::time_point deadline) {
+  std::optional<std::string> sendAll(const std::uint8_t* data, std::size_t size,
+                                     Clock::time_point deadline) {
     std::size_t sent = 0;
     while (sent < size) {
       if (ssl_ != nullptr) {
-        auto n = tlsStep([&] { return SSL_write(ssl_, data + sent, static_cast<int>(size - sent)); }, "send", deadline);
+        auto n =
+            tlsStep([&] { return SSL_write(ssl_, data + sent, static_cast<int>(size - sent)); },
+                    "send", deadline);
         if (const auto* why = std::get_if<std::string>(&n)) return *why;
         sent += static_cast<std::size_t>(std::get<int>(n));
         continue;
@@ -243,7 +251,8 @@ class Connection {
     std::size_t got = 0;
     while (got < size) {
       if (ssl_ != nullptr) {
-        auto n = tlsStep([&] { return SSL_read(ssl_, into + got, static_cast<int>(size - got)); }, "receive", deadline);
+        auto n = tlsStep([&] { return SSL_read(ssl_, into + got, static_cast<int>(size - got)); },
+                         "receive", deadline);
         if (const auto* why = std::get_if<std::string>(&n)) return *why;
         got += static_cast<std::size_t>(std::get<int>(n));
         continue;
@@ -267,16 +276,19 @@ class Connection {
 };
 
 // SaslHandshake, then SaslAuthenticate with each message of the mechanism's exchange.
-Status authenticate(Connection& connection, const ClientSecurity& security, std::string_view client_id,
-                    const std::function<std::int32_t()>& next_id, Clock::time_point deadline) {
+Status authenticate(Connection& connection, const ClientSecurity& security,
+                    std::string_view client_id, const std::function<std::int32_t()>& next_id,
+                    Clock::time_point deadline) {
   const auto mechanism = mechanismName(security.mechanism);
   const auto handshake_id = next_id();
-  auto handshake = connection.roundTrip(encodeSaslHandshakeRequest(handshake_id, client_id, mechanism), deadline);
+  auto handshake = connection.roundTrip(
+      encodeSaslHandshakeRequest(handshake_id, client_id, mechanism), deadline);
   if (!handshake) return handshake.error();
   if (auto s = decodeSaslHandshakeResponse(*handshake, handshake_id, mechanism); !s) return s;
   const auto step = [&](const std::string& message) -> Result<std::string> {
     const auto id = next_id();
-    auto answer = connection.roundTrip(encodeSaslAuthenticateRequest(id, client_id, message), deadline);
+    auto answer =
+        connection.roundTrip(encodeSaslAuthenticateRequest(id, client_id, message), deadline);
     if (!answer) return answer.error();
     return decodeSaslAuthenticateResponse(*answer, id);
   };
@@ -297,26 +309,30 @@ Status authenticate(Connection& connection, const ClientSecurity& security, std:
 
 // Connects, then TLS and SASL as the cluster's client properties say.
 Status connectTo(Connection& connection, const QuorumTransport& transport, const std::string& host,
-                 const std::string& port, Clock::time_point deadline, const std::function<std::int32_t()>& next_id,
-                 std::string_view client_id) {
+                 const std::string& port, Clock::time_point deadline,
+                 const std::function<std::int32_t()>& next_id, std::string_view client_id) {
   if (!transport.security) return kafkaError(errc::invalid_property, transport.problem);
   if (auto why = connection.open(host, port, deadline)) return kafkaError(errc::admin_failed, *why);
   if (transport.tls) {
-    if (auto why = connection.startTls(*transport.tls, host, deadline)) return kafkaError(errc::admin_failed, *why);
+    if (auto why = connection.startTls(*transport.tls, host, deadline))
+      return kafkaError(errc::admin_failed, *why);
   }
-  if (transport.security->sasl()) return authenticate(connection, *transport.security, client_id, next_id, deadline);
+  if (transport.security->sasl())
+    return authenticate(connection, *transport.security, client_id, next_id, deadline);
   return okStatus();
 }
 
 // Opens `connection` and checks with ApiVersions that the node answers `api_key` in `version`;
 // `why_not` completes "does not answer ..." for the error.
-Status openSpeaking(Connection& connection, const QuorumTransport& transport, const std::string& host,
-                    const std::string& port, Clock::time_point deadline, const std::function<std::int32_t()>& next_id,
-                    std::string_view client_id, std::int16_t api_key, std::int16_t version,
-                    const std::string& why_not) {
-  if (auto s = connectTo(connection, transport, host, port, deadline, next_id, client_id); !s) return s;
+Status openSpeaking(Connection& connection, const QuorumTransport& transport,
+                    const std::string& host, const std::string& port, Clock::time_point deadline,
+                    const std::function<std::int32_t()>& next_id, std::string_view client_id,
+                    std::int16_t api_key, std::int16_t version, const std::string& why_not) {
+  if (auto s = connectTo(connection, transport, host, port, deadline, next_id, client_id); !s)
+    return s;
   const auto versions_id = next_id();
-  auto versions_answer = connection.roundTrip(encodeApiVersionsRequest(versions_id, client_id), deadline);
+  auto versions_answer =
+      connection.roundTrip(encodeApiVersionsRequest(versions_id, client_id), deadline);
   if (!versions_answer) return versions_answer.error();
   auto range = decodeApiVersionsResponse(*versions_answer, versions_id, api_key);
   if (!range) return range.error();
@@ -334,7 +350,6 @@ std::string trim(std::string_view s) {
 }
 
 }  // namespace
-
 
 std::vector<std::uint8_t> encodeApiVersionsRequest(std::int32_t correlation_id,
                                                    std::string_view client_id) {
@@ -571,7 +586,9 @@ std::vector<BootstrapServer> bootstrapServers(std::string_view bootstrap, std::s
     servers.push_back(std::move(server));
   }
   if (error != nullptr) {
-    *error = !servers.empty() ? std::string() : problem.empty() ? "no bootstrap server given" : problem;
+    *error = !servers.empty()  ? std::string()
+             : problem.empty() ? "no bootstrap server given"
+                               : problem;
   }
   return servers;
 }
@@ -588,8 +605,9 @@ Status anyServerAccepts(const std::vector<BootstrapServer>& servers, int timeout
     if (!why) return okStatus();
     failures += (failures.empty() ? "" : "; ") + server.host + ":" + server.port + ": " + *why;
   }
-  return kafkaError(errc::admin_failed, "no bootstrap server accepts a connection (" +
-                                            (failures.empty() ? std::string("cancelled") : failures) + ")");
+  return kafkaError(errc::admin_failed,
+                    "no bootstrap server accepts a connection (" +
+                        (failures.empty() ? std::string("cancelled") : failures) + ")");
 }
 
 QuorumDescriber::QuorumDescriber(QuorumClientOptions options)
@@ -616,8 +634,8 @@ Result<QuorumInfo> QuorumDescriber::describe(const std::atomic<bool>* cancel) {
                     "describe quorum: " + (failures.empty() ? std::string("cancelled") : failures));
 }
 
-Result<QuorumInfo> QuorumDescriber::describeAt(const std::string& host, std::uint16_t port, int timeout_ms,
-                                               const std::atomic<bool>* cancel) {
+Result<QuorumInfo> QuorumDescriber::describeAt(const std::string& host, std::uint16_t port,
+                                               int timeout_ms, const std::atomic<bool>* cancel) {
   return describeOn(Server{host, std::to_string(port)}, timeout_ms, cancel);
 }
 
@@ -629,7 +647,8 @@ Result<QuorumInfo> QuorumDescriber::describeOn(const Server& server, int timeout
     return kafkaError(errc::admin_failed, name + ": " + e.message);
   };
   Connection connection(cancel);
-  if (auto s = connectTo(connection, transport_, server.host, server.port, deadline, nextId(), options_.client_id);
+  if (auto s = connectTo(connection, transport_, server.host, server.port, deadline, nextId(),
+                         options_.client_id);
       !s) {
     return fail(s.error());
   }
@@ -669,26 +688,31 @@ Result<std::map<std::string, NodeConfigValue>> QuorumDescriber::describeControll
   }
   const auto found = quorum->endpoints.find(quorum->leader_id);
   if (found == quorum->endpoints.end() || found->second.empty()) {
-    return kafkaError(errc::admin_failed,
-                      "describe controller config: DescribeQuorum v" +
-                          std::to_string(quorum->api_version) + " lists no listener of controller " +
-                          std::to_string(quorum->leader_id) + " (v2, Kafka 3.9 and later, does)");
+    return kafkaError(errc::admin_failed, "describe controller config: DescribeQuorum v" +
+                                              std::to_string(quorum->api_version) +
+                                              " lists no listener of controller " +
+                                              std::to_string(quorum->leader_id) +
+                                              " (v2, Kafka 3.9 and later, does)");
   }
   const auto& endpoint = found->second.front();
   const auto name = endpoint.host + ":" + std::to_string(endpoint.port) + " (controller " +
                     std::to_string(quorum->leader_id) + ")";
   const auto deadline = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
-  auto fail = [&name](const Error& e) { return kafkaError(errc::admin_failed, name + ": " + e.message); };
+  auto fail = [&name](const Error& e) {
+    return kafkaError(errc::admin_failed, name + ": " + e.message);
+  };
   Connection connection(nullptr);
-  if (auto s = openSpeaking(connection, transport_, endpoint.host, std::to_string(endpoint.port), deadline, nextId(),
-                            options_.client_id, kDescribeConfigsKey, kDescribeConfigsVersion,
+  if (auto s = openSpeaking(connection, transport_, endpoint.host, std::to_string(endpoint.port),
+                            deadline, nextId(), options_.client_id, kDescribeConfigsKey,
+                            kDescribeConfigsVersion,
                             "DescribeConfigs v" + std::to_string(kDescribeConfigsVersion));
       !s) {
     return fail(s.error());
   }
   const auto configs_id = nextCorrelationId();
   auto answer = connection.roundTrip(
-      encodeDescribeNodeConfigsRequest(configs_id, options_.client_id, quorum->leader_id, keys), deadline);
+      encodeDescribeNodeConfigsRequest(configs_id, options_.client_id, quorum->leader_id, keys),
+      deadline);
   if (!answer) return fail(answer.error());
   auto values = decodeDescribeConfigsResponse(*answer, configs_id);
   if (!values) return fail(values.error());
@@ -735,11 +759,13 @@ std::int32_t coordinatorPartition(std::string_view key, std::int32_t partitions)
   }
   // Kafka's Utils.abs: Integer.MIN_VALUE is 0, the rest their absolute value.
   const auto signed_hash = static_cast<std::int32_t>(h);
-  const std::int64_t abs = signed_hash == INT32_MIN ? 0 : std::abs(static_cast<std::int64_t>(signed_hash));
+  const std::int64_t abs =
+      signed_hash == INT32_MIN ? 0 : std::abs(static_cast<std::int64_t>(signed_hash));
   return static_cast<std::int32_t>(abs % partitions);
 }
 
-std::vector<std::uint8_t> encodeFindCoordinatorRequest(std::int32_t correlation_id, std::string_view client_id,
+std::vector<std::uint8_t> encodeFindCoordinatorRequest(std::int32_t correlation_id,
+                                                       std::string_view client_id,
                                                        CoordinatorType type, std::string_view key) {
   FrameWriter out;
   requestHeader(out, kFindCoordinatorKey, kFindCoordinatorVersion, correlation_id, client_id);
@@ -787,7 +813,8 @@ Result<Coordinator> decodeFindCoordinatorResponse(std::span<const std::uint8_t> 
 
 Result<Coordinator> QuorumDescriber::findCoordinator(CoordinatorType type, const std::string& key,
                                                      const std::atomic<bool>* cancel) {
-  if (servers_.empty()) return kafkaError(errc::admin_failed, "find coordinator: " + bootstrap_error_);
+  if (servers_.empty())
+    return kafkaError(errc::admin_failed, "find coordinator: " + bootstrap_error_);
   std::string failures;
   for (std::size_t i = 0; i < servers_.size(); ++i) {
     if (cancel != nullptr && cancel->load()) break;
@@ -799,24 +826,30 @@ Result<Coordinator> QuorumDescriber::findCoordinator(CoordinatorType type, const
     }
     failures += (failures.empty() ? "" : "; ") + found.error().message;
   }
-  return kafkaError(errc::admin_failed,
-                    "find coordinator: " + (failures.empty() ? std::string("cancelled") : failures));
+  return kafkaError(
+      errc::admin_failed,
+      "find coordinator: " + (failures.empty() ? std::string("cancelled") : failures));
 }
 
 Result<Coordinator> QuorumDescriber::findCoordinatorOn(const Server& server, CoordinatorType type,
-                                                       const std::string& key, const std::atomic<bool>* cancel) {
+                                                       const std::string& key,
+                                                       const std::atomic<bool>* cancel) {
   const auto name = server.host + ":" + server.port;
   const auto deadline = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
-  auto fail = [&name](const Error& e) { return kafkaError(errc::admin_failed, name + ": " + e.message); };
+  auto fail = [&name](const Error& e) {
+    return kafkaError(errc::admin_failed, name + ": " + e.message);
+  };
   Connection connection(cancel);
-  if (auto s = openSpeaking(connection, transport_, server.host, server.port, deadline, nextId(), options_.client_id,
-                            kFindCoordinatorKey, kFindCoordinatorVersion,
-                            "FindCoordinator v" + std::to_string(kFindCoordinatorVersion) + " (Kafka 3.0 and later do)");
+  if (auto s = openSpeaking(connection, transport_, server.host, server.port, deadline, nextId(),
+                            options_.client_id, kFindCoordinatorKey, kFindCoordinatorVersion,
+                            "FindCoordinator v" + std::to_string(kFindCoordinatorVersion) +
+                                " (Kafka 3.0 and later do)");
       !s) {
     return fail(s.error());
   }
   const auto id = nextCorrelationId();
-  auto answer = connection.roundTrip(encodeFindCoordinatorRequest(id, options_.client_id, type, key), deadline);
+  auto answer = connection.roundTrip(
+      encodeFindCoordinatorRequest(id, options_.client_id, type, key), deadline);
   if (!answer) return fail(answer.error());
   auto found = decodeFindCoordinatorResponse(*answer, id);
   if (!found) return fail(found.error());

@@ -23,8 +23,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -77,7 +77,6 @@ Result<QuorumInfo> decodeDescribeQuorumResponse(std::span<const std::uint8_t> re
 inline constexpr std::int16_t kDescribeConfigsKey = 32;
 inline constexpr std::int16_t kDescribeConfigsVersion = 4;
 
-
 std::vector<std::uint8_t> encodeDescribeNodeConfigsRequest(std::int32_t correlation_id,
                                                            std::string_view client_id,
                                                            std::int32_t node,
@@ -107,7 +106,8 @@ const char* coordinatorTopic(CoordinatorType type);
 // code units (the key given as UTF-8; an invalid byte counts as U+FFFD). Pure.
 std::int32_t coordinatorPartition(std::string_view key, std::int32_t partitions);
 
-std::vector<std::uint8_t> encodeFindCoordinatorRequest(std::int32_t correlation_id, std::string_view client_id,
+std::vector<std::uint8_t> encodeFindCoordinatorRequest(std::int32_t correlation_id,
+                                                       std::string_view client_id,
                                                        CoordinatorType type, std::string_view key);
 // The coordinator of the answer's one key; a key error (COORDINATOR_NOT_AVAILABLE while the
 // coordinator moves, ...), a wrong correlation id and a malformed answer are errors.
@@ -129,7 +129,8 @@ QuorumTransport quorumTransport(const std::map<std::string, std::string>& client
 struct QuorumClientOptions {
   std::string bootstrap;  // "host:port,host:port" (an optional "PLAINTEXT://" is accepted)
   // The cluster's librdkafka properties (clusters[].client): security.protocol, sasl.*, ssl.*.
-  // Settings it cannot use make every call fail with the reason (quorumClientProblem says it first).
+  // Settings it cannot use make every call fail with the reason (quorumClientProblem says it
+  // first).
   std::map<std::string, std::string> properties;
   std::string client_id = "kfaild";
   int timeout_ms = 2000;  // per broker tried: connect, ApiVersions and DescribeQuorum together
@@ -167,8 +168,8 @@ class QuorumDescriber {
   // DescribeQuorum asked of one node directly (a voter on its controller listener, which
   // DescribeQuorum v2 names), giving up after timeout_ms. Only the leader answers it: any other
   // voter's NOT_LEADER_OR_FOLLOWER is an error like a refused connection.
-  [[nodiscard]] Result<QuorumInfo> describeAt(const std::string& host, std::uint16_t port, int timeout_ms,
-                                              const std::atomic<bool>* cancel);
+  [[nodiscard]] Result<QuorumInfo> describeAt(const std::string& host, std::uint16_t port,
+                                              int timeout_ms, const std::atomic<bool>* cancel);
 
   // FindCoordinator v4 through the bootstrap brokers, in turn from the one that answered last,
   // until one answers with a coordinator; blocks up to timeout_ms per broker tried.
@@ -187,9 +188,10 @@ class QuorumDescriber {
   using Server = BootstrapServer;
 
   Result<QuorumInfo> describe(const std::atomic<bool>* cancel);
-  Result<QuorumInfo> describeOn(const Server& server, int timeout_ms, const std::atomic<bool>* cancel);
-  Result<Coordinator> findCoordinatorOn(const Server& server, CoordinatorType type, const std::string& key,
-                                        const std::atomic<bool>* cancel);
+  Result<QuorumInfo> describeOn(const Server& server, int timeout_ms,
+                                const std::atomic<bool>* cancel);
+  Result<Coordinator> findCoordinatorOn(const Server& server, CoordinatorType type,
+                                        const std::string& key, const std::atomic<bool>* cancel);
   std::int32_t nextCorrelationId();
   std::function<std::int32_t()> nextId();
 

@@ -16,7 +16,9 @@ struct EventDeleter {
   void operator()(rd_kafka_event_t* e) const { rd_kafka_event_destroy(e); }
 };
 struct PartitionListDeleter {
-  void operator()(rd_kafka_topic_partition_list_t* l) const { rd_kafka_topic_partition_list_destroy(l); }
+  void operator()(rd_kafka_topic_partition_list_t* l) const {
+    rd_kafka_topic_partition_list_destroy(l);
+  }
 };
 struct AdminOptionsDeleter {
   void operator()(rd_kafka_AdminOptions_t* o) const { rd_kafka_AdminOptions_destroy(o); }

@@ -21,17 +21,20 @@ constexpr long kMinScramIterations = 4096;
 // thread for tens of minutes.
 constexpr long kMaxScramIterations = 16384;
 
-Error saslError(const std::string& why) { return kafkaError(errc::admin_failed, why); }
+Error saslError(const std::string& why) {
+  return kafkaError(errc::admin_failed, why);
+}
 
 const EVP_MD* digestOf(SaslMechanism mechanism) {
   return mechanism == SaslMechanism::kScramSha512 ? EVP_sha512() : EVP_sha256();
 }
 
-std::vector<std::uint8_t> hmac(const EVP_MD* md, std::span<const std::uint8_t> key, std::string_view data) {
+std::vector<std::uint8_t> hmac(const EVP_MD* md, std::span<const std::uint8_t> key,
+                               std::string_view data) {
   std::vector<std::uint8_t> out(EVP_MAX_MD_SIZE);
   unsigned int size = 0;
-  HMAC(md, key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()), data.size(),
-       out.data(), &size);
+  HMAC(md, key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data(), &size);
   out.resize(size);
   return out;
 }
@@ -73,7 +76,8 @@ std::string escapeUsername(std::string_view name) {
 
 }  // namespace
 
-std::vector<std::uint8_t> encodeSaslHandshakeRequest(std::int32_t correlation_id, std::string_view client_id,
+std::vector<std::uint8_t> encodeSaslHandshakeRequest(std::int32_t correlation_id,
+                                                     std::string_view client_id,
                                                      std::string_view mechanism) {
   wire::FrameWriter out;
   wire::requestHeader(out, kSaslHandshakeKey, kSaslHandshakeVersion, correlation_id, client_id);
@@ -81,8 +85,8 @@ std::vector<std::uint8_t> encodeSaslHandshakeRequest(std::int32_t correlation_id
   return std::move(out).finish();
 }
 
-Status decodeSaslHandshakeResponse(std::span<const std::uint8_t> response, std::int32_t correlation_id,
-                                   std::string_view mechanism) {
+Status decodeSaslHandshakeResponse(std::span<const std::uint8_t> response,
+                                   std::int32_t correlation_id, std::string_view mechanism) {
   const std::string what = "SaslHandshake";
   wire::FrameReader in(response);
   if (auto s = wire::checkCorrelation(in, correlation_id, what); !s) return s;
@@ -95,18 +99,20 @@ Status decodeSaslHandshakeResponse(std::span<const std::uint8_t> response, std::
   if (!in.ok()) return wire::malformed(what, in);
   if (code == kUnsupportedSaslMechanism) {
     return kafkaError(errc::admin_failed,
-                      "sasl.mechanism: the broker does not enable " + std::string(mechanism) + " (it enables " +
-                          (enabled.empty() ? std::string("none") : enabled) + ")",
+                      "sasl.mechanism: the broker does not enable " + std::string(mechanism) +
+                          " (it enables " + (enabled.empty() ? std::string("none") : enabled) + ")",
                       static_cast<rd_kafka_resp_err_t>(code));
   }
   if (code != 0) return wire::brokerError(what, code, std::nullopt);
   return okStatus();
 }
 
-std::vector<std::uint8_t> encodeSaslAuthenticateRequest(std::int32_t correlation_id, std::string_view client_id,
+std::vector<std::uint8_t> encodeSaslAuthenticateRequest(std::int32_t correlation_id,
+                                                        std::string_view client_id,
                                                         std::string_view auth_bytes) {
   wire::FrameWriter out;
-  wire::requestHeader(out, kSaslAuthenticateKey, kSaslAuthenticateVersion, correlation_id, client_id);
+  wire::requestHeader(out, kSaslAuthenticateKey, kSaslAuthenticateVersion, correlation_id,
+                      client_id);
   out.noTaggedFields();  // request header v2
   out.compactString(auth_bytes);
   out.noTaggedFields();
@@ -138,16 +144,23 @@ std::string plainMessage(std::string_view username, std::string_view password) {
   return out;
 }
 
-ScramClient::ScramClient(SaslMechanism mechanism, std::string username, std::string password, std::string nonce)
-    : mechanism_(mechanism), username_(std::move(username)), password_(std::move(password)), nonce_(std::move(nonce)) {
+ScramClient::ScramClient(SaslMechanism mechanism, std::string username, std::string password,
+                         std::string nonce)
+    : mechanism_(mechanism),
+      username_(std::move(username)),
+      password_(std::move(password)),
+      nonce_(std::move(nonce)) {
   client_first_bare_ = "n=" + escapeUsername(username_) + ",r=" + nonce_;
 }
 
-std::string ScramClient::clientFirst() const { return "n,," + client_first_bare_; }
+std::string ScramClient::clientFirst() const {
+  return "n,," + client_first_bare_;
+}
 
 Result<std::string> ScramClient::clientFinal(std::string_view server_first) {
   const auto attrs = attributes(server_first);
-  if (const auto e = attrs.find('e'); e != attrs.end()) return saslError("SCRAM: the server refused: " + e->second);
+  if (const auto e = attrs.find('e'); e != attrs.end())
+    return saslError("SCRAM: the server refused: " + e->second);
   const auto r = attrs.find('r');
   const auto s = attrs.find('s');
   const auto i = attrs.find('i');
@@ -166,12 +179,13 @@ Result<std::string> ScramClient::clientFinal(std::string_view server_first) {
     return saslError("SCRAM: the iteration count \"" + i->second + "\" is not a number");
   }
   if (iterations < kMinScramIterations) {
-    return saslError("SCRAM: the server asks for " + std::to_string(iterations) + " iterations, fewer than " +
-                     std::to_string(kMinScramIterations));
+    return saslError("SCRAM: the server asks for " + std::to_string(iterations) +
+                     " iterations, fewer than " + std::to_string(kMinScramIterations));
   }
   if (iterations > kMaxScramIterations) {
-    return saslError("SCRAM: the server asks for " + std::to_string(iterations) + " iterations, more than " +
-                     std::to_string(kMaxScramIterations) + ", Kafka's maximum");
+    return saslError("SCRAM: the server asks for " + std::to_string(iterations) +
+                     " iterations, more than " + std::to_string(kMaxScramIterations) +
+                     ", Kafka's maximum");
   }
   const EVP_MD* md = digestOf(mechanism_);
   std::vector<std::uint8_t> salted(static_cast<std::size_t>(EVP_MD_get_size(md)));
@@ -183,7 +197,8 @@ Result<std::string> ScramClient::clientFinal(std::string_view server_first) {
   const auto client_key = hmac(md, salted, "Client Key");
   const auto stored_key = digest(md, client_key);
   const std::string without_proof = "c=biws,r=" + r->second;  // biws: base64("n,,")
-  const auto auth_message = client_first_bare_ + "," + std::string(server_first) + "," + without_proof;
+  const auto auth_message =
+      client_first_bare_ + "," + std::string(server_first) + "," + without_proof;
   const auto client_signature = hmac(md, stored_key, auth_message);
   std::vector<std::uint8_t> proof(client_key.size());
   for (std::size_t k = 0; k < proof.size(); ++k) proof[k] = client_key[k] ^ client_signature[k];
@@ -194,7 +209,8 @@ Result<std::string> ScramClient::clientFinal(std::string_view server_first) {
 
 Status ScramClient::verifyServerFinal(std::string_view server_final) const {
   const auto attrs = attributes(server_final);
-  if (const auto e = attrs.find('e'); e != attrs.end()) return saslError("SCRAM: the server refused: " + e->second);
+  if (const auto e = attrs.find('e'); e != attrs.end())
+    return saslError("SCRAM: the server refused: " + e->second);
   const auto v = attrs.find('v');
   if (v == attrs.end()) return saslError("SCRAM: the server's final message has no signature");
   const auto signature = base64Decode(v->second);
@@ -215,7 +231,8 @@ std::string scramNonce() {
 
 std::string base64Encode(std::span<const std::uint8_t> bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), bytes.data(), static_cast<int>(bytes.size()));
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), bytes.data(),
+                                static_cast<int>(bytes.size()));
   out.resize(static_cast<std::size_t>(n));
   return out;
 }
@@ -223,7 +240,8 @@ std::string base64Encode(std::span<const std::uint8_t> bytes) {
 std::optional<std::vector<std::uint8_t>> base64Decode(std::string_view text) {
   if (text.size() % 4 != 0) return std::nullopt;
   std::vector<std::uint8_t> out(3 * text.size() / 4 + 1);
-  const int n = EVP_DecodeBlock(out.data(), reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+  const int n = EVP_DecodeBlock(out.data(), reinterpret_cast<const unsigned char*>(text.data()),
+                                static_cast<int>(text.size()));
   if (n < 0) return std::nullopt;
   // EVP_DecodeBlock counts the padding's zero bytes.
   std::size_t size = static_cast<std::size_t>(n);

@@ -26,14 +26,16 @@ inline constexpr std::int16_t kSaslHandshakeVersion = 1;
 inline constexpr std::int16_t kSaslAuthenticateKey = 36;
 inline constexpr std::int16_t kSaslAuthenticateVersion = 2;
 
-std::vector<std::uint8_t> encodeSaslHandshakeRequest(std::int32_t correlation_id, std::string_view client_id,
+std::vector<std::uint8_t> encodeSaslHandshakeRequest(std::int32_t correlation_id,
+                                                     std::string_view client_id,
                                                      std::string_view mechanism);
 // An error when the broker does not enable the mechanism (UNSUPPORTED_SASL_MECHANISM, with the
 // mechanisms it enables) or answers otherwise.
-Status decodeSaslHandshakeResponse(std::span<const std::uint8_t> response, std::int32_t correlation_id,
-                                   std::string_view mechanism);
+Status decodeSaslHandshakeResponse(std::span<const std::uint8_t> response,
+                                   std::int32_t correlation_id, std::string_view mechanism);
 
-std::vector<std::uint8_t> encodeSaslAuthenticateRequest(std::int32_t correlation_id, std::string_view client_id,
+std::vector<std::uint8_t> encodeSaslAuthenticateRequest(std::int32_t correlation_id,
+                                                        std::string_view client_id,
                                                         std::string_view auth_bytes);
 // The server's message of this step; the broker's error (SASL_AUTHENTICATION_FAILED with its
 // reason, "invalid credentials ...") as an error.
@@ -48,7 +50,8 @@ std::string plainMessage(std::string_view username, std::string_view password);
 // passwords are used as UTF-8 bytes without SASLprep, as librdkafka and the Java client do.
 class ScramClient {
  public:
-  ScramClient(SaslMechanism mechanism, std::string username, std::string password, std::string nonce);
+  ScramClient(SaslMechanism mechanism, std::string username, std::string password,
+              std::string nonce);
 
   // "n,,n=<user>,r=<nonce>"
   std::string clientFirst() const;

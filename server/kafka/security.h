@@ -9,8 +9,8 @@
 //   sasl.username, sasl.password
 //   ssl.ca.location (file or directory; "probe" or absent: the system's CAs), ssl.ca.pem
 //   ssl.certificate.location, ssl.certificate.pem, ssl.key.location, ssl.key.pem, ssl.key.password
-//   ssl.endpoint.identification.algorithm  https (default: the certificate must name the host) | none
-//   enable.ssl.certificate.verification    true (default) | false
+//   ssl.endpoint.identification.algorithm  https (default: the certificate must name the host) |
+//   none enable.ssl.certificate.verification    true (default) | false
 //
 // Pure: no file is read here (the TLS context reads them, server/kafka/tls.h).
 
@@ -30,7 +30,7 @@ struct ClientSecurity {
   SecurityProtocol protocol = SecurityProtocol::kPlaintext;
   SaslMechanism mechanism = SaslMechanism::kPlain;  // meaningful with a SASL protocol only
   std::string username;
-  std::string password;  // a secret: never put in a message
+  std::string password;     // a secret: never put in a message
   std::string ca_location;  // empty: the system's default CAs
   std::string ca_pem;
   std::string certificate_location;
@@ -41,7 +41,9 @@ struct ClientSecurity {
   bool verify_certificate = true;
   bool verify_hostname = true;
 
-  bool tls() const { return protocol == SecurityProtocol::kSsl || protocol == SecurityProtocol::kSaslSsl; }
+  bool tls() const {
+    return protocol == SecurityProtocol::kSsl || protocol == SecurityProtocol::kSaslSsl;
+  }
   bool sasl() const {
     return protocol == SecurityProtocol::kSaslPlaintext || protocol == SecurityProtocol::kSaslSsl;
   }

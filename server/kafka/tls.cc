@@ -3,7 +3,6 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509_vfy.h>
-
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -38,8 +37,10 @@ BioPtr memoryBio(const std::string& pem) {
 // the rest.
 int sendNoSignal(BIO* bio, const char* data, int size) {
   BIO_clear_retry_flags(bio);
-  const auto n = ::send(static_cast<int>(BIO_get_fd(bio, nullptr)), data, static_cast<std::size_t>(size), MSG_NOSIGNAL);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_write(bio);
+  const auto n = ::send(static_cast<int>(BIO_get_fd(bio, nullptr)), data,
+                        static_cast<std::size_t>(size), MSG_NOSIGNAL);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    BIO_set_retry_write(bio);
   return static_cast<int>(n);
 }
 
@@ -95,7 +96,8 @@ Result<std::shared_ptr<const TlsContext>> TlsContext::create(const ClientSecurit
   ERR_clear_error();
   SSL_CTX* raw = SSL_CTX_new(TLS_client_method());
   if (raw == nullptr) return keyed("security.protocol", openSslErrors("cannot make a TLS context"));
-  std::shared_ptr<TlsContext> context(new TlsContext(raw, security.verify_certificate && security.verify_hostname));
+  std::shared_ptr<TlsContext> context(
+      new TlsContext(raw, security.verify_certificate && security.verify_hostname));
   SSL_CTX_set_min_proto_version(raw, TLS1_2_VERSION);
   SSL_CTX_set_verify(raw, security.verify_certificate ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, nullptr);
 
@@ -112,13 +114,16 @@ Result<std::shared_ptr<const TlsContext>> TlsContext::create(const ClientSecurit
   } else if (!security.ca_location.empty()) {
     std::error_code ec;
     const bool directory = std::filesystem::is_directory(security.ca_location, ec);
-    const int ok = directory ? SSL_CTX_load_verify_locations(raw, nullptr, security.ca_location.c_str())
-                             : SSL_CTX_load_verify_locations(raw, security.ca_location.c_str(), nullptr);
+    const int ok = directory
+                       ? SSL_CTX_load_verify_locations(raw, nullptr, security.ca_location.c_str())
+                       : SSL_CTX_load_verify_locations(raw, security.ca_location.c_str(), nullptr);
     if (ok != 1) {
-      return keyed("ssl.ca.location", "cannot use " + security.ca_location + ": " + openSslErrors("unreadable"));
+      return keyed("ssl.ca.location",
+                   "cannot use " + security.ca_location + ": " + openSslErrors("unreadable"));
     }
   } else if (SSL_CTX_set_default_verify_paths(raw) != 1) {
-    return keyed("ssl.ca.location", "not set, and the system's CAs cannot be used: " + openSslErrors("unknown"));
+    return keyed("ssl.ca.location",
+                 "not set, and the system's CAs cannot be used: " + openSslErrors("unknown"));
   }
 
   SSL_CTX_set_default_passwd_cb(raw, keyPassword);
@@ -129,31 +134,39 @@ Result<std::shared_ptr<const TlsContext>> TlsContext::create(const ClientSecurit
     X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr);
     const bool used = cert != nullptr && SSL_CTX_use_certificate(raw, cert) == 1;
     X509_free(cert);
-    if (!used) return keyed("ssl.certificate.pem", "cannot use it: " + openSslErrors("not a PEM certificate"));
+    if (!used)
+      return keyed("ssl.certificate.pem",
+                   "cannot use it: " + openSslErrors("not a PEM certificate"));
   } else if (!security.certificate_location.empty() &&
              SSL_CTX_use_certificate_chain_file(raw, security.certificate_location.c_str()) != 1) {
-    return keyed("ssl.certificate.location",
-                 "cannot use " + security.certificate_location + ": " + openSslErrors("unreadable"));
+    return keyed("ssl.certificate.location", "cannot use " + security.certificate_location + ": " +
+                                                 openSslErrors("unreadable"));
   }
   if (!security.key_pem.empty()) {
     auto bio = memoryBio(security.key_pem);
-    EVP_PKEY* key = PEM_read_bio_PrivateKey(bio.get(), nullptr, keyPassword, const_cast<ClientSecurity*>(&security));
+    EVP_PKEY* key = PEM_read_bio_PrivateKey(bio.get(), nullptr, keyPassword,
+                                            const_cast<ClientSecurity*>(&security));
     const bool used = key != nullptr && SSL_CTX_use_PrivateKey(raw, key) == 1;
     EVP_PKEY_free(key);
     if (!used) return keyed("ssl.key.pem", "cannot use it: " + openSslErrors("not a PEM key"));
   } else if (!security.key_location.empty() &&
-             SSL_CTX_use_PrivateKey_file(raw, security.key_location.c_str(), SSL_FILETYPE_PEM) != 1) {
+             SSL_CTX_use_PrivateKey_file(raw, security.key_location.c_str(), SSL_FILETYPE_PEM) !=
+                 1) {
     return keyed(security.key_password.empty() ? "ssl.key.location" : "ssl.key.password",
                  "cannot use " + security.key_location + ": " + openSslErrors("unreadable"));
   }
   SSL_CTX_set_default_passwd_cb(raw, nullptr);
   SSL_CTX_set_default_passwd_cb_userdata(raw, nullptr);
-  if ((!security.key_location.empty() || !security.key_pem.empty()) && SSL_CTX_check_private_key(raw) != 1) {
-    return keyed("ssl.key.location", "not the key of the certificate: " + openSslErrors("mismatch"));
+  if ((!security.key_location.empty() || !security.key_pem.empty()) &&
+      SSL_CTX_check_private_key(raw) != 1) {
+    return keyed("ssl.key.location",
+                 "not the key of the certificate: " + openSslErrors("mismatch"));
   }
   return std::shared_ptr<const TlsContext>(std::move(context));
 }
 
-TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
+TlsContext::~TlsContext() {
+  SSL_CTX_free(ctx_);
+}
 
 }  // namespace kfaild::kafka

@@ -197,7 +197,7 @@ inline Error malformed(const std::string& what, const FrameReader& in) {
 
 // Kafka's protocol error codes are librdkafka's positive rd_kafka_resp_err_t values.
 inline Error brokerError(const std::string& what, std::int16_t code,
-                  const std::optional<std::string>& message) {
+                         const std::optional<std::string>& message) {
   auto error = kafkaError(errc::admin_failed, what, static_cast<rd_kafka_resp_err_t>(code));
   if (message && !message->empty()) error.message += ": " + *message;
   return error;
@@ -205,7 +205,7 @@ inline Error brokerError(const std::string& what, std::int16_t code,
 
 // The request header up to the client id (v1); a flexible request (v2) adds its tagged fields.
 inline void requestHeader(FrameWriter& out, std::int16_t api_key, std::int16_t version,
-                   std::int32_t correlation_id, std::string_view client_id) {
+                          std::int32_t correlation_id, std::string_view client_id) {
   out.int16(api_key);
   out.int16(version);
   out.int32(correlation_id);

@@ -1,8 +1,7 @@
 #include "server/maintenance/alert_silences.h"
 
-#include <nlohmann/json.hpp>
-
 #include <chrono>
+#include <nlohmann/json.hpp>
 
 #include "server/common/json_text.h"
 #include "server/common/time_format.h"
@@ -17,8 +16,8 @@ using nlohmann::json;
 constexpr std::size_t kErrorBodyChars = 200;
 
 Error refused(const std::string& what, const notify::HttpAnswer& answer) {
-  return Error{errc::silence_failed,
-               what + ": HTTP " + std::to_string(answer.status) + ": " + answer.body.substr(0, kErrorBodyChars)};
+  return Error{errc::silence_failed, what + ": HTTP " + std::to_string(answer.status) + ": " +
+                                         answer.body.substr(0, kErrorBodyChars)};
 }
 
 }  // namespace
@@ -35,12 +34,15 @@ Result<std::string> AlertmanagerSilences::create(const SilenceRequest& request) 
   const json body = {
       {"matchers",
        {{{"name", "cluster"}, {"value", request.cluster}, {"isRegex", false}, {"isEqual", true}},
-        {{"name", "alertname"}, {"value", silencedAlertsRegex()}, {"isRegex", true}, {"isEqual", true}}}},
+        {{"name", "alertname"},
+         {"value", silencedAlertsRegex()},
+         {"isRegex", true},
+         {"isEqual", true}}}},
       {"startsAt", common::formatRfc3339(request.starts_us)},
       {"endsAt", common::formatRfc3339(request.ends_us)},
       {"createdBy", "kfaild"},
-      {"comment", "kfaild maintenance window " + std::to_string(request.window_id) + " on " + request.cluster + ": " +
-                      request.reason}};
+      {"comment", "kfaild maintenance window " + std::to_string(request.window_id) + " on " +
+                      request.cluster + ": " + request.reason}};
   auto answer = notify::postJson(*url, common::jsonText(body), receiver_.headers, receiver_.tls,
                                  std::chrono::milliseconds(receiver_.timeout_ms));
   if (!answer) return answer.error();
@@ -55,13 +57,16 @@ Result<std::string> AlertmanagerSilences::create(const SilenceRequest& request) 
 
 Status AlertmanagerSilences::expire(const std::string& silence_id) {
   // Alertmanager's ids are UUIDs; anything else is not put into a path.
-  if (silence_id.empty() || silence_id.find_first_not_of("0123456789abcdefABCDEF-") != std::string::npos) {
-    return Error{errc::silence_failed, "expire silence: '" + silence_id + "' is not an Alertmanager silence id"};
+  if (silence_id.empty() ||
+      silence_id.find_first_not_of("0123456789abcdefABCDEF-") != std::string::npos) {
+    return Error{errc::silence_failed,
+                 "expire silence: '" + silence_id + "' is not an Alertmanager silence id"};
   }
-  auto url = notify::parseReceiverUrl(notify::alertmanagerBase(receiver_.url) + "/api/v2/silence/" + silence_id);
+  auto url = notify::parseReceiverUrl(notify::alertmanagerBase(receiver_.url) + "/api/v2/silence/" +
+                                      silence_id);
   if (!url) return url.error();
-  auto answer =
-      notify::deleteResource(*url, receiver_.headers, receiver_.tls, std::chrono::milliseconds(receiver_.timeout_ms));
+  auto answer = notify::deleteResource(*url, receiver_.headers, receiver_.tls,
+                                       std::chrono::milliseconds(receiver_.timeout_ms));
   if (!answer) return answer.error();
   if ((answer->status >= 200 && answer->status < 300) || answer->status == 404) return okStatus();
   return refused("expire silence " + silence_id, *answer);

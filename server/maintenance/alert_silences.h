@@ -35,9 +35,10 @@ namespace kfaild::maintenance {
 // matcher, isEqual false, would need Alertmanager 0.22 and read as a positive one before); an
 // alert added later is not silenced until it is listed here.
 inline constexpr std::array<std::string_view, 10> kSilencedAlerts = {
-    "KfaildIncident",          "KfaildDrillFailed",        "KfaildDrillInconclusive",    "KfaildDrillRegressed",
-    "KfaildDrillError",        "KfaildProbeStalled",       "KfaildLastDrillFailed",      "KfaildLastDrillRegressed",
-    "KfaildLastDrillInconclusive", "KfaildNoRecentDrill"};
+    "KfaildIncident",        "KfaildDrillFailed",        "KfaildDrillInconclusive",
+    "KfaildDrillRegressed",  "KfaildDrillError",         "KfaildProbeStalled",
+    "KfaildLastDrillFailed", "KfaildLastDrillRegressed", "KfaildLastDrillInconclusive",
+    "KfaildNoRecentDrill"};
 
 // kSilencedAlerts as one regular expression ("A|B|..."; Alertmanager anchors it at both ends).
 std::string silencedAlertsRegex();

@@ -20,31 +20,36 @@ MaintenanceWindows::MaintenanceWindows(storage::MaintenanceStore& store, const c
                                        config::RetryConfig retry)
     : store_(store), clock_(clock), silences_(std::move(silences)), retry_(retry), worker_(clock) {}
 
-MaintenanceWindows::~MaintenanceWindows() { stop(); }
+MaintenanceWindows::~MaintenanceWindows() {
+  stop();
+}
 
 void MaintenanceWindows::start() {
   if (silences_.empty()) return;
   worker_.start("kfaild:maintain", [this] { run(); });
 }
 
-void MaintenanceWindows::stop() { worker_.stop(); }
+void MaintenanceWindows::stop() {
+  worker_.stop();
+}
 
 Result<std::int64_t> MaintenanceWindows::open(storage::ClusterId cluster, const std::string& reason,
                                               std::int64_t until_us, const std::string& opened_by) {
   const auto now = clock_.wallNow();
   if (reason.empty() || reason.size() > kMaxReasonChars) {
-    return Error{errc::invalid_window,
-                 "reason: must be 1 to " + std::to_string(kMaxReasonChars) + " characters, got " +
-                     std::to_string(reason.size())};
+    return Error{errc::invalid_window, "reason: must be 1 to " + std::to_string(kMaxReasonChars) +
+                                           " characters, got " + std::to_string(reason.size())};
   }
   if (until_us <= now) {
-    return Error{errc::invalid_window, "the end " + common::formatRfc3339(until_us) + " is not in the future (now " +
+    return Error{errc::invalid_window, "the end " + common::formatRfc3339(until_us) +
+                                           " is not in the future (now " +
                                            common::formatRfc3339(now) + ")"};
   }
   if (until_us - now > kMaxWindowUs) {
-    return Error{errc::invalid_window, "the end " + common::formatRfc3339(until_us) + " is more than " +
-                                           std::to_string(kMaxWindowUs / 3'600'000'000) + " h away (now " +
-                                           common::formatRfc3339(now) + ")"};
+    return Error{errc::invalid_window, "the end " + common::formatRfc3339(until_us) +
+                                           " is more than " +
+                                           std::to_string(kMaxWindowUs / 3'600'000'000) +
+                                           " h away (now " + common::formatRfc3339(now) + ")"};
   }
   storage::MaintenanceWindowRecord w;
   w.cluster = cluster;
@@ -56,8 +61,8 @@ Result<std::int64_t> MaintenanceWindows::open(storage::ClusterId cluster, const 
   for (const auto& s : silences_) receivers.push_back(s->receiver());
   auto id = store_.insert(w, receivers);
   if (!id) return id.error();
-  spdlog::info("maintenance: window {} on cluster {} opened by {} until {}: {}", *id, cluster, opened_by,
-               common::formatRfc3339(until_us), reason);
+  spdlog::info("maintenance: window {} on cluster {} opened by {} until {}: {}", *id, cluster,
+               opened_by, common::formatRfc3339(until_us), reason);
   if (!silences_.empty()) {
     {
       std::lock_guard lock(wake_mutex_);
@@ -72,16 +77,18 @@ Status MaintenanceWindows::close(std::int64_t id, const std::string& closed_by) 
   std::lock_guard serial(close_mutex_);
   auto found = store_.window(id);
   if (!found) return found.error();
-  if (!*found) return Error{errc::unknown_window, "no maintenance window has id " + std::to_string(id)};
+  if (!*found)
+    return Error{errc::unknown_window, "no maintenance window has id " + std::to_string(id)};
   const auto now = clock_.wallNow();
   auto closed = store_.close(id, now, closed_by);
   if (!closed) return closed.error();
   if (!*closed) {
     const auto& w = **found;
-    return Error{errc::window_over,
-                 "maintenance window " + std::to_string(id) + " is over: " +
-                     (w.closed_us ? "closed by " + w.closed_by + " at " + common::formatRfc3339(*w.closed_us)
-                                  : "it ended at " + common::formatRfc3339(w.ends_us))};
+    return Error{
+        errc::window_over,
+        "maintenance window " + std::to_string(id) + " is over: " +
+            (w.closed_us ? "closed by " + w.closed_by + " at " + common::formatRfc3339(*w.closed_us)
+                         : "it ended at " + common::formatRfc3339(w.ends_us))};
   }
   spdlog::info("maintenance: window {} closed by {}", id, closed_by);
   if (!silences_.empty()) {
@@ -102,10 +109,14 @@ Result<std::optional<MaintenanceWindow>> MaintenanceWindows::active(storage::Clu
   return std::optional<MaintenanceWindow>{std::move(covering->front())};
 }
 
-Result<std::optional<MaintenanceWindow>> MaintenanceWindows::window(std::int64_t id) const { return store_.window(id); }
+Result<std::optional<MaintenanceWindow>> MaintenanceWindows::window(std::int64_t id) const {
+  return store_.window(id);
+}
 
-Result<std::vector<MaintenanceWindow>> MaintenanceWindows::windows(storage::ClusterId cluster, std::int64_t from_us,
-                                                                   std::int64_t to_us, std::size_t limit) const {
+Result<std::vector<MaintenanceWindow>> MaintenanceWindows::windows(storage::ClusterId cluster,
+                                                                   std::int64_t from_us,
+                                                                   std::int64_t to_us,
+                                                                   std::size_t limit) const {
   return store_.windows(cluster, from_us, to_us, limit);
 }
 
@@ -123,7 +134,8 @@ AlertSilences* MaintenanceWindows::silencesOf(const std::string& receiver) const
 std::size_t MaintenanceWindows::reconcileSilences() {
   const auto now = clock_.wallNow();
   if (auto ended = store_.endRunOutSilences(now); !ended) {
-    spdlog::error("maintenance: cannot update silences of windows that ran out: {}", ended.error().describe());
+    spdlog::error("maintenance: cannot update silences of windows that ran out: {}",
+                  ended.error().describe());
   }
   auto due = store_.silencesDue(now);
   if (!due) {
@@ -141,15 +153,18 @@ void MaintenanceWindows::retryOrGiveUp(storage::MaintenanceSilenceRecord& row, c
   row.attempts += 1;
   row.last_error = error.describe();
   row.next_attempt_us = clock_.wallNow() +
-                        notify::retryDelayUs(retry_, row.attempts, std::uniform_real_distribution<double>(0, 1)(jitter_));
+                        notify::retryDelayUs(retry_, row.attempts,
+                                             std::uniform_real_distribution<double>(0, 1)(jitter_));
   if (notify::giveUp(retry_, row.attempts, row.created_us, row.next_attempt_us)) {
-    spdlog::warn("maintenance: giving up the silence of window {} on {} ({}) after {} attempt(s): {}", row.window_id,
-                 row.receiver, row.state, row.attempts, row.last_error);
+    spdlog::warn(
+        "maintenance: giving up the silence of window {} on {} ({}) after {} attempt(s): {}",
+        row.window_id, row.receiver, row.state, row.attempts, row.last_error);
     row.state = "failed";
   } else {
-    spdlog::info("maintenance: silence of window {} on {} ({}) failed (attempt {}), next in {} ms: {}", row.window_id,
-                 row.receiver, row.state, row.attempts, (row.next_attempt_us - clock_.wallNow()) / 1000,
-                 row.last_error);
+    spdlog::info(
+        "maintenance: silence of window {} on {} ({}) failed (attempt {}), next in {} ms: {}",
+        row.window_id, row.receiver, row.state, row.attempts,
+        (row.next_attempt_us - clock_.wallNow()) / 1000, row.last_error);
   }
 }
 
@@ -157,8 +172,8 @@ void MaintenanceWindows::attempt(storage::MaintenanceSilenceRecord row) {
   auto* silences = silencesOf(row.receiver);
   const auto save = [this](const storage::MaintenanceSilenceRecord& r) {
     if (auto saved = store_.updateSilence(r); !saved) {
-      spdlog::error("maintenance: cannot record the silence of window {} on {}: {}", r.window_id, r.receiver,
-                    saved.error().describe());
+      spdlog::error("maintenance: cannot record the silence of window {} on {}: {}", r.window_id,
+                    r.receiver, saved.error().describe());
     }
   };
   if (silences == nullptr) {
@@ -178,7 +193,8 @@ void MaintenanceWindows::attempt(storage::MaintenanceSilenceRecord row) {
     if (auto expired = silences->expire(row.silence_id); !expired) {
       retryOrGiveUp(row, expired.error());
     } else {
-      spdlog::info("maintenance: silence {} of window {} on {} expired", row.silence_id, row.window_id, row.receiver);
+      spdlog::info("maintenance: silence {} of window {} on {} expired", row.silence_id,
+                   row.window_id, row.receiver);
       row.state = "ended";
       row.last_error.clear();
     }
@@ -196,12 +212,13 @@ void MaintenanceWindows::attempt(storage::MaintenanceSilenceRecord row) {
   if (!made) {
     retryOrGiveUp(row, made.error());
     // Closed while this attempt ran: there is nothing to retry.
-    if (auto now = store_.window(row.window_id); now && *now && (*now)->closed_us) row.state = "ended";
+    if (auto now = store_.window(row.window_id); now && *now && (*now)->closed_us)
+      row.state = "ended";
     save(row);
     return;
   }
-  spdlog::info("maintenance: silence {} on {} for window {} of {} until {}", *made, row.receiver, w.id,
-               w.cluster_name, common::formatRfc3339(w.ends_us));
+  spdlog::info("maintenance: silence {} on {} for window {} of {} until {}", *made, row.receiver,
+               w.id, w.cluster_name, common::formatRfc3339(w.ends_us));
   row.silence_id = *made;
   row.attempts = 0;
   row.last_error.clear();
@@ -223,7 +240,8 @@ void MaintenanceWindows::run() {
     }
     reconcileSilences();
     std::int64_t wait_us = kMaxIdleUs;
-    if (auto due = store_.nextSilenceDue(); due && *due) wait_us = std::min(wait_us, **due - clock_.wallNow());
+    if (auto due = store_.nextSilenceDue(); due && *due)
+      wait_us = std::min(wait_us, **due - clock_.wallNow());
     // Never a busy loop, even when a row's state cannot be written.
     wait_us = std::max<std::int64_t>(wait_us, 10'000);
     std::unique_lock lock(wake_mutex_);

@@ -49,7 +49,8 @@ class MaintenanceWindows {
  public:
   // `silences`: one per configured Alertmanager receiver (none: no silences are made).
   MaintenanceWindows(storage::MaintenanceStore& store, const common::Clock& clock,
-                     std::vector<std::unique_ptr<AlertSilences>> silences, config::RetryConfig retry);
+                     std::vector<std::unique_ptr<AlertSilences>> silences,
+                     config::RetryConfig retry);
   ~MaintenanceWindows();
   MaintenanceWindows(const MaintenanceWindows&) = delete;
   MaintenanceWindows& operator=(const MaintenanceWindows&) = delete;
@@ -62,19 +63,21 @@ class MaintenanceWindows {
   // `opened_by` (who: "operator (api, 10.0.0.5)", "drill 42"); the window's id.
   // errc::invalid_window when the reason is empty or over kMaxReasonChars, or `until_us` is not
   // after now or more than kMaxWindowUs after it; a storage error when it cannot be written.
-  Result<std::int64_t> open(storage::ClusterId cluster, const std::string& reason, std::int64_t until_us,
-                            const std::string& opened_by);
+  Result<std::int64_t> open(storage::ClusterId cluster, const std::string& reason,
+                            std::int64_t until_us, const std::string& opened_by);
   // Closes window `id` now: it stops covering at once and its silences are expired.
   // errc::unknown_window, errc::window_over (closed already or run out), or a storage error.
   Status close(std::int64_t id, const std::string& closed_by);
 
   // The window of `cluster` that covers `at_us` (the earliest opened when several do), if any.
-  Result<std::optional<MaintenanceWindow>> active(storage::ClusterId cluster, std::int64_t at_us) const;
+  Result<std::optional<MaintenanceWindow>> active(storage::ClusterId cluster,
+                                                  std::int64_t at_us) const;
   // One window with its silences, if it exists.
   Result<std::optional<MaintenanceWindow>> window(std::int64_t id) const;
-  // The cluster's windows that cover any instant of [from_us, to_us), oldest first, at most `limit`.
-  Result<std::vector<MaintenanceWindow>> windows(storage::ClusterId cluster, std::int64_t from_us, std::int64_t to_us,
-                                                 std::size_t limit) const;
+  // The cluster's windows that cover any instant of [from_us, to_us), oldest first, at most
+  // `limit`.
+  Result<std::vector<MaintenanceWindow>> windows(storage::ClusterId cluster, std::int64_t from_us,
+                                                 std::int64_t to_us, std::size_t limit) const;
   // Every cluster's windows active at `at_us` (for /metrics).
   Result<std::vector<MaintenanceWindow>> activeWindows(std::int64_t at_us) const;
 
@@ -97,7 +100,7 @@ class MaintenanceWindows {
   // meanwhile has that silence expired rather than left to run to its end.
   std::mutex close_mutex_;
   std::mutex wake_mutex_;
-  bool woken_ = false;  // guarded by wake_mutex_
+  bool woken_ = false;     // guarded by wake_mutex_
   common::Worker worker_;  // last: stopped before the members above go
 };
 

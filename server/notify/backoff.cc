@@ -4,7 +4,8 @@
 
 namespace kfaild::notify {
 
-std::int64_t retryDelayUs(const config::RetryConfig& retry, std::int64_t failed_attempts, double jitter) {
+std::int64_t retryDelayUs(const config::RetryConfig& retry, std::int64_t failed_attempts,
+                          double jitter) {
   std::int64_t nominal = retry.initial_us;
   for (std::int64_t i = 1; i < failed_attempts && nominal < retry.max_us; ++i) nominal *= 2;
   nominal = std::min(nominal, retry.max_us);

@@ -14,7 +14,8 @@
 namespace kfaild::notify {
 
 // `jitter` in [0, 1] (0: half the nominal delay, 1: all of it).
-std::int64_t retryDelayUs(const config::RetryConfig& retry, std::int64_t failed_attempts, double jitter);
+std::int64_t retryDelayUs(const config::RetryConfig& retry, std::int64_t failed_attempts,
+                          double jitter);
 
 bool giveUp(const config::RetryConfig& retry, std::int64_t failed_attempts, std::int64_t created_us,
             std::int64_t next_attempt_us);

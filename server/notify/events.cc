@@ -22,7 +22,9 @@ std::string seconds(std::int64_t us) {
   return text;
 }
 
-std::string verdictText(const NotificationEvent& e) { return e.verdict.value_or("none"); }
+std::string verdictText(const NotificationEvent& e) {
+  return e.verdict.value_or("none");
+}
 
 json links(const NotificationEvent& e, const PayloadContext& c) {
   if (e.kind == kIncident) {
@@ -42,39 +44,45 @@ std::string checkLine(const json& check) {
   std::string line = text("objective");
   if (!text("role").empty()) line += " " + text("role");
   if (!text("topic").empty()) line += " " + text("topic") + "/" + text("partition");
-  line += ": measured " + (text("measured").empty() ? "nothing" : text("measured")) + " " + text("unit");
+  line += ": measured " + (text("measured").empty() ? "nothing" : text("measured")) + " " +
+          text("unit");
   line += ", threshold " + text("threshold") + " " + text("unit") + " (" + text("status") + ")";
   if (!text("reason").empty()) line += ": " + text("reason");
   return line;
 }
 
 std::string summary(const NotificationEvent& e) {
-  const auto drill = "drill " + std::to_string(e.drill_id) + " (" + e.fault + " of " + targetLabel(e.target) + ") on " + e.cluster;
+  const auto drill = "drill " + std::to_string(e.drill_id) + " (" + e.fault + " of " +
+                     targetLabel(e.target) + ") on " + e.cluster;
   if (e.kind == kDrillFinished) return "kfaild: " + drill + ": verdict " + verdictText(e);
-  if (e.kind == kDrillFailed) return "kfaild: " + drill + " " + e.state + (e.reason.empty() ? "" : ": " + e.reason);
+  if (e.kind == kDrillFailed)
+    return "kfaild: " + drill + " " + e.state + (e.reason.empty() ? "" : ": " + e.reason);
   if (e.kind == kRegression) {
     return "kfaild: " + drill + ": " + std::to_string(e.regressions.size()) + " regression" +
            (e.regressions.size() == 1 ? "" : "s");
   }
-  return "kfaild: incident on " + e.cluster + ": stall of " + seconds(e.end_us - e.at_us) + " s outside any drill";
+  return "kfaild: incident on " + e.cluster + ": stall of " + seconds(e.end_us - e.at_us) +
+         " s outside any drill";
 }
 
 std::string details(const NotificationEvent& e) {
   std::string out;
   if (e.kind == kIncident) {
     for (const auto& p : e.partitions) {
-      out += (out.empty() ? "" : "\n") + p.value("kind", std::string()) + " gap " + p.value("topic", std::string()) + "/" +
-             std::to_string(p.value("partition", 0)) + ": " + seconds(p.value("duration_us", std::int64_t{0})) + " s from " +
+      out += (out.empty() ? "" : "\n") + p.value("kind", std::string()) + " gap " +
+             p.value("topic", std::string()) + "/" + std::to_string(p.value("partition", 0)) +
+             ": " + seconds(p.value("duration_us", std::int64_t{0})) + " s from " +
              common::formatRfc3339(p.value("start_us", std::int64_t{0}));
     }
     return out;
   }
   for (const auto& check : e.failed_checks) out += (out.empty() ? "" : "\n") + checkLine(check);
   for (const auto& r : e.regressions) {
-    out += (out.empty() ? "" : "\n") + std::string("regression: ") + r.value("kind", std::string()) + " stall " +
-           r.value("role", std::string()) + " " + r.value("topic", std::string()) + "/" +
-           std::to_string(r.value("partition", 0)) + " " + (r.contains("stall_s") ? r["stall_s"].dump() : "?") +
-           " s vs median " + (r.contains("median_s") ? r["median_s"].dump() : "?") + " s";
+    out += (out.empty() ? "" : "\n") + std::string("regression: ") +
+           r.value("kind", std::string()) + " stall " + r.value("role", std::string()) + " " +
+           r.value("topic", std::string()) + "/" + std::to_string(r.value("partition", 0)) + " " +
+           (r.contains("stall_s") ? r["stall_s"].dump() : "?") + " s vs median " +
+           (r.contains("median_s") ? r["median_s"].dump() : "?") + " s";
   }
   return out;
 }
@@ -92,14 +100,16 @@ std::string targetLabel(const json& target) {
   }
   if (target.contains("leader_of") && target["leader_of"].is_object()) {
     const auto& l = target["leader_of"];
-    return "leader of " + l.value("topic", std::string("?")) + "/" + std::to_string(l.value("partition", 0));
+    return "leader of " + l.value("topic", std::string("?")) + "/" +
+           std::to_string(l.value("partition", 0));
   }
   if (target.contains("controller")) return "the controller";
   if (target.contains("random")) return "a random broker";
   return target.dump();
 }
 
-std::vector<NotificationEvent> drillEvents(const std::string& cluster, const storage::DrillRecord& drill) {
+std::vector<NotificationEvent> drillEvents(const std::string& cluster,
+                                           const storage::DrillRecord& drill) {
   std::vector<NotificationEvent> out;
   if (drill.state != "done" && drill.state != "failed" && drill.state != "aborted") return out;
   NotificationEvent base;
@@ -115,13 +125,15 @@ std::vector<NotificationEvent> drillEvents(const std::string& cluster, const sto
   // result.verdict is h/verdict's: until a drill carries one, its verdict is "none".
   if (result.contains("verdict") && result["verdict"].is_object()) {
     const auto& v = result["verdict"];
-    if (v.contains("verdict") && v["verdict"].is_string()) base.verdict = v["verdict"].get<std::string>();
+    if (v.contains("verdict") && v["verdict"].is_string())
+      base.verdict = v["verdict"].get<std::string>();
     if (v.contains("checks") && v["checks"].is_array()) {
       for (const auto& check : v["checks"]) {
         if (check.value("status", std::string()) != "pass") base.failed_checks.push_back(check);
       }
     }
-    if (v.contains("regressions") && v["regressions"].is_array()) base.regressions = v["regressions"];
+    if (v.contains("regressions") && v["regressions"].is_array())
+      base.regressions = v["regressions"];
   }
   if (drill.state == "done") {
     base.kind = kDrillFinished;
@@ -153,8 +165,9 @@ NotificationEvent incidentEvent(const std::string& cluster, const analysis::Inci
   }
   if (!incident.gaps.empty()) {
     const auto& first = incident.gaps.front();
-    e.incident_id = first.topic + ":" + std::to_string(first.partition) + ":" + std::string(storage::toString(first.kind)) +
-                    ":" + std::to_string(first.start_us);
+    e.incident_id = first.topic + ":" + std::to_string(first.partition) + ":" +
+                    std::string(storage::toString(first.kind)) + ":" +
+                    std::to_string(first.start_us);
   }
   return e;
 }
@@ -172,20 +185,14 @@ bool wants(const config::ReceiverConfig& receiver, const NotificationEvent& even
 }
 
 json webhookPayload(const NotificationEvent& e, const PayloadContext& c) {
-  json out = {{"version", 1},
-              {"event", e.kind},
-              {"cluster", e.cluster},
-              {"at", common::formatRfc3339(e.at_us)},
-              {"at_us", e.at_us},
-              {"summary", summary(e)},
+  json out = {{"version", 1},         {"event", e.kind},
+              {"cluster", e.cluster}, {"at", common::formatRfc3339(e.at_us)},
+              {"at_us", e.at_us},     {"summary", summary(e)},
               {"links", links(e, c)}};
   if (e.kind == kIncident) {
-    out["incident"] = {{"id", e.incident_id},
-                       {"start", common::formatRfc3339(e.at_us)},
-                       {"start_us", e.at_us},
-                       {"end", common::formatRfc3339(e.end_us)},
-                       {"end_us", e.end_us},
-                       {"duration_us", e.end_us - e.at_us},
+    out["incident"] = {{"id", e.incident_id},       {"start", common::formatRfc3339(e.at_us)},
+                       {"start_us", e.at_us},       {"end", common::formatRfc3339(e.end_us)},
+                       {"end_us", e.end_us},        {"duration_us", e.end_us - e.at_us},
                        {"partitions", e.partitions}};
     return out;
   }
@@ -207,15 +214,20 @@ json slackPayload(const NotificationEvent& e, const PayloadContext& c) {
   const auto body = details(e);
   const auto link = links(e, c)["dashboard"].get<std::string>();
   json blocks = json::array();
-  blocks.push_back({{"type", "section"}, {"text", {{"type", "mrkdwn"}, {"text", "*" + head + "*"}}}});
+  blocks.push_back(
+      {{"type", "section"}, {"text", {{"type", "mrkdwn"}, {"text", "*" + head + "*"}}}});
   if (!body.empty()) {
-    blocks.push_back({{"type", "section"}, {"text", {{"type", "mrkdwn"}, {"text", "```" + body + "```"}}}});
+    blocks.push_back(
+        {{"type", "section"}, {"text", {{"type", "mrkdwn"}, {"text", "```" + body + "```"}}}});
   }
-  blocks.push_back({{"type", "context"}, {"elements", {{{"type", "mrkdwn"}, {"text", "<" + link + "|open in kfaild>"}}}}});
+  blocks.push_back(
+      {{"type", "context"},
+       {"elements", {{{"type", "mrkdwn"}, {"text", "<" + link + "|open in kfaild>"}}}}});
   return {{"text", head + (body.empty() ? "" : "\n" + body)}, {"blocks", std::move(blocks)}};
 }
 
-json alertmanagerPayload(const NotificationEvent& e, const PayloadContext& c, std::int64_t resolve_after_us) {
+json alertmanagerPayload(const NotificationEvent& e, const PayloadContext& c,
+                         std::int64_t resolve_after_us) {
   std::string alertname = "KfaildIncident";
   std::string severity = "warning";
   if (e.kind == kDrillFailed) {
@@ -223,10 +235,14 @@ json alertmanagerPayload(const NotificationEvent& e, const PayloadContext& c, st
   } else if (e.kind == kRegression) {
     alertname = "KfaildDrillRegressed";
   } else if (e.kind == kDrillFinished) {
-    alertname = e.verdict == std::optional<std::string>("fail") ? "KfaildDrillFailed" : "KfaildDrillInconclusive";
+    alertname = e.verdict == std::optional<std::string>("fail") ? "KfaildDrillFailed"
+                                                                : "KfaildDrillInconclusive";
     if (alertname == "KfaildDrillFailed") severity = "critical";
   }
-  json labels = {{"alertname", alertname}, {"cluster", e.cluster}, {"severity", severity}, {"source", "kfaild"}};
+  json labels = {{"alertname", alertname},
+                 {"cluster", e.cluster},
+                 {"severity", severity},
+                 {"source", "kfaild"}};
   if (e.kind != kIncident) {
     labels["fault"] = e.fault;
     labels["target"] = targetLabel(e.target);
@@ -236,7 +252,8 @@ json alertmanagerPayload(const NotificationEvent& e, const PayloadContext& c, st
     labels["incident"] = e.incident_id;
   }
   std::string failed;
-  for (const auto& check : e.failed_checks) failed += (failed.empty() ? "" : "\n") + checkLine(check);
+  for (const auto& check : e.failed_checks)
+    failed += (failed.empty() ? "" : "\n") + checkLine(check);
   json annotations = {{"summary", summary(e)}, {"description", details(e)}};
   if (e.kind != kIncident) annotations["failed_checks"] = failed;
   // startsAt is when it happened; a delivery that is late (receiver down) still says so.
@@ -258,10 +275,13 @@ NotificationEvent redactedForViewers(NotificationEvent event, const common::Reda
   return event;
 }
 
-json payloadFor(const config::ReceiverConfig& receiver, const NotificationEvent& event, const PayloadContext& context) {
-  const auto shown = receiver.include_operator_details ? event : redactedForViewers(event, context.redactor);
+json payloadFor(const config::ReceiverConfig& receiver, const NotificationEvent& event,
+                const PayloadContext& context) {
+  const auto shown =
+      receiver.include_operator_details ? event : redactedForViewers(event, context.redactor);
   if (receiver.type == "slack") return slackPayload(shown, context);
-  if (receiver.type == "alertmanager") return alertmanagerPayload(shown, context, receiver.alert_resolve_after_us);
+  if (receiver.type == "alertmanager")
+    return alertmanagerPayload(shown, context, receiver.alert_resolve_after_us);
   return webhookPayload(shown, context);
 }
 

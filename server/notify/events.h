@@ -49,17 +49,17 @@ inline constexpr const char* kRegression = "regression";
 inline constexpr const char* kIncident = "incident";
 
 struct NotificationEvent {
-  std::string kind;     // one of the four above
-  std::string cluster;  // the cluster's configured name
+  std::string kind;        // one of the four above
+  std::string cluster;     // the cluster's configured name
   std::int64_t at_us = 0;  // the drill's end, or the incident's start
   // Drill events.
   std::int64_t drill_id = 0;
   std::string fault;
   nlohmann::json target = nlohmann::json::object();  // the request's target
-  std::string state;                                   // done | failed | aborted
-  std::string reason;                                  // why it failed, else empty
+  std::string state;                                 // done | failed | aborted
+  std::string reason;                                // why it failed, else empty
   std::optional<std::int64_t> started_us;
-  std::optional<std::string> verdict;                  // pass | fail | inconclusive; nullopt: none
+  std::optional<std::string> verdict;  // pass | fail | inconclusive; nullopt: none
   nlohmann::json failed_checks = nlohmann::json::array();  // checks whose status is not pass
   nlohmann::json regressions = nlohmann::json::array();
   // Incidents.
@@ -71,13 +71,15 @@ struct NotificationEvent {
 };
 
 // The events of a drill as the listener got it (none for a state that is not terminal).
-std::vector<NotificationEvent> drillEvents(const std::string& cluster, const storage::DrillRecord& drill);
+std::vector<NotificationEvent> drillEvents(const std::string& cluster,
+                                           const storage::DrillRecord& drill);
 NotificationEvent incidentEvent(const std::string& cluster, const analysis::Incident& incident);
 
 // "broker 1", "leader of orders/0", "the controller", "a random broker".
 std::string targetLabel(const nlohmann::json& target);
 
-// Whether `receiver` takes `event` (its events and verdicts lists; Alertmanager never takes a pass).
+// Whether `receiver` takes `event` (its events and verdicts lists; Alertmanager never takes a
+// pass).
 bool wants(const config::ReceiverConfig& receiver, const NotificationEvent& event);
 
 struct PayloadContext {

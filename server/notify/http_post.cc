@@ -23,13 +23,16 @@ using Tcp = asio::ip::tcp;
 
 constexpr std::size_t kMaxAnswerBytes = 64 * 1024;
 
-Error notifyError(errc code, std::string message) { return Error{make_error_code(code), std::move(message)}; }
+Error notifyError(errc code, std::string message) {
+  return Error{make_error_code(code), std::move(message)};
+}
 
 std::string sslReason(const boost::system::error_code& ec, SSL* native) {
   std::string reason = ec.message();
   if (native != nullptr) {
     const long verify = SSL_get_verify_result(native);
-    if (verify != X509_V_OK) reason += " (" + std::string(X509_verify_cert_error_string(verify)) + ")";
+    if (verify != X509_V_OK)
+      reason += " (" + std::string(X509_verify_cert_error_string(verify)) + ")";
   }
   return reason;
 }
@@ -50,7 +53,8 @@ Result<std::unique_ptr<ssl::context>> tlsContext(const config::NotificationTls& 
 std::string alertmanagerBase(std::string url) {
   while (!url.empty() && url.back() == '/') url.pop_back();
   const std::string alerts = "/api/v2/alerts";
-  if (url.size() >= alerts.size() && url.compare(url.size() - alerts.size(), alerts.size(), alerts) == 0) {
+  if (url.size() >= alerts.size() &&
+      url.compare(url.size() - alerts.size(), alerts.size(), alerts) == 0) {
     url.resize(url.size() - alerts.size());
   }
   return url;
@@ -79,10 +83,12 @@ Result<ReceiverUrl> parseReceiverUrl(const std::string& url) {
   std::string_view port;
   if (!authority.empty() && authority.front() == '[') {
     const auto close = authority.find(']');
-    if (close == std::string_view::npos) return notifyError(errc::invalid_url, "unclosed [ in the host");
+    if (close == std::string_view::npos)
+      return notifyError(errc::invalid_url, "unclosed [ in the host");
     out.host = std::string(authority.substr(1, close - 1));
     if (close + 1 < authority.size()) {
-      if (authority[close + 1] != ':') return notifyError(errc::invalid_url, "expected :port after ]");
+      if (authority[close + 1] != ':')
+        return notifyError(errc::invalid_url, "expected :port after ]");
       port = authority.substr(close + 2);
     }
   } else {
@@ -104,26 +110,28 @@ Result<ReceiverUrl> parseReceiverUrl(const std::string& url) {
 
 namespace {
 Result<HttpAnswer> sendJson(http::verb method, const ReceiverUrl& url, const std::string& body,
-                            const std::map<std::string, std::string>& headers, const config::NotificationTls& tls,
-                            std::chrono::milliseconds timeout);
+                            const std::map<std::string, std::string>& headers,
+                            const config::NotificationTls& tls, std::chrono::milliseconds timeout);
 }  // namespace
 
 Result<HttpAnswer> postJson(const ReceiverUrl& url, const std::string& body,
-                            const std::map<std::string, std::string>& headers, const config::NotificationTls& tls,
-                            std::chrono::milliseconds timeout) {
+                            const std::map<std::string, std::string>& headers,
+                            const config::NotificationTls& tls, std::chrono::milliseconds timeout) {
   return sendJson(http::verb::post, url, body, headers, tls, timeout);
 }
 
-Result<HttpAnswer> deleteResource(const ReceiverUrl& url, const std::map<std::string, std::string>& headers,
-                                  const config::NotificationTls& tls, std::chrono::milliseconds timeout) {
+Result<HttpAnswer> deleteResource(const ReceiverUrl& url,
+                                  const std::map<std::string, std::string>& headers,
+                                  const config::NotificationTls& tls,
+                                  std::chrono::milliseconds timeout) {
   return sendJson(http::verb::delete_, url, "", headers, tls, timeout);
 }
 
 namespace {
 
 Result<HttpAnswer> sendJson(http::verb method, const ReceiverUrl& url, const std::string& body,
-                            const std::map<std::string, std::string>& headers, const config::NotificationTls& tls,
-                            std::chrono::milliseconds timeout) {
+                            const std::map<std::string, std::string>& headers,
+                            const config::NotificationTls& tls, std::chrono::milliseconds timeout) {
   std::unique_ptr<ssl::context> context;
   if (url.https) {
     auto made = tlsContext(tls);
@@ -132,7 +140,8 @@ Result<HttpAnswer> sendJson(http::verb method, const ReceiverUrl& url, const std
   }
   http::request<http::string_body> request{method, url.target, 11};
   const bool default_port = url.port == (url.https ? "443" : "80");
-  const std::string host = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
+  const std::string host =
+      url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
   request.set(http::field::host, default_port ? host : host + ":" + url.port);
   request.set(http::field::user_agent, "kfaild");
   if (!body.empty()) request.set(http::field::content_type, "application/json");
@@ -158,14 +167,16 @@ Result<HttpAnswer> sendJson(http::verb method, const ReceiverUrl& url, const std
         failure = notifyError(errc::transport_failed, "write to " + where + ": " + ec.message());
         return;
       }
-      http::async_read(stream, buffer, parser, [&](const boost::system::error_code& ec2, std::size_t) {
-        // A receiver that answers and closes without a body past the limit is still an answer.
-        if (ec2 && !(ec2 == http::error::body_limit && parser.is_header_done())) {
-          failure = notifyError(errc::transport_failed, "read from " + where + ": " + ec2.message());
-          return;
-        }
-        finished = true;
-      });
+      http::async_read(
+          stream, buffer, parser, [&](const boost::system::error_code& ec2, std::size_t) {
+            // A receiver that answers and closes without a body past the limit is still an answer.
+            if (ec2 && !(ec2 == http::error::body_limit && parser.is_header_done())) {
+              failure =
+                  notifyError(errc::transport_failed, "read from " + where + ": " + ec2.message());
+              return;
+            }
+            finished = true;
+          });
     });
   };
   if (context) {
@@ -174,31 +185,40 @@ Result<HttpAnswer> sendJson(http::verb method, const ReceiverUrl& url, const std
       return notifyError(errc::tls_failed, "TLS with " + where + ": " + *why);
     }
   }
-  resolver.async_resolve(url.host, url.port, [&](const boost::system::error_code& ec, const Tcp::resolver::results_type& results) {
-    if (ec) {
-      failure = notifyError(errc::connect_failed, "resolve " + url.host + ": " + ec.message());
-      return;
-    }
-    auto& socket = secure ? secure->next_layer() : plain;
-    asio::async_connect(socket, results, [&](const boost::system::error_code& ec2, const Tcp::endpoint&) {
-      if (ec2) {
-        failure = notifyError(errc::connect_failed, "connect to " + where + ": " + ec2.message());
-        return;
-      }
-      if (!secure) return talk(plain);
-      secure->async_handshake(ssl::stream_base::client, [&](const boost::system::error_code& ec3) {
-        if (ec3) {
-          failure = notifyError(errc::tls_failed, "TLS handshake with " + where + ": " + sslReason(ec3, secure->native_handle()));
+  resolver.async_resolve(
+      url.host, url.port,
+      [&](const boost::system::error_code& ec, const Tcp::resolver::results_type& results) {
+        if (ec) {
+          failure = notifyError(errc::connect_failed, "resolve " + url.host + ": " + ec.message());
           return;
         }
-        talk(*secure);
+        auto& socket = secure ? secure->next_layer() : plain;
+        asio::async_connect(
+            socket, results, [&](const boost::system::error_code& ec2, const Tcp::endpoint&) {
+              if (ec2) {
+                failure =
+                    notifyError(errc::connect_failed, "connect to " + where + ": " + ec2.message());
+                return;
+              }
+              if (!secure) return talk(plain);
+              secure->async_handshake(
+                  ssl::stream_base::client, [&](const boost::system::error_code& ec3) {
+                    if (ec3) {
+                      failure = notifyError(errc::tls_failed,
+                                            "TLS handshake with " + where + ": " +
+                                                sslReason(ec3, secure->native_handle()));
+                      return;
+                    }
+                    talk(*secure);
+                  });
+            });
       });
-    });
-  });
   ioc.run_for(timeout);
   if (failure) return *failure;
   if (!finished) {
-    return notifyError(errc::timeout, std::string(http::to_string(method)) + " " + where + ": no answer within " + std::to_string(timeout.count()) + " ms");
+    return notifyError(errc::timeout, std::string(http::to_string(method)) + " " + where +
+                                          ": no answer within " + std::to_string(timeout.count()) +
+                                          " ms");
   }
   HttpAnswer answer;
   answer.status = static_cast<int>(parser.get().result_int());

@@ -28,8 +28,8 @@ struct NotificationMetrics {
   };
   std::vector<Outcome> outcomes;
   std::vector<Attempts> attempts;
-  std::vector<Queued> queued;  // one per configured receiver, 0 included
-  double delivery_seconds_sum = 0;   // time spent in successful deliveries' last attempt
+  std::vector<Queued> queued;       // one per configured receiver, 0 included
+  double delivery_seconds_sum = 0;  // time spent in successful deliveries' last attempt
   std::uint64_t delivery_seconds_count = 0;
 };
 

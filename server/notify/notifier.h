@@ -71,7 +71,8 @@ class Notifier final : public drill::DrillListener, public NotificationStatus {
 
   // Clusters whose stored gaps are scanned for incidents, and where their maintenance windows are
   // (none: no window is known). Set before start().
-  void watchIncidents(const storage::Store& store, const storage::DrillStore& drills, std::vector<WatchedCluster> clusters,
+  void watchIncidents(const storage::Store& store, const storage::DrillStore& drills,
+                      std::vector<WatchedCluster> clusters,
                       const storage::MaintenanceStore* maintenance = nullptr);
 
   // Queues again the rows an earlier kfaild left delivering, then starts the worker.
@@ -114,7 +115,7 @@ class Notifier final : public drill::DrillListener, public NotificationStatus {
   std::uint64_t delivery_seconds_count_ = 0;                                             // guarded
 
   std::mutex wake_mutex_;
-  bool woken_ = false;  // guarded by wake_mutex_: a row was queued since the worker last looked
+  bool woken_ = false;     // guarded by wake_mutex_: a row was queued since the worker last looked
   common::Worker worker_;  // last: stopped before the members above go
 };
 

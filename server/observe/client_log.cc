@@ -48,7 +48,8 @@ std::optional<ClientLeaderUpdate> parseLeaderUpdate(std::string_view facility,
   return u;
 }
 
-ClientLeaderUpdate ClientLeaderMemory::apply(std::string_view client, ClientLeaderUpdate update, bool* restored) {
+ClientLeaderUpdate ClientLeaderMemory::apply(std::string_view client, ClientLeaderUpdate update,
+                                             bool* restored) {
   if (restored != nullptr) *restored = false;
   std::lock_guard lock(mutex_);
   auto& known = last_[{std::string(client), update.topic, update.partition}];
@@ -100,8 +101,8 @@ void ClientLogWatcher::onLine(std::string_view client, int level, std::string_vi
   const auto now = clock_.wallNow();
   if (file_.is_open()) {
     std::lock_guard lock(file_mutex_);
-    file_ << common::formatRfc3339(now) << ' ' << level << ' ' << facility << " [" << client
-          << "] " << message << '\n';
+    file_ << common::formatRfc3339(now) << ' ' << level << ' ' << facility << " [" << client << "] "
+          << message << '\n';
   }
   if (level <= 4) {
     spdlog::warn("librdkafka {} {}: {}", client, facility, message);

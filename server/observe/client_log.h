@@ -46,7 +46,8 @@ std::optional<ClientLeaderUpdate> parseLeaderUpdate(std::string_view facility,
 class ClientLeaderMemory {
  public:
   // `update` with its forgotten `from` restored; sets *restored when it was.
-  ClientLeaderUpdate apply(std::string_view client, ClientLeaderUpdate update, bool* restored = nullptr);
+  ClientLeaderUpdate apply(std::string_view client, ClientLeaderUpdate update,
+                           bool* restored = nullptr);
 
  private:
   struct Known {
@@ -63,9 +64,9 @@ class ClientLeaderMemory {
 //   "[thrd:10.77.0.11:9092/1]: 10.77.0.11:9092/1: Timed out ProduceRequest in flight (after
 //    30004ms, timeout #0)"
 struct ClientRequestTimeout {
-  std::int32_t broker = -1;      // the broker's node id (from the handle's name "host:port/ID")
-  std::string request;           // "Produce", "Fetch", "Metadata", ...
-  std::int64_t after_ms = -1;    // how long it was in flight, -1 when the line does not say
+  std::int32_t broker = -1;    // the broker's node id (from the handle's name "host:port/ID")
+  std::string request;         // "Produce", "Fetch", "Metadata", ...
+  std::int64_t after_ms = -1;  // how long it was in flight, -1 when the line does not say
 };
 
 // Recognises a request-timeout line of a broker with a node id; nullopt for any other line
@@ -87,7 +88,8 @@ class ClientLogWatcher {
   ClientLogWatcher(storage::ClusterId cluster, std::set<std::string> topics, storage::Store& store,
                    const common::Clock& clock, std::string log_file = {});
 
-  void onLine(std::string_view client, int level, std::string_view facility, std::string_view message);
+  void onLine(std::string_view client, int level, std::string_view facility,
+              std::string_view message);
   kafka::LogSink sink();
 
   std::uint64_t leaderUpdates() const { return updates_; }

@@ -22,7 +22,8 @@ storage::Event makeEvent(storage::ClusterId cluster, common::WallMicros at, Even
   return e;
 }
 
-std::vector<std::int32_t> minus(const std::vector<std::int32_t>& a, const std::vector<std::int32_t>& b) {
+std::vector<std::int32_t> minus(const std::vector<std::int32_t>& a,
+                                const std::vector<std::int32_t>& b) {
   std::vector<std::int32_t> out;
   for (auto x : a) {
     if (std::find(b.begin(), b.end(), x) == b.end()) out.push_back(x);
@@ -66,8 +67,9 @@ std::vector<storage::Event> diffSnapshots(const kafka::ClusterSnapshot& before,
     // (the analysis takes that span as the event's resolution). 0: not stamped.
     const auto since = old_topic->answered_at_us;
     for (const auto& p : topic.partitions) {
-      auto old_p = std::find_if(old_topic->partitions.begin(), old_topic->partitions.end(),
-                                [&](const kafka::PartitionInfo& o) { return o.partition == p.partition; });
+      auto old_p =
+          std::find_if(old_topic->partitions.begin(), old_topic->partitions.end(),
+                       [&](const kafka::PartitionInfo& o) { return o.partition == p.partition; });
       if (old_p == old_topic->partitions.end()) continue;
       auto scoped = [&](storage::Event e) {
         e.topic = topic.name;
@@ -75,8 +77,9 @@ std::vector<storage::Event> diffSnapshots(const kafka::ClusterSnapshot& before,
         return e;
       };
       if (old_p->leader != p.leader) {
-        auto e = scoped(makeEvent(cluster, at, EventKind::kLeaderChange,
-                                  {{"from", old_p->leader}, {"to", p.leader}, {"isr", p.isr}, {"since_us", since}}));
+        auto e = scoped(makeEvent(
+            cluster, at, EventKind::kLeaderChange,
+            {{"from", old_p->leader}, {"to", p.leader}, {"isr", p.isr}, {"since_us", since}}));
         e.broker = p.leader;
         events.push_back(std::move(e));
       }

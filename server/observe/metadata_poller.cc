@@ -59,7 +59,9 @@ MetadataPoller::MetadataPoller(const config::ClusterConfig& cluster, storage::Cl
   }
 }
 
-MetadataPoller::~MetadataPoller() { stop(); }
+MetadataPoller::~MetadataPoller() {
+  stop();
+}
 
 Status MetadataPoller::ensureHandle() {
   if (handle_ != nullptr) return okStatus();
@@ -112,7 +114,9 @@ void MetadataPoller::runQuorum() {
   }
 }
 
-void MetadataPoller::record(storage::Event event) { store_.addEvent(std::move(event)); }
+void MetadataPoller::record(storage::Event event) {
+  store_.addEvent(std::move(event));
+}
 
 void MetadataPoller::describeQuorumOnce() {
   if (!quorum_describer_) return;
@@ -155,8 +159,8 @@ void MetadataPoller::describeQuorumOnce() {
 void MetadataPoller::pollOnce() {
   if (!ensureHandle()) return;
   // A request to a dead broker must not hold the poll for long: the client tries another.
-  const int timeout_ms = static_cast<int>(std::max<std::int64_t>(
-      1000, 10 * cluster_.observe.metadata_interval_us / 1000));
+  const int timeout_ms = static_cast<int>(
+      std::max<std::int64_t>(1000, 10 * cluster_.observe.metadata_interval_us / 1000));
   auto snapshot = kafka::fetchMetadata(handle_, topics_, timeout_ms, clock_);
   const auto now = clock_.wallNow();
   std::map<std::string, std::int32_t> partition_counts;
@@ -176,8 +180,9 @@ void MetadataPoller::pollOnce() {
   if (no_broker && clock_.monoNow() - bootstrap_added_at_ >= 1'000'000) {
     bootstrap_added_at_ = clock_.monoNow();
     const int handles = kafka::addBootstrapAgain(cluster_.bootstrap);
-    spdlog::warn("cluster {}: the metadata named no broker: bootstrap servers given again to {} client(s)",
-                 cluster_.name, handles);
+    spdlog::warn(
+        "cluster {}: the metadata named no broker: bootstrap servers given again to {} client(s)",
+        cluster_.name, handles);
   }
   std::unique_lock lock(mutex_);
   ++state_.polls;
@@ -191,7 +196,8 @@ void MetadataPoller::pollOnce() {
       e.kind = toString(common::EventKind::kMetadataUnavailable);
       e.detail = common::jsonText(nlohmann::json{{"error", snapshot.error().describe()}});
       record(std::move(e));
-      spdlog::warn("cluster {}: metadata unavailable: {}", cluster_.name, snapshot.error().describe());
+      spdlog::warn("cluster {}: metadata unavailable: {}", cluster_.name,
+                   snapshot.error().describe());
     }
     state_.reachable = false;
     state_.last_error = snapshot.error().describe();
@@ -212,9 +218,9 @@ void MetadataPoller::pollOnce() {
   }
   if (state_.snapshot) {
     for (auto& e : diffSnapshots(*state_.snapshot, *snapshot, cluster_id_)) {
-      spdlog::info("cluster {}: {}{}{} {}", cluster_.name, e.kind,
-                   e.topic ? " " + *e.topic : std::string(),
-                   e.partition ? "[" + std::to_string(*e.partition) + "]" : std::string(), e.detail);
+      spdlog::info(
+          "cluster {}: {}{}{} {}", cluster_.name, e.kind, e.topic ? " " + *e.topic : std::string(),
+          e.partition ? "[" + std::to_string(*e.partition) + "]" : std::string(), e.detail);
       record(std::move(e));
     }
   }

@@ -6,10 +6,10 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "server/common/event_types.h"
 #include "server/common/json_text.h"
 #include "server/kafka/admin.h"
 #include "server/kafka/rdkafka_ptr.h"
-#include "server/common/event_types.h"
 
 namespace kfaild::probe {
 namespace {
@@ -40,14 +40,14 @@ int voterTimeoutMs(const config::ControlProbeConfig& c) {
 
 }  // namespace
 
-OperationLedger::OperationLedger(storage::ClusterId cluster, std::string_view stream, std::int64_t interval_us,
-                                 std::int64_t gap_threshold_us)
+OperationLedger::OperationLedger(storage::ClusterId cluster, std::string_view stream,
+                                 std::int64_t interval_us, std::int64_t gap_threshold_us)
     : cluster_(cluster), stream_(stream), gap_threshold_us_(gap_threshold_us) {
   status_.interval_us = interval_us;
 }
 
-void OperationLedger::record(common::Instant sent, common::Instant done, std::int32_t error, const std::string& why,
-                           ControlOutput& out) {
+void OperationLedger::record(common::Instant sent, common::Instant done, std::int32_t error,
+                             const std::string& why, ControlOutput& out) {
   const auto seq = next_seq_++;
   ++status_.ops;
   storage::ProbeSample sample;
@@ -94,7 +94,8 @@ void OperationLedger::record(common::Instant sent, common::Instant done, std::in
 void publishOutput(storage::Store& store, const std::string& cluster, ControlOutput& out) {
   for (auto& s : out.samples) store.addSample(std::move(s));
   for (auto& g : out.gaps) {
-    spdlog::info("cluster {}: {} answered again after {:.3f} s", cluster, g.topic, static_cast<double>(g.duration_us) / 1e6);
+    spdlog::info("cluster {}: {} answered again after {:.3f} s", cluster, g.topic,
+                 static_cast<double>(g.duration_us) / 1e6);
     store.addGap(std::move(g));
   }
   for (auto& e : out.events) {
@@ -103,12 +104,14 @@ void publishOutput(storage::Store& store, const std::string& cluster, ControlOut
   }
 }
 
-void recordOperation(OperationLedger& ledger, const std::string& cluster, const char* what, common::Instant sent,
-                     common::Instant done, const std::string& problem, ControlOutput& out) {
+void recordOperation(OperationLedger& ledger, const std::string& cluster, const char* what,
+                     common::Instant sent, common::Instant done, const std::string& problem,
+                     ControlOutput& out) {
   const auto last_error = ledger.status().last_error;
   const bool was_failing = ledger.status().failing_since.has_value();
   ledger.record(sent, done, problem.empty() ? 0 : kControlNoAnswer, problem, out);
-  if (!problem.empty() && (!was_failing || problem != last_error)) spdlog::warn("cluster {}: {}: {}", cluster, what, problem);
+  if (!problem.empty() && (!was_failing || problem != last_error))
+    spdlog::warn("cluster {}: {}: {}", cluster, what, problem);
 }
 
 void QuorumWatch::answered(common::WallMicros at, std::int32_t leader, std::int32_t epoch,
@@ -125,16 +128,17 @@ void QuorumWatch::answered(common::WallMicros at, std::int32_t leader, std::int3
   if (leader_ && epoch < leader_->epoch) return;  // a stale answer from a deposed leader
   if (leader_) {
     ++changes_;
-    out.events.push_back(controlEvent(cluster_, at, "quorum_leader_elected", leader,
-                                      {{"leader", leader},
-                                       {"epoch", epoch},
-                                       {"previous_leader", leader_->leader},
-                                       {"previous_epoch", leader_->epoch},
-                                       {"previous_last_us", leader_->last_us},
-                                       {"leaderless_us", at - leader_->last_us},
-                                       {"elections", epoch - leader_->epoch},
-                                       {"watch_period_us", previous_watch ? at - *previous_watch : 0},
-                                       {"answered_by", answered_by}}));
+    out.events.push_back(
+        controlEvent(cluster_, at, "quorum_leader_elected", leader,
+                     {{"leader", leader},
+                      {"epoch", epoch},
+                      {"previous_leader", leader_->leader},
+                      {"previous_epoch", leader_->epoch},
+                      {"previous_last_us", leader_->last_us},
+                      {"leaderless_us", at - leader_->last_us},
+                      {"elections", epoch - leader_->epoch},
+                      {"watch_period_us", previous_watch ? at - *previous_watch : 0},
+                      {"answered_by", answered_by}}));
   }
   leader_ = QuorumLeaderSeen{leader, epoch, at, at, answered_by};
 }
@@ -157,7 +161,8 @@ ControlProbe::ControlProbe(const config::ClusterConfig& cluster, storage::Cluste
       cluster_id_(cluster_id),
       store_(store),
       clock_(clock),
-      ledger_(cluster_id, kControlStream, cluster.probe.control.interval_us, cluster.probe.control.gap_threshold_us),
+      ledger_(cluster_id, kControlStream, cluster.probe.control.interval_us,
+              cluster.probe.control.gap_threshold_us),
       watch_(cluster_id),
       operations_(clock),
       watcher_(clock) {
@@ -173,7 +178,9 @@ ControlProbe::ControlProbe(const config::ClusterConfig& cluster, storage::Cluste
   }
 }
 
-ControlProbe::~ControlProbe() { stop(); }
+ControlProbe::~ControlProbe() {
+  stop();
+}
 
 Status ControlProbe::start() {
   kafka::ClientOptions options;
@@ -239,7 +246,9 @@ void ControlProbe::steer() {
     std::lock_guard lock(avoid_mutex_);
     avoid = avoid_;
   }
-  const auto avoided = [&avoid](std::int32_t id) { return std::find(avoid.begin(), avoid.end(), id) != avoid.end(); };
+  const auto avoided = [&avoid](std::int32_t id) {
+    return std::find(avoid.begin(), avoid.end(), id) != avoid.end();
+  };
   const auto before = rd_kafka_controllerid(client_.get(), 0);
   if (!avoided(before)) return;
   auto now = before;
@@ -247,12 +256,15 @@ void ControlProbe::steer() {
     now = kafka::refreshControllerId(client_.get(), kRefreshTimeoutMs);
   }
   if (now != before) {
-    spdlog::info("control probe {}: controller requests now go to broker {}, not {} (a drill's target)", cluster_.name,
-                 now, before);
+    spdlog::info(
+        "control probe {}: controller requests now go to broker {}, not {} (a drill's target)",
+        cluster_.name, now, before);
   }
 }
 
-void ControlProbe::publish(ControlOutput& out) { publishOutput(store_, cluster_.name, out); }
+void ControlProbe::publish(ControlOutput& out) {
+  publishOutput(store_, cluster_.name, out);
+}
 
 void ControlProbe::operationLoop() {
   const auto& c = cluster_.probe.control;
@@ -282,7 +294,8 @@ void ControlProbe::operationLoop() {
       // Waits in slices so that stop() is served within 100 ms; librdkafka answers every admin
       // request by its timeout, the extra second is a bound should it not.
       kafka::EventPtr event;
-      while (!event && !operations_.stopRequested() && clock_.monoNow() - sent.mono < c.timeout_us + 1'000'000) {
+      while (!event && !operations_.stopRequested() &&
+             clock_.monoNow() - sent.mono < c.timeout_us + 1'000'000) {
         event.reset(rd_kafka_queue_poll(queue.get(), 100));
       }
       // librdkafka answers every admin request by its timeout; one it never answered is recorded
@@ -307,10 +320,11 @@ void ControlProbe::operationLoop() {
       // The request may have gone nowhere: to the broker librdkafka's last metadata named as the
       // controller, now down (kafka::refreshControllerId). The next goes where a live broker says.
       const auto before = rd_kafka_controllerid(client_.get(), 0);
-      const auto after = kafka::refreshControllerId(client_.get(), std::min(timeout_ms, kRefreshTimeoutMs));
+      const auto after =
+          kafka::refreshControllerId(client_.get(), std::min(timeout_ms, kRefreshTimeoutMs));
       if (after != before) {
-        spdlog::info("control probe {}: controller requests now go to broker {} (were to {})", cluster_.name,
-                     after, before);
+        spdlog::info("control probe {}: controller requests now go to broker {} (were to {})",
+                     cluster_.name, after, before);
       }
     }
     const auto wait = c.interval_us - (clock_.monoNow() - sent.mono);
@@ -335,7 +349,8 @@ void ControlProbe::watchOnce() {
   std::vector<std::int32_t> order;
   {
     std::lock_guard lock(mutex_);
-    if (watch_.leader() && endpoints_.count(watch_.leader()->leader)) order.push_back(watch_.leader()->leader);
+    if (watch_.leader() && endpoints_.count(watch_.leader()->leader))
+      order.push_back(watch_.leader()->leader);
   }
   for (const auto& [id, listeners] : endpoints_) {
     if (std::find(order.begin(), order.end(), id) == order.end()) order.push_back(id);
@@ -344,7 +359,8 @@ void ControlProbe::watchOnce() {
     if (cancel_) return;
     const auto& listeners = endpoints_.at(id);
     if (listeners.empty()) continue;
-    auto quorum = describer_->describeAt(listeners.front().host, listeners.front().port, timeout_ms, &cancel_);
+    auto quorum = describer_->describeAt(listeners.front().host, listeners.front().port, timeout_ms,
+                                         &cancel_);
     if (quorum && quorum->leader_id >= 0) {
       answer = std::move(*quorum);
       break;

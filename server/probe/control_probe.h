@@ -45,7 +45,6 @@
 
 namespace kfaild::probe {
 
-
 struct ControlOutput {
   std::vector<storage::ProbeSample> samples;
   std::vector<storage::Gap> gaps;
@@ -60,8 +59,8 @@ class OperationLedger {
   OperationLedger(storage::ClusterId cluster, std::string_view stream, std::int64_t interval_us,
                   std::int64_t gap_threshold_us);
   // One operation, started at `sent`, answered (error 0) or given up on (error, `why`) at `done`.
-  void record(common::Instant sent, common::Instant done, std::int32_t error, const std::string& why,
-              ControlOutput& out);
+  void record(common::Instant sent, common::Instant done, std::int32_t error,
+              const std::string& why, ControlOutput& out);
   const OperationStatus& status() const { return status_; }
 
  private:
@@ -78,8 +77,9 @@ void publishOutput(storage::Store& store, const std::string& cluster, ControlOut
 
 // Records one operation of `ledger` (a failure when `problem` is set) and logs a failure when the
 // stream starts failing or its reason changes. The caller holds the ledger's lock.
-void recordOperation(OperationLedger& ledger, const std::string& cluster, const char* what, common::Instant sent,
-                     common::Instant done, const std::string& problem, ControlOutput& out);
+void recordOperation(OperationLedger& ledger, const std::string& cluster, const char* what,
+                     common::Instant sent, common::Instant done, const std::string& problem,
+                     ControlOutput& out);
 
 // The quorum's leader as its answers show it. Events (source "control"):
 //   quorum_leader_elected — the first answer of a leader (or epoch) other than the last one seen:
@@ -93,8 +93,8 @@ void recordOperation(OperationLedger& ledger, const std::string& cluster, const 
 class QuorumWatch {
  public:
   explicit QuorumWatch(storage::ClusterId cluster) : cluster_(cluster) {}
-  void answered(common::WallMicros at, std::int32_t leader, std::int32_t epoch, const std::string& answered_by,
-                ControlOutput& out);
+  void answered(common::WallMicros at, std::int32_t leader, std::int32_t epoch,
+                const std::string& answered_by, ControlOutput& out);
   void unanswered(common::WallMicros at, const std::string& error, ControlOutput& out);
   const std::optional<QuorumLeaderSeen>& leader() const { return leader_; }
   const std::string& error() const { return error_; }
@@ -111,8 +111,8 @@ class QuorumWatch {
 
 class ControlProbe {
  public:
-  ControlProbe(const config::ClusterConfig& cluster, storage::ClusterId cluster_id, storage::Store& store,
-               const common::Clock& clock);
+  ControlProbe(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,
+               storage::Store& store, const common::Clock& clock);
   ~ControlProbe();
   ControlProbe(const ControlProbe&) = delete;
   ControlProbe& operator=(const ControlProbe&) = delete;
@@ -126,8 +126,8 @@ class ControlProbe {
   void stop();
   ControlStatus status() const;
   // Nodes the checks must not go through: a drill's targets, from the start of its baseline
-  // until they are back (empty: none). Before each check whose route (librdkafka's controller id) is
-  // one of them the client asks for metadata until a broker names another (under KRaft each
+  // until they are back (empty: none). Before each check whose route (librdkafka's controller id)
+  // is one of them the client asks for metadata until a broker names another (under KRaft each
   // answer names a random live broker, and a node just killed stays "live" until the controller
   // fences it); else a check sent to a dead broker waits out its timeout and the run shows a
   // control-plane stall that is the client's. A hint: const, as the probe is shared read-only.
@@ -160,7 +160,7 @@ class ControlProbe {
 
   mutable std::mutex mutex_;
   OperationLedger ledger_;  // guarded by mutex_
-  QuorumWatch watch_;     // guarded by mutex_
+  QuorumWatch watch_;       // guarded by mutex_
   common::Worker operations_;
   common::Worker watcher_;
 };

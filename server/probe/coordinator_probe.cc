@@ -6,10 +6,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "server/common/event_types.h"
 #include "server/common/json_text.h"
 #include "server/kafka/metadata.h"
 #include "server/kafka/rdkafka_ptr.h"
-#include "server/common/event_types.h"
 
 namespace kfaild::probe {
 namespace {
@@ -26,13 +26,15 @@ std::string describe(const rd_kafka_error_t* e) {
 // The verdict on an offset commit's result event: "" when the commit was written.
 std::string commitProblem(rd_kafka_event_t* event) {
   if (rd_kafka_event_error(event) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return std::string(rd_kafka_err2name(rd_kafka_event_error(event))) + ": " + rd_kafka_event_error_string(event);
+    return std::string(rd_kafka_err2name(rd_kafka_event_error(event))) + ": " +
+           rd_kafka_event_error_string(event);
   }
   const auto* list = rd_kafka_event_topic_partition_list(event);
   if (list == nullptr) return "no partition in the answer";
   for (int i = 0; i < list->cnt; ++i) {
     if (list->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      return std::string(rd_kafka_err2name(list->elems[i].err)) + ": " + rd_kafka_err2str(list->elems[i].err);
+      return std::string(rd_kafka_err2name(list->elems[i].err)) + ": " +
+             rd_kafka_err2str(list->elems[i].err);
     }
   }
   return "";
@@ -81,8 +83,9 @@ void CoordinatorWatch::setPartition(std::string partition) {
   if (seen_) seen_->partition = partition_;
 }
 
-CoordinatorProbe::CoordinatorProbe(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,
-                                   storage::Store& store, const common::Clock& clock)
+CoordinatorProbe::CoordinatorProbe(const config::ClusterConfig& cluster,
+                                   storage::ClusterId cluster_id, storage::Store& store,
+                                   const common::Clock& clock)
     : cluster_(cluster),
       cluster_id_(cluster_id),
       store_(store),
@@ -110,7 +113,9 @@ CoordinatorProbe::CoordinatorProbe(const config::ClusterConfig& cluster, storage
   }
 }
 
-CoordinatorProbe::~CoordinatorProbe() { stop(); }
+CoordinatorProbe::~CoordinatorProbe() {
+  stop();
+}
 
 Status CoordinatorProbe::start() {
   const auto& c = cluster_.probe.coordinators;
@@ -128,15 +133,17 @@ Status CoordinatorProbe::start() {
   // broker as the coordinator, librdkafka#5511: commits never resumed after their coordinator's
   // broker was killed.) The consumer never joins, so it is destroyed without a consumer close,
   // and session.timeout.ms bounds how long its destruction waits for a coordinator.
-  auto committer = kafka::createClient(RD_KAFKA_CONSUMER, options,
-                                       {{"group.id", c.group},
-                                        {"enable.auto.commit", "false"},
-                                        {"enable.auto.offset.store", "false"},
-                                        {"allow.auto.create.topics", "false"},
-                                        {"session.timeout.ms", std::to_string(std::max<std::int64_t>(1000, c.timeout_us / 1000))},
-                                        {"reconnect.backoff.max.ms", "1000"}});
+  auto committer = kafka::createClient(
+      RD_KAFKA_CONSUMER, options,
+      {{"group.id", c.group},
+       {"enable.auto.commit", "false"},
+       {"enable.auto.offset.store", "false"},
+       {"allow.auto.create.topics", "false"},
+       {"session.timeout.ms", std::to_string(std::max<std::int64_t>(1000, c.timeout_us / 1000))},
+       {"reconnect.backoff.max.ms", "1000"}});
   if (!committer) return committer.error();
-  committer = kafka::Handle(committer->release(), kafka::HandleDeleter{RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE});
+  committer = kafka::Handle(committer->release(),
+                            kafka::HandleDeleter{RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE});
   committer_ = std::move(*committer);
   if (c.transactions) {
     auto producer = makeTransactionalProducer();
@@ -169,7 +176,8 @@ Result<kafka::Handle> CoordinatorProbe::makeTransactionalProducer() {
                               {"linger.ms", "0"},
                               {"allow.auto.create.topics", "false"},
                               {"reconnect.backoff.max.ms", "1000"},
-                              {"transaction.timeout.ms", std::to_string(std::max<std::int64_t>(60'000, 4 * c.timeout_us / 1000))}});
+                              {"transaction.timeout.ms", std::to_string(std::max<std::int64_t>(
+                                                             60'000, 4 * c.timeout_us / 1000))}});
 }
 
 void CoordinatorProbe::requestStop() {
@@ -205,7 +213,9 @@ CoordinatorStatus CoordinatorProbe::status() const {
   return s;
 }
 
-void CoordinatorProbe::publish(ControlOutput& out) { publishOutput(store_, cluster_.name, out); }
+void CoordinatorProbe::publish(ControlOutput& out) {
+  publishOutput(store_, cluster_.name, out);
+}
 
 void CoordinatorProbe::commitLoop() {
   const auto& c = cluster_.probe.coordinators;
@@ -218,18 +228,22 @@ void CoordinatorProbe::commitLoop() {
     // The opaque tells this commit's result from a late one of a commit given up on.
     auto* tag = reinterpret_cast<void*>(static_cast<std::intptr_t>(offset));
     std::string problem;
-    if (const auto err = rd_kafka_commit_queue(committer_.get(), list.get(), queue.get(), nullptr, tag); err) {
+    if (const auto err =
+            rd_kafka_commit_queue(committer_.get(), list.get(), queue.get(), nullptr, tag);
+        err) {
       problem = std::string(rd_kafka_err2name(err)) + ": " + rd_kafka_err2str(err);
     } else {
       kafka::EventPtr event;
       bool answered = false;
-      while (!answered && !committer_loop_.stopRequested() && clock_.monoNow() - sent.mono < c.timeout_us) {
+      while (!answered && !committer_loop_.stopRequested() &&
+             clock_.monoNow() - sent.mono < c.timeout_us) {
         event.reset(rd_kafka_queue_poll(queue.get(), 100));
         answered = event && rd_kafka_event_type(event.get()) == RD_KAFKA_EVENT_OFFSET_COMMIT &&
                    rd_kafka_event_opaque(event.get()) == tag;
       }
       if (!committer_loop_.stopRequested()) {
-        problem = answered ? commitProblem(event.get()) : "no answer within " + std::to_string(c.timeout_us / 1000) + " ms";
+        problem = answered ? commitProblem(event.get())
+                           : "no answer within " + std::to_string(c.timeout_us / 1000) + " ms";
       }
     }
     if (committer_loop_.stopRequested()) break;
@@ -278,21 +292,25 @@ void CoordinatorProbe::transactionLoop() {
     };
     bool committed = false;
     if (state == State::kInit) {
-      if (settle(ErrorPtr(rd_kafka_init_transactions(transactional_.get(), timeout_ms)), "init transactions", State::kInit)) {
+      if (settle(ErrorPtr(rd_kafka_init_transactions(transactional_.get(), timeout_ms)),
+                 "init transactions", State::kInit)) {
         state = State::kIdle;
       }
     }
     if (state == State::kAborting) {
-      if (settle(ErrorPtr(rd_kafka_abort_transaction(transactional_.get(), timeout_ms)), "abort", State::kAborting)) {
+      if (settle(ErrorPtr(rd_kafka_abort_transaction(transactional_.get(), timeout_ms)), "abort",
+                 State::kAborting)) {
         state = State::kIdle;
       }
     }
     if (state == State::kIdle && problem.empty()) {
-      if (settle(ErrorPtr(rd_kafka_begin_transaction(transactional_.get())), "begin", State::kIdle)) {
+      if (settle(ErrorPtr(rd_kafka_begin_transaction(transactional_.get())), "begin",
+                 State::kIdle)) {
         const auto value = "kfaild-txn-" + std::to_string(++seq);
-        const auto err = rd_kafka_producev(transactional_.get(), RD_KAFKA_V_TOPIC(topic_.c_str()), RD_KAFKA_V_PARTITION(0),
-                                           RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
-                                           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+        const auto err = rd_kafka_producev(
+            transactional_.get(), RD_KAFKA_V_TOPIC(topic_.c_str()), RD_KAFKA_V_PARTITION(0),
+            RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
         if (err) {
           problem = std::string("produce: ") + rd_kafka_err2name(err);
           state = State::kAborting;
@@ -302,8 +320,8 @@ void CoordinatorProbe::transactionLoop() {
       }
     }
     if (state == State::kCommitting && problem.empty()) {
-      committed = settle(ErrorPtr(rd_kafka_commit_transaction(transactional_.get(), timeout_ms)), "commit",
-                         State::kCommitting);
+      committed = settle(ErrorPtr(rd_kafka_commit_transaction(transactional_.get(), timeout_ms)),
+                         "commit", State::kCommitting);
       if (committed) state = State::kIdle;
     }
     if (!committed && problem.empty()) problem = "no transaction committed";
@@ -312,7 +330,8 @@ void CoordinatorProbe::transactionLoop() {
     ControlOutput out;
     {
       std::lock_guard lock(mutex_);
-      recordOperation(transactions_, cluster_.name, "transaction", sent, done, committed ? std::string() : problem, out);
+      recordOperation(transactions_, cluster_.name, "transaction", sent, done,
+                      committed ? std::string() : problem, out);
     }
     publish(out);
     const auto wait = c.txn_interval_us - (clock_.monoNow() - sent.mono);
@@ -332,7 +351,8 @@ void CoordinatorProbe::watchLoop() {
     std::optional<Result<kafka::Coordinator>> txn;
     common::WallMicros txn_at = 0;
     if (c.transactions) {
-      txn = finder_->findCoordinator(kafka::CoordinatorType::kTransaction, c.transactional_id, &cancel_);
+      txn = finder_->findCoordinator(kafka::CoordinatorType::kTransaction, c.transactional_id,
+                                     &cancel_);
       txn_at = clock_.wallNow();
     }
     if (cancel_) return;
@@ -347,7 +367,8 @@ void CoordinatorProbe::watchLoop() {
         if (*txn) {
           txn_watch_.answered(txn_at, (*txn)->node, out);
         } else {
-          errors += (errors.empty() ? "" : "; ") + ("transactional id " + c.transactional_id + ": " + txn->error().message);
+          errors += (errors.empty() ? "" : "; ") +
+                    ("transactional id " + c.transactional_id + ": " + txn->error().message);
         }
       }
       watch_error_ = errors;
@@ -365,7 +386,8 @@ void CoordinatorProbe::learnPartitions() {
     if (group_watch_.partitionKnown() && (!c.transactions || txn_watch_.partitionKnown())) return;
   }
   std::vector<std::string> topics{kafka::coordinatorTopic(kafka::CoordinatorType::kGroup)};
-  if (c.transactions) topics.emplace_back(kafka::coordinatorTopic(kafka::CoordinatorType::kTransaction));
+  if (c.transactions)
+    topics.emplace_back(kafka::coordinatorTopic(kafka::CoordinatorType::kTransaction));
   // Bounded: the watch's own interval is the budget; a failure is tried again next time.
   auto metadata = kafka::fetchMetadata(committer_.get(), topics, 1000);
   if (!metadata) return;
@@ -374,9 +396,11 @@ void CoordinatorProbe::learnPartitions() {
     const auto count = static_cast<std::int32_t>(t.partitions.size());
     if (count == 0) continue;
     if (t.name == topics.front()) {
-      group_watch_.setPartition(t.name + "-" + std::to_string(kafka::coordinatorPartition(c.group, count)));
+      group_watch_.setPartition(t.name + "-" +
+                                std::to_string(kafka::coordinatorPartition(c.group, count)));
     } else if (c.transactions) {
-      txn_watch_.setPartition(t.name + "-" + std::to_string(kafka::coordinatorPartition(c.transactional_id, count)));
+      txn_watch_.setPartition(
+          t.name + "-" + std::to_string(kafka::coordinatorPartition(c.transactional_id, count)));
     }
   }
 }

@@ -72,8 +72,8 @@ class CoordinatorWatch {
 
 class CoordinatorProbe {
  public:
-  CoordinatorProbe(const config::ClusterConfig& cluster, storage::ClusterId cluster_id, storage::Store& store,
-                   const common::Clock& clock);
+  CoordinatorProbe(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,
+                   storage::Store& store, const common::Clock& clock);
   ~CoordinatorProbe();
   CoordinatorProbe(const CoordinatorProbe&) = delete;
   CoordinatorProbe& operator=(const CoordinatorProbe&) = delete;

@@ -8,12 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "server/common/event_types.h"
 #include "server/common/json_text.h"
 #include "server/kafka/errc.h"
 #include "server/kafka/metadata.h"
 #include "server/kafka/rdkafka_ptr.h"
 #include "server/probe/payload.h"
-#include "server/common/event_types.h"
 
 namespace kfaild::probe {
 

@@ -14,9 +14,12 @@ PartitionLedger::PartitionLedger(storage::ClusterId cluster, std::string topic,
 
 const char* toString(HoldReason reason) {
   switch (reason) {
-    case HoldReason::kNone: return "none";
-    case HoldReason::kOutstandingCount: return "outstanding_count";
-    case HoldReason::kOutstandingAge: return "outstanding_age";
+    case HoldReason::kNone:
+      return "none";
+    case HoldReason::kOutstandingCount:
+      return "outstanding_count";
+    case HoldReason::kOutstandingAge:
+      return "outstanding_age";
   }
   return "unknown";
 }
@@ -42,8 +45,8 @@ void PartitionLedger::holdTick(common::Instant at, HoldReason reason) {
 
 std::int64_t PartitionLedger::beginSend(common::Instant at, LedgerOutput& out) {
   if (hold_since_) {
-    out.stretches.push_back({"held_back", topic_, partition_, hold_since_->wall, at.wall, hold_ticks_,
-                             toString(hold_reason_), storage::GapKind::kAck});
+    out.stretches.push_back({"held_back", topic_, partition_, hold_since_->wall, at.wall,
+                             hold_ticks_, toString(hold_reason_), storage::GapKind::kAck});
     hold_since_.reset();
     hold_ticks_ = 0;
   }
@@ -129,8 +132,8 @@ void PartitionLedger::sendRefused(std::int64_t seq, common::Instant at, std::int
 
 void PartitionLedger::sendAccepted(common::Instant at, LedgerOutput& out) {
   if (!refused_since_) return;
-  ProbeStretch stretch{"refused", topic_, partition_, refused_since_->wall, at.wall, refused_sends_,
-                       "", storage::GapKind::kAck};
+  ProbeStretch stretch{"refused", topic_,         partition_, refused_since_->wall,
+                       at.wall,   refused_sends_, "",         storage::GapKind::kAck};
   stretch.error = refused_error_;
   out.stretches.push_back(std::move(stretch));
   refused_since_.reset();
@@ -155,7 +158,8 @@ void PartitionLedger::deliveryReport(std::int64_t seq, common::Instant at, std::
   ++counters_.acked;
   // Monotonic: a wall-clock step must not show as (or hide) latency.
   if (at.mono >= entry->sent.mono) ack_latency_.add(at.mono - entry->sent.mono);
-  noteGap(storage::GapKind::kAck, last_ack_, last_ack_seq_, longest_ack_gap_us_, ack_intervals_, seq, at, out);
+  noteGap(storage::GapKind::kAck, last_ack_, last_ack_seq_, longest_ack_gap_us_, ack_intervals_,
+          seq, at, out);
   // The consumer may have read the message before its delivery report was served.
   if (entry->receive_wall) {
     finish(seq, *entry, out);
@@ -271,8 +275,9 @@ void PartitionLedger::popFinished() {
 }
 
 void PartitionLedger::noteGap(storage::GapKind kind, std::optional<common::Instant>& last,
-                              std::int64_t& last_seq, std::int64_t& longest, GapHistogram& histogram,
-                              std::int64_t seq, common::Instant at, LedgerOutput& out) {
+                              std::int64_t& last_seq, std::int64_t& longest,
+                              GapHistogram& histogram, std::int64_t seq, common::Instant at,
+                              LedgerOutput& out) {
   if (last && at.mono < last->mono) return;  // an earlier event served late; not a new gap
   if (last) {
     const std::int64_t gap = at.mono - last->mono;
@@ -298,10 +303,11 @@ void PartitionLedger::noteGap(storage::GapKind kind, std::optional<common::Insta
 }
 
 std::optional<PartitionLedger::Unread> PartitionLedger::unread(common::Instant now,
-                                                              std::int64_t after_us) const {
+                                                               std::int64_t after_us) const {
   if (last_receive_ && now.mono - last_receive_->mono < after_us) return std::nullopt;
   for (const auto& entry : in_flight_) {
-    if (entry.finished || !entry.report || entry.error != 0 || !entry.offset || entry.receive_wall) {
+    if (entry.finished || !entry.report || entry.error != 0 || !entry.offset ||
+        entry.receive_wall) {
       continue;
     }
     // The oldest acked message not read: reading resumes at it, and it decides.

@@ -37,12 +37,12 @@ inline constexpr std::int32_t kNoDeliveryReport = -185;
 
 struct LedgerOptions {
   std::int64_t gap_threshold_us = 100'000;
-  std::int64_t loss_timeout_us = 60'000'000;      // acked, not received after this → lost
-  std::int64_t unacked_timeout_us = 900'000'000;  // no delivery report after this → failed
-  std::int64_t receive_window = 1 << 16;          // sequences remembered for duplicate detection
-  std::int64_t max_outstanding = 200;             // held back at this many without a report
+  std::int64_t loss_timeout_us = 60'000'000;        // acked, not received after this → lost
+  std::int64_t unacked_timeout_us = 900'000'000;    // no delivery report after this → failed
+  std::int64_t receive_window = 1 << 16;            // sequences remembered for duplicate detection
+  std::int64_t max_outstanding = 200;               // held back at this many without a report
   std::int64_t max_outstanding_age_us = 2'000'000;  // or when the oldest is this old
-  std::int64_t idle_tolerance_us = 40'000;        // shorter idle stretches are the probe's spacing
+  std::int64_t idle_tolerance_us = 40'000;  // shorter idle stretches are the probe's spacing
 };
 
 enum class HoldReason { kNone, kOutstandingCount, kOutstandingAge };
@@ -136,8 +136,8 @@ class PartitionLedger {
   };
 
   InFlight* find(std::int64_t seq);
-  InFlight* entryAt(std::int64_t seq);  // finished entries included
-  void reported(common::Instant at);   // an outstanding message got its report
+  InFlight* entryAt(std::int64_t seq);    // finished entries included
+  void reported(common::Instant at);      // an outstanding message got its report
   void unreceivable(common::Instant at);  // one fewer message that may still be received
   const InFlight* oldestOutstanding();
   storage::ProbeSample sampleOf(std::int64_t seq, const InFlight& entry) const;
@@ -155,16 +155,16 @@ class PartitionLedger {
   LedgerOptions options_;
 
   std::int64_t next_seq_ = 0;
-  std::int64_t base_seq_ = 0;     // sequence of in_flight_.front()
+  std::int64_t base_seq_ = 0;  // sequence of in_flight_.front()
   std::deque<InFlight> in_flight_;
   // Received flags, one bit per sequence, indexed by seq % receive_window (a bit, not a byte:
   // at 1,000 partitions the default window's bytes were 64 MiB of the probe's memory).
   std::vector<std::uint64_t> received_ring_;
   std::int64_t max_received_seq_ = -1;
 
-  std::int64_t outstanding_ = 0;         // no report yet
+  std::int64_t outstanding_ = 0;             // no report yet
   std::int64_t oldest_outstanding_seq_ = 0;  // no entry before it is outstanding
-  std::int64_t awaiting_receive_ = 0;    // may still be received (not failed, not given up on)
+  std::int64_t awaiting_receive_ = 0;        // may still be received (not failed, not given up on)
   std::optional<common::Instant> ack_idle_since_;      // outstanding_ dropped to 0
   std::optional<common::Instant> receive_idle_since_;  // awaiting_receive_ dropped to 0
   std::optional<common::Instant> hold_since_;

@@ -21,10 +21,9 @@ bool readField(std::string_view& rest, std::int64_t& out, int base = 10) {
 
 std::string encodePayload(const ProbePayload& payload, std::size_t size) {
   char head[96];
-  const int n = std::snprintf(head, sizeof head, "kfp1:%016llx:%lld:%lld:",
-                              static_cast<unsigned long long>(payload.run_id),
-                              static_cast<long long>(payload.seq),
-                              static_cast<long long>(payload.send_wall_us));
+  const int n = std::snprintf(
+      head, sizeof head, "kfp1:%016llx:%lld:%lld:", static_cast<unsigned long long>(payload.run_id),
+      static_cast<long long>(payload.seq), static_cast<long long>(payload.send_wall_us));
   std::string out(head, static_cast<std::size_t>(n));
   if (out.size() < size) out.append(size - out.size(), '.');
   return out;

@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "server/common/event_types.h"
 #include "server/common/json_text.h"
 #include "server/common/thread_priority.h"
 #include "server/kafka/admin.h"
@@ -21,7 +22,6 @@
 #include "server/probe/librdkafka_probe_client.h"
 #include "server/probe/payload.h"
 #include "server/probe/wire_probe_client.h"
-#include "server/common/event_types.h"
 
 namespace kfaild::probe {
 namespace {
@@ -33,17 +33,27 @@ constexpr std::int64_t kSetUpRetryFirstUs = 250'000;
 constexpr std::int64_t kSetUpRetryMaxUs = 3'000'000;
 
 // The producer settings that decide what the probe measures, reported with every drill.
-constexpr const char* kReportedSettings[] = {
-    "acks", "enable.idempotence", "message.timeout.ms", "max.in.flight.requests.per.connection",
-    "retries", "retry.backoff.ms", "retry.backoff.max.ms", "linger.ms", "request.timeout.ms",
-    "queue.buffering.max.messages", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
-    "socket.timeout.ms", "topic.metadata.refresh.interval.ms", "metadata.max.age.ms"};
+constexpr const char* kReportedSettings[] = {"acks",
+                                             "enable.idempotence",
+                                             "message.timeout.ms",
+                                             "max.in.flight.requests.per.connection",
+                                             "retries",
+                                             "retry.backoff.ms",
+                                             "retry.backoff.max.ms",
+                                             "linger.ms",
+                                             "request.timeout.ms",
+                                             "queue.buffering.max.messages",
+                                             "reconnect.backoff.ms",
+                                             "reconnect.backoff.max.ms",
+                                             "socket.timeout.ms",
+                                             "topic.metadata.refresh.interval.ms",
+                                             "metadata.max.age.ms"};
 
 // The consumer settings that decide when a message is read back, reported as "consumer.KEY".
 // With fetch.min.bytes above 1 the broker may hold a fetch for up to fetch.wait.max.ms to fill
 // it: every receive time is then late by up to that long.
-constexpr const char* kReportedConsumerSettings[] = {"fetch.min.bytes", "fetch.wait.max.ms",
-                                                     "fetch.max.bytes", "queued.max.messages.kbytes"};
+constexpr const char* kReportedConsumerSettings[] = {
+    "fetch.min.bytes", "fetch.wait.max.ms", "fetch.max.bytes", "queued.max.messages.kbytes"};
 constexpr const char* kConsumerPrefix = "consumer.";
 
 }  // namespace
@@ -58,7 +68,9 @@ ProbeRunner::ProbeRunner(const config::ClusterConfig& cluster, storage::ClusterI
       client_log_(std::move(client_log)),
       run_id_(std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32)) {}
 
-ProbeRunner::~ProbeRunner() { stop(); }
+ProbeRunner::~ProbeRunner() {
+  stop();
+}
 
 std::unique_ptr<ProbeRunner::Client> ProbeRunner::makeClient() {
   if (cluster_.probe.client == config::ProbeClient::kWire) {
@@ -81,7 +93,8 @@ Status ProbeRunner::start() {
   // neither duplicate nor reorder what it measures, and every message has a fate within
   // message.timeout.ms. A user who runs their applications otherwise sets `client`; the
   // settings in force are reported with every drill (clientSettings()).
-  std::map<std::string, std::string> producer_settings = {{"acks", "all"}, {"allow.auto.create.topics", "false"}};
+  std::map<std::string, std::string> producer_settings = {{"acks", "all"},
+                                                          {"allow.auto.create.topics", "false"}};
   auto unless_set = [&](const char* key, std::string value) {
     if (!options.properties.contains(key)) producer_settings[key] = std::move(value);
   };
@@ -100,12 +113,13 @@ Status ProbeRunner::start() {
   producer_settings_ = producer_settings;
   auto producer = createProducer();
   if (!producer) return producer.error();
-  std::map<std::string, std::string> consumer_settings = {{"group.id", "kfaild-probe-" + cluster_.name},
-                                                         {"enable.auto.commit", "false"},
-                                                         {"enable.auto.offset.store", "false"},
-                                                         {"auto.offset.reset", "latest"},
-                                                         {"enable.partition.eof", "false"},
-                                                         {"allow.auto.create.topics", "false"}};
+  std::map<std::string, std::string> consumer_settings = {
+      {"group.id", "kfaild-probe-" + cluster_.name},
+      {"enable.auto.commit", "false"},
+      {"enable.auto.offset.store", "false"},
+      {"auto.offset.reset", "latest"},
+      {"enable.partition.eof", "false"},
+      {"allow.auto.create.topics", "false"}};
   if (!options.properties.contains("reconnect.backoff.max.ms")) {
     consumer_settings["reconnect.backoff.max.ms"] = "1000";
   }
@@ -125,7 +139,8 @@ Status ProbeRunner::start() {
   // 1,000 partitions. Smaller bounds only mean more fetch round trips while catching up.
   // (librdkafka refuses a fetch.max.bytes below message.max.bytes: a user who raises the latter
   // keeps librdkafka's fetch bound.)
-  if (!options.properties.contains("fetch.max.bytes") && !options.properties.contains("message.max.bytes")) {
+  if (!options.properties.contains("fetch.max.bytes") &&
+      !options.properties.contains("message.max.bytes")) {
     consumer_settings["fetch.max.bytes"] = "4194304";
   }
   if (!options.properties.contains("queued.max.messages.kbytes")) {
@@ -153,9 +168,10 @@ Status ProbeRunner::start() {
     return it == client_settings_.end() ? std::string() : it->second;
   };
   if (const auto min_bytes = consumer_setting("fetch.min.bytes"); min_bytes != "1") {
-    spdlog::warn("probe {}: client sets fetch.min.bytes {}: the broker may hold a fetch for up to "
-                 "fetch.wait.max.ms ({} ms), and every receive time is late by up to that long",
-                 cluster_.name, min_bytes, consumer_setting("fetch.wait.max.ms"));
+    spdlog::warn(
+        "probe {}: client sets fetch.min.bytes {}: the broker may hold a fetch for up to "
+        "fetch.wait.max.ms ({} ms), and every receive time is late by up to that long",
+        cluster_.name, min_bytes, consumer_setting("fetch.wait.max.ms"));
   }
   if (auto it = client_settings_.find("message.timeout.ms"); it != client_settings_.end()) {
     message_timeout_us_ = std::stoll(it->second) * 1000;
@@ -173,11 +189,10 @@ Status ProbeRunner::start() {
 Result<kafka::Handle> ProbeRunner::createProducer() const {
   // A metadata request for a missing topic must not create it with the broker's defaults: kfaild
   // creates probe topics only as configured.
-  return kafka::createClient(RD_KAFKA_PRODUCER, client_options_, producer_settings_,
-                             [](rd_kafka_conf_t* conf) {
-                               rd_kafka_conf_set_events(conf,
-                                                        RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR);
-                             });
+  return kafka::createClient(
+      RD_KAFKA_PRODUCER, client_options_, producer_settings_, [](rd_kafka_conf_t* conf) {
+        rd_kafka_conf_set_events(conf, RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR);
+      });
 }
 
 void ProbeRunner::raiseFatalErrorForTest(const std::string& reason) {
@@ -580,7 +595,8 @@ void ProbeRunner::expireAll(common::Instant now) {
 ProbeRunner::Slot* ProbeRunner::slotFor(const char* topic, std::int32_t partition) const {
   for (const auto& t : topic_slots_) {
     if (t.topic != topic) continue;
-    if (partition < 0 || static_cast<std::size_t>(partition) >= t.slot_by_partition.size()) return nullptr;
+    if (partition < 0 || static_cast<std::size_t>(partition) >= t.slot_by_partition.size())
+      return nullptr;
     const auto index = t.slot_by_partition[static_cast<std::size_t>(partition)];
     return index < 0 ? nullptr : slots_[static_cast<std::size_t>(index)].get();
   }
@@ -666,7 +682,8 @@ ProbeStatus ProbeRunner::status() const {
   return s;
 }
 
-std::vector<storage::ProbeSample> ProbeRunner::pending(common::WallMicros from, common::WallMicros to) const {
+std::vector<storage::ProbeSample> ProbeRunner::pending(common::WallMicros from,
+                                                       common::WallMicros to) const {
   std::vector<storage::ProbeSample> out;
   if (!ready_) return out;
   std::shared_lock slots_lock(slots_mutex_);

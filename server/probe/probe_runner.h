@@ -102,10 +102,10 @@ class ProbeRunner {
     // read since the last.
     std::int64_t next_restart_mono = 0;
     int restarts_in_row = 0;
-    // The librdkafka client's: where the consumer reads this partition from next: the offset it was assigned or sought
-    // to, then the offset after the last message it read (any message, the probe's or not). Set
-    // before the slot is published, then by the receiver thread only; a recreated consumer is
-    // assigned here, so that it reads nothing twice.
+    // The librdkafka client's: where the consumer reads this partition from next: the offset it was
+    // assigned or sought to, then the offset after the last message it read (any message, the
+    // probe's or not). Set before the slot is published, then by the receiver thread only; a
+    // recreated consumer is assigned here, so that it reads nothing twice.
     std::int64_t read_from = RD_KAFKA_OFFSET_END;
     Slot(storage::ClusterId cluster, std::string topic_name, std::int32_t partition,
          LedgerOptions options)

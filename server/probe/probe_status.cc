@@ -4,10 +4,14 @@ namespace kfaild::probe {
 
 const char* toString(ProbePhase phase) {
   switch (phase) {
-    case ProbePhase::kStarting: return "starting";
-    case ProbePhase::kSettingUp: return "setting_up";
-    case ProbePhase::kProbing: return "probing";
-    case ProbePhase::kStopped: return "stopped";
+    case ProbePhase::kStarting:
+      return "starting";
+    case ProbePhase::kSettingUp:
+      return "setting_up";
+    case ProbePhase::kProbing:
+      return "probing";
+    case ProbePhase::kStopped:
+      return "stopped";
   }
   return "unknown";
 }

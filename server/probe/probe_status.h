@@ -34,12 +34,13 @@ struct PartitionCounters {
 // counts[i] holds intervals ≤ kGapBucketsUs[i] and above the previous bound; the last counts
 // those above every bound.
 inline constexpr std::array<std::int64_t, 10> kGapBucketsUs = {
-    25'000, 50'000, 100'000, 250'000, 500'000, 1'000'000, 2'500'000, 5'000'000, 10'000'000, 30'000'000};
+    25'000,    50'000,    100'000,   250'000,    500'000,
+    1'000'000, 2'500'000, 5'000'000, 10'000'000, 30'000'000};
 
 // Latencies of single messages (send → ack, send → first receipt). Finer at the low end than the
 // gap buckets: an ack normally takes a few milliseconds, a stall's messages wait seconds.
 inline constexpr std::array<std::int64_t, 14> kLatencyBucketsUs = {
-    1'000,   2'500,     5'000,     10'000,    25'000,    50'000,     100'000,
+    1'000,   2'500,   5'000,     10'000,    25'000,    50'000,     100'000,
     250'000, 500'000, 1'000'000, 2'500'000, 5'000'000, 10'000'000, 30'000'000};
 
 // Durations in the buckets `Bounds` (µs, ascending): counts[i] holds those ≤ Bounds[i] and above
@@ -74,10 +75,10 @@ struct PartitionStatus {
   GapHistogram receive_intervals;
   LatencyHistogram ack_latency;      // send → ack (delivery report without error)
   LatencyHistogram receive_latency;  // send → first receipt, of messages not given up on
-  std::size_t in_flight = 0;          // not finished: no report, or acked and not received
-  std::size_t outstanding = 0;        // no delivery report yet
+  std::size_t in_flight = 0;         // not finished: no report, or acked and not received
+  std::size_t outstanding = 0;       // no delivery report yet
   std::optional<common::Instant> oldest_outstanding_sent;
-  std::optional<common::Instant> holding_since;  // set while sends are held back
+  std::optional<common::Instant> holding_since;   // set while sends are held back
   std::optional<common::Instant> refusing_since;  // set while the client refuses every send
 };
 
@@ -135,8 +136,8 @@ struct CoordinatorSeen {
   // The internal topic's partition whose leader the coordinator is ("__consumer_offsets-17"),
   // once kfaild has read how many partitions the topic has; empty before.
   std::string partition;
-  common::WallMicros since_us = 0;    // its first answer naming this node
-  common::WallMicros last_us = 0;     // the latest answer naming it
+  common::WallMicros since_us = 0;  // its first answer naming this node
+  common::WallMicros last_us = 0;   // the latest answer naming it
 };
 
 // The coordinator probes (server/probe/coordinator_probe.h): offset commits to a kfaild-owned
@@ -163,13 +164,15 @@ struct ProbeStatus {
   std::uint64_t ticks = 0;
   std::uint64_t skipped_ticks = 0;
   std::int64_t max_send_lateness_us = 0;
-  std::string sender_scheduling;  // what the sender thread got, e.g. "SCHED_FIFO 1"; "" before it started
-  std::uint64_t held_ticks = 0;  // partition ticks held back at the outstanding bound
+  std::string
+      sender_scheduling;  // what the sender thread got, e.g. "SCHED_FIFO 1"; "" before it started
+  std::uint64_t held_ticks = 0;            // partition ticks held back at the outstanding bound
   std::uint64_t producer_recreations = 0;  // producers replaced after a fatal error
-  std::uint64_t consumer_recreations = 0;  // consumers replaced when a seek did not free their reading
+  std::uint64_t consumer_recreations =
+      0;  // consumers replaced when a seek did not free their reading
   std::map<std::string, std::string> client_settings;  // the producer's, as librdkafka has them
   std::vector<PartitionStatus> partitions;
-  std::optional<ControlStatus> control;  // nullopt: the control probe is off
+  std::optional<ControlStatus> control;           // nullopt: the control probe is off
   std::optional<CoordinatorStatus> coordinators;  // nullopt: the coordinator probes are off
 };
 

@@ -32,8 +32,8 @@ constexpr std::int64_t kMetadataRetryUs = 100'000;       // while a partition la
 constexpr std::int64_t kMetadataRefreshUs = 60'000'000;  // otherwise
 constexpr std::int64_t kMetadataTimeoutUs = 2'000'000;
 constexpr std::int64_t kReconnectBackoffMinUs = 100'000;
-constexpr std::int64_t kFetchMarginUs = 5'000'000;        // beyond the fetch's own wait
-constexpr std::int64_t kProduceMarginUs = 1'000'000;      // beyond the broker's ack timeout
+constexpr std::int64_t kFetchMarginUs = 5'000'000;    // beyond the fetch's own wait
+constexpr std::int64_t kProduceMarginUs = 1'000'000;  // beyond the broker's ack timeout
 // A request unanswered this long (a produce's acks=all normally take milliseconds, a fetch waits
 // at most its max wait) asks for metadata: a leader that went silent (a blackhole, a paused
 // process) may have been replaced, which no error would tell.
@@ -58,8 +58,8 @@ struct InFlight {
     std::int64_t seq = 0;
     std::int64_t position = 0;  // its record's offset delta in its partition's batch
   };
-  std::vector<Sent> messages;  // produce
-  std::vector<pw::FetchTopic> asked;                           // fetch
+  std::vector<Sent> messages;                                     // produce
+  std::vector<pw::FetchTopic> asked;                              // fetch
   std::vector<std::pair<std::size_t, std::int64_t>> fetch_parts;  // fetch: (part, offset asked)
 };
 
@@ -82,10 +82,12 @@ struct Part {
   WireTarget target;
   std::int32_t leader = -1;
   std::int32_t last_leader = -1;  // the last leader known, kept while none is
-  bool fetching = false;  // in an outstanding fetch
+  bool fetching = false;          // in an outstanding fetch
 };
 
-std::string errnoText(const char* what, int err) { return std::string(what) + ": " + std::strerror(err); }
+std::string errnoText(const char* what, int err) {
+  return std::string(what) + ": " + std::strerror(err);
+}
 
 // A non-blocking connect; the descriptor, or -1 with the reason.
 int connectTo(const std::string& host, const std::string& port, std::string& why) {
@@ -99,7 +101,8 @@ int connectTo(const std::string& host, const std::string& port, std::string& why
   }
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> addresses(found, ::freeaddrinfo);
   for (auto* a = addresses.get(); a != nullptr; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    const int fd =
+        ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) {
       why = errnoText("socket", errno);
       continue;
@@ -132,7 +135,7 @@ struct WireClient::Impl {
   WireStats stats;
 
   // I/O thread only.
-  std::vector<Part> parts;  // by slot
+  std::vector<Part> parts;              // by slot
   std::vector<std::size_t> slot_index;  // slot -> index in parts (SIZE_MAX: none)
   std::map<std::string, std::vector<std::size_t>, std::less<>> part_by_topic;  // by partition id
   std::vector<std::int64_t> scratch_offsets;  // fetched(): the offset asked, by part
@@ -145,7 +148,7 @@ struct WireClient::Impl {
   bool metadata_wanted = true;
   std::int64_t metadata_sent = 0;  // mono time of the last metadata request (0: none yet)
   std::int32_t next_correlation = 1;
-  std::vector<WireAck> acks;  // reused per turn
+  std::vector<WireAck> acks;   // reused per turn
   std::vector<Conn*> abandon;  // overdue connections of brokers that lost partitions (described())
 
   // tickOnIoThread(): the ticker and its next time, guarded by tick_mutex (held while it runs).
@@ -168,7 +171,8 @@ struct WireClient::Impl {
 
   void setProblem(std::string problem) {
     std::lock_guard lock(mutex);
-    if (!problem.empty() && problem != stats.problem) spdlog::debug("probe wire client: {}", problem);
+    if (!problem.empty() && problem != stats.problem)
+      spdlog::debug("probe wire client: {}", problem);
     stats.problem = std::move(problem);
   }
 
@@ -210,7 +214,8 @@ struct WireClient::Impl {
 
   // --- connections ---------------------------------------------------------------------------
 
-  std::unique_ptr<Conn> open(std::int32_t node, Role role, const std::string& host, const std::string& port) {
+  std::unique_ptr<Conn> open(std::int32_t node, Role role, const std::string& host,
+                             const std::string& port) {
     std::string why;
     const int fd = connectTo(host, port, why);
     if (fd < 0) {
@@ -231,7 +236,8 @@ struct WireClient::Impl {
   Conn* connFor(std::int32_t node, Role role, std::int64_t now_mono) {
     const auto key = std::make_pair(node, role);
     if (auto it = conns.find(key); it != conns.end()) return it->second.get();
-    if (auto b = backoff_until.find(node); b != backoff_until.end() && now_mono < b->second) return nullptr;
+    if (auto b = backoff_until.find(node); b != backoff_until.end() && now_mono < b->second)
+      return nullptr;
     const auto broker = brokers.find(node);
     if (broker == brokers.end()) return nullptr;
     auto conn = open(node, role, broker->second.first, broker->second.second);
@@ -247,8 +253,10 @@ struct WireClient::Impl {
   void brokerFailed(std::int32_t node, std::int64_t now_mono) {
     if (node < 0) return;
     auto& backoff = backoff_us[node];
-    backoff = backoff == 0 ? kReconnectBackoffMinUs
-                           : std::min<std::int64_t>(backoff * 2, std::int64_t{options.reconnect_backoff_max_ms} * 1000);
+    backoff = backoff == 0
+                  ? kReconnectBackoffMinUs
+                  : std::min<std::int64_t>(backoff * 2,
+                                           std::int64_t{options.reconnect_backoff_max_ms} * 1000);
     backoff_until[node] = now_mono + backoff;
     metadata_wanted = true;
   }
@@ -260,7 +268,8 @@ struct WireClient::Impl {
       for (const auto& [part, offset] : f.fetch_parts) parts[part].fetching = false;
     }
     conn.inflight.clear();
-    setProblem((conn.node >= 0 ? "broker " + std::to_string(conn.node) : std::string("bootstrap")) + ": " + why);
+    setProblem((conn.node >= 0 ? "broker " + std::to_string(conn.node) : std::string("bootstrap")) +
+               ": " + why);
     brokerFailed(conn.node, now_mono);
     metadata_wanted = true;
   }
@@ -277,8 +286,8 @@ struct WireClient::Impl {
   // Writes what it can; false when the connection broke.
   bool flush(Conn& conn, std::string& why) {
     while (conn.connected && conn.out_sent < conn.out.size()) {
-      const auto n = ::send(conn.fd, conn.out.data() + conn.out_sent, conn.out.size() - conn.out_sent,
-                            MSG_NOSIGNAL);
+      const auto n = ::send(conn.fd, conn.out.data() + conn.out_sent,
+                            conn.out.size() - conn.out_sent, MSG_NOSIGNAL);
       if (n > 0) {
         conn.out_sent += static_cast<std::size_t>(n);
       } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
@@ -311,7 +320,8 @@ struct WireClient::Impl {
     }
     std::size_t pos = 0;
     while (conn.in.size() - pos >= 4) {
-      const auto size = (std::uint32_t{conn.in[pos]} << 24) | (std::uint32_t{conn.in[pos + 1]} << 16) |
+      const auto size = (std::uint32_t{conn.in[pos]} << 24) |
+                        (std::uint32_t{conn.in[pos + 1]} << 16) |
                         (std::uint32_t{conn.in[pos + 2]} << 8) | std::uint32_t{conn.in[pos + 3]};
       if (size < 4 || size > kMaxResponseBytes) {
         why = "answer of " + std::to_string(size) + " bytes is not a Kafka answer";
@@ -344,18 +354,23 @@ struct WireClient::Impl {
     }
     const int lowat = static_cast<int>(std::min(want, kMaxRcvLowat));
     if (lowat != conn.rcvlowat) {
-      if (::setsockopt(conn.fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat) == 0) conn.rcvlowat = lowat;
+      if (::setsockopt(conn.fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat) == 0)
+        conn.rcvlowat = lowat;
     }
     return true;
   }
 
   // --- answers -------------------------------------------------------------------------------
 
-  bool answer(Conn& conn, InFlight& f, std::span<const std::uint8_t> body, common::Instant at, std::string& why) {
+  bool answer(Conn& conn, InFlight& f, std::span<const std::uint8_t> body, common::Instant at,
+              std::string& why) {
     switch (f.role) {
-      case Role::kProduce: return produced(f, body, why);
-      case Role::kFetch: return fetched(f, body, at, why);
-      case Role::kMetadata: return described(conn, f, body, at, why);
+      case Role::kProduce:
+        return produced(f, body, why);
+      case Role::kFetch:
+        return fetched(f, body, at, why);
+      case Role::kMetadata:
+        return described(conn, f, body, at, why);
     }
     return true;
   }
@@ -370,7 +385,8 @@ struct WireClient::Impl {
     // it: its offset is the batch's base offset plus that position.
     std::vector<const pw::ProduceResult*> by_part(parts.size(), nullptr);
     for (const auto& r : *results) {
-      if (const auto index = partIndex(r.topic, r.partition); index != SIZE_MAX) by_part[index] = &r;
+      if (const auto index = partIndex(r.topic, r.partition); index != SIZE_MAX)
+        by_part[index] = &r;
     }
     for (const auto& m : f.messages) {
       const pw::ProduceResult* r = by_part[slot_index[m.slot]];
@@ -388,7 +404,8 @@ struct WireClient::Impl {
     return true;
   }
 
-  bool fetched(InFlight& f, std::span<const std::uint8_t> body, common::Instant at, std::string& why) {
+  bool fetched(InFlight& f, std::span<const std::uint8_t> body, common::Instant at,
+               std::string& why) {
     scratch_offsets.assign(parts.size(), -1);
     for (const auto& [part, offset] : f.fetch_parts) {
       parts[part].fetching = false;
@@ -411,7 +428,8 @@ struct WireClient::Impl {
       if (index == SIZE_MAX) continue;
       Part* part = &parts[index];
       // Moved on meanwhile (a fetch from another leader answered first): not read twice.
-      if (scratch_offsets[index] < 0 || part->target.fetch_offset != scratch_offsets[index]) continue;
+      if (scratch_offsets[index] < 0 || part->target.fetch_offset != scratch_offsets[index])
+        continue;
       if (p.error != 0) {
         metadata_wanted = true;
         // Out of range below the log's start: those messages are gone (retention), and reading
@@ -422,7 +440,8 @@ struct WireClient::Impl {
         }
         continue;
       }
-      if (!p.problem.empty()) setProblem(p.topic + "[" + std::to_string(p.partition) + "]: " + p.problem);
+      if (!p.problem.empty())
+        setProblem(p.topic + "[" + std::to_string(p.partition) + "]: " + p.problem);
       for (const auto& r : p.records) records.push_back({part->target.slot, r.offset, r.value});
       part->target.fetch_offset = p.next_offset;
     }
@@ -439,7 +458,8 @@ struct WireClient::Impl {
     }
     for (const auto& b : answer->brokers) brokers[b.node] = {b.host, std::to_string(b.port)};
     std::vector<std::int32_t> old_leaders(parts.size());
-    for (std::size_t i = 0; i < parts.size(); ++i) old_leaders[i] = std::exchange(parts[i].leader, -1);
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      old_leaders[i] = std::exchange(parts[i].leader, -1);
     for (const auto& t : answer->topics) {
       for (const auto& p : t.partitions) {
         // A partition error with a leader named (REPLICA_NOT_AVAILABLE while a follower is
@@ -510,7 +530,9 @@ struct WireClient::Impl {
     f.correlation = next_correlation++;
     f.role = Role::kMetadata;
     f.deadline_mono = now_mono + kMetadataTimeoutUs;
-    enqueue(*metadata_conn, pw::encodeMetadataRequest(f.correlation, options.client_id, topicNames()), std::move(f));
+    enqueue(*metadata_conn,
+            pw::encodeMetadataRequest(f.correlation, options.client_id, topicNames()),
+            std::move(f));
     metadata_sent = now_mono;
     std::lock_guard lock(mutex);
     ++stats.metadata_requests;
@@ -536,14 +558,16 @@ struct WireClient::Impl {
     for (auto& [leader, list] : by_leader) {
       Conn* conn = connFor(leader, Role::kProduce, now_mono);
       if (conn == nullptr) {
-        for (auto* m : list) acks.push_back({m->slot, m->seq, RD_KAFKA_RESP_ERR__TRANSPORT, std::nullopt});
+        for (auto* m : list)
+          acks.push_back({m->slot, m->seq, RD_KAFKA_RESP_ERR__TRANSPORT, std::nullopt});
         continue;
       }
       std::vector<pw::ProduceTopic> topics;
       InFlight f;
       f.correlation = next_correlation++;
       f.role = Role::kProduce;
-      f.deadline_mono = now_mono + std::int64_t{options.request_timeout_ms} * 1000 + kProduceMarginUs;
+      f.deadline_mono =
+          now_mono + std::int64_t{options.request_timeout_ms} * 1000 + kProduceMarginUs;
       f.overdue_mono = now_mono + kOverdueUs;
       // Normally one message per partition; more when ticks queued up while this thread was held
       // up. They share their partition's one batch, in the order they were sent.
@@ -552,7 +576,8 @@ struct WireClient::Impl {
       std::vector<pw::OutRecord> records;
       for (const auto& [index, sends] : by_part) {
         const auto& target = parts[index].target;
-        auto t = std::find_if(topics.begin(), topics.end(), [&](const pw::ProduceTopic& x) { return x.name == target.topic; });
+        auto t = std::find_if(topics.begin(), topics.end(),
+                              [&](const pw::ProduceTopic& x) { return x.name == target.topic; });
         if (t == topics.end()) t = topics.insert(topics.end(), pw::ProduceTopic{target.topic, {}});
         pw::ProducePartition p;
         p.partition = target.partition;
@@ -564,7 +589,9 @@ struct WireClient::Impl {
         pw::appendRecordBatch(p.records, records);
         t->partitions.push_back(std::move(p));
       }
-      enqueue(*conn, pw::encodeProduceRequest(f.correlation, options.client_id, options.request_timeout_ms, topics),
+      enqueue(*conn,
+              pw::encodeProduceRequest(f.correlation, options.client_id, options.request_timeout_ms,
+                                       topics),
               std::move(f));
       std::lock_guard lock(mutex);
       ++stats.produce_requests;
@@ -587,17 +614,21 @@ struct WireClient::Impl {
       f.deadline_mono = now_mono + std::int64_t{options.fetch_max_wait_ms} * 1000 + kFetchMarginUs;
       f.overdue_mono = f.deadline_mono - kFetchMarginUs + kOverdueUs;
       const auto per_partition = std::max<std::int32_t>(
-          64 << 10, options.fetch_max_bytes / static_cast<std::int32_t>(std::max<std::size_t>(1, list.size())));
+          64 << 10, options.fetch_max_bytes /
+                        static_cast<std::int32_t>(std::max<std::size_t>(1, list.size())));
       for (const auto index : list) {
         Part* p = &parts[index];
         f.fetch_parts.emplace_back(index, p->target.fetch_offset);
-        auto t = std::find_if(f.asked.begin(), f.asked.end(), [&](const pw::FetchTopic& x) { return x.name == p->target.topic; });
-        if (t == f.asked.end()) t = f.asked.insert(f.asked.end(), pw::FetchTopic{p->target.topic, {}});
+        auto t = std::find_if(f.asked.begin(), f.asked.end(),
+                              [&](const pw::FetchTopic& x) { return x.name == p->target.topic; });
+        if (t == f.asked.end())
+          t = f.asked.insert(f.asked.end(), pw::FetchTopic{p->target.topic, {}});
         t->partitions.push_back({p->target.partition, p->target.fetch_offset, per_partition});
         p->fetching = true;
       }
-      auto frame = pw::encodeFetchRequest(f.correlation, options.client_id, options.fetch_max_wait_ms, 1,
-                                          options.fetch_max_bytes, f.asked);
+      auto frame =
+          pw::encodeFetchRequest(f.correlation, options.client_id, options.fetch_max_wait_ms, 1,
+                                 options.fetch_max_bytes, f.asked);
       enqueue(*conn, std::move(frame), std::move(f));
       std::lock_guard lock(mutex);
       ++stats.fetch_requests;
@@ -635,8 +666,10 @@ struct WireClient::Impl {
       sendFetches(now_mono);
       const auto next = watchSockets(poll, now_mono);
       // To the µs: a tick is due at its time, not at the next whole millisecond.
-      const auto wait_us = std::clamp<std::int64_t>(next - now_mono, 0, std::int64_t{kMaxPollMs} * 1000);
-      const timespec wait{static_cast<time_t>(wait_us / 1'000'000), static_cast<long>(wait_us % 1'000'000) * 1000};
+      const auto wait_us =
+          std::clamp<std::int64_t>(next - now_mono, 0, std::int64_t{kMaxPollMs} * 1000);
+      const timespec wait{static_cast<time_t>(wait_us / 1'000'000),
+                          static_cast<long>(wait_us % 1'000'000) * 1000};
       const int rc = ::ppoll(poll.fds.data(), poll.fds.size(), &wait, nullptr);
       if (rc < 0 && errno != EINTR) {
         setProblem(errnoText("poll", errno));
@@ -792,19 +825,26 @@ struct WireClient::Impl {
   }
 };
 
-WireClient::WireClient(WireClientOptions options, const common::Clock& clock, AckSink acks, RecordSink records)
-    : impl_(std::make_unique<Impl>(std::move(options), clock, std::move(acks), std::move(records))) {}
+WireClient::WireClient(WireClientOptions options, const common::Clock& clock, AckSink acks,
+                       RecordSink records)
+    : impl_(
+          std::make_unique<Impl>(std::move(options), clock, std::move(acks), std::move(records))) {}
 
-WireClient::~WireClient() { stop(); }
+WireClient::~WireClient() {
+  stop();
+}
 
-void WireClient::start(std::vector<WireTarget> targets, std::chrono::milliseconds wait_for_leaders) {
+void WireClient::start(std::vector<WireTarget> targets,
+                       std::chrono::milliseconds wait_for_leaders) {
   impl_->addTargets(std::move(targets));
   impl_->io.start("kfaild:wire", [this] { impl_->loop(); });
   std::unique_lock lock(impl_->mutex);
   impl_->described_cv.wait_for(lock, wait_for_leaders, [this] { return impl_->described_once; });
 }
 
-void WireClient::onLeaderChange(LeaderSink sink) { impl_->leader_sink = std::move(sink); }
+void WireClient::onLeaderChange(LeaderSink sink) {
+  impl_->leader_sink = std::move(sink);
+}
 
 void WireClient::add(std::vector<WireTarget> targets) {
   {

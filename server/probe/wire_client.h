@@ -47,7 +47,7 @@ namespace kfaild::probe {
 struct WireTarget {
   std::string topic;
   std::int32_t partition = 0;
-  std::size_t slot = 0;          // the caller's index, given back with every ack and record
+  std::size_t slot = 0;           // the caller's index, given back with every ack and record
   std::int64_t fetch_offset = 0;  // where reading starts
 };
 
@@ -94,11 +94,12 @@ class WireClient {
   using RecordSink = std::function<void(std::span<const WireRecord>, common::Instant at)>;
   // A metadata answer moved a partition to another leader (the client's discovery of it): the
   // old leader (-1 when none was known), the new one and its epoch, at the answer's arrival.
-  using LeaderSink = std::function<void(const std::string& topic, std::int32_t partition,
-                                        std::int32_t from, std::int32_t to, std::int32_t epoch,
-                                        common::Instant at)>;
+  using LeaderSink =
+      std::function<void(const std::string& topic, std::int32_t partition, std::int32_t from,
+                         std::int32_t to, std::int32_t epoch, common::Instant at)>;
 
-  WireClient(WireClientOptions options, const common::Clock& clock, AckSink acks, RecordSink records);
+  WireClient(WireClientOptions options, const common::Clock& clock, AckSink acks,
+             RecordSink records);
   ~WireClient();
   WireClient(const WireClient&) = delete;
   WireClient& operator=(const WireClient&) = delete;

@@ -6,10 +6,10 @@
 #include <thread>
 #include <utility>
 
+#include "server/common/event_types.h"
 #include "server/common/json_text.h"
 #include "server/kafka/quorum.h"
 #include "server/probe/payload.h"
-#include "server/common/event_types.h"
 
 namespace kfaild::probe {
 

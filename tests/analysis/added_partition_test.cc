@@ -2,7 +2,6 @@
 // it out with the reason instead of making the whole verdict inconclusive.
 
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "server/analysis/drill_analysis.h"
@@ -62,9 +61,10 @@ AnalysisInput withAddedPartition(std::int64_t probed_from) {
 
 }  // namespace
 
-TEST_CASE("a partition the probe took up 3 s before the fault is left out with the reason, and "
-          "the verdict stays conclusive",
-          "[unit]") {
+TEST_CASE(
+    "a partition the probe took up 3 s before the fault is left out with the reason, and "
+    "the verdict stays conclusive",
+    "[unit]") {
   // Probing began 3 s before the fault, 2 s into the 5 s baseline: its noise is not that of the
   // window, so it is left out rather than judged on part of a baseline.
   const auto in = withAddedPartition(kT0 - 3 * kSecond);
@@ -82,9 +82,10 @@ TEST_CASE("a partition the probe took up 3 s before the fault is left out with t
   CHECK(json["excluded"][0]["reason"] == "added 3.000 s before the fault: no baseline");
 }
 
-TEST_CASE("a partition added after the fault, and one the probe did not probe at the fault, are "
-          "left out",
-          "[unit]") {
+TEST_CASE(
+    "a partition added after the fault, and one the probe did not probe at the fault, are "
+    "left out",
+    "[unit]") {
   auto in = withAddedPartition(kT0 + 2 * kSecond);
   const auto a = analyse(in);
   REQUIRE(a.excluded.size() == 1);

@@ -16,7 +16,8 @@ constexpr std::int64_t kFault = kT0 + 10'000'000;
 
 // Operations every 500 ms from the window's start, each answered 5 ms after its send, except
 // those sent inside [dark_from, dark_to), which get no answer and are given up on 1 s later.
-std::vector<ProbeSample> stream(std::int64_t dark_from, std::int64_t dark_to, std::int64_t end = kT0 + 30'000'000) {
+std::vector<ProbeSample> stream(std::int64_t dark_from, std::int64_t dark_to,
+                                std::int64_t end = kT0 + 30'000'000) {
   std::vector<ProbeSample> out;
   std::int64_t seq = 0;
   for (std::int64_t t = kT0; t < end;) {
@@ -43,7 +44,8 @@ ControlPlaneInput input(std::vector<ProbeSample> samples) {
   return in;
 }
 
-Event elected(std::int64_t at, int leader, int epoch, int previous, int previous_epoch, std::int64_t previous_last) {
+Event elected(std::int64_t at, int leader, int epoch, int previous, int previous_epoch,
+              std::int64_t previous_last) {
   Event e;
   e.t_us = at;
   e.source = "control";
@@ -63,9 +65,11 @@ Event elected(std::int64_t at, int leader, int epoch, int previous, int previous
 
 }  // namespace
 
-TEST_CASE("an active controller's death: the control plane's stall runs from its last answer before the fault to "
-          "the first after, and the quorum's election is reported",
-          "[unit][analysis]") {
+TEST_CASE(
+    "an active controller's death: the control plane's stall runs from its last answer before the "
+    "fault to "
+    "the first after, and the quorum's election is reported",
+    "[unit][analysis]") {
   // Dark from the first operation after the fault for 3 s.
   auto in = input(stream(kFault, kFault + 3'000'000));
   const std::vector<Event> events = {elected(kFault + 3'100'000, 101, 6, 100, 5, kFault - 300'000)};
@@ -91,7 +95,8 @@ TEST_CASE("an active controller's death: the control plane's stall runs from its
   CHECK(j["quorum"]["epoch_increments"] == 1);
 }
 
-TEST_CASE("a broker's death leaves the control plane answering: no stall, no election", "[unit][analysis]") {
+TEST_CASE("a broker's death leaves the control plane answering: no stall, no election",
+          "[unit][analysis]") {
   const auto r = analyseControlPlane(input(stream(0, 0)), {});
   CHECK(r.outcome == Outcome::kNone);
   CHECK_FALSE(r.stall);
@@ -103,8 +108,9 @@ TEST_CASE("a broker's death leaves the control plane answering: no stall, no ele
   CHECK_FALSE(r.reason.empty());
 }
 
-TEST_CASE("a control plane still silent when the observation ends is an open, inconclusive candidate",
-          "[unit][analysis]") {
+TEST_CASE(
+    "a control plane still silent when the observation ends is an open, inconclusive candidate",
+    "[unit][analysis]") {
   auto in = input(stream(kFault, kT0 + 60'000'000));
   const auto r = analyseControlPlane(in, {});
   CHECK(r.outcome == Outcome::kInconclusive);
@@ -115,14 +121,16 @@ TEST_CASE("a control plane still silent when the observation ends is an open, in
   CHECK(r.reason.find("no operation was answered after the fault") != std::string::npos);
 }
 
-TEST_CASE("a control plane already silent before the fault does not give the fault a stall", "[unit][analysis]") {
+TEST_CASE("a control plane already silent before the fault does not give the fault a stall",
+          "[unit][analysis]") {
   auto in = input(stream(kFault - 5'000'000, kFault + 2'000'000));
   const auto r = analyseControlPlane(in, {});
   CHECK(r.outcome == Outcome::kInconclusive);
   CHECK(r.reason.find("had not been answered for") != std::string::npos);
 }
 
-TEST_CASE("a clock step in the window makes the control plane's outcome inconclusive", "[unit][analysis]") {
+TEST_CASE("a clock step in the window makes the control plane's outcome inconclusive",
+          "[unit][analysis]") {
   auto in = input(stream(kFault, kFault + 3'000'000));
   in.clock_steps = 1;
   const auto r = analyseControlPlane(in, {});
@@ -130,7 +138,8 @@ TEST_CASE("a clock step in the window makes the control plane's outcome inconclu
   CHECK(r.reason.find("stepped") != std::string::npos);
 }
 
-TEST_CASE("a fault time less certain than the candidate makes it inconclusive", "[unit][analysis]") {
+TEST_CASE("a fault time less certain than the candidate makes it inconclusive",
+          "[unit][analysis]") {
   auto in = input(stream(kFault, kFault + 3'000'000));
   in.fault_time_uncertainty_us = 10'000'000;
   const auto r = analyseControlPlane(in, {});
@@ -138,12 +147,14 @@ TEST_CASE("a fault time less certain than the candidate makes it inconclusive", 
   CHECK(r.reason.find("fault time") != std::string::npos);
 }
 
-TEST_CASE("elections before the fault are not the drill's, and several after it add up their epochs",
-          "[unit][analysis]") {
+TEST_CASE(
+    "elections before the fault are not the drill's, and several after it add up their epochs",
+    "[unit][analysis]") {
   auto in = input(stream(kFault, kFault + 3'000'000));
-  const std::vector<Event> events = {elected(kFault - 2'000'000, 100, 5, 101, 4, kFault - 2'500'000),
-                                     elected(kFault + 3'100'000, 102, 8, 100, 5, kFault - 300'000),
-                                     elected(kFault + 9'000'000, 100, 9, 102, 8, kFault + 8'500'000)};
+  const std::vector<Event> events = {
+      elected(kFault - 2'000'000, 100, 5, 101, 4, kFault - 2'500'000),
+      elected(kFault + 3'100'000, 102, 8, 100, 5, kFault - 300'000),
+      elected(kFault + 9'000'000, 100, 9, 102, 8, kFault + 8'500'000)};
   const auto r = analyseControlPlane(in, events);
   REQUIRE(r.elections.size() == 2);
   CHECK(r.epoch_increments == 4);
@@ -151,8 +162,10 @@ TEST_CASE("elections before the fault are not the drill's, and several after it 
   CHECK(toJson(r)["quorum"]["new_leader"] == 100);
 }
 
-TEST_CASE("without a quorum watch the control plane's figures stand and the election's are absent with the reason",
-          "[unit][analysis]") {
+TEST_CASE(
+    "without a quorum watch the control plane's figures stand and the election's are absent with "
+    "the reason",
+    "[unit][analysis]") {
   auto in = input(stream(kFault, kFault + 3'000'000));
   in.quorum_watched = false;
   in.quorum_unwatched_reason = "the quorum is not described: security.protocol is SASL_SSL";
@@ -170,8 +183,9 @@ Event moved(std::int64_t at, const char* type, int from, int to, const char* par
   e.source = "coordinator";
   e.kind = "coordinator_moved";
   e.broker = to;
-  nlohmann::json detail = {{"type", type}, {"key", "kfaild-probe-lab"}, {"from", from}, {"to", to},
-                           {"previous_last_us", at - 500'000}, {"moved_us", 500'000}};
+  nlohmann::json detail = {
+      {"type", type}, {"key", "kfaild-probe-lab"},        {"from", from},
+      {"to", to},     {"previous_last_us", at - 500'000}, {"moved_us", 500'000}};
   if (partition) detail["partition"] = partition;
   e.detail = detail.dump();
   return e;
@@ -179,9 +193,11 @@ Event moved(std::int64_t at, const char* type, int from, int to, const char* par
 
 }  // namespace
 
-TEST_CASE("a coordinator's death: the commits stall from the last commit before the fault to the first after, and "
-          "the phases run fault, coordinator moved off the target, first commit",
-          "[unit][analysis]") {
+TEST_CASE(
+    "a coordinator's death: the commits stall from the last commit before the fault to the first "
+    "after, and "
+    "the phases run fault, coordinator moved off the target, first commit",
+    "[unit][analysis]") {
   // Commits every 500 ms in this synthetic stream (the analysis does not care about the rate),
   // none answered for 9 s after the fault.
   auto commits = stream(kFault, kFault + 9'000'000);
@@ -194,15 +210,17 @@ TEST_CASE("a coordinator's death: the commits stall from the last commit before 
   in.commits.window_end_us = kT0 + 30'000'000;
   in.commits.samples = &commits;
   in.watched = true;
-  const std::vector<Event> events = {moved(kFault - 5'000'000, "group", 2, 3),  // before the fault: not the drill's
-                                     moved(kFault + 8'700'000, "transaction", 1, 2),
-                                     moved(kFault + 8'800'000, "group", 3, 1, "__consumer_offsets-24")};
+  const std::vector<Event> events = {
+      moved(kFault - 5'000'000, "group", 2, 3),  // before the fault: not the drill's
+      moved(kFault + 8'700'000, "transaction", 1, 2),
+      moved(kFault + 8'800'000, "group", 3, 1, "__consumer_offsets-24")};
   const auto r = analyseCoordinators(in, events);
   REQUIRE(r.commits.outcome == Outcome::kStall);
   CHECK(r.commits.stall->end_us > kFault + 9'000'000);
   REQUIRE(r.moves.size() == 2);
   REQUIRE(r.coordinator_moved_us);
-  CHECK(*r.coordinator_moved_us == 8'800'000);  // the move off the target, not the transaction's off broker 1
+  CHECK(*r.coordinator_moved_us ==
+        8'800'000);  // the move off the target, not the transaction's off broker 1
   REQUIRE(r.first_commit_us);
   CHECK(*r.first_commit_us == r.commits.ended_by->at_us - kFault);
   CHECK_FALSE(r.transactions);
@@ -210,7 +228,8 @@ TEST_CASE("a coordinator's death: the commits stall from the last commit before 
   const auto j = toJson(r);
   CHECK(j["transactions"].is_null());
   CHECK(j["moves"][1]["from"] == 3);
-  // The partition that moved with the group's coordinator, as the watch named it; unknown for the other.
+  // The partition that moved with the group's coordinator, as the watch named it; unknown for the
+  // other.
   CHECK(j["moves"][1]["partition"] == "__consumer_offsets-24");
   CHECK(j["moves"][0]["partition"].is_null());
   CHECK(j["phases"]["first_transaction_s"].is_null());

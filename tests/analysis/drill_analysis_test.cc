@@ -1,9 +1,8 @@
 #include "server/analysis/drill_analysis.h"
 
 #include <algorithm>
-#include <string>
-
 #include <catch2/catch.hpp>
+#include <string>
 
 using namespace kfaild;
 using namespace kfaild::analysis;
@@ -33,7 +32,8 @@ storage::Event event(std::int64_t t, const char* source, const char* kind,
 }
 
 storage::ProbeSample probeSample(int partition, std::int64_t seq, std::int64_t send,
-                            std::optional<std::int64_t> ack, std::optional<std::int64_t> receive) {
+                                 std::optional<std::int64_t> ack,
+                                 std::optional<std::int64_t> receive) {
   storage::ProbeSample s;
   s.topic = "orders";
   s.partition = partition;
@@ -175,7 +175,7 @@ TEST_CASE("the article's kill run is analysed into roles, stalls and phases", "[
 
   CHECK(*p0.phases.detection_us == 8'270'000);
   CHECK(*p0.phases.detection_resolution_us == 1'000);  // the controller's log line
-  CHECK(*p0.phases.election_us == 90'000);  // the new leader's own log line is earliest
+  CHECK(*p0.phases.election_us == 90'000);             // the new leader's own log line is earliest
   CHECK(*p0.phases.election_resolution_us == 1'000);
   CHECK(*p0.phases.new_leader == 2);
   // The producer applied it 15 ms before k2 logged it: below the resolution, never negative.
@@ -306,9 +306,8 @@ TEST_CASE("a hole in the sequence numbers is missing and unresolved", "[unit]") 
 
 TEST_CASE("a message that times out late is failed, neither an ack nor lost", "[unit]") {
   auto in = articleKill();
-  auto& late = *std::find_if(in.samples.begin(), in.samples.end(), [](const auto& s) {
-    return s.partition == 0 && s.seq == 300;
-  });
+  auto& late = *std::find_if(in.samples.begin(), in.samples.end(),
+                             [](const auto& s) { return s.partition == 0 && s.seq == 300; });
   late.ack_error = -192;  // message timed out; its report came in the middle of the stall
   late.ack_us = kT0 + 5 * kSecond;
   late.receive_us.reset();
@@ -453,7 +452,8 @@ TEST_CASE("a sole replica is observed until the window ends and resumes once the
   CHECK(p1.ack.stall->end_us == kT0 + 100'000);
   CHECK(toJson(a)["partitions"][0]["role"] == "sole_replica");
 
-  SECTION("the node's registration counts as back when the partition acks before every ISR is whole") {
+  SECTION(
+      "the node's registration counts as back when the partition acks before every ISR is whole") {
     // Broker 1 registered at 33.1 s and led the partition again at once; kfaild saw it back in
     // every ISR only at 34 s, after the partition's first ack (33.26 s).
     in.recovered_us = kT0 + 34 * kSecond;
@@ -467,8 +467,7 @@ TEST_CASE("a sole replica is observed until the window ends and resumes once the
 
   SECTION("without the node back it stays open until the window ends") {
     in.recovered_us.reset();
-    std::erase_if(in.samples,
-                  [](const auto& s) { return s.partition == 0 && s.send_us >= kT0; });
+    std::erase_if(in.samples, [](const auto& s) { return s.partition == 0 && s.send_us >= kT0; });
     const auto open = analyse(in);
     const auto& r = open.partitions[0];
     CHECK(r.ack.outcome == Outcome::kInconclusive);
@@ -509,9 +508,10 @@ AnalysisInput killWithFailedSends(const std::vector<std::pair<std::int64_t, std:
 
 }  // namespace
 
-TEST_CASE("a gap during which the probe had nothing outstanding before it sent the message that ended it "
-          "is inconclusive",
-          "[unit]") {
+TEST_CASE(
+    "a gap during which the probe had nothing outstanding before it sent the message that ended it "
+    "is inconclusive",
+    "[unit]") {
   // p1's sends fail at once until 6.87 s and the probe sends nothing more until 8.37 s.
   auto in = killWithFailedSends({{kT0, kT0 + 6'870'000}}, kT0 + 8'370'000);
   // Two overlapping records of the end of that idle stretch of p1's acks: 1.5 s, not 2 s.
@@ -526,7 +526,8 @@ TEST_CASE("a gap during which the probe had nothing outstanding before it sent t
   CHECK(p1.ack.probe_idle_us == 1'500'000);
   CHECK(p1.ack.probe_idle_at_end_us == 1'500'000);
   CHECK(p1.ack.reason ==
-        "the probe had nothing outstanding for 1.500 s of it before it sent the message that ended it");
+        "the probe had nothing outstanding for 1.500 s of it before it sent the message that ended "
+        "it");
   CHECK(p1.ack.longest_gap->end_us == kT0 + 8'373'000);
   CHECK(p1.receive.outcome == Outcome::kStall);  // the idle stretch was of acks only
   CHECK(p1.receive.probe_idle_us == 0);
@@ -537,9 +538,10 @@ TEST_CASE("a gap during which the probe had nothing outstanding before it sent t
   CHECK_FALSE(a.conclusive);
 }
 
-TEST_CASE("idle time followed by sends that failed does not make a stall inconclusive, "
-          "idle time before the ending message's send does",
-          "[unit]") {
+TEST_CASE(
+    "idle time followed by sends that failed does not make a stall inconclusive, "
+    "idle time before the ending message's send does",
+    "[unit]") {
   SECTION("in the middle: the cluster was asked again after it and was not ready") {
     // p1's sends fail at once until its leader takes them at 8.37 s; once, at 2 s, the sender
     // woke 40 ms late (a busy host): nothing was outstanding from 2.001 s until 2.06 s.
@@ -570,12 +572,15 @@ TEST_CASE("idle time followed by sends that failed does not make a stall inconcl
     CHECK(p1.ack.outcome == Outcome::kInconclusive);
     CHECK(p1.ack.probe_idle_at_end_us == 48'000);
     CHECK(p1.ack.reason ==
-          "the probe had nothing outstanding for 0.048 s of it before it sent the message that ended it");
+          "the probe had nothing outstanding for 0.048 s of it before it sent the message that "
+          "ended it");
     CHECK(p1.ack.longest_gap->end_us == kT0 + 8'402'000);
   }
 }
 
-TEST_CASE("a gap within the noise is no stall even when the probe had nothing outstanding for part of it", "[unit]") {
+TEST_CASE(
+    "a gap within the noise is no stall even when the probe had nothing outstanding for part of it",
+    "[unit]") {
   auto in = gracefulStop();
   // The sender woke 45 ms late at the start of p1's 57 ms follower gap (a busy host).
   in.idles.push_back({"orders", 1, storage::GapKind::kAck, kT0 - 17'000, kT0 + 28'000});
@@ -585,7 +590,8 @@ TEST_CASE("a gap within the noise is no stall even when the probe had nothing ou
   CHECK_FALSE(p1.ack.stall);
   CHECK(p1.ack.probe_idle_us == 45'000);
   CHECK(p1.ack.reason ==
-        "0.057 s is within the noise (0.020 s, p99 of 247 baseline gaps), though the probe had nothing "
+        "0.057 s is within the noise (0.020 s, p99 of 247 baseline gaps), though the probe had "
+        "nothing "
         "outstanding for 0.045 s of it");
   CHECK(a.partitions[0].ack.outcome == Outcome::kStall);
   CHECK(a.partitions[2].ack.outcome == Outcome::kNone);
@@ -717,9 +723,8 @@ TEST_CASE("a 0.4 s stall after a 0.2 s hiccup in the baseline is still reported 
 
 TEST_CASE("an outage split in two after the fault is still reported as a stall", "[unit]") {
   // 4 s, 200 ms of acks, 4 s again: each half used to be the other's noise.
-  const auto a = analyse(
-      leaderWithOutages(std::nullopt, {{kT0, kT0 + 4 * kSecond},
-                                       {kT0 + 4'200'000, kT0 + 8'200'000}}));
+  const auto a = analyse(leaderWithOutages(
+      std::nullopt, {{kT0, kT0 + 4 * kSecond}, {kT0 + 4'200'000, kT0 + 8'200'000}}));
   const auto& ack = a.partitions[0].ack;
   CHECK(ack.outcome == Outcome::kStall);
   REQUIRE(ack.stall);
@@ -884,8 +889,7 @@ TEST_CASE("the probe's hold and idle events are parsed and malformed ones ignore
       event(kT0, "probe", "held_back", std::nullopt, 0, "[1,2]"),
       event(kT0, "probe", "held_back", std::nullopt, 0, R"({"end_us":null,"ticks":"7"})"),
       event(kT0, "probe", "held_back", std::nullopt, 0, R"({"end_us":"soon","ticks":7})"),
-      event(kT0, "probe", "idle", std::nullopt, 0,
-            R"({"kind":"bogus","end_us":1700000001000000})"),
+      event(kT0, "probe", "idle", std::nullopt, 0, R"({"kind":"bogus","end_us":1700000001000000})"),
       event(kT0, "probe", "idle", std::nullopt, 0, R"({"kind":"ack"})"),
       event(kT0, "probe", "idle", std::nullopt, 0, R"({"kind":"ack","end_us":1})"),
       event(kT0, "probe", "idle", std::nullopt, std::nullopt,
@@ -1021,11 +1025,14 @@ TEST_CASE("a compound drill's second fault takes its noise from before the first
   REQUIRE(p0.ack.stall);
   CHECK(p0.ack.stall->duration_us() == resume - (kT0 - kInterval + 3'000));
   CHECK(a.partitions[2].ack.outcome == Outcome::kNone);
-  CHECK(a.partitions[2].ack.reason == "0.020 s is within the noise (0.020 s, p99 of 19 baseline gaps)");
+  CHECK(a.partitions[2].ack.reason ==
+        "0.020 s is within the noise (0.020 s, p99 of 19 baseline gaps)");
 }
 
-TEST_CASE("a compound drill's first fault, analysed up to the second, leaves a stall still open then inconclusive",
-          "[unit]") {
+TEST_CASE(
+    "a compound drill's first fault, analysed up to the second, leaves a stall still open then "
+    "inconclusive",
+    "[unit]") {
   auto in = articleKill();
   in.observe_end_us = kT0 + 2 * kSecond;
   in.window_end_us = kT0 + 2 * kSecond;
@@ -1042,7 +1049,8 @@ TEST_CASE("a compound drill's first fault, analysed up to the second, leaves a s
   CHECK(a.partitions[0].receive.outcome == Outcome::kInconclusive);
 }
 
-TEST_CASE("phases read from another host's log are as uncertain as its clock against kfaild's", "[unit]") {
+TEST_CASE("phases read from another host's log are as uncertain as its clock against kfaild's",
+          "[unit]") {
   auto in = articleKill();
   // The controller's and the new leader's logs came over ssh, their hosts' clocks placed on
   // kfaild's within ± 0.7 ms and ± 4 ms.

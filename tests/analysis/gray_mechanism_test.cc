@@ -1,8 +1,7 @@
 #include "server/analysis/gray_mechanism.h"
 
-#include <string>
-
 #include <catch2/catch.hpp>
+#include <string>
 
 #include "server/analysis/drill_analysis.h"
 #include "server/analysis/verdict.h"
@@ -155,8 +154,10 @@ TEST_CASE("a blackholed leader's stall that ends before the client's timeout is 
   CHECK_FALSE(a.conclusive);
 }
 
-TEST_CASE("a blackholed leader's stall that goes on to the heal, long after the client's timeout, is inconclusive",
-          "[unit]") {
+TEST_CASE(
+    "a blackholed leader's stall that goes on to the heal, long after the client's timeout, is "
+    "inconclusive",
+    "[unit]") {
   // librdkafka's timeout at 30 s (socket.timeout.ms 30 s), yet the producer acked again only
   // 1.5 s after the heal at 60 s.
   auto in = grayRun("isolate", "all", "drop", 60 * kSecond);
@@ -173,7 +174,8 @@ TEST_CASE("a blackholed leader's stall that goes on to the heal, long after the 
   REQUIRE(p0.mechanism);
   CHECK_FALSE(p0.mechanism->explained);
   INFO(p0.ack.reason);
-  CHECK(p0.ack.reason.find("31.490 s after client_request_timeout (at 30.010 s): more than 5.000 s later") !=
+  CHECK(p0.ack.reason.find(
+            "31.490 s after client_request_timeout (at 30.010 s): more than 5.000 s later") !=
         std::string::npos);
   CHECK(p0.ack.reason.find("it ended 1.500 s after the heal") != std::string::npos);
   // The stall itself is still the measured gap (the longest, with its figures), only not
@@ -206,8 +208,10 @@ TEST_CASE("a leader isolated from all with reject stalls until it is fenced and 
   CHECK(p0.mechanism->phases[2].duration_us() == 200'000);
 }
 
-TEST_CASE("a fenced follower's partition that acks before the poller sees its ISR shrink is explained by the fence",
-          "[unit]") {
+TEST_CASE(
+    "a fenced follower's partition that acks before the poller sees its ISR shrink is explained by "
+    "the fence",
+    "[unit]") {
   // A CI run on a loaded machine: broker 1 isolated from all with reject was fenced, its
   // follower partition acked again 7.678 s after the fault, and the metadata poller's answer
   // without broker 1 in that ISR came 282 ms later (the answer before it, 100 ms earlier, still
@@ -218,7 +222,8 @@ TEST_CASE("a fenced follower's partition that acks before the poller sees its IS
   stream(in, 0, kT0 + 8'200'000);
   stream(in, 1, resumed);
   stream(in, 2, std::nullopt);
-  const auto late_shrink = event(kT0 + 7'960'000, "metadata", "isr_shrink", 1, 1, R"({"since_us":1700000007860000})");
+  const auto late_shrink =
+      event(kT0 + 7'960'000, "metadata", "isr_shrink", 1, 1, R"({"since_us":1700000007860000})");
   SECTION("with the controller's fence line: ended by the fence") {
     in.events = {event(fenced, "broker_log", "fenced", 1), late_shrink,
                  event(kT0 + 8'100'000, "metadata", "leader_change", 2, 0)};
@@ -236,7 +241,8 @@ TEST_CASE("a fenced follower's partition that acks before the poller sees its IS
     in.events = {event(kT0 + 7'800'000, "broker_log", "fenced", 1), late_shrink};
     const auto& p1 = partition(analyse(in), 1);
     CHECK(p1.ack.outcome == Outcome::kInconclusive);
-    CHECK(p1.ack.reason.find("without isr_shrink or its fencing (it came at 7.800 s)") != std::string::npos);
+    CHECK(p1.ack.reason.find("without isr_shrink or its fencing (it came at 7.800 s)") !=
+          std::string::npos);
   }
   SECTION("without the controller's log only the metadata times the shrink: inconclusive") {
     in.events = {late_shrink};
@@ -250,8 +256,10 @@ TEST_CASE("a fenced follower's partition that acks before the poller sees its IS
   }
 }
 
-TEST_CASE("a leader isolated from the quorum is replaced but holds its producer's requests until their timeout",
-          "[unit]") {
+TEST_CASE(
+    "a leader isolated from the quorum is replaced but holds its producer's requests until their "
+    "timeout",
+    "[unit]") {
   // As on the namespaced lab (docs/FAULTS.md): fenced at 9 s, a new leader at once, yet the
   // producer stayed on the old leader, which held each request for its 30 s timeout.
   auto in = grayRun("isolate", "quorum", "drop", 40 * kSecond);
@@ -259,8 +267,9 @@ TEST_CASE("a leader isolated from the quorum is replaced but holds its producer'
   stream(in, 0, moved + 150'000);
   stream(in, 1, std::nullopt);
   stream(in, 2, std::nullopt);
-  const std::vector<storage::Event> handover = {event(kT0 + 9'000'000, "broker_log", "fenced", 1),
-                                                event(kT0 + 9'200'000, "metadata", "leader_change", 3, 0)};
+  const std::vector<storage::Event> handover = {
+      event(kT0 + 9'000'000, "broker_log", "fenced", 1),
+      event(kT0 + 9'200'000, "metadata", "leader_change", 3, 0)};
   SECTION("ended by the producer's move to the new leader: explained") {
     in.events = handover;
     in.events.push_back(event(moved, "client", "client_leader_update", 3, 0,
@@ -297,8 +306,7 @@ TEST_CASE("a leader isolated from the quorum is replaced but holds its producer'
   }
 }
 
-TEST_CASE("a follower isolated from the brokers stalls acks=all until the ISR shrinks",
-          "[unit]") {
+TEST_CASE("a follower isolated from the brokers stalls acks=all until the ISR shrinks", "[unit]") {
   auto in = grayRun("isolate", "brokers", "drop", 60 * kSecond);
   in.settings.replica_lag_time_max_us = 10 * kSecond;
   stream(in, 0, kT0 + 10'300'000);
@@ -327,21 +335,27 @@ TEST_CASE("a follower isolated from the brokers stalls acks=all until the ISR sh
     CHECK(p1.ack.outcome == Outcome::kInconclusive);
     CHECK(p1.ack.reason.find("without isr_shrink") != std::string::npos);
   }
-  SECTION("an isr_shrink the poll saw after the ack it allowed, within its answers' span: explained") {
+  SECTION(
+      "an isr_shrink the poll saw after the ack it allowed, within its answers' span: explained") {
     // As a CI run saw: the ack at 10.2 s, the previous answer (without the shrink) at 10.22 s,
     // the one that showed it at 10.32 s: the brokers answering Metadata learned it late.
-    in.events = {event(kT0 + 10'320'000, "metadata", "isr_shrink", 1, 1, R"({"since_us":1700000010220000})")};
+    in.events = {event(kT0 + 10'320'000, "metadata", "isr_shrink", 1, 1,
+                       R"({"since_us":1700000010220000})")};
     const auto a = analyse(in);
     const auto& p1 = partition(a, 1);
     REQUIRE(p1.ack.outcome == Outcome::kStall);
     CHECK(p1.mechanism->explained);
     CHECK(p1.mechanism->phases[0].resolution_us == 200'000);  // the 100 ms span + one poll interval
   }
-  SECTION("the leader's log line of the shrink, 4 ms before the ack, explains it though the poll saw it 354 ms after") {
+  SECTION(
+      "the leader's log line of the shrink, 4 ms before the ack, explains it though the poll saw "
+      "it 354 ms after") {
     // As a later CI run saw on a busy host: the metadata's isr_shrink came 0.354 s after the ack,
     // more than its answers' span allows; the leader had logged "ISR updated to 1,2" 4 ms before.
-    in.events = {event(kT0 + 10'554'000, "metadata", "isr_shrink", 1, 1, R"({"since_us":1700000010454000})"),
-                 event(kT0 + 10'196'000, "broker_log", "isr_shrink", 1, 1, R"({"file":"server.log","node":2})")};
+    in.events = {
+        event(kT0 + 10'554'000, "metadata", "isr_shrink", 1, 1, R"({"since_us":1700000010454000})"),
+        event(kT0 + 10'196'000, "broker_log", "isr_shrink", 1, 1,
+              R"({"file":"server.log","node":2})")};
     const auto a = analyse(in);
     const auto& p1 = partition(a, 1);
     REQUIRE(p1.ack.outcome == Outcome::kStall);
@@ -354,7 +368,8 @@ TEST_CASE("a follower isolated from the brokers stalls acks=all until the ISR sh
     CHECK(partition(analyse(in), 1).ack.outcome == Outcome::kInconclusive);
   }
   SECTION("an isr_shrink whose previous answer came a second after the ack did not end the stall") {
-    in.events = {event(kT0 + 11'300'000, "metadata", "isr_shrink", 1, 1, R"({"since_us":1700000011200000})")};
+    in.events = {event(kT0 + 11'300'000, "metadata", "isr_shrink", 1, 1,
+                       R"({"since_us":1700000011200000})")};
     const auto a = analyse(in);
     const auto& p1 = partition(a, 1);
     CHECK(p1.ack.outcome == Outcome::kInconclusive);
@@ -362,8 +377,10 @@ TEST_CASE("a follower isolated from the brokers stalls acks=all until the ISR sh
   }
 }
 
-TEST_CASE("an isolation that stalls nothing and shows no ISR shrink did not take effect and is inconclusive, not a pass",
-          "[unit]") {
+TEST_CASE(
+    "an isolation that stalls nothing and shows no ISR shrink did not take effect and is "
+    "inconclusive, not a pass",
+    "[unit]") {
   // As rules placed in a namespace the broker is not in leave it: every partition acks on, and
   // no replica ever leaves an ISR.
   auto in = grayRun("isolate", "brokers", "drop", 60 * kSecond);
@@ -392,8 +409,10 @@ TEST_CASE("an isolation that stalls nothing and shows no ISR shrink did not take
   }
 }
 
-TEST_CASE("a leader cut from its followers with min.insync.replicas 2 fails acks=all writes until the heal",
-          "[unit]") {
+TEST_CASE(
+    "a leader cut from its followers with min.insync.replicas 2 fails acks=all writes until the "
+    "heal",
+    "[unit]") {
   // As on the lab (docs/FAULTS.md): the ISR shrank to the leader alone at ~30 s, below
   // min.insync.replicas, and the partition acked again 1.2 s after the heal at 60 s.
   auto in = grayRun("isolate", "brokers", "drop", 60 * kSecond);
@@ -412,7 +431,8 @@ TEST_CASE("a leader cut from its followers with min.insync.replicas 2 fails acks
   CHECK(partition(a, 1).mechanism->mechanism == Mechanism::kIsrShrink);
   CHECK(partition(a, 1).mechanism->explained);
 
-  SECTION("with min.insync.replicas 1 the shrink ends it, and a stall to the heal is not explained") {
+  SECTION(
+      "with min.insync.replicas 1 the shrink ends it, and a stall to the heal is not explained") {
     in.partitions[0].min_insync = 1;
     const auto& q0 = partition(analyse(in), 0);
     CHECK(q0.mechanism->mechanism == Mechanism::kIsrShrink);
@@ -420,8 +440,10 @@ TEST_CASE("a leader cut from its followers with min.insync.replicas 2 fails acks
   }
 }
 
-TEST_CASE("after a drop isolation the reconnect waits for TCP's retransmission backoff, up to the fault's length",
-          "[unit]") {
+TEST_CASE(
+    "after a drop isolation the reconnect waits for TCP's retransmission backoff, up to the "
+    "fault's length",
+    "[unit]") {
   // The lab's 20 s isolation from the clients resumed 6.5 s after the heal.
   auto in = grayRun("isolate", "clients", "drop", 20 * kSecond);
   stream(in, 0, kT0 + 26'500'000);
@@ -443,8 +465,10 @@ TEST_CASE("after a drop isolation the reconnect waits for TCP's retransmission b
   }
 }
 
-TEST_CASE("a stall credited to the heal of a long drop isolation ends within TCP's backoff cap of the heal",
-          "[unit]") {
+TEST_CASE(
+    "a stall credited to the heal of a long drop isolation ends within TCP's backoff cap of the "
+    "heal",
+    "[unit]") {
   // A 600 s isolation: TCP's retransmission timer stops doubling at 120 s, so a stall that
   // goes on 400 s past the heal was not ended by it.
   auto in = grayRun("isolate", "clients", "drop", 600 * kSecond);
@@ -567,7 +591,8 @@ TEST_CASE("the probe's client settings set the client timeout's expectation", "[
   CHECK(e.setting == "message.timeout.ms");
   CHECK(e.expected_us == 30 * kSecond);
   // Below the session timeout, the retry still waits for the fencing.
-  s = withClientSettings(MechanismSettings{}, {{"socket.timeout.ms", "5000"}, {"message.timeout.ms", "x"}});
+  s = withClientSettings(MechanismSettings{},
+                         {{"socket.timeout.ms", "5000"}, {"message.timeout.ms", "x"}});
   e = expectationFor(fault, Role::kIsolatedLeader, s);
   CHECK(e.setting == "socket.timeout.ms");
   CHECK(e.expected_us == 9 * kSecond);

@@ -7,7 +7,8 @@ using namespace kfaild::analysis;
 
 namespace {
 
-storage::Gap gap(std::int32_t partition, storage::GapKind kind, std::int64_t start, std::int64_t end) {
+storage::Gap gap(std::int32_t partition, storage::GapKind kind, std::int64_t start,
+                 std::int64_t end) {
   storage::Gap g;
   g.topic = "orders";
   g.partition = partition;
@@ -20,14 +21,15 @@ storage::Gap gap(std::int32_t partition, storage::GapKind kind, std::int64_t sta
 
 }  // namespace
 
-TEST_CASE("overlapping gaps outside drills are one incident and gaps inside a drill none", "[unit][analysis]") {
+TEST_CASE("overlapping gaps outside drills are one incident and gaps inside a drill none",
+          "[unit][analysis]") {
   using storage::GapKind;
   const std::vector<storage::Gap> gaps = {
-      gap(1, GapKind::kAck, 1'500, 2'500),   // overlaps the first: same incident
+      gap(1, GapKind::kAck, 1'500, 2'500),  // overlaps the first: same incident
       gap(0, GapKind::kAck, 1'000, 2'000),
       gap(0, GapKind::kReceive, 2'400, 3'000),  // overlaps the merged end: same incident
-      gap(2, GapKind::kAck, 5'000, 6'000),   // inside a drill
-      gap(2, GapKind::kAck, 9'000, 9'500),   // alone
+      gap(2, GapKind::kAck, 5'000, 6'000),      // inside a drill
+      gap(2, GapKind::kAck, 9'000, 9'500),      // alone
   };
   const auto incidents = incidentsOf(gaps, {{4'500, 7'000}});
   REQUIRE(incidents.size() == 2);
@@ -41,8 +43,9 @@ TEST_CASE("overlapping gaps outside drills are one incident and gaps inside a dr
   CHECK(incidentsOf({}, {}).empty());
 }
 
-TEST_CASE("a gap inside a maintenance window is planned and no incident, while one outside it still is",
-          "[unit][analysis]") {
+TEST_CASE(
+    "a gap inside a maintenance window is planned and no incident, while one outside it still is",
+    "[unit][analysis]") {
   using storage::GapKind;
   // Window 7 covers [10'000, 20'000): a rolling restart's stalls fall in it.
   const std::vector<MaintenanceSpan> windows = {{7, 10'000, 20'000}};
@@ -65,7 +68,8 @@ TEST_CASE("a gap inside a maintenance window is planned and no incident, while o
   CHECK(incidentsOf({inside, straddling, before, after}, {}).size() == 3);
 }
 
-TEST_CASE("a maintenance window closed early stops covering gaps at its close", "[unit][analysis]") {
+TEST_CASE("a maintenance window closed early stops covering gaps at its close",
+          "[unit][analysis]") {
   storage::MaintenanceWindowRecord w;
   w.id = 3;
   w.started_us = 1'000;

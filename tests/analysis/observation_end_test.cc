@@ -37,16 +37,21 @@ AnalysisInput stalledUntil(std::int64_t resume, std::int64_t until) {
   in.interval_us = kInterval;
   in.partitions = {{"orders", 0, 2, {2, 1}, {2, 1}}};
   std::int64_t seq = 0;
-  for (std::int64_t t = in.window_start_us; t < kT0; t += kInterval) in.samples.push_back(sample(seq++, t, t + 3'000));
-  for (std::int64_t t = kT0; t < resume; t += kInterval) in.samples.push_back(sample(seq++, t, resume));
-  for (std::int64_t t = resume; t < until; t += kInterval) in.samples.push_back(sample(seq++, t, t + 3'000));
+  for (std::int64_t t = in.window_start_us; t < kT0; t += kInterval)
+    in.samples.push_back(sample(seq++, t, t + 3'000));
+  for (std::int64_t t = kT0; t < resume; t += kInterval)
+    in.samples.push_back(sample(seq++, t, resume));
+  for (std::int64_t t = resume; t < until; t += kInterval)
+    in.samples.push_back(sample(seq++, t, t + 3'000));
   return in;
 }
 
 }  // namespace
 
-TEST_CASE("a gap still open when observation timed out stays open although an ack after the node's restart closed it",
-          "[unit]") {
+TEST_CASE(
+    "a gap still open when observation timed out stays open although an ack after the node's "
+    "restart closed it",
+    "[unit]") {
   // Observation gave up after 120 s; kfaild then brought the node back and the partition acked
   // again 5 s later: that ack is kfaild's doing, not the end of a stall the cluster ended.
   auto in = stalledUntil(kT0 + 125 * kSecond, kT0 + 130 * kSecond);
@@ -69,7 +74,8 @@ TEST_CASE("a gap still open when observation timed out stays open although an ac
   CHECK_FALSE(p.phases.resume_us);
   CHECK_FALSE(a.conclusive);
 
-  SECTION("the same stream with an observation that ended on the partition's resumption is a stall") {
+  SECTION(
+      "the same stream with an observation that ended on the partition's resumption is a stall") {
     in.observe_timed_out = false;
     const auto b = analyse(in);
     CHECK(b.partitions[0].ack.outcome == Outcome::kStall);
@@ -77,7 +83,8 @@ TEST_CASE("a gap still open when observation timed out stays open although an ac
   }
 }
 
-TEST_CASE("a clear stall in a window the wall clock stepped in is inconclusive with the reason", "[unit]") {
+TEST_CASE("a clear stall in a window the wall clock stepped in is inconclusive with the reason",
+          "[unit]") {
   auto in = stalledUntil(kT0 + 8 * kSecond, kT0 + 15 * kSecond);
   in.observe_end_us = kT0 + 15 * kSecond;
   in.window_end_us = in.observe_end_us;
@@ -88,22 +95,28 @@ TEST_CASE("a clear stall in a window the wall clock stepped in is inconclusive w
   for (const auto* k : {&p.ack, &p.receive}) {
     CHECK(k->outcome == Outcome::kInconclusive);
     CHECK_FALSE(k->stall);
-    CHECK(k->reason == "kfaild's wall clock stepped 1 time(s) during the run: times across a step do not line up");
+    CHECK(
+        k->reason ==
+        "kfaild's wall clock stepped 1 time(s) during the run: times across a step do not line up");
   }
   CHECK_FALSE(a.conclusive);
 }
 
-TEST_CASE("a partition whose ISR without the target is below min.insync.replicas has its own role", "[unit]") {
+TEST_CASE("a partition whose ISR without the target is below min.insync.replicas has its own role",
+          "[unit]") {
   CHECK(roleOf(1, {"orders", 0, 1, {1, 2}, {1, 2}, 2}) == Role::kBelowMinIsr);
   CHECK(roleOf(1, {"orders", 0, 2, {2, 1}, {2, 1}, 2}) == Role::kBelowMinIsr);
   CHECK(roleOf(1, {"orders", 0, 1, {1, 2, 3}, {1, 2, 3}, 2}) == Role::kLeader);
-  CHECK(roleOf(1, {"orders", 0, 2, {2, 1}, {2}, 2}) == Role::kFollowerOutOfIsr);  // not in the ISR: nothing changes
-  CHECK(roleOf(1, {"orders", 0, 1, {1, 2}, {1, 2}}) == Role::kLeader);            // min.insync unknown
+  CHECK(roleOf(1, {"orders", 0, 2, {2, 1}, {2}, 2}) ==
+        Role::kFollowerOutOfIsr);  // not in the ISR: nothing changes
+  CHECK(roleOf(1, {"orders", 0, 1, {1, 2}, {1, 2}}) == Role::kLeader);  // min.insync unknown
   CHECK(roleOf(1, {"single", 0, 1, {1}, {1}, 1}) == Role::kSoleReplica);
   CHECK(std::string(toString(Role::kBelowMinIsr)) == "below_min_isr");
 }
 
-TEST_CASE("a partition below min.insync.replicas is observed until the node is back, like a sole replica", "[unit]") {
+TEST_CASE(
+    "a partition below min.insync.replicas is observed until the node is back, like a sole replica",
+    "[unit]") {
   // Writes fail from the fault until the node is back at +20 s; the first ack comes at +21 s,
   // after observation of the other partitions ended at +7 s.
   auto in = stalledUntil(kT0 + 21 * kSecond, kT0 + 25 * kSecond);

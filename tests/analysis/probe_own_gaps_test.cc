@@ -2,7 +2,6 @@
 // fatal error. Neither is the cluster's, so neither may be reported as a stall.
 
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "server/analysis/drill_analysis.h"
@@ -75,9 +74,9 @@ TEST_CASE("sends the client refused for most of a gap make it inconclusive, not 
   const auto blind = analyse(in);
   REQUIRE(blind.partitions[0].ack.outcome == Outcome::kStall);
 
-  in.events.push_back(probeEvent(
-      kT0 + kSecond, "refused",
-      R"({"end_us":)" + std::to_string(kT0 + 4 * kSecond) + R"(,"sends":150,"error":"_QUEUE_FULL"})"));
+  in.events.push_back(probeEvent(kT0 + kSecond, "refused",
+                                 R"({"end_us":)" + std::to_string(kT0 + 4 * kSecond) +
+                                     R"(,"sends":150,"error":"_QUEUE_FULL"})"));
   probeRefusalsFromEvents(in.events, in.refusals);
   REQUIRE(in.refusals.size() == 1);
   CHECK(in.refusals[0].sends == 150);
@@ -107,15 +106,14 @@ TEST_CASE("a refusal still open when analysed counts up to the end of the gap", 
 TEST_CASE("a refusal of one tick inside a real stall leaves it a stall", "[unit]") {
   // The probe's own spacing: one refused send is within the tolerance of two intervals.
   auto in = refusedAfterFault(kQueueFull);
-  in.refusals.push_back({"orders", 0, kT0 + 2 * kSecond, kT0 + 2 * kSecond + kInterval, 1,
-                         "_QUEUE_FULL"});
+  in.refusals.push_back(
+      {"orders", 0, kT0 + 2 * kSecond, kT0 + 2 * kSecond + kInterval, 1, "_QUEUE_FULL"});
   const auto a = analyse(in);
   CHECK(a.partitions[0].ack.outcome == Outcome::kStall);
   CHECK(a.partitions[0].ack.probe_refused_us == kInterval);
 }
 
-TEST_CASE("a gap that spans a recreation of the probe's producer is attributed to it",
-          "[unit]") {
+TEST_CASE("a gap that spans a recreation of the probe's producer is attributed to it", "[unit]") {
   auto in = refusedAfterFault(kFatal);
   in.events.push_back(probeEvent(kT0 + 4 * kSecond - 5'000, "producer_recreated",
                                  R"({"error":"Local: Fatal error: test_fatal_error: boom"})"));
@@ -159,8 +157,9 @@ AnalysisInput consumerStuckAfterFault(std::int32_t restarted_partition) {
     if (t >= kT0 + kSecond && t < kT0 + 11 * kSecond) s.receive_us = kT0 + 11 * kSecond + 5'000;
     in.samples.push_back(s);
   }
-  auto restart = probeEvent(kT0 + 11 * kSecond, "consumer_restarted",
-                            R"({"offset":300,"acked_ago_us":10000000,"restart_after_us":10000000})");
+  auto restart =
+      probeEvent(kT0 + 11 * kSecond, "consumer_restarted",
+                 R"({"offset":300,"acked_ago_us":10000000,"restart_after_us":10000000})");
   restart.partition = restarted_partition;
   in.events.push_back(restart);
   return in;
@@ -168,9 +167,10 @@ AnalysisInput consumerStuckAfterFault(std::int32_t restarted_partition) {
 
 }  // namespace
 
-TEST_CASE("a receive gap that spans a restart of the consumer's fetch of its partition is the "
-          "consumer's, and the acks keep their figure",
-          "[unit]") {
+TEST_CASE(
+    "a receive gap that spans a restart of the consumer's fetch of its partition is the "
+    "consumer's, and the acks keep their figure",
+    "[unit]") {
   const auto a = analyse(consumerStuckAfterFault(0));
   const auto& p0 = a.partitions[0];
   CHECK(p0.receive.outcome == Outcome::kInconclusive);
@@ -191,13 +191,16 @@ TEST_CASE("a receive gap that spans a restart of the consumer's fetch of its par
   CHECK(other.partitions[0].receive.outcome != Outcome::kNone);
 }
 
-TEST_CASE("a recreation of the consumer makes every partition's receive gap across it the consumer's, and one that "
-          "failed changes nothing",
-          "[unit]") {
+TEST_CASE(
+    "a recreation of the consumer makes every partition's receive gap across it the consumer's, "
+    "and one that "
+    "failed changes nothing",
+    "[unit]") {
   // Partition 1's fetch was the stuck one; partition 0's gap spans the recreation only.
   auto in = consumerStuckAfterFault(1);
-  storage::Event recreated = probeEvent(kT0 + 11 * kSecond, "consumer_recreated",
-                                        R"({"partitions":2,"stuck":1,"in_row":2,"took_us":40000,"error":""})");
+  storage::Event recreated =
+      probeEvent(kT0 + 11 * kSecond, "consumer_recreated",
+                 R"({"partitions":2,"stuck":1,"in_row":2,"took_us":40000,"error":""})");
   recreated.topic.reset();
   recreated.partition.reset();
   in.events.push_back(recreated);
@@ -210,15 +213,18 @@ TEST_CASE("a recreation of the consumer makes every partition's receive gap acro
   CHECK_FALSE(p0.ack.probe_cause);
   CHECK(toJson(a)["partitions"][0]["receive"]["probe_cause"]["kind"] == "consumer_recreated");
 
-  in.events.back().detail = R"({"partitions":0,"stuck":1,"in_row":2,"took_us":40000,"error":"assigning: x"})";
+  in.events.back().detail =
+      R"({"partitions":0,"stuck":1,"in_row":2,"took_us":40000,"error":"assigning: x"})";
   const auto failed = analyse(in);
   CHECK_FALSE(failed.partitions[0].receive.probe_cause);
   CHECK(failed.partitions[0].receive.outcome != Outcome::kInconclusive);
 }
 
-TEST_CASE("a message acked and never read before kfaild restarted the consumer's reading of its partition is "
-          "counted lost apart, and one lost after the restart is the cluster's",
-          "[unit]") {
+TEST_CASE(
+    "a message acked and never read before kfaild restarted the consumer's reading of its "
+    "partition is "
+    "counted lost apart, and one lost after the restart is the cluster's",
+    "[unit]") {
   auto in = consumerStuckAfterFault(0);
   // Two acked messages never read: one before the restart at fault + 11 s, one after it.
   for (auto& s : in.samples) {

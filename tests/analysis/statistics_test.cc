@@ -1,8 +1,7 @@
 #include "server/analysis/statistics.h"
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 using namespace kfaild::analysis;
 using nlohmann::json;
@@ -27,18 +26,28 @@ StoredDrill drill(std::int64_t id, const char* fault, std::vector<json> runs) {
 }
 
 json run(int n, std::int64_t fault_us, std::vector<json> partitions, const char* state = "done") {
-  return {{"run", n}, {"state", state}, {"fault_us", fault_us}, {"analysis", {{"partitions", partitions}}}};
+  return {{"run", n},
+          {"state", state},
+          {"fault_us", fault_us},
+          {"analysis", {{"partitions", partitions}}}};
 }
 
 }  // namespace
 
-TEST_CASE("statistics group runs by partition role and fault and keep each trend oldest first", "[unit][analysis]") {
+TEST_CASE("statistics group runs by partition role and fault and keep each trend oldest first",
+          "[unit][analysis]") {
   const std::vector<StoredDrill> drills = {
-      drill(1, "kill", {run(1, 100, {partition(0, "leader", stall(9'400'000), {{"detection_us", 8'300'000}}),
-                                     partition(1, "follower", stall(8'600'000))})}),
-      drill(2, "kill", {run(1, 200, {partition(0, "leader", stall(10'200'000), {{"detection_us", 8'900'000}}),
-                                     partition(1, "follower", stall(8'400'000))})}),
-      drill(3, "stop", {run(1, 300, {partition(0, "leader", stall(300'000)), partition(1, "follower", nullptr)})}),
+      drill(1, "kill",
+            {run(1, 100,
+                 {partition(0, "leader", stall(9'400'000), {{"detection_us", 8'300'000}}),
+                  partition(1, "follower", stall(8'600'000))})}),
+      drill(2, "kill",
+            {run(1, 200,
+                 {partition(0, "leader", stall(10'200'000), {{"detection_us", 8'900'000}}),
+                  partition(1, "follower", stall(8'400'000))})}),
+      drill(3, "stop",
+            {run(1, 300,
+                 {partition(0, "leader", stall(300'000)), partition(1, "follower", nullptr)})}),
   };
   const auto stats = statisticsOf(drills, {});
   CHECK(stats.runs_used == 3);
@@ -59,11 +68,16 @@ TEST_CASE("statistics group runs by partition role and fault and keep each trend
   CHECK_FALSE(stop_follower.trend[0].ack_stall_us);
 }
 
-TEST_CASE("statistics leave out open stalls runs not done and partitions the filter excludes", "[unit][analysis]") {
+TEST_CASE("statistics leave out open stalls runs not done and partitions the filter excludes",
+          "[unit][analysis]") {
   const std::vector<StoredDrill> drills = {
-      drill(1, "kill", {run(1, 100, {partition(0, "sole_replica", stall(120'000'000, true))}),
-                        run(2, 200, {partition(0, "leader", stall(9'000'000))}, "failed")}),
-      drill(2, "kill", {run(1, 300, {partition(0, "leader", stall(9'500'000)), partition(2, "follower", stall(8'000'000))})}),
+      drill(1, "kill",
+            {run(1, 100, {partition(0, "sole_replica", stall(120'000'000, true))}),
+             run(2, 200, {partition(0, "leader", stall(9'000'000))}, "failed")}),
+      drill(2, "kill",
+            {run(1, 300,
+                 {partition(0, "leader", stall(9'500'000)),
+                  partition(2, "follower", stall(8'000'000))})}),
       {4, "lab", "kill", 0, json("not an object")},
   };
   StatisticsFilter filter;
@@ -73,7 +87,8 @@ TEST_CASE("statistics leave out open stalls runs not done and partitions the fil
   CHECK(leaders.groups[0].ack == std::vector<std::int64_t>{9'500'000});
   CHECK(leaders.runs_used == 1);
   const auto all = statisticsOf(drills, {});
-  const auto sole = std::find_if(all.groups.begin(), all.groups.end(), [](const auto& g) { return g.role == "sole_replica"; });
+  const auto sole = std::find_if(all.groups.begin(), all.groups.end(),
+                                 [](const auto& g) { return g.role == "sole_replica"; });
   REQUIRE(sole != all.groups.end());
   CHECK(sole->ack.empty());  // an open stall is a lower bound, not a figure
   CHECK(sole->trend.size() == 1);
@@ -81,7 +96,8 @@ TEST_CASE("statistics leave out open stalls runs not done and partitions the fil
 
 TEST_CASE("a distribution gives nearest-rank percentiles", "[unit][analysis]") {
   CHECK_FALSE(distributionOf({}));
-  const auto d = distributionOf({5, 1, 4, 2, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20});
+  const auto d =
+      distributionOf({5, 1, 4, 2, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20});
   REQUIRE(d);
   CHECK(d->min == 1);
   CHECK(d->median == 10);
@@ -94,12 +110,16 @@ TEST_CASE("statistics never take a phase negative and leave out one the fault ti
           "[unit][analysis]") {
   const std::vector<StoredDrill> drills = {
       // Stored before phases below their resolution were reported as such.
-      drill(1, "kill", {run(1, 100, {partition(0, "leader", stall(9'400'000),
-                                               {{"detection_us", 8'300'000}, {"discovery_us", -43'000}})})}),
-      drill(2, "kill", {run(1, 200, {partition(0, "leader", stall(9'300'000),
-                                               {{"detection_us", 300'000},
-                                                {"discovery_us", 20'000},
-                                                {"inconclusive", {{"detection", "the fault time is uncertain"}}}})})}),
+      drill(1, "kill",
+            {run(1, 100,
+                 {partition(0, "leader", stall(9'400'000),
+                            {{"detection_us", 8'300'000}, {"discovery_us", -43'000}})})}),
+      drill(2, "kill",
+            {run(1, 200,
+                 {partition(0, "leader", stall(9'300'000),
+                            {{"detection_us", 300'000},
+                             {"discovery_us", 20'000},
+                             {"inconclusive", {{"detection", "the fault time is uncertain"}}}})})}),
   };
   const auto stats = statisticsOf(drills, {});
   REQUIRE(stats.groups.size() == 1);

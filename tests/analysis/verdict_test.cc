@@ -1,8 +1,7 @@
 #include "server/analysis/verdict.h"
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 using namespace kfaild::analysis;
 using nlohmann::json;
@@ -55,8 +54,10 @@ RunAnalysis killRun(double leader_s = 9.8, double follower_s = 8.6) {
   a.recovered_us = a.fault_us + 15 * kSecond;
   a.departure = kfaild::common::Departure::kFenced;
   a.partitions.push_back(partition(0, Role::kLeader, stallOf(leader_s), stallOf(leader_s)));
-  a.partitions.push_back(partition(1, Role::kFollowerInIsr, stallOf(follower_s), stallOf(follower_s)));
-  a.partitions.push_back(partition(2, Role::kFollowerInIsr, stallOf(follower_s), stallOf(follower_s)));
+  a.partitions.push_back(
+      partition(1, Role::kFollowerInIsr, stallOf(follower_s), stallOf(follower_s)));
+  a.partitions.push_back(
+      partition(2, Role::kFollowerInIsr, stallOf(follower_s), stallOf(follower_s)));
   for (auto& p : a.partitions) p.phases.detection_us = static_cast<std::int64_t>(8.4 * kSecond);
   a.partitions[0].phases.discovery_us = 100'000;
   return a;
@@ -78,16 +79,19 @@ std::vector<const Check*> failing(const Verdict& v) {
 
 }  // namespace
 
-TEST_CASE("the article's kill passes the default objectives and fails a 1 s ack stall on every partition",
-          "[unit][verdict]") {
+TEST_CASE(
+    "the article's kill passes the default objectives and fails a 1 s ack stall on every partition",
+    "[unit][verdict]") {
   const auto pass = evaluate({killRun()}, defaultObjectives(), "kill", {}, {});
   CHECK(pass.verdict == CheckStatus::kPass);
   CHECK(failing(pass).empty());
-  // 3 partitions × (ack, receive, lost, duplicated, failed, detection) + p0's discovery + the run's recovery.
+  // 3 partitions × (ack, receive, lost, duplicated, failed, detection) + p0's discovery + the run's
+  // recovery.
   CHECK(pass.checks.size() == 3 * 6 + 1 + 1);
 
-  const auto strict = evaluate({killRun()}, overlay(defaultObjectives(), parsed(R"({"max_ack_stall_s":1})")), "kill",
-                               {}, {});
+  const auto strict =
+      evaluate({killRun()}, overlay(defaultObjectives(), parsed(R"({"max_ack_stall_s":1})")),
+               "kill", {}, {});
   CHECK(strict.verdict == CheckStatus::kFail);
   const auto fails = failing(strict);
   REQUIRE(fails.size() == 3);
@@ -107,14 +111,16 @@ TEST_CASE("a stall limit is the most specific one: by_fault.by_role, by_role, by
                                         "stop":{"max_ack_stall_s":2}},
                             "by_role":{"follower":{"max_ack_stall_s":8}}})");
   CHECK(stallLimit(o, "kill", "leader", StallKind::kAck)->seconds == 9);
-  CHECK(stallLimit(o, "kill", "leader", StallKind::kAck)->source == "by_fault.kill.by_role.leader.max_ack_stall_s");
+  CHECK(stallLimit(o, "kill", "leader", StallKind::kAck)->source ==
+        "by_fault.kill.by_role.leader.max_ack_stall_s");
   CHECK(stallLimit(o, "kill", "follower", StallKind::kAck)->seconds == 8);
   CHECK(stallLimit(o, "kill", "sole_replica", StallKind::kAck)->seconds == 11);
   CHECK(stallLimit(o, "stop", "leader", StallKind::kAck)->seconds == 2);
   CHECK(stallLimit(o, "pause", "leader", StallKind::kAck)->seconds == 20);
   CHECK_FALSE(stallLimit(o, "kill", "leader", StallKind::kReceive));
 
-  // The leader's 9.8 s stall breaks its own 9 s; the followers' 7.5 s stays within their 8 s by role.
+  // The leader's 9.8 s stall breaks its own 9 s; the followers' 7.5 s stays within their 8 s by
+  // role.
   const auto v = evaluate({killRun(9.8, 7.5)}, o, "kill", {}, {});
   const auto fails = failing(v);
   REQUIRE(fails.size() == 1);
@@ -135,19 +141,22 @@ TEST_CASE("a request's objectives override the cluster's key by key, and beneath
   const auto merged = overlay(cluster, parsed(R"({"max_ack_stall_s":1,"max_detection_s":20})"));
   CHECK(stallLimit(merged, "kill", "leader", StallKind::kAck)->seconds == 1);
   CHECK(stallLimit(merged, "kill", "sole_replica", StallKind::kAck)->seconds == 1);
-  CHECK(stallLimit(merged, "kill", "leader", StallKind::kReceive)->seconds == 15);  // untouched kind
+  CHECK(stallLimit(merged, "kill", "leader", StallKind::kReceive)->seconds ==
+        15);  // untouched kind
   CHECK(merged.max_detection_s == 20);
   CHECK(merged.max_lost == 0);
 
   // A more specific request key leaves the cluster's other levels alone.
-  const auto leader_only = overlay(cluster, parsed(R"({"by_role":{"leader":{"max_ack_stall_s":30}}})"));
+  const auto leader_only =
+      overlay(cluster, parsed(R"({"by_role":{"leader":{"max_ack_stall_s":30}}})"));
   CHECK(stallLimit(leader_only, "kill", "leader", StallKind::kAck)->seconds == 30);
   CHECK(stallLimit(leader_only, "kill", "follower", StallKind::kAck)->seconds == 12);
   CHECK(stallLimit(leader_only, "stop", "follower", StallKind::kAck)->seconds == 15);
   CHECK(toJson(leader_only)["by_role"]["leader"]["max_ack_stall_s"] == 30.0);
 }
 
-TEST_CASE("what the analysis could not measure makes a check inconclusive, never a pass", "[unit][verdict]") {
+TEST_CASE("what the analysis could not measure makes a check inconclusive, never a pass",
+          "[unit][verdict]") {
   auto run = killRun();
   run.partitions[1].ack = inconclusive("the probe was lagging at the fault");
   run.partitions[2].settled = false;
@@ -178,9 +187,8 @@ TEST_CASE("what the analysis could not measure makes a check inconclusive, never
   unseen.recovered_us.reset();
   v = evaluate({unseen}, defaultObjectives(), "kill", {}, {});
   CHECK(v.verdict == CheckStatus::kInconclusive);
-  CHECK(std::count_if(v.checks.begin(), v.checks.end(), [](const Check& c) {
-          return c.status == CheckStatus::kInconclusive;
-        }) == 2);
+  CHECK(std::count_if(v.checks.begin(), v.checks.end(),
+                      [](const Check& c) { return c.status == CheckStatus::kInconclusive; }) == 2);
 }
 
 TEST_CASE("a gap that is no stall is still compared with the limit", "[unit][verdict]") {
@@ -202,18 +210,21 @@ TEST_CASE("a gap that is no stall is still compared with the limit", "[unit][ver
 
 TEST_CASE("a failed or aborted drill is inconclusive with its reason, and no runs is never a pass",
           "[unit][verdict]") {
-  const auto v = unfinishedVerdict(defaultObjectives(), "failed", "preflight: broker 2 is not in the ISR");
+  const auto v =
+      unfinishedVerdict(defaultObjectives(), "failed", "preflight: broker 2 is not in the ISR");
   CHECK(v.verdict == CheckStatus::kInconclusive);
   CHECK(toJson(v)["verdict"] == "inconclusive");
   CHECK(toJson(v)["reason"] == "the drill failed: preflight: broker 2 is not in the ISR");
   CHECK(evaluate({}, defaultObjectives(), "kill", {}, {}).verdict == CheckStatus::kInconclusive);
 }
 
-TEST_CASE("a stall well above the median of earlier runs is a regression, flagged apart from the verdict",
-          "[unit][verdict][regression]") {
-  const std::vector<StallSample> history = {
-      {"orders", "leader", StallKind::kAck, 9.0}, {"orders", "leader", StallKind::kAck, 9.4},
-      {"orders", "leader", StallKind::kAck, 30.0}, {"orders", "follower", StallKind::kAck, 8.5}};
+TEST_CASE(
+    "a stall well above the median of earlier runs is a regression, flagged apart from the verdict",
+    "[unit][verdict][regression]") {
+  const std::vector<StallSample> history = {{"orders", "leader", StallKind::kAck, 9.0},
+                                            {"orders", "leader", StallKind::kAck, 9.4},
+                                            {"orders", "leader", StallKind::kAck, 30.0},
+                                            {"orders", "follower", StallKind::kAck, 8.5}};
   RegressionPolicy policy;  // factor 1.5, min_runs 3, min_delta 1 s
   auto v = evaluate({killRun(14.5, 8.6)}, defaultObjectives(), "kill", history, policy);
   REQUIRE(v.regressions.size() == 1);  // median of 9.0, 9.4, 30 = 9.4; 14.5 > 14.1
@@ -226,15 +237,19 @@ TEST_CASE("a stall well above the median of earlier runs is a regression, flagge
   CHECK(toJson(v)["regressions"][0]["kind"] == "ack");
 
   // Just below factor × median: none.
-  CHECK(evaluate({killRun(14.0, 8.6)}, defaultObjectives(), "kill", history, policy).regressions.empty());
+  CHECK(evaluate({killRun(14.0, 8.6)}, defaultObjectives(), "kill", history, policy)
+            .regressions.empty());
   // Too few earlier values (followers have one): none, whatever the stall.
-  CHECK(evaluate({killRun(9.0, 40.0)}, defaultObjectives(), "kill", history, policy).regressions.empty());
+  CHECK(evaluate({killRun(9.0, 40.0)}, defaultObjectives(), "kill", history, policy)
+            .regressions.empty());
   policy.min_runs = 1;
-  CHECK(evaluate({killRun(9.0, 40.0)}, defaultObjectives(), "kill", history, policy).regressions.size() == 2);
+  CHECK(evaluate({killRun(9.0, 40.0)}, defaultObjectives(), "kill", history, policy)
+            .regressions.size() == 2);
   // Less than min_delta_s above the median: none, even at a large factor.
   const std::vector<StallSample> short_history(3, {"orders", "leader", StallKind::kAck, 0.1});
   policy.min_runs = 3;
-  CHECK(evaluate({killRun(0.5, 8.6)}, defaultObjectives(), "kill", short_history, policy).regressions.empty());
+  CHECK(evaluate({killRun(0.5, 8.6)}, defaultObjectives(), "kill", short_history, policy)
+            .regressions.empty());
 
   // fail_on_regression turns the regression into a failing check.
   auto strict = defaultObjectives();
@@ -245,12 +260,14 @@ TEST_CASE("a stall well above the median of earlier runs is a regression, flagge
   CHECK(failing(v)[0]->objective == "fail_on_regression");
 }
 
-TEST_CASE("earlier stalls are read back from a stored result, none's longest gap included", "[unit][verdict]") {
+TEST_CASE("earlier stalls are read back from a stored result, none's longest gap included",
+          "[unit][verdict]") {
   RunAnalysis a = killRun(9.5, 8.5);
   a.partitions[2].ack = noneWith(0.04);
   a.partitions[1].receive = inconclusive("open");
-  const json result = {{"runs", json::array({{{"run", 1}, {"state", "done"}, {"analysis", toJson(a)}},
-                                             {{"run", 2}, {"state", "failed"}, {"analysis", toJson(a)}}})}};
+  const json result = {
+      {"runs", json::array({{{"run", 1}, {"state", "done"}, {"analysis", toJson(a)}},
+                            {{"run", 2}, {"state", "failed"}, {"analysis", toJson(a)}}})}};
   const auto samples = stallSamplesOf(result);
   CHECK(samples.size() == 5);  // 6 values of the done run minus the inconclusive one
   CHECK(samples[0].topic == "orders");
@@ -266,18 +283,25 @@ TEST_CASE("objective keys that do not exist, and values out of range, are errors
     REQUIRE_FALSE(o);
     return o.error().message;
   };
-  CHECK_THAT(error(R"({"max_ack_stal_s":1})"), Catch::StartsWith("expect.max_ack_stal_s: unknown key"));
-  CHECK_THAT(error(R"({"by_role":{"leder":{}}})"), Catch::StartsWith("expect.by_role.leder: unknown key"));
-  CHECK_THAT(error(R"({"by_fault":{"kill":{"max_lost":0}}})"), Catch::StartsWith("expect.by_fault.kill.max_lost: unknown key"));
+  CHECK_THAT(error(R"({"max_ack_stal_s":1})"),
+             Catch::StartsWith("expect.max_ack_stal_s: unknown key"));
+  CHECK_THAT(error(R"({"by_role":{"leder":{}}})"),
+             Catch::StartsWith("expect.by_role.leder: unknown key"));
+  CHECK_THAT(error(R"({"by_fault":{"kill":{"max_lost":0}}})"),
+             Catch::StartsWith("expect.by_fault.kill.max_lost: unknown key"));
   CHECK_THAT(error(R"({"by_fault":{"kill":{"by_role":{"leader":{"max_x":1}}}}})"),
              Catch::StartsWith("expect.by_fault.kill.by_role.leader.max_x: unknown key"));
-  CHECK_THAT(error(R"({"max_ack_stall_s":-1})"), Catch::StartsWith("expect.max_ack_stall_s: must be between"));
-  CHECK_THAT(error(R"({"max_ack_stall_s":"12"})"), Catch::StartsWith("expect.max_ack_stall_s: must be a number"));
-  CHECK_THAT(error(R"({"max_lost":0.5})"), Catch::StartsWith("expect.max_lost: must be a whole number"));
+  CHECK_THAT(error(R"({"max_ack_stall_s":-1})"),
+             Catch::StartsWith("expect.max_ack_stall_s: must be between"));
+  CHECK_THAT(error(R"({"max_ack_stall_s":"12"})"),
+             Catch::StartsWith("expect.max_ack_stall_s: must be a number"));
+  CHECK_THAT(error(R"({"max_lost":0.5})"),
+             Catch::StartsWith("expect.max_lost: must be a whole number"));
   CHECK_THAT(error(R"({"fail_on_regression":1})"), Catch::StartsWith("expect.fail_on_regression"));
   CHECK_THAT(error("[1]"), Catch::StartsWith("expect: must be a mapping"));
 
-  auto policy = parseRegressionPolicy(json::parse(R"({"window":10,"factor":2.5,"min_runs":2})"), "regression");
+  auto policy = parseRegressionPolicy(json::parse(R"({"window":10,"factor":2.5,"min_runs":2})"),
+                                      "regression");
   REQUIRE(policy);
   CHECK(policy->window == 10);
   CHECK(policy->factor == 2.5);
@@ -297,17 +321,20 @@ RunAnalysis pauseRun(double pause_s, bool fenced, std::optional<double> discover
   a.fault_us = 100 * kSecond;
   a.recovered_us = a.fault_us + static_cast<std::int64_t>((pause_s + 2) * kSecond);
   if (fenced) a.departure = kfaild::common::Departure::kFenced;
-  a.partitions.push_back(partition(0, Role::kLeader, stallOf(pause_s + 0.3), stallOf(pause_s + 0.3)));
+  a.partitions.push_back(
+      partition(0, Role::kLeader, stallOf(pause_s + 0.3), stallOf(pause_s + 0.3)));
   a.partitions.push_back(partition(1, Role::kFollowerInIsr, stallOf(pause_s), stallOf(pause_s)));
   a.partitions.push_back(partition(2, Role::kFollowerInIsr, stallOf(pause_s), stallOf(pause_s)));
   for (auto& p : a.partitions) {
     if (fenced) p.phases.detection_us = static_cast<std::int64_t>(8.1 * kSecond);
   }
-  if (discovery_s) a.partitions[0].phases.discovery_us = static_cast<std::int64_t>(*discovery_s * kSecond);
+  if (discovery_s)
+    a.partitions[0].phases.discovery_us = static_cast<std::int64_t>(*discovery_s * kSecond);
   return a;
 }
 
-const Check* checkOf(const Verdict& v, const std::string& objective, std::optional<std::int32_t> partition = {}) {
+const Check* checkOf(const Verdict& v, const std::string& objective,
+                     std::optional<std::int32_t> partition = {}) {
   for (const auto& c : v.checks) {
     if (c.objective == objective && c.partition == partition) return &c;
   }
@@ -323,11 +350,13 @@ FaultMechanism pauseOf(double pause_s) {
 
 }  // namespace
 
-TEST_CASE("a pause shorter than the session timeout passes the defaults: detection is not applicable",
-          "[unit][verdict]") {
+TEST_CASE(
+    "a pause shorter than the session timeout passes the defaults: detection is not applicable",
+    "[unit][verdict]") {
   // The lab's 3 s pause of broker 2 used to end inconclusive: "no partition's detection phase".
   const auto m = pauseOf(3);
-  const auto v = evaluate({pauseRun(3, false, std::nullopt)}, objectivesFor(defaultObjectives(), m), m, {}, {});
+  const auto v = evaluate({pauseRun(3, false, std::nullopt)}, objectivesFor(defaultObjectives(), m),
+                          m, {}, {});
   CHECK(v.verdict == CheckStatus::kPass);
   const auto* detection = checkOf(v, "max_detection_s");
   REQUIRE(detection);
@@ -342,8 +371,9 @@ TEST_CASE("a pause shorter than the session timeout passes the defaults: detecti
   CHECK(checkStatusFromString("not_applicable") == CheckStatus::kNotApplicable);
 
   // Told by its fault alone, the same run stays inconclusive: the mechanism is what says why.
-  CHECK(evaluate({pauseRun(3, false, std::nullopt)}, defaultObjectives(), "pause", {}, {}).verdict ==
-        CheckStatus::kInconclusive);
+  CHECK(
+      evaluate({pauseRun(3, false, std::nullopt)}, defaultObjectives(), "pause", {}, {}).verdict ==
+      CheckStatus::kInconclusive);
 }
 
 TEST_CASE("a pause longer than the session timeout has its discovery bounded by the pause's end",
@@ -388,7 +418,8 @@ TEST_CASE("limits a cluster or a request set are not derived from the pause", "[
   CHECK(toJson(objectivesFor(defaultObjectives(), kill)) == toJson(defaultObjectives()));
 }
 
-TEST_CASE("a kill of a KRaft controller states that detection is not applicable", "[unit][verdict]") {
+TEST_CASE("a kill of a KRaft controller states that detection is not applicable",
+          "[unit][verdict]") {
   RunAnalysis a;
   a.fault = "kill";
   a.target = 3000;
@@ -404,7 +435,8 @@ TEST_CASE("a kill of a KRaft controller states that detection is not applicable"
   REQUIRE(detection);
   CHECK(detection->status == CheckStatus::kNotApplicable);
   CHECK(detection->reason ==
-        "the target is a KRaft controller: controllers are never fenced, so there is no detection phase");
+        "the target is a KRaft controller: controllers are never fenced, so there is no detection "
+        "phase");
 
   // A broker's kill without fencing is still inconclusive.
   m.target_is_controller = false;
@@ -413,7 +445,8 @@ TEST_CASE("a kill of a KRaft controller states that detection is not applicable"
   CHECK(checkOf(broker, "max_detection_s")->status == CheckStatus::kInconclusive);
 }
 
-TEST_CASE("a detection phase the fault time's uncertainty hides is an inconclusive check", "[unit][verdict]") {
+TEST_CASE("a detection phase the fault time's uncertainty hides is an inconclusive check",
+          "[unit][verdict]") {
   auto a = killRun();
   a.partitions[0].phases.inconclusive["detection"] = "the fault time is uncertain by ± 9.000 s";
   const auto v = evaluate({a}, defaultObjectives(), "kill", {}, {});
@@ -437,8 +470,9 @@ TEST_CASE("a gray fault's default stall limits follow each role's mechanism", "[
   CHECK(stallLimit(o, "isolate", "isolated_follower", StallKind::kAck)->seconds == Approx(35.0));
   CHECK(stallLimit(o, "isolate", "isolated_leader", StallKind::kReceive)->seconds == Approx(120.0));
   m.gray->mode = "reject";
-  CHECK(stallLimit(objectivesFor(defaultObjectives(), m), "isolate", "isolated_leader", StallKind::kAck)->seconds ==
-        Approx(65.0));
+  CHECK(stallLimit(objectivesFor(defaultObjectives(), m), "isolate", "isolated_leader",
+                   StallKind::kAck)
+            ->seconds == Approx(65.0));
   m.gray->mode = "drop";
   CHECK(stallLimit(o, "isolate", "isolated_follower", StallKind::kAck)->source ==
         "by_fault.isolate.by_role.isolated_follower.max_ack_stall_s");
@@ -469,7 +503,8 @@ TEST_CASE("a gray fault's default stall limits follow each role's mechanism", "[
 
 TEST_CASE("objectives name gray faults and gray roles", "[unit]") {
   const auto o = parseObjectives(
-      nlohmann::json::parse(R"({"by_fault":{"isolate":{"by_role":{"isolated_follower":{"max_ack_stall_s":40}}}},
+      nlohmann::json::parse(
+          R"({"by_fault":{"isolate":{"by_role":{"isolated_follower":{"max_ack_stall_s":40}}}},
                                "by_role":{"throttled_follower":{"max_ack_stall_s":35}}})"),
       "expect");
   REQUIRE(o);
@@ -477,8 +512,9 @@ TEST_CASE("objectives name gray faults and gray roles", "[unit]") {
   CHECK(stallLimit(*o, "throttle", "throttled_follower", StallKind::kAck)->seconds == 35.0);
 }
 
-TEST_CASE("with the wire client a failed send is an attempt: max_failed is not applicable, not a fail",
-          "[unit][verdict]") {
+TEST_CASE(
+    "with the wire client a failed send is an attempt: max_failed is not applicable, not a fail",
+    "[unit][verdict]") {
   auto run = killRun();
   run.partitions[0].failed = 485;  // every tick of the leader's stall, failed at once
   FaultMechanism m;
@@ -501,12 +537,15 @@ TEST_CASE("with the wire client a failed send is an attempt: max_failed is not a
   CHECK_THAT(failed->reason, Catch::Contains("does not retry"));
 }
 
-TEST_CASE("messages counted lost while kfaild's consumer read nothing from the partition are not the cluster's "
-          "losses: max_lost leaves them out and is inconclusive, and fails on the rest",
-          "[unit][verdict]") {
+TEST_CASE(
+    "messages counted lost while kfaild's consumer read nothing from the partition are not the "
+    "cluster's "
+    "losses: max_lost leaves them out and is inconclusive, and fails on the rest",
+    "[unit][verdict]") {
   const auto lostCheck = [](const Verdict& v) {
-    const auto it = std::find_if(v.checks.begin(), v.checks.end(),
-                                 [](const Check& c) { return c.objective == "max_lost" && c.partition == 1; });
+    const auto it = std::find_if(v.checks.begin(), v.checks.end(), [](const Check& c) {
+      return c.objective == "max_lost" && c.partition == 1;
+    });
     REQUIRE(it != v.checks.end());
     return *it;
   };
@@ -516,7 +555,8 @@ TEST_CASE("messages counted lost while kfaild's consumer read nothing from the p
   const auto stuck = lostCheck(evaluate({run}, defaultObjectives(), "kill", {}, {}));
   CHECK(stuck.status == CheckStatus::kInconclusive);
   CHECK(*stuck.measured == 0);
-  CHECK(stuck.reason.find("40 message(s) were counted lost while kfaild's consumer read nothing") != std::string::npos);
+  CHECK(stuck.reason.find("40 message(s) were counted lost while kfaild's consumer read nothing") !=
+        std::string::npos);
 
   // Two more lost before any restart: the cluster's, and over the limit.
   run.partitions[1].lost = 42;
@@ -528,5 +568,6 @@ TEST_CASE("messages counted lost while kfaild's consumer read nothing from the p
   run.partitions[1].lost_consumer_stuck = 0;
   CHECK(*lostCheck(evaluate({run}, defaultObjectives(), "kill", {}, {})).measured == 42);
   run.partitions[1].lost = 0;
-  CHECK(lostCheck(evaluate({run}, defaultObjectives(), "kill", {}, {})).status == CheckStatus::kPass);
+  CHECK(lostCheck(evaluate({run}, defaultObjectives(), "kill", {}, {})).status ==
+        CheckStatus::kPass);
 }

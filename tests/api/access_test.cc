@@ -43,20 +43,22 @@ std::string slugOf(const std::optional<Response>& response) {
   return type.substr(type.rfind(':') + 1);
 }
 
-TEST_CASE("Host: the listen address, loopback names and allowed_hosts are answered, other names get 421",
-          "[unit][api][security]") {
+TEST_CASE(
+    "Host: the listen address, loopback names and allowed_hosts are answered, other names get 421",
+    "[unit][api][security]") {
   AccessOptions options = tokens();
   options.allowed_hosts = {"kfaild.example.org", "ops.example.org:8443"};
   const AccessPolicy policy(options);
-  for (const std::string host : {"127.0.0.1:8080", "localhost:8080", "LOCALHOST", "[::1]:8080", "127.0.0.2",
-                                 "kfaild.example.org", "kfaild.example.org.:80", "ops.example.org:1"}) {
+  for (const std::string host :
+       {"127.0.0.1:8080", "localhost:8080", "LOCALHOST", "[::1]:8080", "127.0.0.2",
+        "kfaild.example.org", "kfaild.example.org.:80", "ops.example.org:1"}) {
     Request r = request("GET");
     r.headers.host = host;
     INFO(host);
     CHECK_FALSE(policy.checkHost(r));
   }
-  for (const std::string host : {"evil.example:8080", "10.0.0.5:8080", "127.0.0.1.evil.example", "localhost.evil",
-                                 "[::1", "127.0.0.1:80:80", "", "a b"}) {
+  for (const std::string host : {"evil.example:8080", "10.0.0.5:8080", "127.0.0.1.evil.example",
+                                 "localhost.evil", "[::1", "127.0.0.1:80:80", "", "a b"}) {
     Request r = request("GET");
     r.headers.host = host;
     INFO(host);
@@ -78,7 +80,8 @@ TEST_CASE("Host: the listen address, loopback names and allowed_hosts are answer
   CHECK(any.checkHost(ip));
 }
 
-TEST_CASE("cross-site changes are refused by Origin and by Sec-Fetch-Site", "[unit][api][security]") {
+TEST_CASE("cross-site changes are refused by Origin and by Sec-Fetch-Site",
+          "[unit][api][security]") {
   const AccessPolicy policy(tokens());
   SECTION("an Origin of another site") {
     Request r = request("POST", kOperator);
@@ -119,8 +122,9 @@ TEST_CASE("cross-site changes are refused by Origin and by Sec-Fetch-Site", "[un
       INFO(origin);
       CHECK_FALSE(allowing.admit(r, RouteAccess::kDefault, true));
     }
-    for (const std::string origin : {"https://kfaild.example.org:9999", "http://kfaild.example.org:8080",
-                                     "https://ops.example.org", "https://ops.example.org:1"}) {
+    for (const std::string origin :
+         {"https://kfaild.example.org:9999", "http://kfaild.example.org:8080",
+          "https://ops.example.org", "https://ops.example.org:1"}) {
       Request r = request("POST", kOperator);
       r.headers.origin = origin;
       INFO(origin);
@@ -168,7 +172,8 @@ TEST_CASE("roles: the viewer reads, the operator changes, kOperator routes need 
   CHECK(slugOf(policy.admit(two_fields, RouteAccess::kDefault, true)) == "unauthorized");
 }
 
-TEST_CASE("a change must be JSON, and without a body it needs a token or X-Kfaild-Client", "[unit][api][security]") {
+TEST_CASE("a change must be JSON, and without a body it needs a token or X-Kfaild-Client",
+          "[unit][api][security]") {
   const AccessPolicy policy(tokens());
   Request form = request("POST", kOperator);
   form.headers.content_type = "text/plain";
@@ -201,7 +206,8 @@ TEST_CASE("a change must be JSON, and without a body it needs a token or X-Kfail
   CHECK(slugOf(open.admit(form_open, RouteAccess::kDefault, true)) == "unsupported-media-type");
 }
 
-TEST_CASE("hostName takes the host of a Host header or an Origin's authority", "[unit][api][security]") {
+TEST_CASE("hostName takes the host of a Host header or an Origin's authority",
+          "[unit][api][security]") {
   CHECK(AccessPolicy::hostName("Example.ORG:8080") == "example.org");
   CHECK(AccessPolicy::hostName("[::1]:80") == "::1");
   CHECK(AccessPolicy::hostName("[0:0::1]") == "::1");
@@ -211,33 +217,44 @@ TEST_CASE("hostName takes the host of a Host header or an Origin's authority", "
   CHECK(AccessPolicy::hostName("[::1]x").empty());
 }
 
-TEST_CASE("the redactor hides command lines, hosts, users, paths and tool output, and keeps the rest",
-          "[unit][api][security]") {
+TEST_CASE(
+    "the redactor hides command lines, hosts, users, paths and tool output, and keeps the rest",
+    "[unit][api][security]") {
   const Redactor redactor({"kafka-1.internal", "kafka-1.internal:9092", "ab"});
-  CHECK(redactor.redact("kill of broker 1 failed: ssh_failed: root@kafka-1.internal: Permission denied (publickey).") ==
+  CHECK(redactor.redact("kill of broker 1 failed: ssh_failed: root@kafka-1.internal: Permission "
+                        "denied (publickey).") ==
         "kill of broker 1 failed: ssh_failed: [redacted]: Permission denied (publickey).");
   // Spans marked where they were made go whole, whatever their format; backquotes and "stderr: "
   // mean nothing by themselves.
   CHECK(redactor.redact(common::sensitive("ssh -o BatchMode=yes h -- kill -9 4242") +
-                        " did not finish within 5000 ms; stderr: " + common::sensitive("oops, no such thing")) ==
+                        " did not finish within 5000 ms; stderr: " +
+                        common::sensitive("oops, no such thing")) ==
         "[redacted] did not finish within 5000 ms; stderr: [redacted]");
   CHECK(redactor.redact("the `kill` step; stderr: none") == "the `kill` step; stderr: none");
-  CHECK(Redactor::redactMarked("cut " + common::sensitive("secret") + " and " + std::string(common::kSensitiveOpen) +
-                               "unclosed tail") == "cut [redacted] and [redacted]");
-  CHECK(redactor.redact("broker 2 at 10.0.0.5:9092 and [fe80::1]:9092 left") == "broker 2 at [redacted] and [redacted] left");
-  CHECK(redactor.redact("pid 17 from .lab/node1/kafka.pid is not a broker") == "pid 17 from [redacted] is not a broker");
-  CHECK(redactor.redact("metadata from kafka-1.internal:9092 is stale") == "metadata from [redacted] is stale");
-  const std::string plain = "partition kfaild-probe-3 stalled 8.8 s at 2026-12-01T14:42:16.123Z (ack, leader)";
+  CHECK(Redactor::redactMarked("cut " + common::sensitive("secret") + " and " +
+                               std::string(common::kSensitiveOpen) + "unclosed tail") ==
+        "cut [redacted] and [redacted]");
+  CHECK(redactor.redact("broker 2 at 10.0.0.5:9092 and [fe80::1]:9092 left") ==
+        "broker 2 at [redacted] and [redacted] left");
+  CHECK(redactor.redact("pid 17 from .lab/node1/kafka.pid is not a broker") ==
+        "pid 17 from [redacted] is not a broker");
+  CHECK(redactor.redact("metadata from kafka-1.internal:9092 is stale") ==
+        "metadata from [redacted] is stale");
+  const std::string plain =
+      "partition kfaild-probe-3 stalled 8.8 s at 2026-12-01T14:42:16.123Z (ack, leader)";
   CHECK(redactor.redact(plain) == plain);
-  CHECK(redactor.redact("about 1.5 s, abc and ab") == "about 1.5 s, abc and ab");  // literals under 3 characters are ignored
+  CHECK(redactor.redact("about 1.5 s, abc and ab") ==
+        "about 1.5 s, abc and ab");  // literals under 3 characters are ignored
   // A literal only as a whole word: a host named like a word leaves longer words alone.
   const Redactor words({"start", "kafka"});
   CHECK(words.redact("started drill 12") == "started drill 12");
-  CHECK(words.redact("kafka-probe-1 on kafka: refused; restart") == "kafka-probe-1 on [redacted]: refused; restart");
+  CHECK(words.redact("kafka-probe-1 on kafka: refused; restart") ==
+        "kafka-probe-1 on [redacted]: refused; restart");
 
-  nlohmann::json document = {{"reason", "ran " + common::sensitive("lab/lab start 1")},
-                             {"runs", {{{"error", "root@kafka-1.internal: exit status 3"}, {"stall_ms", 8800}}}},
-                             {"topic", "kfaild-probe"}};
+  nlohmann::json document = {
+      {"reason", "ran " + common::sensitive("lab/lab start 1")},
+      {"runs", {{{"error", "root@kafka-1.internal: exit status 3"}, {"stall_ms", 8800}}}},
+      {"topic", "kfaild-probe"}};
   redactor.redactJson(document);
   CHECK(document["reason"] == "ran [redacted]");
   CHECK(document["runs"][0]["error"] == "[redacted]: exit status 3");

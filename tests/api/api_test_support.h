@@ -14,10 +14,10 @@
 #include "api/http_server.h"
 #include "api/live_state.h"
 #include "api/router.h"
-#include "tests/support/manual_clock.h"
 #include "server/common/clock.h"
 #include "storage/sqlite_store.h"
 #include "tests/api/http_client.h"
+#include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 
 namespace kfaild::api::testing {
@@ -30,8 +30,9 @@ inline constexpr std::int64_t kHour = 60 * kMinute;
 
 // One request on a fresh connection: with "Authorization: Bearer <token>" unless `token` is
 // empty, and "Content-Type: application/json" when there is a body.
-inline HttpReply sendWithToken(std::uint16_t port, const std::string& method, const std::string& target,
-                               const std::string& body, const std::string& token,
+inline HttpReply sendWithToken(std::uint16_t port, const std::string& method,
+                               const std::string& target, const std::string& body,
+                               const std::string& token,
                                std::vector<std::pair<std::string, std::string>> headers = {}) {
   HttpConnection connection(port);
   HttpRequestSpec spec;
@@ -171,7 +172,8 @@ inline ClusterLive labCluster(storage::ClusterId id, const common::Clock& clock)
 
 class ApiHarness {
  public:
-  explicit ApiHarness(ServerOptions options = defaultOptions(), std::optional<AccessOptions> access = std::nullopt)
+  explicit ApiHarness(ServerOptions options = defaultOptions(),
+                      std::optional<AccessOptions> access = std::nullopt)
       : clock_(kNow, 5'000'000'000) {
     if (access) router_.setAccess(AccessPolicy(*access));
     storage::SqliteStoreOptions store_options;
@@ -191,9 +193,8 @@ class ApiHarness {
     endpoints_ = std::make_unique<Endpoints>(live_, *store_, clock_);
     endpoints_->registerOn(router_);
     // A mutating route, so the auth hook has something to guard (kfaild's own come later).
-    router_.add("POST", "/api/v1/echo", [](const Request& request) {
-      return jsonResponse(200, {{"echo", request.body}});
-    });
+    router_.add("POST", "/api/v1/echo",
+                [](const Request& request) { return jsonResponse(200, {{"echo", request.body}}); });
     server_ = std::make_unique<HttpServer>(options, router_);
     const auto started = server_->start();
     if (!started.ok()) FAIL(started.error().describe());

@@ -2,8 +2,6 @@
 // token kept as rows, refused anonymous ones counted per minute, and a flood of them over a
 // socket leaving the database and the probe's samples as they were.
 
-#include "api/audit_endpoints.h"
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -17,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/audit_endpoints.h"
 #include "api/http_server.h"
 #include "server/daemon/retention.h"
 #include "storage/sqlite.h"
@@ -84,7 +83,8 @@ TEST_CASE("refused requests with a token are kept as rows and anonymous ones cou
   AuditRecorder recorder(*db.log_, clock);
   recorder(entry(Role::kViewer, 403));
   for (int i = 0; i < 500; ++i) recorder(entry(Role::kAnonymous, 401));
-  for (int i = 0; i < 300; ++i) recorder(entry(Role::kAnonymous, 404, "/" + std::string(190, 'x'), false));
+  for (int i = 0; i < 300; ++i)
+    recorder(entry(Role::kAnonymous, 404, "/" + std::string(190, 'x'), false));
   clock.advance(kMinuteUs);
   recorder(entry(Role::kAnonymous, 401));
   CHECK(db.rows() == 0);  // refused requests wait for the recorder's thread or stop()
@@ -101,15 +101,20 @@ TEST_CASE("refused requests with a token are kept as rows and anonymous ones cou
   REQUIRE(counts->size() == 3);
   CHECK(same((*counts)[0], R{minute, "192.0.2.1", "/api/v1/clusters/{cluster}/drills", 401, 500}));
   CHECK(same((*counts)[1], R{minute, "192.0.2.1", "unmatched", 404, 300}));
-  CHECK(same((*counts)[2], R{minute + kMinuteUs, "192.0.2.1", "/api/v1/clusters/{cluster}/drills", 401, 1}));
+  CHECK(same((*counts)[2],
+             R{minute + kMinuteUs, "192.0.2.1", "/api/v1/clusters/{cluster}/drills", 401, 1}));
 }
 
-TEST_CASE("the recorder's queue is bounded: beyond it refused requests are counted", "[unit][api]") {
+TEST_CASE("the recorder's queue is bounded: beyond it refused requests are counted",
+          "[unit][api]") {
   AuditDb db;
   kfaild::testing::ManualClock clock;
-  AuditRecorder recorder(*db.log_, clock, {.flush_interval = std::chrono::milliseconds(1000), .max_queued = 10, .max_counts = 3});
+  AuditRecorder recorder(
+      *db.log_, clock,
+      {.flush_interval = std::chrono::milliseconds(1000), .max_queued = 10, .max_counts = 3});
   for (int i = 0; i < 25; ++i) recorder(entry(Role::kViewer, 403));
-  for (int i = 0; i < 20; ++i) recorder(entry(Role::kAnonymous, 401, "/r", true, "198.51.100." + std::to_string(i)));
+  for (int i = 0; i < 20; ++i)
+    recorder(entry(Role::kAnonymous, 401, "/r", true, "198.51.100." + std::to_string(i)));
   recorder.flush();
   // Ten rows of their own, the other 15 in one aggregated row (the threshold is 10 a minute).
   CHECK(db.rows() == 11);
@@ -118,13 +123,15 @@ TEST_CASE("the recorder's queue is bounded: beyond it refused requests are count
   CHECK(count(db.path(), "SELECT sum(count) FROM audit_refusals") == 20);
 }
 
-TEST_CASE("refused requests with one token past the first 10 of a minute share one row with their count",
-          "[unit][api][security]") {
+TEST_CASE(
+    "refused requests with one token past the first 10 of a minute share one row with their count",
+    "[unit][api][security]") {
   AuditDb db;
   kfaild::testing::ManualClock clock(1'800'000'000'000'000 + 5'000'000);
   AuditRecorder recorder(*db.log_, clock);
   for (int i = 0; i < 1'000; ++i) {
-    auto e = entry(Role::kViewer, 403, "/api/v1/clusters/{cluster}/drills", true, i % 2 == 0 ? "192.0.2.1" : "192.0.2.2");
+    auto e = entry(Role::kViewer, 403, "/api/v1/clusters/{cluster}/drills", true,
+                   i % 2 == 0 ? "192.0.2.1" : "192.0.2.2");
     e.body_bytes = 10;
     recorder(e);
     if (i == 500) recorder.flush();  // a later flush adds to the row the first one wrote
@@ -163,13 +170,15 @@ TEST_CASE("refused requests with one token past the first 10 of a minute share o
   CHECK(total == 1'000 + 1 + 3);
 }
 
-TEST_CASE("the recorder's thread commits refused requests within its flush interval", "[unit][api]") {
+TEST_CASE("the recorder's thread commits refused requests within its flush interval",
+          "[unit][api]") {
   AuditDb db;
   const common::SystemClock clock;
   AuditRecorder recorder(*db.log_, clock, {.flush_interval = std::chrono::milliseconds(20)});
   recorder.start();
   recorder(entry(Role::kViewer, 403));
-  for (int i = 0; i < 200 && db.rows() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 200 && db.rows() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(db.rows() == 1);
 }
 
@@ -188,7 +197,8 @@ TEST_CASE("100,000 viewer-token refusals leave every accepted mutation's row in 
     recorder(entry(Role::kOperator, 202));
     for (int i = 0; i < 1'000; ++i) {
       const auto& route = routes[static_cast<std::size_t>(i) % routes.size()];
-      recorder(entry(Role::kViewer, i % 2 == 0 ? 403 : 404, route, i % 2 == 0, "2001:db8::" + std::to_string(i % 7)));
+      recorder(entry(Role::kViewer, i % 2 == 0 ? 403 : 404, route, i % 2 == 0,
+                     "2001:db8::" + std::to_string(i % 7)));
     }
     clock.advance(1'000'000);
     recorder.flush();
@@ -205,7 +215,8 @@ TEST_CASE("100,000 viewer-token refusals leave every accepted mutation's row in 
   const auto pass = retention.prune();
   CHECK(pass.ok);
   CHECK(count(db.path(), "SELECT count(*) FROM audit_log WHERE status < 400") == 100);
-  CHECK(count(db.path(), "SELECT count(*) FROM audit_log WHERE status = 202 AND role = 'operator'") == 100);
+  CHECK(count(db.path(),
+              "SELECT count(*) FROM audit_log WHERE status = 202 AND role = 'operator'") == 100);
   // Every refusal is still accounted for, in a few rows a minute.
   CHECK(count(db.path(), "SELECT sum(count) FROM audit_log WHERE status >= 400") == 100'000);
   CHECK(count(db.path(), "SELECT count(*) FROM audit_log WHERE status >= 400") <= 2 * (4 * 10 + 4));
@@ -242,7 +253,8 @@ int flood(std::uint16_t port, const std::string& request, int requests, const st
     const auto got = ::recv(fd, chunk, sizeof chunk, 0);
     if (got <= 0) break;
     std::string data = carry + std::string(chunk, static_cast<std::size_t>(got));
-    for (auto at = data.find(marker); at != std::string::npos; at = data.find(marker, at + 1)) ++answered;
+    for (auto at = data.find(marker); at != std::string::npos; at = data.find(marker, at + 1))
+      ++answered;
     carry = data.size() >= marker.size() ? data.substr(data.size() - marker.size() + 1) : data;
   }
   sender.join();
@@ -260,8 +272,10 @@ std::int64_t fileBytes(const std::string& path) {
   return total;
 }
 
-TEST_CASE("100,000 refused anonymous requests leave the database size and the probe's samples within bounds",
-          "[integration][api]") {
+TEST_CASE(
+    "100,000 refused anonymous requests leave the database size and the probe's samples within "
+    "bounds",
+    "[integration][api]") {
   kfaild::testing::TempDir dir;
   const auto path = (dir / "kfaild.db").string();
   const common::SystemClock clock;
@@ -300,8 +314,9 @@ TEST_CASE("100,000 refused anonymous requests leave the database size and the pr
   const std::string unknown = "POST /" + std::string(190, 'u') +
                               " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                               "Content-Length: 2\r\n\r\n{}";
-  const std::string tokenless = "POST /api/v1/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                                "Content-Length: 2\r\n\r\n{}";
+  const std::string tokenless =
+      "POST /api/v1/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Content-Length: 2\r\n\r\n{}";
   int answered_404 = 0;
   int answered_401 = 0;
   std::thread a([&] { answered_404 = flood(server.port(), unknown, 50'000, "404"); });
@@ -316,7 +331,8 @@ TEST_CASE("100,000 refused anonymous requests leave the database size and the pr
   // No row per request: a count per minute, peer, route class and status.
   CHECK(count(path, "SELECT count(*) FROM audit_log") == 0);
   CHECK(count(path, "SELECT sum(count) FROM audit_refusals") == 100'000);
-  CHECK(count(path, "SELECT count(*) FROM audit_refusals") <= 2 * 3);  // 2 classes, at most 3 minutes
+  CHECK(count(path, "SELECT count(*) FROM audit_refusals") <=
+        2 * 3);  // 2 classes, at most 3 minutes
   const auto growth = fileBytes(path) - size_before;
   INFO("the database grew by " << growth << " bytes");
   CHECK(growth < 256 * 1024);

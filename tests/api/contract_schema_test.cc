@@ -15,9 +15,12 @@
 namespace kfaild::api {
 namespace {
 
-YAML::Node openapi() { return YAML::LoadFile(std::string(KFAILD_SOURCE_DIR) + "/openapi.yaml"); }
+YAML::Node openapi() {
+  return YAML::LoadFile(std::string(KFAILD_SOURCE_DIR) + "/openapi.yaml");
+}
 
-TEST_CASE("the schema's Fault lists exactly the fault kinds of the drill spec, in its order", "[unit][api]") {
+TEST_CASE("the schema's Fault lists exactly the fault kinds of the drill spec, in its order",
+          "[unit][api]") {
   const auto schema = openapi()["components"]["schemas"]["Fault"]["enum"];
   REQUIRE(schema.IsSequence());
   std::vector<std::string> listed;
@@ -27,13 +30,15 @@ TEST_CASE("the schema's Fault lists exactly the fault kinds of the drill spec, i
   CHECK(listed == parsed);
 }
 
-TEST_CASE("every id in a path and every cursor states the largest id the server reads, int64's maximum",
-          "[unit][api]") {
+TEST_CASE(
+    "every id in a path and every cursor states the largest id the server reads, int64's maximum",
+    "[unit][api]") {
   const auto doc = openapi();
   std::vector<std::pair<std::string, YAML::Node>> integers;  // (where, schema)
   for (const auto& entry : doc["components"]["parameters"]) {
     const auto& parameter = entry.second;
-    if (parameter["in"].as<std::string>() == "path" && parameter["name"].as<std::string>() == "id") {
+    if (parameter["in"].as<std::string>() == "path" &&
+        parameter["name"].as<std::string>() == "id") {
       integers.emplace_back(entry.first.as<std::string>(), parameter["schema"]);
     }
   }
@@ -47,7 +52,8 @@ TEST_CASE("every id in a path and every cursor states the largest id the server 
       }
     }
   }
-  // DrillId, RecoveryId, MaintenanceWindowId, ScheduleId; the drills', audit's and notifications' cursors.
+  // DrillId, RecoveryId, MaintenanceWindowId, ScheduleId; the drills', audit's and notifications'
+  // cursors.
   CHECK(integers.size() == 7);
   for (const auto& [where, schema] : integers) {
     INFO(where);

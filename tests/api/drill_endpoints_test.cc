@@ -1,11 +1,10 @@
 #include "api/drill_endpoints.h"
 
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
-
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -13,12 +12,12 @@
 #include "api/audit_endpoints.h"
 #include "api/endpoints.h"
 #include "server/analysis/verdict.h"
-#include "storage/audit_log.h"
-#include "tests/support/manual_clock.h"
 #include "server/common/time_format.h"
 #include "server/drill/errc.h"
+#include "storage/audit_log.h"
 #include "storage/sqlite_drill_store.h"
 #include "tests/api/api_test_support.h"
+#include "tests/support/manual_clock.h"
 
 namespace kfaild::api {
 namespace {
@@ -36,9 +35,12 @@ constexpr const char* kViewerToken = "drill-endpoints-viewer-token-5678";
 // refuses with the configured reason; abort marks a queued drill aborted.
 class FakeDrillControl final : public DrillControl {
  public:
-  FakeDrillControl(storage::DrillStore& drills, const common::Clock& clock) : drills_(drills), clock_(clock) {}
+  FakeDrillControl(storage::DrillStore& drills, const common::Clock& clock)
+      : drills_(drills), clock_(clock) {}
 
-  bool drillsEnabled(storage::ClusterId cluster) const override { return enabled_.contains(cluster); }
+  bool drillsEnabled(storage::ClusterId cluster) const override {
+    return enabled_.contains(cluster);
+  }
 
   Result<std::int64_t> submit(storage::ClusterId cluster, const drill::DrillSpec& spec) override {
     std::lock_guard lock(mutex_);
@@ -81,24 +83,43 @@ class FakeDrillControl final : public DrillControl {
 };
 
 // One run's analysis as the drill runner stores it: p0 led by the target, p1 and p2 followers.
-json runResult(int run, std::int64_t fault_us, std::int64_t p0_stall_us, std::int64_t detection_us) {
+json runResult(int run, std::int64_t fault_us, std::int64_t p0_stall_us,
+               std::int64_t detection_us) {
   json partitions = json::array();
   for (int p = 0; p < 3; ++p) {
     const std::int64_t stall = p == 0 ? p0_stall_us : detection_us + 200'000;
-    partitions.push_back(
-        {{"topic", "orders"},
-         {"partition", p},
-         {"role", p == 0 ? "leader" : "follower"},
-         {"ack", {{"stall", {{"start_us", fault_us - 10'000}, {"end_us", fault_us + stall}, {"duration_us", stall}}},
-                  {"baseline", nullptr},
-                  {"count", 500}}},
-         {"receive", {{"stall", {{"start_us", fault_us}, {"end_us", fault_us + stall + 5'000}, {"duration_us", stall + 5'000}}},
-                      {"baseline", nullptr},
-                      {"count", 500}}},
-         {"sent", 500}, {"failed", 0}, {"lost", 0}, {"unresolved", 0}, {"duplicated", 0}, {"reordered", 0},
-         {"phases", {{"detection_us", detection_us}, {"election_us", 70'000}, {"discovery_us", p == 0 ? json(100'000) : json(nullptr)},
-                     {"resume_us", 20'000}, {"fenced_at_us", fault_us + detection_us}, {"new_leader_at_us", nullptr},
-                     {"client_update_at_us", nullptr}, {"new_leader", p == 0 ? json(2) : json(nullptr)}}}});
+    partitions.push_back({{"topic", "orders"},
+                          {"partition", p},
+                          {"role", p == 0 ? "leader" : "follower"},
+                          {"ack",
+                           {{"stall",
+                             {{"start_us", fault_us - 10'000},
+                              {"end_us", fault_us + stall},
+                              {"duration_us", stall}}},
+                            {"baseline", nullptr},
+                            {"count", 500}}},
+                          {"receive",
+                           {{"stall",
+                             {{"start_us", fault_us},
+                              {"end_us", fault_us + stall + 5'000},
+                              {"duration_us", stall + 5'000}}},
+                            {"baseline", nullptr},
+                            {"count", 500}}},
+                          {"sent", 500},
+                          {"failed", 0},
+                          {"lost", 0},
+                          {"unresolved", 0},
+                          {"duplicated", 0},
+                          {"reordered", 0},
+                          {"phases",
+                           {{"detection_us", detection_us},
+                            {"election_us", 70'000},
+                            {"discovery_us", p == 0 ? json(100'000) : json(nullptr)},
+                            {"resume_us", 20'000},
+                            {"fenced_at_us", fault_us + detection_us},
+                            {"new_leader_at_us", nullptr},
+                            {"client_update_at_us", nullptr},
+                            {"new_leader", p == 0 ? json(2) : json(nullptr)}}}});
   }
   return {{"run", run},
           {"fault", "kill"},
@@ -109,8 +130,13 @@ json runResult(int run, std::int64_t fault_us, std::int64_t p0_stall_us, std::in
           {"fault_time_source", "local"},
           {"observe_end_us", fault_us + 20 * kSecond},
           {"recovered_us", fault_us + 40 * kSecond},
-          {"analysis", {{"fault", "kill"}, {"target", 1}, {"fault_us", fault_us}, {"departure", "fenced"},
-                        {"departure_at_us", fault_us + detection_us}, {"partitions", partitions}}}};
+          {"analysis",
+           {{"fault", "kill"},
+            {"target", 1},
+            {"fault_us", fault_us},
+            {"departure", "fenced"},
+            {"departure_at_us", fault_us + detection_us},
+            {"partitions", partitions}}}};
 }
 
 // What the retention task would report, set by a test.
@@ -151,7 +177,8 @@ class DrillApi {
     endpoints_->setDrillStore(drills_.get());
     endpoints_->setRetentionStatus(&retention_);
     endpoints_->registerOn(router_);
-    drill_endpoints_ = std::make_unique<DrillEndpoints>(live_, *store_, *drills_, *control_, clock_);
+    drill_endpoints_ =
+        std::make_unique<DrillEndpoints>(live_, *store_, *drills_, *control_, clock_);
     drill_endpoints_->registerOn(router_);
     AccessOptions access;
     access.operator_token = kToken;
@@ -180,7 +207,8 @@ class DrillApi {
   }
   // `token` empty: no Authorization header.
   HttpReply sendAs(const std::string& method, const std::string& target, const std::string& body,
-                   const std::string& token, std::vector<std::pair<std::string, std::string>> headers = {}) {
+                   const std::string& token,
+                   std::vector<std::pair<std::string, std::string>> headers = {}) {
     return testing::sendWithToken(server_->port(), method, target, body, token, std::move(headers));
   }
   HttpReply getAs(const std::string& target, const std::string& token) {
@@ -193,8 +221,9 @@ class DrillApi {
   }
 
   // A finished drill with `runs` runs whose p0 stalls are given, created at `created_us`.
-  std::int64_t seedDrill(const std::string& fault, const std::string& state, std::int64_t created_us,
-                         const std::vector<std::int64_t>& p0_stalls, storage::ClusterId cluster = 0) {
+  std::int64_t seedDrill(const std::string& fault, const std::string& state,
+                         std::int64_t created_us, const std::vector<std::int64_t>& p0_stalls,
+                         storage::ClusterId cluster = 0) {
     storage::DrillRecord d;
     d.cluster = cluster == 0 ? lab_ : cluster;
     d.fault = fault;
@@ -206,8 +235,10 @@ class DrillApi {
     d.finished_us = created_us + 120 * kSecond;
     json runs = json::array();
     for (std::size_t i = 0; i < p0_stalls.size(); ++i) {
-      runs.push_back(runResult(static_cast<int>(i) + 1, created_us + 10 * kSecond + static_cast<std::int64_t>(i) * 50 * kSecond,
-                               p0_stalls[i], 8'800'000));
+      runs.push_back(
+          runResult(static_cast<int>(i) + 1,
+                    created_us + 10 * kSecond + static_cast<std::int64_t>(i) * 50 * kSecond,
+                    p0_stalls[i], 8'800'000));
     }
     d.result = json{{"runs", runs}}.dump();
     auto id = drills_->createDrill(d);
@@ -248,8 +279,9 @@ using testing::problemOf;
 
 TEST_CASE("POST a drill: 202 with Location, the drill queued as asked", "[integration][api]") {
   DrillApi api;
-  const auto reply = api.send("POST", "/api/v1/clusters/lab/drills",
-                              R"({"fault":"stop","target":{"broker":1},"options":{"repeats":3,"grace_s":20}})");
+  const auto reply =
+      api.send("POST", "/api/v1/clusters/lab/drills",
+               R"({"fault":"stop","target":{"broker":1},"options":{"repeats":3,"grace_s":20}})");
   REQUIRE(reply.status == 202);
   const auto drill = reply.json();
   REQUIRE(api.control().submitted.size() == 1);
@@ -270,20 +302,23 @@ TEST_CASE("POST a drill: 202 with Location, the drill queued as asked", "[integr
   CHECK(again.json()["id"] == drill["id"]);
 }
 
-TEST_CASE("POST a drill is refused without the token, on bad bodies and by the guards", "[integration][api][reliability]") {
+TEST_CASE("POST a drill is refused without the token, on bad bodies and by the guards",
+          "[integration][api][reliability]") {
   DrillApi api;
   const std::string ok = R"({"fault":"kill","target":{"broker":1}})";
   problemOf(api.send("POST", "/api/v1/clusters/lab/drills", ok, false), 401, "unauthorized");
 
-  CHECK(problemOf(api.send("POST", "/api/v1/clusters/lab/drills", "{\"fault\":"), 400, "invalid-body")["detail"] ==
-        "the body is not valid JSON");
-  CHECK(problemOf(api.send("POST", "/api/v1/clusters/lab/drills", "[1,2]"), 400, "invalid-body")["detail"] ==
-        "the body must be a JSON object");
-  CHECK(problemOf(api.send("POST", "/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":1},"x":1})"),
+  CHECK(problemOf(api.send("POST", "/api/v1/clusters/lab/drills", "{\"fault\":"), 400,
+                  "invalid-body")["detail"] == "the body is not valid JSON");
+  CHECK(problemOf(api.send("POST", "/api/v1/clusters/lab/drills", "[1,2]"), 400,
+                  "invalid-body")["detail"] == "the body must be a JSON object");
+  CHECK(problemOf(api.send("POST", "/api/v1/clusters/lab/drills",
+                           R"({"fault":"kill","target":{"broker":1},"x":1})"),
                   400, "invalid-body")["detail"] == "x: unknown field");
   CHECK(problemOf(api.send("POST", "/api/v1/clusters/lab/drills",
                            R"({"fault":"pause","target":{"broker":1},"options":{"pause_s":0}})"),
-                  400, "invalid-body")["detail"] == "options.pause_s: must be between 1 and 3600, got 0");
+                  400, "invalid-body")["detail"] ==
+        "options.pause_s: must be between 1 and 3600, got 0");
   CHECK(problemOf(api.send("POST", "/api/v1/clusters/lab/drills",
                            R"({"fault":"kill","target":{"broker":1; rm -rf /}})"),
                   400, "invalid-body")["detail"] == "the body is not valid JSON");
@@ -295,7 +330,8 @@ TEST_CASE("POST a drill is refused without the token, on bad bodies and by the g
   problemOf(api.send("POST", "/api/v1/clusters/lab/drills?force=1", ok), 400, "unknown-parameter");
 
   api.control().refusal = "drill 4 is running on cluster lab";
-  const auto refused = problemOf(api.send("POST", "/api/v1/clusters/lab/drills", ok), 409, "drill-refused");
+  const auto refused =
+      problemOf(api.send("POST", "/api/v1/clusters/lab/drills", ok), 409, "drill-refused");
   CHECK(refused["detail"] == "drill 4 is running on cluster lab");
   CHECK(refused["reason"] == "drill 4 is running on cluster lab");
   CHECK(api.control().submitted.empty());
@@ -308,7 +344,8 @@ TEST_CASE("the drill list pages with a cursor, newest first, and filters", "[int
   DrillApi api;
   std::vector<std::int64_t> ids;
   for (int i = 0; i < 5; ++i) {
-    ids.push_back(api.seedDrill(i % 2 ? "stop" : "kill", i == 4 ? "failed" : "done", kNow - (10 - i) * kHour, {9'000'000}));
+    ids.push_back(api.seedDrill(i % 2 ? "stop" : "kill", i == 4 ? "failed" : "done",
+                                kNow - (10 - i) * kHour, {9'000'000}));
   }
   auto page = api.get("/api/v1/drills?limit=2").json();
   CHECK(page["count"] == 2);
@@ -325,7 +362,8 @@ TEST_CASE("the drill list pages with a cursor, newest first, and filters", "[int
   CHECK(api.get("/api/v1/drills?fault=stop").json()["count"] == 2);
   CHECK(api.get("/api/v1/drills?state=failed").json()["items"][0]["id"] == ids[4]);
   CHECK(api.get("/api/v1/drills?cluster=idle").json()["count"] == 0);
-  CHECK(api.get("/api/v1/drills?from=" + common::formatRfc3339(kNow - 7 * kHour)).json()["count"] == 2);
+  CHECK(api.get("/api/v1/drills?from=" + common::formatRfc3339(kNow - 7 * kHour)).json()["count"] ==
+        2);
   problemOf(api.get("/api/v1/drills?cursor=0"), 400, "invalid-parameter");
   problemOf(api.get("/api/v1/drills?state=sleeping"), 400, "invalid-parameter");
   problemOf(api.get("/api/v1/drills?cluster=nowhere"), 404, "unknown-cluster");
@@ -333,7 +371,8 @@ TEST_CASE("the drill list pages with a cursor, newest first, and filters", "[int
   problemOf(api.get("/api/v1/drills/abc"), 400, "invalid-parameter");
 }
 
-TEST_CASE("a drill carries its runs' analyses, and the last completed one is the on-call view", "[integration][api]") {
+TEST_CASE("a drill carries its runs' analyses, and the last completed one is the on-call view",
+          "[integration][api]") {
   DrillApi api;
   const auto older = api.seedDrill("kill", "done", kNow - 3 * kHour, {11'300'000});
   const auto newer = api.seedDrill("kill", "done", kNow - 2 * kHour, {10'900'000, 11'100'000});
@@ -352,7 +391,8 @@ TEST_CASE("a drill carries its runs' analyses, and the last completed one is the
   problemOf(api.get("/api/v1/clusters/idle/drills/last"), 404, "no-drill");
 }
 
-TEST_CASE("statistics summarise stalls and phases per partition and role across drills", "[integration][api]") {
+TEST_CASE("statistics summarise stalls and phases per partition and role across drills",
+          "[integration][api]") {
   DrillApi api;
   api.seedDrill("kill", "done", kNow - 5 * kHour, {11'000'000, 12'000'000});
   api.seedDrill("kill", "done", kNow - 4 * kHour, {10'000'000});
@@ -367,8 +407,11 @@ TEST_CASE("statistics summarise stalls and phases per partition and role across 
   CHECK(p0["partition"] == 0);
   CHECK(p0["role"] == "leader");
   CHECK(p0["count"] == 3);
-  CHECK(p0["ack_stall_us"] == json{{"min", 10'000'000}, {"median", 11'000'000}, {"p95", 12'000'000},
-                                   {"max", 12'000'000}, {"count", 3}});
+  CHECK(p0["ack_stall_us"] == json{{"min", 10'000'000},
+                                   {"median", 11'000'000},
+                                   {"p95", 12'000'000},
+                                   {"max", 12'000'000},
+                                   {"count", 3}});
   CHECK(p0["detection_us"]["median"] == 8'800'000);
   CHECK(p0["discovery_us"]["max"] == 100'000);
   REQUIRE(p0["trend"].size() == 3);
@@ -384,17 +427,20 @@ TEST_CASE("statistics summarise stalls and phases per partition and role across 
   problemOf(api.get("/api/v1/statistics?role=boss"), 400, "invalid-parameter");
 }
 
-TEST_CASE("every fault kind of the schema filters the drill list, the last drill and the statistics",
-          "[integration][api]") {
+TEST_CASE(
+    "every fault kind of the schema filters the drill list, the last drill and the statistics",
+    "[integration][api]") {
   DrillApi api;
   // openapi.yaml's Fault (the contract test in contract_schema_test.cc holds it to the drill spec).
-  const std::vector<std::string> kinds = {"kill",     "stop",      "pause",     "restart",        "isolate",
-                                          "throttle", "disk_full", "disk_slow", "rolling_restart"};
+  const std::vector<std::string> kinds = {"kill",      "stop",      "pause",
+                                          "restart",   "isolate",   "throttle",
+                                          "disk_full", "disk_slow", "rolling_restart"};
   std::map<std::string, std::int64_t> ids;
   std::map<std::string, std::int64_t> stalls;
   for (std::size_t i = 0; i < kinds.size(); ++i) {
     stalls[kinds[i]] = 1'000'000 + static_cast<std::int64_t>(i) * 100'000;
-    ids[kinds[i]] = api.seedDrill(kinds[i], "done", kNow - static_cast<std::int64_t>(20 - i) * kHour, {stalls[kinds[i]]});
+    ids[kinds[i]] = api.seedDrill(
+        kinds[i], "done", kNow - static_cast<std::int64_t>(20 - i) * kHour, {stalls[kinds[i]]});
   }
   for (const auto& kind : kinds) {
     INFO("fault=" << kind);
@@ -419,23 +465,30 @@ TEST_CASE("every fault kind of the schema filters the drill list, the last drill
     CHECK(stats.json()["groups"][0]["ack_stall_us"]["max"] == stalls[kind]);
   }
   // A kind of no drill is still a kind: 404 on the on-call view, an empty list and no statistics.
-  const auto unknown = problemOf(api.get("/api/v1/statistics?fault=reboot"), 400, "invalid-parameter");
+  const auto unknown =
+      problemOf(api.get("/api/v1/statistics?fault=reboot"), 400, "invalid-parameter");
   CHECK(unknown["detail"] ==
-        "fault: must be one of kill, stop, pause, restart, isolate, throttle, disk_full, disk_slow, rolling_restart, "
+        "fault: must be one of kill, stop, pause, restart, isolate, throttle, disk_full, "
+        "disk_slow, rolling_restart, "
         "got \"reboot\"");
   problemOf(api.get("/api/v1/clusters/idle/drills/last?fault=disk_slow"), 404, "no-drill");
   CHECK(api.get("/api/v1/drills?cluster=idle&fault=rolling_restart").json()["count"] == 0);
 }
 
-TEST_CASE("from at or after to is an empty answer on drills, statistics, incidents and the audit log, not a 400",
-          "[integration][api]") {
+TEST_CASE(
+    "from at or after to is an empty answer on drills, statistics, incidents and the audit log, "
+    "not a 400",
+    "[integration][api]") {
   DrillApi api;
   const auto created = kNow - 2 * kHour;
   api.seedDrill("kill", "done", created, {11'000'000});
-  api.store().addGap(testing::makeGap(api.lab(), "orders", 1, storage::GapKind::kAck, kNow - kHour, 6'000'000));
+  api.store().addGap(
+      testing::makeGap(api.lab(), "orders", 1, storage::GapKind::kAck, kNow - kHour, 6'000'000));
   api.store().flush();
   // An audited change at kNow.
-  REQUIRE(api.send("POST", "/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":1}})").status == 202);
+  REQUIRE(
+      api.send("POST", "/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":1}})")
+          .status == 202);
   api.recorder().flush();
 
   const auto range = [](std::int64_t from_us, std::int64_t to_us) {
@@ -449,8 +502,9 @@ TEST_CASE("from at or after to is an empty answer on drills, statistics, inciden
     std::string path;
     std::int64_t t;
   };
-  for (const auto& c : {Case{"/api/v1/drills?", created}, Case{"/api/v1/clusters/lab/incidents?", kNow - kHour},
-                        Case{"/api/v1/audit?", kNow}}) {
+  for (const auto& c :
+       {Case{"/api/v1/drills?", created}, Case{"/api/v1/clusters/lab/incidents?", kNow - kHour},
+        Case{"/api/v1/audit?", kNow}}) {
     INFO(c.path);
     const auto none = read(c.path + range(c.t, c.t));
     INFO(none.body);
@@ -469,7 +523,8 @@ TEST_CASE("from at or after to is an empty answer on drills, statistics, inciden
   CHECK(read("/api/v1/statistics?" + range(created + 1, created)).json()["drills"] == 0);
 }
 
-TEST_CASE("a drill's timeline lists the events of its window relative to the fault", "[integration][api]") {
+TEST_CASE("a drill's timeline lists the events of its window relative to the fault",
+          "[integration][api]") {
   DrillApi api;
   const auto created = kNow - kHour;
   const auto id = api.seedDrill("kill", "done", created, {11'000'000});
@@ -502,19 +557,22 @@ TEST_CASE("a drill's timeline lists the events of its window relative to the fau
 
 TEST_CASE("abort: a queued drill is aborted, a finished one is a 409", "[integration][api]") {
   DrillApi api;
-  const auto queued = api.send("POST", "/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":2}})");
+  const auto queued =
+      api.send("POST", "/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":2}})");
   REQUIRE(queued.status == 202);
   const auto id = std::to_string(queued.json()["id"].get<std::int64_t>());
   problemOf(api.send("POST", "/api/v1/drills/" + id + "/abort", "", false), 401, "unauthorized");
   const auto aborted = api.send("POST", "/api/v1/drills/" + id + "/abort");
   REQUIRE(aborted.status == 202);
   CHECK(aborted.json()["state"] == "aborted");
-  const auto again = problemOf(api.send("POST", "/api/v1/drills/" + id + "/abort"), 409, "drill-finished");
+  const auto again =
+      problemOf(api.send("POST", "/api/v1/drills/" + id + "/abort"), 409, "drill-finished");
   CHECK(again["state"] == "aborted");
   problemOf(api.send("POST", "/api/v1/drills/424242/abort"), 404, "unknown-drill");
 }
 
-TEST_CASE("recoveries: the open ones are listed, an operator resolves one whose drill has ended", "[integration][api]") {
+TEST_CASE("recoveries: the open ones are listed, an operator resolves one whose drill has ended",
+          "[integration][api]") {
   DrillApi api;
   const auto ended = api.seedDrill("kill", "failed", kNow - 600 * kSecond, {});
   storage::DrillRecord running;
@@ -550,12 +608,14 @@ TEST_CASE("recoveries: the open ones are listed, an operator resolves one whose 
   const auto path = "/api/v1/recoveries/" + std::to_string(orphan_id) + "/resolve";
   problemOf(api.send("POST", path, R"({"note":"retired"})", false), 401, "unauthorized");
   problemOf(api.send("POST", path, R"({"reason":"x"})"), 400, "invalid-body");
-  problemOf(api.send("POST", "/api/v1/recoveries/" + std::to_string(busy_id) + "/resolve"), 409, "recovery-in-progress");
+  problemOf(api.send("POST", "/api/v1/recoveries/" + std::to_string(busy_id) + "/resolve"), 409,
+            "recovery-in-progress");
   const auto resolved = api.send("POST", path, R"({"note":"node 9 retired"})");
   REQUIRE(resolved.status == 200);
   CHECK(resolved.json()["phase"] == "resolved");
   CHECK(resolved.json()["done_us"] == kNow);
-  CHECK(resolved.json()["last_error"] == "resolved by an operator: node 9 retired (last error: no such container)");
+  CHECK(resolved.json()["last_error"] ==
+        "resolved by an operator: node 9 retired (last error: no such container)");
   problemOf(api.send("POST", path), 404, "unknown-recovery");
   CHECK(api.get("/api/v1/recoveries").json()["items"].size() == 1);
 }
@@ -584,18 +644,38 @@ TEST_CASE("schedules: create, read, disable, change, delete", "[integration][api
   auto changed = api.send("PATCH", location, R"({"enabled":true,"cron":"*/30 * * * *"})");
   CHECK(changed.json()["next_run"] == "2023-11-14T22:30:00.000000Z");
 
-  CHECK(problemOf(api.send("PATCH", location, R"({"cron":"61 * * * *"})"), 400, "invalid-body")["detail"] ==
-        "cron: field 1 (minute): 61 is out of range 0-59");
-  CHECK(problemOf(api.send("PATCH", location, R"({"cluster":"idle"})"), 400, "invalid-body")["detail"] ==
+  CHECK(problemOf(api.send("PATCH", location, R"({"cron":"61 * * * *"})"), 400,
+                  "invalid-body")["detail"] == "cron: field 1 (minute): 61 is out of range 0-59");
+  CHECK(problemOf(api.send("PATCH", location, R"({"cluster":"idle"})"), 400,
+                  "invalid-body")["detail"] ==
         "cluster: unknown field (a schedule cannot move to another cluster)");
-  CHECK(problemOf(api.send("POST", "/api/v1/schedules", R"({"cluster":"lab","name":"x","cron":"@reboot","drill":{"fault":"kill","target":{"broker":1}}})"),
-                  400, "invalid-body")["detail"].get<std::string>().rfind("cron: ", 0) == 0);
-  CHECK(problemOf(api.send("POST", "/api/v1/schedules", R"({"cluster":"lab","name":"x","cron":"@daily","drill":{"fault":"nap","target":{"broker":1}}})"),
-                  400, "invalid-body")["detail"] == "drill.fault: must be one of kill, stop, pause, restart, isolate, throttle, disk_full, disk_slow, rolling_restart");
-  CHECK(problemOf(api.send("POST", "/api/v1/schedules", R"({"cluster":"lab","name":"x","cron":"@daily","jitter_s":-1,"drill":{"fault":"kill","target":{"broker":1}}})"),
-                  400, "invalid-body")["detail"] == "jitter_s: must be between 0 and 86400, got -1");
-  problemOf(api.send("POST", "/api/v1/schedules", R"({"cluster":"idle","name":"x","cron":"@daily","drill":{"fault":"kill","target":{"broker":1}}})"),
-            409, "drills-disabled");
+  CHECK(
+      problemOf(
+          api.send(
+              "POST", "/api/v1/schedules",
+              R"({"cluster":"lab","name":"x","cron":"@reboot","drill":{"fault":"kill","target":{"broker":1}}})"),
+          400, "invalid-body")["detail"]
+          .get<std::string>()
+          .rfind("cron: ", 0) == 0);
+  CHECK(
+      problemOf(
+          api.send(
+              "POST", "/api/v1/schedules",
+              R"({"cluster":"lab","name":"x","cron":"@daily","drill":{"fault":"nap","target":{"broker":1}}})"),
+          400, "invalid-body")["detail"] ==
+      "drill.fault: must be one of kill, stop, pause, restart, isolate, throttle, disk_full, "
+      "disk_slow, rolling_restart");
+  CHECK(
+      problemOf(
+          api.send(
+              "POST", "/api/v1/schedules",
+              R"({"cluster":"lab","name":"x","cron":"@daily","jitter_s":-1,"drill":{"fault":"kill","target":{"broker":1}}})"),
+          400, "invalid-body")["detail"] == "jitter_s: must be between 0 and 86400, got -1");
+  problemOf(
+      api.send(
+          "POST", "/api/v1/schedules",
+          R"({"cluster":"idle","name":"x","cron":"@daily","drill":{"fault":"kill","target":{"broker":1}}})"),
+      409, "drills-disabled");
 
   const auto deleted = api.send("DELETE", location);
   CHECK(deleted.status == 204);
@@ -604,18 +684,23 @@ TEST_CASE("schedules: create, read, disable, change, delete", "[integration][api
   problemOf(api.send("DELETE", location), 404, "unknown-schedule");
 }
 
-TEST_CASE("incidents are stalls outside drills, merged across partitions, with their events", "[integration][api]") {
+TEST_CASE("incidents are stalls outside drills, merged across partitions, with their events",
+          "[integration][api]") {
   DrillApi api;
   using storage::GapKind;
   // A drill two hours ago with its own stalls: not an incident.
   const auto drill_at = kNow - 2 * kHour;
   api.seedDrill("kill", "done", drill_at, {11'000'000});
-  api.store().addGap(testing::makeGap(api.lab(), "orders", 0, GapKind::kAck, drill_at + 21 * kSecond, 11'000'000));
+  api.store().addGap(
+      testing::makeGap(api.lab(), "orders", 0, GapKind::kAck, drill_at + 21 * kSecond, 11'000'000));
   // A real incident an hour ago on two partitions, and a short blip that is below min_ms.
   const auto incident_end = kNow - kHour;
-  api.store().addGap(testing::makeGap(api.lab(), "orders", 1, GapKind::kAck, incident_end, 6'000'000));
-  api.store().addGap(testing::makeGap(api.lab(), "orders", 2, GapKind::kReceive, incident_end + 500'000, 5'000'000));
-  api.store().addGap(testing::makeGap(api.lab(), "orders", 0, GapKind::kAck, kNow - 10 * 60 * kSecond, 300'000));
+  api.store().addGap(
+      testing::makeGap(api.lab(), "orders", 1, GapKind::kAck, incident_end, 6'000'000));
+  api.store().addGap(testing::makeGap(api.lab(), "orders", 2, GapKind::kReceive,
+                                      incident_end + 500'000, 5'000'000));
+  api.store().addGap(
+      testing::makeGap(api.lab(), "orders", 0, GapKind::kAck, kNow - 10 * 60 * kSecond, 300'000));
   storage::Event gone;
   gone.cluster = api.lab();
   gone.t_us = incident_end - 5 * kSecond;
@@ -638,26 +723,31 @@ TEST_CASE("incidents are stalls outside drills, merged across partitions, with t
   problemOf(api.get("/api/v1/clusters/lab/incidents?min_ms=0"), 400, "invalid-parameter");
 }
 
-TEST_CASE("metrics count drills by outcome and give the probe's interval histograms", "[integration][api]") {
+TEST_CASE("metrics count drills by outcome and give the probe's interval histograms",
+          "[integration][api]") {
   DrillApi api;
   api.seedDrill("kill", "done", kNow - 3 * kHour, {11'000'000});
   api.seedDrill("kill", "done", kNow - 2 * kHour, {11'000'000});
   api.seedDrill("stop", "aborted", kNow - kHour, {});
   const auto text = api.get("/metrics").body;
   CHECK(text.find("# TYPE kfaild_drills gauge\n") != std::string::npos);
-  CHECK(text.find("kfaild_drills{cluster=\"lab\",fault=\"kill\",state=\"done\"} 2\n") != std::string::npos);
-  CHECK(text.find("kfaild_drills{cluster=\"lab\",fault=\"stop\",state=\"aborted\"} 1\n") != std::string::npos);
+  CHECK(text.find("kfaild_drills{cluster=\"lab\",fault=\"kill\",state=\"done\"} 2\n") !=
+        std::string::npos);
+  CHECK(text.find("kfaild_drills{cluster=\"lab\",fault=\"stop\",state=\"aborted\"} 1\n") !=
+        std::string::npos);
   CHECK(text.find("# TYPE kfaild_probe_ack_interval_seconds histogram\n") != std::string::npos);
-  CHECK(text.find("kfaild_probe_ack_interval_seconds_bucket{cluster=\"lab\",topic=\"orders\",partition=\"0\",le=\"0.025\"} 0\n") !=
-        std::string::npos);
-  CHECK(text.find("kfaild_probe_ack_interval_seconds_bucket{cluster=\"lab\",topic=\"orders\",partition=\"0\",le=\"+Inf\"} 0\n") !=
-        std::string::npos);
-  CHECK(text.find("kfaild_probe_ack_interval_seconds_count{cluster=\"lab\",topic=\"orders\",partition=\"2\"} 0\n") !=
-        std::string::npos);
+  CHECK(text.find("kfaild_probe_ack_interval_seconds_bucket{cluster=\"lab\",topic=\"orders\","
+                  "partition=\"0\",le=\"0.025\"} 0\n") != std::string::npos);
+  CHECK(text.find("kfaild_probe_ack_interval_seconds_bucket{cluster=\"lab\",topic=\"orders\","
+                  "partition=\"0\",le=\"+Inf\"} 0\n") != std::string::npos);
+  CHECK(text.find("kfaild_probe_ack_interval_seconds_count{cluster=\"lab\",topic=\"orders\","
+                  "partition=\"2\"} 0\n") != std::string::npos);
 }
 
-TEST_CASE("each incident gets its own events, cut at 200 before probe events are left out, from one query",
-          "[integration][api]") {
+TEST_CASE(
+    "each incident gets its own events, cut at 200 before probe events are left out, from one "
+    "query",
+    "[integration][api]") {
   DrillApi api;
   using storage::GapKind;
   const auto addEvent = [&](std::int64_t t_us, const std::string& source, const std::string& kind) {
@@ -673,12 +763,13 @@ TEST_CASE("each incident gets its own events, cut at 200 before probe events are
   const auto b_end = kNow - 3 * kHour;
   api.store().addGap(testing::makeGap(api.lab(), "orders", 0, GapKind::kAck, b_end, 5 * kSecond));
   for (int i = 0; i < 250; ++i) {
-    addEvent(b_end - 5 * kSecond - kIncidentEventsBeforeUs + i * 100'000, i % 10 == 0 ? "probe" : "metadata",
-             "b" + std::to_string(i));
+    addEvent(b_end - 5 * kSecond - kIncidentEventsBeforeUs + i * 100'000,
+             i % 10 == 0 ? "probe" : "metadata", "b" + std::to_string(i));
   }
   // Incident C two hours ago with two events, and an event between B and C that is near neither.
   const auto c_end = kNow - 2 * kHour;
-  api.store().addGap(testing::makeGap(api.lab(), "orders", 1, GapKind::kReceive, c_end, 3 * kSecond));
+  api.store().addGap(
+      testing::makeGap(api.lab(), "orders", 1, GapKind::kReceive, c_end, 3 * kSecond));
   addEvent(c_end - 3 * kSecond - kIncidentEventsBeforeUs, "client", "c-first");
   addEvent(c_end + kIncidentEventsAfterUs - 1, "broker_log", "c-last");
   addEvent(c_end + kIncidentEventsAfterUs, "broker_log", "just-after-c");
@@ -687,7 +778,8 @@ TEST_CASE("each incident gets its own events, cut at 200 before probe events are
   // drill that finished before the range: the drill's own stall, not an incident.
   const auto range_from = kNow - 7 * 24 * kHour;
   api.seedDrill("kill", "done", range_from - 30 * 60 * kSecond, {});
-  api.store().addGap(testing::makeGap(api.lab(), "orders", 2, GapKind::kAck, range_from + kHour, 2 * kHour));
+  api.store().addGap(
+      testing::makeGap(api.lab(), "orders", 2, GapKind::kAck, range_from + kHour, 2 * kHour));
   api.store().flush();
 
   const auto list = api.get("/api/v1/clusters/lab/incidents").json();
@@ -746,23 +838,26 @@ TEST_CASE("metrics report the database's size and what retention pruned", "[inte
   report.last_success_us = kNow - 1'500'000;
   api.retention().set(report);
   text = api.get("/metrics").body;
-  CHECK(text.find("# TYPE kfaild_storage_max_bytes gauge\nkfaild_storage_max_bytes 1073741824\n") != std::string::npos);
+  CHECK(text.find("# TYPE kfaild_storage_max_bytes gauge\nkfaild_storage_max_bytes 1073741824\n") !=
+        std::string::npos);
   CHECK(text.find("# TYPE kfaild_storage_last_prune_timestamp_seconds gauge\n"
-                  "kfaild_storage_last_prune_timestamp_seconds 1699999998.5\n") != std::string::npos);
+                  "kfaild_storage_last_prune_timestamp_seconds 1699999998.5\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("metrics count many drills by outcome, as many as there are", "[integration][api]") {
   DrillApi api;
   // More than one page of any listing, in three outcomes and two clusters.
   for (int i = 0; i < 120; ++i) {
-    api.seedDrill(i % 3 == 0 ? "stop" : "kill", i % 4 == 0 ? "failed" : "done", kNow - (200 - i) * kHour, {},
-                  i % 5 == 0 ? api.idle() : api.lab());
+    api.seedDrill(i % 3 == 0 ? "stop" : "kill", i % 4 == 0 ? "failed" : "done",
+                  kNow - (200 - i) * kHour, {}, i % 5 == 0 ? api.idle() : api.lab());
   }
   std::map<std::string, int> want;
   for (int i = 0; i < 120; ++i) {
     const std::string cluster = i % 5 == 0 ? "idle" : "lab";
-    ++want["kfaild_drills{cluster=\"" + (cluster == "idle" ? std::to_string(api.idle()) : cluster) + "\",fault=\"" +
-           (i % 3 == 0 ? "stop" : "kill") + "\",state=\"" + (i % 4 == 0 ? "failed" : "done") + "\"} "];
+    ++want["kfaild_drills{cluster=\"" + (cluster == "idle" ? std::to_string(api.idle()) : cluster) +
+           "\",fault=\"" + (i % 3 == 0 ? "stop" : "kill") + "\",state=\"" +
+           (i % 4 == 0 ? "failed" : "done") + "\"} "];
   }
   const auto text = api.get("/metrics").body;
   int total = 0;
@@ -805,8 +900,11 @@ std::vector<MutatingRoute> mutatingRoutes(DrillApi& api) {
   const auto schedule_id = std::to_string(*api.drills().createSchedule(schedule));
   return {
       {"POST", "/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":1}})"},
-      {"POST", "/api/v1/drills/" + std::to_string(api.seedDrill("kill", "queued", kNow, {})) + "/abort", ""},
-      {"POST", "/api/v1/recoveries/" + std::to_string(recovery) + "/resolve", R"({"note":"retired"})"},
+      {"POST",
+       "/api/v1/drills/" + std::to_string(api.seedDrill("kill", "queued", kNow, {})) + "/abort",
+       ""},
+      {"POST", "/api/v1/recoveries/" + std::to_string(recovery) + "/resolve",
+       R"({"note":"retired"})"},
       {"POST", "/api/v1/schedules",
        R"({"cluster":"lab","name":"weekly","cron":"0 3 * * MON","drill":{"fault":"kill","target":{"broker":1}}})"},
       {"PATCH", "/api/v1/schedules/" + schedule_id, R"({"enabled":false})"},
@@ -814,28 +912,37 @@ std::vector<MutatingRoute> mutatingRoutes(DrillApi& api) {
   };
 }
 
-TEST_CASE("every mutating route: the viewer token is 403, no token 401, a foreign Origin or a text/plain body "
-          "403/415, a foreign Host 421, and the operator succeeds, every attempt in the audit log (anonymous "
-          "ones counted)",
-          "[integration][api][security]") {
+TEST_CASE(
+    "every mutating route: the viewer token is 403, no token 401, a foreign Origin or a text/plain "
+    "body "
+    "403/415, a foreign Host 421, and the operator succeeds, every attempt in the audit log "
+    "(anonymous "
+    "ones counted)",
+    "[integration][api][security]") {
   DrillApi api;
   const auto routes = mutatingRoutes(api);
-  int attempts = 0;  // with a token: a row each
+  int attempts = 0;   // with a token: a row each
   int anonymous = 0;  // 401 and 421: counted per minute, peer, route and status
   for (const auto& route : routes) {
     INFO(route.method << " " << route.target);
     problemOf(api.sendAs(route.method, route.target, route.body, kViewerToken), 403, "forbidden");
     problemOf(api.sendAs(route.method, route.target, route.body, ""), 401, "unauthorized");
-    problemOf(api.sendAs(route.method, route.target, route.body, kToken, {{"Origin", "http://evil.example"}}), 403,
-              "cross-site-request");
-    problemOf(api.sendAs(route.method, route.target, route.body, kToken, {{"Sec-Fetch-Site", "cross-site"}}), 403,
-              "cross-site-request");
-    problemOf(api.sendAs(route.method, route.target, route.body, kToken, {{"Host", "rebound.evil.example"}}), 421,
-              "unknown-host");
+    problemOf(api.sendAs(route.method, route.target, route.body, kToken,
+                         {{"Origin", "http://evil.example"}}),
+              403, "cross-site-request");
+    problemOf(api.sendAs(route.method, route.target, route.body, kToken,
+                         {{"Sec-Fetch-Site", "cross-site"}}),
+              403, "cross-site-request");
+    problemOf(api.sendAs(route.method, route.target, route.body, kToken,
+                         {{"Host", "rebound.evil.example"}}),
+              421, "unknown-host");
     if (!route.body.empty()) {
       testing::HttpConnection connection(api.port());
-      const auto plain = connection.request({route.method, route.target, route.body,
-                                             {{"Authorization", std::string("Bearer ") + kToken}, {"Content-Type", "text/plain"}}});
+      const auto plain = connection.request(
+          {route.method,
+           route.target,
+           route.body,
+           {{"Authorization", std::string("Bearer ") + kToken}, {"Content-Type", "text/plain"}}});
       problemOf(plain, 415, "unsupported-media-type");
       ++attempts;
     }
@@ -866,7 +973,8 @@ TEST_CASE("every mutating route: the viewer token is 403, no token 401, a foreig
   std::vector<json> rows;
   std::string cursor;
   for (int page = 0; page < 20; ++page) {
-    const auto reply = api.getAs("/api/v1/audit?limit=7" + (cursor.empty() ? "" : "&cursor=" + cursor), kToken);
+    const auto reply =
+        api.getAs("/api/v1/audit?limit=7" + (cursor.empty() ? "" : "&cursor=" + cursor), kToken);
     REQUIRE(reply.status == 200);
     const auto page_json = reply.json();
     for (const auto& item : page_json["items"]) rows.push_back(item);
@@ -881,7 +989,8 @@ TEST_CASE("every mutating route: the viewer token is 403, no token 401, a foreig
   CHECK(newest["remote_address"] == "127.0.0.1");
   CHECK(newest["status"] == 204);
   CHECK(newest["problem"].is_null());
-  CHECK(newest["body_sha256"] == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(newest["body_sha256"] ==
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   CHECK(newest["time"] == common::formatRfc3339(kNow));
   std::set<std::string> problems;
   std::set<std::string> roles;
@@ -889,14 +998,16 @@ TEST_CASE("every mutating route: the viewer token is 403, no token 401, a foreig
     if (!row["problem"].is_null()) problems.insert(row["problem"].get<std::string>());
     roles.insert(row["role"].get<std::string>());
   }
-  CHECK(problems == std::set<std::string>{"forbidden", "cross-site-request", "unsupported-media-type"});
+  CHECK(problems ==
+        std::set<std::string>{"forbidden", "cross-site-request", "unsupported-media-type"});
   CHECK(roles == std::set<std::string>{"viewer", "operator"});
   // The drill's body, hashed: the log proves what was sent without keeping it.
   const auto drill_post = std::find_if(rows.begin(), rows.end(), [](const json& row) {
     return row["route"] == "/api/v1/clusters/{cluster}/drills" && row["status"] == 202;
   });
   REQUIRE(drill_post != rows.end());
-  CHECK((*drill_post)["body_sha256"] == "708939e0b8e216fbe201e65fd472eb046a0c153599e015dea56707cc14d6ff58");
+  CHECK((*drill_post)["body_sha256"] ==
+        "708939e0b8e216fbe201e65fd472eb046a0c153599e015dea56707cc14d6ff58");
 }
 
 TEST_CASE("a reader without the operator token sees drill reasons and cluster addresses redacted",
@@ -908,10 +1019,12 @@ TEST_CASE("a reader without the operator token sees drill reasons and cluster ad
   failed.target = R"({"broker":1})";
   failed.options = "{}";
   failed.state = "failed";
-  failed.reason = "kill of broker 1 failed: ssh_failed: root@kafka-1.internal: Permission denied (publickey)";
+  failed.reason =
+      "kill of broker 1 failed: ssh_failed: root@kafka-1.internal: Permission denied (publickey)";
   failed.created_us = kNow;
   const auto id = std::to_string(*api.drills().createDrill(failed));
-  const std::string redacted = "kill of broker 1 failed: ssh_failed: [redacted]: Permission denied (publickey)";
+  const std::string redacted =
+      "kill of broker 1 failed: ssh_failed: [redacted]: Permission denied (publickey)";
   CHECK(api.getAs("/api/v1/drills/" + id, "").json()["reason"] == redacted);
   CHECK(api.getAs("/api/v1/drills/" + id, kViewerToken).json()["reason"] == redacted);
   CHECK(api.getAs("/api/v1/drills/" + id, kToken).json()["reason"] == failed.reason);
@@ -925,7 +1038,8 @@ TEST_CASE("a reader without the operator token sees drill reasons and cluster ad
 
 TEST_CASE("every answer carries the dashboard's security headers", "[integration][api][security]") {
   DrillApi api;
-  for (const auto& reply : {api.get("/api/v1/drills"), api.get("/no/such/path"), api.getAs("/api/v1/audit", "")}) {
+  for (const auto& reply :
+       {api.get("/api/v1/drills"), api.get("/no/such/path"), api.getAs("/api/v1/audit", "")}) {
     const auto csp = reply.header("Content-Security-Policy");
     CHECK(csp.find("script-src 'self'") != std::string::npos);
     CHECK(csp.find("frame-ancestors 'none'") != std::string::npos);
@@ -943,7 +1057,8 @@ namespace {
 
 // A stored verdict as the engine writes it: one failing ack check on p0 of run `run` and, when
 // `regressed`, a regression of that stall.
-void setVerdict(storage::SqliteDrillStore& drills, std::int64_t id, analysis::CheckStatus status, bool regressed) {
+void setVerdict(storage::SqliteDrillStore& drills, std::int64_t id, analysis::CheckStatus status,
+                bool regressed) {
   auto row = drills.drill(id);
   REQUIRE(row.ok());
   REQUIRE(row->has_value());
@@ -962,7 +1077,9 @@ void setVerdict(storage::SqliteDrillStore& drills, std::int64_t id, analysis::Ch
   c.partition = 0;
   c.role = "leader";
   v.checks.push_back(c);
-  if (regressed) v.regressions.push_back({analysis::StallKind::kAck, "leader", "orders", 0, 1, 9.0, 4.0, 2.25, 3});
+  if (regressed)
+    v.regressions.push_back(
+        {analysis::StallKind::kAck, "leader", "orders", 0, 1, 9.0, 4.0, 2.25, 3});
   auto result = json::parse(d.result);
   result["verdict"] = analysis::toJson(v);
   d.result = result.dump();
@@ -973,11 +1090,13 @@ void setVerdict(storage::SqliteDrillStore& drills, std::int64_t id, analysis::Ch
 
 }  // namespace
 
-TEST_CASE("a drill request's expect is kept with the drill, and an unknown objective is a 400 naming it",
-          "[integration][api][verdict]") {
+TEST_CASE(
+    "a drill request's expect is kept with the drill, and an unknown objective is a 400 naming it",
+    "[integration][api][verdict]") {
   DrillApi api;
-  const auto reply = api.send("POST", "/api/v1/clusters/lab/drills",
-                              R"({"fault":"kill","target":{"broker":1},"expect":{"max_ack_stall_s":1}})");
+  const auto reply =
+      api.send("POST", "/api/v1/clusters/lab/drills",
+               R"({"fault":"kill","target":{"broker":1},"expect":{"max_ack_stall_s":1}})");
   REQUIRE(reply.status == 202);
   const auto drill = reply.json();
   CHECK(drill["expect"] == json{{"max_ack_stall_s", 1.0}});
@@ -988,16 +1107,20 @@ TEST_CASE("a drill request's expect is kept with the drill, and an unknown objec
   REQUIRE(stored.ok());
   CHECK(json::parse((*stored)->expect) == json{{"max_ack_stall_s", 1.0}});
 
-  CHECK(problemOf(api.send("POST", "/api/v1/clusters/lab/drills",
-                           R"({"fault":"kill","target":{"broker":1},"expect":{"max_ack_stall":1}})"),
-                  400, "invalid-body")["detail"]
-            .get<std::string>()
-            .starts_with("expect.max_ack_stall: unknown key"));
-  CHECK(problemOf(api.send("POST", "/api/v1/clusters/lab/drills",
-                           R"({"fault":"kill","target":{"broker":1},"expect":{"by_fault":{"kill":{"max_ack_stall_s":-2}}}})"),
-                  400, "invalid-body")["detail"]
-            .get<std::string>()
-            .starts_with("expect.by_fault.kill.max_ack_stall_s: must be between"));
+  CHECK(
+      problemOf(api.send("POST", "/api/v1/clusters/lab/drills",
+                         R"({"fault":"kill","target":{"broker":1},"expect":{"max_ack_stall":1}})"),
+                400, "invalid-body")["detail"]
+          .get<std::string>()
+          .starts_with("expect.max_ack_stall: unknown key"));
+  CHECK(
+      problemOf(
+          api.send(
+              "POST", "/api/v1/clusters/lab/drills",
+              R"({"fault":"kill","target":{"broker":1},"expect":{"by_fault":{"kill":{"max_ack_stall_s":-2}}}})"),
+          400, "invalid-body")["detail"]
+          .get<std::string>()
+          .starts_with("expect.by_fault.kill.max_ack_stall_s: must be between"));
 }
 
 TEST_CASE("a drill's verdict and regression are served, filtered and counted in the statistics",

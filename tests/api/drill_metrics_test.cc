@@ -20,19 +20,29 @@
 namespace kfaild::api {
 namespace {
 
-using nlohmann::json;
 using kfaild::testing::TempDir;
+using nlohmann::json;
 
 constexpr std::int64_t kBase = 1'760'000'000'000'000;
 
-json partition(int p, const std::string& role, json ack, json receive, json phases = json::object()) {
-  return {{"topic", "orders"}, {"partition", p}, {"role", role}, {"ack", std::move(ack)},
-          {"receive", std::move(receive)}, {"phases", std::move(phases)}, {"lost", 0},
-          {"failed", 0}, {"duplicated", 0}, {"unresolved", 0}};
+json partition(int p, const std::string& role, json ack, json receive,
+               json phases = json::object()) {
+  return {{"topic", "orders"},
+          {"partition", p},
+          {"role", role},
+          {"ack", std::move(ack)},
+          {"receive", std::move(receive)},
+          {"phases", std::move(phases)},
+          {"lost", 0},
+          {"failed", 0},
+          {"duplicated", 0},
+          {"unresolved", 0}};
 }
 
 json stall(std::int64_t us) {
-  return {{"outcome", "stall"}, {"stall", {{"start_us", kBase}, {"end_us", kBase + us}, {"duration_us", us}, {"open", false}}}};
+  return {{"outcome", "stall"},
+          {"stall",
+           {{"start_us", kBase}, {"end_us", kBase + us}, {"duration_us", us}, {"open", false}}}};
 }
 
 json none() {
@@ -101,23 +111,30 @@ void requireLines(const std::string& text, const std::vector<std::string>& lines
   }
 }
 
-TEST_CASE("the last analysed drill of each cluster and fault gives its verdict, stalls by role and phases",
-          "[integration][api]") {
+TEST_CASE(
+    "the last analysed drill of each cluster and fault gives its verdict, stalls by role and "
+    "phases",
+    "[integration][api]") {
   DrillDb db;
   // An older kill that passed: replaced by the newer one below.
-  db.add(db.lab, "kill", "done", kBase, {{"verdict", {{"verdict", "pass"}, {"checks", json::array()}}},
-                                         {"runs", json::array({runOf(json::array({partition(0, "leader", stall(1'000'000), stall(1'000'000))}))})}});
+  db.add(db.lab, "kill", "done", kBase,
+         {{"verdict", {{"verdict", "pass"}, {"checks", json::array()}}},
+          {"runs", json::array({runOf(json::array(
+                       {partition(0, "leader", stall(1'000'000), stall(1'000'000))}))})}});
   // The last analysed kill: failed its objectives and regressed; two runs, the longest counts.
   const auto kill = db.add(
       db.lab, "kill", "done", kBase + 3'600'000'000,
-      {{"verdict", {{"verdict", "fail"},
-                    {"checks", json::array()},
-                    {"regressions", json::array({{{"kind", "ack"}, {"role", "leader"}, {"factor", 2.5}}})}}},
+      {{"verdict",
+        {{"verdict", "fail"},
+         {"checks", json::array()},
+         {"regressions", json::array({{{"kind", "ack"}, {"role", "leader"}, {"factor", 2.5}}})}}},
        {"runs", json::array({
                     runOf(json::array({
                         partition(0, "leader", stall(9'400'000), stall(9'900'000),
-                                  {{"detection_us", 8'270'000}, {"election_us", 60'000},
-                                   {"discovery_us", nullptr}, {"resume_us", 400'000}}),
+                                  {{"detection_us", 8'270'000},
+                                   {"election_us", 60'000},
+                                   {"discovery_us", nullptr},
+                                   {"resume_us", 400'000}}),
                         partition(1, "follower", stall(8'500'000), inconclusive()),
                         partition(2, "follower", none(), none()),
                     })),
@@ -131,48 +148,58 @@ TEST_CASE("the last analysed drill of each cluster and fault gives its verdict, 
   db.add(db.lab, "kill", "failed", kBase + 7'200'000'000, json::object());
   // A stop drill from before verdicts existed: verdict "none", no regression flag.
   db.add(db.lab, "stop", "done", kBase + 1'800'000'000,
-         {{"runs", json::array({runOf(json::array({partition(0, "leader", stall(1'100'000), none())}))})}});
+         {{"runs",
+           json::array({runOf(json::array({partition(0, "leader", stall(1'100'000), none())}))})}});
   // A cluster no longer configured still reports, labelled by its id.
   db.add(db.retired, "kill", "done", kBase, {{"verdict", {{"verdict", "inconclusive"}}}});
 
   const auto text = db.metrics();
   const std::string retired = std::to_string(db.retired);
-  requireLines(text, {
-      "# TYPE kfaild_last_drill_verdict gauge",
-      R"(kfaild_last_drill_verdict{cluster="lab",fault="kill",verdict="fail"} 1)",
-      R"(kfaild_last_drill_verdict{cluster="lab",fault="kill",verdict="pass"} 0)",
-      R"(kfaild_last_drill_verdict{cluster="lab",fault="kill",verdict="inconclusive"} 0)",
-      R"(kfaild_last_drill_verdict{cluster="lab",fault="kill",verdict="none"} 0)",
-      R"(kfaild_last_drill_verdict{cluster="lab",fault="stop",verdict="none"} 1)",
-      R"(kfaild_last_drill_verdict{cluster="lab",fault="stop",verdict="pass"} 0)",
-      "kfaild_last_drill_verdict{cluster=\"" + retired + "\",fault=\"kill\",verdict=\"inconclusive\"} 1",
-      R"(kfaild_last_drill_id{cluster="lab",fault="kill"} )" + std::to_string(kill),
-      R"(kfaild_last_drill_timestamp_seconds{cluster="lab",fault="kill"} 1760003600)",
-      R"(kfaild_last_drill_timestamp_seconds{cluster="lab",fault="stop"} 1760001800)",
-      R"(kfaild_drill_last_done_timestamp_seconds{cluster="lab"} 1760003600)",
-      R"(kfaild_drill_last_done_timestamp_seconds{cluster="prod"} 0)",
-      R"(kfaild_last_drill_regressed{cluster="lab",fault="kill"} 1)",
-      R"(kfaild_last_drill_regressed{cluster="lab",fault="stop"} 0)",
-      R"(kfaild_last_drill_ack_stall_seconds{cluster="lab",fault="kill",topic="orders",partition="0",role="leader"} 10.24)",
-      R"(kfaild_last_drill_ack_stall_seconds{cluster="lab",fault="kill",topic="orders",partition="1",role="follower"} 8.5)",
-      R"(kfaild_last_drill_ack_stall_seconds{cluster="lab",fault="kill",topic="orders",partition="2",role="follower"} 0)",
-      R"(kfaild_last_drill_receive_stall_seconds{cluster="lab",fault="kill",topic="orders",partition="0",role="leader"} 10)",
-      R"(kfaild_last_drill_ack_stall_seconds{cluster="lab",fault="stop",topic="orders",partition="0",role="leader"} 1.1)",
-      R"(kfaild_last_drill_phase_seconds{cluster="lab",fault="kill",phase="detection"} 8.89)",
-      R"(kfaild_last_drill_phase_seconds{cluster="lab",fault="kill",phase="election"} 0.6)",
-      R"(kfaild_last_drill_phase_seconds{cluster="lab",fault="kill",phase="resume"} 0.4)",
-      R"(kfaild_last_drill_messages{cluster="lab",fault="kill",fate="lost"} 0)",
-  });
+  requireLines(
+      text,
+      {
+          "# TYPE kfaild_last_drill_verdict gauge",
+          R"(kfaild_last_drill_verdict{cluster="lab",fault="kill",verdict="fail"} 1)",
+          R"(kfaild_last_drill_verdict{cluster="lab",fault="kill",verdict="pass"} 0)",
+          R"(kfaild_last_drill_verdict{cluster="lab",fault="kill",verdict="inconclusive"} 0)",
+          R"(kfaild_last_drill_verdict{cluster="lab",fault="kill",verdict="none"} 0)",
+          R"(kfaild_last_drill_verdict{cluster="lab",fault="stop",verdict="none"} 1)",
+          R"(kfaild_last_drill_verdict{cluster="lab",fault="stop",verdict="pass"} 0)",
+          "kfaild_last_drill_verdict{cluster=\"" + retired +
+              "\",fault=\"kill\",verdict=\"inconclusive\"} 1",
+          R"(kfaild_last_drill_id{cluster="lab",fault="kill"} )" + std::to_string(kill),
+          R"(kfaild_last_drill_timestamp_seconds{cluster="lab",fault="kill"} 1760003600)",
+          R"(kfaild_last_drill_timestamp_seconds{cluster="lab",fault="stop"} 1760001800)",
+          R"(kfaild_drill_last_done_timestamp_seconds{cluster="lab"} 1760003600)",
+          R"(kfaild_drill_last_done_timestamp_seconds{cluster="prod"} 0)",
+          R"(kfaild_last_drill_regressed{cluster="lab",fault="kill"} 1)",
+          R"(kfaild_last_drill_regressed{cluster="lab",fault="stop"} 0)",
+          R"(kfaild_last_drill_ack_stall_seconds{cluster="lab",fault="kill",topic="orders",partition="0",role="leader"} 10.24)",
+          R"(kfaild_last_drill_ack_stall_seconds{cluster="lab",fault="kill",topic="orders",partition="1",role="follower"} 8.5)",
+          R"(kfaild_last_drill_ack_stall_seconds{cluster="lab",fault="kill",topic="orders",partition="2",role="follower"} 0)",
+          R"(kfaild_last_drill_receive_stall_seconds{cluster="lab",fault="kill",topic="orders",partition="0",role="leader"} 10)",
+          R"(kfaild_last_drill_ack_stall_seconds{cluster="lab",fault="stop",topic="orders",partition="0",role="leader"} 1.1)",
+          R"(kfaild_last_drill_phase_seconds{cluster="lab",fault="kill",phase="detection"} 8.89)",
+          R"(kfaild_last_drill_phase_seconds{cluster="lab",fault="kill",phase="election"} 0.6)",
+          R"(kfaild_last_drill_phase_seconds{cluster="lab",fault="kill",phase="resume"} 0.4)",
+          R"(kfaild_last_drill_messages{cluster="lab",fault="kill",fate="lost"} 0)",
+      });
   // Inconclusive receive stalls and unobserved phases have no sample rather than a made-up 0.
-  CHECK(text.find(R"(kfaild_last_drill_receive_stall_seconds{cluster="lab",fault="kill",topic="orders",partition="1")") ==
-        std::string::npos);
+  CHECK(
+      text.find(
+          R"(kfaild_last_drill_receive_stall_seconds{cluster="lab",fault="kill",topic="orders",partition="1")") ==
+      std::string::npos);
   CHECK(text.find(R"(phase="discovery")") == std::string::npos);
   // The older passing kill is not reported at all.
-  CHECK(text.find(R"(kfaild_last_drill_ack_stall_seconds{cluster="lab",fault="kill",topic="orders",partition="0",role="leader"} 1)" "\n") ==
-        std::string::npos);
+  CHECK(
+      text.find(
+          R"(kfaild_last_drill_ack_stall_seconds{cluster="lab",fault="kill",topic="orders",partition="0",role="leader"} 1)"
+          "\n") == std::string::npos);
   // One HELP/TYPE per family, all its samples after it.
-  CHECK(text.find("# TYPE kfaild_last_drill_verdict") == text.rfind("# TYPE kfaild_last_drill_verdict"));
-  CHECK(text.find("kfaild_last_drill_verdict{", text.find("# TYPE kfaild_last_drill_id")) == std::string::npos);
+  CHECK(text.find("# TYPE kfaild_last_drill_verdict") ==
+        text.rfind("# TYPE kfaild_last_drill_verdict"));
+  CHECK(text.find("kfaild_last_drill_verdict{", text.find("# TYPE kfaild_last_drill_id")) ==
+        std::string::npos);
 }
 
 TEST_CASE("a drill result that is not JSON reads as a drill without a verdict, not a failed scrape",
@@ -204,14 +231,17 @@ TEST_CASE("the last drills are found in the outcome index, reading only their ow
       "WHERE state = 'done' GROUP BY cluster_id, fault) ORDER BY cluster_id, fault");
   REQUIRE(plan.ok());
   std::string steps;
-  for (auto step = plan->step(); step.ok() && *step; step = plan->step()) steps += plan->columnText(3) + "; ";
+  for (auto step = plan->step(); step.ok() && *step; step = plan->step())
+    steps += plan->columnText(3) + "; ";
   CHECK_THAT(steps, Catch::Contains("SEARCH drills USING INTEGER PRIMARY KEY"));
   CHECK_THAT(steps, Catch::Contains("COVERING INDEX drills_by_outcome"));
 }
 
-TEST_CASE("metrics expose per-message ack and end-to-end latency histograms, the probe's skipped ticks and its "
-          "replaced clients",
-          "[integration][api]") {
+TEST_CASE(
+    "metrics expose per-message ack and end-to-end latency histograms, the probe's skipped ticks "
+    "and its "
+    "replaced clients",
+    "[integration][api]") {
   testing::ApiHarness api;
   api.live().update([](std::vector<ClusterLive>& clusters) {
     auto& p0 = clusters[0].probe.partitions[0];
@@ -223,25 +253,27 @@ TEST_CASE("metrics expose per-message ack and end-to-end latency histograms, the
   });
   const auto reply = api.get("/metrics");
   REQUIRE(reply.status == 200);
-  requireLines(reply.body, {
-      "# TYPE kfaild_probe_ack_latency_seconds histogram",
-      R"(kfaild_probe_ack_latency_seconds_bucket{cluster="lab",topic="orders",partition="0",le="0.001"} 0)",
-      R"(kfaild_probe_ack_latency_seconds_bucket{cluster="lab",topic="orders",partition="0",le="0.005"} 2)",
-      R"(kfaild_probe_ack_latency_seconds_bucket{cluster="lab",topic="orders",partition="0",le="10"} 3)",
-      R"(kfaild_probe_ack_latency_seconds_bucket{cluster="lab",topic="orders",partition="0",le="+Inf"} 3)",
-      R"(kfaild_probe_ack_latency_seconds_sum{cluster="lab",topic="orders",partition="0"} 9.407)",
-      R"(kfaild_probe_ack_latency_seconds_count{cluster="lab",topic="orders",partition="0"} 3)",
-      R"(kfaild_probe_end_to_end_latency_seconds_bucket{cluster="lab",topic="orders",partition="0",le="5"} 0)",
-      R"(kfaild_probe_end_to_end_latency_seconds_bucket{cluster="lab",topic="orders",partition="0",le="10"} 1)",
-      R"(kfaild_probe_end_to_end_latency_seconds_count{cluster="lab",topic="orders",partition="1"} 0)",
-      R"(kfaild_probe_ack_interval_seconds_bucket{cluster="lab",topic="orders",partition="0",le="0.025"} 0)",
-      R"(kfaild_probe_ticks_total{cluster="lab"} 5000)",
-      R"(kfaild_probe_skipped_ticks_total{cluster="lab"} 12)",
-      "# TYPE kfaild_probe_client_recreations_total counter",
-      R"(kfaild_probe_client_recreations_total{cluster="lab",client="producer"} 0)",
-      R"(kfaild_probe_client_recreations_total{cluster="lab",client="consumer"} 2)",
-      R"(kfaild_probe_max_send_lateness_seconds{cluster="lab"} 0.25)",
-  });
+  requireLines(
+      reply.body,
+      {
+          "# TYPE kfaild_probe_ack_latency_seconds histogram",
+          R"(kfaild_probe_ack_latency_seconds_bucket{cluster="lab",topic="orders",partition="0",le="0.001"} 0)",
+          R"(kfaild_probe_ack_latency_seconds_bucket{cluster="lab",topic="orders",partition="0",le="0.005"} 2)",
+          R"(kfaild_probe_ack_latency_seconds_bucket{cluster="lab",topic="orders",partition="0",le="10"} 3)",
+          R"(kfaild_probe_ack_latency_seconds_bucket{cluster="lab",topic="orders",partition="0",le="+Inf"} 3)",
+          R"(kfaild_probe_ack_latency_seconds_sum{cluster="lab",topic="orders",partition="0"} 9.407)",
+          R"(kfaild_probe_ack_latency_seconds_count{cluster="lab",topic="orders",partition="0"} 3)",
+          R"(kfaild_probe_end_to_end_latency_seconds_bucket{cluster="lab",topic="orders",partition="0",le="5"} 0)",
+          R"(kfaild_probe_end_to_end_latency_seconds_bucket{cluster="lab",topic="orders",partition="0",le="10"} 1)",
+          R"(kfaild_probe_end_to_end_latency_seconds_count{cluster="lab",topic="orders",partition="1"} 0)",
+          R"(kfaild_probe_ack_interval_seconds_bucket{cluster="lab",topic="orders",partition="0",le="0.025"} 0)",
+          R"(kfaild_probe_ticks_total{cluster="lab"} 5000)",
+          R"(kfaild_probe_skipped_ticks_total{cluster="lab"} 12)",
+          "# TYPE kfaild_probe_client_recreations_total counter",
+          R"(kfaild_probe_client_recreations_total{cluster="lab",client="producer"} 0)",
+          R"(kfaild_probe_client_recreations_total{cluster="lab",client="consumer"} 2)",
+          R"(kfaild_probe_max_send_lateness_seconds{cluster="lab"} 0.25)",
+      });
 }
 
 }  // namespace
@@ -255,17 +287,20 @@ namespace {
 TEST_CASE("promtool finds nothing to lint in kfaild's metrics, the last drill's families included",
           "[integration][api]") {
   DrillDb db;
-  db.add(db.lab, "kill", "done", kBase,
-         {{"verdict", {{"verdict", "pass"}}},
-          {"runs", json::array({runOf(json::array({partition(0, "leader", stall(9'400'000), stall(9'900'000),
-                                                              {{"detection_us", 8'270'000}})}))})}});
+  db.add(
+      db.lab, "kill", "done", kBase,
+      {{"verdict", {{"verdict", "pass"}}},
+       {"runs",
+        json::array({runOf(json::array({partition(0, "leader", stall(9'400'000), stall(9'900'000),
+                                                  {{"detection_us", 8'270'000}})}))})}});
   testing::ApiHarness api;
   const auto reply = api.get("/metrics");
   REQUIRE(reply.status == 200);
   const auto lint = [&db](const std::string& text) {
     const auto path = db.dir / "metrics.txt";
     std::ofstream(path) << text;
-    const auto ran = kfaild::testing::run("promtool check metrics < " + kfaild::testing::quoted(path));
+    const auto ran =
+        kfaild::testing::run("promtool check metrics < " + kfaild::testing::quoted(path));
     return std::pair{ran.status, ran.output};
   };
   const auto [status, output] = lint(reply.body + db.metrics());
@@ -273,8 +308,9 @@ TEST_CASE("promtool finds nothing to lint in kfaild's metrics, the last drill's 
   CHECK(status == 0);
   CHECK(output.empty());
   // The linter does complain: a counter named without _total.
-  const auto [broken_status, broken_output] =
-      lint(reply.body + "# HELP kfaild_broken Not a counter name.\n# TYPE kfaild_broken counter\nkfaild_broken 1\n");
+  const auto [broken_status, broken_output] = lint(
+      reply.body +
+      "# HELP kfaild_broken Not a counter name.\n# TYPE kfaild_broken counter\nkfaild_broken 1\n");
   INFO(broken_output);
   CHECK(broken_status != 0);
   CHECK_THAT(broken_output, Catch::Contains("kfaild_broken"));

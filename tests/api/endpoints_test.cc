@@ -123,16 +123,17 @@ TEST_CASE("a cluster's detail has its brokers and replicas and the probe state o
                                  {"polls", 120},
                                  {"failures", 1},
                                  {"last_error", nullptr}});
-  CHECK(body["probe"] == json{{"phase", "probing"},
-                              {"problem", nullptr},
-                              {"run_id", "abcdef0123456789"},
-                              {"interval_us", 20'000},
-                              {"ticks", 5000},
-                              {"skipped_ticks", 0},
-                              {"held_ticks", 40},
-                              {"max_send_lateness_us", 0},
-                              {"sender_scheduling", "nice -10 (SCHED_FIFO refused: Operation not permitted)"},
-                              {"client_settings", {{"acks", "-1"}, {"enable.idempotence", "true"}}}});
+  CHECK(body["probe"] ==
+        json{{"phase", "probing"},
+             {"problem", nullptr},
+             {"run_id", "abcdef0123456789"},
+             {"interval_us", 20'000},
+             {"ticks", 5000},
+             {"skipped_ticks", 0},
+             {"held_ticks", 40},
+             {"max_send_lateness_us", 0},
+             {"sender_scheduling", "nice -10 (SCHED_FIFO refused: Operation not permitted)"},
+             {"client_settings", {{"acks", "-1"}, {"enable.idempotence", "true"}}}});
   REQUIRE(body["topics"].size() == 1);
   const auto& orders = body["topics"][0];
   CHECK(orders["name"] == "orders");
@@ -394,9 +395,10 @@ TEST_CASE("from at or after to is an empty answer on gaps, events and samples, n
     std::string path;
     std::int64_t t;
   };
-  for (const auto& c : {Case{"/api/v1/clusters/lab/gaps?kind=ack&partition=0&min_ms=1000&", kNow - 2 * kHour},
-                        Case{"/api/v1/clusters/lab/events?source=broker_log&", kNow - 2 * kHour - 500'000},
-                        Case{"/api/v1/clusters/lab/partitions/orders/0/samples?", send}}) {
+  for (const auto& c :
+       {Case{"/api/v1/clusters/lab/gaps?kind=ack&partition=0&min_ms=1000&", kNow - 2 * kHour},
+        Case{"/api/v1/clusters/lab/events?source=broker_log&", kNow - 2 * kHour - 500'000},
+        Case{"/api/v1/clusters/lab/partitions/orders/0/samples?", send}}) {
     INFO(c.path);
     const auto none = api.get(c.path + "from=" + at(c.t) + "&to=" + at(c.t));
     INFO(none.body);

@@ -3,6 +3,8 @@
 // many connections from one address or one IPv6 /64, and the error path of a request whose
 // target has no path.
 
+#include "api/http_limits.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -21,7 +23,6 @@
 #include <thread>
 #include <vector>
 
-#include "api/http_limits.h"
 #include "api/http_server.h"
 #include "tests/api/api_test_support.h"
 #include "tests/api/http_client.h"
@@ -46,7 +47,8 @@ long residentKiB() {
 // peer to the server).
 class RawSocket {
  public:
-  RawSocket(std::uint16_t port, const char* source = "127.0.0.1") : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+  RawSocket(std::uint16_t port, const char* source = "127.0.0.1")
+      : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
     REQUIRE(fd_ >= 0);
     sockaddr_in from{};
     from.sin_family = AF_INET;
@@ -94,18 +96,21 @@ TEST_CASE("a 1 GB chunk extension gets a 400 and leaves the server's memory flat
   ApiHarness api;
   const auto before = residentKiB();
   RawSocket client(api.port());
-  REQUIRE(client.send("POST /api/v1/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                      "Transfer-Encoding: chunked\r\n\r\n1;ext="));
+  REQUIRE(client.send(
+      "POST /api/v1/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n1;ext="));
   std::atomic<std::int64_t> sent{0};
   std::thread sender([&] {
     const std::string block(1024 * 1024, 'e');
-    for (int i = 0; i < 1024 && client.send(block); ++i) sent += static_cast<std::int64_t>(block.size());
+    for (int i = 0; i < 1024 && client.send(block); ++i)
+      sent += static_cast<std::int64_t>(block.size());
   });
   const auto answer = client.receive("\r\n\r\n");
   long peak = residentKiB();
   sender.join();
   peak = std::max(peak, residentKiB());
-  INFO("sent " << sent.load() << " bytes of extension; RSS " << before << " KiB before, " << peak << " KiB at most");
+  INFO("sent " << sent.load() << " bytes of extension; RSS " << before << " KiB before, " << peak
+               << " KiB at most");
   CHECK(answer.rfind("HTTP/1.1 400 ", 0) == 0);
   CHECK(answer.find("Connection: close") != std::string::npos);
   CHECK(peak - before < 16 * 1024);
@@ -116,15 +121,18 @@ TEST_CASE("a chunk extension over 1 KiB is refused while the body is within the 
           "[integration][api]") {
   ApiHarness api;
   RawSocket client(api.port());
-  REQUIRE(client.send("POST /api/v1/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                      "Transfer-Encoding: chunked\r\n\r\n2;x=" + std::string(2000, 'e') + "\r\n{}\r\n0\r\n\r\n"));
+  REQUIRE(client.send(
+      "POST /api/v1/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n2;x=" +
+      std::string(2000, 'e') + "\r\n{}\r\n0\r\n\r\n"));
   const auto answer = client.receive("}");
   CHECK(answer.rfind("HTTP/1.1 400 ", 0) == 0);
   CHECK(answer.find("chunk header") != std::string::npos);
 
   RawSocket fine(api.port());
-  REQUIRE(fine.send("POST /api/v1/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                    "Transfer-Encoding: chunked\r\n\r\n2;x=short\r\n{}\r\n0\r\n\r\n"));
+  REQUIRE(fine.send(
+      "POST /api/v1/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n2;x=short\r\n{}\r\n0\r\n\r\n"));
   CHECK(fine.receive("}").rfind("HTTP/1.1 200 ", 0) == 0);
 }
 
@@ -157,15 +165,16 @@ TEST_CASE("an oversized header on a target without a path gets a 431 with an emp
           "[integration][api]") {
   ApiHarness api;
   RawSocket client(api.port());
-  REQUIRE(client.send("GET ?a=b HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: " + std::string(20'000, 'p') +
-                      "\r\n\r\n"));
+  REQUIRE(client.send("GET ?a=b HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: " +
+                      std::string(20'000, 'p') + "\r\n\r\n"));
   const auto answer = client.receive("}");
   CHECK(answer.rfind("HTTP/1.1 431 ", 0) == 0);
   CHECK(answer.find("\"instance\":\"\"") != std::string::npos);
 }
 
-TEST_CASE("an IPv6 peer is counted by its /64, an IPv4 peer and an IPv4-mapped one by their address",
-          "[unit][api][security]") {
+TEST_CASE(
+    "an IPv6 peer is counted by its /64, an IPv4 peer and an IPv4-mapped one by their address",
+    "[unit][api][security]") {
   CHECK(peerBucket("192.0.2.1") == "192.0.2.1");
   CHECK(peerBucket("::ffff:192.0.2.1") == "192.0.2.1");
   CHECK(peerBucket("2001:db8:1:2:aaaa:bbbb:cccc:dddd") == "2001:db8:1:2::/64");
@@ -197,7 +206,8 @@ bool have(const std::string& program) {
 
 // A connection from `source` to `destination`:`port`; whether the server closed it within
 // 300 ms. The socket stays open in `fds`.
-bool closedByServer(const char* source, const char* destination, std::uint16_t port, std::vector<int>& fds) {
+bool closedByServer(const char* source, const char* destination, std::uint16_t port,
+                    std::vector<int>& fds) {
   const bool v6 = std::string(source).find(':') != std::string::npos;
   const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
   fds.push_back(fd);
@@ -229,7 +239,8 @@ bool closedByServer(const char* source, const char* destination, std::uint16_t p
   return ::recv(fd, &byte, 1, 0) <= 0;
 }
 
-TEST_CASE("connections from several addresses of one IPv6 /64 share one peer's slots", "[integration][api][security]") {
+TEST_CASE("connections from several addresses of one IPv6 /64 share one peer's slots",
+          "[integration][api][security]") {
   // Addresses of a /64 exist only in a network namespace of the test's own: a thread moves to
   // a new one, and the server's threads, started from it, live there too.
   if (::geteuid() != 0 || !have("ip")) {
@@ -244,8 +255,8 @@ TEST_CASE("connections from several addresses of one IPv6 /64 share one peer's s
       return;
     }
     std::string setup = "ip link set lo up";
-    for (const char* address : {"2001:db8::a", "2001:db8::b", "2001:db8::c", "2001:db8::d", "2001:db8::e",
-                                "2001:db8:0:1::a"}) {
+    for (const char* address : {"2001:db8::a", "2001:db8::b", "2001:db8::c", "2001:db8::d",
+                                "2001:db8::e", "2001:db8:0:1::a"}) {
       setup += std::string(" && ip -6 addr add ") + address + "/64 dev lo nodad";
     }
     if (std::system(setup.c_str()) != 0) {
@@ -268,11 +279,13 @@ TEST_CASE("connections from several addresses of one IPv6 /64 share one peer's s
       return;
     }
     std::vector<int> fds;
-    for (const char* source : {"2001:db8::a", "2001:db8::b", "2001:db8::c", "2001:db8::d", "2001:db8::e"}) {
+    for (const char* source :
+         {"2001:db8::a", "2001:db8::b", "2001:db8::c", "2001:db8::d", "2001:db8::e"}) {
       closed.push_back(closedByServer(source, "::1", server.port(), fds));
     }
     closed.push_back(closedByServer("2001:db8:0:1::a", "::1", server.port(), fds));
-    for (int i = 0; i < 4; ++i) closed.push_back(closedByServer("127.0.0.1", "127.0.0.1", server.port(), fds));
+    for (int i = 0; i < 4; ++i)
+      closed.push_back(closedByServer("127.0.0.1", "127.0.0.1", server.port(), fds));
     closed.push_back(closedByServer("127.0.0.2", "127.0.0.1", server.port(), fds));
     server.stop();
     for (const int fd : fds) ::close(fd);
@@ -280,19 +293,21 @@ TEST_CASE("connections from several addresses of one IPv6 /64 share one peer's s
   in_namespace.join();
   REQUIRE(failure.empty());
   // Three of one /64, the next /64 apart; IPv4 per address, as before.
-  CHECK(closed == std::vector<bool>{false, false, false, true, true, false, false, false, false, true, false});
+  CHECK(closed == std::vector<bool>{false, false, false, true, true, false, false, false, false,
+                                    true, false});
 }
 
-TEST_CASE("a change with a 1 MiB body and no valid operator token is refused before its body is sent",
-          "[integration][api][security]") {
+TEST_CASE(
+    "a change with a 1 MiB body and no valid operator token is refused before its body is sent",
+    "[integration][api][security]") {
   AccessOptions access;
   access.operator_token = "operator-token-0123456789";
   access.viewer_token = "viewer-token-0123456789";
   ApiHarness api(ApiHarness::defaultOptions(), access);
   const std::string body = "\"" + std::string(1024 * 1024 - 2, 'b') + "\"";
   const auto header = [&](const std::string& authorization) {
-    return "POST /api/v1/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + authorization +
-           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+    return "POST /api/v1/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+           authorization + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
   };
 
   SECTION("without a token: 401, and the connection closes") {
@@ -317,8 +332,9 @@ TEST_CASE("a change with a 1 MiB body and no valid operator token is refused bef
   }
   SECTION("chunked, without a token: 401") {
     RawSocket client(api.port());
-    REQUIRE(client.send("POST /api/v1/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                        "Transfer-Encoding: chunked\r\n\r\n"));
+    REQUIRE(client.send(
+        "POST /api/v1/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n"));
     CHECK(client.receive("}").rfind("HTTP/1.1 401 ", 0) == 0);
   }
   SECTION("with the operator token the body is read and the change made") {

@@ -112,8 +112,9 @@ TEST_CASE("a request body over the limit gets a 413 problem and the connection c
 
 TEST_CASE("a body within the limit reaches the handler", "[integration][api]") {
   ApiHarness api;
-  const auto reply =
-      testing::httpRequest(api.port(), {"POST", "/api/v1/echo", std::string(1000, 'y'), {{"Content-Type", "application/json"}}});
+  const auto reply = testing::httpRequest(
+      api.port(),
+      {"POST", "/api/v1/echo", std::string(1000, 'y'), {{"Content-Type", "application/json"}}});
   CHECK(reply.status == 200);
   CHECK(reply.json()["echo"] == std::string(1000, 'y'));
 }
@@ -139,7 +140,8 @@ TEST_CASE("mutating requests need the configured bearer token", "[integration][a
     CHECK(reply.status == 401);
     CHECK(reply.header("WWW-Authenticate") == "Bearer realm=\"kfaild\"");
     CHECK(reply.header("Content-Type") == "application/problem+json");
-    CHECK(reply.json()["detail"] == "POST needs the operator token in an \"Authorization: Bearer <token>\" header");
+    CHECK(reply.json()["detail"] ==
+          "POST needs the operator token in an \"Authorization: Bearer <token>\" header");
   }
   SECTION("with a wrong token") {
     const auto reply = testing::httpRequest(
@@ -161,7 +163,10 @@ TEST_CASE("mutating requests need the configured bearer token", "[integration][a
   SECTION("with the right token, any case of the scheme") {
     const auto reply = testing::httpRequest(
         api.port(),
-        {"POST", "/api/v1/echo", "hi", {{"Authorization", "bearer s3cret-token-value"}, {"Content-Type", "application/json"}}});
+        {"POST",
+         "/api/v1/echo",
+         "hi",
+         {{"Authorization", "bearer s3cret-token-value"}, {"Content-Type", "application/json"}}});
     CHECK(reply.status == 200);
     CHECK(reply.json()["echo"] == "hi");
   }
@@ -203,7 +208,8 @@ TEST_CASE("the server stops promptly with an idle connection open", "[integratio
   CHECK_THROWS(HttpConnection(api.port(), Millis(500)).get("/healthz"));
 }
 
-TEST_CASE("a client that is too slow to send its request is disconnected", "[integration][api][reliability]") {
+TEST_CASE("a client that is too slow to send its request is disconnected",
+          "[integration][api][reliability]") {
   auto options = ephemeral();
   options.read_timeout = Millis(300);
   ApiHarness api(options);
@@ -248,9 +254,10 @@ long residentKiB() {
   return -1;
 }
 
-TEST_CASE("hundreds of idle connections, slow clients and a 2,000-request pipeline leave the server "
-          "responsive and its memory bounded",
-          "[integration][api][reliability]") {
+TEST_CASE(
+    "hundreds of idle connections, slow clients and a 2,000-request pipeline leave the server "
+    "responsive and its memory bounded",
+    "[integration][api][reliability]") {
   kfaild::testing::Record record("http-connections");
   auto options = ephemeral();
   options.read_timeout = Millis(1500);
@@ -270,13 +277,15 @@ TEST_CASE("hundreds of idle connections, slow clients and a 2,000-request pipeli
   // A newcomer is answered at once.
   const auto asked = std::chrono::steady_clock::now();
   CHECK(api.get("/healthz").status == 200);
-  const auto answer_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - asked).count();
+  const auto answer_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - asked).count();
   CHECK(answer_ms < 500);
 
   // One connection sends 2,000 requests in one write, then reads the answers in order.
   std::string pipeline;
   constexpr int kPipelined = 2000;
-  for (int i = 0; i < kPipelined; ++i) pipeline += "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  for (int i = 0; i < kPipelined; ++i)
+    pipeline += "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
   HttpConnection pipelined(api.port(), Millis(30'000));
   std::thread writer([&] { pipelined.writeRaw(pipeline); });
   int answered = 0;
@@ -378,8 +387,7 @@ TEST_CASE("a non-loopback address needs a token", "[integration][api][reliabilit
   guarded.stop();
 }
 
-TEST_CASE("options out of range are refused with the option named",
-          "[unit][api][reliability]") {
+TEST_CASE("options out of range are refused with the option named", "[unit][api][reliability]") {
   ServerOptions options;
   options.threads = 0;
   CHECK(validateOptions(options).error().message.rfind("threads: ", 0) == 0);

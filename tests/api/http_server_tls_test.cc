@@ -73,7 +73,8 @@ class HttpsConnection {
     stream_ = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(ioc_, context_);
     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(stream_->native_handle()), "127.0.0.1");
     const asio::ip::tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
-    auto ec = run([&](auto done) { beast::get_lowest_layer(*stream_).async_connect(endpoint, done); });
+    auto ec =
+        run([&](auto done) { beast::get_lowest_layer(*stream_).async_connect(endpoint, done); });
     if (ec) throw std::runtime_error("connect: " + ec.message());
     ec = run([&](auto done) { stream_->async_handshake(ssl::stream_base::client, done); });
     if (ec) throw std::runtime_error("handshake: " + ec.message());
@@ -230,14 +231,16 @@ TEST_CASE("over TLS a body over the limit gets 413 and header fields over the li
     CHECK(connection.closedByServer(Millis(5000)));
   }
   HttpsConnection after(api.port(), {certs.files.ca(), "", ""});
-  const auto echo = after.request({"POST", "/api/v1/echo", std::string(1000, 'y'), {{"Content-Type", "application/json"}}});
+  const auto echo = after.request(
+      {"POST", "/api/v1/echo", std::string(1000, 'y'), {{"Content-Type", "application/json"}}});
   CHECK(echo.status == 200);
   CHECK(echo.json()["echo"] == std::string(1000, 'y'));
 }
 
-TEST_CASE("over TLS a client that never handshakes or sends half a request is disconnected "
-          "after the read timeout",
-          "[integration][api][reliability]") {
+TEST_CASE(
+    "over TLS a client that never handshakes or sends half a request is disconnected "
+    "after the read timeout",
+    "[integration][api][reliability]") {
   Certificates certs;
   auto options = tlsOptions(certs.files);
   options.read_timeout = Millis(300);
@@ -330,7 +333,8 @@ TEST_CASE("TLS files that cannot be used stop start() with the option named",
     REQUIRE_FALSE(started);
     CHECK(started.error().code == errc::invalid_options);
     INFO(started.error().message);
-    CHECK(started.error().message.find("tls.cert_file: cannot use " + options.tls.cert_file + ": ") == 0);
+    CHECK(started.error().message.find("tls.cert_file: cannot use " + options.tls.cert_file +
+                                       ": ") == 0);
   }
   {
     auto options = tlsOptions(certs.files);
@@ -338,8 +342,8 @@ TEST_CASE("TLS files that cannot be used stop start() with the option named",
     const auto started = startWith(options);
     REQUIRE_FALSE(started);
     INFO(started.error().message);
-    CHECK(started.error().message == "tls.key_file: cannot use " + options.tls.key_file +
-                                         ": key values mismatch");
+    CHECK(started.error().message ==
+          "tls.key_file: cannot use " + options.tls.key_file + ": key values mismatch");
   }
   {
     auto options = tlsOptions(certs.files);

@@ -1,9 +1,8 @@
 #include "api/maintenance_endpoints.h"
 
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
-
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "api/audit_endpoints.h"
@@ -46,7 +45,8 @@ class UnreachableSilences final : public maintenance::AlertSilences {
  public:
   const std::string& receiver() const override { return name_; }
   Result<std::string> create(const maintenance::SilenceRequest&) override {
-    return Error{maintenance::errc::silence_failed, "connect to 127.0.0.1:9093: Connection refused"};
+    return Error{maintenance::errc::silence_failed,
+                 "connect to 127.0.0.1:9093: Connection refused"};
   }
   Status expire(const std::string&) override { return okStatus(); }
 
@@ -71,8 +71,8 @@ class MaintenanceApi {
     maintenance_store_ = std::move(*maintenance_store);
     std::vector<std::unique_ptr<maintenance::AlertSilences>> silences;
     silences.push_back(std::make_unique<UnreachableSilences>());
-    windows_ = std::make_unique<maintenance::MaintenanceWindows>(*maintenance_store_, clock_, std::move(silences),
-                                                                 config::RetryConfig{});
+    windows_ = std::make_unique<maintenance::MaintenanceWindows>(
+        *maintenance_store_, clock_, std::move(silences), config::RetryConfig{});
     lab_ = *store_->ensureCluster("lab", "127.0.0.1:19091");
     other_ = *store_->ensureCluster("other", "127.0.0.1:29091");
     live_.set({testing::labCluster(lab_, clock_)});
@@ -82,7 +82,8 @@ class MaintenanceApi {
     drill_endpoints_ = std::make_unique<DrillEndpoints>(live_, *store_, *drills_, control_, clock_);
     drill_endpoints_->setMaintenance(windows_.get());
     drill_endpoints_->registerOn(router_);
-    maintenance_endpoints_ = std::make_unique<MaintenanceEndpoints>(live_, *store_, *windows_, clock_);
+    maintenance_endpoints_ =
+        std::make_unique<MaintenanceEndpoints>(live_, *store_, *windows_, clock_);
     maintenance_endpoints_->registerOn(router_);
     AccessOptions access;
     access.operator_token = kToken;
@@ -107,8 +108,8 @@ class MaintenanceApi {
   HttpReply get(const std::string& target) { return send("GET", target); }
 
   void addGap(std::int64_t start_us, std::int64_t duration_us, std::int32_t partition) {
-    store_->addGap(testing::makeGap(lab_, "orders", partition, storage::GapKind::kAck, start_us + duration_us,
-                                    duration_us));
+    store_->addGap(testing::makeGap(lab_, "orders", partition, storage::GapKind::kAck,
+                                    start_us + duration_us, duration_us));
     store_->flush();
   }
 
@@ -140,13 +141,17 @@ class MaintenanceApi {
 
 }  // namespace
 
-TEST_CASE("POST maintenance opens a window for the operator, GET lists it and close ends it early, each audited",
-          "[integration][api][maintenance]") {
+TEST_CASE(
+    "POST maintenance opens a window for the operator, GET lists it and close ends it early, each "
+    "audited",
+    "[integration][api][maintenance]") {
   MaintenanceApi api;
   const std::string base = "/api/v1/clusters/lab/maintenance";
   // The operator only, as every change.
-  problemOf(api.send("POST", base, R"({"reason":"upgrade","duration_s":600})", ""), 401, "unauthorized");
-  problemOf(api.send("POST", base, R"({"reason":"upgrade","duration_s":600})", kViewerToken), 403, "forbidden");
+  problemOf(api.send("POST", base, R"({"reason":"upgrade","duration_s":600})", ""), 401,
+            "unauthorized");
+  problemOf(api.send("POST", base, R"({"reason":"upgrade","duration_s":600})", kViewerToken), 403,
+            "forbidden");
 
   auto opened = api.send("POST", base, R"({"reason":"broker 2 disk swap","duration_s":1800})");
   INFO(opened.body);
@@ -172,7 +177,8 @@ TEST_CASE("POST maintenance opens a window for the operator, GET lists it and cl
   auto one = api.get(base + "/" + std::to_string(id));
   REQUIRE(one.status == 200);
   CHECK(one.json()["silences"][0]["state"] == "creating");
-  CHECK_THAT(one.json()["silences"][0]["error"].get<std::string>(), Catch::Contains("Connection refused"));
+  CHECK_THAT(one.json()["silences"][0]["error"].get<std::string>(),
+             Catch::Contains("Connection refused"));
   CHECK(one.json()["active"] == true);
 
   // `until` as RFC 3339 opens a second one.
@@ -200,13 +206,16 @@ TEST_CASE("POST maintenance opens a window for the operator, GET lists it and cl
   CHECK(closed.json()["active"] == false);
   CHECK(closed.json()["closed_us"] == kNow + 60 * kSecond);
   CHECK(closed.json()["closed_by"].get<std::string>().rfind("operator (api, ", 0) == 0);
-  problemOf(api.send("POST", base + "/" + std::to_string(id) + "/close"), 409, "maintenance-window-over");
+  problemOf(api.send("POST", base + "/" + std::to_string(id) + "/close"), 409,
+            "maintenance-window-over");
   problemOf(api.send("POST", base + "/999/close"), 404, "unknown-maintenance-window");
-  problemOf(api.send("POST", "/api/v1/clusters/other/maintenance/" + std::to_string(second_id) + "/close"), 404,
-            "unknown-maintenance-window");
+  problemOf(api.send("POST",
+                     "/api/v1/clusters/other/maintenance/" + std::to_string(second_id) + "/close"),
+            404, "unknown-maintenance-window");
   problemOf(api.get(base + "/999"), 404, "unknown-maintenance-window");
-  problemOf(api.send("POST", "/api/v1/clusters/nope/maintenance", R"({"reason":"x","duration_s":5})"), 404,
-            "unknown-cluster");
+  problemOf(
+      api.send("POST", "/api/v1/clusters/nope/maintenance", R"({"reason":"x","duration_s":5})"),
+      404, "unknown-cluster");
   body = api.get(base).json();
   CHECK(body["active"] == second_id);
   CHECK(body["items"][1]["active"] == false);
@@ -226,39 +235,42 @@ TEST_CASE("POST maintenance opens a window for the operator, GET lists it and cl
   CHECK(closes == 1);
 }
 
-TEST_CASE("POST maintenance refuses an end in the past, beyond 24 h, both or neither end, and a bad reason",
-          "[integration][api][maintenance]") {
+TEST_CASE(
+    "POST maintenance refuses an end in the past, beyond 24 h, both or neither end, and a bad "
+    "reason",
+    "[integration][api][maintenance]") {
   MaintenanceApi api;
   const std::string base = "/api/v1/clusters/lab/maintenance";
   const auto past = common::formatRfc3339(kNow - kSecond);
   const auto far = common::formatRfc3339(kNow + 25 * kHour);
-  for (const auto& body : {json{{"reason", "x"}, {"until", past}}.dump(),
-                           json{{"reason", "x"}, {"until", far}}.dump(),
-                           json{{"reason", "x"}, {"until", "tomorrow"}}.dump(),
-                           json{{"reason", "x"}, {"duration_s", 0}}.dump(),
-                           json{{"reason", "x"}, {"duration_s", 86'401}}.dump(),
-                           json{{"reason", "x"}, {"duration_s", 1.5}}.dump(),
-                           json{{"reason", "x"}, {"duration_s", 60}, {"until", far}}.dump(),
-                           json{{"reason", "x"}}.dump(),
-                           json{{"duration_s", 60}}.dump(),
-                           json{{"reason", ""}, {"duration_s", 60}}.dump(),
-                           json{{"reason", 5}, {"duration_s", 60}}.dump(),
-                           json{{"reason", "x"}, {"duration_s", 60}, {"by", "me"}}.dump(),
-                           std::string("[1]"),
-                           std::string("{")}) {
+  for (const auto& body :
+       {json{{"reason", "x"}, {"until", past}}.dump(), json{{"reason", "x"}, {"until", far}}.dump(),
+        json{{"reason", "x"}, {"until", "tomorrow"}}.dump(),
+        json{{"reason", "x"}, {"duration_s", 0}}.dump(),
+        json{{"reason", "x"}, {"duration_s", 86'401}}.dump(),
+        json{{"reason", "x"}, {"duration_s", 1.5}}.dump(),
+        json{{"reason", "x"}, {"duration_s", 60}, {"until", far}}.dump(),
+        json{{"reason", "x"}}.dump(), json{{"duration_s", 60}}.dump(),
+        json{{"reason", ""}, {"duration_s", 60}}.dump(),
+        json{{"reason", 5}, {"duration_s", 60}}.dump(),
+        json{{"reason", "x"}, {"duration_s", 60}, {"by", "me"}}.dump(), std::string("[1]"),
+        std::string("{")}) {
     INFO(body);
     const auto problem = problemOf(api.send("POST", base, body), 400, "invalid-body");
     CHECK_FALSE(problem["detail"].get<std::string>().empty());
   }
-  const auto detail = api.send("POST", base, json{{"reason", "x"}, {"until", past}}.dump()).json()["detail"];
+  const auto detail =
+      api.send("POST", base, json{{"reason", "x"}, {"until", past}}.dump()).json()["detail"];
   CHECK_THAT(detail.get<std::string>(), Catch::Contains("not in the future"));
   CHECK(api.get(base).json()["items"].empty());
   CHECK(api.send("POST", base, json{{"reason", "x"}, {"duration_s", 86'400}}.dump()).status == 201);
 }
 
-TEST_CASE("gaps inside a maintenance window are listed as planned and are no incidents, and the metric says "
-          "when a window is active",
-          "[integration][api][maintenance]") {
+TEST_CASE(
+    "gaps inside a maintenance window are listed as planned and are no incidents, and the metric "
+    "says "
+    "when a window is active",
+    "[integration][api][maintenance]") {
   MaintenanceApi api;
   api.addGap(kNow - 10 * kHour, 9 * kSecond, 0);  // before any window: an incident
   auto opened = api.windows().open(api.lab(), "rolling restart", kNow + kHour, "drill 3");
@@ -271,8 +283,9 @@ TEST_CASE("gaps inside a maintenance window are listed as planned and are no inc
   CHECK_THAT(metrics.body, Catch::Contains("# TYPE kfaild_maintenance_active gauge"));
   CHECK_THAT(metrics.body, Catch::Contains("kfaild_maintenance_active{cluster=\"lab\"} 1\n"));
 
-  const auto gaps = api.get("/api/v1/clusters/lab/gaps?from=" + common::formatRfc3339(kNow - 11 * kHour) +
-                            "&min_ms=5000");
+  const auto gaps =
+      api.get("/api/v1/clusters/lab/gaps?from=" + common::formatRfc3339(kNow - 11 * kHour) +
+              "&min_ms=5000");
   INFO(gaps.body);
   REQUIRE(gaps.status == 200);
   std::map<int, json> by_partition;
@@ -284,7 +297,8 @@ TEST_CASE("gaps inside a maintenance window are listed as planned and are no inc
   CHECK(by_partition[1]["planned"] == true);
   CHECK(by_partition[1]["maintenance_id"] == *opened);
 
-  const auto incidents = api.get("/api/v1/clusters/lab/incidents?from=" + common::formatRfc3339(kNow - 11 * kHour));
+  const auto incidents =
+      api.get("/api/v1/clusters/lab/incidents?from=" + common::formatRfc3339(kNow - 11 * kHour));
   REQUIRE(incidents.status == 200);
   const auto items = incidents.json()["items"];
   REQUIRE(items.size() == 1);
@@ -295,10 +309,10 @@ TEST_CASE("gaps inside a maintenance window are listed as planned and are no inc
   CHECK_THAT(metrics.body, Catch::Contains("kfaild_maintenance_active{cluster=\"lab\"} 0\n"));
   // Closing does not make the planned gap an incident after the fact.
   api.clock().advance(kHour);
-  CHECK(api.get("/api/v1/clusters/lab/incidents?from=" + common::formatRfc3339(kNow - 11 * kHour)).json()["items"].size() ==
-        1);
+  CHECK(api.get("/api/v1/clusters/lab/incidents?from=" + common::formatRfc3339(kNow - 11 * kHour))
+            .json()["items"]
+            .size() == 1);
 }
-
 
 TEST_CASE("from at or after to lists no maintenance window, not even one in force at that instant",
           "[integration][api][maintenance]") {
@@ -325,7 +339,8 @@ TEST_CASE("from at or after to lists no maintenance window, not even one in forc
   REQUIRE(inverted.status == 200);
   CHECK(inverted.json()["items"].empty());
   // A `from` in the future, `to` left to default to now: also empty, not a 400.
-  const auto future = api.get(base.substr(0, base.size() - 1) + "?from=" + common::formatRfc3339(kNow + 2 * kHour));
+  const auto future =
+      api.get(base.substr(0, base.size() - 1) + "?from=" + common::formatRfc3339(kNow + 2 * kHour));
   REQUIRE(future.status == 200);
   CHECK(future.json()["items"].empty());
 }
@@ -334,7 +349,8 @@ TEST_CASE("who opened a window from an IPv6 address is shown to the operator onl
           "[integration][api][maintenance][security]") {
   MaintenanceApi api;
   REQUIRE(api.windows().open(api.lab(), "upgrade", kNow + kHour, "operator (api, 2001:db8::5)"));
-  REQUIRE(api.windows().open(api.lab(), "config change", kNow + kHour, "operator (api, ::ffff:10.1.2.3)"));
+  REQUIRE(api.windows().open(api.lab(), "config change", kNow + kHour,
+                             "operator (api, ::ffff:10.1.2.3)"));
   const std::string base = "/api/v1/clusters/lab/maintenance";
   const auto openers = [&api, &base](const std::string& token) {
     auto list = api.send("GET", base, "", token);

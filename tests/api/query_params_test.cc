@@ -70,8 +70,7 @@ TEST_CASE("from and to take RFC 3339 times with any offset", "[unit][api]") {
   CHECK(range->to_us == kNow + 500'000);
 }
 
-TEST_CASE("bad times and too long ranges are errors naming the parameter",
-          "[unit][api]") {
+TEST_CASE("bad times and too long ranges are errors naming the parameter", "[unit][api]") {
   SECTION("not a time") {
     const QueryParams params = {{"from", "yesterday"}};
     const auto range =
@@ -103,7 +102,8 @@ TEST_CASE("from at or after to is the empty range, not an error", "[unit][api]")
   CHECK(range->to_us == kNow);
   // A missing `to` is now: `from` at now is the same empty range.
   const QueryParams at_now = {{"from", "2023-11-14T22:13:20Z"}};
-  const auto defaulted = QueryReader::create(at_now, {"from", "to"})->range(kNow, kHour, std::nullopt);
+  const auto defaulted =
+      QueryReader::create(at_now, {"from", "to"})->range(kNow, kHour, std::nullopt);
   REQUIRE(defaulted.ok());
   CHECK(defaulted->from_us == defaulted->to_us);
   // `from` after `to`, given or defaulted to now, is as empty.

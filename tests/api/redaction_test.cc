@@ -33,7 +33,8 @@ bool has(const std::string& text, const std::string& part) {
 
 TEST_CASE("a command that times out: its command line and its stderr are the operator's only",
           "[integration][api][security]") {
-  const auto ran = fault::runCommand({"sh", "-c", "echo leaked-output >&2; sleep 5"}, std::chrono::milliseconds(200));
+  const auto ran = fault::runCommand({"sh", "-c", "echo leaked-output >&2; sleep 5"},
+                                     std::chrono::milliseconds(200));
   REQUIRE_FALSE(ran);
   CHECK(ran.error().code == fault::errc::timeout);
   const auto full = ran.error().describe();
@@ -49,8 +50,9 @@ TEST_CASE("a local start command that fails: its argv and its output are the ope
           "[integration][api][security]") {
   const kfaild::testing::TempDir dir;
   const common::SystemClock clock;
-  fault::LocalInjector injector({(dir / "kafka.pid").string(), {"sh", "-c", "echo start-secret-words >&2; exit 3"}, ""},
-                                fault::LogZone::utc, clock);
+  fault::LocalInjector injector(
+      {(dir / "kafka.pid").string(), {"sh", "-c", "echo start-secret-words >&2; exit 3"}, ""},
+      fault::LogZone::utc, clock);
   const auto started = injector.start();
   REQUIRE_FALSE(started);
   const auto full = started.error().describe();
@@ -84,7 +86,8 @@ TEST_CASE("an ssh that cannot connect: the destination and ssh's words are the o
   CHECK(has(shown, "[redacted]: [redacted]"));
 }
 
-TEST_CASE("a 503 carries the database's own message to the operator only", "[integration][api][security]") {
+TEST_CASE("a 503 carries the database's own message to the operator only",
+          "[integration][api][security]") {
   const kfaild::testing::TempDir dir;
   auto db = storage::sqlite::Database::open((dir / "any.db").string());
   REQUIRE(db.ok());
@@ -97,7 +100,8 @@ TEST_CASE("a 503 carries the database's own message to the operator only", "[int
   access.operator_token = kOperator;
   Router router;
   router.setAccess(AccessPolicy(access));
-  router.add("GET", "/api/v1/broken", [&](const Request& request) { return storeFailure(request, sql_error); });
+  router.add("GET", "/api/v1/broken",
+             [&](const Request& request) { return storeFailure(request, sql_error); });
   const auto get = [&](const std::string& token) {
     Request request;
     request.method = "GET";
@@ -111,7 +115,8 @@ TEST_CASE("a 503 carries the database's own message to the operator only", "[int
   CHECK(anonymous.status == 503);
   CHECK(anonymous.content_type == "application/problem+json");
   CHECK_FALSE(has(anonymous.body, "secret_table"));
-  CHECK(nlohmann::json::parse(anonymous.body)["detail"] == "reading the database failed: [redacted]");
+  CHECK(nlohmann::json::parse(anonymous.body)["detail"] ==
+        "reading the database failed: [redacted]");
   const auto operator_view = get(kOperator);
   CHECK(has(operator_view.body, "secret_table"));
 }
@@ -130,7 +135,8 @@ TEST_CASE("/readyz's problem document is redacted for readers without the operat
   CHECK_FALSE(has(anonymous.body, "10.20.30.40"));
   CHECK_FALSE(has(anonymous.body, "svc@kafka-host"));
   CHECK(has(anonymous.body, "probe is"));
-  const auto operator_view = testing::httpRequest(api.port(), {"GET", "/readyz", "", {{"Authorization", std::string("Bearer ") + kOperator}}});
+  const auto operator_view = testing::httpRequest(
+      api.port(), {"GET", "/readyz", "", {{"Authorization", std::string("Bearer ") + kOperator}}});
   CHECK(operator_view.status == 503);
   CHECK(has(operator_view.body, "10.20.30.40"));
 
@@ -154,16 +160,20 @@ TEST_CASE("/readyz's problem document is redacted for readers without the operat
     CHECK(reason == "store: the last write failed: [redacted]");
   }
   CHECK(store_reason);
-  const auto failed_operator = testing::httpRequest(api.port(), {"GET", "/readyz", "", {{"Authorization", std::string("Bearer ") + kOperator}}});
+  const auto failed_operator = testing::httpRequest(
+      api.port(), {"GET", "/readyz", "", {{"Authorization", std::string("Bearer ") + kOperator}}});
   CHECK(has(failed_operator.body, "full"));  // SQLITE_FULL: "database or disk is full"
   api.store().setMaxPageCount(std::nullopt);
 }
 
-TEST_CASE("a failing nft's words, which name peers and hosts, are the operator's only", "[unit][api][security]") {
+TEST_CASE("a failing nft's words, which name peers and hosts, are the operator's only",
+          "[unit][api][security]") {
   const common::SystemClock clock;
-  auto failing = [](const std::vector<std::string>&, std::chrono::milliseconds) -> Result<fault::CommandOutput> {
-    return fault::CommandOutput{1, "sudo: unable to resolve host kafka-2.internal\n",
-                                "Error: Could not process rule\nadd element inet kfaild_d7 peers { 10.77.25.3 }\n"};
+  auto failing = [](const std::vector<std::string>&,
+                    std::chrono::milliseconds) -> Result<fault::CommandOutput> {
+    return fault::CommandOutput{
+        1, "sudo: unable to resolve host kafka-2.internal\n",
+        "Error: Could not process rule\nadd element inet kfaild_d7 peers { 10.77.25.3 }\n"};
   };
   fault::NodeShell shell;
   shell.nft = [](const std::vector<std::string>& words) -> Result<std::vector<std::string>> {
@@ -198,7 +208,8 @@ TEST_CASE("an IPv6 address without brackets is redacted, IPv4-mapped ones too, t
   CHECK(redactor.redact("from 2001:db8:: on") == "from [redacted] on");
   CHECK(redactor.redact("::1: refused") == "[redacted]: refused");
   // Not addresses: a clock time, a C++ name, a Kafka error name.
-  CHECK(redactor.redact("at 12:30:45 fault::kill NOT_LEADER_OR_FOLLOWER") == "at 12:30:45 fault::kill NOT_LEADER_OR_FOLLOWER");
+  CHECK(redactor.redact("at 12:30:45 fault::kill NOT_LEADER_OR_FOLLOWER") ==
+        "at 12:30:45 fault::kill NOT_LEADER_OR_FOLLOWER");
 }
 
 }  // namespace

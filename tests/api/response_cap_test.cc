@@ -35,7 +35,9 @@ TEST_CASE("samples beyond 4 MiB are paged with next, every sample once", "[integ
   }
   api.store().flush();
 
-  std::string target = "/api/v1/clusters/lab/partitions/orders/1/samples?from=2023-11-14T21:50:00Z&to=2023-11-14T22:13:20Z&limit=100000";
+  std::string target =
+      "/api/v1/clusters/lab/partitions/orders/1/"
+      "samples?from=2023-11-14T21:50:00Z&to=2023-11-14T22:13:20Z&limit=100000";
   std::set<std::int64_t> seen;
   int pages = 0;
   while (!target.empty() && pages < 20) {
@@ -43,7 +45,8 @@ TEST_CASE("samples beyond 4 MiB are paged with next, every sample once", "[integ
     REQUIRE(reply.status == 200);
     CHECK(reply.body.size() <= kMaxResponseBytes);
     const auto body = reply.json();
-    for (const auto& item : body["items"]) CHECK(seen.insert(item["seq"].get<std::int64_t>()).second);
+    for (const auto& item : body["items"])
+      CHECK(seen.insert(item["seq"].get<std::int64_t>()).second);
     CHECK(body["count"] == body["items"].size());
     ++pages;
     target = body["next"].is_null() ? "" : body["next"].get<std::string>();

@@ -9,7 +9,8 @@ namespace kfaild::api {
 namespace {
 
 // `authorization`: the Authorization field's value; empty: none.
-Request makeRequest(const std::string& method, const std::string& target, const std::string& authorization = "") {
+Request makeRequest(const std::string& method, const std::string& target,
+                    const std::string& authorization = "") {
   auto parsed = parseTarget(target);
   REQUIRE(parsed.ok());
   Request request;
@@ -95,7 +96,8 @@ TEST_CASE(
   });
 
   for (const std::string authorization :
-       {"", "Basic b3BlcmF0b3I=", "Bearer", "Bearer operator-token-012345678", "Bearer operator-token-01234567890"}) {
+       {"", "Basic b3BlcmF0b3I=", "Bearer", "Bearer operator-token-012345678",
+        "Bearer operator-token-01234567890"}) {
     auto request = makeRequest("POST", "/api/v1/drills", authorization);
     const auto response = router.dispatch(request);
     CHECK(response.status == 401);
@@ -161,9 +163,8 @@ TEST_CASE("a handler that throws becomes a 500 problem that does not leak the ex
 TEST_CASE("a literal route wins over a parameter route for the same path", "[unit][api]") {
   Router router;
   router.add("GET", "/api/v1/clusters/{cluster}", echoParams);
-  router.add("GET", "/api/v1/clusters/summary", [](const Request&) {
-    return jsonResponse(200, {{"summary", true}});
-  });
+  router.add("GET", "/api/v1/clusters/summary",
+             [](const Request&) { return jsonResponse(200, {{"summary", true}}); });
   auto summary = makeRequest("GET", "/api/v1/clusters/summary");
   CHECK(nlohmann::json::parse(router.dispatch(summary).body) == nlohmann::json{{"summary", true}});
   auto lab = makeRequest("GET", "/api/v1/clusters/lab");

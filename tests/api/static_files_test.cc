@@ -3,15 +3,15 @@
 #include "api/static_files.h"
 
 #include <catch2/catch.hpp>
-
 #include <fstream>
 
 #include "tests/support/temp_dir.h"
 
 using namespace kfaild;
 
-TEST_CASE("the installed dashboard is share/kfaild/web beside the binary's bin, only with an index.html",
-          "[unit][api]") {
+TEST_CASE(
+    "the installed dashboard is share/kfaild/web beside the binary's bin, only with an index.html",
+    "[unit][api]") {
   testing::TempDir dir;
   const auto prefix = dir.path() / "usr";
   std::filesystem::create_directories(prefix / "bin");

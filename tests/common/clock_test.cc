@@ -4,13 +4,12 @@
 // when it was read. (A CI run saw a follower's partition ack 3.3 ms before the controller's log
 // line fencing the broker, whose records had to come first.)
 
-#include <catch2/catch.hpp>
+#include "server/common/clock.h"
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <thread>
 #include <vector>
-
-#include "server/common/clock.h"
 
 using namespace kfaild::common;
 
@@ -30,9 +29,11 @@ class ScriptedTime final : public TimeSource {
 
 }  // namespace
 
-TEST_CASE("a step of the system clock below a second is measured as drift and broker-log times are placed "
-          "with it",
-          "[unit][clock]") {
+TEST_CASE(
+    "a step of the system clock below a second is measured as drift and broker-log times are "
+    "placed "
+    "with it",
+    "[unit][clock]") {
   ScriptedTime t;
   SystemClock clock(t);
   const auto start = clock.wallNow();
@@ -68,7 +69,8 @@ TEST_CASE("a step of the system clock below a second is measured as drift and br
   CHECK(clock.largestDrift(back, back + 1) == -2'000);
 }
 
-TEST_CASE("a drift smaller than the slack is not recorded, a step over a second still is a step", "[unit][clock]") {
+TEST_CASE("a drift smaller than the slack is not recorded, a step over a second still is a step",
+          "[unit][clock]") {
   ScriptedTime t;
   SystemClock clock(t);
   t.real += kDriftSlackUs;  // within the slack
@@ -122,8 +124,10 @@ class PreemptedOnce final : public TimeSource {
 
 }  // namespace
 
-TEST_CASE("a preemption while the clock takes its offset at start does not put its times off the system clock",
-          "[unit][clock]") {
+TEST_CASE(
+    "a preemption while the clock takes its offset at start does not put its times off the system "
+    "clock",
+    "[unit][clock]") {
   PreemptedOnce t;
   SystemClock clock(t);
   CHECK(clock.wallNow() == t.realtimeMicros());

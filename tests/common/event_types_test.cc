@@ -1,7 +1,6 @@
 #include "server/common/event_types.h"
 
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <utility>
 #include <vector>

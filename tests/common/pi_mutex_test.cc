@@ -1,13 +1,12 @@
 #include "server/common/pi_mutex.h"
 
-#include <catch2/catch.hpp>
-
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
 #include <mutex>
@@ -31,7 +30,7 @@ int runningPriority(pid_t tid) {
 }
 
 struct Holder {
-  int before = 0;     // the holder's priority before the real-time thread waited
+  int before = 0;           // the holder's priority before the real-time thread waited
   int while_waited = 1000;  // the lowest (most urgent) while it waited; 1000: no SCHED_FIFO here
 };
 
@@ -63,7 +62,8 @@ Holder holderPriorityWhileARealtimeThreadWaits() {
   });
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
   while (waiter_state != -1 && std::chrono::steady_clock::now() < until) {
-    if (waiter_state == 1) seen.while_waited = std::min(seen.while_waited, runningPriority(holder_tid));
+    if (waiter_state == 1)
+      seen.while_waited = std::min(seen.while_waited, runningPriority(holder_tid));
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   release = true;
@@ -101,16 +101,20 @@ TEST_CASE("a PiMutex locks, refuses a second try_lock and unlocks", "[unit][comm
   CHECK(counter == 200000);
 }
 
-TEST_CASE("an ordinary thread holding a PiMutex runs at the priority of the real-time thread waiting for it, "
-          "one holding a std::mutex does not",
-          "[unit][common]") {
+TEST_CASE(
+    "an ordinary thread holding a PiMutex runs at the priority of the real-time thread waiting for "
+    "it, "
+    "one holding a std::mutex does not",
+    "[unit][common]") {
   const auto with_pi = holderPriorityWhileARealtimeThreadWaits<PiMutex>();
   if (with_pi.while_waited == 1000) {
-    WARN("no SCHED_FIFO for this process (not root, no CAP_SYS_NICE): inheritance not observable here");
+    WARN(
+        "no SCHED_FIFO for this process (not root, no CAP_SYS_NICE): inheritance not observable "
+        "here");
     return;
   }
-  CHECK(with_pi.before >= 0);            // an ordinary thread: 20 at nice 0
-  CHECK(with_pi.while_waited == -2);     // SCHED_FIFO 1: 99 - 1 - 100
+  CHECK(with_pi.before >= 0);         // an ordinary thread: 20 at nice 0
+  CHECK(with_pi.while_waited == -2);  // SCHED_FIFO 1: 99 - 1 - 100
   const auto plain = holderPriorityWhileARealtimeThreadWaits<std::mutex>();
   CHECK(plain.while_waited == plain.before);
 }

@@ -1,12 +1,11 @@
 #include "server/common/thread_priority.h"
 
-#include <catch2/catch.hpp>
-
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <string>
 #include <thread>
@@ -38,8 +37,10 @@ Seen raiseOnAThread(ThreadPriority wanted) {
 
 }  // namespace
 
-TEST_CASE("a thread raised to realtime runs SCHED_FIFO, or says what it was refused and has the step below",
-          "[unit]") {
+TEST_CASE(
+    "a thread raised to realtime runs SCHED_FIFO, or says what it was refused and has the step "
+    "below",
+    "[unit]") {
   const auto seen = raiseOnAThread(ThreadPriority::kRealtime);
   INFO(seen.described);
   if (seen.described == "SCHED_FIFO 1") {

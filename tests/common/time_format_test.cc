@@ -4,7 +4,8 @@
 
 using namespace kfaild::common;
 
-TEST_CASE("timestamps are written as RFC 3339 UTC with microseconds and read back", "[unit][common]") {
+TEST_CASE("timestamps are written as RFC 3339 UTC with microseconds and read back",
+          "[unit][common]") {
   const WallMicros t = 1'764'476'310'123'456;  // 2025-11-30T04:18:30.123456Z
   CHECK(formatRfc3339(t) == "2025-11-30T04:18:30.123456Z");
   CHECK(parseRfc3339("2025-11-30T04:18:30.123456Z") == t);

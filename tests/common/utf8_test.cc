@@ -1,7 +1,6 @@
 #include "server/common/utf8.h"
 
 #include <catch2/catch.hpp>
-
 #include <nlohmann/json.hpp>
 
 #include "server/common/json_text.h"
@@ -11,7 +10,9 @@ using namespace kfaild::common;
 namespace {
 
 // "a€b": € is E2 82 AC.
-const std::string kEuroBetween = "a\xE2\x82\xAC" "b";
+const std::string kEuroBetween =
+    "a\xE2\x82\xAC"
+    "b";
 
 }  // namespace
 
@@ -30,7 +31,9 @@ TEST_CASE("a prefix cut inside a character leaves the whole character out", "[un
 
 TEST_CASE("a suffix cut inside a character starts after it", "[unit][common]") {
   CHECK(utf8Suffix(kEuroBetween, 5) == kEuroBetween);
-  CHECK(utf8Suffix(kEuroBetween, 4) == "\xE2\x82\xAC" "b");
+  CHECK(utf8Suffix(kEuroBetween, 4) ==
+        "\xE2\x82\xAC"
+        "b");
   CHECK(utf8Suffix(kEuroBetween, 3) == "b");
   CHECK(utf8Suffix(kEuroBetween, 2) == "b");
   CHECK(utf8Suffix(kEuroBetween, 1) == "b");
@@ -45,7 +48,8 @@ TEST_CASE("bytes that were never UTF-8 are cut where the bound says", "[unit][co
   CHECK(utf8Prefix("\x80\x80\x80\x80\x80", 4) == "\x80\x80\x80\x80");
 }
 
-TEST_CASE("the tail of a long output that ends in half a character is valid JSON text", "[unit][common]") {
+TEST_CASE("the tail of a long output that ends in half a character is valid JSON text",
+          "[unit][common]") {
   std::string output;
   for (int i = 0; i < 1000; ++i) output += "\xE2\x82\xAC";  // 3000 bytes of €
   output += "\xE2\x82";                                     // and half of one more

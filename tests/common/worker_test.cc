@@ -1,22 +1,22 @@
 #include "server/common/worker.h"
 
-#include <catch2/catch.hpp>
+#include <pthread.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <deque>
 #include <future>
 #include <stdexcept>
 #include <string>
 
-#include <pthread.h>
-
 #include "tests/support/manual_clock.h"
 
 using kfaild::common::Worker;
 using namespace std::chrono_literals;
 
-TEST_CASE("a worker sleeping for an hour stops at once, at any moment, every time", "[unit][common]") {
+TEST_CASE("a worker sleeping for an hour stops at once, at any moment, every time",
+          "[unit][common]") {
   for (int i = 0; i < 300; ++i) {
     Worker worker;
     std::atomic<int> rounds{0};
@@ -35,7 +35,8 @@ TEST_CASE("a worker sleeping for an hour stops at once, at any moment, every tim
   }
 }
 
-TEST_CASE("a worker waiting for work without a timeout is woken by work and by stop", "[unit][common]") {
+TEST_CASE("a worker waiting for work without a timeout is woken by work and by stop",
+          "[unit][common]") {
   Worker worker;
   std::mutex mutex;
   std::deque<int> queue;  // guarded by mutex
@@ -110,12 +111,15 @@ TEST_CASE("a worker whose loop throws reports what it was doing as failed and ru
   REQUIRE(stopped.wait_for(5s) == std::future_status::ready);
 }
 
-TEST_CASE("a worker whose loop throws every time, with a failure hook that throws too, still stops at once",
-          "[unit][common]") {
+TEST_CASE(
+    "a worker whose loop throws every time, with a failure hook that throws too, still stops at "
+    "once",
+    "[unit][common]") {
   Worker worker;
   std::atomic<int> runs{0};
   worker.start(
-      "kfaild:test", [&runs] {
+      "kfaild:test",
+      [&runs] {
         ++runs;
         throw 42;  // not a std::exception
       },

@@ -51,7 +51,8 @@ fs::path writeSecret(const fs::path& path, const std::string& line, mode_t mode 
 }
 
 std::string receiver(const std::string& fields) {
-  return kCluster + "notifications:\n  receivers:\n    - {name: hook, type: slack, " + fields + "}\n";
+  return kCluster + "notifications:\n  receivers:\n    - {name: hook, type: slack, " + fields +
+         "}\n";
 }
 
 std::string clientSecret(const std::string& property) {
@@ -64,14 +65,17 @@ clusters:
       security.protocol: sasl_plaintext
       sasl.mechanism: PLAIN
       sasl.username: probe
-      )" + property + "\n";
+      )" +
+         property + "\n";
 }
 
 }  // namespace
 
-TEST_CASE("a receiver's url and headers come from an environment variable or an owner-only file, and each "
-          "mistake names its key without the value",
-          "[unit][config][notify]") {
+TEST_CASE(
+    "a receiver's url and headers come from an environment variable or an owner-only file, and "
+    "each "
+    "mistake names its key without the value",
+    "[unit][config][notify]") {
   kfaild::testing::TempDir dir;
   ::setenv("KFAILD_TEST_HOOK_URL", kHookUrl, 1);
   ::setenv("KFAILD_TEST_HOOK_AUTH", "Bearer from-the-environment", 1);
@@ -79,9 +83,10 @@ TEST_CASE("a receiver's url and headers come from an environment variable or an 
   const auto url_file = writeSecret(dir / "hook-url", kHookUrl);
   const auto key_file = writeSecret(dir / "hook-key", "key-from-a-file");
 
-  const auto from_env = parseConfig(receiver("url: \"${env:KFAILD_TEST_HOOK_URL}\", headers: {Authorization: "
-                                             "\"${env:KFAILD_TEST_HOOK_AUTH}\", X-Api-Key_file: " +
-                                             key_file.string() + "}"));
+  const auto from_env =
+      parseConfig(receiver("url: \"${env:KFAILD_TEST_HOOK_URL}\", headers: {Authorization: "
+                           "\"${env:KFAILD_TEST_HOOK_AUTH}\", X-Api-Key_file: " +
+                           key_file.string() + "}"));
   REQUIRE(from_env.notifications.receivers.size() == 1);
   const auto& hook = from_env.notifications.receivers[0];
   CHECK(hook.url == kHookUrl);
@@ -93,35 +98,45 @@ TEST_CASE("a receiver's url and headers come from an environment variable or an 
   CHECK(from_file.notifications.receivers[0].url == kHookUrl);
 
   CHECK(errorOf(receiver("url: http://a.example/x, url_file: " + url_file.string())) ==
-        "test.yaml: notifications.receivers[0].url_file: and notifications.receivers[0].url are both set: keep one");
+        "test.yaml: notifications.receivers[0].url_file: and notifications.receivers[0].url are "
+        "both set: keep one");
   CHECK(errorOf(receiver("url: \"${env:KFAILD_TEST_HOOK_UNSET}\"")) ==
-        "test.yaml: notifications.receivers[0].url: names the environment variable KFAILD_TEST_HOOK_UNSET, which is "
+        "test.yaml: notifications.receivers[0].url: names the environment variable "
+        "KFAILD_TEST_HOOK_UNSET, which is "
         "not set");
-  CHECK(errorOf(receiver("url: http://a.example/x, headers: {Authorization: \"${env:KFAILD_TEST_HOOK_UNSET}\"}")) ==
-        "test.yaml: notifications.receivers[0].headers.Authorization: names the environment variable "
-        "KFAILD_TEST_HOOK_UNSET, which is not set");
-  CHECK(errorOf(receiver("events: [incident]")) == "test.yaml: notifications.receivers[0].url: required (or url_file)");
+  CHECK(
+      errorOf(receiver("url: http://a.example/x, headers: {Authorization: "
+                       "\"${env:KFAILD_TEST_HOOK_UNSET}\"}")) ==
+      "test.yaml: notifications.receivers[0].headers.Authorization: names the environment variable "
+      "KFAILD_TEST_HOOK_UNSET, which is not set");
+  CHECK(errorOf(receiver("events: [incident]")) ==
+        "test.yaml: notifications.receivers[0].url: required (or url_file)");
 
   const auto not_a_url = writeSecret(dir / "not-a-url", "ftp://hooks.example.com/secretpath");
   const auto refused_url = errorOf(receiver("url_file: " + not_a_url.string()));
-  CHECK(refused_url == "test.yaml: notifications.receivers[0].url_file: must start with http:// or https://");
+  CHECK(refused_url ==
+        "test.yaml: notifications.receivers[0].url_file: must start with http:// or https://");
 
   const auto shared = writeSecret(dir / "shared-url", kHookUrl, 0644);
   const auto refused_mode = errorOf(receiver("url_file: " + shared.string()));
-  CHECK_THAT(refused_mode, Catch::StartsWith("test.yaml: notifications.receivers[0].url_file: " + shared.string() +
-                                             " has mode 0644, more than owner read and write"));
+  CHECK_THAT(refused_mode,
+             Catch::StartsWith("test.yaml: notifications.receivers[0].url_file: " +
+                               shared.string() + " has mode 0644, more than owner read and write"));
   for (const auto& message : {refused_url, refused_mode}) {
     CHECK_THAT(message, !Catch::Contains("secretpath"));
   }
 }
 
-TEST_CASE("a <key>_file secret is read as a token file is: a symbolic link or another user's file is refused, the "
-          "owner's own file is read",
-          "[unit][config]") {
+TEST_CASE(
+    "a <key>_file secret is read as a token file is: a symbolic link or another user's file is "
+    "refused, the "
+    "owner's own file is read",
+    "[unit][config]") {
   kfaild::testing::TempDir dir;
   const auto password = writeSecret(dir / "kafka-password", "s3cret-from-file");
-  CHECK(parseConfig(clientSecret("sasl.password_file: " + password.string())).clusters[0].client.at("sasl.password") ==
-        "s3cret-from-file");
+  CHECK(parseConfig(clientSecret("sasl.password_file: " + password.string()))
+            .clusters[0]
+            .client.at("sasl.password") == "s3cret-from-file");
 
   // A link to the API token file would send the operator's token to the brokers as the password.
   const auto api_token = writeSecret(dir / "api-token", "0123456789abcdef0123456789abcdef");
@@ -130,7 +145,8 @@ TEST_CASE("a <key>_file secret is read as a token file is: a symbolic link or an
         "test.yaml: clusters[0].client.sasl.password_file: " + (dir / "linked-password").string() +
             " is a symbolic link; give the path of the file itself");
   CHECK_THAT(errorOf(receiver("url_file: " + (dir / "linked-password").string())),
-             Catch::Contains("notifications.receivers[0].url_file: ") && Catch::Contains("is a symbolic link"));
+             Catch::Contains("notifications.receivers[0].url_file: ") &&
+                 Catch::Contains("is a symbolic link"));
 
   if (::geteuid() != 0) {
     SUCCEED("not root: a file of another user cannot be set up");
@@ -139,19 +155,23 @@ TEST_CASE("a <key>_file secret is read as a token file is: a symbolic link or an
   const auto theirs = writeSecret(dir / "their-password", "s3cret-of-nobody");
   REQUIRE(::chown(theirs.c_str(), 65534, 65534) == 0);  // nobody
   const auto refused = errorOf(clientSecret("sasl.password_file: " + theirs.string()));
-  CHECK_THAT(refused, Catch::StartsWith("test.yaml: clusters[0].client.sasl.password_file: " + theirs.string() +
-                                        " is owned by uid 65534, not by kfaild's user (uid 0)"));
+  CHECK_THAT(refused, Catch::StartsWith(
+                          "test.yaml: clusters[0].client.sasl.password_file: " + theirs.string() +
+                          " is owned by uid 65534, not by kfaild's user (uid 0)"));
   CHECK_THAT(refused, !Catch::Contains("s3cret"));
 }
 
-TEST_CASE("kfaild warns at start about a secret inline in a configuration file that group or others can read, "
-          "naming the key and the file, and not for a file of mode 0600",
-          "[integration][config]") {
+TEST_CASE(
+    "kfaild warns at start about a secret inline in a configuration file that group or others can "
+    "read, "
+    "naming the key and the file, and not for a file of mode 0600",
+    "[integration][config]") {
   kfaild::testing::TempDir dir;
   const auto path = (dir / "kfaild.yaml").string();
-  std::ofstream(path) << clientSecret("sasl.password: inline-s3cret") +
-                             "notifications:\n  receivers:\n    - {name: hook, type: slack, url: \"" + kHookUrl +
-                             "\"}\n";
+  std::ofstream(path)
+      << clientSecret("sasl.password: inline-s3cret") +
+             "notifications:\n  receivers:\n    - {name: hook, type: slack, url: \"" + kHookUrl +
+             "\"}\n";
   const auto check = [&](mode_t mode) {
     REQUIRE(::chmod(path.c_str(), mode) == 0);
     return kfaild::testing::run(kfaild::testing::kfaildBinary() + " --check-config --config " +
@@ -161,10 +181,14 @@ TEST_CASE("kfaild warns at start about a secret inline in a configuration file t
   const auto shared = check(0644);
   INFO(shared.output);
   CHECK(shared.status == 0);
-  CHECK_THAT(shared.output, Catch::Contains("warning: " + path + " (mode 0644) is readable by its group and others "
-                                            "and holds the secret clusters[0].client.sasl.password inline"));
-  CHECK_THAT(shared.output, Catch::Contains("warning: " + path + " (mode 0644) is readable by its group and others "
-                                            "and holds the secret notifications.receivers[0].url inline"));
+  CHECK_THAT(shared.output,
+             Catch::Contains("warning: " + path +
+                             " (mode 0644) is readable by its group and others "
+                             "and holds the secret clusters[0].client.sasl.password inline"));
+  CHECK_THAT(shared.output,
+             Catch::Contains("warning: " + path +
+                             " (mode 0644) is readable by its group and others "
+                             "and holds the secret notifications.receivers[0].url inline"));
   CHECK_THAT(shared.output, !Catch::Contains("inline-s3cret") && !Catch::Contains("secretpath"));
 
   const auto owner_only = check(0600);
@@ -174,21 +198,25 @@ TEST_CASE("kfaild warns at start about a secret inline in a configuration file t
 
   // Started for real (its cluster is down, which is no reason to stop), it logs the same line;
   // timeout's SIGTERM stops it after 3 s.
-  std::ofstream(path) << "storage: {path: " + (dir / "kfaild.db").string() + "}\nhttp: {port: 0}\n" +
+  std::ofstream(path) << "storage: {path: " + (dir / "kfaild.db").string() +
+                             "}\nhttp: {port: 0}\n" +
                              clientSecret("sasl.password: inline-s3cret").substr(1);
   REQUIRE(::chmod(path.c_str(), 0640) == 0);
-  const auto started = kfaild::testing::run("timeout -s TERM 3 " + kfaild::testing::kfaildBinary() + " --config " +
-                                            kfaild::testing::quoted(path));
+  const auto started = kfaild::testing::run("timeout -s TERM 3 " + kfaild::testing::kfaildBinary() +
+                                            " --config " + kfaild::testing::quoted(path));
   INFO(started.output);
   CHECK_THAT(started.output, Catch::Contains(" starting, librdkafka "));
-  CHECK_THAT(started.output, Catch::Contains("config: " + path + " (mode 0640) is readable by its group and holds "
+  CHECK_THAT(started.output, Catch::Contains("config: " + path +
+                                             " (mode 0640) is readable by its group and holds "
                                              "the secret clusters[0].client.sasl.password inline"));
   CHECK_THAT(started.output, !Catch::Contains("inline-s3cret"));
 }
 
-TEST_CASE("inline secrets are warned about only in a file group or others can read, and secrets kept out of it or "
-          "settings that are not secrets never",
-          "[unit][config]") {
+TEST_CASE(
+    "inline secrets are warned about only in a file group or others can read, and secrets kept out "
+    "of it or "
+    "settings that are not secrets never",
+    "[unit][config]") {
   kfaild::testing::TempDir dir;
   ::setenv("KFAILD_TEST_SASL_PASSWORD", "s3cret-from-env", 1);
   const auto path = (dir / "kfaild.yaml").string();
@@ -197,9 +225,10 @@ TEST_CASE("inline secrets are warned about only in a file group or others can re
     REQUIRE(::chmod(path.c_str(), mode) == 0);
     return kfaild::config::loadConfigFileWithWarnings(path).warnings;
   };
-  const auto inline_secrets = clientSecret("sasl.password: inline-s3cret\n      socket.timeout.ms: \"30000\"") +
-                              "notifications:\n  receivers:\n    - {name: hook, type: webhook, url: \"" + kHookUrl +
-                              "\", headers: {Authorization: Bearer inline-token}}\n";
+  const auto inline_secrets =
+      clientSecret("sasl.password: inline-s3cret\n      socket.timeout.ms: \"30000\"") +
+      "notifications:\n  receivers:\n    - {name: hook, type: webhook, url: \"" + kHookUrl +
+      "\", headers: {Authorization: Bearer inline-token}}\n";
 
   const auto world = load(inline_secrets, 0644);
   REQUIRE(world.size() == 3);
@@ -207,17 +236,25 @@ TEST_CASE("inline secrets are warned about only in a file group or others can re
     return std::find(lines.begin(), lines.end(), line) != lines.end();
   };
   CHECK(has(world, path + " (mode 0644) is readable by its group and others and holds the secret "
-                          "clusters[0].client.sasl.password inline: move it to clusters[0].client.sasl.password_file "
+                          "clusters[0].client.sasl.password inline: move it to "
+                          "clusters[0].client.sasl.password_file "
                           "(a file only kfaild's user reads) or ${env:NAME}"));
-  CHECK(has(world, path + " (mode 0644) is readable by its group and others and holds the secret "
-                          "notifications.receivers[0].url inline: move it to notifications.receivers[0].url_file "
-                          "(a file only kfaild's user reads) or ${env:NAME}"));
-  CHECK(has(world, path + " (mode 0644) is readable by its group and others and holds the secret "
-                          "notifications.receivers[0].headers.Authorization inline: move it to "
-                          "notifications.receivers[0].headers.Authorization_file (a file only kfaild's user reads) "
-                          "or ${env:NAME}"));
+  CHECK(has(
+      world,
+      path +
+          " (mode 0644) is readable by its group and others and holds the secret "
+          "notifications.receivers[0].url inline: move it to notifications.receivers[0].url_file "
+          "(a file only kfaild's user reads) or ${env:NAME}"));
+  CHECK(has(
+      world,
+      path +
+          " (mode 0644) is readable by its group and others and holds the secret "
+          "notifications.receivers[0].headers.Authorization inline: move it to "
+          "notifications.receivers[0].headers.Authorization_file (a file only kfaild's user reads) "
+          "or ${env:NAME}"));
   for (const auto& line : world) {
-    CHECK_THAT(line, !Catch::Contains("s3cret") && !Catch::Contains("secretpath") && !Catch::Contains("inline-token"));
+    CHECK_THAT(line, !Catch::Contains("s3cret") && !Catch::Contains("secretpath") &&
+                         !Catch::Contains("inline-token"));
   }
   const auto group = load(inline_secrets, 0640);
   REQUIRE(group.size() == 3);
@@ -229,8 +266,9 @@ TEST_CASE("inline secrets are warned about only in a file group or others can re
   CHECK(load(inline_secrets, 0400).empty());
 
   const auto url_file = writeSecret(dir / "hook-url", kHookUrl);
-  const auto kept_out = clientSecret("sasl.password: \"${env:KFAILD_TEST_SASL_PASSWORD}\"") +
-                        "notifications:\n  receivers:\n    - {name: hook, type: webhook, url_file: " +
-                        url_file.string() + "}\n";
+  const auto kept_out =
+      clientSecret("sasl.password: \"${env:KFAILD_TEST_SASL_PASSWORD}\"") +
+      "notifications:\n  receivers:\n    - {name: hook, type: webhook, url_file: " +
+      url_file.string() + "}\n";
   CHECK(load(kept_out, 0644).empty());
 }

@@ -1,7 +1,6 @@
 #include "server/config/config.h"
 
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -62,7 +61,8 @@ TEST_CASE("the article's probe configuration parses with its defaults", "[unit][
   CHECK(cl.probe.sender_priority == kfaild::common::ThreadPriority::kRealtime);
 }
 
-TEST_CASE("observers run no faster than the probe unless their own interval is set", "[unit][config]") {
+TEST_CASE("observers run no faster than the probe unless their own interval is set",
+          "[unit][config]") {
   const std::string base = kArticle;
   const auto with = [&](const std::string& probe_keys) {
     auto s = base;
@@ -71,9 +71,10 @@ TEST_CASE("observers run no faster than the probe unless their own interval is s
   };
   // What each observer runs at, in µs: metadata, control (and its gap threshold), commits (and
   // theirs), the FindCoordinator watch, transactions.
-  const auto checkObservers = [](const ClusterConfig& c, std::int64_t metadata, std::int64_t control,
-                                 std::int64_t control_gap, std::int64_t commit, std::int64_t commit_gap,
-                                 std::int64_t watch, std::int64_t txn) {
+  const auto checkObservers = [](const ClusterConfig& c, std::int64_t metadata,
+                                 std::int64_t control, std::int64_t control_gap,
+                                 std::int64_t commit, std::int64_t commit_gap, std::int64_t watch,
+                                 std::int64_t txn) {
     CHECK(c.observe.metadata_interval_us == metadata);
     CHECK(c.probe.control.interval_us == control);
     CHECK(c.probe.control.gap_threshold_us == control_gap);
@@ -83,10 +84,11 @@ TEST_CASE("observers run no faster than the probe unless their own interval is s
     CHECK(c.probe.coordinators.txn_interval_us == txn);
   };
   // At 20 ms the defaults stand: metadata and commits every 100 ms, control and watch every 500 ms.
-  checkObservers(with("interval_ms: 20"), 100'000, 500'000, 1'500'000, 100'000, 1'000'000, 500'000, 1'000'000);
+  checkObservers(with("interval_ms: 20"), 100'000, 500'000, 1'500'000, 100'000, 1'000'000, 500'000,
+                 1'000'000);
   // Once a minute: every observer once a minute, its gap threshold from that.
-  checkObservers(with("interval_ms: 60000"), 60'000'000, 60'000'000, 180'000'000, 60'000'000, 600'000'000,
-                 60'000'000, 60'000'000);
+  checkObservers(with("interval_ms: 60000"), 60'000'000, 60'000'000, 180'000'000, 60'000'000,
+                 600'000'000, 60'000'000, 60'000'000);
   // Between the defaults: only those shorter than the probe's interval follow it.
   const auto mid = with("interval_ms: 250");
   CHECK(mid.observe.metadata_interval_us == 250'000);
@@ -97,7 +99,8 @@ TEST_CASE("observers run no faster than the probe unless their own interval is s
   explicit_yaml.replace(explicit_yaml.find("interval_ms: 20"), 15,
                         "interval_ms: 60000\n      control: {interval_ms: 500}\n"
                         "      coordinators: {commit_interval_ms: 100, watch_interval_ms: 1000}");
-  explicit_yaml.replace(explicit_yaml.find("    probe:\n"), 11, "    observe:\n      metadata_interval_ms: 200\n    probe:\n");
+  explicit_yaml.replace(explicit_yaml.find("    probe:\n"), 11,
+                        "    observe:\n      metadata_interval_ms: 200\n    probe:\n");
   const auto set = parseConfig(explicit_yaml).clusters.at(0);
   CHECK(set.observe.metadata_interval_us == 200'000);
   CHECK(set.probe.control.interval_us == 500'000);
@@ -114,17 +117,22 @@ TEST_CASE("the probe sender's priority is realtime, high or normal", "[unit][con
     s.replace(s.find("interval_ms: 20"), 15, "interval_ms: 20\n      sender_priority: " + value);
     return s;
   };
-  CHECK(parseConfig(with("high")).clusters[0].probe.sender_priority == kfaild::common::ThreadPriority::kHigh);
-  CHECK(parseConfig(with("normal")).clusters[0].probe.sender_priority == kfaild::common::ThreadPriority::kNormal);
+  CHECK(parseConfig(with("high")).clusters[0].probe.sender_priority ==
+        kfaild::common::ThreadPriority::kHigh);
+  CHECK(parseConfig(with("normal")).clusters[0].probe.sender_priority ==
+        kfaild::common::ThreadPriority::kNormal);
   CHECK(parseConfig(with("realtime")).clusters[0].probe.sender_priority ==
         kfaild::common::ThreadPriority::kRealtime);
-  CHECK_THAT(errorOf(with("fifo")),
-             Catch::Contains("clusters[0].probe.sender_priority: must be `realtime`, `high` or `normal`, got 'fifo'"));
+  CHECK_THAT(
+      errorOf(with("fifo")),
+      Catch::Contains(
+          "clusters[0].probe.sender_priority: must be `realtime`, `high` or `normal`, got 'fifo'"));
 }
 
-TEST_CASE("a stuck consumer is restarted after 5 s, or half the loss timeout, and never at or "
-          "after the loss timeout",
-          "[unit][config]") {
+TEST_CASE(
+    "a stuck consumer is restarted after 5 s, or half the loss timeout, and never at or "
+    "after the loss timeout",
+    "[unit][config]") {
   const std::string base = kArticle;
   const auto with = [&](const std::string& keys) {
     auto s = base;
@@ -132,11 +140,15 @@ TEST_CASE("a stuck consumer is restarted after 5 s, or half the loss timeout, an
     return s;
   };
   CHECK(parseConfig(base).clusters[0].probe.consumer_restart_us == 5'000'000);
-  CHECK(parseConfig(with("loss_timeout_ms: 6000")).clusters[0].probe.consumer_restart_us == 3'000'000);
-  CHECK(parseConfig(with("consumer_restart_ms: 3000")).clusters[0].probe.consumer_restart_us == 3'000'000);
+  CHECK(parseConfig(with("loss_timeout_ms: 6000")).clusters[0].probe.consumer_restart_us ==
+        3'000'000);
+  CHECK(parseConfig(with("consumer_restart_ms: 3000")).clusters[0].probe.consumer_restart_us ==
+        3'000'000);
   CHECK_THAT(errorOf(with("loss_timeout_ms: 8000\n      consumer_restart_ms: 8000")),
-             Catch::Contains("clusters[0].probe.consumer_restart_ms: must be below loss_timeout_ms (8000)"));
-  CHECK_THAT(errorOf(with("consumer_restart_ms: 10")), Catch::Contains("clusters[0].probe.consumer_restart_ms"));
+             Catch::Contains(
+                 "clusters[0].probe.consumer_restart_ms: must be below loss_timeout_ms (8000)"));
+  CHECK_THAT(errorOf(with("consumer_restart_ms: 10")),
+             Catch::Contains("clusters[0].probe.consumer_restart_ms"));
 }
 
 TEST_CASE("the probe's client is librdkafka unless set to wire, which refuses a secured cluster",
@@ -145,14 +157,17 @@ TEST_CASE("the probe's client is librdkafka unless set to wire, which refuses a 
   const auto with = [&](const std::string& value, const std::string& protocol = "") {
     auto s = base;
     s.replace(s.find("interval_ms: 20"), 15, "interval_ms: 20\n      client: " + value);
-    if (!protocol.empty()) s.replace(s.find("security.protocol: plaintext"), 28, "security.protocol: " + protocol);
+    if (!protocol.empty())
+      s.replace(s.find("security.protocol: plaintext"), 28, "security.protocol: " + protocol);
     return s;
   };
   CHECK(parseConfig(base).clusters[0].probe.client == kfaild::config::ProbeClient::kLibrdkafka);
   CHECK(parseConfig(with("wire")).clusters[0].probe.client == kfaild::config::ProbeClient::kWire);
-  CHECK(parseConfig(with("librdkafka")).clusters[0].probe.client == kfaild::config::ProbeClient::kLibrdkafka);
-  CHECK_THAT(errorOf(with("franz")),
-             Catch::Contains("clusters[0].probe.client: must be `librdkafka` or `wire`, got 'franz'"));
+  CHECK(parseConfig(with("librdkafka")).clusters[0].probe.client ==
+        kfaild::config::ProbeClient::kLibrdkafka);
+  CHECK_THAT(
+      errorOf(with("franz")),
+      Catch::Contains("clusters[0].probe.client: must be `librdkafka` or `wire`, got 'franz'"));
   CHECK_THAT(errorOf(with("wire", "SASL_SSL")),
              Catch::Contains("clusters[0].probe.client: `wire` speaks PLAINTEXT only"));
   CHECK(parseConfig(with("wire", "PLAINTEXT")).clusters[0].probe.client ==
@@ -185,7 +200,8 @@ TEST_CASE("a configuration mistake names its key", "[unit][config][reliability]"
              Catch::Contains("clusters[0].probe.interval_ms: given twice"));
 }
 
-TEST_CASE("the drill inventory names how each node is reached, and only one way", "[unit][config]") {
+TEST_CASE("the drill inventory names how each node is reached, and only one way",
+          "[unit][config]") {
   const std::string base = std::string(kArticle) + R"(
     inventory:
       - id: 1
@@ -214,16 +230,18 @@ TEST_CASE("the drill inventory names how each node is reached, and only one way"
              Catch::Contains("clusters[0].inventory[0].docker.container"));
   CHECK_THAT(errorOf(replace("host: k2.example", "host: \"k2$(reboot)\"")),
              Catch::Contains("clusters[0].inventory[1].ssh.host"));
-  CHECK_THAT(errorOf(replace("docker: {container: kbf-k1-1}",
-                             "docker: {container: a}\n        local: {pid_file: x, start_command: [y]}")),
-             Catch::Contains("clusters[0].inventory[0]: needs exactly one of docker, ssh, local"));
+  CHECK_THAT(
+      errorOf(replace("docker: {container: kbf-k1-1}",
+                      "docker: {container: a}\n        local: {pid_file: x, start_command: [y]}")),
+      Catch::Contains("clusters[0].inventory[0]: needs exactly one of docker, ssh, local"));
   CHECK_THAT(errorOf(replace("id: 2", "id: 1")), Catch::Contains("duplicate node id 1"));
   // Host-key checking and batch mode stay on, however the option is spelt.
-  for (const std::string option : {"StrictHostKeyChecking=no", "stricthostkeychecking no", "UserKnownHostsFile=/dev/null",
-                                   "BatchMode=no"}) {
+  for (const std::string option : {"StrictHostKeyChecking=no", "stricthostkeychecking no",
+                                   "UserKnownHostsFile=/dev/null", "BatchMode=no"}) {
     INFO(option);
     CHECK_THAT(errorOf(replace("user: kafka,", "user: kafka, options: [\"" + option + "\"],")),
-               Catch::Contains("clusters[0].inventory[1].ssh.options: '" + option + "' would let kfaild talk to a host"));
+               Catch::Contains("clusters[0].inventory[1].ssh.options: '" + option +
+                               "' would let kfaild talk to a host"));
   }
   CHECK(parseConfig(replace("user: kafka,", "user: kafka, options: [StrictHostKeyChecking=yes],"))
             .clusters[0]
@@ -264,7 +282,8 @@ TEST_CASE("a cluster's objectives and regression policy parse, with defaults whe
   CHECK(kfaild::analysis::toJson(parseConfig(none, "test.yaml").clusters[0].objectives).empty());
 }
 
-TEST_CASE("an unknown or wrong objective key in the configuration names the key", "[unit][config][verdict]") {
+TEST_CASE("an unknown or wrong objective key in the configuration names the key",
+          "[unit][config][verdict]") {
   const auto with = [](const std::string& tail) { return errorOf(std::string(kArticle) + tail); };
   CHECK_THAT(with("    objectives: {max_ack_stal_s: 12}\n"),
              Catch::Contains("clusters[0].objectives.max_ack_stal_s: unknown key"));
@@ -273,12 +292,16 @@ TEST_CASE("an unknown or wrong objective key in the configuration names the key"
   CHECK_THAT(with("    objectives: {max_ack_stall_s: twelve}\n"),
              Catch::Contains("clusters[0].objectives.max_ack_stall_s: must be a number"));
   CHECK_THAT(with("    objectives: {max_lost: 0, max_lost: 1}\n"), Catch::Contains("max_lost"));
-  CHECK_THAT(with("    regression: {factor: 0.5}\n"), Catch::Contains("clusters[0].regression.factor: must be"));
-  CHECK_THAT(with("    regression: {windows: 5}\n"), Catch::Contains("clusters[0].regression.windows: unknown key"));
+  CHECK_THAT(with("    regression: {factor: 0.5}\n"),
+             Catch::Contains("clusters[0].regression.factor: must be"));
+  CHECK_THAT(with("    regression: {windows: 5}\n"),
+             Catch::Contains("clusters[0].regression.windows: unknown key"));
 }
 
-TEST_CASE("where a node's gray faults act: address, netns and fill_dir, each only where it means something",
-          "[unit][config]") {
+TEST_CASE(
+    "where a node's gray faults act: address, netns and fill_dir, each only where it means "
+    "something",
+    "[unit][config]") {
   const std::string base = std::string(kArticle) + R"(
     inventory:
       - id: 1
@@ -319,57 +342,73 @@ TEST_CASE("where a node's gray faults act: address, netns and fill_dir, each onl
              Catch::Contains("clusters[0].inventory[0].netns: not a network namespace name"));
   CHECK_THAT(errorOf(replace("address: 10.77.19.1", "address: \"10.0.0.1 && reboot\"")),
              Catch::Contains("clusters[0].inventory[0].address"));
-  CHECK_THAT(errorOf(replace("docker: {container: kbf-k3-1}", "docker: {container: kbf-k3-1}\n        netns: x")),
+  CHECK_THAT(errorOf(replace("docker: {container: kbf-k3-1}",
+                             "docker: {container: kbf-k3-1}\n        netns: x")),
              Catch::Contains("clusters[0].inventory[2].netns: only for a local node"));
-  CHECK_THAT(errorOf(replace("docker: {container: kbf-k3-1}", "docker: {container: kbf-k3-1}\n        fill_dir: /x")),
+  CHECK_THAT(errorOf(replace("docker: {container: kbf-k3-1}",
+                             "docker: {container: kbf-k3-1}\n        fill_dir: /x")),
              Catch::Contains("clusters[0].inventory[2].fill_dir: not for a docker node"));
   CHECK_THAT(errorOf(replace("fill_dir: /var/lib/kafka-fill", "fill_dir: kafka-fill")),
-             Catch::Contains("clusters[0].inventory[1].fill_dir: an absolute directory on the node's host"));
+             Catch::Contains(
+                 "clusters[0].inventory[1].fill_dir: an absolute directory on the node's host"));
   // Gray faults are opt-in: what places them needs the node's gray_faults: true.
-  CHECK_THAT(errorOf(replace("        gray_faults: true\n        netns", "        netns")),
-             Catch::Contains("clusters[0].inventory[0].netns: places gray faults, which this node has not opted in "
-                             "to: add gray_faults: true"));
-  CHECK_THAT(errorOf(replace("        gray_faults: true\n        gray_helper", "        gray_helper")),
-             Catch::Contains("clusters[0].inventory[1].gray_helper: only with gray_faults: true"));
+  CHECK_THAT(
+      errorOf(replace("        gray_faults: true\n        netns", "        netns")),
+      Catch::Contains(
+          "clusters[0].inventory[0].netns: places gray faults, which this node has not opted in "
+          "to: add gray_faults: true"));
+  CHECK_THAT(
+      errorOf(replace("        gray_faults: true\n        gray_helper", "        gray_helper")),
+      Catch::Contains("clusters[0].inventory[1].gray_helper: only with gray_faults: true"));
   CHECK_THAT(errorOf(replace("gray_faults: true", "gray_faults: yes please")),
              Catch::Contains("clusters[0].inventory[0].gray_faults: must be true or false"));
 }
 
-TEST_CASE("a client secret comes from an environment variable or a file readable by its owner only, never the "
-          "YAML, and each mistake names its key",
-          "[unit][config]") {
+TEST_CASE(
+    "a client secret comes from an environment variable or a file readable by its owner only, "
+    "never the "
+    "YAML, and each mistake names its key",
+    "[unit][config]") {
   kfaild::testing::TempDir dir;
   const auto secret = dir / "kafka-password";
   std::ofstream(secret) << "s3cret-from-file\n";
-  std::filesystem::permissions(secret, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  std::filesystem::permissions(
+      secret, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   ::setenv("KFAILD_TEST_SASL_USER", "probe-user", 1);
   ::unsetenv("KFAILD_TEST_UNSET");
   std::string base = kArticle;
   const auto with = [&](const std::string& client) {
     auto text = base;
-    text.replace(text.find("      security.protocol: plaintext"), std::string("      security.protocol: plaintext").size(),
-                 client);
+    text.replace(text.find("      security.protocol: plaintext"),
+                 std::string("      security.protocol: plaintext").size(), client);
     return text;
   };
-  const auto c = parseConfig(with("      security.protocol: sasl_plaintext\n"
-                                  "      sasl.username: ${env:KFAILD_TEST_SASL_USER}\n"
-                                  "      sasl.password_file: " + secret.string()));
+  const auto c =
+      parseConfig(with("      security.protocol: sasl_plaintext\n"
+                       "      sasl.username: ${env:KFAILD_TEST_SASL_USER}\n"
+                       "      sasl.password_file: " +
+                       secret.string()));
   const auto& client = c.clusters[0].client;
   CHECK(client.at("sasl.username") == "probe-user");
   CHECK(client.at("sasl.password") == "s3cret-from-file");
   CHECK_FALSE(client.count("sasl.password_file"));
 
   CHECK(errorOf(with("      sasl.password: ${env:KFAILD_TEST_UNSET}")) ==
-        "test.yaml: clusters[0].client.sasl.password: names the environment variable KFAILD_TEST_UNSET, which is not set");
+        "test.yaml: clusters[0].client.sasl.password: names the environment variable "
+        "KFAILD_TEST_UNSET, which is not set");
   CHECK_THAT(errorOf(with("      sasl.password: ${env:BAD NAME}")),
-             Catch::StartsWith("test.yaml: clusters[0].client.sasl.password: ${env:NAME} needs a variable name"));
+             Catch::StartsWith(
+                 "test.yaml: clusters[0].client.sasl.password: ${env:NAME} needs a variable name"));
   CHECK(errorOf(with("      sasl.password: x\n      sasl.password_file: " + secret.string())) ==
-        "test.yaml: clusters[0].client.sasl.password_file: and clusters[0].client.sasl.password are both set: keep one");
+        "test.yaml: clusters[0].client.sasl.password_file: and clusters[0].client.sasl.password "
+        "are both set: keep one");
   CHECK_THAT(errorOf(with("      sasl.password_file: " + (dir / "missing").string())),
              Catch::StartsWith("test.yaml: clusters[0].client.sasl.password_file: cannot read "));
-  std::filesystem::permissions(secret, std::filesystem::perms::group_read, std::filesystem::perm_options::add);
+  std::filesystem::permissions(secret, std::filesystem::perms::group_read,
+                               std::filesystem::perm_options::add);
   const auto open_error = errorOf(with("      sasl.password_file: " + secret.string()));
-  CHECK_THAT(open_error, Catch::Contains(secret.string() + " has mode 0640, more than owner read and write"));
+  CHECK_THAT(open_error,
+             Catch::Contains(secret.string() + " has mode 0640, more than owner read and write"));
   // No form of the secret ever reaches an error.
   CHECK_THAT(open_error, !Catch::Contains("s3cret"));
 }

@@ -38,8 +38,9 @@ TEST_CASE("http.tls takes a certificate and a key, both readable, and an optiona
   const auto path = [&](const char* name) { return (dir / name).string(); };
 
   CHECK_FALSE(parseConfig(withHttp("  port: 8443\n")).http.tls.enabled());
-  const auto c = parseConfig(withHttp("  tls: {cert_file: " + path("cert.pem") + ", key_file: " +
-                                      path("key.pem") + ", client_ca_file: " + path("ca.pem") + "}\n"));
+  const auto c = parseConfig(withHttp("  tls: {cert_file: " + path("cert.pem") +
+                                      ", key_file: " + path("key.pem") +
+                                      ", client_ca_file: " + path("ca.pem") + "}\n"));
   CHECK(c.http.tls.enabled());
   CHECK(c.http.tls.cert_file == path("cert.pem"));
   CHECK(c.http.tls.key_file == path("key.pem"));
@@ -49,12 +50,14 @@ TEST_CASE("http.tls takes a certificate and a key, both readable, and an optiona
         "test.yaml: http.tls.key_file: required with http.tls");
   CHECK(errorOf(withHttp("  tls: {key_file: " + path("key.pem") + "}\n")) ==
         "test.yaml: http.tls.cert_file: required with http.tls");
-  CHECK(errorOf(withHttp("  tls: {cert_file: " + path("nope.pem") + ", key_file: " + path("key.pem") + "}\n")) ==
+  CHECK(errorOf(withHttp("  tls: {cert_file: " + path("nope.pem") +
+                         ", key_file: " + path("key.pem") + "}\n")) ==
         "test.yaml: http.tls.cert_file: cannot read " + path("nope.pem"));
-  CHECK(errorOf(withHttp("  tls: {cert_file: " + path("cert.pem") + ", key_file: " + path("key.pem") +
-                         ", client_ca_file: " + path("nope.pem") + "}\n")) ==
+  CHECK(errorOf(withHttp("  tls: {cert_file: " + path("cert.pem") + ", key_file: " +
+                         path("key.pem") + ", client_ca_file: " + path("nope.pem") + "}\n")) ==
         "test.yaml: http.tls.client_ca_file: cannot read " + path("nope.pem"));
-  CHECK(errorOf(withHttp("  tls: {cert_file: " + path("cert.pem") + ", key_file: " + path("key.pem") +
-                         ", ca_file: " + path("ca.pem") + "}\n"))
-            .find("test.yaml: http.tls.ca_file: unknown key (known: cert_file, client_ca_file, key_file)") == 0);
+  CHECK(errorOf(withHttp("  tls: {cert_file: " + path("cert.pem") +
+                         ", key_file: " + path("key.pem") + ", ca_file: " + path("ca.pem") + "}\n"))
+            .find("test.yaml: http.tls.ca_file: unknown key (known: cert_file, client_ca_file, "
+                  "key_file)") == 0);
 }

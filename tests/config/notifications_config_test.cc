@@ -24,7 +24,8 @@ std::string errorOf(const std::string& yaml) {
 
 }  // namespace
 
-TEST_CASE("notifications parse receivers, retry and incidents with their defaults", "[unit][config][notify]") {
+TEST_CASE("notifications parse receivers, retry and incidents with their defaults",
+          "[unit][config][notify]") {
   const auto c = parseConfig(kBase + R"(
 notifications:
   external_url: https://kfaild.example.com/
@@ -66,29 +67,43 @@ notifications:
 }
 
 TEST_CASE("notification mistakes name their key", "[unit][config][notify]") {
-  CHECK(errorOf("notifications: {recievers: []}").find("notifications.recievers: unknown key") != std::string::npos);
-  CHECK(errorOf("notifications:\n  receivers:\n    - {name: a, type: webhook, url: http://x, secret: 1}")
-            .find("notifications.receivers[0].secret: unknown key") != std::string::npos);
+  CHECK(errorOf("notifications: {recievers: []}").find("notifications.recievers: unknown key") !=
+        std::string::npos);
+  CHECK(
+      errorOf(
+          "notifications:\n  receivers:\n    - {name: a, type: webhook, url: http://x, secret: 1}")
+          .find("notifications.receivers[0].secret: unknown key") != std::string::npos);
   CHECK(errorOf("notifications:\n  receivers:\n    - {name: a, type: email, url: http://x}")
-            .find("notifications.receivers[0].type: must be webhook, slack or alertmanager") != std::string::npos);
+            .find("notifications.receivers[0].type: must be webhook, slack or alertmanager") !=
+        std::string::npos);
   CHECK(errorOf("notifications:\n  receivers:\n    - {name: a, type: webhook, url: ftp://x}")
             .find("notifications.receivers[0].url: must start with") != std::string::npos);
-  CHECK(errorOf("notifications:\n  receivers:\n    - {name: a, type: webhook, url: http://x, events: [drill_done]}")
-            .find("notifications.receivers[0].events: 'drill_done' is not one of") != std::string::npos);
-  CHECK(errorOf("notifications:\n  receivers:\n    - {name: a, type: webhook, url: http://x, verdicts: [ok]}")
+  CHECK(errorOf("notifications:\n  receivers:\n    - {name: a, type: webhook, url: http://x, "
+                "events: [drill_done]}")
+            .find("notifications.receivers[0].events: 'drill_done' is not one of") !=
+        std::string::npos);
+  CHECK(errorOf("notifications:\n  receivers:\n    - {name: a, type: webhook, url: http://x, "
+                "verdicts: [ok]}")
             .find("notifications.receivers[0].verdicts: 'ok'") != std::string::npos);
-  CHECK(errorOf("notifications:\n  receivers:\n    - {name: a, type: webhook, url: http://x}\n    - {name: a, type: slack, url: http://y}")
-            .find("notifications.receivers[1].name: duplicate receiver name a") != std::string::npos);
-  CHECK(errorOf("notifications:\n  receivers:\n    - {name: a, type: webhook, url: http://x, tls: {ca_file: /etc/hosts}}")
+  CHECK(errorOf("notifications:\n  receivers:\n    - {name: a, type: webhook, url: http://x}\n    "
+                "- {name: a, type: slack, url: http://y}")
+            .find("notifications.receivers[1].name: duplicate receiver name a") !=
+        std::string::npos);
+  CHECK(errorOf("notifications:\n  receivers:\n    - {name: a, type: webhook, url: http://x, tls: "
+                "{ca_file: /etc/hosts}}")
             .find("notifications.receivers[0].tls: needs an https:// url") != std::string::npos);
-  CHECK(errorOf("notifications:\n  receivers:\n    - {name: a, type: webhook, url: https://x, tls: {ca_file: /nonexistent/ca.pem}}")
+  CHECK(errorOf("notifications:\n  receivers:\n    - {name: a, type: webhook, url: https://x, tls: "
+                "{ca_file: /nonexistent/ca.pem}}")
             .find("notifications.receivers[0].tls.ca_file") != std::string::npos);
-  CHECK(errorOf("notifications:\n  receivers:\n    - {name: a, type: webhook, url: http://x, headers: {Content-Type: text/plain}}")
-            .find("notifications.receivers[0].headers.Content-Type: set by kfaild") != std::string::npos);
-  CHECK(errorOf("notifications:\n  receivers:\n    - {name: a, type: webhook, url: http://x, alert_resolve_after_s: 600}")
+  CHECK(errorOf("notifications:\n  receivers:\n    - {name: a, type: webhook, url: http://x, "
+                "headers: {Content-Type: text/plain}}")
+            .find("notifications.receivers[0].headers.Content-Type: set by kfaild") !=
+        std::string::npos);
+  CHECK(errorOf("notifications:\n  receivers:\n    - {name: a, type: webhook, url: http://x, "
+                "alert_resolve_after_s: 600}")
             .find("only for type alertmanager") != std::string::npos);
-  CHECK(errorOf("notifications: {retry: {initial_s: 10, max_s: 5}}").find("notifications.retry.max_s: must not be below") !=
-        std::string::npos);
-  CHECK(errorOf("notifications: {incidents: {min_stall: 5}}").find("notifications.incidents.min_stall: unknown key") !=
-        std::string::npos);
+  CHECK(errorOf("notifications: {retry: {initial_s: 10, max_s: 5}}")
+            .find("notifications.retry.max_s: must not be below") != std::string::npos);
+  CHECK(errorOf("notifications: {incidents: {min_stall: 5}}")
+            .find("notifications.incidents.min_stall: unknown key") != std::string::npos);
 }

@@ -91,8 +91,9 @@ TEST_CASE("a storage mistake names its key", "[unit][config]") {
       Catch::Contains("storage.retention.events_hours: must be a number of hours or forever"));
   CHECK_THAT(
       errorOf(withStorage("  retention: {sample_hours: 1}\n")),
-      Catch::Contains("storage.retention.sample_hours: unknown key (known: audit_hours, drill_samples_hours, "
-                      "events_hours, gaps_hours, samples_hours)"));
+      Catch::Contains(
+          "storage.retention.sample_hours: unknown key (known: audit_hours, drill_samples_hours, "
+          "events_hours, gaps_hours, samples_hours)"));
   CHECK_THAT(errorOf(withStorage("  retention: 24\n")),
              Catch::Contains("storage.retention: must be a mapping"));
   CHECK_THAT(errorOf(withStorage("  retention_interval_s: 5\n")),
@@ -110,21 +111,27 @@ TEST_CASE("the audit log has its own retention and a byte budget of at most half
   const auto defaults = parseConfig(withStorage("  path: /tmp/k.db\n"));
   CHECK(defaults.storage.retention.audit_us == 365 * 24 * kHourUs);
   CHECK_FALSE(defaults.storage.audit_max_bytes);
-  const auto c = parseConfig(withStorage("  retention:\n"
-                                         "    audit_hours: 720\n"
-                                         "  max_bytes: 1073741824\n"
-                                         "  audit_max_bytes: 104857600\n"));
+  const auto c =
+      parseConfig(withStorage("  retention:\n"
+                              "    audit_hours: 720\n"
+                              "  max_bytes: 1073741824\n"
+                              "  audit_max_bytes: 104857600\n"));
   CHECK(c.storage.retention.audit_us == 720 * kHourUs);
   CHECK(c.storage.audit_max_bytes == 104'857'600);
   CHECK(errorOf(withStorage("  max_bytes: 16777216\n  audit_max_bytes: 16777216\n"))
-            .find("storage.audit_max_bytes: must be at most half of storage.max_bytes") != std::string::npos);
-  CHECK(errorOf(withStorage("  audit_max_bytes: 100\n")).find("storage.audit_max_bytes") != std::string::npos);
+            .find("storage.audit_max_bytes: must be at most half of storage.max_bytes") !=
+        std::string::npos);
+  CHECK(errorOf(withStorage("  audit_max_bytes: 100\n")).find("storage.audit_max_bytes") !=
+        std::string::npos);
 }
 
-TEST_CASE("http.max_connections_per_peer defaults to 64 and is read from the http section", "[unit][config]") {
+TEST_CASE("http.max_connections_per_peer defaults to 64 and is read from the http section",
+          "[unit][config]") {
   CHECK(parseConfig(withStorage("  path: /tmp/k.db\n")).http.max_connections_per_peer == 64);
-  const auto c = parseConfig("http:\n  auth: none\n  max_connections_per_peer: 8\n" + withStorage("  path: /tmp/k.db\n"));
+  const auto c = parseConfig("http:\n  auth: none\n  max_connections_per_peer: 8\n" +
+                             withStorage("  path: /tmp/k.db\n"));
   CHECK(c.http.max_connections_per_peer == 8);
-  CHECK(errorOf("http:\n  auth: none\n  max_connections_per_peer: 0\n" + withStorage("  path: /tmp/k.db\n"))
+  CHECK(errorOf("http:\n  auth: none\n  max_connections_per_peer: 0\n" +
+                withStorage("  path: /tmp/k.db\n"))
             .find("http.max_connections_per_peer") != std::string::npos);
 }

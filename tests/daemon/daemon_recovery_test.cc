@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <future>
 #include <thread>
@@ -44,8 +43,10 @@ std::uint16_t freePort() {
 
 }  // namespace
 
-TEST_CASE("kfaild serves its API while an open recovery entry replays, and the entry can be resolved meanwhile",
-          "[integration][daemon]") {
+TEST_CASE(
+    "kfaild serves its API while an open recovery entry replays, and the entry can be resolved "
+    "meanwhile",
+    "[integration][daemon]") {
   testing::MockCluster mock(3);
   REQUIRE(rd_kafka_mock_topic_create(mock.cluster, "orders", 3, 3) == RD_KAFKA_RESP_ERR_NO_ERROR);
   testing::TempDir dir;
@@ -83,10 +84,12 @@ TEST_CASE("kfaild serves its API while an open recovery entry replays, and the e
   }
 
   const auto port = freePort();
-  const auto yaml = "storage: {path: " + db + "}\nhttp: {host: 127.0.0.1, port: " + std::to_string(port) +
-                    ", auth: none}\nclusters:\n  - name: mock\n    bootstrap: " + mock.bootstrap() +
-                    "\n    probe:\n      interval_ms: 50\n      topics: [orders]\n    inventory:\n      - id: 1\n"
-                    "        local: {pid_file: " + (dir / "none.pid").string() + ", start_command: [/bin/false]}\n";
+  const auto yaml =
+      "storage: {path: " + db + "}\nhttp: {host: 127.0.0.1, port: " + std::to_string(port) +
+      ", auth: none}\nclusters:\n  - name: mock\n    bootstrap: " + mock.bootstrap() +
+      "\n    probe:\n      interval_ms: 50\n      topics: [orders]\n    inventory:\n      - id: 1\n"
+      "        local: {pid_file: " +
+      (dir / "none.pid").string() + ", start_command: [/bin/false]}\n";
   const auto config = config::parseConfig(yaml, "test.yaml");
 
   auto starting = std::async(std::launch::async, [&] { return daemon::Daemon::start(config, {}); });
@@ -116,8 +119,11 @@ TEST_CASE("kfaild serves its API while an open recovery entry replays, and the e
 
   {
     api::testing::HttpConnection http(port);
-    const auto resolved = http.request({"POST", "/api/v1/recoveries/" + std::to_string(entry_id) + "/resolve",
-                                        R"({"note":"node 1 retired"})", {{"Content-Type", "application/json"}}});
+    const auto resolved =
+        http.request({"POST",
+                      "/api/v1/recoveries/" + std::to_string(entry_id) + "/resolve",
+                      R"({"note":"node 1 retired"})",
+                      {{"Content-Type", "application/json"}}});
     CHECK(resolved.status == 200);
   }
   // The replay gives the entry up and leaves it resolved.

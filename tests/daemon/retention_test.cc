@@ -106,9 +106,10 @@ class Db {
     auto db = storage::sqlite::Database::open(path());
     REQUIRE(db.ok());
     // Samples are kept in blocks (storage/README.md): "probe_samples" counts the samples in them.
-    auto n = (*db)->queryInt(table == "probe_samples"
-                                 ? std::string("SELECT coalesce(sum(samples), 0) FROM probe_sample_blocks")
-                                 : "SELECT count(*) FROM " + table);
+    auto n = (*db)->queryInt(
+        table == "probe_samples"
+            ? std::string("SELECT coalesce(sum(samples), 0) FROM probe_sample_blocks")
+            : "SELECT count(*) FROM " + table);
     REQUIRE(n.ok());
     return *n;
   }
@@ -556,12 +557,23 @@ namespace kfaild::daemon {
 namespace {
 
 storage::AuditRecord auditRow(std::int64_t time_us) {
-  return {0, time_us, "viewer", "192.0.2.7", "POST", "/api/v1/clusters/{cluster}/drills",
-          std::string(64, 'a'), 20, 403, "forbidden", 1, false};
+  return {0,
+          time_us,
+          "viewer",
+          "192.0.2.7",
+          "POST",
+          "/api/v1/clusters/{cluster}/drills",
+          std::string(64, 'a'),
+          20,
+          403,
+          "forbidden",
+          1,
+          false};
 }
 
-TEST_CASE("the audit log is held to its own budget and retention before any measurement data is pruned",
-          "[unit][daemon]") {
+TEST_CASE(
+    "the audit log is held to its own budget and retention before any measurement data is pruned",
+    "[unit][daemon]") {
   kfaild::testing::ManualClock clock(1'800'000'000'000'000);
   Db db;
   const auto now = clock.wallNow();
@@ -573,7 +585,8 @@ TEST_CASE("the audit log is held to its own budget and retention before any meas
   REQUIRE((*audit)->append(auditRow(now - 366 * kDay)).ok());
   std::vector<storage::AuditRecord> rows;
   for (int i = 0; i < 40'000; ++i) rows.push_back(auditRow(now - kHour + i));
-  REQUIRE((*audit)->appendBatch(rows, {{now - kMinute, "192.0.2.8", "unmatched", 404, 12345}}).ok());
+  REQUIRE(
+      (*audit)->appendBatch(rows, {{now - kMinute, "192.0.2.8", "unmatched", 404, 12345}}).ok());
   const auto before = (*audit)->bytes();
   REQUIRE(before.ok());
   REQUIRE(*before > 4 * 1024 * 1024);

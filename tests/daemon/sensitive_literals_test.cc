@@ -1,17 +1,18 @@
 // The literals the daemon hands the API's redaction: every key of the inventory that says how
 // kfaild reaches a node.
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "server/common/redaction.h"
 #include "server/daemon/daemon.h"
 
 using namespace kfaild;
 
-TEST_CASE("a node's gray-fault placement (address, netns, fill_dir) is hidden from readers without the operator token",
-          "[unit][daemon][security]") {
+TEST_CASE(
+    "a node's gray-fault placement (address, netns, fill_dir) is hidden from readers without the "
+    "operator token",
+    "[unit][daemon][security]") {
   config::Config config;
   config::ClusterConfig cluster;
   cluster.name = "lab";
@@ -31,6 +32,7 @@ TEST_CASE("a node's gray-fault placement (address, netns, fill_dir) is hidden fr
     CHECK(std::find(literals.begin(), literals.end(), key) != literals.end());
   }
   const common::Redactor redactor(literals);
-  CHECK(redactor.redact("isolate of node 2 failed: ip netns exec kafkans2 nft: kafka-2.internal unreachable") ==
+  CHECK(redactor.redact(
+            "isolate of node 2 failed: ip netns exec kafkans2 nft: kafka-2.internal unreachable") ==
         "isolate of node 2 failed: ip netns exec [redacted] nft: [redacted] unreachable");
 }

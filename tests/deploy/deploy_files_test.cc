@@ -21,8 +21,8 @@
 
 #include "server/config/config.h"
 #include "tests/support/paths.h"
-#include "tests/support/shell.h"
 #include "tests/support/process.h"
+#include "tests/support/shell.h"
 #include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -242,15 +242,17 @@ struct Owned {
 };
 
 Owned ownedBy(const fs::path& path) {
-  struct stat st {};
+  struct stat st{};
   REQUIRE(::stat(path.c_str(), &st) == 0);
-  return {static_cast<unsigned>(st.st_mode & 07777), static_cast<long>(st.st_uid), static_cast<long>(st.st_gid)};
+  return {static_cast<unsigned>(st.st_mode & 07777), static_cast<long>(st.st_uid),
+          static_cast<long>(st.st_gid)};
 }
 
 }  // namespace
 
 TEST_CASE(
-    "the package's postinst gives /etc/kfaild and its kfaild.yaml to the kfaild group, 0750 and 0640, "
+    "the package's postinst gives /etc/kfaild and its kfaild.yaml to the kfaild group, 0750 and "
+    "0640, "
     "as the unit's ConfigurationDirectoryMode says, and a misspelt group fails",
     "[integration][deploy]") {
   const auto unit = readFile(kSource / "deploy/systemd/kfaild.service");
@@ -259,9 +261,10 @@ TEST_CASE(
   // checks the package itself).
   const auto package = readFile(kSource / "cmake/package.cmake");
   CHECK(package.find("install(DIRECTORY DESTINATION /etc/kfaild\n"
-                     "        DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE)") !=
-        std::string::npos);
-  CHECK(package.find("DESTINATION /etc/kfaild\n        PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ)") !=
+                     "        DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE "
+                     "GROUP_READ GROUP_EXECUTE)") != std::string::npos);
+  CHECK(package.find(
+            "DESTINATION /etc/kfaild\n        PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ)") !=
         std::string::npos);
   if (::geteuid() != 0) {
     SUCCEED("not root: the postinst cannot give files to a group");
@@ -271,13 +274,14 @@ TEST_CASE(
   // The root as dpkg leaves it before the postinst: the package's files, the configuration left
   // readable by everyone (as a manual install or an older package did).
   const auto unpacked = [](const TempDir& root, const std::string& tmpfiles) {
-    writeFile(root / "usr/lib/sysusers.d/kfaild.conf", readFile(kSource / "deploy/systemd/kfaild.sysusers"));
+    writeFile(root / "usr/lib/sysusers.d/kfaild.conf",
+              readFile(kSource / "deploy/systemd/kfaild.sysusers"));
     writeFile(root / "usr/lib/tmpfiles.d/kfaild.conf", tmpfiles);
     writeFile(root / "etc/kfaild/kfaild.yaml", readFile(kSource / "deploy/systemd/kfaild.yaml"));
     fs::permissions(root / "etc/kfaild", fs::perms(0755));
     fs::permissions(root / "etc/kfaild/kfaild.yaml", fs::perms(0644));
-    return run("DPKG_ROOT=" + quoted(root.path()) + " sh " + quoted(kSource / "deploy/debian/postinst") +
-               " configure");
+    return run("DPKG_ROOT=" + quoted(root.path()) + " sh " +
+               quoted(kSource / "deploy/debian/postinst") + " configure");
   };
   const auto tmpfiles = readFile(kSource / "deploy/systemd/kfaild.tmpfiles");
   TempDir root;
@@ -296,7 +300,9 @@ TEST_CASE(
   CHECK(config.gid == group);
 
   TempDir misspelt;
-  CHECK(unpacked(misspelt, replacedOnce(tmpfiles, "0640 root kfaild", "0640 root kfailed")).status != 0);
+  CHECK(
+      unpacked(misspelt, replacedOnce(tmpfiles, "0640 root kfaild", "0640 root kfailed")).status !=
+      0);
   CHECK(ownedBy(misspelt / "etc/kfaild/kfaild.yaml").mode == 0644);
 }
 

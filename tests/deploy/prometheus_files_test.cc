@@ -46,9 +46,11 @@ const fs::path kDashboard = kSource / "deploy/grafana/kfaild.json";
 std::set<std::string> kfaildMetricNames(const std::string& text) {
   std::set<std::string> out;
   const std::regex name(R"((^|[^:a-z_])(kfaild_[a-z_]+))");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), name); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), name); it != std::sregex_iterator();
+       ++it) {
     // Histogram series: kfaild's histograms are all in seconds.
-    const auto metric = std::regex_replace((*it)[2].str(), std::regex("_seconds_(bucket|sum|count)$"), "_seconds");
+    const auto metric =
+        std::regex_replace((*it)[2].str(), std::regex("_seconds_(bucket|sum|count)$"), "_seconds");
     out.insert(metric);
   }
   return out;
@@ -65,17 +67,19 @@ TEST_CASE("promtool accepts kfaild's rules and refuses a copy with a broken expr
 
   TempDir dir;
   std::ofstream(dir / "kfaild-rules.yml")
-      << replacedOnce(readFile(kRules), "expr: kfaild_last_drill_regressed == 1", "expr: kfaild_last_drill_regressed ==");
+      << replacedOnce(readFile(kRules), "expr: kfaild_last_drill_regressed == 1",
+                      "expr: kfaild_last_drill_regressed ==");
   const auto broken = run("promtool check rules " + quoted(dir / "kfaild-rules.yml"));
   INFO(broken.output);
   CHECK(broken.status != 0);
 }
 
-TEST_CASE("every alert rule has promtool unit tests that see it fire and stay quiet, and they fail "
-          "when the rule changes",
-          "[integration][deploy]") {
-  const auto tested =
-      run("cd " + quoted(kRuleTests.front().parent_path()) + " && promtool test rules" + ruleTestNames());
+TEST_CASE(
+    "every alert rule has promtool unit tests that see it fire and stay quiet, and they fail "
+    "when the rule changes",
+    "[integration][deploy]") {
+  const auto tested = run("cd " + quoted(kRuleTests.front().parent_path()) +
+                          " && promtool test rules" + ruleTestNames());
   INFO(tested.output);
   CHECK(tested.status == 0);
 
@@ -103,18 +107,20 @@ TEST_CASE("every alert rule has promtool unit tests that see it fire and stay qu
   const std::string in_maintenance = " unless on (cluster) (kfaild_maintenance_active == 1)\n";
   const std::vector<std::tuple<std::string, std::string, std::string>> changes = {
       {"max by (cluster, topic, partition) (kfaild_probe_current_ack_gap_seconds) > 5",
-       "max by (cluster, topic, partition) (kfaild_probe_current_ack_gap_seconds) > 15", "KfaildProbeStalled"},
+       "max by (cluster, topic, partition) (kfaild_probe_current_ack_gap_seconds) > 15",
+       "KfaildProbeStalled"},
       {"expr: kfaild_probe_current_ack_gap_seconds > 60\n",
        "expr: kfaild_probe_current_ack_gap_seconds > 60" + in_maintenance, "KfaildProbeNoAck"},
-      {"expr: kfaild_cluster_reachable == 0\n", "expr: kfaild_cluster_reachable == 0" + in_maintenance,
-       "KfaildClusterUnreachable"},
+      {"expr: kfaild_cluster_reachable == 0\n",
+       "expr: kfaild_cluster_reachable == 0" + in_maintenance, "KfaildClusterUnreachable"},
       {"time() - kfaild_drill_last_done_timestamp_seconds > 7 * 86400",
        "time() - kfaild_drill_last_done_timestamp_seconds > 8 * 86400", "KfaildNoRecentDrill"}};
   for (const auto& [from, to, alert] : changes) {
     TempDir dir;
     std::ofstream(dir / "kfaild-rules.yml") << replacedOnce(readFile(kRules), from, to);
     for (const auto& file : kRuleTests) fs::copy_file(file, dir / file.filename());
-    const auto broken = run("cd " + quoted(dir.path()) + " && promtool test rules" + ruleTestNames());
+    const auto broken =
+        run("cd " + quoted(dir.path()) + " && promtool test rules" + ruleTestNames());
     INFO(broken.output);
     CHECK(broken.status != 0);
     CHECK_THAT(broken.output, Catch::Contains(alert));
@@ -130,16 +136,17 @@ TEST_CASE("promtool accepts the example prometheus.yml with its rules and refuse
 
   TempDir dir;
   fs::copy_file(kRules, dir / "kfaild-rules.yml");
-  std::ofstream(dir / "prometheus.yml")
-      << replacedOnce(readFile(kPrometheusConfig), "scrape_interval: 5s", "scrape_interval: 5 seconds");
+  std::ofstream(dir / "prometheus.yml") << replacedOnce(
+      readFile(kPrometheusConfig), "scrape_interval: 5s", "scrape_interval: 5 seconds");
   const auto broken = run("promtool check config " + quoted(dir / "prometheus.yml"));
   INFO(broken.output);
   CHECK(broken.status != 0);
 }
 
-TEST_CASE("the Grafana dashboard parses, chooses its data source by variable, and every panel "
-          "target has PromQL over documented kfaild metrics",
-          "[unit][deploy]") {
+TEST_CASE(
+    "the Grafana dashboard parses, chooses its data source by variable, and every panel "
+    "target has PromQL over documented kfaild metrics",
+    "[unit][deploy]") {
   const auto dashboard = nlohmann::json::parse(readFile(kDashboard));
   CHECK(dashboard["schemaVersion"].get<int>() >= 36);
   CHECK(dashboard["uid"] == "kfaild");
@@ -167,7 +174,8 @@ TEST_CASE("the Grafana dashboard parses, chooses its data source by variable, an
   // Only the variables the dashboard defines and Grafana's own are used.
   const std::regex variable(R"(\$\{?([A-Za-z_]+))");
   for (const auto& e : expressions) {
-    for (auto it = std::sregex_iterator(e.expr.begin(), e.expr.end(), variable); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(e.expr.begin(), e.expr.end(), variable);
+         it != std::sregex_iterator(); ++it) {
       const auto name = (*it)[1].str();
       INFO(e.where << ": " << e.expr);
       CHECK((variables.count(name) == 1 || name.starts_with("__")));

@@ -1,8 +1,7 @@
 #include "server/drill/analysis_inputs.h"
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <string>
 
 #include "server/drill/errc.h"

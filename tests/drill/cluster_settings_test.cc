@@ -29,9 +29,13 @@ class ConfigOnlyAdmin final : public drill::ClusterAdmin {
                                                          const std::string&) override {
     return unused();
   }
-  Status electPreferredLeaders(const std::vector<kafka::TopicPartition>&) override { return unused(); }
+  Status electPreferredLeaders(const std::vector<kafka::TopicPartition>&) override {
+    return unused();
+  }
   Result<kafka::QuorumInfo> describeQuorum() override { return unused(); }
-  Result<kafka::Coordinator> findCoordinator(kafka::CoordinatorType, const std::string&) override { return unused(); }
+  Result<kafka::Coordinator> findCoordinator(kafka::CoordinatorType, const std::string&) override {
+    return unused();
+  }
   Result<Configs> brokerConfig(std::int32_t broker, const std::vector<std::string>&) override {
     asked.push_back(broker);
     auto found = brokers.find(broker);
@@ -40,20 +44,28 @@ class ConfigOnlyAdmin final : public drill::ClusterAdmin {
   Result<Configs> controllerConfig(const std::vector<std::string>&) override { return controller; }
 
  private:
-  static Error unused() { return Error{make_error_code(std::errc::not_supported), "not used here"}; }
+  static Error unused() {
+    return Error{make_error_code(std::errc::not_supported), "not used here"};
+  }
 };
 
-Error timedOut(const std::string& what) { return Error{make_error_code(std::errc::timed_out), what}; }
+Error timedOut(const std::string& what) {
+  return Error{make_error_code(std::errc::timed_out), what};
+}
 
 }  // namespace
 
-TEST_CASE("settings read from the controller and the brokers replace Kafka's defaults, with their sources",
-          "[unit][drill]") {
+TEST_CASE(
+    "settings read from the controller and the brokers replace Kafka's defaults, with their "
+    "sources",
+    "[unit][drill]") {
   ConfigOnlyAdmin admin;
   admin.controller = Configs{{"broker.session.timeout.ms", {"6000", 4}}};
   for (int b : {1, 2, 3}) {
-    admin.brokers.insert_or_assign(b, Configs{{"replica.lag.time.max.ms", {"10000", 4}},
-                               {"broker.heartbeat.interval.ms", {b == 2 ? "1000" : "2000", static_cast<std::int8_t>(b == 2 ? 2 : 5)}}});
+    admin.brokers.insert_or_assign(
+        b, Configs{{"replica.lag.time.max.ms", {"10000", 4}},
+                   {"broker.heartbeat.interval.ms",
+                    {b == 2 ? "1000" : "2000", static_cast<std::int8_t>(b == 2 ? 2 : 5)}}});
   }
   const auto settings = drill::readClusterSettings(admin, {1, 2, 3}, 2);
   CHECK(settings.session_timeout.value_ms == 6000);
@@ -94,13 +106,16 @@ TEST_CASE("a setting that cannot be read stays Kafka's default and says why", "[
   CHECK(settings.session_timeout.source ==
         "Kafka's default: the active controller could not be asked (DescribeQuorum timed out)");
   CHECK(settings.heartbeat_interval.value_ms == 2000);
-  CHECK(settings.heartbeat_interval.source.find("broker 1 could not be asked (broker 1 is down)") != std::string::npos);
+  CHECK(settings.heartbeat_interval.source.find("broker 1 could not be asked (broker 1 is down)") !=
+        std::string::npos);
   CHECK(settings.replica_lag_time_max.value_ms == 30000);
-  CHECK(settings.replica_lag_time_max.source.find("Kafka's default: broker 1 could not be asked") == 0);
+  CHECK(settings.replica_lag_time_max.source.find("Kafka's default: broker 1 could not be asked") ==
+        0);
 }
 
-TEST_CASE("leaders that disagree on replica.lag.time.max.ms give the largest, and the source lists each",
-          "[unit][drill]") {
+TEST_CASE(
+    "leaders that disagree on replica.lag.time.max.ms give the largest, and the source lists each",
+    "[unit][drill]") {
   ConfigOnlyAdmin admin;
   admin.brokers.insert_or_assign(1, Configs{{"replica.lag.time.max.ms", {"10000", 4}}});
   admin.brokers.insert_or_assign(2, Configs{{"replica.lag.time.max.ms", {"30000", 5}}});
@@ -109,5 +124,6 @@ TEST_CASE("leaders that disagree on replica.lag.time.max.ms give the largest, an
   CHECK(settings.replica_lag_time_max.value_ms == 30000);
   CHECK(settings.replica_lag_time_max.read);
   CHECK(settings.replica_lag_time_max.source ==
-        "the largest of broker 1 10000, broker 2 30000 (not every broker answered); broker 2: Kafka's default");
+        "the largest of broker 1 10000, broker 2 30000 (not every broker answered); broker 2: "
+        "Kafka's default");
 }

@@ -4,7 +4,6 @@
 // recovered and the second untouched, and a journal with both entries replayed in that order.
 
 #include <catch2/catch.hpp>
-
 #include <future>
 
 #include "server/drill/errc.h"
@@ -26,7 +25,8 @@ std::vector<std::int32_t> startOrder(EngineHarness& h) {
 
 }  // namespace
 
-TEST_CASE("recoveryOrder brings controllers back first, each group in the order it went down", "[unit][drill]") {
+TEST_CASE("recoveryOrder brings controllers back first, each group in the order it went down",
+          "[unit][drill]") {
   std::vector<config::NodeConfig> inventory;
   for (std::int32_t id : {1, 2, 3, 100, 101, 102}) {
     config::NodeConfig n;
@@ -37,13 +37,16 @@ TEST_CASE("recoveryOrder brings controllers back first, each group in the order 
   CHECK(drill::recoveryOrder({100, 1}, inventory) == std::vector<std::int32_t>{100, 1});
   CHECK(drill::recoveryOrder({1, 100}, inventory) == std::vector<std::int32_t>{100, 1});
   CHECK(drill::recoveryOrder({2, 1}, inventory) == std::vector<std::int32_t>{2, 1});
-  CHECK(drill::recoveryOrder({3, 101, 100, 3}, inventory) == std::vector<std::int32_t>{101, 100, 3});
+  CHECK(drill::recoveryOrder({3, 101, 100, 3}, inventory) ==
+        std::vector<std::int32_t>{101, 100, 3});
   CHECK(drill::recoveryOrder({}, inventory).empty());
 }
 
-TEST_CASE("a broker killed 2 s after the active controller is guarded then, and both come back, the controller "
-          "first",
-          "[unit][drill]") {
+TEST_CASE(
+    "a broker killed 2 s after the active controller is guarded then, and both come back, the "
+    "controller "
+    "first",
+    "[unit][drill]") {
   EngineHarness h({101, 102});
   h.cluster.quorum_voters = {100, 101, 102};
   h.runner->start();
@@ -55,8 +58,10 @@ TEST_CASE("a broker killed 2 s after the active controller is guarded then, and 
   const auto d = h.runToEnd(*id);
   INFO(d.reason);
   REQUIRE(d.state == "done");
-  CHECK(nlohmann::json::parse(d.second_fault) ==
-        nlohmann::json::parse(R"({"fault":"kill","target":{"leader_of":{"topic":"probe","partition":0}},"after_s":2})"));
+  CHECK(
+      nlohmann::json::parse(d.second_fault) ==
+      nlohmann::json::parse(
+          R"({"fault":"kill","target":{"leader_of":{"topic":"probe","partition":0}},"after_s":2})"));
   const auto run = EngineHarness::onlyRun(d);
   CHECK(run["target"] == 100);
   const auto& second = run["second_fault"];
@@ -68,7 +73,8 @@ TEST_CASE("a broker killed 2 s after the active controller is guarded then, and 
   CHECK(apart >= 2'000'000);
   CHECK(apart < 2'500'000);
   // The observation waits for the probes after the second fault (the fake's failover: 6 s).
-  CHECK(run["observe_end_us"].get<std::int64_t>() - second["fault_us"].get<std::int64_t>() >= 6'000'000);
+  CHECK(run["observe_end_us"].get<std::int64_t>() - second["fault_us"].get<std::int64_t>() >=
+        6'000'000);
   CHECK(h.injectors[100]->count("kill") == 1);
   CHECK(h.injectors[leader]->count("kill") == 1);
   CHECK(run["recovery_order"] == nlohmann::json::array({100, leader}));
@@ -95,7 +101,8 @@ TEST_CASE("a broker killed 2 s after the active controller is guarded then, and 
   CHECK(steered[2].nodes.empty());
 }
 
-TEST_CASE("a compound drill whose broker goes down first still brings the controller back first", "[unit][drill]") {
+TEST_CASE("a compound drill whose broker goes down first still brings the controller back first",
+          "[unit][drill]") {
   EngineHarness h({101, 102});
   h.cluster.quorum_voters = {100, 101, 102};
   h.runner->start();
@@ -123,8 +130,10 @@ TEST_CASE("a second fault its guards refuse leaves its node untouched and the fi
   REQUIRE(id);
   const auto d = h.runToEnd(*id);
   CHECK(d.state == "failed");
-  CHECK_THAT(d.reason, Catch::StartsWith("the second fault was refused: losing broker 2 with node 1 down would leave "
-                                         "3 partition(s) below min.insync.replicas"));
+  CHECK_THAT(d.reason,
+             Catch::StartsWith(
+                 "the second fault was refused: losing broker 2 with node 1 down would leave "
+                 "3 partition(s) below min.insync.replicas"));
   const auto run = EngineHarness::onlyRun(d);
   CHECK(run["second_fault"]["state"] == "refused");
   CHECK(run["second_fault"]["target"] == 2);
@@ -136,20 +145,24 @@ TEST_CASE("a second fault its guards refuse leaves its node untouched and the fi
   CHECK(h.events("second_fault_refused").size() == 1);
 }
 
-TEST_CASE("a compound drill whose second target is the first's is refused at submission", "[unit][drill]") {
+TEST_CASE("a compound drill whose second target is the first's is refused at submission",
+          "[unit][drill]") {
   EngineHarness h;
   h.runner->start();
   const auto leader = h.cluster.leaderOf(0);
   auto refused = h.runner->submit(EngineHarness::spec(
       R"({"fault":"kill","target":{"leader_of":{"topic":"probe","partition":0}},
-          "then":{"fault":"kill","target":{"broker":)" + std::to_string(leader) + R"(},"after_s":1}})"));
+          "then":{"fault":"kill","target":{"broker":)" +
+      std::to_string(leader) + R"(},"after_s":1}})"));
   REQUIRE_FALSE(refused);
   CHECK(refused.error().code == make_error_code(drill::errc::guard_refused));
-  CHECK(refused.error().message == "then: the second fault's target names node " + std::to_string(leader) +
+  CHECK(refused.error().message == "then: the second fault's target names node " +
+                                       std::to_string(leader) +
                                        ", which the first fault takes down");
 }
 
-TEST_CASE("a journal left with a broker and a controller down replays the controller first", "[unit][drill]") {
+TEST_CASE("a journal left with a broker and a controller down replays the controller first",
+          "[unit][drill]") {
   EngineHarness h({101, 102});
   h.cluster.quorum_voters = {100, 101, 102};
   storage::DrillRecord drill;

@@ -1,7 +1,6 @@
 // Drills on the lab through the local injector, in process: the runner kills broker 1, observes,
 // brings it back, restores the preferred leaders and analyses what the probe saw.
 
-#include "tests/support/paths.h"
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -9,14 +8,15 @@
 #include <thread>
 
 #include "server/drill/drill_runner.h"
-#include "server/drill/live_seams.h"
 #include "server/drill/errc.h"
+#include "server/drill/live_seams.h"
 #include "server/fault/injector_factory.h"
 #include "server/kafka/admin.h"
 #include "server/observe/client_log.h"
 #include "storage/sqlite_drill_store.h"
 #include "storage/sqlite_store.h"
 #include "tests/support/lab.h"
+#include "tests/support/paths.h"
 #include "tests/support/temp_dir.h"
 
 using namespace kfaild;
@@ -77,7 +77,8 @@ struct Daemon {
     auto cid = store->ensureCluster(cluster.name, cluster.bootstrap);
     REQUIRE(cid);
     id = *cid;
-    client_log = std::make_unique<observe::ClientLogWatcher>(id, std::set<std::string>{topic}, *store, clock);
+    client_log = std::make_unique<observe::ClientLogWatcher>(id, std::set<std::string>{topic},
+                                                             *store, clock);
     // As ClusterParts wires them: the poller and the drill engine share one observer client.
     observer = observe::makeObserverClient(cluster);
     poller = std::make_unique<observe::MetadataPoller>(cluster, id, *store, clock, observer.get());
@@ -89,7 +90,8 @@ struct Daemon {
     admin = std::make_unique<drill::KafkaClusterAdmin>(cluster, *observer);
     REQUIRE(admin->connect());
     runner = std::make_unique<drill::DrillRunner>(cluster, id, *store, *drills, clock,
-                                                  drill::RunnerSeams{*view, *probe_view, *admin}, std::move(injectors));
+                                                  drill::RunnerSeams{*view, *probe_view, *admin},
+                                                  std::move(injectors));
     REQUIRE(probe->start());
     REQUIRE(poller->start());
     runner->start();
@@ -119,7 +121,8 @@ struct Daemon {
   // preflight while the other labs started) is asked again as `spec`, up to twice.
   storage::DrillRecord waitAskingAgain(std::int64_t drill_id, const drill::DrillSpec& spec) {
     auto drill = waitForDrill(drill_id, 300s);
-    for (int again = 0; again < 2 && drill.state == "failed" && testing::refusedForProbe(drill.reason); ++again) {
+    for (int again = 0;
+         again < 2 && drill.state == "failed" && testing::refusedForProbe(drill.reason); ++again) {
       WARN("drill " << drill_id << " asked again: " << drill.reason);
       waitSteady();
       auto again_id = runner->submit(spec);
@@ -158,13 +161,16 @@ struct Daemon {
   }
 };
 
-std::string uniqueTopic() { return "e2e-drill-" + std::to_string(std::random_device{}() % 1'000'000); }
+std::string uniqueTopic() {
+  return "e2e-drill-" + std::to_string(std::random_device{}() % 1'000'000);
+}
 
 }  // namespace
 
-TEST_CASE("a kill drill of broker 1 stalls every orders partition for at least its detection "
-          "then recovers broker 1 and gives partition 0 back to it",
-          "[e2e][drill]") {
+TEST_CASE(
+    "a kill drill of broker 1 stalls every orders partition for at least its detection "
+    "then recovers broker 1 and gives partition 0 back to it",
+    "[e2e][drill]") {
   const auto topic = uniqueTopic();
   Daemon d(topic);
   d.waitSteady();
@@ -193,7 +199,8 @@ TEST_CASE("a kill drill of broker 1 stalls every orders partition for at least i
   REQUIRE(analysis["partitions"].size() == 3);
   std::int64_t detection = 0;
   for (const auto& p : analysis["partitions"]) {
-    if (!p["phases"]["detection_us"].is_null()) detection = p["phases"]["detection_us"].get<std::int64_t>();
+    if (!p["phases"]["detection_us"].is_null())
+      detection = p["phases"]["detection_us"].get<std::int64_t>();
   }
   // Default session timeout 9 s, heartbeat 2 s: fenced between 6 and 10.5 s after the kill.
   CHECK(detection > 6'000'000);
@@ -235,7 +242,8 @@ TEST_CASE("a drill that would take a single-replica partition offline is refused
   // A topic with one replica on broker 1, like the article's `single`.
   kafka::ClientOptions options;
   options.bootstrap = testing::labBootstrap();
-  auto admin = kafka::createClient(RD_KAFKA_PRODUCER, options, {{"allow.auto.create.topics", "false"}});
+  auto admin =
+      kafka::createClient(RD_KAFKA_PRODUCER, options, {{"allow.auto.create.topics", "false"}});
   REQUIRE(admin);
   kafka::NewTopic single;
   single.name = topic + "-single";
@@ -250,39 +258,47 @@ TEST_CASE("a drill that would take a single-replica partition offline is refused
   } drop{admin->get(), single.name};
   std::this_thread::sleep_for(2s);
 
-  auto spec = drill::parseDrillSpec(nlohmann::json::parse(R"({"fault":"stop","target":{"broker":1}})"));
+  auto spec =
+      drill::parseDrillSpec(nlohmann::json::parse(R"({"fault":"stop","target":{"broker":1}})"));
   REQUIRE(spec);
   auto refused = d.runner->submit(*spec);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().code == drill::errc::guard_refused);
-  CHECK_THAT(refused.error().message, Catch::Contains("offline") && Catch::Contains(single.name + "-0"));
+  CHECK_THAT(refused.error().message,
+             Catch::Contains("offline") && Catch::Contains(single.name + "-0"));
   auto none = d.drills->drills({});
   REQUIRE(none);
   CHECK(none->empty());  // nothing stored, nothing touched
 
-  auto unknown = drill::parseDrillSpec(nlohmann::json::parse(R"({"fault":"kill","target":{"broker":7}})"));
+  auto unknown =
+      drill::parseDrillSpec(nlohmann::json::parse(R"({"fault":"kill","target":{"broker":7}})"));
   REQUIRE(unknown);
   auto bad = d.runner->submit(*unknown);
   REQUIRE_FALSE(bad);
   CHECK(bad.error().code == drill::errc::invalid_request);
 }
 
-TEST_CASE("a kill drill on the lab's only controller is refused for the quorum, and with allow_quorum_loss it runs "
-          "and counts the controller back only once it leads the quorum again",
-          "[e2e][drill]") {
+TEST_CASE(
+    "a kill drill on the lab's only controller is refused for the quorum, and with "
+    "allow_quorum_loss it runs "
+    "and counts the controller back only once it leads the quorum again",
+    "[e2e][drill]") {
   const auto topic = uniqueTopic();
   Daemon d(topic);
   d.waitSteady();
 
-  auto plain = drill::parseDrillSpec(nlohmann::json::parse(R"({"fault":"kill","target":{"broker":100}})"));
+  auto plain =
+      drill::parseDrillSpec(nlohmann::json::parse(R"({"fault":"kill","target":{"broker":100}})"));
   REQUIRE(plain);
   auto refused = d.runner->submit(*plain);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().code == drill::errc::guard_refused);
-  CHECK_THAT(refused.error().message,
-             Catch::StartsWith("losing controller 100 would leave the KRaft quorum without a majority: 0 of its 1 "
-                               "voter(s) (100)") &&
-                 Catch::Contains("set options.allow_quorum_loss to run it anyway"));
+  CHECK_THAT(
+      refused.error().message,
+      Catch::StartsWith(
+          "losing controller 100 would leave the KRaft quorum without a majority: 0 of its 1 "
+          "voter(s) (100)") &&
+          Catch::Contains("set options.allow_quorum_loss to run it anyway"));
   auto none = d.drills->drills({});
   REQUIRE(none);
   CHECK(none->empty());

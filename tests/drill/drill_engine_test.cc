@@ -5,7 +5,6 @@
 // scheduler, and stopping the engine idle and mid-drill many times.
 
 #include <catch2/catch.hpp>
-
 #include <future>
 #include <thread>
 
@@ -40,16 +39,19 @@ TEST_CASE("a kill drill goes through every phase to done on a simulated cluster"
   const auto d = h.runToEnd(*id);
   INFO(d.reason);
   REQUIRE(d.state == "done");
-  CHECK(h.drills->states(*id) == std::vector<std::string>{"queued", "preflight", "baseline", "inject", "observe",
-                                                           "recover", "elect", "analyse", "done"});
+  CHECK(h.drills->states(*id) == std::vector<std::string>{"queued", "preflight", "baseline",
+                                                          "inject", "observe", "recover", "elect",
+                                                          "analyse", "done"});
   const auto run = firstRun(d);
   CHECK(run["target"] == 1);
   CHECK(run["state"] == "done");
   CHECK_FALSE(run.contains("reason"));
   // The baseline lasted its 5 s, the fault came after it, observation ended after the failover
   // (6 s) and observe_min_s (5 s), recovery after it.
-  CHECK(run["fault_us"].get<std::int64_t>() - run["baseline_start_us"].get<std::int64_t>() >= 5'000'000);
-  CHECK(run["observe_end_us"].get<std::int64_t>() - run["fault_us"].get<std::int64_t>() >= 6'000'000);
+  CHECK(run["fault_us"].get<std::int64_t>() - run["baseline_start_us"].get<std::int64_t>() >=
+        5'000'000);
+  CHECK(run["observe_end_us"].get<std::int64_t>() - run["fault_us"].get<std::int64_t>() >=
+        6'000'000);
   CHECK(run["recovered_us"].get<std::int64_t>() > run["observe_end_us"].get<std::int64_t>());
   CHECK(run["recovery"]["attempts"] == 1);
   CHECK(run["leadership_at_fault"]["partitions"].size() == 3);
@@ -70,9 +72,11 @@ TEST_CASE("a kill drill goes through every phase to done on a simulated cluster"
   CHECK(steered[1].nodes.empty());
 }
 
-TEST_CASE("an abort in any phase ends the drill aborted with the node running and the journal closed",
-          "[unit][drill]") {
-  for (const std::string phase : {"preflight", "baseline", "inject", "observe", "recover", "elect", "analyse"}) {
+TEST_CASE(
+    "an abort in any phase ends the drill aborted with the node running and the journal closed",
+    "[unit][drill]") {
+  for (const std::string phase :
+       {"preflight", "baseline", "inject", "observe", "recover", "elect", "analyse"}) {
     DYNAMIC_SECTION("abort during " << phase) {
       EngineHarness h;
       h.drills->on_state = [&](const storage::DrillRecord& d) {
@@ -94,8 +98,10 @@ TEST_CASE("an abort in any phase ends the drill aborted with the node running an
   }
 }
 
-TEST_CASE("kfaild stopping in any phase brings the node back and closes the journal first", "[unit][drill]") {
-  for (const std::string phase : {"preflight", "baseline", "inject", "observe", "recover", "elect", "analyse"}) {
+TEST_CASE("kfaild stopping in any phase brings the node back and closes the journal first",
+          "[unit][drill]") {
+  for (const std::string phase :
+       {"preflight", "baseline", "inject", "observe", "recover", "elect", "analyse"}) {
     DYNAMIC_SECTION("stop during " << phase) {
       EngineHarness h;
       h.drills->on_state = [&](const storage::DrillRecord& d) {
@@ -114,7 +120,8 @@ TEST_CASE("kfaild stopping in any phase brings the node back and closes the jour
   }
 }
 
-TEST_CASE("a journal left open by a kfaild that died mid-drill is replayed at the next start", "[unit][drill]") {
+TEST_CASE("a journal left open by a kfaild that died mid-drill is replayed at the next start",
+          "[unit][drill]") {
   for (const std::string phase : {"inject", "observe", "recover"}) {
     DYNAMIC_SECTION("died during " << phase) {
       EngineHarness h;
@@ -168,17 +175,20 @@ TEST_CASE("a failed start is retried with a doubling backoff and reported", "[un
   const auto retries = h.events("recovery_retry");
   REQUIRE(retries.size() == 3);
   std::vector<double> waits;
-  for (const auto& e : retries) waits.push_back(nlohmann::json::parse(e.detail)["retry_in_s"].get<double>());
+  for (const auto& e : retries)
+    waits.push_back(nlohmann::json::parse(e.detail)["retry_in_s"].get<double>());
   CHECK(waits == std::vector<double>{1.0, 2.0, 4.0});
   CHECK(h.cluster.available(1));
   CHECK(h.openRecoveries().empty());
 }
 
-TEST_CASE("a node that does not come back fails the drill, blocks drills, and is recovered late", "[unit][drill]") {
+TEST_CASE("a node that does not come back fails the drill, blocks drills, and is recovered late",
+          "[unit][drill]") {
   EngineHarness h;
   h.injectors[1]->start_failures = -1;
   h.runner->start();
-  auto spec = EngineHarness::spec(R"({"fault":"kill","target":{"broker":1},"options":{"recover_timeout_s":20}})");
+  auto spec = EngineHarness::spec(
+      R"({"fault":"kill","target":{"broker":1},"options":{"recover_timeout_s":20}})");
   auto id = h.runner->submit(spec);
   REQUIRE(id);
   const auto d = h.runToEnd(*id);
@@ -195,22 +205,27 @@ TEST_CASE("a node that does not come back fails the drill, blocks drills, and is
 
   // The engine keeps trying between drills; once the node starts again it is recovered late.
   h.injectors[1]->start_failures = 0;
-  for (int i = 0; i < 10'000 && !h.openRecoveries().empty(); ++i) h.clock.advanceToNextDeadline(50ms);
+  for (int i = 0; i < 10'000 && !h.openRecoveries().empty(); ++i)
+    h.clock.advanceToNextDeadline(50ms);
   CHECK(h.openRecoveries().empty());
   h.runner->stop();  // the event follows the journal's close on the engine's thread
   h.runner->start();
   CHECK(h.cluster.available(1));
   CHECK(h.events("recovered_late").size() == 1);
-  auto accepted = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":2}})"));
+  auto accepted =
+      h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":2}})"));
   CHECK(accepted);
 }
 
-TEST_CASE("kfaild stopping while it retries a node left down stops at once and leaves the entry for its next start",
-          "[unit][drill]") {
+TEST_CASE(
+    "kfaild stopping while it retries a node left down stops at once and leaves the entry for its "
+    "next start",
+    "[unit][drill]") {
   EngineHarness h;
   h.injectors[1]->start_failures = -1;
   h.runner->start();
-  auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":1},"options":{"recover_timeout_s":10}})"));
+  auto id = h.runner->submit(EngineHarness::spec(
+      R"({"fault":"kill","target":{"broker":1},"options":{"recover_timeout_s":10}})"));
   REQUIRE(id);
   REQUIRE(h.runToEnd(*id).state == "failed");
   REQUIRE(h.openRecoveries().size() == 1);
@@ -228,7 +243,8 @@ TEST_CASE("kfaild stopping while it retries a node left down stops at once and l
   CHECK(h.events("recovered_late").empty());
 }
 
-TEST_CASE("a journal entry for a node no longer in the inventory is reported and can be resolved", "[unit][drill]") {
+TEST_CASE("a journal entry for a node no longer in the inventory is reported and can be resolved",
+          "[unit][drill]") {
   EngineHarness h;
   storage::DrillRecord drill;
   drill.cluster = h.id;
@@ -256,10 +272,11 @@ TEST_CASE("a journal entry for a node no longer in the inventory is reported and
   auto refused = h.runner->submit(EngineHarness::spec(kKillBroker1));
   REQUIRE_FALSE(refused);
   CHECK(refused.error().message.find("no longer in the inventory") != std::string::npos);
-  CHECK(refused.error().message.find("POST /api/v1/recoveries/" + std::to_string(*entry_id) + "/resolve") !=
-        std::string::npos);
+  CHECK(refused.error().message.find("POST /api/v1/recoveries/" + std::to_string(*entry_id) +
+                                     "/resolve") != std::string::npos);
 
-  auto resolved = storage::resolveRecovery(*h.drills, *entry_id, "node 9 retired", h.clock.wallNow());
+  auto resolved =
+      storage::resolveRecovery(*h.drills, *entry_id, "node 9 retired", h.clock.wallNow());
   REQUIRE(resolved);
   REQUIRE(*resolved);
   CHECK((*resolved)->phase == "resolved");
@@ -268,8 +285,9 @@ TEST_CASE("a journal entry for a node no longer in the inventory is reported and
   CHECK(h.runner->submit(EngineHarness::spec(kKillBroker1)));
 }
 
-TEST_CASE("the guards refuse at submission, at preflight and at the fault without touching the node",
-          "[unit][drill]") {
+TEST_CASE(
+    "the guards refuse at submission, at preflight and at the fault without touching the node",
+    "[unit][drill]") {
   SECTION("at submission: the controller does not answer") {
     EngineHarness h;
     h.cluster.controller_answers = false;
@@ -318,7 +336,8 @@ TEST_CASE("the guards refuse at submission, at preflight and at the fault withou
   }
 }
 
-TEST_CASE("a drill while another runs is refused, a scheduled one queues up to the queue bound", "[unit][drill]") {
+TEST_CASE("a drill while another runs is refused, a scheduled one queues up to the queue bound",
+          "[unit][drill]") {
   EngineHarness h;
   h.runner->start();
   auto first = h.runner->submit(EngineHarness::spec(kKillBroker1));
@@ -328,12 +347,14 @@ TEST_CASE("a drill while another runs is refused, a scheduled one queues up to t
   CHECK(refused.error().message.find("is running on cluster fake") != std::string::npos);
   std::vector<std::int64_t> queued;
   for (std::size_t i = 0; i < drill::DrillQueue::kCapacity; ++i) {
-    auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":2}})"), {std::nullopt, true});
+    auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":2}})"),
+                               {std::nullopt, true});
     if (id) queued.push_back(*id);
   }
   // The first may already have left the queue to run: at most one more fits than the bound.
   CHECK(queued.size() >= drill::DrillQueue::kCapacity - 1);
-  auto over = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":2}})"), {std::nullopt, true});
+  auto over = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":2}})"),
+                               {std::nullopt, true});
   REQUIRE_FALSE(over);
   CHECK(over.error().message.find("already waiting") != std::string::npos);
   CHECK(h.runToEnd(*first).state == "done");
@@ -347,8 +368,9 @@ TEST_CASE("a drill while another runs is refused, a scheduled one queues up to t
   }
 }
 
-TEST_CASE("the scheduler fires a due schedule, records a missed one, and queues behind a running drill",
-          "[unit][drill]") {
+TEST_CASE(
+    "the scheduler fires a due schedule, records a missed one, and queues behind a running drill",
+    "[unit][drill]") {
   EngineHarness h;
   h.runner->start();
   drill::Scheduler scheduler(*h.drills, h.clock, {{h.id, h.runner.get()}});
@@ -393,7 +415,8 @@ TEST_CASE("the scheduler fires a due schedule, records a missed one, and queues 
     CHECK(h.drills->drills(q)->empty());
   }
   SECTION("while a drill runs: it queues behind it") {
-    auto running = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":2}})"));
+    auto running =
+        h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":2}})"));
     REQUIRE(running);
     h.clock.advance(*next - h.clock.wallNow() + 1'000'000);
     scheduler.tick();
@@ -427,18 +450,22 @@ TEST_CASE("the engine stops at once while idle and mid-drill, every time", "[uni
   }
 }
 
-TEST_CASE("a drill on the only controller is refused for the quorum, and with allow_quorum_loss it runs and "
-          "recovers only once the controller leads the quorum again",
-          "[unit][drill]") {
+TEST_CASE(
+    "a drill on the only controller is refused for the quorum, and with allow_quorum_loss it runs "
+    "and "
+    "recovers only once the controller leads the quorum again",
+    "[unit][drill]") {
   EngineHarness h;
   h.cluster.rejoin_us = 4 * testing::FakeCluster::kSecond;
   h.runner->start();
-  auto refused = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"controller":true}})"));
+  auto refused =
+      h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"controller":true}})"));
   REQUIRE_FALSE(refused);
   CHECK(refused.error().code == make_error_code(drill::errc::guard_refused));
-  CHECK_THAT(refused.error().message,
-             Catch::StartsWith("losing controller 100 would leave the KRaft quorum without a majority") &&
-                 Catch::EndsWith("set options.allow_quorum_loss to run it anyway"));
+  CHECK_THAT(
+      refused.error().message,
+      Catch::StartsWith("losing controller 100 would leave the KRaft quorum without a majority") &&
+          Catch::EndsWith("set options.allow_quorum_loss to run it anyway"));
   auto stored = h.drills->drills({});
   REQUIRE(stored);
   CHECK(stored->empty());
@@ -462,19 +489,24 @@ TEST_CASE("a drill on the only controller is refused for the quorum, and with al
   CHECK(h.openRecoveries().empty());
 }
 
-TEST_CASE("a drill on one of three controllers goes ahead while the other two are caught up, and is refused when "
-          "one of them is behind",
-          "[unit][drill]") {
+TEST_CASE(
+    "a drill on one of three controllers goes ahead while the other two are caught up, and is "
+    "refused when "
+    "one of them is behind",
+    "[unit][drill]") {
   EngineHarness h;
   h.cluster.quorum_voters = {100, 101, 102};
   h.cluster.rejoin_us = 3 * testing::FakeCluster::kSecond;
   h.cluster.setVotersBehind({101});
   h.runner->start();
-  const auto kill_controller = EngineHarness::spec(R"({"fault":"kill","target":{"controller":true}})");
+  const auto kill_controller =
+      EngineHarness::spec(R"({"fault":"kill","target":{"controller":true}})");
   auto refused = h.runner->submit(kill_controller);
   REQUIRE_FALSE(refused);
-  CHECK_THAT(refused.error().message,
-             Catch::Contains("1 of its 3 voter(s) (100, 101, 102) up and caught up without it (102), 2 needed"));
+  CHECK_THAT(
+      refused.error().message,
+      Catch::Contains(
+          "1 of its 3 voter(s) (100, 101, 102) up and caught up without it (102), 2 needed"));
 
   h.cluster.setVotersBehind({});
   h.clock.advance(1000);  // a submission is checked on facts read at or after it
@@ -494,25 +526,29 @@ TEST_CASE("a drill on one of three controllers goes ahead while the other two ar
   CHECK(drill::voterCaughtUp(*quorum, quorum->voters[0]));
 }
 
-TEST_CASE("a controller that does not rejoin the quorum fails its recovery with the reason and is recovered late",
-          "[unit][drill]") {
+TEST_CASE(
+    "a controller that does not rejoin the quorum fails its recovery with the reason and is "
+    "recovered late",
+    "[unit][drill]") {
   SECTION("three voters: it never catches up with the new leader") {
     EngineHarness h;
     h.cluster.quorum_voters = {100, 101, 102};
     h.cluster.controller_catches_up = false;
     h.runner->start();
-    auto id = h.runner->submit(
-        EngineHarness::spec(R"({"fault":"kill","target":{"controller":true},"options":{"recover_timeout_s":10}})"));
+    auto id = h.runner->submit(EngineHarness::spec(
+        R"({"fault":"kill","target":{"controller":true},"options":{"recover_timeout_s":10}})"));
     REQUIRE(id);
     const auto d = h.runToEnd(*id);
     CHECK(d.state == "failed");
-    CHECK_THAT(d.reason, Catch::StartsWith("node 100 not back within 10 s: controller 100 has not caught up with "
-                                           "the KRaft quorum's leader 101 since its start (log end offset "));
+    CHECK_THAT(d.reason, Catch::StartsWith(
+                             "node 100 not back within 10 s: controller 100 has not caught up with "
+                             "the KRaft quorum's leader 101 since its start (log end offset "));
     CHECK(h.cluster.running(100));  // started, but not back
     REQUIRE(h.openRecoveries().size() == 1);
 
     h.cluster.controller_catches_up = true;
-    for (int i = 0; i < 10'000 && !h.openRecoveries().empty(); ++i) h.clock.advanceToNextDeadline(50ms);
+    for (int i = 0; i < 10'000 && !h.openRecoveries().empty(); ++i)
+      h.clock.advanceToNextDeadline(50ms);
     CHECK(h.openRecoveries().empty());
   }
   SECTION("the only voter: the quorum has no leader") {
@@ -524,9 +560,11 @@ TEST_CASE("a controller that does not rejoin the quorum fails its recovery with 
     REQUIRE(id);
     const auto d = h.runToEnd(*id);
     CHECK(d.state == "failed");
-    CHECK_THAT(d.reason, Catch::StartsWith("node 100 not back within 10 s: the KRaft quorum has no leader"));
+    CHECK_THAT(d.reason,
+               Catch::StartsWith("node 100 not back within 10 s: the KRaft quorum has no leader"));
     h.cluster.controller_catches_up = true;
-    for (int i = 0; i < 10'000 && !h.openRecoveries().empty(); ++i) h.clock.advanceToNextDeadline(50ms);
+    for (int i = 0; i < 10'000 && !h.openRecoveries().empty(); ++i)
+      h.clock.advanceToNextDeadline(50ms);
     CHECK(h.openRecoveries().empty());
   }
 }

@@ -1,16 +1,17 @@
 #include "server/drill/drill_spec.h"
-#include "server/drill/errc.h"
 
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
+
+#include "server/drill/errc.h"
 
 using namespace kfaild::drill;
 using nlohmann::json;
 
 TEST_CASE("a drill request parses with defaults and round-trips", "[unit][drill]") {
-  auto spec = parseDrillSpec(json::parse(R"({"fault":"pause","target":{"leader_of":{"topic":"orders","partition":0}},
+  auto spec = parseDrillSpec(
+      json::parse(R"({"fault":"pause","target":{"leader_of":{"topic":"orders","partition":0}},
                                               "options":{"pause_s":12,"repeats":3}})"));
   REQUIRE(spec);
   CHECK(spec->fault == FaultType::kPause);
@@ -33,37 +34,45 @@ TEST_CASE("a bad drill request names the field that is wrong", "[unit][drill]") 
   };
   CHECK_THAT(error(R"({"fault":"nuke","target":{"broker":1}})"), Catch::StartsWith("fault:"));
   CHECK_THAT(error(R"({"fault":"kill"})"), Catch::StartsWith("target:"));
-  CHECK_THAT(error(R"({"fault":"kill","target":{"broker":"1; rm -rf /"}})"), Catch::StartsWith("target.broker:"));
-  CHECK_THAT(error(R"({"fault":"kill","target":{"broker":1,"random":true}})"), Catch::StartsWith("target:"));
-  CHECK_THAT(error(R"({"fault":"kill","target":{"broker":-1}})"), Catch::StartsWith("target.broker:"));
+  CHECK_THAT(error(R"({"fault":"kill","target":{"broker":"1; rm -rf /"}})"),
+             Catch::StartsWith("target.broker:"));
+  CHECK_THAT(error(R"({"fault":"kill","target":{"broker":1,"random":true}})"),
+             Catch::StartsWith("target:"));
+  CHECK_THAT(error(R"({"fault":"kill","target":{"broker":-1}})"),
+             Catch::StartsWith("target.broker:"));
   CHECK_THAT(error(R"({"fault":"kill","target":{"broker":1},"options":{"pause_s":0}})"),
              Catch::Contains("options.pause_s: must be between 1 and 3600, got 0"));
   CHECK_THAT(error(R"({"fault":"kill","target":{"broker":1},"options":{"repeat":2}})"),
              Catch::Contains("options.repeat: unknown field"));
-  CHECK_THAT(error(R"({"fault":"kill","target":{"broker":1},"extra":1})"), Catch::Contains("extra: unknown field"));
-  CHECK_THAT(error(R"({"fault":"kill","target":{"broker":1},"options":{"allow_unavailable":"yes"}})"),
-             Catch::Contains("options.allow_unavailable: must be true or false"));
+  CHECK_THAT(error(R"({"fault":"kill","target":{"broker":1},"extra":1})"),
+             Catch::Contains("extra: unknown field"));
+  CHECK_THAT(
+      error(R"({"fault":"kill","target":{"broker":1},"options":{"allow_unavailable":"yes"}})"),
+      Catch::Contains("options.allow_unavailable: must be true or false"));
   CHECK_THAT(error(R"({"fault":"kill","target":{"broker":1},"options":{"repeats":1e12}})"),
              Catch::Contains("options.repeats"));
 }
 
 TEST_CASE("leader_of.topic must be a Kafka topic name", "[unit][drill]") {
   auto topic = [](const std::string& name) {
-    return parseDrillSpec(json{{"fault", "kill"}, {"target", {{"leader_of", {{"topic", name}, {"partition", 0}}}}}});
+    return parseDrillSpec(
+        json{{"fault", "kill"}, {"target", {{"leader_of", {{"topic", name}, {"partition", 0}}}}}});
   };
-  const std::vector<std::string> good_names{"orders", "a", "__consumer_offsets", "my.topic-1_x", "...",
-                                            std::string(249, 'x')};
+  const std::vector<std::string> good_names{"orders",       "a",   "__consumer_offsets",
+                                            "my.topic-1_x", "...", std::string(249, 'x')};
   for (const auto& good : good_names) {
     INFO(good);
     CHECK(topic(good));
   }
-  const std::vector<std::string> bad_names{".", "..", std::string(250, 'x'), "orders/0", "orders 1", "ordérs",
+  const std::vector<std::string> bad_names{".",        "..",        std::string(250, 'x'),
+                                           "orders/0", "orders 1",  "ordérs",
                                            "o\nrders", "$(reboot)", std::string("orders\0x", 8)};
   for (const auto& bad : bad_names) {
     INFO(bad);
     const auto r = topic(bad);
     REQUIRE_FALSE(r);
-    CHECK_THAT(r.error().message, Catch::StartsWith("target.leader_of.topic: not a Kafka topic name"));
+    CHECK_THAT(r.error().message,
+               Catch::StartsWith("target.leader_of.topic: not a Kafka topic name"));
   }
   const auto empty = topic("");
   REQUIRE_FALSE(empty);
@@ -72,25 +81,27 @@ TEST_CASE("leader_of.topic must be a Kafka topic name", "[unit][drill]") {
   CHECK_FALSE(isValidTopicName(".."));
 }
 
-TEST_CASE("allow_quorum_loss is off by default, parsed, and stored with the request", "[unit][drill]") {
+TEST_CASE("allow_quorum_loss is off by default, parsed, and stored with the request",
+          "[unit][drill]") {
   auto plain = parseDrillSpec(json::parse(R"({"fault":"kill","target":{"controller":true}})"));
   REQUIRE(plain);
   CHECK_FALSE(plain->options.allow_quorum_loss);
-  auto allowed =
-      parseDrillSpec(json::parse(R"({"fault":"kill","target":{"broker":100},"options":{"allow_quorum_loss":true}})"));
+  auto allowed = parseDrillSpec(json::parse(
+      R"({"fault":"kill","target":{"broker":100},"options":{"allow_quorum_loss":true}})"));
   REQUIRE(allowed);
   CHECK(allowed->options.allow_quorum_loss);
   CHECK(toJson(*allowed)["options"]["allow_quorum_loss"] == true);
   auto again = parseDrillSpec(toJson(*allowed));
   REQUIRE(again);
   CHECK(again->options.allow_quorum_loss);
-  auto wrong =
-      parseDrillSpec(json::parse(R"({"fault":"kill","target":{"broker":100},"options":{"allow_quorum_loss":1}})"));
+  auto wrong = parseDrillSpec(
+      json::parse(R"({"fault":"kill","target":{"broker":100},"options":{"allow_quorum_loss":1}})"));
   REQUIRE_FALSE(wrong);
   CHECK(wrong.error().message == "options.allow_quorum_loss: must be true or false");
 }
 
-TEST_CASE("a drill request's expect parses, round-trips, and names an unknown objective", "[unit][drill][verdict]") {
+TEST_CASE("a drill request's expect parses, round-trips, and names an unknown objective",
+          "[unit][drill][verdict]") {
   auto spec = parseDrillSpec(json::parse(
       R"({"fault":"kill","target":{"broker":1},"expect":{"max_ack_stall_s":1,"by_role":{"leader":{"max_receive_stall_s":2.5}}}})"));
   REQUIRE(spec);
@@ -100,9 +111,11 @@ TEST_CASE("a drill request's expect parses, round-trips, and names an unknown ob
   auto again = parseDrillSpec(toJson(*spec));
   REQUIRE(again);
   CHECK(toJson(*again) == toJson(*spec));
-  CHECK_FALSE(toJson(*parseDrillSpec(json::parse(R"({"fault":"kill","target":{"broker":1}})"))).contains("expect"));
+  CHECK_FALSE(toJson(*parseDrillSpec(json::parse(R"({"fault":"kill","target":{"broker":1}})")))
+                  .contains("expect"));
 
-  auto bad = parseDrillSpec(json::parse(R"({"fault":"kill","target":{"broker":1},"expect":{"max_ack":1}})"));
+  auto bad = parseDrillSpec(
+      json::parse(R"({"fault":"kill","target":{"broker":1},"expect":{"max_ack":1}})"));
   REQUIRE_FALSE(bad);
   CHECK_THAT(bad.error().message, Catch::StartsWith("expect.max_ack: unknown key"));
   CHECK(bad.error().code == make_error_code(errc::invalid_request));
@@ -128,7 +141,8 @@ TEST_CASE("a gray fault request parses its own options, round-trips, and refuses
   CHECK(defaults->options.mode == kfaild::fault::IsolateMode::drop);
   CHECK(defaults->options.duration_s == 30);
 
-  auto throttle = parseDrillSpec(json::parse(R"({"fault":"throttle","target":{"broker":2},"options":{"rate":"10mbit"}})"));
+  auto throttle = parseDrillSpec(
+      json::parse(R"({"fault":"throttle","target":{"broker":2},"options":{"rate":"10mbit"}})"));
   REQUIRE(throttle);
   CHECK(throttle->options.rate_bytes_per_second == 1'250'000);
   CHECK(parseDrillSpec(toJson(*throttle))->options.rate_bytes_per_second == 1'250'000);
@@ -145,8 +159,10 @@ TEST_CASE("a gray fault request parses its own options, round-trips, and refuses
   };
   CHECK(error(R"({"fault":"kill","target":{"broker":1},"options":{"duration_s":5}})") ==
         "options.duration_s: only for isolate, throttle, disk_full, disk_slow");
-  CHECK(error(R"({"fault":"throttle","target":{"broker":1},"options":{"from":"all","rate":100000}})") ==
-        "options.from: only for isolate");
+  CHECK(
+      error(
+          R"({"fault":"throttle","target":{"broker":1},"options":{"from":"all","rate":100000}})") ==
+      "options.from: only for isolate");
   CHECK(error(R"({"fault":"throttle","target":{"broker":1}})").find("options.rate: required") == 0);
   CHECK(error(R"({"fault":"isolate","target":{"broker":1},"options":{"from":"zookeeper"}})") ==
         "options.from: must be one of quorum, brokers, clients, all");
@@ -154,35 +170,40 @@ TEST_CASE("a gray fault request parses its own options, round-trips, and refuses
         "options.mode: must be drop or reject");
   CHECK(error(R"({"fault":"isolate","target":{"broker":1},"options":{"duration_s":0}})") ==
         "options.duration_s: must be between 1 and 3600, got 0");
-  CHECK(error(R"({"fault":"throttle","target":{"broker":1},"options":{"rate":"fast"}})").find("options.rate: ") == 0);
+  CHECK(error(R"({"fault":"throttle","target":{"broker":1},"options":{"rate":"fast"}})")
+            .find("options.rate: ") == 0);
 }
 
-TEST_CASE("a throttle rate reads as bytes per second, kbit, mbit, gbit, kbytes and mbytes", "[unit][drill]") {
+TEST_CASE("a throttle rate reads as bytes per second, kbit, mbit, gbit, kbytes and mbytes",
+          "[unit][drill]") {
   CHECK(parseRate("125000") == 125'000u);
   CHECK(parseRate("500kbit") == 62'500u);
   CHECK(parseRate("10mbit") == 1'250'000u);
   CHECK(parseRate("1gbit") == 125'000'000u);
   CHECK(parseRate("64kbytes") == 65'536u);
   CHECK(parseRate("2mbytes") == 2'097'152u);
-  CHECK_FALSE(parseRate("100"));       // below 1 kbit/s
+  CHECK_FALSE(parseRate("100"));  // below 1 kbit/s
   CHECK_FALSE(parseRate("10 mbit"));
   CHECK_FALSE(parseRate("mbit"));
   CHECK_FALSE(parseRate("1tbit"));
   CHECK_FALSE(parseRate("999999999999999"));
 }
 
-TEST_CASE("a throttle rate too large to compute is refused, not wrapped to a small one", "[unit][drill]") {
+TEST_CASE("a throttle rate too large to compute is refused, not wrapped to a small one",
+          "[unit][drill]") {
   // 18446744074 gbit × 10^9 is just past 2^64: wrapped, it was ~36 MB/s and passed the range check.
   CHECK_FALSE(parseRate("18446744074gbit"));
   CHECK_FALSE(parseRate("999999999999gbit"));
   CHECK_FALSE(parseRate("999999999999mbytes"));
   CHECK_FALSE(parseRate("101gbit"));  // just past 100 gbit/s, no wrap involved
   CHECK(parseRate("100gbit") == 12'500'000'000u);
-  const auto spec = R"({"fault":"throttle","target":{"broker":1},"options":{"rate":"18446744074gbit"}})";
+  const auto spec =
+      R"({"fault":"throttle","target":{"broker":1},"options":{"rate":"18446744074gbit"}})";
   CHECK_FALSE(parseDrillSpec(json::parse(spec)));
 }
 
-TEST_CASE("a compound drill's then parses, round-trips, and names what is wrong in it", "[unit][drill]") {
+TEST_CASE("a compound drill's then parses, round-trips, and names what is wrong in it",
+          "[unit][drill]") {
   auto spec = parseDrillSpec(json::parse(R"({"fault":"kill","target":{"controller":true},
       "then":{"fault":"stop","target":{"leader_of":{"topic":"orders","partition":2}},"after_s":2}})"));
   REQUIRE(spec);
@@ -194,7 +215,8 @@ TEST_CASE("a compound drill's then parses, round-trips, and names what is wrong 
   auto again = parseDrillSpec(toJson(*spec));
   REQUIRE(again);
   CHECK(toJson(*again) == toJson(*spec));
-  CHECK(toJson(*spec)["then"] == json::parse(R"({"fault":"stop","target":{"leader_of":{"topic":"orders","partition":2}},
+  CHECK(toJson(*spec)["then"] ==
+        json::parse(R"({"fault":"stop","target":{"leader_of":{"topic":"orders","partition":2}},
                                                   "after_s":2})"));
   // The second fault as a drill of its own: its fault and target, the request's options.
   const auto second = secondSpec(*spec);
@@ -210,21 +232,34 @@ TEST_CASE("a compound drill's then parses, round-trips, and names what is wrong 
     CHECK(r.error().code == make_error_code(errc::invalid_request));
     return r.error().message;
   };
-  CHECK(error(R"({"fault":"kill","target":{"broker":1},"then":{"fault":"kill","target":{"broker":2}}})") ==
-        "then.after_s: required: seconds after the first fault");
-  CHECK(error(R"({"fault":"kill","target":{"broker":1},"then":{"fault":"pause","target":{"broker":2},"after_s":1}})") ==
-        "then.fault: required: kill or stop");
-  CHECK(error(R"({"fault":"pause","target":{"broker":1},"then":{"fault":"kill","target":{"broker":2},"after_s":1}})") ==
-        "then: only after a kill or a stop (a fault held and undone in between is not combined)");
-  CHECK(error(R"({"fault":"kill","target":{"broker":1},"then":{"fault":"kill","target":{"brokr":2},"after_s":1}})") ==
-        "then.target.brokr: unknown field");
+  CHECK(
+      error(
+          R"({"fault":"kill","target":{"broker":1},"then":{"fault":"kill","target":{"broker":2}}})") ==
+      "then.after_s: required: seconds after the first fault");
+  CHECK(
+      error(
+          R"({"fault":"kill","target":{"broker":1},"then":{"fault":"pause","target":{"broker":2},"after_s":1}})") ==
+      "then.fault: required: kill or stop");
+  CHECK(
+      error(
+          R"({"fault":"pause","target":{"broker":1},"then":{"fault":"kill","target":{"broker":2},"after_s":1}})") ==
+      "then: only after a kill or a stop (a fault held and undone in between is not combined)");
+  CHECK(
+      error(
+          R"({"fault":"kill","target":{"broker":1},"then":{"fault":"kill","target":{"brokr":2},"after_s":1}})") ==
+      "then.target.brokr: unknown field");
   CHECK(error(R"({"fault":"kill","target":{"broker":1},"then":{"fault":"kill","after_s":1}})") ==
-        "then.target: required: an object with exactly one of broker, leader_of, controller, random, coordinator_of");
-  CHECK(error(R"({"fault":"kill","target":{"broker":1},"then":{"fault":"kill","target":{"broker":2},"after_s":-1}})") ==
-        "then.after_s: must be between 0 and 600, got -1");
+        "then.target: required: an object with exactly one of broker, leader_of, controller, "
+        "random, coordinator_of");
+  CHECK(
+      error(
+          R"({"fault":"kill","target":{"broker":1},"then":{"fault":"kill","target":{"broker":2},"after_s":-1}})") ==
+      "then.after_s: must be between 0 and 600, got -1");
   CHECK(error(R"({"fault":"kill","target":{"broker":1},"options":{"observe_timeout_s":10},
                   "then":{"fault":"kill","target":{"broker":2},"after_s":10}})") ==
         "then.after_s: must be below options.observe_timeout_s (10)");
-  CHECK(error(R"({"fault":"kill","target":{"broker":1},"then":{"fault":"kill","target":{"broker":2},"after_s":1,"x":1}})") ==
-        "then.x: unknown field");
+  CHECK(
+      error(
+          R"({"fault":"kill","target":{"broker":1},"then":{"fault":"kill","target":{"broker":2},"after_s":1,"x":1}})") ==
+      "then.x: unknown field");
 }

@@ -4,7 +4,6 @@
 // never started has none.
 
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -50,8 +49,10 @@ class TerminalRow {
 
 }  // namespace
 
-TEST_CASE("a finished drill's terminal row carries its verdict against the cluster's objectives and the request's",
-          "[unit][drill][verdict]") {
+TEST_CASE(
+    "a finished drill's terminal row carries its verdict against the cluster's objectives and the "
+    "request's",
+    "[unit][drill][verdict]") {
   EngineHarness h;
   h.config.objectives = analysis::defaultObjectives();
   h.config.objectives.max_failed.reset();
@@ -99,8 +100,10 @@ TEST_CASE("a finished drill's terminal row carries its verdict against the clust
   CHECK(*d.verdict == (any_fail ? "fail" : any_inconclusive ? "inconclusive" : "pass"));
 }
 
-TEST_CASE("a drill aborted after it started is inconclusive with its reason, one that never ran has no verdict",
-          "[unit][drill][verdict]") {
+TEST_CASE(
+    "a drill aborted after it started is inconclusive with its reason, one that never ran has no "
+    "verdict",
+    "[unit][drill][verdict]") {
   EngineHarness h;
   TerminalRow terminal;
   terminal.watch(h, [&](const storage::DrillRecord& d) {
@@ -143,7 +146,8 @@ TEST_CASE("a drill aborted after it started is inconclusive with its reason, one
   const auto cut = h.record(*midway);
   CHECK(cut.state == "aborted");
   CHECK(cut.verdict == "inconclusive");
-  CHECK(json::parse(cut.result)["verdict"]["reason"] == "the drill aborted: kfaild stopped during observe");
+  CHECK(json::parse(cut.result)["verdict"]["reason"] ==
+        "the drill aborted: kfaild stopped during observe");
 }
 
 namespace {
@@ -163,7 +167,8 @@ TEST_CASE("a pause shorter than the session timeout states its detection objecti
   h.config.objectives = analysis::defaultObjectives();
   h.makeRunner();
   h.runner->start();
-  auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"pause","target":{"broker":1},"options":{"pause_s":3}})"));
+  auto id = h.runner->submit(
+      EngineHarness::spec(R"({"fault":"pause","target":{"broker":1},"options":{"pause_s":3}})"));
   REQUIRE(id);
   const auto d = h.runToEnd(*id);
   INFO(d.reason << "\n" << d.result);
@@ -172,18 +177,20 @@ TEST_CASE("a pause shorter than the session timeout states its detection objecti
   const auto* detection = checkNamed(verdict, "max_detection_s");
   REQUIRE(detection);
   CHECK((*detection)["status"] == "not_applicable");
-  CHECK((*detection)["reason"].get<std::string>().find("shorter than the session timeout") != std::string::npos);
+  CHECK((*detection)["reason"].get<std::string>().find("shorter than the session timeout") !=
+        std::string::npos);
   // The stall limits of the defaults follow the pause: 3 s + 5 s.
   CHECK(verdict["objectives"]["by_fault"]["pause"]["max_ack_stall_s"] == 8.0);
 }
 
-TEST_CASE("a kill of a KRaft controller states its detection objective not applicable", "[unit][drill][verdict]") {
+TEST_CASE("a kill of a KRaft controller states its detection objective not applicable",
+          "[unit][drill][verdict]") {
   EngineHarness h;
   h.config.objectives = analysis::defaultObjectives();
   h.makeRunner();
   h.runner->start();
-  auto id = h.runner->submit(
-      EngineHarness::spec(R"({"fault":"kill","target":{"controller":true},"options":{"allow_quorum_loss":true}})"));
+  auto id = h.runner->submit(EngineHarness::spec(
+      R"({"fault":"kill","target":{"controller":true},"options":{"allow_quorum_loss":true}})"));
   REQUIRE(id);
   const auto d = h.runToEnd(*id);
   INFO(d.reason << "\n" << d.result);
@@ -192,5 +199,6 @@ TEST_CASE("a kill of a KRaft controller states its detection objective not appli
   const auto* detection = checkNamed(verdict, "max_detection_s");
   REQUIRE(detection);
   CHECK((*detection)["status"] == "not_applicable");
-  CHECK((*detection)["reason"].get<std::string>().find("controllers are never fenced") != std::string::npos);
+  CHECK((*detection)["reason"].get<std::string>().find("controllers are never fenced") !=
+        std::string::npos);
 }

@@ -3,7 +3,6 @@
 // running and the node the drill took down comes back either way.
 
 #include <catch2/catch.hpp>
-
 #include <stdexcept>
 
 #include "server/drill/drill_state.h"
@@ -16,13 +15,15 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr const char* kKillBroker1 = R"({"fault":"kill","target":{"broker":1}})";
-constexpr const char* kHalfEuroSign = "\xE2\x82";  // the first two of U+20AC's three bytes
+constexpr const char* kHalfEuroSign = "\xE2\x82";     // the first two of U+20AC's three bytes
 constexpr const char* kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
 }  // namespace
 
-TEST_CASE("a fault whose stderr ends in half a UTF-8 character neither ends kfaild nor leaves the node down",
-          "[unit][drill]") {
+TEST_CASE(
+    "a fault whose stderr ends in half a UTF-8 character neither ends kfaild nor leaves the node "
+    "down",
+    "[unit][drill]") {
   EngineHarness h;
   h.injectors[1]->fault_output = std::string("; stderr: kill: warning ") + kHalfEuroSign;
   h.runner->start();
@@ -42,8 +43,10 @@ TEST_CASE("a fault whose stderr ends in half a UTF-8 character neither ends kfai
   CHECK(nlohmann::json::parse(d.result)["runs"][0]["fault_detail"] == detail);
 }
 
-TEST_CASE("a drill whose engine throws with the node down is failed, the node comes back and drills run again",
-          "[unit][drill]") {
+TEST_CASE(
+    "a drill whose engine throws with the node down is failed, the node comes back and drills run "
+    "again",
+    "[unit][drill]") {
   EngineHarness h;
   bool thrown = false;  // the engine's thread only
   h.injectors[1]->after_fault = [&thrown] {
@@ -56,9 +59,11 @@ TEST_CASE("a drill whose engine throws with the node down is failed, the node co
   REQUIRE(id);
   const auto d = h.runToEnd(*id);
   CHECK(d.state == "failed");
-  CHECK(d.reason.find("kfaild's drill engine failed during inject (a bug in the engine)") != std::string::npos);
+  CHECK(d.reason.find("kfaild's drill engine failed during inject (a bug in the engine)") !=
+        std::string::npos);
   // The journal written before the fault brings the node back, without waiting for a restart.
-  for (int i = 0; i < 10'000 && !h.openRecoveries().empty(); ++i) h.clock.advanceToNextDeadline(50ms);
+  for (int i = 0; i < 10'000 && !h.openRecoveries().empty(); ++i)
+    h.clock.advanceToNextDeadline(50ms);
   CHECK(h.openRecoveries().empty());
   CHECK(h.cluster.available(1));
   CHECK(h.injectors[1]->count("start") == 1);

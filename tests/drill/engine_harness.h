@@ -7,15 +7,13 @@
 #include <arpa/inet.h>
 
 #include <catch2/catch.hpp>
-
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "server/drill/drill_runner.h"
 #include "storage/sqlite_drill_store.h"
@@ -61,25 +59,46 @@ class HookedDrillStore final : public storage::DrillStore {
     if (changed && on_state) on_state(d);
     return s;
   }
-  Result<std::optional<storage::DrillRecord>> drill(std::int64_t id) const override { return inner_.drill(id); }
-  Result<std::vector<storage::DrillRecord>> drills(const storage::DrillQuery& q) const override { return inner_.drills(q); }
+  Result<std::optional<storage::DrillRecord>> drill(std::int64_t id) const override {
+    return inner_.drill(id);
+  }
+  Result<std::vector<storage::DrillRecord>> drills(const storage::DrillQuery& q) const override {
+    return inner_.drills(q);
+  }
   Result<std::vector<storage::DrillSpan>> drillSpans(std::optional<storage::ClusterId> c,
                                                      storage::TimeRange r) const override {
     return inner_.drillSpans(c, r);
   }
-  Result<std::vector<storage::DrillCount>> drillCounts() const override { return inner_.drillCounts(); }
+  Result<std::vector<storage::DrillCount>> drillCounts() const override {
+    return inner_.drillCounts();
+  }
   Result<std::vector<storage::DrillRecord>> lastDrills(const std::string& state) const override {
     return inner_.lastDrills(state);
   }
-  Result<std::int64_t> addRecovery(const storage::RecoveryEntry& e) override { return inner_.addRecovery(e); }
-  Status updateRecovery(const storage::RecoveryEntry& e) override { return inner_.updateRecovery(e); }
-  Result<std::vector<storage::RecoveryEntry>> pendingRecoveries() const override { return inner_.pendingRecoveries(); }
-  Result<std::int64_t> createSchedule(const storage::ScheduleRecord& s) override { return inner_.createSchedule(s); }
-  Status updateSchedule(const storage::ScheduleRecord& s) override { return inner_.updateSchedule(s); }
-  Status recordScheduleRun(const storage::ScheduleRecord& s) override { return inner_.recordScheduleRun(s); }
+  Result<std::int64_t> addRecovery(const storage::RecoveryEntry& e) override {
+    return inner_.addRecovery(e);
+  }
+  Status updateRecovery(const storage::RecoveryEntry& e) override {
+    return inner_.updateRecovery(e);
+  }
+  Result<std::vector<storage::RecoveryEntry>> pendingRecoveries() const override {
+    return inner_.pendingRecoveries();
+  }
+  Result<std::int64_t> createSchedule(const storage::ScheduleRecord& s) override {
+    return inner_.createSchedule(s);
+  }
+  Status updateSchedule(const storage::ScheduleRecord& s) override {
+    return inner_.updateSchedule(s);
+  }
+  Status recordScheduleRun(const storage::ScheduleRecord& s) override {
+    return inner_.recordScheduleRun(s);
+  }
   Result<bool> deleteSchedule(std::int64_t id) override { return inner_.deleteSchedule(id); }
-  Result<std::optional<storage::ScheduleRecord>> schedule(std::int64_t id) const override { return inner_.schedule(id); }
-  Result<std::vector<storage::ScheduleRecord>> schedules(std::optional<storage::ClusterId> c) const override {
+  Result<std::optional<storage::ScheduleRecord>> schedule(std::int64_t id) const override {
+    return inner_.schedule(id);
+  }
+  Result<std::vector<storage::ScheduleRecord>> schedules(
+      std::optional<storage::ClusterId> c) const override {
     return inner_.schedules(c);
   }
 
@@ -157,16 +176,19 @@ struct EngineHarness {
       injectors[node] = injector.get();
       owned[node] = std::move(injector);
     }
-    drill::RunnerSeams seams{view, probe, admin, nullptr, maintenance,
-                             [this](const std::string& host) { return resolve(host); }};
-    runner = std::make_unique<drill::DrillRunner>(config, id, *store, *drills, clock, seams, std::move(owned));
+    drill::RunnerSeams seams{
+        view,    probe,       admin,
+        nullptr, maintenance, [this](const std::string& host) { return resolve(host); }};
+    runner = std::make_unique<drill::DrillRunner>(config, id, *store, *drills, clock, seams,
+                                                  std::move(owned));
   }
 
   // `dns`'s answer; an IP literal is itself.
   std::vector<std::string> resolve(const std::string& host) const {
     if (const auto found = dns.find(host); found != dns.end()) return found->second;
     in6_addr ip{};
-    if (inet_pton(AF_INET, host.c_str(), &ip) == 1 || inet_pton(AF_INET6, host.c_str(), &ip) == 1) return {host};
+    if (inet_pton(AF_INET, host.c_str(), &ip) == 1 || inet_pton(AF_INET6, host.c_str(), &ip) == 1)
+      return {host};
     return {};
   }
 
@@ -213,7 +235,8 @@ struct EngineHarness {
   void waitUntilReleased(std::int64_t drill_id) {
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (runner->active() == drill_id) {
-      if (std::chrono::steady_clock::now() > give_up) FAIL("the engine still holds drill " << drill_id);
+      if (std::chrono::steady_clock::now() > give_up)
+        FAIL("the engine still holds drill " << drill_id);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }

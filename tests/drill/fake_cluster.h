@@ -44,7 +44,8 @@ class FakeCluster {
     for (std::int32_t p = 0; p < 3; ++p) {
       std::vector<std::int32_t> replicas;
       for (std::int32_t k = 0; k < 3; ++k) replicas.push_back(1 + (p + k) % 3);
-      parts_.push_back({p, replicas, replicas.front(), {replicas.begin(), replicas.end()}, clock.now()});
+      parts_.push_back(
+          {p, replicas, replicas.front(), {replicas.begin(), replicas.end()}, clock.now()});
     }
   }
 
@@ -115,8 +116,9 @@ class FakeCluster {
       control.interval_us = 500'000;
       // Dark for control_failover_us after the quorum's leader went, and for as long as the
       // quorum has no leader.
-      const bool dark = control_dark_since_ && (quorum_leader_ < 0 ||
-                                                clock_.monoNow() < control_dark_since_->mono + control_failover_us);
+      const bool dark = control_dark_since_ &&
+                        (quorum_leader_ < 0 ||
+                         clock_.monoNow() < control_dark_since_->mono + control_failover_us);
       control.last_ok = dark ? *control_dark_since_ : clock_.now();
       status.control = control;
     }
@@ -140,7 +142,8 @@ class FakeCluster {
       s.last_receive = p.last_ok;
       if (probe_backlog_us > 0) {
         s.outstanding = 10;
-        s.oldest_outstanding_sent = common::Instant{clock_.wallNow() - probe_backlog_us, clock_.monoNow() - probe_backlog_us};
+        s.oldest_outstanding_sent = common::Instant{clock_.wallNow() - probe_backlog_us,
+                                                    clock_.monoNow() - probe_backlog_us};
       }
       status.partitions.push_back(s);
     }
@@ -150,7 +153,8 @@ class FakeCluster {
   Result<kafka::QuorumInfo> describeQuorum() const {
     std::lock_guard lock(mutex_);
     update();
-    if (!quorum_answers) return Error{make_error_code(std::errc::timed_out), "DescribeQuorum timed out"};
+    if (!quorum_answers)
+      return Error{make_error_code(std::errc::timed_out), "DescribeQuorum timed out"};
     return quorumLocked();
   }
 
@@ -179,7 +183,8 @@ class FakeCluster {
     std::lock_guard lock(mutex_);
     parts_.at(static_cast<std::size_t>(partition)).leader = node;
   }
-  // A further controller node (running, in the quorum when it is a voter); before the engine starts.
+  // A further controller node (running, in the quorum when it is a voter); before the engine
+  // starts.
   void addController(std::int32_t id) {
     std::lock_guard lock(mutex_);
     nodes_[id] = Node{};
@@ -209,7 +214,7 @@ class FakeCluster {
   // the quorum's leader goes down.
   bool control_probe = false;
   std::int64_t control_failover_us = 3 * kSecond;
-  std::atomic<int> min_insync{2};  // every topic's min.insync.replicas
+  std::atomic<int> min_insync{2};     // every topic's min.insync.replicas
   std::int64_t probe_backlog_us = 0;  // the probe's oldest unacked message is this old
   std::vector<std::int32_t> quorum_voters = {100};  // set before the engine starts
   std::atomic<bool> controller_catches_up{true};    // a voter started again rejoins the quorum
@@ -243,7 +248,9 @@ class FakeCluster {
     common::Instant last_ok;  // the probe's last ack and receipt
   };
 
-  bool availableLocked(std::int32_t node) const { return nodes_.at(node).running && !nodes_.at(node).paused; }
+  bool availableLocked(std::int32_t node) const {
+    return nodes_.at(node).running && !nodes_.at(node).paused;
+  }
 
   // Applies what time has done since the last look.
   void update() const {
@@ -258,12 +265,14 @@ class FakeCluster {
       }
       if (n.up_since && now - *n.up_since >= rejoin_us) {
         for (auto& p : parts_) {
-          if (std::find(p.replicas.begin(), p.replicas.end(), id) != p.replicas.end()) p.isr.insert(id);
+          if (std::find(p.replicas.begin(), p.replicas.end(), id) != p.replicas.end())
+            p.isr.insert(id);
         }
         n.up_since.reset();
       }
       // Back and caught up with the quorum once it has rejoined (and is allowed to).
-      if (!n.in_quorum && n.running && !n.paused && !n.up_since && controller_catches_up) n.in_quorum = true;
+      if (!n.in_quorum && n.running && !n.paused && !n.up_since && controller_catches_up)
+        n.in_quorum = true;
     }
     updateQuorumLeader();
     for (auto& p : parts_) {
@@ -391,11 +400,13 @@ class FakeProbe final : public drill::ProbeView {
  public:
   explicit FakeProbe(const FakeCluster& cluster) : cluster_(cluster) {}
   probe::ProbeStatus status() const override { return cluster_.probeStatus(); }
-  std::vector<storage::ProbeSample> pending(common::WallMicros, common::WallMicros) const override { return {}; }
+  std::vector<storage::ProbeSample> pending(common::WallMicros, common::WallMicros) const override {
+    return {};
+  }
   struct Steered {
     std::vector<std::int32_t> nodes;
     std::vector<std::int32_t> running;  // of those nodes, the ones running at the call
-    common::WallMicros at_us = 0;        // the cluster's clock at the call
+    common::WallMicros at_us = 0;       // the cluster's clock at the call
   };
   // Every steerAround() call, in order.
   void steerAround(std::vector<std::int32_t> nodes) const override {
@@ -436,14 +447,16 @@ class FakeAdmin final : public drill::ClusterAdmin {
     return okStatus();
   }
   Result<kafka::QuorumInfo> describeQuorum() override { return cluster_.describeQuorum(); }
-  Result<kafka::Coordinator> findCoordinator(kafka::CoordinatorType, const std::string& key) override {
+  Result<kafka::Coordinator> findCoordinator(kafka::CoordinatorType,
+                                             const std::string& key) override {
     ++find_coordinator_calls;
     {
       std::lock_guard lock(mutex_);
       find_coordinator_threads.push_back(std::this_thread::get_id());
     }
     if (cluster_.coordinator < 0) {
-      return Error{make_error_code(std::errc::timed_out), "find coordinator of " + key + ": COORDINATOR_NOT_AVAILABLE"};
+      return Error{make_error_code(std::errc::timed_out),
+                   "find coordinator of " + key + ": COORDINATOR_NOT_AVAILABLE"};
     }
     return kafka::Coordinator{cluster_.coordinator, "127.0.0.1", 19090 + cluster_.coordinator};
   }
@@ -451,22 +464,25 @@ class FakeAdmin final : public drill::ClusterAdmin {
   std::vector<std::thread::id> find_coordinator_threads;  // each call's thread; guarded by mutex_
   // Every broker answers broker_configs (default: empty, so Kafka's defaults stand); the
   // controller answers controller_configs, or fails when controller_config_error is set.
-  Result<std::map<std::string, kafka::NodeConfigValue>> brokerConfig(std::int32_t broker,
-                                                                     const std::vector<std::string>&) override {
+  Result<std::map<std::string, kafka::NodeConfigValue>> brokerConfig(
+      std::int32_t broker, const std::vector<std::string>&) override {
     std::lock_guard lock(mutex_);
-    if (auto found = broker_configs.find(broker); found != broker_configs.end()) return found->second;
+    if (auto found = broker_configs.find(broker); found != broker_configs.end())
+      return found->second;
     return std::map<std::string, kafka::NodeConfigValue>{};
   }
-  Result<std::map<std::string, kafka::NodeConfigValue>> controllerConfig(const std::vector<std::string>&) override {
+  Result<std::map<std::string, kafka::NodeConfigValue>> controllerConfig(
+      const std::vector<std::string>&) override {
     std::lock_guard lock(mutex_);
     if (!controller_config_error.empty())
       return Error{make_error_code(std::errc::timed_out), controller_config_error};
     return controller_configs;
   }
 
-  std::map<std::int32_t, std::map<std::string, kafka::NodeConfigValue>> broker_configs;  // guarded by mutex_
-  std::map<std::string, kafka::NodeConfigValue> controller_configs;                    // guarded by mutex_
-  std::string controller_config_error;                                                 // guarded by mutex_
+  std::map<std::int32_t, std::map<std::string, kafka::NodeConfigValue>>
+      broker_configs;                                                // guarded by mutex_
+  std::map<std::string, kafka::NodeConfigValue> controller_configs;  // guarded by mutex_
+  std::string controller_config_error;                               // guarded by mutex_
   std::mutex mutex_;
 
  private:
@@ -499,7 +515,8 @@ class FakeInjector final : public fault::Injector {
   Result<fault::FaultRecord> start() override { return back("start"); }
   Result<fault::ProcessState> inspect() override {
     record("inspect");
-    if (unreachable) return Error{make_error_code(std::errc::host_unreachable), "no route to the fake node"};
+    if (unreachable)
+      return Error{make_error_code(std::errc::host_unreachable), "no route to the fake node"};
     fault::ProcessState s;
     s.running = cluster_.running(node_);
     s.paused = cluster_.paused(node_);
@@ -626,17 +643,17 @@ class FakeInjector final : public fault::Injector {
     std::lock_guard lock(mutex_);
     return resumed_drills_;
   }
-  std::string gray_refusal;  // non-empty: refusal() says so (set before the runner runs)
+  std::string gray_refusal;   // non-empty: refusal() says so (set before the runner runs)
   std::string check_problem;  // non-empty: checkGray() fails with it (set before the runner runs)
-  std::string netns;          // where grayPlace() puts the node's faults (set before the runner runs)
+  std::string netns;  // where grayPlace() puts the node's faults (set before the runner runs)
   std::unique_ptr<fault::GrayRunner> real_heal;  // set before the runner runs; see healPlaced
-  std::atomic<int> heal_failures{0};  // the next this many heals fail; -1: every one
+  std::atomic<int> heal_failures{0};             // the next this many heals fail; -1: every one
   std::atomic<int> inject_failures{0};  // the next this many gray injections fail, placing nothing
 
   // Knobs a test turns (set before the engine's thread uses the injector, or from its hooks).
   std::atomic<int> start_failures{0};  // the next this many starts fail; -1: every one
   std::atomic<bool> unreachable{false};
-  std::string fault_output;           // ends a kill's, stop's or pause's detail, as a tool's stderr would
+  std::string fault_output;  // ends a kill's, stop's or pause's detail, as a tool's stderr would
   std::function<void()> after_fault;  // called once the node is down; may throw, as a bug would
 
  private:
@@ -665,11 +682,13 @@ class FakeInjector final : public fault::Injector {
     return r;
   }
 
-  Result<fault::FaultRecord> grayIn(const std::string& call, const std::string& drill, bool goes_down) {
+  Result<fault::FaultRecord> grayIn(const std::string& call, const std::string& drill,
+                                    bool goes_down) {
     record(call);
     if (inject_failures != 0) {
       if (inject_failures > 0) --inject_failures;
-      return Error{make_error_code(std::errc::operation_not_permitted), "the fake nft: Operation not permitted"};
+      return Error{make_error_code(std::errc::operation_not_permitted),
+                   "the fake nft: Operation not permitted"};
     }
     fault::FaultRecord r;
     r.requested_at = clock_.wallNow();
@@ -693,7 +712,7 @@ class FakeInjector final : public fault::Injector {
   std::optional<fault::IsolateSpec> last_isolate_;
   std::uint64_t last_rate_ = 0;
   std::optional<fault::PauseSpec> last_pause_;  // guarded by mutex_
-  std::vector<std::string> resumed_drills_;      // guarded by mutex_
+  std::vector<std::string> resumed_drills_;     // guarded by mutex_
 };
 
 }  // namespace kfaild::testing

@@ -6,9 +6,8 @@
 // submission (the injector's, a nonsensical isolate, a drill already running) and at preflight (a
 // peer the cluster lists without an address).
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <future>
 #include <thread>
 
@@ -31,16 +30,20 @@ nlohmann::json firstRun(const storage::DrillRecord& d) {
   return result["runs"][0];
 }
 
-nlohmann::json detailOf(const storage::Event& e) { return nlohmann::json::parse(e.detail); }
+nlohmann::json detailOf(const storage::Event& e) {
+  return nlohmann::json::parse(e.detail);
+}
 
 }  // namespace
 
-TEST_CASE("an isolate drill cuts the broker off from its peers for duration_s, then heals it and records both",
-          "[unit][drill]") {
+TEST_CASE(
+    "an isolate drill cuts the broker off from its peers for duration_s, then heals it and records "
+    "both",
+    "[unit][drill]") {
   EngineHarness h;
   h.runner->start();
-  auto id = h.runner->submit(
-      EngineHarness::spec(R"({"fault":"isolate","target":{"broker":2},"options":{"from":"brokers","mode":"reject","duration_s":20}})"));
+  auto id = h.runner->submit(EngineHarness::spec(
+      R"({"fault":"isolate","target":{"broker":2},"options":{"from":"brokers","mode":"reject","duration_s":20}})"));
   REQUIRE(id);
   const auto d = h.runToEnd(*id);
   INFO(d.reason);
@@ -56,7 +59,8 @@ TEST_CASE("an isolate drill cuts the broker off from its peers for duration_s, t
   CHECK(spec->mode == fault::IsolateMode::reject);
   CHECK(spec->duration == 20s);
   // Each peer by the address the cluster lists it on, and the inventory's beside it.
-  CHECK(spec->peers.brokers == std::vector<std::string>{"10.8.0.1", "10.9.0.1", "10.8.0.3", "10.9.0.3"});
+  CHECK(spec->peers.brokers ==
+        std::vector<std::string>{"10.8.0.1", "10.9.0.1", "10.8.0.3", "10.9.0.3"});
   CHECK(spec->peers.quorum == std::vector<std::string>{"10.8.0.100", "10.9.0.100"});
 
   const auto faults = h.events("fault");
@@ -75,11 +79,12 @@ TEST_CASE("an isolate drill cuts the broker off from its peers for duration_s, t
   CHECK(h.openRecoveries().empty());
 }
 
-TEST_CASE("a throttle drill passes its rate to the injector and heals after duration_s", "[unit][drill]") {
+TEST_CASE("a throttle drill passes its rate to the injector and heals after duration_s",
+          "[unit][drill]") {
   EngineHarness h;
   h.runner->start();
-  auto id = h.runner->submit(
-      EngineHarness::spec(R"({"fault":"throttle","target":{"broker":1},"options":{"rate":"8mbit","duration_s":10}})"));
+  auto id = h.runner->submit(EngineHarness::spec(
+      R"({"fault":"throttle","target":{"broker":1},"options":{"rate":"8mbit","duration_s":10}})"));
   REQUIRE(id);
   const auto d = h.runToEnd(*id);
   INFO(d.reason);
@@ -92,8 +97,8 @@ TEST_CASE("a throttle drill passes its rate to the injector and heals after dura
 TEST_CASE("an abort while a gray fault holds heals it at once", "[unit][drill]") {
   EngineHarness h;
   h.runner->start();
-  auto id = h.runner->submit(
-      EngineHarness::spec(R"({"fault":"isolate","target":{"broker":2},"options":{"from":"all","duration_s":600}})"));
+  auto id = h.runner->submit(EngineHarness::spec(
+      R"({"fault":"isolate","target":{"broker":2},"options":{"from":"all","duration_s":600}})"));
   REQUIRE(id);
   // Never to the 600 s hold's end: the runner may inject and start the hold between this loop's
   // look at the count and its advance (a CI run on a loaded machine aborted in observe).
@@ -105,7 +110,8 @@ TEST_CASE("an abort while a gray fault holds heals it at once", "[unit][drill]")
   REQUIRE(h.runner->abort(*id));
   // The runner heals on the abort in real time: the clock stays put until it has, or it would
   // carry the hold's wait to its end first.
-  for (int i = 0; i < 1000 && !h.injectors[2]->grayInForce().empty(); ++i) std::this_thread::sleep_for(5ms);
+  for (int i = 0; i < 1000 && !h.injectors[2]->grayInForce().empty(); ++i)
+    std::this_thread::sleep_for(5ms);
   const auto d = h.runToEnd(*id);
   CHECK(d.state == "aborted");
   CHECK(d.reason == "aborted on request during the isolate");
@@ -116,12 +122,13 @@ TEST_CASE("an abort while a gray fault holds heals it at once", "[unit][drill]")
   CHECK(h.openRecoveries().empty());
 }
 
-TEST_CASE("a failed heal fails the run and recovery heals the node before closing the journal", "[unit][drill]") {
+TEST_CASE("a failed heal fails the run and recovery heals the node before closing the journal",
+          "[unit][drill]") {
   EngineHarness h;
   h.injectors[2]->heal_failures = 1;
   h.runner->start();
-  auto id = h.runner->submit(
-      EngineHarness::spec(R"({"fault":"isolate","target":{"broker":2},"options":{"from":"quorum","duration_s":5}})"));
+  auto id = h.runner->submit(EngineHarness::spec(
+      R"({"fault":"isolate","target":{"broker":2},"options":{"from":"quorum","duration_s":5}})"));
   REQUIRE(id);
   const auto d = h.runToEnd(*id);
   CHECK(d.state == "failed");
@@ -132,11 +139,12 @@ TEST_CASE("a failed heal fails the run and recovery heals the node before closin
   CHECK(h.openRecoveries().empty());
 }
 
-TEST_CASE("a disk_full drill takes the broker down, and recovery frees the disk and starts it", "[unit][drill]") {
+TEST_CASE("a disk_full drill takes the broker down, and recovery frees the disk and starts it",
+          "[unit][drill]") {
   EngineHarness h;
   h.runner->start();
-  auto id = h.runner->submit(
-      EngineHarness::spec(R"({"fault":"disk_full","target":{"broker":1},"options":{"duration_s":10}})"));
+  auto id = h.runner->submit(EngineHarness::spec(
+      R"({"fault":"disk_full","target":{"broker":1},"options":{"duration_s":10}})"));
   REQUIRE(id);
   const auto d = h.runToEnd(*id);
   INFO(d.reason);
@@ -150,8 +158,9 @@ TEST_CASE("a disk_full drill takes the broker down, and recovery frees the disk 
   CHECK(h.openRecoveries().empty());
 }
 
-TEST_CASE("a gray fault a dead kfaild left in force is healed at the next start, and every node is swept",
-          "[unit][drill]") {
+TEST_CASE(
+    "a gray fault a dead kfaild left in force is healed at the next start, and every node is swept",
+    "[unit][drill]") {
   EngineHarness h;
   storage::DrillRecord drill;
   drill.cluster = h.id;
@@ -189,7 +198,8 @@ TEST_CASE("a gray fault a dead kfaild left in force is healed at the next start,
   CHECK(h.record(*drill_id).state == "aborted");
 }
 
-TEST_CASE("gray faults are refused at submission with the reason, without touching the node", "[unit][drill]") {
+TEST_CASE("gray faults are refused at submission with the reason, without touching the node",
+          "[unit][drill]") {
   SECTION("the injector cannot do it") {
     EngineHarness h;
     h.injectors[1]->gray_refusal = "the broker runs in kfaild's own network namespace";
@@ -203,7 +213,8 @@ TEST_CASE("gray faults are refused at submission with the reason, without touchi
   SECTION("disk_slow, which no injector here can do") {
     EngineHarness h;
     h.runner->start();
-    auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"disk_slow","target":{"broker":1}})"));
+    auto id =
+        h.runner->submit(EngineHarness::spec(R"({"fault":"disk_slow","target":{"broker":1}})"));
     REQUIRE_FALSE(id);
     CHECK(id.error().message == "the fake node cannot slow its disk");
   }
@@ -226,11 +237,13 @@ TEST_CASE("gray faults are refused at submission with the reason, without touchi
   SECTION("a second gray fault while one is in force") {
     EngineHarness h;
     h.runner->start();
-    auto first = h.runner->submit(
-        EngineHarness::spec(R"({"fault":"isolate","target":{"broker":1},"options":{"duration_s":60}})"));
+    auto first = h.runner->submit(EngineHarness::spec(
+        R"({"fault":"isolate","target":{"broker":1},"options":{"duration_s":60}})"));
     REQUIRE(first);
-    for (int i = 0; i < 100'000 && h.injectors[1]->count("isolate") == 0; ++i) h.clock.advanceToNextDeadline(50ms);
-    auto second = h.runner->submit(EngineHarness::spec(R"({"fault":"throttle","target":{"broker":2},"options":{"rate":1000}})"));
+    for (int i = 0; i < 100'000 && h.injectors[1]->count("isolate") == 0; ++i)
+      h.clock.advanceToNextDeadline(50ms);
+    auto second = h.runner->submit(EngineHarness::spec(
+        R"({"fault":"throttle","target":{"broker":2},"options":{"rate":1000}})"));
     REQUIRE_FALSE(second);
     CHECK(second.error().message.find("is running on cluster fake") != std::string::npos);
     CHECK(h.runToEnd(*first).state == "done");
@@ -238,34 +251,38 @@ TEST_CASE("gray faults are refused at submission with the reason, without touchi
   }
 }
 
-TEST_CASE("isolate from quorum cuts the active controller the inventory does not list by every address of its "
-          "endpoint",
-          "[unit][drill]") {
+TEST_CASE(
+    "isolate from quorum cuts the active controller the inventory does not list by every address "
+    "of its "
+    "endpoint",
+    "[unit][drill]") {
   EngineHarness h;
   h.cluster.quorum_voters = {100, 101, 102};
   h.cluster.setQuorumLeader(101);
   h.dns[h.cluster.hostOf(101)] = {"10.8.0.101", "fd00::101"};
   h.dns[h.cluster.hostOf(102)] = {"10.8.0.102"};
   h.runner->start();
-  auto id = h.runner->submit(
-      EngineHarness::spec(R"({"fault":"isolate","target":{"broker":2},"options":{"from":"quorum","duration_s":5}})"));
+  auto id = h.runner->submit(EngineHarness::spec(
+      R"({"fault":"isolate","target":{"broker":2},"options":{"from":"quorum","duration_s":5}})"));
   REQUIRE(id);
   const auto d = h.runToEnd(*id);
   INFO(d.reason);
   REQUIRE(d.state == "done");
   const auto spec = h.injectors[2]->lastIsolate();
   REQUIRE(spec);
-  CHECK(spec->peers.quorum ==
-        std::vector<std::string>{"10.8.0.100", "10.9.0.100", "10.8.0.101", "fd00::101", "10.8.0.102"});
+  CHECK(spec->peers.quorum == std::vector<std::string>{"10.8.0.100", "10.9.0.100", "10.8.0.101",
+                                                       "fd00::101", "10.8.0.102"});
 }
 
-TEST_CASE("isolate from clients spares the brokers on the interface the cluster lists them on and not only the "
-          "inventory's",
-          "[unit][drill]") {
+TEST_CASE(
+    "isolate from clients spares the brokers on the interface the cluster lists them on and not "
+    "only the "
+    "inventory's",
+    "[unit][drill]") {
   EngineHarness h;
   h.runner->start();
-  auto id = h.runner->submit(
-      EngineHarness::spec(R"({"fault":"isolate","target":{"broker":1},"options":{"from":"clients","duration_s":5}})"));
+  auto id = h.runner->submit(EngineHarness::spec(
+      R"({"fault":"isolate","target":{"broker":1},"options":{"from":"clients","duration_s":5}})"));
   REQUIRE(id);
   const auto d = h.runToEnd(*id);
   INFO(d.reason);
@@ -280,16 +297,17 @@ TEST_CASE("isolate from clients spares the brokers on the interface the cluster 
   CHECK(std::find(brokers.begin(), brokers.end(), "10.9.0.1") == brokers.end());
 }
 
-TEST_CASE("an isolate fails at preflight naming the node when a broker the cluster lists has no address",
-          "[unit][drill]") {
+TEST_CASE(
+    "an isolate fails at preflight naming the node when a broker the cluster lists has no address",
+    "[unit][drill]") {
   EngineHarness h;
   h.config.inventory[2].address.clear();  // node 3: nothing in the inventory either
   h.dns.erase(h.cluster.hostOf(3));
   h.makeRunner();
   h.runner->start();
   SECTION("from brokers: a hole in the isolation") {
-    auto id = h.runner->submit(
-        EngineHarness::spec(R"({"fault":"isolate","target":{"broker":1},"options":{"from":"brokers"}})"));
+    auto id = h.runner->submit(EngineHarness::spec(
+        R"({"fault":"isolate","target":{"broker":1},"options":{"from":"brokers"}})"));
     REQUIRE(id);
     const auto d = h.runToEnd(*id);
     CHECK(d.state == "failed");
@@ -298,8 +316,8 @@ TEST_CASE("an isolate fails at preflight naming the node when a broker the clust
     CHECK(h.injectors[1]->count("isolate") == 0);
   }
   SECTION("from quorum does not name the brokers") {
-    auto id = h.runner->submit(
-        EngineHarness::spec(R"({"fault":"isolate","target":{"broker":1},"options":{"from":"quorum","duration_s":5}})"));
+    auto id = h.runner->submit(EngineHarness::spec(
+        R"({"fault":"isolate","target":{"broker":1},"options":{"from":"quorum","duration_s":5}})"));
     REQUIRE(id);
     const auto d = h.runToEnd(*id);
     INFO(d.reason);
@@ -307,15 +325,17 @@ TEST_CASE("an isolate fails at preflight naming the node when a broker the clust
   }
 }
 
-TEST_CASE("without the quorum's endpoints the inventory's controllers are the quorum and an isolate says why when "
-          "there are none",
-          "[unit][drill]") {
+TEST_CASE(
+    "without the quorum's endpoints the inventory's controllers are the quorum and an isolate says "
+    "why when "
+    "there are none",
+    "[unit][drill]") {
   EngineHarness h;
   SECTION("DescribeQuorum v1: no endpoints") {
     h.cluster.quorum_endpoints = false;
     h.runner->start();
-    auto id = h.runner->submit(
-        EngineHarness::spec(R"({"fault":"isolate","target":{"broker":2},"options":{"from":"quorum","duration_s":5}})"));
+    auto id = h.runner->submit(EngineHarness::spec(
+        R"({"fault":"isolate","target":{"broker":2},"options":{"from":"quorum","duration_s":5}})"));
     REQUIRE(id);
     const auto d = h.runToEnd(*id);
     INFO(d.reason);
@@ -329,8 +349,8 @@ TEST_CASE("without the quorum's endpoints the inventory's controllers are the qu
     h.config.inventory[3].address.clear();  // node 100
     h.makeRunner();
     h.runner->start();
-    auto id = h.runner->submit(
-        EngineHarness::spec(R"({"fault":"isolate","target":{"broker":2},"options":{"from":"quorum","duration_s":5}})"));
+    auto id = h.runner->submit(EngineHarness::spec(
+        R"({"fault":"isolate","target":{"broker":2},"options":{"from":"quorum","duration_s":5}})"));
     REQUIRE(id);
     const auto d = h.runToEnd(*id);
     CHECK(d.state == "failed");

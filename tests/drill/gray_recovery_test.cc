@@ -5,7 +5,6 @@
 // replay at start runs on the engine's thread while an operator can resolve its entry.
 
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -31,8 +30,9 @@ struct LeftBehind {
   std::int64_t entry_id = 0;
 };
 
-LeftBehind leftBehind(EngineHarness& h, const std::string& fault, std::int32_t node, const std::string& action,
-                      const std::string& injection, const std::string& netns) {
+LeftBehind leftBehind(EngineHarness& h, const std::string& fault, std::int32_t node,
+                      const std::string& action, const std::string& injection,
+                      const std::string& netns) {
   storage::DrillRecord drill;
   drill.cluster = h.id;
   drill.fault = fault;
@@ -60,7 +60,8 @@ LeftBehind leftBehind(EngineHarness& h, const std::string& fault, std::int32_t n
 }
 
 Result<int> replay(EngineHarness& h, std::chrono::seconds timeout) {
-  auto replaying = std::async(std::launch::async, [&] { return h.runner->recoverPending(timeout); });
+  auto replaying =
+      std::async(std::launch::async, [&] { return h.runner->recoverPending(timeout); });
   while (replaying.wait_for(0ms) != std::future_status::ready) h.clock.advanceToNextDeadline(50ms);
   return replaying.get();
 }
@@ -76,8 +77,10 @@ bool advanceUntil(EngineHarness& h, Pred pred) {
 
 }  // namespace
 
-TEST_CASE("a heal that finds nothing there (the container stopped) still starts the broker and closes the entry",
-          "[unit][drill]") {
+TEST_CASE(
+    "a heal that finds nothing there (the container stopped) still starts the broker and closes "
+    "the entry",
+    "[unit][drill]") {
   EngineHarness h;
   const auto left = leftBehind(h, "disk_full", 1, "heal", "done", "ns-1");
   h.cluster.down(1, false);
@@ -85,11 +88,14 @@ TEST_CASE("a heal that finds nothing there (the container stopped) still starts 
   // drill's can be left in one.
   fault::NodeShell shell;
   shell.nft = [](const std::vector<std::string>&) -> Result<std::vector<std::string>> {
-    return fault::faultError(fault::errc::invalid_state, "container kbf-k1-1 is not running: no netns to enter");
+    return fault::faultError(fault::errc::invalid_state,
+                             "container kbf-k1-1 is not running: no netns to enter");
   };
   int commands = 0;
   h.injectors[1]->real_heal = std::make_unique<fault::GrayRunner>(
-      shell, h.clock, [&](const std::vector<std::string>&, std::chrono::milliseconds) -> Result<fault::CommandOutput> {
+      shell, h.clock,
+      [&](const std::vector<std::string>&,
+          std::chrono::milliseconds) -> Result<fault::CommandOutput> {
         ++commands;
         return fault::CommandOutput{0, "", ""};
       });
@@ -109,8 +115,10 @@ TEST_CASE("a heal that finds nothing there (the container stopped) still starts 
             " can be left: container kbf-k1-1 is not running: no netns to enter");
 }
 
-TEST_CASE("a heal that keeps failing does not keep a stopped broker down, and its entry stays open naming it",
-          "[unit][drill]") {
+TEST_CASE(
+    "a heal that keeps failing does not keep a stopped broker down, and its entry stays open "
+    "naming it",
+    "[unit][drill]") {
   EngineHarness h;
   leftBehind(h, "disk_full", 1, "heal", "done", "ns-1");
   h.cluster.down(1, false);
@@ -128,15 +136,17 @@ TEST_CASE("a heal that keeps failing does not keep a stopped broker down, and it
   CHECK(open[0].last_error.find("the fake nft refused to heal") != std::string::npos);
 }
 
-TEST_CASE("recovery after a failed injection heals nothing, since nothing was placed, and closes the entry",
-          "[unit][drill]") {
+TEST_CASE(
+    "recovery after a failed injection heals nothing, since nothing was placed, and closes the "
+    "entry",
+    "[unit][drill]") {
   EngineHarness h;
   h.injectors[2]->inject_failures = 1;
   // As on a host where the injection cannot run: the heal, on the same path, could not either.
   h.injectors[2]->heal_failures = -1;
   h.runner->start();
-  auto id = h.runner->submit(
-      EngineHarness::spec(R"({"fault":"isolate","target":{"broker":2},"options":{"from":"brokers","duration_s":5}})"));
+  auto id = h.runner->submit(EngineHarness::spec(
+      R"({"fault":"isolate","target":{"broker":2},"options":{"from":"brokers","duration_s":5}})"));
   REQUIRE(id);
   const auto d = h.runToEnd(*id);
   CHECK(d.state == "failed");
@@ -147,8 +157,10 @@ TEST_CASE("recovery after a failed injection heals nothing, since nothing was pl
   CHECK(h.openRecoveries().empty());
 }
 
-TEST_CASE("the journal records where a gray fault went, and recovery heals there after the node's netns changed",
-          "[unit][drill]") {
+TEST_CASE(
+    "the journal records where a gray fault went, and recovery heals there after the node's netns "
+    "changed",
+    "[unit][drill]") {
   SECTION("the run's entry holds the place and the injection's outcome") {
     EngineHarness h;
     h.injectors[2]->netns = "kfl25000-n2";
@@ -159,8 +171,8 @@ TEST_CASE("the journal records where a gray fault went, and recovery heals there
       auto open = h.drills->pendingRecoveries();
       if (open && !open->empty()) seen = open->front();
     };
-    auto id = h.runner->submit(
-        EngineHarness::spec(R"({"fault":"isolate","target":{"broker":2},"options":{"from":"brokers","duration_s":5}})"));
+    auto id = h.runner->submit(EngineHarness::spec(
+        R"({"fault":"isolate","target":{"broker":2},"options":{"from":"brokers","duration_s":5}})"));
     REQUIRE(id);
     CHECK(h.runToEnd(*id).state == "done");
     REQUIRE(seen);
@@ -185,19 +197,23 @@ TEST_CASE("the journal records where a gray fault went, and recovery heals there
   }
 }
 
-TEST_CASE("a gray drill whose injection cannot run is refused at preflight with the reason, the node untouched",
-          "[unit][drill]") {
+TEST_CASE(
+    "a gray drill whose injection cannot run is refused at preflight with the reason, the node "
+    "untouched",
+    "[unit][drill]") {
   EngineHarness h;
   h.injectors[1]->check_problem =
-      "ip netns exec kfl25000-n1 nft --check ... exited with 1: Error: Could not process rule: Operation not permitted";
+      "ip netns exec kfl25000-n1 nft --check ... exited with 1: Error: Could not process rule: "
+      "Operation not permitted";
   h.runner->start();
-  auto id = h.runner->submit(
-      EngineHarness::spec(R"({"fault":"isolate","target":{"broker":1},"options":{"from":"all","duration_s":5}})"));
+  auto id = h.runner->submit(EngineHarness::spec(
+      R"({"fault":"isolate","target":{"broker":1},"options":{"from":"all","duration_s":5}})"));
   REQUIRE(id);
   const auto d = h.runToEnd(*id);
   CHECK(d.state == "failed");
   CHECK(d.reason ==
-        "refused: fake node 1 cannot inject isolate: ip netns exec kfl25000-n1 nft --check ... exited with 1: Error: "
+        "refused: fake node 1 cannot inject isolate: ip netns exec kfl25000-n1 nft --check ... "
+        "exited with 1: Error: "
         "Could not process rule: Operation not permitted");
   CHECK(h.injectors[1]->count("check") == 1);
   CHECK(h.injectors[1]->count("isolate") == 0);
@@ -205,8 +221,10 @@ TEST_CASE("a gray drill whose injection cannot run is refused at preflight with 
   CHECK(h.openRecoveries().empty());
 }
 
-TEST_CASE("the journal's replay at start runs on the engine's thread, and an entry resolved meanwhile stays resolved",
-          "[unit][drill]") {
+TEST_CASE(
+    "the journal's replay at start runs on the engine's thread, and an entry resolved meanwhile "
+    "stays resolved",
+    "[unit][drill]") {
   EngineHarness h;
   const auto left = leftBehind(h, "kill", 1, "start", "done", "");
   h.cluster.down(1, false);
@@ -217,9 +235,11 @@ TEST_CASE("the journal's replay at start runs on the engine's thread, and an ent
   REQUIRE(advanceUntil(h, [&] { return h.injectors[1]->count("start") >= 2; }));
   auto refused = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":2}})"));
   REQUIRE_FALSE(refused);
-  CHECK(refused.error().message.find("node 1 left down by drill " + std::to_string(left.drill_id)) == 0);
+  CHECK(refused.error().message.find("node 1 left down by drill " +
+                                     std::to_string(left.drill_id)) == 0);
 
-  auto resolved = storage::resolveRecovery(*h.drills, left.entry_id, "brought back by hand", h.clock.wallNow());
+  auto resolved =
+      storage::resolveRecovery(*h.drills, left.entry_id, "brought back by hand", h.clock.wallNow());
   REQUIRE(resolved);
   REQUIRE(*resolved);
   // The replay gives the entry up at its next wait, and does not reopen it.
@@ -229,7 +249,9 @@ TEST_CASE("the journal's replay at start runs on the engine's thread, and an ent
   CHECK(h.openRecoveries().empty());
 }
 
-TEST_CASE("a disk filler of a node that has left the inventory is freed where the journal placed it", "[unit][drill]") {
+TEST_CASE(
+    "a disk filler of a node that has left the inventory is freed where the journal placed it",
+    "[unit][drill]") {
   EngineHarness h;
   const auto fill = h.dir / "fill";
   std::filesystem::create_directories(fill);

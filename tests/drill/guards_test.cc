@@ -1,9 +1,9 @@
 #include "server/drill/guards.h"
-#include "tests/support/lab.h"
 
 #include <catch2/catch.hpp>
-
 #include <set>
+
+#include "tests/support/lab.h"
 
 using namespace kfaild;
 using namespace kfaild::drill;
@@ -13,9 +13,11 @@ namespace {
 kafka::ClusterSnapshot article() {
   kafka::ClusterSnapshot s;
   s.brokers = {{1, "h", 1}, {2, "h", 2}, {3, "h", 3}};
-  kafka::TopicInfo orders{"orders", "", {{0, 1, {1, 2, 3}, {1, 2, 3}, ""},
-                                         {1, 2, {2, 3, 1}, {2, 3, 1}, ""},
-                                         {2, 3, {3, 1, 2}, {3, 1, 2}, ""}}};
+  kafka::TopicInfo orders{"orders",
+                          "",
+                          {{0, 1, {1, 2, 3}, {1, 2, 3}, ""},
+                           {1, 2, {2, 3, 1}, {2, 3, 1}, ""},
+                           {2, 3, {3, 1, 2}, {3, 1, 2}, ""}}};
   s.topics = {orders};
   return s;
 }
@@ -28,7 +30,8 @@ GuardInput input(const kafka::ClusterSnapshot& s) {
   in.cluster = &s;
   in.probe_topics = {"orders"};
   in.min_insync = {{"orders", 2}};
-  for (std::int32_t p = 0; p < 3; ++p) in.probe.push_back({"orders", p, 20'000, false, 15'000, 18'000});
+  for (std::int32_t p = 0; p < 3; ++p)
+    in.probe.push_back({"orders", p, 20'000, false, 15'000, 18'000});
   in.gap_threshold_us = 100'000;
   return in;
 }
@@ -90,12 +93,14 @@ TEST_CASE("a probe that is not measuring normally refuses the drill", "[unit][dr
 
   in = input(s);
   in.probe[2].last_ack_age_us = 4'500'000;
-  CHECK(*checkGuards(in) == "probe partition orders-2 has had no ack for 4.5 s: it is stalled already");
+  CHECK(*checkGuards(in) ==
+        "probe partition orders-2 has had no ack for 4.5 s: it is stalled already");
 
   // Acks come back but the consumer reads nothing: it is behind.
   in = input(s);
   in.probe[2].last_receive_age_us = 3'000'000;
-  CHECK(*checkGuards(in) == "probe partition orders-2 has read nothing back for 3.0 s: its consumer is behind");
+  CHECK(*checkGuards(in) ==
+        "probe partition orders-2 has read nothing back for 3.0 s: its consumer is behind");
   in.probe[2].last_receive_age_us.reset();
   CHECK(*checkGuards(in) == "probe partition orders-2 has read nothing back yet");
 
@@ -111,7 +116,8 @@ TEST_CASE("a probe that is not measuring normally refuses the drill", "[unit][dr
   in.probe[1].holding = true;
   const auto holding = checkGuards(in);
   REQUIRE(holding);
-  CHECK(holding->find("the probe of orders-1 is 0.0 s behind (oldest message without an ack, sends held back)") == 0);
+  CHECK(holding->find("the probe of orders-1 is 0.0 s behind (oldest message without an ack, sends "
+                      "held back)") == 0);
 
   // Up to the limit is fine.
   in = input(s);
@@ -136,7 +142,8 @@ TEST_CASE("the e2e tests tell a refusal for the probe from every other refusal",
     REQUIRE(reason);
     INFO(*reason);
     CHECK(testing::refusedForProbe("refused: " + *reason));
-    CHECK(testing::refusedForProbe("refused at the fault: " + *reason + "; the node was not touched"));
+    CHECK(testing::refusedForProbe("refused at the fault: " + *reason +
+                                   "; the node was not touched"));
     CHECK(testing::refusedForProbe("refused after the preflight election: " + *reason));
     CHECK_FALSE(testing::refusedForProbe(*reason));  // not a drill's refusal
   }
@@ -144,14 +151,16 @@ TEST_CASE("the e2e tests tell a refusal for the probe from every other refusal",
   below.active_drill = 7;
   CHECK_FALSE(testing::refusedForProbe("refused: " + *checkGuards(below)));
   CHECK_FALSE(testing::refusedForProbe("refused: broker 1 is not registered (fenced or down)"));
-  CHECK_FALSE(testing::refusedForProbe("node 1 not back within 180 s: the probe of orders-0 is 2.0 s behind"));
+  CHECK_FALSE(testing::refusedForProbe(
+      "node 1 not back within 180 s: the probe of orders-0 is 2.0 s behind"));
 }
 
 namespace {
 
 // A quorum of `voters` led by the first, described at the leader's 1'000'000 ms; `behind` voters
 // last fetched 5 s before that.
-kafka::QuorumInfo quorumOf(const std::vector<std::int32_t>& voters, const std::set<std::int32_t>& behind = {}) {
+kafka::QuorumInfo quorumOf(const std::vector<std::int32_t>& voters,
+                           const std::set<std::int32_t>& behind = {}) {
   kafka::QuorumInfo q;
   q.leader_id = voters.front();
   q.leader_epoch = 7;
@@ -174,7 +183,8 @@ GuardInput controllerInput(const kafka::ClusterSnapshot& s, const kafka::QuorumI
 
 }  // namespace
 
-TEST_CASE("a drill on a controller goes ahead while the other voters keep a majority", "[unit][drill]") {
+TEST_CASE("a drill on a controller goes ahead while the other voters keep a majority",
+          "[unit][drill]") {
   const auto s = article();
   const auto three = quorumOf({100, 101, 102});
   CHECK_FALSE(checkGuards(controllerInput(s, &three)));
@@ -194,8 +204,10 @@ TEST_CASE("a drill that would leave the KRaft quorum without a majority is refus
   auto reason = checkGuards(in);
   REQUIRE(reason);
   CHECK(*reason ==
-        "losing controller 100 would leave the KRaft quorum without a majority: 0 of its 1 voter(s) (100) up and "
-        "caught up without it (none), 1 needed; nothing would fence brokers or elect leaders until it is back; "
+        "losing controller 100 would leave the KRaft quorum without a majority: 0 of its 1 "
+        "voter(s) (100) up and "
+        "caught up without it (none), 1 needed; nothing would fence brokers or elect leaders until "
+        "it is back; "
         "set options.allow_quorum_loss to run it anyway");
   in.allow_quorum_loss = true;
   CHECK_FALSE(checkGuards(in));
@@ -205,8 +217,10 @@ TEST_CASE("a drill that would leave the KRaft quorum without a majority is refus
   in = controllerInput(s, &behind);
   reason = checkGuards(in);
   REQUIRE(reason);
-  CHECK_THAT(*reason,
-             Catch::Contains("1 of its 3 voter(s) (100, 101, 102) up and caught up without it (102), 2 needed"));
+  CHECK_THAT(
+      *reason,
+      Catch::Contains(
+          "1 of its 3 voter(s) (100, 101, 102) up and caught up without it (102), 2 needed"));
   in.allow_quorum_loss = true;
   CHECK_FALSE(checkGuards(in));
 
@@ -217,14 +231,17 @@ TEST_CASE("a drill that would leave the KRaft quorum without a majority is refus
   CHECK_THAT(*checkGuards(in), Catch::StartsWith("the KRaft quorum has no leader"));
 }
 
-TEST_CASE("a controller drill is refused when the quorum cannot be described, a broker drill is not",
-          "[unit][drill]") {
+TEST_CASE(
+    "a controller drill is refused when the quorum cannot be described, a broker drill is not",
+    "[unit][drill]") {
   const auto s = article();
   auto in = controllerInput(s, nullptr);
   in.quorum_problem = "DescribeQuorum timed out";
-  CHECK(*checkGuards(in) ==
-        "the KRaft quorum cannot be described (DescribeQuorum timed out), so kfaild cannot tell whether losing "
-        "controller 100 leaves a majority of voters; set options.allow_quorum_loss to run it anyway");
+  CHECK(
+      *checkGuards(in) ==
+      "the KRaft quorum cannot be described (DescribeQuorum timed out), so kfaild cannot tell "
+      "whether losing "
+      "controller 100 leaves a majority of voters; set options.allow_quorum_loss to run it anyway");
   in.allow_quorum_loss = true;
   CHECK_FALSE(checkGuards(in));
 
@@ -237,9 +254,10 @@ TEST_CASE("a controller drill is refused when the quorum cannot be described, a 
   CHECK_FALSE(checkGuards(in));  // nor a voter
 }
 
-TEST_CASE("a voter is caught up by the leader's clock, or by its log end without timestamps", "[unit][drill]") {
+TEST_CASE("a voter is caught up by the leader's clock, or by its log end without timestamps",
+          "[unit][drill]") {
   auto q = quorumOf({100, 101, 102}, {102});
-  CHECK(voterCaughtUp(q, q.voters[0]));   // the leader
+  CHECK(voterCaughtUp(q, q.voters[0]));  // the leader
   CHECK(voterCaughtUp(q, q.voters[1]));
   CHECK_FALSE(voterCaughtUp(q, q.voters[2]));  // last fetched 5 s before the leader's now
   q.voters[2].last_fetch_timestamp_ms = 1'000'000 - kVoterMaxAgeMs;
@@ -258,7 +276,8 @@ TEST_CASE("a voter is caught up by the leader's clock, or by its log end without
   CHECK_FALSE(impact.keepsMajority());
 }
 
-TEST_CASE("a compound drill's second fault is guarded on what the two faults do together", "[unit][drill]") {
+TEST_CASE("a compound drill's second fault is guarded on what the two faults do together",
+          "[unit][drill]") {
   // Broker 1 killed first: it is out of every ISR (its departure not yet in the metadata).
   const auto whole = article();
   const auto s = withoutNode(whole, 1);
@@ -273,7 +292,8 @@ TEST_CASE("a compound drill's second fault is guarded on what the two faults do 
   in.target = 2;
   CHECK(checkGuards(in));
   CHECK(checkSecondFault(in, 1, true) ==
-        "losing broker 2 with node 1 down would leave 3 partition(s) below min.insync.replicas (orders-0, orders-1, "
+        "losing broker 2 with node 1 down would leave 3 partition(s) below min.insync.replicas "
+        "(orders-0, orders-1, "
         "orders-2); set options.allow_unavailable to run it anyway");
   in.allow_unavailable = true;
   CHECK_FALSE(checkSecondFault(in, 1, true));
@@ -294,11 +314,13 @@ TEST_CASE("a compound drill's second fault is guarded on what the two faults do 
   CHECK_FALSE(checkSecondFault(c, 100, true));
   c.target = 101;
   CHECK(checkSecondFault(c, 100, true) ==
-        "the KRaft quorum has no leader (an election is under way); set options.allow_quorum_loss to run it anyway");
+        "the KRaft quorum has no leader (an election is under way); set options.allow_quorum_loss "
+        "to run it anyway");
   quorum = quorumOf({101, 100, 102});
   CHECK_THAT(*checkSecondFault(c, 100, true),
-             Catch::StartsWith("losing controller 101 with node 100 down would leave the KRaft quorum without a "
-                               "majority: 1 of its 3 voter(s)"));
+             Catch::StartsWith(
+                 "losing controller 101 with node 100 down would leave the KRaft quorum without a "
+                 "majority: 1 of its 3 voter(s)"));
   c.allow_quorum_loss = true;
   CHECK_FALSE(checkSecondFault(c, 100, true));
 }

@@ -4,7 +4,6 @@
 // no later step started; a kfaild that died mid-step recovers that node and starts no other.
 
 #include <catch2/catch.hpp>
-
 #include <future>
 
 #include "server/analysis/rolling.h"
@@ -31,7 +30,9 @@ std::vector<config::NodeConfig> inventory(std::initializer_list<std::int32_t> id
   return out;
 }
 
-drill::DrillSpec rolling(const std::string& json) { return EngineHarness::spec(json); }
+drill::DrillSpec rolling(const std::string& json) {
+  return EngineHarness::spec(json);
+}
 
 std::vector<std::int32_t> plan(const std::string& json, std::optional<std::int32_t> active) {
   auto p = drill::rollingPlan(rolling(json), inventory({3, 1, 101, 2, 100, 102}), active);
@@ -40,38 +41,47 @@ std::vector<std::int32_t> plan(const std::string& json, std::optional<std::int32
 }
 
 // The runs of a drill's result, as stored.
-nlohmann::json runsOf(const storage::DrillRecord& d) { return nlohmann::json::parse(d.result)["runs"]; }
+nlohmann::json runsOf(const storage::DrillRecord& d) {
+  return nlohmann::json::parse(d.result)["runs"];
+}
 
 }  // namespace
 
-TEST_CASE("a rolling restart restarts the brokers in id order, then the controllers with the active one last",
-          "[unit][drill]") {
+TEST_CASE(
+    "a rolling restart restarts the brokers in id order, then the controllers with the active one "
+    "last",
+    "[unit][drill]") {
   CHECK(plan(R"({"fault":"rolling_restart"})", 100) == std::vector<std::int32_t>{1, 2, 3});
   CHECK(plan(R"({"fault":"rolling_restart","options":{"include_controllers":true}})", 100) ==
         std::vector<std::int32_t>{1, 2, 3, 101, 102, 100});
   CHECK(plan(R"({"fault":"rolling_restart","options":{"include_controllers":true}})", 102) ==
         std::vector<std::int32_t>{1, 2, 3, 100, 101, 102});
   // The quorum not described: the controllers in id order.
-  CHECK(plan(R"({"fault":"rolling_restart","options":{"include_controllers":true}})", std::nullopt) ==
-        std::vector<std::int32_t>{1, 2, 3, 100, 101, 102});
+  CHECK(plan(R"({"fault":"rolling_restart","options":{"include_controllers":true}})",
+             std::nullopt) == std::vector<std::int32_t>{1, 2, 3, 100, 101, 102});
   // Named nodes: in the order given, the active controller wherever it was put.
-  CHECK(plan(R"({"fault":"rolling_restart","target":{"nodes":[100,3,1]}})", 100) == std::vector<std::int32_t>{100, 3, 1});
-  auto unknown = drill::rollingPlan(rolling(R"({"fault":"rolling_restart","target":{"nodes":[1,7]}})"),
-                                    inventory({1, 2, 3}), std::nullopt);
+  CHECK(plan(R"({"fault":"rolling_restart","target":{"nodes":[100,3,1]}})", 100) ==
+        std::vector<std::int32_t>{100, 3, 1});
+  auto unknown =
+      drill::rollingPlan(rolling(R"({"fault":"rolling_restart","target":{"nodes":[1,7]}})"),
+                         inventory({1, 2, 3}), std::nullopt);
   REQUIRE(!unknown);
   CHECK(unknown.error().message == "target.nodes: node 7 is not in the inventory");
-  auto none = drill::rollingPlan(rolling(R"({"fault":"rolling_restart"})"), inventory({100}), std::nullopt);
+  auto none =
+      drill::rollingPlan(rolling(R"({"fault":"rolling_restart"})"), inventory({100}), std::nullopt);
   REQUIRE(!none);
   CHECK_THAT(none.error().message, Catch::Contains("no broker in the inventory"));
   // Before a controller's step the active one goes behind the others left, if it moved there.
-  const auto spec = rolling(R"({"fault":"rolling_restart","options":{"include_controllers":true}})");
+  const auto spec =
+      rolling(R"({"fault":"rolling_restart","options":{"include_controllers":true}})");
   CHECK(drill::activeControllerLast(spec, {101, 102, 100}, inventory({100, 101, 102}), 101) ==
         std::vector<std::int32_t>{102, 100, 101});
-  CHECK(drill::activeControllerLast(spec, {101, 102, 100}, inventory({100, 101, 102}), std::nullopt) ==
-        std::vector<std::int32_t>{101, 102, 100});
+  CHECK(drill::activeControllerLast(spec, {101, 102, 100}, inventory({100, 101, 102}),
+                                    std::nullopt) == std::vector<std::int32_t>{101, 102, 100});
 }
 
-TEST_CASE("a rolling restart's request parses, round-trips, and refuses what does not apply to it", "[unit][drill]") {
+TEST_CASE("a rolling restart's request parses, round-trips, and refuses what does not apply to it",
+          "[unit][drill]") {
   const auto defaults = rolling(R"({"fault":"rolling_restart"})");
   CHECK(defaults.fault == drill::FaultType::kRollingRestart);
   CHECK(defaults.target.kind == drill::TargetKind::kNodes);
@@ -96,30 +106,41 @@ TEST_CASE("a rolling restart's request parses, round-trips, and refuses what doe
     REQUIRE(!parsed);
     return parsed.error().message;
   };
-  CHECK_THAT(error(R"({"fault":"rolling_restart","options":{"repeats":2}})"), Catch::StartsWith("options.repeats: "));
-  CHECK_THAT(error(R"({"fault":"rolling_restart","target":{"broker":1}})"), Catch::StartsWith("target.broker: "));
+  CHECK_THAT(error(R"({"fault":"rolling_restart","options":{"repeats":2}})"),
+             Catch::StartsWith("options.repeats: "));
+  CHECK_THAT(error(R"({"fault":"rolling_restart","target":{"broker":1}})"),
+             Catch::StartsWith("target.broker: "));
   CHECK_THAT(error(R"({"fault":"rolling_restart","target":{"nodes":[1,1]}})"),
              Catch::Contains("node 1 is named twice"));
-  CHECK_THAT(error(R"({"fault":"rolling_restart","target":{"nodes":[]}})"), Catch::StartsWith("target.nodes: "));
-  CHECK_THAT(error(R"({"fault":"rolling_restart","target":{"nodes":[1]},"options":{"include_controllers":true}})"),
-             Catch::StartsWith("options.include_controllers: "));
+  CHECK_THAT(error(R"({"fault":"rolling_restart","target":{"nodes":[]}})"),
+             Catch::StartsWith("target.nodes: "));
+  CHECK_THAT(
+      error(
+          R"({"fault":"rolling_restart","target":{"nodes":[1]},"options":{"include_controllers":true}})"),
+      Catch::StartsWith("options.include_controllers: "));
   CHECK_THAT(error(R"({"fault":"kill","target":{"broker":1},"options":{"kill":true}})"),
              Catch::StartsWith("options.kill: only for restart, rolling_restart"));
   CHECK_THAT(error(R"({"fault":"stop","target":{"broker":1},"options":{"between_s":3}})"),
              Catch::StartsWith("options.between_s: only for rolling_restart"));
-  CHECK_THAT(error(R"({"fault":"rolling_restart","then":{"fault":"kill","target":{"broker":2},"after_s":1}})"),
-             Catch::StartsWith("then: "));
+  CHECK_THAT(
+      error(
+          R"({"fault":"rolling_restart","then":{"fault":"kill","target":{"broker":2},"after_s":1}})"),
+      Catch::StartsWith("then: "));
 }
 
-TEST_CASE("the steps of a rolling restart sum up to its partition-seconds, worst stall and verdicts", "[unit][drill]") {
-  const auto partition = [](std::int32_t p, double ack_s, analysis::Outcome receive = analysis::Outcome::kNone) {
+TEST_CASE(
+    "the steps of a rolling restart sum up to its partition-seconds, worst stall and verdicts",
+    "[unit][drill]") {
+  const auto partition = [](std::int32_t p, double ack_s,
+                            analysis::Outcome receive = analysis::Outcome::kNone) {
     analysis::PartitionResult r;
     r.topic = "orders";
     r.partition = p;
     r.role = analysis::Role::kLeader;
     if (ack_s > 0) {
       r.ack.outcome = analysis::Outcome::kStall;
-      r.ack.stall = analysis::Interval{1'000'000, 1'000'000 + static_cast<std::int64_t>(ack_s * 1e6), false};
+      r.ack.stall =
+          analysis::Interval{1'000'000, 1'000'000 + static_cast<std::int64_t>(ack_s * 1e6), false};
     } else {
       r.ack.outcome = analysis::Outcome::kNone;
     }
@@ -128,13 +149,26 @@ TEST_CASE("the steps of a rolling restart sum up to its partition-seconds, worst
   };
   analysis::RunAnalysis one, two;
   one.partitions = {partition(0, 0.5), partition(1, 0)};
-  two.partitions = {partition(0, 0), partition(1, 2.25), partition(2, 0.25, analysis::Outcome::kInconclusive)};
+  two.partitions = {partition(0, 0), partition(1, 2.25),
+                    partition(2, 0.25, analysis::Outcome::kInconclusive)};
   analysis::Verdict verdict;
   verdict.verdict = analysis::CheckStatus::kFail;
-  verdict.checks = {analysis::Check{"max_ack_stall_s", "", 1, 0.5, "s", analysis::CheckStatus::kPass, 1, {}, {}, {}, ""},
-                    analysis::Check{"max_ack_stall_s", "", 1, 2.25, "s", analysis::CheckStatus::kFail, 2, {}, {}, {}, ""},
-                    analysis::Check{"max_receive_stall_s", "", 1, {}, "s", analysis::CheckStatus::kInconclusive, 2, {}, {},
-                                    {}, ""}};
+  verdict.checks = {
+      analysis::Check{
+          "max_ack_stall_s", "", 1, 0.5, "s", analysis::CheckStatus::kPass, 1, {}, {}, {}, ""},
+      analysis::Check{
+          "max_ack_stall_s", "", 1, 2.25, "s", analysis::CheckStatus::kFail, 2, {}, {}, {}, ""},
+      analysis::Check{"max_receive_stall_s",
+                      "",
+                      1,
+                      {},
+                      "s",
+                      analysis::CheckStatus::kInconclusive,
+                      2,
+                      {},
+                      {},
+                      {},
+                      ""}};
   const auto s = analysis::summariseRolling({one, two}, {3, 1}, verdict);
   REQUIRE(s.steps.size() == 2);
   CHECK(s.steps[0].node == 3);
@@ -154,8 +188,10 @@ TEST_CASE("the steps of a rolling restart sum up to its partition-seconds, worst
   CHECK(analysis::stepVerdict(verdict.checks, 3) == analysis::CheckStatus::kNotApplicable);
 }
 
-TEST_CASE("a rolling restart stops and starts each broker once, one at a time, between_s apart, and sums up the steps",
-          "[unit][drill]") {
+TEST_CASE(
+    "a rolling restart stops and starts each broker once, one at a time, between_s apart, and sums "
+    "up the steps",
+    "[unit][drill]") {
   EngineHarness h;
   h.runner->start();
   auto id = h.runner->submit(rolling(R"({"fault":"rolling_restart","options":{"between_s":7}})"));
@@ -181,7 +217,8 @@ TEST_CASE("a rolling restart stops and starts each broker once, one at a time, b
   for (int i = 1; i < 3; ++i) {
     const auto previous_end = runs[i - 1]["window_end_us"].get<std::int64_t>();
     CHECK(runs[i]["fault_us"].get<std::int64_t>() - previous_end >= 7'000'000);
-    CHECK(runs[i]["baseline_start_us"].get<std::int64_t>() > runs[i - 1]["recovered_us"].get<std::int64_t>());
+    CHECK(runs[i]["baseline_start_us"].get<std::int64_t>() >
+          runs[i - 1]["recovered_us"].get<std::int64_t>());
   }
   const auto result = nlohmann::json::parse(d.result);
   const auto& summary = result["rolling_restart"];
@@ -213,8 +250,8 @@ TEST_CASE("a rolling restart stops and starts each broker once, one at a time, b
 TEST_CASE("a rolling restart with kill kills instead of stopping", "[unit][drill]") {
   EngineHarness h;
   h.runner->start();
-  auto id = h.runner->submit(
-      rolling(R"({"fault":"rolling_restart","target":{"nodes":[2,1]},"options":{"kill":true,"between_s":0}})"));
+  auto id = h.runner->submit(rolling(
+      R"({"fault":"rolling_restart","target":{"nodes":[2,1]},"options":{"kill":true,"between_s":0}})"));
   REQUIRE(id);
   const auto d = h.runToEnd(*id);
   INFO(d.reason);
@@ -230,15 +267,18 @@ TEST_CASE("a rolling restart with kill kills instead of stopping", "[unit][drill
   CHECK(nlohmann::json::parse(d.result)["rolling_restart"]["by"] == "kill");
 }
 
-TEST_CASE("a rolling restart aborted between steps or refused at a step ends with every node up and no later step",
-          "[unit][drill]") {
+TEST_CASE(
+    "a rolling restart aborted between steps or refused at a step ends with every node up and no "
+    "later step",
+    "[unit][drill]") {
   SECTION("aborted between two steps") {
     EngineHarness h;
     h.drills->on_state = [&](const storage::DrillRecord& d) {
       if (d.reason.rfind("step 1 of 3 done", 0) == 0) REQUIRE(h.runner->abort(d.id));
     };
     h.runner->start();
-    auto id = h.runner->submit(rolling(R"({"fault":"rolling_restart","options":{"between_s":30}})"));
+    auto id =
+        h.runner->submit(rolling(R"({"fault":"rolling_restart","options":{"between_s":30}})"));
     REQUIRE(id);
     const auto d = h.runToEnd(*id);
     CHECK(d.state == "aborted");
@@ -294,10 +334,12 @@ TEST_CASE("a rolling restart aborted between steps or refused at a step ends wit
     h.drills->on_state = [&](const storage::DrillRecord& d) {
       // Every start of node 2 fails from its step on: the restart's own, then the recovery's
       // tries until its timeout.
-      if (d.state == "inject" && h.injectors[1]->count("stop") == 1) h.injectors[2]->start_failures = -1;
+      if (d.state == "inject" && h.injectors[1]->count("stop") == 1)
+        h.injectors[2]->start_failures = -1;
     };
     h.runner->start();
-    auto id = h.runner->submit(rolling(R"({"fault":"rolling_restart","options":{"between_s":0,"recover_timeout_s":10}})"));
+    auto id = h.runner->submit(
+        rolling(R"({"fault":"rolling_restart","options":{"between_s":0,"recover_timeout_s":10}})"));
     REQUIRE(id);
     const auto d = h.runToEnd(*id);
     CHECK(d.state == "failed");
@@ -307,11 +349,13 @@ TEST_CASE("a rolling restart aborted between steps or refused at a step ends wit
   }
 }
 
-TEST_CASE("kfaild stopping mid-rehearsal brings that step's node back and starts no later step", "[unit][drill]") {
+TEST_CASE("kfaild stopping mid-rehearsal brings that step's node back and starts no later step",
+          "[unit][drill]") {
   EngineHarness h;
   std::atomic<bool> stopped{false};
   h.drills->on_state = [&](const storage::DrillRecord& d) {
-    if (d.state == "observe" && h.injectors[2]->count("stop") == 1 && !stopped.exchange(true)) h.runner->requestStop();
+    if (d.state == "observe" && h.injectors[2]->count("stop") == 1 && !stopped.exchange(true))
+      h.runner->requestStop();
   };
   h.runner->start();
   auto id = h.runner->submit(rolling(R"({"fault":"rolling_restart","options":{"between_s":0}})"));
@@ -324,8 +368,10 @@ TEST_CASE("kfaild stopping mid-rehearsal brings that step's node back and starts
   CHECK(h.openRecoveries().empty());
 }
 
-TEST_CASE("a rehearsal kfaild died in is ended at the next start, its node brought back and no later step run",
-          "[unit][drill]") {
+TEST_CASE(
+    "a rehearsal kfaild died in is ended at the next start, its node brought back and no later "
+    "step run",
+    "[unit][drill]") {
   EngineHarness h;
   // As a SIGKILLed kfaild leaves it: the rehearsal in its second step's observation, that step's
   // node down and its journal entry open.
@@ -364,8 +410,10 @@ TEST_CASE("a rehearsal kfaild died in is ended at the next start, its node broug
   CHECK(h.openRecoveries().empty());
 }
 
-TEST_CASE("a rolling restart holds a planned-maintenance window open while it runs and closes it however it ends",
-          "[unit][drill]") {
+TEST_CASE(
+    "a rolling restart holds a planned-maintenance window open while it runs and closes it however "
+    "it ends",
+    "[unit][drill]") {
   EngineHarness h;
   auto store = storage::MaintenanceStore::open((h.dir / "kfaild.db").string());
   REQUIRE(store);
@@ -388,7 +436,8 @@ TEST_CASE("a rolling restart holds a planned-maintenance window open while it ru
     REQUIRE(d.state == "done");
     REQUIRE(during);
     CHECK(during->opened_by == "drill " + std::to_string(*id));
-    CHECK_THAT(during->reason, Catch::StartsWith("rolling restart (drill " + std::to_string(*id) + ") of 3 node(s)"));
+    CHECK_THAT(during->reason, Catch::StartsWith("rolling restart (drill " + std::to_string(*id) +
+                                                 ") of 3 node(s)"));
     CHECK(nlohmann::json::parse(d.result)["rolling_restart"]["maintenance_window"] == during->id);
     auto after = windows.window(during->id);
     REQUIRE(after);
@@ -408,7 +457,8 @@ TEST_CASE("a rolling restart holds a planned-maintenance window open while it ru
       if (d.reason.rfind("step 1 of 3 done", 0) == 0) REQUIRE(h.runner->abort(d.id));
     };
     h.runner->start();
-    auto id = h.runner->submit(rolling(R"({"fault":"rolling_restart","options":{"between_s":30}})"));
+    auto id =
+        h.runner->submit(rolling(R"({"fault":"rolling_restart","options":{"between_s":30}})"));
     REQUIRE(id);
     const auto d = h.runToEnd(*id);
     CHECK(d.state == "aborted");
@@ -446,7 +496,8 @@ TEST_CASE("a rolling restart holds a planned-maintenance window open while it ru
         REQUIRE(active);
         during = *active;
       }
-      if (d.state == "inject" && h.injectors[1]->count("stop") == 1) h.injectors[2]->start_failures = -1;
+      if (d.state == "inject" && h.injectors[1]->count("stop") == 1)
+        h.injectors[2]->start_failures = -1;
     };
     h.runner->start();
     auto id = h.runner->submit(
@@ -483,7 +534,8 @@ TEST_CASE("the window of a rehearsal kfaild died in is closed at the next start"
   auto window = windows.open(h.id, "rolling restart", h.clock.wallNow() + 3'600'000'000, by);
   REQUIRE(window);
   // Another window, opened by an operator, stays.
-  auto operators = windows.open(h.id, "upgrade", h.clock.wallNow() + 3'600'000'000, "operator (api)");
+  auto operators =
+      windows.open(h.id, "upgrade", h.clock.wallNow() + 3'600'000'000, "operator (api)");
   REQUIRE(operators);
   auto replay = std::async(std::launch::async, [&] { return h.runner->recoverPending(600s); });
   while (replay.wait_for(0ms) != std::future_status::ready) h.clock.advanceToNextDeadline(50ms);

@@ -3,9 +3,8 @@
 // a later run's failure that must not erase an earlier run's verdict, and an abort that lands
 // while the engine takes the drill from its queue.
 
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <random>
 #include <thread>
 
@@ -26,8 +25,9 @@ nlohmann::json resultOf(const storage::DrillRecord& d) {
 
 }  // namespace
 
-TEST_CASE("a pause whose resume fails is an event and fails the run, and its recovery resumes the node",
-          "[unit][drill]") {
+TEST_CASE(
+    "a pause whose resume fails is an event and fails the run, and its recovery resumes the node",
+    "[unit][drill]") {
   EngineHarness h;
   h.injectors[2]->start_failures = 1;  // the observation's resume fails, the recovery's succeeds
   h.runner->start();
@@ -53,8 +53,9 @@ TEST_CASE("a pause whose resume fails is an event and fails the run, and its rec
   CHECK_FALSE(resultOf(d)["runs"][0].contains("analysis"));
 }
 
-TEST_CASE("a restart whose start fails is an event and fails the run, and its recovery starts the node",
-          "[unit][drill]") {
+TEST_CASE(
+    "a restart whose start fails is an event and fails the run, and its recovery starts the node",
+    "[unit][drill]") {
   EngineHarness h;
   h.injectors[3]->start_failures = 1;
   h.runner->start();
@@ -68,8 +69,9 @@ TEST_CASE("a restart whose start fails is an event and fails the run, and its re
   CHECK(h.openRecoveries().empty());
 }
 
-TEST_CASE("a step of the wall clock inside a run's window makes the run inconclusive with the reason",
-          "[unit][drill]") {
+TEST_CASE(
+    "a step of the wall clock inside a run's window makes the run inconclusive with the reason",
+    "[unit][drill]") {
   for (const std::string phase : {"inject", "observe", "recover"}) {
     DYNAMIC_SECTION("a step during " << phase) {
       EngineHarness h;
@@ -88,7 +90,8 @@ TEST_CASE("a step of the wall clock inside a run's window makes the run inconclu
       for (const auto& p : run["analysis"]["partitions"]) {
         for (const char* kind : {"ack", "receive"}) {
           CHECK(p[kind]["outcome"] == "inconclusive");
-          CHECK_THAT(p[kind]["reason"].get<std::string>(), Catch::Contains("wall clock stepped 1 time(s)"));
+          CHECK_THAT(p[kind]["reason"].get<std::string>(),
+                     Catch::Contains("wall clock stepped 1 time(s)"));
         }
       }
       CHECK(d.verdict != "pass");
@@ -106,8 +109,10 @@ TEST_CASE("a run without a clock step says so", "[unit][drill]") {
   CHECK(resultOf(d)["runs"][0]["clock_steps_in_window"] == 0);
 }
 
-TEST_CASE("with repeats, a failed objective of a finished run fails the drill although a later run was refused",
-          "[unit][drill]") {
+TEST_CASE(
+    "with repeats, a failed objective of a finished run fails the drill although a later run was "
+    "refused",
+    "[unit][drill]") {
   EngineHarness h;
   int baselines = 0;
   h.drills->on_state = [&](const storage::DrillRecord& d) {
@@ -128,16 +133,20 @@ TEST_CASE("with repeats, a failed objective of a finished run fails the drill al
   CHECK(result["runs"][0]["state"] == "done");
   const auto& verdict = result["verdict"];
   CHECK(verdict["verdict"] == "fail");
-  CHECK_THAT(verdict["reason"].get<std::string>(), Catch::StartsWith("the drill failed: refused at the fault"));
+  CHECK_THAT(verdict["reason"].get<std::string>(),
+             Catch::StartsWith("the drill failed: refused at the fault"));
   bool recovery_failed = false;
   for (const auto& c : verdict["checks"]) {
-    if (c["objective"] == "max_recovery_s" && c["run"] == 1 && c["status"] == "fail") recovery_failed = true;
+    if (c["objective"] == "max_recovery_s" && c["run"] == 1 && c["status"] == "fail")
+      recovery_failed = true;
   }
   CHECK(recovery_failed);
 }
 
-TEST_CASE("with repeats, finished runs that pass leave the drill inconclusive for the unfinished run, checks kept",
-          "[unit][drill]") {
+TEST_CASE(
+    "with repeats, finished runs that pass leave the drill inconclusive for the unfinished run, "
+    "checks kept",
+    "[unit][drill]") {
   EngineHarness h;
   int baselines = 0;
   h.drills->on_state = [&](const storage::DrillRecord& d) {
@@ -153,13 +162,15 @@ TEST_CASE("with repeats, finished runs that pass leave the drill inconclusive fo
   const auto verdict = resultOf(d)["verdict"];
   bool recovery_passed = false;
   for (const auto& c : verdict["checks"]) {
-    if (c["objective"] == "max_recovery_s" && c["run"] == 1 && c["status"] == "pass") recovery_passed = true;
+    if (c["objective"] == "max_recovery_s" && c["run"] == 1 && c["status"] == "pass")
+      recovery_passed = true;
   }
   CHECK(recovery_passed);
   CHECK_THAT(verdict["reason"].get<std::string>(), Catch::StartsWith("the drill failed: "));
 }
 
-TEST_CASE("an abort that lands while the engine takes the drill from its queue is never lost", "[unit][drill]") {
+TEST_CASE("an abort that lands while the engine takes the drill from its queue is never lost",
+          "[unit][drill]") {
   // The engine takes a submitted drill up within moments of its push; an abort sent right after
   // the submission races that take. Whatever the interleaving, the abort must find the drill
   // (queued or running) and the fault must never be injected.
@@ -171,7 +182,8 @@ TEST_CASE("an abort that lands while the engine takes the drill from its queue i
     auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":2}})"));
     REQUIRE(id);
     // Spread the abort over the moment the engine wakes to take the drill.
-    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(rng() % 60);
+    const auto spin_until =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(rng() % 60);
     while (std::chrono::steady_clock::now() < spin_until) {
     }
     const auto aborted = h.runner->abort(*id);
@@ -184,16 +196,18 @@ TEST_CASE("an abort that lands while the engine takes the drill from its queue i
   CHECK(h.injectors[2]->count("kill") == 0);
 }
 
-TEST_CASE("partitions a kill leaves below min.insync.replicas are observed to the node's return with their own role",
-          "[unit][drill]") {
+TEST_CASE(
+    "partitions a kill leaves below min.insync.replicas are observed to the node's return with "
+    "their own role",
+    "[unit][drill]") {
   EngineHarness h;
   h.cluster.min_insync = 3;  // every partition of the probe topic loses writes with any broker
   h.runner->start();
   auto refused = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":1}})"));
   REQUIRE_FALSE(refused);
   CHECK_THAT(refused.error().message, Catch::Contains("below min.insync.replicas"));
-  auto id = h.runner->submit(
-      EngineHarness::spec(R"({"fault":"kill","target":{"broker":1},"options":{"allow_unavailable":true}})"));
+  auto id = h.runner->submit(EngineHarness::spec(
+      R"({"fault":"kill","target":{"broker":1},"options":{"allow_unavailable":true}})"));
   REQUIRE(id);
   const auto d = h.runToEnd(*id);
   INFO(d.reason);

@@ -5,26 +5,30 @@
 // The lab runs Kafka's defaults (broker.session.timeout.ms 9000, broker.heartbeat.interval.ms
 // 2000), so detection must fall in [9 − 2 − 1, 9 + 1.5] s.
 
-#include "tests/support/paths.h"
 #include <filesystem>
 #include <set>
+
 #include "tests/e2e/e2e_support.h"
+#include "tests/support/paths.h"
 
 using namespace kfaild;
 using namespace kfaild::e2e;
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-TEST_CASE("drills through the API and kfailctl show the article's structure: a kill stalls every "
-          "partition with broker 1 in its ISR for at least the detection, a graceful stop briefly, and both "
-          "pass the default objectives",
-          "[e2e][api]") {
+TEST_CASE(
+    "drills through the API and kfailctl show the article's structure: a kill stalls every "
+    "partition with broker 1 in its ISR for at least the detection, a graceful stop briefly, and "
+    "both "
+    "pass the default objectives",
+    "[e2e][api]") {
   Lab lab;
   Kfaild kfaild(lab, "kfaild");
   kfaild.waitSteady(lab.topic);
 
   // The kill.
-  auto [code, out] = kfailctl(kfaild, lab, "drill lab --broker 1 --fault kill --baseline 2 --json --timeout 600");
+  auto [code, out] =
+      kfailctl(kfaild, lab, "drill lab --broker 1 --fault kill --baseline 2 --json --timeout 600");
   INFO("kfailctl: " << out.substr(0, 3000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
   REQUIRE(code == 0);
   const json kill = json::parse(out);
@@ -63,15 +67,19 @@ TEST_CASE("drills through the API and kfailctl show the article's structure: a k
   // Its timeline, in order: fault → fenced → new leader → the producer's leader update → the
   // first ack. Events from different sources (the broker's log has millisecond stamps) may
   // disagree by a little.
-  const auto timeline = kfaild.get("/api/v1/drills/" + std::to_string(kill["id"].get<std::int64_t>()) + "/timeline");
+  const auto timeline =
+      kfaild.get("/api/v1/drills/" + std::to_string(kill["id"].get<std::int64_t>()) + "/timeline");
   const auto firstAt = [&](const std::function<bool(const json&)>& match) -> std::int64_t {
     for (const auto& e : timeline["items"]) {
-      if (e["t_us"].get<std::int64_t>() >= fault_us - 1'000 && match(e)) return e["t_us"].get<std::int64_t>();
+      if (e["t_us"].get<std::int64_t>() >= fault_us - 1'000 && match(e))
+        return e["t_us"].get<std::int64_t>();
     }
     return -1;
   };
-  const auto fault_at = firstAt([](const json& e) { return e["source"] == "injector" && e["kind"] == "fault"; });
-  const auto fenced_at = firstAt([](const json& e) { return e["source"] == "broker_log" && e["kind"] == "fenced"; });
+  const auto fault_at =
+      firstAt([](const json& e) { return e["source"] == "injector" && e["kind"] == "fault"; });
+  const auto fenced_at =
+      firstAt([](const json& e) { return e["source"] == "broker_log" && e["kind"] == "fenced"; });
   const auto new_leader_at = p0["phases"]["new_leader_at_us"];
   const auto client_at = p0["phases"]["client_update_at_us"];
   INFO("timeline: " << timeline.dump().substr(0, 4000));
@@ -86,13 +94,15 @@ TEST_CASE("drills through the API and kfailctl show the article's structure: a k
   CHECK(client_at.get<std::int64_t>() >= new_leader_at.get<std::int64_t>() - 100'000);
   CHECK(p0["ack"]["stall"]["end_us"].get<std::int64_t>() >= client_at.get<std::int64_t>());
   CHECK(firstAt([&](const json& e) {
-          return e["source"] == "client" && e["kind"] == "client_leader_update" && e["topic"] == lab.topic &&
-                 e["partition"] == 0 && e["detail"]["client"] == "producer";
+          return e["source"] == "client" && e["kind"] == "client_leader_update" &&
+                 e["topic"] == lab.topic && e["partition"] == 0 &&
+                 e["detail"]["client"] == "producer";
         }) == client_at.get<std::int64_t>());
 
   // The graceful stop: a controlled shutdown, no detection phase, short stalls everywhere.
   kfaild.waitSteady(lab.topic);
-  std::tie(code, out) = kfailctl(kfaild, lab, "drill lab --broker 1 --fault stop --json --timeout 600");
+  std::tie(code, out) =
+      kfailctl(kfaild, lab, "drill lab --broker 1 --fault stop --json --timeout 600");
   INFO("kfailctl: " << out.substr(0, 3000));
   REQUIRE(code == 0);
   const json stop = json::parse(out);
@@ -110,7 +120,8 @@ TEST_CASE("drills through the API and kfailctl show the article's structure: a k
 
   // The on-call view and the human summary agree with the drill just run.
   CHECK(kfaild.get("/api/v1/clusters/lab/drills/last")["id"] == stop["id"]);
-  std::tie(code, out) = kfailctl(kfaild, lab, "show " + std::to_string(kill["id"].get<std::int64_t>()));
+  std::tie(code, out) =
+      kfailctl(kfaild, lab, "show " + std::to_string(kill["id"].get<std::int64_t>()));
   CHECK(code == 0);
   CHECK(out.find(lab.topic + "[0]") != std::string::npos);
   CHECK(out.find("leader") != std::string::npos);
@@ -118,17 +129,19 @@ TEST_CASE("drills through the API and kfailctl show the article's structure: a k
   CHECK(stats["groups"].size() == 3);
 }
 
-TEST_CASE("kfaild SIGKILLed while broker 1 is down in a drill brings it back on restart and marks "
-          "the drill aborted in that phase",
-          "[e2e][api][reliability]") {
+TEST_CASE(
+    "kfaild SIGKILLed while broker 1 is down in a drill brings it back on restart and marks "
+    "the drill aborted in that phase",
+    "[e2e][api][reliability]") {
   Lab lab;
   std::int64_t id = 0;
   {
     Kfaild first(lab, "first");
     first.waitSteady(lab.topic);
     // A long observation keeps broker 1 down long enough to kill kfaild in the middle of it.
-    const auto reply = first.post("/api/v1/clusters/lab/drills",
-                                  R"({"fault":"kill","target":{"broker":1},"options":{"observe_min_s":120,"observe_timeout_s":300}})");
+    const auto reply = first.post(
+        "/api/v1/clusters/lab/drills",
+        R"({"fault":"kill","target":{"broker":1},"options":{"observe_min_s":120,"observe_timeout_s":300}})");
     INFO(reply.body);
     REQUIRE(reply.status == 202);
     id = reply.json()["id"].get<std::int64_t>();
@@ -169,22 +182,27 @@ TEST_CASE("kfaild SIGKILLed while broker 1 is down in a drill brings it back on 
   sqlite3_close(db);
 }
 
-TEST_CASE("the dashboard in Chromium: three brokers, a kill drill started from its form shows the gap "
-          "on partition 0, the last-drill page the roles",
-          "[e2e][web]") {
+TEST_CASE(
+    "the dashboard in Chromium: three brokers, a kill drill started from its form shows the gap "
+    "on partition 0, the last-drill page the roles",
+    "[e2e][web]") {
   const std::string web = std::string(KFAILD_SOURCE_DIR) + "/web/dist";
-  if (!std::ifstream(web + "/index.html")) FAIL("the dashboard is not built: run scripts/build-web");
+  if (!std::ifstream(web + "/index.html"))
+    FAIL("the dashboard is not built: run scripts/build-web");
   Lab lab(web);
   Kfaild kfaild(lab, "kfaild");
   kfaild.waitSteady(lab.topic);
   const std::string shots = std::string(KFAILD_BINARY_DIR) + "/test-artifacts/dashboard";
-  const std::string command = "node " + std::string(KFAILD_SOURCE_DIR) + "/web/e2e/dashboard.mjs --url http://127.0.0.1:" +
-                              std::to_string(kfaild.port) + " --token " + kToken + " --cluster lab --broker 1 --topic " +
-                              lab.topic + " --timeout-s 400 --out " + shots + " 2>&1";
+  const std::string command =
+      "node " + std::string(KFAILD_SOURCE_DIR) +
+      "/web/e2e/dashboard.mjs --url http://127.0.0.1:" + std::to_string(kfaild.port) + " --token " +
+      kToken + " --cluster lab --broker 1 --topic " + lab.topic + " --timeout-s 400 --out " +
+      shots + " 2>&1";
   // The form shows a guard's refusal as is; a probe that fell behind for a moment (a broker
   // the previous test restarted still catching up) is such a refusal, so wait and try again.
   auto [code, out] = run(command);
-  for (int attempt = 2; attempt <= 3 && out.find("refused the drill (HTTP 409)") != std::string::npos; ++attempt) {
+  for (int attempt = 2;
+       attempt <= 3 && out.find("refused the drill (HTTP 409)") != std::string::npos; ++attempt) {
     kfaild.waitSteady(lab.topic);
     std::tie(code, out) = run(command);
   }
@@ -193,9 +211,11 @@ TEST_CASE("the dashboard in Chromium: three brokers, a kill drill started from i
   CHECK(std::ifstream(shots + "/05-last-drill.png").good());
 }
 
-TEST_CASE("a page of another origin cannot make the browser start a drill, abort one or create a schedule on "
-          "a kfaild without a configured token, and every attempt is in the audit log",
-          "[e2e][web][security]") {
+TEST_CASE(
+    "a page of another origin cannot make the browser start a drill, abort one or create a "
+    "schedule on "
+    "a kfaild without a configured token, and every attempt is in the audit log",
+    "[e2e][web][security]") {
   LabOptions options = Lab::options("", true);
   options.token_file = false;
   Lab lab(options);
@@ -203,7 +223,8 @@ TEST_CASE("a page of another origin cannot make the browser start a drill, abort
   // kfaild made its own operator token, owner-only, and said where (never what).
   REQUIRE(std::filesystem::exists(lab.token_file));
   const auto perms = std::filesystem::status(lab.token_file).permissions();
-  CHECK((perms & (std::filesystem::perms::group_all | std::filesystem::perms::others_all)) == std::filesystem::perms::none);
+  CHECK((perms & (std::filesystem::perms::group_all | std::filesystem::perms::others_all)) ==
+        std::filesystem::perms::none);
   std::string token;
   std::getline(std::ifstream(lab.token_file), token);
   REQUIRE(token.size() == 64);
@@ -211,8 +232,10 @@ TEST_CASE("a page of another origin cannot make the browser start a drill, abort
   CHECK(log.find(lab.token_file) != std::string::npos);
   CHECK(log.find(token) == std::string::npos);
 
-  const std::string command = "node " + std::string(KFAILD_SOURCE_DIR) + "/web/e2e/cross-origin.mjs --url http://127.0.0.1:" +
-                              std::to_string(kfaild.port) + " --cluster lab --broker 1 2>&1";
+  const std::string command =
+      "node " + std::string(KFAILD_SOURCE_DIR) +
+      "/web/e2e/cross-origin.mjs --url http://127.0.0.1:" + std::to_string(kfaild.port) +
+      " --cluster lab --broker 1 2>&1";
   const auto [code, out] = run(command);
   INFO("cross-origin.mjs:\n" << out << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
   REQUIRE(code == 0);
@@ -226,13 +249,15 @@ TEST_CASE("a page of another origin cannot make the browser start a drill, abort
   // and status (audit_refusals, committed by the recorder's thread within a second), not kept
   // as a row of its own.
   api::testing::HttpConnection connection(kfaild.port);
-  const auto audit = connection.request({"GET", "/api/v1/audit", "", {{"Authorization", "Bearer " + token}}});
+  const auto audit =
+      connection.request({"GET", "/api/v1/audit", "", {{"Authorization", "Bearer " + token}}});
   REQUIRE(audit.status == 200);
   CHECK(audit.json()["items"].empty());
   const std::string counted =
       "SELECT group_concat(route_class, ',') FROM (SELECT DISTINCT route_class FROM audit_refusals"
       " WHERE status >= 400 ORDER BY route_class)";
-  const std::string expected = "/api/v1/clusters/{cluster}/drills,/api/v1/drills/{id}/abort,/api/v1/schedules";
+  const std::string expected =
+      "/api/v1/clusters/{cluster}/drills,/api/v1/drills/{id}/abort,/api/v1/schedules";
   std::string refused_routes;
   for (int i = 0; i < 50 && (refused_routes = sqlValue(lab.db, counted)) != expected; ++i) {
     std::this_thread::sleep_for(100ms);
@@ -240,28 +265,33 @@ TEST_CASE("a page of another origin cannot make the browser start a drill, abort
   CHECK(refused_routes == expected);
   // The operator, with the token, from no browser: allowed (the checks refuse browsers of
   // other sites, not clients).
-  const auto viewer_like = connection.request({"POST", "/api/v1/schedules",
-                                               R"({"cluster":"lab","name":"off","cron":"0 3 * * *","enabled":false,"drill":{"fault":"kill","target":{"broker":1}}})",
-                                               {{"Authorization", "Bearer " + token}, {"Content-Type", "application/json"}}});
+  const auto viewer_like = connection.request(
+      {"POST",
+       "/api/v1/schedules",
+       R"({"cluster":"lab","name":"off","cron":"0 3 * * *","enabled":false,"drill":{"fault":"kill","target":{"broker":1}}})",
+       {{"Authorization", "Bearer " + token}, {"Content-Type", "application/json"}}});
   CHECK(viewer_like.status == 201);
 }
 
-TEST_CASE("schemathesis: generated requests against openapi.yaml on a live kfaild get no 5xx and "
-          "no response that breaks the schema, and change nothing",
-          "[e2e][contract][reliability]") {
+TEST_CASE(
+    "schemathesis: generated requests against openapi.yaml on a live kfaild get no 5xx and "
+    "no response that breaks the schema, and change nothing",
+    "[e2e][contract][reliability]") {
   // No inventory: every drill request passes validation and then meets 409, so nothing is
   // ever killed, whatever the generator sends with the token.
   Lab lab("", false);
   Kfaild kfaild(lab, "kfaild");
   kfaild.waitSteady(lab.topic);
   const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (api::testing::httpGet(kfaild.port, "/readyz").status != 200 && std::chrono::steady_clock::now() < deadline) {
+  while (api::testing::httpGet(kfaild.port, "/readyz").status != 200 &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(500ms);
   }
   const std::string report = std::string(KFAILD_BINARY_DIR) + "/test-artifacts/schemathesis";
-  const std::string command = std::string(KFAILD_SOURCE_DIR) + "/tests/contract/run-schemathesis --url http://127.0.0.1:" +
-                              std::to_string(kfaild.port) + " --token-file " + lab.token_file + " --report " + report +
-                              " 2>&1";
+  const std::string command =
+      std::string(KFAILD_SOURCE_DIR) +
+      "/tests/contract/run-schemathesis --url http://127.0.0.1:" + std::to_string(kfaild.port) +
+      " --token-file " + lab.token_file + " --report " + report + " 2>&1";
   Record record("schemathesis");
   const auto [code, out] = run(command);
   INFO("schemathesis:\n" << tail(out, 12000));
@@ -281,13 +311,13 @@ TEST_CASE("schemathesis: generated requests against openapi.yaml on a live kfail
   record.completed();
 }
 
-TEST_CASE("a schedule created over the API fires a real drill on the lab at its minute", "[e2e][api]") {
+TEST_CASE("a schedule created over the API fires a real drill on the lab at its minute",
+          "[e2e][api]") {
   Lab lab;
   Kfaild kfaild(lab, "kfaild");
   kfaild.waitSteady(lab.topic);
-  const auto created = kfaild.post(
-      "/api/v1/schedules",
-      R"({"cluster":"lab","name":"every minute","cron":"* * * * *",
+  const auto created = kfaild.post("/api/v1/schedules",
+                                   R"({"cluster":"lab","name":"every minute","cron":"* * * * *",
           "drill":{"fault":"kill","target":{"broker":2},"options":{"baseline_s":2,"observe_min_s":2}}})");
   INFO(created.body);
   REQUIRE(created.status == 201);
@@ -302,14 +332,17 @@ TEST_CASE("a schedule created over the API fires a real drill on the lab at its 
   const auto deadline = std::chrono::steady_clock::now() + 90s;
   while (std::chrono::steady_clock::now() < deadline) {
     schedule = kfaild.get(location);
-    outcome = schedule["last_outcome"].is_string() ? schedule["last_outcome"].get<std::string>() : "";
+    outcome =
+        schedule["last_outcome"].is_string() ? schedule["last_outcome"].get<std::string>() : "";
     if (!outcome.empty()) break;
     std::this_thread::sleep_for(500ms);
   }
   // Once is enough: no second drill a minute later.
   api::testing::HttpConnection connection(kfaild.port);
   const auto disabled = connection.request(
-      {"PATCH", location, R"({"enabled":false})",
+      {"PATCH",
+       location,
+       R"({"enabled":false})",
        {{"Authorization", std::string("Bearer ") + kToken}, {"Content-Type", "application/json"}}});
   CHECK(disabled.status == 200);
   INFO("schedule: " << schedule.dump() << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
@@ -318,7 +351,8 @@ TEST_CASE("a schedule created over the API fires a real drill on the lab at its 
   CHECK(schedule["last_run_us"].get<std::int64_t>() % 60'000'000 == 0);  // due on the minute
 
   const auto drill = kfaild.waitForState(
-      drill_id, [](const std::string& s) { return s == "done" || s == "failed" || s == "aborted"; }, 400s);
+      drill_id, [](const std::string& s) { return s == "done" || s == "failed" || s == "aborted"; },
+      400s);
   CHECK(drill["state"] == "done");
   CHECK(drill["schedule_id"] == schedule_id);
   REQUIRE(drill["runs"].size() == 1);

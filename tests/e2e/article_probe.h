@@ -9,9 +9,8 @@
 // so another topic's partition ends its stall earlier or later (docs/MEASUREMENT.md, "Comparing
 // with another probe").
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
 #include <cstdint>

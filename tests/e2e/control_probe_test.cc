@@ -12,21 +12,25 @@ using namespace kfaild;
 using namespace kfaild::e2e;
 using nlohmann::json;
 
-TEST_CASE("a kill of the broker the control probe's requests go through: the probe routes around it from before "
-          "the fault, and the control plane shows no stall",
-          "[e2e][control]") {
+TEST_CASE(
+    "a kill of the broker the control probe's requests go through: the probe routes around it from "
+    "before "
+    "the fault, and the control plane shows no stall",
+    "[e2e][control]") {
   Lab lab;
   Kfaild kfaild(lab, "kfaild");
   kfaild.waitSteady(lab.topic);
   int via = -1;
   for (int i = 0; i < 100 && via < 0; ++i) {
     const auto control = kfaild.get("/api/v1/clusters/lab")["control_plane"];
-    if (control["requests_via"].is_number() && control["last_ok_us"].is_number()) via = control["requests_via"].get<int>();
+    if (control["requests_via"].is_number() && control["last_ok_us"].is_number())
+      via = control["requests_via"].get<int>();
     if (via < 0) std::this_thread::sleep_for(200ms);
   }
   REQUIRE((via >= 1 && via <= 3));
-  const auto drill = runDrillToDone(kfaild, R"({"fault":"kill","target":{"broker":)" + std::to_string(via) +
-                                                R"(},"options":{"baseline_s":3}})");
+  const auto drill =
+      runDrillToDone(kfaild, R"({"fault":"kill","target":{"broker":)" + std::to_string(via) +
+                                 R"(},"options":{"baseline_s":3}})");
   const auto& run = drill["runs"][0];
   INFO("run: " << run.dump().substr(0, 12000));
   const auto& control = run["control_plane"];
@@ -37,7 +41,8 @@ TEST_CASE("a kill of the broker the control probe's requests go through: the pro
   const auto now = kfaild.get("/api/v1/clusters/lab")["control_plane"];
   INFO("control plane now: " << now.dump());
   CHECK(now["current_gap_seconds"].get<double>() < 2.0);
-  WARN("control probe via broker " << via << ", killed: control plane "
-                                   << (control["stall"].is_object() ? control["stall"]["duration_s"].dump() : "no stall")
-                                   << " s, requests now via " << now["requests_via"]);
+  WARN("control probe via broker "
+       << via << ", killed: control plane "
+       << (control["stall"].is_object() ? control["stall"]["duration_s"].dump() : "no stall")
+       << " s, requests now via " << now["requests_via"]);
 }

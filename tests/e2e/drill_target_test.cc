@@ -13,7 +13,9 @@ using nlohmann::json;
 namespace {
 
 // The drill's one run (runDrillToDone: asked again if kfaild refused it for its probe).
-json runDrill(Kfaild& kfaild, const std::string& body) { return runDrillToDone(kfaild, body)["runs"][0]; }
+json runDrill(Kfaild& kfaild, const std::string& body) {
+  return runDrillToDone(kfaild, body)["runs"][0];
+}
 
 // The leader of topic-partition in the drill's metadata at the fault.
 int leaderAtFault(const json& run, const std::string& topic, int partition) {
@@ -26,8 +28,10 @@ int leaderAtFault(const json& run, const std::string& topic, int partition) {
 
 }  // namespace
 
-TEST_CASE("a leader_of drill after a broker lost its leadership kills the leader the preflight election settled on",
-          "[e2e][drill]") {
+TEST_CASE(
+    "a leader_of drill after a broker lost its leadership kills the leader the preflight election "
+    "settled on",
+    "[e2e][drill]") {
   Lab lab;
   Kfaild kfaild(lab, "kfaild");
   kfaild.waitSteady(lab.topic);
@@ -50,8 +54,9 @@ TEST_CASE("a leader_of drill after a broker lost its leadership kills the leader
   }
   WARN("before the drill " << lab.topic << "-1 is led by broker " << led_before);
 
-  const auto run = runDrill(kfaild, R"({"fault":"kill","target":{"leader_of":{"topic":")" + lab.topic +
-                                        R"(","partition":1}},"options":{"baseline_s":3}})");
+  const auto run =
+      runDrill(kfaild, R"({"fault":"kill","target":{"leader_of":{"topic":")" + lab.topic +
+                           R"(","partition":1}},"options":{"baseline_s":3}})");
   INFO("run: " << run.dump().substr(0, 8000));
   const int killed = run["target"].get<int>();
   // The broker killed is the one that led the partition at the fault, and the analysis says so.
@@ -72,8 +77,10 @@ TEST_CASE("a leader_of drill after a broker lost its leadership kills the leader
   REQUIRE(testing::lab("wait") == 0);
 }
 
-TEST_CASE("a kill that leaves a partition below min.insync.replicas observes it to the node's return as below_min_isr",
-          "[e2e][drill]") {
+TEST_CASE(
+    "a kill that leaves a partition below min.insync.replicas observes it to the node's return as "
+    "below_min_isr",
+    "[e2e][drill]") {
   LabOptions options;
   options.pair = true;
   Lab lab(options);
@@ -81,7 +88,8 @@ TEST_CASE("a kill that leaves a partition below min.insync.replicas observes it 
   Kfaild kfaild(lab, "kfaild");
   kfaild.waitSteady(lab.topic);
   const auto run = runDrill(
-      kfaild, R"({"fault":"kill","target":{"broker":1},"options":{"allow_unavailable":true,"baseline_s":5}})");
+      kfaild,
+      R"({"fault":"kill","target":{"broker":1},"options":{"allow_unavailable":true,"baseline_s":5}})");
   INFO("run: " << run.dump().substr(0, 8000));
   CHECK_FALSE(run.value("observe_timed_out", false));
   const auto& pair = partitionOf(run["analysis"], lab.pair, 0);
@@ -90,9 +98,11 @@ TEST_CASE("a kill that leaves a partition below min.insync.replicas observes it 
   const auto recovered = run["recovered_us"].get<std::int64_t>();
   CHECK(run["window_end_us"].get<std::int64_t>() >= recovered);
   REQUIRE(pair["phases"]["node_back_us"].is_number());
-  const auto back_us = run["fault_us"].get<std::int64_t>() + pair["phases"]["node_back_us"].get<std::int64_t>();
+  const auto back_us =
+      run["fault_us"].get<std::int64_t>() + pair["phases"]["node_back_us"].get<std::int64_t>();
   CHECK(pair["ack"]["outcome"] == "stall");
-  if (pair["ack"]["stall"].is_object()) CHECK(pair["ack"]["stall"]["end_us"].get<std::int64_t>() >= back_us);
+  if (pair["ack"]["stall"].is_object())
+    CHECK(pair["ack"]["stall"]["end_us"].get<std::int64_t>() >= back_us);
   // The orders-style topic's partitions keep their roles.
   CHECK(partitionOf(run["analysis"], lab.topic, 0)["role"] == "leader");
   REQUIRE(testing::lab("wait") == 0);

@@ -5,11 +5,10 @@
 // child with its port read from its log, HTTP helpers, and a record of the figures a
 // reliability test measured (docs/RELIABILITY.md is made from those records).
 
-#include "tests/support/paths.h"
-#include <catch2/catch.hpp>
 #include <sqlite3.h>
 #include <sys/wait.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -30,6 +29,7 @@
 #include "storage/sample_block.h"
 #include "tests/api/http_client.h"
 #include "tests/support/lab.h"
+#include "tests/support/paths.h"
 #include "tests/support/process.h"
 #include "tests/support/reliability_record.h"
 #include "tests/support/temp_dir.h"
@@ -37,8 +37,8 @@
 namespace kfaild::e2e {
 
 using namespace std::chrono_literals;
-using testing::Record;
 using nlohmann::json;
+using testing::Record;
 
 inline constexpr const char* kToken = "e2e-api-token-0123456789abcdef";
 inline constexpr std::int64_t kSessionTimeoutUs = 9'000'000;
@@ -62,17 +62,17 @@ inline std::string tail(const std::string& text, std::size_t n = 6000) {
 
 // How a test wants kfaild configured.
 struct LabOptions {
-  std::string web_dir;             // serve the dashboard from here
-  bool inventory = true;           // the lab's nodes as the drill inventory (local injector)
-  std::string node1_ssh;           // YAML flow mapping: broker 1 reached over ssh instead
-  int shutdown_grace_s = 0;        // 0: kfaild's default
-  bool single = false;             // also probe `<topic>-single`: RF 1 on broker 1 (the article's `single`)
-  bool pair = false;               // also probe `<topic>-pair`: RF 2 on brokers 1 and 2, min.insync.replicas 2
-  bool token_file = true;          // false: no http.token_file, kfaild makes <dir>/api-token itself
-  std::string extra_yaml;          // more top-level keys for kfaild.yaml (e.g. notifications)
-  std::string cluster_yaml;        // more keys of the cluster, each line indented by 4 (e.g. client)
-  std::string probe_client;        // probe.client (librdkafka, wire); empty: kfaild's default
-  std::string probe_yaml;          // more keys of the probe, each line indented by 6
+  std::string web_dir;       // serve the dashboard from here
+  bool inventory = true;     // the lab's nodes as the drill inventory (local injector)
+  std::string node1_ssh;     // YAML flow mapping: broker 1 reached over ssh instead
+  int shutdown_grace_s = 0;  // 0: kfaild's default
+  bool single = false;  // also probe `<topic>-single`: RF 1 on broker 1 (the article's `single`)
+  bool pair = false;    // also probe `<topic>-pair`: RF 2 on brokers 1 and 2, min.insync.replicas 2
+  bool token_file = true;    // false: no http.token_file, kfaild makes <dir>/api-token itself
+  std::string extra_yaml;    // more top-level keys for kfaild.yaml (e.g. notifications)
+  std::string cluster_yaml;  // more keys of the cluster, each line indented by 4 (e.g. client)
+  std::string probe_client;  // probe.client (librdkafka, wire); empty: kfaild's default
+  std::string probe_yaml;    // more keys of the probe, each line indented by 6
   // The probe's interval. 100 ms, not kfaild's default of 20: a lab's four JVMs, probed by
   // kfaild (librdkafka client, three partitions), took 0.43 cores at 50 ms and 0.26 at 100 ms,
   // idle 0.07 (utime+stime over 15 s, 4 December), and three labs share two cores in the test
@@ -90,7 +90,8 @@ struct Lab {
   std::string token_file = (dir / "token").string();
   std::string db = (dir / "kfaild.db").string();
 
-  explicit Lab(const std::string& web_dir = "", bool inventory = true) : Lab(options(web_dir, inventory)) {}
+  explicit Lab(const std::string& web_dir = "", bool inventory = true)
+      : Lab(options(web_dir, inventory)) {}
 
   static LabOptions options(const std::string& web_dir, bool inventory) {
     LabOptions o;
@@ -102,7 +103,8 @@ struct Lab {
   explicit Lab(const LabOptions& options) {
     if (options.token_file) {
       std::ofstream(token_file) << kToken << "\n";
-      std::filesystem::permissions(token_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+      std::filesystem::permissions(
+          token_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     } else {
       token_file = (dir / "api-token").string();  // where kfaild will write the token it makes
     }
@@ -118,19 +120,21 @@ struct Lab {
       << "  - name: lab\n"
       << "    bootstrap: " << testing::labBootstrap() << "\n"
       << "    probe:\n"
-      << (options.probe_client.empty() ? std::string() : "      client: " + options.probe_client + "\n")
-      << options.probe_yaml
-      << "      interval_ms: " << options.interval_ms << "\n"
+      << (options.probe_client.empty() ? std::string()
+                                       : "      client: " + options.probe_client + "\n")
+      << options.probe_yaml << "      interval_ms: " << options.interval_ms << "\n"
       << "      topics:\n"
       << "        - name: " << topic << "\n"
-      << "          create: {replica_assignment: \"1:2:3,2:3:1,3:1:2\", configs: {min.insync.replicas: \"2\"}}\n";
+      << "          create: {replica_assignment: \"1:2:3,2:3:1,3:1:2\", configs: "
+         "{min.insync.replicas: \"2\"}}\n";
     if (options.single) {
       c << "        - name: " << single << "\n"
         << "          create: {replica_assignment: \"1\"}\n";
     }
     if (options.pair) {
       c << "        - name: " << pair << "\n"
-        << "          create: {replica_assignment: \"1:2\", configs: {min.insync.replicas: \"2\"}}\n";
+        << "          create: {replica_assignment: \"1:2\", configs: {min.insync.replicas: "
+           "\"2\"}}\n";
     }
     c << options.cluster_yaml;
     c << "    observe: {client_debug: \"metadata,topic\"}\n";
@@ -143,8 +147,9 @@ struct Lab {
         c << "        ssh: " << options.node1_ssh << "\n";
         continue;
       }
-      c << "        local: {pid_file: " << node << "/kafka.pid, start_command: [" << KFAILD_SOURCE_DIR
-        << "/lab/lab, start, \"" << id << "\"], log_dir: " << node << "/logs}\n";
+      c << "        local: {pid_file: " << node << "/kafka.pid, start_command: ["
+        << KFAILD_SOURCE_DIR << "/lab/lab, start, \"" << id << "\"], log_dir: " << node
+        << "/logs}\n";
     }
   }
 };
@@ -156,9 +161,9 @@ struct Kfaild {
   std::uint16_t port = 0;
 
   // `binary`: another kfaild than the build's (the Debian package's, unpacked).
-  Kfaild(const Lab& lab, const std::string& name, const std::string& binary = testing::kfaildBinary())
-      : log((lab.dir / (name + ".log")).string()),
-        process({binary, "--config", lab.config}, log) {
+  Kfaild(const Lab& lab, const std::string& name,
+         const std::string& binary = testing::kfaildBinary())
+      : log((lab.dir / (name + ".log")).string()), process({binary, "--config", lab.config}, log) {
     // Start-up may first recover a node an earlier kfaild left down: that can take a minute.
     const std::regex listening(R"(http: listening on http://127\.0\.0\.1:([0-9]+)/)");
     const auto deadline = std::chrono::steady_clock::now() + 300s;
@@ -184,8 +189,11 @@ struct Kfaild {
 
   api::testing::HttpReply post(const std::string& target, const std::string& body) {
     api::testing::HttpConnection connection(port);
-    return connection.request({"POST", target, body, {{"Authorization", std::string("Bearer ") + kToken},
-                                                     {"Content-Type", "application/json"}}});
+    return connection.request({"POST",
+                               target,
+                               body,
+                               {{"Authorization", std::string("Bearer ") + kToken},
+                                {"Content-Type", "application/json"}}});
   }
 
   // Probing steadily: every partition acked within the last half second and under 20 messages in
@@ -204,8 +212,10 @@ struct Kfaild {
         for (const auto& p : t["partitions"]) {
           ++partitions;
           const auto& probe = p["probe"];
-          ok = ok && p["isr"].size() == 3 && probe.is_object() && probe["current_ack_gap_seconds"].is_number() &&
-               probe["current_ack_gap_seconds"].get<double>() < 0.5 && probe["in_flight"].get<int>() < 20;
+          ok = ok && p["isr"].size() == 3 && probe.is_object() &&
+               probe["current_ack_gap_seconds"].is_number() &&
+               probe["current_ack_gap_seconds"].get<double>() < 0.5 &&
+               probe["in_flight"].get<int>() < 20;
         }
       }
       good = ok && partitions == 3 ? good + 1 : 0;
@@ -215,7 +225,8 @@ struct Kfaild {
     REQUIRE(good >= 6);
   }
 
-  json waitForState(std::int64_t id, const std::function<bool(const std::string&)>& wanted, std::chrono::seconds limit) {
+  json waitForState(std::int64_t id, const std::function<bool(const std::string&)>& wanted,
+                    std::chrono::seconds limit) {
     const auto deadline = std::chrono::steady_clock::now() + limit;
     json drill;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -241,7 +252,8 @@ inline std::pair<int, std::string> run(const std::string& command) {
 }
 
 // Runs kfailctl and returns its exit status and standard output.
-inline std::pair<int, std::string> kfailctl(const Kfaild& kfaild, const Lab& lab, const std::string& args) {
+inline std::pair<int, std::string> kfailctl(const Kfaild& kfaild, const Lab& lab,
+                                            const std::string& args) {
   return run(std::string(KFAILD_BINARY_DIR) + "/tools/kfailctl/kfailctl --url http://127.0.0.1:" +
              std::to_string(kfaild.port) + " --token-file " + lab.token_file + " " + args);
 }
@@ -285,7 +297,9 @@ inline std::int64_t startDrill(Kfaild& kfaild, const std::string& body) {
   return reply.json()["id"].get<std::int64_t>();
 }
 
-inline bool finished(const std::string& state) { return state == "done" || state == "failed" || state == "aborted"; }
+inline bool finished(const std::string& state) {
+  return state == "done" || state == "failed" || state == "aborted";
+}
 
 // A drill request a test expects refused (409) for another reason than the probe's: asked again,
 // twice at most 3 s apart, while the refusal is the probe's (testing::refusedForProbe: a probe
@@ -293,8 +307,9 @@ inline bool finished(const std::string& state) { return state == "done" || state
 // steady wait, before the quorum guard that test is about could answer).
 inline api::testing::HttpReply postRefused(Kfaild& kfaild, const std::string& body) {
   auto reply = kfaild.post("/api/v1/clusters/lab/drills", body);
-  for (int again = 0; again < 2 && reply.status == 409 &&
-                      testing::refusedForProbe("refused: " + reply.json().value("reason", std::string()));
+  for (int again = 0;
+       again < 2 && reply.status == 409 &&
+       testing::refusedForProbe("refused: " + reply.json().value("reason", std::string()));
        ++again) {
     WARN("asked again: " << reply.json().value("reason", std::string()));
     std::this_thread::sleep_for(3s);
@@ -308,7 +323,8 @@ inline api::testing::HttpReply postRefused(Kfaild& kfaild, const std::string& bo
 // asked again, up to twice, once the probe is steady again. (A CI run's sshd test, started while
 // five labs came up beside it, saw its preflight end for another reason than the unreachable node
 // the test is about.)
-inline json runDrillToEnd(Kfaild& kfaild, const std::string& body, std::chrono::seconds limit = 600s) {
+inline json runDrillToEnd(Kfaild& kfaild, const std::string& body,
+                          std::chrono::seconds limit = 600s) {
   auto id = startDrill(kfaild, body);
   auto drill = kfaild.waitForState(id, finished, limit);
   for (int again = 0; again < 2 && drill["state"] == "failed" &&
@@ -325,7 +341,8 @@ inline json runDrillToEnd(Kfaild& kfaild, const std::string& body, std::chrono::
 // A drill over the API run to its end (runDrillToEnd), which must be done with one run.
 inline json runDrillToDone(Kfaild& kfaild, const std::string& body) {
   const auto drill = runDrillToEnd(kfaild, body);
-  INFO("drill: " << drill.dump().substr(0, 12000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  INFO("drill: " << drill.dump().substr(0, 12000) << "\nkfaild log:\n"
+                 << tail(readAll(kfaild.log)));
   REQUIRE(drill["state"] == "done");
   REQUIRE(drill["runs"].size() == 1);
   return drill;
@@ -341,9 +358,9 @@ inline void addLabInventory(const Lab& lab, std::initializer_list<int> ids) {
     REQUIRE(node);
     const auto dir = std::filesystem::path(node->pid_file).parent_path().string();
     c << "      - id: " << id << "\n"
-      << (id >= 100 ? "        role: controller\n" : "") << "        local: {pid_file: " << node->pid_file
-      << ", start_command: [" << KFAILD_SOURCE_DIR << "/lab/lab, start, \"" << id
-      << "\"], log_dir: " << dir << "/logs}\n";
+      << (id >= 100 ? "        role: controller\n" : "")
+      << "        local: {pid_file: " << node->pid_file << ", start_command: [" << KFAILD_SOURCE_DIR
+      << "/lab/lab, start, \"" << id << "\"], log_dir: " << dir << "/logs}\n";
   }
 }
 
@@ -356,7 +373,8 @@ struct DeleteTopicAtEnd {
     kafka::ClientOptions options;
     options.bootstrap = testing::labBootstrap();
     options.client_id = "kfaild-e2e-cleanup";
-    auto admin = kafka::createClient(RD_KAFKA_PRODUCER, options, {{"allow.auto.create.topics", "false"}});
+    auto admin =
+        kafka::createClient(RD_KAFKA_PRODUCER, options, {{"allow.auto.create.topics", "false"}});
     if (!admin) return;
     (void)kafka::deleteTopic(admin->get(), topic, 10'000);
   }
@@ -370,7 +388,8 @@ inline void waitFullIsr(std::chrono::seconds limit = 120s) {
   kafka::ClientOptions options;
   options.bootstrap = testing::labBootstrap();
   options.client_id = "kfaild-e2e-isr";
-  auto admin = kafka::createClient(RD_KAFKA_PRODUCER, options, {{"allow.auto.create.topics", "false"}});
+  auto admin =
+      kafka::createClient(RD_KAFKA_PRODUCER, options, {{"allow.auto.create.topics", "false"}});
   REQUIRE(admin);
   const auto deadline = std::chrono::steady_clock::now() + limit;
   std::string short_of;
@@ -382,7 +401,8 @@ inline void waitFullIsr(std::chrono::seconds limit = 120s) {
     } else {
       for (const auto& t : md->topics) {
         for (const auto& p : t.partitions) {
-          if (p.isr.size() < p.replicas.size()) short_of = t.name + "-" + std::to_string(p.partition);
+          if (p.isr.size() < p.replicas.size())
+            short_of = t.name + "-" + std::to_string(p.partition);
         }
       }
     }
@@ -411,14 +431,16 @@ inline std::string sqlValue(const std::string& db_path, const std::string& sql) 
 
 // The probe samples stored for one topic partition (partition < 0: every partition of every
 // topic), decoded from their blocks, read while kfaild runs or after it died. Unordered.
-inline std::vector<storage::BlockSample> storedSamples(const std::string& db_path, const std::string& topic = "",
+inline std::vector<storage::BlockSample> storedSamples(const std::string& db_path,
+                                                       const std::string& topic = "",
                                                        int partition = -1) {
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
   sqlite3_busy_timeout(db, 5000);
   sqlite3_stmt* statement = nullptr;
   const std::string sql =
-      "SELECT b.first_send_us, b.data FROM probe_sample_blocks b JOIN probe_partitions p ON p.id = b.partition_id"
+      "SELECT b.first_send_us, b.data FROM probe_sample_blocks b JOIN probe_partitions p ON p.id = "
+      "b.partition_id"
       " WHERE ?1 < 0 OR (p.topic = ?2 AND p.partition = ?1)";
   REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr) == SQLITE_OK);
   sqlite3_bind_int(statement, 1, partition);
@@ -426,8 +448,10 @@ inline std::vector<storage::BlockSample> storedSamples(const std::string& db_pat
   std::vector<storage::BlockSample> samples;
   while (sqlite3_step(statement) == SQLITE_ROW) {
     const auto* data = static_cast<const char*>(sqlite3_column_blob(statement, 1));
-    const std::string_view bytes(data == nullptr ? "" : data, static_cast<std::size_t>(sqlite3_column_bytes(statement, 1)));
-    const auto decoded = storage::decodeSampleBlock(bytes, sqlite3_column_int64(statement, 0), samples);
+    const std::string_view bytes(data == nullptr ? "" : data,
+                                 static_cast<std::size_t>(sqlite3_column_bytes(statement, 1)));
+    const auto decoded =
+        storage::decodeSampleBlock(bytes, sqlite3_column_int64(statement, 0), samples);
     CHECK(decoded.ok());
   }
   sqlite3_finalize(statement);
@@ -440,7 +464,8 @@ inline std::map<int, bool> labAlive() {
   std::map<int, bool> alive;
   const auto text = testing::labOutput("status");
   const std::regex row(R"((^|\n)(1|2|3|100) +(broker|controller) +\S+ +\S+ +(yes|no))");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), row); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), row); it != std::sregex_iterator();
+       ++it) {
     alive[std::stoi((*it)[2])] = (*it)[4] == "yes";
   }
   return alive;

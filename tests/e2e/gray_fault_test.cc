@@ -9,13 +9,12 @@
 // which lab `lab/lab` acts on, for the test and for the kfaild it starts.
 
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 
 #include "tests/e2e/article_probe.h"
 #include "tests/e2e/e2e_support.h"
-#include "tests/support/eventually.h"
 #include "tests/e2e/netns_support.h"
+#include "tests/support/eventually.h"
 
 using namespace kfaild;
 using namespace kfaild::e2e;
@@ -24,7 +23,7 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr std::int64_t kLagMaxUs = 10'000'000;  // the fixture's replica.lag.time.max.ms
-constexpr int kIntervalMs = 20;                  // both probes' interval in the follower test
+constexpr int kIntervalMs = 20;                 // both probes' interval in the follower test
 constexpr std::int64_t kIntervalUs = kIntervalMs * 1000;
 
 }  // namespace
@@ -37,9 +36,11 @@ constexpr std::int64_t kIntervalUs = kIntervalMs * 1000;
 // fell between its own ticks. A probe on another topic of the same assignment is no reference
 // (docs/MEASUREMENT.md, "Comparing with another probe"): with one, this test failed on p0, whose
 // leader put that topic's shrunk ISR in force 30 ms after kfaild's (issue 43).
-TEST_CASE("a follower isolated from the other brokers stalls acks=all writes about replica.lag.time.max.ms, "
-          "until its leaders shrink the ISR, as the article's probe on the same partitions sees it",
-          "[e2e][netns]") {
+TEST_CASE(
+    "a follower isolated from the other brokers stalls acks=all writes about "
+    "replica.lag.time.max.ms, "
+    "until its leaders shrink the ISR, as the article's probe on the same partitions sees it",
+    "[e2e][netns]") {
   auto options = Lab::options("", false);
   options.interval_ms = kIntervalMs;
   options.probe_client = "wire";
@@ -78,39 +79,44 @@ TEST_CASE("a follower isolated from the other brokers stalls acks=all writes abo
     REQUIRE(p["ack"]["stall"].is_object());
     const auto end_us = p["ack"]["stall"]["end_us"].get<std::int64_t>();
     // The ISR shrink that removed broker 3 from this partition, as the poller saw it.
-    const auto shrink = sqlValue(lab.db, "SELECT min(t_us) FROM events WHERE source = 'metadata' AND kind = 'isr_shrink' AND topic = '" +
-                                             lab.topic + "' AND partition = " + std::to_string(partition) +
-                                             " AND t_us >= " + std::to_string(fault_us));
+    const auto shrink = sqlValue(lab.db,
+                                 "SELECT min(t_us) FROM events WHERE source = 'metadata' AND kind "
+                                 "= 'isr_shrink' AND topic = '" +
+                                     lab.topic + "' AND partition = " + std::to_string(partition) +
+                                     " AND t_us >= " + std::to_string(fault_us));
     REQUIRE_FALSE(shrink.empty());
     const auto shrink_us = std::stoll(shrink);
-    WARN("isolate from brokers, p" << partition << ": ack stall " << stall_us / 1000 << " ms, ended "
-                                   << (end_us - shrink_us) / 1000 << " ms after the isr_shrink seen at "
+    WARN("isolate from brokers, p" << partition << ": ack stall " << stall_us / 1000
+                                   << " ms, ended " << (end_us - shrink_us) / 1000
+                                   << " ms after the isr_shrink seen at "
                                    << (shrink_us - fault_us) / 1000 << " ms after the fault");
     CHECK(shrink_us < end_us + 1'000'000);  // the shrink (seen every 100 ms..2 s) came first
     CHECK(end_us - shrink_us < 5'000'000);
     // The leader's own log line of it, to its millisecond: before the ack it allowed.
-    const auto logged = sqlValue(lab.db, "SELECT min(t_us) FROM events WHERE source = 'broker_log' AND kind = "
-                                         "'isr_shrink' AND broker = 3 AND topic = '" +
-                                             lab.topic + "' AND partition = " + std::to_string(partition) +
-                                             " AND t_us >= " + std::to_string(fault_us));
+    const auto logged =
+        sqlValue(lab.db,
+                 "SELECT min(t_us) FROM events WHERE source = 'broker_log' AND kind = "
+                 "'isr_shrink' AND broker = 3 AND topic = '" +
+                     lab.topic + "' AND partition = " + std::to_string(partition) +
+                     " AND t_us >= " + std::to_string(fault_us));
     REQUIRE_FALSE(logged.empty());
     const auto logged_us = std::stoll(logged);
     CHECK(logged_us <= end_us + 1'000);
     // Not bounded against the poller's: the leader logs `ISR updated` when the controller's answer
     // reaches it, and another broker may already serve the new ISR to the poller (seen: the poller
     // 38 ms before the leader's line). The gray mechanism takes the earlier of the two.
-    WARN("isolate from brokers, p" << partition << ": the leader logged the shrink " << (end_us - logged_us) / 1000
-                                   << " ms before the ack, " << (shrink_us - logged_us) / 1000
+    WARN("isolate from brokers, p" << partition << ": the leader logged the shrink "
+                                   << (end_us - logged_us) / 1000 << " ms before the ack, "
+                                   << (shrink_us - logged_us) / 1000
                                    << " ms before the poller saw it (negative: after)");
     // The article's probe on this partition: the same stall, ended by the same shrink.
     const auto article_stall = articleAckStall(article_acks, partition, fault_us, 20'000'000);
     REQUIRE(article_stall);
     const auto start_us = p["ack"]["stall"]["start_us"].get<std::int64_t>();
-    WARN("isolate from brokers, p" << partition << ": kfaild's ack stall " << stall_us
-                                   << " µs, the article probe's " << article_stall->duration()
-                                   << " µs; its start " << start_us - article_stall->start_us
-                                   << " µs and its end " << end_us - article_stall->end_us
-                                   << " µs from the article probe's");
+    WARN("isolate from brokers, p"
+         << partition << ": kfaild's ack stall " << stall_us << " µs, the article probe's "
+         << article_stall->duration() << " µs; its start " << start_us - article_stall->start_us
+         << " µs and its end " << end_us - article_stall->end_us << " µs from the article probe's");
     CHECK(logged_us <= article_stall->end_us + 1'000);
     if (article_stall->end_us - logged_us <= kIntervalUs) {
       CHECK(std::llabs(end_us - article_stall->end_us) <= kIntervalUs);
@@ -119,21 +125,25 @@ TEST_CASE("a follower isolated from the other brokers stalls acks=all writes abo
       // The reference was late for the cluster's own event (a loaded host: seen in a full test
       // run, the article probe's ack 143 ms after the leader's line, kfaild's 14 ms): kfaild is
       // then held to the event itself, within one interval.
-      WARN("isolate from brokers, p" << partition << ": the article probe acked "
-                                     << (article_stall->end_us - logged_us) / 1000
-                                     << " ms after the leader's line, more than an interval: kfaild is held to "
-                                        "the line instead");
+      WARN("isolate from brokers, p"
+           << partition << ": the article probe acked "
+           << (article_stall->end_us - logged_us) / 1000
+           << " ms after the leader's line, more than an interval: kfaild is held to "
+              "the line instead");
       CHECK(end_us - logged_us <= kIntervalUs);
     }
   }
-  const auto healed = sqlValue(lab.db, "SELECT count(*) FROM events WHERE kind = 'healed' AND broker = 3");
+  const auto healed =
+      sqlValue(lab.db, "SELECT count(*) FROM events WHERE kind = 'healed' AND broker = 3");
   CHECK(healed != "0");
   CHECK(sqlValue(lab.db, "SELECT count(*) FROM recovery_journal WHERE done_us IS NULL") == "0");
 }
 
-TEST_CASE("kfaild SIGKILLed with an isolation in force: a restart removes it at once, and without one it expires "
-          "within duration_s + 5 s",
-          "[e2e][netns]") {
+TEST_CASE(
+    "kfaild SIGKILLed with an isolation in force: a restart removes it at once, and without one it "
+    "expires "
+    "within duration_s + 5 s",
+    "[e2e][netns]") {
   testing::NamespacedLabEnv env;
   REQUIRE(namespacedLab());
   Lab lab(Lab::options("", false));
@@ -156,12 +166,15 @@ TEST_CASE("kfaild SIGKILLed with an isolation in force: a restart removes it at 
         id = startDrill(first, R"({"fault":"isolate","target":{"broker":3},
             "options":{"from":"brokers","duration_s":120,"baseline_s":1}})");
         const auto deadline = std::chrono::steady_clock::now() + 90s;
-        while (nftTables(3).find(table_of(id)) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+        while (nftTables(3).find(table_of(id)) == std::string::npos &&
+               std::chrono::steady_clock::now() < deadline) {
           drill = first.get("/api/v1/drills/" + std::to_string(id));
           if (finished(drill.value("state", ""))) break;
           std::this_thread::sleep_for(200ms);
         }
-        if (!(drill.value("state", "") == "failed" && testing::refusedForProbe(drill.value("reason", "")))) break;
+        if (!(drill.value("state", "") == "failed" &&
+              testing::refusedForProbe(drill.value("reason", ""))))
+          break;
         WARN("drill " << id << " asked again: " << drill.value("reason", ""));
         std::this_thread::sleep_for(3s);
       }
@@ -182,10 +195,16 @@ TEST_CASE("kfaild SIGKILLed with an isolation in force: a restart removes it at 
     // The sweep and the journal's replay run beside the API (the drill engine's thread): the
     // rules are gone at once, the event and the closed entry reach the store soon after.
     CHECK(testing::eventually(
-        [&] { return sqlValue(lab.db, "SELECT count(*) FROM recovery_journal WHERE done_us IS NULL") == "0"; }, 60s));
+        [&] {
+          return sqlValue(lab.db, "SELECT count(*) FROM recovery_journal WHERE done_us IS NULL") ==
+                 "0";
+        },
+        60s));
     CHECK(testing::eventually(
         [&] {
-          return sqlValue(lab.db, "SELECT count(*) FROM events WHERE kind = 'gray_swept' AND broker = 3") == "1";
+          return sqlValue(lab.db,
+                          "SELECT count(*) FROM events WHERE kind = 'gray_swept' AND broker = 3") ==
+                 "1";
         },
         30s));
   }
@@ -199,7 +218,8 @@ TEST_CASE("kfaild SIGKILLed with an isolation in force: a restart removes it at 
       id = startDrill(first, R"({"fault":"isolate","target":{"broker":3},
           "options":{"from":"brokers","duration_s":10,"baseline_s":1}})");
       const auto deadline = std::chrono::steady_clock::now() + 90s;
-      while (nftTables(3).find(table_of(id)) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      while (nftTables(3).find(table_of(id)) == std::string::npos &&
+             std::chrono::steady_clock::now() < deadline) {
         std::this_thread::sleep_for(100ms);
       }
       injected = std::chrono::steady_clock::now();
@@ -214,14 +234,20 @@ TEST_CASE("kfaild SIGKILLed with an isolation in force: a restart removes it at 
       std::this_thread::sleep_for(250ms);
     }
     const auto after = std::chrono::steady_clock::now() - injected;
-    WARN("isolation expired by itself " << std::chrono::duration_cast<std::chrono::milliseconds>(after).count()
-                                        << " ms after the injection (duration_s " << kDuration << ")");
+    WARN("isolation expired by itself "
+         << std::chrono::duration_cast<std::chrono::milliseconds>(after).count()
+         << " ms after the injection (duration_s " << kDuration << ")");
     CHECK(reachable);
     CHECK(after >= std::chrono::seconds(kDuration));
     // The empty table stays until a kfaild sweeps it: this one does, and closes the journal.
     Kfaild second(lab, "cleanup");
-    CHECK(testing::eventually([&] { return nftTables(3).find("kfaild_") == std::string::npos; }, 30s));
+    CHECK(testing::eventually([&] { return nftTables(3).find("kfaild_") == std::string::npos; },
+                              30s));
     CHECK(testing::eventually(
-        [&] { return sqlValue(lab.db, "SELECT count(*) FROM recovery_journal WHERE done_us IS NULL") == "0"; }, 60s));
+        [&] {
+          return sqlValue(lab.db, "SELECT count(*) FROM recovery_journal WHERE done_us IS NULL") ==
+                 "0";
+        },
+        60s));
   }
 }

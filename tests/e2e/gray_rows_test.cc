@@ -7,7 +7,6 @@
 // gray_fault_test.cc.)
 
 #include <catch2/catch.hpp>
-
 #include <set>
 #include <string>
 
@@ -38,7 +37,8 @@ GrayRun grayDrill(Kfaild& kfaild, const std::string& body) {
   const auto id = drill["id"].get<std::int64_t>();
   GrayRun out{drill["runs"][0], drill["runs"][0]["fault_us"].get<std::int64_t>()};
   // Whatever the fault, kfaild undid it: no table of its own left in the target's namespace.
-  CHECK(nftTables(out.run["target"].get<int>()).find("_d" + std::to_string(id) + "\n") == std::string::npos);
+  CHECK(nftTables(out.run["target"].get<int>()).find("_d" + std::to_string(id) + "\n") ==
+        std::string::npos);
   return out;
 }
 
@@ -52,26 +52,29 @@ std::int64_t settingMs(const json& run, const std::string& name) {
 // One partition's stall: the mechanism the fault should have set off, explained (ended by
 // one of `ended_by`), its length between `low_us` and `high_us`.
 void expectStall(const json& run, const std::string& topic, int partition, const std::string& role,
-                 const std::string& mechanism, const std::set<std::string>& ended_by, std::int64_t low_us,
-                 std::int64_t high_us) {
+                 const std::string& mechanism, const std::set<std::string>& ended_by,
+                 std::int64_t low_us, std::int64_t high_us) {
   const auto& p = partitionOf(run["analysis"], topic, partition);
   INFO("p" << partition << ": " << p.dump().substr(0, 3000));
   CHECK(p["role"] == role);
   CHECK(p["mechanism"]["name"] == mechanism);
   CHECK(p["mechanism"]["explained"] == true);
   CHECK(p["mechanism"]["ended_by"].is_string());
-  CHECK(ended_by.count(p["mechanism"]["ended_by"].is_string() ? p["mechanism"]["ended_by"].get<std::string>() : "") ==
-        1);
+  CHECK(ended_by.count(p["mechanism"]["ended_by"].is_string()
+                           ? p["mechanism"]["ended_by"].get<std::string>()
+                           : "") == 1);
   REQUIRE(p["ack"]["outcome"] == "stall");
   const auto stall_us = ackStall(p);
-  WARN(role << " p" << partition << ": " << mechanism << ", ack stall " << stall_us / 1000 << " ms (band "
-            << low_us / 1000 << "–" << high_us / 1000 << " ms), ended by " << p["mechanism"]["ended_by"]);
+  WARN(role << " p" << partition << ": " << mechanism << ", ack stall " << stall_us / 1000
+            << " ms (band " << low_us / 1000 << "–" << high_us / 1000 << " ms), ended by "
+            << p["mechanism"]["ended_by"]);
   CHECK(stall_us >= low_us);
   CHECK(stall_us <= high_us);
 }
 
 // Partitions the target follows but the fault leaves alone: no mechanism expected, no stall.
-void expectNoStall(const json& run, const std::string& topic, std::initializer_list<int> partitions) {
+void expectNoStall(const json& run, const std::string& topic,
+                   std::initializer_list<int> partitions) {
   for (int p : partitions) {
     const auto& part = partitionOf(run["analysis"], topic, p);
     INFO(part.dump().substr(0, 2000));
@@ -83,9 +86,11 @@ void expectNoStall(const json& run, const std::string& topic, std::initializer_l
 
 }  // namespace
 
-TEST_CASE("a leader isolated from everyone, with reject it is fenced after the session timeout, with drop its "
-          "producer waits for its own request timeout first",
-          "[e2e][netns]") {
+TEST_CASE(
+    "a leader isolated from everyone, with reject it is fenced after the session timeout, with "
+    "drop its "
+    "producer waits for its own request timeout first",
+    "[e2e][netns]") {
   LabOptions options = Lab::options("", false);
   // A 12 s socket timeout, longer than the 9 s session timeout: with drop librdkafka's own timeout
   // of the produce request, not the fencing, bounds the leader's stall (60 s by default).
@@ -127,8 +132,11 @@ TEST_CASE("a leader isolated from everyone, with reject it is fenced after the s
     WARN("blackholed leader p0: ack gap " << gap_us / 1000 << " ms; " << p0["ack"]["outcome"] << " "
                                           << p0["ack"]["reason"]);
     CHECK(gap_us >= 11 * kSecondUs);
-    const auto timeouts = sqlValue(lab.db, "SELECT count(*) FROM events WHERE kind = 'client_request_timeout' AND "
-                                           "broker = 1 AND t_us >= " + std::to_string(g.fault_us));
+    const auto timeouts =
+        sqlValue(lab.db,
+                 "SELECT count(*) FROM events WHERE kind = 'client_request_timeout' AND "
+                 "broker = 1 AND t_us >= " +
+                     std::to_string(g.fault_us));
     CHECK(timeouts != "0");
     if (p0["mechanism"]["explained"] == true) {
       CHECK(p0["mechanism"]["ended_by"] == "client_request_timeout");
@@ -145,9 +153,12 @@ TEST_CASE("a leader isolated from everyone, with reject it is fenced after the s
   }
 }
 
-TEST_CASE("a leader cut from the quorum is replaced yet holds its producer's requests until their timeout, and "
-          "one cut from the clients stalls its partition until the heal and TCP's retransmission after it",
-          "[e2e][netns]") {
+TEST_CASE(
+    "a leader cut from the quorum is replaced yet holds its producer's requests until their "
+    "timeout, and "
+    "one cut from the clients stalls its partition until the heal and TCP's retransmission after "
+    "it",
+    "[e2e][netns]") {
   LabOptions options = Lab::options("", false);
   // A 12 s request timeout: the stale leader holds each produce request that long (30 s by
   // default, as docs/FAULTS.md measured).
@@ -164,8 +175,8 @@ TEST_CASE("a leader cut from the quorum is replaced yet holds its producer's req
     CHECK(p0["mechanism"]["expected_us"] == 12 * kSecondUs);
     // Fenced and replaced at ~9 s, it still holds the producer's request for its 12 s timeout:
     // the stall ends when the producer moves to the new leader.
-    expectStall(g.run, lab.topic, 0, "isolated_leader", "stale_leader", {"client_leader_update"}, 10 * kSecondUs,
-                18 * kSecondUs);
+    expectStall(g.run, lab.topic, 0, "isolated_leader", "stale_leader", {"client_leader_update"},
+                10 * kSecondUs, 18 * kSecondUs);
     // Its followed partitions: it still fetches from their leaders, so they do not wait for it.
     expectNoStall(g.run, lab.topic, {1, 2});
   }
@@ -181,9 +192,11 @@ TEST_CASE("a leader cut from the quorum is replaced yet holds its producer's req
   }
 }
 
-TEST_CASE("a throttled broker slows the partitions it follows, and kfaild expects their ISR shrink from the "
-          "brokers' replica.lag.time.max.ms",
-          "[e2e][netns]") {
+TEST_CASE(
+    "a throttled broker slows the partitions it follows, and kfaild expects their ISR shrink from "
+    "the "
+    "brokers' replica.lag.time.max.ms",
+    "[e2e][netns]") {
   NetnsKfaild netns("throttle");
   const auto& lab = netns.lab;
   auto& kfaild = netns.kfaild;
@@ -203,8 +216,9 @@ TEST_CASE("a throttled broker slows the partitions it follows, and kfaild expect
     CHECK(part["mechanism"]["expected_us"] == lag_us);
     REQUIRE(part["ack"]["longest_gap"].is_object());
     const auto gap_us = part["ack"]["longest_gap"]["duration_us"].get<std::int64_t>();
-    WARN("throttled follower p" << p << ": ack gap " << gap_us / 1000 << " ms, " << part["ack"]["outcome"] << " "
-                                << part["mechanism"]["ended_by"] << " " << part["ack"]["reason"]);
+    WARN("throttled follower p" << p << ": ack gap " << gap_us / 1000 << " ms, "
+                                << part["ack"]["outcome"] << " " << part["mechanism"]["ended_by"]
+                                << " " << part["ack"]["reason"]);
     CHECK(gap_us >= 2 * kSecondUs);
     if (part["mechanism"]["explained"] == true) {
       CHECK(part["mechanism"]["ended_by"] == "isr_shrink");
@@ -218,21 +232,25 @@ TEST_CASE("a throttled broker slows the partitions it follows, and kfaild expect
   CHECK(p2["mechanism"]["name"] == "heal");
 }
 
-TEST_CASE("a leader's full log disk takes the broker down, and its partitions move after the session timeout",
-          "[e2e][netns]") {
+TEST_CASE(
+    "a leader's full log disk takes the broker down, and its partitions move after the session "
+    "timeout",
+    "[e2e][netns]") {
   NetnsKfaild netns("disk-full");
   const auto& lab = netns.lab;
   auto& kfaild = netns.kfaild;
   const auto g = grayDrill(kfaild, R"({"fault":"disk_full","target":{"broker":1},
       "options":{"duration_s":10,"baseline_s":3}})");
   const auto session_us = settingMs(g.run, "broker.session.timeout.ms") * 1000;
-  expectStall(g.run, lab.topic, 0, "leader", "session_timeout", kHandover, 0, session_us + 6 * kSecondUs);
+  expectStall(g.run, lab.topic, 0, "leader", "session_timeout", kHandover, 0,
+              session_us + 6 * kSecondUs);
   // The drill brought broker 1 back: the lab is whole for the next test.
   REQUIRE(testing::lab("wait --timeout 120") == 0);
   waitFullIsr();
 }
 
-TEST_CASE("replica.lag.time.max.ms halved moves a follower isolation's stall with it", "[e2e][netns]") {
+TEST_CASE("replica.lag.time.max.ms halved moves a follower isolation's stall with it",
+          "[e2e][netns]") {
   testing::NamespacedLabEnv env;
   REQUIRE(namespacedLab());
   // Restores the fixture's setting however the test ends.
@@ -250,6 +268,7 @@ TEST_CASE("replica.lag.time.max.ms halved moves a follower isolation's stall wit
   // The same isolation stalls 10–15 s with the fixture's 10 s (gray_fault_test.cc): here 5–7.5 s,
   // and well under the 10 s setting's lower end.
   for (int p : {0, 1}) {
-    expectStall(g.run, lab.topic, p, "isolated_follower", "isr_shrink", {"isr_shrink"}, 4 * kSecondUs, 9 * kSecondUs);
+    expectStall(g.run, lab.topic, p, "isolated_follower", "isr_shrink", {"isr_shrink"},
+                4 * kSecondUs, 9 * kSecondUs);
   }
 }

@@ -48,8 +48,9 @@ bool eventually(std::chrono::seconds limit, Pred pred) {
 
 }  // namespace
 
-TEST_CASE("the lab runs the article's cluster and partition 0's leadership leaves a killed broker 1",
-          "[e2e][lab]") {
+TEST_CASE(
+    "the lab runs the article's cluster and partition 0's leadership leaves a killed broker 1",
+    "[e2e][lab]") {
   REQUIRE(testing::lab("status") == 0);
   auto admin = client(RD_KAFKA_PRODUCER);
 
@@ -87,12 +88,13 @@ TEST_CASE("the lab runs the article's cluster and partition 0's leadership leave
   }
   REQUIRE(rd_kafka_flush(producer.get(), 30000) == RD_KAFKA_RESP_ERR_NO_ERROR);
 
-  auto consumer = client(RD_KAFKA_CONSUMER, {{"group.id", "kfaild-e2e-" + topic},
-                                             {"enable.auto.commit", "false"}});
+  auto consumer = client(RD_KAFKA_CONSUMER,
+                         {{"group.id", "kfaild-e2e-" + topic}, {"enable.auto.commit", "false"}});
   rd_kafka_poll_set_consumer(consumer.get());
   auto* assignment = rd_kafka_topic_partition_list_new(3);
   for (int p = 0; p < 3; ++p) {
-    rd_kafka_topic_partition_list_add(assignment, topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_topic_partition_list_add(assignment, topic.c_str(), p)->offset =
+        RD_KAFKA_OFFSET_BEGINNING;
   }
   REQUIRE(rd_kafka_assign(consumer.get(), assignment) == RD_KAFKA_RESP_ERR_NO_ERROR);
   rd_kafka_topic_partition_list_destroy(assignment);
@@ -119,7 +121,8 @@ TEST_CASE("the lab runs the article's cluster and partition 0's leadership leave
     new_leader = md->topic(topic)->partitions[0].leader;
     return new_leader != 1 && new_leader != -1 && !md->hasBroker(1);
   }));
-  const auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  const auto took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
   INFO("leadership moved after " << took << " s");
   CHECK((new_leader == 2 || new_leader == 3));
   CHECK(took > 1.0);  // fencing waits for the session timeout; it is never immediate
@@ -131,9 +134,10 @@ TEST_CASE("the lab runs the article's cluster and partition 0's leadership leave
   }));
 }
 
-// `lab fetch` (scripts/setup) writes a class data sharing archive of Kafka's classes, and every node
-// the lab starts maps it (lab/README.md): about 1.6 CPU-s less per node start.
-TEST_CASE("every node of the lab maps the class data sharing archive that lab fetch wrote", "[e2e][lab]") {
+// `lab fetch` (scripts/setup) writes a class data sharing archive of Kafka's classes, and every
+// node the lab starts maps it (lab/README.md): about 1.6 CPU-s less per node start.
+TEST_CASE("every node of the lab maps the class data sharing archive that lab fetch wrote",
+          "[e2e][lab]") {
   REQUIRE(testing::lab("status") == 0);
   for (int id : {100, 1, 2, 3}) {
     const auto node = testing::labNode(id);

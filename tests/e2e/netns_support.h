@@ -5,7 +5,6 @@
 // fill dir), and looks into a node's namespace (its nft tables, whether a peer reaches it).
 
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -31,7 +30,8 @@ inline void addNetnsInventory(const Lab& lab) {
     REQUIRE(!node->netns.empty());
     const auto dir = std::filesystem::path(node->pid_file).parent_path().string();
     c << "      - id: " << id << "\n"
-      << (id == 100 ? "        role: controller\n" : "") << "        address: " << node->address << "\n"
+      << (id == 100 ? "        role: controller\n" : "") << "        address: " << node->address
+      << "\n"
       << "        gray_faults: true\n"
       << "        netns: " << node->netns << "\n"
       << "        fill_dir: " << node->fill_dir << "\n"
@@ -47,14 +47,16 @@ inline std::string netnsOf(int id) {
 }
 
 // `nft list tables` in the node's namespace.
-inline std::string nftTables(int id) { return run("ip netns exec " + netnsOf(id) + " nft list tables 2>&1").second; }
+inline std::string nftTables(int id) {
+  return run("ip netns exec " + netnsOf(id) + " nft list tables 2>&1").second;
+}
 
 inline bool brokerReachable(const std::string& from_netns, int id) {
   const auto node = testing::labNode(id);
   REQUIRE(node);
   // bash's /dev/tcp from inside the namespace: a connect that the isolation drops times out.
-  return run("ip netns exec " + from_netns + " timeout 2 bash -c 'exec 3<>/dev/tcp/" + node->address + "/" +
-             std::to_string(node->port) + "' 2>/dev/null")
+  return run("ip netns exec " + from_netns + " timeout 2 bash -c 'exec 3<>/dev/tcp/" +
+             node->address + "/" + std::to_string(node->port) + "' 2>/dev/null")
              .first == 0;
 }
 

@@ -13,14 +13,18 @@ using namespace kfaild;
 using namespace kfaild::e2e;
 using nlohmann::json;
 
-TEST_CASE("the Debian package passes lintian, dpkg unpacks it into a clean root, and its kfaild probes the lab and "
-          "serves its dashboard at /",
-          "[e2e][package]") {
+TEST_CASE(
+    "the Debian package passes lintian, dpkg unpacks it into a clean root, and its kfaild probes "
+    "the lab and "
+    "serves its dashboard at /",
+    "[e2e][package]") {
   testing::TempDir dir;
-  const auto made = testing::run("KFAILD_BUILD_DIR=" + testing::quoted(KFAILD_BINARY_DIR) + " " +
-                                 testing::quoted(KFAILD_SOURCE_DIR "/scripts/package") + " --no-build");
+  const auto made =
+      testing::run("KFAILD_BUILD_DIR=" + testing::quoted(KFAILD_BINARY_DIR) + " " +
+                   testing::quoted(KFAILD_SOURCE_DIR "/scripts/package") + " --no-build");
   INFO(made.output.substr(made.output.size() > 6000 ? made.output.size() - 6000 : 0));
-  REQUIRE(made.status == 0);  // lintian found no error and no warning beyond the explained overrides
+  REQUIRE(made.status ==
+          0);  // lintian found no error and no warning beyond the explained overrides
   // The script prints the package's path last.
   auto text = made.output;
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
@@ -37,25 +41,27 @@ TEST_CASE("the Debian package passes lintian, dpkg unpacks it into a clean root,
   }
   std::ofstream(root / "var/lib/dpkg/status");
   std::ofstream(root / "var/lib/dpkg/available");
-  const auto unpacked = testing::run("dpkg --root=" + testing::quoted(root) + " --force-depends --unpack " +
-                                     testing::quoted(deb));
+  const auto unpacked = testing::run("dpkg --root=" + testing::quoted(root) +
+                                     " --force-depends --unpack " + testing::quoted(deb));
   INFO(unpacked.output);
   REQUIRE(unpacked.status == 0);
   const auto status = testing::run("dpkg --root=" + testing::quoted(root) + " -s kfaild");
-  CHECK_THAT(status.output, Catch::Contains("Status: install ok unpacked") && Catch::Contains("/etc/kfaild/kfaild.yaml"));
+  CHECK_THAT(status.output, Catch::Contains("Status: install ok unpacked") &&
+                                Catch::Contains("/etc/kfaild/kfaild.yaml"));
   CHECK_THAT(testing::readFile(root / "lib/systemd/system/kfaild.service"),
              Catch::Contains("ExecStart=/usr/bin/kfaild --config /etc/kfaild/kfaild.yaml"));
   // The conffile waits as .dpkg-new until the package is configured (dpkg keeps an edited one).
-  for (const char* f : {"usr/bin/kfailctl", "usr/lib/sysusers.d/kfaild.conf", "etc/kfaild/kfaild.yaml.dpkg-new",
-                        "usr/share/kfaild/web/index.html", "usr/lib/kfaild/librdkafka.so.1",
-                        "usr/share/doc/kfaild/copyright", "usr/share/doc/kfaild/changelog.gz", "usr/lib/kfaild/kfaild-gray",
-                        "usr/share/doc/kfaild/examples/kfaild-gray.sudoers"}) {
+  for (const char* f :
+       {"usr/bin/kfailctl", "usr/lib/sysusers.d/kfaild.conf", "etc/kfaild/kfaild.yaml.dpkg-new",
+        "usr/share/kfaild/web/index.html", "usr/lib/kfaild/librdkafka.so.1",
+        "usr/share/doc/kfaild/copyright", "usr/share/doc/kfaild/changelog.gz",
+        "usr/lib/kfaild/kfaild-gray", "usr/share/doc/kfaild/examples/kfaild-gray.sudoers"}) {
     INFO(f);
     CHECK(std::filesystem::is_regular_file(root / f));
   }
   // The configuration may hold credentials: 0640 in a 0750 directory, root's (the postinst, not
   // run here, gives both to the kfaild group: tests/deploy/deploy_files_test.cc runs it).
-  struct stat st {};
+  struct stat st{};
   REQUIRE(::stat((root / "etc/kfaild").c_str(), &st) == 0);
   CHECK((st.st_mode & 07777) == 0750);
   CHECK(st.st_uid == 0);
@@ -68,18 +74,21 @@ TEST_CASE("the Debian package passes lintian, dpkg unpacks it into a clean root,
   const auto binary = (root / "usr/bin/kfaild").string();
   // Its own librdkafka, found through its RUNPATH, not the build's.
   const auto linked = testing::run("ldd " + testing::quoted(binary));
-  CHECK_THAT(linked.output, Catch::Contains((root / "usr/bin/../lib/kfaild/librdkafka.so.1").string()));
+  CHECK_THAT(linked.output,
+             Catch::Contains((root / "usr/bin/../lib/kfaild/librdkafka.so.1").string()));
 
   // Against the lab, with no http.web_dir: the dashboard installed beside it.
   Lab lab;
   Kfaild kfaild(lab, "kfaild", binary);
   kfaild.waitSteady(lab.topic);
-  CHECK_THAT(readAll(kfaild.log), Catch::Contains("dashboard: ") && Catch::Contains((root / "usr/share/kfaild/web").string()));
+  CHECK_THAT(readAll(kfaild.log), Catch::Contains("dashboard: ") &&
+                                      Catch::Contains((root / "usr/share/kfaild/web").string()));
   const auto page = api::testing::httpGet(kfaild.port, "/");
   CHECK(page.status == 200);
   CHECK_THAT(page.body, Catch::Contains("<!doctype html>") || Catch::Contains("<!DOCTYPE html>"));
-  const auto cli = testing::run(testing::quoted(root / "usr/bin/kfailctl") + " --url http://127.0.0.1:" +
-                                std::to_string(kfaild.port) + " list --json");
+  const auto cli =
+      testing::run(testing::quoted(root / "usr/bin/kfailctl") +
+                   " --url http://127.0.0.1:" + std::to_string(kfaild.port) + " list --json");
   INFO(cli.output);
   CHECK(cli.status == 0);
 }

@@ -4,7 +4,6 @@
 #include <librdkafka/rdkafka.h>
 
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <memory>
 #include <random>
@@ -27,7 +26,8 @@ void addPartitions(const std::string& topic, int partitions) {
   auto client = kafka::createClient(RD_KAFKA_PRODUCER, options);
   REQUIRE(client.ok());
   char error[512] = "";
-  rd_kafka_NewPartitions_t* grow = rd_kafka_NewPartitions_new(topic.c_str(), partitions, error, sizeof error);
+  rd_kafka_NewPartitions_t* grow =
+      rd_kafka_NewPartitions_new(topic.c_str(), partitions, error, sizeof error);
   REQUIRE(grow != nullptr);
   rd_kafka_queue_t* queue = rd_kafka_queue_new(client->get());
   rd_kafka_CreatePartitions(client->get(), &grow, 1, nullptr, queue);
@@ -57,9 +57,10 @@ bool eventually(std::chrono::seconds limit, Pred pred) {
 
 }  // namespace
 
-TEST_CASE("a partition added to the probe topic is probed within a poll and a kill drill after it is "
-          "not made inconclusive by it",
-          "[e2e][probe]") {
+TEST_CASE(
+    "a partition added to the probe topic is probed within a poll and a kill drill after it is "
+    "not made inconclusive by it",
+    "[e2e][probe]") {
   Lab lab;
   Kfaild kfaild(lab, "kfaild");
   kfaild.waitSteady(lab.topic);
@@ -67,8 +68,10 @@ TEST_CASE("a partition added to the probe topic is probed within a poll and a ki
   addPartitions(lab.topic, 4);
   // Probed: its samples reach the database, and the probe says when it took it up.
   REQUIRE(eventually(60s, [&] { return storedSamples(lab.db, lab.topic, 3).size() >= 50; }));
-  const auto added_at = sqlValue(lab.db, "SELECT t_us FROM events WHERE source = 'probe' AND kind = "
-                                         "'partition_added' AND topic = '" + lab.topic + "' AND partition = 3");
+  const auto added_at = sqlValue(lab.db,
+                                 "SELECT t_us FROM events WHERE source = 'probe' AND kind = "
+                                 "'partition_added' AND topic = '" +
+                                     lab.topic + "' AND partition = 3");
   INFO("kfaild log:\n" << tail(readAll(kfaild.log)));
   REQUIRE_FALSE(added_at.empty());
   // The consumer reads it from its beginning: every probe message is read back.
@@ -77,7 +80,8 @@ TEST_CASE("a partition added to the probe topic is probed within a poll and a ki
   for (const auto& s : samples) received += s.receive_us ? 1 : 0;
   CHECK(received == samples.size());
 
-  const auto id = startDrill(kfaild, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2}})");
+  const auto id =
+      startDrill(kfaild, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2}})");
   const auto drill = kfaild.waitForState(id, finished, 600s);
   INFO("drill: " << drill.dump().substr(0, 8000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
   REQUIRE(drill["state"] == "done");
@@ -103,9 +107,10 @@ TEST_CASE("a partition added to the probe topic is probed within a poll and a ki
   CHECK(drill["verdict"] != "inconclusive");
 }
 
-TEST_CASE("a fatal error of the probe's idempotent producer on the lab is followed by a new producer "
-          "that acks on every partition",
-          "[e2e][probe]") {
+TEST_CASE(
+    "a fatal error of the probe's idempotent producer on the lab is followed by a new producer "
+    "that acks on every partition",
+    "[e2e][probe]") {
   testing::TempDir dir;
   auto store = storage::SqliteStore::open((dir / "kfaild.db").string(), {});
   REQUIRE(store);

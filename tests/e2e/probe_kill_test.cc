@@ -17,9 +17,10 @@
 using namespace kfaild;
 using namespace std::chrono_literals;
 
-TEST_CASE("kfaild probing the lab records gaps on all three partitions and the failover events "
-          "when broker 1 is killed",
-          "[e2e][probe]") {
+TEST_CASE(
+    "kfaild probing the lab records gaps on all three partitions and the failover events "
+    "when broker 1 is killed",
+    "[e2e][probe]") {
   testing::TempDir dir;
   const auto topic = "e2e-probe-" + std::to_string(std::random_device{}() % 1'000'000);
   const auto db = (dir / "kfaild.db").string();
@@ -56,7 +57,8 @@ TEST_CASE("kfaild probing the lab records gaps on all three partitions and the f
     auto clusters = (*store)->clusters();
     if (!clusters || clusters->empty()) return false;
     const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                            std::chrono::system_clock::now().time_since_epoch()).count();
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
     for (int p = 0; p < 3; ++p) {
       storage::SampleQuery q;
       q.cluster = clusters->front().id;
@@ -91,8 +93,8 @@ TEST_CASE("kfaild probing the lab records gaps on all three partitions and the f
   REQUIRE(clusters);
   REQUIRE(clusters->size() == 1);
   const auto cluster = clusters->front().id;
-  const auto since = std::chrono::duration_cast<std::chrono::microseconds>(
-                         killed_at.time_since_epoch()).count();
+  const auto since =
+      std::chrono::duration_cast<std::chrono::microseconds>(killed_at.time_since_epoch()).count();
 
   // Every partition had broker 1 as leader or in-ISR follower: all three stall (acks=all).
   for (int p = 0; p < 3; ++p) {

@@ -36,7 +36,8 @@ const std::map<std::string, std::string> kAllowedEmpty = {
     {"alert KfaildAbsent", "the target exists"},
     // The test's webhook receiver takes every delivery: none has failed.
     {"alert KfaildNotificationsFailing", "every delivery to the test's receiver succeeds"},
-    {"record receiver:kfaild_notifications_failed:increase15m", "every delivery to the test's receiver succeeds"},
+    {"record receiver:kfaild_notifications_failed:increase15m",
+     "every delivery to the test's receiver succeeds"},
 };
 
 double scalarOf(const json& answer) {
@@ -48,30 +49,34 @@ double scalarOf(const json& answer) {
 std::string verdictOf(const json& drill) {
   const auto& verdict = drill.contains("verdict") ? drill["verdict"] : json();
   if (verdict.is_string()) return verdict.get<std::string>();
-  if (verdict.is_object() && verdict.contains("verdict")) return verdict["verdict"].get<std::string>();
+  if (verdict.is_object() && verdict.contains("verdict"))
+    return verdict["verdict"].get<std::string>();
   return "none";
 }
 
 }  // namespace
 
-TEST_CASE("a real Prometheus scraping kfaild through a kill drill evaluates every expression of the "
-          "dashboard and the rules without error, with data where a drill must give some",
-          "[e2e][prometheus]") {
+TEST_CASE(
+    "a real Prometheus scraping kfaild through a kill drill evaluates every expression of the "
+    "dashboard and the rules without error, with data where a drill must give some",
+    "[e2e][prometheus]") {
   // A receiver, so that the notifier's families have data: the drill's notification is delivered.
   testing::HttpReceiver webhook;
   webhook.start();
   LabOptions options;
-  options.extra_yaml = "notifications:\n  receivers:\n    - {name: hook, type: webhook, url: \"" + webhook.url() + "\"}\n";
+  options.extra_yaml = "notifications:\n  receivers:\n    - {name: hook, type: webhook, url: \"" +
+                       webhook.url() + "\"}\n";
   Lab lab(options);
   Kfaild kfaild(lab, "kfaild");
   kfaild.waitSteady(lab.topic);
 
-  testing::PrometheusServer prometheus({.targets = {"127.0.0.1:" + std::to_string(kfaild.port)},
-                                        .rule_files = {kRules}},
-                                       lab.dir / "prometheus");
+  testing::PrometheusServer prometheus(
+      {.targets = {"127.0.0.1:" + std::to_string(kfaild.port)}, .rule_files = {kRules}},
+      lab.dir / "prometheus");
   const auto target = "http://127.0.0.1:" + std::to_string(kfaild.port) + "/metrics";
   const auto up_deadline = std::chrono::steady_clock::now() + 30s;
-  while (std::chrono::steady_clock::now() < up_deadline && prometheus.targetHealth()[target] != "up") {
+  while (std::chrono::steady_clock::now() < up_deadline &&
+         prometheus.targetHealth()[target] != "up") {
     std::this_thread::sleep_for(250ms);
   }
   INFO("prometheus log:\n" << tail(prometheus.logText()));
@@ -89,18 +94,25 @@ TEST_CASE("a real Prometheus scraping kfaild through a kill drill evaluates ever
   // Prometheus saw the stall live: partition 0, led by the killed broker, went seconds without
   // an ack, and the last drill's leader stall is the one the drill's analysis measured.
   const auto partition0 = "cluster=\"lab\",topic=\"" + lab.topic + "\",partition=\"0\"";
-  CHECK(scalarOf(prometheus.query("max_over_time(kfaild_probe_current_ack_gap_seconds{" + partition0 + "}[15m])")) > 5.0);
+  CHECK(scalarOf(prometheus.query("max_over_time(kfaild_probe_current_ack_gap_seconds{" +
+                                  partition0 + "}[15m])")) > 5.0);
   const auto& analysis = drill["runs"][0]["analysis"];
   const auto& p0 = partitionOf(analysis, lab.topic, 0);
   REQUIRE(p0["role"] == "leader");
-  CHECK(scalarOf(prometheus.query("kfaild_last_drill_ack_stall_seconds{" + partition0 + ",fault=\"kill\",role=\"leader\"}")) ==
+  CHECK(scalarOf(prometheus.query("kfaild_last_drill_ack_stall_seconds{" + partition0 +
+                                  ",fault=\"kill\",role=\"leader\"}")) ==
         Approx(static_cast<double>(ackStall(p0)) / 1e6));
-  CHECK(scalarOf(prometheus.query("kfaild_last_drill_id{cluster=\"lab\",fault=\"kill\"}")) == static_cast<double>(id));
-  CHECK(scalarOf(prometheus.query("kfaild_last_drill_verdict{cluster=\"lab\",fault=\"kill\",verdict=\"" +
-                                  verdictOf(drill) + "\"}")) == 1.0);
-  CHECK(scalarOf(prometheus.query("sum(kfaild_last_drill_verdict{cluster=\"lab\",fault=\"kill\"})")) == 1.0);
-  CHECK(scalarOf(prometheus.query("kfaild_last_drill_phase_seconds{cluster=\"lab\",fault=\"kill\",phase=\"detection\"}")) ==
-        Approx(static_cast<double>(p0["phases"]["detection_us"].get<std::int64_t>()) / 1e6));
+  CHECK(scalarOf(prometheus.query("kfaild_last_drill_id{cluster=\"lab\",fault=\"kill\"}")) ==
+        static_cast<double>(id));
+  CHECK(scalarOf(
+            prometheus.query("kfaild_last_drill_verdict{cluster=\"lab\",fault=\"kill\",verdict=\"" +
+                             verdictOf(drill) + "\"}")) == 1.0);
+  CHECK(scalarOf(prometheus.query(
+            "sum(kfaild_last_drill_verdict{cluster=\"lab\",fault=\"kill\"})")) == 1.0);
+  CHECK(
+      scalarOf(prometheus.query(
+          "kfaild_last_drill_phase_seconds{cluster=\"lab\",fault=\"kill\",phase=\"detection\"}")) ==
+      Approx(static_cast<double>(p0["phases"]["detection_us"].get<std::int64_t>()) / 1e6));
   const auto build = prometheus.query("kfaild_build_info");
   REQUIRE(build["data"]["result"].size() == 1);
   CHECK_FALSE(build["data"]["result"][0]["metric"]["version"].get<std::string>().empty());
@@ -131,7 +143,8 @@ TEST_CASE("a real Prometheus scraping kfaild through a kill drill evaluates ever
   // Every allowed exception names an expression that exists.
   for (const auto& [where, why] : kAllowedEmpty) {
     INFO(where);
-    CHECK(std::any_of(expressions.begin(), expressions.end(), [&](const auto& e) { return e.where == where; }));
+    CHECK(std::any_of(expressions.begin(), expressions.end(),
+                      [&](const auto& e) { return e.where == where; }));
   }
 
   // The rules as Prometheus itself evaluates them every second: none has an evaluation error.

@@ -43,10 +43,12 @@ struct QuorumKfaild {
     // The control probe's watch has seen the quorum's leader.
     for (int i = 0; i < 60; ++i) {
       const auto control = kfaild.get("/api/v1/clusters/lab")["control_plane"];
-      if (control.is_object() && control["quorum"].is_object() && control["last_ok_us"].is_number()) return;
+      if (control.is_object() && control["quorum"].is_object() && control["last_ok_us"].is_number())
+        return;
       std::this_thread::sleep_for(500ms);
     }
-    FAIL("the control-plane probe saw no quorum leader: " << kfaild.get("/api/v1/clusters/lab")["control_plane"].dump());
+    FAIL("the control-plane probe saw no quorum leader: "
+         << kfaild.get("/api/v1/clusters/lab")["control_plane"].dump());
   }
 
  private:
@@ -62,7 +64,9 @@ struct QuorumKfaild {
   }
 };
 
-json runDrill(Kfaild& kfaild, const std::string& body) { return runDrillToDone(kfaild, body)["runs"][0]; }
+json runDrill(Kfaild& kfaild, const std::string& body) {
+  return runDrillToDone(kfaild, body)["runs"][0];
+}
 
 // The data plane does not need the controller: no probe partition's ack stall is above `limit_s`,
 // or it is shorter than the quorum was leaderless (its partition acked again while no controller
@@ -71,10 +75,11 @@ json runDrill(Kfaild& kfaild, const std::string& body) { return runDrillToDone(k
 // while the quorum was leaderless for longer.
 void checkDataPlaneQuiet(const json& run, double limit_s) {
   const auto& quorum = run["control_plane"]["quorum"];
-  const double leaderless_s = quorum["leaderless_s"].is_number() ? quorum["leaderless_s"].get<double>() : 0.0;
+  const double leaderless_s =
+      quorum["leaderless_s"].is_number() ? quorum["leaderless_s"].get<double>() : 0.0;
   for (const auto& p : run["analysis"]["partitions"]) {
-    INFO(p["topic"] << "-" << p["partition"] << ": " << p["ack"].dump() << ", quorum leaderless " << leaderless_s
-                    << " s");
+    INFO(p["topic"] << "-" << p["partition"] << ": " << p["ack"].dump() << ", quorum leaderless "
+                    << leaderless_s << " s");
     CHECK(p["ack"]["outcome"] != "inconclusive");
     if (p["ack"]["stall"].is_object()) {
       CHECK(p["ack"]["stall"]["duration_us"].get<double>() / 1e6 < std::max(limit_s, leaderless_s));
@@ -84,13 +89,16 @@ void checkDataPlaneQuiet(const json& run, double limit_s) {
 
 }  // namespace
 
-TEST_CASE("on a three-controller lab the active controller killed stalls the control plane, not the data plane, "
-          "and the new quorum leader is reported",
-          "[e2e][quorum]") {
+TEST_CASE(
+    "on a three-controller lab the active controller killed stalls the control plane, not the data "
+    "plane, "
+    "and the new quorum leader is reported",
+    "[e2e][quorum]") {
   QuorumKfaild q("kfaild");
   const int leader = labQuorumLeader();
   const auto epoch_before = labQuorum()["epoch"].get<int>();
-  const auto run = runDrill(q.kfaild, R"({"fault":"kill","target":{"controller":true},"options":{"baseline_s":3}})");
+  const auto run = runDrill(
+      q.kfaild, R"({"fault":"kill","target":{"controller":true},"options":{"baseline_s":3}})");
   INFO("run: " << run.dump().substr(0, 12000));
   CHECK(run["target"] == leader);
   const auto& control = run["control_plane"];
@@ -106,26 +114,31 @@ TEST_CASE("on a three-controller lab the active controller killed stalls the con
   CHECK(quorum["leaderless_s"].get<double>() > 0);
   // The stall covers the leaderless time: the quorum answered before the control plane did.
   CHECK(control["stall"]["duration_s"].get<double>() + control["resolution_s"].get<double>() >=
-        quorum["leaderless_s"].get<double>() - quorum["elections"][0]["resolution_s"].get<double>());
+        quorum["leaderless_s"].get<double>() -
+            quorum["elections"][0]["resolution_s"].get<double>());
   checkDataPlaneQuiet(run, 1.0);
   // The lab's own DescribeQuorum agrees on the new leader (the killed one is back as a follower).
   const auto now = labQuorum();
   CHECK(now["leader"] == new_leader);
   CHECK(now["epoch"].get<int>() > epoch_before);
-  WARN("active controller " << leader << " killed: control plane stalled " << control["stall"]["duration_s"]
-                            << " s, leaderless " << quorum["leaderless_s"] << " s, new leader " << new_leader
+  WARN("active controller " << leader << " killed: control plane stalled "
+                            << control["stall"]["duration_s"] << " s, leaderless "
+                            << quorum["leaderless_s"] << " s, new leader " << new_leader
                             << ", elections " << quorum["epoch_increments"]);
   REQUIRE(testing::lab("wait") == 0);
 }
 
-TEST_CASE("on a three-controller lab a standby voter killed leaves the control plane answering and the quorum's "
-          "leader in place",
-          "[e2e][quorum]") {
+TEST_CASE(
+    "on a three-controller lab a standby voter killed leaves the control plane answering and the "
+    "quorum's "
+    "leader in place",
+    "[e2e][quorum]") {
   QuorumKfaild q("kfaild");
   const int leader = labQuorumLeader();
   const int standby = leader == 100 ? 101 : 100;
-  const auto run = runDrill(q.kfaild, R"({"fault":"kill","target":{"broker":)" + std::to_string(standby) +
-                                          R"(},"options":{"baseline_s":3,"observe_min_s":5}})");
+  const auto run =
+      runDrill(q.kfaild, R"({"fault":"kill","target":{"broker":)" + std::to_string(standby) +
+                             R"(},"options":{"baseline_s":3,"observe_min_s":5}})");
   INFO("run: " << run.dump().substr(0, 12000));
   const auto& control = run["control_plane"];
   CHECK(control["outcome"] == "none");
@@ -140,15 +153,18 @@ TEST_CASE("on a three-controller lab a standby voter killed leaves the control p
   REQUIRE(testing::lab("wait") == 0);
 }
 
-TEST_CASE("the broker that coordinates kfaild's group, then its transactional id, killed stalls the commits and the "
-          "transactions until FindCoordinator names another broker, and the run reports the move",
-          "[e2e][quorum]") {
+TEST_CASE(
+    "the broker that coordinates kfaild's group, then its transactional id, killed stalls the "
+    "commits and the "
+    "transactions until FindCoordinator names another broker, and the run reports the move",
+    "[e2e][quorum]") {
   QuorumKfaild q("kfaild", "      coordinators: {transactions: {interval_ms: 500}}\n");
   // The transaction probe has initialised and committed once, and both coordinators are known.
   json coordinators;
   for (int i = 0; i < 120; ++i) {
     coordinators = q.kfaild.get("/api/v1/clusters/lab")["coordinators"];
-    if (coordinators["group_coordinator"].is_object() && coordinators["transaction_coordinator"].is_object() &&
+    if (coordinators["group_coordinator"].is_object() &&
+        coordinators["transaction_coordinator"].is_object() &&
         coordinators["transactions"]["last_ok_us"].is_number()) {
       break;
     }
@@ -159,7 +175,9 @@ TEST_CASE("the broker that coordinates kfaild's group, then its transactional id
   for (const char* which : {"group", "transaction"}) {
     const auto kind = std::string(which);
     const auto before = q.kfaild.get("/api/v1/clusters/lab")["coordinators"];
-    const int coordinator = before[kind == "group" ? "group_coordinator" : "transaction_coordinator"]["node"].get<int>();
+    const int coordinator =
+        before[kind == "group" ? "group_coordinator" : "transaction_coordinator"]["node"]
+            .get<int>();
     REQUIRE(testing::lab("wait") == 0);
     waitFullIsr();
     q.kfaild.waitSteady(q.lab.topic);
@@ -167,7 +185,8 @@ TEST_CASE("the broker that coordinates kfaild's group, then its transactional id
                                             R"("},"options":{"baseline_s":3}})");
     INFO("run: " << run.dump().substr(0, 12000));
     CHECK(run["target"] == coordinator);
-    CHECK_THAT(run["target_resolution"]["how"].get<std::string>(), Catch::StartsWith("the coordinator of "));
+    CHECK_THAT(run["target_resolution"]["how"].get<std::string>(),
+               Catch::StartsWith("the coordinator of "));
     const auto& c = run["coordinators"];
     const auto& stream = kind == "group" ? c["commits"] : c["transactions"];
     CHECK(stream["outcome"] == "stall");
@@ -175,7 +194,8 @@ TEST_CASE("the broker that coordinates kfaild's group, then its transactional id
     // The watch saw the coordinator move off the killed broker.
     bool moved = false;
     const auto seen = before[kind == "group" ? "group_coordinator" : "transaction_coordinator"];
-    const auto topic = std::string(kind == "group" ? "__consumer_offsets-" : "__transaction_state-");
+    const auto topic =
+        std::string(kind == "group" ? "__consumer_offsets-" : "__transaction_state-");
     REQUIRE(seen["partition"].is_string());
     CHECK_THAT(seen["partition"].get<std::string>(), Catch::StartsWith(topic));
     for (const auto& m : c["moves"]) {
@@ -191,22 +211,28 @@ TEST_CASE("the broker that coordinates kfaild's group, then its transactional id
     }
     // FindCoordinator names another broker now.
     const auto after = q.kfaild.get("/api/v1/clusters/lab")["coordinators"];
-    CHECK(after[kind == "group" ? "group_coordinator" : "transaction_coordinator"]["node"] != coordinator);
-    WARN(kind << " coordinator " << coordinator << " killed: " << (kind == "group" ? "commits" : "transactions")
-              << " stalled " << (stream["stall"].is_object() ? stream["stall"]["duration_s"].dump() : "-")
-              << " s, moved after " << c["phases"]["coordinator_moved_s"] << " s, first commit after "
-              << c["phases"]["first_commit_s"] << " s");
+    CHECK(after[kind == "group" ? "group_coordinator" : "transaction_coordinator"]["node"] !=
+          coordinator);
+    WARN(kind << " coordinator " << coordinator
+              << " killed: " << (kind == "group" ? "commits" : "transactions") << " stalled "
+              << (stream["stall"].is_object() ? stream["stall"]["duration_s"].dump() : "-")
+              << " s, moved after " << c["phases"]["coordinator_moved_s"]
+              << " s, first commit after " << c["phases"]["first_commit_s"] << " s");
   }
   REQUIRE(testing::lab("wait") == 0);
 }
 
-TEST_CASE("a partition's leader killed 2 s after the active controller stalls it until the new controller fences "
-          "it, and both nodes come back, the controller first",
-          "[e2e][quorum]") {
+TEST_CASE(
+    "a partition's leader killed 2 s after the active controller stalls it until the new "
+    "controller fences "
+    "it, and both nodes come back, the controller first",
+    "[e2e][quorum]") {
   QuorumKfaild q("kfaild");
   const int controller = labQuorumLeader();
-  const auto run = runDrill(q.kfaild, R"({"fault":"kill","target":{"controller":true},"options":{"baseline_s":3},
-      "then":{"fault":"kill","target":{"leader_of":{"topic":")" + q.lab.topic + R"(","partition":0}},"after_s":2}})");
+  const auto run =
+      runDrill(q.kfaild, R"({"fault":"kill","target":{"controller":true},"options":{"baseline_s":3},
+      "then":{"fault":"kill","target":{"leader_of":{"topic":")" +
+                             q.lab.topic + R"(","partition":0}},"after_s":2}})");
   INFO("run: " << run.dump().substr(0, 16000));
   CHECK(run["target"] == controller);
   const auto& second = run["second_fault"];
@@ -232,7 +258,8 @@ TEST_CASE("a partition's leader killed 2 s after the active controller stalls it
     if (p["role"] != "leader") continue;
     ++led;
     CHECK(p["ack"]["outcome"] == "stall");
-    if (p["ack"]["stall"].is_object()) worst_s = std::max(worst_s, p["ack"]["stall"]["duration_us"].get<double>() / 1e6);
+    if (p["ack"]["stall"].is_object())
+      worst_s = std::max(worst_s, p["ack"]["stall"]["duration_us"].get<double>() / 1e6);
   }
   CHECK(led >= 1);
   CHECK(worst_s > 1.0);
@@ -242,9 +269,9 @@ TEST_CASE("a partition's leader killed 2 s after the active controller stalls it
   // Both back, the controller first.
   CHECK(run["recovery_order"] == json::array({controller, broker}));
   CHECK(second["recovered_us"].get<double>() >= run["recovered_us"].get<double>());
-  WARN("active controller " << controller << " killed, then broker " << broker << " (leader of p0) " << apart_s
-                            << " s later: its partitions' worst ack stall " << worst_s << " s, control plane "
-                            << control["stall"]["duration_s"] << " s, leaderless "
-                            << control["quorum"]["leaderless_s"] << " s");
+  WARN("active controller " << controller << " killed, then broker " << broker << " (leader of p0) "
+                            << apart_s << " s later: its partitions' worst ack stall " << worst_s
+                            << " s, control plane " << control["stall"]["duration_s"]
+                            << " s, leaderless " << control["quorum"]["leaderless_s"] << " s");
   REQUIRE(testing::lab("wait") == 0);
 }

@@ -3,7 +3,6 @@
 // burst of simultaneous drill requests, and read load during a kill. Each test writes what it
 // measured to <build>/reliability/ for docs/RELIABILITY.md (scripts/reliability-report).
 
-#include "tests/support/paths.h"
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -12,6 +11,7 @@
 
 #include "tests/e2e/e2e_support.h"
 #include "tests/fault/lab_broker.h"
+#include "tests/support/paths.h"
 
 using namespace kfaild;
 using namespace kfaild::e2e;
@@ -21,7 +21,8 @@ using nlohmann::json;
 namespace {
 
 std::int64_t wallNowUs() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -30,16 +31,20 @@ double secondsSince(std::chrono::steady_clock::time_point t0) {
 }
 
 std::string drillRow(const Lab& lab, std::int64_t id) {
-  return sqlValue(lab.db, "SELECT state || '|' || reason FROM drills WHERE id = " + std::to_string(id));
+  return sqlValue(lab.db,
+                  "SELECT state || '|' || reason FROM drills WHERE id = " + std::to_string(id));
 }
 
-std::int64_t sampleCount(const Lab& lab, std::int64_t before_us = std::numeric_limits<std::int64_t>::max()) {
+std::int64_t sampleCount(const Lab& lab,
+                         std::int64_t before_us = std::numeric_limits<std::int64_t>::max()) {
   const auto samples = storedSamples(lab.db);
-  return std::count_if(samples.begin(), samples.end(), [&](const auto& s) { return s.send_us <= before_us; });
+  return std::count_if(samples.begin(), samples.end(),
+                       [&](const auto& s) { return s.send_us <= before_us; });
 }
 
 // Waits for the store's writer (100 ms linger) to commit an event of this kind.
-json eventsOf(Kfaild& kfaild, const std::string& source, const std::string& kind, std::size_t at_least = 1) {
+json eventsOf(Kfaild& kfaild, const std::string& source, const std::string& kind,
+              std::size_t at_least = 1) {
   json events;
   for (int i = 0; i < 100; ++i) {
     events = kfaild.get("/api/v1/clusters/lab/events?source=" + source + "&kind=" + kind);
@@ -51,9 +56,10 @@ json eventsOf(Kfaild& kfaild, const std::string& source, const std::string& kind
 
 }  // namespace
 
-TEST_CASE("kfaild SIGKILLed in baseline and in recovery, and SIGTERMed in observe, leaves the broker "
-          "running, the drill aborted with its phase and the stored data intact",
-          "[e2e][reliability]") {
+TEST_CASE(
+    "kfaild SIGKILLed in baseline and in recovery, and SIGTERMed in observe, leaves the broker "
+    "running, the drill aborted with its phase and the stored data intact",
+    "[e2e][reliability]") {
   Record record("stopped-in-each-phase");
   LabOptions options;
   options.shutdown_grace_s = 180;
@@ -65,7 +71,8 @@ TEST_CASE("kfaild SIGKILLed in baseline and in recovery, and SIGTERMed in observ
   {
     Kfaild first(lab, "baseline");
     first.waitSteady(lab.topic);
-    baseline_id = startDrill(first, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":120}})");
+    baseline_id =
+        startDrill(first, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":120}})");
     first.waitForState(baseline_id, [](const std::string& s) { return s == "baseline"; }, 120s);
     std::this_thread::sleep_for(2s);
     REQUIRE(first.process.stop(SIGKILL, 10'000) == -1);
@@ -85,8 +92,11 @@ TEST_CASE("kfaild SIGKILLed in baseline and in recovery, and SIGTERMed in observ
     second.waitSteady(lab.topic);
     // Every row the first kfaild wrote is still there, none rewritten.
     CHECK(sampleCount(lab, killed_us) == rows_at_kill);
-    recover_id = startDrill(second, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2,"observe_min_s":2}})");
-    second.waitForState(recover_id, [](const std::string& s) { return s == "recover" || finished(s); }, 300s);
+    recover_id = startDrill(
+        second,
+        R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2,"observe_min_s":2}})");
+    second.waitForState(
+        recover_id, [](const std::string& s) { return s == "recover" || finished(s); }, 300s);
     REQUIRE(second.process.stop(SIGKILL, 10'000) == -1);
     killed_us = wallNowUs();
     checkTokenNotLogged(second);
@@ -111,7 +121,8 @@ TEST_CASE("kfaild SIGKILLed in baseline and in recovery, and SIGTERMed in observ
 
     third.waitSteady(lab.topic);
     const auto id = startDrill(
-        third, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2,"observe_min_s":120,"observe_timeout_s":300}})");
+        third,
+        R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2,"observe_min_s":120,"observe_timeout_s":300}})");
     third.waitForState(id, [](const std::string& s) { return s == "observe"; }, 120s);
     std::this_thread::sleep_for(2s);
     CHECK_FALSE(labAlive()[1]);
@@ -131,9 +142,12 @@ TEST_CASE("kfaild SIGKILLed in baseline and in recovery, and SIGTERMed in observ
   record.completed();
 }
 
-TEST_CASE("with the controller gone drills are refused with the reason, and with all three brokers gone for "
-          "longer than the probe's message timeout kfaild serves on, records the outage and resumes probing by itself",
-          "[e2e][reliability]") {
+TEST_CASE(
+    "with the controller gone drills are refused with the reason, and with all three brokers gone "
+    "for "
+    "longer than the probe's message timeout kfaild serves on, records the outage and resumes "
+    "probing by itself",
+    "[e2e][reliability]") {
   Record record("cluster-outages");
   // Every message sent as the brokers went has its fate (a timeout) before they are back. The
   // probe's message timeout is 20 s instead of its default 60 s, so that the outage need last
@@ -148,7 +162,8 @@ TEST_CASE("with the controller gone drills are refused with the reason, and with
   // The controller.
   REQUIRE(testing::lab("kill 100") == 0);
   const auto asked = std::chrono::steady_clock::now();
-  const auto refused = kfaild.post("/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":1}})");
+  const auto refused =
+      kfaild.post("/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":1}})");
   record["controller_refusal_s"] = secondsSince(asked);
   INFO(refused.body);
   CHECK(refused.status == 409);
@@ -167,7 +182,8 @@ TEST_CASE("with the controller gone drills are refused with the reason, and with
   // live broker would ever answer without the others), then the other two.
   REQUIRE(testing::lab("kill 1") == 0);
   const auto first_down = std::chrono::steady_clock::now();
-  while (eventsOf(kfaild, "metadata", "broker_gone")["count"].get<int>() < 1 && secondsSince(first_down) < 30) {
+  while (eventsOf(kfaild, "metadata", "broker_gone")["count"].get<int>() < 1 &&
+         secondsSince(first_down) < 30) {
     std::this_thread::sleep_for(200ms);
   }
   record["broker_gone_after_s"] = secondsSince(first_down);
@@ -180,10 +196,12 @@ TEST_CASE("with the controller gone drills are refused with the reason, and with
   const auto down = std::chrono::steady_clock::now();
   int served = 0, failed = 0;
   while (secondsSince(down) < std::chrono::duration<double>(kOutage).count()) {
-    for (const char* target : {"/healthz", "/api/v1/clusters/lab", "/api/v1/clusters/lab/gaps?limit=10"}) {
+    for (const char* target :
+         {"/healthz", "/api/v1/clusters/lab", "/api/v1/clusters/lab/gaps?limit=10"}) {
       (api::testing::httpGet(kfaild.port, target).status == 200 ? served : failed) += 1;
     }
-    const auto refusal = kfaild.post("/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":2}})");
+    const auto refusal =
+        kfaild.post("/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":2}})");
     (refusal.status == 409 ? served : failed) += 1;
     std::this_thread::sleep_for(2s);
   }
@@ -237,8 +255,9 @@ TEST_CASE("with the controller gone drills are refused with the reason, and with
     if (!steady) std::this_thread::sleep_for(250ms);
   }
   record["probe_steady_after_acks_resumed_s"] = secondsSince(acks_back);
-  // A consumer that read nothing while acks flowed had its fetch restarted (probe.consumer_restart_ms):
-  // two CI runs saw one partition read nothing back for five minutes after this outage.
+  // A consumer that read nothing while acks flowed had its fetch restarted
+  // (probe.consumer_restart_ms): two CI runs saw one partition read nothing back for five minutes
+  // after this outage.
   record["consumer_restarts"] = eventsOf(kfaild, "probe", "consumer_restarted", 0)["count"];
   record["consumer_recreations"] = eventsOf(kfaild, "probe", "consumer_recreated", 0)["count"];
   {
@@ -251,7 +270,8 @@ TEST_CASE("with the controller gone drills are refused with the reason, and with
   // under-replicated probe partition, not a lagging probe); it is aborted at once.
   api::testing::HttpReply accepted;
   while (secondsSince(acks_back) < 240) {
-    accepted = kfaild.post("/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":2}})");
+    accepted =
+        kfaild.post("/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":2}})");
     if (accepted.status == 202) break;
     record["last_refusal_before_acceptance"] = accepted.json().value("reason", "");
     std::this_thread::sleep_for(1s);
@@ -269,12 +289,14 @@ TEST_CASE("with the controller gone drills are refused with the reason, and with
   std::set<int> covered;
   for (int i = 0; i < 50 && covered.size() < 3; ++i) {
     gaps = kfaild.get("/api/v1/clusters/lab/gaps?kind=ack&min_ms=" +
-                      std::to_string(std::chrono::milliseconds(kOutage).count() - 5000) + "&limit=100");
+                      std::to_string(std::chrono::milliseconds(kOutage).count() - 5000) +
+                      "&limit=100");
     covered.clear();
     for (const auto& g : gaps["items"]) {
       if (g["topic"] == lab.topic && g["start_us"].get<std::int64_t>() <= down_us + 500'000) {
         covered.insert(g["partition"].get<int>());
-        record["ack_gap_s"][std::to_string(g["partition"].get<int>())] = g["duration_us"].get<double>() / 1e6;
+        record["ack_gap_s"][std::to_string(g["partition"].get<int>())] =
+            g["duration_us"].get<double>() / 1e6;
       }
     }
     if (covered.size() < 3) std::this_thread::sleep_for(200ms);
@@ -288,16 +310,19 @@ TEST_CASE("with the controller gone drills are refused with the reason, and with
   CHECK(gone["count"].get<int>() >= 1);
   CHECK(dark["count"].get<int>() >= 1);
   CHECK(light["count"].get<int>() >= 1);
-  record["events"] = {{"broker_gone", gone["count"]}, {"metadata_unavailable", dark["count"]},
+  record["events"] = {{"broker_gone", gone["count"]},
+                      {"metadata_unavailable", dark["count"]},
                       {"metadata_available", light["count"]}};
   CHECK(kfaild.get("/api/v1/clusters/lab")["probe"]["phase"] == "probing");
   checkTokenNotLogged(kfaild);
   record.completed();
 }
 
-TEST_CASE("sshd unreachable: a drill fails at preflight with the reason and touches nothing, and when sshd is lost in the "
-          "middle of a drill, recovery is retried with backoff and reported until sshd is back",
-          "[e2e][reliability][sshd]") {
+TEST_CASE(
+    "sshd unreachable: a drill fails at preflight with the reason and touches nothing, and when "
+    "sshd is lost in the "
+    "middle of a drill, recovery is retried with backoff and reported until sshd is back",
+    "[e2e][reliability][sshd]") {
   Record record("sshd-unreachable");
   std::string out;
   const std::string sshd_up = std::string(KFAILD_SOURCE_DIR) + "/scripts/drill-env/sshd-up";
@@ -309,20 +334,22 @@ TEST_CASE("sshd unreachable: a drill fails at preflight with the reason and touc
     REQUIRE(testing::shellCommand("kill $(cat " + sshd_pid_file.string() + ") && sleep 0.5") == 0);
   };
   LabOptions options;
-  options.node1_ssh = "{host: " + testing::assignment(out, "KFAILD_SSHD_HOST") +
-                      ", user: " + testing::assignment(out, "KFAILD_SSHD_USER") +
-                      ", port: " + testing::assignment(out, "KFAILD_SSHD_PORT") + ", identity_file: " + identity +
-                      ", connect_timeout_s: 3, options: [StrictHostKeyChecking=yes, \"UserKnownHostsFile=" + known_hosts +
-                      "\"], pid_command: \"cat " + testing::labPidFile(1) + "\", start_command: \"" +
-                      testing::labEnvironment() + testing::labScript() + " start 1\", log_dir: " + testing::labLogDir(1) +
-                      "}";
+  options.node1_ssh =
+      "{host: " + testing::assignment(out, "KFAILD_SSHD_HOST") +
+      ", user: " + testing::assignment(out, "KFAILD_SSHD_USER") +
+      ", port: " + testing::assignment(out, "KFAILD_SSHD_PORT") + ", identity_file: " + identity +
+      ", connect_timeout_s: 3, options: [StrictHostKeyChecking=yes, \"UserKnownHostsFile=" +
+      known_hosts + "\"], pid_command: \"cat " + testing::labPidFile(1) + "\", start_command: \"" +
+      testing::labEnvironment() + testing::labScript() +
+      " start 1\", log_dir: " + testing::labLogDir(1) + "}";
   Lab lab(options);
   Kfaild kfaild(lab, "kfaild");
   kfaild.waitSteady(lab.topic);
 
   // Unreachable before the fault: the drill fails at preflight, broker 1 untouched.
   sshd_down();
-  auto drill = runDrillToEnd(kfaild, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2}})", 120s);
+  auto drill = runDrillToEnd(
+      kfaild, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2}})", 120s);
   CHECK(drill["state"] == "failed");
   const auto reason = drill["reason"].get<std::string>();
   INFO("reason: " << reason);
@@ -333,19 +360,23 @@ TEST_CASE("sshd unreachable: a drill fails at preflight with the reason and touc
   // Lost after the kill: recovery retries until sshd answers again.
   REQUIRE(testing::shellCommand(sshd_up) == 0);
   kfaild.waitSteady(lab.topic);
-  const std::string body = R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2,"observe_min_s":2}})";
+  const std::string body =
+      R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2,"observe_min_s":2}})";
   auto id = startDrill(kfaild, body);
-  auto reached = kfaild.waitForState(id, [](const std::string& s) { return s == "observe" || finished(s); }, 120s);
+  auto reached = kfaild.waitForState(
+      id, [](const std::string& s) { return s == "observe" || finished(s); }, 120s);
   // sshd is up again: a preflight that could not reach it is the loaded machine's (a CI run at its
   // 11th test saw ssh exit 255 there, with sshd answering before and after), asked again.
-  for (int again = 0; again < 2 && reached["state"] == "failed" && reached["reason"].is_string() &&
-                      reached["reason"].get<std::string>().find("cannot be reached") != std::string::npos;
+  for (int again = 0;
+       again < 2 && reached["state"] == "failed" && reached["reason"].is_string() &&
+       reached["reason"].get<std::string>().find("cannot be reached") != std::string::npos;
        ++again) {
     WARN("drill " << id << " asked again: " << reached["reason"].get<std::string>());
     REQUIRE(testing::shellCommand(sshd_up) == 0);
     std::this_thread::sleep_for(2s);
     id = startDrill(kfaild, body);
-    reached = kfaild.waitForState(id, [](const std::string& s) { return s == "observe" || finished(s); }, 120s);
+    reached = kfaild.waitForState(
+        id, [](const std::string& s) { return s == "observe" || finished(s); }, 120s);
   }
   sshd_down();
   const auto lost = std::chrono::steady_clock::now();
@@ -359,10 +390,12 @@ TEST_CASE("sshd unreachable: a drill fails at preflight with the reason and touc
   }
   const auto while_down = kfaild.get("/api/v1/drills/" + std::to_string(id));
   CHECK(while_down["state"] == "recover");
-  CHECK(while_down["reason"].get<std::string>().find("recovering node 1: attempt") != std::string::npos);
+  CHECK(while_down["reason"].get<std::string>().find("recovering node 1: attempt") !=
+        std::string::npos);
   CHECK(retries["count"].get<int>() >= 3);
   // No other drill while node 1 is being brought back.
-  const auto second = kfaild.post("/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":2}})");
+  const auto second =
+      kfaild.post("/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":2}})");
   CHECK(second.status == 409);
   record["sshd_down_s"] = secondsSince(lost);
   REQUIRE(testing::shellCommand(sshd_up) == 0);
@@ -383,9 +416,11 @@ TEST_CASE("sshd unreachable: a drill fails at preflight with the reason and touc
   record.completed();
 }
 
-TEST_CASE("twenty simultaneous drill requests on one cluster: one runs, the others are refused, and never "
-          "two brokers are down at once",
-          "[e2e][reliability]") {
+TEST_CASE(
+    "twenty simultaneous drill requests on one cluster: one runs, the others are refused, and "
+    "never "
+    "two brokers are down at once",
+    "[e2e][reliability]") {
   Record record("simultaneous-drills");
   Lab lab;
   Kfaild kfaild(lab, "kfaild");
@@ -402,7 +437,9 @@ TEST_CASE("twenty simultaneous drill requests on one cluster: one runs, the othe
                         R"(},"options":{"baseline_s":1,"observe_min_s":2}})";
       ready.fetch_add(1);
       while (ready.load() < kRequests) std::this_thread::yield();
-      replies[i] = connection.request({"POST", "/api/v1/clusters/lab/drills", body,
+      replies[i] = connection.request({"POST",
+                                       "/api/v1/clusters/lab/drills",
+                                       body,
                                        {{"Authorization", std::string("Bearer ") + kToken},
                                         {"Content-Type", "application/json"}}});
     });
@@ -472,22 +509,30 @@ constexpr int kWrkPauseMs = 20;
 WrkSummary wrk(std::uint16_t port, int seconds, int delay_ms, bool drills_ran = true) {
   // Niced: wrk stands in for clients on other hosts, and this machine has two cores for four
   // JVMs, kfaild and the load generator.
-  const auto [code, out] = run(std::string(drills_ran ? "" : "WRK_NO_DRILL=1 ") + "WRK_DELAY_MS=" + std::to_string(delay_ms) + " nice -n 19 wrk -t2 -c16 -d" + std::to_string(seconds) + "s --latency -s " +
-                               std::string(KFAILD_SOURCE_DIR) + "/tests/e2e/read-load.lua http://127.0.0.1:" +
-                               std::to_string(port) + "/ 2>&1");
+  const auto [code, out] =
+      run(std::string(drills_ran ? "" : "WRK_NO_DRILL=1 ") +
+          "WRK_DELAY_MS=" + std::to_string(delay_ms) + " nice -n 19 wrk -t2 -c16 -d" +
+          std::to_string(seconds) + "s --latency -s " + std::string(KFAILD_SOURCE_DIR) +
+          "/tests/e2e/read-load.lua http://127.0.0.1:" + std::to_string(port) + "/ 2>&1");
   INFO("wrk: " << out);
   REQUIRE(code == 0);
   std::smatch m;
-  REQUIRE(std::regex_search(out, m, std::regex(R"(KFAILD_WRK requests=(\d+) socket_errors=(\d+) non_2xx=(\d+) )"
-                                               R"(p50_ms=([0-9.]+) p99_ms=([0-9.]+) max_ms=([0-9.]+) duration_s=([0-9.]+))")));
-  return {std::stol(m[1]), std::stol(m[2]), std::stol(m[3]), std::stod(m[4]), std::stod(m[5]), std::stod(m[6]),
-          std::stod(m[7])};
+  REQUIRE(std::regex_search(
+      out, m,
+      std::regex(R"(KFAILD_WRK requests=(\d+) socket_errors=(\d+) non_2xx=(\d+) )"
+                 R"(p50_ms=([0-9.]+) p99_ms=([0-9.]+) max_ms=([0-9.]+) duration_s=([0-9.]+))")));
+  return {std::stol(m[1]), std::stol(m[2]), std::stol(m[3]), std::stod(m[4]),
+          std::stod(m[5]), std::stod(m[6]), std::stod(m[7])};
 }
 
 json toJson(const WrkSummary& w) {
-  return {{"requests", w.requests}, {"requests_per_s", w.requests / std::max(w.duration_s, 1e-3)},
-          {"socket_errors", w.socket_errors}, {"non_2xx", w.non_2xx}, {"p50_ms", w.p50_ms},
-          {"p99_ms", w.p99_ms}, {"max_ms", w.max_ms}};
+  return {{"requests", w.requests},
+          {"requests_per_s", w.requests / std::max(w.duration_s, 1e-3)},
+          {"socket_errors", w.socket_errors},
+          {"non_2xx", w.non_2xx},
+          {"p50_ms", w.p50_ms},
+          {"p99_ms", w.p99_ms},
+          {"max_ms", w.max_ms}};
 }
 
 // A span of wall-clock time (µs).
@@ -498,7 +543,8 @@ struct Window {
 // The 99th percentile and the longest of the times between consecutive acks of one probe
 // partition, for messages sent in any of `windows` (each window's intervals its own: none spans
 // two).
-std::pair<std::int64_t, std::int64_t> ackIntervals(const Lab& lab, int partition, const std::vector<Window>& windows) {
+std::pair<std::int64_t, std::int64_t> ackIntervals(const Lab& lab, int partition,
+                                                   const std::vector<Window>& windows) {
   // Samples are stored once their fate is final and the writer has flushed its batch (up to ~1 s
   // later, storage/README.md): wait for the last window's samples for up to 15 s.
   std::vector<std::int64_t> intervals;
@@ -519,26 +565,32 @@ std::pair<std::int64_t, std::int64_t> ackIntervals(const Lab& lab, int partition
     if (last_stored || std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(500ms);
   }
-  INFO("partition " << partition << ": " << intervals.size() << " ack intervals in " << windows.size() << " windows");
+  INFO("partition " << partition << ": " << intervals.size() << " ack intervals in "
+                    << windows.size() << " windows");
   REQUIRE_FALSE(intervals.empty());
   std::sort(intervals.begin(), intervals.end());
-  const auto p99 = intervals[static_cast<std::size_t>(static_cast<double>(intervals.size()) * 0.99)];
+  const auto p99 =
+      intervals[static_cast<std::size_t>(static_cast<double>(intervals.size()) * 0.99)];
   return {p99, intervals.back()};
 }
 
 // A kill drill of broker 1: detection, each partition's ack stall, p0's time from the producer
 // learning the new leader to its first ack, messages lost.
 json killDrill(Kfaild& kfaild, const Lab& lab) {
-  const auto id = startDrill(kfaild, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":3,"observe_min_s":2}})");
+  const auto id = startDrill(
+      kfaild,
+      R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":3,"observe_min_s":2}})");
   const auto drill = kfaild.waitForState(id, finished, 400s);
   INFO("drill: " << drill.dump().substr(0, 3000));
   REQUIRE(drill["state"] == "done");
   const auto& analysis = drill["runs"][0]["analysis"];
   const auto& p0 = partitionOf(analysis, lab.topic, 0);
   REQUIRE(p0["phases"]["client_update_at_us"].is_number());
-  const auto after_update = p0["ack"]["stall"]["end_us"].get<std::int64_t>() - p0["phases"]["client_update_at_us"].get<std::int64_t>();
+  const auto after_update = p0["ack"]["stall"]["end_us"].get<std::int64_t>() -
+                            p0["phases"]["client_update_at_us"].get<std::int64_t>();
   json figures = {{"detection_s", p0["phases"]["detection_us"].get<double>() / 1e6},
-                  {"p0_after_client_update_ms", after_update / 1e3}, {"lost", 0}};
+                  {"p0_after_client_update_ms", after_update / 1e3},
+                  {"lost", 0}};
   for (int p = 0; p < 3; ++p) {
     const auto& part = partitionOf(analysis, lab.topic, p);
     figures["ack_stall_s"][std::to_string(p)] = ackStall(part) / 1e6;
@@ -555,10 +607,12 @@ json killDrill(Kfaild& kfaild, const Lab& lab) {
 // API, so nothing else may load the machine meanwhile. Each of its seconds costs every ctest lane;
 // the kill drills under load are the next test, beside the others. Its kfaild runs no drill, so
 // its wrk leaves out the last drill's path (the next test's loads it).
-TEST_CASE("read endpoints under wrk load while probing: errors and p99 recorded, the probe's timing undisturbed",
-          "[e2e][reliability][load]") {
+TEST_CASE(
+    "read endpoints under wrk load while probing: errors and p99 recorded, the probe's timing "
+    "undisturbed",
+    "[e2e][reliability][load]") {
   Record record("read-load");
-  REQUIRE(run("command -v wrk").first == 0);  // scripts/setup installs it
+  REQUIRE(run("command -v wrk").first == 0);    // scripts/setup installs it
   constexpr std::int64_t kIntervalUs = 20'000;  // kfaild's default: the timing users get
   LabOptions options;
   options.interval_ms = kIntervalUs / 1000;
@@ -573,7 +627,8 @@ TEST_CASE("read endpoints under wrk load while probing: errors and p99 recorded,
   // quiet one on a settled lab) falls on both alike. Under load the probe's timing may move by
   // at most two intervals, the most the load could then add to a stall the probe measures.
   std::vector<Window> quiet_windows, paced_windows;
-  WrkSummary probing;  // both turns: their requests and errors summed, their latencies the larger one's
+  WrkSummary
+      probing;  // both turns: their requests and errors summed, their latencies the larger one's
   for (int turn = 0; turn < 2; ++turn) {
     auto from = wallNowUs();
     std::this_thread::sleep_for(5s);
@@ -597,9 +652,12 @@ TEST_CASE("read endpoints under wrk load while probing: errors and p99 recorded,
   for (int p = 0; p < 3; ++p) {
     const auto quiet = ackIntervals(lab, p, quiet_windows);
     const auto loaded = ackIntervals(lab, p, paced_windows);
-    record["ack_interval_quiet_ms"][std::to_string(p)] = {{"p99", quiet.first / 1e3}, {"max", quiet.second / 1e3}};
-    record["ack_interval_paced_ms"][std::to_string(p)] = {{"p99", loaded.first / 1e3}, {"max", loaded.second / 1e3}};
-    INFO("partition " << p << ": p99 quiet " << quiet.first << " us, loaded " << loaded.first << " us");
+    record["ack_interval_quiet_ms"][std::to_string(p)] = {{"p99", quiet.first / 1e3},
+                                                          {"max", quiet.second / 1e3}};
+    record["ack_interval_paced_ms"][std::to_string(p)] = {{"p99", loaded.first / 1e3},
+                                                          {"max", loaded.second / 1e3}};
+    INFO("partition " << p << ": p99 quiet " << quiet.first << " us, loaded " << loaded.first
+                      << " us");
     CHECK(loaded.first <= quiet.first + 2 * kIntervalUs);
   }
 
@@ -613,16 +671,19 @@ TEST_CASE("read endpoints under wrk load while probing: errors and p99 recorded,
   CHECK(saturated.non_2xx == 0);
   for (int p = 0; p < 3; ++p) {
     const auto loaded = ackIntervals(lab, p, {{from, to}});
-    record["ack_interval_saturated_ms"][std::to_string(p)] = {{"p99", loaded.first / 1e3}, {"max", loaded.second / 1e3}};
+    record["ack_interval_saturated_ms"][std::to_string(p)] = {{"p99", loaded.first / 1e3},
+                                                              {"max", loaded.second / 1e3}};
   }
   CHECK(kfaild.process.running());
   checkTokenNotLogged(kfaild);
   record.completed();
 }
 
-TEST_CASE("a kill drill under paced wrk load on the read endpoints keeps the structure of one without, loses "
-          "nothing, and every request is answered",
-          "[e2e][reliability]") {
+TEST_CASE(
+    "a kill drill under paced wrk load on the read endpoints keeps the structure of one without, "
+    "loses "
+    "nothing, and every request is answered",
+    "[e2e][reliability]") {
   Record record("read-load-drill");
   REQUIRE(run("command -v wrk").first == 0);  // scripts/setup installs it
   Lab lab;
@@ -652,7 +713,8 @@ TEST_CASE("a kill drill under paced wrk load on the read endpoints keeps the str
   // cluster's own failover (when in the heartbeat cycle the broker died, the election, the
   // producer's metadata refresh) differs by seconds from one kill to the next.
   for (const auto& [partition, stall] : loaded["ack_stall_s"].items()) {
-    record["ack_stall_difference_s"][partition] = stall.get<double>() - unloaded["ack_stall_s"][partition].get<double>();
+    record["ack_stall_difference_s"][partition] =
+        stall.get<double>() - unloaded["ack_stall_s"][partition].get<double>();
   }
   CHECK(kfaild.process.running());
   checkTokenNotLogged(kfaild);

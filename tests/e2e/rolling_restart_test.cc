@@ -5,7 +5,6 @@
 // no later step.
 
 #include <catch2/catch.hpp>
-
 #include <csignal>
 #include <regex>
 
@@ -35,20 +34,23 @@ void checkWhole(Kfaild& kfaild, const std::string& topic) {
 
 }  // namespace
 
-TEST_CASE("kfailctl rehearses a rolling restart of the three brokers, a short leader stall per step, and the "
-          "cluster ends whole with its preferred leaders",
-          "[e2e][rolling]") {
+TEST_CASE(
+    "kfailctl rehearses a rolling restart of the three brokers, a short leader stall per step, and "
+    "the "
+    "cluster ends whole with its preferred leaders",
+    "[e2e][rolling]") {
   Lab lab;
   Kfaild kfaild(lab, "kfaild");
   waitFullIsr();
   kfaild.waitSteady(lab.topic);
-  const auto [code, out] =
-      kfailctl(kfaild, lab, "drill lab --fault rolling_restart --between 3 --baseline 3 --timeout 900");
+  const auto [code, out] = kfailctl(
+      kfaild, lab, "drill lab --fault rolling_restart --between 3 --baseline 3 --timeout 900");
   INFO("kfailctl:\n" << out);
   // Exit 0 (pass), 5 (fail) or 6 (inconclusive): the rehearsal finished.
   CHECK((code == 0 || code == 5 || code == 6));
   CHECK_THAT(out, Catch::Contains("rolling restart by stop of nodes [1,2,3], 3 s apart"));
-  for (const char* row : {"\n  1     1 ", "\n  2     2 ", "\n  3     3 "}) CHECK_THAT(out, Catch::Contains(row));
+  for (const char* row : {"\n  1     1 ", "\n  2     2 ", "\n  3     3 "})
+    CHECK_THAT(out, Catch::Contains(row));
   const auto drill = kfaild.get("/api/v1/clusters/lab/drills/last");
   INFO("drill: " << drill.dump().substr(0, 6000));
   REQUIRE(drill["fault"] == "rolling_restart");
@@ -60,11 +62,13 @@ TEST_CASE("kfailctl rehearses a rolling restart of the three brokers, a short le
   // The rehearsal held a planned-maintenance window open, and closed it at its end.
   REQUIRE(summary["maintenance_window"].is_number());
   const auto by = "drill " + drill["id"].dump();
-  const auto window = kfaild.get("/api/v1/clusters/lab/maintenance/" + summary["maintenance_window"].dump());
+  const auto window =
+      kfaild.get("/api/v1/clusters/lab/maintenance/" + summary["maintenance_window"].dump());
   CHECK(window["opened_by"] == by);
   CHECK(window["closed_by"] == by);
   CHECK(window["active"] == false);
-  CHECK(window["started_us"].get<std::int64_t>() <= runs[0]["baseline_start_us"].get<std::int64_t>());
+  CHECK(window["started_us"].get<std::int64_t>() <=
+        runs[0]["baseline_start_us"].get<std::int64_t>());
   CHECK(window["closed_us"].get<std::int64_t>() >= runs[2]["recovered_us"].get<std::int64_t>());
   REQUIRE(summary["steps"].size() == 3);
   for (int i = 0; i < 3; ++i) {
@@ -88,25 +92,30 @@ TEST_CASE("kfailctl rehearses a rolling restart of the three brokers, a short le
       CHECK(part["lost"] == 0);
     }
     const auto& step = summary["steps"][i];
-    WARN("rolling restart step " << i + 1 << " (broker " << i + 1 << "): longest ack gap " << worst << " s, "
-                                 << step["ack_partition_seconds"] << " ack partition-s, " << step["stalled_partitions"]
-                                 << " partition(s) stalled, verdict " << step["verdict"] << ", recovered after "
-                                 << (run["recovered_us"].get<std::int64_t>() - run["fault_us"].get<std::int64_t>()) / 1e6
-                                 << " s");
+    WARN("rolling restart step "
+         << i + 1 << " (broker " << i + 1 << "): longest ack gap " << worst << " s, "
+         << step["ack_partition_seconds"] << " ack partition-s, " << step["stalled_partitions"]
+         << " partition(s) stalled, verdict " << step["verdict"] << ", recovered after "
+         << (run["recovered_us"].get<std::int64_t>() - run["fault_us"].get<std::int64_t>()) / 1e6
+         << " s");
   }
   // One at a time: each step began after the previous broker was back.
   for (int i = 1; i < 3; ++i) {
-    CHECK(runs[i]["fault_us"].get<std::int64_t>() > runs[i - 1]["recovered_us"].get<std::int64_t>() + 3'000'000);
+    CHECK(runs[i]["fault_us"].get<std::int64_t>() >
+          runs[i - 1]["recovered_us"].get<std::int64_t>() + 3'000'000);
   }
   WARN("rolling restart total: " << summary["ack_partition_seconds"] << " ack partition-s, "
-                                 << summary["receive_partition_seconds"] << " receive partition-s, worst "
-                                 << summary["worst_stall"].dump() << ", verdict " << summary["verdict"]);
+                                 << summary["receive_partition_seconds"]
+                                 << " receive partition-s, worst " << summary["worst_stall"].dump()
+                                 << ", verdict " << summary["verdict"]);
   checkWhole(kfaild, lab.topic);
 }
 
-TEST_CASE("kfaild SIGKILLed in the middle of a rolling restart brings that step's broker back at its next start "
-          "and starts no later step",
-          "[e2e][rolling][reliability]") {
+TEST_CASE(
+    "kfaild SIGKILLed in the middle of a rolling restart brings that step's broker back at its "
+    "next start "
+    "and starts no later step",
+    "[e2e][rolling][reliability]") {
   Lab lab;
   waitFullIsr();
   std::int64_t id = 0;
@@ -115,8 +124,9 @@ TEST_CASE("kfaild SIGKILLed in the middle of a rolling restart brings that step'
     first.waitSteady(lab.topic);
     // kfaild dies while the second step, its broker killed and started again, waits for the
     // probe to resume and the broker to rejoin.
-    const auto reply = first.post("/api/v1/clusters/lab/drills",
-                                  R"({"fault":"rolling_restart","options":{"between_s":1,"baseline_s":2,"kill":true}})");
+    const auto reply = first.post(
+        "/api/v1/clusters/lab/drills",
+        R"({"fault":"rolling_restart","options":{"between_s":1,"baseline_s":2,"kill":true}})");
     INFO(reply.body);
     REQUIRE(reply.status == 202);
     id = reply.json()["id"].get<std::int64_t>();
@@ -140,11 +150,14 @@ TEST_CASE("kfaild SIGKILLed in the middle of a rolling restart brings that step'
   CHECK_THAT(drill["reason"].get<std::string>(), Catch::StartsWith("kfaild stopped during "));
   CHECK(drill["runs"].size() == 1);  // the second step never finished, and no third began
   // Broker 3 was never touched: no fault event names it since the drill began.
-  const auto faults = second.get("/api/v1/clusters/lab/events?source=injector&kind=fault&limit=1000");
+  const auto faults =
+      second.get("/api/v1/clusters/lab/events?source=injector&kind=fault&limit=1000");
   for (const auto& e : faults["items"]) {
-    if (e["detail"].is_object() && e["detail"].value("drill", std::int64_t{0}) == id) CHECK(e["broker"] != 3);
+    if (e["detail"].is_object() && e["detail"].value("drill", std::int64_t{0}) == id)
+      CHECK(e["broker"] != 3);
   }
-  const std::regex all_alive(R"(\n1 +broker +\S+ +\S+ +yes[\s\S]*\n2 +broker +\S+ +\S+ +yes[\s\S]*\n3 +broker +\S+ +\S+ +yes)");
+  const std::regex all_alive(
+      R"(\n1 +broker +\S+ +\S+ +yes[\s\S]*\n2 +broker +\S+ +\S+ +yes[\s\S]*\n3 +broker +\S+ +\S+ +yes)");
   CHECK(std::regex_search(kfaild::testing::labOutput("status"), all_alive));
   waitFullIsr();
 }

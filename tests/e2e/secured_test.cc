@@ -26,7 +26,8 @@ std::string clientYaml(const std::map<std::string, std::string>& override = {}) 
   for (const auto& [key, value] : override) props[key] = value;
   std::string out = "    client:\n";
   for (const auto& [key, value] : props.items()) {
-    if (!value.get<std::string>().empty()) out += "      " + key + ": \"" + value.get<std::string>() + "\"\n";
+    if (!value.get<std::string>().empty())
+      out += "      " + key + ": \"" + value.get<std::string>() + "\"\n";
   }
   return out;
 }
@@ -38,7 +39,8 @@ LabOptions securedOptions(const std::map<std::string, std::string>& override = {
 }
 
 std::string secret(const std::string& user) {
-  auto text = readAll(std::string(std::getenv("KFAILD_LAB_DIR")) + "/secrets/" + user + ".password");
+  auto text =
+      readAll(std::string(std::getenv("KFAILD_LAB_DIR")) + "/secrets/" + user + ".password");
   while (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
 }
@@ -52,7 +54,8 @@ void checkQuorumDescribed(Kfaild& kfaild) {
     if (cluster["quorum"].is_object()) break;
     std::this_thread::sleep_for(500ms);
   }
-  INFO("cluster: " << cluster.dump().substr(0, 4000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  INFO("cluster: " << cluster.dump().substr(0, 4000) << "\nkfaild log:\n"
+                   << tail(readAll(kfaild.log)));
   REQUIRE(cluster["quorum"].is_object());
   CHECK(cluster["quorum"]["leader_id"] == 100);
   CHECK(cluster["quorum"]["voters"].size() == 1);
@@ -86,16 +89,19 @@ std::vector<std::string> errorLines(const std::string& output) {
   std::vector<std::string> out;
   std::istringstream in(output);
   for (std::string line; std::getline(in, line);) {
-    if (line.find("error") != std::string::npos || line.find("critical") != std::string::npos) out.push_back(line);
+    if (line.find("error") != std::string::npos || line.find("critical") != std::string::npos)
+      out.push_back(line);
   }
   return out;
 }
 
 }  // namespace
 
-TEST_CASE("on the SASL_SSL lab kfaild probes, describes the quorum, a kill and a stop of broker 1 stall as on the "
-          "plaintext lab, and no password reaches the API, the log, the database or the metrics",
-          "[e2e][secured]") {
+TEST_CASE(
+    "on the SASL_SSL lab kfaild probes, describes the quorum, a kill and a stop of broker 1 stall "
+    "as on the "
+    "plaintext lab, and no password reaches the API, the log, the database or the metrics",
+    "[e2e][secured]") {
   SaslSslKfaild secured;
   auto& lab = *secured.lab;
   auto& kfaild = *secured.kfaild;
@@ -111,7 +117,8 @@ TEST_CASE("on the SASL_SSL lab kfaild probes, describes the quorum, a kill and a
     for (const auto& c : drill["verdict_detail"]["checks"]) {
       if (c["status"] != "inconclusive") continue;
       why += c.value("objective", std::string()) + " " + c.value("topic", std::string()) + "-" +
-             std::to_string(c.value("partition", -1)) + ": " + c.value("reason", std::string()) + "; ";
+             std::to_string(c.value("partition", -1)) + ": " + c.value("reason", std::string()) +
+             "; ";
     }
     for (const auto& p : drill["runs"][0]["analysis"]["partitions"]) {
       for (const char* kind : {"ack", "receive"}) {
@@ -122,7 +129,8 @@ TEST_CASE("on the SASL_SSL lab kfaild probes, describes the quorum, a kill and a
     }
     return why;
   };
-  const std::string kill_body = R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":4}})";
+  const std::string kill_body =
+      R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":4}})";
   auto kill = runDrillToDone(kfaild, kill_body);
   for (int again = 0; again < 2 && kill["verdict"] == "inconclusive"; ++again) {
     WARN("kill drill asked again, its verdict inconclusive: " << whyInconclusive(kill));
@@ -133,7 +141,8 @@ TEST_CASE("on the SASL_SSL lab kfaild probes, describes the quorum, a kill and a
   INFO("the kill drill's inconclusive checks and stalls: " << whyInconclusive(kill));
   const auto& killed = kill["runs"][0]["analysis"];
   REQUIRE(killed["departure"] == "fenced");
-  const auto detection = killed["departure_at_us"].get<std::int64_t>() - killed["fault_us"].get<std::int64_t>();
+  const auto detection =
+      killed["departure_at_us"].get<std::int64_t>() - killed["fault_us"].get<std::int64_t>();
   CHECK(detection >= kSessionTimeoutUs - kHeartbeatUs - 1'000'000);
   CHECK(detection <= kSessionTimeoutUs + 1'500'000);
   CHECK(partitionOf(killed, lab.topic, 0)["role"] == "leader");
@@ -157,8 +166,9 @@ TEST_CASE("on the SASL_SSL lab kfaild probes, describes the quorum, a kill and a
     INFO("stop, partition " << p << ": " << part.dump());
     CHECK(ackStall(part) < kGracefulStallLimitUs);
     CHECK(part["lost"] == 0);
-    std::printf("secured lab stop: %s-%d role %s ack stall %.2f s, longest ack gap %.3f s\n", lab.topic.c_str(), p,
-                part["role"].get<std::string>().c_str(), static_cast<double>(ackStall(part)) / 1e6,
+    std::printf("secured lab stop: %s-%d role %s ack stall %.2f s, longest ack gap %.3f s\n",
+                lab.topic.c_str(), p, part["role"].get<std::string>().c_str(),
+                static_cast<double>(ackStall(part)) / 1e6,
                 part["ack"]["longest_gap"].is_object()
                     ? part["ack"]["longest_gap"]["duration_us"].get<double>() / 1e6
                     : 0.0);
@@ -170,10 +180,11 @@ TEST_CASE("on the SASL_SSL lab kfaild probes, describes the quorum, a kill and a
   // drills with their runs' probe_client, the metrics, its log, and the database file itself,
   // which holds the drill results, events and notifications.
   std::string outputs;
-  for (const auto& target : {std::string("/api/v1/clusters"), std::string("/api/v1/clusters/lab"),
-                             "/api/v1/drills/" + std::to_string(kill["id"].get<std::int64_t>()),
-                             "/api/v1/drills/" + std::to_string(stop["id"].get<std::int64_t>()),
-                             std::string("/api/v1/clusters/lab/events"), std::string("/api/v1/drills")}) {
+  for (const auto& target :
+       {std::string("/api/v1/clusters"), std::string("/api/v1/clusters/lab"),
+        "/api/v1/drills/" + std::to_string(kill["id"].get<std::int64_t>()),
+        "/api/v1/drills/" + std::to_string(stop["id"].get<std::int64_t>()),
+        std::string("/api/v1/clusters/lab/events"), std::string("/api/v1/drills")}) {
     outputs += kfaild.get(target).dump();
   }
   const auto metrics = api::testing::httpGet(kfaild.port, "/metrics");
@@ -191,9 +202,11 @@ TEST_CASE("on the SASL_SSL lab kfaild probes, describes the quorum, a kill and a
   }
 }
 
-TEST_CASE("on the SASL_SSL lab a kill of the only controller is refused for the quorum, and with allow_quorum_loss it "
-          "runs on the quorum's leader and counts the controller back only once it leads again",
-          "[e2e][secured]") {
+TEST_CASE(
+    "on the SASL_SSL lab a kill of the only controller is refused for the quorum, and with "
+    "allow_quorum_loss it "
+    "runs on the quorum's leader and counts the controller back only once it leads again",
+    "[e2e][secured]") {
   SaslSslKfaild secured;
   auto& kfaild = *secured.kfaild;
 
@@ -202,14 +215,15 @@ TEST_CASE("on the SASL_SSL lab a kill of the only controller is refused for the 
   const auto refused = postRefused(kfaild, R"({"fault":"kill","target":{"broker":100}})");
   INFO(refused.body);
   REQUIRE(refused.status == 409);
-  CHECK_THAT(refused.json().value("reason", ""),
-             Catch::Contains("losing controller 100 would leave the KRaft quorum without a majority: 0 of its 1 "
-                             "voter(s) (100)") &&
-                 Catch::Contains("set options.allow_quorum_loss to run it anyway"));
+  CHECK_THAT(
+      refused.json().value("reason", ""),
+      Catch::Contains(
+          "losing controller 100 would leave the KRaft quorum without a majority: 0 of its 1 "
+          "voter(s) (100)") &&
+          Catch::Contains("set options.allow_quorum_loss to run it anyway"));
   CHECK(kfaild.get("/api/v1/drills")["count"] == 0);
 
-  const auto drill = runDrillToDone(
-      kfaild, R"({"fault":"kill","target":{"controller":true},
+  const auto drill = runDrillToDone(kfaild, R"({"fault":"kill","target":{"controller":true},
                   "options":{"allow_quorum_loss":true,"baseline_s":3,"observe_min_s":3}})");
   const auto& run = drill["runs"][0];
   CHECK(run["target"] == 100);
@@ -234,7 +248,9 @@ TEST_CASE("on the SASL_SSL lab a kill of the only controller is refused for the 
   CHECK(recovered_us > *started_us);
   checkQuorumDescribed(kfaild);
   const auto after = [&](const char* key) {
-    return run[key].is_number() ? static_cast<double>(run[key].get<std::int64_t>() - run["fault_us"].get<std::int64_t>()) / 1e6
+    return run[key].is_number() ? static_cast<double>(run[key].get<std::int64_t>() -
+                                                      run["fault_us"].get<std::int64_t>()) /
+                                      1e6
                                 : -1.0;
   };
   // Nothing answers for the control plane until the controller is back: the observation does not
@@ -243,21 +259,27 @@ TEST_CASE("on the SASL_SSL lab a kill of the only controller is refused for the 
   INFO("control plane: " << run["control_plane"].dump());
   CHECK(after("observe_end_us") < 30.0);
   CHECK(after("window_end_us") > after("recovered_us"));
-  std::printf("secured lab controller kill: start asked %.2f s after the kill, counted back %.2f s after the start, "
-              "control plane %s\n",
-              static_cast<double>(*started_us - run["fault_us"].get<std::int64_t>()) / 1e6,
-              static_cast<double>(recovered_us - *started_us) / 1e6, run["control_plane"].dump().substr(0, 600).c_str());
+  std::printf(
+      "secured lab controller kill: start asked %.2f s after the kill, counted back %.2f s after "
+      "the start, "
+      "control plane %s\n",
+      static_cast<double>(*started_us - run["fault_us"].get<std::int64_t>()) / 1e6,
+      static_cast<double>(recovered_us - *started_us) / 1e6,
+      run["control_plane"].dump().substr(0, 600).c_str());
 }
 
-TEST_CASE("on the SASL_SSL lab a wrong password, a CA that did not sign the brokers and a missing mechanism each stop "
-          "kfaild at start with status 2 and one line naming the key",
-          "[e2e][secured]") {
+TEST_CASE(
+    "on the SASL_SSL lab a wrong password, a CA that did not sign the brokers and a missing "
+    "mechanism each stop "
+    "kfaild at start with status 2 and one line naming the key",
+    "[e2e][secured]") {
   testing::SecuredLabEnv env("sasl_ssl");
   REQUIRE(testing::setLabSecurity("sasl_ssl"));
   testing::TempDir dir;
   const auto wrong = (dir / "wrong.password").string();
   std::ofstream(wrong) << "not-the-password\n";
-  std::filesystem::permissions(wrong, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  std::filesystem::permissions(
+      wrong, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   const testing::TestCertificates other(dir / "certs");
 
   struct Case {
@@ -267,8 +289,14 @@ TEST_CASE("on the SASL_SSL lab a wrong password, a CA that did not sign the brok
     const char* reason;
   };
   const std::vector<Case> cases = {
-      {"wrong password", {{"sasl.password_file", wrong}}, "clusters[0].client.sasl.password: ", "invalid credentials"},
-      {"wrong CA", {{"ssl.ca.location", other.otherCa()}}, "clusters[0].client.ssl.ca.location: ", "certificate verify failed"},
+      {"wrong password",
+       {{"sasl.password_file", wrong}},
+       "clusters[0].client.sasl.password: ",
+       "invalid credentials"},
+      {"wrong CA",
+       {{"ssl.ca.location", other.otherCa()}},
+       "clusters[0].client.ssl.ca.location: ",
+       "certificate verify failed"},
       {"no mechanism", {{"sasl.mechanism", ""}}, "clusters[0].client.sasl.mechanism: ", "GSSAPI"},
   };
   for (const auto& c : cases) {
@@ -287,9 +315,11 @@ TEST_CASE("on the SASL_SSL lab a wrong password, a CA that did not sign the brok
   }
 }
 
-TEST_CASE("on the mutual-TLS lab kfaild probes with its client certificate and describes the quorum, and without one "
-          "it stops at start naming the key",
-          "[e2e][secured]") {
+TEST_CASE(
+    "on the mutual-TLS lab kfaild probes with its client certificate and describes the quorum, and "
+    "without one "
+    "it stops at start naming the key",
+    "[e2e][secured]") {
   testing::SecuredLabEnv env("mtls");
   REQUIRE(testing::setLabSecurity("mtls"));
   {
@@ -315,7 +345,8 @@ namespace {
 std::map<int, std::uintmax_t> authorizerLogSizes() {
   std::map<int, std::uintmax_t> sizes;
   for (int node : {1, 2, 3, 100}) {
-    const auto path = testing::labStateDir() + "/node" + std::to_string(node) + "/logs/kafka-authorizer.log";
+    const auto path =
+        testing::labStateDir() + "/node" + std::to_string(node) + "/logs/kafka-authorizer.log";
     std::error_code ec;
     const auto size = std::filesystem::file_size(path, ec);
     sizes[node] = ec ? 0 : size;
@@ -324,13 +355,16 @@ std::map<int, std::uintmax_t> authorizerLogSizes() {
 }
 
 // The denials of `principal` every node logged since `from` (authorizerLogSizes()).
-std::vector<std::string> denials(const std::map<int, std::uintmax_t>& from, const std::string& principal) {
+std::vector<std::string> denials(const std::map<int, std::uintmax_t>& from,
+                                 const std::string& principal) {
   std::vector<std::string> out;
   for (const auto& [node, offset] : from) {
-    const auto text = readAll(testing::labStateDir() + "/node" + std::to_string(node) + "/logs/kafka-authorizer.log");
+    const auto text = readAll(testing::labStateDir() + "/node" + std::to_string(node) +
+                              "/logs/kafka-authorizer.log");
     std::istringstream in(text.size() > offset ? text.substr(offset) : std::string());
     for (std::string line; std::getline(in, line);) {
-      if (line.find("Principal = " + principal + " ") != std::string::npos && line.find("Denied") != std::string::npos) {
+      if (line.find("Principal = " + principal + " ") != std::string::npos &&
+          line.find("Denied") != std::string::npos) {
         out.push_back("node " + std::to_string(node) + ": " + line);
       }
     }
@@ -340,14 +374,15 @@ std::vector<std::string> denials(const std::map<int, std::uintmax_t>& from, cons
 
 }  // namespace
 
-TEST_CASE("on the SASL_SSL lab with an authorizer the probes run as a principal holding only the ACLs "
-          "docs/SECURITY.md lists, and no node denies it anything",
-          "[e2e][secured]") {
+TEST_CASE(
+    "on the SASL_SSL lab with an authorizer the probes run as a principal holding only the ACLs "
+    "docs/SECURITY.md lists, and no node denies it anything",
+    "[e2e][secured]") {
   testing::SecuredLabEnv env("sasl_ssl");
   REQUIRE(testing::setLabSecurity("sasl_ssl"));
-  auto options = securedOptions(
-      {{"sasl.username", "probe"},
-       {"sasl.password_file", std::string(std::getenv("KFAILD_LAB_DIR")) + "/secrets/probe.password"}});
+  auto options = securedOptions({{"sasl.username", "probe"},
+                                 {"sasl.password_file", std::string(std::getenv("KFAILD_LAB_DIR")) +
+                                                            "/secrets/probe.password"}});
   options.probe_yaml = "      coordinators: {transactions: {interval_ms: 1000}}\n";
   Lab lab(options);
   const auto group = "kfaild-probe-lab";  // the configuration's default group and transactional id
@@ -356,7 +391,8 @@ TEST_CASE("on the SASL_SSL lab with an authorizer the probes run as a principal 
     INFO("lab acl -- " << arguments);
     REQUIRE(testing::lab("acl -- --add --allow-principal User:probe " + arguments) == 0);
   };
-  grant("--operation Create --operation Write --operation Read --operation Describe --topic " + lab.topic);
+  grant("--operation Create --operation Write --operation Read --operation Describe --topic " +
+        lab.topic);
   grant("--operation Read --group " + std::string(group));
   grant("--operation Write --transactional-id " + std::string(group));
   grant("--operation Describe --topic __consumer_offsets --topic __transaction_state");
@@ -380,7 +416,8 @@ TEST_CASE("on the SASL_SSL lab with an authorizer the probes run as a principal 
         {"transactions", {c["transactions"]["operations"], c["transactions"]["failures"]}}};
   };
   const auto steady = counts(kfaild.get("/api/v1/clusters/lab"));
-  const std::map<std::string, std::int64_t> wanted{{"control", 10}, {"commits", 10}, {"transactions", 3}};
+  const std::map<std::string, std::int64_t> wanted{
+      {"control", 10}, {"commits", 10}, {"transactions", 3}};
   json cluster;
   const auto enough = [&] {
     for (const auto& [stream, n] : wanted) {
@@ -394,25 +431,29 @@ TEST_CASE("on the SASL_SSL lab with an authorizer the probes run as a principal 
     if (enough()) break;
     std::this_thread::sleep_for(500ms);
   }
-  INFO("cluster: " << cluster.dump().substr(0, 6000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  INFO("cluster: " << cluster.dump().substr(0, 6000) << "\nkfaild log:\n"
+                   << tail(readAll(kfaild.log)));
   CHECK(enough());
   for (const auto& [stream, now] : counts(cluster)) {
-    INFO(stream << ": " << now.first - steady.at(stream).first << " operations since the probe was steady");
+    INFO(stream << ": " << now.first - steady.at(stream).first
+                << " operations since the probe was steady");
     CHECK(now.second == steady.at(stream).second);
   }
   const auto denied = denials(from, "User:probe");
-  INFO("denied:\n" << [&] {
-    std::string all;
-    for (const auto& d : denied) all += d + "\n";
-    return all.substr(0, 6000);
-  }());
+  INFO("denied:\n"
+       << [&] {
+            std::string all;
+            for (const auto& d : denied) all += d + "\n";
+            return all.substr(0, 6000);
+          }());
   CHECK(denied.empty());
 
   // The authorizer is in force: without CREATE on kfaild-controller-check every controller check
   // is denied (and logged), though the control probe still counts the answer.
   const auto before = authorizerLogSizes();
-  REQUIRE(testing::lab("acl -- --remove --force --allow-principal User:probe --operation Create --topic "
-                       "kfaild-controller-check") == 0);
+  REQUIRE(testing::lab(
+              "acl -- --remove --force --allow-principal User:probe --operation Create --topic "
+              "kfaild-controller-check") == 0);
   std::vector<std::string> check_denied;
   for (int i = 0; i < 60 && check_denied.empty(); ++i) {
     std::this_thread::sleep_for(500ms);

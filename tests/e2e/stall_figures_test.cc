@@ -23,7 +23,8 @@ LabOptions withSingle() {
 
 // Submits until a guard stops refusing (a broker restarted by the previous drill may still be
 // catching up); the drill's id.
-std::int64_t startWhenAccepted(Kfaild& kfaild, const std::string& body, std::chrono::seconds limit) {
+std::int64_t startWhenAccepted(Kfaild& kfaild, const std::string& body,
+                               std::chrono::seconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   api::testing::HttpReply reply;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -56,18 +57,21 @@ json runDrill(Kfaild& kfaild, const std::string& body) {
   return drill;
 }
 
-double seconds(std::int64_t micros) { return static_cast<double>(micros) / 1e6; }
+double seconds(std::int64_t micros) {
+  return static_cast<double>(micros) / 1e6;
+}
 
 void recordPartitions(Record& record, const std::string& name, const json& run, const Lab& lab) {
   for (const auto& p : run["analysis"]["partitions"]) {
-    const auto key = (p["topic"] == lab.single ? std::string("single") : std::string("orders")) + "-" +
-                     std::to_string(p["partition"].get<int>());
+    const auto key = (p["topic"] == lab.single ? std::string("single") : std::string("orders")) +
+                     "-" + std::to_string(p["partition"].get<int>());
     auto& r = record[name][key];
     r["role"] = p["role"];
     for (const char* kind : {"ack", "receive"}) {
       r[std::string(kind) + "_outcome"] = p[kind]["outcome"];
       if (p[kind]["longest_gap"].is_object()) {
-        r[std::string(kind) + "_longest_gap_s"] = seconds(p[kind]["longest_gap"]["duration_us"].get<std::int64_t>());
+        r[std::string(kind) + "_longest_gap_s"] =
+            seconds(p[kind]["longest_gap"]["duration_us"].get<std::int64_t>());
       }
     }
     r["failed"] = p["failed"];
@@ -77,9 +81,10 @@ void recordPartitions(Record& record, const std::string& name, const json& run, 
 
 }  // namespace
 
-TEST_CASE("kill stop and pause of broker 1 with a sole-replica topic: roles leader follower follower and "
-          "sole replica, the sole replica's outage ends at its first ack after the node is back",
-          "[e2e][measurement]") {
+TEST_CASE(
+    "kill stop and pause of broker 1 with a sole-replica topic: roles leader follower follower and "
+    "sole replica, the sole replica's outage ends at its first ack after the node is back",
+    "[e2e][measurement]") {
   Record record("stall-figures");
   Lab lab(withSingle());
   const DeleteTopicAtEnd cleanup{lab.single};
@@ -90,8 +95,10 @@ TEST_CASE("kill stop and pause of broker 1 with a sole-replica topic: roles lead
   for (const std::string fault : {"kill", "stop", "pause"}) {
     kfaild.waitSteady(lab.topic);
     const auto wall_start = std::chrono::steady_clock::now();
-    const auto drill = runDrill(kfaild, R"({"fault":")" + fault + R"(","target":{"broker":1},)" + unavailable + "}");
-    const auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    const auto drill = runDrill(
+        kfaild, R"({"fault":")" + fault + R"(","target":{"broker":1},)" + unavailable + "}");
+    const auto took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     const auto& run = drill["runs"][0];
     const auto& analysis = run["analysis"];
     INFO(fault << " drill: " << run.dump().substr(0, 8000));
@@ -135,12 +142,14 @@ TEST_CASE("kill stop and pause of broker 1 with a sole-replica topic: roles lead
       CHECK(stall["open"] == false);
       // A killed broker answers nothing after the signal; one stopped gracefully goes on serving
       // while it shuts down (122 ms once on this machine), so its last ack may come a little later.
-      CHECK(stall["start_us"].get<std::int64_t>() <= fault_us + (fault == "kill" ? 100'000 : 1'000'000));
+      CHECK(stall["start_us"].get<std::int64_t>() <=
+            fault_us + (fault == "kill" ? 100'000 : 1'000'000));
       CHECK(single["ack"]["ended_by"]["at_us"] == stall["end_us"]);
       CHECK(node_back_us > 0);
       CHECK(node_back_us <= recovered_us - fault_us);
       CHECK(stall_end > fault_us + node_back_us - 100'000);
-      CHECK(single["phases"]["resume_us"].get<std::int64_t>() == stall_end - (fault_us + node_back_us));
+      CHECK(single["phases"]["resume_us"].get<std::int64_t>() ==
+            stall_end - (fault_us + node_back_us));
       CHECK(single["phases"]["resume_resolution_us"] == 100'000);
       CHECK(single["phases"]["resume_us"].get<std::int64_t>() < 30'000'000);
       // Observation did not wait for single: it ended once orders had resumed, and the node
@@ -150,7 +159,8 @@ TEST_CASE("kill stop and pause of broker 1 with a sole-replica topic: roles lead
       CHECK(observe_end - fault_us < 30'000'000);
       CHECK(run["window_end_us"].get<std::int64_t>() - observe_end < 60'000'000);
       record[fault]["single_outage_s"] = seconds(stall["duration_us"].get<std::int64_t>());
-      record[fault]["single_node_back_s"] = seconds(single["phases"]["node_back_us"].get<std::int64_t>());
+      record[fault]["single_node_back_s"] =
+          seconds(single["phases"]["node_back_us"].get<std::int64_t>());
       record[fault]["single_resume_s"] = seconds(single["phases"]["resume_us"].get<std::int64_t>());
     }
     const auto& p0 = partitionOf(analysis, lab.topic, 0);
@@ -174,7 +184,8 @@ TEST_CASE("kill stop and pause of broker 1 with a sole-replica topic: roles lead
         const auto& part = partitionOf(analysis, lab.topic, p);
         INFO("orders-" << p);
         CHECK(part["ack"]["outcome"] != "inconclusive");
-        CHECK(part["ack"]["longest_gap"]["duration_us"].get<std::int64_t>() < kGracefulStallLimitUs);
+        CHECK(part["ack"]["longest_gap"]["duration_us"].get<std::int64_t>() <
+              kGracefulStallLimitUs);
         if (part["ack"]["outcome"] == "none") CHECK(part["ack"]["stall"].is_null());
       }
     }
@@ -186,9 +197,10 @@ TEST_CASE("kill stop and pause of broker 1 with a sole-replica topic: roles lead
   record.completed();
 }
 
-TEST_CASE("right after the lab is restarted a drill is accepted once the probe is steady, elects the "
-          "preferred leaders first and classifies the roles as designed",
-          "[e2e][measurement]") {
+TEST_CASE(
+    "right after the lab is restarted a drill is accepted once the probe is steady, elects the "
+    "preferred leaders first and classifies the roles as designed",
+    "[e2e][measurement]") {
   Record record("after-restart");
   Lab lab;
   Kfaild kfaild(lab, "kfaild");
@@ -198,13 +210,15 @@ TEST_CASE("right after the lab is restarted a drill is accepted once the probe i
   REQUIRE(testing::lab("up") == 0);
   const auto up = std::chrono::steady_clock::now();
   auto id = startWhenAccepted(kfaild, R"({"fault":"kill","target":{"broker":1}})", 240s);
-  record["accepted_after_lab_up_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - up).count();
+  record["accepted_after_lab_up_s"] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - up).count();
   auto drill = kfaild.waitForState(id, finished, 600s);
   // Brokers just started are slow for a while (their JIT warms up); on a host busy with other labs
   // the probe can fall behind during the baseline, and kfaild then rightly refuses at the fault
   // without touching the node. Such a drill is asked again, up to twice; any other failure fails.
   int refused_for_lag = 0;
-  while (drill["state"] == "failed" && refused_for_lag < 2 && testing::refusedForProbe(drill["reason"].get<std::string>())) {
+  while (drill["state"] == "failed" && refused_for_lag < 2 &&
+         testing::refusedForProbe(drill["reason"].get<std::string>())) {
     ++refused_for_lag;
     WARN("drill " << id << " refused at the fault: " << drill["reason"].get<std::string>());
     id = startWhenAccepted(kfaild, R"({"fault":"kill","target":{"broker":1}})", 240s);
@@ -213,8 +227,10 @@ TEST_CASE("right after the lab is restarted a drill is accepted once the probe i
   record["refused_for_probe_lag"] = refused_for_lag;
   // A CI run's consumer read nothing after the restart for 252.7 s through five seeks of its
   // fetch; the probe now recreates it when a seek does not help (docs/MEASUREMENT.md).
-  record["consumer_restarts"] = kfaild.get("/api/v1/clusters/lab/events?source=probe&kind=consumer_restarted")["count"];
-  record["consumer_recreations"] = kfaild.get("/api/v1/clusters/lab/events?source=probe&kind=consumer_recreated")["count"];
+  record["consumer_restarts"] =
+      kfaild.get("/api/v1/clusters/lab/events?source=probe&kind=consumer_restarted")["count"];
+  record["consumer_recreations"] =
+      kfaild.get("/api/v1/clusters/lab/events?source=probe&kind=consumer_recreated")["count"];
   INFO("drill: " << drill.dump().substr(0, 6000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
   REQUIRE(drill["state"] == "done");
   const auto& run = drill["runs"][0];

@@ -1,38 +1,49 @@
 // A verdict on the lab: a kill drill run by kfailctl with an objective no kill can meet (an ack
 // stall of at most 1 s, against the ~9 s detection) ends `fail`, names the killed leader's
 // partition, and kfailctl exits 5 — the CI-pipeline use. The same drill is told to a real
-// Alertmanager (0.25), a generic webhook and a Slack-style receiver, as kfaild's configuration says.
+// Alertmanager (0.25), a generic webhook and a Slack-style receiver, as kfaild's configuration
+// says.
 
+#include "tests/e2e/e2e_support.h"
 #include "tests/support/alertmanager.h"
 #include "tests/support/http_receiver.h"
 #include "tests/support/paths.h"
-#include "tests/e2e/e2e_support.h"
 
 using namespace kfaild;
 using namespace kfaild::e2e;
 using nlohmann::json;
 
-TEST_CASE("a kill drill expected to stall at most 1 s fails on the killed leader's partition and kfailctl "
-          "exits 5",
-          "[e2e][api][verdict][notify]") {
+TEST_CASE(
+    "a kill drill expected to stall at most 1 s fails on the killed leader's partition and "
+    "kfailctl "
+    "exits 5",
+    "[e2e][api][verdict][notify]") {
   testing::Alertmanager alertmanager;
   testing::HttpReceiver webhook;
   testing::HttpReceiver slack;
   webhook.start();
   slack.start();
   LabOptions options;
-  options.extra_yaml = "notifications:\n"
-                       "  receivers:\n"
-                       "    - {name: oncall, type: alertmanager, url: \"" + alertmanager.url() + "\"}\n"
-                       "    - {name: ci-hook, type: webhook, url: \"" + webhook.url() + "\"}\n"
-                       "    - {name: chat, type: slack, url: \"" + slack.url("/services/T0/B0/x") + "\"}\n"
-                       "  retry: {initial_s: 1, max_s: 5}\n";
+  options.extra_yaml =
+      "notifications:\n"
+      "  receivers:\n"
+      "    - {name: oncall, type: alertmanager, url: \"" +
+      alertmanager.url() +
+      "\"}\n"
+      "    - {name: ci-hook, type: webhook, url: \"" +
+      webhook.url() +
+      "\"}\n"
+      "    - {name: chat, type: slack, url: \"" +
+      slack.url("/services/T0/B0/x") +
+      "\"}\n"
+      "  retry: {initial_s: 1, max_s: 5}\n";
   Lab lab(options);
   Kfaild kfaild(lab, "kfaild");
   kfaild.waitSteady(lab.topic);
 
-  auto [code, out] =
-      kfailctl(kfaild, lab, "drill lab --broker 1 --fault kill --baseline 2 --json --timeout 600 --expect max_ack_stall_s=1");
+  auto [code, out] = kfailctl(kfaild, lab,
+                              "drill lab --broker 1 --fault kill --baseline 2 --json --timeout 600 "
+                              "--expect max_ack_stall_s=1");
   INFO("kfailctl: " << out.substr(0, 6000) << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
   const json drill = json::parse(out);
   REQUIRE(drill["state"] == "done");
@@ -52,7 +63,8 @@ TEST_CASE("a kill drill expected to stall at most 1 s fails on the killed leader
   REQUIRE(led);
   const json* leader_check = nullptr;
   for (const auto& c : detail["checks"]) {
-    if (c["objective"] == "max_ack_stall_s" && c["topic"] == lab.topic && c["partition"] == *led) leader_check = &c;
+    if (c["objective"] == "max_ack_stall_s" && c["topic"] == lab.topic && c["partition"] == *led)
+      leader_check = &c;
   }
   REQUIRE(leader_check != nullptr);
   CHECK((*leader_check)["status"] == "fail");
@@ -61,7 +73,8 @@ TEST_CASE("a kill drill expected to stall at most 1 s fails on the killed leader
   CHECK((*leader_check)["run"] == 1);
   CHECK((*leader_check)["measured"].get<double>() * 1e6 ==
         Approx(static_cast<double>(ackStall(partitionOf(analysis, lab.topic, *led)))).margin(1));
-  CHECK((*leader_check)["measured"].get<double>() > 5.0);  // the session timeout's detection, not noise
+  CHECK((*leader_check)["measured"].get<double>() >
+        5.0);  // the session timeout's detection, not noise
   // The other objectives are the defaults', which a kill on the lab meets: only ack stalls fail.
   for (const auto& c : detail["checks"]) {
     INFO(c.dump());
@@ -70,8 +83,7 @@ TEST_CASE("a kill drill expected to stall at most 1 s fails on the killed leader
 
   // The row's columns, the list filter and the human summary agree.
   const auto id = drill["id"].get<std::int64_t>();
-  CHECK(sqlValue(lab.db, "SELECT verdict FROM drills WHERE id = " + std::to_string(id)) ==
-        "fail");
+  CHECK(sqlValue(lab.db, "SELECT verdict FROM drills WHERE id = " + std::to_string(id)) == "fail");
   bool listed = false;
   const auto failed = kfaild.get("/api/v1/drills?verdict=fail&cluster=lab");
   for (const auto& d : failed["items"]) listed = listed || d["id"] == id;
@@ -84,7 +96,8 @@ TEST_CASE("a kill drill expected to stall at most 1 s fails on the killed leader
 
   // Alertmanager received the alert with the drill's labels (read back through its own API).
   const auto alert = alertmanager.waitForAlert("KfaildDrillFailed", 60s);
-  INFO("alertmanager: " << alertmanager.alerts().dump() << "\nkfaild log:\n" << tail(readAll(kfaild.log)));
+  INFO("alertmanager: " << alertmanager.alerts().dump() << "\nkfaild log:\n"
+                        << tail(readAll(kfaild.log)));
   REQUIRE(alert);
   const auto& labels = (*alert)["labels"];
   CHECK(labels["cluster"] == "lab");
@@ -93,7 +106,8 @@ TEST_CASE("a kill drill expected to stall at most 1 s fails on the killed leader
   CHECK(labels["drill_id"] == std::to_string(id));
   CHECK(labels["severity"] == "critical");
   CHECK((*alert)["status"]["state"] == "active");
-  CHECK((*alert)["annotations"]["failed_checks"].get<std::string>().find("max_ack_stall_s") != std::string::npos);
+  CHECK((*alert)["annotations"]["failed_checks"].get<std::string>().find("max_ack_stall_s") !=
+        std::string::npos);
   WARN("Alertmanager received: " << alert->dump());
 
   // The generic webhook and the Slack-style receiver got one payload each for this drill.
@@ -118,6 +132,7 @@ TEST_CASE("a kill drill expected to stall at most 1 s fails on the killed leader
   // kfaild lists the three deliveries.
   const auto listed_notifications = kfaild.get("/api/v1/notifications?state=delivered");
   std::size_t delivered = 0;
-  for (const auto& n : listed_notifications["items"]) delivered += n["event"] == "drill_finished" ? 1 : 0;
+  for (const auto& n : listed_notifications["items"])
+    delivered += n["event"] == "drill_finished" ? 1 : 0;
   CHECK(delivered == 3);
 }

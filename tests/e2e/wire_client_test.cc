@@ -10,9 +10,11 @@ using namespace kfaild::e2e;
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-TEST_CASE("with the wire client a kill of broker 1 stalls every partition it replicates for at least the detection, "
-          "and the leader's partition resumes within a metadata retry of its new leader",
-          "[e2e][probe][wire]") {
+TEST_CASE(
+    "with the wire client a kill of broker 1 stalls every partition it replicates for at least the "
+    "detection, "
+    "and the leader's partition resumes within a metadata retry of its new leader",
+    "[e2e][probe][wire]") {
   LabOptions options;
   options.probe_client = "wire";
   Lab lab(options);
@@ -22,7 +24,8 @@ TEST_CASE("with the wire client a kill of broker 1 stalls every partition it rep
   INFO("client settings: " << settings.dump());
   REQUIRE(settings["probe.client"] == "wire");
 
-  const auto drill = runDrillToDone(kfaild, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":3}})");
+  const auto drill = runDrillToDone(
+      kfaild, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":3}})");
   const auto& run = drill["runs"][0];
   const auto& analysis = run["analysis"];
   INFO("run: " << run.dump().substr(0, 12000));
@@ -61,10 +64,10 @@ TEST_CASE("with the wire client a kill of broker 1 stalls every partition it rep
   summary.erase("runs");
   INFO("drill: " << summary.dump());
   CHECK(drill["verdict"] == "pass");
-  WARN("wire client, kill of broker 1: detection " << detection / 1000 << " ms, p0 stall " << ackStall(p0) / 1000
-                                                   << " ms, discovery " << p0["phases"]["discovery_us"]
-                                                   << " µs, resume " << (resumed - client_at.get<std::int64_t>()) / 1000
-                                                   << " ms after it; nothing outstanding inside p0's stall for "
-                                                   << p0["ack"]["probe_idle_us"] << " µs, before its ending send for "
-                                                   << p0["ack"]["probe_idle_at_end_us"] << " µs");
+  WARN("wire client, kill of broker 1: detection "
+       << detection / 1000 << " ms, p0 stall " << ackStall(p0) / 1000 << " ms, discovery "
+       << p0["phases"]["discovery_us"] << " µs, resume "
+       << (resumed - client_at.get<std::int64_t>()) / 1000
+       << " ms after it; nothing outstanding inside p0's stall for " << p0["ack"]["probe_idle_us"]
+       << " µs, before its ending send for " << p0["ack"]["probe_idle_at_end_us"] << " µs");
 }

@@ -2,16 +2,17 @@
 // scripts/drill-env/podman-up — with the lab's broker 1 running in a container
 // (`lab start 1 --container`), so kill, stop, start, pause and logs act as `docker ...` would.
 
-#include "tests/support/paths.h"
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
-#include <unistd.h>
 
 #include "server/fault/docker_injector.h"
 #include "server/fault/errc.h"
 #include "server/fault/kafka_log.h"
 #include "tests/fault/lab_broker.h"
+#include "tests/support/paths.h"
 
 using namespace kfaild;
 using namespace kfaild::fault;
@@ -28,7 +29,9 @@ std::string podmanUp(const std::string& key) {
   return value;
 }
 
-std::string podmanEndpoint() { return "unix://" + podmanUp("KFAILD_PODMAN_SOCKET"); }
+std::string podmanEndpoint() {
+  return "unix://" + podmanUp("KFAILD_PODMAN_SOCKET");
+}
 
 // A container of this test's own that only sleeps, removed on destruction.
 class SleepingContainer {
@@ -38,7 +41,9 @@ class SleepingContainer {
                                   " --network host --rootfs " + podmanUp("KFAILD_PODMAN_ROOTFS") +
                                   " sleep 600 >/dev/null") == 0);
   }
-  ~SleepingContainer() { testing::shellCommand("podman rm --force --time 0 " + name_ + " >/dev/null 2>&1"); }
+  ~SleepingContainer() {
+    testing::shellCommand("podman rm --force --time 0 " + name_ + " >/dev/null 2>&1");
+  }
 
  private:
   std::string name_;
@@ -191,8 +196,10 @@ TEST_CASE("through the Docker API a container that does not exist is no_such_con
   CHECK(state.error().code == errc::no_such_container);
 }
 
-TEST_CASE("through the Docker API a paused container thaws by itself at its expiry, and resume cancels its timer",
-          "[e2e][fault][podman]") {
+TEST_CASE(
+    "through the Docker API a paused container thaws by itself at its expiry, and resume cancels "
+    "its timer",
+    "[e2e][fault][podman]") {
   const auto endpoint = podmanEndpoint();
   const auto name = "kfaild-pause-expiry-" + std::to_string(::getpid());
   const SleepingContainer container(name);
@@ -214,7 +221,8 @@ TEST_CASE("through the Docker API a paused container thaws by itself at its expi
   const auto resumed = injector.resume(held.drill);
   REQUIRE(resumed);
   INFO(resumed->detail);
-  CHECK(resumed->detail.rfind("thawed container " + name + "; its expiry timer cancelled (", 0) == 0);
+  CHECK(resumed->detail.rfind("thawed container " + name + "; its expiry timer cancelled (", 0) ==
+        0);
   // Paused again by hand past the cancelled timer's expiry: it stays paused.
   REQUIRE(testing::shellCommand("podman pause " + name + " >/dev/null") == 0);
   std::this_thread::sleep_for(2500ms);

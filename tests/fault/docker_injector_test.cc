@@ -1,4 +1,3 @@
-#include "tests/support/manual_clock.h"
 #include "server/fault/docker_injector.h"
 
 #include <sys/socket.h>
@@ -9,6 +8,7 @@
 #include <filesystem>
 
 #include "server/fault/errc.h"
+#include "tests/support/manual_clock.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
@@ -198,22 +198,25 @@ TEST_CASE("an engine that accepts but never answers times out", "[integration][f
   CHECK(took < std::chrono::seconds(2));
 }
 
-TEST_CASE("a container in the host's or another container's network namespace is refused for gray faults",
-          "[unit][fault]") {
+TEST_CASE(
+    "a container in the host's or another container's network namespace is refused for gray faults",
+    "[unit][fault]") {
   const auto host = parseContainerInspect(R"({"State": {"Running": true, "Pid": 42},
       "HostConfig": {"NetworkMode": "host"}})");
   REQUIRE(host);
   CHECK(host->network_mode == "host");
-  CHECK(networkModeRefusal("k1", host->network_mode).find("network mode host") != std::string::npos);
-  CHECK(networkModeRefusal("k1", "container:c70bbb8f08cd").find("shares that container's network namespace") !=
+  CHECK(networkModeRefusal("k1", host->network_mode).find("network mode host") !=
         std::string::npos);
+  CHECK(networkModeRefusal("k1", "container:c70bbb8f08cd")
+            .find("shares that container's network namespace") != std::string::npos);
   CHECK(networkModeRefusal("k1", "bridge").empty());
   CHECK(networkModeRefusal("k1", "kfaild-lab").empty());
   CHECK(networkModeRefusal("k1", "").empty());
 }
 
-TEST_CASE("isolating a container with network mode host is refused before anything enters a namespace",
-          "[integration][fault]") {
+TEST_CASE(
+    "isolating a container with network mode host is refused before anything enters a namespace",
+    "[integration][fault]") {
   const kfaild::testing::TempDir dir;
   const kfaild::testing::ManualClock clock;
   const std::string path = (dir / "engine.sock").string();
@@ -228,13 +231,15 @@ TEST_CASE("isolating a container with network mode host is refused before anythi
       "                  'HostConfig': {'NetworkMode': 'host'}, 'Config': {'Tty': False}}\n"
       "    data = json.dumps(body).encode()\n"
       "    self.send_response(200); self.send_header('Content-Type', 'application/json')\n"
-      "    self.send_header('Content-Length', str(len(data))); self.end_headers(); self.wfile.write(data)\n"
+      "    self.send_header('Content-Length', str(len(data))); self.end_headers(); "
+      "self.wfile.write(data)\n"
       "  def address_string(self): return 'engine'\n"
       "class S(socketserver.UnixStreamServer):\n"
       "  def get_request(self):\n"
       "    r, _ = super().get_request(); return r, ('engine', 0)\n"
       "S(sys.argv[1], H).serve_forever()\n";
-  kfaild::testing::ChildProcess server({"/usr/bin/python3", "-c", engine, path}, (dir / "engine.log").string());
+  kfaild::testing::ChildProcess server({"/usr/bin/python3", "-c", engine, path},
+                                       (dir / "engine.log").string());
   for (int i = 0; i < 100 && !std::filesystem::exists(path); ++i) usleep(20'000);
   REQUIRE(std::filesystem::exists(path));
   DockerInjector injector({"unix://" + path, "kfaild-lab-k1"}, LogZone::utc, clock);

@@ -3,9 +3,9 @@
 // requires a client certificate of the same CA. The injector inspects, kills and starts a small
 // container of the test's own; it needs no Kafka lab.
 
-#include <catch2/catch.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
 #include <random>
@@ -29,8 +29,7 @@ namespace {
 
 std::uint16_t freePort() {
   boost::asio::io_context ioc;
-  boost::asio::ip::tcp::acceptor acceptor(
-      ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  boost::asio::ip::tcp::acceptor acceptor(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
   return acceptor.local_endpoint().port();
 }
 
@@ -49,10 +48,10 @@ class SleepingContainer {
       : name_("kfaild-tls-test-" + std::to_string(getpid()) + "-" +
               std::to_string(std::random_device()() % 100000)) {
     std::string out;
-    const int code = testing::shellCommand(
-        "podman run --detach --name " + name_ + " --network host --rootfs " + rootfs +
-            " /usr/bin/sleep 600 2>&1",
-        &out);
+    const int code =
+        testing::shellCommand("podman run --detach --name " + name_ + " --network host --rootfs " +
+                                  rootfs + " /usr/bin/sleep 600 2>&1",
+                              &out);
     INFO(out);
     REQUIRE(code == 0);
   }
@@ -67,9 +66,10 @@ class SleepingContainer {
 
 }  // namespace
 
-TEST_CASE("over TLS with a client certificate the Docker injector inspects, kills and starts a "
-          "container, and the engine's terminator refuses a client without one",
-          "[e2e][fault][podman]") {
+TEST_CASE(
+    "over TLS with a client certificate the Docker injector inspects, kills and starts a "
+    "container, and the engine's terminator refuses a client without one",
+    "[e2e][fault][podman]") {
   std::string env;
   REQUIRE(testing::shellCommand(std::string(KFAILD_SOURCE_DIR) + "/scripts/drill-env/podman-up",
                                 &env) == 0);
@@ -86,11 +86,21 @@ TEST_CASE("over TLS with a client certificate the Docker injector inspects, kill
                          "pid =\n"
                          "debug = info\n"
                          "[docker]\n"
-                         "accept = 127.0.0.1:" << port << "\n"
-                         "connect = " << socket << "\n"
-                         "cert = " << certs.serverCert() << "\n"
-                         "key = " << certs.serverKey() << "\n"
-                         "CAfile = " << certs.ca() << "\n"
+                         "accept = 127.0.0.1:"
+                      << port
+                      << "\n"
+                         "connect = "
+                      << socket
+                      << "\n"
+                         "cert = "
+                      << certs.serverCert()
+                      << "\n"
+                         "key = "
+                      << certs.serverKey()
+                      << "\n"
+                         "CAfile = "
+                      << certs.ca()
+                      << "\n"
                          "verifyChain = yes\n"
                          "requireCert = yes\n"
                          "sslVersionMin = TLSv1.2\n";
@@ -148,7 +158,8 @@ TEST_CASE("over TLS with a client certificate the Docker injector inspects, kill
     // TLS 1.3: the terminator checks the certificate after the client's handshake ended; its
     // alert arrives on the first read, or its close already resets the request's write.
     const bool alert = answer.error().message.find("certificate required") != std::string::npos;
-    const bool reset = answer.error().message.find("right after the handshake") != std::string::npos;
+    const bool reset =
+        answer.error().message.find("right after the handshake") != std::string::npos;
     CHECK((alert || reset));
   }
   {

@@ -45,10 +45,12 @@ const config::DockerTarget& dockerOf(const config::Config& c) {
 
 TEST_CASE("plain tcp:// to a Docker engine that is not on loopback is refused unless insecure",
           "[unit][fault][config]") {
-  const auto refused = errorOf(withDocker("          {endpoint: \"tcp://10.1.2.3:2375\", container: k1}\n"));
+  const auto refused =
+      errorOf(withDocker("          {endpoint: \"tcp://10.1.2.3:2375\", container: k1}\n"));
   INFO(refused);
-  CHECK(refused.find("test.yaml: clusters[0].inventory[0].docker.endpoint: plain tcp:// to 10.1.2.3, "
-                     "which is not loopback") == 0);
+  CHECK(
+      refused.find("test.yaml: clusters[0].inventory[0].docker.endpoint: plain tcp:// to 10.1.2.3, "
+                   "which is not loopback") == 0);
   CHECK(refused.find("insecure: true") != std::string::npos);
   CHECK(errorOf(withDocker("          {endpoint: \"tcp://docker.internal:2375\", container: k1}\n"))
             .find("docker.endpoint: plain tcp:// to docker.internal") != std::string::npos);
@@ -57,14 +59,17 @@ TEST_CASE("plain tcp:// to a Docker engine that is not on loopback is refused un
       withDocker("          {endpoint: \"tcp://10.1.2.3:2375\", container: k1, insecure: true}\n"));
   CHECK(dockerOf(insecure).insecure);
   CHECK_FALSE(dockerOf(insecure).tls);
-  for (const char* loopback : {"tcp://127.0.0.1:2375", "tcp://[::1]:2375", "tcp://localhost:2375"}) {
+  for (const char* loopback :
+       {"tcp://127.0.0.1:2375", "tcp://[::1]:2375", "tcp://localhost:2375"}) {
     INFO(loopback);
     const auto c = config::parseConfig(
         withDocker(std::string("          {endpoint: \"") + loopback + "\", container: k1}\n"));
     CHECK(dockerOf(c).endpoint == loopback);
   }
-  CHECK(errorOf(withDocker("          {endpoint: \"unix:///run/docker.sock\", container: k1, insecure: true}\n")) ==
-        "test.yaml: clusters[0].inventory[0].docker.insecure: only for tcp:// endpoints");
+  CHECK(
+      errorOf(withDocker(
+          "          {endpoint: \"unix:///run/docker.sock\", container: k1, insecure: true}\n")) ==
+      "test.yaml: clusters[0].inventory[0].docker.insecure: only for tcp:// endpoints");
 }
 
 TEST_CASE("docker.tls takes a CA and a client certificate and key, each readable, for tcp:// only",
@@ -84,22 +89,26 @@ TEST_CASE("docker.tls takes a CA and a client certificate and key, each readable
   CHECK_FALSE(dockerOf(c).insecure);
 
   const std::string key = "test.yaml: clusters[0].inventory[0].docker.";
-  CHECK(errorOf(withDocker("          {endpoint: \"tcp://10.1.2.3:2376\", container: k1, tls: {cert_file: " +
-                           path("cert.pem") + "}}\n")) ==
+  CHECK(errorOf(withDocker(
+            "          {endpoint: \"tcp://10.1.2.3:2376\", container: k1, tls: {cert_file: " +
+            path("cert.pem") + "}}\n")) ==
         key + "tls.ca_file: required: the CA that signed the engine's certificate");
-  CHECK(errorOf(withDocker("          {endpoint: \"tcp://10.1.2.3:2376\", container: k1, tls: {ca_file: " +
-                           path("ca.pem") + ", cert_file: " + path("cert.pem") + "}}\n")) ==
+  CHECK(errorOf(withDocker(
+            "          {endpoint: \"tcp://10.1.2.3:2376\", container: k1, tls: {ca_file: " +
+            path("ca.pem") + ", cert_file: " + path("cert.pem") + "}}\n")) ==
         key + "tls.key_file: required with cert_file");
-  CHECK(errorOf(withDocker("          {endpoint: \"tcp://10.1.2.3:2376\", container: k1, tls: {ca_file: " +
-                           path("nope.pem") + "}}\n")) ==
-        key + "tls.ca_file: cannot read " + path("nope.pem"));
-  CHECK(errorOf(withDocker("          {endpoint: \"tcp://10.1.2.3:2376\", container: k1, tls: {ca: x}}\n"))
+  CHECK(errorOf(withDocker(
+            "          {endpoint: \"tcp://10.1.2.3:2376\", container: k1, tls: {ca_file: " +
+            path("nope.pem") + "}}\n")) == key + "tls.ca_file: cannot read " + path("nope.pem"));
+  CHECK(errorOf(withDocker(
+                    "          {endpoint: \"tcp://10.1.2.3:2376\", container: k1, tls: {ca: x}}\n"))
             .find(key + "tls.ca: unknown key") == 0);
-  CHECK(errorOf(withDocker("          {endpoint: \"unix:///run/docker.sock\", container: k1, tls: {" + files +
-                           "}}\n")) == key + "tls: only for tcp:// endpoints (a unix socket has no TLS)");
-  CHECK(errorOf(withDocker("          {endpoint: \"tcp://10.1.2.3:2376\", container: k1, insecure: true, tls: {" +
-                           files + "}}\n")) ==
-        key + "insecure: give either tls or insecure: true, not both");
+  CHECK(errorOf(withDocker(
+            "          {endpoint: \"unix:///run/docker.sock\", container: k1, tls: {" + files +
+            "}}\n")) == key + "tls: only for tcp:// endpoints (a unix socket has no TLS)");
+  CHECK(errorOf(withDocker(
+            "          {endpoint: \"tcp://10.1.2.3:2376\", container: k1, insecure: true, tls: {" +
+            files + "}}\n")) == key + "insecure: give either tls or insecure: true, not both");
 }
 
 TEST_CASE("the Docker injector itself refuses plain tcp:// to a host that is not loopback",
@@ -128,5 +137,6 @@ TEST_CASE("the Docker injector itself refuses plain tcp:// to a host that is not
   const auto unusable_result = unusable.inspect();
   REQUIRE_FALSE(unusable_result);
   CHECK(unusable_result.error().code == fault::errc::invalid_target);
-  CHECK(unusable_result.error().message.find("docker.tls.ca_file: cannot use /nonexistent/ca.pem") == 0);
+  CHECK(unusable_result.error().message.find(
+            "docker.tls.ca_file: cannot use /nonexistent/ca.pem") == 0);
 }

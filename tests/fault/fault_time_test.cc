@@ -3,13 +3,12 @@
 
 #include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "server/fault/injector.h"
 #include "server/fault/ssh_injector.h"
@@ -27,10 +26,12 @@ constexpr std::int64_t kRemoteAheadUs = 3'000'000;
 // and after each call, however long the call really took.
 class ScriptedClock final : public common::Clock {
  public:
-  explicit ScriptedClock(std::vector<common::WallMicros> readings) : readings_(std::move(readings)) {}
+  explicit ScriptedClock(std::vector<common::WallMicros> readings)
+      : readings_(std::move(readings)) {}
   common::WallMicros wallNow() const override {
     std::lock_guard lock(mutex_);
-    const auto extra = static_cast<common::WallMicros>(next_ + 1) - static_cast<common::WallMicros>(readings_.size());
+    const auto extra = static_cast<common::WallMicros>(next_ + 1) -
+                       static_cast<common::WallMicros>(readings_.size());
     const auto t = next_ < readings_.size() ? readings_[next_] : readings_.back() + 1'000 * extra;
     ++next_;
     return t;
@@ -47,7 +48,9 @@ class ScriptedClock final : public common::Clock {
   mutable std::size_t next_ = 0;
 };
 
-std::string nanos(common::WallMicros us) { return std::to_string(us) + "000"; }
+std::string nanos(common::WallMicros us) {
+  return std::to_string(us) + "000";
+}
 
 // An ssh that runs nothing remote: the kill script answers with a pid and the remote clock at
 // `fault_remote_us`; the clock-only script with `probe_remote_us`, or fails as ssh does (255).
@@ -59,8 +62,9 @@ std::string fakeSsh(const testing::TempDir& dir, common::WallMicros fault_remote
          "for last; do :; done\n"
          "case \"$last\" in\n"
          "  \"echo kfaild-clock=\"*) "
-      << (probe_remote_us ? "echo kfaild-clock=" + nanos(*probe_remote_us)
-                          : std::string("echo 'ssh: connect to host k1: Connection refused' >&2; exit 255"))
+      << (probe_remote_us
+              ? "echo kfaild-clock=" + nanos(*probe_remote_us)
+              : std::string("echo 'ssh: connect to host k1: Connection refused' >&2; exit 255"))
       << ";;\n"
          "  *\"kill -KILL\"*) echo kfaild-pid=4242; echo kfaild-clock="
       << nanos(fault_remote_us)
@@ -82,8 +86,9 @@ config::SshTarget target() {
 
 }  // namespace
 
-TEST_CASE("a reading bracketed by two of kfaild's puts the other clock's offset at the bracket's middle",
-          "[unit][fault]") {
+TEST_CASE(
+    "a reading bracketed by two of kfaild's puts the other clock's offset at the bracket's middle",
+    "[unit][fault]") {
   // Read 3 s ahead, somewhere in a 40 ms bracket: ± 20 ms plus the clock's resolution.
   const auto o = bracketOffset(kT0 + 20'000 + kRemoteAheadUs, kT0, kT0 + 40'000, 1);
   CHECK(o.offset_us == kRemoteAheadUs);
@@ -121,8 +126,9 @@ TEST_CASE("an ssh kill places the remote clock on kfaild's by a round trip that 
   CHECK(clock.reads() == 4);
 }
 
-TEST_CASE("an ssh kill whose clock round trip fails is placed by its own call, as uncertain as that",
-          "[unit][fault]") {
+TEST_CASE(
+    "an ssh kill whose clock round trip fails is placed by its own call, as uncertain as that",
+    "[unit][fault]") {
   const testing::TempDir dir;
   const auto ssh = fakeSsh(dir, kT0 + 100'000 + kRemoteAheadUs, std::nullopt);
   const ScriptedClock clock({kT0, kT0 + 2'000'000, kT0 + 2'001'000, kT0 + 2'011'000});
@@ -144,7 +150,8 @@ namespace {
 // An ssh whose remote host is kRemoteAheadUs ahead and answers the clock dialogue
 // (clockDialogueCommand) with `readings` in turn, the kill script with `fault_remote_us`, and a
 // grep of the logs with `log_line`.
-std::string fakeDialogueSsh(const testing::TempDir& dir, const std::vector<common::WallMicros>& readings,
+std::string fakeDialogueSsh(const testing::TempDir& dir,
+                            const std::vector<common::WallMicros>& readings,
                             common::WallMicros fault_remote_us, const std::string& log_line = "") {
   const auto path = (dir / "ssh").string();
   std::ofstream out(path);
@@ -169,17 +176,18 @@ std::string fakeDialogueSsh(const testing::TempDir& dir, const std::vector<commo
 
 }  // namespace
 
-TEST_CASE("the remote clock is read in rounds over one ssh session and the tightest round places it, the "
-          "connection's set-up outside every bracket",
-          "[unit][fault]") {
+TEST_CASE(
+    "the remote clock is read in rounds over one ssh session and the tightest round places it, the "
+    "connection's set-up outside every bracket",
+    "[unit][fault]") {
   const testing::TempDir dir;
   constexpr auto A = kRemoteAheadUs;
   // Five rounds after the kill's call: 40, 2, 10, 5 and 10 ms; the 2 ms one read the remote
   // clock in its middle. The others read it at their ends, 1-20 ms off the middle: a wrong pick
   // shows in the offset.
-  const std::vector<common::WallMicros> rounds = {kT0 + 2'001'000, kT0 + 2'041'000, kT0 + 2'050'000, kT0 + 2'052'000,
-                                                  kT0 + 2'060'000, kT0 + 2'070'000, kT0 + 2'080'000, kT0 + 2'085'000,
-                                                  kT0 + 2'090'000, kT0 + 2'100'000};
+  const std::vector<common::WallMicros> rounds = {
+      kT0 + 2'001'000, kT0 + 2'041'000, kT0 + 2'050'000, kT0 + 2'052'000, kT0 + 2'060'000,
+      kT0 + 2'070'000, kT0 + 2'080'000, kT0 + 2'085'000, kT0 + 2'090'000, kT0 + 2'100'000};
   const auto ssh = fakeDialogueSsh(dir,
                                    {kT0 + 2'041'000 + A, kT0 + 2'051'000 + A, kT0 + 2'070'000 + A,
                                     kT0 + 2'085'000 + A, kT0 + 2'100'000 + A},
@@ -196,34 +204,41 @@ TEST_CASE("the remote clock is read in rounds over one ssh session and the tight
   CHECK(clock.reads() == 12);
 }
 
-TEST_CASE("a broker log read over ssh is placed on kfaild's clock by the remote clock's offset, each line "
-          "uncertain by it",
-          "[unit][fault]") {
+TEST_CASE(
+    "a broker log read over ssh is placed on kfaild's clock by the remote clock's offset, each "
+    "line "
+    "uncertain by it",
+    "[unit][fault]") {
   const testing::TempDir dir;
   constexpr auto A = kRemoteAheadUs;
   // 2026-11-30 03:26:17.385 UTC on the remote clock, which is 3 s ahead of kfaild's.
   constexpr common::WallMicros kLineRemote = 1'796'009'177'385'000;
   const auto ssh = fakeDialogueSsh(
-      dir, {kT0 + 1'000 + A, kT0 + 11'000 + A, kT0 + 21'000 + A, kT0 + 31'000 + A, kT0 + 41'000 + A}, kT0,
+      dir,
+      {kT0 + 1'000 + A, kT0 + 11'000 + A, kT0 + 21'000 + A, kT0 + 31'000 + A, kT0 + 41'000 + A},
+      kT0,
       "[2026-11-30 03:26:17,385] INFO [QuorumController id=100] Fencing broker 1 at epoch 14 "
       "(org.apache.kafka.controller.QuorumController)");
   // The age of a cached offset (none yet), then five rounds of 2 ms, each with the reading in
   // its middle.
-  const ScriptedClock clock({kT0 - 1'000'000, kT0, kT0 + 2'000, kT0 + 10'000, kT0 + 12'000, kT0 + 20'000, kT0 + 22'000, kT0 + 30'000,
-                             kT0 + 32'000, kT0 + 40'000, kT0 + 42'000});
+  const ScriptedClock clock({kT0 - 1'000'000, kT0, kT0 + 2'000, kT0 + 10'000, kT0 + 12'000,
+                             kT0 + 20'000, kT0 + 22'000, kT0 + 30'000, kT0 + 32'000, kT0 + 40'000,
+                             kT0 + 42'000});
   auto t = target();
   t.log_dir = "/var/log/kafka";
   SshInjector injector(t, LogZone::utc, clock, ssh);
   // Since 1 s before the line on kfaild's clock: on the remote clock that is 2 s after it, so a
   // since read on the wrong clock would drop the line.
-  const auto lines = injector.logLines("controller.log", kLineRemote - A - 1'000'000, {"Fencing broker 1"});
+  const auto lines =
+      injector.logLines("controller.log", kLineRemote - A - 1'000'000, {"Fencing broker 1"});
   REQUIRE(lines);
   REQUIRE(lines->size() == 1);
   CHECK(lines->front().t == kLineRemote - A);
   CHECK(lines->front().clock_offset_us == A);
   CHECK(lines->front().clock_uncertainty_us == 1'001);
   // The offset is taken once a minute, not for every read.
-  const auto again = injector.logLines("controller.log", kLineRemote - A - 1'000'000, {"Fencing broker 1"});
+  const auto again =
+      injector.logLines("controller.log", kLineRemote - A - 1'000'000, {"Fencing broker 1"});
   REQUIRE(again);
   CHECK(again->size() == 1);
   CHECK(clock.reads() == 2 + 10);  // the cached offset's age twice, and the rounds once

@@ -1,7 +1,6 @@
 #include "server/fault/gray_fault.h"
 
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -31,8 +30,10 @@ IsolateSpec isolateSpec(IsolateFrom from, IsolateMode mode) {
 
 }  // namespace
 
-TEST_CASE("an isolation from the quorum with drop cuts exactly the controllers, expiring after duration plus the margin",
-          "[unit]") {
+TEST_CASE(
+    "an isolation from the quorum with drop cuts exactly the controllers, expiring after duration "
+    "plus the margin",
+    "[unit]") {
   const auto script = nftIsolateScript(isolateSpec(IsolateFrom::quorum, IsolateMode::drop), {});
   CHECK(script ==
         "add table inet kfaild_d42\n"
@@ -52,22 +53,26 @@ TEST_CASE("an isolation from the quorum with drop cuts exactly the controllers, 
         "add element inet kfaild_d42 cut4 { 10.77.25.100 timeout 35s }\n");
 }
 
-TEST_CASE("an isolation from the other brokers with reject resets TCP and answers the rest with ICMP",
-          "[unit]") {
+TEST_CASE(
+    "an isolation from the other brokers with reject resets TCP and answers the rest with ICMP",
+    "[unit]") {
   const auto script = nftIsolateScript(isolateSpec(IsolateFrom::brokers, IsolateMode::reject), {});
   CHECK(script.find("ip saddr @cut4 meta l4proto tcp reject with tcp reset; ip saddr @cut4 reject "
                     "with icmpx type admin-prohibited; ") != std::string::npos);
-  CHECK(script.find("nd-redirect } accept; tcp flags & rst == rst accept; meta l4proto { icmp, "
-                    "ipv6-icmp } accept; ip daddr @cut4 meta l4proto tcp reject with tcp reset; ") !=
-        std::string::npos);
+  CHECK(
+      script.find("nd-redirect } accept; tcp flags & rst == rst accept; meta l4proto { icmp, "
+                  "ipv6-icmp } accept; ip daddr @cut4 meta l4proto tcp reject with tcp reset; ") !=
+      std::string::npos);
   CHECK(script.find("add element inet kfaild_d42 cut4 { 10.77.25.2 timeout 35s, 10.77.25.3 "
                     "timeout 35s }\n") != std::string::npos);
   CHECK(script.find("10.77.25.100") == std::string::npos);
   CHECK(script.find(" drop;") == std::string::npos);
 }
 
-TEST_CASE("an isolation from clients cuts everyone but the controllers and brokers, whose accept comes first",
-          "[unit]") {
+TEST_CASE(
+    "an isolation from clients cuts everyone but the controllers and brokers, whose accept comes "
+    "first",
+    "[unit]") {
   const auto script = nftIsolateScript(isolateSpec(IsolateFrom::clients, IsolateMode::drop), {});
   CHECK(script.find("set cut4 { type ipv4_addr; flags interval,timeout; }") != std::string::npos);
   CHECK(script.find("set spare4 { type ipv4_addr; flags interval; }") != std::string::npos);
@@ -76,14 +81,17 @@ TEST_CASE("an isolation from clients cuts everyone but the controllers and broke
   REQUIRE(spare != std::string::npos);
   REQUIRE(cut != std::string::npos);
   CHECK(spare < cut);
-  CHECK(script.find("add element inet kfaild_d42 spare4 { 10.77.25.100, 10.77.25.2, 10.77.25.3 }\n") !=
+  CHECK(script.find(
+            "add element inet kfaild_d42 spare4 { 10.77.25.100, 10.77.25.2, 10.77.25.3 }\n") !=
         std::string::npos);
   CHECK(script.find("add element inet kfaild_d42 cut4 { 0.0.0.0/0 timeout 35s }\n") !=
         std::string::npos);
-  CHECK(script.find("add element inet kfaild_d42 cut6 { ::/0 timeout 35s }\n") != std::string::npos);
+  CHECK(script.find("add element inet kfaild_d42 cut6 { ::/0 timeout 35s }\n") !=
+        std::string::npos);
 }
 
-TEST_CASE("an isolation from all spares only loopback, neighbour discovery and the kept ssh ports", "[unit]") {
+TEST_CASE("an isolation from all spares only loopback, neighbour discovery and the kept ssh ports",
+          "[unit]") {
   NftExceptions keep;
   keep.keep_tcp_ports = {2200};
   keep.keep_session_port = true;
@@ -94,18 +102,21 @@ TEST_CASE("an isolation from all spares only loopback, neighbour discovery and t
   CHECK(script.find("nd-redirect } accept; tcp sport @keep accept; ip daddr @cut4 drop;") !=
         std::string::npos);
   // The ports are in the table before any address is cut, in the same transaction.
-  const auto kept = script.find("add element inet kfaild_d42 keep { 2200 }\n"
-                                "add element inet kfaild_d42 keep { @KFAILD_SESSION_PORT@ }\n");
+  const auto kept = script.find(
+      "add element inet kfaild_d42 keep { 2200 }\n"
+      "add element inet kfaild_d42 keep { @KFAILD_SESSION_PORT@ }\n");
   REQUIRE(kept != std::string::npos);
   CHECK(kept < script.find("add element inet kfaild_d42 cut4"));
   CHECK(script.find("spare") == std::string::npos);
 }
 
-TEST_CASE("ICMPv6 neighbour discovery passes every isolation and throttle in both directions", "[unit]") {
+TEST_CASE("ICMPv6 neighbour discovery passes every isolation and throttle in both directions",
+          "[unit]") {
   const std::string nd =
       "icmpv6 type { nd-router-solicit, nd-router-advert, nd-neighbor-solicit, "
       "nd-neighbor-advert, nd-redirect } accept; ";
-  for (const auto from : {IsolateFrom::quorum, IsolateFrom::brokers, IsolateFrom::clients, IsolateFrom::all}) {
+  for (const auto from :
+       {IsolateFrom::quorum, IsolateFrom::brokers, IsolateFrom::clients, IsolateFrom::all}) {
     for (const auto mode : {IsolateMode::drop, IsolateMode::reject}) {
       const auto script = nftIsolateScript(isolateSpec(from, mode), {});
       INFO(toString(from) << " " << toString(mode));
@@ -121,14 +132,21 @@ TEST_CASE("ICMPv6 neighbour discovery passes every isolation and throttle in bot
   throttle.duration = std::chrono::seconds(60);
   const auto script = nftThrottleScript(throttle, {});
   CHECK(script.find(nd, script.find("chain input")) < script.find("@slow4"));
-  CHECK(script.find(nd, script.find("chain output")) < script.find("@slow4", script.find("chain output")));
+  CHECK(script.find(nd, script.find("chain output")) <
+        script.find("@slow4", script.find("chain output")));
 }
 
-TEST_CASE("the ssh session's port reaches kfaild-gray as a kept port, read from the node's own SSH_CONNECTION",
-          "[unit]") {
-  const std::vector<std::string> words = {"isolate", "--instance", "", "--drill", "42", "--duration", "30",
-                                          "--from", "all", "--mode", "drop", "--keep-port", "2200",
-                                          std::string(kSessionPortWord)};
+TEST_CASE(
+    "the ssh session's port reaches kfaild-gray as a kept port, read from the node's own "
+    "SSH_CONNECTION",
+    "[unit]") {
+  const std::vector<std::string> words = {"isolate", "--instance",
+                                          "",        "--drill",
+                                          "42",      "--duration",
+                                          "30",      "--from",
+                                          "all",     "--mode",
+                                          "drop",    "--keep-port",
+                                          "2200",    std::string(kSessionPortWord)};
   const auto command = remoteHelperCommand(defaultSshGrayHelper(), words);
   CHECK(command.find("sudo -n /usr/lib/kfaild/kfaild-gray isolate") != std::string::npos);
   // Run as the remote shell would, with a `sudo` that prints the words it was given.
@@ -140,16 +158,18 @@ TEST_CASE("the ssh session's port reaches kfaild-gray as a kept port, read from 
     sudo << "#!/bin/sh\nfor w in \"$@\"; do printf '[%s]' \"$w\"; done\n";
   }
   std::filesystem::permissions(bin + "/sudo", std::filesystem::perms::owner_all);
-  const auto path = bin + ":" + std::string(std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
-  auto behind_nat = runCommand({"env", "PATH=" + path, "SSH_CONNECTION=10.0.0.9 50022 10.0.0.2 22", "sh",
-                                "-c", command},
-                               std::chrono::seconds(10));
+  const auto path =
+      bin + ":" + std::string(std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
+  auto behind_nat = runCommand(
+      {"env", "PATH=" + path, "SSH_CONNECTION=10.0.0.9 50022 10.0.0.2 22", "sh", "-c", command},
+      std::chrono::seconds(10));
   REQUIRE(behind_nat.ok());
   CHECK(behind_nat->exit_code == 0);
   CHECK(behind_nat->out.find("[--keep-port][2200][--keep-port][22]") != std::string::npos);
   CHECK(behind_nat->out.find("session") == std::string::npos);
-  auto forged = runCommand({"env", "PATH=" + path, "SSH_CONNECTION=1 2 3 22;reboot", "sh", "-c", command},
-                           std::chrono::seconds(10));
+  auto forged =
+      runCommand({"env", "PATH=" + path, "SSH_CONNECTION=1 2 3 22;reboot", "sh", "-c", command},
+                 std::chrono::seconds(10));
   REQUIRE(forged.ok());
   CHECK(forged->out.find("reboot") == std::string::npos);
   CHECK(forged->out.find("[2200]") != std::string::npos);
@@ -159,10 +179,12 @@ TEST_CASE("the ssh session's port reaches kfaild-gray as a kept port, read from 
   CHECK(no_session->out.find("[--keep-port][2200]") != std::string::npos);
   CHECK(no_session->out.find("[--keep-port][22]") == std::string::npos);
   // A request without the session word goes as it is.
-  CHECK(remoteHelperCommand({"sudo", "-n", "h"}, {"sweep", "--instance", "i1a"}) == "sudo -n h sweep --instance i1a");
+  CHECK(remoteHelperCommand({"sudo", "-n", "h"}, {"sweep", "--instance", "i1a"}) ==
+        "sudo -n h sweep --instance i1a");
 }
 
-TEST_CASE("every name on a node carries the kfaild instance, and a sweep lists only its own", "[unit]") {
+TEST_CASE("every name on a node carries the kfaild instance, and a sweep lists only its own",
+          "[unit]") {
   CHECK(nftTableName("i0a1b2c3d", "12") == "kfaild_i0a1b2c3d_d12");
   CHECK(nftTableName("", "12") == "kfaild_d12");
   CHECK(nftTableName("d0a1b2c3", "12") == std::nullopt);  // would read as a drill id
@@ -171,8 +193,10 @@ TEST_CASE("every name on a node carries the kfaild instance, and a sweep lists o
   CHECK_FALSE(validInstance("i"));
   const std::string listing =
       "table inet kfaild_i0a1b2c3d_d12\ntable inet kfaild_i99999999_d12\ntable inet kfaild_d12\n";
-  CHECK(kfaildTables(listing, "i0a1b2c3d") == std::vector<std::string>{"inet kfaild_i0a1b2c3d_d12"});
-  CHECK(kfaildTables(listing, "i99999999") == std::vector<std::string>{"inet kfaild_i99999999_d12"});
+  CHECK(kfaildTables(listing, "i0a1b2c3d") ==
+        std::vector<std::string>{"inet kfaild_i0a1b2c3d_d12"});
+  CHECK(kfaildTables(listing, "i99999999") ==
+        std::vector<std::string>{"inet kfaild_i99999999_d12"});
   CHECK(fillerStem("/srv/d/", "i0a1b2c3d", "12") == "/srv/d/kfaild_fill_i0a1b2c3d_d12");
   const auto sweep = diskSweepScript("/srv/d", "i0a1b2c3d");
   CHECK(sweep.find("'/srv/d'/kfaild_fill_i0a1b2c3d_d*;") != std::string::npos);
@@ -183,8 +207,8 @@ TEST_CASE("every name on a node carries the kfaild instance, and a sweep lists o
 
   kfaild::testing::ManualClock clock;
   std::vector<std::vector<std::string>> ran;
-  auto fake = [&](const std::vector<std::string>& argv, std::chrono::milliseconds)
-      -> kfaild::Result<CommandOutput> {
+  auto fake = [&](const std::vector<std::string>& argv,
+                  std::chrono::milliseconds) -> kfaild::Result<CommandOutput> {
     ran.push_back(argv);
     // kfaild-gray's sweep lists, picks its own instance's tables and prints those it deleted.
     const auto request = kfaild::testing::requestOf(argv);
@@ -200,7 +224,8 @@ TEST_CASE("every name on a node carries the kfaild instance, and a sweep lists o
   shell.instance = "i0a1b2c3d";
   GrayRunner runner(shell, clock, fake);
   REQUIRE(runner.isolate(isolateSpec(IsolateFrom::quorum, IsolateMode::drop)).ok());
-  CHECK(kfaild::testing::scriptOf(ran.back()).rfind("add table inet kfaild_i0a1b2c3d_d42\n", 0) == 0);
+  CHECK(kfaild::testing::scriptOf(ran.back()).rfind("add table inet kfaild_i0a1b2c3d_d42\n", 0) ==
+        0);
   REQUIRE(runner.heal("42").ok());
   CHECK(kfaild::testing::scriptOf(ran.back()) == nftHealScript("kfaild_i0a1b2c3d_d42"));
   auto swept = runner.sweep();
@@ -208,12 +233,14 @@ TEST_CASE("every name on a node carries the kfaild instance, and a sweep lists o
   CHECK(*swept == std::vector<std::string>{"nft table inet kfaild_i0a1b2c3d_d12"});
 }
 
-TEST_CASE("a gray runner asks where the rules go before every isolate and throttle, and refuses with the reason",
-          "[unit]") {
+TEST_CASE(
+    "a gray runner asks where the rules go before every isolate and throttle, and refuses with the "
+    "reason",
+    "[unit]") {
   kfaild::testing::ManualClock clock;
   int runs = 0;
-  auto counting = [&](const std::vector<std::string>&, std::chrono::milliseconds)
-      -> kfaild::Result<CommandOutput> {
+  auto counting = [&](const std::vector<std::string>&,
+                      std::chrono::milliseconds) -> kfaild::Result<CommandOutput> {
     ++runs;
     return CommandOutput{0, "", ""};
   };
@@ -250,8 +277,10 @@ TEST_CASE("IPv6 peers go to the IPv6 set", "[unit]") {
         std::string::npos);
 }
 
-TEST_CASE("a spec with anything but an IP literal or a plain drill id is invalid before any script is built",
-          "[unit]") {
+TEST_CASE(
+    "a spec with anything but an IP literal or a plain drill id is invalid before any script is "
+    "built",
+    "[unit]") {
   auto spec = isolateSpec(IsolateFrom::brokers, IsolateMode::drop);
   CHECK(invalidReason(spec).empty());
   spec.peers.brokers = {"10.0.0.2; flush ruleset"};
@@ -302,7 +331,8 @@ TEST_CASE("a throttle limits both directions with a token bucket on an expiring 
   CHECK(everyone.find("burst 1500 bytes") != std::string::npos);
 }
 
-TEST_CASE("a throttle's burst is one second's worth, at least one MTU, at most one GSO segment", "[unit]") {
+TEST_CASE("a throttle's burst is one second's worth, at least one MTU, at most one GSO segment",
+          "[unit]") {
   // 65536 at docs/FAULTS.md's 8,000 B/s let 8 s through before the limit bit.
   CHECK(throttleBurst(8'000) == 8'000);
   CHECK(throttleBurst(100) == 1'500);
@@ -311,8 +341,8 @@ TEST_CASE("a throttle's burst is one second's worth, at least one MTU, at most o
   spec.drill = "7";
   spec.bytes_per_second = 8'000;
   spec.duration = std::chrono::seconds(60);
-  CHECK(nftThrottleScript(spec, {}).find("limit rate over 8000 bytes/second burst 8000 bytes drop;") !=
-        std::string::npos);
+  CHECK(nftThrottleScript(spec, {}).find(
+            "limit rate over 8000 bytes/second burst 8000 bytes drop;") != std::string::npos);
 }
 
 TEST_CASE("heal deletes the drill's table and succeeds when it is already gone", "[unit]") {
@@ -322,14 +352,17 @@ TEST_CASE("heal deletes the drill's table and succeeds when it is already gone",
 TEST_CASE("the sweep finds only kfaild's own tables in nft's listing", "[unit]") {
   const auto tables = kfaildTables(
       "table inet filter\ntable inet kfaild_d42\ntable ip nat\ntable ip kfaild_d7\n"
-      "table inet kfaild_\ntable inet kfaildx\ntable inet kfaild_d1;x\n", "");
+      "table inet kfaild_\ntable inet kfaildx\ntable inet kfaild_d1;x\n",
+      "");
   CHECK(tables == std::vector<std::string>{"inet kfaild_d42", "ip kfaild_d7"});
   CHECK(nftSweepScript(tables) == "delete table inet kfaild_d42\ndelete table ip kfaild_d7\n");
   CHECK(nftSweepScript({}).empty());
 }
 
-TEST_CASE("the disk filler starts and checks its timer before it fills, and judges the fill by the free space",
-          "[unit]") {
+TEST_CASE(
+    "the disk filler starts and checks its timer before it fills, and judges the fill by the free "
+    "space",
+    "[unit]") {
   DiskFullSpec spec;
   spec.drill = "9";
   spec.instance = "i0a1b2c3d";
@@ -351,7 +384,8 @@ TEST_CASE("the disk filler starts and checks its timer before it fills, and judg
   const auto root = at("[ \"$r\" != / ] || fail");
   const auto owner = at("[ \"$o\" = 0 ] || [ \"$o\" = \"$u\" ] || fail");
   const auto created = at("f=$(mktemp \"$r/kfaild_fill_i0a1b2c3d_d9.XXXXXX\")");
-  const auto systemd = at("systemd-run --quiet --collect --unit=\"$w\" --on-active=\"$e\" rm -f -- \"$f\"");
+  const auto systemd =
+      at("systemd-run --quiet --collect --unit=\"$w\" --on-active=\"$e\" rm -f -- \"$f\"");
   const auto checked = at("kill -0 \"$!\"");
   const auto fallocate = at("fallocate -l \"$n\" /proc/self/fd/3");
   const auto judged = at("if [ \"$a\" -ge \"$t\" ]; then cancel; fail");
@@ -387,7 +421,8 @@ TEST_CASE("a disk filler for / or a relative dir is invalid before any script is
 }
 
 TEST_CASE("disk_slow is refused with what the host lacks", "[unit]") {
-  const auto v1 = diskSlowRefusal(std::nullopt, std::string(" 60 cpu_dma_latency\n183 hw_random\n"));
+  const auto v1 =
+      diskSlowRefusal(std::nullopt, std::string(" 60 cpu_dma_latency\n183 hw_random\n"));
   CHECK(v1 ==
         "disk_slow is refused on this host: no cgroup v2 hierarchy at /sys/fs/cgroup (no io.max); "
         "cgroup v1 blkio throttles only direct and fsync'd I/O, not the page-cache writeback "
@@ -399,26 +434,30 @@ TEST_CASE("disk_slow is refused with what the host lacks", "[unit]") {
   CHECK(v2.find("device-mapper is present") != std::string::npos);
 }
 
-TEST_CASE("the injectors' argv run kfaild-gray in the node's netns, a container's, or through ssh exactly",
-          "[unit]") {
+TEST_CASE(
+    "the injectors' argv run kfaild-gray in the node's netns, a container's, or through ssh "
+    "exactly",
+    "[unit]") {
   const std::vector<std::string> words = {"heal", "--table", "kfaild_d1"};
   CHECK(localHelperArgv({"sudo", "-n", "/usr/lib/kfaild/kfaild-gray"}, "kfl25000-n1", 0, words) ==
-        std::vector<std::string>{"sudo", "-n", "/usr/lib/kfaild/kfaild-gray", "--netns", "kfl25000-n1", "heal",
-                                 "--table", "kfaild_d1"});
+        std::vector<std::string>{"sudo", "-n", "/usr/lib/kfaild/kfaild-gray", "--netns",
+                                 "kfl25000-n1", "heal", "--table", "kfaild_d1"});
   CHECK(localHelperArgv({"/opt/kfaild-gray"}, {}, 4242, words) ==
-        std::vector<std::string>{"/opt/kfaild-gray", "--pid", "4242", "heal", "--table", "kfaild_d1"});
+        std::vector<std::string>{"/opt/kfaild-gray", "--pid", "4242", "heal", "--table",
+                                 "kfaild_d1"});
   // No ssh session on kfaild's own host: the session word is dropped, not sent.
   CHECK(localHelperArgv({"h"}, {}, 0, {"sweep", std::string(kSessionPortWord)}) ==
         std::vector<std::string>{"h", "sweep"});
-  CHECK(remoteHelperCommand({"sudo", "-n", "/usr/lib/kfaild/kfaild-gray"}, {"free", "--filler", "/d/a b"}) ==
+  CHECK(remoteHelperCommand({"sudo", "-n", "/usr/lib/kfaild/kfaild-gray"},
+                            {"free", "--filler", "/d/a b"}) ==
         "sudo -n /usr/lib/kfaild/kfaild-gray free --filler '/d/a b'");
 }
 
 TEST_CASE("a gray runner refuses what its node cannot do before running anything", "[unit]") {
   kfaild::testing::ManualClock clock;
   int runs = 0;
-  auto counting = [&](const std::vector<std::string>&, std::chrono::milliseconds)
-      -> kfaild::Result<CommandOutput> {
+  auto counting = [&](const std::vector<std::string>&,
+                      std::chrono::milliseconds) -> kfaild::Result<CommandOutput> {
     ++runs;
     return CommandOutput{0, "", ""};
   };
@@ -437,10 +476,11 @@ TEST_CASE("a gray runner runs the exact nft batch, records it, and sweeps what i
           "[unit]") {
   kfaild::testing::ManualClock clock;
   std::vector<std::vector<std::string>> ran;
-  auto fake = [&](const std::vector<std::string>& argv, std::chrono::milliseconds)
-      -> kfaild::Result<CommandOutput> {
+  auto fake = [&](const std::vector<std::string>& argv,
+                  std::chrono::milliseconds) -> kfaild::Result<CommandOutput> {
     ran.push_back(argv);
-    if (kfaild::testing::requestOf(argv).op == HelperOp::sweep) return CommandOutput{0, "nft table inet kfaild_d3\n", ""};
+    if (kfaild::testing::requestOf(argv).op == HelperOp::sweep)
+      return CommandOutput{0, "nft table inet kfaild_d3\n", ""};
     return CommandOutput{0, "", ""};
   };
   NodeShell shell;
@@ -465,8 +505,8 @@ TEST_CASE("a gray runner runs the exact nft batch, records it, and sweeps what i
 
 TEST_CASE("a failing nft command is an error with its exit code and stderr", "[unit]") {
   kfaild::testing::ManualClock clock;
-  auto failing = [](const std::vector<std::string>&, std::chrono::milliseconds)
-      -> kfaild::Result<CommandOutput> {
+  auto failing = [](const std::vector<std::string>&,
+                    std::chrono::milliseconds) -> kfaild::Result<CommandOutput> {
     return CommandOutput{1, "", "Error: Could not process rule: Operation not permitted\n"};
   };
   NodeShell shell;
@@ -476,10 +516,13 @@ TEST_CASE("a failing nft command is an error with its exit code and stderr", "[u
   REQUIRE(!record.ok());
   CHECK(record.error().code == make_error_code(errc::command_failed));
   CHECK(record.error().message.find("exited with 1: ") != std::string::npos);
-  CHECK(record.error().message.find("Error: Could not process rule: Operation not permitted") != std::string::npos);
+  CHECK(record.error().message.find("Error: Could not process rule: Operation not permitted") !=
+        std::string::npos);
 }
 
-TEST_CASE("a kfaild's instance id comes from its host and its state database, stable across restarts", "[unit]") {
+TEST_CASE(
+    "a kfaild's instance id comes from its host and its state database, stable across restarts",
+    "[unit]") {
   const auto a = grayInstanceId("kfaild-a", "/var/lib/kfaild/kfaild.db");
   CHECK(a.size() == 9);
   CHECK(a.front() == 'i');
@@ -487,5 +530,6 @@ TEST_CASE("a kfaild's instance id comes from its host and its state database, st
   CHECK(a == grayInstanceId("kfaild-a", "/var/lib/kfaild/kfaild.db"));
   CHECK(a != grayInstanceId("kfaild-b", "/var/lib/kfaild/kfaild.db"));
   CHECK(a != grayInstanceId("kfaild-a", "/var/lib/kfaild/staging.db"));
-  CHECK(grayInstanceHere("kfaild.db") == grayInstanceHere((std::filesystem::current_path() / "kfaild.db").string()));
+  CHECK(grayInstanceHere("kfaild.db") ==
+        grayInstanceHere((std::filesystem::current_path() / "kfaild.db").string()));
 }

@@ -3,7 +3,6 @@
 // heal, and the check runs the exact script under `nft --check` and the fill dir's test.
 
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 
 #include "server/common/clock.h"
@@ -53,7 +52,8 @@ bool ranSh(const Ran& ran, const std::string& script) {
 TEST_CASE("heal frees the disk filler even when nft fails, and says which step failed", "[unit]") {
   kfaild::testing::ManualClock clock;
   Ran ran;
-  GrayRunner runner(shellIn("kfl25000-n1", "/srv/fill"), clock, node(ran, "sudo: nft: command not found"));
+  GrayRunner runner(shellIn("kfl25000-n1", "/srv/fill"), clock,
+                    node(ran, "sudo: nft: command not found"));
   auto healed = runner.heal("42");
   REQUIRE_FALSE(healed.ok());
   CHECK(healed.error().code == make_error_code(errc::command_failed));
@@ -64,17 +64,21 @@ TEST_CASE("heal frees the disk filler even when nft fails, and says which step f
   CHECK(ranSh(ran, diskFreeScript("/srv/fill", "", "42")));
 }
 
-TEST_CASE("heal of a place with no namespace left is a heal: nothing of the drill's can be there", "[unit]") {
+TEST_CASE("heal of a place with no namespace left is a heal: nothing of the drill's can be there",
+          "[unit]") {
   kfaild::testing::ManualClock clock;
   Ran ran;
   GrayRunner runner(shellIn("kfl25000-n1", "/srv/fill"), clock, node(ran, ""));
-  const HelperArgv gone = [](const std::vector<std::string>&) -> kfaild::Result<std::vector<std::string>> {
+  const HelperArgv gone =
+      [](const std::vector<std::string>&) -> kfaild::Result<std::vector<std::string>> {
     return faultError(errc::not_present, "no network namespace kfl25000-n1");
   };
-  const GrayPlace place{"", "kfl25000-n1", "net:[4026532417]", "kfaild_d42", "/srv/old-fill/kfaild_fill_d42"};
+  const GrayPlace place{"", "kfl25000-n1", "net:[4026532417]", "kfaild_d42",
+                        "/srv/old-fill/kfaild_fill_d42"};
   auto healed = runner.healPlaced(place, gone);
   REQUIRE(healed.ok());
-  CHECK(healed->detail.find("no table kfaild_d42 can be left: no network namespace kfl25000-n1") == 0);
+  CHECK(healed->detail.find("no table kfaild_d42 can be left: no network namespace kfl25000-n1") ==
+        0);
   // The filler where the journal put it, not where the configuration says now.
   CHECK(ranSh(ran, diskFreeScript("/srv/old-fill", "", "42")));
   CHECK(ran.size() == 1);
@@ -86,7 +90,8 @@ TEST_CASE("heal touches nothing that is not kfaild's, whatever the journal says"
   GrayRunner runner(shellIn("ns", "/srv/fill"), clock, node(ran, ""));
   auto healed = runner.healPlaced({"", "ns", "", "filter", "/etc/sudoers"});
   REQUIRE_FALSE(healed.ok());
-  CHECK(healed.error().message == "'filter' is not a kfaild table; '/etc/sudoers' is not a kfaild disk filler");
+  CHECK(healed.error().message ==
+        "'filter' is not a kfaild table; '/etc/sudoers' is not a kfaild disk filler");
   CHECK(ran.empty());
 }
 
@@ -99,14 +104,15 @@ TEST_CASE("the sweep frees disk fillers even when nft cannot list the tables", "
   REQUIRE_FALSE(swept.ok());
   CHECK(swept.error().message.find("exited with 1: ") != std::string::npos);
   CHECK(swept.error().message.find("Error: Operation not permitted") != std::string::npos);
-  CHECK(swept.error().message.find("(removed all the same: disk filler /srv/fill/kfaild_fill_d7)") !=
-        std::string::npos);
+  CHECK(swept.error().message.find(
+            "(removed all the same: disk filler /srv/fill/kfaild_fill_d7)") != std::string::npos);
   CHECK(ranSh(ran, diskSweepScript("/srv/fill", "")));
 
   SECTION("and a container that is not running has no table to sweep") {
     NodeShell stopped;
     stopped.nft = [](const std::vector<std::string>&) -> kfaild::Result<std::vector<std::string>> {
-      return faultError(errc::invalid_state, "container kbf-k1-1 is not running: no netns to enter");
+      return faultError(errc::invalid_state,
+                        "container kbf-k1-1 is not running: no netns to enter");
     };
     GrayRunner none(stopped, clock, node(ran, ""));
     auto nothing = none.sweep();
@@ -115,8 +121,10 @@ TEST_CASE("the sweep frees disk fillers even when nft cannot list the tables", "
   }
 }
 
-TEST_CASE("the preflight's check asks kfaild-gray for nft --check of the exact request, and tests the fill dir",
-          "[unit]") {
+TEST_CASE(
+    "the preflight's check asks kfaild-gray for nft --check of the exact request, and tests the "
+    "fill dir",
+    "[unit]") {
   kfaild::testing::ManualClock clock;
   IsolateSpec spec;
   spec.drill = "5";
@@ -135,7 +143,8 @@ TEST_CASE("the preflight's check asks kfaild-gray for nft --check of the exact r
   }
   SECTION("a refusal says why") {
     Ran ran;
-    GrayRunner runner(shellIn("kfl25000-n1", ""), clock, node(ran, "Error: Could not process rule: Operation not permitted"));
+    GrayRunner runner(shellIn("kfl25000-n1", ""), clock,
+                      node(ran, "Error: Could not process rule: Operation not permitted"));
     auto checked = runner.check(spec);
     REQUIRE_FALSE(checked.ok());
     CHECK(checked.error().code == make_error_code(errc::unsupported));
@@ -143,14 +152,15 @@ TEST_CASE("the preflight's check asks kfaild-gray for nft --check of the exact r
   }
   SECTION("the fill dir, by the real kfaild-gray") {
     auto run = [](const std::string& dir) {
-      return runCommand({KFAILD_BINARY_DIR "/server/kfaild-gray", "fill-check", "--instance", "", "--drill", "5",
-                         "--duration", "30", "--fill-dir", dir},
+      return runCommand({KFAILD_BINARY_DIR "/server/kfaild-gray", "fill-check", "--instance", "",
+                         "--drill", "5", "--duration", "30", "--fill-dir", dir},
                         5000ms);
     };
     auto missing = run("/nonexistent/kfaild-fill");
     REQUIRE(missing.ok());
     CHECK(missing->exit_code == 1);
-    CHECK(missing->err.find("kfaild: cannot enter the fill dir /nonexistent/kfaild-fill") != std::string::npos);
+    CHECK(missing->err.find("kfaild: cannot enter the fill dir /nonexistent/kfaild-fill") !=
+          std::string::npos);
     auto root = run("/");
     REQUIRE(root.ok());
     CHECK(root->exit_code == kHelperRefused);

@@ -35,7 +35,9 @@ std::string refusalOf(const std::vector<std::string>& words) {
 
 }  // namespace
 
-TEST_CASE("kfaild-gray reads back exactly the request kfaild sent, and builds the same script from it", "[unit]") {
+TEST_CASE(
+    "kfaild-gray reads back exactly the request kfaild sent, and builds the same script from it",
+    "[unit]") {
   const auto isolate = isolateRequest();
   auto read = parseHelperWords(helperWords(isolate));
   REQUIRE(read.ok());
@@ -85,9 +87,12 @@ TEST_CASE("kfaild-gray refuses every word it would not have built itself", "[uni
     return w;
   };
   CHECK(refusalOf(words) == "accepted");
-  CHECK(refusalOf(with("--broker", "10.0.0.1; reboot")).find("is not an IPv4 or IPv6 address") != std::string::npos);
-  CHECK(refusalOf(with("--netns", "../../proc/1/ns/net")).find("is not a namespace name") != std::string::npos);
-  CHECK(refusalOf(with("--drill", "1\ndelete table inet filter")).find("is not 1 to 48") != std::string::npos);
+  CHECK(refusalOf(with("--broker", "10.0.0.1; reboot")).find("is not an IPv4 or IPv6 address") !=
+        std::string::npos);
+  CHECK(refusalOf(with("--netns", "../../proc/1/ns/net")).find("is not a namespace name") !=
+        std::string::npos);
+  CHECK(refusalOf(with("--drill", "1\ndelete table inet filter")).find("is not 1 to 48") !=
+        std::string::npos);
   CHECK(refusalOf(with("--duration", "3601")).find("1 to 3600 seconds") != std::string::npos);
   CHECK(refusalOf(with("--duration", "0")).find("1 to 3600 seconds") != std::string::npos);
   CHECK(refusalOf(with("--keep-port", "70000")).find("is not a TCP port") != std::string::npos);
@@ -99,18 +104,23 @@ TEST_CASE("kfaild-gray refuses every word it would not have built itself", "[uni
   extra = words;
   extra.insert(extra.end(), {"--drill", "13"});
   CHECK(refusalOf(extra) == "--drill given twice");
-  CHECK(refusalOf({"--netns", "a", "--pid", "5", "heal", "--table", "kfaild_d1"}) == "--netns and --pid: only one place");
-  CHECK(refusalOf({"--pid", "1", "heal", "--table", "kfaild_d1"}).find("is not a process id") != std::string::npos);
-  CHECK(refusalOf({"heal", "--table", "filter"}) == "--table 'filter' is not a kfaild table");
-  CHECK(refusalOf({"heal", "--table", "kfaild_d1", "--check"}) == "--check goes only with isolate and throttle");
-  CHECK(refusalOf({"free", "--filler", "/etc/sudoers"}) == "--filler '/etc/sudoers' is not a kfaild disk filler");
-  CHECK(refusalOf({"free", "--filler", "/srv/../etc/kfaild_fill_d1"}).find("is not a kfaild disk filler") !=
+  CHECK(refusalOf({"--netns", "a", "--pid", "5", "heal", "--table", "kfaild_d1"}) ==
+        "--netns and --pid: only one place");
+  CHECK(refusalOf({"--pid", "1", "heal", "--table", "kfaild_d1"}).find("is not a process id") !=
         std::string::npos);
+  CHECK(refusalOf({"heal", "--table", "filter"}) == "--table 'filter' is not a kfaild table");
+  CHECK(refusalOf({"heal", "--table", "kfaild_d1", "--check"}) ==
+        "--check goes only with isolate and throttle");
+  CHECK(refusalOf({"free", "--filler", "/etc/sudoers"}) ==
+        "--filler '/etc/sudoers' is not a kfaild disk filler");
+  CHECK(refusalOf({"free", "--filler", "/srv/../etc/kfaild_fill_d1"})
+            .find("is not a kfaild disk filler") != std::string::npos);
   CHECK(refusalOf({"--netns", "n1", "free", "--filler", "/srv/kfaild_fill_d1"}) ==
         "free acts on a filesystem, not in a network namespace");
   CHECK(refusalOf({"fill", "--instance", "", "--drill", "1", "--duration", "5", "--fill-dir", "/"})
             .find("fill_dir / is refused") != std::string::npos);
-  CHECK(refusalOf({"fill-sweep", "--instance", "", "--fill-dir", "//"}).find("other than /") != std::string::npos);
+  CHECK(refusalOf({"fill-sweep", "--instance", "", "--fill-dir", "//"}).find("other than /") !=
+        std::string::npos);
   CHECK(refusalOf({"sh", "-c", "id"}) == "unknown operation 'sh'");
   CHECK(refusalOf({}) == "no operation given");
 }
@@ -126,13 +136,15 @@ TEST_CASE("kfaild-gray's window line is read back, a malformed one is not", "[un
   CHECK_FALSE(helperWindow(""));
 }
 
-TEST_CASE("the kfaild-gray program refuses a bad request with status 2 and runs nothing", "[unit][security]") {
+TEST_CASE("the kfaild-gray program refuses a bad request with status 2 and runs nothing",
+          "[unit][security]") {
   const std::string helper = KFAILD_BINARY_DIR "/server/kfaild-gray";
   auto out = runCommand({helper, "heal", "--table", "filter"}, 5000ms);
   REQUIRE(out.ok());
   CHECK(out->exit_code == kHelperRefused);
   CHECK(out->err == "kfaild-gray: --table 'filter' is not a kfaild table\n");
-  auto gone = runCommand({helper, "--netns", "kfaild-no-such-ns", "heal", "--table", "kfaild_d1"}, 5000ms);
+  auto gone =
+      runCommand({helper, "--netns", "kfaild-no-such-ns", "heal", "--table", "kfaild_d1"}, 5000ms);
   REQUIRE(gone.ok());
   CHECK(gone->exit_code == kHelperNothingThere);
 }

@@ -38,7 +38,8 @@ std::string connectFromHost(const std::string& address, int port) {
   const std::string code =
       "import socket\n"
       "try:\n"
-      "  socket.create_connection(('" + address + "', " + std::to_string(port) +
+      "  socket.create_connection(('" +
+      address + "', " + std::to_string(port) +
       "), timeout=2).close(); print('ok')\n"
       "except socket.timeout:\n  print('timeout')\n"
       "except (ConnectionRefusedError, ConnectionResetError):\n  print('refused')\n"
@@ -74,15 +75,17 @@ kfaild::kafka::Handle labClient(std::map<std::string, std::string> extra) {
 }
 
 std::uint64_t freeBytes(const std::string& dir) {
-  struct statvfs st {};
+  struct statvfs st{};
   if (::statvfs(dir.c_str(), &st) != 0) return 0;
   return static_cast<std::uint64_t>(st.f_bfree) * st.f_frsize;
 }
 
 }  // namespace
 
-TEST_CASE("on the namespaced lab a broker cut off from clients refuses them, one cut off from the quorum is fenced, a full log disk is freed, and heal restores each",
-          "[e2e][netns]") {
+TEST_CASE(
+    "on the namespaced lab a broker cut off from clients refuses them, one cut off from the quorum "
+    "is fenced, a full log disk is freed, and heal restores each",
+    "[e2e][netns]") {
   kfaild::testing::NamespacedLabEnv lab_env;
   const auto b1 = kfaild::testing::labNode(1);
   const auto b2 = kfaild::testing::labNode(2);
@@ -114,7 +117,8 @@ TEST_CASE("on the namespaced lab a broker cut off from clients refuses them, one
     REQUIRE(record.ok());
     // The command line is operator-only text (common::sensitive: marked for redaction).
     CHECK(record->detail.rfind(std::string(kfaild::common::kSensitiveOpen), 0) == 0);
-    CHECK(record->detail.find("kfaild-gray --netns " + b1->netns + " --expect-pid ") != std::string::npos);
+    CHECK(record->detail.find("kfaild-gray --netns " + b1->netns + " --expect-pid ") !=
+          std::string::npos);
     CHECK(record->fault_time_source == "kfaild-gray:local-clock");
     CHECK(connectFromHost(b1->address, b1->port) == "refused");
     CHECK(connectFromHost(b2->address, b2->port) == "ok");
@@ -136,7 +140,8 @@ TEST_CASE("on the namespaced lab a broker cut off from clients refuses them, one
     CHECK(kfaild::testing::lab("wait --timeout 60") == 0);
   }
 
-  SECTION("disk_full fills the broker's log filesystem, a write takes the broker down, heal frees it") {
+  SECTION(
+      "disk_full fills the broker's log filesystem, a write takes the broker down, heal frees it") {
     // A full disk stops a broker only when the broker next needs a block: an idle one appends
     // metadata records into its last block for up to ~30 s (seen here in 6 of 12 runs). A
     // partition on broker 1 alone, written after the fill, is the write that needs one at once,

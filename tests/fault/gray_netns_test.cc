@@ -9,8 +9,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <iterator>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,7 +37,9 @@ constexpr const char* kClientAddr = "10.79.0.1";
 constexpr const char* kNodeAddr = "10.79.0.2";
 constexpr int kPort = 9555;
 
-bool have(const std::string& program) { return kfaild::testing::havePath(program); }
+bool have(const std::string& program) {
+  return kfaild::testing::havePath(program);
+}
 
 using kfaild::testing::pathOf;
 
@@ -59,9 +61,11 @@ class TwoNamespaces {
       ++n;
       const std::string veth = std::string(ns) + "h";
       steps.push_back({"ip", "netns", "add", ns});
-      steps.push_back({"ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns});
+      steps.push_back(
+          {"ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns});
       steps.push_back({"ip", "link", "set", veth, "master", kBridge, "up"});
-      steps.push_back({"ip", "-n", ns, "addr", "add", "10.79.0." + std::to_string(n) + "/24", "dev", "eth0"});
+      steps.push_back(
+          {"ip", "-n", ns, "addr", "add", "10.79.0." + std::to_string(n) + "/24", "dev", "eth0"});
       steps.push_back({"ip", "-n", ns, "link", "set", "eth0", "up"});
       steps.push_back({"ip", "-n", ns, "link", "set", "lo", "up"});
     }
@@ -101,7 +105,8 @@ std::string connectFromClient() {
   const std::string code =
       "import socket\n"
       "try:\n"
-      "  s = socket.create_connection(('" + std::string(kNodeAddr) + "', " + std::to_string(kPort) +
+      "  s = socket.create_connection(('" +
+      std::string(kNodeAddr) + "', " + std::to_string(kPort) +
       "), timeout=1.5)\n"
       "  print('ok' if s.recv(2) == b'hi' else 'bad')\n"
       "except socket.timeout:\n  print('timeout')\n"
@@ -119,11 +124,14 @@ GrayRunner nodeRunner(const kfaild::common::Clock& clock, const std::string& fil
   const std::vector<std::string> helper = {KFAILD_BINARY_DIR "/server/kfaild-gray"};
   NodeShell shell;
   if (fill_dir.empty()) {
-    shell.nft = [helper](const std::vector<std::string>& words) -> kfaild::Result<std::vector<std::string>> {
+    shell.nft =
+        [helper](
+            const std::vector<std::string>& words) -> kfaild::Result<std::vector<std::string>> {
       return localHelperArgv(helper, kNodeNs, 0, words);
     };
   }
-  shell.sh = [helper](const std::vector<std::string>& words) -> kfaild::Result<std::vector<std::string>> {
+  shell.sh =
+      [helper](const std::vector<std::string>& words) -> kfaild::Result<std::vector<std::string>> {
     return localHelperArgv(helper, {}, 0, words);
   };
   shell.fill_dir = fill_dir;
@@ -140,7 +148,9 @@ IsolateSpec fromBrokers(IsolateMode mode, std::chrono::seconds duration) {
   return spec;
 }
 
-bool canRun() { return ::geteuid() == 0 && have("ip") && have("nft") && have("python3"); }
+bool canRun() {
+  return ::geteuid() == 0 && have("ip") && have("nft") && have("python3");
+}
 
 }  // namespace
 
@@ -155,8 +165,10 @@ TEST_CASE("an isolate rule in the node's netns drops, rejects, heals, and expire
   kfaild::testing::ChildProcess server(
       {pathOf("ip"), "netns", "exec", kNodeNs, "python3", "-c",
        "import socket\ns = socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, "
-       "1)\ns.bind(('0.0.0.0', " + std::to_string(kPort) + "))\ns.listen()\nwhile True:\n"
-       "  c, _ = s.accept()\n  c.send(b'hi')\n  c.close()\n"},
+       "1)\ns.bind(('0.0.0.0', " +
+           std::to_string(kPort) +
+           "))\ns.listen()\nwhile True:\n"
+           "  c, _ = s.accept()\n  c.send(b'hi')\n  c.close()\n"},
       (dir / "server.log").string());
   std::string before;
   for (int i = 0; i < 50 && (before = connectFromClient()) != "ok"; ++i)
@@ -214,22 +226,25 @@ TEST_CASE("a throttle rule limits a transfer's rate and a heal lifts it", "[inte
   kfaild::testing::ChildProcess server(
       {pathOf("ip"), "netns", "exec", kNodeNs, "python3", "-c",
        "import socket\ns = socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, "
-       "1)\ns.bind(('0.0.0.0', " + std::to_string(kPort) + "))\ns.listen()\nwhile True:\n"
-       "  c, _ = s.accept()\n  c.sendall(b'x' * 2000000)\n  c.close()\n"},
+       "1)\ns.bind(('0.0.0.0', " +
+           std::to_string(kPort) +
+           "))\ns.listen()\nwhile True:\n"
+           "  c, _ = s.accept()\n  c.sendall(b'x' * 2000000)\n  c.close()\n"},
       (dir / "server.log").string());
   const std::string fetch =
       "import socket, time\n"
       "for i in range(50):\n"
-      "  try:\n    s = socket.create_connection(('" + std::string(kNodeAddr) + "', " +
-      std::to_string(kPort) + "), timeout=30); break\n"
+      "  try:\n    s = socket.create_connection(('" +
+      std::string(kNodeAddr) + "', " + std::to_string(kPort) +
+      "), timeout=30); break\n"
       "  except OSError: time.sleep(0.1)\n"
       "t = time.time(); n = 0\n"
       "while True:\n  b = s.recv(65536)\n  if not b: break\n  n += len(b)\n"
       "print(n, round(time.time() - t, 2))\n";
   auto timed = [&]() -> double {
     auto out = runCommand({"ip", "netns", "exec", kClientNs, "python3", "-c", fetch}, 60s);
-    INFO("fetch: " << (out.ok() ? out->out + out->err : out.error().describe()) << "\nserver log: "
-                   << kfaild::testing::readFile(dir / "server.log"));
+    INFO("fetch: " << (out.ok() ? out->out + out->err : out.error().describe())
+                   << "\nserver log: " << kfaild::testing::readFile(dir / "server.log"));
     REQUIRE(out.ok());
     REQUIRE(out->out.rfind("2000000 ", 0) == 0);
     return std::stod(out->out.substr(8));
@@ -281,7 +296,8 @@ struct SmallDisk {
   std::vector<std::string> fillers() const {
     std::vector<std::string> out;
     for (const auto& e : std::filesystem::directory_iterator(mnt))
-      if (e.path().filename().string().rfind("kfaild_fill_", 0) == 0) out.push_back(e.path().string());
+      if (e.path().filename().string().rfind("kfaild_fill_", 0) == 0)
+        out.push_back(e.path().string());
     return out;
   }
   kfaild::testing::TempDir dir;
@@ -301,7 +317,8 @@ DiskFullSpec diskSpec(const SmallDisk& disk, std::chrono::seconds duration) {
 pid_t timerPid(const std::string& detail) {
   const std::string key = "kfaild-timer=setsid pid ";
   const auto at = detail.find(key);
-  return at == std::string::npos ? 0 : static_cast<pid_t>(std::atol(detail.c_str() + at + key.size()));
+  return at == std::string::npos ? 0
+                                 : static_cast<pid_t>(std::atol(detail.c_str() + at + key.size()));
 }
 
 // Running, not a zombie (an exited timer whose parent is gone may stay one in a container).
@@ -312,12 +329,15 @@ bool alive(pid_t pid) {
   return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
 }
 
-bool canFill() { return ::geteuid() == 0 && have("fallocate") && have("mktemp"); }
+bool canFill() {
+  return ::geteuid() == 0 && have("fallocate") && have("mktemp");
+}
 
 }  // namespace
 
-TEST_CASE("a disk filler fills a bounded filesystem, heal frees it, and its timer frees it unhealed",
-          "[integration]") {
+TEST_CASE(
+    "a disk filler fills a bounded filesystem, heal frees it, and its timer frees it unhealed",
+    "[integration]") {
   if (!canFill()) {
     WARN("not run: needs root and fallocate");
     return;
@@ -331,7 +351,8 @@ TEST_CASE("a disk filler fills a bounded filesystem, heal frees it, and its time
   auto filled = runner.fillDisk(diskSpec(disk, 60s));
   INFO((filled.ok() ? filled->detail : filled.error().describe()));
   REQUIRE(filled.ok());
-  CHECK(filled->detail.find("kfaild-filler=" + disk.mnt + "/kfaild_fill_dgt3.") != std::string::npos);
+  CHECK(filled->detail.find("kfaild-filler=" + disk.mnt + "/kfaild_fill_dgt3.") !=
+        std::string::npos);
   CHECK_FALSE(disk.writes());
   REQUIRE(runner.heal("gt3").ok());
   CHECK(disk.writes());
@@ -348,7 +369,8 @@ TEST_CASE("a disk filler fills a bounded filesystem, heal frees it, and its time
   CHECK(disk.writes());
 }
 
-TEST_CASE("a disk filler that could not fill fails the injection and leaves nothing behind", "[integration]") {
+TEST_CASE("a disk filler that could not fill fails the injection and leaves nothing behind",
+          "[integration]") {
   if (!canFill()) {
     WARN("not run: needs root and fallocate");
     return;
@@ -385,13 +407,15 @@ TEST_CASE("a disk filler that could not fill fails the injection and leaves noth
     auto runner = nodeRunner(clock, disk.mnt);
     auto filled = runner.fillDisk(diskSpec(disk, 60s));
     REQUIRE(!filled.ok());
-    CHECK(filled.error().message.find("is owned by uid 12345, neither root nor the broker's user (uid 0)") !=
+    CHECK(filled.error().message.find(
+              "is owned by uid 12345, neither root nor the broker's user (uid 0)") !=
           std::string::npos);
     CHECK(disk.fillers().empty());
   }
 }
 
-TEST_CASE("run 1's expiry timer never removes run 2's filler, and heal stops the timer", "[integration]") {
+TEST_CASE("run 1's expiry timer never removes run 2's filler, and heal stops the timer",
+          "[integration]") {
   if (!canFill()) {
     WARN("not run: needs root and fallocate");
     return;
@@ -407,7 +431,8 @@ TEST_CASE("run 1's expiry timer never removes run 2's filler, and heal stops the
   auto second = runner.fillDisk(diskSpec(disk, 60s));
   REQUIRE(second.ok());
   // Past run 1's expiry: run 2's filler is still there.
-  std::this_thread::sleep_for(1s + kExpiryMargin + 1500ms - (std::chrono::steady_clock::now() - t0));
+  std::this_thread::sleep_for(1s + kExpiryMargin + 1500ms -
+                              (std::chrono::steady_clock::now() - t0));
   CHECK(disk.fillers().size() == 1);
   CHECK_FALSE(disk.writes());
 
@@ -425,7 +450,8 @@ TEST_CASE("run 1's expiry timer never removes run 2's filler, and heal stops the
   CHECK(disk.writes());
 }
 
-TEST_CASE("the lab removes a pending disk filler before it unmounts a node's log filesystem", "[integration]") {
+TEST_CASE("the lab removes a pending disk filler before it unmounts a node's log filesystem",
+          "[integration]") {
   if (::geteuid() != 0 || !have("python3")) {
     WARN("not run: needs root and python3");
     return;

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -36,7 +35,9 @@ CommandOutput run(const std::vector<std::string>& argv) {
   return out.ok() ? *out : CommandOutput{-1, "", out.error().message};
 }
 
-bool have(const std::string& program) { return kfaild::testing::havePath(program); }
+bool have(const std::string& program) {
+  return kfaild::testing::havePath(program);
+}
 
 // The shipped line, with the test's user and this build's helper in place of the packaged ones.
 std::string sudoersLine() {
@@ -58,7 +59,8 @@ struct Setup {
     teardown();
     if (run({"id", kUser}).exit_code != 0) run({"useradd", "--system", "--no-create-home", kUser});
     std::ofstream(kSudoers) << sudoersLine() << "\n";
-    std::filesystem::permissions(kSudoers, std::filesystem::perms::owner_read | std::filesystem::perms::group_read);
+    std::filesystem::permissions(
+        kSudoers, std::filesystem::perms::owner_read | std::filesystem::perms::group_read);
     run({"ip", "netns", "add", kNetns});
   }
   ~Setup() { teardown(); }
@@ -91,17 +93,19 @@ TEST_CASE("the shipped sudoers line lets kfaild's user run kfaild-gray as root a
   CHECK(run(asUser({"sudo", "-n", "sh", "-c", "id"})).exit_code != 0);
   CHECK(run(asUser({"nft", "list", "tables"})).exit_code != 0);  // and the user alone cannot
   // An ssh host's check that the broker is not in a container, through the same line.
-  CHECK(run(asUser({"sudo", "-n", kHelper, "--expect-pid", std::to_string(::getpid()), "netns-check"})).exit_code ==
-        0);
-  const auto elsewhere =
-      run(asUser({"sudo", "-n", kHelper, "--netns", kNetns, "--expect-pid", std::to_string(::getpid()), "netns-check"}));
+  CHECK(run(asUser(
+                {"sudo", "-n", kHelper, "--expect-pid", std::to_string(::getpid()), "netns-check"}))
+            .exit_code == 0);
+  const auto elsewhere = run(asUser({"sudo", "-n", kHelper, "--netns", kNetns, "--expect-pid",
+                                     std::to_string(::getpid()), "netns-check"}));
   CHECK(elsewhere.exit_code == kHelperRefused);
   CHECK(elsewhere.err.find("is not in network namespace kfgs-n1") != std::string::npos);
 
   const kfaild::common::SystemClock clock;
   NodeShell shell;
   const std::vector<std::string> helper = asUser({"sudo", "-n", kHelper});
-  shell.nft = [helper](const std::vector<std::string>& words) -> kfaild::Result<std::vector<std::string>> {
+  shell.nft =
+      [helper](const std::vector<std::string>& words) -> kfaild::Result<std::vector<std::string>> {
     return localHelperArgv(helper, kNetns, 0, words);
   };
   shell.instance = "i0000beef";
@@ -112,7 +116,8 @@ TEST_CASE("the shipped sudoers line lets kfaild's user run kfaild-gray as root a
   spec.duration = 60s;
   spec.peers.brokers = {"10.79.9.2"};
   REQUIRE(runner.check(spec).ok());
-  CHECK(run({"ip", "netns", "exec", kNetns, "nft", "list", "tables"}).out.find("kfaild_") == std::string::npos);
+  CHECK(run({"ip", "netns", "exec", kNetns, "nft", "list", "tables"}).out.find("kfaild_") ==
+        std::string::npos);
   const auto before = clock.wallNow();
   auto isolated = runner.isolate(spec);
   INFO((isolated.ok() ? isolated->detail : isolated.error().describe()));
@@ -122,39 +127,46 @@ TEST_CASE("the shipped sudoers line lets kfaild's user run kfaild-gray as root a
   CHECK(isolated->faultTime() >= before);
   CHECK(isolated->faultTime() <= clock.wallNow());
   CHECK(isolated->uncertainty_us < 1'000'000);
-  CHECK(run({"ip", "netns", "exec", kNetns, "nft", "list", "tables"}).out.find("kfaild_i0000beef_d91") !=
-        std::string::npos);
+  CHECK(run({"ip", "netns", "exec", kNetns, "nft", "list", "tables"})
+            .out.find("kfaild_i0000beef_d91") != std::string::npos);
   auto healed = runner.heal("91");
   REQUIRE(healed.ok());
-  CHECK(run({"ip", "netns", "exec", kNetns, "nft", "list", "tables"}).out.find("kfaild_") == std::string::npos);
+  CHECK(run({"ip", "netns", "exec", kNetns, "nft", "list", "tables"}).out.find("kfaild_") ==
+        std::string::npos);
   REQUIRE(runner.isolate(spec).ok());
   auto swept = runner.sweep();
   REQUIRE(swept.ok());
   CHECK(*swept == std::vector<std::string>{"nft table inet kfaild_i0000beef_d91"});
 }
 
-TEST_CASE("kfaild-gray places rules only when the broker it is given runs in the namespace", "[integration][security]") {
+TEST_CASE("kfaild-gray places rules only when the broker it is given runs in the namespace",
+          "[integration][security]") {
   if (::geteuid() != 0 || !have("nft")) {
     WARN("not run: needs root and nft");
     return;
   }
   Setup setup;
-  const std::vector<std::string> words = {"isolate", "--instance", "", "--drill", "5", "--duration", "30",
-                                          "--from", "all", "--mode", "drop", "--check"};
-  auto with = [&](std::int64_t pid) { return run(localHelperArgv({kHelper}, kNetns, 0, words, pid)); };
+  const std::vector<std::string> words = {"isolate", "--instance", "",     "--drill",
+                                          "5",       "--duration", "30",   "--from",
+                                          "all",     "--mode",     "drop", "--check"};
+  auto with = [&](std::int64_t pid) {
+    return run(localHelperArgv({kHelper}, kNetns, 0, words, pid));
+  };
   // This test's own process runs in the root namespace, not in kNetns.
   const auto elsewhere = with(::getpid());
   CHECK(elsewhere.exit_code == kHelperRefused);
   CHECK(elsewhere.err.find("is not in network namespace kfgs-n1") != std::string::npos);
-  auto inside = runCommand({"sh", "-c", std::string("ip netns exec ") + kNetns + " sleep 30 & echo $!"}, 10s);
+  auto inside =
+      runCommand({"sh", "-c", std::string("ip netns exec ") + kNetns + " sleep 30 & echo $!"}, 10s);
   REQUIRE(inside.ok());
   const auto pid = std::stoll(inside->out);
   // $! is `ip`'s pid, in the root namespace until it has entered kNetns and exec'd sleep.
   const auto inode = [](const std::string& path) {
-    struct stat st {};
+    struct stat st{};
     return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
   };
-  for (int i = 0; i < 100 && inode("/proc/" + std::to_string(pid) + "/ns/net") != inode(std::string("/run/netns/") + kNetns);
+  for (int i = 0; i < 100 && inode("/proc/" + std::to_string(pid) + "/ns/net") !=
+                                 inode(std::string("/run/netns/") + kNetns);
        ++i) {
     ::usleep(50'000);
   }

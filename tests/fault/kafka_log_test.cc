@@ -4,9 +4,9 @@
 #include <utime.h>
 
 #include <catch2/catch.hpp>
-#include <fstream>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -146,35 +146,47 @@ namespace {
 
 // isrShrinkEvents of one leader's server.log text, the probe topic e2e-api-1.
 std::vector<FailoverLogEvent> shrinksIn(const std::string& server_log, std::int32_t node) {
-  return isrShrinkEvents(selectKafkaLogLines(server_log, "server.log", LogZone::utc, 0, {}), {"e2e-api-1"}, node);
+  return isrShrinkEvents(selectKafkaLogLines(server_log, "server.log", LogZone::utc, 0, {}),
+                         {"e2e-api-1"}, node);
 }
 
 }  // namespace
 
-TEST_CASE("a leader's ISR shrink is read from its server.log when the controller has accepted it", "[unit][fault]") {
+TEST_CASE("a leader's ISR shrink is read from its server.log when the controller has accepted it",
+          "[unit][fault]") {
   // The netns lab's leaders of a CI run, broker 3 cut off from the other brokers.
   const std::string log =
-      "[2026-12-04 03:51:55,236] INFO [Partition e2e-api-1-0 broker=1] Shrinking ISR from 1,3,2 to 1,2. Leader: "
-      "(highWatermark: 446, endOffset: 447). Out of sync replicas: (brokerId: 3, endOffset: 446, lastCaughtUpTimeMs: "
+      "[2026-12-04 03:51:55,236] INFO [Partition e2e-api-1-0 broker=1] Shrinking ISR from 1,3,2 to "
+      "1,2. Leader: "
+      "(highWatermark: 446, endOffset: 447). Out of sync replicas: (brokerId: 3, endOffset: 446, "
+      "lastCaughtUpTimeMs: "
       "1796356305172). (kafka.cluster.Partition)\n"
-      "[2026-12-04 03:51:55,247] INFO [Partition __consumer_offsets-24 broker=1] Shrinking ISR from 1,3,2 to 1,2. "
+      "[2026-12-04 03:51:55,247] INFO [Partition __consumer_offsets-24 broker=1] Shrinking ISR "
+      "from 1,3,2 to 1,2. "
       "Leader: (highWatermark: 104, endOffset: 106). (kafka.cluster.Partition)\n"
-      "[2026-12-04 03:51:55,320] INFO [Partition e2e-api-1-0 broker=1] ISR updated to 1,2  and version updated to 1 "
+      "[2026-12-04 03:51:55,320] INFO [Partition e2e-api-1-0 broker=1] ISR updated to 1,2  and "
+      "version updated to 1 "
       "(kafka.cluster.Partition)\n"
-      "[2026-12-04 03:51:55,362] INFO [Partition __consumer_offsets-24 broker=1] ISR updated to 1,2  and version "
+      "[2026-12-04 03:51:55,362] INFO [Partition __consumer_offsets-24 broker=1] ISR updated to "
+      "1,2  and version "
       "updated to 1 (kafka.cluster.Partition)\n"
       // A shrink to the leader alone the controller never accepted: no event.
-      "[2026-12-04 03:51:57,276] INFO [Partition e2e-api-1-2 broker=1] Shrinking ISR from 1,2,3 to 1. Leader: "
+      "[2026-12-04 03:51:57,276] INFO [Partition e2e-api-1-2 broker=1] Shrinking ISR from 1,2,3 to "
+      "1. Leader: "
       "(highWatermark: 446, endOffset: 447). (kafka.cluster.Partition)\n"
       // An expansion: no event.
-      "[2026-12-04 03:52:11,668] INFO [Partition e2e-api-1-0 broker=1] ISR updated to 1,3,2  and version updated to 2 "
+      "[2026-12-04 03:52:11,668] INFO [Partition e2e-api-1-0 broker=1] ISR updated to 1,3,2  and "
+      "version updated to 2 "
       "(kafka.cluster.Partition)\n"
       // Another topic whose name starts like the probe's.
-      "[2026-12-04 03:52:12,000] INFO [Partition e2e-api-1-x-0 broker=1] Shrinking ISR from 1,3 to 1. "
+      "[2026-12-04 03:52:12,000] INFO [Partition e2e-api-1-x-0 broker=1] Shrinking ISR from 1,3 to "
+      "1. "
       "(kafka.cluster.Partition)\n"
-      "[2026-12-04 03:52:12,100] INFO [Partition e2e-api-1-x-0 broker=1] ISR updated to 1 and version updated to 3 "
+      "[2026-12-04 03:52:12,100] INFO [Partition e2e-api-1-x-0 broker=1] ISR updated to 1 and "
+      "version updated to 3 "
       "(kafka.cluster.Partition)\n";
-  const auto lines = selectKafkaLogLines(log, "server.log", LogZone::utc, 0, {"] Shrinking ISR from ", "] ISR updated to "});
+  const auto lines = selectKafkaLogLines(log, "server.log", LogZone::utc, 0,
+                                         {"] Shrinking ISR from ", "] ISR updated to "});
   REQUIRE(lines.size() == 8);
   const auto events = isrShrinkEvents(lines, {"e2e-api-1"}, 1);
   REQUIRE(events.size() == 1);
@@ -188,8 +200,10 @@ TEST_CASE("a leader's ISR shrink is read from its server.log when the controller
 
   // The shrink names the ISR in another order than the update does (as a leader of the lab did).
   const auto one = shrinksIn(
-      "[2026-12-04 04:22:30,709] INFO [Partition e2e-api-1-1 broker=2] Shrinking ISR from 2,3,1 to 1,2. (x)\n"
-      "[2026-12-04 04:22:30,768] INFO [Partition e2e-api-1-1 broker=2] ISR updated to 2,1  and version updated to 1 (x)\n",
+      "[2026-12-04 04:22:30,709] INFO [Partition e2e-api-1-1 broker=2] Shrinking ISR from 2,3,1 to "
+      "1,2. (x)\n"
+      "[2026-12-04 04:22:30,768] INFO [Partition e2e-api-1-1 broker=2] ISR updated to 2,1  and "
+      "version updated to 1 (x)\n",
       2);
   REQUIRE(one.size() == 1);
   CHECK(one[0].broker == 3);
@@ -197,16 +211,23 @@ TEST_CASE("a leader's ISR shrink is read from its server.log when the controller
 
   // The new ISR brought by the metadata log first (state-change.log), no "ISR updated" after it.
   auto via_metadata = selectKafkaLogLines(
-      "[2026-12-04 04:23:37,150] INFO [Partition e2e-api-1-1 broker=2] Shrinking ISR from 1,3,2 to 1,2. (x)\n",
+      "[2026-12-04 04:23:37,150] INFO [Partition e2e-api-1-1 broker=2] Shrinking ISR from 1,3,2 to "
+      "1,2. (x)\n",
       "server.log", LogZone::utc, 0, {});
   const auto change = selectKafkaLogLines(
-      "[2026-12-04 04:23:37,196] INFO [Broker id=2] Skipped the become-leader state change for e2e-api-1-1 with "
-      "topic id Some(20gDFU03QuOGbP5DQttoiA), partition registration PartitionRegistration(replicas=[2, 3, 1], "
-      "isr=[1, 2], removingReplicas=[], addingReplicas=[], elr=[], lastKnownElr=[], leader=2, leaderEpoch=0, "
-      "partitionEpoch=1) and isNew=false since it is already the leader with leader epoch 0. Current high "
-      "watermark 423, ISR [1,2], adding replicas [] and removing replicas []. (state.change.logger)\n",
+      "[2026-12-04 04:23:37,196] INFO [Broker id=2] Skipped the become-leader state change for "
+      "e2e-api-1-1 with "
+      "topic id Some(20gDFU03QuOGbP5DQttoiA), partition registration "
+      "PartitionRegistration(replicas=[2, 3, 1], "
+      "isr=[1, 2], removingReplicas=[], addingReplicas=[], elr=[], lastKnownElr=[], leader=2, "
+      "leaderEpoch=0, "
+      "partitionEpoch=1) and isNew=false since it is already the leader with leader epoch 0. "
+      "Current high "
+      "watermark 423, ISR [1,2], adding replicas [] and removing replicas []. "
+      "(state.change.logger)\n",
       "state-change.log", LogZone::utc, 0, {});
-  via_metadata.insert(via_metadata.begin(), change.begin(), change.end());  // files read one after the other
+  via_metadata.insert(via_metadata.begin(), change.begin(),
+                      change.end());  // files read one after the other
   // An update of another kind before it (the ISR unchanged) leaves the shrink waiting.
   auto other = change.front();
   other.t -= 20'000;
@@ -221,8 +242,10 @@ TEST_CASE("a leader's ISR shrink is read from its server.log when the controller
 
   // Two replicas dropped at once: the event names none.
   const auto two = shrinksIn(
-      "[2026-12-04 03:53:00,000] INFO [Partition e2e-api-1-1 broker=2] Shrinking ISR from 2,3,1 to 2. (x)\n"
-      "[2026-12-04 03:53:00,050] INFO [Partition e2e-api-1-1 broker=2] ISR updated to 2 and version updated to 4 (x)\n",
+      "[2026-12-04 03:53:00,000] INFO [Partition e2e-api-1-1 broker=2] Shrinking ISR from 2,3,1 to "
+      "2. (x)\n"
+      "[2026-12-04 03:53:00,050] INFO [Partition e2e-api-1-1 broker=2] ISR updated to 2 and "
+      "version updated to 4 (x)\n",
       2);
   REQUIRE(two.size() == 1);
   CHECK(two[0].broker == -1);
@@ -246,28 +269,34 @@ TEST_CASE("the grep script reads the files Kafka rolled since the time asked, th
   const kfaild::testing::TempDir dir;
   const std::time_t since = 1'796'468'397;  // 2026-12-05T10:59:57Z
   writeFile(dir / "controller.log.2026-12-05-09",
-            "[2026-12-05 09:59:59,000] INFO Fencing broker 2 at epoch 7 (an earlier hour)\n", since - 3600);
+            "[2026-12-05 09:59:59,000] INFO Fencing broker 2 at epoch 7 (an earlier hour)\n",
+            since - 3600);
   writeFile(dir / "controller.log.2026-12-05-10",
-            "[2026-12-05 10:59:57,700] INFO Unfenced broker 2 has requested and been granted a controlled shutdown\n"
+            "[2026-12-05 10:59:57,700] INFO Unfenced broker 2 has requested and been granted a "
+            "controlled shutdown\n"
             "[2026-12-05 10:59:58,000] INFO something else\n",
             since + 2);
-  writeFile(dir / "controller.log", "[2026-12-05 11:00:09,000] INFO Fencing broker 2 at epoch 9\n", since + 12);
+  writeFile(dir / "controller.log", "[2026-12-05 11:00:09,000] INFO Fencing broker 2 at epoch 9\n",
+            since + 12);
   const auto script = rolledLogsGrepScript(dir.path().string(), "controller.log",
                                            {"controlled shutdown", "Fencing broker 2"}, since);
   const auto out = runCommand({"sh", "-c", script}, std::chrono::seconds(10));
   REQUIRE(out);
   CHECK(out->exit_code == 0);
   CHECK(out->out ==
-        "[2026-12-05 10:59:57,700] INFO Unfenced broker 2 has requested and been granted a controlled shutdown\n"
+        "[2026-12-05 10:59:57,700] INFO Unfenced broker 2 has requested and been granted a "
+        "controlled shutdown\n"
         "[2026-12-05 11:00:09,000] INFO Fencing broker 2 at epoch 9\n");
   // Nothing matching anywhere: grep's 1, which the injectors read as no line.
-  const auto none = runCommand({"sh", "-c", rolledLogsGrepScript(dir.path().string(), "controller.log", {"no such"}, since)},
-                               std::chrono::seconds(10));
+  const auto none = runCommand(
+      {"sh", "-c", rolledLogsGrepScript(dir.path().string(), "controller.log", {"no such"}, since)},
+      std::chrono::seconds(10));
   REQUIRE(none);
   CHECK(none->exit_code == 1);
   // The lines of the rolled file and of the current one come back in time order.
-  const auto lines = selectKafkaLogLines(
-      "[2026-12-05 11:00:09,000] INFO b\n[2026-12-05 10:59:57,700] INFO a\n", "controller.log", LogZone::utc, 0, {});
+  const auto lines =
+      selectKafkaLogLines("[2026-12-05 11:00:09,000] INFO b\n[2026-12-05 10:59:57,700] INFO a\n",
+                          "controller.log", LogZone::utc, 0, {});
   REQUIRE(lines.size() == 2);
   CHECK(lines[0].message.find("a") != std::string::npos);
   CHECK(lines[0].t < lines[1].t);

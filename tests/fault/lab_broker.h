@@ -7,7 +7,6 @@
 // assignment 1:2:3,2:3:1,3:1:2, as the article's `orders`). The lab is the one `lab/lab`
 // finds (KFAILD_LAB_DIR / KFAILD_LAB_PORT_BASE are honoured).
 
-#include "tests/support/paths.h"
 #include <signal.h>
 
 #include <algorithm>
@@ -26,6 +25,7 @@
 #include "server/kafka/client.h"
 #include "server/kafka/metadata.h"
 #include "tests/support/lab.h"
+#include "tests/support/paths.h"
 
 namespace kfaild::testing {
 

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <utime.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -11,7 +12,6 @@
 #include <fstream>
 #include <string>
 #include <thread>
-#include <utime.h>
 
 #include "server/fault/command.h"
 #include "server/fault/errc.h"
@@ -103,9 +103,9 @@ TEST_CASE("a stale pid file pointing at another process is refused and that proc
   const common::SystemClock clock;
   LocalInjector injector({pid_file, {"true"}, ""}, LogZone::utc, clock);
 
-  for (auto* action :
-       {+[](LocalInjector& i) { return i.kill(); }, +[](LocalInjector& i) { return i.pause(kTestPause); },
-        +[](LocalInjector& i) { return i.stop(1s); }}) {
+  for (auto* action : {+[](LocalInjector& i) { return i.kill(); },
+                       +[](LocalInjector& i) { return i.pause(kTestPause); },
+                       +[](LocalInjector& i) { return i.stop(1s); }}) {
     const auto r = action(injector);
     REQUIRE_FALSE(r);
     CHECK(r.error().code == errc::not_a_broker);
@@ -119,16 +119,20 @@ TEST_CASE("a stale pid file pointing at another process is refused and that proc
   CHECK_FALSE(state->running);
 }
 
-TEST_CASE("a pid that is a thread's, or a process younger than its pid file, is a stale pid file", "[unit]") {
+TEST_CASE("a pid that is a thread's, or a process younger than its pid file, is a stale pid file",
+          "[unit]") {
   constexpr common::WallMicros kWritten = 1'700'000'000'000'000;
   CHECK_FALSE(stalePidProblem(4242, 4242, kWritten - 30'000'000, kWritten));
-  CHECK_FALSE(stalePidProblem(4242, 4242, kWritten + kPidFileSlackUs, kWritten));  // the start time's grain
-  CHECK_FALSE(stalePidProblem(4242, std::nullopt, std::nullopt, std::nullopt));     // nothing to go by
+  CHECK_FALSE(
+      stalePidProblem(4242, 4242, kWritten + kPidFileSlackUs, kWritten));  // the start time's grain
+  CHECK_FALSE(stalePidProblem(4242, std::nullopt, std::nullopt, std::nullopt));  // nothing to go by
   CHECK(*stalePidProblem(4242, 4100, kWritten - 30'000'000, kWritten) ==
-        "is a thread of process 4100, not a process: the pid file is stale (its process exited and the number "
+        "is a thread of process 4100, not a process: the pid file is stale (its process exited and "
+        "the number "
         "was reused)");
   CHECK(*stalePidProblem(4242, 4242, kWritten + 660'000'000, kWritten) ==
-        "started 660 s after the pid file was written: the pid file is stale (its process exited and the number "
+        "started 660 s after the pid file was written: the pid file is stale (its process exited "
+        "and the number "
         "was reused)");
 }
 
@@ -136,7 +140,8 @@ namespace {
 
 // A stand-in Kafka JVM (fakeKafkaJvm's command line) with a second thread, whose id it writes to
 // `thread_id` (then to `ready`).
-std::vector<std::string> fakeKafkaJvmWithThread(const std::string& thread_id, const std::string& ready) {
+std::vector<std::string> fakeKafkaJvmWithThread(const std::string& thread_id,
+                                                const std::string& ready) {
   const std::string script =
       "import sys, threading, time\n"
       "def other():\n"
@@ -145,15 +150,17 @@ std::vector<std::string> fakeKafkaJvmWithThread(const std::string& thread_id, co
       "    time.sleep(600)\n"
       "threading.Thread(target=other, daemon=True).start()\n"
       "while True: time.sleep(0.05)\n";
-  return {"bash", "-c", "exec -a java /usr/bin/python3 -c \"$0\" kafka.Kafka \"$1\" \"$2\"", script, thread_id,
-          ready};
+  return {"bash", "-c",      "exec -a java /usr/bin/python3 -c \"$0\" kafka.Kafka \"$1\" \"$2\"",
+          script, thread_id, ready};
 }
 
 }  // namespace
 
-TEST_CASE("a pid file whose number was reused by a broker's thread or by a later broker is no such process, "
-          "and that broker untouched",
-          "[integration][fault]") {
+TEST_CASE(
+    "a pid file whose number was reused by a broker's thread or by a later broker is no such "
+    "process, "
+    "and that broker untouched",
+    "[integration][fault]") {
   const testing::TempDir dir;
   const common::SystemClock clock;
   const auto pid_file = (dir / "kafka.pid").string();
@@ -163,7 +170,8 @@ TEST_CASE("a pid file whose number was reused by a broker's thread or by a later
     REQUIRE(state);
     CHECK_FALSE(state->running);
     CHECK(state->detail.find(expected) != std::string::npos);
-    for (auto* action : {+[](LocalInjector& i) { return i.kill(); }, +[](LocalInjector& i) { return i.pause(kTestPause); }}) {
+    for (auto* action : {+[](LocalInjector& i) { return i.kill(); },
+                         +[](LocalInjector& i) { return i.pause(kTestPause); }}) {
       const auto r = action(injector);
       REQUIRE_FALSE(r);
       CHECK(r.error().code == errc::no_such_process);
@@ -193,7 +201,8 @@ TEST_CASE("a pid file whose number was reused by a broker's thread or by a later
     testing::eventually(10s, [&] { return std::filesystem::exists(ready); });
     writePidFile(pid_file, broker.pid());
     // Written ten minutes ago for a process that has since exited.
-    std::filesystem::last_write_time(pid_file, std::filesystem::file_time_type::clock::now() - 10min);
+    std::filesystem::last_write_time(pid_file,
+                                     std::filesystem::file_time_type::clock::now() - 10min);
     refused("s after the pid file was written: the pid file is stale");
     std::this_thread::sleep_for(100ms);
     CHECK(broker.running());
@@ -364,12 +373,15 @@ std::vector<std::string> timerFiles(const std::string& drill, pid_t pid) {
 }
 
 // A drill id of this test process's own, so that a test run beside it never shares a timer name.
-std::string ownDrill(const std::string& what) { return what + "_" + std::to_string(::getpid()); }
+std::string ownDrill(const std::string& what) {
+  return what + "_" + std::to_string(::getpid());
+}
 
 }  // namespace
 
-TEST_CASE("a pause ends by itself at its expiry without any resume, from a timer in a session of its own",
-          "[integration][fault]") {
+TEST_CASE(
+    "a pause ends by itself at its expiry without any resume, from a timer in a session of its own",
+    "[integration][fault]") {
   const testing::TempDir dir;
   const auto ready = (dir / "ready").string();
   const Child jvm(fakeKafkaJvm("exit(0)", ready));
@@ -385,7 +397,8 @@ TEST_CASE("a pause ends by itself at its expiry without any resume, from a timer
     const auto paused = injector.pause(spec);
     REQUIRE(paused);
     INFO(paused->detail);
-    CHECK(paused->detail.rfind("SIGSTOP to pid " + std::to_string(jvm.pid()) + "; thaws by itself 2 s after (", 0) ==
+    CHECK(paused->detail.rfind(
+              "SIGSTOP to pid " + std::to_string(jvm.pid()) + "; thaws by itself 2 s after (", 0) ==
           0);
     timer = setsidTimerOf(paused->detail);
   }
@@ -405,7 +418,8 @@ TEST_CASE("a pause ends by itself at its expiry without any resume, from a timer
   CHECK(timerFiles(spec.drill, jvm.pid()).empty());
 }
 
-TEST_CASE("resume cancels the pause's timer, which then never thaws the broker", "[integration][fault]") {
+TEST_CASE("resume cancels the pause's timer, which then never thaws the broker",
+          "[integration][fault]") {
   const testing::TempDir dir;
   const auto ready = (dir / "ready").string();
   const Child jvm(fakeKafkaJvm("exit(0)", ready));
@@ -424,14 +438,16 @@ TEST_CASE("resume cancels the pause's timer, which then never thaws the broker",
   // Another drill's resume of the same broker thaws it but leaves this drill's timer alone.
   const auto other = injector.resume(ownDrill("other"));
   REQUIRE(other);
-  CHECK(other->detail == "SIGCONT to pid " + std::to_string(jvm.pid()) + "; no expiry timer was left");
+  CHECK(other->detail ==
+        "SIGCONT to pid " + std::to_string(jvm.pid()) + "; no expiry timer was left");
   CHECK(timerFiles(spec.drill, jvm.pid()).size() == (timer > 0 ? 1U : 0U));
   REQUIRE(::kill(jvm.pid(), SIGSTOP) == 0);
 
   const auto resumed = injector.resume(spec.drill);
   REQUIRE(resumed);
   INFO(resumed->detail);
-  CHECK(resumed->detail.rfind("SIGCONT to pid " + std::to_string(jvm.pid()) + "; its expiry timer cancelled (", 0) ==
+  CHECK(resumed->detail.rfind(
+            "SIGCONT to pid " + std::to_string(jvm.pid()) + "; its expiry timer cancelled (", 0) ==
         0);
   CHECK(jvm.state() != 'T');
   CHECK(timerFiles(spec.drill, jvm.pid()).empty());
@@ -445,7 +461,8 @@ TEST_CASE("resume cancels the pause's timer, which then never thaws the broker",
   if (timer > 0) CHECK(ended(timer));
 }
 
-TEST_CASE("a pause whose timer cannot start is not done, and leaves nothing behind", "[integration][fault]") {
+TEST_CASE("a pause whose timer cannot start is not done, and leaves nothing behind",
+          "[integration][fault]") {
   const testing::TempDir dir;
   const auto ready = (dir / "ready").string();
   const Child jvm(fakeKafkaJvm("exit(0)", ready));
@@ -474,10 +491,11 @@ TEST_CASE("a pause whose timer cannot start is not done, and leaves nothing behi
 
   REQUIRE_FALSE(r);
   CHECK(r.error().code == errc::command_failed);
-  CHECK(r.error().message ==
-        "pid " + std::to_string(jvm.pid()) +
-            " not paused: the timer that would end the pause by itself did not start: sh exited with status 98: "
-            "kfaild: neither systemd-run nor setsid is there to start the timer that ends the pause by itself");
+  CHECK(r.error().message == "pid " + std::to_string(jvm.pid()) +
+                                 " not paused: the timer that would end the pause by itself did "
+                                 "not start: sh exited with status 98: "
+                                 "kfaild: neither systemd-run nor setsid is there to start the "
+                                 "timer that ends the pause by itself");
   std::this_thread::sleep_for(100ms);
   CHECK(jvm.state() != 'T');
   CHECK(timerFiles(spec.drill, jvm.pid()).empty());
@@ -606,23 +624,28 @@ TEST_CASE("the local injector pauses lab broker 1 for a few seconds and it runs 
   CHECK(broker.waitInIsr(60s));
 }
 
-TEST_CASE("the local injector reads a log line from the file Kafka rolled it into since the time asked",
-          "[unit][fault]") {
+TEST_CASE(
+    "the local injector reads a log line from the file Kafka rolled it into since the time asked",
+    "[unit][fault]") {
   const testing::TempDir dir;
   const common::SystemClock clock;
-  LocalInjector injector({(dir / "kafka.pid").string(), {"true"}, dir.path().string()}, LogZone::utc, clock);
+  LocalInjector injector({(dir / "kafka.pid").string(), {"true"}, dir.path().string()},
+                         LogZone::utc, clock);
   const std::time_t since = 1'796'468'397;  // 2026-12-05T10:59:57Z
   const auto write = [&](const std::string& name, const std::string& text, std::time_t written) {
     std::ofstream(dir / name) << text;
     const utimbuf times{written, written};
     REQUIRE(::utime((dir / name).c_str(), &times) == 0);
   };
-  write("controller.log.2026-12-05-09", "[2026-12-05 10:59:58,000] INFO Fencing broker 2 at epoch 6\n",
+  write("controller.log.2026-12-05-09",
+        "[2026-12-05 10:59:58,000] INFO Fencing broker 2 at epoch 6\n",
         since - 3600);  // last written before `since`: not read, whatever it holds
   write("controller.log.2026-12-05-10",
-        "[2026-12-05 10:59:57,700] INFO Unfenced broker 2 has requested and been granted a controlled shutdown\n",
+        "[2026-12-05 10:59:57,700] INFO Unfenced broker 2 has requested and been granted a "
+        "controlled shutdown\n",
         since + 1);
-  write("controller.log", "[2026-12-05 11:00:09,000] INFO Fencing broker 2 at epoch 9\n", since + 12);
+  write("controller.log", "[2026-12-05 11:00:09,000] INFO Fencing broker 2 at epoch 9\n",
+        since + 12);
   const auto lines = injector.logLines("controller.log", std::int64_t{since} * 1'000'000,
                                        {"controlled shutdown", "Fencing broker 2"});
   REQUIRE(lines);
@@ -638,17 +661,22 @@ TEST_CASE("the local injector reads a log line from the file Kafka rolled it int
   CHECK(current->size() == 1);
 }
 
-TEST_CASE("the rules' namespace and the broker's are compared by inode, and a difference is named", "[unit]") {
+TEST_CASE("the rules' namespace and the broker's are compared by inode, and a difference is named",
+          "[unit]") {
   CHECK(netnsMismatch("kfl25000-n1", 4026532001, 77, 4026532001).empty());
   CHECK(netnsMismatch("kfl25000-n1", 4026532001, 77, 4026531840) ==
-        "the broker (pid 77) is not in network namespace 'kfl25000-n1' (inode 4026532001) but in inode "
+        "the broker (pid 77) is not in network namespace 'kfl25000-n1' (inode 4026532001) but in "
+        "inode "
         "4026531840 (/proc/77/ns/net): rules placed there would cut something else");
-  CHECK(netnsMismatch("n1", std::nullopt, 77, 1).find("(/var/run/netns/n1) cannot be read") != std::string::npos);
+  CHECK(netnsMismatch("n1", std::nullopt, 77, 1).find("(/var/run/netns/n1) cannot be read") !=
+        std::string::npos);
   CHECK(netnsMismatch("n1", 1, 77, std::nullopt).find("/proc/77/ns/net") != std::string::npos);
 }
 
-TEST_CASE("a local isolation goes only into the namespace the broker runs in", "[integration][fault]") {
-  if (::geteuid() != 0 || std::system("command -v ip >/dev/null 2>&1 && command -v nft >/dev/null 2>&1") != 0) {
+TEST_CASE("a local isolation goes only into the namespace the broker runs in",
+          "[integration][fault]") {
+  if (::geteuid() != 0 ||
+      std::system("command -v ip >/dev/null 2>&1 && command -v nft >/dev/null 2>&1") != 0) {
     WARN("not run: needs root, ip and nft");
     return;
   }
@@ -675,7 +703,8 @@ TEST_CASE("a local isolation goes only into the namespace the broker runs in", "
     injector.placeGrayFaults({.netns = netns, .fill_dir = {}, .instance = {}, .helper = {}});
     const auto isolated = injector.isolate(spec);
     REQUIRE_FALSE(isolated);
-    CHECK(isolated.error().message.find("is not in network namespace 'kfgt-local'") != std::string::npos);
+    CHECK(isolated.error().message.find("is not in network namespace 'kfgt-local'") !=
+          std::string::npos);
     auto tables = runCommand({"ip", "netns", "exec", netns, "nft", "list", "tables"}, 10s);
     REQUIRE(tables);
     CHECK(tables->out.find("kfaild_") == std::string::npos);

@@ -69,7 +69,9 @@ constexpr int kRedirectPort = 2122;
 constexpr int kBrokerPort = 9092;
 constexpr const char* kInstance = "i0a1b2c3d";
 
-bool have(const std::string& program) { return kfaild::testing::havePath(program); }
+bool have(const std::string& program) {
+  return kfaild::testing::havePath(program);
+}
 
 using kfaild::testing::pathOf;
 
@@ -203,8 +205,9 @@ class SshNode {
         {"ip", "-n", kNetns, "link", "set", "lo", "up"},
         {"ip", "netns", "exec", kNetns, "nft",
          "table ip sshnat { chain prerouting { type nat hook prerouting priority dstnat; "
-         "tcp dport " + std::to_string(kRedirectPort) + " redirect to :" +
-             std::to_string(kSshPort) + "; }; }"},
+         "tcp dport " +
+             std::to_string(kRedirectPort) + " redirect to :" + std::to_string(kSshPort) +
+             "; }; }"},
     };
     for (const auto& step : steps) {
       const auto out = run(step);
@@ -218,11 +221,26 @@ class SshNode {
 exec "$sshd" -D -e -f "$4"
 )";
     node_ = std::make_unique<testing::ChildProcess>(
-        std::vector<std::string>{pathOf("ip"), "netns", "exec", kNetns, pathOf("env"),
-                                 "python=" + pathOf("python3"), "sshd=" + sshd(),
-                                 pathOf("unshare"), "--pid", "--fork", "--mount-proc",
-                                 "--kill-child", "sh", "-c", init, "node", kBrokerCode, kRelayCode,
-                                 pidFile(), (dir_ / "sshd_config").string()},
+        std::vector<std::string>{pathOf("ip"),
+                                 "netns",
+                                 "exec",
+                                 kNetns,
+                                 pathOf("env"),
+                                 "python=" + pathOf("python3"),
+                                 "sshd=" + sshd(),
+                                 pathOf("unshare"),
+                                 "--pid",
+                                 "--fork",
+                                 "--mount-proc",
+                                 "--kill-child",
+                                 "sh",
+                                 "-c",
+                                 init,
+                                 "node",
+                                 kBrokerCode,
+                                 kRelayCode,
+                                 pidFile(),
+                                 (dir_ / "sshd_config").string()},
         log());
   }
 
@@ -336,9 +354,10 @@ bool canRun() {
 
 }  // namespace
 
-TEST_CASE("an abort's heal and a restarted kfaild's heal reach a node isolated from all over ssh "
-          "in both modes, over IPv6, through a relay and through a redirect",
-          "[e2e][fault]") {
+TEST_CASE(
+    "an abort's heal and a restarted kfaild's heal reach a node isolated from all over ssh "
+    "in both modes, over IPv6, through a relay and through a redirect",
+    "[e2e][fault]") {
   if (!canRun()) {
     WARN("not run: needs root, ip, nft, ssh, sshd, ssh-keygen, unshare, sudo and python3");
     return;

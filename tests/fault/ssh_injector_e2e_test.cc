@@ -1,20 +1,21 @@
 // The SSH injector against a real sshd on 127.0.0.1 (scripts/drill-env/sshd-up) reaching the
 // lab's broker 1 through its pid file, as kfaild would reach a broker on another host.
 
-#include "tests/support/paths.h"
+#include <signal.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <signal.h>
 #include <thread>
-#include <unistd.h>
 
 #include "server/fault/errc.h"
 #include "server/fault/kafka_log.h"
 #include "server/fault/ssh_injector.h"
 #include "tests/fault/lab_broker.h"
+#include "tests/support/paths.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
@@ -60,7 +61,8 @@ config::SshTarget brokerOneOver(const Sshd& sshd) {
 
 }  // namespace
 
-TEST_CASE("over ssh kill takes the remote clock and start brings broker 1 back", "[e2e][fault][sshd]") {
+TEST_CASE("over ssh kill takes the remote clock and start brings broker 1 back",
+          "[e2e][fault][sshd]") {
   const auto sshd = sshdUp();
   testing::LabBrokerOne broker;
   const common::SystemClock clock;
@@ -122,8 +124,8 @@ TEST_CASE("over ssh a graceful stop of broker 1 is read back from its log over s
   const auto& line = lines->front();
   // One host, one clock: the rounds over one session find it so, within their bracket, and the
   // bracket is a round trip over the session, not the connection's set-up.
-  INFO("log clock offset " << line.clock_offset_us << " ± " << line.clock_uncertainty_us << " µs, fault ± "
-                           << stopped->uncertainty_us << " µs");
+  INFO("log clock offset " << line.clock_offset_us << " ± " << line.clock_uncertainty_us
+                           << " µs, fault ± " << stopped->uncertainty_us << " µs");
   CHECK(std::abs(line.clock_offset_us) <= line.clock_uncertainty_us);
   CHECK(line.clock_uncertainty_us < 100'000);
   CHECK(stopped->uncertainty_us < 100'000);
@@ -177,15 +179,18 @@ char stateOf(pid_t pid) {
 
 }  // namespace
 
-TEST_CASE("over ssh a pause thaws by itself at its expiry after the session ended, and resume cancels its timer",
-          "[e2e][fault][sshd]") {
+TEST_CASE(
+    "over ssh a pause thaws by itself at its expiry after the session ended, and resume cancels "
+    "its timer",
+    "[e2e][fault][sshd]") {
   const auto sshd = sshdUp();
   const testing::TempDir dir;
   // A stand-in with a Kafka JVM's command line: the remote side's checks, without a JVM.
   const auto ready = (dir / "ready").string();
-  testing::ChildProcess jvm({"/bin/bash", "-c", "exec -a java /usr/bin/python3 -c \"$0\" kafka.Kafka \"$1\"",
-                             "import sys, time\nopen(sys.argv[2], 'w').close()\nwhile True: time.sleep(0.05)\n", ready},
-                            (dir / "jvm.log").string());
+  testing::ChildProcess jvm(
+      {"/bin/bash", "-c", "exec -a java /usr/bin/python3 -c \"$0\" kafka.Kafka \"$1\"",
+       "import sys, time\nopen(sys.argv[2], 'w').close()\nwhile True: time.sleep(0.05)\n", ready},
+      (dir / "jvm.log").string());
   REQUIRE(testing::eventually(10s, [&] { return std::filesystem::exists(ready); }));
   const auto pid_file = (dir / "kafka.pid").string();
   std::ofstream(pid_file) << jvm.pid() << "\n";
@@ -198,7 +203,8 @@ TEST_CASE("over ssh a pause thaws by itself at its expiry after the session ende
   const auto paused = injector.pause(expiring);
   REQUIRE(paused);
   INFO(paused->detail);
-  CHECK(paused->detail.rfind("SIGSTOP to pid " + std::to_string(jvm.pid()) + " on 127.0.0.1; thaws by itself 2 s after (",
+  CHECK(paused->detail.rfind("SIGSTOP to pid " + std::to_string(jvm.pid()) +
+                                 " on 127.0.0.1; thaws by itself 2 s after (",
                              0) == 0);
   CHECK(stateOf(jvm.pid()) == 'T');
   // The ssh session has ended; nothing of kfaild's resumes the broker, its timer on the host does.
@@ -217,7 +223,8 @@ TEST_CASE("over ssh a pause thaws by itself at its expiry after the session ende
   ::kill(jvm.pid(), SIGCONT);
 }
 
-TEST_CASE("over ssh a pid that is not a Kafka JVM is refused on the remote side", "[e2e][fault][sshd]") {
+TEST_CASE("over ssh a pid that is not a Kafka JVM is refused on the remote side",
+          "[e2e][fault][sshd]") {
   auto target = brokerOneOver(sshdUp());
   target.pid_command = "echo $$";  // the remote shell itself: alive, but no broker
   const common::SystemClock clock;

@@ -1,8 +1,6 @@
-#include "tests/support/manual_clock.h"
 #include "server/fault/ssh_injector.h"
 
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -10,6 +8,7 @@
 #include "server/fault/command.h"
 #include "server/fault/errc.h"
 #include "server/fault/injector_factory.h"
+#include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 
 using namespace kfaild::fault;
@@ -150,14 +149,14 @@ TEST_CASE("the stop script's only number is the grace period", "[unit][fault]") 
 TEST_CASE("log patterns and the log dir reach grep single-quoted", "[unit][fault]") {
   CHECK(shellQuote("it's $(here)") == "'it'\\''s $(here)'");
   const auto cmd = ssh_script::logsCommand("/var/log/kafka dir", "controller.log",
-                                          {"Fencing broker 1", "it's `x`"}, 1'796'400'000'999'999);
+                                           {"Fencing broker 1", "it's `x`"}, 1'796'400'000'999'999);
   INFO(cmd);
   CHECK(cmd.find("for r in '/var/log/kafka dir'/'controller.log'.*; do\n") != std::string::npos);
   CHECK(cmd.find("-ge 1796400000 ]") != std::string::npos);
   CHECK(cmd.find("grep -h -F -e 'Fencing broker 1' -e 'it'\\''s `x`' -- \"$@\" '/var/log/kafka "
                  "dir'/'controller.log'\n") != std::string::npos);
-  CHECK(ssh_script::logsCommand("/l", "server.log", {}, 0).find("grep -h -F -e '' -- \"$@\" '/l'/'server.log'") !=
-        std::string::npos);
+  CHECK(ssh_script::logsCommand("/l", "server.log", {}, 0)
+            .find("grep -h -F -e '' -- \"$@\" '/l'/'server.log'") != std::string::npos);
 }
 
 TEST_CASE("the remote clock is read in nanoseconds or in seconds where date has no %N",
@@ -187,18 +186,21 @@ std::string fakeSsh(const kfaild::testing::TempDir& dir, int netns_exit, int del
   std::ofstream out(program);
   out << "#!/bin/sh\n"
          "for a; do last=$a; done\n"
-         "case \" $* \" in *\" -G \"*) printf 'user root\\nhostname 10.9.9.9\\nport 2200\\n'; exit 0;; esac\n"
+         "case \" $* \" in *\" -G \"*) printf 'user root\\nhostname 10.9.9.9\\nport 2200\\n'; exit "
+         "0;; esac\n"
          "printf '%s\\n--end--\\n' \"$last\" >> "
       << (dir / "log").string()
       << "\n"
          "case $last in *kfaild-netns=host*) if [ "
       << netns_exit
-      << " != 0 ]; then echo 'kfaild: the broker (pid 7) runs in network namespace net:[2], not the "
+      << " != 0 ]; then echo 'kfaild: the broker (pid 7) runs in network namespace net:[2], not "
+         "the "
          "host'\"'\"'s (net:[1])' >&2; exit "
       << netns_exit
       << "; fi; echo kfaild-pid=7; echo kfaild-netns=host;; esac\n"
          "case $last in *kfaild-gray*) sleep "
-      << delay << ";; esac\n"
+      << delay
+      << ";; esac\n"
          "exit 0\n";
   out.close();
   std::filesystem::permissions(program, std::filesystem::perms::owner_all);
@@ -221,7 +223,8 @@ IsolateSpec isolateAll() {
 }  // namespace
 
 TEST_CASE("ssh -G's hostname and port are where ssh really connects", "[unit][fault]") {
-  const auto parsed = parseSshConfig("user kafka\nhostname k1.internal\nport 2200\nbatchmode yes\n");
+  const auto parsed =
+      parseSshConfig("user kafka\nhostname k1.internal\nport 2200\nbatchmode yes\n");
   REQUIRE(parsed);
   CHECK(parsed->hostname == "k1.internal");
   CHECK(parsed->port == 2200);
@@ -230,14 +233,16 @@ TEST_CASE("ssh -G's hostname and port are where ssh really connects", "[unit][fa
   const kfaild::testing::ManualClock clock;
   const auto argv = SshInjector(labTarget(), LogZone::utc, clock).sshConfigArgv();
   REQUIRE(argv);
-  CHECK(*argv == std::vector<std::string>{"ssh", "-G", "-o", "BatchMode=yes", "-o", "ConnectTimeout=3", "-p",
-                                          "2222", "-i", "/var/cache/kfaild drill/id ed25519", "-o",
-                                          "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-                                          "root@127.0.0.1"});
+  CHECK(*argv == std::vector<std::string>{
+                     "ssh", "-G", "-o", "BatchMode=yes", "-o", "ConnectTimeout=3", "-p", "2222",
+                     "-i", "/var/cache/kfaild drill/id ed25519", "-o", "StrictHostKeyChecking=no",
+                     "-o", "UserKnownHostsFile=/dev/null", "root@127.0.0.1"});
 }
 
-TEST_CASE("the host-namespace check asks kfaild-gray whether the broker is where its rules go", "[unit][fault]") {
-  const auto script = ssh_script::hostNamespaceCommand("cat /run/kafka.pid", "sudo -n /usr/lib/kfaild/kfaild-gray");
+TEST_CASE("the host-namespace check asks kfaild-gray whether the broker is where its rules go",
+          "[unit][fault]") {
+  const auto script =
+      ssh_script::hostNamespaceCommand("cat /run/kafka.pid", "sudo -n /usr/lib/kfaild/kfaild-gray");
   CHECK(script.find("cat /run/kafka.pid") != std::string::npos);
   // Through the one sudoers line: no `sudo sh`.
   CHECK(script.find("sudo -n /usr/lib/kfaild/kfaild-gray --expect-pid \"$pid\" netns-check || {") !=
@@ -246,8 +251,10 @@ TEST_CASE("the host-namespace check asks kfaild-gray whether the broker is where
   CHECK(script.find("exit 97") != std::string::npos);
 }
 
-TEST_CASE("an ssh isolation keeps the port ssh -G connects to and the session's, after the host-namespace check",
-          "[integration][fault]") {
+TEST_CASE(
+    "an ssh isolation keeps the port ssh -G connects to and the session's, after the "
+    "host-namespace check",
+    "[integration][fault]") {
   const kfaild::testing::TempDir dir;
   const kfaild::testing::ManualClock clock;
   SshInjector injector(labTarget(), LogZone::utc, clock, fakeSsh(dir, 0));
@@ -269,8 +276,9 @@ TEST_CASE("an ssh isolation keeps the port ssh -G connects to and the session's,
   CHECK(log.find("2222") == std::string::npos);
 }
 
-TEST_CASE("a broker in a container on an ssh host is refused with the reason, and no rule is placed",
-          "[integration][fault]") {
+TEST_CASE(
+    "a broker in a container on an ssh host is refused with the reason, and no rule is placed",
+    "[integration][fault]") {
   const kfaild::testing::TempDir dir;
   const kfaild::testing::ManualClock clock;
   SshInjector injector(labTarget(), LogZone::utc, clock, fakeSsh(dir, 97));
@@ -295,8 +303,9 @@ TEST_CASE("an ssh node's gray-fault scripts wait for ssh's connect timeout on to
   CHECK(isolated);
 }
 
-TEST_CASE("a node that did not opt in to gray faults never runs kfaild-gray, not even the start-up sweep",
-          "[integration][fault]") {
+TEST_CASE(
+    "a node that did not opt in to gray faults never runs kfaild-gray, not even the start-up sweep",
+    "[integration][fault]") {
   const kfaild::testing::TempDir dir;
   const kfaild::testing::ManualClock clock;
   SshInjector injector(labTarget(), LogZone::utc, clock, fakeSsh(dir, 0));  // no placeGrayFaults
@@ -305,7 +314,8 @@ TEST_CASE("a node that did not opt in to gray faults never runs kfaild-gray, not
   CHECK(swept->empty());
   const auto isolated = injector.isolate(isolateAll());
   REQUIRE_FALSE(isolated);
-  CHECK(isolated.error().message == "gray faults are off for this node: gray_faults: true in its inventory entry opts in");
+  CHECK(isolated.error().message ==
+        "gray faults are off for this node: gray_faults: true in its inventory entry opts in");
   CHECK(injector.heal("5"));
   CHECK_FALSE(std::filesystem::exists(dir / "log"));
 

@@ -22,7 +22,9 @@ kafka::Handle producer(const std::string& bootstrap) {
 
 }  // namespace
 
-TEST_CASE("the bootstrap servers are given again to every live client of that bootstrap, and to no other", "[unit]") {
+TEST_CASE(
+    "the bootstrap servers are given again to every live client of that bootstrap, and to no other",
+    "[unit]") {
   const std::string one = "127.0.0.1:1,127.0.0.1:3";
   const std::string other = "127.0.0.1:2";
   CHECK(kafka::addBootstrapAgain(one) == 0);

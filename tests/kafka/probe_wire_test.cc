@@ -16,7 +16,9 @@ using Bytes = std::vector<std::uint8_t>;
 
 namespace {
 
-Bytes bytesOf(const std::string& s) { return Bytes(s.begin(), s.end()); }
+Bytes bytesOf(const std::string& s) {
+  return Bytes(s.begin(), s.end());
+}
 
 std::uint64_t big(const Bytes& b, std::size_t at, int width) {
   std::uint64_t v = 0;
@@ -37,22 +39,24 @@ TEST_CASE("CRC-32C gives the check value of '123456789'", "[unit][kafka]") {
   CHECK(probewire::crc32c({}) == 0u);
 }
 
-TEST_CASE("a record batch holds one keyless record with its value, timestamp and a checksum over what follows it",
-          "[unit][kafka]") {
+TEST_CASE(
+    "a record batch holds one keyless record with its value, timestamp and a checksum over what "
+    "follows it",
+    "[unit][kafka]") {
   Bytes batch;
   const auto value = bytesOf("probe-message");
   probewire::appendRecordBatch(batch, value, 1'700'000'000'123);
   REQUIRE(batch.size() > 61);
-  CHECK(big(batch, 0, 8) == 0);                                      // base offset
-  CHECK(big(batch, 8, 4) == batch.size() - 12);                      // batch length
-  CHECK(static_cast<std::int32_t>(big(batch, 12, 4)) == -1);         // leader epoch
-  CHECK(batch[16] == 2);                                             // magic
+  CHECK(big(batch, 0, 8) == 0);                               // base offset
+  CHECK(big(batch, 8, 4) == batch.size() - 12);               // batch length
+  CHECK(static_cast<std::int32_t>(big(batch, 12, 4)) == -1);  // leader epoch
+  CHECK(batch[16] == 2);                                      // magic
   const Bytes covered(batch.begin() + 21, batch.end());
   CHECK(big(batch, 17, 4) == probewire::crc32c(covered));
-  CHECK(big(batch, 21, 2) == 0);                                     // uncompressed
-  CHECK(big(batch, 27, 8) == 1'700'000'000'123u);                    // first timestamp
-  CHECK(static_cast<std::int64_t>(big(batch, 43, 8)) == -1);         // no producer id
-  CHECK(big(batch, 57, 4) == 1);                                     // one record
+  CHECK(big(batch, 21, 2) == 0);                              // uncompressed
+  CHECK(big(batch, 27, 8) == 1'700'000'000'123u);             // first timestamp
+  CHECK(static_cast<std::int64_t>(big(batch, 43, 8)) == -1);  // no producer id
+  CHECK(big(batch, 57, 4) == 1);                              // one record
   // The record: length 2 × 19 (zigzag of 19), attributes 0, deltas 0, key -1 (zigzag 1), value
   // length 13 (zigzag 26), the value, no headers.
   const Bytes record(batch.begin() + 61, batch.end());
@@ -63,14 +67,17 @@ TEST_CASE("a record batch holds one keyless record with its value, timestamp and
   CHECK(record.size() == 20);
 }
 
-TEST_CASE("records read back from batches start at the offset asked for and stop at a partial batch",
-          "[unit][kafka]") {
+TEST_CASE(
+    "records read back from batches start at the offset asked for and stop at a partial batch",
+    "[unit][kafka]") {
   Bytes records;
-  for (int i = 0; i < 3; ++i) probewire::appendRecordBatch(records, bytesOf("m" + std::to_string(i)), 1000 + i);
+  for (int i = 0; i < 3; ++i)
+    probewire::appendRecordBatch(records, bytesOf("m" + std::to_string(i)), 1000 + i);
   // The broker assigns offsets 40, 41, 42 to the three batches.
   std::size_t at = 0;
   for (int i = 0; i < 3; ++i) {
-    for (int k = 0; k < 8; ++k) records[at + static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(k == 7 ? 40 + i : 0);
+    for (int k = 0; k < 8; ++k)
+      records[at + static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(k == 7 ? 40 + i : 0);
     at += 12 + big(records, at + 8, 4);
   }
   std::vector<probewire::FetchedRecord> out;
@@ -102,21 +109,20 @@ TEST_CASE("a Produce v9 request carries acks=all, the timeout and one batch per 
   probewire::ProduceTopic topic{"t", {}};
   topic.partitions.push_back({3, {1, 2, 3}});
   const auto frame = probewire::encodeProduceRequest(7, "c", 30000, {topic});
-  const Bytes expected = {
-      0, 0, 0, 34,              // size
-      0, 0, 0, 9,               // Produce v9
-      0, 0, 0, 7,               // correlation id
-      0, 1, 'c',                // client id
-      0,                        // header tagged fields
-      0,                        // transactional id: null
-      0xff, 0xff,               // acks -1
-      0, 0, 0x75, 0x30,         // timeout 30000
-      2, 2, 't',                // one topic "t"
-      2, 0, 0, 0, 3,            // one partition, index 3
-      4, 1, 2, 3,               // records (compact bytes of 3)
-      0,                        // partition tagged fields
-      0,                        // topic tagged fields
-      0};                       // request tagged fields
+  const Bytes expected = {0,    0,    0,    34,       // size
+                          0,    0,    0,    9,        // Produce v9
+                          0,    0,    0,    7,        // correlation id
+                          0,    1,    'c',            // client id
+                          0,                          // header tagged fields
+                          0,                          // transactional id: null
+                          0xff, 0xff,                 // acks -1
+                          0,    0,    0x75, 0x30,     // timeout 30000
+                          2,    2,    't',            // one topic "t"
+                          2,    0,    0,    0,    3,  // one partition, index 3
+                          4,    1,    2,    3,        // records (compact bytes of 3)
+                          0,                          // partition tagged fields
+                          0,                          // topic tagged fields
+                          0};                         // request tagged fields
   CHECK(frame == expected);
 }
 
@@ -177,11 +183,11 @@ TEST_CASE("a Fetch v12 answer gives each partition's records from the offset ask
   // Partition 0: the two records.
   w.int32(0);
   w.int16(0);
-  w.int64(7);   // high watermark
-  w.int64(7);   // last stable
-  w.int64(0);   // log start
-  w.uvarint(0); // aborted transactions: null
-  w.int32(-1);  // preferred read replica
+  w.int64(7);    // high watermark
+  w.int64(7);    // last stable
+  w.int64(0);    // log start
+  w.uvarint(0);  // aborted transactions: null
+  w.int32(-1);   // preferred read replica
   w.uvarint(static_cast<std::uint32_t>(records.size() + 1));
   w.bytes(records);
   w.noTaggedFields();
@@ -216,11 +222,11 @@ TEST_CASE("a Fetch v12 answer gives each partition's records from the offset ask
 
   // The request it answers: a consumer's full fetch without a session.
   const auto frame = probewire::encodeFetchRequest(9, "c", 500, 1, 4 << 20, asked);
-  CHECK(big(frame, 4, 2) == 1);     // Fetch
-  CHECK(big(frame, 6, 2) == 12);    // v12
+  CHECK(big(frame, 4, 2) == 1);                               // Fetch
+  CHECK(big(frame, 6, 2) == 12);                              // v12
   CHECK(static_cast<std::int32_t>(big(frame, 16, 4)) == -1);  // replica id
-  CHECK(big(frame, 20, 4) == 500);  // max wait
-  CHECK(big(frame, 24, 4) == 1);    // min bytes
+  CHECK(big(frame, 20, 4) == 500);                            // max wait
+  CHECK(big(frame, 24, 4) == 1);                              // min bytes
   // No forgotten topics, an empty rack id, no tagged fields.
   CHECK(Bytes(frame.end() - 3, frame.end()) == Bytes{1, 1, 0});
 }
@@ -277,11 +283,11 @@ TEST_CASE("a Metadata v12 answer gives the brokers and each partition's leader",
   CHECK_FALSE(probewire::decodeMetadataResponse(truncated, 3));
 
   const auto request = probewire::encodeMetadataRequest(3, "c", {"t"});
-  const Bytes expected = {0, 0, 0, 35, 0, 3, 0, 12, 0, 0, 0, 3, 0, 1, 'c', 0,
-                          2,                                              // one topic
-                          0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  // no topic id
-                          2, 't', 0,                                      // name, tags
-                          0, 0, 0};                                       // no auto-create, no ops, tags
+  const Bytes expected = {0, 0,   0, 35, 0, 3, 0, 12, 0, 0, 0, 3, 0, 1, 'c', 0,
+                          2,                                                     // one topic
+                          0, 0,   0, 0,  0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0,   0,  // no topic id
+                          2, 't', 0,                                             // name, tags
+                          0, 0,   0};  // no auto-create, no ops, tags
   CHECK(request == expected);
 }
 
@@ -325,17 +331,18 @@ TEST_CASE("a Fetch v12 answer of many partitions without records is read, not re
 // Two ticks queued for one partition go in one batch: Produce v3 and later refuses a second batch
 // for a partition (the broker would keep one of two entries for it, and the other message,
 // reported acked, would never be read).
-TEST_CASE("records of one partition share one batch, each at its offset delta with its own timestamp",
-          "[unit][kafka]") {
+TEST_CASE(
+    "records of one partition share one batch, each at its offset delta with its own timestamp",
+    "[unit][kafka]") {
   const auto a = bytesOf("first");
   const auto b = bytesOf("second");
   const std::vector<probewire::OutRecord> records = {{a, 1000}, {b, 1020}};
   Bytes batch;
   probewire::appendRecordBatch(batch, records);
-  CHECK(big(batch, 23, 4) == 1);            // last offset delta
-  CHECK(big(batch, 27, 8) == 1000);         // first timestamp
-  CHECK(big(batch, 35, 8) == 1020);         // max timestamp
-  CHECK(big(batch, 57, 4) == 2);            // two records
+  CHECK(big(batch, 23, 4) == 1);     // last offset delta
+  CHECK(big(batch, 27, 8) == 1000);  // first timestamp
+  CHECK(big(batch, 35, 8) == 1020);  // max timestamp
+  CHECK(big(batch, 57, 4) == 2);     // two records
   const Bytes covered(batch.begin() + 21, batch.end());
   CHECK(big(batch, 17, 4) == probewire::crc32c(covered));
   batch[7] = 70;  // the broker's base offset

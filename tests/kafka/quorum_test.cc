@@ -3,7 +3,6 @@
 // and the quorum client against sockets that misbehave.
 
 #include "server/kafka/quorum.h"
-#include "tests/support/kafka_doubles.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "server/kafka/errc.h"
+#include "tests/support/kafka_doubles.h"
 
 using namespace kfaild;
 using kfaild::testing::SilentListener;
@@ -188,14 +188,15 @@ TEST_CASE("a DescribeConfigs request asks one node's own config for the named ke
       0x04,                                        // ResourceType BROKER
       0x04, '1',  '0',  '0',                       // ResourceName "100"
       0x02,                                        // ConfigurationKeys: 1 element
-      0x1a, 'b',  'r',  'o',  'k', 'e', 'r', '.', 's', 'e', 's', 's', 'i', 'o', 'n', '.',
-      't',  'i',  'm',  'e',  'o', 'u', 't', '.', 'm', 's',
+      0x1a, 'b',  'r',  'o',  'k', 'e', 'r', '.', 's', 'e', 's', 's', 'i',
+      'o',  'n',  '.',  't',  'i', 'm', 'e', 'o', 'u', 't', '.', 'm', 's',
       0x00,  // resource tagged fields
       0x00,  // IncludeSynonyms false
       0x00,  // IncludeDocumentation false
       0x00,  // request tagged fields
   };
-  CHECK(kafka::encodeDescribeNodeConfigsRequest(9, "kfaild", 100, {"broker.session.timeout.ms"}) == expected);
+  CHECK(kafka::encodeDescribeNodeConfigsRequest(9, "kfaild", 100, {"broker.session.timeout.ms"}) ==
+        expected);
 }
 
 namespace {
@@ -208,9 +209,10 @@ Bytes sessionTimeoutAnswer(std::int16_t resource_error = 0) {
   append(b, {0x00});                    // response header tagged fields
   append(b, {0x00, 0x00, 0x00, 0x00});  // ThrottleTimeMs
   append(b, {0x02});                    // Results: 1 element
-  append(b, {static_cast<int>((resource_error >> 8) & 0xff), static_cast<int>(resource_error & 0xff)});
-  append(b, {0x00});                    // ErrorMessage null
-  append(b, {0x04});                    // ResourceType BROKER
+  append(b,
+         {static_cast<int>((resource_error >> 8) & 0xff), static_cast<int>(resource_error & 0xff)});
+  append(b, {0x00});  // ErrorMessage null
+  append(b, {0x04});  // ResourceType BROKER
   append(b, {0x04});
   appendText(b, "100");
   append(b, {0x02});  // Configs: 1 element
@@ -238,8 +240,9 @@ Bytes sessionTimeoutAnswer(std::int16_t resource_error = 0) {
 
 }  // namespace
 
-TEST_CASE("a DescribeConfigs answer gives each value with its source, and a resource error is an error",
-          "[unit][kafka]") {
+TEST_CASE(
+    "a DescribeConfigs answer gives each value with its source, and a resource error is an error",
+    "[unit][kafka]") {
   const auto values = kafka::decodeDescribeConfigsResponse(sessionTimeoutAnswer(), 9);
   REQUIRE(values.ok());
   REQUIRE(values->count("broker.session.timeout.ms") == 1);
@@ -247,7 +250,8 @@ TEST_CASE("a DescribeConfigs answer gives each value with its source, and a reso
   CHECK(std::string(kafka::configSourceName(4)) == "the node's properties file");
 
   CHECK_FALSE(kafka::decodeDescribeConfigsResponse(sessionTimeoutAnswer(), 10).ok());
-  const auto refused = kafka::decodeDescribeConfigsResponse(sessionTimeoutAnswer(29), 9);  // CLUSTER_AUTHORIZATION_FAILED
+  const auto refused = kafka::decodeDescribeConfigsResponse(sessionTimeoutAnswer(29),
+                                                            9);  // CLUSTER_AUTHORIZATION_FAILED
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().message.find("node 100") != std::string::npos);
 
@@ -396,13 +400,16 @@ Bytes coordinatorAnswer(std::int16_t error = 0, std::int32_t node = 2) {
 
 }  // namespace
 
-TEST_CASE("a FindCoordinator v4 request names the key and its type, and its answer gives the coordinator",
-          "[unit][kafka]") {
-  const auto request = kafka::encodeFindCoordinatorRequest(7, "kfaild", kafka::CoordinatorType::kTransaction, "t1");
+TEST_CASE(
+    "a FindCoordinator v4 request names the key and its type, and its answer gives the coordinator",
+    "[unit][kafka]") {
+  const auto request =
+      kafka::encodeFindCoordinatorRequest(7, "kfaild", kafka::CoordinatorType::kTransaction, "t1");
   // size, api key 10, version 4, correlation 7, client id "kfaild", header tags, key type 1,
   // one key "t1", tags.
-  const Bytes expected = {0x00, 0x00, 0x00, 0x17, 0x00, 0x0a, 0x00, 0x04, 0x00, 0x00, 0x00, 0x07, 0x00,
-                          0x06, 'k',  'f',  'a',  'i',  'l',  'd',  0x00, 0x01, 0x02, 0x03, 't',  '1', 0x00};
+  const Bytes expected = {0x00, 0x00, 0x00, 0x17, 0x00, 0x0a, 0x00, 0x04, 0x00,
+                          0x00, 0x00, 0x07, 0x00, 0x06, 'k',  'f',  'a',  'i',
+                          'l',  'd',  0x00, 0x01, 0x02, 0x03, 't',  '1',  0x00};
   CHECK(request == expected);
 
   const auto found = kafka::decodeFindCoordinatorResponse(coordinatorAnswer(), 7);
@@ -412,7 +419,8 @@ TEST_CASE("a FindCoordinator v4 request names the key and its type, and its answ
   CHECK(found->port == 19140);
 
   CHECK_FALSE(kafka::decodeFindCoordinatorResponse(coordinatorAnswer(), 8).ok());
-  const auto moving = kafka::decodeFindCoordinatorResponse(coordinatorAnswer(15), 7);  // COORDINATOR_NOT_AVAILABLE
+  const auto moving =
+      kafka::decodeFindCoordinatorResponse(coordinatorAnswer(15), 7);  // COORDINATOR_NOT_AVAILABLE
   REQUIRE_FALSE(moving.ok());
   CHECK(moving.error().message.find("COORDINATOR_NOT_AVAILABLE") != std::string::npos);
   const auto whole = coordinatorAnswer();
@@ -422,8 +430,9 @@ TEST_CASE("a FindCoordinator v4 request names the key and its type, and its answ
   }
 }
 
-TEST_CASE("the coordinator's partition is the key's Java hashCode, absolute, modulo the partition count",
-          "[unit][kafka]") {
+TEST_CASE(
+    "the coordinator's partition is the key's Java hashCode, absolute, modulo the partition count",
+    "[unit][kafka]") {
   // Values from jshell (JDK 17): "hello".hashCode() 99162322, "kfaild-probe-lab" -1807343074,
   // "é€😀x" 519312306 (a surrogate pair); "polygenelubricants" is Integer.MIN_VALUE, which
   // Kafka's Utils.abs makes 0.
@@ -434,6 +443,8 @@ TEST_CASE("the coordinator's partition is the key's Java hashCode, absolute, mod
   CHECK(kafka::coordinatorPartition("Aa", 50) == kafka::coordinatorPartition("BB", 50));
   CHECK(kafka::coordinatorPartition("", 50) == 0);
   CHECK(kafka::coordinatorPartition("hello", 0) == -1);
-  CHECK(std::string(kafka::coordinatorTopic(kafka::CoordinatorType::kGroup)) == "__consumer_offsets");
-  CHECK(std::string(kafka::coordinatorTopic(kafka::CoordinatorType::kTransaction)) == "__transaction_state");
+  CHECK(std::string(kafka::coordinatorTopic(kafka::CoordinatorType::kGroup)) ==
+        "__consumer_offsets");
+  CHECK(std::string(kafka::coordinatorTopic(kafka::CoordinatorType::kTransaction)) ==
+        "__transaction_state");
 }

@@ -29,32 +29,39 @@ Bytes bytes(std::initializer_list<int> values) {
   return out;
 }
 
-void appendText(Bytes& out, const std::string& text) { out.insert(out.end(), text.begin(), text.end()); }
+void appendText(Bytes& out, const std::string& text) {
+  out.insert(out.end(), text.begin(), text.end());
+}
 
 }  // namespace
 
-TEST_CASE("SCRAM-SHA-256 reproduces RFC 7677's exchange and checks the server's signature", "[unit]") {
+TEST_CASE("SCRAM-SHA-256 reproduces RFC 7677's exchange and checks the server's signature",
+          "[unit]") {
   kafka::ScramClient scram(kafka::SaslMechanism::kScramSha256, "user", "pencil", kNonce);
   CHECK(scram.clientFirst() == "n,,n=user,r=rOprNGfwEbeRWgbNEkqO");
   const auto final = scram.clientFinal(kServerFirst);
   REQUIRE(final);
   CHECK(*final ==
-        "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=");
+        "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+"
+        "Ute9ytag9zjfMHgsqmmiz7AndVQ=");
   CHECK(scram.verifyServerFinal("v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="));
   const auto forged = scram.verifyServerFinal("v=7rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=");
   REQUIRE_FALSE(forged);
   CHECK_THAT(forged.error().message, Catch::Contains("signature is wrong"));
 }
 
-TEST_CASE("SCRAM-SHA-512 gives the proof and signature an independent implementation computes", "[unit]") {
+TEST_CASE("SCRAM-SHA-512 gives the proof and signature an independent implementation computes",
+          "[unit]") {
   kafka::ScramClient scram(kafka::SaslMechanism::kScramSha512, "user", "pencil", kNonce);
   const auto final = scram.clientFinal(kServerFirst);
   REQUIRE(final);
   CHECK(*final ==
-        "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=gMGXRcevScNtxZ6/8lQYpGtnsNAc3mGcmNomv+"
+        "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=gMGXRcevScNtxZ6/"
+        "8lQYpGtnsNAc3mGcmNomv+"
         "xnoOMw+3R2xNJdMNnzMlTN8PPC6wdp6dybEmDYXYTxwnYPJQ==");
-  CHECK(scram.verifyServerFinal(
-      "v=ZQnYEgWQMFmmsM8aQMF0nDDCy/AgCzkwk8CmMZYcMg0vSVlKDanekLtifDSeVGT4+5ZxXnJq199RVG2rR7N7Zw=="));
+  CHECK(
+      scram.verifyServerFinal("v=ZQnYEgWQMFmmsM8aQMF0nDDCy/"
+                              "AgCzkwk8CmMZYcMg0vSVlKDanekLtifDSeVGT4+5ZxXnJq199RVG2rR7N7Zw=="));
   // The SHA-256 signature of the same exchange is not SHA-512's.
   CHECK_FALSE(scram.verifyServerFinal("v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="));
 }
@@ -66,8 +73,10 @@ TEST_CASE("a SCRAM client refuses a server that does not follow the exchange", "
     REQUIRE_FALSE(final);
     return final.error().message;
   };
-  CHECK_THAT(refusal("r=someoneElsesNonce,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"), Catch::Contains("nonce"));
-  CHECK_THAT(refusal("r=rOprNGfwEbeRWgbNEkqOx,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=1024"), Catch::Contains("1024 iterations"));
+  CHECK_THAT(refusal("r=someoneElsesNonce,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"),
+             Catch::Contains("nonce"));
+  CHECK_THAT(refusal("r=rOprNGfwEbeRWgbNEkqOx,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=1024"),
+             Catch::Contains("1024 iterations"));
   CHECK_THAT(refusal("r=rOprNGfwEbeRWgbNEkqOx,s=not*base64,i=4096"), Catch::Contains("salt"));
   CHECK_THAT(refusal("e=unknown-user"), Catch::Contains("unknown-user"));
   // Without a completed exchange there is no signature to accept.
@@ -75,7 +84,8 @@ TEST_CASE("a SCRAM client refuses a server that does not follow the exchange", "
   CHECK_FALSE(fresh.verifyServerFinal("v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="));
 }
 
-TEST_CASE("a SCRAM client refuses an iteration count above Kafka's maximum of 16384 before hashing", "[unit]") {
+TEST_CASE("a SCRAM client refuses an iteration count above Kafka's maximum of 16384 before hashing",
+          "[unit]") {
   const auto answer = [](const std::string& iterations) {
     kafka::ScramClient scram(kafka::SaslMechanism::kScramSha512, "user", "pencil", kNonce);
     return scram.clientFinal("r=rOprNGfwEbeRWgbNEkqOx,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=" + iterations);
@@ -98,7 +108,9 @@ TEST_CASE("SCRAM escapes = and , in the user name, and PLAIN is NUL-separated", 
   CHECK(kafka::scramNonce() != kafka::scramNonce());
 }
 
-TEST_CASE("SaslHandshake v1 frames the mechanism and reads the broker's refusal with its mechanisms", "[unit]") {
+TEST_CASE(
+    "SaslHandshake v1 frames the mechanism and reads the broker's refusal with its mechanisms",
+    "[unit]") {
   auto expected = bytes({0, 0, 0, 31, 0, 17, 0, 1, 0, 0, 0, 9, 0, 6});
   appendText(expected, "kfaild");
   expected.insert(expected.end(), {0, 13});
@@ -116,11 +128,14 @@ TEST_CASE("SaslHandshake v1 frames the mechanism and reads the broker's refusal 
   const auto status = kafka::decodeSaslHandshakeResponse(refused, 9, "SCRAM-SHA-512");
   REQUIRE_FALSE(status);
   CHECK_THAT(status.error().message,
-             Catch::Contains("sasl.mechanism: the broker does not enable SCRAM-SHA-512 (it enables PLAIN, SCRAM-SHA-256)"));
+             Catch::Contains("sasl.mechanism: the broker does not enable SCRAM-SHA-512 (it enables "
+                             "PLAIN, SCRAM-SHA-256)"));
   CHECK_FALSE(kafka::decodeSaslHandshakeResponse(accepted, 10, "SCRAM-SHA-512"));
 }
 
-TEST_CASE("SaslAuthenticate v2 carries the exchange as compact bytes and the broker's reason on failure", "[unit]") {
+TEST_CASE(
+    "SaslAuthenticate v2 carries the exchange as compact bytes and the broker's reason on failure",
+    "[unit]") {
   auto expected = bytes({0, 0, 0, 23, 0, 36, 0, 2, 0, 0, 0, 4, 0, 6});
   appendText(expected, "kfaild");
   expected.insert(expected.end(), {0, 5});
@@ -136,7 +151,8 @@ TEST_CASE("SaslAuthenticate v2 carries the exchange as compact bytes and the bro
   REQUIRE(ok);
   CHECK(*ok == "v=xy");
 
-  const std::string reason = "Authentication failed during authentication due to invalid credentials";
+  const std::string reason =
+      "Authentication failed during authentication due to invalid credentials";
   auto failed = bytes({0, 0, 0, 4, 0, 0, 58, static_cast<int>(reason.size() + 1)});
   appendText(failed, reason);
   failed.insert(failed.end(), {1, 0, 0, 0, 0, 0, 0, 0, 0, 0});
@@ -148,35 +164,50 @@ TEST_CASE("SaslAuthenticate v2 carries the exchange as compact bytes and the bro
   CHECK_FALSE(kafka::decodeSaslAuthenticateResponse(answer, 4));
 }
 
-TEST_CASE("the own protocol client takes librdkafka's security keys and refuses only what it cannot do, naming the key",
-          "[unit]") {
-  const auto problem = [](const std::map<std::string, std::string>& client) { return kafka::quorumClientProblem(client); };
+TEST_CASE(
+    "the own protocol client takes librdkafka's security keys and refuses only what it cannot do, "
+    "naming the key",
+    "[unit]") {
+  const auto problem = [](const std::map<std::string, std::string>& client) {
+    return kafka::quorumClientProblem(client);
+  };
   CHECK(problem({}).empty());
-  CHECK(problem({{"security.protocol", "SASL_SSL"}, {"sasl.mechanism", "SCRAM-SHA-512"}, {"sasl.username", "u"},
+  CHECK(problem({{"security.protocol", "SASL_SSL"},
+                 {"sasl.mechanism", "SCRAM-SHA-512"},
+                 {"sasl.username", "u"},
                  {"sasl.password", "p"}})
             .empty());
-  CHECK(problem({{"security.protocol", "sasl_plaintext"}, {"sasl.mechanisms", "PLAIN"}, {"sasl.username", "u"},
+  CHECK(problem({{"security.protocol", "sasl_plaintext"},
+                 {"sasl.mechanisms", "PLAIN"},
+                 {"sasl.username", "u"},
                  {"sasl.password", "p"}})
             .empty());
   CHECK(problem({{"security.protocol", "SSL"}, {"ssl.ca.location", "/etc/ca.pem"}}).empty());
-  CHECK_THAT(problem({{"security.protocol", "SASL_SSL"}, {"sasl.username", "u"}, {"sasl.password", "p"}}),
-             Catch::Contains("sasl.mechanism: required with security.protocol SASL_SSL"));
-  CHECK_THAT(problem({{"security.protocol", "SASL_SSL"}, {"sasl.mechanism", "GSSAPI"}}),
-             Catch::Contains("sasl.mechanism: GSSAPI is not supported") && Catch::Contains("Kerberos"));
+  CHECK_THAT(
+      problem({{"security.protocol", "SASL_SSL"}, {"sasl.username", "u"}, {"sasl.password", "p"}}),
+      Catch::Contains("sasl.mechanism: required with security.protocol SASL_SSL"));
+  CHECK_THAT(
+      problem({{"security.protocol", "SASL_SSL"}, {"sasl.mechanism", "GSSAPI"}}),
+      Catch::Contains("sasl.mechanism: GSSAPI is not supported") && Catch::Contains("Kerberos"));
   CHECK_THAT(problem({{"security.protocol", "SASL_SSL"}, {"sasl.mechanism", "OAUTHBEARER"}}),
              Catch::Contains("OAUTHBEARER is not supported"));
-  CHECK_THAT(problem({{"security.protocol", "SASL_SSL"}, {"sasl.mechanism", "PLAIN"}, {"sasl.username", "u"}}),
-             Catch::Contains("sasl.password: required"));
+  CHECK_THAT(
+      problem(
+          {{"security.protocol", "SASL_SSL"}, {"sasl.mechanism", "PLAIN"}, {"sasl.username", "u"}}),
+      Catch::Contains("sasl.password: required"));
   CHECK_THAT(problem({{"security.protocol", "SSL"}, {"ssl.keystore.location", "k.p12"}}),
              Catch::Contains("ssl.keystore.location: not supported"));
   CHECK_THAT(problem({{"security.protocol", "SSL"}, {"ssl.certificate.location", "c.pem"}}),
              Catch::Contains("ssl.key.location: required"));
   CHECK_THAT(problem({{"security.protocol", "tls"}}), Catch::Contains("security.protocol"));
   // No problem message ever carries the password.
-  CHECK(problem({{"security.protocol", "SASL_SSL"}, {"sasl.mechanism", "GSSAPI"}, {"sasl.password", "hunter2"}})
+  CHECK(problem({{"security.protocol", "SASL_SSL"},
+                 {"sasl.mechanism", "GSSAPI"},
+                 {"sasl.password", "hunter2"}})
             .find("hunter2") == std::string::npos);
 
-  const auto s = kafka::clientSecurity({{"security.protocol", "SSL"}, {"ssl.endpoint.identification.algorithm", "none"}});
+  const auto s = kafka::clientSecurity(
+      {{"security.protocol", "SSL"}, {"ssl.endpoint.identification.algorithm", "none"}});
   REQUIRE(s);
   CHECK(s->tls());
   CHECK_FALSE(s->sasl());

@@ -1,6 +1,7 @@
 // The own protocol client's TLS against an OpenSSL server in the test (certificates from
 // tests/support/test_certs.h): the CA and the host name are checked as librdkafka checks them, a
-// client certificate is presented, and a start-up refusal from librdkafka names the key it points at.
+// client certificate is presented, and a start-up refusal from librdkafka names the key it points
+// at.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -70,7 +71,8 @@ class TlsServer {
         if (peer != nullptr) client_cert_ = true;
         X509_free(peer);
         char request[4096];
-        SSL_read(ssl, request, sizeof request);  // the client's first request, read so that the close is clean
+        SSL_read(ssl, request,
+                 sizeof request);  // the client's first request, read so that the close is clean
         SSL_shutdown(ssl);
       }
       SSL_free(ssl);
@@ -92,7 +94,8 @@ void checkAfterTls(const std::string& error) {
   CHECK_THAT(error, !Catch::Contains("TLS handshake"));
 }
 
-std::string describeError(const std::string& host, std::uint16_t port, const std::map<std::string, std::string>& client) {
+std::string describeError(const std::string& host, std::uint16_t port,
+                          const std::map<std::string, std::string>& client) {
   kafka::QuorumClientOptions options;
   options.bootstrap = host + ":" + std::to_string(port);
   options.properties = client;
@@ -104,14 +107,19 @@ std::string describeError(const std::string& host, std::uint16_t port, const std
 
 }  // namespace
 
-TEST_CASE("the own protocol client verifies the broker's certificate and host as librdkafka does, and presents its "
-          "client certificate",
-          "[integration]") {
+TEST_CASE(
+    "the own protocol client verifies the broker's certificate and host as librdkafka does, and "
+    "presents its "
+    "client certificate",
+    "[integration]") {
   testing::TempDir dir;
   const testing::TestCertificates certs(dir / "certs");
-  const std::map<std::string, std::string> ssl = {{"security.protocol", "SSL"}, {"ssl.ca.location", certs.ca()}};
+  const std::map<std::string, std::string> ssl = {{"security.protocol", "SSL"},
+                                                  {"ssl.ca.location", certs.ca()}};
 
-  SECTION("the CA that signed it and the host it names: TLS completes, the server's close is what fails") {
+  SECTION(
+      "the CA that signed it and the host it names: TLS completes, the server's close is what "
+      "fails") {
     TlsServer server(certs);
     checkAfterTls(describeError("127.0.0.1", server.port(), ssl));
   }
@@ -119,12 +127,15 @@ TEST_CASE("the own protocol client verifies the broker's certificate and host as
     TlsServer server(certs);
     auto other = ssl;
     other["ssl.ca.location"] = certs.otherCa();
-    CHECK_THAT(describeError("127.0.0.1", server.port(), other),
-               Catch::Contains("TLS handshake: certificate verify failed: unable to get local issuer certificate"));
+    CHECK_THAT(
+        describeError("127.0.0.1", server.port(), other),
+        Catch::Contains(
+            "TLS handshake: certificate verify failed: unable to get local issuer certificate"));
   }
   SECTION("an address the certificate does not name: refused, unless identification is off") {
     TlsServer server(certs);
-    CHECK_THAT(describeError("127.0.0.2", server.port(), ssl), Catch::Contains("IP address mismatch"));
+    CHECK_THAT(describeError("127.0.0.2", server.port(), ssl),
+               Catch::Contains("IP address mismatch"));
     auto lax = ssl;
     lax["ssl.endpoint.identification.algorithm"] = "none";
     checkAfterTls(describeError("127.0.0.2", server.port(), lax));
@@ -140,16 +151,23 @@ TEST_CASE("the own protocol client verifies the broker's certificate and host as
   SECTION("a CA file that cannot be read is named with OpenSSL's reason before anything connects") {
     auto missing = ssl;
     missing["ssl.ca.location"] = (dir / "nothing.pem").string();
-    CHECK_THAT(describeError("127.0.0.1", 1, missing), Catch::Contains("ssl.ca.location: cannot use"));
+    CHECK_THAT(describeError("127.0.0.1", 1, missing),
+               Catch::Contains("ssl.ca.location: cannot use"));
   }
 }
 
-TEST_CASE("a refusal librdkafka reports at start names the client property it points at", "[unit]") {
-  CHECK(kafka::refusedKey(false, "SASL authentication error: Authentication failed during authentication due to "
-                                 "invalid credentials with SASL mechanism SCRAM-SHA-512") == "sasl.password");
-  CHECK(kafka::refusedKey(false, "Unsupported SASL mechanism: broker only supports PLAIN") == "sasl.mechanism");
-  CHECK(kafka::refusedKey(true, "SSL handshake failed: error:0A000086:SSL routines::certificate verify failed: "
-                                "broker certificate could not be verified") == "ssl.ca.location");
+TEST_CASE("a refusal librdkafka reports at start names the client property it points at",
+          "[unit]") {
+  CHECK(kafka::refusedKey(
+            false,
+            "SASL authentication error: Authentication failed during authentication due to "
+            "invalid credentials with SASL mechanism SCRAM-SHA-512") == "sasl.password");
+  CHECK(kafka::refusedKey(false, "Unsupported SASL mechanism: broker only supports PLAIN") ==
+        "sasl.mechanism");
+  CHECK(kafka::refusedKey(
+            true,
+            "SSL handshake failed: error:0A000086:SSL routines::certificate verify failed: "
+            "broker certificate could not be verified") == "ssl.ca.location");
   CHECK(kafka::refusedKey(true, "certificate verify failed: Hostname mismatch") ==
         "ssl.endpoint.identification.algorithm");
   CHECK(kafka::refusedKey(true, "SSL transport error: tlsv13 alert certificate required") ==

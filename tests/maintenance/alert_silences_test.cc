@@ -1,10 +1,9 @@
 #include "server/maintenance/alert_silences.h"
 
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <string>
@@ -37,22 +36,27 @@ std::set<std::string> alertnamesKfaildSends() {
   e.cluster = "lab";
   for (const auto* kind : {notify::kDrillFailed, notify::kRegression, notify::kIncident}) {
     e.kind = kind;
-    out.insert(notify::alertmanagerPayload(e, context, 0)[0]["labels"]["alertname"].get<std::string>());
+    out.insert(
+        notify::alertmanagerPayload(e, context, 0)[0]["labels"]["alertname"].get<std::string>());
   }
   e.kind = notify::kDrillFinished;
   for (const auto* verdict : {"fail", "inconclusive"}) {
     e.verdict = verdict;
-    out.insert(notify::alertmanagerPayload(e, context, 0)[0]["labels"]["alertname"].get<std::string>());
+    out.insert(
+        notify::alertmanagerPayload(e, context, 0)[0]["labels"]["alertname"].get<std::string>());
   }
   return out;
 }
 
 }  // namespace
 
-TEST_CASE("a maintenance silence matches the alerts the shipped rules silence and every alert kfaild sends, "
-          "never KfaildProbeNoAck or KfaildClusterUnreachable",
-          "[unit][maintenance]") {
-  const auto rules = testing::ruleExpressions(std::string(KFAILD_SOURCE_DIR) + "/deploy/prometheus/kfaild-rules.yml");
+TEST_CASE(
+    "a maintenance silence matches the alerts the shipped rules silence and every alert kfaild "
+    "sends, "
+    "never KfaildProbeNoAck or KfaildClusterUnreachable",
+    "[unit][maintenance]") {
+  const auto rules = testing::ruleExpressions(std::string(KFAILD_SOURCE_DIR) +
+                                              "/deploy/prometheus/kfaild-rules.yml");
   std::set<std::string> alerts;
   for (const auto& rule : rules) {
     if (!rule.where.starts_with("alert ")) continue;
@@ -79,9 +83,11 @@ TEST_CASE("a maintenance silence matches the alerts the shipped rules silence an
   }
 }
 
-TEST_CASE("a maintenance window's silence in a real Alertmanager suppresses the cluster's stall alert but not "
-          "KfaildProbeNoAck or KfaildClusterUnreachable",
-          "[integration][maintenance][alertmanager]") {
+TEST_CASE(
+    "a maintenance window's silence in a real Alertmanager suppresses the cluster's stall alert "
+    "but not "
+    "KfaildProbeNoAck or KfaildClusterUnreachable",
+    "[integration][maintenance][alertmanager]") {
   testing::Alertmanager am;
   common::SystemClock clock;
   config::ReceiverConfig r;
@@ -91,14 +97,16 @@ TEST_CASE("a maintenance window's silence in a real Alertmanager suppresses the 
   r.timeout_ms = 5'000;
   maintenance::AlertmanagerSilences silences(r);
   const auto now = clock.wallNow();
-  auto silence_id = silences.create({"lab", 1, "rolling restart (drill 7) of 3 node(s)", now, now + 3'600'000'000});
+  auto silence_id = silences.create(
+      {"lab", 1, "rolling restart (drill 7) of 3 node(s)", now, now + 3'600'000'000});
   REQUIRE(silence_id);
 
   // The alerts of the shipped rules as Prometheus sends them, for the cluster in maintenance.
   json alerts = json::array();
   for (const auto* name : {"KfaildProbeStalled", "KfaildProbeNoAck", "KfaildClusterUnreachable"}) {
-    alerts.push_back({{"labels", {{"alertname", name}, {"cluster", "lab"}, {"severity", "critical"}}},
-                      {"startsAt", common::formatRfc3339(now)}});
+    alerts.push_back(
+        {{"labels", {{"alertname", name}, {"cluster", "lab"}, {"severity", "critical"}}},
+         {"startsAt", common::formatRfc3339(now)}});
   }
   auto url = notify::parseReceiverUrl(am.url() + "/api/v2/alerts");
   REQUIRE(url);
@@ -117,7 +125,8 @@ TEST_CASE("a maintenance window's silence in a real Alertmanager suppresses the 
   };
   while (!settled() && std::chrono::steady_clock::now() < deadline) {
     state_of.clear();
-    for (const auto& a : am.alerts()) state_of[a["labels"]["alertname"].get<std::string>()] = a["status"];
+    for (const auto& a : am.alerts())
+      state_of[a["labels"]["alertname"].get<std::string>()] = a["status"];
     if (!settled()) std::this_thread::sleep_for(200ms);
   }
   REQUIRE(settled());

@@ -1,10 +1,9 @@
 #include "server/maintenance/maintenance_windows.h"
 
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "server/common/time_format.h"
@@ -88,15 +87,17 @@ config::RetryConfig quickRetry() {
 
 }  // namespace
 
-TEST_CASE("a maintenance window is active until its end, survives a restart, and closes early only once",
-          "[integration][maintenance]") {
+TEST_CASE(
+    "a maintenance window is active until its end, survives a restart, and closes early only once",
+    "[integration][maintenance]") {
   testing::ManualClock clock;
   WindowsDb db(clock);
   const auto opened_at = clock.wallNow();
   std::int64_t id = 0;
   {
     maintenance::MaintenanceWindows windows(*db.maintenance, clock, {}, quickRetry());
-    auto opened = windows.open(db.lab, "broker 2 disk swap", opened_at + kHour, "operator (api, 10.0.0.5)");
+    auto opened =
+        windows.open(db.lab, "broker 2 disk swap", opened_at + kHour, "operator (api, 10.0.0.5)");
     REQUIRE(opened);
     id = *opened;
     auto active = windows.active(db.lab, clock.wallNow());
@@ -143,7 +144,8 @@ TEST_CASE("a maintenance window is active until its end, survives a restart, and
   CHECK(unknown.error().code == maintenance::errc::unknown_window);
 
   // A window that ran out cannot be closed either.
-  auto short_one = windows.open(db.lab, "config change", clock.wallNow() + 10 * kSecond, "drill 43");
+  auto short_one =
+      windows.open(db.lab, "config change", clock.wallNow() + 10 * kSecond, "drill 43");
   REQUIRE(short_one);
   clock.advance(11 * kSecond);
   const auto late = windows.close(*short_one, "drill 43");
@@ -152,17 +154,19 @@ TEST_CASE("a maintenance window is active until its end, survives a restart, and
   CHECK_THAT(late.error().message, Catch::Contains("ended at"));
 }
 
-TEST_CASE("opening a maintenance window refuses an end in the past, one beyond 24 h and an empty reason",
-          "[integration][maintenance]") {
+TEST_CASE(
+    "opening a maintenance window refuses an end in the past, one beyond 24 h and an empty reason",
+    "[integration][maintenance]") {
   testing::ManualClock clock;
   WindowsDb db(clock);
   maintenance::MaintenanceWindows windows(*db.maintenance, clock, {}, quickRetry());
   const auto now = clock.wallNow();
-  for (const auto& [reason, until] : {std::pair<std::string, std::int64_t>{"upgrade", now},
-                                      {"upgrade", now - kSecond},
-                                      {"upgrade", now + maintenance::kMaxWindowUs + 1},
-                                      {"", now + kHour},
-                                      {std::string(maintenance::kMaxReasonChars + 1, 'x'), now + kHour}}) {
+  for (const auto& [reason, until] :
+       {std::pair<std::string, std::int64_t>{"upgrade", now},
+        {"upgrade", now - kSecond},
+        {"upgrade", now + maintenance::kMaxWindowUs + 1},
+        {"", now + kHour},
+        {std::string(maintenance::kMaxReasonChars + 1, 'x'), now + kHour}}) {
     INFO(reason.size() << " " << until - now);
     const auto refused = windows.open(db.lab, reason, until, "operator");
     REQUIRE_FALSE(refused);
@@ -174,16 +178,19 @@ TEST_CASE("opening a maintenance window refuses an end in the past, one beyond 2
   CHECK(all->size() == 1);
 }
 
-TEST_CASE("a silence Alertmanager refuses is retried on the backoff with its error kept, and an early close "
-          "expires the one made",
-          "[integration][maintenance]") {
+TEST_CASE(
+    "a silence Alertmanager refuses is retried on the backoff with its error kept, and an early "
+    "close "
+    "expires the one made",
+    "[integration][maintenance]") {
   testing::ManualClock clock;
   WindowsDb db(clock);
   auto scripted = std::make_unique<ScriptedSilences>();
   auto& am = *scripted;
   std::vector<std::unique_ptr<maintenance::AlertSilences>> silences;
   silences.push_back(std::move(scripted));
-  maintenance::MaintenanceWindows windows(*db.maintenance, clock, std::move(silences), quickRetry());
+  maintenance::MaintenanceWindows windows(*db.maintenance, clock, std::move(silences),
+                                          quickRetry());
 
   am.failure = "HTTP 503: alertmanager starting";
   auto id = windows.open(db.lab, "rolling restart", clock.wallNow() + kHour, "drill 7");
@@ -234,9 +241,11 @@ TEST_CASE("a silence Alertmanager refuses is retried on the backoff with its err
   CHECK(windows.reconcileSilences() == 0);
 }
 
-TEST_CASE("a maintenance window silences the cluster's kfaild alerts in a real Alertmanager and an early close "
-          "expires the silence",
-          "[integration][maintenance][alertmanager]") {
+TEST_CASE(
+    "a maintenance window silences the cluster's kfaild alerts in a real Alertmanager and an early "
+    "close "
+    "expires the silence",
+    "[integration][maintenance][alertmanager]") {
   testing::Alertmanager am;
   common::SystemClock clock;
   WindowsDb db(clock);
@@ -247,7 +256,8 @@ TEST_CASE("a maintenance window silences the cluster's kfaild alerts in a real A
   r.timeout_ms = 5'000;
   std::vector<std::unique_ptr<maintenance::AlertSilences>> silences;
   silences.push_back(std::make_unique<maintenance::AlertmanagerSilences>(r));
-  maintenance::MaintenanceWindows windows(*db.maintenance, clock, std::move(silences), quickRetry());
+  maintenance::MaintenanceWindows windows(*db.maintenance, clock, std::move(silences),
+                                          quickRetry());
 
   auto id = windows.open(db.lab, "broker upgrade", clock.wallNow() + kHour, "operator");
   REQUIRE(id);
@@ -287,7 +297,8 @@ TEST_CASE("a maintenance window silences the cluster's kfaild alerts in a real A
   std::map<std::string, json> state_of;
   const auto deadline = std::chrono::steady_clock::now() + 15s;
   while (state_of.size() < 2 && std::chrono::steady_clock::now() < deadline) {
-    for (const auto& a : am.alerts()) state_of[a["labels"]["cluster"].get<std::string>()] = a["status"];
+    for (const auto& a : am.alerts())
+      state_of[a["labels"]["cluster"].get<std::string>()] = a["status"];
     if (state_of.size() < 2) std::this_thread::sleep_for(200ms);
   }
   REQUIRE(state_of.size() == 2);

@@ -1,11 +1,11 @@
-#include <catch2/catch.hpp>
+#include "tests/support/alertmanager.h"
 
+#include <catch2/catch.hpp>
 #include <chrono>
 
 #include "server/notify/notifier.h"
 #include "storage/notification_queue.h"
 #include "storage/sqlite_store.h"
-#include "tests/support/alertmanager.h"
 #include "tests/support/temp_dir.h"
 
 using namespace kfaild;
@@ -43,8 +43,15 @@ TEST_CASE("a failing drill reaches a real Alertmanager 0.25 as an alert with the
   d.result = json{{"verdict",
                    {{"verdict", "fail"},
                     {"checks",
-                     {{{"objective", "max_ack_stall"}, {"threshold", 1.0}, {"measured", 9.6}, {"unit", "s"},
-                       {"status", "fail"}, {"run", 0}, {"topic", "orders"}, {"partition", 0}, {"role", "leader"},
+                     {{{"objective", "max_ack_stall"},
+                       {"threshold", 1.0},
+                       {"measured", 9.6},
+                       {"unit", "s"},
+                       {"status", "fail"},
+                       {"run", 0},
+                       {"topic", "orders"},
+                       {"partition", 0},
+                       {"role", "leader"},
                        {"reason", nullptr}}}},
                     {"regressions", json::array()}}}}
                  .dump();
@@ -71,8 +78,8 @@ TEST_CASE("a failing drill reaches a real Alertmanager 0.25 as an alert with the
   CHECK(labels["verdict"] == "fail");
   CHECK(labels["severity"] == "critical");
   CHECK(labels["drill_id"] == "31");
-  CHECK((*alert)["annotations"]["failed_checks"].get<std::string>().find("max_ack_stall leader orders/0") !=
-        std::string::npos);
+  CHECK((*alert)["annotations"]["failed_checks"].get<std::string>().find(
+            "max_ack_stall leader orders/0") != std::string::npos);
   CHECK((*alert)["status"]["state"] == "active");
   CHECK((*alert)["generatorURL"] == "https://kfaild.example/#/drills/31");
   CHECK(am.alerts().size() == 1);

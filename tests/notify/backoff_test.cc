@@ -4,7 +4,8 @@
 
 using namespace kfaild;
 
-TEST_CASE("retry delays double from initial up to max, jittered between half and all of it", "[unit][notify]") {
+TEST_CASE("retry delays double from initial up to max, jittered between half and all of it",
+          "[unit][notify]") {
   config::RetryConfig r;
   r.initial_us = 2'000'000;
   r.max_us = 30'000'000;

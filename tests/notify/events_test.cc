@@ -24,15 +24,36 @@ storage::DrillRecord failingDrill() {
                   {"verdict",
                    {{"verdict", "fail"},
                     {"checks",
-                     {{{"objective", "max_ack_stall"}, {"threshold", 1.0}, {"measured", 9.8}, {"unit", "s"},
-                       {"status", "fail"}, {"run", 0}, {"topic", "orders"}, {"partition", 0}, {"role", "leader"},
+                     {{{"objective", "max_ack_stall"},
+                       {"threshold", 1.0},
+                       {"measured", 9.8},
+                       {"unit", "s"},
+                       {"status", "fail"},
+                       {"run", 0},
+                       {"topic", "orders"},
+                       {"partition", 0},
+                       {"role", "leader"},
                        {"reason", nullptr}},
-                      {{"objective", "max_lost"}, {"threshold", 0}, {"measured", 0}, {"unit", "messages"},
-                       {"status", "pass"}, {"run", 0}, {"topic", "orders"}, {"partition", 0}, {"role", "leader"},
+                      {{"objective", "max_lost"},
+                       {"threshold", 0},
+                       {"measured", 0},
+                       {"unit", "messages"},
+                       {"status", "pass"},
+                       {"run", 0},
+                       {"topic", "orders"},
+                       {"partition", 0},
+                       {"role", "leader"},
                        {"reason", nullptr}}}},
                     {"regressions",
-                     {{{"kind", "ack"}, {"role", "leader"}, {"topic", "orders"}, {"partition", 0}, {"run", 0},
-                       {"stall_s", 9.8}, {"median_s", 3.1}, {"factor", 3.16}, {"previous", {41, 40, 39}}}}}}}}
+                     {{{"kind", "ack"},
+                       {"role", "leader"},
+                       {"topic", "orders"},
+                       {"partition", 0},
+                       {"run", 0},
+                       {"stall_s", 9.8},
+                       {"median_s", 3.1},
+                       {"factor", 3.16},
+                       {"previous", {41, 40, 39}}}}}}}}
                  .dump();
   return d;
 }
@@ -47,8 +68,10 @@ config::ReceiverConfig receiverOf(const std::string& type) {
 
 }  // namespace
 
-TEST_CASE("a done drill with a failing verdict and a regression makes a drill_finished and a regression event",
-          "[unit][notify]") {
+TEST_CASE(
+    "a done drill with a failing verdict and a regression makes a drill_finished and a regression "
+    "event",
+    "[unit][notify]") {
   const auto events = notify::drillEvents("lab", failingDrill());
   REQUIRE(events.size() == 2);
   CHECK(events[0].kind == "drill_finished");
@@ -60,8 +83,10 @@ TEST_CASE("a done drill with a failing verdict and a regression makes a drill_fi
   CHECK(events[1].dedupKey() == "regression:drill:42");
 }
 
-TEST_CASE("a drill without a verdict is a drill_finished with verdict none, and a failed one is drill_failed",
-          "[unit][notify]") {
+TEST_CASE(
+    "a drill without a verdict is a drill_finished with verdict none, and a failed one is "
+    "drill_failed",
+    "[unit][notify]") {
   auto d = failingDrill();
   d.result = R"({"runs":[]})";
   auto events = notify::drillEvents("lab", d);
@@ -79,7 +104,8 @@ TEST_CASE("a drill without a verdict is a drill_finished with verdict none, and 
   CHECK(notify::drillEvents("lab", d).empty());
 }
 
-TEST_CASE("the generic webhook payload carries the verdict, the failed checks and links", "[unit][notify]") {
+TEST_CASE("the generic webhook payload carries the verdict, the failed checks and links",
+          "[unit][notify]") {
   const auto e = notify::drillEvents("lab", failingDrill())[0];
   const auto p = notify::webhookPayload(e, {"https://kfaild.example", 0});
   CHECK(p["version"] == 1);
@@ -104,13 +130,16 @@ TEST_CASE("the Slack payload has text and blocks naming the failed check", "[uni
   CHECK(p["text"].get<std::string>().find("max_ack_stall leader orders/0") != std::string::npos);
   REQUIRE(p["blocks"].is_array());
   CHECK(p["blocks"][0]["type"] == "section");
-  CHECK(p["blocks"].back()["elements"][0]["text"] == "<https://kfaild.example/#/drills/42|open in kfaild>");
+  CHECK(p["blocks"].back()["elements"][0]["text"] ==
+        "<https://kfaild.example/#/drills/42|open in kfaild>");
 }
 
-TEST_CASE("the Alertmanager payload is one alert with routable labels and an end", "[unit][notify]") {
+TEST_CASE("the Alertmanager payload is one alert with routable labels and an end",
+          "[unit][notify]") {
   const auto events = notify::drillEvents("lab", failingDrill());
   const std::int64_t now = 1'700'000'070'000'000;
-  const auto p = notify::alertmanagerPayload(events[0], {"https://kfaild.example", now}, 3600LL * 1'000'000);
+  const auto p =
+      notify::alertmanagerPayload(events[0], {"https://kfaild.example", now}, 3600LL * 1'000'000);
   REQUIRE(p.is_array());
   REQUIRE(p.size() == 1);
   const auto& a = p[0];
@@ -121,14 +150,17 @@ TEST_CASE("the Alertmanager payload is one alert with routable labels and an end
   CHECK(a["labels"]["verdict"] == "fail");
   CHECK(a["labels"]["severity"] == "critical");
   CHECK(a["labels"]["drill_id"] == "42");
-  CHECK(a["annotations"]["failed_checks"].get<std::string>().find("max_ack_stall") != std::string::npos);
+  CHECK(a["annotations"]["failed_checks"].get<std::string>().find("max_ack_stall") !=
+        std::string::npos);
   CHECK(a["startsAt"] == "2023-11-14T22:14:20.000000Z");
   CHECK(a["endsAt"] == "2023-11-14T23:14:30.000000Z");  // delivery time + resolve_after
   CHECK(a["generatorURL"] == "https://kfaild.example/#/drills/42");
-  CHECK(notify::alertmanagerPayload(events[1], {"", now}, 1)[0]["labels"]["alertname"] == "KfaildDrillRegressed");
+  CHECK(notify::alertmanagerPayload(events[1], {"", now}, 1)[0]["labels"]["alertname"] ==
+        "KfaildDrillRegressed");
 }
 
-TEST_CASE("receivers take only their events and verdicts, and Alertmanager never a pass", "[unit][notify]") {
+TEST_CASE("receivers take only their events and verdicts, and Alertmanager never a pass",
+          "[unit][notify]") {
   auto e = notify::drillEvents("lab", failingDrill())[0];
   auto hook = receiverOf("webhook");
   CHECK(notify::wants(hook, e));
@@ -145,7 +177,8 @@ TEST_CASE("receivers take only their events and verdicts, and Alertmanager never
   CHECK(notify::wants(receiverOf("slack"), e));
 }
 
-TEST_CASE("an incident's dedup key is its first gap, whatever merged into it later", "[unit][notify]") {
+TEST_CASE("an incident's dedup key is its first gap, whatever merged into it later",
+          "[unit][notify]") {
   analysis::Incident incident;
   incident.start_us = 100;
   incident.end_us = 9'000'100;
@@ -162,26 +195,36 @@ TEST_CASE("an incident's dedup key is its first gap, whatever merged into it lat
   const auto p = notify::webhookPayload(e, {"http://k", 0});
   CHECK(p["incident"]["duration_us"] == 9'000'000);
   CHECK(p["incident"]["partitions"][0]["topic"] == "orders");
-  CHECK(notify::alertmanagerPayload(e, {"http://k", 0}, 1)[0]["labels"]["alertname"] == "KfaildIncident");
+  CHECK(notify::alertmanagerPayload(e, {"http://k", 0}, 1)[0]["labels"]["alertname"] ==
+        "KfaildIncident");
   incident.gaps.push_back(g);
   incident.gaps.back().partition = 0;
   CHECK(notify::incidentEvent("lab", incident).dedupKey() == e.dedupKey());
 }
 
-TEST_CASE("a drill's operator-only reason is redacted in Slack, webhook and Alertmanager payloads unless the "
-          "receiver says include_operator_details",
-          "[unit][notify]") {
+TEST_CASE(
+    "a drill's operator-only reason is redacted in Slack, webhook and Alertmanager payloads unless "
+    "the "
+    "receiver says include_operator_details",
+    "[unit][notify]") {
   auto d = failingDrill();
   d.state = "failed";
-  d.reason = "kill of broker 1 failed: ssh_failed: " +
-             common::sensitive("ssh -i /etc/kfaild/id_ed25519 kafka@kafka-1.internal sudo kill -9 4242") + ": " +
-             common::sensitive("sudo: a password is required");
+  d.reason =
+      "kill of broker 1 failed: ssh_failed: " +
+      common::sensitive("ssh -i /etc/kfaild/id_ed25519 kafka@kafka-1.internal sudo kill -9 4242") +
+      ": " + common::sensitive("sudo: a password is required");
   // An unfinished drill's checks carry its reason too (analysis::unfinishedVerdict).
   d.result = json{{"verdict",
                    {{"verdict", "inconclusive"},
                     {"checks",
-                     {{{"objective", "max_ack_stall"}, {"threshold", 1.0}, {"measured", nullptr}, {"unit", "s"},
-                       {"status", "inconclusive"}, {"topic", "orders"}, {"partition", 0}, {"role", "leader"},
+                     {{{"objective", "max_ack_stall"},
+                       {"threshold", 1.0},
+                       {"measured", nullptr},
+                       {"unit", "s"},
+                       {"status", "inconclusive"},
+                       {"topic", "orders"},
+                       {"partition", 0},
+                       {"role", "leader"},
                        {"reason", d.reason}}}},
                     {"regressions", json::array()}}}}
                  .dump();
@@ -197,9 +240,11 @@ TEST_CASE("a drill's operator-only reason is redacted in Slack, webhook and Aler
     REQUIRE(notify::wants(receiver, events[0]));
     const auto shown = notify::payloadFor(receiver, events[0], context).dump();
     INFO(shown);
-    CHECK_THAT(shown, Catch::Contains("kill of broker 1 failed: ssh_failed: [redacted]: [redacted]"));
+    CHECK_THAT(shown,
+               Catch::Contains("kill of broker 1 failed: ssh_failed: [redacted]: [redacted]"));
     CHECK_THAT(shown, Catch::Contains("max_ack_stall"));  // the check itself stays
-    for (const auto* secret : {"kafka@", "kafka-1.internal", "kill -9", "password is required", "/etc/kfaild"}) {
+    for (const auto* secret :
+         {"kafka@", "kafka-1.internal", "kill -9", "password is required", "/etc/kfaild"}) {
       CHECK_THAT(shown, !Catch::Contains(secret));
     }
     receiver.include_operator_details = true;

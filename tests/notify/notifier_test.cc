@@ -1,7 +1,6 @@
 #include "server/notify/notifier.h"
 
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <set>
 #include <thread>
@@ -63,9 +62,16 @@ storage::DrillRecord drillRow(std::int64_t id, const std::string& verdict) {
                   {"verdict",
                    {{"verdict", verdict},
                     {"checks",
-                     {{{"objective", "max_ack_stall"}, {"threshold", 1.0}, {"measured", 9.4}, {"unit", "s"},
-                       {"status", verdict == "pass" ? "pass" : "fail"}, {"run", 0}, {"topic", "orders"},
-                       {"partition", 0}, {"role", "leader"}, {"reason", nullptr}}}},
+                     {{{"objective", "max_ack_stall"},
+                       {"threshold", 1.0},
+                       {"measured", 9.4},
+                       {"unit", "s"},
+                       {"status", verdict == "pass" ? "pass" : "fail"},
+                       {"run", 0},
+                       {"topic", "orders"},
+                       {"partition", 0},
+                       {"role", "leader"},
+                       {"reason", nullptr}}}},
                     {"regressions", json::array()}}}}
                  .dump();
   return d;
@@ -80,7 +86,8 @@ config::NotificationsConfig configFor(std::vector<config::ReceiverConfig> receiv
   return c;
 }
 
-config::ReceiverConfig receiver(const std::string& name, const std::string& type, const std::string& url) {
+config::ReceiverConfig receiver(const std::string& name, const std::string& type,
+                                const std::string& url) {
   config::ReceiverConfig r;
   r.name = name;
   r.type = type;
@@ -90,7 +97,8 @@ config::ReceiverConfig receiver(const std::string& name, const std::string& type
 }
 
 // An ack gap of `orders` on `partition`.
-storage::Gap ackGap(storage::ClusterId cluster, std::int64_t start_us, std::int64_t duration_us, std::int32_t partition) {
+storage::Gap ackGap(storage::ClusterId cluster, std::int64_t start_us, std::int64_t duration_us,
+                    std::int32_t partition) {
   storage::Gap g;
   g.cluster = cluster;
   g.topic = "orders";
@@ -150,7 +158,8 @@ TEST_CASE("a finished drill reaches a webhook and a Slack receiver once each, wh
   CHECK(body["drill"]["failed_checks"][0]["objective"] == "max_ack_stall");
   CHECK(body["links"]["api"] == "https://kfaild.example/api/v1/drills/7");
   const auto slack_body = json::parse(slack.body);
-  CHECK(slack_body["text"].get<std::string>().find("drill 7 (kill of broker 1) on lab: verdict fail") != std::string::npos);
+  CHECK(slack_body["text"].get<std::string>().find(
+            "drill 7 (kill of broker 1) on lab: verdict fail") != std::string::npos);
   CHECK(slack_body["blocks"].is_array());
 
   const auto rows = db.rows();
@@ -168,8 +177,8 @@ TEST_CASE("a finished drill reaches a webhook and a Slack receiver once each, wh
 
   api::PrometheusText text;
   api::appendNotificationMetrics(text, metrics);
-  CHECK(text.text().find("kfaild_notifications_total{receiver=\"chat\",event=\"drill_finished\",outcome=\"delivered\"} 1") !=
-        std::string::npos);
+  CHECK(text.text().find("kfaild_notifications_total{receiver=\"chat\",event=\"drill_finished\","
+                         "outcome=\"delivered\"} 1") != std::string::npos);
   CHECK(text.text().find("kfaild_notifications_queued{receiver=\"hook\"} 0") != std::string::npos);
 }
 
@@ -179,8 +188,8 @@ TEST_CASE("a receiver down for 30 s gets the notification after it comes back, e
   testing::HttpReceiver hook;
   hook.start();  // to learn a free port, then down: connections are refused
   hook.stop();
-  notify::Notifier notifier(configFor({receiver("hook", "webhook", hook.url())}), "http://k", common::Redactor(),
-                            *db.queue, systemClock());
+  notify::Notifier notifier(configFor({receiver("hook", "webhook", hook.url())}), "http://k",
+                            common::Redactor(), *db.queue, systemClock());
   REQUIRE(notifier.start());
   notifier.drillFinished("lab", drillRow(8, "fail"));
 
@@ -195,7 +204,8 @@ TEST_CASE("a receiver down for 30 s gets the notification after it comes back, e
   hook.start();
   const auto back = std::chrono::steady_clock::now();
   REQUIRE(hook.waitForRequests(1, 10s));
-  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - back);
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - back);
   std::this_thread::sleep_for(6s);  // longer than the longest retry delay: a second send would show
   CHECK(hook.requests().size() == 1);
   CHECK(json::parse(hook.requests()[0].body)["drill"]["id"] == 8);
@@ -205,8 +215,10 @@ TEST_CASE("a receiver down for 30 s gets the notification after it comes back, e
   CHECK(rows[0].last_error.empty());
 }
 
-TEST_CASE("a new notifier over the same database resumes queued deliveries and never resends delivered ones",
-          "[integration][notify]") {
+TEST_CASE(
+    "a new notifier over the same database resumes queued deliveries and never resends delivered "
+    "ones",
+    "[integration][notify]") {
   QueueDb db;
   testing::HttpReceiver hook;
   hook.start();
@@ -251,7 +263,8 @@ TEST_CASE("a new notifier over the same database resumes queued deliveries and n
   for (const auto& r : db.rows()) CHECK(r.state == "delivered");
 }
 
-TEST_CASE("an HTTPS receiver is reached with the configured CA and refused with another", "[integration][notify]") {
+TEST_CASE("an HTTPS receiver is reached with the configured CA and refused with another",
+          "[integration][notify]") {
   QueueDb db;
   testing::TempDir cert_dir;
   testing::TestCertificates certs(cert_dir.path());
@@ -279,13 +292,14 @@ TEST_CASE("an HTTPS receiver is reached with the configured CA and refused with 
   }
 }
 
-TEST_CASE("a receiver that answers 4xx is given up at once, and one that answers 5xx is retried", "[integration][notify]") {
+TEST_CASE("a receiver that answers 4xx is given up at once, and one that answers 5xx is retried",
+          "[integration][notify]") {
   QueueDb db;
   testing::HttpReceiver hook;
   hook.start();
   hook.answerWith(400);
-  notify::Notifier notifier(configFor({receiver("hook", "webhook", hook.url())}), "http://k", common::Redactor(),
-                            *db.queue, systemClock());
+  notify::Notifier notifier(configFor({receiver("hook", "webhook", hook.url())}), "http://k",
+                            common::Redactor(), *db.queue, systemClock());
   notifier.drillFinished("lab", drillRow(10, "fail"));
   CHECK(notifier.deliverDue() == 1);
   auto rows = db.rows();
@@ -306,7 +320,8 @@ TEST_CASE("a receiver that answers 4xx is given up at once, and one that answers
   CHECK(metrics.outcomes[0].outcome == "failed");
 }
 
-TEST_CASE("a stall outside drills is queued once as an incident, and stalls inside a drill are not", "[integration][notify]") {
+TEST_CASE("a stall outside drills is queued once as an incident, and stalls inside a drill are not",
+          "[integration][notify]") {
   QueueDb db;
   auto drills = storage::SqliteDrillStore::open(db.path);
   REQUIRE(drills);
@@ -352,8 +367,10 @@ TEST_CASE("a stall outside drills is queued once as an incident, and stalls insi
   CHECK(body["incident"]["duration_us"] == 7'000'000);
 }
 
-TEST_CASE("a stall inside a maintenance window raises no incident, and incidents are held while one is active",
-          "[integration][notify][maintenance]") {
+TEST_CASE(
+    "a stall inside a maintenance window raises no incident, and incidents are held while one is "
+    "active",
+    "[integration][notify][maintenance]") {
   testing::ManualClock clock;
   storage::SqliteStoreOptions options;
   options.clock = &clock;
@@ -409,13 +426,15 @@ TEST_CASE("a stall inside a maintenance window raises no incident, and incidents
   for (const auto& request : hook.requests()) {
     const auto body = json::parse(request.body);
     CHECK(body["event"] == "incident");
-    for (const auto& p : body["incident"]["partitions"]) partitions.insert(p["partition"].get<int>());
+    for (const auto& p : body["incident"]["partitions"])
+      partitions.insert(p["partition"].get<int>());
   }
   CHECK(partitions == std::set<int>{0, 2});
 }
 
-TEST_CASE("GET /api/v1/notifications filters and pages the queue, redacting receivers' hosts for viewers",
-          "[integration][notify][api]") {
+TEST_CASE(
+    "GET /api/v1/notifications filters and pages the queue, redacting receivers' hosts for viewers",
+    "[integration][notify][api]") {
   QueueDb db;
   for (int i = 1; i <= 3; ++i) {
     storage::NotificationRecord row;
@@ -427,7 +446,8 @@ TEST_CASE("GET /api/v1/notifications filters and pages the queue, redacting rece
     row.next_attempt_us = row.created_us;
     REQUIRE(db.queue->enqueue(row));
   }
-  REQUIRE(db.queue->markRetry(1, 1'700'000'100'000'000, "connect to hooks.example.com:443: Connection refused"));
+  REQUIRE(db.queue->markRetry(1, 1'700'000'100'000'000,
+                              "connect to hooks.example.com:443: Connection refused"));
   api::Router router;
   router.setRedactor(common::Redactor({"hooks.example.com"}));
   api::AccessOptions access;
@@ -458,23 +478,29 @@ TEST_CASE("GET /api/v1/notifications filters and pages the queue, redacting rece
   CHECK(page["items"][0]["last_error"] == "connect to hooks.example.com:443: Connection refused");
   CHECK(page["next_cursor"].is_null());
   page = get("/api/v1/notifications?receiver=hook&cursor=2", "viewer-token-0123456789");
-  CHECK(page["items"][0]["last_error"].get<std::string>().find("hooks.example.com") == std::string::npos);
-  CHECK(get("/api/v1/notifications?state=queued&event=drill_finished", "viewer-token-0123456789")["count"] == 3);
+  CHECK(page["items"][0]["last_error"].get<std::string>().find("hooks.example.com") ==
+        std::string::npos);
+  CHECK(get("/api/v1/notifications?state=queued&event=drill_finished",
+            "viewer-token-0123456789")["count"] == 3);
   CHECK(get("/api/v1/notifications?state=failed", "viewer-token-0123456789")["count"] == 0);
 }
 
-TEST_CASE("a failed drill's operator-only reason is queued redacted for a receiver, and as it is for one that "
-          "includes operator details",
-          "[integration][notify]") {
+TEST_CASE(
+    "a failed drill's operator-only reason is queued redacted for a receiver, and as it is for one "
+    "that "
+    "includes operator details",
+    "[integration][notify]") {
   QueueDb db;
   auto ops = receiver("ops", "webhook", "http://127.0.0.1:1/ops");
   ops.include_operator_details = true;
-  notify::Notifier notifier(configFor({receiver("chat", "slack", "http://127.0.0.1:1/chat"), ops}), "http://k",
-                            common::Redactor({"kafka-1.internal"}), *db.queue, systemClock());
+  notify::Notifier notifier(configFor({receiver("chat", "slack", "http://127.0.0.1:1/chat"), ops}),
+                            "http://k", common::Redactor({"kafka-1.internal"}), *db.queue,
+                            systemClock());
   auto d = drillRow(12, "fail");
   d.state = "failed";
-  d.reason = "stop of broker 1 failed: " + common::sensitive("ssh kafka-1.internal kill -STOP 4242") + ": " +
-             common::sensitive("Permission denied (publickey)");
+  d.reason =
+      "stop of broker 1 failed: " + common::sensitive("ssh kafka-1.internal kill -STOP 4242") +
+      ": " + common::sensitive("Permission denied (publickey)");
   notifier.drillFinished("lab", d);
   const auto rows = db.rows();
   REQUIRE(rows.size() == 2);

@@ -42,9 +42,10 @@ bool eventually(std::chrono::seconds limit, Pred pred) {
 
 }  // namespace
 
-TEST_CASE("a metadata poller stopped while it polls or waits a minute for the next poll stops at "
-          "once, every time",
-          "[integration][observe]") {
+TEST_CASE(
+    "a metadata poller stopped while it polls or waits a minute for the next poll stops at "
+    "once, every time",
+    "[integration][observe]") {
   MockCluster mock(1);
   REQUIRE(rd_kafka_mock_topic_create(mock.cluster, "probe", 1, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
   testing::TempDir dir;
@@ -80,9 +81,10 @@ TEST_CASE("a metadata poller stopped while it polls or waits a minute for the ne
   CHECK(stopped_waiting == 66);
 }
 
-TEST_CASE("a metadata poller stopped while its quorum describe waits on a silent broker stops at "
-          "once and records no failure",
-          "[integration][observe]") {
+TEST_CASE(
+    "a metadata poller stopped while its quorum describe waits on a silent broker stops at "
+    "once and records no failure",
+    "[integration][observe]") {
   SilentListener silent;
   // 30 times the same silent broker: the describe tries each for 2 s, a minute in all.
   std::string bootstrap = silent.address();

@@ -55,9 +55,10 @@ TEST_CASE("the metadata poller and the drill engine's admin calls use one observ
   CHECK(std::string(rd_kafka_name(*first)).find("kfaild-mock-observer") == 0);
 }
 
-TEST_CASE("a shared handle names the client property librdkafka refuses, and tries again on the "
-          "next call",
-          "[unit][kafka]") {
+TEST_CASE(
+    "a shared handle names the client property librdkafka refuses, and tries again on the "
+    "next call",
+    "[unit][kafka]") {
   kafka::ClientOptions options;
   options.bootstrap = "127.0.0.1:1";
   options.properties = {{"socket.timeout.ms", "not a number"}};

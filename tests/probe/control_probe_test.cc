@@ -21,13 +21,15 @@ struct Ops {
   void op(std::int64_t latency_us, bool answered = true) {
     const auto sent = now;
     advance(latency_us);
-    ledger.record(sent, now, answered ? 0 : kControlNoAnswer, answered ? "" : "the controller did not answer", out);
+    ledger.record(sent, now, answered ? 0 : kControlNoAnswer,
+                  answered ? "" : "the controller did not answer", out);
   }
 };
 
 }  // namespace
 
-TEST_CASE("control operations answered every interval record one sample each and no gap", "[unit][probe]") {
+TEST_CASE("control operations answered every interval record one sample each and no gap",
+          "[unit][probe]") {
   Ops o;
   for (int i = 0; i < 20; ++i) {
     o.op(4'000);
@@ -46,9 +48,11 @@ TEST_CASE("control operations answered every interval record one sample each and
   CHECK_FALSE(s.failing_since);
 }
 
-TEST_CASE("a control plane that stops answering for 3 s is one gap from the last answer to the next, ended by the "
-          "answering operation",
-          "[unit][probe]") {
+TEST_CASE(
+    "a control plane that stops answering for 3 s is one gap from the last answer to the next, "
+    "ended by the "
+    "answering operation",
+    "[unit][probe]") {
   Ops o;
   o.op(4'000);
   const auto last_ok = o.now;
@@ -75,7 +79,8 @@ TEST_CASE("a control plane that stops answering for 3 s is one gap from the last
   CHECK(o.out.samples[3].ack_error == kControlNoAnswer);
 }
 
-TEST_CASE("a gap is measured on the monotonic clock: a wall-clock step neither makes nor hides one", "[unit][probe]") {
+TEST_CASE("a gap is measured on the monotonic clock: a wall-clock step neither makes nor hides one",
+          "[unit][probe]") {
   Ops o;
   o.op(4'000);
   o.advance(496'000);
@@ -85,9 +90,11 @@ TEST_CASE("a gap is measured on the monotonic clock: a wall-clock step neither m
   CHECK(o.ledger.status().longest_gap_us == 500'000);
 }
 
-TEST_CASE("the quorum watch raises one event per change of leader, with the old leader's last answer and the "
-          "epochs between",
-          "[unit][probe]") {
+TEST_CASE(
+    "the quorum watch raises one event per change of leader, with the old leader's last answer and "
+    "the "
+    "epochs between",
+    "[unit][probe]") {
   QuorumWatch watch(3);
   ControlOutput out;
   std::int64_t t = 1'700'000'000'000'000;

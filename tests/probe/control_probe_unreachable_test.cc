@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -52,12 +51,15 @@ struct Listener {
 };
 
 // A port bound but not listening refuses connections, and stays ours for the test.
-std::string refusingBootstrap(const Listener& l) { return "127.0.0.1:" + std::to_string(l.port); }
+std::string refusingBootstrap(const Listener& l) {
+  return "127.0.0.1:" + std::to_string(l.port);
+}
 
 }  // namespace
 
-TEST_CASE("a bootstrap list splits into host and port, and only a listening server accepts a connection",
-          "[integration][probe]") {
+TEST_CASE(
+    "a bootstrap list splits into host and port, and only a listening server accepts a connection",
+    "[integration][probe]") {
   std::string error;
   const auto servers = kafka::bootstrapServers(" PLAINTEXT://a:9092, [::1]:9093,,b:1", &error);
   REQUIRE(servers.size() == 3);
@@ -73,19 +75,23 @@ TEST_CASE("a bootstrap list splits into host and port, and only a listening serv
 
   Listener refusing, accepting;
   accepting.listen();
-  const auto none = kafka::anyServerAccepts(kafka::bootstrapServers(refusingBootstrap(refusing), nullptr), 1000, nullptr);
+  const auto none = kafka::anyServerAccepts(
+      kafka::bootstrapServers(refusingBootstrap(refusing), nullptr), 1000, nullptr);
   REQUIRE_FALSE(none);
-  CHECK(none.error().message.find("no bootstrap server accepts a connection (127.0.0.1:" + std::to_string(refusing.port) +
-                                  ": connect: Connection refused)") != std::string::npos);
-  CHECK(kafka::anyServerAccepts(kafka::bootstrapServers(refusingBootstrap(refusing) + ",127.0.0.1:" +
-                                                            std::to_string(accepting.port),
-                                                        nullptr),
-                                1000, nullptr));
+  CHECK(none.error().message.find(
+            "no bootstrap server accepts a connection (127.0.0.1:" + std::to_string(refusing.port) +
+            ": connect: Connection refused)") != std::string::npos);
+  CHECK(kafka::anyServerAccepts(
+      kafka::bootstrapServers(
+          refusingBootstrap(refusing) + ",127.0.0.1:" + std::to_string(accepting.port), nullptr),
+      1000, nullptr));
 }
 
-TEST_CASE("with no bootstrap server accepting connections the control probe fails each check at once at its interval, "
-          "and asks librdkafka again once one accepts",
-          "[integration][probe]") {
+TEST_CASE(
+    "with no bootstrap server accepting connections the control probe fails each check at once at "
+    "its interval, "
+    "and asks librdkafka again once one accepts",
+    "[integration][probe]") {
   Listener broker;  // bound, not listening: refuses
   testing::TempDir dir;
   auto opened = storage::SqliteStore::open((dir / "kfaild.db").string(), {});
@@ -123,8 +129,10 @@ TEST_CASE("with no bootstrap server accepting connections the control probe fail
   const auto before = control.status().ops;
   std::this_thread::sleep_for(2500ms);
   const auto asked = control.status();
-  INFO("last error: " << asked.last_error << ", checks " << asked.ops - before << " in 2.5 s, "
-                      << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() << " s in all");
+  INFO("last error: "
+       << asked.last_error << ", checks " << asked.ops - before << " in 2.5 s, "
+       << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
+       << " s in all");
   CHECK(asked.last_error.find("no bootstrap server accepts a connection") == std::string::npos);
   CHECK(asked.ops - before <= 4);
   control.stop();

@@ -6,7 +6,6 @@
 #include <librdkafka/rdkafka_mock.h>
 
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <future>
 #include <map>
@@ -35,9 +34,11 @@ struct CommittingProbe {
   common::SystemClock clock;
   std::unique_ptr<probe::CoordinatorProbe> probe;
 
-  explicit CommittingProbe(std::map<std::string, std::string> client = {}, std::int64_t timeout_us = 1'000'000) {
+  explicit CommittingProbe(std::map<std::string, std::string> client = {},
+                           std::int64_t timeout_us = 1'000'000) {
     REQUIRE(rd_kafka_mock_topic_create(mock.cluster, "probe", 3, 3) == RD_KAFKA_RESP_ERR_NO_ERROR);
-    REQUIRE(rd_kafka_mock_coordinator_set(mock.cluster, "group", kGroup, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
+    REQUIRE(rd_kafka_mock_coordinator_set(mock.cluster, "group", kGroup, 1) ==
+            RD_KAFKA_RESP_ERR_NO_ERROR);
     auto opened = storage::SqliteStore::open((dir / "kfaild.db").string(), {});
     REQUIRE(opened);
     store = std::move(*opened);
@@ -76,7 +77,8 @@ TEST_CASE("the coordinator probes stop at once with every broker gone", "[integr
   // destruction while a commit waits for a coordinator).
   const auto timeout_us = GENERATE(std::int64_t{1'000'000}, std::int64_t{5'000'000});
   CommittingProbe p({}, timeout_us);
-  for (int b = 1; b <= 3; ++b) REQUIRE(rd_kafka_mock_broker_set_down(p.mock.cluster, b) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  for (int b = 1; b <= 3; ++b)
+    REQUIRE(rd_kafka_mock_broker_set_down(p.mock.cluster, b) == RD_KAFKA_RESP_ERR_NO_ERROR);
   std::this_thread::sleep_for(2s);  // commits fail; the committer has no coordinator any more
   auto stopped = std::async(std::launch::async, [&] { p.probe->stop(); });
   REQUIRE(stopped.wait_for(15s) == std::future_status::ready);
@@ -86,14 +88,17 @@ TEST_CASE("the coordinator probes stop at once with every broker gone", "[integr
 // cache kept such a broker as the group's coordinator and waited for it to come back
 // (librdkafka#5511): on the three-controller lab kfaild's commits never resumed after their
 // coordinator's broker was killed, though FindCoordinator named another broker.
-TEST_CASE("offset commits follow their coordinator off a broker that left the cluster", "[integration][probe]") {
+TEST_CASE("offset commits follow their coordinator off a broker that left the cluster",
+          "[integration][probe]") {
   // Metadata refreshed every second, so that the client learns of the departure at once.
-  CommittingProbe p(std::map<std::string, std::string>{{"topic.metadata.refresh.interval.ms", "1000"}});
+  CommittingProbe p(
+      std::map<std::string, std::string>{{"topic.metadata.refresh.interval.ms", "1000"}});
   REQUIRE(rd_kafka_mock_broker_set_down(p.mock.cluster, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
   // Commits fail while FindCoordinator still names the broker that is down, as until a killed
   // broker's session times out; then the coordinator moves and the broker leaves the metadata.
   std::this_thread::sleep_for(3s);
-  REQUIRE(rd_kafka_mock_coordinator_set(p.mock.cluster, "group", kGroup, 2) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  REQUIRE(rd_kafka_mock_coordinator_set(p.mock.cluster, "group", kGroup, 2) ==
+          RD_KAFKA_RESP_ERR_NO_ERROR);
   REQUIRE(rd_kafka_mock_broker_decommission(p.mock.cluster, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
   const auto moved = p.clock.now();
   const bool resumed = p.committedAfter(moved, 15s);

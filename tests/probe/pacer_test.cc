@@ -4,7 +4,8 @@
 
 using kfaild::probe::Pacer;
 
-TEST_CASE("the pacer keeps a fixed grid of deadlines when the sender wakes on time", "[unit][probe]") {
+TEST_CASE("the pacer keeps a fixed grid of deadlines when the sender wakes on time",
+          "[unit][probe]") {
   Pacer pacer(20'000, 1'000'000);
   for (int k = 0; k < 100; ++k) {
     REQUIRE(pacer.deadline() == 1'000'000 + k * 20'000);
@@ -15,7 +16,8 @@ TEST_CASE("the pacer keeps a fixed grid of deadlines when the sender wakes on ti
   CHECK(pacer.maxLateness() == 300);
 }
 
-TEST_CASE("a sender that wakes late skips the missed ticks instead of sending a burst", "[unit][probe]") {
+TEST_CASE("a sender that wakes late skips the missed ticks instead of sending a burst",
+          "[unit][probe]") {
   Pacer pacer(20'000, 0);
   pacer.fire(0);
   REQUIRE(pacer.deadline() == 20'000);

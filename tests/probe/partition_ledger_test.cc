@@ -1,7 +1,6 @@
 #include "server/probe/partition_ledger.h"
 
 #include <catch2/catch.hpp>
-
 #include <vector>
 
 using namespace kfaild::probe;
@@ -96,7 +95,8 @@ TEST_CASE("a wall-clock step neither fakes nor hides a gap", "[unit][probe]") {
   CHECK(h.out.gaps.empty());
 }
 
-TEST_CASE("a message acked but never received is counted lost after the loss timeout", "[unit][probe]") {
+TEST_CASE("a message acked but never received is counted lost after the loss timeout",
+          "[unit][probe]") {
   Harness h;
   auto a = h.send();
   h.ack(a);
@@ -140,7 +140,8 @@ TEST_CASE("duplicates and reordering are counted by sequence", "[unit][probe]") 
   CHECK(c.lost == 0);
 }
 
-TEST_CASE("a receive that arrives before its delivery report completes the sample", "[unit][probe]") {
+TEST_CASE("a receive that arrives before its delivery report completes the sample",
+          "[unit][probe]") {
   Harness h;
   auto s = h.send();
   h.advance(2'000);
@@ -180,7 +181,8 @@ TEST_CASE("messages from sequences this run never sent are ignored", "[unit][pro
   CHECK(h.ledger.status().counters.received == 0);
 }
 
-TEST_CASE("duplicates, reorders and losses are reported as anomalies with their sequence", "[unit][probe]") {
+TEST_CASE("duplicates, reorders and losses are reported as anomalies with their sequence",
+          "[unit][probe]") {
   Harness h;
   for (int i = 0; i < 3; ++i) h.ack(h.send());
   h.receive(1);
@@ -250,7 +252,8 @@ std::optional<std::int64_t> tick(Harness& h) {
 
 }  // namespace
 
-TEST_CASE("during a long stall the probe holds back at the age bound and keeps what is outstanding", "[unit][probe]") {
+TEST_CASE("during a long stall the probe holds back at the age bound and keeps what is outstanding",
+          "[unit][probe]") {
   Harness h;  // defaults: at most 100 outstanding, none older than 2 s
   auto first = h.send();
   h.ack(first);
@@ -288,7 +291,8 @@ TEST_CASE("during a long stall the probe holds back at the age bound and keeps w
   CHECK(h.out.gaps[0].seq_after == sent.front());
 }
 
-TEST_CASE("the probe holds back at the count bound before the age bound when sends are fast", "[unit][probe]") {
+TEST_CASE("the probe holds back at the count bound before the age bound when sends are fast",
+          "[unit][probe]") {
   Harness h;
   h.options.max_outstanding = 5;
   PartitionLedger ledger{7, "orders", 0, h.options};
@@ -307,7 +311,8 @@ TEST_CASE("the probe holds back at the count bound before the age bound when sen
   CHECK(ledger.status().counters.held_ticks == 15);
 }
 
-TEST_CASE("a stretch with nothing outstanding longer than the tolerance is reported as idle", "[unit][probe]") {
+TEST_CASE("a stretch with nothing outstanding longer than the tolerance is reported as idle",
+          "[unit][probe]") {
   Harness h;  // idle tolerance 40 ms by default
   auto a = h.send();
   h.advance(3'000);
@@ -331,7 +336,9 @@ TEST_CASE("a stretch with nothing outstanding longer than the tolerance is repor
   CHECK(h.out.stretches[1].end - h.out.stretches[1].start == 500'000);
 }
 
-TEST_CASE("a failed send leaves nothing to wait for and the next idle stretch counts from its report", "[unit][probe]") {
+TEST_CASE(
+    "a failed send leaves nothing to wait for and the next idle stretch counts from its report",
+    "[unit][probe]") {
   Harness h;
   auto a = h.send();
   h.advance(10'000);
@@ -343,7 +350,8 @@ TEST_CASE("a failed send leaves nothing to wait for and the next idle stretch co
   CHECK(h.ledger.status().counters.send_failed == 1);
 }
 
-TEST_CASE("pending lists the window's messages whose fate is open and nothing finished", "[unit][probe]") {
+TEST_CASE("pending lists the window's messages whose fate is open and nothing finished",
+          "[unit][probe]") {
   Harness h;
   const auto start = h.now.wall;
   auto a = h.send();
@@ -364,9 +372,10 @@ TEST_CASE("pending lists the window's messages whose fate is open and nothing fi
   CHECK(h.ledger.pending(start, start + 10'000).size() == 0);
 }
 
-TEST_CASE("duplicate detection remembers exactly the last receive_window sequences, also when "
-          "the window is not a multiple of 64 and the ring wraps",
-          "[unit][probe]") {
+TEST_CASE(
+    "duplicate detection remembers exactly the last receive_window sequences, also when "
+    "the window is not a multiple of 64 and the ring wraps",
+    "[unit][probe]") {
   Harness h;
   h.options.receive_window = 100;
   PartitionLedger ledger{7, "orders", 0, h.options};
@@ -432,7 +441,8 @@ TEST_CASE("sends refused tick after tick are one refused stretch, not a string o
   CHECK(h.ledger.status().counters.send_failed == 150);
 }
 
-TEST_CASE("an accepted send with no refusal before it reports no refused stretch", "[unit][probe]") {
+TEST_CASE("an accepted send with no refusal before it reports no refused stretch",
+          "[unit][probe]") {
   Harness h;
   const auto a = h.send();
   h.ledger.sendAccepted(h.now, h.out);
@@ -464,9 +474,10 @@ TEST_CASE("messages of a producer that is gone fail at once, and the acked ones 
   CHECK(h.ledger.status().counters.acked == 1);
 }
 
-TEST_CASE("a partition whose acked messages go unread while nothing is read names the oldest of "
-          "them once the wait is over, and not while reads go on or the acks are recent",
-          "[unit][probe]") {
+TEST_CASE(
+    "a partition whose acked messages go unread while nothing is read names the oldest of "
+    "them once the wait is over, and not while reads go on or the acks are recent",
+    "[unit][probe]") {
   constexpr std::int64_t kWait = 3'000'000;
   Harness h;
   // Read back as they are acked, for a second.

@@ -8,8 +8,8 @@
 #include <chrono>
 #include <future>
 #include <nlohmann/json.hpp>
-#include <vector>
 #include <thread>
+#include <vector>
 
 #include "server/common/clock.h"
 #include "server/kafka/client.h"
@@ -84,7 +84,8 @@ TEST_CASE("a mock broker going down stalls only the partition it leads, for as l
 
   // Wait until partition 0 acks again, then a little more for steady state.
   std::uint64_t acked_before = runner.status().partitions[0].counters.acked;
-  REQUIRE(eventually(30s, [&] { return runner.status().partitions[0].counters.acked > acked_before + 50; }));
+  REQUIRE(eventually(
+      30s, [&] { return runner.status().partitions[0].counters.acked > acked_before + 50; }));
   runner.stop();
   (*store)->flush();
 
@@ -208,9 +209,10 @@ TEST_CASE("stopping the probe first lets what it already sent be acked", "[integ
   }
 }
 
-TEST_CASE("after a fatal idempotent-producer error the probe recreates its producer, records it "
-          "and every partition acks again",
-          "[integration][probe]") {
+TEST_CASE(
+    "after a fatal idempotent-producer error the probe recreates its producer, records it "
+    "and every partition acks again",
+    "[integration][probe]") {
   MockCluster mock(3);
   REQUIRE(rd_kafka_mock_topic_create(mock.cluster, "probe", 3, 3) == RD_KAFKA_RESP_ERR_NO_ERROR);
   testing::TempDir dir;
@@ -329,7 +331,8 @@ struct ConsumerProbe {
     cluster.probe.loss_timeout_us = 30'000'000;
     cluster.probe.consumer_restart_us = 2'000'000;
     cluster.probe.topics = {config::ProbeTopic{"probe", std::nullopt}};
-    runner = std::make_unique<probe::ProbeRunner>(cluster, cluster_id, *store, clock, kafka::LogSink{});
+    runner =
+        std::make_unique<probe::ProbeRunner>(cluster, cluster_id, *store, clock, kafka::LogSink{});
     startReadingBoth(*runner);
   }
 
@@ -381,13 +384,15 @@ struct ConsumerProbe {
   }
 };
 
-constexpr std::int16_t kFetch = 1;  // the Fetch request's ApiKey (librdkafka's RD_KAFKAP_Fetch, not public)
+constexpr std::int16_t kFetch =
+    1;  // the Fetch request's ApiKey (librdkafka's RD_KAFKAP_Fetch, not public)
 
 }  // namespace
 
-TEST_CASE("a partition whose consumer reads nothing while the cluster acks has its fetch restarted at "
-          "the oldest unread offset, with an event, and loses nothing",
-          "[integration][probe]") {
+TEST_CASE(
+    "a partition whose consumer reads nothing while the cluster acks has its fetch restarted at "
+    "the oldest unread offset, with an event, and loses nothing",
+    "[integration][probe]") {
   ConsumerProbe probe;
   // Every fetch answered with an error while produce requests are acked: the consumer reads
   // nothing, as librdkafka's was seen to on one partition after every broker came back.
@@ -423,16 +428,19 @@ TEST_CASE("a partition whose consumer reads nothing while the cluster acks has i
   CHECK(probe.restartsAfter(restarted_at + 2'000'000) == 0);
 }
 
-TEST_CASE("a consumer that a seek does not free is recreated, assigned every partition where its reading stood: "
-          "the acked messages are read, none twice and none lost",
-          "[integration][probe]") {
+TEST_CASE(
+    "a consumer that a seek does not free is recreated, assigned every partition where its reading "
+    "stood: "
+    "the acked messages are read, none twice and none lost",
+    "[integration][probe]") {
   ConsumerProbe probe;
   // The next fetch is answered two minutes late, and the broker answers a connection's requests
   // in order: the consumer's connection stays blocked, its one fetch in flight, and a seek
   // changes nothing (librdkafka sends no other fetch to the broker meanwhile). A new consumer
   // has its own connection.
   const auto stuck_from = probe.clock.now().wall;
-  REQUIRE(rd_kafka_mock_broker_push_request_error_rtts(probe.mock.cluster, 1, kFetch, 1, RD_KAFKA_RESP_ERR_NO_ERROR,
+  REQUIRE(rd_kafka_mock_broker_push_request_error_rtts(probe.mock.cluster, 1, kFetch, 1,
+                                                       RD_KAFKA_RESP_ERR_NO_ERROR,
                                                        120'000) == RD_KAFKA_RESP_ERR_NO_ERROR);
   std::vector<storage::Event> recreations;
   REQUIRE(eventually(30s, [&] {
@@ -487,8 +495,10 @@ struct WireProbe {
 
   WireProbe() {
     REQUIRE(rd_kafka_mock_topic_create(mock.cluster, "probe", 2, 2) == RD_KAFKA_RESP_ERR_NO_ERROR);
-    REQUIRE(rd_kafka_mock_partition_set_leader(mock.cluster, "probe", 0, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
-    REQUIRE(rd_kafka_mock_partition_set_leader(mock.cluster, "probe", 1, 2) == RD_KAFKA_RESP_ERR_NO_ERROR);
+    REQUIRE(rd_kafka_mock_partition_set_leader(mock.cluster, "probe", 0, 1) ==
+            RD_KAFKA_RESP_ERR_NO_ERROR);
+    REQUIRE(rd_kafka_mock_partition_set_leader(mock.cluster, "probe", 1, 2) ==
+            RD_KAFKA_RESP_ERR_NO_ERROR);
     auto opened = storage::SqliteStore::open((dir / "kfaild.db").string(), {});
     REQUIRE(opened);
     store = std::move(*opened);
@@ -502,16 +512,18 @@ struct WireProbe {
     cluster.probe.gap_threshold_us = 250'000;
     cluster.probe.client = config::ProbeClient::kWire;
     cluster.probe.topics = {config::ProbeTopic{"probe", std::nullopt}};
-    runner = std::make_unique<probe::ProbeRunner>(cluster, cluster_id, *store, clock, kafka::LogSink{});
+    runner =
+        std::make_unique<probe::ProbeRunner>(cluster, cluster_id, *store, clock, kafka::LogSink{});
     startReadingBoth(*runner);
   }
 };
 
 }  // namespace
 
-TEST_CASE("the wire client follows a leader that moves: the old leader's refusals fail those sends, "
-          "and the partition acks again from the new leader without loss or duplicates",
-          "[integration][probe]") {
+TEST_CASE(
+    "the wire client follows a leader that moves: the old leader's refusals fail those sends, "
+    "and the partition acks again from the new leader without loss or duplicates",
+    "[integration][probe]") {
   WireProbe w;
   auto& mock = w.mock;
   auto& runner = *w.runner;
@@ -520,13 +532,19 @@ TEST_CASE("the wire client follows a leader that moves: the old leader's refusal
   CHECK(runner.status().client_settings.at("probe.client") == "wire");
 
   // Partition 0 moves from broker 1 to broker 2; broker 1 answers NOT_LEADER_OR_FOLLOWER.
-  REQUIRE(rd_kafka_mock_partition_set_leader(mock.cluster, "probe", 0, 2) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  REQUIRE(rd_kafka_mock_partition_set_leader(mock.cluster, "probe", 0, 2) ==
+          RD_KAFKA_RESP_ERR_NO_ERROR);
   const auto received_before = runner.status().partitions[0].counters.received;
-  REQUIRE(eventually(30s, [&] { return runner.status().partitions[0].counters.received > received_before + 100; }));
+  REQUIRE(eventually(30s, [&] {
+    return runner.status().partitions[0].counters.received > received_before + 100;
+  }));
   // And back, with the fetches following it too.
-  REQUIRE(rd_kafka_mock_partition_set_leader(mock.cluster, "probe", 0, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  REQUIRE(rd_kafka_mock_partition_set_leader(mock.cluster, "probe", 0, 1) ==
+          RD_KAFKA_RESP_ERR_NO_ERROR);
   const auto received_between = runner.status().partitions[0].counters.received;
-  REQUIRE(eventually(30s, [&] { return runner.status().partitions[0].counters.received > received_between + 100; }));
+  REQUIRE(eventually(30s, [&] {
+    return runner.status().partitions[0].counters.received > received_between + 100;
+  }));
   runner.stop();
 
   const auto status = runner.status();
@@ -560,9 +578,10 @@ TEST_CASE("the wire client follows a leader that moves: the old leader's refusal
 // A leader that goes silent (a blackhole, a paused process) sends no error: without looking, the
 // client would wait out its 30 s request timeout on the old leader. An answer overdue by 1 s asks
 // for metadata, and a broker that lost partitions while overdue is given up on.
-TEST_CASE("the wire client leaves a leader that stopped answering once the partition has moved, "
-          "not at its request timeout",
-          "[integration][probe]") {
+TEST_CASE(
+    "the wire client leaves a leader that stopped answering once the partition has moved, "
+    "not at its request timeout",
+    "[integration][probe]") {
   WireProbe w;
   auto& mock = w.mock;
   auto& runner = *w.runner;
@@ -570,10 +589,12 @@ TEST_CASE("the wire client leaves a leader that stopped answering once the parti
   // Broker 1 answers nothing for 20 s; partition 0 moves to broker 2 at once.
   REQUIRE(rd_kafka_mock_broker_set_rtt(mock.cluster, 1, 20'000) == RD_KAFKA_RESP_ERR_NO_ERROR);
   std::this_thread::sleep_for(200ms);
-  REQUIRE(rd_kafka_mock_partition_set_leader(mock.cluster, "probe", 0, 2) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  REQUIRE(rd_kafka_mock_partition_set_leader(mock.cluster, "probe", 0, 2) ==
+          RD_KAFKA_RESP_ERR_NO_ERROR);
   const auto acked_before = runner.status().partitions[0].counters.acked;
   const auto started = std::chrono::steady_clock::now();
-  REQUIRE(eventually(30s, [&] { return runner.status().partitions[0].counters.acked > acked_before + 50; }));
+  REQUIRE(eventually(
+      30s, [&] { return runner.status().partitions[0].counters.acked > acked_before + 50; }));
   const auto took = std::chrono::steady_clock::now() - started;
   runner.stop();
   // Overdue after 1 s, metadata (from broker 2 if broker 1 held the metadata connection: 2 s

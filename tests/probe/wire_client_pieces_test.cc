@@ -101,9 +101,9 @@ class PieceBroker {
       Bytes request(size);
       if (!readAll(fd, request.data(), size)) return;
       const auto api = static_cast<std::int16_t>((request[0] << 8) | request[1]);
-      const auto correlation = static_cast<std::int32_t>((std::uint32_t{request[4]} << 24) |
-                                                         (std::uint32_t{request[5]} << 16) |
-                                                         (std::uint32_t{request[6]} << 8) | request[7]);
+      const auto correlation = static_cast<std::int32_t>(
+          (std::uint32_t{request[4]} << 24) | (std::uint32_t{request[5]} << 16) |
+          (std::uint32_t{request[6]} << 8) | request[7]);
       if (api == kMetadata) {
         ++metadata_answers_;
         writeInPieces(fd, metadataAnswer(correlation));
@@ -203,9 +203,10 @@ class PieceBroker {
 
 }  // namespace
 
-TEST_CASE("the wire client reads answers that arrive in pieces, and ticks on its I/O thread until "
-          "told to stop",
-          "[integration][probe]") {
+TEST_CASE(
+    "the wire client reads answers that arrive in pieces, and ticks on its I/O thread until "
+    "told to stop",
+    "[integration][probe]") {
   PieceBroker broker;
   common::SystemClock clock;
   probe::WireClientOptions options;

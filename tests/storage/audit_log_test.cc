@@ -12,7 +12,8 @@
 namespace kfaild::storage {
 namespace {
 
-TEST_CASE("the audit log keeps every row and pages newest first", "[integration][storage][security]") {
+TEST_CASE("the audit log keeps every row and pages newest first",
+          "[integration][storage][security]") {
   kfaild::testing::TempDir dir;
   const auto path = (dir / "kfaild.db").string();
   auto store = SqliteStore::open(path, SqliteStoreOptions{});
@@ -75,8 +76,10 @@ AuditRecord row(std::int64_t time_us, const char* role, int status) {
   return r;
 }
 
-TEST_CASE("over its budget the audit log deletes 100,000 refused rows and keeps every accepted change's row",
-          "[integration][storage][security]") {
+TEST_CASE(
+    "over its budget the audit log deletes 100,000 refused rows and keeps every accepted change's "
+    "row",
+    "[integration][storage][security]") {
   kfaild::testing::TempDir dir;
   const auto path = (dir / "kfaild.db").string();
   auto store = SqliteStore::open(path, SqliteStoreOptions{});

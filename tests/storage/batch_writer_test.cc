@@ -294,9 +294,8 @@ TEST_CASE("tasks run on the writer thread, between batches", "[unit][storage]") 
   CHECK(*thread == sink.writerThread());
   CHECK(*thread != std::this_thread::get_id());
 
-  auto failed = writer.runOnWriter<int>([]() -> Result<int> {
-    return Error{errc::query_failed, "no"};
-  });
+  auto failed =
+      writer.runOnWriter<int>([]() -> Result<int> { return Error{errc::query_failed, "no"}; });
   REQUIRE_FALSE(failed.ok());
   CHECK(failed.error().code == errc::query_failed);
 }
@@ -364,9 +363,10 @@ TEST_CASE("a record is written by itself once its linger ends, without a flush",
 
 // Each wait here would last a minute (or for ever, when idle) without the wake; the bound of 30 s
 // leaves room for a loaded machine and still tells the two apart.
-TEST_CASE("flushing or destroying the writer wakes it wherever it waits and writes what is queued, "
-          "every time",
-          "[unit][storage]") {
+TEST_CASE(
+    "flushing or destroying the writer wakes it wherever it waits and writes what is queued, "
+    "every time",
+    "[unit][storage]") {
   enum Waiting { kIdle, kLingering, kFlushedInLinger, kInRetryPause };
   for (int i = 0; i < 200; ++i) {
     INFO("iteration " << i);

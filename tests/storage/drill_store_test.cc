@@ -140,7 +140,8 @@ TEST_CASE("a drill's verdict, regression flag and expect are stored, read back a
           "[integration][storage][verdict]") {
   Drills f;
   const auto judged = f.add(f.lab, "kill", "analyse", kBase, kBase + kSecond, std::nullopt);
-  const auto running = f.add(f.lab, "kill", "observe", kBase + 10 * kSecond, kBase + 11 * kSecond, std::nullopt);
+  const auto running =
+      f.add(f.lab, "kill", "observe", kBase + 10 * kSecond, kBase + 11 * kSecond, std::nullopt);
   auto row = f.drills->drill(judged);
   REQUIRE(row.ok());
   auto d = **row;
@@ -185,8 +186,10 @@ TEST_CASE("a drill's verdict, regression flag and expect are stored, read back a
 
 namespace kfaild::storage {
 
-TEST_CASE("a journal entry keeps whether and where its gray fault was placed, and no update reopens a resolved one",
-          "[unit][storage]") {
+TEST_CASE(
+    "a journal entry keeps whether and where its gray fault was placed, and no update reopens a "
+    "resolved one",
+    "[unit][storage]") {
   Drills d;
   RecoveryEntry entry;
   entry.drill_id = d.add(d.lab, "isolate", "inject", kBase, std::nullopt, std::nullopt);

@@ -1,7 +1,7 @@
 #include "storage/migrations.h"
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <random>
 #include <string>
@@ -45,8 +45,8 @@ TEST_CASE("a fresh database gets the latest schema version and every table",
   auto db = openRaw(path);
   CHECK(queryInt(*db, "PRAGMA user_version") == latestSchemaVersion());
   CHECK(latestSchemaVersion() == static_cast<int>(schemaMigrations().size()));
-  for (const auto* table : {"clusters", "probe_partitions", "probe_sample_blocks", "gaps",
-                            "events"}) {
+  for (const auto* table :
+       {"clusters", "probe_partitions", "probe_sample_blocks", "gaps", "events"}) {
     INFO(table);
     CHECK(hasTable(*db, table));
   }
@@ -191,8 +191,9 @@ TEST_CASE("a step's conversion runs in bounded transactions and resumes after a 
   TempDir dir;
   const auto path = (dir / "kfaild.db").string();
   const std::vector<Migration> steps = {
-      {"first", "CREATE TABLE a (x INTEGER); CREATE TABLE b (x INTEGER); "
-                "INSERT INTO a VALUES (1), (2), (3), (4), (5), (6), (7);"},
+      {"first",
+       "CREATE TABLE a (x INTEGER); CREATE TABLE b (x INTEGER); "
+       "INSERT INTO a VALUES (1), (2), (3), (4), (5), (6), (7);"},
       {"convert", "DROP TABLE a;", moveTwoRows},
   };
   auto db = openRaw(path);
@@ -201,8 +202,8 @@ TEST_CASE("a step's conversion runs in bounded transactions and resumes after a 
   const auto failed = migrate(*db, steps);
   REQUIRE_FALSE(failed.ok());
   CHECK(failed.error().code == errc::migration_failed);
-  CHECK_THAT(failed.error().message, Catch::Contains("migration 2 (convert)") &&
-                                         Catch::Contains("disk went away"));
+  CHECK_THAT(failed.error().message,
+             Catch::Contains("migration 2 (convert)") && Catch::Contains("disk went away"));
   // The two batches before the failure stay converted; the step itself is not done.
   CHECK(queryInt(*db, "PRAGMA user_version") == 1);
   CHECK(queryInt(*db, "SELECT count(*) FROM b") == 4);
@@ -272,7 +273,8 @@ TEST_CASE("a database with one row per sample is converted to blocks and reads t
       insert->bindOptionalInt(4, s.ack_us ? std::optional(*s.ack_us - s.send_us) : std::nullopt);
       insert->bindInt(5, s.ack_error);
       insert->bindOptionalInt(6, s.offset);
-      insert->bindOptionalInt(7, s.receive_us ? std::optional(*s.receive_us - s.send_us) : std::nullopt);
+      insert->bindOptionalInt(
+          7, s.receive_us ? std::optional(*s.receive_us - s.send_us) : std::nullopt);
       REQUIRE(insert->run().ok());
       insert->reset();
       want[static_cast<std::size_t>(p)].push_back(s);

@@ -2,17 +2,17 @@
 
 #include <algorithm>
 #include <atomic>
-#include <filesystem>
-#include <limits>
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <functional>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "tests/support/manual_clock.h"
 #include "server/common/clock.h"
 #include "tests/storage/store_test_support.h"
+#include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 
 namespace kfaild::storage {
@@ -330,9 +330,10 @@ TEST_CASE("sample queries return exactly the partition, time range and count ask
   }
 }
 
-TEST_CASE("samples written out of send order across batches, or twice, read back in send order "
-          "once, the later write winning",
-          "[integration][storage]") {
+TEST_CASE(
+    "samples written out of send order across batches, or twice, read back in send order "
+    "once, the later write winning",
+    "[integration][storage]") {
   TempDir dir;
   const auto path = (dir / "kfaild.db").string();
   auto store = openStore(path);
@@ -407,10 +408,7 @@ TEST_CASE("gap queries filter by cluster, topic, partition, kind, duration, end 
          q.min_duration_us = 8'000'000;
          q.range = {kBase + 30'000'000, INT64_MAX};
        }},
-      {"a window",
-       [](GapQuery& q) {
-         q.range = {kBase + 10'000'000, kBase + 20'000'000};
-       }},
+      {"a window", [](GapQuery& q) { q.range = {kBase + 10'000'000, kBase + 20'000'000}; }},
       {"ack gaps of one partition over 2 s, first 3",
        [&](GapQuery& q) {
          q.cluster = fixture.lab;
@@ -730,9 +728,10 @@ TEST_CASE("a drill-window prune deletes only samples inside drill windows sent b
       {kBase + 100 * kInterval, kBase + 100 * kInterval},      // empty
   };
   const auto deleted_by_prune = [&](const ProbeSample& s) {
-    return s.send_us < cutoff && std::any_of(windows.begin(), windows.end(), [&](const TimeRange& r) {
-             return s.send_us >= r.from_us && s.send_us < r.to_us;
-           });
+    return s.send_us < cutoff &&
+           std::any_of(
+               windows.begin(), windows.end(),
+               [&](const TimeRange& r) { return s.send_us >= r.from_us && s.send_us < r.to_us; });
   };
   std::int64_t want_deleted = 0;
   for (const auto& s : fixture.samples) want_deleted += deleted_by_prune(s) ? 1 : 0;
@@ -788,8 +787,9 @@ TEST_CASE("a sample prune with max_rows stops there and the next call goes on fr
   CHECK(left->samples->oldest_us == kBase + 2'000 * kInterval);
 }
 
-TEST_CASE("gaps and events are pruned oldest first before their cutoff, in chunks, and nothing else",
-          "[integration][storage]") {
+TEST_CASE(
+    "gaps and events are pruned oldest first before their cutoff, in chunks, and nothing else",
+    "[integration][storage]") {
   TempDir dir;
   const auto path = (dir / "kfaild.db").string();
   SqliteStoreOptions options;
@@ -836,9 +836,10 @@ TEST_CASE("gaps and events are pruned oldest first before their cutoff, in chunk
   CHECK(countRows(path, "clusters") == 2);
 }
 
-TEST_CASE("events of many windows come from one query with the rows, order and limit of one query "
-          "per window",
-          "[integration][storage]") {
+TEST_CASE(
+    "events of many windows come from one query with the rows, order and limit of one query "
+    "per window",
+    "[integration][storage]") {
   TempDir dir;
   auto store = openStore((dir / "kfaild.db").string());
   Fixture fixture;
@@ -846,7 +847,7 @@ TEST_CASE("events of many windows come from one query with the rows, order and l
   const std::vector<TimeRange> windows = {
       {kBase + 40'000'000, kBase + 60'000'000},  // more events than the limit
       {kBase, kBase + 2'000'000},
-      {kBase + 45'000'000, kBase + 46'000'000},  // inside the first
+      {kBase + 45'000'000, kBase + 46'000'000},    // inside the first
       {kBase + 500'000'000, kBase + 600'000'000},  // no events
       {kBase + 1'000'000, kBase + 1'000'000},      // empty
       {kBase - 1'000'000, kBase + 300'000'000},    // all of them, cut by the limit
@@ -946,9 +947,10 @@ TEST_CASE("a database created without auto-vacuum keeps its mode and gives no pa
   CHECK(store->databaseSize()->pages == size->pages);
 }
 
-TEST_CASE("recordSpans finds the oldest and newest sample, gap and event, and none in an empty "
-          "database",
-          "[integration][storage]") {
+TEST_CASE(
+    "recordSpans finds the oldest and newest sample, gap and event, and none in an empty "
+    "database",
+    "[integration][storage]") {
   TempDir dir;
   auto store = openStore((dir / "kfaild.db").string());
   auto empty = store->recordSpans();

@@ -46,9 +46,10 @@ inline std::string describe(const ProbeSample& s) {
 inline std::int64_t countRows(const std::string& path, const std::string& table) {
   auto db = sqlite::Database::open(path);
   REQUIRE(db.ok());
-  auto count = (*db)->queryInt(table == "probe_samples"
-                                   ? std::string("SELECT coalesce(sum(samples), 0) FROM probe_sample_blocks")
-                                   : "SELECT count(*) FROM " + table);
+  auto count =
+      (*db)->queryInt(table == "probe_samples"
+                          ? std::string("SELECT coalesce(sum(samples), 0) FROM probe_sample_blocks")
+                          : "SELECT count(*) FROM " + table);
   REQUIRE(count.ok());
   return *count;
 }

@@ -46,8 +46,10 @@ std::optional<std::pair<int, std::string>> get(std::uint16_t port, const std::st
 }  // namespace
 
 std::string alertmanagerBinary() {
-  if (const char* given = std::getenv("KFAILD_ALERTMANAGER"); given != nullptr && *given != '\0') return given;
-  for (const char* candidate : {"/usr/bin/prometheus-alertmanager", "/usr/local/bin/alertmanager", "/usr/bin/alertmanager"}) {
+  if (const char* given = std::getenv("KFAILD_ALERTMANAGER"); given != nullptr && *given != '\0')
+    return given;
+  for (const char* candidate : {"/usr/bin/prometheus-alertmanager", "/usr/local/bin/alertmanager",
+                                "/usr/bin/alertmanager"}) {
     if (std::filesystem::exists(candidate)) return candidate;
   }
   return "";
@@ -56,7 +58,8 @@ std::string alertmanagerBinary() {
 Alertmanager::Alertmanager() {
   const auto binary = alertmanagerBinary();
   if (binary.empty()) {
-    throw std::runtime_error("no Alertmanager binary (install prometheus-alertmanager: scripts/setup does)");
+    throw std::runtime_error(
+        "no Alertmanager binary (install prometheus-alertmanager: scripts/setup does)");
   }
   {
     std::ofstream config(dir_ / "alertmanager.yml");
@@ -78,7 +81,8 @@ Alertmanager::Alertmanager() {
   }
   std::ifstream log(logFile());
   const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  throw std::runtime_error("Alertmanager did not become ready on port " + std::to_string(port_) + ": " + text);
+  throw std::runtime_error("Alertmanager did not become ready on port " + std::to_string(port_) +
+                           ": " + text);
 }
 
 Alertmanager::~Alertmanager() {
@@ -105,11 +109,13 @@ std::optional<nlohmann::json> Alertmanager::silence(const std::string& id) const
 }
 
 std::optional<nlohmann::json> Alertmanager::waitForAlert(const std::string& alertname,
-                                                        std::chrono::milliseconds timeout) const {
+                                                         std::chrono::milliseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   do {
     for (const auto& alert : alerts()) {
-      if (alert.contains("labels") && alert["labels"].value("alertname", std::string()) == alertname) return alert;
+      if (alert.contains("labels") &&
+          alert["labels"].value("alertname", std::string()) == alertname)
+        return alert;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   } while (std::chrono::steady_clock::now() < deadline);

@@ -47,7 +47,8 @@ class Alertmanager {
   // The silence with that id, if Alertmanager knows it.
   std::optional<nlohmann::json> silence(const std::string& id) const;
   // The first alert whose labels.alertname is `alertname`, once Alertmanager lists it.
-  std::optional<nlohmann::json> waitForAlert(const std::string& alertname, std::chrono::milliseconds timeout) const;
+  std::optional<nlohmann::json> waitForAlert(const std::string& alertname,
+                                             std::chrono::milliseconds timeout) const;
 
  private:
   TempDir dir_;

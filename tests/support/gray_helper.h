@@ -33,11 +33,14 @@ inline fault::HelperRequest requestOf(const std::vector<std::string>& argv) {
   const auto at = std::find(argv.begin(), argv.end(), kHelperPrefix.front());
   std::vector<std::string> words(at == argv.end() ? argv.begin() : at + 1, argv.end());
   auto parsed = fault::parseHelperWords(words);
-  if (!parsed.ok()) throw std::runtime_error("not a kfaild-gray request: " + parsed.error().message);
+  if (!parsed.ok())
+    throw std::runtime_error("not a kfaild-gray request: " + parsed.error().message);
   return *parsed;
 }
 
 // The nft or sh script kfaild-gray would run for that argv.
-inline std::string scriptOf(const std::vector<std::string>& argv) { return fault::helperScript(requestOf(argv)); }
+inline std::string scriptOf(const std::vector<std::string>& argv) {
+  return fault::helperScript(requestOf(argv));
+}
 
 }  // namespace kfaild::testing

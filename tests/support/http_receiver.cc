@@ -36,8 +36,8 @@ struct HttpReceiver::Impl {
     {
       std::lock_guard lock(mutex);
       requests.push_back({std::string(request.method_string()), std::string(request.target()),
-                          std::string(request[http::field::content_type]), std::string(request[http::field::authorization]),
-                          request.body()});
+                          std::string(request[http::field::content_type]),
+                          std::string(request[http::field::authorization]), request.body()});
       answer = status;
     }
     changed.notify_all();
@@ -76,7 +76,8 @@ struct HttpReceiver::Impl {
   }
 };
 
-HttpReceiver::HttpReceiver(std::optional<ReceiverTls> tls) : impl_(std::make_unique<Impl>()), tls_(std::move(tls)) {
+HttpReceiver::HttpReceiver(std::optional<ReceiverTls> tls)
+    : impl_(std::make_unique<Impl>()), tls_(std::move(tls)) {
   if (tls_) {
     impl_->tls.emplace(asio::ssl::context::tls_server);
     impl_->tls->use_certificate_chain_file(tls_->cert_file);
@@ -84,7 +85,9 @@ HttpReceiver::HttpReceiver(std::optional<ReceiverTls> tls) : impl_(std::make_uni
   }
 }
 
-HttpReceiver::~HttpReceiver() { stop(); }
+HttpReceiver::~HttpReceiver() {
+  stop();
+}
 
 void HttpReceiver::start() {
   stop();

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "server/kafka/client.h"

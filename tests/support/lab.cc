@@ -1,4 +1,3 @@
-#include "tests/support/paths.h"
 #include "tests/support/lab.h"
 
 #include <array>
@@ -6,6 +5,8 @@
 #include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
+
+#include "tests/support/paths.h"
 
 namespace kfaild::testing {
 namespace {
@@ -31,7 +32,8 @@ std::string labOutput(const std::string& args) {
 }
 
 bool refusedForProbe(const std::string& reason) {
-  const bool refused = reason.rfind("refused: ", 0) == 0 || reason.rfind("refused at the fault: ", 0) == 0 ||
+  const bool refused = reason.rfind("refused: ", 0) == 0 ||
+                       reason.rfind("refused at the fault: ", 0) == 0 ||
                        reason.rfind("refused after the preflight election: ", 0) == 0;
   return refused && (reason.find(": probe partition ") != std::string::npos ||
                      reason.find(": the probe of ") != std::string::npos ||
@@ -46,7 +48,8 @@ std::string labBootstrap() {
 
 std::string labStateDir() {
   const char* dir = std::getenv("KFAILD_LAB_DIR");
-  return dir != nullptr && *dir != '\0' ? std::string(dir) : std::string(KFAILD_SOURCE_DIR) + "/.lab";
+  return dir != nullptr && *dir != '\0' ? std::string(dir)
+                                        : std::string(KFAILD_SOURCE_DIR) + "/.lab";
 }
 
 std::optional<LabNode> labNode(int id) {
@@ -115,8 +118,11 @@ QuorumLabEnv::QuorumLabEnv()
                        {"KFAILD_LAB_DIR", KFAILD_BINARY_DIR "/lab-quorum"}}) {}
 
 SecuredLabEnv::SecuredLabEnv(const std::string& mode)
-    : LabEnv(std::getenv("KFAILD_LAB_SECURITY") != nullptr && *std::getenv("KFAILD_LAB_SECURITY") != '\0'
-                 ? std::vector<std::pair<std::string, std::optional<std::string>>>{{"KFAILD_LAB_SECURITY", mode}}
+    : LabEnv(std::getenv("KFAILD_LAB_SECURITY") != nullptr &&
+                     *std::getenv("KFAILD_LAB_SECURITY") != '\0'
+                 ? std::vector<
+                       std::pair<std::string, std::optional<std::string>>>{{"KFAILD_LAB_SECURITY",
+                                                                            mode}}
                  : std::vector<std::pair<std::string, std::optional<std::string>>>{
                        {"KFAILD_LAB_SECURITY", mode},
                        {"KFAILD_LAB_NETNS", std::nullopt},
@@ -126,7 +132,8 @@ SecuredLabEnv::SecuredLabEnv(const std::string& mode)
 
 bool setLabSecurity(const std::string& mode) {
   const auto status = nlohmann::json::parse(labOutput("status --json"), nullptr, false);
-  const bool other = !status.is_discarded() && status.value("security", std::string("plaintext")) != mode;
+  const bool other =
+      !status.is_discarded() && status.value("security", std::string("plaintext")) != mode;
   if (other && lab("down") != 0) return false;
   return lab("up") == 0;
 }

@@ -31,9 +31,9 @@ bool refusedForProbe(const std::string& reason);
 struct LabNode {
   int id = 0;
   int port = 0;
-  std::string address;    // 127.0.0.1 in the default mode
-  std::string netns;      // empty in the default mode
-  std::string fill_dir;   // empty in the default mode
+  std::string address;   // 127.0.0.1 in the default mode
+  std::string netns;     // empty in the default mode
+  std::string fill_dir;  // empty in the default mode
   std::string pid_file;
 };
 // nullopt when the lab does not answer or has no such node.

@@ -26,7 +26,8 @@ namespace kfaild::testing {
 
 class ManualClock final : public common::Clock {
  public:
-  explicit ManualClock(common::WallMicros wall_start = 1'700'000'000'000'000, common::MonoMicros mono_start = 0)
+  explicit ManualClock(common::WallMicros wall_start = 1'700'000'000'000'000,
+                       common::MonoMicros mono_start = 0)
       : wall_(wall_start), mono_(mono_start) {}
 
   common::WallMicros wallNow() const override { return wall_.load(); }
@@ -58,8 +59,9 @@ class ManualClock final : public common::Clock {
   // `max_jump_us`, a deadline further ahead than that is not one: a test that advances until its
   // thread has done something, and must not carry it past the long wait that follows (a fault
   // held for minutes), sets it below that wait.
-  bool advanceToNextDeadline(std::chrono::milliseconds real_timeout = std::chrono::milliseconds(2000),
-                             std::optional<std::int64_t> max_jump_us = std::nullopt) {
+  bool advanceToNextDeadline(
+      std::chrono::milliseconds real_timeout = std::chrono::milliseconds(2000),
+      std::optional<std::int64_t> max_jump_us = std::nullopt) {
     const auto give_up = std::chrono::steady_clock::now() + real_timeout;
     while (true) {
       std::optional<common::MonoMicros> next;
@@ -91,8 +93,8 @@ class ManualClock final : public common::Clock {
     return waiters_.size();
   }
 
-  bool waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, common::MonoMicros deadline,
-                 const std::function<bool()>& ready) const override {
+  bool waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                 common::MonoMicros deadline, const std::function<bool()>& ready) const override {
     if (ready()) return true;
     // Registered with the lock released: wakeWaiters() holds the registry while it takes the
     // waiter's mutex, so holding both here in the other order could deadlock.

@@ -1,4 +1,3 @@
-#include "tests/support/paths.h"
 #include "tests/support/process.h"
 
 #include <fcntl.h>
@@ -9,6 +8,8 @@
 #include <chrono>
 #include <stdexcept>
 #include <thread>
+
+#include "tests/support/paths.h"
 
 namespace kfaild::testing {
 
@@ -56,6 +57,8 @@ int ChildProcess::stop(int signal, int timeout_ms) {
   return -1;
 }
 
-std::string kfaildBinary() { return std::string(KFAILD_BINARY_DIR) + "/server/kfaild"; }
+std::string kfaildBinary() {
+  return std::string(KFAILD_BINARY_DIR) + "/server/kfaild";
+}
 
 }  // namespace kfaild::testing

@@ -2,8 +2,9 @@
 
 // A child process for end-to-end tests (kfaild itself), with its output in a log file.
 
-#include <string>
 #include <sys/types.h>
+
+#include <string>
 #include <vector>
 
 namespace kfaild::testing {

@@ -21,8 +21,8 @@
 #include <cctype>
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -84,7 +84,7 @@ inline std::string onPath(const std::string& name) {
 class PrometheusServer {
  public:
   struct Options {
-    std::vector<std::string> targets;    // host:port of each kfaild, scraped as job "kfaild"
+    std::vector<std::string> targets;     // host:port of each kfaild, scraped as job "kfaild"
     std::vector<std::string> rule_files;  // loaded as rule_files (absolute paths)
     std::string scrape_interval = "1s";
   };
@@ -94,16 +94,17 @@ class PrometheusServer {
     std::filesystem::create_directories(dir_ / "tsdb");
     YAML::Emitter config;
     config << YAML::BeginMap;
-    config << YAML::Key << "global" << YAML::Value << YAML::BeginMap << YAML::Key << "scrape_interval"
-           << YAML::Value << options.scrape_interval << YAML::Key << "evaluation_interval" << YAML::Value
-           << options.scrape_interval << YAML::EndMap;
+    config << YAML::Key << "global" << YAML::Value << YAML::BeginMap << YAML::Key
+           << "scrape_interval" << YAML::Value << options.scrape_interval << YAML::Key
+           << "evaluation_interval" << YAML::Value << options.scrape_interval << YAML::EndMap;
     config << YAML::Key << "rule_files" << YAML::Value << YAML::BeginSeq;
     for (const auto& file : options.rule_files) config << file;
     config << YAML::EndSeq;
     config << YAML::Key << "scrape_configs" << YAML::Value << YAML::BeginSeq << YAML::BeginMap
            << YAML::Key << "job_name" << YAML::Value << "kfaild" << YAML::Key << "static_configs"
-           << YAML::Value << YAML::BeginSeq << YAML::BeginMap << YAML::Key << "targets" << YAML::Value
-           << YAML::Flow << options.targets << YAML::EndMap << YAML::EndSeq << YAML::EndMap << YAML::EndSeq;
+           << YAML::Value << YAML::BeginSeq << YAML::BeginMap << YAML::Key << "targets"
+           << YAML::Value << YAML::Flow << options.targets << YAML::EndMap << YAML::EndSeq
+           << YAML::EndMap << YAML::EndSeq;
     config << YAML::EndMap;
     std::ofstream(dir_ / "prometheus.yml") << config.c_str() << "\n";
     log_ = (dir_ / "prometheus.log").string();
@@ -154,7 +155,8 @@ class PrometheusServer {
     const auto body = api::testing::httpGet(port_, "/api/v1/targets?state=active").json();
     std::map<std::string, std::string> out;
     for (const auto& t : body["data"]["activeTargets"]) {
-      if (t["labels"]["job"] == "kfaild") out[t["scrapeUrl"].get<std::string>()] = t["health"].get<std::string>();
+      if (t["labels"]["job"] == "kfaild")
+        out[t["scrapeUrl"].get<std::string>()] = t["health"].get<std::string>();
     }
     return out;
   }
@@ -186,8 +188,9 @@ inline std::vector<FoundExpression> dashboardExpressions(const nlohmann::json& d
     if (!p->contains("targets")) continue;
     for (const auto& t : (*p)["targets"]) {
       if (!t.contains("expr")) continue;
-      out.push_back({"dashboard panel '" + (*p)["title"].get<std::string>() + "' " + t.value("refId", ""),
-                     t["expr"].get<std::string>()});
+      out.push_back(
+          {"dashboard panel '" + (*p)["title"].get<std::string>() + "' " + t.value("refId", ""),
+           t["expr"].get<std::string>()});
     }
   }
   return out;
@@ -209,15 +212,19 @@ inline std::vector<FoundExpression> ruleExpressions(const std::string& rules_fil
 
 // `expr` with Grafana's variables replaced by values Prometheus accepts: the given ones (name
 // without `$`), then Grafana's built-in intervals.
-inline std::string withGrafanaVariables(std::string expr, const std::map<std::string, std::string>& values) {
-  std::map<std::string, std::string> all = {{"__rate_interval", "1m"}, {"__interval", "15s"}, {"__range", "1h"}};
+inline std::string withGrafanaVariables(std::string expr,
+                                        const std::map<std::string, std::string>& values) {
+  std::map<std::string, std::string> all = {
+      {"__rate_interval", "1m"}, {"__interval", "15s"}, {"__range", "1h"}};
   for (const auto& [name, value] : values) all[name] = value;
   // Longest names first, so $__rate_interval is not taken for $__range or a prefix of it.
   std::vector<std::pair<std::string, std::string>> ordered(all.begin(), all.end());
-  std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
   for (const auto& [name, value] : ordered) {
     for (const auto& pattern : {"${" + name + "}", "$" + name}) {
-      for (auto at = expr.find(pattern); at != std::string::npos; at = expr.find(pattern, at + value.size())) {
+      for (auto at = expr.find(pattern); at != std::string::npos;
+           at = expr.find(pattern, at + value.size())) {
         expr.replace(at, pattern.size(), value);
       }
     }

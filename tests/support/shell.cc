@@ -23,7 +23,9 @@ Ran run(const std::string& command) {
   return ran;
 }
 
-std::string quoted(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
+std::string quoted(const std::filesystem::path& path) {
+  return "'" + path.string() + "'";
+}
 
 std::string readFile(const std::filesystem::path& path) {
   std::ifstream in(path);

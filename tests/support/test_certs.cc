@@ -19,8 +19,9 @@ void openssl(const std::filesystem::path& dir, const std::string& args) {
 }
 
 void makeCa(const std::filesystem::path& dir, const std::string& name, const std::string& cn) {
-  openssl(dir, "req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -keyout " +
-                   name + ".key -out " + name + ".pem -subj '/CN=" + cn + "'");
+  openssl(dir,
+          "req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -keyout " +
+              name + ".key -out " + name + ".pem -subj '/CN=" + cn + "'");
 }
 
 void makeSigned(const std::filesystem::path& dir, const std::string& ca, const std::string& name,

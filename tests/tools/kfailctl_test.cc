@@ -22,13 +22,16 @@ TEST_CASE("kfailctl prints a drill as a table with a row per partition", "[unit]
   const auto text = kfaild::ctl::formatDrill(drill);
   INFO(text);
   CHECK(text.find("drill 7 on lab: kill of node 1 — done\n") == 0);
-  CHECK(text.find("node left: fenced after 8.850 s, preferred leaders restored") != std::string::npos);
-  CHECK(text.find("orders[0]        leader                 11.290 s   10.300 s    8.850 s    0.066 s    0.100 s          -") !=
+  CHECK(text.find("node left: fenced after 8.850 s, preferred leaders restored") !=
         std::string::npos);
-  CHECK(text.find("orders[1]        follower                      -          -") != std::string::npos);
+  CHECK(text.find("orders[0]        leader                 11.290 s   10.300 s    8.850 s    0.066 "
+                  "s    0.100 s          -") != std::string::npos);
+  CHECK(text.find("orders[1]        follower                      -          -") !=
+        std::string::npos);
 }
 
-TEST_CASE("kfailctl prints none for noise and n/a with the reason for an inconclusive stall", "[unit][kfailctl]") {
+TEST_CASE("kfailctl prints none for noise and n/a with the reason for an inconclusive stall",
+          "[unit][kfailctl]") {
   const json drill = json::parse(R"({
     "id": 8, "cluster": "lab", "fault": "stop", "target": {"broker": 1}, "state": "done", "reason": null,
     "runs": [{"run": 1, "state": "done",
@@ -44,14 +47,18 @@ TEST_CASE("kfailctl prints none for noise and n/a with the reason for an inconcl
                    "failed": 0, "lost": 0, "unresolved": 3, "phases": {}}]}}]})");
   const auto text = kfaild::ctl::formatDrill(drill);
   INFO(text);
-  CHECK(text.find("orders[1]        follower                   none       none") != std::string::npos);
-  CHECK(text.find("single[0]        sole_replica           31.200 s        n/a") != std::string::npos);
-  CHECK(text.find("n/a: single[0] receive: still stalled when observation ended") != std::string::npos);
+  CHECK(text.find("orders[1]        follower                   none       none") !=
+        std::string::npos);
+  CHECK(text.find("single[0]        sole_replica           31.200 s        n/a") !=
+        std::string::npos);
+  CHECK(text.find("n/a: single[0] receive: still stalled when observation ended") !=
+        std::string::npos);
   CHECK(text.find("57") == std::string::npos);  // noise is not shown as a stall
 }
 
-TEST_CASE("kfailctl says which lost messages were acked before kfaild restarted its consumer's reading",
-          "[unit][kfailctl]") {
+TEST_CASE(
+    "kfailctl says which lost messages were acked before kfaild restarted its consumer's reading",
+    "[unit][kfailctl]") {
   const json drill = json::parse(R"({
     "id": 9, "cluster": "lab", "fault": "kill", "target": {"broker": 1}, "state": "done", "reason": null,
     "runs": [{"run": 1, "state": "done",
@@ -63,12 +70,14 @@ TEST_CASE("kfailctl says which lost messages were acked before kfaild restarted 
                    "failed": 0, "lost": 3, "unresolved": 0, "phases": {}}]}}]})");
   const auto text = kfaild::ctl::formatDrill(drill);
   INFO(text);
-  CHECK(text.find("lost: orders[0]: 40 of 42 acked before kfaild restarted its consumer's reading of the partition; "
+  CHECK(text.find("lost: orders[0]: 40 of 42 acked before kfaild restarted its consumer's reading "
+                  "of the partition; "
                   "not known to be the cluster's\n") != std::string::npos);
   CHECK(text.find("lost: orders[1]") == std::string::npos);
 }
 
-TEST_CASE("kfailctl reads a drill still running and a failed one without inventing figures", "[unit][kfailctl]") {
+TEST_CASE("kfailctl reads a drill still running and a failed one without inventing figures",
+          "[unit][kfailctl]") {
   const auto running = kfaild::ctl::formatDrill(json::parse(
       R"({"id": 3, "cluster": "lab", "fault": "stop", "target": {"leader_of": {"topic": "orders", "partition": 0}},
           "state": "observe", "reason": null, "runs": []})"));
@@ -76,13 +85,16 @@ TEST_CASE("kfailctl reads a drill still running and a failed one without inventi
   const auto failed = kfaild::ctl::formatDrill(json::parse(
       R"({"id": 4, "cluster": "lab", "fault": "kill", "target": {"broker": 9}, "state": "failed",
           "reason": "refused: node 9 is not in the cluster's inventory", "runs": []})"));
-  CHECK(failed == "drill 4 on lab: kill of node 9 — failed (refused: node 9 is not in the cluster's inventory)\n");
+  CHECK(failed ==
+        "drill 4 on lab: kill of node 9 — failed (refused: node 9 is not in the cluster's "
+        "inventory)\n");
   CHECK(kfaild::ctl::isFinished("aborted"));
   CHECK_FALSE(kfaild::ctl::isFinished("recover"));
   CHECK(kfaild::ctl::formatSeconds(json(nullptr)) == "-");
 }
 
-TEST_CASE("kfailctl's --url takes http:// or https://host:port and nothing else", "[unit][kfailctl]") {
+TEST_CASE("kfailctl's --url takes http:// or https://host:port and nothing else",
+          "[unit][kfailctl]") {
   auto ok = kfaild::ctl::parseUrl("http://127.0.0.1:8080/");
   REQUIRE(ok);
   CHECK(ok->host == "127.0.0.1");
@@ -105,43 +117,83 @@ TEST_CASE("kfailctl's --url takes http:// or https://host:port and nothing else"
   CHECK_FALSE(kfaild::ctl::parseUrl("http://:8080"));
 }
 
-TEST_CASE("kfailctl prints the verdict first, with every check that did not pass and the regressions",
-          "[unit][kfailctl][verdict]") {
-  const json drill = {
-      {"id", 9}, {"cluster", "lab"}, {"fault", "kill"}, {"target", {{"broker", 1}}}, {"state", "done"},
-      {"reason", nullptr}, {"runs", json::array()}, {"verdict", "fail"}, {"regressed", true},
-      {"verdict_detail",
-       {{"verdict", "fail"},
-        {"checks",
-         {{{"objective", "max_ack_stall_s"}, {"source", "max_ack_stall_s"}, {"threshold", 1.0}, {"measured", 9.41},
-           {"unit", "s"}, {"status", "fail"}, {"run", 1}, {"topic", "orders"}, {"partition", 0}, {"role", "leader"},
-           {"reason", ""}},
-          {{"objective", "max_lost"}, {"source", "max_lost"}, {"threshold", 0.0}, {"measured", 0.0},
-           {"unit", "messages"}, {"status", "pass"}, {"run", 1}, {"topic", "orders"}, {"partition", 0},
-           {"role", "leader"}, {"reason", ""}},
-          {{"objective", "max_recovery_s"}, {"source", "max_recovery_s"}, {"threshold", 120.0}, {"measured", nullptr},
-           {"unit", "s"}, {"status", "inconclusive"}, {"run", 1}, {"topic", nullptr}, {"partition", nullptr},
-           {"role", nullptr}, {"reason", "the node was not seen back in its ISRs"}}}},
-        {"regressions",
-         {{{"kind", "ack"}, {"role", "leader"}, {"topic", "orders"}, {"partition", 0}, {"run", 1}, {"stall_s", 9.41},
-           {"median_s", 5.2}, {"factor", 1.81}, {"previous", 4}}}}}}};
+TEST_CASE(
+    "kfailctl prints the verdict first, with every check that did not pass and the regressions",
+    "[unit][kfailctl][verdict]") {
+  const json drill = {{"id", 9},
+                      {"cluster", "lab"},
+                      {"fault", "kill"},
+                      {"target", {{"broker", 1}}},
+                      {"state", "done"},
+                      {"reason", nullptr},
+                      {"runs", json::array()},
+                      {"verdict", "fail"},
+                      {"regressed", true},
+                      {"verdict_detail",
+                       {{"verdict", "fail"},
+                        {"checks",
+                         {{{"objective", "max_ack_stall_s"},
+                           {"source", "max_ack_stall_s"},
+                           {"threshold", 1.0},
+                           {"measured", 9.41},
+                           {"unit", "s"},
+                           {"status", "fail"},
+                           {"run", 1},
+                           {"topic", "orders"},
+                           {"partition", 0},
+                           {"role", "leader"},
+                           {"reason", ""}},
+                          {{"objective", "max_lost"},
+                           {"source", "max_lost"},
+                           {"threshold", 0.0},
+                           {"measured", 0.0},
+                           {"unit", "messages"},
+                           {"status", "pass"},
+                           {"run", 1},
+                           {"topic", "orders"},
+                           {"partition", 0},
+                           {"role", "leader"},
+                           {"reason", ""}},
+                          {{"objective", "max_recovery_s"},
+                           {"source", "max_recovery_s"},
+                           {"threshold", 120.0},
+                           {"measured", nullptr},
+                           {"unit", "s"},
+                           {"status", "inconclusive"},
+                           {"run", 1},
+                           {"topic", nullptr},
+                           {"partition", nullptr},
+                           {"role", nullptr},
+                           {"reason", "the node was not seen back in its ISRs"}}}},
+                        {"regressions",
+                         {{{"kind", "ack"},
+                           {"role", "leader"},
+                           {"topic", "orders"},
+                           {"partition", 0},
+                           {"run", 1},
+                           {"stall_s", 9.41},
+                           {"median_s", 5.2},
+                           {"factor", 1.81},
+                           {"previous", 4}}}}}}};
   const auto text = kfaild::ctl::formatDrill(drill);
   INFO(text);
   CHECK(text.find("verdict: fail (3 checks: 1 failed, 1 inconclusive)\n") == 0);
-  CHECK(text.find("max_ack_stall_s        run 1 orders[0] leader: 9.410 s (limit 1.000 s, max_ack_stall_s)") !=
-        std::string::npos);
-  CHECK(text.find("max_recovery_s         run 1: n/a s (limit 120.000 s, max_recovery_s) — the node was not seen") !=
-        std::string::npos);
+  CHECK(text.find("max_ack_stall_s        run 1 orders[0] leader: 9.410 s (limit 1.000 s, "
+                  "max_ack_stall_s)") != std::string::npos);
+  CHECK(text.find("max_recovery_s         run 1: n/a s (limit 120.000 s, max_recovery_s) — the "
+                  "node was not seen") != std::string::npos);
   CHECK(text.find("max_lost") == std::string::npos);  // passed checks are not listed
-  CHECK(text.find("regression   ack stall run 1 orders[0] leader: 9.410 s, 1.8 × the median 5.200 s of 4 earlier") !=
-        std::string::npos);
+  CHECK(text.find("regression   ack stall run 1 orders[0] leader: 9.410 s, 1.8 × the median 5.200 "
+                  "s of 4 earlier") != std::string::npos);
   CHECK(text.find("drill 9 on lab: kill of node 1 — done\n") != std::string::npos);
   // A drill without a verdict (running, or from an older kfaild) prints none.
   CHECK(kfaild::ctl::formatVerdict(json{{"state", "observe"}}).empty());
 }
 
-TEST_CASE("kfailctl never prints a phase negative: below its resolution it reads as at most the resolution",
-          "[unit][kfailctl]") {
+TEST_CASE(
+    "kfailctl never prints a phase negative: below its resolution it reads as at most the "
+    "resolution",
+    "[unit][kfailctl]") {
   const json drill = json::parse(R"({
     "id": 11, "cluster": "lab", "fault": "kill", "target": {"broker": 1}, "state": "done", "reason": null,
     "runs": [{"run": 1, "state": "done", "fault_at": "2026-11-30T08:31:10.756000Z",
@@ -181,25 +233,43 @@ TEST_CASE("kfailctl never prints a phase negative: below its resolution it reads
   CHECK(text.find("n/a: orders[2] detection: the fault time is uncertain") != std::string::npos);
 }
 
-TEST_CASE("kfailctl counts and lists a not applicable check apart, with its reason", "[unit][kfailctl][verdict]") {
+TEST_CASE("kfailctl counts and lists a not applicable check apart, with its reason",
+          "[unit][kfailctl][verdict]") {
   const json drill = {
-      {"id", 12}, {"cluster", "lab"}, {"fault", "pause"}, {"target", {{"broker", 2}}}, {"state", "done"},
-      {"reason", nullptr}, {"runs", json::array()}, {"verdict", "pass"}, {"regressed", false},
+      {"id", 12},
+      {"cluster", "lab"},
+      {"fault", "pause"},
+      {"target", {{"broker", 2}}},
+      {"state", "done"},
+      {"reason", nullptr},
+      {"runs", json::array()},
+      {"verdict", "pass"},
+      {"regressed", false},
       {"verdict_detail",
        {{"verdict", "pass"},
         {"checks",
-         {{{"objective", "max_detection_s"}, {"source", "max_detection_s"}, {"threshold", 12.0}, {"measured", nullptr},
-           {"unit", "s"}, {"status", "not_applicable"}, {"run", 1}, {"topic", nullptr}, {"partition", nullptr},
-           {"role", nullptr}, {"reason", "a pause of 3.0 s is shorter than the session timeout (9.0 s)"}}}},
+         {{{"objective", "max_detection_s"},
+           {"source", "max_detection_s"},
+           {"threshold", 12.0},
+           {"measured", nullptr},
+           {"unit", "s"},
+           {"status", "not_applicable"},
+           {"run", 1},
+           {"topic", nullptr},
+           {"partition", nullptr},
+           {"role", nullptr},
+           {"reason", "a pause of 3.0 s is shorter than the session timeout (9.0 s)"}}}},
         {"regressions", json::array()}}}};
   const auto text = kfaild::ctl::formatDrill(drill);
   INFO(text);
   CHECK(text.find("verdict: pass (1 checks: 0 failed, 0 inconclusive, 1 not applicable)\n") == 0);
   CHECK(text.find("not_applicable max_detection_s") != std::string::npos);
-  CHECK(text.find("— a pause of 3.0 s is shorter than the session timeout (9.0 s)") != std::string::npos);
+  CHECK(text.find("— a pause of 3.0 s is shorter than the session timeout (9.0 s)") !=
+        std::string::npos);
 }
 
-TEST_CASE("kfailctl prints a gray fault's mechanism with the event that ended each step", "[unit]") {
+TEST_CASE("kfailctl prints a gray fault's mechanism with the event that ended each step",
+          "[unit]") {
   const json drill = json::parse(R"({
     "id": 9, "cluster": "lab", "fault": "isolate", "target": {"broker": 1}, "state": "done", "reason": null,
     "runs": [{"run": 1, "state": "done",
@@ -227,20 +297,25 @@ TEST_CASE("kfailctl prints a gray fault's mechanism with the event that ended ea
   CHECK(text.find("mechanism: orders[2]") == std::string::npos);
 }
 
-TEST_CASE("kfailctl prints a compound drill's second fault, when it came and the recovery order", "[unit][kfailctl]") {
-  const auto drill = json::parse(R"({"id":9,"cluster":"lab","fault":"kill","target":{"controller":true},"state":"done",
+TEST_CASE("kfailctl prints a compound drill's second fault, when it came and the recovery order",
+          "[unit][kfailctl]") {
+  const auto drill = json::parse(
+      R"({"id":9,"cluster":"lab","fault":"kill","target":{"controller":true},"state":"done",
       "runs":[{"run":1,"state":"done","fault_us":1000000,"recovery_order":[100,1],
                "second_fault":{"fault":"kill","after_s":2,"state":"injected","target":1,"fault_us":3004000}},
               {"run":2,"state":"failed","reason":"the second fault was refused: x","fault_us":1000000,
                "second_fault":{"fault":"kill","after_s":2,"state":"refused","target":2,"reason":"x"}}]})");
   const auto text = kfaild::ctl::formatDrill(drill);
   INFO(text);
-  CHECK_THAT(text, Catch::Contains("  then kill of node 1 after 2 s: injected (2.004 s after the first); recovered in "
-                                   "order [100,1]; the analysis below is the second fault's\n"));
+  CHECK_THAT(
+      text, Catch::Contains(
+                "  then kill of node 1 after 2 s: injected (2.004 s after the first); recovered in "
+                "order [100,1]; the analysis below is the second fault's\n"));
   CHECK_THAT(text, Catch::Contains("  then kill of node 2 after 2 s: refused — x\n"));
 }
 
-TEST_CASE("kfailctl prints a rolling restart as a row per step with its totals", "[unit][kfailctl]") {
+TEST_CASE("kfailctl prints a rolling restart as a row per step with its totals",
+          "[unit][kfailctl]") {
   const auto drill = nlohmann::json::parse(R"({"id":9,"cluster":"lab","fault":"rolling_restart",
     "target":{"every_broker":true},"state":"done","runs":[],
     "rolling_restart":{"plan":[1,2,3],"by":"stop","between_s":10,
@@ -257,9 +332,14 @@ TEST_CASE("kfailctl prints a rolling restart as a row per step with its totals",
   INFO(text);
   CHECK_THAT(text, Catch::Contains("drill 9 on lab: rolling_restart of every broker — done"));
   CHECK_THAT(text, Catch::Contains("rolling restart by stop of nodes [1,2,3], 10 s apart"));
-  CHECK_THAT(text, Catch::Contains("  1     1      pass                0.412 s        0.500 s        1  0.500 s orders[0] leader receive"));
-  CHECK_THAT(text, Catch::Contains("  2     2      fail                2.250 s        0.000 s        1  2.250 s orders[1] leader ack"));
-  CHECK_THAT(text, Catch::Contains("total: 2.662 s ack, 0.500 s receive partition-seconds; worst stall 2.250 s orders[1] "
-                                   "leader ack (step 2); verdict fail"));
+  CHECK_THAT(text, Catch::Contains("  1     1      pass                0.412 s        0.500 s      "
+                                   "  1  0.500 s orders[0] leader receive"));
+  CHECK_THAT(text, Catch::Contains("  2     2      fail                2.250 s        0.000 s      "
+                                   "  1  2.250 s orders[1] leader ack"));
+  CHECK_THAT(
+      text,
+      Catch::Contains(
+          "total: 2.662 s ack, 0.500 s receive partition-seconds; worst stall 2.250 s orders[1] "
+          "leader ack (step 2); verdict fail"));
   CHECK_THAT(text, Catch::Contains("ended at step 3: no later step ran"));
 }

@@ -45,8 +45,13 @@ class DrillServer {
                        std::string client_ca_file = {}) {
     router_.add("GET", "/api/v1/drills/{id}", [](const Request&) {
       return kfaild::api::jsonResponse(
-          200, {{"id", 7}, {"cluster", "lab"}, {"fault", "kill"}, {"target", {{"broker", 1}}},
-                {"state", "done"}, {"reason", nullptr}, {"runs", nlohmann::json::array()},
+          200, {{"id", 7},
+                {"cluster", "lab"},
+                {"fault", "kill"},
+                {"target", {{"broker", 1}}},
+                {"state", "done"},
+                {"reason", nullptr},
+                {"runs", nlohmann::json::array()},
                 {"verdict", "pass"}});  // a passed drill: kfailctl exits 0 for it
     });
     ServerOptions options;
@@ -65,9 +70,10 @@ class DrillServer {
   std::unique_ptr<HttpServer> server_;
 };
 
-TEST_CASE("kfailctl talks to an HTTPS kfaild whose certificate --ca-file signed, and names the "
-          "cause when it did not",
-          "[integration][api]") {
+TEST_CASE(
+    "kfailctl talks to an HTTPS kfaild whose certificate --ca-file signed, and names the "
+    "cause when it did not",
+    "[integration][api]") {
   kfaild::testing::TempDir dir;
   const kfaild::testing::TestCertificates certs(dir.path());
   DrillServer server(certs);
@@ -77,24 +83,28 @@ TEST_CASE("kfailctl talks to an HTTPS kfaild whose certificate --ca-file signed,
   CHECK(code == 0);
   CHECK(out.find("drill 7 on lab: kill of node 1 — done") != std::string::npos);
 
-  std::tie(code, out) = kfailctl("--url " + server.url() + " --ca-file " + certs.otherCa() + " show 7");
+  std::tie(code, out) =
+      kfailctl("--url " + server.url() + " --ca-file " + certs.otherCa() + " show 7");
   INFO(out);
   CHECK(code == 4);
-  CHECK(out == "kfailctl: TLS: certificate verify failed (unable to get local issuer certificate) for " +
-                   server.url() +
-                   ": the --ca-file given did not sign the server's certificate; pass the CA that "
-                   "did\n");
+  CHECK(out ==
+        "kfailctl: TLS: certificate verify failed (unable to get local issuer certificate) for " +
+            server.url() +
+            ": the --ca-file given did not sign the server's certificate; pass the CA that "
+            "did\n");
 
   // https://localhost is in the certificate too; a name it does not carry is refused.
   const auto port = server.url().substr(server.url().rfind(':'));
-  std::tie(code, out) = kfailctl("--url https://localhost" + port + " --ca-file " + certs.ca() + " show 7");
+  std::tie(code, out) =
+      kfailctl("--url https://localhost" + port + " --ca-file " + certs.ca() + " show 7");
   INFO(out);
   CHECK(code == 0);
 
   std::tie(code, out) = kfailctl("--url " + server.url() + " --ca-file " + dir.path().string() +
                                  "/missing.pem show 7");
   CHECK(code == 2);
-  CHECK(out.find("kfailctl: --ca-file " + dir.path().string() + "/missing.pem: cannot use it: ") == 0);
+  CHECK(out.find("kfailctl: --ca-file " + dir.path().string() + "/missing.pem: cannot use it: ") ==
+        0);
   std::tie(code, out) = kfailctl("--url http://127.0.0.1:1 --ca-file " + certs.ca() + " show 7");
   CHECK(code == 2);
   CHECK(out == "kfailctl: --ca-file, --cert-file and --key-file need an https:// --url\n");

@@ -37,7 +37,8 @@ std::string tlsFailure(const beast::error_code& ec, SSL* ssl, const std::string&
   const long verify = SSL_get_verify_result(ssl);
   if (verify == X509_V_ERR_HOSTNAME_MISMATCH || verify == X509_V_ERR_IP_ADDRESS_MISMATCH) {
     return "TLS: certificate verify failed (" + std::string(X509_verify_cert_error_string(verify)) +
-           ") for " + url + ": the server's certificate does not name this host; use the name or "
+           ") for " + url +
+           ": the server's certificate does not name this host; use the name or "
            "address it was issued for";
   }
   if (verify != X509_V_OK) {
@@ -78,9 +79,11 @@ Result<Endpoint> parseUrl(const std::string& url) {
     return failure("--url must start with http:// or https://, got \"" + url + "\"");
   }
   if (!rest.empty() && rest.back() == '/') rest.pop_back();
-  if (rest.find('/') != std::string::npos) return failure("--url takes no path, got \"" + url + "\"");
+  if (rest.find('/') != std::string::npos)
+    return failure("--url takes no path, got \"" + url + "\"");
   const auto colon = rest.rfind(':');
-  if (colon == std::string::npos || (rest.find(']') != std::string::npos && colon < rest.find(']'))) {
+  if (colon == std::string::npos ||
+      (rest.find(']') != std::string::npos && colon < rest.find(']'))) {
     endpoint.host = rest;
     endpoint.port = endpoint.tls ? "443" : "80";
   } else {
@@ -101,11 +104,13 @@ Result<Endpoint> parseUrl(const std::string& url) {
 Result<Client> Client::create(Endpoint endpoint, std::string token,
                               std::chrono::milliseconds timeout, const TlsFiles& tls) {
   if (!endpoint.tls) {
-    if (!tls.empty()) return failure("--ca-file, --cert-file and --key-file need an https:// --url");
+    if (!tls.empty())
+      return failure("--ca-file, --cert-file and --key-file need an https:// --url");
     return Client(std::move(endpoint), std::move(token), timeout, nullptr);
   }
   if (tls.cert_file.empty() != tls.key_file.empty()) {
-    return failure(tls.cert_file.empty() ? "--key-file needs --cert-file" : "--cert-file needs --key-file");
+    return failure(tls.cert_file.empty() ? "--key-file needs --cert-file"
+                                         : "--cert-file needs --key-file");
   }
   auto context = std::make_shared<ssl::context>(ssl::context::tls_client);
   if (auto problem = common::makeVerifyingClient(context->native_handle(),
@@ -132,11 +137,12 @@ Client::Client(Endpoint endpoint, std::string token, std::chrono::milliseconds t
 
 std::string Client::url() const {
   const bool v6 = endpoint_.host.find(':') != std::string::npos;
-  return std::string(tls_ ? "https://" : "http://") + (v6 ? "[" + endpoint_.host + "]" : endpoint_.host) +
-         ":" + endpoint_.port;
+  return std::string(tls_ ? "https://" : "http://") +
+         (v6 ? "[" + endpoint_.host + "]" : endpoint_.host) + ":" + endpoint_.port;
 }
 
-Result<Reply> Client::call(const std::string& method, const std::string& target, const std::string& body) {
+Result<Reply> Client::call(const std::string& method, const std::string& target,
+                           const std::string& body) {
   boost::asio::io_context ioc;
   beast::tcp_stream stream(ioc);
   std::optional<beast::ssl_stream<beast::tcp_stream&>> tls_stream;

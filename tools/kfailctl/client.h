@@ -54,7 +54,8 @@ class Client {
   // Sends `body` as application/json when not empty, and the bearer token when set. Errors:
   // a message for the operator, one line; a TLS failure begins with "TLS: " and says what to do
   // ("... pass --ca-file with the CA that signed the server's certificate").
-  Result<Reply> call(const std::string& method, const std::string& target, const std::string& body = "");
+  Result<Reply> call(const std::string& method, const std::string& target,
+                     const std::string& body = "");
 
  private:
   Client(Endpoint endpoint, std::string token, std::chrono::milliseconds timeout,
@@ -65,7 +66,7 @@ class Client {
   std::string token_;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<boost::asio::ssl::context> tls_;  // set for https://
-  bool has_ca_file_ = false;  // --ca-file given, not the system's CAs
+  bool has_ca_file_ = false;                        // --ca-file given, not the system's CAs
 };
 
 }  // namespace kfaild::ctl

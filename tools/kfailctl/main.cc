@@ -9,21 +9,20 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "tools/kfailctl/client.h"
 #include "tools/kfailctl/summary.h"
 
 namespace {
 
-using nlohmann::json;
 using kfaild::ctl::Client;
+using nlohmann::json;
 
 constexpr int kDone = 0;
 constexpr int kDrillFailed = 1;
@@ -34,32 +33,41 @@ constexpr int kVerdictFail = 5;
 constexpr int kVerdictInconclusive = 6;
 
 constexpr const char* kUsageText =
-    "usage: kfailctl [--url URL] [--token-file FILE] [--ca-file FILE] [--cert-file FILE --key-file FILE]\n"
+    "usage: kfailctl [--url URL] [--token-file FILE] [--ca-file FILE] [--cert-file FILE --key-file "
+    "FILE]\n"
     "                COMMAND ...\n"
-    "  drill CLUSTER TARGET [--fault kill|stop|pause|restart|isolate|throttle|disk_full|disk_slow|rolling_restart]\n"
-    "        [--repeats N] [--grace S] [--pause S] [--duration S] [--from quorum|brokers|clients|all]\n"
+    "  drill CLUSTER TARGET [--fault "
+    "kill|stop|pause|restart|isolate|throttle|disk_full|disk_slow|rolling_restart]\n"
+    "        [--repeats N] [--grace S] [--pause S] [--duration S] [--from "
+    "quorum|brokers|clients|all]\n"
     "        [--mode drop|reject] [--rate RATE]\n"
     "        --duration: how long a gray fault (isolate, throttle, disk_full) stays in force;\n"
     "        --rate: throttle's bytes/s, or e.g. 500kbit, 10mbit, 64kbytes\n"
-    "        [--baseline S] [--no-election] [--no-preflight-election] [--allow-unavailable] [--allow-quorum-loss] [--no-wait]\n"
+    "        [--baseline S] [--no-election] [--no-preflight-election] [--allow-unavailable] "
+    "[--allow-quorum-loss] [--no-wait]\n"
     "        [--timeout S] [--json] [--expect KEY=VALUE]...\n"
     "        --expect: an objective of this drill (repeatable), e.g. --expect max_ack_stall_s=12\n"
     "        --expect by_role.leader.max_ack_stall_s=15 --expect max_lost=0 (see docs/CONFIG.md)\n"
     "        TARGET: --broker ID | --leader-of TOPIC:PARTITION | --controller | --random\n"
     "        rolling_restart: TARGET is --every-broker (the default) or --nodes ID,ID,...;\n"
     "        [--between S] [--kill] [--include-controllers]; a row per step\n"
-    "        [--then kill|stop --then-target broker=ID|leader-of=TOPIC:PARTITION|controller|random\n"
+    "        [--then kill|stop --then-target "
+    "broker=ID|leader-of=TOPIC:PARTITION|controller|random\n"
     "         --then-after S]: a compound drill, a second fault S s after the first\n"
     "  show ID [--json]            one drill with its analysis\n"
     "  last CLUSTER [--json]       the cluster's last completed drill\n"
     "  list [--cluster C] [--state S] [--verdict pass|fail|inconclusive] [--limit N] [--json]\n"
-    "  abort ID                    abort a queued or running drill (its node is recovered at once)\n"
+    "  abort ID                    abort a queued or running drill (its node is recovered at "
+    "once)\n"
     "--url defaults to $KFAILD_URL or http://127.0.0.1:8080; the token is read from --token-file\n"
     "or $KFAILD_TOKEN (needed by drill and abort when kfaild has one).\n"
-    "https:// URLs: the server's certificate must be signed by --ca-file (default: the system's CAs)\n"
+    "https:// URLs: the server's certificate must be signed by --ca-file (default: the system's "
+    "CAs)\n"
     "and name the URL's host; --cert-file/--key-file present a client certificate (PEM files).\n"
-    "Exit (drill, show, last): 0 done and verdict pass, 5 done and verdict fail, 6 done and verdict\n"
-    "inconclusive, 1 drill failed/aborted, 2 usage, 3 refused by kfaild, 4 kfaild unreachable (TLS\n"
+    "Exit (drill, show, last): 0 done and verdict pass, 5 done and verdict fail, 6 done and "
+    "verdict\n"
+    "inconclusive, 1 drill failed/aborted, 2 usage, 3 refused by kfaild, 4 kfaild unreachable "
+    "(TLS\n"
     "failures included)/error/timeout. Other commands: 0 on success.\n";
 
 struct Args {
@@ -69,16 +77,45 @@ struct Args {
   std::vector<std::string> expects;           // every --expect KEY=VALUE, in order
 };
 
-const std::map<std::string, bool> kTakesValue = {
-    {"--url", true},     {"--token-file", true}, {"--ca-file", true},   {"--cert-file", true},
-    {"--key-file", true}, {"--fault", true},     {"--repeats", true},
-    {"--grace", true},   {"--pause", true},      {"--baseline", true},  {"--timeout", true},
-    {"--broker", true},  {"--leader-of", true},  {"--cluster", true},   {"--state", true},
-    {"--limit", true},   {"--expect", true},     {"--duration", true},  {"--from", true},
-    {"--mode", true},    {"--rate", true},     {"--verdict", true},     {"--then", true},
-    {"--then-target", true}, {"--then-after", true}, {"--nodes", true}, {"--between", true},
-    {"--every-broker", false}, {"--kill", false}, {"--include-controllers", false},     {"--controller", false}, {"--random", false},  {"--no-election", false},
-    {"--no-preflight-election", false}, {"--allow-unavailable", false}, {"--allow-quorum-loss", false}, {"--no-wait", false}, {"--json", false}, {"--help", false}};
+const std::map<std::string, bool> kTakesValue = {{"--url", true},
+                                                 {"--token-file", true},
+                                                 {"--ca-file", true},
+                                                 {"--cert-file", true},
+                                                 {"--key-file", true},
+                                                 {"--fault", true},
+                                                 {"--repeats", true},
+                                                 {"--grace", true},
+                                                 {"--pause", true},
+                                                 {"--baseline", true},
+                                                 {"--timeout", true},
+                                                 {"--broker", true},
+                                                 {"--leader-of", true},
+                                                 {"--cluster", true},
+                                                 {"--state", true},
+                                                 {"--limit", true},
+                                                 {"--expect", true},
+                                                 {"--duration", true},
+                                                 {"--from", true},
+                                                 {"--mode", true},
+                                                 {"--rate", true},
+                                                 {"--verdict", true},
+                                                 {"--then", true},
+                                                 {"--then-target", true},
+                                                 {"--then-after", true},
+                                                 {"--nodes", true},
+                                                 {"--between", true},
+                                                 {"--every-broker", false},
+                                                 {"--kill", false},
+                                                 {"--include-controllers", false},
+                                                 {"--controller", false},
+                                                 {"--random", false},
+                                                 {"--no-election", false},
+                                                 {"--no-preflight-election", false},
+                                                 {"--allow-unavailable", false},
+                                                 {"--allow-quorum-loss", false},
+                                                 {"--no-wait", false},
+                                                 {"--json", false},
+                                                 {"--help", false}};
 
 std::optional<Args> parseArgs(int argc, char* argv[], std::string& error) {
   Args args;
@@ -124,10 +161,12 @@ std::optional<int> intOption(const Args& args, const std::string& name, std::str
 int reportFailure(const kfaild::ctl::Reply& reply) {
   const json problem = json::parse(reply.body, nullptr, false);
   if (problem.is_object() && problem.contains("detail")) {
-    std::cerr << "kfailctl: kfaild answered " << reply.status << " " << problem.value("title", std::string())
-              << ": " << problem.value("detail", std::string()) << '\n';
+    std::cerr << "kfailctl: kfaild answered " << reply.status << " "
+              << problem.value("title", std::string()) << ": "
+              << problem.value("detail", std::string()) << '\n';
   } else {
-    std::cerr << "kfailctl: kfaild answered " << reply.status << ": " << reply.body.substr(0, 500) << '\n';
+    std::cerr << "kfailctl: kfaild answered " << reply.status << ": " << reply.body.substr(0, 500)
+              << '\n';
   }
   return reply.status >= 500 ? kUnavailable : kRefused;
 }
@@ -157,14 +196,15 @@ bool addExpectation(json& expect, const std::string& text, std::string& error) {
   }
   json value = json::parse(text.substr(eq + 1), nullptr, false);
   if (value.is_discarded() || !(value.is_number() || value.is_boolean())) {
-    error = "--expect " + text.substr(0, eq) + ": the value must be a number, true or false, got \"" +
-            text.substr(eq + 1) + "\"";
+    error = "--expect " + text.substr(0, eq) +
+            ": the value must be a number, true or false, got \"" + text.substr(eq + 1) + "\"";
     return false;
   }
   json* at = &expect;
   const auto key = text.substr(0, eq);
   std::size_t from = 0;
-  for (auto dot = key.find('.'); dot != std::string::npos; from = dot + 1, dot = key.find('.', from)) {
+  for (auto dot = key.find('.'); dot != std::string::npos;
+       from = dot + 1, dot = key.find('.', from)) {
     at = &(*at)[key.substr(from, dot - from)];
     if (!at->is_null() && !at->is_object()) {
       error = "--expect " + key + ": conflicts with an earlier --expect";
@@ -198,7 +238,8 @@ std::optional<json> getJson(Client& client, const std::string& target, int& exit
 // A compound drill's second fault from --then FAULT --then-target SPEC --then-after S; SPEC is
 // broker=ID, leader-of=TOPIC:PARTITION, controller or random. kfaild validates the rest.
 std::optional<json> thenRequest(const Args& args, std::string& error) {
-  if (!args.values.count("--then") || !args.values.count("--then-target") || !args.values.count("--then-after")) {
+  if (!args.values.count("--then") || !args.values.count("--then-target") ||
+      !args.values.count("--then-after")) {
     error = "a second fault takes --then FAULT, --then-target and --then-after together";
     return std::nullopt;
   }
@@ -209,7 +250,9 @@ std::optional<json> thenRequest(const Args& args, std::string& error) {
       target = {{"broker", std::stoi(spec.substr(7))}};
     } else if (spec.rfind("leader-of=", 0) == 0 && spec.rfind(':') > 10) {
       const auto colon = spec.rfind(':');
-      target = {{"leader_of", {{"topic", spec.substr(10, colon - 10)}, {"partition", std::stoi(spec.substr(colon + 1))}}}};
+      target = {{"leader_of",
+                 {{"topic", spec.substr(10, colon - 10)},
+                  {"partition", std::stoi(spec.substr(colon + 1))}}}};
     } else if (spec == "controller" || spec == "random") {
       target = {{spec, true}};
     }
@@ -217,7 +260,9 @@ std::optional<json> thenRequest(const Args& args, std::string& error) {
     target = nullptr;
   }
   if (target.is_null()) {
-    error = "--then-target takes broker=ID, leader-of=TOPIC:PARTITION, controller or random, got \"" + spec + "\"";
+    error =
+        "--then-target takes broker=ID, leader-of=TOPIC:PARTITION, controller or random, got \"" +
+        spec + "\"";
     return std::nullopt;
   }
   auto after = intOption(args, "--then-after", error);
@@ -247,7 +292,9 @@ int drillCommand(Client& client, const Args& args) {
       return kUsage;
     }
     try {
-      target = {{"leader_of", {{"topic", text.substr(0, colon)}, {"partition", std::stoi(text.substr(colon + 1))}}}};
+      target = {
+          {"leader_of",
+           {{"topic", text.substr(0, colon)}, {"partition", std::stoi(text.substr(colon + 1))}}}};
     } catch (const std::exception&) {
       std::cerr << "kfailctl: --leader-of takes TOPIC:PARTITION, got \"" << text << "\"\n";
       return kUsage;
@@ -266,7 +313,8 @@ int drillCommand(Client& client, const Args& args) {
         if (used != item.size()) throw std::invalid_argument(item);
         target["nodes"].push_back(node);
       } catch (const std::exception&) {
-        std::cerr << "kfailctl: --nodes takes node ids separated by commas, got \"" << args.values.at("--nodes") << "\"\n";
+        std::cerr << "kfailctl: --nodes takes node ids separated by commas, got \""
+                  << args.values.at("--nodes") << "\"\n";
         return kUsage;
       }
     }
@@ -274,13 +322,14 @@ int drillCommand(Client& client, const Args& args) {
              (args.values.count("--fault") && args.values.at("--fault") == "rolling_restart")) {
     target = {{"every_broker", true}};
   } else {
-    std::cerr << "kfailctl: drill needs a target: --broker ID, --leader-of TOPIC:PARTITION, --controller or --random\n";
+    std::cerr << "kfailctl: drill needs a target: --broker ID, --leader-of TOPIC:PARTITION, "
+                 "--controller or --random\n";
     return kUsage;
   }
   json options = json::object();
   const std::map<std::string, std::string> int_options = {
-      {"--repeats", "repeats"}, {"--grace", "grace_s"}, {"--pause", "pause_s"}, {"--baseline", "baseline_s"},
-      {"--duration", "duration_s"}, {"--between", "between_s"}};
+      {"--repeats", "repeats"},     {"--grace", "grace_s"},       {"--pause", "pause_s"},
+      {"--baseline", "baseline_s"}, {"--duration", "duration_s"}, {"--between", "between_s"}};
   for (const auto& [flag, field] : int_options) {
     auto value = intOption(args, flag, error);
     if (!error.empty()) {
@@ -296,13 +345,15 @@ int drillCommand(Client& client, const Args& args) {
   if (args.flags.count("--kill")) options["kill"] = true;
   if (args.flags.count("--include-controllers")) options["include_controllers"] = true;
   // Passed as given: kfaild validates them and names the option it refuses.
-  for (const auto& [flag, field] : std::map<std::string, std::string>{{"--from", "from"}, {"--mode", "mode"}, {"--rate", "rate"}}) {
+  for (const auto& [flag, field] : std::map<std::string, std::string>{
+           {"--from", "from"}, {"--mode", "mode"}, {"--rate", "rate"}}) {
     if (args.values.count(flag)) options[field] = args.values.at(flag);
   }
   json request = {{"fault", args.values.count("--fault") ? args.values.at("--fault") : "kill"},
                   {"target", target},
                   {"options", options}};
-  if (args.values.count("--then") || args.values.count("--then-target") || args.values.count("--then-after")) {
+  if (args.values.count("--then") || args.values.count("--then-target") ||
+      args.values.count("--then-after")) {
     auto then = thenRequest(args, error);
     if (!then) {
       std::cerr << "kfailctl: " << error << '\n';
@@ -326,7 +377,8 @@ int drillCommand(Client& client, const Args& args) {
     return kUsage;
   }
 
-  auto reply = client.call("POST", "/api/v1/clusters/" + args.positional[1] + "/drills", request.dump());
+  auto reply =
+      client.call("POST", "/api/v1/clusters/" + args.positional[1] + "/drills", request.dump());
   if (!reply) {
     std::cerr << "kfailctl: " << reply.error().message << '\n';
     return kUnavailable;
@@ -335,10 +387,12 @@ int drillCommand(Client& client, const Args& args) {
   json drill = json::parse(reply->body, nullptr, false);
   const auto id = drill.value("id", std::int64_t{0});
   const bool as_json = args.flags.count("--json") > 0;
-  if (!as_json) std::cerr << "kfailctl: drill " << id << " queued; waiting for it (Ctrl-C leaves it running)\n";
+  if (!as_json)
+    std::cerr << "kfailctl: drill " << id << " queued; waiting for it (Ctrl-C leaves it running)\n";
   if (args.flags.count("--no-wait")) return printDrill(drill, as_json);
 
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout.value_or(3600));
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(timeout.value_or(3600));
   std::string last_state;
   while (true) {
     int exit_code = kDone;
@@ -347,11 +401,13 @@ int drillCommand(Client& client, const Args& args) {
       drill = std::move(*latest);
       const auto state = drill.value("state", std::string());
       if (kfaild::ctl::isFinished(state)) return printDrill(drill, as_json);
-      if (state != last_state && !as_json) std::cerr << "kfailctl: drill " << id << ": " << state << '\n';
+      if (state != last_state && !as_json)
+        std::cerr << "kfailctl: drill " << id << ": " << state << '\n';
       last_state = state;
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      std::cerr << "kfailctl: drill " << id << " still " << last_state << " after the --timeout; it goes on in kfaild\n";
+      std::cerr << "kfailctl: drill " << id << " still " << last_state
+                << " after the --timeout; it goes on in kfaild\n";
       return kUnavailable;
     }
     std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -372,8 +428,9 @@ int main(int argc, char* argv[]) {
     return args->flags.count("--help") ? kDone : kUsage;
   }
   const char* env_url = std::getenv("KFAILD_URL");
-  const std::string url = args->values.count("--url") ? args->values.at("--url")
-                                                      : (env_url ? env_url : "http://127.0.0.1:8080");
+  const std::string url = args->values.count("--url")
+                              ? args->values.at("--url")
+                              : (env_url ? env_url : "http://127.0.0.1:8080");
   auto endpoint = kfaild::ctl::parseUrl(url);
   if (!endpoint) {
     std::cerr << "kfailctl: " << endpoint.error().message << '\n';
@@ -383,7 +440,8 @@ int main(int argc, char* argv[]) {
   if (args->values.count("--token-file")) {
     std::ifstream in(args->values.at("--token-file"));
     if (!in || !std::getline(in, token)) {
-      std::cerr << "kfailctl: cannot read the token from " << args->values.at("--token-file") << '\n';
+      std::cerr << "kfailctl: cannot read the token from " << args->values.at("--token-file")
+                << '\n';
       return kUsage;
     }
     while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
@@ -404,7 +462,8 @@ int main(int argc, char* argv[]) {
   const bool as_json = args->flags.count("--json") > 0;
   int exit_code = kDone;
   if (command == "drill") return drillCommand(client, *args);
-  if ((command == "show" || command == "abort" || command == "last") && args->positional.size() != 2) {
+  if ((command == "show" || command == "abort" || command == "last") &&
+      args->positional.size() != 2) {
     std::cerr << "kfailctl: " << command << " takes one argument\n" << kUsageText;
     return kUsage;
   }
@@ -413,7 +472,8 @@ int main(int argc, char* argv[]) {
     return drill ? printDrill(*drill, as_json) : exit_code;
   }
   if (command == "last") {
-    auto drill = getJson(client, "/api/v1/clusters/" + args->positional[1] + "/drills/last", exit_code);
+    auto drill =
+        getJson(client, "/api/v1/clusters/" + args->positional[1] + "/drills/last", exit_code);
     return drill ? printDrill(*drill, as_json) : exit_code;
   }
   if (command == "abort") {
@@ -423,11 +483,13 @@ int main(int argc, char* argv[]) {
       return kUnavailable;
     }
     if (reply->status != 202) return reportFailure(*reply);
-    std::cout << "drill " << args->positional[1] << ": abort requested; its node is being recovered\n";
+    std::cout << "drill " << args->positional[1]
+              << ": abort requested; its node is being recovered\n";
     return kDone;
   }
   if (command == "list") {
-    std::string target = "/api/v1/drills?limit=" + (args->values.count("--limit") ? args->values.at("--limit") : "20");
+    std::string target = "/api/v1/drills?limit=" +
+                         (args->values.count("--limit") ? args->values.at("--limit") : "20");
     if (args->values.count("--cluster")) target += "&cluster=" + args->values.at("--cluster");
     if (args->values.count("--state")) target += "&state=" + args->values.at("--state");
     if (args->values.count("--verdict")) target += "&verdict=" + args->values.at("--verdict");
@@ -439,10 +501,13 @@ int main(int argc, char* argv[]) {
     }
     for (const auto& d : (*list)["items"]) {
       std::cout << d.value("id", 0) << "  " << d.value("created", std::string()) << "  "
-                << d.value("cluster", std::string("?")) << "  " << d.value("fault", std::string()) << "  "
-                << d["target"].dump() << "  " << d.value("state", std::string()) << "  "
-                << (d.contains("verdict") && d["verdict"].is_string() ? d["verdict"].get<std::string>() : "-")
-                << (d.contains("regressed") && d["regressed"] == true ? " (regressed)" : "") << '\n';
+                << d.value("cluster", std::string("?")) << "  " << d.value("fault", std::string())
+                << "  " << d["target"].dump() << "  " << d.value("state", std::string()) << "  "
+                << (d.contains("verdict") && d["verdict"].is_string()
+                        ? d["verdict"].get<std::string>()
+                        : "-")
+                << (d.contains("regressed") && d["regressed"] == true ? " (regressed)" : "")
+                << '\n';
     }
     return kDone;
   }

@@ -1,10 +1,10 @@
 #include "tools/kfailctl/summary.h"
 
-#include "server/drill/drill_state.h"
+#include <fmt/format.h>
 
 #include <algorithm>
 
-#include <fmt/format.h>
+#include "server/drill/drill_state.h"
 
 namespace kfaild::ctl {
 namespace {
@@ -32,7 +32,9 @@ const json& member(const json& object, const char* key) {
 
 }  // namespace
 
-bool isFinished(const std::string& state) { return drill::isTerminal(state); }
+bool isFinished(const std::string& state) {
+  return drill::isTerminal(state);
+}
 
 std::string formatSeconds(const json& micros) {
   if (!micros.is_number()) return "-";
@@ -63,8 +65,9 @@ static std::string phaseText(const json& phases, const std::string& name) {
   const auto& inconclusive = member(phases, "inconclusive");
   if (inconclusive.is_object() && inconclusive.contains(name)) return "n/a";
   const auto& below = member(phases, "below_resolution");
-  const bool is_below = (below.is_array() && std::find(below.begin(), below.end(), json(name)) != below.end()) ||
-                        value.get<double>() < 0;
+  const bool is_below =
+      (below.is_array() && std::find(below.begin(), below.end(), json(name)) != below.end()) ||
+      value.get<double>() < 0;
   if (!is_below) return formatSeconds(value);
   const auto& resolution = member(phases, (name + "_resolution_us").c_str());
   return "≤" + (resolution.is_number() ? formatSeconds(resolution) : formatSeconds(json(0)));
@@ -76,20 +79,23 @@ static std::string mechanismText(const json& m) {
   std::string text = member(m, "name").is_string() ? m["name"].get<std::string>() : "?";
   const auto& setting = member(m, "setting");
   if (setting.is_string()) {
-    text += fmt::format(" ({}, expected {})", setting.get<std::string>(), formatSeconds(member(m, "expected_us")));
+    text += fmt::format(" ({}, expected {})", setting.get<std::string>(),
+                        formatSeconds(member(m, "expected_us")));
   }
   const auto& phases = member(m, "phases");
   std::string steps;
   if (phases.is_array()) {
     for (const auto& phase : phases) {
       if (!steps.empty()) steps += ", ";
-      steps += fmt::format("{} {} → {}", member(phase, "name").is_string() ? phase["name"].get<std::string>() : "?",
-                           formatSeconds(member(phase, "duration_us")),
-                           member(phase, "ended_by").is_string() ? phase["ended_by"].get<std::string>() : "?");
+      steps += fmt::format(
+          "{} {} → {}", member(phase, "name").is_string() ? phase["name"].get<std::string>() : "?",
+          formatSeconds(member(phase, "duration_us")),
+          member(phase, "ended_by").is_string() ? phase["ended_by"].get<std::string>() : "?");
     }
   }
   if (!steps.empty()) text += ": " + steps;
-  if (member(m, "explained") == false && member(m, "reason").is_string() && !m["reason"].get<std::string>().empty()) {
+  if (member(m, "explained") == false && member(m, "reason").is_string() &&
+      !m["reason"].get<std::string>().empty()) {
     text += " (unexplained)";
   }
   return text;
@@ -100,7 +106,8 @@ std::string formatVerdict(const json& drill) {
   if (!verdict.is_string()) return "";  // running, never started, or stored before verdicts
   const auto& detail = member(drill, "verdict_detail");
   const auto& checks = member(detail, "checks");
-  std::size_t failed = 0, inconclusive = 0, not_applicable = 0, total = checks.is_array() ? checks.size() : 0;
+  std::size_t failed = 0, inconclusive = 0, not_applicable = 0,
+              total = checks.is_array() ? checks.size() : 0;
   std::string lines;
   for (std::size_t i = 0; i < total; ++i) {
     const auto& c = checks[i];
@@ -114,26 +121,31 @@ std::string formatVerdict(const json& drill) {
     }
     const auto unit = c.value("unit", std::string());
     const auto& measured = member(c, "measured");
-    const auto measured_text = measured.is_number() ? fmt::format("{:.3f}", measured.get<double>()) : std::string("n/a");
-    lines += fmt::format("  {:<12} {:<22} {}: {} {} (limit {:.3f} {}, {})", status, c.value("objective", std::string()),
-                         where, measured_text, unit, c.value("threshold", 0.0), unit, c.value("source", std::string()));
+    const auto measured_text =
+        measured.is_number() ? fmt::format("{:.3f}", measured.get<double>()) : std::string("n/a");
+    lines += fmt::format("  {:<12} {:<22} {}: {} {} (limit {:.3f} {}, {})", status,
+                         c.value("objective", std::string()), where, measured_text, unit,
+                         c.value("threshold", 0.0), unit, c.value("source", std::string()));
     if (member(c, "reason").is_string() && !c["reason"].get<std::string>().empty()) {
       lines += " — " + c["reason"].get<std::string>();
     }
     lines += "\n";
   }
-  std::string out = fmt::format("verdict: {} ({} checks: {} failed, {} inconclusive", verdict.get<std::string>(),
-                                total, failed, inconclusive);
-  out += not_applicable > 0 ? fmt::format(", {} not applicable)", not_applicable) : std::string(")");
+  std::string out = fmt::format("verdict: {} ({} checks: {} failed, {} inconclusive",
+                                verdict.get<std::string>(), total, failed, inconclusive);
+  out +=
+      not_applicable > 0 ? fmt::format(", {} not applicable)", not_applicable) : std::string(")");
   if (member(detail, "reason").is_string()) out += " — " + detail["reason"].get<std::string>();
   out += "\n" + lines;
   const auto& regressions = member(detail, "regressions");
   if (regressions.is_array()) {
     for (const auto& r : regressions) {
-      out += fmt::format("  regression   {} stall run {} {}[{}] {}: {:.3f} s, {:.1f} × the median {:.3f} s of {} earlier\n",
-                         r.value("kind", std::string()), r.value("run", 0), r.value("topic", std::string()),
-                         r.value("partition", 0), r.value("role", std::string()), r.value("stall_s", 0.0),
-                         r.value("factor", 0.0), r.value("median_s", 0.0), r.value("previous", 0));
+      out += fmt::format(
+          "  regression   {} stall run {} {}[{}] {}: {:.3f} s, {:.1f} × the median {:.3f} s of {} "
+          "earlier\n",
+          r.value("kind", std::string()), r.value("run", 0), r.value("topic", std::string()),
+          r.value("partition", 0), r.value("role", std::string()), r.value("stall_s", 0.0),
+          r.value("factor", 0.0), r.value("median_s", 0.0), r.value("previous", 0));
     }
   }
   return out;
@@ -144,31 +156,39 @@ namespace {
 // A rolling restart's steps, a row each, and its totals.
 std::string formatRolling(const json& rolling) {
   if (!rolling.is_object()) return {};
-  const auto seconds = [](const json& v) { return v.is_number() ? fmt::format("{:.3f} s", v.get<double>()) : std::string("-"); };
+  const auto seconds = [](const json& v) {
+    return v.is_number() ? fmt::format("{:.3f} s", v.get<double>()) : std::string("-");
+  };
   const auto worst = [&](const json& w) {
     if (!w.is_object()) return std::string("-");
-    return fmt::format("{} {}[{}] {} {}", seconds(member(w, "seconds")), w.value("topic", std::string("?")),
-                       w.value("partition", 0), w.value("role", std::string("?")), w.value("kind", std::string("?")));
+    return fmt::format("{} {}[{}] {} {}", seconds(member(w, "seconds")),
+                       w.value("topic", std::string("?")), w.value("partition", 0),
+                       w.value("role", std::string("?")), w.value("kind", std::string("?")));
   };
-  std::string out = fmt::format("rolling restart by {} of nodes {}, {} s apart\n", rolling.value("by", std::string("?")),
+  std::string out = fmt::format("rolling restart by {} of nodes {}, {} s apart\n",
+                                rolling.value("by", std::string("?")),
                                 member(rolling, "plan").dump(), rolling.value("between_s", 0));
-  out += fmt::format("  {:<5} {:<6} {:<13} {:>13} {:>14} {:>8}  {}\n", "step", "node", "verdict", "ack part·s",
-                     "recv part·s", "stalled", "worst stall");
+  out += fmt::format("  {:<5} {:<6} {:<13} {:>13} {:>14} {:>8}  {}\n", "step", "node", "verdict",
+                     "ack part·s", "recv part·s", "stalled", "worst stall");
   const auto& steps = member(rolling, "steps");
   if (steps.is_array()) {
     for (const auto& s : steps) {
-      out += fmt::format("  {:<5} {:<6} {:<13} {:>13} {:>14} {:>8}  {}\n", s.value("step", 0), s.value("node", -1),
-                         s.value("verdict", std::string("?")), seconds(member(s, "ack_partition_seconds")),
-                         seconds(member(s, "receive_partition_seconds")), s.value("stalled_partitions", 0),
-                         worst(member(s, "worst_stall")));
+      out += fmt::format("  {:<5} {:<6} {:<13} {:>13} {:>14} {:>8}  {}\n", s.value("step", 0),
+                         s.value("node", -1), s.value("verdict", std::string("?")),
+                         seconds(member(s, "ack_partition_seconds")),
+                         seconds(member(s, "receive_partition_seconds")),
+                         s.value("stalled_partitions", 0), worst(member(s, "worst_stall")));
     }
   }
-  out += fmt::format("  total: {} ack, {} receive partition-seconds; worst stall {} (step {}); verdict {}\n",
-                     seconds(member(rolling, "ack_partition_seconds")), seconds(member(rolling, "receive_partition_seconds")),
-                     worst(member(rolling, "worst_stall")), member(member(rolling, "worst_stall"), "step").dump(),
-                     rolling.value("verdict", std::string("?")));
+  out += fmt::format(
+      "  total: {} ack, {} receive partition-seconds; worst stall {} (step {}); verdict {}\n",
+      seconds(member(rolling, "ack_partition_seconds")),
+      seconds(member(rolling, "receive_partition_seconds")), worst(member(rolling, "worst_stall")),
+      member(member(rolling, "worst_stall"), "step").dump(),
+      rolling.value("verdict", std::string("?")));
   if (member(rolling, "ended_at_step").is_number()) {
-    out += fmt::format("  ended at step {}: no later step ran\n", rolling["ended_at_step"].get<int>());
+    out +=
+        fmt::format("  ended at step {}: no later step ran\n", rolling["ended_at_step"].get<int>());
   }
   return out;
 }
@@ -177,9 +197,10 @@ std::string formatRolling(const json& rolling) {
 
 std::string formatDrill(const json& drill) {
   std::string out = formatVerdict(drill);
-  out += fmt::format("drill {} on {}: {} of {} — {}", drill.value("id", 0),
-                                drill.value("cluster", std::string("?")), drill.value("fault", std::string("?")),
-                                describeTarget(member(drill, "target")), drill.value("state", std::string("?")));
+  out +=
+      fmt::format("drill {} on {}: {} of {} — {}", drill.value("id", 0),
+                  drill.value("cluster", std::string("?")), drill.value("fault", std::string("?")),
+                  describeTarget(member(drill, "target")), drill.value("state", std::string("?")));
   if (member(drill, "reason").is_string()) out += " (" + drill["reason"].get<std::string>() + ")";
   out += "\n";
   out += formatRolling(member(drill, "rolling_restart"));
@@ -187,7 +208,8 @@ std::string formatDrill(const json& drill) {
   if (!runs.is_array()) return out;
   for (const auto& run : runs) {
     const auto& analysis = member(run, "analysis");
-    out += fmt::format("run {}: {}", run.value("run", 0), run.value("state", std::string("running")));
+    out +=
+        fmt::format("run {}: {}", run.value("run", 0), run.value("state", std::string("running")));
     if (member(run, "fault_at").is_string()) {
       out += fmt::format(", fault at {} ({}", run["fault_at"].get<std::string>(),
                          run.value("fault_time_source", std::string("?")));
@@ -198,7 +220,8 @@ std::string formatDrill(const json& drill) {
       out += ", node left: " + analysis["departure"].get<std::string>();
       const auto& at = member(analysis, "departure_at_us");
       if (at.is_number_integer() && member(analysis, "fault_us").is_number_integer()) {
-        out += " after " + formatSeconds(at.get<std::int64_t>() - analysis["fault_us"].get<std::int64_t>());
+        out += " after " +
+               formatSeconds(at.get<std::int64_t>() - analysis["fault_us"].get<std::int64_t>());
       }
     }
     if (member(run, "preferred_leaders_restored").is_boolean()) {
@@ -209,33 +232,42 @@ std::string formatDrill(const json& drill) {
     out += "\n";
     if (const auto& second = member(run, "second_fault"); second.is_object()) {
       // The analysis below is the second fault's.
-      out += fmt::format("  then {} of {} after {} s: {}", second.value("fault", std::string("?")),
-                         member(second, "target").is_number() ? "node " + member(second, "target").dump() : "?",
-                         second.value("after_s", 0), second.value("state", std::string("?")));
-      if (member(second, "fault_us").is_number_integer() && member(run, "fault_us").is_number_integer()) {
-        out += " (" + formatSeconds(second["fault_us"].get<std::int64_t>() - run["fault_us"].get<std::int64_t>()) +
+      out += fmt::format(
+          "  then {} of {} after {} s: {}", second.value("fault", std::string("?")),
+          member(second, "target").is_number() ? "node " + member(second, "target").dump() : "?",
+          second.value("after_s", 0), second.value("state", std::string("?")));
+      if (member(second, "fault_us").is_number_integer() &&
+          member(run, "fault_us").is_number_integer()) {
+        out += " (" +
+               formatSeconds(second["fault_us"].get<std::int64_t>() -
+                             run["fault_us"].get<std::int64_t>()) +
                " after the first)";
       }
       if (member(second, "reason").is_string()) out += " — " + second["reason"].get<std::string>();
-      if (const auto& order = member(run, "recovery_order"); order.is_array()) out += "; recovered in order " + order.dump();
-      if (member(second, "state") == "injected") out += "; the analysis below is the second fault's";
+      if (const auto& order = member(run, "recovery_order"); order.is_array())
+        out += "; recovered in order " + order.dump();
+      if (member(second, "state") == "injected")
+        out += "; the analysis below is the second fault's";
       out += "\n";
     }
     const auto& partitions = member(analysis, "partitions");
     if (!partitions.is_array() || partitions.empty()) continue;
-    out += fmt::format("  {:<16} {:<20} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5} {:>6}\n", "partition",
-                       "role", "ack stall", "recv stall", "detection", "election", "discovery", "resume",
-                       "failed", "lost", "unres");
+    out +=
+        fmt::format("  {:<16} {:<20} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5} {:>6}\n",
+                    "partition", "role", "ack stall", "recv stall", "detection", "election",
+                    "discovery", "resume", "failed", "lost", "unres");
     std::string notes;
     for (const auto& p : partitions) {
       const auto& phases = member(p, "phases");
-      const auto name = fmt::format("{}[{}]", p.value("topic", std::string("?")), p.value("partition", 0));
-      out += fmt::format("  {:<16} {:<20} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5} {:>6}\n", name,
-                         p.value("role", std::string("?")),
-                         stallText(member(p, "ack")), stallText(member(p, "receive")),
-                         phaseText(phases, "detection"), phaseText(phases, "election"),
-                         phaseText(phases, "discovery"), phaseText(phases, "resume"),
-                         p.value("failed", 0), p.value("lost", 0), p.value("unresolved", 0));
+      const auto name =
+          fmt::format("{}[{}]", p.value("topic", std::string("?")), p.value("partition", 0));
+      out += fmt::format(
+          "  {:<16} {:<20} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5} {:>6}\n", name,
+          p.value("role", std::string("?")), stallText(member(p, "ack")),
+          stallText(member(p, "receive")), phaseText(phases, "detection"),
+          phaseText(phases, "election"), phaseText(phases, "discovery"),
+          phaseText(phases, "resume"), p.value("failed", 0), p.value("lost", 0),
+          p.value("unresolved", 0));
       for (const char* kind : {"ack", "receive"}) {
         const auto& k = member(p, kind);
         if (member(k, "outcome") == "inconclusive" && member(k, "reason").is_string()) {
@@ -243,9 +275,10 @@ std::string formatDrill(const json& drill) {
         }
       }
       if (const auto stuck = p.value("lost_consumer_stuck", 0); stuck > 0) {
-        notes += fmt::format("  lost: {}: {} of {} acked before kfaild restarted its consumer's reading of the "
-                             "partition; not known to be the cluster's\n",
-                             name, stuck, p.value("lost", 0));
+        notes += fmt::format(
+            "  lost: {}: {} of {} acked before kfaild restarted its consumer's reading of the "
+            "partition; not known to be the cluster's\n",
+            name, stuck, p.value("lost", 0));
       }
       if (const auto& m = member(p, "mechanism"); m.is_object() && member(m, "name") != "none") {
         notes += fmt::format("  mechanism: {}: {}", name, mechanismText(m));
@@ -253,7 +286,8 @@ std::string formatDrill(const json& drill) {
       }
       if (const auto& why = member(phases, "inconclusive"); why.is_object()) {
         for (const auto& [phase, reason] : why.items()) {
-          if (reason.is_string()) notes += fmt::format("  n/a: {} {}: {}\n", name, phase, reason.get<std::string>());
+          if (reason.is_string())
+            notes += fmt::format("  n/a: {} {}: {}\n", name, phase, reason.get<std::string>());
         }
       }
     }

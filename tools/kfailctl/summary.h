@@ -4,9 +4,8 @@
 // the drill, one per run, then one row per probe partition with its role, stalls and phases.
 // Pure functions of the JSON; fields the drill has not reached yet print as "-".
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace kfaild::ctl {
 

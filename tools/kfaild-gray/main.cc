@@ -35,16 +35,17 @@ int say(int status, const std::string& text) {
 }
 
 bool exists(const std::string& path) {
-  struct stat st {};
+  struct stat st{};
   return ::stat(path.c_str(), &st) == 0;
 }
 
 // Why the rules must not go where the request places them: the broker `r.expect_pid` is not in
 // that network namespace (empty when it is).
 std::string notTheBrokers(const HelperRequest& r) {
-  struct stat ns {}, broker {};
+  struct stat ns{}, broker{};
   const auto pid = std::to_string(r.expect_pid);
-  if (::stat(("/proc/" + pid + "/ns/net").c_str(), &broker) != 0) return "the broker (pid " + pid + ") is not running";
+  if (::stat(("/proc/" + pid + "/ns/net").c_str(), &broker) != 0)
+    return "the broker (pid " + pid + ") is not running";
   const auto place = !r.netns.empty() ? "/run/netns/" + r.netns
                      : r.pid > 0      ? "/proc/" + std::to_string(r.pid) + "/ns/net"
                                       : std::string("/proc/self/ns/net");
@@ -55,7 +56,8 @@ std::string notTheBrokers(const HelperRequest& r) {
   if (ns.st_dev == broker.st_dev && ns.st_ino == broker.st_ino) return {};
   return "the broker (pid " + pid + ") is not in " + name + " (inode " + std::to_string(ns.st_ino) +
          ") but in inode " + std::to_string(broker.st_ino) +
-         " (a container, whose traffic passes FORWARD?): rules placed there would cut something else";
+         " (a container, whose traffic passes FORWARD?): rules placed there would cut something "
+         "else";
 }
 
 // nft with `script` (and --check) where the request places it.
@@ -82,8 +84,10 @@ Ran run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout)
   std::fputs(out->err.c_str(), stderr);
   if (out->exit_code == 0) return {0, *out};
   // The namespace went between the check and the call: nothing of ours can be in it.
-  if (out->err.find("Cannot open network namespace") != std::string::npos) return {kHelperNothingThere, *out};
-  return {say(kHelperFailed, argv.front() + " exited with " + std::to_string(out->exit_code)), *out};
+  if (out->err.find("Cannot open network namespace") != std::string::npos)
+    return {kHelperNothingThere, *out};
+  return {say(kHelperFailed, argv.front() + " exited with " + std::to_string(out->exit_code)),
+          *out};
 }
 
 int sweepTables(const HelperRequest& r) {
@@ -132,15 +136,19 @@ int main(int argc, char** argv) {
   if (r.op == HelperOp::sweep) return sweepTables(r);
 
   const auto script = helperScript(r);
-  const auto argv_run = r.network() ? nftArgv(r, script) : std::vector<std::string>{"sh", "-c", script};
+  const auto argv_run =
+      r.network() ? nftArgv(r, script) : std::vector<std::string>{"sh", "-c", script};
   // A fill's dd may take a while on a large filesystem; its timer runs from before it starts.
-  const auto timeout = r.op == HelperOp::fill ? std::chrono::milliseconds(600s) : std::chrono::milliseconds(20s);
+  const auto timeout =
+      r.op == HelperOp::fill ? std::chrono::milliseconds(600s) : std::chrono::milliseconds(20s);
   const auto start = wallMicros();
   auto ran = run(argv_run, timeout);
   const auto end = wallMicros();
   std::fputs(ran.out.out.c_str(), stdout);
   if (ran.status != 0) return ran.status;
   if (!r.check && r.op != HelperOp::fill_check && r.op != HelperOp::fill_sweep)
-    std::printf("%s\n", helperWindowLine(r.op == HelperOp::fill ? filledAt(ran.out.out, start) : start, end).c_str());
+    std::printf("%s\n",
+                helperWindowLine(r.op == HelperOp::fill ? filledAt(ran.out.out, start) : start, end)
+                    .c_str());
   return 0;
 }
