@@ -17,7 +17,8 @@ using common::NodeRole;
 
 namespace {
 
-// An operation probe (control plane, commits, transactions) that is off, or answered after `since_us`.
+// An operation probe (control plane, commits, transactions) that is off, or answered after
+// `since_us`.
 template <typename Operation>
 bool answeredSince(const std::optional<Operation>& s, std::int64_t since_us) {
   return !s || (s->last_ok && s->last_ok->wall > since_us);
@@ -32,28 +33,29 @@ std::string partitionName(const std::string& topic, std::int32_t partition) {
 
 // Every partition of `snapshot` as the analysis takes it, with its topic's min.insync.replicas
 // (0: unknown).
-std::vector<analysis::PartitionAtFault> partitionsOf(const kafka::ClusterSnapshot& snapshot,
-                                                     const std::map<std::string, std::int32_t>& min_insync) {
+std::vector<analysis::PartitionAtFault> partitionsOf(
+    const kafka::ClusterSnapshot& snapshot, const std::map<std::string, std::int32_t>& min_insync) {
   std::vector<analysis::PartitionAtFault> out;
   for (const auto& t : snapshot.topics) {
     const auto min = min_insync.find(t.name);
     for (const auto& p : t.partitions) {
-      out.push_back({t.name, p.partition, p.leader, p.replicas, p.isr, min == min_insync.end() ? 0 : min->second});
+      out.push_back({t.name, p.partition, p.leader, p.replicas, p.isr,
+                     min == min_insync.end() ? 0 : min->second});
     }
   }
   return out;
 }
 
 bool isController(const std::vector<config::NodeConfig>& inventory, std::int32_t node) {
-  return std::any_of(inventory.begin(), inventory.end(),
-                     [node](const config::NodeConfig& n) {
-                       return n.id == node && n.role == NodeRole::kController;
-                     });
+  return std::any_of(inventory.begin(), inventory.end(), [node](const config::NodeConfig& n) {
+    return n.id == node && n.role == NodeRole::kController;
+  });
 }
 
 }  // namespace
 
-RunExecution::RunExecution(RunParts parts, storage::DrillRecord& drill, const DrillSpec& spec, int run)
+RunExecution::RunExecution(RunParts parts, storage::DrillRecord& drill, const DrillSpec& spec,
+                           int run)
     : parts_(parts), deps_(parts.deps), drill_(drill), spec_(spec) {
   outcome_.run = run;
   outcome_.fault = spec.fault;
@@ -105,15 +107,21 @@ bool RunExecution::end(DrillState state, const std::string& reason) {
   return false;
 }
 
-bool RunExecution::stopping() const { return parts_.worker.stopRequested(); }
+bool RunExecution::stopping() const {
+  return parts_.worker.stopRequested();
+}
 
-bool RunExecution::interrupted() const { return stopping() || parts_.queue.abortRequested(); }
+bool RunExecution::interrupted() const {
+  return stopping() || parts_.queue.abortRequested();
+}
 
 std::string RunExecution::interruption(const char* phase) const {
   return std::string(stopping() ? "kfaild stopped during " : "aborted on request during ") + phase;
 }
 
-void RunExecution::setState(DrillState state, const std::string& reason) { parts_.records.setState(drill_, state, reason); }
+void RunExecution::setState(DrillState state, const std::string& reason) {
+  parts_.records.setState(drill_, state, reason);
+}
 
 bool RunExecution::prepareTarget(bool after_election) {
   // A random target is drawn once per run; a named node is what it is. Whom leader_of and
@@ -147,21 +155,23 @@ bool RunExecution::prepareTarget(bool after_election) {
     }
     auto resolved = resolveTargetOn(deps_, spec_.target, observed);
     if (!resolved) {
-      return end(DrillState::kFailed,
-                 (after_election ? "after the preflight election: " : "") + resolved.error().message);
+      return end(DrillState::kFailed, (after_election ? "after the preflight election: " : "") +
+                                          resolved.error().message);
     }
     if (after_election) {
       outcome_.target_resolution->after_election = resolved->node;
       outcome_.target_resolution->how = resolved->how;
     } else {
-      outcome_.target_resolution = TargetResolution{resolved->how, resolved->node, std::nullopt, std::nullopt};
+      outcome_.target_resolution =
+          TargetResolution{resolved->how, resolved->node, std::nullopt, std::nullopt};
     }
     target_ = resolved->node;
     outcome_.target = target_;
   }
   auto facts = parts_.guards.read();
-  const auto target_node = std::find_if(deps_.cluster.inventory.begin(), deps_.cluster.inventory.end(),
-                                        [this](const config::NodeConfig& n) { return n.id == target_; });
+  const auto target_node =
+      std::find_if(deps_.cluster.inventory.begin(), deps_.cluster.inventory.end(),
+                   [this](const config::NodeConfig& n) { return n.id == target_; });
   if (!fresh_quorum && fresh_quorum_error.empty() && target_node != deps_.cluster.inventory.end() &&
       target_node->role == NodeRole::kController) {
     describeQuorumNow();
@@ -170,18 +180,23 @@ bool RunExecution::prepareTarget(bool after_election) {
     facts.quorum = *fresh_quorum;
     facts.quorum_problem.reset();
   }
-  if (auto reason = checkWithFacts(parts_.guards.base(target_, spec_), facts, parts_.recovery.openProblem(drill_.id))) {
-    return end(DrillState::kFailed, std::string(after_election ? "refused after the preflight election: " : "refused: ") +
-                                         *reason);
+  if (auto reason = checkWithFacts(parts_.guards.base(target_, spec_), facts,
+                                   parts_.recovery.openProblem(drill_.id))) {
+    return end(
+        DrillState::kFailed,
+        std::string(after_election ? "refused after the preflight election: " : "refused: ") +
+            *reason);
   }
   // The injection itself must be able to run (the peers' addresses, the namespace entered, nft's
   // check of the exact script, sudo, the fill dir): a drill that cannot inject is refused here,
   // not half-run.
-  const PeerSources cluster{facts.all ? facts.all->brokers : std::vector<kafka::BrokerInfo>{}, facts.quorum,
-                            facts.quorum_problem.value_or("")};
+  const PeerSources cluster{facts.all ? facts.all->brokers : std::vector<kafka::BrokerInfo>{},
+                            facts.quorum, facts.quorum_problem.value_or("")};
   if (auto reason = injectionRefusal(spec_, target_, cluster, peers_); !reason.empty()) {
-    return end(DrillState::kFailed,
-               std::string(after_election ? "refused after the preflight election: " : "refused: ") + reason);
+    return end(
+        DrillState::kFailed,
+        std::string(after_election ? "refused after the preflight election: " : "refused: ") +
+            reason);
   }
   auto& injector = deps_.injectors.at(target_);
   min_insync_at_preflight_ = facts.min_insync;
@@ -190,25 +205,28 @@ bool RunExecution::prepareTarget(bool after_election) {
   // The way to the node must work before it is touched: a fault kfaild could not undo is worse
   // than no drill.
   if (auto state = injector->inspect(); !state) {
-    return end(DrillState::kFailed, "node " + std::to_string(target_) + " cannot be reached (" + injector->describe() +
-                                        "): " + state.error().describe());
+    return end(DrillState::kFailed, "node " + std::to_string(target_) + " cannot be reached (" +
+                                        injector->describe() + "): " + state.error().describe());
   }
   return true;
 }
 
-std::string RunExecution::injectionRefusal(const DrillSpec& spec, std::int32_t node, const PeerSources& cluster,
-                                           fault::Peers& peers) {
+std::string RunExecution::injectionRefusal(const DrillSpec& spec, std::int32_t node,
+                                           const PeerSources& cluster, fault::Peers& peers) {
   auto& injector = *deps_.injectors.at(node);
   for (const auto& n : deps_.cluster.inventory) {
     if (n.id != node) continue;
-    if (auto reason = faultRefusal(spec, n, injector, deps_.cluster.inventory, parts_.addresses); !reason.empty()) {
+    if (auto reason = faultRefusal(spec, n, injector, deps_.cluster.inventory, parts_.addresses);
+        !reason.empty()) {
       return reason;
     }
   }
-  // Only an isolate's rules name peers: a name service that is slow to answer delays no other fault.
+  // Only an isolate's rules name peers: a name service that is slow to answer delays no other
+  // fault.
   peers = {};
   if (spec.fault == FaultType::kIsolate) {
-    const auto found = peersOf(node, cluster, deps_.cluster.inventory, parts_.addresses, parts_.resolve);
+    const auto found =
+        peersOf(node, cluster, deps_.cluster.inventory, parts_.addresses, parts_.resolve);
     if (auto hole = peerRefusal(spec, node, found); !hole.empty()) return hole;
     peers = found.peers;
   }
@@ -263,14 +281,15 @@ bool RunExecution::prepareSecond() {
   if (!resolved) return end(DrillState::kFailed, "then: " + resolved.error().message);
   const auto node = resolved->node;
   if (node == target_) {
-    return end(DrillState::kFailed, "then: the second fault's target names node " + std::to_string(node) +
-                                        ", the first fault's");
+    return end(DrillState::kFailed, "then: the second fault's target names node " +
+                                        std::to_string(node) + ", the first fault's");
   }
   outcome_.second_fault->preflight_target = node;
   auto& injector = deps_.injectors.at(node);
   for (const auto& n : deps_.cluster.inventory) {
     if (n.id != node) continue;
-    if (auto reason = faultRefusal(*second_spec_, n, *injector, deps_.cluster.inventory, parts_.addresses);
+    if (auto reason =
+            faultRefusal(*second_spec_, n, *injector, deps_.cluster.inventory, parts_.addresses);
         !reason.empty()) {
       return end(DrillState::kFailed, "then: refused: " + reason);
     }
@@ -291,7 +310,8 @@ bool RunExecution::baseline() {
   steps_at_baseline_ = deps_.clock.steps();
   baseline_start_us_ = deps_.clock.wallNow();
   outcome_.baseline_start_us = baseline_start_us_;
-  if (!parts_.queue.sleep(spec_.options.baseline_s * kSecond)) return end(DrillState::kAborted, interruption("baseline"));
+  if (!parts_.queue.sleep(spec_.options.baseline_s * kSecond))
+    return end(DrillState::kAborted, interruption("baseline"));
   return true;
 }
 
@@ -301,12 +321,14 @@ bool RunExecution::atFault() {
   // topics, the probe's own state), and the probe's state at this moment goes with the result.
   // Every other topic was checked at preflight. The quorum is the poller's latest, or
   // preflight's when the poller's last describe failed.
-  const auto max_age = std::max<std::int64_t>(2 * deps_.cluster.observe.metadata_interval_us, 500'000);
+  const auto max_age =
+      std::max<std::int64_t>(2 * deps_.cluster.observe.metadata_interval_us, 500'000);
   const auto observed = freshSnapshot(max_age);
   if (!observed) {
     if (interrupted()) return end(DrillState::kAborted, interruption("baseline"));
-    return end(DrillState::kFailed, "refused at the fault: no metadata younger than " + std::to_string(max_age / 1000) +
-                                        " ms (the cluster does not answer); the node was not touched");
+    return end(DrillState::kFailed,
+               "refused at the fault: no metadata younger than " + std::to_string(max_age / 1000) +
+                   " ms (the cluster does not answer); the node was not touched");
   }
   const auto& snapshot = *observed->snapshot;
   // The node the target names now must be the one the run was prepared on (its guards, its
@@ -314,11 +336,14 @@ bool RunExecution::atFault() {
   if (spec_.target.kind == TargetKind::kLeaderOf || spec_.target.kind == TargetKind::kController ||
       spec_.target.kind == TargetKind::kCoordinatorOf) {
     auto now = resolveTargetOn(deps_, spec_.target, *observed);
-    if (!now) return end(DrillState::kFailed, "refused at the fault: " + now.error().message + "; the node was not touched");
+    if (!now)
+      return end(DrillState::kFailed,
+                 "refused at the fault: " + now.error().message + "; the node was not touched");
     outcome_.target_resolution->at_fault = now->node;
     if (now->node != target_) {
-      return end(DrillState::kFailed, "refused at the fault: the target moved from node " + std::to_string(target_) +
-                                          " to node " + std::to_string(now->node) + " (" + now->how +
+      return end(DrillState::kFailed, "refused at the fault: the target moved from node " +
+                                          std::to_string(target_) + " to node " +
+                                          std::to_string(now->node) + " (" + now->how +
                                           ") since preflight; the node was not touched");
     }
   } else {
@@ -336,7 +361,9 @@ bool RunExecution::atFault() {
   }
   auto reason = parts_.recovery.openProblem(drill_.id);
   if (!reason) reason = checkGuards(in);
-  if (reason) return end(DrillState::kFailed, "refused at the fault: " + *reason + "; the node was not touched");
+  if (reason)
+    return end(DrillState::kFailed,
+               "refused at the fault: " + *reason + "; the node was not touched");
 
   LeadershipAtFault leadership;
   leadership.observed_at_us = observed->snapshot_at;
@@ -360,7 +387,8 @@ ProbeSnapshotAtFault RunExecution::probeNow() const {
     f.topic = p.topic;
     f.partition = p.partition;
     f.outstanding = static_cast<std::int64_t>(p.outstanding);
-    if (p.oldest_outstanding_sent) f.oldest_outstanding_age_us = now - p.oldest_outstanding_sent->mono;
+    if (p.oldest_outstanding_sent)
+      f.oldest_outstanding_age_us = now - p.oldest_outstanding_sent->mono;
     f.holding = p.holding_since.has_value();
     f.held_ticks = static_cast<std::int64_t>(p.counters.held_ticks);
     probe.partitions.push_back(std::move(f));
@@ -371,7 +399,8 @@ ProbeSnapshotAtFault RunExecution::probeNow() const {
   return probe;
 }
 
-bool RunExecution::quorumLostWithout(std::int32_t node, const kafka::QuorumInfo* quorum, std::int32_t also_down) const {
+bool RunExecution::quorumLostWithout(std::int32_t node, const kafka::QuorumInfo* quorum,
+                                     std::int32_t also_down) const {
   if (quorum != nullptr) {
     if (!quorum->isVoter(node)) return false;
     auto impact = quorumImpactOfLosing(node, *quorum);
@@ -405,12 +434,14 @@ void RunExecution::awaitWhatDependsOn(std::int32_t node, FaultType fault,
   if (!status.coordinators) return;
   const auto& c = *status.coordinators;
   if (c.commits && c.group_coordinator && c.group_coordinator->node == node) await_commits_ = true;
-  if (c.transactions && c.transaction_coordinator && c.transaction_coordinator->node == node) await_transactions_ = true;
+  if (c.transactions && c.transaction_coordinator && c.transaction_coordinator->node == node)
+    await_transactions_ = true;
   // The transactions write to the first probe topic's partition 0: its leader's death stalls
   // them too.
   if (c.transactions && !deps_.cluster.probe.topics.empty()) {
     for (const auto& p : partitions) {
-      if (p.topic == deps_.cluster.probe.topics.front().name && p.partition == 0 && p.leader == node) {
+      if (p.topic == deps_.cluster.probe.topics.front().name && p.partition == 0 &&
+          p.leader == node) {
         await_transactions_ = true;
       }
     }
@@ -426,7 +457,8 @@ void RunExecution::sortByRecovery(std::int32_t node, FaultType fault,
   const bool node_stays_down = nodeGoesDown(fault);
   for (const auto& p : partitions) {
     const auto role = analysis::roleOf(node, p);
-    const bool sole = node_stays_down && (role == analysis::Role::kSoleReplica || role == analysis::Role::kBelowMinIsr);
+    const bool sole = node_stays_down && (role == analysis::Role::kSoleReplica ||
+                                          role == analysis::Role::kBelowMinIsr);
     const auto name = partitionName(p.topic, p.partition);
     if (sole) {
       offline_.insert(name);
@@ -439,32 +471,45 @@ void RunExecution::sortByRecovery(std::int32_t node, FaultType fault,
 
 bool RunExecution::inject() {
   setState(DrillState::kInject);
-  if (interrupted()) return end(DrillState::kAborted, interruption("inject") + "; the node was not touched");
+  if (interrupted())
+    return end(DrillState::kAborted, interruption("inject") + "; the node was not touched");
   // Durable before the fault, with where a gray fault goes: a kfaild that dies with it in force
   // undoes exactly that at its next start.
   auto& injector = deps_.injectors.at(target_);
-  const auto place = isGrayFault(spec_.fault) ? injector->grayPlace(grayDrillName(drill_.id)) : fault::GrayPlace{};
+  const auto place =
+      isGrayFault(spec_.fault) ? injector->grayPlace(grayDrillName(drill_.id)) : fault::GrayPlace{};
   auto journal = parts_.recovery.open(drill_.id, target_, recoveryAction(spec_.fault), place);
-  if (!journal) return end(DrillState::kFailed, "cannot write the recovery journal: " + journal.error().describe());
+  if (!journal)
+    return end(DrillState::kFailed,
+               "cannot write the recovery journal: " + journal.error().describe());
   journal_ = std::move(*journal);
 
-  auto record = injectFault(*injector, spec_, drill_.id, peers_, logDirsFor(spec_, deps_.admin, target_));
+  auto record =
+      injectFault(*injector, spec_, drill_.id, peers_, logDirsFor(spec_, deps_.admin, target_));
   injected_ = record.ok();
-  // A failed injection placed nothing: recovery then heals nothing, and only makes sure the node runs.
+  // A failed injection placed nothing: recovery then heals nothing, and only makes sure the node
+  // runs.
   parts_.recovery.injected(*journal_, injected_);
   fault_us_ = deps_.clock.wallNow();
   if (injected_) {
     fault_us_ = record->faultTime();
-    FaultInjected fault{record->requested_at, fault_us_, record->fault_at ? record->fault_time_source : "requested",
-                        record->detail, record->uncertainty_us, record->clock_offset_us};
+    FaultInjected fault{record->requested_at,
+                        fault_us_,
+                        record->fault_at ? record->fault_time_source : "requested",
+                        record->detail,
+                        record->uncertainty_us,
+                        record->clock_offset_us};
     recordEvent(deps_, EventSource::kInjector, EventKind::kFault, fault_us_, target_,
-                {{"fault", toString(spec_.fault)}, {"requested_us", fault.requested_us},
-                 {"time_source", fault.time_source}, {"detail", fault.detail}, {"drill", drill_.id},
+                {{"fault", toString(spec_.fault)},
+                 {"requested_us", fault.requested_us},
+                 {"time_source", fault.time_source},
+                 {"detail", fault.detail},
+                 {"drill", drill_.id},
                  {"run", outcome_.run}});
     outcome_.fault_injected = std::move(fault);
   } else {
-    failure_ = "injecting " + std::string(toString(spec_.fault)) + " into node " + std::to_string(target_) +
-               " failed: " + record.error().describe();
+    failure_ = "injecting " + std::string(toString(spec_.fault)) + " into node " +
+               std::to_string(target_) + " failed: " + record.error().describe();
   }
   observe_end_us_ = deps_.clock.wallNow();
   return true;
@@ -482,10 +527,14 @@ void RunExecution::observe() {
       // not when kfaild asked for it: over ssh the two are a connection apart.
       undone_us_ = undone->faultTime();
       undone_uncertainty_us_ = undone->uncertainty_us;
-      nlohmann::json detail = {{"held_s", static_cast<double>(hold) / kSecond}, {"drill", drill_.id},
-                               {"run", outcome_.run}, {"detail", undone->detail},
-                               {"requested_us", undone->requested_at}, {"uncertainty_us", undone->uncertainty_us},
-                               {"time_source", undone->fault_at ? undone->fault_time_source : "requested"}};
+      nlohmann::json detail = {
+          {"held_s", static_cast<double>(hold) / kSecond},
+          {"drill", drill_.id},
+          {"run", outcome_.run},
+          {"detail", undone->detail},
+          {"requested_us", undone->requested_at},
+          {"uncertainty_us", undone->uncertainty_us},
+          {"time_source", undone->fault_at ? undone->fault_time_source : "requested"}};
       if (spec_.fault == FaultType::kPause) detail = {{"paused_s", spec_.options.pause_s}};
       recordEvent(deps_, EventSource::kInjector, undoneEvent(spec_.fault), *undone_us_, target_,
                   detail);
@@ -493,7 +542,9 @@ void RunExecution::observe() {
       actionFailed(undoVerb(spec_.fault), undone.error().describe());
     }
     if (!full && failure_.empty()) {
-      const auto held = spec_.fault == FaultType::kPause ? std::string("the pause") : "the " + std::string(toString(spec_.fault));
+      const auto held = spec_.fault == FaultType::kPause
+                            ? std::string("the pause")
+                            : "the " + std::string(toString(spec_.fault));
       failure_ = interruption(held.c_str());
     }
   }
@@ -535,8 +586,8 @@ void RunExecution::observe() {
       const auto resumed_at = deps_.clock.wallNow();
       const auto& cc = deps_.cluster.probe.coordinators;
       const auto bound = deps_.clock.monoNow() + cc.watch_interval_us + cc.timeout_us;
-      while (!watchAnsweredSince(deps_.probe.status(), resumed_at) && deps_.clock.monoNow() < bound &&
-             parts_.queue.sleep(kPollUs)) {
+      while (!watchAnsweredSince(deps_.probe.status(), resumed_at) &&
+             deps_.clock.monoNow() < bound && parts_.queue.sleep(kPollUs)) {
       }
     }
     if (interrupted()) {
@@ -559,11 +610,13 @@ void RunExecution::secondFault() {
     return waited();
   }
   // As at the first fault: fresh metadata, the target resolved on it, the guards asked on it.
-  const auto max_age = std::max<std::int64_t>(2 * deps_.cluster.observe.metadata_interval_us, 500'000);
+  const auto max_age =
+      std::max<std::int64_t>(2 * deps_.cluster.observe.metadata_interval_us, 500'000);
   auto observed = freshSnapshot(max_age);
   if (!observed) {
     if (interrupted()) return waited();
-    refuseSecond("no metadata younger than " + std::to_string(max_age / 1000) + " ms (the cluster does not answer)");
+    refuseSecond("no metadata younger than " + std::to_string(max_age / 1000) +
+                 " ms (the cluster does not answer)");
     return;
   }
   // The quorum as it is now when a controller is named (the poller's may be 2 s old, from
@@ -596,22 +649,35 @@ void RunExecution::secondFault() {
   if (observed->quorum) {
     in.quorum = &*observed->quorum;
   } else {
-    in.quorum_problem = observed->quorum_error.empty() ? std::string("not described yet") : observed->quorum_error;
+    in.quorum_problem =
+        observed->quorum_error.empty() ? std::string("not described yet") : observed->quorum_error;
   }
   auto reason = checkSecondFault(in, target_, first_down);
   fault::Peers peers;
   if (!reason) {
     const PeerSources now{observed->snapshot->brokers, observed->quorum, observed->quorum_error};
-    if (auto refusal = injectionRefusal(*second_spec_, second_target_, now, peers); !refusal.empty()) reason = refusal;
+    if (auto refusal = injectionRefusal(*second_spec_, second_target_, now, peers);
+        !refusal.empty())
+      reason = refusal;
   }
   if (reason) {
     refuseSecond(*reason);
     return;
   }
+  injectSecond(peers, cluster, in.quorum, observed->snapshot_at);
+}
+
+// The second fault, guarded: its journal entry, what the run looked like at this moment, the
+// injection and what the observation waits for after it.
+void RunExecution::injectSecond(const fault::Peers& peers, const kafka::ClusterSnapshot& cluster,
+                                const kafka::QuorumInfo* quorum, std::int64_t observed_at_us) {
+  auto& second = *outcome_.second_fault;
   auto& injector = deps_.injectors.at(second_target_);
-  const auto place =
-      isGrayFault(second_spec_->fault) ? injector->grayPlace(grayDrillName(drill_.id)) : fault::GrayPlace{};
-  auto journal = parts_.recovery.open(drill_.id, second_target_, recoveryAction(second_spec_->fault), place);
+  const auto place = isGrayFault(second_spec_->fault)
+                         ? injector->grayPlace(grayDrillName(drill_.id))
+                         : fault::GrayPlace{};
+  auto journal =
+      parts_.recovery.open(drill_.id, second_target_, recoveryAction(second_spec_->fault), place);
   if (!journal) {
     refuseSecond("cannot write the recovery journal: " + journal.error().describe());
     return;
@@ -624,36 +690,45 @@ void RunExecution::secondFault() {
   // ISRs, the probe's state (a partition the first fault stalled lags here: its figure at the
   // second fault is inconclusive).
   LeadershipAtFault leadership;
-  leadership.observed_at_us = observed->snapshot_at;
+  leadership.observed_at_us = observed_at_us;
   at_second_fault_ = partitionsOf(cluster, min_insync_at_preflight_);
   leadership.partitions = at_second_fault_;
   second.leadership_at_fault = std::move(leadership);
   second.probe_at_fault = probeNow();
 
   deps_.probe.steerAround({target_, second_target_});
-  auto record =
-      injectFault(*injector, *second_spec_, drill_.id, peers, logDirsFor(*second_spec_, deps_.admin, second_target_));
+  auto record = injectFault(*injector, *second_spec_, drill_.id, peers,
+                            logDirsFor(*second_spec_, deps_.admin, second_target_));
   second_fault_us_ = deps_.clock.wallNow();
   parts_.recovery.injected(*second_journal_, record.ok());
   if (!record) {
     second.state = "failed";
     second.reason = record.error().describe();
-    failure_ = "injecting the second fault (" + std::string(toString(second_spec_->fault)) + ") into node " +
-               std::to_string(second_target_) + " failed: " + second.reason;
+    failure_ = "injecting the second fault (" + std::string(toString(second_spec_->fault)) +
+               ") into node " + std::to_string(second_target_) + " failed: " + second.reason;
     failure_state_ = DrillState::kFailed;
     return;
   }
   second_fault_us_ = record->faultTime();
-  FaultInjected fault{record->requested_at, second_fault_us_, record->fault_at ? record->fault_time_source : "requested",
-                      record->detail, record->uncertainty_us, record->clock_offset_us};
+  FaultInjected fault{record->requested_at,
+                      second_fault_us_,
+                      record->fault_at ? record->fault_time_source : "requested",
+                      record->detail,
+                      record->uncertainty_us,
+                      record->clock_offset_us};
   recordEvent(deps_, EventSource::kInjector, EventKind::kFault, second_fault_us_, second_target_,
-              {{"fault", toString(second_spec_->fault)}, {"requested_us", fault.requested_us},
-               {"time_source", fault.time_source}, {"detail", fault.detail}, {"drill", drill_.id},
-               {"run", outcome_.run}, {"second", true}, {"after_s", second.after_s}});
+              {{"fault", toString(second_spec_->fault)},
+               {"requested_us", fault.requested_us},
+               {"time_source", fault.time_source},
+               {"detail", fault.detail},
+               {"drill", drill_.id},
+               {"run", outcome_.run},
+               {"second", true},
+               {"after_s", second.after_s}});
   second.fault_injected = std::move(fault);
   second.state = "injected";
   second.reason.clear();
-  awaitWhatDependsOn(second_target_, second_spec_->fault, at_second_fault_, in.quorum,
+  awaitWhatDependsOn(second_target_, second_spec_->fault, at_second_fault_, quorum,
                      nodeGoesDown(spec_.fault) ? target_ : -1);
   sortByRecovery(second_target_, second_spec_->fault, at_second_fault_);
 }
@@ -676,8 +751,8 @@ void RunExecution::actionFailed(const std::string& action, const std::string& er
   recordEvent(deps_, EventSource::kInjector, action + "_failed", deps_.clock.wallNow(), target_,
               {{"drill", drill_.id}, {"run", outcome_.run}, {"error", error}});
   const auto verb = action == "resume" ? "resuming" : action == "heal" ? "healing" : "starting";
-  failure_ = std::string(verb) + " node " +
-             std::to_string(target_) + " after the " + toString(spec_.fault) + " failed: " + error;
+  failure_ = std::string(verb) + " node " + std::to_string(target_) + " after the " +
+             toString(spec_.fault) + " failed: " + error;
   failure_state_ = DrillState::kFailed;
 }
 
@@ -715,15 +790,17 @@ bool RunExecution::recover() {
   if (!not_back.empty()) {
     // Left open: the engine keeps trying between drills and refuses new ones meanwhile.
     parts_.recovery.scheduleRetry(NodeRecovery::kFirstRetryUs);
-    return end(DrillState::kFailed, (failure_.empty() ? "" : failure_ + "; ") + not_back +
-                                        " (kfaild keeps retrying every 30 s to 5 min; drills on this cluster are "
-                                        "refused until it is back)");
+    return end(DrillState::kFailed,
+               (failure_.empty() ? "" : failure_ + "; ") + not_back +
+                   " (kfaild keeps retrying every 30 s to 5 min; drills on this cluster are "
+                   "refused until it is back)");
   }
   window_end_us_ = observe_end_us_;
   return true;
 }
 
-std::optional<std::string> RunExecution::bringBack(std::int32_t node, storage::RecoveryEntry& journal,
+std::optional<std::string> RunExecution::bringBack(std::int32_t node,
+                                                   storage::RecoveryEntry& journal,
                                                    RecoveryReport& report) {
   journal.phase = "recover";
   parts_.recovery.save(journal);
@@ -738,10 +815,14 @@ std::optional<std::string> RunExecution::bringBack(std::int32_t node, storage::R
         parts_.recovery.save(journal);
         if (report.errors.size() < 20) report.errors.push_back({attempt, now, error});
         recordEvent(deps_, EventSource::kKfaild, EventKind::kRecoveryRetry, now, node,
-                    {{"drill", drill_.id}, {"run", outcome_.run}, {"attempt", attempt}, {"error", error},
+                    {{"drill", drill_.id},
+                     {"run", outcome_.run},
+                     {"attempt", attempt},
+                     {"error", error},
                      {"retry_in_s", static_cast<double>(retry_in_us) / kSecond}});
         setState(DrillState::kRecover, "recovering node " + std::to_string(node) + ": attempt " +
-                                           std::to_string(attempt) + " failed (" + error + "); retrying in " +
+                                           std::to_string(attempt) + " failed (" + error +
+                                           "); retrying in " +
                                            std::to_string(retry_in_us / kSecond) + " s");
       });
   journal.attempts += 1;
@@ -801,9 +882,11 @@ void RunExecution::awaitProbeSettled(std::int64_t elected_us) {
   // The producer follows moved leaders within moments; every partition must ack and read back
   // again after the move (a second after it: what was in flight to an old leader is retried).
   std::set<std::string> all;
-  for (const auto& p : deps_.probe.status().partitions) all.insert(partitionName(p.topic, p.partition));
+  for (const auto& p : deps_.probe.status().partitions)
+    all.insert(partitionName(p.topic, p.partition));
   const auto deadline = deps_.clock.monoNow() + 30 * kSecond;
-  while (!probeSettled(elected_us + kSecond, all) && deps_.clock.monoNow() < deadline && parts_.queue.sleep(kPollUs)) {
+  while (!probeSettled(elected_us + kSecond, all) && deps_.clock.monoNow() < deadline &&
+         parts_.queue.sleep(kPollUs)) {
   }
 }
 
@@ -862,8 +945,8 @@ void RunExecution::analyse() {
 analysis::AnalysisInput RunExecution::analysisInput() const {
   analysis::AnalysisInput input;
   input.fault = toString(spec_.fault);
-  input.killed = spec_.fault == FaultType::kKill ||
-                 (spec_.fault == FaultType::kRestart && spec_.options.kill);
+  input.killed =
+      spec_.fault == FaultType::kKill || (spec_.fault == FaultType::kRestart && spec_.options.kill);
   input.gray = grayInput(spec_, undone_us_, undone_uncertainty_us_);
   if (outcome_.cluster_settings) input.settings = mechanismSettings(*outcome_.cluster_settings);
   if (outcome_.probe_client) {
@@ -894,10 +977,9 @@ void RunExecution::analyseOwnStreams(const probe::ProbeStatus& live,
   // kfaild's own streams leave the samples here: the data analysis is the probe partitions'.
   std::map<std::string, std::vector<storage::ProbeSample>> own;
   auto& samples = stored.samples;
-  const auto split =
-      std::stable_partition(samples.begin(), samples.end(), [](const storage::ProbeSample& s) {
-        return !probe::isOwnStream(s.topic);
-      });
+  const auto split = std::stable_partition(
+      samples.begin(), samples.end(),
+      [](const storage::ProbeSample& s) { return !probe::isOwnStream(s.topic); });
   for (auto it = split; it != samples.end(); ++it) own[it->topic].push_back(std::move(*it));
   samples.erase(split, samples.end());
 
@@ -1036,7 +1118,9 @@ bool RunExecution::probeSettled(std::int64_t since_us, const std::set<std::strin
   for (const auto& p : status.partitions) {
     if (!only.count(partitionName(p.topic, p.partition))) continue;
     if (p.holding_since) return false;
-    if (p.oldest_outstanding_sent && now.mono - p.oldest_outstanding_sent->mono > kMaxProbeBacklogUs / 2) return false;
+    if (p.oldest_outstanding_sent &&
+        now.mono - p.oldest_outstanding_sent->mono > kMaxProbeBacklogUs / 2)
+      return false;
   }
   return true;
 }
@@ -1047,7 +1131,8 @@ std::optional<observe::ObservedCluster> RunExecution::freshSnapshot(std::int64_t
   const auto deadline = deps_.clock.monoNow() + std::max<std::int64_t>(2 * max_age_us, 2 * kSecond);
   while (true) {
     auto observed = deps_.view.latest();
-    if (observed.reachable && observed.snapshot && deps_.clock.wallNow() - observed.snapshot_at <= max_age_us) {
+    if (observed.reachable && observed.snapshot &&
+        deps_.clock.wallNow() - observed.snapshot_at <= max_age_us) {
       return observed;
     }
     if (deps_.clock.monoNow() >= deadline || !parts_.queue.sleep(kPollUs / 2)) return std::nullopt;
@@ -1060,7 +1145,8 @@ std::vector<kafka::TopicPartition> RunExecution::notOnPreferredLeader() const {
   if (!observed.snapshot) return out;
   for (const auto& t : observed.snapshot->topics) {
     for (const auto& p : t.partitions) {
-      if (!p.replicas.empty() && p.leader != p.replicas.front()) out.push_back({t.name, p.partition});
+      if (!p.replicas.empty() && p.leader != p.replicas.front())
+        out.push_back({t.name, p.partition});
     }
   }
   return out;

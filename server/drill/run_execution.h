@@ -32,7 +32,7 @@ struct RunParts {
   EngineDeps& deps;
   GuardInputs& guards;
   NodeRecovery& recovery;
-  DrillQueue& queue;    // sleeps that end on an abort or a stop, and the abort request
+  DrillQueue& queue;  // sleeps that end on an abort or a stop, and the abort request
   DrillRecords& records;
   const common::Worker& worker;  // whether kfaild is stopping
   // An isolate's peers (peer_addresses.h): the inventory's addresses, and the resolver of the
@@ -65,10 +65,13 @@ class RunExecution {
   // guarded and injected (secondFault; failure_ says why when it is not).
   bool prepareSecond();
   void secondFault();
+  void injectSecond(const fault::Peers& peers, const kafka::ClusterSnapshot& cluster,
+                    const kafka::QuorumInfo* quorum, std::int64_t observed_at_us);
   bool refuseSecond(const std::string& why);
   bool recover();
   // Brings `node` back with its journal entry (closed once it is back); the error when it is not.
-  std::optional<std::string> bringBack(std::int32_t node, storage::RecoveryEntry& journal, RecoveryReport& report);
+  std::optional<std::string> bringBack(std::int32_t node, storage::RecoveryEntry& journal,
+                                       RecoveryReport& report);
   ProbeSnapshotAtFault probeNow() const;
   // What the observation also waits for when `fault` takes `node` down: the control plane (a
   // controller), the commits and transactions it coordinates (or whose partition it leads). A
@@ -76,12 +79,16 @@ class RunExecution {
   // KRaft quorum without a majority of `quorum` (or, undescribed, of the inventory's controllers)
   // takes the control plane with it: the observation does not wait for it, and its stall is
   // measured to its first answer after the node is back (control_offline_).
-  void awaitWhatDependsOn(std::int32_t node, FaultType fault, const std::vector<analysis::PartitionAtFault>& partitions,
+  void awaitWhatDependsOn(std::int32_t node, FaultType fault,
+                          const std::vector<analysis::PartitionAtFault>& partitions,
                           const kafka::QuorumInfo* quorum, std::int32_t also_down = -1);
-  bool quorumLostWithout(std::int32_t node, const kafka::QuorumInfo* quorum, std::int32_t also_down) const;
+  bool quorumLostWithout(std::int32_t node, const kafka::QuorumInfo* quorum,
+                         std::int32_t also_down) const;
   // Each partition into recoverable_ or offline_ (whose ISR has only `node`, or is below
-  // min.insync.replicas without it, while `fault` holds it down; once offline, a partition stays so).
-  void sortByRecovery(std::int32_t node, FaultType fault, const std::vector<analysis::PartitionAtFault>& partitions);
+  // min.insync.replicas without it, while `fault` holds it down; once offline, a partition stays
+  // so).
+  void sortByRecovery(std::int32_t node, FaultType fault,
+                      const std::vector<analysis::PartitionAtFault>& partitions);
   void observeOffline();
   void elect();
   void analyse();
@@ -107,8 +114,10 @@ class RunExecution {
   void setState(DrillState state, const std::string& reason = {});
   // Every partition named in `only` ("topic-partition") has acked and received since `since_us`
   // and its last ack is recent (within the gap threshold), as `status` shows the probe.
-  bool probesResumed(const probe::ProbeStatus& status, std::int64_t since_us, const std::set<std::string>& only) const;
-  // probesResumed, and no partition of `only` holds sends back or has a message outstanding for long.
+  bool probesResumed(const probe::ProbeStatus& status, std::int64_t since_us,
+                     const std::set<std::string>& only) const;
+  // probesResumed, and no partition of `only` holds sends back or has a message outstanding for
+  // long.
   bool probeSettled(std::int64_t since_us, const std::set<std::string>& only) const;
   // The control plane (and the coordinators' commits, transactions) the run awaits answered after
   // `since_us` (true for what it does not await).
@@ -164,11 +173,12 @@ class RunExecution {
   std::int64_t second_fault_us_ = 0;
   std::vector<analysis::PartitionAtFault> at_second_fault_;
   bool injected_ = false;
-  std::string failure_;  // why the run cannot be done once the fault is in (an abort, a stop, a failed resume)
+  std::string failure_;  // why the run cannot be done once the fault is in (an abort, a stop, a
+                         // failed resume)
   DrillState failure_state_ = DrillState::kAborted;
   std::uint64_t steps_at_baseline_ = 0;
   std::int64_t fault_us_ = 0;
-  std::optional<std::int64_t> undone_us_;  // a held fault's end (resumed, healed)
+  std::optional<std::int64_t> undone_us_;   // a held fault's end (resumed, healed)
   std::int64_t undone_uncertainty_us_ = 0;  // ± of undone_us_
   std::int64_t observe_end_us_ = 0;
   std::int64_t recovered_us_ = 0;
