@@ -9,5 +9,5 @@
 # so that its path stays out of the generated cmake_pch.hxx and a compiler cache shares the
 # precompiled header between clones (scripts/build).
 target_precompile_headers(kfaild_tests PRIVATE "<cmake/pch/tests.h>")
-set_source_files_properties(main.cc DIRECTORY ${KFAILD_ROOT}/tests
+set_source_files_properties(${KFAILD_ROOT}/tests/main.cc DIRECTORY ${KFAILD_ROOT}/tests
                             PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
