@@ -9,5 +9,10 @@
 # so that its path stays out of the generated cmake_pch.hxx and a compiler cache shares the
 # precompiled header between clones (scripts/build).
 target_precompile_headers(kfaild_tests PRIVATE "<cmake/pch/tests.h>")
-set_source_files_properties(${KFAILD_ROOT}/tests/main.cc DIRECTORY ${KFAILD_ROOT}/tests
+# GCC 12 loses the system-header mark of std::string's code when it comes from a precompiled
+# header, and reports its false -Warray-bounds there (an error under -Werror): the sources where
+# it does compile without the header.
+set(kfaild_tests_without_pch main.cc api/contract_schema_test.cc tools/kfailctl_tls_test.cc)
+list(TRANSFORM kfaild_tests_without_pch PREPEND ${KFAILD_ROOT}/tests/)
+set_source_files_properties(${kfaild_tests_without_pch} DIRECTORY ${KFAILD_ROOT}/tests
                             PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
