@@ -13,6 +13,7 @@ namespace kfaild::analysis {
 using common::Departure;
 using common::EventKind;
 using common::EventSource;
+using common::GrayFault;
 using storage::isEvent;
 using storage::kindOf;
 using storage::sourceOf;
@@ -469,7 +470,7 @@ void explainGrayStall(const AnalysisInput& in, const RunAnalysis& out, Partition
   if (r.ack.outcome == Outcome::kStall && r.ack.stall) {
     stall = std::make_pair(r.ack.stall->start_us, r.ack.stall->end_us);
   }
-  scope.drop = in.gray->kind == "isolate" && in.gray->mode == "drop";
+  scope.drop = in.gray->kind == GrayFault::kIsolate && in.gray->mode == "drop";
   // The target alone in the ISR: below min.insync.replicas unless that is 1 (0: unknown, Kafka's
   // default 1).
   bool alone_below_min_isr = false;
@@ -498,12 +499,12 @@ Role roleOf(std::int32_t target, const PartitionAtFault& p) {
   return contains(p.isr, target) ? Role::kFollowerInIsr : Role::kFollowerOutOfIsr;
 }
 
-Role grayRole(Role role, const std::string& fault) {
-  if (fault == "isolate") {
+Role grayRole(Role role, GrayFault fault) {
+  if (fault == GrayFault::kIsolate) {
     if (role == Role::kLeader) return Role::kIsolatedLeader;
     if (role == Role::kFollowerInIsr) return Role::kIsolatedFollower;
   }
-  if (fault == "throttle") {
+  if (fault == GrayFault::kThrottle) {
     if (role == Role::kLeader) return Role::kThrottledLeader;
     if (role == Role::kFollowerInIsr) return Role::kThrottledFollower;
   }
@@ -557,9 +558,9 @@ bool findDeparture(const AnalysisInput& in, std::int64_t before_fault_us, RunAna
   }
   // A gray fault that fences nothing (isolate from brokers or clients, throttle) drops the target
   // from ISRs without it leaving: the metadata's isr_shrink is then no departure.
-  const bool may_fence =
-      !in.gray || in.gray->kind == "disk_full" ||
-      (in.gray->kind == "isolate" && (in.gray->from == "all" || in.gray->from == "quorum"));
+  const bool may_fence = !in.gray || in.gray->kind == GrayFault::kDiskFull ||
+                         (in.gray->kind == GrayFault::kIsolate &&
+                          (in.gray->from == "all" || in.gray->from == "quorum"));
   if (out.departure_at_us || !may_fence) return false;
   // No broker log: the first metadata sign of the target leaving, classified by the fault. A
   // restart signals the broker like a stop does, so it shuts down in a controlled way too,

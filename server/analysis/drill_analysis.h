@@ -95,7 +95,7 @@ Role roleOf(std::int32_t target, const PartitionAtFault& p);
 // The role under `fault` (isolate, throttle; kill, stop, ...: `role` as it is): a leader and an
 // in-sync follower become isolated_* / throttled_*. disk_full shuts the broker down, as a kill,
 // so its roles are a kill's.
-Role grayRole(Role role, const std::string& fault);
+Role grayRole(Role role, common::GrayFault fault);
 // The role as roleOf has it (isolated_leader → leader, throttled_follower → follower).
 Role baseRole(Role role);
 
@@ -163,7 +163,7 @@ struct ProbeCause {
 // healed. The engine fills it for isolate, throttle and disk_full; absent for kill, stop, pause
 // and restart. Times are kfaild's wall clock (µs).
 struct GrayFaultInput {
-  std::string kind;                   // isolate | throttle | disk_full
+  common::GrayFault kind = common::GrayFault::kIsolate;
   std::string from;                   // isolate: quorum | brokers | clients | all; else empty
   std::string mode;                   // isolate: drop | reject; else empty
   std::int64_t bytes_per_second = 0;  // throttle's rate; 0 otherwise

@@ -10,6 +10,7 @@ namespace kfaild::analysis {
 
 using common::EventKind;
 using common::EventSource;
+using common::GrayFault;
 using storage::isEvent;
 using storage::sourceOf;
 
@@ -143,16 +144,16 @@ Expectation expectationFor(const GrayFaultInput& fault, Role role, const Mechani
   const bool offline = role == Role::kSoleReplica || role == Role::kBelowMinIsr;
 
   Expectation e;
-  if (fault.kind == "disk_full") {
+  if (fault.kind == GrayFault::kDiskFull) {
     // The broker takes its only log directory offline and shuts down: a kill.
     if (offline) return {Mechanism::kNodeBack, "recovery", 0};
     if (leader || follower) e = session;
-  } else if (fault.kind == "throttle") {
+  } else if (fault.kind == GrayFault::kThrottle) {
     // Nothing fails: a follower falls behind until it lags replica.lag.time.max.ms; the
     // leader's clients are slowed until the heal.
     if (follower) e = shrink;
     if (leader || offline) e = heal;
-  } else if (fault.kind == "isolate") {
+  } else if (fault.kind == GrayFault::kIsolate) {
     // The partition has nowhere else to go: only the heal ends it.
     if (offline)
       e = heal;

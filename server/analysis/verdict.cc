@@ -178,7 +178,7 @@ Objectives objectivesFor(const Objectives& objectives, const FaultMechanism& m) 
   Objectives o = objectives;
   if (m.gray) {
     if (!o.defaulted.stall) return o;
-    auto& fault = o.by_fault[m.gray->kind];
+    auto& fault = o.by_fault[common::toString(m.gray->kind)];
     for (const Role role : {Role::kIsolatedLeader, Role::kIsolatedFollower, Role::kThrottledLeader,
                             Role::kThrottledFollower, Role::kLeader, Role::kFollowerInIsr}) {
       // The roles a fault gives: isolate and throttle rename leader and follower.
@@ -194,7 +194,7 @@ Objectives objectivesFor(const Objectives& objectives, const FaultMechanism& m) 
                      kGrayStallMarginS;
       // After `drop`, a heal's reconnect waits for TCP's retransmission backoff: up to the
       // fault's length again.
-      const bool drop = m.gray->kind == "isolate" && m.gray->mode == "drop";
+      const bool drop = m.gray->kind == common::GrayFault::kIsolate && m.gray->mode == "drop";
       if (drop && (expected.mechanism == Mechanism::kHeal || alone.mechanism == Mechanism::kHeal)) {
         limit = std::max(limit, 2.0 * static_cast<double>(m.gray->duration_us) / 1e6);
       }

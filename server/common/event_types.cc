@@ -105,6 +105,12 @@ constexpr std::array<Table<Mechanism>, 7> kMechanisms{{
     {Mechanism::kNodeBack, "node_back"},
 }};
 
+constexpr std::array<Table<GrayFault>, 3> kGrayFaults{{
+    {GrayFault::kIsolate, "isolate"},
+    {GrayFault::kThrottle, "throttle"},
+    {GrayFault::kDiskFull, "disk_full"},
+}};
+
 // The tables are in the enum's order, so an enumerator's spelling is found by its index; a table
 // out of order fails this at compile time.
 template <typename Enum, std::size_t N>
@@ -119,7 +125,7 @@ static_assert(inEnumOrder(kSources) &&
 static_assert(inEnumOrder(kKinds) &&
               static_cast<std::size_t>(EventKind::kUnknown) == kKinds.size());
 static_assert(inEnumOrder(kPartitionRoles) && inEnumOrder(kNodeRoles) && inEnumOrder(kDepartures));
-static_assert(inEnumOrder(kOutcomes) && inEnumOrder(kMechanisms));
+static_assert(inEnumOrder(kOutcomes) && inEnumOrder(kMechanisms) && inEnumOrder(kGrayFaults));
 
 // The spellings are literals, so data() is null-terminated.
 template <typename Enum, std::size_t N>
@@ -159,6 +165,9 @@ const char* toString(Outcome outcome) {
 const char* toString(Mechanism mechanism) {
   return nameOf(kMechanisms, mechanism);
 }
+const char* toString(GrayFault fault) {
+  return nameOf(kGrayFaults, fault);
+}
 
 EventSource eventSourceFromString(std::string_view text) {
   return valueOf(kSources, text).value_or(EventSource::kUnknown);
@@ -195,6 +204,9 @@ std::optional<Outcome> outcomeFromString(std::string_view text) {
 }
 std::optional<Mechanism> mechanismFromString(std::string_view text) {
   return valueOf(kMechanisms, text);
+}
+std::optional<GrayFault> grayFaultFromString(std::string_view text) {
+  return valueOf(kGrayFaults, text);
 }
 
 }  // namespace kfaild::common

@@ -124,7 +124,11 @@ const char* toString(PartitionRole role);
 const char* toString(NodeRole role);
 const char* toString(Departure departure);
 const char* toString(Outcome outcome);
+// A gray fault's kind (analysis::GrayFaultInput; spelled as the drill request's `fault`).
+enum class GrayFault { kIsolate, kThrottle, kDiskFull };
+
 const char* toString(Mechanism mechanism);
+const char* toString(GrayFault fault);
 
 EventSource eventSourceFromString(std::string_view text);  // kUnknown when not known
 EventKind eventKindFromString(std::string_view text);      // kUnknown when not known
@@ -133,6 +137,7 @@ std::optional<NodeRole> nodeRoleFromString(std::string_view text);
 std::optional<Departure> departureFromString(std::string_view text);
 std::optional<Outcome> outcomeFromString(std::string_view text);
 std::optional<Mechanism> mechanismFromString(std::string_view text);
+std::optional<GrayFault> grayFaultFromString(std::string_view text);
 
 // Every partition role's spelling, in the enum's order (for a request's or a configuration's
 // choice of role).

@@ -228,7 +228,9 @@ std::optional<analysis::GrayFaultInput> grayInput(const DrillSpec& spec,
                                                   std::int64_t healed_uncertainty_us) {
   if (!isGrayFault(spec.fault)) return std::nullopt;
   analysis::GrayFaultInput in;
-  in.kind = toString(spec.fault);
+  in.kind = spec.fault == FaultType::kIsolate    ? common::GrayFault::kIsolate
+            : spec.fault == FaultType::kThrottle ? common::GrayFault::kThrottle
+                                                 : common::GrayFault::kDiskFull;
   if (spec.fault == FaultType::kIsolate) {
     in.from = fault::toString(spec.options.from);
     in.mode = fault::toString(spec.options.mode);

@@ -60,7 +60,8 @@ AnalysisInput grayRun(const char* kind, const char* from, const char* mode,
                       std::int64_t duration_us) {
   AnalysisInput in;
   in.fault = kind;
-  in.gray = GrayFaultInput{kind, from, mode, 0, duration_us, kT0 + duration_us};
+  in.gray = GrayFaultInput{
+      *common::grayFaultFromString(kind), from, mode, 0, duration_us, kT0 + duration_us};
   in.target = 1;
   in.fault_us = kT0;
   in.window_start_us = kT0 - 5 * kSecond;
@@ -567,7 +568,8 @@ TEST_CASE("a disk_full leader stalls as a killed one: fencing, then the new lead
 }
 
 TEST_CASE("a gray fault healed before its mechanism can act is bounded by the heal", "[unit]") {
-  GrayFaultInput fault{"isolate", "brokers", "drop", 0, 5 * kSecond, kT0 + 5 * kSecond};
+  GrayFaultInput fault{
+      common::GrayFault::kIsolate, "brokers", "drop", 0, 5 * kSecond, kT0 + 5 * kSecond};
   const auto e = expectationFor(fault, Role::kIsolatedFollower, MechanismSettings{});
   CHECK(e.mechanism == Mechanism::kHeal);
   CHECK(e.expected_us == 5 * kSecond);
@@ -577,7 +579,7 @@ TEST_CASE("a gray fault healed before its mechanism can act is bounded by the he
 }
 
 TEST_CASE("the probe's client settings set the client timeout's expectation", "[unit]") {
-  GrayFaultInput fault{"isolate", "all", "drop", 0, 120 * kSecond, std::nullopt};
+  GrayFaultInput fault{common::GrayFault::kIsolate, "all", "drop", 0, 120 * kSecond, std::nullopt};
   // request.timeout.ms is the broker's to enforce: a blackholed broker enforces nothing.
   auto s = withClientSettings(MechanismSettings{}, {{"request.timeout.ms", "5000"},
                                                     {"socket.timeout.ms", "40000"},

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 using namespace kfaild::analysis;
+using kfaild::common::GrayFault;
 using nlohmann::json;
 
 namespace {
@@ -461,7 +462,7 @@ TEST_CASE("a detection phase the fault time's uncertainty hides is an inconclusi
 TEST_CASE("a gray fault's default stall limits follow each role's mechanism", "[unit]") {
   FaultMechanism m;
   m.fault = "isolate";
-  m.gray = GrayFaultInput{"isolate", "brokers", "drop", 0, 60'000'000, std::nullopt};
+  m.gray = GrayFaultInput{GrayFault::kIsolate, "brokers", "drop", 0, 60'000'000, std::nullopt};
   auto o = objectivesFor(defaultObjectives(), m);
   // The follower: replica.lag.time.max.ms 30 s + 5 s. The leader: its ISR shrinks to itself,
   // below min.insync.replicas 2 (the objective is per role, so the worse case counts), until the
@@ -490,13 +491,13 @@ TEST_CASE("a gray fault's default stall limits follow each role's mechanism", "[
 
   // disk_full shuts the broker down: the session timeout, under the kill's role names.
   m.fault = "disk_full";
-  m.gray = GrayFaultInput{"disk_full", "", "", 0, 60'000'000, std::nullopt};
+  m.gray = GrayFaultInput{GrayFault::kDiskFull, "", "", 0, 60'000'000, std::nullopt};
   o = objectivesFor(defaultObjectives(), m);
   CHECK(stallLimit(o, "disk_full", "leader", StallKind::kAck)->seconds == Approx(14.0));
 
   // A limit the cluster or request set is theirs.
   m.fault = "isolate";
-  m.gray = GrayFaultInput{"isolate", "brokers", "drop", 0, 60'000'000, std::nullopt};
+  m.gray = GrayFaultInput{GrayFault::kIsolate, "brokers", "drop", 0, 60'000'000, std::nullopt};
   o = objectivesFor(overlay(defaultObjectives(), parsed(R"({"max_ack_stall_s":4})")), m);
   CHECK(stallLimit(o, "isolate", "isolated_follower", StallKind::kAck)->seconds == 4.0);
 }

@@ -116,6 +116,10 @@ TEST_CASE("every outcome and mechanism reads back from its spelling", "[unit][co
                              {Mechanism::kHeal, "heal"},
                              {Mechanism::kNodeBack, "node_back"}},
                             static_cast<Mechanism>(7), mechanismFromString);
+  checkRoundTrip<GrayFault>({{GrayFault::kIsolate, "isolate"},
+                             {GrayFault::kThrottle, "throttle"},
+                             {GrayFault::kDiskFull, "disk_full"}},
+                            static_cast<GrayFault>(3), grayFaultFromString);
 }
 
 TEST_CASE("a spelling this kfaild does not know reads as unknown, not as a known value",
