@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
+namespace analysis_verdict_test {
+
 using namespace kfaild::analysis;
 using nlohmann::json;
 
@@ -571,3 +573,5 @@ TEST_CASE(
   CHECK(lostCheck(evaluate({run}, defaultObjectives(), "kill", {}, {})).status ==
         CheckStatus::kPass);
 }
+
+}  // namespace analysis_verdict_test
