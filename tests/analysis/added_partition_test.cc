@@ -6,6 +6,8 @@
 
 #include "server/analysis/drill_analysis.h"
 
+namespace added_partition_test {
+
 using namespace kfaild;
 using namespace kfaild::analysis;
 
@@ -129,3 +131,5 @@ TEST_CASE("a partition of the metadata the probe never probed no longer makes th
   REQUIRE(a.partitions.size() == 1);
   CHECK(a.partitions[0].ack.outcome == Outcome::kNone);
 }
+
+}  // namespace added_partition_test

@@ -5,6 +5,8 @@
 
 #include "server/probe/probe_status.h"
 
+namespace control_plane_test {
+
 using namespace kfaild::analysis;
 using kfaild::storage::Event;
 using kfaild::storage::ProbeSample;
@@ -284,3 +286,5 @@ TEST_CASE("an answer that may have come before the fault does not end the stall 
     CHECK(r.ended_by->at_us == kFault + 11'000);
   }
 }
+
+}  // namespace control_plane_test

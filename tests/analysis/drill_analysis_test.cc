@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+namespace drill_analysis_test {
+
 using namespace kfaild;
 using namespace kfaild::analysis;
 
@@ -1069,3 +1071,5 @@ TEST_CASE("phases read from another host's log are as uncertain as its clock aga
   // No host clock in the events: the line's millisecond.
   CHECK(logResolutionUs(articleKill().events) == 1'000);
 }
+
+}  // namespace drill_analysis_test

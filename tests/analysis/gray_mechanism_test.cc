@@ -6,6 +6,8 @@
 #include "server/analysis/drill_analysis.h"
 #include "server/analysis/verdict.h"
 
+namespace gray_mechanism_test {
+
 using namespace kfaild;
 using namespace kfaild::analysis;
 
@@ -612,3 +614,5 @@ TEST_CASE("a kill drill reports no mechanism and keeps its roles", "[unit]") {
   CHECK_FALSE(partition(a, 0).mechanism);
   CHECK(toJson(a)["partitions"][0]["mechanism"].is_null());
 }
+
+}  // namespace gray_mechanism_test

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace incidents_test {
+
 using namespace kfaild;
 using namespace kfaild::analysis;
 
@@ -87,3 +89,5 @@ TEST_CASE("a maintenance window closed early stops covering gaps at its close",
   CHECK(extentOf({late, gap(1, storage::GapKind::kAck, 2'000, 7'000)}).from_us == 2'000);
   CHECK(extentOf({late, gap(1, storage::GapKind::kAck, 2'000, 7'000)}).to_us == 9'000);
 }
+
+}  // namespace incidents_test

@@ -6,6 +6,8 @@
 
 #include "server/analysis/drill_analysis.h"
 
+namespace observation_end_test {
+
 using namespace kfaild;
 using namespace kfaild::analysis;
 
@@ -134,3 +136,5 @@ TEST_CASE(
   CHECK(p.phases.resume_us == kSecond);
   CHECK(toJson(a)["partitions"][0]["role"] == "below_min_isr");
 }
+
+}  // namespace observation_end_test

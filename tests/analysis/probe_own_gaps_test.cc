@@ -6,6 +6,8 @@
 
 #include "server/analysis/drill_analysis.h"
 
+namespace probe_own_gaps_test {
+
 using namespace kfaild;
 using namespace kfaild::analysis;
 
@@ -244,3 +246,5 @@ TEST_CASE(
   CHECK(b.partitions[0].lost == 1);
   CHECK(b.partitions[0].lost_consumer_stuck == 0);
 }
+
+}  // namespace probe_own_gaps_test

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
+namespace statistics_test {
+
 using namespace kfaild::analysis;
 using nlohmann::json;
 
@@ -126,3 +128,5 @@ TEST_CASE("statistics never take a phase negative and leave out one the fault ti
   CHECK(stats.groups[0].discovery == std::vector<std::int64_t>{0, 20'000});
   CHECK(stats.groups[0].detection == std::vector<std::int64_t>{8'300'000});
 }
+
+}  // namespace statistics_test

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
+namespace analysis_verdict_test {
+
 using namespace kfaild::analysis;
 using kfaild::common::GrayFault;
 using nlohmann::json;
@@ -572,3 +574,5 @@ TEST_CASE(
   CHECK(lostCheck(evaluate({run}, defaultObjectives(), "kill", {}, {})).status ==
         CheckStatus::kPass);
 }
+
+}  // namespace analysis_verdict_test

@@ -9,7 +9,7 @@
 #include "server/common/redaction.h"
 #include "server/common/sensitive.h"
 
-namespace kfaild::api {
+namespace kfaild::api::access_test {
 namespace {
 
 using common::Redactor;
@@ -263,4 +263,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace kfaild::api
+}  // namespace kfaild::api::access_test

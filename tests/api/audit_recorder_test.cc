@@ -24,7 +24,7 @@
 #include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 
-namespace kfaild::api {
+namespace kfaild::api::audit_recorder_test {
 namespace {
 
 constexpr std::int64_t kMinuteUs = 60'000'000;
@@ -350,4 +350,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace kfaild::api
+}  // namespace kfaild::api::audit_recorder_test

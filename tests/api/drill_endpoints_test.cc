@@ -19,7 +19,7 @@
 #include "tests/api/api_test_support.h"
 #include "tests/support/manual_clock.h"
 
-namespace kfaild::api {
+namespace kfaild::api::drill_endpoints_test {
 namespace {
 
 using nlohmann::json;
@@ -871,9 +871,9 @@ TEST_CASE("metrics count many drills by outcome, as many as there are", "[integr
 }
 
 }  // namespace
-}  // namespace kfaild::api
+}  // namespace kfaild::api::drill_endpoints_test
 
-namespace kfaild::api {
+namespace kfaild::api::drill_endpoints_test {
 namespace {
 
 // Every mutating route of the API, with a body it accepts from the operator.
@@ -1050,9 +1050,9 @@ TEST_CASE("every answer carries the dashboard's security headers", "[integration
 }
 
 }  // namespace
-}  // namespace kfaild::api
+}  // namespace kfaild::api::drill_endpoints_test
 
-namespace kfaild::api {
+namespace kfaild::api::drill_endpoints_test {
 namespace {
 
 // A stored verdict as the engine writes it: one failing ack check on p0 of run `run` and, when
@@ -1160,4 +1160,4 @@ TEST_CASE("a drill's verdict and regression are served, filtered and counted in 
   CHECK(p0["trend"][2]["ack_regressed"] == false);
 }
 
-}  // namespace kfaild::api
+}  // namespace kfaild::api::drill_endpoints_test

@@ -17,7 +17,7 @@
 #include "tests/support/shell.h"
 #include "tests/support/temp_dir.h"
 
-namespace kfaild::api {
+namespace kfaild::api::drill_metrics_test {
 namespace {
 
 using kfaild::testing::TempDir;
@@ -277,9 +277,9 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace kfaild::api
+}  // namespace kfaild::api::drill_metrics_test
 
-namespace kfaild::api {
+namespace kfaild::api::drill_metrics_test {
 namespace {
 
 // promtool's linter (names, units, HELP/TYPE) over what a scrape returns, the last drill's
@@ -317,4 +317,4 @@ TEST_CASE("promtool finds nothing to lint in kfaild's metrics, the last drill's 
 }
 
 }  // namespace
-}  // namespace kfaild::api
+}  // namespace kfaild::api::drill_metrics_test

@@ -8,7 +8,7 @@
 #include "server/common/time_format.h"
 #include "tests/api/api_test_support.h"
 
-namespace kfaild::api {
+namespace kfaild::api::endpoints_test {
 namespace {
 
 using nlohmann::json;
@@ -482,4 +482,4 @@ TEST_CASE("metrics expose probe counters and cluster state and store and HTTP co
 }
 
 }  // namespace
-}  // namespace kfaild::api
+}  // namespace kfaild::api::endpoints_test

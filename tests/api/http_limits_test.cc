@@ -27,7 +27,7 @@
 #include "tests/api/api_test_support.h"
 #include "tests/api/http_client.h"
 
-namespace kfaild::api {
+namespace kfaild::api::http_limits_test {
 namespace {
 
 using testing::ApiHarness;
@@ -349,4 +349,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace kfaild::api
+}  // namespace kfaild::api::http_limits_test

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace kfaild::api {
+namespace kfaild::api::http_message_test {
 namespace {
 
 using Query = QueryParams;
@@ -67,4 +67,4 @@ TEST_CASE("printable escapes control bytes and cuts long text", "[unit][api]") {
 }
 
 }  // namespace
-}  // namespace kfaild::api
+}  // namespace kfaild::api::http_message_test

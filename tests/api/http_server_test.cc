@@ -20,7 +20,7 @@
 #include "tests/api/http_client.h"
 #include "tests/support/reliability_record.h"
 
-namespace kfaild::api {
+namespace kfaild::api::http_server_test {
 namespace {
 
 using testing::ApiHarness;
@@ -401,4 +401,4 @@ TEST_CASE("options out of range are refused with the option named", "[unit][api]
 }
 
 }  // namespace
-}  // namespace kfaild::api
+}  // namespace kfaild::api::http_server_test

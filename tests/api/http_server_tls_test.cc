@@ -23,7 +23,7 @@
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_certs.h"
 
-namespace kfaild::api {
+namespace kfaild::api::http_server_tls_test {
 namespace {
 
 namespace asio = boost::asio;
@@ -373,4 +373,4 @@ TEST_CASE("TLS files that cannot be used stop start() with the option named",
 }
 
 }  // namespace
-}  // namespace kfaild::api
+}  // namespace kfaild::api::http_server_tls_test

@@ -15,7 +15,7 @@
 #include "storage/sqlite_drill_store.h"
 #include "tests/api/api_test_support.h"
 
-namespace kfaild::api {
+namespace kfaild::api::maintenance_endpoints_test {
 namespace {
 
 using nlohmann::json;
@@ -367,4 +367,4 @@ TEST_CASE("who opened a window from an IPv6 address is shown to the operator onl
         std::vector<std::string>{"operator (api, ::ffff:10.1.2.3)", "operator (api, 2001:db8::5)"});
 }
 
-}  // namespace kfaild::api
+}  // namespace kfaild::api::maintenance_endpoints_test

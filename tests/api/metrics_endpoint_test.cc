@@ -17,7 +17,7 @@
 #include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 
-namespace kfaild::api {
+namespace kfaild::api::metrics_endpoint_test {
 namespace {
 
 using testing::kNow;
@@ -257,4 +257,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace kfaild::api
+}  // namespace kfaild::api::metrics_endpoint_test

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-namespace kfaild::api {
+namespace kfaild::api::prometheus_text_test {
 namespace {
 
 TEST_CASE("prometheus text has HELP and TYPE before a family's samples", "[unit][api]") {
@@ -34,4 +34,4 @@ TEST_CASE("label values are escaped so a name cannot break the exposition", "[un
 }
 
 }  // namespace
-}  // namespace kfaild::api
+}  // namespace kfaild::api::prometheus_text_test

@@ -6,7 +6,7 @@
 
 #include "api/errc.h"
 
-namespace kfaild::api {
+namespace kfaild::api::query_params_test {
 namespace {
 
 constexpr std::int64_t kNow = 1'700'000'000'000'000;
@@ -148,4 +148,4 @@ TEST_CASE("enumerations and identifiers accept only their values", "[unit][api]"
 }
 
 }  // namespace
-}  // namespace kfaild::api
+}  // namespace kfaild::api::query_params_test

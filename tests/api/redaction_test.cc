@@ -20,7 +20,7 @@
 #include "tests/api/http_client.h"
 #include "tests/support/temp_dir.h"
 
-namespace kfaild::api {
+namespace kfaild::api::redaction_test {
 namespace {
 
 using common::Redactor;
@@ -213,4 +213,4 @@ TEST_CASE("an IPv6 address without brackets is redacted, IPv4-mapped ones too, t
 }
 
 }  // namespace
-}  // namespace kfaild::api
+}  // namespace kfaild::api::redaction_test

@@ -9,7 +9,7 @@
 #include "tests/api/api_test_support.h"
 #include "tests/api/http_client.h"
 
-namespace kfaild::api {
+namespace kfaild::api::response_cap_test {
 namespace {
 
 using testing::ApiHarness;
@@ -81,4 +81,4 @@ TEST_CASE("events with large details are cut at 4 MiB with a next page", "[integ
 }
 
 }  // namespace
-}  // namespace kfaild::api
+}  // namespace kfaild::api::response_cap_test

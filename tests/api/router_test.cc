@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace kfaild::api {
+namespace kfaild::api::router_test {
 namespace {
 
 // `authorization`: the Authorization field's value; empty: none.
@@ -180,4 +180,4 @@ TEST_CASE("malformed patterns and duplicate routes are refused at registration",
 }
 
 }  // namespace
-}  // namespace kfaild::api
+}  // namespace kfaild::api::router_test

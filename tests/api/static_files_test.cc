@@ -7,6 +7,8 @@
 
 #include "tests/support/temp_dir.h"
 
+namespace static_files_test {
+
 using namespace kfaild;
 
 TEST_CASE(
@@ -27,3 +29,5 @@ TEST_CASE(
   CHECK(files.load(api::installedWebDir(binary)));
   CHECK(files.fileCount() == 1);
 }
+
+}  // namespace static_files_test

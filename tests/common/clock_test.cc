@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+namespace clock_test {
+
 using namespace kfaild::common;
 
 namespace {
@@ -133,3 +135,5 @@ TEST_CASE(
   CHECK(clock.wallNow() == t.realtimeMicros());
   CHECK(clock.largestDrift(0, clock.wallNow()) == 0);
 }
+
+}  // namespace clock_test

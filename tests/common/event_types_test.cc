@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+namespace event_types_test {
+
 using namespace kfaild::common;
 
 namespace {
@@ -133,3 +135,5 @@ TEST_CASE("a spelling this kfaild does not know reads as unknown, not as a known
   CHECK_FALSE(nodeRoleFromString("Controller"));
   CHECK_FALSE(departureFromString(""));
 }
+
+}  // namespace event_types_test

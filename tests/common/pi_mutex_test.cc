@@ -14,6 +14,8 @@
 #include <string>
 #include <thread>
 
+namespace pi_mutex_test {
+
 using kfaild::common::PiMutex;
 
 namespace {
@@ -118,3 +120,5 @@ TEST_CASE(
   const auto plain = holderPriorityWhileARealtimeThreadWaits<std::mutex>();
   CHECK(plain.while_waited == plain.before);
 }
+
+}  // namespace pi_mutex_test

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_names_test {
+
 TEST_CASE("no test name holds a semicolon, which ctest would take for a list separator", "[unit]") {
   const auto& tests = Catch::getRegistryHub().getTestCaseRegistry().getAllTests();
   REQUIRE(tests.size() > 100);
@@ -11,3 +13,5 @@ TEST_CASE("no test name holds a semicolon, which ctest would take for a list sep
     CHECK(test.name.find(';') == std::string::npos);
   }
 }
+
+}  // namespace test_names_test

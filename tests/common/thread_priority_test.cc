@@ -10,6 +10,8 @@
 #include <string>
 #include <thread>
 
+namespace thread_priority_test {
+
 using kfaild::common::raiseThisThreadPriority;
 using kfaild::common::ThreadPriority;
 
@@ -79,3 +81,5 @@ TEST_CASE("a thread left normal keeps its scheduling", "[unit]") {
   CHECK(seen.policy == SCHED_OTHER);
   CHECK(seen.nice == getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())));
 }
+
+}  // namespace thread_priority_test

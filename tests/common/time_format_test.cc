@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace time_format_test {
+
 using namespace kfaild::common;
 
 TEST_CASE("timestamps are written as RFC 3339 UTC with microseconds and read back",
@@ -21,3 +23,5 @@ TEST_CASE("malformed timestamps are refused", "[unit][common]") {
   CHECK_FALSE(parseRfc3339("2025-11-30T04:18:30.Z"));
   CHECK_FALSE(parseRfc3339("yesterday"));
 }
+
+}  // namespace time_format_test

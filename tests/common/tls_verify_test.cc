@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+namespace tls_verify_test {
+
 using namespace kfaild::common;
 
 namespace {
@@ -158,3 +160,5 @@ TEST_CASE("a verifying client names the file it could not use", "[unit][common]"
   CHECK(SSL_CTX_get_verify_mode(system.get()) == SSL_VERIFY_PEER);
   CHECK(SSL_CTX_get_min_proto_version(system.get()) == TLS1_2_VERSION);
 }
+
+}  // namespace tls_verify_test

@@ -5,6 +5,8 @@
 
 #include "server/common/json_text.h"
 
+namespace utf8_test {
+
 using namespace kfaild::common;
 
 namespace {
@@ -63,3 +65,5 @@ TEST_CASE("the tail of a long output that ends in half a character is valid JSON
   const auto text = jsonText(nlohmann::json{{"stderr", output}});
   CHECK(text.substr(text.size() - 8) == "\xE2\x82\xAC\xEF\xBF\xBD\"}");
 }
+
+}  // namespace utf8_test

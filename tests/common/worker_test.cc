@@ -12,6 +12,8 @@
 
 #include "tests/support/manual_clock.h"
 
+namespace worker_test {
+
 using kfaild::common::Worker;
 using namespace std::chrono_literals;
 
@@ -130,3 +132,5 @@ TEST_CASE(
   REQUIRE(stopped.wait_for(5s) == std::future_status::ready);
   CHECK(runs == 1);  // stopped within the restart delay
 }
+
+}  // namespace worker_test

@@ -20,6 +20,8 @@
 #include "tests/support/shell.h"
 #include "tests/support/temp_dir.h"
 
+namespace config_secrets_test {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -272,3 +274,5 @@ TEST_CASE(
       url_file.string() + "}\n";
   CHECK(load(kept_out, 0644).empty());
 }
+
+}  // namespace config_secrets_test

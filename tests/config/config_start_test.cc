@@ -17,6 +17,8 @@
 #include "tests/support/reliability_record.h"
 #include "tests/support/temp_dir.h"
 
+namespace config_start_test {
+
 namespace {
 
 constexpr const char* kToken = "config-test-token-0123456789";
@@ -159,3 +161,5 @@ TEST_CASE(
   record["refused_with_exit_2_before_the_database"] = refused;
   record.completed();
 }
+
+}  // namespace config_start_test

@@ -7,6 +7,8 @@
 
 #include "tests/support/temp_dir.h"
 
+namespace config_test {
+
 using namespace kfaild::config;
 
 namespace {
@@ -412,3 +414,5 @@ TEST_CASE(
   // No form of the secret ever reaches an error.
   CHECK_THAT(open_error, !Catch::Contains("s3cret"));
 }
+
+}  // namespace config_test

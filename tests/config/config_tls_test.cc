@@ -7,6 +7,8 @@
 #include "server/config/config.h"
 #include "tests/support/temp_dir.h"
 
+namespace config_tls_test {
+
 using namespace kfaild::config;
 
 namespace {
@@ -61,3 +63,5 @@ TEST_CASE("http.tls takes a certificate and a key, both readable, and an optiona
             .find("test.yaml: http.tls.ca_file: unknown key (known: cert_file, client_ca_file, "
                   "key_file)") == 0);
 }
+
+}  // namespace config_tls_test

@@ -2,6 +2,8 @@
 
 #include "server/config/config.h"
 
+namespace notifications_config_test {
+
 using namespace kfaild::config;
 
 namespace {
@@ -107,3 +109,5 @@ TEST_CASE("notification mistakes name their key", "[unit][config][notify]") {
   CHECK(errorOf("notifications: {incidents: {min_stall: 5}}")
             .find("notifications.incidents.min_stall: unknown key") != std::string::npos);
 }
+
+}  // namespace notifications_config_test

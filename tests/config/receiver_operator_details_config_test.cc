@@ -2,6 +2,8 @@
 
 #include "server/config/config.h"
 
+namespace receiver_operator_details_config_test {
+
 using namespace kfaild::config;
 
 namespace {
@@ -39,3 +41,5 @@ TEST_CASE("a receiver gets operator-only details only when it says include_opera
              Catch::Contains(
                  "notifications.receivers[1].include_operator_details: must be true or false"));
 }
+
+}  // namespace receiver_operator_details_config_test

@@ -6,6 +6,8 @@
 
 #include "server/config/config.h"
 
+namespace storage_config_test {
+
 using namespace kfaild::config;
 
 namespace {
@@ -135,3 +137,5 @@ TEST_CASE("http.max_connections_per_peer defaults to 64 and is read from the htt
                 withStorage("  path: /tmp/k.db\n"))
             .find("http.max_connections_per_peer") != std::string::npos);
 }
+
+}  // namespace storage_config_test

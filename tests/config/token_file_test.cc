@@ -9,7 +9,7 @@
 
 #include "tests/support/temp_dir.h"
 
-namespace kfaild::config {
+namespace kfaild::config::token_file_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -61,4 +61,4 @@ TEST_CASE("a token file owned by another user is refused", "[unit]") {
 }
 
 }  // namespace
-}  // namespace kfaild::config
+}  // namespace kfaild::config::token_file_test

@@ -22,6 +22,8 @@
 #include "tests/support/kafka_doubles.h"
 #include "tests/support/temp_dir.h"
 
+namespace daemon_recovery_test {
+
 using namespace kfaild;
 using namespace std::chrono_literals;
 
@@ -135,3 +137,5 @@ TEST_CASE(
   CHECK(pending->empty());
   CHECK(kfaild.stop() == 0);
 }
+
+}  // namespace daemon_recovery_test

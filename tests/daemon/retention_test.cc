@@ -21,7 +21,7 @@
 #include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 
-namespace kfaild::daemon {
+namespace kfaild::daemon::retention_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -551,9 +551,9 @@ TEST_CASE("retention prune throughput and the size the bound holds", "[.][retent
 }
 
 }  // namespace
-}  // namespace kfaild::daemon
+}  // namespace kfaild::daemon::retention_test
 
-namespace kfaild::daemon {
+namespace kfaild::daemon::retention_test {
 namespace {
 
 storage::AuditRecord auditRow(std::int64_t time_us) {
@@ -615,4 +615,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace kfaild::daemon
+}  // namespace kfaild::daemon::retention_test

@@ -7,6 +7,8 @@
 #include "server/common/redaction.h"
 #include "server/daemon/daemon.h"
 
+namespace sensitive_literals_test {
+
 using namespace kfaild;
 
 TEST_CASE(
@@ -36,3 +38,5 @@ TEST_CASE(
             "isolate of node 2 failed: ip netns exec kafkans2 nft: kafka-2.internal unreachable") ==
         "isolate of node 2 failed: ip netns exec [redacted] nft: [redacted] unreachable");
 }
+
+}  // namespace sensitive_literals_test

@@ -25,6 +25,8 @@
 #include "tests/support/shell.h"
 #include "tests/support/temp_dir.h"
 
+namespace deploy_files_test {
+
 namespace fs = std::filesystem;
 using kfaild::testing::quoted;
 using kfaild::testing::Ran;
@@ -441,3 +443,5 @@ TEST_CASE(
     }
   }
 }
+
+}  // namespace deploy_files_test

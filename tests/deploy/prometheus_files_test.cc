@@ -18,6 +18,8 @@
 #include "tests/support/shell.h"
 #include "tests/support/temp_dir.h"
 
+namespace prometheus_files_test {
+
 namespace fs = std::filesystem;
 using kfaild::testing::quoted;
 using kfaild::testing::readFile;
@@ -195,3 +197,5 @@ TEST_CASE(
     CHECK(documented.count(name) == 1);
   }
 }
+
+}  // namespace prometheus_files_test

@@ -8,7 +8,7 @@
 #include "storage/sqlite_store.h"
 #include "tests/support/temp_dir.h"
 
-namespace kfaild::drill {
+namespace kfaild::drill::analysis_inputs_test {
 namespace {
 
 constexpr std::int64_t kBase = 1'760'000'000'000'000;
@@ -144,4 +144,4 @@ TEST_CASE("a window whose samples cannot be paged fails with the reason instead 
 }
 
 }  // namespace
-}  // namespace kfaild::drill
+}  // namespace kfaild::drill::analysis_inputs_test

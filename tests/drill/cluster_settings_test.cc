@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+namespace cluster_settings_test {
+
 using namespace kfaild;
 using kafka::NodeConfigValue;
 
@@ -127,3 +129,5 @@ TEST_CASE(
         "the largest of broker 1 10000, broker 2 30000 (not every broker answered); broker 2: "
         "Kafka's default");
 }
+
+}  // namespace cluster_settings_test

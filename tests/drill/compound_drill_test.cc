@@ -10,6 +10,8 @@
 #include "server/drill/node_recovery.h"
 #include "tests/drill/engine_harness.h"
 
+namespace compound_drill_test {
+
 using namespace kfaild;
 using kfaild::testing::EngineHarness;
 using namespace std::chrono_literals;
@@ -197,3 +199,5 @@ TEST_CASE("a journal left with a broker and a controller down replays the contro
   CHECK(h.openRecoveries().empty());
   CHECK(h.record(*drill_id).second_fault == drill.second_fault);
 }
+
+}  // namespace compound_drill_test

@@ -11,6 +11,8 @@
 
 #include "server/drill/errc.h"
 
+namespace cron_test {
+
 using namespace kfaild::drill;
 
 namespace {
@@ -407,3 +409,5 @@ TEST_CASE("drill errors belong to the drill category with their own messages", "
   CHECK(drillError(errc::invalid_cron, "expected 5 fields, got 4").describe() ==
         "invalid cron expression: expected 5 fields, got 4");
 }
+
+}  // namespace cron_test

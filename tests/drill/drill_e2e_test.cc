@@ -19,6 +19,8 @@
 #include "tests/support/paths.h"
 #include "tests/support/temp_dir.h"
 
+namespace drill_e2e_test {
+
 using namespace kfaild;
 using namespace std::chrono_literals;
 
@@ -351,3 +353,5 @@ TEST_CASE(
                                       << (*returned_us - *started_us) / 1000 << " ms, counted back "
                                       << (recovered_us - *returned_us) / 1000 << " ms after that");
 }
+
+}  // namespace drill_e2e_test

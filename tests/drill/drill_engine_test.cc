@@ -14,6 +14,8 @@
 #include "server/drill/scheduler.h"
 #include "tests/drill/engine_harness.h"
 
+namespace drill_engine_test {
+
 using namespace kfaild;
 using kfaild::testing::EngineHarness;
 using namespace std::chrono_literals;
@@ -568,3 +570,5 @@ TEST_CASE(
     CHECK(h.openRecoveries().empty());
   }
 }
+
+}  // namespace drill_engine_test

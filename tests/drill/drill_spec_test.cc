@@ -6,6 +6,8 @@
 
 #include "server/drill/errc.h"
 
+namespace drill_spec_test {
+
 using namespace kfaild::drill;
 using nlohmann::json;
 
@@ -263,3 +265,5 @@ TEST_CASE("a compound drill's then parses, round-trips, and names what is wrong 
           R"({"fault":"kill","target":{"broker":1},"then":{"fault":"kill","target":{"broker":2},"after_s":1,"x":1}})") ==
       "then.x: unknown field");
 }
+
+}  // namespace drill_spec_test

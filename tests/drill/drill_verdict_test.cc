@@ -14,6 +14,8 @@
 #include "server/drill/drill_state.h"
 #include "tests/drill/engine_harness.h"
 
+namespace drill_verdict_test {
+
 using namespace kfaild;
 using kfaild::testing::EngineHarness;
 using nlohmann::json;
@@ -202,3 +204,5 @@ TEST_CASE("a kill of a KRaft controller states its detection objective not appli
   CHECK((*detection)["reason"].get<std::string>().find("controllers are never fenced") !=
         std::string::npos);
 }
+
+}  // namespace drill_verdict_test

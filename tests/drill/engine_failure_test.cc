@@ -8,6 +8,8 @@
 #include "server/drill/drill_state.h"
 #include "tests/drill/engine_harness.h"
 
+namespace engine_failure_test {
+
 using namespace kfaild;
 using kfaild::testing::EngineHarness;
 using namespace std::chrono_literals;
@@ -73,3 +75,5 @@ TEST_CASE(
   CHECK(h.runToEnd(*next).state == "done");
   CHECK(h.cluster.available(2));
 }
+
+}  // namespace engine_failure_test

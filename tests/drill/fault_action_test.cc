@@ -10,6 +10,8 @@
 #include "tests/drill/fake_cluster.h"
 #include "tests/support/manual_clock.h"
 
+namespace fault_action_test {
+
 using namespace kfaild;
 using kfaild::testing::EngineHarness;
 
@@ -126,3 +128,5 @@ TEST_CASE(
   REQUIRE(drill::undoFault(injector, pause, 7));
   CHECK(injector.resumedDrills() == std::vector<std::string>{"7"});
 }
+
+}  // namespace fault_action_test

@@ -15,6 +15,8 @@
 #include "server/drill/errc.h"
 #include "tests/drill/engine_harness.h"
 
+namespace gray_fault_engine_test {
+
 using namespace kfaild;
 using kfaild::testing::EngineHarness;
 using namespace std::chrono_literals;
@@ -359,3 +361,5 @@ TEST_CASE(
     CHECK(h.injectors[2]->count("isolate") == 0);
   }
 }
+
+}  // namespace gray_fault_engine_test

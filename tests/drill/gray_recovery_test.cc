@@ -15,6 +15,8 @@
 #include "server/fault/gray_runner.h"
 #include "tests/drill/engine_harness.h"
 
+namespace gray_recovery_test {
+
 using namespace kfaild;
 using kfaild::testing::EngineHarness;
 using namespace std::chrono_literals;
@@ -288,3 +290,5 @@ TEST_CASE(
   CHECK(h.openRecoveries().size() == 1);
   CHECK(h.events("healed").size() == 1);
 }
+
+}  // namespace gray_recovery_test

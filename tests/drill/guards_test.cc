@@ -5,6 +5,8 @@
 
 #include "tests/support/lab.h"
 
+namespace guards_test {
+
 using namespace kfaild;
 using namespace kfaild::drill;
 
@@ -324,3 +326,5 @@ TEST_CASE("a compound drill's second fault is guarded on what the two faults do 
   c.allow_quorum_loss = true;
   CHECK_FALSE(checkSecondFault(c, 100, true));
 }
+
+}  // namespace guards_test

@@ -10,6 +10,8 @@
 #include "server/fault/gray_fault.h"
 #include "tests/drill/engine_harness.h"
 
+namespace peer_addresses_test {
+
 using namespace kfaild;
 using kfaild::testing::EngineHarness;
 using Addresses = std::vector<std::string>;
@@ -216,3 +218,5 @@ TEST_CASE("the system's resolver gives an IP literal as itself", "[unit][drill]"
   CHECK(drill::resolveHost("10.1.2.3") == Addresses{"10.1.2.3"});
   CHECK(drill::resolveHost("fd00::7") == Addresses{"fd00::7"});
 }
+
+}  // namespace peer_addresses_test

@@ -13,6 +13,8 @@
 #include "tests/drill/engine_harness.h"
 #include "tests/support/eventually.h"
 
+namespace drill_rolling_restart_test {
+
 using namespace kfaild;
 using kfaild::testing::EngineHarness;
 using namespace std::chrono_literals;
@@ -550,3 +552,5 @@ TEST_CASE("the window of a rehearsal kfaild died in is closed at the next start"
   REQUIRE(*kept);
   CHECK_FALSE((*kept)->closed_us.has_value());
 }
+
+}  // namespace drill_rolling_restart_test

@@ -11,6 +11,8 @@
 #include "server/drill/errc.h"
 #include "tests/drill/engine_harness.h"
 
+namespace run_integrity_test {
+
 using namespace kfaild;
 using kfaild::testing::EngineHarness;
 using namespace std::chrono_literals;
@@ -221,3 +223,5 @@ TEST_CASE(
   CHECK_FALSE(run.contains("observe_timed_out"));
   CHECK_FALSE(run.contains("offline_timed_out"));
 }
+
+}  // namespace run_integrity_test

@@ -9,6 +9,8 @@
 
 #include "tests/drill/engine_harness.h"
 
+namespace run_target_test {
+
 using namespace kfaild;
 using kfaild::testing::EngineHarness;
 using kfaild::testing::FakeCluster;
@@ -337,3 +339,5 @@ TEST_CASE(
   CHECK(seen->since_us > fault_us + 6 * FakeCluster::kSecond);
   CHECK(seen->since_us <= observe_end_us);
 }
+
+}  // namespace run_target_test

@@ -11,6 +11,8 @@
 #include "tests/e2e/e2e_support.h"
 #include "tests/support/paths.h"
 
+namespace api_drill_test {
+
 using namespace kfaild;
 using namespace kfaild::e2e;
 using namespace std::chrono_literals;
@@ -360,3 +362,5 @@ TEST_CASE("a schedule created over the API fires a real drill on the lab at its 
   CHECK(partitionOf(drill["runs"][0]["analysis"], lab.topic, 1)["role"] == "leader");
   CHECK(kfaild.get(location)["enabled"] == false);
 }
+
+}  // namespace api_drill_test

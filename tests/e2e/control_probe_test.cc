@@ -8,6 +8,8 @@
 
 #include "tests/e2e/e2e_support.h"
 
+namespace e2e_control_probe_test {
+
 using namespace kfaild;
 using namespace kfaild::e2e;
 using nlohmann::json;
@@ -46,3 +48,5 @@ TEST_CASE(
        << (control["stall"].is_object() ? control["stall"]["duration_s"].dump() : "no stall")
        << " s, requests now via " << now["requests_via"]);
 }
+
+}  // namespace e2e_control_probe_test

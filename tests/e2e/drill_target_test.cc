@@ -6,6 +6,8 @@
 
 #include "tests/e2e/e2e_support.h"
 
+namespace drill_target_test {
+
 using namespace kfaild;
 using namespace kfaild::e2e;
 using nlohmann::json;
@@ -107,3 +109,5 @@ TEST_CASE(
   CHECK(partitionOf(run["analysis"], lab.topic, 0)["role"] == "leader");
   REQUIRE(testing::lab("wait") == 0);
 }
+
+}  // namespace drill_target_test

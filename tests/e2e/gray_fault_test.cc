@@ -16,6 +16,8 @@
 #include "tests/e2e/netns_support.h"
 #include "tests/support/eventually.h"
 
+namespace e2e_gray_fault_test {
+
 using namespace kfaild;
 using namespace kfaild::e2e;
 using namespace std::chrono_literals;
@@ -251,3 +253,5 @@ TEST_CASE(
         60s));
   }
 }
+
+}  // namespace e2e_gray_fault_test

@@ -13,6 +13,8 @@
 #include "tests/e2e/e2e_support.h"
 #include "tests/e2e/netns_support.h"
 
+namespace gray_rows_test {
+
 using namespace kfaild;
 using namespace kfaild::e2e;
 using namespace std::chrono_literals;
@@ -272,3 +274,5 @@ TEST_CASE("replica.lag.time.max.ms halved moves a follower isolation's stall wit
                 4 * kSecondUs, 9 * kSecondUs);
   }
 }
+
+}  // namespace gray_rows_test

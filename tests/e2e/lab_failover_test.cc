@@ -16,6 +16,8 @@
 #include "server/kafka/metadata.h"
 #include "tests/support/lab.h"
 
+namespace lab_failover_test {
+
 using namespace kfaild;
 using namespace std::chrono_literals;
 
@@ -153,3 +155,5 @@ TEST_CASE("every node of the lab maps the class data sharing archive that lab fe
     CHECK(text.find(".jsa") != std::string::npos);
   }
 }
+
+}  // namespace lab_failover_test

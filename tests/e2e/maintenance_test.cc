@@ -16,6 +16,8 @@
 #include "tests/support/lab.h"
 #include "tests/support/paths.h"
 
+namespace maintenance_test {
+
 using namespace kfaild;
 using namespace kfaild::e2e;
 using nlohmann::json;
@@ -158,3 +160,5 @@ TEST_CASE(
   CHECK((*alert)["labels"]["cluster"] == "lab");
   CHECK((*alert)["status"]["state"] == "active");  // not silenced: the window is over
 }
+
+}  // namespace maintenance_test

@@ -9,6 +9,8 @@
 #include "tests/e2e/e2e_support.h"
 #include "tests/support/shell.h"
 
+namespace package_test {
+
 using namespace kfaild;
 using namespace kfaild::e2e;
 using nlohmann::json;
@@ -92,3 +94,5 @@ TEST_CASE(
   INFO(cli.output);
   CHECK(cli.status == 0);
 }
+
+}  // namespace package_test

@@ -16,7 +16,7 @@
 #include "storage/sqlite_store.h"
 #include "tests/e2e/e2e_support.h"
 
-namespace kfaild::e2e {
+namespace kfaild::e2e::probe_follows_test {
 namespace {
 
 // Grows `topic` to `partitions` with the admin API (CreatePartitions), as an operator would.
@@ -171,4 +171,4 @@ TEST_CASE(
   }
 }
 
-}  // namespace kfaild::e2e
+}  // namespace kfaild::e2e::probe_follows_test

@@ -14,6 +14,8 @@
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
+namespace probe_kill_test {
+
 using namespace kfaild;
 using namespace std::chrono_literals;
 
@@ -133,3 +135,5 @@ TEST_CASE(
   CHECK(leader_moved);
   CHECK(client_update);
 }
+
+}  // namespace probe_kill_test

@@ -10,6 +10,8 @@
 #include "tests/support/paths.h"
 #include "tests/support/prometheus.h"
 
+namespace prometheus_e2e_test {
+
 using namespace kfaild;
 using namespace kfaild::e2e;
 using namespace std::chrono_literals;
@@ -159,3 +161,5 @@ TEST_CASE(
   }
   CHECK(evaluated == rules.size());
 }
+
+}  // namespace prometheus_e2e_test

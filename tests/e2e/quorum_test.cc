@@ -10,6 +10,8 @@
 
 #include "tests/e2e/e2e_support.h"
 
+namespace e2e_quorum_test {
+
 using namespace kfaild;
 using namespace kfaild::e2e;
 using nlohmann::json;
@@ -275,3 +277,5 @@ TEST_CASE(
                             << " s, leaderless " << control["quorum"]["leaderless_s"] << " s");
   REQUIRE(testing::lab("wait") == 0);
 }
+
+}  // namespace e2e_quorum_test

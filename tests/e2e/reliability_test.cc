@@ -13,6 +13,8 @@
 #include "tests/fault/lab_broker.h"
 #include "tests/support/paths.h"
 
+namespace reliability_test {
+
 using namespace kfaild;
 using namespace kfaild::e2e;
 using namespace std::chrono_literals;
@@ -720,3 +722,5 @@ TEST_CASE(
   checkTokenNotLogged(kfaild);
   record.completed();
 }
+
+}  // namespace reliability_test

@@ -10,6 +10,8 @@
 
 #include "tests/e2e/e2e_support.h"
 
+namespace e2e_rolling_restart_test {
+
 using namespace kfaild::e2e;
 using namespace std::chrono_literals;
 
@@ -161,3 +163,5 @@ TEST_CASE(
   CHECK(std::regex_search(kfaild::testing::labOutput("status"), all_alive));
   waitFullIsr();
 }
+
+}  // namespace e2e_rolling_restart_test

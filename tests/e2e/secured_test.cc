@@ -12,6 +12,8 @@
 #include "tests/e2e/e2e_support.h"
 #include "tests/support/test_certs.h"
 
+namespace secured_test {
+
 using namespace kfaild;
 using namespace kfaild::e2e;
 using namespace std::chrono_literals;
@@ -464,3 +466,5 @@ TEST_CASE(
   CHECK_FALSE(check_denied.empty());
   grant("--operation Create --topic kfaild-controller-check");
 }
+
+}  // namespace secured_test

@@ -8,6 +8,8 @@
 #include "server/kafka/client.h"
 #include "tests/e2e/e2e_support.h"
 
+namespace stall_figures_test {
+
 using namespace kfaild;
 using namespace kfaild::e2e;
 using namespace std::chrono_literals;
@@ -250,3 +252,5 @@ TEST_CASE(
   }
   record.completed();
 }
+
+}  // namespace stall_figures_test

@@ -9,6 +9,8 @@
 #include "tests/support/http_receiver.h"
 #include "tests/support/paths.h"
 
+namespace e2e_verdict_test {
+
 using namespace kfaild;
 using namespace kfaild::e2e;
 using nlohmann::json;
@@ -136,3 +138,5 @@ TEST_CASE(
     delivered += n["event"] == "drill_finished" ? 1 : 0;
   CHECK(delivered == 3);
 }
+
+}  // namespace e2e_verdict_test

@@ -5,6 +5,8 @@
 
 #include "tests/e2e/e2e_support.h"
 
+namespace wire_client_test {
+
 using namespace kfaild;
 using namespace kfaild::e2e;
 using namespace std::chrono_literals;
@@ -71,3 +73,5 @@ TEST_CASE(
        << " ms after it; nothing outstanding inside p0's stall for " << p0["ack"]["probe_idle_us"]
        << " µs, before its ending send for " << p0["ack"]["probe_idle_at_end_us"] << " µs");
 }
+
+}  // namespace wire_client_test

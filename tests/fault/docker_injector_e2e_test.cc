@@ -14,6 +14,8 @@
 #include "tests/fault/lab_broker.h"
 #include "tests/support/paths.h"
 
+namespace docker_injector_e2e_test {
+
 using namespace kfaild;
 using namespace kfaild::fault;
 using namespace std::chrono_literals;
@@ -229,3 +231,5 @@ TEST_CASE(
   CHECK(injector.inspect()->paused);
   testing::shellCommand("podman unpause " + name + " >/dev/null 2>&1");
 }
+
+}  // namespace docker_injector_e2e_test

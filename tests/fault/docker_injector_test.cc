@@ -12,6 +12,8 @@
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
+namespace docker_injector_test {
+
 using namespace kfaild::fault;
 
 namespace {
@@ -253,3 +255,5 @@ TEST_CASE(
   CHECK(isolated.error().message.find("runs with network mode host") != std::string::npos);
   CHECK(isolated.error().message.find("kfaild-gray") == std::string::npos);
 }
+
+}  // namespace docker_injector_test

@@ -21,6 +21,8 @@
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_certs.h"
 
+namespace docker_tls_e2e_test {
+
 using namespace kfaild;
 using namespace kfaild::fault;
 using namespace std::chrono_literals;
@@ -184,3 +186,5 @@ TEST_CASE(
   }
   CHECK(stunnel.running());
 }
+
+}  // namespace docker_tls_e2e_test

@@ -11,6 +11,8 @@
 #include "server/fault/errc.h"
 #include "tests/support/temp_dir.h"
 
+namespace docker_tls_test {
+
 using namespace kfaild;
 
 namespace {
@@ -140,3 +142,5 @@ TEST_CASE("the Docker injector itself refuses plain tcp:// to a host that is not
   CHECK(unusable_result.error().message.find(
             "docker.tls.ca_file: cannot use /nonexistent/ca.pem") == 0);
 }
+
+}  // namespace docker_tls_test

@@ -14,6 +14,8 @@
 #include "server/fault/ssh_injector.h"
 #include "tests/support/temp_dir.h"
 
+namespace fault_time_test {
+
 using namespace kfaild;
 using namespace kfaild::fault;
 
@@ -243,3 +245,5 @@ TEST_CASE(
   CHECK(again->size() == 1);
   CHECK(clock.reads() == 2 + 10);  // the cached offset's age twice, and the rounds once
 }
+
+}  // namespace fault_time_test

@@ -12,6 +12,8 @@
 #include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 
+namespace fault_gray_fault_test {
+
 using namespace kfaild::fault;
 using namespace std::chrono_literals;
 
@@ -533,3 +535,5 @@ TEST_CASE(
   CHECK(grayInstanceHere("kfaild.db") ==
         grayInstanceHere((std::filesystem::current_path() / "kfaild.db").string()));
 }
+
+}  // namespace fault_gray_fault_test

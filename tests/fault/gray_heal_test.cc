@@ -13,6 +13,8 @@
 #include "tests/support/manual_clock.h"
 #include "tests/support/paths.h"
 
+namespace gray_heal_test {
+
 using namespace kfaild::fault;
 using namespace std::chrono_literals;
 
@@ -171,3 +173,5 @@ TEST_CASE(
     }
   }
 }
+
+}  // namespace gray_heal_test

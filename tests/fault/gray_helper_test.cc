@@ -8,6 +8,8 @@
 #include "server/fault/command.h"
 #include "tests/support/paths.h"
 
+namespace gray_helper_test {
+
 using namespace kfaild::fault;
 using namespace std::chrono_literals;
 
@@ -148,3 +150,5 @@ TEST_CASE("the kfaild-gray program refuses a bad request with status 2 and runs 
   REQUIRE(gone.ok());
   CHECK(gone->exit_code == kHelperNothingThere);
 }
+
+}  // namespace gray_helper_test

@@ -28,6 +28,8 @@
 #include "tests/support/eventually.h"
 #include "tests/support/lab.h"
 
+namespace gray_lab_e2e_test {
+
 using namespace kfaild::fault;
 using namespace std::chrono_literals;
 
@@ -225,3 +227,5 @@ TEST_CASE(
   REQUIRE(swept.ok());
   CHECK(swept->empty());
 }
+
+}  // namespace gray_lab_e2e_test

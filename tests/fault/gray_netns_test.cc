@@ -24,6 +24,8 @@
 #include "tests/support/shell.h"
 #include "tests/support/temp_dir.h"
 
+namespace gray_netns_test {
+
 using namespace kfaild::fault;
 using namespace std::chrono_literals;
 
@@ -482,3 +484,5 @@ TEST_CASE("the lab removes a pending disk filler before it unmounts a node's log
   CHECK_FALSE(std::filesystem::exists(disk / "kfaild_fill_i0a1b2c3d_d5.Ab12Cd"));
   CHECK(std::filesystem::exists(disk / "kafka-data"));
 }
+
+}  // namespace gray_netns_test

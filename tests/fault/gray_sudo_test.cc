@@ -20,6 +20,8 @@
 #include "tests/support/paths.h"
 #include "tests/support/shell.h"
 
+namespace gray_sudo_test {
+
 using namespace kfaild::fault;
 using namespace std::chrono_literals;
 
@@ -175,3 +177,5 @@ TEST_CASE("kfaild-gray places rules only when the broker it is given runs in the
   CHECK(there.exit_code == 0);
   run({"kill", std::to_string(pid)});
 }
+
+}  // namespace gray_sudo_test

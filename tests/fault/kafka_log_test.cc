@@ -13,6 +13,8 @@
 #include "server/fault/command.h"
 #include "tests/support/temp_dir.h"
 
+namespace kafka_log_test {
+
 using namespace kfaild::fault;
 
 namespace {
@@ -301,3 +303,5 @@ TEST_CASE("the grep script reads the files Kafka rolled since the time asked, th
   CHECK(lines[0].message.find("a") != std::string::npos);
   CHECK(lines[0].t < lines[1].t);
 }
+
+}  // namespace kafka_log_test

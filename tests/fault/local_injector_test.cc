@@ -18,6 +18,8 @@
 #include "tests/fault/lab_broker.h"
 #include "tests/support/temp_dir.h"
 
+namespace local_injector_test {
+
 using namespace kfaild;
 using namespace kfaild::fault;
 using namespace std::chrono_literals;
@@ -725,3 +727,5 @@ TEST_CASE("a local isolation goes only into the namespace the broker runs in",
     CHECK(injector.heal("lt1"));
   }
 }
+
+}  // namespace local_injector_test

@@ -8,6 +8,8 @@
 
 #include "server/fault/ssh_injector.h"
 
+namespace pause_expiry_test {
+
 using namespace kfaild::fault;
 using namespace std::chrono_literals;
 
@@ -127,3 +129,5 @@ TEST_CASE("the timer's and the cancel's output name what they started and remove
   CHECK(cancelDetail("") == "; no expiry timer was left");
   CHECK(cancelDetail("/tmp/f") == "; its expiry timer cancelled (/tmp/f)");
 }
+
+}  // namespace pause_expiry_test

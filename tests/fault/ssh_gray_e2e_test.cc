@@ -49,6 +49,8 @@
 #include "tests/support/shell.h"
 #include "tests/support/temp_dir.h"
 
+namespace ssh_gray_e2e_test {
+
 using namespace kfaild;
 using namespace kfaild::fault;
 using namespace std::chrono_literals;
@@ -452,3 +454,5 @@ TEST_CASE(
   }
   WARN("node up in " << up << " s; each heal over ssh took " << figures.str());
 }
+
+}  // namespace ssh_gray_e2e_test

@@ -19,6 +19,8 @@
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
+namespace ssh_injector_e2e_test {
+
 using namespace kfaild;
 using namespace kfaild::fault;
 using namespace std::chrono_literals;
@@ -255,3 +257,5 @@ TEST_CASE("an sshd that is down is ssh_failed with ssh's own message", "[integra
   CHECK(r.error().message.find("connect to host 127.0.0.1 port 1: Connection refused") !=
         std::string::npos);
 }
+
+}  // namespace ssh_injector_e2e_test

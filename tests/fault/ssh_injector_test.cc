@@ -11,6 +11,8 @@
 #include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 
+namespace ssh_injector_test {
+
 using namespace kfaild::fault;
 
 namespace {
@@ -328,3 +330,5 @@ TEST_CASE(
   node.fill_dir = "/srv/fill";
   CHECK(makeInjector(node, clock)->refusal(GrayFault::disk_full).empty());
 }
+
+}  // namespace ssh_injector_test

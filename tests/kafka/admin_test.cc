@@ -8,6 +8,8 @@
 
 #include "server/kafka/client.h"
 
+namespace admin_test {
+
 using namespace kfaild;
 
 TEST_CASE("a request is made validate-only or not sent, with librdkafka's reason", "[unit]") {
@@ -25,3 +27,5 @@ TEST_CASE("a request is made validate-only or not sent, with librdkafka's reason
   CHECK(remove.error().message.size() >
         std::string("cannot make the request validate-only: ").size());
 }
+
+}  // namespace admin_test

@@ -6,6 +6,8 @@
 
 #include "server/kafka/client.h"
 
+namespace client_registry_test {
+
 using namespace kfaild;
 
 namespace {
@@ -41,3 +43,5 @@ TEST_CASE(
   CHECK(kafka::addBootstrapAgain(one) == 0);
   CHECK(kafka::addBootstrapAgain(other) == 0);
 }
+
+}  // namespace client_registry_test

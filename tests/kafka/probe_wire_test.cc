@@ -11,6 +11,8 @@
 
 #include "server/kafka/wire.h"
 
+namespace probe_wire_test {
+
 using namespace kfaild::kafka;
 using Bytes = std::vector<std::uint8_t>;
 
@@ -356,3 +358,5 @@ TEST_CASE(
   CHECK(out[1].offset == 71);
   CHECK(std::string(out[1].value.begin(), out[1].value.end()) == "second");
 }
+
+}  // namespace probe_wire_test

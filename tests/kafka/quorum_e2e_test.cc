@@ -10,6 +10,8 @@
 #include "server/kafka/quorum.h"
 #include "tests/support/lab.h"
 
+namespace quorum_e2e_test {
+
 using namespace kfaild;
 
 TEST_CASE("the lab's quorum is led by controller 100 with the three brokers as observers",
@@ -51,3 +53,5 @@ TEST_CASE("the lab's quorum is led by controller 100 with the three brokers as o
     CHECK(via->leader_id == 100);
   }
 }
+
+}  // namespace quorum_e2e_test

@@ -19,6 +19,8 @@
 #include "server/kafka/errc.h"
 #include "tests/support/kafka_doubles.h"
 
+namespace kafka_quorum_test {
+
 using namespace kfaild;
 using kfaild::testing::SilentListener;
 using Bytes = std::vector<std::uint8_t>;
@@ -448,3 +450,5 @@ TEST_CASE(
   CHECK(std::string(kafka::coordinatorTopic(kafka::CoordinatorType::kTransaction)) ==
         "__transaction_state");
 }
+
+}  // namespace kafka_quorum_test

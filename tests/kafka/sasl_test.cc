@@ -14,6 +14,8 @@
 #include "server/kafka/quorum.h"
 #include "server/kafka/security.h"
 
+namespace sasl_test {
+
 using namespace kfaild;
 using Bytes = std::vector<std::uint8_t>;
 
@@ -213,3 +215,5 @@ TEST_CASE(
   CHECK_FALSE(s->sasl());
   CHECK_FALSE(s->verify_hostname);
 }
+
+}  // namespace sasl_test

@@ -19,6 +19,8 @@
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_certs.h"
 
+namespace secured_client_test {
+
 using namespace kfaild;
 
 namespace {
@@ -173,3 +175,5 @@ TEST_CASE("a refusal librdkafka reports at start names the client property it po
   CHECK(kafka::refusedKey(true, "SSL transport error: tlsv13 alert certificate required") ==
         "ssl.certificate.location");
 }
+
+}  // namespace secured_client_test

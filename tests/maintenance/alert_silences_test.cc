@@ -17,6 +17,8 @@
 #include "tests/support/paths.h"
 #include "tests/support/prometheus.h"
 
+namespace alert_silences_test {
+
 using namespace kfaild;
 using namespace std::chrono_literals;
 using nlohmann::json;
@@ -135,3 +137,5 @@ TEST_CASE(
   CHECK(state_of["KfaildProbeNoAck"]["state"] == "active");
   CHECK(state_of["KfaildClusterUnreachable"]["state"] == "active");
 }
+
+}  // namespace alert_silences_test

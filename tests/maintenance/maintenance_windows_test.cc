@@ -17,6 +17,8 @@
 #include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 
+namespace maintenance_windows_test {
+
 using namespace kfaild;
 using namespace std::chrono_literals;
 using nlohmann::json;
@@ -319,3 +321,5 @@ TEST_CASE(
   CHECK(again.expire(silence_id));
   CHECK_FALSE(again.expire("../alerts"));
 }
+
+}  // namespace maintenance_windows_test

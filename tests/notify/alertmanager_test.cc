@@ -8,6 +8,8 @@
 #include "storage/sqlite_store.h"
 #include "tests/support/temp_dir.h"
 
+namespace alertmanager_test {
+
 using namespace kfaild;
 using namespace std::chrono_literals;
 using nlohmann::json;
@@ -84,3 +86,5 @@ TEST_CASE("a failing drill reaches a real Alertmanager 0.25 as an alert with the
   CHECK((*alert)["generatorURL"] == "https://kfaild.example/#/drills/31");
   CHECK(am.alerts().size() == 1);
 }
+
+}  // namespace alertmanager_test

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace backoff_test {
+
 using namespace kfaild;
 
 TEST_CASE("retry delays double from initial up to max, jittered between half and all of it",
@@ -28,3 +30,5 @@ TEST_CASE("a notification is given up after max_attempts or past max_age", "[uni
   CHECK(notify::giveUp(r, 1, 0, 60'000'001));
   CHECK_FALSE(notify::giveUp(r, 1, 0, 60'000'000));
 }
+
+}  // namespace backoff_test

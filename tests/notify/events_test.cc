@@ -4,6 +4,8 @@
 
 #include "server/common/sensitive.h"
 
+namespace events_test {
+
 using namespace kfaild;
 using nlohmann::json;
 
@@ -254,3 +256,5 @@ TEST_CASE(
     CHECK_THAT(full, Catch::Contains("sudo: a password is required"));
   }
 }
+
+}  // namespace events_test

@@ -18,6 +18,8 @@
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_certs.h"
 
+namespace notifier_test {
+
 using namespace kfaild;
 using namespace std::chrono_literals;
 using nlohmann::json;
@@ -516,3 +518,5 @@ TEST_CASE(
     }
   }
 }
+
+}  // namespace notifier_test

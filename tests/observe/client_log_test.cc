@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace client_log_test {
+
 using namespace kfaild::observe;
 
 TEST_CASE("librdkafka 2.14.2's leader update line is recognised", "[unit][observe]") {
@@ -114,3 +116,5 @@ TEST_CASE(
   CHECK_FALSE(parseRequestTimeout(
       "FAIL", "10.77.0.11:9092/1: Timed out ProduceRequest in flight (after 30004ms, timeout #0)"));
 }
+
+}  // namespace client_log_test

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+namespace metadata_diff_test {
+
 using namespace kfaild;
 
 namespace {
@@ -140,3 +142,5 @@ TEST_CASE("the same controller elected again in a new epoch is a controller chan
   CHECK_FALSE(lost->broker.has_value());
   CHECK(nlohmann::json::parse(lost->detail)["to"] == -1);
 }
+
+}  // namespace metadata_diff_test

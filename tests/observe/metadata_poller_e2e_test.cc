@@ -11,6 +11,8 @@
 #include "tests/support/lab.h"
 #include "tests/support/temp_dir.h"
 
+namespace metadata_poller_e2e_test {
+
 using namespace kfaild;
 
 TEST_CASE("the poller stamps each topic's answer and sees controller 100 lead the quorum",
@@ -64,3 +66,5 @@ TEST_CASE("the poller stamps each topic's answer and sees controller 100 lead th
   CHECK(observed.quorum_at >= observed.snapshot_at);
   CHECK(observed.quorum_at <= after);
 }
+
+}  // namespace metadata_poller_e2e_test

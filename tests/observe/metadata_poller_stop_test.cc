@@ -23,6 +23,8 @@
 #include "tests/support/kafka_doubles.h"
 #include "tests/support/temp_dir.h"
 
+namespace metadata_poller_stop_test {
+
 using namespace kfaild;
 using kfaild::testing::MockCluster;
 using kfaild::testing::SilentListener;
@@ -116,3 +118,5 @@ TEST_CASE(
     CHECK_FALSE(latest.quorum);
   }
 }
+
+}  // namespace metadata_poller_stop_test

@@ -14,6 +14,8 @@
 #include "tests/support/kafka_doubles.h"
 #include "tests/support/temp_dir.h"
 
+namespace observer_client_test {
+
 using namespace kfaild;
 using kfaild::testing::MockCluster;
 
@@ -68,3 +70,5 @@ TEST_CASE(
   CHECK(h.error().describe().find("socket.timeout.ms") != std::string::npos);
   REQUIRE_FALSE(shared.get());
 }
+
+}  // namespace observer_client_test

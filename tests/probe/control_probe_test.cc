@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+namespace probe_control_probe_test {
+
 using namespace kfaild::probe;
 using kfaild::common::Instant;
 
@@ -133,3 +135,5 @@ TEST_CASE(
   REQUIRE(out.events.size() == 3);
   CHECK(nlohmann::json::parse(out.events[2].detail)["previous_leader"] == 101);
 }
+
+}  // namespace probe_control_probe_test

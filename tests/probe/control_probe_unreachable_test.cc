@@ -22,6 +22,8 @@
 #include "storage/sqlite_store.h"
 #include "tests/support/temp_dir.h"
 
+namespace control_probe_unreachable_test {
+
 using namespace kfaild;
 using namespace std::chrono_literals;
 
@@ -137,3 +139,5 @@ TEST_CASE(
   CHECK(asked.ops - before <= 4);
   control.stop();
 }
+
+}  // namespace control_probe_unreachable_test

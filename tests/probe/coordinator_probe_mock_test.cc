@@ -18,6 +18,8 @@
 #include "tests/support/kafka_doubles.h"
 #include "tests/support/temp_dir.h"
 
+namespace coordinator_probe_mock_test {
+
 using namespace kfaild;
 using namespace std::chrono_literals;
 using kfaild::testing::MockCluster;
@@ -106,3 +108,5 @@ TEST_CASE("offset commits follow their coordinator off a broker that left the cl
   INFO("last error: " << (status.commits ? status.commits->last_error : "no commits"));
   CHECK(resumed);
 }
+
+}  // namespace coordinator_probe_mock_test

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace pacer_test {
+
 using kfaild::probe::Pacer;
 
 TEST_CASE("the pacer keeps a fixed grid of deadlines when the sender wakes on time",
@@ -30,3 +32,5 @@ TEST_CASE("a sender that wakes late skips the missed ticks instead of sending a 
   CHECK(pacer.deadline() == 1'060'000);
   CHECK(pacer.skipped() == 50);
 }
+
+}  // namespace pacer_test

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <vector>
 
+namespace partition_ledger_test {
+
 using namespace kfaild::probe;
 using kfaild::common::Instant;
 using kfaild::storage::GapKind;
@@ -534,3 +536,5 @@ TEST_CASE("messages acked recently, or not acked at all, are not the consumer's 
   h.advance(4'000'000);
   CHECK_FALSE(h.ledger.unread(h.now, 3'000'000));
 }
+
+}  // namespace partition_ledger_test

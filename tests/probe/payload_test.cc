@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace payload_test {
+
 using namespace kfaild::probe;
 
 TEST_CASE("a probe payload round-trips and is padded to the configured size", "[unit][probe]") {
@@ -22,3 +24,5 @@ TEST_CASE("foreign or damaged messages are not taken for probe payloads", "[unit
   CHECK_FALSE(decodePayload("kfp1:0000000000000001::5:"));
   CHECK(decodePayload("kfp1:0000000000000001:7:5:"));
 }
+
+}  // namespace payload_test

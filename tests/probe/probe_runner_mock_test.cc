@@ -18,6 +18,8 @@
 #include "tests/support/kafka_doubles.h"
 #include "tests/support/temp_dir.h"
 
+namespace probe_runner_mock_test {
+
 using namespace kfaild;
 using kfaild::testing::MockCluster;
 using namespace std::chrono_literals;
@@ -602,3 +604,5 @@ TEST_CASE(
   CHECK(took < 8s);
   CHECK(runner.status().partitions[1].longest_ack_gap_us < kUnmovedGapUs);
 }
+
+}  // namespace probe_runner_mock_test

@@ -24,6 +24,8 @@
 #include "server/kafka/wire.h"
 #include "server/probe/wire_client.h"
 
+namespace wire_client_pieces_test {
+
 using namespace kfaild;
 using Bytes = std::vector<std::uint8_t>;
 
@@ -285,3 +287,5 @@ TEST_CASE(
   CHECK(broker.pieces() >= 4 * kTicks);
   client.stop();
 }
+
+}  // namespace wire_client_pieces_test

@@ -9,7 +9,7 @@
 #include "storage/sqlite_store.h"
 #include "tests/support/temp_dir.h"
 
-namespace kfaild::storage {
+namespace kfaild::storage::audit_log_test {
 namespace {
 
 TEST_CASE("the audit log keeps every row and pages newest first",
@@ -121,4 +121,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace kfaild::storage
+}  // namespace kfaild::storage::audit_log_test

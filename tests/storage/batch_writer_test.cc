@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-namespace kfaild::storage {
+namespace kfaild::storage::batch_writer_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -393,4 +393,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace kfaild::storage
+}  // namespace kfaild::storage::batch_writer_test

@@ -10,7 +10,7 @@
 #include "storage/sqlite_store.h"
 #include "tests/support/temp_dir.h"
 
-namespace kfaild::storage {
+namespace kfaild::storage::drill_store_test {
 namespace {
 
 using kfaild::testing::TempDir;
@@ -132,9 +132,9 @@ TEST_CASE("drills are counted per cluster, fault and state over an index, not th
 }
 
 }  // namespace
-}  // namespace kfaild::storage
+}  // namespace kfaild::storage::drill_store_test
 
-namespace kfaild::storage {
+namespace kfaild::storage::drill_store_test {
 
 TEST_CASE("a drill's verdict, regression flag and expect are stored, read back and filtered on",
           "[integration][storage][verdict]") {
@@ -182,9 +182,9 @@ TEST_CASE("a drill's verdict, regression flag and expect are stored, read back a
   CHECK_FALSE(f.drills->updateDrill(d).ok());
 }
 
-}  // namespace kfaild::storage
+}  // namespace kfaild::storage::drill_store_test
 
-namespace kfaild::storage {
+namespace kfaild::storage::drill_store_test {
 
 TEST_CASE(
     "a journal entry keeps whether and where its gray fault was placed, and no update reopens a "
@@ -235,4 +235,4 @@ TEST_CASE(
   CHECK(pending->empty());
 }
 
-}  // namespace kfaild::storage
+}  // namespace kfaild::storage::drill_store_test

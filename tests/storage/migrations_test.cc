@@ -13,7 +13,7 @@
 #include "tests/storage/store_test_support.h"
 #include "tests/support/temp_dir.h"
 
-namespace kfaild::storage {
+namespace kfaild::storage::migrations_test {
 namespace {
 
 using kfaild::testing::TempDir;
@@ -311,4 +311,4 @@ TEST_CASE("a database with one row per sample is converted to blocks and reads t
 }
 
 }  // namespace
-}  // namespace kfaild::storage
+}  // namespace kfaild::storage::migrations_test

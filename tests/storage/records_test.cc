@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-namespace kfaild::storage {
+namespace kfaild::storage::records_test {
 namespace {
 
 TEST_CASE("gap kinds survive a round trip through their stored names", "[unit][storage]") {
@@ -22,4 +22,4 @@ TEST_CASE("an unknown gap kind name is refused", "[unit][storage]") {
 }
 
 }  // namespace
-}  // namespace kfaild::storage
+}  // namespace kfaild::storage::records_test

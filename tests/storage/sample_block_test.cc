@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace kfaild::storage {
+namespace kfaild::storage::sample_block_test {
 namespace {
 
 std::string describe(const BlockSample& s) {
@@ -204,4 +204,4 @@ TEST_CASE("a damaged sample block is reported, never read past its end", "[unit]
 }
 
 }  // namespace
-}  // namespace kfaild::storage
+}  // namespace kfaild::storage::sample_block_test

@@ -15,7 +15,7 @@
 #include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 
-namespace kfaild::storage {
+namespace kfaild::storage::sqlite_store_test {
 namespace {
 
 using kfaild::testing::TempDir;
@@ -977,4 +977,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace kfaild::storage
+}  // namespace kfaild::storage::sqlite_store_test

@@ -10,7 +10,7 @@
 #include "tests/storage/store_test_support.h"
 #include "tests/support/temp_dir.h"
 
-namespace kfaild::storage {
+namespace kfaild::storage::write_failures_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -235,4 +235,4 @@ TEST_CASE("a store configured with a page cap too small for its data reports a f
 }
 
 }  // namespace
-}  // namespace kfaild::storage
+}  // namespace kfaild::storage::write_failures_test

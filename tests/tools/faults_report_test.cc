@@ -7,6 +7,8 @@
 #include "tests/support/shell.h"
 #include "tests/support/temp_dir.h"
 
+namespace faults_report_test {
+
 using namespace kfaild;
 
 TEST_CASE("faults-report writes a row per fault with its mechanism, expected and measured range",
@@ -38,3 +40,5 @@ TEST_CASE("faults-report writes a row per fault with its mechanism, expected and
   CHECK(page.find("| disk_full of a leader | — | — | — | not run yet | — |") != std::string::npos);
   CHECK(page.find("- `request.timeout.ms`: 30000") != std::string::npos);
 }
+
+}  // namespace faults_report_test

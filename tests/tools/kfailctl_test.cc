@@ -4,6 +4,8 @@
 #include "tools/kfailctl/client.h"
 #include "tools/kfailctl/summary.h"
 
+namespace kfailctl_test {
+
 using nlohmann::json;
 
 TEST_CASE("kfailctl prints a drill as a table with a row per partition", "[unit][kfailctl]") {
@@ -343,3 +345,5 @@ TEST_CASE("kfailctl prints a rolling restart as a row per step with its totals",
           "leader ack (step 2); verdict fail"));
   CHECK_THAT(text, Catch::Contains("ended at step 3: no later step ran"));
 }
+
+}  // namespace kfailctl_test
