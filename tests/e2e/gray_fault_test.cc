@@ -122,7 +122,10 @@ TEST_CASE(
     CHECK(logged_us <= article_stall->end_us + 1'000);
     if (article_stall->end_us - logged_us <= kIntervalUs) {
       CHECK(std::llabs(end_us - article_stall->end_us) <= kIntervalUs);
-      CHECK(std::llabs(stall_us - article_stall->duration()) <= kIntervalUs + 10'000);
+      // The two probes tick on phases of their own: each stall starts at that probe's last ack
+      // before the fault (about an interval apart at most) and ends within an interval of the
+      // event, so the durations differ by up to two intervals, plus the acks' own jitter.
+      CHECK(std::llabs(stall_us - article_stall->duration()) <= 2 * kIntervalUs + 10'000);
     } else {
       // The reference was late for the cluster's own event (a loaded host: seen in a full test
       // run, the article probe's ack 143 ms after the leader's line, kfaild's 14 ms): kfaild is
