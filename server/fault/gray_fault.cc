@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "server/fault/command.h"
+#include "server/fault/pause_expiry.h"
 
 namespace kfaild::fault {
 namespace {
@@ -438,7 +439,7 @@ std::string diskFillScript(const DiskFullSpec& spec) {
       "end=$(( $(date +%s%N) + $1 * 1000000000 )); while [ -e \"$2\" ] && [ \"$(date +%s%N)\" -lt "
       "\"$end\" ]; "
       "do sleep 0.2; done; rm -f -- \"$2\"";
-  return fillDirChecks(spec) +
+  return fillDirChecks(spec) + std::string(kOwnSessionFn) +
          // What the broker may use: %a, unless it runs as root and may use the root reserve too.
          "if [ \"$u\" = 0 ]; then k=%f; else k=%a; fi\n"
          "f=$(mktemp \"$r/" +
@@ -464,8 +465,8 @@ std::string diskFillScript(const DiskFullSpec& spec) {
          "' kfaild-expiry \"$e\" \"$f\" </dev/null "
          ">/dev/null 2>&1 3>&- &\n"
          "  z=\"setsid pid $!\"\n"
-         "  kill -0 \"$!\" 2>/dev/null || { rm -f -- \"$f\"; fail \"the expiry timer did not "
-         "start\"; }\n"
+         "  own_session \"$!\" || { rm -f -- \"$f\"; fail \"the expiry timer did not start in "
+         "a session of its own\"; }\n"
          "  cancel() { rm -f -- \"$f\"; }\n"
          "fi\n"
          "s=$(stat -f -c %S \"$r\")\n"

@@ -27,6 +27,17 @@ std::string processResumeAction() {
   return std::string(kStartedFn) + "[ \"$(started \"$1\")\" = \"$2\" ] && kill -CONT \"$1\"\n";
 }
 
+}  // namespace
+
+const std::string_view kOwnSessionFn =
+    "own_session() { own_i=0; while :; do if [ -r /proc/$1/stat ]; then own_v=$(sed \"s/^.*) //\" "
+    "/proc/$1/stat | cut -d\" \" -f4); else own_v=$(ps -o sid= -p \"$1\" | tr -d \" \"); fi; "
+    "[ \"$own_v\" = \"$1\" ] && return 0; kill -0 \"$1\" 2>/dev/null || return 1; "
+    "own_i=$((own_i + 1)); [ \"$own_i\" -le 100 ] || return 1; sleep 0.1 2>/dev/null || sleep 1; "
+    "done; }\n";
+
+namespace {
+
 // POST path $2 on the engine at socket $1.
 constexpr std::string_view kUnpauseAction =
     "curl -s -o /dev/null --max-time 60 --unix-socket \"$1\" -X POST \"http://docker$2\"\n";
@@ -46,7 +57,8 @@ std::string timerScript(const std::string& stem, std::chrono::seconds after,
   assert(action.find('\'') == std::string::npos && action.find("${") == std::string::npos);
   const std::string dir(kTimerDir);
   const std::string no_timer = std::to_string(kExitNoTimer);
-  return stem + "\n" + "e=" + std::to_string(after.count()) + "\n" + "m=$(mktemp \"" + dir +
+  return std::string(kOwnSessionFn) + stem + "\n" + "e=" + std::to_string(after.count()) + "\n" +
+         "m=$(mktemp \"" + dir +
          "/$s.XXXXXX\") || { echo \"kfaild: cannot create the pause timer's file in " + dir +
          "\" >&2; exit " + no_timer +
          "; }\n"
@@ -70,9 +82,8 @@ std::string timerScript(const std::string& stem, std::chrono::seconds after,
          std::string(kPoll) + action + "' kfaild-pause " + args +
          " \"$e\" \"$m\" </dev/null >/dev/null 2>&1 &\n"
          "  z=\"setsid pid $!\"\n"
-         "  kill -0 \"$!\" 2>/dev/null || { rm -f -- \"$m\"; echo \"kfaild: the pause's expiry "
-         "timer did not "
-         "start\" >&2; exit " +
+         "  own_session \"$!\" || { rm -f -- \"$m\"; echo \"kfaild: the pause's expiry "
+         "timer did not start in a session of its own\" >&2; exit " +
          no_timer +
          "; }\n"
          "  cancel_timer() { rm -f -- \"$m\"; }\n"

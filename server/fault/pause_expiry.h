@@ -52,6 +52,13 @@ struct PauseSpec {
 // [A-Za-z0-9_], or an expiry of less than a second.
 std::string invalidReason(const PauseSpec& spec);
 
+// A sh function, `own_session PID`: waits (up to 10 s) until PID, a child just started with
+// `setsid ... &`, leads a session of its own; fails when it has exited or is still in ours. `$!`
+// is known before the child has run setsid(2), and a timer still in kfaild's session and process
+// group dies with kfaild's group: a detached timer is reported only once it is detached. Reads
+// /proc, else ps. Uses only the variables own_i and own_v.
+extern const std::string_view kOwnSessionFn;
+
 // Exit status of the timer scripts when no timer could be started (the reason on stderr), and of
 // the container's when kfaild's host has no curl to unpause it with.
 inline constexpr int kExitNoTimer = 98;

@@ -388,7 +388,7 @@ TEST_CASE(
   const auto created = at("f=$(mktemp \"$r/kfaild_fill_i0a1b2c3d_d9.XXXXXX\")");
   const auto systemd =
       at("systemd-run --quiet --collect --unit=\"$w\" --on-active=\"$e\" rm -f -- \"$f\"");
-  const auto checked = at("kill -0 \"$!\"");
+  const auto checked = at("own_session \"$!\" || { rm -f -- \"$f\"; fail");
   const auto fallocate = at("fallocate -l \"$n\" /proc/self/fd/3");
   const auto judged = at("if [ \"$a\" -ge \"$t\" ]; then cancel; fail");
   CHECK(root < owner);

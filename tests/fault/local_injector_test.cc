@@ -503,6 +503,50 @@ TEST_CASE("a pause whose timer cannot start is not done, and leaves nothing behi
   CHECK(timerFiles(spec.drill, jvm.pid()).empty());
 }
 
+TEST_CASE(
+    "a pause is reported only once its timer leads a session of its own, however late setsid runs",
+    "[integration][fault]") {
+  if (std::filesystem::exists("/run/systemd/system")) {
+    WARN("systemd-run's timer is used here, not setsid");
+    return;
+  }
+  const testing::TempDir dir;
+  const auto ready = (dir / "ready").string();
+  const Child jvm(fakeKafkaJvm("exit(0)", ready));
+  const auto pid_file = (dir / "kafka.pid").string();
+  writePidFile(pid_file, jvm.pid());
+  REQUIRE(testing::eventually(10s, [&] { return std::filesystem::exists(ready); }));
+  const common::SystemClock clock;
+  LocalInjector injector({pid_file, {"true"}, ""}, LogZone::utc, clock);
+  const PauseSpec spec{ownDrill("lateset"), 1s, 1s};
+
+  // A setsid that starts late, as on a loaded host: `$!` is known at once, the new session only
+  // once setsid has run. Its pid stays the timer's (exec, then setsid(2) with no fork).
+  const auto bin = dir / "bin";
+  std::filesystem::create_directory(bin);
+  const auto wrapper = bin / "setsid";
+  std::ofstream(wrapper) << "#!/bin/sh\nsleep 1\nexec "
+                         << (std::filesystem::exists("/usr/bin/setsid") ? "/usr/bin/setsid"
+                                                                        : "/bin/setsid")
+                         << " \"$@\"\n";
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  const std::string saved = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  ::setenv("PATH", (bin.string() + ":" + saved).c_str(), 1);
+  const auto paused = injector.pause(spec);
+  ::setenv("PATH", saved.c_str(), 1);
+
+  REQUIRE(paused);
+  INFO(paused->detail);
+  const auto timer = setsidTimerOf(paused->detail);
+  REQUIRE(timer > 0);
+  // Before the fix the script reported the timer while it was still in this test's session.
+  CHECK(::getsid(timer) == timer);
+  CHECK(::getpgid(timer) == timer);
+  REQUIRE(testing::eventually(6s, [&] { return jvm.state() != 'T'; }));
+  CHECK(testing::eventually(3s, [&] { return ended(timer); }));
+  CHECK(timerFiles(spec.drill, jvm.pid()).empty());
+}
+
 TEST_CASE("start runs the configured argv without a shell and reports its failure",
           "[integration][fault]") {
   const testing::TempDir dir;

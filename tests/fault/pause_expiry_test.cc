@@ -49,15 +49,17 @@ TEST_CASE(
   CHECK(script.find("systemd-run --no-ask-password --quiet --collect --unit=\"$w\" "
                     "--on-active=\"$e\" sh -c '") != std::string::npos);
   CHECK(script.find("&& systemctl is-active --quiet \"$w.timer\"; then\n") != std::string::npos);
-  // Else setsid, in a session of its own, checked to be alive; it polls for its file.
+  // Else setsid, in a session of its own; it polls for its file.
   CHECK(script.find("  setsid sh -c 'end=$(( $(date +%s) + $3 )); while [ -e \"$4\" ]") !=
         std::string::npos);
   CHECK(
       script.find("' kfaild-pause \"$pid\" \"$st\" \"$e\" \"$m\" </dev/null >/dev/null 2>&1 &\n") !=
       std::string::npos);
-  CHECK(script.find("kill -0 \"$!\" 2>/dev/null || { rm -f -- \"$m\"; echo \"kfaild: the pause's "
-                    "expiry timer did "
-                    "not start\" >&2; exit 98; }") != std::string::npos);
+  // Reported only once it leads a session of its own, not merely once it is alive.
+  CHECK(script.find("own_session \"$!\" || { rm -f -- \"$m\"; echo \"kfaild: the pause's "
+                    "expiry timer did not start in a session of its own\" >&2; exit 98; }") !=
+        std::string::npos);
+  CHECK(script.find(kOwnSessionFn) < script.find("mktemp"));
   // Both timers resume pid $1 only if it still started at $2.
   CHECK(count(script, "[ \"$(started \"$1\")\" = \"$2\" ] && kill -CONT \"$1\"\n") == 2);
   CHECK(count(script, "cancel_timer() {") == 2);
@@ -84,7 +86,8 @@ TEST_CASE("a paused container's timer needs curl and unpauses it by id on the en
                                                 "/v1.41/containers/0123abcd/unpause");
   INFO(script);
   CHECK(script.rfind("command -v curl >/dev/null 2>&1 || {", 0) == 0);
-  CHECK(script.find("exit 97; }\ns='kfaild-pause-d12-ckbf-k1-1'\ne=15\n") != std::string::npos);
+  CHECK(script.find("exit 97; }\n" + std::string(kOwnSessionFn) +
+                    "s='kfaild-pause-d12-ckbf-k1-1'\ne=15\n") != std::string::npos);
   CHECK(count(script,
               "curl -s -o /dev/null --max-time 60 --unix-socket \"$1\" -X POST "
               "\"http://docker$2\"\n") == 2);
