@@ -63,8 +63,9 @@ CommandStep readStep(const YAML::Node& node, const std::string& key,
   // A YAML::Node assigned to another overwrites what it refers to: never reassigned.
   const YAML::Node argv = node.IsMap() ? node["argv"] : node;
   if (!argv.IsSequence()) {
-    fail(key, "must be a list of strings (program and arguments, run without a shell), or "
-              "{argv: [...], timeout_s: N}");
+    fail(key,
+         "must be a list of strings (program and arguments, run without a shell), or "
+         "{argv: [...], timeout_s: N}");
   }
   for (std::size_t i = 0; i < argv.size(); ++i)
     step.argv.push_back(stringOf(argv[i], key + "[" + std::to_string(i) + "]"));
@@ -112,8 +113,9 @@ Expanded expandPlaceholders(std::string_view word, const PlaceholderValues& valu
                                               : name == "drill" ? &values.drill
                                                                 : nullptr;
     if (value == nullptr) {
-      out.problem = "{" + name + "} is not a placeholder (known: {id}, {host}, {drill}; {{ and }} "
-                                 "are literal braces)";
+      out.problem = "{" + name +
+                    "} is not a placeholder (known: {id}, {host}, {drill}; {{ and }} "
+                    "are literal braces)";
       return out;
     }
     if (!value->has_value()) {
@@ -144,8 +146,9 @@ std::string programProblem(const std::string& program) {
   if (program.empty()) return "the program is empty";
   if (program.find('/') != std::string::npos) {
     return executableFile(program) ? std::string()
-                                   : program + " is not an executable file (relative: to "
-                                               "kfaild's working directory)";
+                                   : program +
+                                         " is not an executable file (relative: to "
+                                         "kfaild's working directory)";
   }
   // As execvp looks it up: PATH, or its default when unset.
   const char* set = std::getenv("PATH");
@@ -164,17 +167,17 @@ std::string programProblem(const std::string& program) {
 
 CommandTarget readCommandTarget(const YAML::Node& node, const std::string& key, std::int32_t id,
                                 const std::string& address) {
-  static const std::set<std::string> kKnown = {"kill",  "stop",         "pause",   "resume",
-                                               "start", "alive",        "timeout_s", "alive_output",
-                                               "log_dir"};
+  static const std::set<std::string> kKnown = {
+      "kill", "stop", "pause", "resume", "start", "alive", "timeout_s", "alive_output", "log_dir"};
   if (!node.IsMap()) fail(key, "must be a mapping (kill, stop, start, ...)");
   std::set<std::string> seen;
   for (const auto& entry : node) {
     const auto name = entry.first.as<std::string>();
     if (!seen.insert(name).second) fail(key + "." + name, "given twice");
     if (!kKnown.count(name)) {
-      fail(key + "." + name, "unknown key (known: kill, stop, pause, resume, start, alive, "
-                             "alive_output, timeout_s, log_dir)");
+      fail(key + "." + name,
+           "unknown key (known: kill, stop, pause, resume, start, alive, "
+           "alive_output, timeout_s, log_dir)");
     }
   }
   auto timeout = CommandTarget::kDefaultTimeout;
@@ -183,7 +186,7 @@ CommandTarget readCommandTarget(const YAML::Node& node, const std::string& key, 
   const struct {
     const char* name;
     CommandStep* step;
-  } steps[] = {{"kill", &t.kill},   {"stop", &t.stop},   {"pause", &t.pause},
+  } steps[] = {{"kill", &t.kill},     {"stop", &t.stop},   {"pause", &t.pause},
                {"resume", &t.resume}, {"start", &t.start}, {"alive", &t.alive}};
   for (const auto& [name, step] : steps) {
     if (node[name]) *step = readStep(node[name], key + "." + name, timeout);

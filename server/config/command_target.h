@@ -31,12 +31,12 @@ struct CommandStep {
 struct CommandTarget {
   static constexpr std::chrono::seconds kDefaultTimeout{60};
 
-  CommandStep kill;    // required
-  CommandStep stop;    // required
-  CommandStep pause;   // optional, with resume: without them pause drills are refused
-  CommandStep resume;  // optional, with pause
-  CommandStep start;   // empty: the platform brings the node back by itself
-  CommandStep alive;   // optional: exit 0 (and alive_output in its stdout) = running
+  CommandStep kill;          // required
+  CommandStep stop;          // required
+  CommandStep pause;         // optional, with resume: without them pause drills are refused
+  CommandStep resume;        // optional, with pause
+  CommandStep start;         // empty: the platform brings the node back by itself
+  CommandStep alive;         // optional: exit 0 (and alive_output in its stdout) = running
   std::string alive_output;  // a substring alive's stdout must contain; empty: the exit status only
   std::string log_dir;       // directory on kfaild's host with server.log, ...; empty: none
 };

@@ -34,8 +34,8 @@ void bracket(FaultRecord& record, common::WallMicros before, common::WallMicros 
 
 }  // namespace
 
-CommandInjector::CommandInjector(config::CommandTarget target, std::int32_t id,
-                                 std::string address, LogZone zone, const common::Clock& clock)
+CommandInjector::CommandInjector(config::CommandTarget target, std::int32_t id, std::string address,
+                                 LogZone zone, const common::Clock& clock)
     : target_(std::move(target)),
       id_(id),
       address_(std::move(address)),
@@ -91,9 +91,8 @@ void CommandInjector::narrowToSigterm(FaultRecord& record) const {
   if (target_.log_dir.empty()) return;
   const auto began = record.requested_at;
   const auto ended = record.faultTime() + record.uncertainty_us;
-  auto lines =
-      readLogDir(target_.log_dir, "server.log", zone_, began - kLogTimeResolutionUs,
-                 {std::string(kSigtermLine)});
+  auto lines = readLogDir(target_.log_dir, "server.log", zone_, began - kLogTimeResolutionUs,
+                          {std::string(kSigtermLine)});
   if (!lines) {
     record.detail += "; its SIGTERM line not read: " + lines.error().message;
     return;
@@ -158,8 +157,8 @@ Result<bool> CommandInjector::aliveNow(std::string& detail) {
                           (out->err.empty() ? "" : ": " + common::sensitive(stderrTail(out->err))));
   }
   const bool running = out->out.find(target_.alive_output) != std::string::npos;
-  detail = "alive: " + describeArgv(argv) + " printed " +
-           common::sensitive(stderrTail(out->out)) + (running ? ": running" : ": not running");
+  detail = "alive: " + describeArgv(argv) + " printed " + common::sensitive(stderrTail(out->out)) +
+           (running ? ": running" : ": not running");
   return running;
 }
 
@@ -172,9 +171,8 @@ Result<std::string> CommandInjector::awaitAlive(common::MonoMicros deadline,
     if (alive && *alive) return "alive after " + secondsText(clock_.monoNow() - since);
     const auto poll = std::chrono::duration_cast<std::chrono::microseconds>(kAlivePoll).count();
     if (clock_.monoNow() + poll > deadline) {
-      return faultError(errc::timeout,
-                        "not running within " + secondsText(deadline - since) + " (" +
-                            (alive ? detail : alive.error().message) + ")");
+      return faultError(errc::timeout, "not running within " + secondsText(deadline - since) +
+                                           " (" + (alive ? detail : alive.error().message) + ")");
     }
     clock_.sleepUntil(clock_.monoNow() + poll);
   }
@@ -194,16 +192,16 @@ Result<FaultRecord> CommandInjector::start() {
   }
   auto waited = awaitAlive(deadline, since);
   if (!waited) {
-    return Error{waited.error().code,
-                 std::string(step.argv.empty() ? "start (by the platform: start is empty)"
-                                               : "start") +
-                     ": " + waited.error().message};
+    return Error{
+        waited.error().code,
+        std::string(step.argv.empty() ? "start (by the platform: start is empty)" : "start") +
+            ": " + waited.error().message};
   }
   bracket(record, before, clock_.wallNow());
   if (step.argv.empty()) {
-    record.detail = "start is empty: brought back by the platform" +
-                    (waited->empty() ? std::string("; kfaild waits for it to register")
-                                     : " (" + *waited + ")");
+    record.detail =
+        "start is empty: brought back by the platform" +
+        (waited->empty() ? std::string("; kfaild waits for it to register") : " (" + *waited + ")");
   } else if (!waited->empty()) {
     record.detail += ", " + *waited;
   }
@@ -216,7 +214,7 @@ Result<ProcessState> CommandInjector::inspect() {
   ProcessState state;
   if (target_.alive.argv.empty()) {
     state.running = down_.has_value() && !*down_;
-    state.detail = !down_  ? "no alive command, and not known since kfaild's start"
+    state.detail = !down_   ? "no alive command, and not known since kfaild's start"
                    : *down_ ? "no alive command: down since kfaild's kill or stop"
                             : "no alive command: up since kfaild's start or resume";
   } else {

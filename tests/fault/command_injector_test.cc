@@ -101,7 +101,8 @@ TEST_CASE("a command runs its argv without a shell, with the node's placeholders
           "[integration][fault]") {
   const testing::TempDir dir;
   auto target = commands();
-  target.kill = step({"touch", (dir / "killed {id} at {host}").string(), (dir / "$HOME;*").string()});
+  target.kill =
+      step({"touch", (dir / "killed {id} at {host}").string(), (dir / "$HOME;*").string()});
   const common::SystemClock clock;
   CommandInjector injector(target, 3, "10.0.0.3", LogZone::utc, clock);
 
@@ -117,8 +118,8 @@ TEST_CASE("a command runs its argv without a shell, with the node's placeholders
 TEST_CASE("a command that exits non-zero fails its step with the status and the end of its stderr",
           "[integration][fault]") {
   auto target = commands();
-  target.kill =
-      step({"sh", "-c", "head -c 20000 /dev/zero | tr '\\0' x >&2; echo ' the reason' >&2; exit 3"});
+  target.kill = step(
+      {"sh", "-c", "head -c 20000 /dev/zero | tr '\\0' x >&2; echo ' the reason' >&2; exit 3"});
   const common::SystemClock clock;
   CommandInjector injector(target, 1, "", LogZone::utc, clock);
 
@@ -269,9 +270,10 @@ TEST_CASE("alive answers inspect by its exit status and, where set, the output i
   CHECK_FALSE(CommandInjector(target, 1, "", LogZone::utc, clock).inspect()->running);
 }
 
-TEST_CASE("a pause runs its command with the drill, has no self-expiry and is taken as open after a "
-          "restart",
-          "[integration][fault]") {
+TEST_CASE(
+    "a pause runs its command with the drill, has no self-expiry and is taken as open after a "
+    "restart",
+    "[integration][fault]") {
   const testing::TempDir dir;
   const common::SystemClock clock;
   SECTION("no pause command") {
