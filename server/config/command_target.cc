@@ -93,8 +93,9 @@ Expanded expandPlaceholders(std::string_view word, const PlaceholderValues& valu
   std::size_t i = 0;
   while (i < word.size()) {
     const char c = word[i];
+    // Doubled braces are Go templates' (docker, podman, kubectl -o go-template): kept as they are.
     if ((c == '{' || c == '}') && i + 1 < word.size() && word[i + 1] == c) {
-      out.text += c;
+      out.text += word.substr(i, 2);
       i += 2;
       continue;
     }

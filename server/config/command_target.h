@@ -6,10 +6,12 @@
 // does to a broker is then a drill's fault.
 //
 // Placeholders in a word: `{id}` (the node id), `{host}` (the node's `address`), `{drill}` (the
-// drill's id; pause and resume only, the only calls kfaild makes with a drill). `{{` and `}}` are
-// a literal brace. A brace around a name ([A-Za-z_][A-Za-z0-9_]*) is a placeholder and must be
-// one of the three; any other brace is literal text, so `jsonpath={.status.phase}` needs no
-// escaping. The program (argv[0]) holds no placeholder. Pure functions, thread-safe.
+// drill's id; pause and resume only, the only calls kfaild makes with a drill). A brace around a
+// name ([A-Za-z_][A-Za-z0-9_]*) is a placeholder and must be one of the three. Doubled braces are
+// kept as they are, so Go templates (`{{.State.Status}}` of docker and podman) need no escaping;
+// any other brace is literal text too (`jsonpath={.status.phase}`). A literal single-braced
+// `{id}` cannot be written: no tool in view needs one. The program (argv[0]) holds no
+// placeholder. Pure functions, thread-safe.
 
 #include <chrono>
 #include <optional>

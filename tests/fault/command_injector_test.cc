@@ -78,14 +78,15 @@ bool processGone(pid_t pid) {
 
 }  // namespace
 
-TEST_CASE("a placeholder inside a word is filled, doubled braces and other braces are literal",
+TEST_CASE("a placeholder inside a word is filled; doubled braces and other braces are literal",
           "[unit][fault]") {
   const config::PlaceholderValues values{"1", "10.0.0.7", "42"};
   CHECK(config::expandPlaceholders("my-cluster-kafka-{id}", values).text == "my-cluster-kafka-1");
   CHECK(config::expandPlaceholders("{host}:{id}/{drill}", values).text == "10.0.0.7:1/42");
   CHECK(config::expandPlaceholders("jsonpath={.status.phase}", values).text ==
         "jsonpath={.status.phase}");
-  CHECK(config::expandPlaceholders("{{id}}", values).text == "{id}");
+  CHECK(config::expandPlaceholders("{{.State.Status}}", values).text == "{{.State.Status}}");
+  CHECK(config::expandPlaceholders("{{id}}", values).text == "{{id}}");
   CHECK(config::expandPlaceholders("{}", values).text == "{}");
   CHECK(config::expandPlaceholders("{ id }", values).text == "{ id }");
 
