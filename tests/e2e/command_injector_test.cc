@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "tests/e2e/e2e_support.h"
+#include "tests/fault/lab_broker.h"
 #include "tests/support/paths.h"
 
 namespace e2e_command_injector_test {
@@ -56,6 +57,42 @@ json eventsOf(Kfaild& kfaild, const std::string& source, const std::string& kind
 
 bool broker1Alive() {
   return labAlive()[1];
+}
+
+// Podman's service and container rootfs on this machine (scripts/drill-env/podman-up, as root).
+void podmanUp() {
+  REQUIRE(testing::shellCommand(std::string(KFAILD_SOURCE_DIR) +
+                                "/scripts/drill-env/podman-up >/dev/null") == 0);
+}
+
+// Broker 1 as the Podman container `container`, reached through the podman CLI alone.
+void addPodmanNode(const Lab& lab, const std::string& container) {
+  const auto podman = "[podman, ";
+  std::ofstream(lab.config, std::ios::app)
+      << "    inventory:\n"
+      << "      - id: 1\n"
+      << "        command:\n"
+      << "          kill: " << podman << "kill, " << container << "]\n"
+      << "          stop: " << podman << "stop, -t, \"30\", " << container << "]\n"
+      << "          start: " << podman << "start, " << container << "]\n"
+      << "          pause: " << podman << "pause, " << container << "]\n"
+      << "          resume: " << podman << "unpause, " << container << "]\n"
+      << "          alive: " << podman << "inspect, -f, \"{{.State.Status}}\", " << container
+      << "]\n"
+      << "          alive_output: running\n"
+      << "          timeout_s: 120\n"
+      << "          log_dir: " << testing::labLogDir(1) << "\n";
+}
+
+// The figures of one drill's analysis, for the test's output.
+std::string figures(const json& analysis, const std::string& topic) {
+  std::string out =
+      analysis.value("fault_time_source", std::string()) + " ± " +
+      std::to_string(analysis["fault_time_uncertainty_us"].get<std::int64_t>() / 1000) +
+      " ms, departure " + analysis["departure"].dump() + ", ack stalls";
+  for (int p = 0; p < 3; ++p)
+    out += " " + std::to_string(ackStall(partitionOf(analysis, topic, p)) / 1000) + " ms";
+  return out;
 }
 
 }  // namespace
@@ -180,6 +217,56 @@ TEST_CASE(
   CHECK(recovered["items"][0]["broker"] == 1);
   CHECK(broker1Alive());
   CHECK(sqlValue(lab.db, "SELECT count(*) FROM recovery_journal WHERE done_us IS NULL") == "0");
+}
+
+TEST_CASE(
+    "through the podman CLI alone, broker 1's container is killed, stopped and paused by drills "
+    "with the article's structure and brought back by its start and unpause",
+    "[e2e][command][podman]") {
+  podmanUp();
+  testing::LabBrokerOne broker(testing::LabBrokerOne::Mode::container);
+  const auto container = testing::trimmedOutput(testing::labOutput("container 1"));
+  const Lab lab(withoutInventory());
+  addPodmanNode(lab, container);
+  Kfaild kfaild(lab, "kfaild");
+  kfaild.waitSteady(lab.topic);
+
+  const auto kill = runDrillToDone(
+      kfaild, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":2}})");
+  const auto& killed = kill["runs"][0]["analysis"];
+  INFO("kill: " << killed.dump().substr(0, 4000));
+  CHECK(killed["fault_time_source"] == "command:bracket");
+  REQUIRE(killed["departure"] == "fenced");
+  const auto detection =
+      killed["departure_at_us"].get<std::int64_t>() - killed["fault_us"].get<std::int64_t>();
+  const auto uncertainty = killed["fault_time_uncertainty_us"].get<std::int64_t>();
+  CHECK(detection >= kSessionTimeoutUs - kHeartbeatUs - 1'000'000 - uncertainty);
+  CHECK(detection <= kSessionTimeoutUs + 1'500'000 + uncertainty);
+  CHECK(kill["verdict"] == "pass");
+  std::printf("podman kill: %s, detection %.3f s\n", figures(killed, lab.topic).c_str(),
+              detection / 1e6);
+
+  kfaild.waitSteady(lab.topic);
+  const auto stop = runDrillToDone(kfaild, R"({"fault":"stop","target":{"broker":1}})");
+  const auto& stopped = stop["runs"][0]["analysis"];
+  INFO("stop: " << stopped.dump().substr(0, 4000));
+  CHECK(stopped["departure"] == "controlled_shutdown");
+  for (int p = 0; p < 3; ++p)
+    CHECK(ackStall(partitionOf(stopped, lab.topic, p)) < kGracefulStallLimitUs);
+  CHECK(stop["verdict"] == "pass");
+  std::printf("podman stop: %s\n", figures(stopped, lab.topic).c_str());
+
+  // Frozen past the session timeout: the controller fences it as it would a dead broker.
+  kfaild.waitSteady(lab.topic);
+  const auto pause = runDrillToDone(
+      kfaild, R"({"fault":"pause","target":{"broker":1},"options":{"baseline_s":2,"pause_s":12}})");
+  const auto& paused = pause["runs"][0]["analysis"];
+  INFO("pause: " << paused.dump().substr(0, 4000));
+  CHECK(paused["fault_time_source"] == "command:bracket");
+  CHECK(paused["departure"] == "fenced");
+  std::printf("podman pause: %s\n", figures(paused, lab.topic).c_str());
+  CHECK_FALSE(testing::LabBrokerOne::status().value("paused", true));
+  CHECK(broker.waitInIsr(60s));
 }
 
 }  // namespace e2e_command_injector_test
