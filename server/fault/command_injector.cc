@@ -52,7 +52,7 @@ Result<FaultRecord> CommandInjector::runStep(const char* name, const config::Com
       std::to_string(id_), address_.empty() ? std::nullopt : std::optional<std::string>(address_),
       drill};
   auto expanded = config::expandArgv(step.argv, values);
-  // The configuration's check makes this unreachable but for a drill name a pause passes.
+  // The loader checked every placeholder against this node: a problem here is one it let through.
   if (!expanded.problem.empty())
     return faultError(errc::invalid_target, std::string(name) + ": " + expanded.problem);
   FaultRecord record;

@@ -78,7 +78,7 @@ bool processGone(pid_t pid) {
 
 }  // namespace
 
-TEST_CASE("a placeholder inside a word is filled; doubled braces and other braces are literal",
+TEST_CASE("a placeholder inside a word is filled, and doubled or other braces are kept as they are",
           "[unit][fault]") {
   const config::PlaceholderValues values{"1", "10.0.0.7", "42"};
   CHECK(config::expandPlaceholders("my-cluster-kafka-{id}", values).text == "my-cluster-kafka-1");
