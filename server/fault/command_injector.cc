@@ -105,7 +105,8 @@ void CommandInjector::narrowToSigterm(FaultRecord& record) const {
     record.detail += "; Kafka's SIGTERM line at +" + secondsText(it->t - began) + " into it";
     return;
   }
-  record.detail += "; no SIGTERM line of Kafka's within it in " + target_.log_dir + "/server.log";
+  record.detail += "; no SIGTERM line of Kafka's within it in " +
+                   common::sensitive(target_.log_dir + "/server.log");
 }
 
 Result<FaultRecord> CommandInjector::pause(const PauseSpec& spec) {
