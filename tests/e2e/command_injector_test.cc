@@ -158,6 +158,12 @@ TEST_CASE(
   }
   CHECK(stop["verdict"] == "pass");
   std::printf("command stop: ack stalls %s\n", stalls.dump().c_str());
+
+  // No pause and resume commands: a pause is refused at submission, nothing run.
+  const auto pause = postRefused(kfaild, R"({"fault":"pause","target":{"broker":1}})");
+  INFO(pause.status << " " << pause.body);
+  CHECK(pause.status == 409);
+  CHECK(pause.body.find("no pause and resume") != std::string::npos);
 }
 
 TEST_CASE(
