@@ -555,7 +555,10 @@ void readNodePlacement(const YAML::Node& node, const std::string& key, NodeConfi
     }
   }
   if (node["fill_dir"]) {
-    if (n.docker) fail(key + ".fill_dir", "not for a docker node");
+    if (n.docker || node["command"]) {
+      fail(key + ".fill_dir",
+           std::string("not for a ") + (n.docker ? "docker" : "command") + " node");
+    }
     n.fill_dir = readString(node["fill_dir"], key + ".fill_dir");
     if (n.fill_dir.empty())
       fail(key + ".fill_dir", "a directory (relative: to kfaild's working directory)");
@@ -580,6 +583,10 @@ void readGrayOptIn(const YAML::Node& node, const std::string& key, NodeConfig& n
       fail(key + ".gray_faults", "must be true or false");
     }
   }
+  if (n.command && n.gray_faults) {
+    fail(key + ".gray_faults",
+         "not for a command node: gray faults need kfaild-gray on the node (docker, ssh or local)");
+  }
   if (node["gray_helper"]) {
     n.gray_helper = readStringList(node["gray_helper"], key + ".gray_helper");
     if (n.gray_helper.empty())
@@ -596,8 +603,8 @@ void readGrayOptIn(const YAML::Node& node, const std::string& key, NodeConfig& n
 
 NodeConfig readNode(const YAML::Node& node, const std::string& key) {
   rejectUnknownKeys(node, key,
-                    {"id", "role", "docker", "ssh", "local", "log_timezone", "address", "netns",
-                     "fill_dir", "gray_faults", "gray_helper"});
+                    {"id", "role", "docker", "ssh", "local", "command", "log_timezone", "address",
+                     "netns", "fill_dir", "gray_faults", "gray_helper"});
   NodeConfig n;
   if (!node["id"]) fail(key + ".id", "required (the Kafka node.id)");
   n.id = static_cast<std::int32_t>(readInt(node["id"], key + ".id", 0, 2'147'483'647));
@@ -625,8 +632,12 @@ NodeConfig readNode(const YAML::Node& node, const std::string& key) {
     ++ways;
     n.local = readLocalTarget(node["local"], key + ".local");
   }
-  if (ways != 1) fail(key, "needs exactly one of docker, ssh, local");
+  if (node["command"]) ++ways;
+  if (ways != 1) fail(key, "needs exactly one of docker, ssh, local, command");
   readNodePlacement(node, key, n);
+  // After the address: {host} in a command is the node's address.
+  if (node["command"])
+    n.command = readCommandTarget(node["command"], key + ".command", n.id, n.address);
   readGrayOptIn(node, key, n);
   return n;
 }

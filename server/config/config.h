@@ -15,6 +15,7 @@
 #include "server/analysis/objectives.h"
 #include "server/common/event_types.h"
 #include "server/common/thread_priority.h"
+#include "server/config/command_target.h"
 
 namespace kfaild::config {
 
@@ -112,7 +113,8 @@ struct DockerTls {
   std::string key_file;
 };
 
-// How kfaild reaches one Kafka process to inject faults. Exactly one of the three is set.
+// How kfaild reaches one Kafka process to inject faults. Exactly one of the four (docker, ssh,
+// local, command: CommandTarget in command_target.h) is set.
 // Everything here comes from the configuration file, never from an API request.
 // Plain tcp:// (no tls) reaches only a loopback host unless `insecure` says otherwise: anyone on
 // the path could read and replay requests that control containers.
@@ -151,6 +153,7 @@ struct NodeConfig {
   std::optional<DockerTarget> docker;
   std::optional<SshTarget> ssh;
   std::optional<LocalTarget> local;
+  std::optional<CommandTarget> command;
   std::string log_timezone = "UTC";  // the zone the node's log4j timestamps are written in
   // Gray faults (issue 26, docs/FAULTS.md). `address`: an IP (or a name, resolved once at start)
   // of the node, which an `isolate` of another node names beside the addresses the cluster lists

@@ -100,6 +100,16 @@ std::vector<std::string> sensitiveLiterals(const config::Config& config) {
           command += (command.empty() ? "" : " ") + word;
         out.insert(out.end(), {node.local->pid_file, node.local->log_dir, command});
       }
+      if (node.command) {
+        const auto& c = *node.command;
+        out.push_back(c.log_dir);
+        for (const auto* step : {&c.kill, &c.stop, &c.pause, &c.resume, &c.start, &c.alive}) {
+          std::string command;
+          for (const auto& word : step->argv) command += (command.empty() ? "" : " ") + word;
+          // One word alone ("true") would hide that word everywhere.
+          if (step->argv.size() > 1) out.push_back(command);
+        }
+      }
     }
   }
   // A receiver's URL may carry its secret (a Slack webhook's path is its credential); its host

@@ -70,6 +70,10 @@ std::string faultRefusal(const DrillSpec& spec, const config::NodeConfig& node,
                          const fault::Injector& injector,
                          const std::vector<config::NodeConfig>& inventory,
                          const NodeAddresses& addresses) {
+  if (spec.fault == FaultType::kPause && node.command && node.command->pause.argv.empty()) {
+    return "pause of node " + std::to_string(node.id) +
+           " is refused: its commands have no pause and resume (command.pause, command.resume)";
+  }
   if (!isGrayFault(spec.fault)) return {};
   const auto gray = spec.fault == FaultType::kIsolate    ? fault::GrayFault::isolate
                     : spec.fault == FaultType::kThrottle ? fault::GrayFault::throttle

@@ -38,7 +38,8 @@ std::int64_t holdUs(const DrillSpec& spec);
 std::string grayDrillName(std::int64_t drill_id);
 
 // Why `spec` cannot be done on `node` (empty when it can), from the configuration alone, without
-// touching anything: the injector's refusal of the gray fault, `from: quorum` or `from: brokers`
+// touching anything: a pause of a command node without pause and resume commands, the
+// injector's refusal of the gray fault, `from: quorum` or `from: brokers`
 // on a controller, and an isolate or throttle of a node whose network namespace another
 // inventory node shares (local: the same `netns`; ssh: the same host, by ssh.host or by an
 // inventory address they share), since the rules would cut that node too and the guards count

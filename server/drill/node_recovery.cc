@@ -219,11 +219,14 @@ Status NodeRecovery::bringBack(const storage::RecoveryEntry& entry, std::int64_t
         if (!backOff()) return stopped();
         continue;
       }
-      // Stamped when the start was asked for: the command returns after the process is up.
+      // Stamped when the start was asked for: the command returns after the process is up. The
+      // detail says how ("brought back by the platform" for a command node with no start).
       recordEvent(deps_, EventSource::kInjector,
                   action == "resume" ? EventKind::kResumed : EventKind::kStarted,
                   done->requested_at, node,
-                  {{"injector", injector->describe()}, {"returned_us", clock.wallNow()}});
+                  {{"injector", injector->describe()},
+                   {"returned_us", clock.wallNow()},
+                   {"detail", done->detail}});
     }
     if (!healed) {
       if (!backOff()) return stopped();

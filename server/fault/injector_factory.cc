@@ -1,5 +1,6 @@
 #include "server/fault/injector_factory.h"
 
+#include "server/fault/command_injector.h"
 #include "server/fault/docker_injector.h"
 #include "server/fault/kafka_log.h"
 #include "server/fault/local_injector.h"
@@ -15,10 +16,14 @@ std::unique_ptr<Injector> makeInjector(const config::NodeConfig& node, const com
     throw config::ConfigError(key + ": log_timezone must be UTC or local, got '" +
                               node.log_timezone + "'");
   }
-  const int targets =
-      int{node.docker.has_value()} + int{node.ssh.has_value()} + int{node.local.has_value()};
+  const int targets = int{node.docker.has_value()} + int{node.ssh.has_value()} +
+                      int{node.local.has_value()} + int{node.command.has_value()};
   if (targets != 1) {
-    throw config::ConfigError(key + ": exactly one of docker, ssh, local must be set");
+    throw config::ConfigError(key + ": exactly one of docker, ssh, local, command must be set");
+  }
+  if (node.command) {
+    if (node.gray_faults) throw config::ConfigError(key + ": a command node has no gray faults");
+    return std::make_unique<CommandInjector>(*node.command, node.id, node.address, *zone, clock);
   }
   // Gray faults act where the node's config says (inventory[].netns, fill_dir), and only on a
   // node that opted in (gray_faults): elsewhere kfaild-gray is never run and they are refused.

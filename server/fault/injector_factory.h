@@ -1,7 +1,7 @@
 #pragma once
 
 // Builds the injector a configured node asks for. Start-up only: a node without exactly one of
-// docker / ssh / local, or with a log_timezone other than UTC or local, throws
+// docker / ssh / local / command, or with a log_timezone other than UTC or local, throws
 // config::ConfigError naming the node (the config loader should have refused it already).
 // The clock must outlive the injector.
 

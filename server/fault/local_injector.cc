@@ -435,21 +435,27 @@ Result<ProcessState> LocalInjector::inspect() {
 Result<std::vector<BrokerLogLine>> LocalInjector::logLines(
     const std::string& file, common::WallMicros since, const std::vector<std::string>& patterns) {
   if (target_.log_dir.empty()) return std::vector<BrokerLogLine>{};
+  return readLogDir(target_.log_dir, file, zone_, since, patterns);
+}
+
+Result<std::vector<BrokerLogLine>> readLogDir(const std::string& log_dir, const std::string& file,
+                                              LogZone zone, common::WallMicros since,
+                                              const std::vector<std::string>& patterns) {
   static const std::regex kPlain("[A-Za-z0-9][A-Za-z0-9._-]*");
   if (!std::regex_match(file, kPlain)) {
     return faultError(errc::invalid_target, "log file '" + file + "' is not a plain file name");
   }
-  const std::string path = target_.log_dir + "/" + file;
+  const std::string path = log_dir + "/" + file;
   // Kafka rolls each log every hour (server/fault/kafka_log.h): the files rolled from this one
   // and last written at or after `since` first, then the file itself.
   std::string all;
-  for (const auto& rolled : rolledSince(target_.log_dir, file, since)) {
+  for (const auto& rolled : rolledSince(log_dir, file, since)) {
     if (const auto text = readFile(rolled)) all += *text;
   }
   const auto text = readFile(path);
   if (!text) return faultError(errc::io_error, "cannot read " + path + ": " + std::strerror(errno));
   all += *text;
-  return selectKafkaLogLines(all, file, zone_, since, patterns);
+  return selectKafkaLogLines(all, file, zone, since, patterns);
 }
 
 std::optional<std::string> netnsIdentity(const std::string& name) {

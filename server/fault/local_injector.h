@@ -80,6 +80,14 @@ class LocalInjector final : public GrayFaultInjector {
   std::vector<std::string> gray_helper_;  // how kfaild-gray runs here (placeGrayFaults)
 };
 
+// The lines of `file` in `log_dir` on this host, and of the files Kafka rolled from it last written
+// at or after `since`, as Injector::logLines gives them (selectKafkaLogLines); the broker's log on
+// kfaild's host clock. errc::invalid_target for a `file` that is not a plain name, errc::io_error
+// when it cannot be read. Blocks on the file system; thread-safe.
+Result<std::vector<BrokerLogLine>> readLogDir(const std::string& log_dir, const std::string& file,
+                                              LogZone zone, common::WallMicros since,
+                                              const std::vector<std::string>& patterns);
+
 // A named network namespace's identity, "net:[<inode>]" of /run/netns/<name>; nullopt when there
 // is none by that name.
 std::optional<std::string> netnsIdentity(const std::string& name);
