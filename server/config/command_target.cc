@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 
 #include "server/config/config.h"
@@ -143,13 +144,11 @@ ExpandedArgv expandArgv(const std::vector<std::string>& argv, const PlaceholderV
   return out;
 }
 
-std::string programProblem(const std::string& program) {
-  if (program.empty()) return "the program is empty";
+std::string programPath(const std::string& program) {
+  if (program.empty()) return {};
   if (program.find('/') != std::string::npos) {
-    return executableFile(program) ? std::string()
-                                   : program +
-                                         " is not an executable file (relative: to "
-                                         "kfaild's working directory)";
+    return executableFile(program) ? std::filesystem::absolute(program).lexically_normal().string()
+                                   : std::string();
   }
   // As execvp looks it up: PATH, or its default when unset.
   const char* set = std::getenv("PATH");
@@ -159,11 +158,24 @@ std::string programProblem(const std::string& program) {
     const auto colon = path.find(':', start);
     auto dir = path.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
     if (dir.empty()) dir = ".";
-    if (executableFile(dir + "/" + program)) return {};
+    if (executableFile(dir + "/" + program)) {
+      return std::filesystem::absolute(dir + "/" + program).lexically_normal().string();
+    }
     if (colon == std::string::npos) break;
     start = colon + 1;
   }
-  return program + " is not found on PATH (" + path + ")";
+  return {};
+}
+
+std::string programProblem(const std::string& program) {
+  if (program.empty()) return "the program is empty";
+  if (!programPath(program).empty()) return {};
+  if (program.find('/') != std::string::npos) {
+    return program + " is not an executable file (relative: to kfaild's working directory)";
+  }
+  const char* set = std::getenv("PATH");
+  return program + " is not found on PATH (" +
+         (set != nullptr ? std::string(set) : std::string("/usr/local/bin:/usr/bin:/bin")) + ")";
 }
 
 CommandTarget readCommandTarget(const YAML::Node& node, const std::string& key, std::int32_t id,

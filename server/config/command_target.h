@@ -70,6 +70,9 @@ ExpandedArgv expandArgv(const std::vector<std::string>& argv, const PlaceholderV
 // kfaild's working directory) that is not an executable regular file; without, a name no
 // directory of PATH holds as one.
 std::string programProblem(const std::string& program);
+// Where `program` runs from, as execvp would find it now: an absolute path, empty when it is not
+// found (programProblem then says why).
+std::string programPath(const std::string& program);
 
 // Reads `command:` of an inventory node (`key` names it in errors) with node id `id` and address
 // `address` (empty: none). Throws ConfigError naming the key: an unknown key, kill or stop

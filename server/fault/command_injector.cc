@@ -109,18 +109,64 @@ void CommandInjector::narrowToSigterm(FaultRecord& record) const {
                    common::sensitive(target_.log_dir + "/server.log");
 }
 
+namespace {
+
+// Starting or cancelling a pause's timer: a few forks, or systemd-run's round trip to systemd.
+constexpr std::chrono::seconds kTimerScriptTimeout{20};
+
+Result<CommandOutput> runTimerScript(const std::string& script) {
+  auto out = runCommand({"sh", "-c", script}, kTimerScriptTimeout);
+  if (!out) return out.error();
+  if (out->exit_code != 0) {
+    return faultError(errc::command_failed, "sh exited with status " +
+                                                std::to_string(out->exit_code) + ": " +
+                                                common::sensitive(stderrTail(out->err)));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> CommandInjector::resumeArgv(const std::string& drill) const {
+  const config::PlaceholderValues values{
+      std::to_string(id_), address_.empty() ? std::nullopt : std::optional<std::string>(address_),
+      drill};
+  auto expanded = config::expandArgv(target_.resume.argv, values);
+  if (!expanded.problem.empty()) return faultError(errc::invalid_target, expanded.problem);
+  // The timer may run where PATH is the service manager's: the program as found now.
+  if (auto path = config::programPath(expanded.argv.front()); !path.empty())
+    expanded.argv.front() = path;
+  if (auto why = commandTimerProblem(expanded.argv); !why.empty())
+    return faultError(errc::invalid_target, why);
+  return expanded.argv;
+}
+
 Result<FaultRecord> CommandInjector::pause(const PauseSpec& spec) {
   if (auto why = invalidReason(spec); !why.empty()) return faultError(errc::invalid_target, why);
   if (target_.pause.argv.empty()) {
     return faultError(errc::unsupported,
                       describe() + " has no pause command (command.pause and command.resume)");
   }
+  // The timer first: a pause never exists without the timer that runs the resume command.
+  auto argv = resumeArgv(spec.drill);
+  if (!argv) {
+    return Error{
+        argv.error().code,
+        "not paused: the resume command cannot be the pause's expiry: " + argv.error().message};
+  }
+  auto timer = runTimerScript(commandPauseTimerScript(spec, id_, *argv));
+  if (!timer) {
+    return Error{timer.error().code,
+                 "not paused: the timer that would end the pause by itself did not start: " +
+                     timer.error().message};
+  }
   auto record = runStep("pause", target_.pause, spec.drill);
-  if (!record) return record;
+  if (!record) {
+    (void)runTimerScript(commandPauseCancelScript(spec.drill, id_));
+    return record;
+  }
   paused_ = true;
-  record->detail +=
-      "; no self-expiry: a command's pause ends only by its resume command (the drill's, or the "
-      "recovery journal's at kfaild's next start)";
+  record->detail += expiryDetail(spec, startedTimer(timer->out)) + ", by its resume command";
   return record;
 }
 
@@ -132,6 +178,13 @@ Result<FaultRecord> CommandInjector::resume(const std::string& drill) {
   if (!record) return record;
   paused_ = false;
   down_ = false;
+  if (!invalidReason(PauseSpec{drill, std::chrono::seconds(1)}).empty()) return record;
+  auto cancelled = runTimerScript(commandPauseCancelScript(drill, id_));
+  record->detail +=
+      cancelled ? cancelDetail(cancelledTimers(cancelled->out))
+                : "; its expiry timer could not be cancelled (it would run the resume command "
+                  "once more): " +
+                      cancelled.error().message;
   return record;
 }
 

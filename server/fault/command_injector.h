@@ -26,10 +26,11 @@
 // recovery then waits for the broker to register and rejoin every ISR. A start command is followed
 // by the same wait for `alive`.
 //
-// A pause has no self-expiry (FaultRecord::detail says so): it ends by the resume command, the
-// drill's or the recovery journal's. No gray faults: they need kfaild-gray on the node (refusal()).
-// logLines reads `log_dir` on kfaild's host as a local node's (readLogDir). Not thread-safe (see
-// Injector); the clock must outlive the injector.
+// A pause ends by the resume command: the drill's, the recovery journal's, or its own timer's at
+// pause_s + kExpiryMargin if kfaild never comes back (pause_expiry.h: started, and checked, before
+// the pause command runs; cancelled by a resume). No gray faults: they need kfaild-gray on the node
+// (refusal()). logLines reads `log_dir` on kfaild's host as a local node's (readLogDir). Not
+// thread-safe (see Injector); the clock must outlive the injector.
 
 #include <chrono>
 #include <cstdint>
@@ -77,6 +78,9 @@ class CommandInjector final : public Injector {
   // bracketed by it; errors name the step.
   Result<FaultRecord> runStep(const char* name, const config::CommandStep& step,
                               const std::optional<std::string>& drill = std::nullopt);
+  // The resume command for `drill`'s pause as its timer runs it: placeholders filled, the program
+  // an absolute path; errc::invalid_target when it cannot be a timer's (commandTimerProblem).
+  Result<std::vector<std::string>> resumeArgv(const std::string& drill) const;
   // Whether `alive` says the broker runs; the error when it cannot tell (timeout, no output where
   // some is needed).
   Result<bool> aliveNow(std::string& detail);

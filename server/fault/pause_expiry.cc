@@ -113,6 +113,13 @@ std::string containerStem(std::string_view drill, std::string_view container) {
   return "s=" + shellQuote(containerPauseStem(drill, container));
 }
 
+std::string commandStem(std::string_view drill, std::int32_t node) {
+  return "s=" + shellQuote("kfaild-pause-d" + std::string(drill) + "-n" + std::to_string(node));
+}
+
+// Runs $1, the resume command's words each single-quoted: eval takes them as they are.
+constexpr std::string_view kCommandResumeAction = "eval \"$1\"\n";
+
 }  // namespace
 
 std::string invalidReason(const PauseSpec& spec) {
@@ -164,6 +171,31 @@ std::string containerPauseTimerScript(const PauseSpec& spec, std::string_view co
 
 std::string containerPauseCancelScript(std::string_view drill, std::string_view container) {
   return cancelScript(containerStem(drill, container));
+}
+
+std::string commandTimerProblem(const std::vector<std::string>& resume_argv) {
+  if (resume_argv.empty()) return "there is no resume command";
+  if (resume_argv.front().empty() || resume_argv.front().front() != '/')
+    return "the resume command's program " + resume_argv.front() + " is not an absolute path";
+  for (const auto& word : resume_argv) {
+    if (word.find('$') != std::string::npos)
+      return "a word of the resume command holds '$', which a systemd timer would expand";
+  }
+  return {};
+}
+
+std::string commandPauseTimerScript(const PauseSpec& spec, std::int32_t node,
+                                    const std::vector<std::string>& resume_argv) {
+  assert(commandTimerProblem(resume_argv).empty());
+  std::string words;
+  for (const auto& word : resume_argv) words += (words.empty() ? "" : " ") + shellQuote(word);
+  // Two words, as the other timers' actions take: the command line and an unused one.
+  return timerScript(commandStem(spec.drill, node), spec.expiresAfter(),
+                     std::string(kCommandResumeAction), shellQuote(words) + " -");
+}
+
+std::string commandPauseCancelScript(std::string_view drill, std::int32_t node) {
+  return cancelScript(commandStem(drill, node));
 }
 
 namespace {

@@ -31,9 +31,11 @@
 // thread-safe.
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "server/fault/gray_fault.h"
 
@@ -82,6 +84,19 @@ std::string processPauseCancelScript(std::string_view drill);
 std::string containerPauseTimerScript(const PauseSpec& spec, std::string_view container,
                                       const std::string& socket, const std::string& unpause_path);
 std::string containerPauseCancelScript(std::string_view drill, std::string_view container);
+
+// For a node reached through commands (CommandInjector): at the expiry, runs `resume_argv` (the
+// resume command with its placeholders filled, its program an absolute path) on kfaild's host,
+// each word exactly as given. Stem "kfaild-pause-d<drill>-n<node>". Under systemd-run it runs with
+// the service manager's environment, not kfaild's: a command that needs variables names them in
+// its argv (`env KUBECONFIG=... kubectl ...`). Preconditions: invalidReason(spec) is empty and
+// commandTimerProblem(resume_argv) is empty.
+std::string commandPauseTimerScript(const PauseSpec& spec, std::int32_t node,
+                                    const std::vector<std::string>& resume_argv);
+std::string commandPauseCancelScript(std::string_view drill, std::int32_t node);
+// Why `resume_argv` cannot be a timer's action: a word with `$` (the service manager would expand
+// it in a unit's argv), or a program that is not an absolute path; empty when it can.
+std::string commandTimerProblem(const std::vector<std::string>& resume_argv);
 
 // From a timer script's output: the "kfaild-timer=" value ("setsid pid 4321"), empty when there
 // is none. From a cancel script's: every "kfaild-cancelled=" value, joined with ", ".

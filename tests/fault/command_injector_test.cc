@@ -1,6 +1,7 @@
 #include "server/fault/command_injector.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cerrno>
@@ -13,6 +14,7 @@
 
 #include "server/common/sensitive.h"
 #include "server/fault/errc.h"
+#include "tests/support/eventually.h"
 #include "tests/support/temp_dir.h"
 
 namespace command_injector_test {
@@ -272,7 +274,7 @@ TEST_CASE("alive answers inspect by its exit status and, where set, the output i
 }
 
 TEST_CASE(
-    "a pause runs its command with the drill, has no self-expiry and is taken as open after a "
+    "a pause runs its command with the drill, after its timer, and is taken as open after a "
     "restart",
     "[integration][fault]") {
   const testing::TempDir dir;
@@ -292,14 +294,59 @@ TEST_CASE(
     CHECK(injector.inspect()->paused);  // not known since kfaild's start: replay resumes it
     const auto paused = injector.pause({"7", 10s});
     REQUIRE(paused);
+    INFO(paused->detail);
     CHECK(std::filesystem::exists(dir / "paused-7"));
-    CHECK(paused->detail.find("no self-expiry") != std::string::npos);
+    CHECK(paused->detail.find("; thaws by itself 15 s after (") != std::string::npos);
+    CHECK(paused->detail.find("), by its resume command") != std::string::npos);
     CHECK(injector.inspect()->paused);
-    REQUIRE(injector.resume("7"));
+    const auto resumed = injector.resume("7");
+    REQUIRE(resumed);
+    INFO(resumed->detail);
     CHECK(std::filesystem::exists(dir / "resumed-7"));
+    // The resume cancelled the timer, which then never runs the resume command again.
+    CHECK(resumed->detail.find("; its expiry timer cancelled (") != std::string::npos);
     const auto state = injector.inspect();
     CHECK(state->running);
     CHECK_FALSE(state->paused);
+  }
+}
+
+TEST_CASE(
+    "a command node's pause ends by itself: its timer runs the resume command at the expiry, "
+    "each word as given",
+    "[integration][fault]") {
+  const testing::TempDir dir;
+  const common::SystemClock clock;
+  const std::string drill = "cmd_" + std::to_string(::getpid());
+  const auto resumed = dir / "resumed; it's {drill}";
+  auto target = commands();
+  target.pause = step({"touch", (dir / "paused").string()});
+  // A bare program name: the timer runs it by the path found now, and a word with a space, a
+  // semicolon and a quote stays one word.
+  target.resume = step({"touch", (dir / "resumed; it's {drill}").string()});
+  {
+    CommandInjector injector(target, 1, "", LogZone::utc, clock);
+    const auto paused = injector.pause({drill, 1s, 1s});
+    REQUIRE(paused);
+    INFO(paused->detail);
+    CHECK(paused->detail.find("; thaws by itself 2 s after (") != std::string::npos);
+  }
+  // The injector is gone, as kfaild would be: only the timer runs the resume command.
+  const auto expected = dir / ("resumed; it's " + drill);
+  CHECK_FALSE(std::filesystem::exists(expected));
+  CHECK(testing::eventually([&] { return std::filesystem::exists(expected); }, 6s));
+  CHECK_FALSE(std::filesystem::exists(resumed));
+
+  SECTION("a resume command with '$' cannot be a timer's, and nothing is paused") {
+    auto dollar = target;
+    dollar.pause = step({"touch", (dir / "paused-again").string()});
+    dollar.resume = step({"echo", "$HOME"});
+    CommandInjector injector(dollar, 1, "", LogZone::utc, clock);
+    const auto paused = injector.pause({drill, 1s, 1s});
+    REQUIRE_FALSE(paused);
+    CHECK(paused.error().code == errc::invalid_target);
+    CHECK(paused.error().message.find("'$'") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir / "paused-again"));
   }
 }
 
