@@ -121,12 +121,12 @@ void checkStalls(const SteadyInput& in, storage::GapKind kind, std::optional<dou
     f.bound = *bound;
     f.objective = objective;
     const auto name = partitionName(p.topic, p.partition);
-    f.reason = now_longer ? name + " has had no " + what + " for " + secondsText(*f.observed) +
-                                " now, above " + objective + " " + secondsText(*bound)
-                          : name + " had no " + what + " for " + secondsText(*f.observed) +
-                                " in a stall that ended " +
-                                secondsText(seconds(in.now_us - gap_end)) + " ago, above " +
-                                objective + " " + secondsText(*bound);
+    f.reason = now_longer
+                   ? name + " has had no " + what + " for " + secondsText(*f.observed) +
+                         " now, above " + objective + " " + secondsText(*bound)
+                   : name + " had no " + what + " for " + secondsText(*f.observed) +
+                         " in a stall that ended " + secondsText(seconds(in.now_us - gap_end)) +
+                         " ago, above " + objective + " " + secondsText(*bound);
     out.push_back(std::move(f));
   }
 }

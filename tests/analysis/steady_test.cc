@@ -113,9 +113,10 @@ TEST_CASE("a stall that ended inside the window fails it, and one that ended bef
   CHECK(checksOf(wider) == std::vector<std::string>{"ack_stall", "receive_stall"});
 }
 
-TEST_CASE("a partition under min.insync.replicas or without a leader fails, under-replicated alone "
-          "does not",
-          "[unit][analysis]") {
+TEST_CASE(
+    "a partition under min.insync.replicas or without a leader fails, under-replicated alone "
+    "does not",
+    "[unit][analysis]") {
   auto in = steadyLab();
   in.partitions[0].metadata->isr = {1, 2};  // one replica out: still at min.insync.replicas
   CHECK(checkSteady(in).steady);
