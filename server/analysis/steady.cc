@@ -26,6 +26,8 @@ std::string partitionName(const std::string& topic, std::int32_t partition) {
   return topic + "-" + std::to_string(partition);
 }
 
+using Partitions = std::vector<SteadyPartition>;
+
 SteadyFailure partitionFailure(SteadyCheck check, const SteadyPartition& p) {
   SteadyFailure f;
   f.check = check;
@@ -34,7 +36,8 @@ SteadyFailure partitionFailure(SteadyCheck check, const SteadyPartition& p) {
   return f;
 }
 
-void checkProbe(const SteadyInput& in, std::vector<SteadyFailure>& out) {
+void checkProbe(const SteadyInput& in, const Partitions& partitions,
+                std::vector<SteadyFailure>& out) {
   if (!in.probing) {
     out.push_back({SteadyCheck::kProbe, std::nullopt, std::nullopt, std::nullopt, std::nullopt, "",
                    "the probe is not probing (" + in.probe_state +
@@ -48,11 +51,11 @@ void checkProbe(const SteadyInput& in, std::vector<SteadyFailure>& out) {
                        ", less than the " + secondsText(seconds(in.window_us)) +
                        " window: the window's start is not measured yet"});
   }
-  if (in.partitions.empty()) {
+  if (partitions.empty()) {
     out.push_back({SteadyCheck::kProbe, std::nullopt, std::nullopt, std::nullopt, std::nullopt, "",
                    "the probe has no partitions yet"});
   }
-  for (const auto& p : in.partitions) {
+  for (const auto& p : partitions) {
     if (p.ack_age_us) continue;
     auto f = partitionFailure(SteadyCheck::kProbe, p);
     f.reason = partitionName(p.topic, p.partition) + " has never been acked since the probe began";
@@ -60,13 +63,14 @@ void checkProbe(const SteadyInput& in, std::vector<SteadyFailure>& out) {
   }
 }
 
-void checkMetadata(const SteadyInput& in, std::vector<SteadyFailure>& out) {
+void checkMetadata(const SteadyInput& in, const Partitions& partitions,
+                   std::vector<SteadyFailure>& out) {
   if (in.metadata_problem) {
     out.push_back({SteadyCheck::kMetadata, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
                    "", "the cluster's metadata is not known now: " + *in.metadata_problem});
     return;
   }
-  for (const auto& p : in.partitions) {
+  for (const auto& p : partitions) {
     const auto name = partitionName(p.topic, p.partition);
     if (!p.metadata || p.metadata->leader < 0) {
       auto f = partitionFailure(SteadyCheck::kOffline, p);
@@ -75,7 +79,7 @@ void checkMetadata(const SteadyInput& in, std::vector<SteadyFailure>& out) {
       out.push_back(std::move(f));
     }
   }
-  for (const auto& p : in.partitions) {
+  for (const auto& p : partitions) {
     if (!p.metadata || p.metadata->leader < 0) continue;
     const auto min = in.min_insync.find(p.topic);
     const std::int32_t min_insync = min == in.min_insync.end() ? 1 : min->second;
@@ -94,14 +98,14 @@ void checkMetadata(const SteadyInput& in, std::vector<SteadyFailure>& out) {
 
 // The longest of a partition's stall going on now and the gaps of `kind` that ended inside the
 // window, when it is above `bound`.
-void checkStalls(const SteadyInput& in, storage::GapKind kind, std::optional<double> bound,
-                 std::vector<SteadyFailure>& out) {
+void checkStalls(const SteadyInput& in, const Partitions& partitions, storage::GapKind kind,
+                 std::optional<double> bound, std::vector<SteadyFailure>& out) {
   if (!bound) return;
   const bool ack = kind == storage::GapKind::kAck;
   const char* objective = ack ? "max_ack_stall_s" : "max_receive_stall_s";
   const char* what = ack ? "ack" : "receipt";
   const auto from_us = in.now_us - in.window_us;
-  for (const auto& p : in.partitions) {
+  for (const auto& p : partitions) {
     const auto& age = ack ? p.ack_age_us : p.receive_age_us;
     std::optional<std::int64_t> longest_gap;
     std::int64_t gap_end = 0;
@@ -131,8 +135,9 @@ void checkStalls(const SteadyInput& in, storage::GapKind kind, std::optional<dou
   }
 }
 
-void checkLost(const SteadyInput& in, std::int64_t max_lost, std::vector<SteadyFailure>& out) {
-  for (const auto& p : in.partitions) {
+void checkLost(const SteadyInput& in, const Partitions& partitions, std::int64_t max_lost,
+               std::vector<SteadyFailure>& out) {
+  for (const auto& p : partitions) {
     const auto found = in.lost.find({p.topic, p.partition});
     if (found == in.lost.end() || found->second <= max_lost) continue;
     auto f = partitionFailure(SteadyCheck::kLost, p);
@@ -183,26 +188,27 @@ SteadyBounds steadyBounds(const Objectives& objectives) {
 SteadyResult checkSteady(const SteadyInput& in) {
   SteadyResult result;
   result.bounds = steadyBounds(in.objectives);
-  // A partition listed twice (a probe status raced with a metadata change) is checked once.
-  SteadyInput unique = in;
+  // Each partition once (a probe status raced with a metadata change may list one twice), in
+  // order, so that failures come by topic and partition.
+  Partitions partitions;
   std::set<std::pair<std::string, std::int32_t>> seen;
-  unique.partitions.clear();
   for (const auto& p : in.partitions) {
-    if (seen.emplace(p.topic, p.partition).second) unique.partitions.push_back(p);
+    if (seen.emplace(p.topic, p.partition).second) partitions.push_back(p);
   }
-  std::sort(unique.partitions.begin(), unique.partitions.end(),
+  std::sort(partitions.begin(), partitions.end(),
             [](const SteadyPartition& a, const SteadyPartition& b) {
               return std::tie(a.topic, a.partition) < std::tie(b.topic, b.partition);
             });
-  checkProbe(unique, result.failures);
-  checkMetadata(unique, result.failures);
+  checkProbe(in, partitions, result.failures);
+  checkMetadata(in, partitions, result.failures);
   // While the probe is not probing, its ages and gaps say nothing of the cluster.
-  if (unique.probing) {
-    checkStalls(unique, storage::GapKind::kAck, result.bounds.max_ack_stall_s, result.failures);
-    checkStalls(unique, storage::GapKind::kReceive, result.bounds.max_receive_stall_s,
+  if (in.probing) {
+    checkStalls(in, partitions, storage::GapKind::kAck, result.bounds.max_ack_stall_s,
+                result.failures);
+    checkStalls(in, partitions, storage::GapKind::kReceive, result.bounds.max_receive_stall_s,
                 result.failures);
   }
-  checkLost(unique, result.bounds.max_lost, result.failures);
+  checkLost(in, partitions, result.bounds.max_lost, result.failures);
   result.steady = result.failures.empty();
   return result;
 }
