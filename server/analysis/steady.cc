@@ -56,9 +56,10 @@ void checkProbe(const SteadyInput& in, const Partitions& partitions,
                    "the probe has no partitions yet"});
   }
   for (const auto& p : partitions) {
-    if (p.ack_age_us) continue;
+    if (p.ack_age_us && p.receive_age_us) continue;
     auto f = partitionFailure(SteadyCheck::kProbe, p);
-    f.reason = partitionName(p.topic, p.partition) + " has never been acked since the probe began";
+    f.reason = partitionName(p.topic, p.partition) + " has never been " +
+               (p.ack_age_us ? "read back" : "acked") + " since the probe began";
     out.push_back(std::move(f));
   }
 }

@@ -7,7 +7,7 @@
 // Steady means that none of these fails:
 //   probe            the probe is probing, has probed for at least the window (before that,
 //                    nothing is known of the window's start), and every probe partition has
-//                    been acked at least once;
+//                    been acked and read back at least once;
 //   metadata         the cluster answered the last metadata poll;
 //   offline          every probe partition is in the last metadata answer and has a leader;
 //   under_min_insync every probe partition's ISR holds at least its topic's

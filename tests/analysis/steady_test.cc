@@ -193,13 +193,19 @@ TEST_CASE("a probe that is not probing, or has not probed for the whole window, 
   CHECK(checksOf(checkSteady(in)) == std::vector<std::string>{"probe"});
 }
 
-TEST_CASE("a partition never acked names the probe, and the stall bounds come from the top level",
-          "[unit][analysis]") {
+TEST_CASE(
+    "a partition never acked or never read names the probe, and the stall bounds come from the "
+    "top level",
+    "[unit][analysis]") {
   auto in = steadyLab();
   in.partitions[0].ack_age_us.reset();
+  in.partitions[0].receive_age_us.reset();
+  in.partitions[2].receive_age_us.reset();
   auto result = checkSteady(in);
-  REQUIRE(checksOf(result) == std::vector<std::string>{"probe"});
+  REQUIRE(checksOf(result) == std::vector<std::string>{"probe", "probe"});
   CHECK(result.failures[0].partition == 0);
+  CHECK(result.failures[0].reason == "orders-0 has never been acked since the probe began");
+  CHECK(result.failures[1].reason == "orders-2 has never been read back since the probe began");
 
   // by_role and by_fault limits belong to drills; without a top-level key nothing is bounded.
   in = steadyLab();
