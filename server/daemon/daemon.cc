@@ -19,6 +19,30 @@
 #include "server/kafka/client.h"
 
 namespace kfaild::daemon {
+namespace {
+
+// What /steady checks each cluster against: its objectives, and the min.insync.replicas of the
+// probe topics kfaild creates with one (the only ones it knows without asking the cluster).
+std::map<std::string, api::SteadySettings> steadySettings(const config::Config& config) {
+  std::map<std::string, api::SteadySettings> out;
+  for (const auto& cluster : config.clusters) {
+    auto& settings = out[cluster.name];
+    settings.objectives = cluster.objectives;
+    for (const auto& topic : cluster.probe.topics) {
+      if (!topic.create) continue;
+      const auto min = topic.create->configs.find("min.insync.replicas");
+      if (min == topic.create->configs.end()) continue;
+      char* end = nullptr;
+      const long value = std::strtol(min->second.c_str(), &end, 10);
+      if (end != min->second.c_str() && *end == '\0' && value > 0 && value < 1000) {
+        settings.min_insync[topic.name] = static_cast<std::int32_t>(value);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 // What the HTTP API sees of the running clusters: snapshots from the pollers and probes.
 class Daemon::LiveView final : public api::LiveClusters {
@@ -350,6 +374,9 @@ void Daemon::registerRoutes() {
   maintenance_endpoints_ =
       std::make_unique<api::MaintenanceEndpoints>(*live_, *store_, *maintenance_, clock_);
   maintenance_endpoints_->registerOn(router_);
+  steady_endpoint_ =
+      std::make_unique<api::SteadyEndpoint>(*live_, *store_, clock_, steadySettings(config_));
+  steady_endpoint_->registerOn(router_);
   audit_endpoints_ = std::make_unique<api::AuditEndpoints>(*audit_log_);
   audit_endpoints_->registerOn(router_);
   notification_endpoints_ = std::make_unique<api::NotificationEndpoints>(*notification_queue_);

@@ -24,6 +24,7 @@
 #include "api/notification_endpoints.h"
 #include "api/router.h"
 #include "api/static_files.h"
+#include "api/steady_endpoint.h"
 #include "server/common/clock.h"
 #include "server/config/config.h"
 #include "server/daemon/cluster_parts.h"
@@ -126,6 +127,7 @@ class Daemon {
   std::unique_ptr<api::AuditEndpoints> audit_endpoints_;
   std::unique_ptr<api::NotificationEndpoints> notification_endpoints_;
   std::unique_ptr<api::MaintenanceEndpoints> maintenance_endpoints_;
+  std::unique_ptr<api::SteadyEndpoint> steady_endpoint_;
   bool stopped_ = false;
 };
 
