@@ -63,10 +63,10 @@ std::optional<Sign> signOf(const storage::Event& e, const DepartureRules& rules)
   const auto kind = common::eventKindFromString(e.kind);
   if (source == EventSource::kBrokerLog && e.broker &&
       (kind == EventKind::kFenced || kind == EventKind::kControlledShutdown)) {
-    return Sign{*e.broker,
-                kind == EventKind::kFenced ? DepartureKind::kFenced
-                                           : DepartureKind::kControlledShutdown,
-                logResolutionUs(e)};
+    return Sign{
+        *e.broker,
+        kind == EventKind::kFenced ? DepartureKind::kFenced : DepartureKind::kControlledShutdown,
+        logResolutionUs(e)};
   }
   if (source != EventSource::kMetadata) return std::nullopt;
   const auto detail = detailOf(e);

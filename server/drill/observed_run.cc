@@ -349,14 +349,14 @@ bool ObservedRun::watch() {
 }
 
 void ObservedRun::analyseSteps(const std::vector<ObservedFault>& faults) {
-  nlohmann::json observed = {{"window_s", spec_.options.window_s},
-                             {"baseline_start_us", baseline_start_us_},
-                             {"window_end_us", window_end_us_},
-                             {"whole_again", missing_.empty()},
-                             {"missing", missing_.empty() ? nlohmann::json(nullptr)
-                                                          : nlohmann::json(missing_)},
-                             {"marks", nlohmann::json::array()},
-                             {"faults", nlohmann::json::array()}};
+  nlohmann::json observed = {
+      {"window_s", spec_.options.window_s},
+      {"baseline_start_us", baseline_start_us_},
+      {"window_end_us", window_end_us_},
+      {"whole_again", missing_.empty()},
+      {"missing", missing_.empty() ? nlohmann::json(nullptr) : nlohmann::json(missing_)},
+      {"marks", nlohmann::json::array()},
+      {"faults", nlohmann::json::array()}};
   for (const auto& m : marks_.marks()) observed["marks"].push_back(toJson(m));
   for (const auto& f : faults) observed["faults"].push_back(toJson(f));
   result_["observed"] = std::move(observed);
@@ -414,7 +414,8 @@ void ObservedRun::analyseSteps(const std::vector<ObservedFault>& faults) {
   std::vector<std::int32_t> nodes;
   for (const auto& f : faults) nodes.push_back(f.broker);
   if (faults.size() > 1) {
-    result_["rolling_restart"] = analysis::toJson(analysis::summariseRolling(analyses, nodes, verdict));
+    result_["rolling_restart"] =
+        analysis::toJson(analysis::summariseRolling(analyses, nodes, verdict));
     result_["rolling_restart"]["plan"] = nodes;
     result_["rolling_restart"]["by"] = "observed";
     result_["rolling_restart"]["between_s"] = 0;
@@ -437,15 +438,15 @@ RunOutcome ObservedRun::step(const ObservedFault& fault, int index, std::int64_t
   outcome.baseline_start_us = baseline_start_us_;
   outcome.cluster_settings = settings_;
   outcome.probe_client = probe_client_;
-  outcome.fault_injected = FaultInjected{fault.mark ? fault.mark->at_us : fault.fault_us,
-                                         fault.fault_us,
-                                         fault.time_source,
-                                         fault.mark ? "marked by " + (fault.mark->by.empty()
-                                                                          ? std::string("a client")
-                                                                          : fault.mark->by)
-                                                    : "found by kfaild",
-                                         fault.uncertainty_us,
-                                         0};
+  outcome.fault_injected = FaultInjected{
+      fault.mark ? fault.mark->at_us : fault.fault_us,
+      fault.fault_us,
+      fault.time_source,
+      fault.mark
+          ? "marked by " + (fault.mark->by.empty() ? std::string("a client") : fault.mark->by)
+          : "found by kfaild",
+      fault.uncertainty_us,
+      0};
   // The leadership as it was just before the fault, and the probe's state then.
   LeadershipAtFault leadership = leadership_.empty() ? LeadershipAtFault{} : leadership_.front();
   for (const auto& l : leadership_) {
@@ -457,8 +458,8 @@ RunOutcome ObservedRun::step(const ObservedFault& fault, int index, std::int64_t
     if (t <= fault.fault_us) probe = p;
   }
   outcome.probe_at_fault = probe;
-  const auto resumed = !cut_by_next && wholeAfter(fault.fault_us).has_value() &&
-                       observe_end_us < window_end_us_;
+  const auto resumed =
+      !cut_by_next && wholeAfter(fault.fault_us).has_value() && observe_end_us < window_end_us_;
   outcome.observe_timed_out = !cut_by_next && !resumed;
   outcome.observe_end_us = observe_end_us;
   outcome.window_end_us = observe_end_us;

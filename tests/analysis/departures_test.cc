@@ -13,8 +13,8 @@ namespace {
 constexpr std::int64_t kT0 = 1'700'000'000'000'000;
 constexpr std::int64_t kSecond = 1'000'000;
 
-Event event(std::int64_t t, const char* source, const char* kind, std::optional<std::int32_t> broker,
-            nlohmann::json detail = nlohmann::json::object()) {
+Event event(std::int64_t t, const char* source, const char* kind,
+            std::optional<std::int32_t> broker, nlohmann::json detail = nlohmann::json::object()) {
   Event e;
   e.t_us = t;
   e.source = source;
@@ -80,9 +80,10 @@ TEST_CASE("a controlled shutdown is named by its log line even after the metadat
   CHECK_FALSE(found[0].back_at_us);
 }
 
-TEST_CASE("a broker gone from the metadata without a log line is unregistered, at the poll's "
-          "resolution",
-          "[unit][analysis]") {
+TEST_CASE(
+    "a broker gone from the metadata without a log line is unregistered, at the poll's "
+    "resolution",
+    "[unit][analysis]") {
   const std::vector<Event> events{event(kT0 + 5 * kSecond, "metadata", "broker_gone", 3)};
   const auto found = findDepartures(events, rules());
   REQUIRE(found.size() == 1);
@@ -113,9 +114,10 @@ TEST_CASE("two departures in one window are told apart by the broker's return",
   CHECK(found[2].kind == DepartureKind::kUnregistered);
 }
 
-TEST_CASE("a leader moved off a probe partition is a departure, a move back to the preferred "
-          "leader is not",
-          "[unit][analysis]") {
+TEST_CASE(
+    "a leader moved off a probe partition is a departure, a move back to the preferred "
+    "leader is not",
+    "[unit][analysis]") {
   const std::vector<Event> events{
       leaderChange(kT0 + 10 * kSecond, 0, 1, 2),  // 1 loses probe-0
       leaderChange(kT0 + 40 * kSecond, 0, 2, 1),  // back to its preferred leader: a rebalance

@@ -133,7 +133,8 @@ TEST_CASE("an observed drill with no fault in its window is done with nothing to
           "[unit][drill]") {
   EngineHarness h;
   h.runner->start();
-  auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"observed","options":{"window_s":10}})"));
+  auto id =
+      h.runner->submit(EngineHarness::spec(R"({"fault":"observed","options":{"window_s":10}})"));
   REQUIRE(id);
   const auto d = runWithFault(h, *id, -1, -1);
   REQUIRE(d.state == "done");
@@ -150,7 +151,8 @@ TEST_CASE("an observed drill whose broker does not come back ends at its window 
           "[unit][drill]") {
   EngineHarness h;
   h.runner->start();
-  auto id = h.runner->submit(EngineHarness::spec(R"({"fault":"observed","options":{"window_s":30}})"));
+  auto id =
+      h.runner->submit(EngineHarness::spec(R"({"fault":"observed","options":{"window_s":30}})"));
   REQUIRE(id);
   const auto d = runWithFault(h, *id, 3, -1);
   REQUIRE(d.state == "done");
@@ -180,9 +182,10 @@ TEST_CASE("an observed drill aborted while it waits ends aborted without touchin
   checkNothingTouched(h);
 }
 
-TEST_CASE("a mark is refused on a drill that is not observed, in the future, before the drill or "
-          "on an unknown broker",
-          "[unit][drill]") {
+TEST_CASE(
+    "a mark is refused on a drill that is not observed, in the future, before the drill or "
+    "on an unknown broker",
+    "[unit][drill]") {
   EngineHarness h;
   h.runner->start();
   auto kill = h.runner->submit(EngineHarness::spec(R"({"fault":"kill","target":{"broker":1}})"));
