@@ -26,6 +26,10 @@ const char* toString(DepartureKind kind) {
 
 namespace {
 
+// A sign this long after a departure's first, beyond that sign's resolution, is not how the
+// broker left.
+constexpr std::int64_t kLateSignUs = 1'000'000;
+
 // How telling a sign is: a log line names the way the broker left, the metadata only that it did.
 int rankOf(DepartureKind kind) {
   switch (kind) {
@@ -111,7 +115,10 @@ std::vector<DepartureFound> findDepartures(const std::vector<storage::Event>& ev
     if (!sign || !counts(sign->broker)) continue;
     if (const auto it = open.find(sign->broker); it != open.end()) {
       auto& d = found[it->second];
-      if (rankOf(sign->kind) > rankOf(d.kind)) {
+      // A log line well after the broker had gone names nothing: the controller fences a broker
+      // that shut down at once (leading nothing) a session timeout later, for its bookkeeping.
+      const bool late = e->t_us > d.at_us + d.resolution_us + kLateSignUs;
+      if (rankOf(sign->kind) > rankOf(d.kind) && !late) {
         d.kind = sign->kind;
         d.kind_at_us = e->t_us;
         d.kind_resolution_us = sign->resolution_us;

@@ -12,7 +12,10 @@
 //                        that is not the partition's preferred leader (metadata / leader_change,
 //                        detail "from"); a move back to the preferred leader is a rebalance
 // The departure's kind is the most telling sign of it: a log line over the metadata, and of two
-// log lines the earlier; unregistered over leader_lost. Its time is its earliest sign's. Every
+// log lines the earlier; unregistered over leader_lost. A log line more than a second after the
+// first sign (beyond that sign's resolution) does not name the kind: a broker that shut down at
+// once (leading nothing) is fenced by the controller a session timeout after it left. Its time is
+// its earliest sign's. Every
 // later sign of the same broker belongs to the same departure until the metadata shows it
 // registered again (broker_back): a sign after that starts a new departure.
 //

@@ -526,7 +526,12 @@ Result<ObservedMark> DrillRunner::mark(std::int64_t drill_id, std::optional<std:
   }
   const auto now = deps_.clock.wallNow();
   ObservedMark mark{at_us.value_or(now), broker, by};
-  if (mark.at_us > now) return invalid("at: in the future (kfaild's clock reads it later)");
+  // Another host's clock, or the system clock against kfaild's timebase, may read a little ahead:
+  // a mark that far in the future is taken as now.
+  constexpr std::int64_t kAheadToleranceUs = 250'000;
+  if (mark.at_us > now + kAheadToleranceUs)
+    return invalid("at: in the future (kfaild's clock reads it later)");
+  mark.at_us = std::min(mark.at_us, now);
   if (mark.at_us < current->second) return invalid("at: before the drill began");
   if (!marks_.add(drill_id, mark)) {
     return Error{make_error_code(errc::drill_not_found),

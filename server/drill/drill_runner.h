@@ -93,8 +93,9 @@ class DrillRunner {
   // Marks the running observed drill `drill_id`: someone injected a fault at `at_us` (now when
   // unset), into `broker` when given. errc::drill_not_found when it is not running here (queued,
   // ended, or another cluster's); errc::not_observed for another fault; errc::invalid_request for
-  // a time in the future or before the drill began, or a broker not in the inventory. Any thread;
-  // the mark is an injector/fault event of the drill (detail observed: true).
+  // a time more than 250 ms in the future (less is taken as now) or before the drill began, or a
+  // broker not in the inventory. Any thread; the mark is an injector/fault event of the drill
+  // (detail observed: true).
   Result<ObservedMark> mark(std::int64_t drill_id, std::optional<std::int64_t> at_us,
                             std::optional<std::int32_t> broker, const std::string& by);
 

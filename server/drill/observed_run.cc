@@ -39,7 +39,8 @@ void departureFault(const analysis::DepartureFound& d, std::int64_t session_time
                     std::int64_t heartbeat_us, ObservedFault& out) {
   out.time_source = std::string("departure:") + analysis::toString(d.kind);
   if (d.kind == DepartureKind::kFenced) {
-    out.fault_us = d.kind_at_us - session_timeout_us + heartbeat_us / 2;
+    // Never after the departure's first sign (a metadata poll may show it a moment earlier).
+    out.fault_us = std::min(d.kind_at_us - session_timeout_us + heartbeat_us / 2, d.at_us);
     out.uncertainty_us = heartbeat_us / 2 + d.kind_resolution_us;
   } else if (d.kind == DepartureKind::kUnregistered) {
     out.fault_us = d.at_us;
@@ -453,9 +454,11 @@ RunOutcome ObservedRun::step(const ObservedFault& fault, int index, std::int64_t
     if (l.observed_at_us <= fault.fault_us - fault.uncertainty_us) leadership = l;
   }
   outcome.leadership_at_fault = leadership;
+  // The probe as it was before the earliest the fault can have been: later it may already hold
+  // back sends for the stall.
   ProbeSnapshotAtFault probe;
   for (const auto& [t, p] : probe_) {
-    if (t <= fault.fault_us) probe = p;
+    if (t <= fault.fault_us - fault.uncertainty_us) probe = p;
   }
   outcome.probe_at_fault = probe;
   const auto resumed =

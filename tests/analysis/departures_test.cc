@@ -153,6 +153,25 @@ TEST_CASE("a departure of a broker that leads no probe partition is still found"
   CHECK(found[0].at_us == kT0 + 20 * kSecond - 50'000);
 }
 
+TEST_CASE("a fencing a session timeout after a broker shut down at once does not make it a kill",
+          "[unit][analysis]") {
+  // Leading nothing, it was let go at once (the log's immediate shutdown, read as a controlled
+  // one); the controller fenced it 9 s later all the same.
+  const std::vector<Event> events{
+      event(kT0 + 10 * kSecond + 50'000, "metadata", "broker_gone", 1),
+      event(kT0 + 10 * kSecond, "broker_log", "controlled_shutdown", 1),
+      event(kT0 + 19 * kSecond, "broker_log", "fenced", 1),
+  };
+  auto found = findDepartures(events, rules());
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].kind == DepartureKind::kControlledShutdown);
+  // Without the shutdown's line, the late fencing does not name it either.
+  found = findDepartures({events[0], events[2]}, rules());
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].kind == DepartureKind::kUnregistered);
+  CHECK(found[0].at_us == kT0 + 10 * kSecond + 50'000);
+}
+
 TEST_CASE("signs outside the window or of brokers not counted are no departures",
           "[unit][analysis]") {
   const std::vector<Event> events{
