@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "server/analysis/rolling.h"
 #include "server/common/json_text.h"
@@ -23,6 +24,9 @@ constexpr std::int64_t kWatchPollUs = 500'000;
 // How long the probe's state at each poll is kept: a fault is found at most a session timeout
 // (and a poll) after it happened.
 constexpr std::int64_t kProbeMemoryUs = 120 * kSecond;
+// A fault's effect can begin before its first sign (a graceful shutdown moves leadership before the
+// controller logs its grant): a step's observation ends this long before the next fault's time.
+constexpr std::int64_t kSignLeadUs = kSecond;
 // A mark names the departure that follows it; one this much before it is the same fault seen
 // early (the mark's clock, the metadata's poll).
 constexpr std::int64_t kMarkLeadUs = kSecond;
@@ -402,8 +406,11 @@ void ObservedRun::analyseSteps(const std::vector<ObservedFault>& faults) {
     const auto& f = faults[i];
     const auto resumed = wholeAfter(f.fault_us + spec_.options.observe_min_s * kSecond);
     std::int64_t end = resumed ? std::min(*resumed, window_end_us_) : window_end_us_;
-    const bool cut = i + 1 < faults.size() && faults[i + 1].fault_us < end;
-    if (cut) end = faults[i + 1].fault_us;
+    const auto next_from = i + 1 < faults.size()
+                               ? faults[i + 1].fault_us - faults[i + 1].uncertainty_us - kSignLeadUs
+                               : std::numeric_limits<std::int64_t>::max();
+    const bool cut = next_from < end;
+    if (cut) end = std::max(next_from, f.fault_us);
     auto outcome = step(f, static_cast<int>(i) + 1, end, cut, stored->events, stored->samples);
     auto run = toJson(outcome);
     run["step"] = static_cast<int>(i) + 1;
