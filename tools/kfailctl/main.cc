@@ -1,8 +1,9 @@
-// kfailctl: starts a drill on a kfaild, waits for it and prints its verdict and analysis — for
-// scripts (a CI pipeline, a pager) and for people. Exit status: 0 the drill is done and its
-// verdict is pass; 1 it failed or was aborted; 2 usage; 3 kfaild refused the request (guard
-// refusal, bad request, unknown drill); 4 kfaild unreachable, an error of its own (a TLS failure
-// included), or the wait timed out; 5 done, verdict fail; 6 done, verdict inconclusive (or none).
+// kfailctl: starts a drill on a kfaild (or an observed drill, whose fault another injects:
+// observe), waits for it and prints its verdict and analysis — for scripts (a CI pipeline, a pager)
+// and for people. Exit status: 0 the drill is done and its verdict is pass; 1 it failed or was
+// aborted; 2 usage; 3 kfaild refused the request (guard refusal, bad request, unknown drill); 4
+// kfaild unreachable, an error of its own (a TLS failure included), or the wait timed out; 5 done,
+// verdict fail; 6 done, verdict inconclusive (or none).
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -622,12 +623,12 @@ int main(int argc, char* argv[]) {
   const auto& command = args->positional.front();
   const bool as_json = args->flags.count("--json") > 0;
   int exit_code = kDone;
-  if (command == "drill") return drillCommand(client, *args);
   if (command == "observe") return observeCommand(client, *args);
   if (!args->command.empty()) {
     std::cerr << "kfailctl: -- COMMAND is for observe only\n" << kUsageText;
     return kUsage;
   }
+  if (command == "drill") return drillCommand(client, *args);
   if ((command == "show" || command == "abort" || command == "last") &&
       args->positional.size() != 2) {
     std::cerr << "kfailctl: " << command << " takes one argument\n" << kUsageText;
