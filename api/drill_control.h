@@ -7,9 +7,12 @@
 // must not wait for a drill to run (DrillRunner::submit checks the guards and queues).
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "server/common/result.h"
 #include "server/drill/drill_spec.h"
+#include "server/drill/errc.h"
 #include "storage/records.h"
 
 namespace kfaild::api {
@@ -29,6 +32,18 @@ class DrillControl {
   // Aborts a queued or running drill (a running one recovers its node at once).
   // drill::errc::drill_not_found when the drill is neither.
   virtual Status abort(storage::ClusterId cluster, std::int64_t drill_id) = 0;
+
+  // Marks a running observed drill (drill::DrillRunner::mark): someone injected a fault at
+  // `at_us` (now when unset), into `broker` when given, said by `by`. Returns the mark's time.
+  // drill::errc::drill_not_found (not running here), drill::errc::not_observed,
+  // drill::errc::invalid_request (the time, the broker). Without observed drills: not found.
+  virtual Result<std::int64_t> mark(storage::ClusterId cluster, std::int64_t drill_id,
+                                    std::optional<std::int64_t> at_us,
+                                    std::optional<std::int32_t> broker, const std::string& by) {
+    (void)cluster, (void)at_us, (void)broker, (void)by;
+    return Error{make_error_code(drill::errc::drill_not_found),
+                 "drill " + std::to_string(drill_id) + " is not running in this kfaild"};
+  }
 };
 
 }  // namespace kfaild::api

@@ -88,6 +88,7 @@ json drillJson(const storage::DrillRecord& d,
       {"verdict_detail", result.contains("verdict") ? result["verdict"] : json(nullptr)},
       {"rolling_restart",
        result.contains("rolling_restart") ? result["rolling_restart"] : json(nullptr)},
+      {"observed", result.contains("observed") ? result["observed"] : json(nullptr)},
   };
 }
 
@@ -251,6 +252,7 @@ void DrillEndpoints::registerOn(Router& router) {
   router.add("GET", "/api/v1/drills/{id}", bind(&DrillEndpoints::getDrill), redacted);
   router.add("GET", "/api/v1/drills/{id}/timeline", bind(&DrillEndpoints::timeline), redacted);
   router.add("POST", "/api/v1/drills/{id}/abort", bind(&DrillEndpoints::abortDrill));
+  router.add("POST", "/api/v1/drills/{id}/mark", bind(&DrillEndpoints::markDrill));
   router.add("GET", "/api/v1/statistics", bind(&DrillEndpoints::statistics));
   router.add("GET", "/api/v1/recoveries", bind(&DrillEndpoints::listRecoveries), redacted);
   router.add("POST", "/api/v1/recoveries/{id}/resolve", bind(&DrillEndpoints::resolveRecovery));
@@ -587,6 +589,92 @@ Response DrillEndpoints::abortDrill(const Request& request) {
   auto response = jsonResponse(202, drillJson(record, std::get<0>(names)));
   response.headers.emplace_back("Location", "/api/v1/drills/" + std::to_string(drill.id));
   return response;
+}
+
+namespace {
+
+// A mark's body: {"at": RFC 3339, "broker": id, "by": text}, every field optional.
+struct MarkBody {
+  std::optional<std::int64_t> at_us;
+  std::optional<std::int32_t> broker;
+  std::string by;
+};
+
+std::variant<MarkBody, std::string> parseMark(const json& b) {
+  MarkBody mark;
+  for (const auto& [key, value] : b.items()) {
+    if (key != "at" && key != "broker" && key != "by") return key + ": unknown field";
+  }
+  if (b.contains("at")) {
+    const auto at =
+        b["at"].is_string() ? common::parseRfc3339(b["at"].get<std::string>()) : std::nullopt;
+    if (!at) return std::string("at: must be an RFC 3339 time, e.g. 2026-12-06T12:00:00.250Z");
+    mark.at_us = *at;
+  }
+  if (b.contains("broker")) {
+    const auto& v = b["broker"];
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 ||
+        v.get<std::int64_t>() > 2'147'483'647) {
+      return std::string("broker: must be a node id (an integer from 0)");
+    }
+    mark.broker = static_cast<std::int32_t>(v.get<std::int64_t>());
+  }
+  if (b.contains("by")) {
+    if (!b["by"].is_string() || b["by"].get<std::string>().size() > kMarkByMax) {
+      return "by: must be a string of at most " + std::to_string(kMarkByMax) + " characters";
+    }
+    mark.by = b["by"].get<std::string>();
+  }
+  return mark;
+}
+
+}  // namespace
+
+Response DrillEndpoints::markDrill(const Request& request) {
+  auto found = drillOfPath(request);
+  if (auto* failure = std::get_if<Response>(&found)) return std::move(*failure);
+  if (auto query = QueryReader::create(request.query, {}); !query) {
+    return badRequest(request, query.error());
+  }
+  const auto& drill = std::get<storage::DrillRecord>(found);
+  MarkBody mark;
+  if (!request.body.empty()) {
+    auto body = jsonObjectBody(request);
+    if (auto* failure = std::get_if<Response>(&body)) return std::move(*failure);
+    auto parsed = parseMark(std::get<json>(body));
+    if (auto* error = std::get_if<std::string>(&parsed)) return invalidBody(request, *error);
+    mark = std::get<MarkBody>(parsed);
+  }
+  if (drill.fault != drill::toString(drill::FaultType::kObserved)) {
+    return problem(ProblemType::kDrillRefused,
+                   "drill " + std::to_string(drill.id) + " is a " + drill.fault +
+                       " drill: only an observed drill takes a mark",
+                   request.path, {{"reason", "not an observed drill"}});
+  }
+  const auto finished = [&](const storage::DrillRecord& d, const std::string& detail) {
+    return problem(ProblemType::kDrillFinished, detail, request.path, {{"state", d.state}});
+  };
+  if (drill::isTerminal(drill.state)) {
+    return finished(drill, "drill " + std::to_string(drill.id) + " is already " + drill.state);
+  }
+  auto at = control_.mark(drill.cluster, drill.id, mark.at_us, mark.broker, mark.by);
+  if (!at) {
+    if (at.error().code == drill::errc::invalid_request) {
+      return invalidBody(request, at.error().message);
+    }
+    if (at.error().code == drill::errc::drill_not_found ||
+        at.error().code == drill::errc::not_observed) {
+      auto again = drills_.drill(drill.id);
+      const auto& latest = again && *again ? **again : drill;
+      return finished(latest, at.error().message);
+    }
+    return storeFailure(request, at.error());
+  }
+  return jsonResponse(200, {{"drill", drill.id},
+                            {"at", common::formatRfc3339(*at)},
+                            {"at_us", *at},
+                            {"broker", mark.broker ? json(*mark.broker) : json(nullptr)},
+                            {"by", mark.by}});
 }
 
 Response DrillEndpoints::statistics(const Request& request) const {

@@ -12,6 +12,7 @@
 //   GET    /api/v1/drills/{id}                      one drill with its runs' analyses
 //   GET    /api/v1/drills/{id}/timeline             every event of the drill's window
 //   POST   /api/v1/drills/{id}/abort                abort: a running drill recovers at once
+//   POST   /api/v1/drills/{id}/mark                 an observed drill's fault, injected by another
 //   GET    /api/v1/statistics                       stall and phase distributions across drills
 //   GET    /api/v1/schedules, POST /api/v1/schedules
 //   GET    /api/v1/schedules/{id}, PATCH, DELETE
@@ -42,6 +43,8 @@
 namespace kfaild::api {
 
 inline constexpr std::int64_t kDrillsMaxLimit = 500;
+// The most characters a mark's `by` (who or what injected the fault) may have.
+inline constexpr std::size_t kMarkByMax = 200;
 inline constexpr std::int64_t kDrillsDefaultLimit = 50;
 inline constexpr std::int64_t kStatisticsMaxDrills = 10'000;
 inline constexpr std::int64_t kIncidentsDefaultWindowUs = 7LL * 24 * 3600 * 1'000'000;
@@ -74,6 +77,7 @@ class DrillEndpoints {
   Response getDrill(const Request& request) const;
   Response timeline(const Request& request) const;
   Response abortDrill(const Request& request);
+  Response markDrill(const Request& request);
   Response statistics(const Request& request) const;
   Response listSchedules(const Request& request) const;
   Response createSchedule(const Request& request);

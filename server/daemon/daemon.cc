@@ -82,6 +82,15 @@ class Daemon::Control final : public api::DrillControl {
     }
     return r->abort(drill_id);
   }
+  Result<std::int64_t> mark(storage::ClusterId cluster, std::int64_t drill_id,
+                            std::optional<std::int64_t> at_us, std::optional<std::int32_t> broker,
+                            const std::string& by) override {
+    auto* r = runner(cluster);
+    if (r == nullptr) return api::DrillControl::mark(cluster, drill_id, at_us, broker, by);
+    auto marked = r->mark(drill_id, at_us, broker, by);
+    if (!marked) return marked.error();
+    return marked->at_us;
+  }
 
  private:
   drill::DrillRunner* runner(storage::ClusterId cluster) const {

@@ -97,7 +97,8 @@ namespace {
 std::vector<CoordinatorQuery> coordinatorQueries(const config::ClusterConfig& cluster,
                                                  const DrillSpec& spec) {
   std::vector<CoordinatorQuery> coordinators;
-  if (spec.fault == FaultType::kRollingRestart) return coordinators;
+  if (spec.fault == FaultType::kRollingRestart || spec.fault == FaultType::kObserved)
+    return coordinators;
   for (const auto* t : {&spec.target, spec.then ? &spec.then->target : nullptr}) {
     if (t != nullptr && t->kind == TargetKind::kCoordinatorOf) {
       coordinators.push_back(coordinatorQuery(cluster, *t));
@@ -177,6 +178,11 @@ Result<ClusterFacts> DrillRunner::readFactsNow(const std::vector<CoordinatorQuer
 Result<std::vector<DrillRunner::PlannedFault>> DrillRunner::planFaults(
     const DrillSpec& spec, const ClusterFacts* known) const {
   std::vector<PlannedFault> planned;
+  // No node of its own: its guards are the cluster's and the probe's (target -1).
+  if (spec.fault == FaultType::kObserved) {
+    planned.push_back({-1, spec, ""});
+    return planned;
+  }
   if (spec.fault == FaultType::kRollingRestart) {
     const auto quorum = deps_.view.latest().quorum;
     auto plan = rollingPlan(spec, cluster_.inventory,
@@ -317,6 +323,8 @@ void DrillRunner::execute(storage::DrillRecord drill) {
     request["expect"] = nlohmann::json::parse(drill.expect, nullptr, false);
   if (!drill.second_fault.empty())
     request["then"] = nlohmann::json::parse(drill.second_fault, nullptr, false);
+  // Stored as every broker (what it watches); the request has none.
+  if (drill.fault == toString(FaultType::kObserved)) request.erase("target");
   auto spec = parseDrillSpec(request);
   if (!spec) {
     // It never started: nothing was measured, so it has no verdict (as a drill aborted while
@@ -330,6 +338,10 @@ void DrillRunner::execute(storage::DrillRecord drill) {
   drill.started_us = deps_.clock.wallNow();
   if (spec->fault == FaultType::kRollingRestart) {
     executeRolling(drill, *spec, objectives);
+    return;
+  }
+  if (spec->fault == FaultType::kObserved) {
+    executeObserved(drill, *spec, objectives);
     return;
   }
   nlohmann::json result = {{"runs", nlohmann::json::array()}};
@@ -469,6 +481,65 @@ void DrillRunner::executeRolling(storage::DrillRecord& drill, const DrillSpec& s
   spdlog::info("drill {} on {}: rolling restart of {} nodes, verdict {}", drill.id, cluster_.name,
                done_nodes.size(), *drill.verdict);
   records_.setState(drill, DrillState::kDone);
+}
+
+void DrillRunner::executeObserved(storage::DrillRecord& drill, const DrillSpec& spec,
+                                  const analysis::Objectives& objectives) {
+  ObservedRun run({deps_, guards_, recovery_, queue_, records_, worker_, addresses_, resolve_},
+                  drill, spec, marks_, objectives);
+  const auto [state, reason] = run.execute();
+  if (state != DrillState::kDone) {
+    finishUnfinished(drill, state, reason, objectives, {});
+    return;
+  }
+  spdlog::info("drill {} on {}: observed, verdict {}", drill.id, cluster_.name,
+               drill.verdict.value_or("none"));
+  records_.setState(drill, DrillState::kDone);
+}
+
+Result<ObservedMark> DrillRunner::mark(std::int64_t drill_id, std::optional<std::int64_t> at_us,
+                                       std::optional<std::int32_t> broker, const std::string& by) {
+  const auto invalid = [](const std::string& why) {
+    return Error{make_error_code(errc::invalid_request), why};
+  };
+  const auto current = marks_.current();
+  if (!current || current->first != drill_id) {
+    auto stored = deps_.drills.drill(drill_id);
+    if (stored && *stored && (**stored).fault != toString(FaultType::kObserved)) {
+      return Error{make_error_code(errc::not_observed),
+                   "drill " + std::to_string(drill_id) + " is a " + (**stored).fault +
+                       " drill: kfaild injects its fault itself"};
+    }
+    return Error{make_error_code(errc::drill_not_found),
+                 "drill " + std::to_string(drill_id) +
+                     " is not an observed drill running in this kfaild (queued, or ended)"};
+  }
+  if (broker) {
+    const auto known = std::any_of(cluster_.inventory.begin(), cluster_.inventory.end(),
+                                   [&](const config::NodeConfig& n) {
+                                     return n.id == *broker && n.role == NodeRole::kBroker;
+                                   });
+    if (!known) {
+      return invalid("broker: " + std::to_string(*broker) + " is not a broker of cluster " +
+                     cluster_.name + "'s inventory");
+    }
+  }
+  const auto now = deps_.clock.wallNow();
+  ObservedMark mark{at_us.value_or(now), broker, by};
+  // Another host's clock, or the system clock against kfaild's timebase, may read a little ahead:
+  // a mark that far in the future is taken as now.
+  constexpr std::int64_t kAheadToleranceUs = 250'000;
+  if (mark.at_us > now + kAheadToleranceUs)
+    return invalid("at: in the future (kfaild's clock reads it later)");
+  mark.at_us = std::min(mark.at_us, now);
+  if (mark.at_us < current->second) return invalid("at: before the drill began");
+  if (!marks_.add(drill_id, mark)) {
+    return Error{make_error_code(errc::drill_not_found),
+                 "drill " + std::to_string(drill_id) + " has just ended"};
+  }
+  nlohmann::json detail = {{"observed", true}, {"drill", drill_id}, {"by", by}};
+  recordEvent(deps_, EventSource::kInjector, EventKind::kFault, mark.at_us, broker, detail);
+  return mark;
 }
 
 std::optional<std::int64_t> DrillRunner::openWindow(const storage::DrillRecord& drill,

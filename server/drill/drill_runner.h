@@ -29,6 +29,7 @@
 #include "server/drill/fault_action.h"
 #include "server/drill/guard_inputs.h"
 #include "server/drill/node_recovery.h"
+#include "server/drill/observed_run.h"
 #include "server/drill/seams.h"
 #include "server/maintenance/maintenance_windows.h"
 
@@ -89,6 +90,15 @@ class DrillRunner {
   Status abort(std::int64_t drill_id);
   std::optional<std::int64_t> active() const { return queue_.active(); }
 
+  // Marks the running observed drill `drill_id`: someone injected a fault at `at_us` (now when
+  // unset), into `broker` when given. errc::drill_not_found when it is not running here (queued,
+  // ended, or another cluster's); errc::not_observed for another fault; errc::invalid_request for
+  // a time more than 250 ms in the future (less is taken as now) or before the drill began, or a
+  // broker not in the inventory. Any thread; the mark is an injector/fault event of the drill
+  // (detail observed: true).
+  Result<ObservedMark> mark(std::int64_t drill_id, std::optional<std::int64_t> at_us,
+                            std::optional<std::int32_t> broker, const std::string& by);
+
   const std::string& clusterName() const { return cluster_.name; }
   storage::ClusterId clusterId() const { return cluster_id_; }
 
@@ -128,6 +138,9 @@ class DrillRunner {
   // no later step starts. result.rolling_restart sums the steps up (analysis/rolling.h).
   void executeRolling(storage::DrillRecord& drill, const DrillSpec& spec,
                       const analysis::Objectives& objectives);
+  // An observed drill (observed_run.h): nothing injected, each fault seen a step.
+  void executeObserved(storage::DrillRecord& drill, const DrillSpec& spec,
+                       const analysis::Objectives& objectives);
   // The planned-maintenance window a rolling restart holds open while it runs: opened before its
   // first step (ending at the longest the rehearsal can take, at most a day), closed when it ends
   // however it ends; at start, for a rehearsal a previous kfaild died in. Failures are logged:
@@ -159,6 +172,7 @@ class DrillRunner {
   // waits through it; the queue is stopped first by stop() in the destructor.
   common::Worker worker_;
   DrillQueue queue_;
+  ObservedMarks marks_;  // the running observed drill's
 };
 
 }  // namespace kfaild::drill

@@ -63,7 +63,7 @@ bool isValidTopicName(const std::string& name) {
 
 namespace {
 
-constexpr std::array<std::pair<FaultType, const char*>, 9> kFaultNames{{
+constexpr std::array<std::pair<FaultType, const char*>, 10> kFaultNames{{
     {FaultType::kKill, "kill"},
     {FaultType::kStop, "stop"},
     {FaultType::kPause, "pause"},
@@ -73,6 +73,7 @@ constexpr std::array<std::pair<FaultType, const char*>, 9> kFaultNames{{
     {FaultType::kDiskFull, "disk_full"},
     {FaultType::kDiskSlow, "disk_slow"},
     {FaultType::kRollingRestart, "rolling_restart"},
+    {FaultType::kObserved, "observed"},
 }};
 
 }  // namespace
@@ -249,18 +250,51 @@ std::optional<Error> parseRollingTarget(const nlohmann::json& body, Target& out)
   return std::nullopt;
 }
 
+// An observed drill takes only the options of a wait (the rest are an injection's, and would be
+// silently ignored); window_s and quiet_s are only its.
+std::optional<Error> observedOptions(const nlohmann::json& o, bool observed) {
+  static const std::set<std::string> kOwn{"window_s", "quiet_s"};
+  static const std::set<std::string> kShared{"baseline_s", "observe_min_s", "settle_timeout_s"};
+  for (const auto& item : o.items()) {
+    if (observed && !kOwn.count(item.key()) && !kShared.count(item.key())) {
+      return invalid("options." + item.key(), "not for observed (kfaild injects nothing)");
+    }
+    if (!observed && kOwn.count(item.key())) {
+      return invalid("options." + item.key(), "only for observed");
+    }
+  }
+  return std::nullopt;
+}
+
 // The request's "options" into spec.options (spec.fault already read).
 std::optional<Error> parseOptions(const nlohmann::json& o, DrillSpec& spec) {
   const bool rolling = spec.fault == FaultType::kRollingRestart;
   if (!o.is_object()) return invalid("options", "must be an object");
-  if (auto e =
-          unknownFields(o, "options",
-                        {"repeats", "baseline_s", "observe_min_s", "observe_timeout_s", "grace_s",
-                         "pause_s", "recover_timeout_s", "preferred_election", "preflight_election",
-                         "settle_timeout_s", "allow_unavailable", "allow_quorum_loss", "duration_s",
-                         "from", "mode", "rate", "kill", "between_s", "include_controllers"})) {
+  if (auto e = unknownFields(o, "options",
+                             {"repeats",
+                              "baseline_s",
+                              "observe_min_s",
+                              "observe_timeout_s",
+                              "grace_s",
+                              "pause_s",
+                              "recover_timeout_s",
+                              "preferred_election",
+                              "preflight_election",
+                              "settle_timeout_s",
+                              "allow_unavailable",
+                              "allow_quorum_loss",
+                              "duration_s",
+                              "from",
+                              "mode",
+                              "rate",
+                              "kill",
+                              "between_s",
+                              "include_controllers",
+                              "window_s",
+                              "quiet_s"})) {
     return *e;
   }
+  if (auto e = observedOptions(o, spec.fault == FaultType::kObserved)) return *e;
   // Options of a fault other than the request's are refused: they would be silently ignored.
   const auto only_for = [&](const char* name, bool applies,
                             const char* faults) -> std::optional<Error> {
@@ -294,7 +328,9 @@ std::optional<Error> parseOptions(const nlohmann::json& o, DrillSpec& spec) {
                  readInt(o, "duration_s", "options", 1, 3600, opt.duration_s),
                  readBool(o, "kill", "options", opt.kill),
                  readInt(o, "between_s", "options", 0, 3600, opt.between_s),
-                 readBool(o, "include_controllers", "options", opt.include_controllers)}) {
+                 readBool(o, "include_controllers", "options", opt.include_controllers),
+                 readInt(o, "window_s", "options", kMinWindowS, kMaxWindowS, opt.window_s),
+                 readInt(o, "quiet_s", "options", 0, 3600, opt.quiet_s)}) {
     if (e) return *e;
   }
   if (o.contains("from")) {
@@ -374,8 +410,16 @@ Result<DrillSpec> parseDrillSpec(const nlohmann::json& body) {
   spec.fault = *fault;
 
   const bool rolling = spec.fault == FaultType::kRollingRestart;
-  if (auto e = rolling ? parseRollingTarget(body, spec.target) : parseTarget(body, "", spec.target))
+  if (spec.fault == FaultType::kObserved) {
+    // Whoever injects chooses the node; a mark may name it (DrillRunner::mark).
+    if (body.contains("target"))
+      return invalid("target", "not for observed: the fault is not kfaild's");
+    if (body.contains("then")) return invalid("then", "not for observed");
+    spec.target.kind = TargetKind::kNodes;
+  } else if (auto e = rolling ? parseRollingTarget(body, spec.target)
+                              : parseTarget(body, "", spec.target)) {
     return *e;
+  }
 
   if (body.contains("options")) {
     if (auto e = parseOptions(body["options"], spec)) return *e;
@@ -425,6 +469,13 @@ nlohmann::json toJson(const Target& target) {
 }
 
 nlohmann::json toJson(const DrillOptions& o, FaultType fault) {
+  if (fault == FaultType::kObserved) {
+    return {{"baseline_s", o.baseline_s},
+            {"observe_min_s", o.observe_min_s},
+            {"settle_timeout_s", o.settle_timeout_s},
+            {"window_s", o.window_s},
+            {"quiet_s", o.quiet_s}};
+  }
   nlohmann::json out = {{"repeats", o.repeats},
                         {"baseline_s", o.baseline_s},
                         {"observe_min_s", o.observe_min_s},
@@ -481,6 +532,7 @@ nlohmann::json toJson(const DrillSpec& spec) {
   nlohmann::json out = {{"fault", toString(spec.fault)},
                         {"target", toJson(spec.target)},
                         {"options", toJson(spec.options, spec.fault)}};
+  if (spec.fault == FaultType::kObserved) out.erase("target");
   if (spec.expect) out["expect"] = analysis::toJson(*spec.expect);
   if (spec.then) out["then"] = toJson(*spec.then);
   return out;

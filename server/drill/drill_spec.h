@@ -28,6 +28,14 @@
 // {"every_broker":true} (every broker of the inventory, then with `include_controllers` the
 // controllers, the active one last: rolling_plan.h), or {"nodes":[...]} in the order given.
 //
+// An observed drill (observed) injects nothing: it takes a baseline, then waits up to `window_s`
+// for a fault someone else injects (marked through the API, or found from the cluster: a
+// departure, analysis/departures.h) and analyses each departure as a drill of its own
+// (observed_run.h). It has no target; its options are baseline_s, observe_min_s,
+// settle_timeout_s, window_s and quiet_s (the cluster whole and the probe steady that long, with
+// no new departure, ends it):
+//   {"fault":"observed", "options":{"window_s":600}}
+//
 // `expect`: objectives of this request, on top of the cluster's (analysis/objectives.h).
 
 #include <cstdint>
@@ -52,7 +60,8 @@ enum class FaultType {
   kThrottle,
   kDiskFull,
   kDiskSlow,
-  kRollingRestart
+  kRollingRestart,
+  kObserved
 };
 const char* toString(FaultType fault);
 std::optional<FaultType> faultFromString(const std::string& text);
@@ -77,6 +86,11 @@ struct Target {
   // controllers with include_controllers).
   std::vector<std::int32_t> nodes;
 };
+
+// An observed drill's window_s: at least long enough for a fencing (the session timeout) and a
+// return, at most a day (a provider's patching window).
+inline constexpr std::int32_t kMinWindowS = 10;
+inline constexpr std::int32_t kMaxWindowS = 86'400;
 
 struct DrillOptions {
   std::int32_t repeats = 1;              // runs, with recovery in between
@@ -112,6 +126,10 @@ struct DrillOptions {
   // includes the controllers.
   std::int32_t between_s = 10;
   bool include_controllers = false;
+  // observed: how long to wait for a fault after the baseline, and how long the cluster must be
+  // whole with the probe steady and no new departure before the drill ends.
+  std::int32_t window_s = 600;
+  std::int32_t quiet_s = 15;
 };
 
 // A compound drill's second fault: injected `after_s` after the first, on its own target

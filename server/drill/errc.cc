@@ -20,6 +20,8 @@ class DrillCategory final : public std::error_category {
         return "invalid drill request";
       case errc::analysis_window:
         return "analysis window unreadable";
+      case errc::not_observed:
+        return "not an observed drill";
     }
     return "unknown drill error";
   }

@@ -17,6 +17,7 @@ enum class errc {
   injector_failed,   // the fault injector failed to inject or to heal
   invalid_request,   // a drill request with a wrong field (the message names it)
   analysis_window,   // the run's recorded window cannot be read whole for its analysis
+  not_observed,      // a mark on a drill whose fault is kfaild's own
 };
 
 const std::error_category& drillCategory();

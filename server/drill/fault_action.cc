@@ -208,6 +208,8 @@ Result<fault::FaultRecord> injectFault(fault::Injector& injector, const DrillSpe
     }
     // Never injected itself: each of its steps is a restart (rollingStep).
     case FaultType::kRollingRestart:
+    // Never injected at all: the fault is someone else's (observed_run.h).
+    case FaultType::kObserved:
       break;
   }
   return fault::faultError(fault::errc::unsupported, "unknown fault");

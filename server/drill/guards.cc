@@ -108,7 +108,7 @@ std::optional<std::string> checkGuards(const GuardInput& in) {
   if (in.active_drill) {
     return "drill " + std::to_string(*in.active_drill) + " is running on this cluster";
   }
-  if (!in.inventory.count(in.target)) {
+  if (in.target >= 0 && !in.inventory.count(in.target)) {
     return "node " + std::to_string(in.target) + " is not in the cluster's inventory";
   }
   if (in.cluster_problem) return *in.cluster_problem;

@@ -33,7 +33,9 @@ inline constexpr std::int64_t kMaxProbeBacklogUs = 1'000'000;
 
 struct GuardInput {
   FaultType fault = FaultType::kKill;
-  std::int32_t target = -1;  // the node the fault will hit
+  // The node the fault will hit; -1 for none (an observed drill: only the cluster's wholeness
+  // and the probe's steadiness are checked).
+  std::int32_t target = -1;
   bool allow_unavailable = false;
   bool allow_quorum_loss = false;
   std::set<std::int32_t> inventory;                 // node ids kfaild can reach

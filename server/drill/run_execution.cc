@@ -31,8 +31,14 @@ std::string partitionName(const std::string& topic, std::int32_t partition) {
   return topic + "-" + std::to_string(partition);
 }
 
-// Every partition of `snapshot` as the analysis takes it, with its topic's min.insync.replicas
-// (0: unknown).
+bool isController(const std::vector<config::NodeConfig>& inventory, std::int32_t node) {
+  return std::any_of(inventory.begin(), inventory.end(), [node](const config::NodeConfig& n) {
+    return n.id == node && n.role == NodeRole::kController;
+  });
+}
+
+}  // namespace
+
 std::vector<analysis::PartitionAtFault> partitionsOf(
     const kafka::ClusterSnapshot& snapshot, const std::map<std::string, std::int32_t>& min_insync) {
   std::vector<analysis::PartitionAtFault> out;
@@ -46,13 +52,26 @@ std::vector<analysis::PartitionAtFault> partitionsOf(
   return out;
 }
 
-bool isController(const std::vector<config::NodeConfig>& inventory, std::int32_t node) {
-  return std::any_of(inventory.begin(), inventory.end(), [node](const config::NodeConfig& n) {
-    return n.id == node && n.role == NodeRole::kController;
-  });
+ProbeSnapshotAtFault probeSnapshot(const EngineDeps& deps) {
+  const auto status = deps.probe.status();
+  ProbeSnapshotAtFault probe;
+  const auto now = deps.clock.monoNow();
+  for (const auto& p : status.partitions) {
+    analysis::ProbeAtFault f;
+    f.topic = p.topic;
+    f.partition = p.partition;
+    f.outstanding = static_cast<std::int64_t>(p.outstanding);
+    if (p.oldest_outstanding_sent)
+      f.oldest_outstanding_age_us = now - p.oldest_outstanding_sent->mono;
+    f.holding = p.holding_since.has_value();
+    f.held_ticks = static_cast<std::int64_t>(p.counters.held_ticks);
+    probe.partitions.push_back(std::move(f));
+  }
+  probe.skipped_ticks = status.skipped_ticks;
+  probe.max_send_lateness_us = status.max_send_lateness_us;
+  probe.clock_steps = deps.clock.steps();
+  return probe;
 }
-
-}  // namespace
 
 RunExecution::RunExecution(RunParts parts, storage::DrillRecord& drill, const DrillSpec& spec,
                            int run)
@@ -379,24 +398,7 @@ bool RunExecution::atFault() {
 }
 
 ProbeSnapshotAtFault RunExecution::probeNow() const {
-  const auto status = deps_.probe.status();
-  ProbeSnapshotAtFault probe;
-  const auto now = deps_.clock.monoNow();
-  for (const auto& p : status.partitions) {
-    analysis::ProbeAtFault f;
-    f.topic = p.topic;
-    f.partition = p.partition;
-    f.outstanding = static_cast<std::int64_t>(p.outstanding);
-    if (p.oldest_outstanding_sent)
-      f.oldest_outstanding_age_us = now - p.oldest_outstanding_sent->mono;
-    f.holding = p.holding_since.has_value();
-    f.held_ticks = static_cast<std::int64_t>(p.counters.held_ticks);
-    probe.partitions.push_back(std::move(f));
-  }
-  probe.skipped_ticks = status.skipped_ticks;
-  probe.max_send_lateness_us = status.max_send_lateness_us;
-  probe.clock_steps = deps_.clock.steps();
-  return probe;
+  return probeSnapshot(deps_);
 }
 
 bool RunExecution::quorumLostWithout(std::int32_t node, const kafka::QuorumInfo* quorum,
@@ -1167,20 +1169,28 @@ ElectionOutcome RunExecution::electPreferred(const std::vector<kafka::TopicParti
 }
 
 void RunExecution::collectBrokerLogs() {
+  std::vector<std::int32_t> targets{target_};
+  if (second_journal_) targets.push_back(second_target_);
+  storeFailoverLogs(deps_, targets, baseline_start_us_);
+}
+
+void storeFailoverLogs(const EngineDeps& deps, const std::vector<std::int32_t>& targets,
+                       std::int64_t since_us) {
+  if (targets.empty()) return;
   std::vector<fault::LogSource> sources;
-  for (const auto& node : deps_.cluster.inventory) {
+  for (const auto& node : deps.cluster.inventory) {
     sources.push_back(
-        {node.id, node.role == NodeRole::kController, deps_.injectors.at(node.id).get()});
+        {node.id, node.role == NodeRole::kController, deps.injectors.at(node.id).get()});
   }
   std::vector<std::string> topics;
-  for (const auto& t : deps_.cluster.probe.topics) topics.push_back(t.name);
-  // The logs are written on the system clock: from the baseline's start as it read then.
-  const auto since = deps_.clock.toSystem(baseline_start_us_);
-  auto lines = fault::readFailoverLogs(sources, target_, topics, since);
-  if (second_journal_) {
-    // The second target's marks; the leaders' epochs and ISR shrinks are every node's, read once
+  for (const auto& t : deps.cluster.probe.topics) topics.push_back(t.name);
+  // The logs are written on the system clock: from the window's start as it read then.
+  const auto since = deps.clock.toSystem(since_us);
+  auto lines = fault::readFailoverLogs(sources, targets.front(), topics, since);
+  for (std::size_t i = 1; i < targets.size(); ++i) {
+    // The other targets' marks; the leaders' epochs and ISR shrinks are every node's, read once
     // already.
-    for (auto& line : fault::readFailoverLogs(sources, second_target_, topics, since)) {
+    for (auto& line : fault::readFailoverLogs(sources, targets[i], topics, since)) {
       const auto kind = common::eventKindFromString(line.kind);
       if (kind != EventKind::kLeaderEpochStart && kind != EventKind::kIsrShrink) {
         lines.push_back(std::move(line));
@@ -1189,9 +1199,9 @@ void RunExecution::collectBrokerLogs() {
   }
   for (auto& line : lines) {
     storage::Event e;
-    e.cluster = deps_.cluster_id;
+    e.cluster = deps.cluster_id;
     // On kfaild's timebase, which a step of the system clock below a second leaves where it was.
-    e.t_us = deps_.clock.fromSystem(line.t);
+    e.t_us = deps.clock.fromSystem(line.t);
     e.source = toString(EventSource::kBrokerLog);
     e.kind = line.kind;
     e.broker = line.broker;
@@ -1208,7 +1218,7 @@ void RunExecution::collectBrokerLogs() {
       detail["clock_uncertainty_us"] = line.clock_uncertainty_us;
     }
     e.detail = common::jsonText(detail);
-    deps_.store.addEvent(std::move(e));
+    deps.store.addEvent(std::move(e));
   }
 }
 

@@ -27,6 +27,18 @@
 
 namespace kfaild::drill {
 
+// Every partition of `snapshot` as the analysis takes it, with its topic's min.insync.replicas
+// (0: unknown).
+std::vector<analysis::PartitionAtFault> partitionsOf(
+    const kafka::ClusterSnapshot& snapshot, const std::map<std::string, std::int32_t>& min_insync);
+// The probe's state now, as a run keeps it at the fault.
+ProbeSnapshotAtFault probeSnapshot(const EngineDeps& deps);
+// Reads the failover lines of the brokers' logs since `since_us` (fault::readFailoverLogs) about
+// each of `targets` (the first's with every node's leader epochs and ISR shrinks) and stores them
+// as broker_log events.
+void storeFailoverLogs(const EngineDeps& deps, const std::vector<std::int32_t>& targets,
+                       std::int64_t since_us);
+
 // The parts of the engine a run uses.
 struct RunParts {
   EngineDeps& deps;

@@ -159,6 +159,8 @@ struct ControllerMark {
 constexpr ControllerMark kControllerMarks[] = {
     {"because its session has timed out", "fenced"},
     {"has requested and been granted a controlled shutdown", "controlled_shutdown"},
+    // A broker that leads nothing is let go at once: a graceful shutdown all the same.
+    {"has requested and been granted an immediate shutdown", "controlled_shutdown"},
     {"to shut down has been granted", "shutdown_granted"},
 };
 

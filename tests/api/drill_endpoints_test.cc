@@ -70,8 +70,25 @@ class FakeDrillControl final : public DrillControl {
     return drills_.updateDrill(record);
   }
 
+  Result<std::int64_t> mark(storage::ClusterId, std::int64_t drill_id,
+                            std::optional<std::int64_t> at_us, std::optional<std::int32_t> broker,
+                            const std::string& by) override {
+    std::lock_guard lock(mutex_);
+    if (mark_error) return *mark_error;
+    marks.push_back({drill_id, at_us, broker, by});
+    return at_us.value_or(clock_.wallNow());
+  }
+
   void enable(storage::ClusterId cluster) { enabled_.insert(cluster); }
 
+  struct Mark {
+    std::int64_t drill;
+    std::optional<std::int64_t> at_us;
+    std::optional<std::int32_t> broker;
+    std::string by;
+  };
+  std::vector<Mark> marks;
+  std::optional<Error> mark_error;
   std::string refusal;
   std::vector<std::int64_t> submitted;
 
@@ -469,7 +486,7 @@ TEST_CASE(
       problemOf(api.get("/api/v1/statistics?fault=reboot"), 400, "invalid-parameter");
   CHECK(unknown["detail"] ==
         "fault: must be one of kill, stop, pause, restart, isolate, throttle, disk_full, "
-        "disk_slow, rolling_restart, "
+        "disk_slow, rolling_restart, observed, "
         "got \"reboot\"");
   problemOf(api.get("/api/v1/clusters/idle/drills/last?fault=disk_slow"), 404, "no-drill");
   CHECK(api.get("/api/v1/drills?cluster=idle&fault=rolling_restart").json()["count"] == 0);
@@ -571,6 +588,80 @@ TEST_CASE("abort: a queued drill is aborted, a finished one is a 409", "[integra
   problemOf(api.send("POST", "/api/v1/drills/424242/abort"), 404, "unknown-drill");
 }
 
+TEST_CASE("mark: an observed drill takes a mark with its time, broker and author",
+          "[integration][api]") {
+  DrillApi api;
+  const auto started = api.send("POST", "/api/v1/clusters/lab/drills",
+                                R"({"fault":"observed","options":{"window_s":600}})");
+  REQUIRE(started.status == 202);
+  CHECK(started.json()["fault"] == "observed");
+  const auto id = started.json()["id"].get<std::int64_t>();
+  const auto path = "/api/v1/drills/" + std::to_string(id) + "/mark";
+  problemOf(api.send("POST", path, "", false), 401, "unauthorized");
+  const auto marked = api.send(
+      "POST", path, R"({"at":"2023-11-14T22:13:20.250Z","broker":1,"by":"chaos toolkit"})");
+  REQUIRE(marked.status == 200);
+  CHECK(marked.json()["drill"] == id);
+  CHECK(marked.json()["at_us"] == 1'700'000'000'250'000);
+  CHECK(marked.json()["broker"] == 1);
+  CHECK(marked.json()["by"] == "chaos toolkit");
+  // No body: now, no broker.
+  const auto now = api.send("POST", path);
+  REQUIRE(now.status == 200);
+  CHECK(now.json()["broker"].is_null());
+  REQUIRE(api.control().marks.size() == 2);
+  CHECK(api.control().marks[0].broker == 1);
+  CHECK(api.control().marks[0].by == "chaos toolkit");
+  CHECK_FALSE(api.control().marks[1].at_us);
+}
+
+TEST_CASE("mark: a bad body, a drill not observed or closed, and the engine's refusals",
+          "[integration][api]") {
+  DrillApi api;
+  const auto started = api.send("POST", "/api/v1/clusters/lab/drills",
+                                R"({"fault":"observed","options":{"window_s":60}})");
+  REQUIRE(started.status == 202);
+  const auto path =
+      "/api/v1/drills/" + std::to_string(started.json()["id"].get<std::int64_t>()) + "/mark";
+  for (const auto* body : {R"({"at":"yesterday"})", R"({"broker":-1})", R"({"broker":"1"})",
+                           R"({"when":1})", R"({"by":7})", "[]"}) {
+    INFO(body);
+    problemOf(api.send("POST", path, body), 400, "invalid-body");
+  }
+  // What only the engine can tell: the time against its clock and the drill, the broker against
+  // the inventory.
+  api.control().mark_error =
+      Error{make_error_code(drill::errc::invalid_request), "at: in the future"};
+  CHECK(problemOf(api.send("POST", path), 400, "invalid-body")["detail"] == "at: in the future");
+  api.control().mark_error =
+      Error{make_error_code(drill::errc::drill_not_found), "drill is not running"};
+  problemOf(api.send("POST", path), 409, "drill-finished");
+
+  const auto kill =
+      api.send("POST", "/api/v1/clusters/lab/drills", R"({"fault":"kill","target":{"broker":2}})");
+  REQUIRE(kill.status == 202);
+  problemOf(api.send("POST", "/api/v1/drills/" +
+                                 std::to_string(kill.json()["id"].get<std::int64_t>()) + "/mark"),
+            409, "drill-refused");
+  const auto ended = api.seedDrill("observed", "done", kNow - 600 * kSecond, {});
+  problemOf(api.send("POST", "/api/v1/drills/" + std::to_string(ended) + "/mark"), 409,
+            "drill-finished");
+  problemOf(api.send("POST", "/api/v1/drills/424242/mark"), 404, "unknown-drill");
+}
+
+TEST_CASE("an observed drill's window out of range, a target or an injection option is a 400",
+          "[integration][api]") {
+  DrillApi api;
+  for (const auto* body : {R"({"fault":"observed","options":{"window_s":9}})",
+                           R"({"fault":"observed","options":{"window_s":86401}})",
+                           R"({"fault":"observed","target":{"broker":1}})",
+                           R"({"fault":"observed","options":{"grace_s":5}})",
+                           R"({"fault":"kill","target":{"broker":1},"options":{"window_s":60}})"}) {
+    INFO(body);
+    problemOf(api.send("POST", "/api/v1/clusters/lab/drills", body), 400, "invalid-body");
+  }
+}
+
 TEST_CASE("recoveries: the open ones are listed, an operator resolves one whose drill has ended",
           "[integration][api]") {
   DrillApi api;
@@ -664,7 +755,7 @@ TEST_CASE("schedules: create, read, disable, change, delete", "[integration][api
               R"({"cluster":"lab","name":"x","cron":"@daily","drill":{"fault":"nap","target":{"broker":1}}})"),
           400, "invalid-body")["detail"] ==
       "drill.fault: must be one of kill, stop, pause, restart, isolate, throttle, disk_full, "
-      "disk_slow, rolling_restart");
+      "disk_slow, rolling_restart, observed");
   CHECK(
       problemOf(
           api.send(

@@ -346,4 +346,24 @@ TEST_CASE("kfailctl prints a rolling restart as a row per step with its totals",
   CHECK_THAT(text, Catch::Contains("ended at step 3: no later step ran"));
 }
 
+TEST_CASE("kfailctl says who injected an observed drill's faults and what was missing",
+          "[unit][kfailctl]") {
+  const auto drill = nlohmann::json::parse(R"j({"id":12,"cluster":"lab","fault":"observed",
+    "target":{"every_broker":true},"state":"done","verdict":"inconclusive","runs":[],
+    "observed":{"window_s":600,"marks":[],"missing":"broker 3 is not registered (fenced or down)",
+    "faults":[
+      {"broker":1,"judged_as":"kill","departure":{"broker":1,"kind":"fenced"},"mark":null},
+      {"broker":3,"judged_as":"stop","departure":{"broker":3,"kind":"controlled_shutdown"},
+       "mark":{"at_us":1,"broker":3,"by":"chaos toolkit"}}]}})j");
+  const auto text = kfaild::ctl::formatDrill(drill);
+  CHECK_THAT(text, Catch::Contains("observed: found by kfaild: broker 1 fenced, judged as kill"));
+  CHECK_THAT(text, Catch::Contains("observed: injected by chaos toolkit (broker 3 "
+                                   "controlled_shutdown), judged as stop"));
+  CHECK_THAT(text, Catch::Contains("not whole again at the window's end: broker 3 is not"));
+  auto nothing = drill;
+  nothing["observed"]["faults"] = nlohmann::json::array();
+  CHECK_THAT(kfaild::ctl::formatDrill(nothing),
+             Catch::Contains("no fault was marked or seen in the window"));
+}
+
 }  // namespace kfailctl_test

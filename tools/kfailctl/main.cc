@@ -1,12 +1,19 @@
-// kfailctl: starts a drill on a kfaild, waits for it and prints its verdict and analysis — for
-// scripts (a CI pipeline, a pager) and for people. Exit status: 0 the drill is done and its
-// verdict is pass; 1 it failed or was aborted; 2 usage; 3 kfaild refused the request (guard
-// refusal, bad request, unknown drill); 4 kfaild unreachable, an error of its own (a TLS failure
-// included), or the wait timed out; 5 done, verdict fail; 6 done, verdict inconclusive (or none).
+// kfailctl: starts a drill on a kfaild (or an observed drill, whose fault another injects:
+// observe), waits for it and prints its verdict and analysis — for scripts (a CI pipeline, a pager)
+// and for people. Exit status: 0 the drill is done and its verdict is pass; 1 it failed or was
+// aborted; 2 usage; 3 kfaild refused the request (guard refusal, bad request, unknown drill); 4
+// kfaild unreachable, an error of its own (a TLS failure included), or the wait timed out; 5 done,
+// verdict fail; 6 done, verdict inconclusive (or none).
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -16,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/common/time_format.h"
 #include "tools/kfailctl/client.h"
 #include "tools/kfailctl/summary.h"
 
@@ -54,6 +62,13 @@ constexpr const char* kUsageText =
     "        [--then kill|stop --then-target "
     "broker=ID|leader-of=TOPIC:PARTITION|controller|random\n"
     "         --then-after S]: a compound drill, a second fault S s after the first\n"
+    "  observe CLUSTER [--for DURATION] [--baseline S] [--quiet S] [--timeout S] [--json]\n"
+    "        [--expect KEY=VALUE]... [--broker ID] [--by TEXT] [-- COMMAND ARG...]\n"
+    "        an observed drill: kfaild injects nothing and measures the faults another injects\n"
+    "        within --for (10m, 90s, 1h or seconds; default 10m): a broker fenced, shut down or\n"
+    "        gone. With -- COMMAND, kfailctl runs it as the fault once the drill waits for one,\n"
+    "        marking the drill with the time just before it ran (--broker: the broker it hits,\n"
+    "        --by: who marks, default the command's name); its output goes to stderr\n"
     "  show ID [--json]            one drill with its analysis\n"
     "  last CLUSTER [--json]       the cluster's last completed drill\n"
     "  list [--cluster C] [--state S] [--verdict pass|fail|inconclusive] [--limit N] [--json]\n"
@@ -64,7 +79,8 @@ constexpr const char* kUsageText =
     "https:// URLs: the server's certificate must be signed by --ca-file (default: the system's "
     "CAs)\n"
     "and name the URL's host; --cert-file/--key-file present a client certificate (PEM files).\n"
-    "Exit (drill, show, last): 0 done and verdict pass, 5 done and verdict fail, 6 done and "
+    "Exit (drill, observe, show, last): 0 done and verdict pass, 5 done and verdict fail, 6 done "
+    "and "
     "verdict\n"
     "inconclusive, 1 drill failed/aborted, 2 usage, 3 refused by kfaild, 4 kfaild unreachable "
     "(TLS\n"
@@ -75,6 +91,7 @@ struct Args {
   std::map<std::string, std::string> values;  // --name value
   std::map<std::string, bool> flags;          // --name
   std::vector<std::string> expects;           // every --expect KEY=VALUE, in order
+  std::vector<std::string> command;           // observe: what follows "--"
 };
 
 const std::map<std::string, bool> kTakesValue = {{"--url", true},
@@ -103,6 +120,9 @@ const std::map<std::string, bool> kTakesValue = {{"--url", true},
                                                  {"--then-target", true},
                                                  {"--then-after", true},
                                                  {"--nodes", true},
+                                                 {"--for", true},
+                                                 {"--quiet", true},
+                                                 {"--by", true},
                                                  {"--between", true},
                                                  {"--every-broker", false},
                                                  {"--kill", false},
@@ -121,6 +141,14 @@ std::optional<Args> parseArgs(int argc, char* argv[], std::string& error) {
   Args args;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg == "--") {
+      args.command.assign(argv + i + 1, argv + argc);
+      if (args.command.empty()) {
+        error = "-- needs a command after it";
+        return std::nullopt;
+      }
+      break;
+    }
     if (arg.rfind("--", 0) != 0) {
       args.positional.push_back(arg);
       continue;
@@ -270,6 +298,56 @@ std::optional<json> thenRequest(const Args& args, std::string& error) {
   return json{{"fault", args.values.at("--then")}, {"target", target}, {"after_s", *after}};
 }
 
+// Waits for drill `id` until it ends (its exit status: printDrill's) or `timeout` s pass.
+int waitForDrill(Client& client, json drill, bool as_json, std::optional<int> timeout) {
+  const auto id = drill.value("id", std::int64_t{0});
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(timeout.value_or(3600));
+  std::string last_state;
+  while (true) {
+    int exit_code = kDone;
+    auto latest = getJson(client, "/api/v1/drills/" + std::to_string(id), exit_code);
+    if (latest) {
+      drill = std::move(*latest);
+      const auto state = drill.value("state", std::string());
+      if (kfaild::ctl::isFinished(state)) return printDrill(drill, as_json);
+      if (state != last_state && !as_json)
+        std::cerr << "kfailctl: drill " << id << ": " << state << '\n';
+      last_state = state;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::cerr << "kfailctl: drill " << id << " still " << last_state
+                << " after the --timeout; it goes on in kfaild\n";
+      return kUnavailable;
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+// POSTs `request` as a drill of `cluster`; with --no-wait prints it, else waits for its end.
+// With `before_wait` (observe's command), runs it once the drill is accepted: a non-zero result
+// is kfailctl's exit status at once.
+int submitAndWait(Client& client, const std::string& cluster, const json& request, const Args& args,
+                  std::optional<int> timeout,
+                  const std::function<int(std::int64_t)>& before_wait = {}) {
+  auto reply = client.call("POST", "/api/v1/clusters/" + cluster + "/drills", request.dump());
+  if (!reply) {
+    std::cerr << "kfailctl: " << reply.error().message << '\n';
+    return kUnavailable;
+  }
+  if (reply->status != 202) return reportFailure(*reply);
+  json drill = json::parse(reply->body, nullptr, false);
+  const auto id = drill.value("id", std::int64_t{0});
+  const bool as_json = args.flags.count("--json") > 0;
+  if (!as_json)
+    std::cerr << "kfailctl: drill " << id << " queued; waiting for it (Ctrl-C leaves it running)\n";
+  if (args.flags.count("--no-wait")) return printDrill(drill, as_json);
+  if (before_wait) {
+    if (const int failed = before_wait(id); failed != kDone) return failed;
+  }
+  return waitForDrill(client, std::move(drill), as_json, timeout);
+}
+
 int drillCommand(Client& client, const Args& args) {
   if (args.positional.size() != 2) {
     std::cerr << "kfailctl: drill takes one CLUSTER\n" << kUsageText;
@@ -377,41 +455,125 @@ int drillCommand(Client& client, const Args& args) {
     return kUsage;
   }
 
-  auto reply =
-      client.call("POST", "/api/v1/clusters/" + args.positional[1] + "/drills", request.dump());
+  return submitAndWait(client, args.positional[1], request, args, timeout);
+}
+
+// "10m", "90s", "1h", "600" → seconds; nullopt when not a duration.
+std::optional<int> durationSeconds(const std::string& text) {
+  std::size_t used = 0;
+  int value = 0;
+  try {
+    value = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const auto unit = text.substr(used);
+  const int times = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : 0;
+  if (times == 0 || value <= 0 || value > 86'400 * 7) return std::nullopt;
+  return value * times;
+}
+
+// Runs `argv` as the fault, its output on kfailctl's stderr; its exit status (-1: not run).
+int runFault(const std::vector<std::string>& argv) {
+  std::vector<char*> words;
+  for (const auto& w : argv) words.push_back(const_cast<char*>(w.c_str()));
+  words.push_back(nullptr);
+  std::cout.flush();
+  const pid_t child = fork();
+  if (child < 0) return -1;
+  if (child == 0) {
+    dup2(STDERR_FILENO, STDOUT_FILENO);
+    execvp(words[0], words.data());
+    std::fprintf(stderr, "kfailctl: cannot run %s: %s\n", words[0], std::strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Once drill `id` waits for a fault, marks it (the time just before the command runs) and runs
+// the command.
+int markAndRun(Client& client, std::int64_t id, const Args& args, const json& mark_body) {
+  const auto path = "/api/v1/drills/" + std::to_string(id);
+  while (true) {
+    int exit_code = kDone;
+    auto drill = getJson(client, path, exit_code);
+    if (!drill) return exit_code;
+    const auto state = drill->value("state", std::string());
+    if (kfaild::ctl::isFinished(state)) {
+      std::cerr << "kfailctl: drill " << id << " ended (" << state << ": "
+                << drill->value("reason", std::string()) << ") before the command ran\n";
+      return printDrill(*drill, args.flags.count("--json") > 0);
+    }
+    if (state == "observe") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  auto body = mark_body;
+  body["at"] =
+      kfaild::common::formatRfc3339(std::chrono::duration_cast<std::chrono::microseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
+  auto reply = client.call("POST", path + "/mark", body.dump());
   if (!reply) {
     std::cerr << "kfailctl: " << reply.error().message << '\n';
     return kUnavailable;
   }
-  if (reply->status != 202) return reportFailure(*reply);
-  json drill = json::parse(reply->body, nullptr, false);
-  const auto id = drill.value("id", std::int64_t{0});
-  const bool as_json = args.flags.count("--json") > 0;
-  if (!as_json)
-    std::cerr << "kfailctl: drill " << id << " queued; waiting for it (Ctrl-C leaves it running)\n";
-  if (args.flags.count("--no-wait")) return printDrill(drill, as_json);
-
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(timeout.value_or(3600));
-  std::string last_state;
-  while (true) {
-    int exit_code = kDone;
-    auto latest = getJson(client, "/api/v1/drills/" + std::to_string(id), exit_code);
-    if (latest) {
-      drill = std::move(*latest);
-      const auto state = drill.value("state", std::string());
-      if (kfaild::ctl::isFinished(state)) return printDrill(drill, as_json);
-      if (state != last_state && !as_json)
-        std::cerr << "kfailctl: drill " << id << ": " << state << '\n';
-      last_state = state;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      std::cerr << "kfailctl: drill " << id << " still " << last_state
-                << " after the --timeout; it goes on in kfaild\n";
-      return kUnavailable;
-    }
-    std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (reply->status != 200) return reportFailure(*reply);
+  const int status = runFault(args.command);
+  if (status != 0) {
+    std::cerr << "kfailctl: the command exited " << status
+              << "; kfaild measures whatever it did all the same\n";
   }
+  return kDone;
+}
+
+int observeCommand(Client& client, const Args& args) {
+  if (args.positional.size() != 2) {
+    std::cerr << "kfailctl: observe takes one CLUSTER\n" << kUsageText;
+    return kUsage;
+  }
+  std::string error;
+  json options = json::object();
+  std::optional<int> window = 600;
+  if (args.values.count("--for")) window = durationSeconds(args.values.at("--for"));
+  if (!window) {
+    std::cerr << "kfailctl: --for takes a duration such as 10m, 90s, 1h, got \""
+              << args.values.at("--for") << "\"\n";
+    return kUsage;
+  }
+  options["window_s"] = *window;
+  for (const auto& [flag, key] :
+       {std::pair<const char*, const char*>{"--baseline", "baseline_s"}, {"--quiet", "quiet_s"}}) {
+    if (auto value = intOption(args, flag, error)) options[key] = *value;
+  }
+  const auto broker = intOption(args, "--broker", error);
+  const auto timeout = intOption(args, "--timeout", error);
+  if (!error.empty()) {
+    std::cerr << "kfailctl: " << error << '\n';
+    return kUsage;
+  }
+  json request = {{"fault", "observed"}, {"options", options}};
+  if (!args.expects.empty()) {
+    json expect = json::object();
+    for (const auto& e : args.expects) {
+      if (!addExpectation(expect, e, error)) {
+        std::cerr << "kfailctl: " << error << '\n';
+        return kUsage;
+      }
+    }
+    request["expect"] = std::move(expect);
+  }
+  if (args.command.empty()) {
+    return submitAndWait(client, args.positional[1], request, args,
+                         timeout.value_or(*window + 600));
+  }
+  json mark = {{"by", args.values.count("--by") ? args.values.at("--by")
+                                                : "kfailctl: " + args.command.front()}};
+  if (broker) mark["broker"] = *broker;
+  return submitAndWait(client, args.positional[1], request, args, timeout.value_or(*window + 600),
+                       [&](std::int64_t id) { return markAndRun(client, id, args, mark); });
 }
 
 }  // namespace
@@ -461,6 +623,11 @@ int main(int argc, char* argv[]) {
   const auto& command = args->positional.front();
   const bool as_json = args->flags.count("--json") > 0;
   int exit_code = kDone;
+  if (command == "observe") return observeCommand(client, *args);
+  if (!args->command.empty()) {
+    std::cerr << "kfailctl: -- COMMAND is for observe only\n" << kUsageText;
+    return kUsage;
+  }
   if (command == "drill") return drillCommand(client, *args);
   if ((command == "show" || command == "abort" || command == "last") &&
       args->positional.size() != 2) {

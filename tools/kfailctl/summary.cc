@@ -193,6 +193,38 @@ std::string formatRolling(const json& rolling) {
   return out;
 }
 
+// An observed drill's faults: who injected each (who marked it, or what kfaild saw), and what was
+// still missing at the window's end.
+std::string formatObserved(const json& drill) {
+  if (drill.value("fault", std::string()) != "observed") return {};
+  const auto& observed = member(drill, "observed");
+  const auto& faults = member(observed, "faults");
+  if (!faults.is_array()) return "observed: waiting for a fault (kfaild injects nothing)\n";
+  if (faults.empty()) return "observed: no fault was marked or seen in the window\n";
+  std::string out;
+  for (const auto& f : faults) {
+    const auto& departure = member(f, "departure");
+    const auto& mark = member(f, "mark");
+    const auto seen = departure.is_object()
+                          ? fmt::format("broker {} {}", departure.value("broker", -1),
+                                        departure.value("kind", std::string("?")))
+                          : std::string("no departure seen");
+    out += mark.is_object() ? fmt::format("observed: injected by {} ({}), judged as {}\n",
+                                          mark.value("by", std::string()).empty()
+                                              ? std::string("an unnamed marker")
+                                              : mark.value("by", std::string()),
+                                          seen, f.value("judged_as", std::string("?")))
+                            : fmt::format("observed: found by kfaild: {}, judged as {}\n", seen,
+                                          f.value("judged_as", std::string("?")));
+  }
+  if (member(observed, "missing").is_string()) {
+    out +=
+        "observed: not whole again at the window's end: " + observed["missing"].get<std::string>() +
+        "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string formatDrill(const json& drill) {
@@ -204,6 +236,7 @@ std::string formatDrill(const json& drill) {
   if (member(drill, "reason").is_string()) out += " (" + drill["reason"].get<std::string>() + ")";
   out += "\n";
   out += formatRolling(member(drill, "rolling_restart"));
+  out += formatObserved(drill);
   const auto& runs = member(drill, "runs");
   if (!runs.is_array()) return out;
   for (const auto& run : runs) {

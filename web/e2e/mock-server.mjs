@@ -238,7 +238,7 @@ function drillJson(d, now = nowUs()) {
 function mockVerdict(d, state, runs) {
   const objectives = { max_ack_stall_s: 15, max_receive_stall_s: 15, by_fault: { stop: { max_ack_stall_s: 5, max_receive_stall_s: 5 }, restart: { max_ack_stall_s: 5, max_receive_stall_s: 5 } } };
   const regression = { window: 5, factor: 1.5, min_runs: 3, min_delta_s: 1 };
-  const base = { expect: d.expect ?? null, then: d.then ?? null, regressed: null, verdict: null, verdict_detail: null, rolling_restart: null };
+  const base = { expect: d.expect ?? null, then: d.then ?? null, regressed: null, verdict: null, verdict_detail: null, rolling_restart: null, observed: null };
   if (state !== 'done' && state !== 'failed' && state !== 'aborted') return base;
   if (state !== 'done') {
     const detail = { verdict: 'inconclusive', objectives, checks: [], regressions: [], regression, reason: `the drill ${state}: aborted on request during observe` };

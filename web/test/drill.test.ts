@@ -10,6 +10,8 @@ import {
   mechanismText,
   median,
   objectiveVerdict,
+  observedFaultText,
+  observedLine,
   phaseSegments,
   phaseText,
   rollingRows,
@@ -428,5 +430,35 @@ describe('rolling restarts', () => {
     ]);
     expect(targetLabel({ every_broker: true })).toBe('every broker');
     expect(targetLabel({ nodes: [3, 1] })).toBe('nodes 3, 1');
+  });
+});
+
+describe('observed drills', () => {
+  const fenced = {
+    broker: 1,
+    fault_us: FAULT_US,
+    uncertainty_us: 1_001_000,
+    time_source: 'departure:fenced',
+    judged_as: 'kill' as const,
+    departure: { broker: 1, kind: 'fenced' as const, at_us: FAULT_US + 8_000_000, resolution_us: 1000, source: 'broker_log', event: 'fenced' },
+    mark: null,
+  };
+
+  it('says kfaild found the fault, or who marked it', () => {
+    const d = drill(7, { fault: 'observed', observed: { window_s: 600, marks: [], faults: [fenced] } });
+    expect(observedLine(d)).toBe('observed: injected by found by kfaild: broker 1 fenced');
+    const marked = { ...fenced, time_source: 'mark', mark: { at_us: FAULT_US, broker: 1, by: 'chaos toolkit' } };
+    expect(observedFaultText(marked)).toBe('marked by chaos toolkit (broker 1 fenced)');
+    expect(observedFaultText({ ...marked, departure: null, judged_as: 'observed' })).toBe('marked by chaos toolkit on broker 1, no departure seen');
+  });
+
+  it('says when nothing was seen, what was missing, and is silent for other faults', () => {
+    expect(observedLine(drill(8, { fault: 'observed', observed: { window_s: 60, marks: [], faults: [] } }))).toBe(
+      'observed: no fault was marked or seen in the window',
+    );
+    expect(observedLine(drill(9, { fault: 'observed', state: 'observe', runs: [] }))).toBe('observed: waiting for a fault (kfaild injects nothing)');
+    const missing = drill(10, { fault: 'observed', observed: { window_s: 60, marks: [], faults: [fenced], missing: 'broker 1 is not registered (fenced or down)' } });
+    expect(observedLine(missing)).toMatch(/not whole again at the end: broker 1 is not registered/);
+    expect(observedLine(drill(11))).toBeNull();
   });
 });

@@ -70,6 +70,7 @@ export function drill(id: number, overrides: Partial<Drill> = {}, parts?: Partit
     regressed: null,
     verdict_detail: null,
     rolling_restart: null,
+    observed: null,
     runs: [
       {
         run: 1,

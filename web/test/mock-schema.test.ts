@@ -15,7 +15,9 @@ const validator = responseValidator();
 /** Operations the mock does not serve (the dashboard does not call them). */
 const NOT_SERVED = new Set(['getHealth', 'getReadiness', 'getMetrics', 'listGaps', 'listRecoveries', 'resolveRecovery', 'listAudit', 'listNotifications',
   // The dashboard shows the active maintenance window; opening and closing one is for operators' scripts.
-  'openMaintenanceWindow', 'getMaintenanceWindow', 'closeMaintenanceWindow']);
+  'openMaintenanceWindow', 'getMaintenanceWindow', 'closeMaintenanceWindow',
+  // A mark is a chaos tool's or kfailctl's word that it injected a fault; the dashboard only shows it.
+  'markDrill']);
 
 let stopMock = () => {};
 let base = '';

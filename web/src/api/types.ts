@@ -33,6 +33,8 @@ export type ControlPlaneRun = Schemas['ControlPlaneRun'];
 export type CoordinatorsRun = Schemas['CoordinatorsRun'];
 export type SecondFaultRun = Schemas['SecondFaultRun'];
 export type RollingRestart = Schemas['RollingRestart'];
+export type Observed = Schemas['Observed'];
+export type ObservedFault = Schemas['ObservedFault'];
 export type RollingStall = Schemas['RollingStall'];
 export type ClusterDetail = Schemas['ClusterDetail'];
 
@@ -108,6 +110,7 @@ export const FAULTS: Fault[] = allOf<Fault>({
   disk_full: true,
   disk_slow: true,
   rolling_restart: true,
+  observed: true,
 });
 
 /** The faults the dashboard's drill form starts: the gray ones (isolate, throttle, disk_full) need

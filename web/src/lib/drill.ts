@@ -10,6 +10,7 @@ import type {
   Fault,
   KindResult,
   Mechanism,
+  ObservedFault,
   PartitionResult,
   Phases,
   Role,
@@ -61,10 +62,32 @@ const FAULT_VERB: Record<Fault, string> = {
   disk_full: 'Disk full (log dir filled, then freed)',
   disk_slow: 'Disk slow',
   rolling_restart: 'Rolling restart (each node stopped and started, one at a time)',
+  observed: 'Observed (a fault someone else injected)',
 };
 
 export function faultLabel(f: Fault): string {
   return FAULT_VERB[f] ?? f;
+}
+
+/** Who injected one fault of an observed drill: "marked by chaos toolkit (broker 1 fenced)", "found by kfaild: broker 1 fenced". */
+export function observedFaultText(f: ObservedFault): string {
+  const seen = f.departure ? `broker ${f.departure.broker} ${f.departure.kind.replace('_', ' ')}` : null;
+  if (f.mark) {
+    const who = f.mark.by ? `marked by ${f.mark.by}` : 'marked';
+    return seen ? `${who} (${seen})` : `${who}${f.broker !== null ? ` on broker ${f.broker}` : ''}, no departure seen`;
+  }
+  return `found by kfaild: ${seen ?? 'a fault'}`;
+}
+
+/** The "observed:" line of an observed drill, null for any other; while it waits, what it waits for. */
+export function observedLine(d: Drill): string | null {
+  if (d.fault !== 'observed') return null;
+  const faults = d.observed?.faults ?? d.runs.flatMap((r) => (r.observed_fault ? [r.observed_fault] : []));
+  if (!faults.length) {
+    return isTerminal(d.state) ? 'observed: no fault was marked or seen in the window' : 'observed: waiting for a fault (kfaild injects nothing)';
+  }
+  const missing = d.observed?.missing ? `; not whole again at the end: ${d.observed.missing}` : '';
+  return `observed: injected by ${faults.map(observedFaultText).join('; ')}${missing}`;
 }
 
 export const ROLE_LABEL: Record<Role, string> = {

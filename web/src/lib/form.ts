@@ -113,6 +113,7 @@ const CONFIRM_VERB: Record<Fault, string> = {
   disk_full: 'Fill the disk of',
   disk_slow: 'Slow the disk of',
   rolling_restart: 'Restart, one at a time,',
+  observed: 'Watch, without injecting anything,',
 };
 
 /** The sentence the confirmation dialog asks, naming the broker. */

@@ -4,7 +4,7 @@
 
 import { api, ApiError } from '../api/client';
 import type { ClusterDetail, Drill, Sample, Timeline } from '../api/types';
-import { controlPlaneRow, coordinatorsRow, rollingRows, secondFaultRow, stepOffsets, cssToken, faultLabel, hitBrokers, isRunning, mechanismText, PHASE_LABEL, phaseText, ROLE_LABEL, runFaultUs, stallText, targetLabel } from '../lib/drill';
+import { controlPlaneRow, coordinatorsRow, rollingRows, secondFaultRow, stepOffsets, cssToken, faultLabel, hitBrokers, isRunning, mechanismText, observedLine, PHASE_LABEL, phaseText, ROLE_LABEL, runFaultUs, stallText, targetLabel } from '../lib/drill';
 import { SampleWindow } from '../lib/gaps';
 import {
   buildLane,
@@ -184,9 +184,11 @@ export class DrillView implements View {
       r.reason ?? '',
     ]);
     const steps = stepOffsets(d);
+    const observed = observedLine(d);
     replace(
       this.summary,
       isRunning(d.state) ? null : verdictBanner(d),
+      observed ? h('p', { class: 'observed', 'data-testid': 'observed' }, observed) : null,
       d.rolling_restart
         ? h(
             'section',
@@ -195,7 +197,9 @@ export class DrillView implements View {
             h(
               'p',
               { class: 'muted' },
-              `${d.rolling_restart.by === 'kill' ? 'Killed' : 'Stopped'} and started one at a time, ${d.rolling_restart.between_s} s apart: nodes ${d.rolling_restart.plan.join(' → ')}.`,
+              d.rolling_restart.by === 'observed'
+                ? `Faults seen one after another (not kfaild's): brokers ${d.rolling_restart.plan.join(' → ')}.`
+                : `${d.rolling_restart.by === 'kill' ? 'Killed' : 'Stopped'} and started one at a time, ${d.rolling_restart.between_s} s apart: nodes ${d.rolling_restart.plan.join(' → ')}.`,
               steps.length > 1 ? ` On the timeline the steps begin at ${steps.map((s) => `+${s.at_s.toFixed(1)} s (step ${s.step})`).join(', ')}.` : '',
               d.rolling_restart.ended_at_step ? ` Ended at step ${d.rolling_restart.ended_at_step}: no later step ran.` : '',
             ),
