@@ -23,6 +23,9 @@ class DrillControl {
 
   // True when the cluster has an inventory, so kfaild can inject faults into it.
   virtual bool drillsEnabled(storage::ClusterId cluster) const = 0;
+  // True when kfaild can observe faults others inject there (an observed drill): every cluster
+  // it probes with a drill engine, with an inventory or without (a managed service).
+  virtual bool observable(storage::ClusterId cluster) const { return drillsEnabled(cluster); }
 
   // Checks the guards and queues the drill; returns its id. Errors: drill::errc::guard_refused
   // and drill::errc::invalid_request (a target that cannot be resolved) carry the reason for the

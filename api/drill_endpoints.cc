@@ -311,11 +311,12 @@ Response DrillEndpoints::startDrill(const Request& request) {
   if (auto* failure = std::get_if<Response>(&body)) return std::move(*failure);
   auto spec = drill::parseDrillSpec(std::get<json>(body));
   if (!spec) return invalidBody(request, spec.error().message);
-  if (!control_.drillsEnabled(cluster_id)) {
+  if (spec->fault == drill::FaultType::kObserved ? !control_.observable(cluster_id)
+                                                 : !control_.drillsEnabled(cluster_id)) {
     return problem(ProblemType::kDrillsDisabled,
                    "cluster " + printable(request.params.at("cluster"), 100) +
                        " has no inventory in kfaild's configuration, so kfaild cannot reach its "
-                       "nodes to inject faults",
+                       "nodes to inject faults (an observed drill, fault observed, needs none)",
                    request.path);
   }
   auto id = control_.submit(cluster_id, *spec);

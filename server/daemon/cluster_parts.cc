@@ -41,7 +41,9 @@ ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::Cluster
       [probe = probe_.get()](const std::map<std::string, std::int32_t>& counts) {
         probe->partitionsSeen(counts);
       });
-  if (!config.inventory.empty()) {
+  // A drill engine for every cluster: one without an inventory (a managed service) runs observed
+  // drills only, refused any other at the API (DrillControl::drillsEnabled).
+  {
     std::map<std::int32_t, std::unique_ptr<fault::Injector>> injectors;
     for (const auto& node : config.inventory)
       injectors[node.id] = fault::makeInjector(node, clock, gray_instance);
@@ -77,9 +79,9 @@ std::optional<StartFailure> ClusterParts::start(std::size_t index) {
   if (drills_) drills_->start(kReplayTimeout);
   spdlog::info("cluster {}: probing {} topic(s) via {}{}", config_.name,
                config_.probe.topics.size(), config_.bootstrap,
-               drills_
+               !config_.inventory.empty()
                    ? ", drills enabled for " + std::to_string(config_.inventory.size()) + " node(s)"
-                   : "");
+                   : ", observed drills only (no inventory)");
   return std::nullopt;
 }
 

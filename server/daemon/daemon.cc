@@ -69,8 +69,10 @@ class Daemon::Control final : public api::DrillControl {
   explicit Control(const std::vector<std::unique_ptr<ClusterParts>>& clusters)
       : clusters_(clusters) {}
   bool drillsEnabled(storage::ClusterId cluster) const override {
-    return runner(cluster) != nullptr;
+    auto* parts = partsOf(cluster);
+    return parts != nullptr && parts->drills() != nullptr && !parts->config().inventory.empty();
   }
+  bool observable(storage::ClusterId cluster) const override { return runner(cluster) != nullptr; }
   Result<std::int64_t> submit(storage::ClusterId cluster, const drill::DrillSpec& spec) override {
     return runner(cluster)->submit(spec);
   }
@@ -93,11 +95,15 @@ class Daemon::Control final : public api::DrillControl {
   }
 
  private:
-  drill::DrillRunner* runner(storage::ClusterId cluster) const {
+  ClusterParts* partsOf(storage::ClusterId cluster) const {
     for (const auto& parts : clusters_) {
-      if (parts->id() == cluster) return parts->drills();
+      if (parts->id() == cluster) return parts.get();
     }
     return nullptr;
+  }
+  drill::DrillRunner* runner(storage::ClusterId cluster) const {
+    auto* parts = partsOf(cluster);
+    return parts != nullptr ? parts->drills() : nullptr;
   }
   const std::vector<std::unique_ptr<ClusterParts>>& clusters_;
 };
@@ -345,7 +351,9 @@ std::optional<StartFailure> Daemon::startNotifier() {
 void Daemon::startScheduler() {
   std::map<storage::ClusterId, drill::DrillRunner*> runners;
   for (auto& parts : clusters_) {
-    if (parts->drills()) runners[parts->id()] = parts->drills();
+    // Schedules inject: only a cluster with an inventory runs them.
+    if (parts->drills() && !parts->config().inventory.empty())
+      runners[parts->id()] = parts->drills();
   }
   scheduler_ = std::make_unique<drill::Scheduler>(*drill_store_, clock_, runners);
   scheduler_->start();

@@ -497,6 +497,22 @@ void DrillRunner::executeObserved(storage::DrillRecord& drill, const DrillSpec& 
   records_.setState(drill, DrillState::kDone);
 }
 
+bool DrillRunner::knownBroker(std::int32_t broker) const {
+  const auto configured = std::any_of(
+      cluster_.inventory.begin(), cluster_.inventory.end(),
+      [&](const config::NodeConfig& n) { return n.id == broker && n.role == NodeRole::kBroker; });
+  if (configured) return true;
+  const auto latest = deps_.view.latest();
+  if (!latest.snapshot) return false;
+  if (latest.snapshot->hasBroker(broker)) return true;
+  for (const auto& topic : latest.snapshot->topics) {
+    for (const auto& p : topic.partitions) {
+      if (std::find(p.replicas.begin(), p.replicas.end(), broker) != p.replicas.end()) return true;
+    }
+  }
+  return false;
+}
+
 Result<ObservedMark> DrillRunner::mark(std::int64_t drill_id, std::optional<std::int64_t> at_us,
                                        std::optional<std::int32_t> broker, const std::string& by) {
   const auto invalid = [](const std::string& why) {
@@ -514,15 +530,9 @@ Result<ObservedMark> DrillRunner::mark(std::int64_t drill_id, std::optional<std:
                  "drill " + std::to_string(drill_id) +
                      " is not an observed drill running in this kfaild (queued, or ended)"};
   }
-  if (broker) {
-    const auto known = std::any_of(cluster_.inventory.begin(), cluster_.inventory.end(),
-                                   [&](const config::NodeConfig& n) {
-                                     return n.id == *broker && n.role == NodeRole::kBroker;
-                                   });
-    if (!known) {
-      return invalid("broker: " + std::to_string(*broker) + " is not a broker of cluster " +
-                     cluster_.name + "'s inventory");
-    }
+  if (broker && !knownBroker(*broker)) {
+    return invalid("broker: " + std::to_string(*broker) + " is not a broker of cluster " +
+                   cluster_.name + " (neither in its inventory nor in its metadata)");
   }
   const auto now = deps_.clock.wallNow();
   ObservedMark mark{at_us.value_or(now), broker, by};

@@ -94,8 +94,8 @@ class DrillRunner {
   // unset), into `broker` when given. errc::drill_not_found when it is not running here (queued,
   // ended, or another cluster's); errc::not_observed for another fault; errc::invalid_request for
   // a time more than 250 ms in the future (less is taken as now) or before the drill began, or a
-  // broker not in the inventory. Any thread; the mark is an injector/fault event of the drill
-  // (detail observed: true).
+  // broker kfaild does not know (knownBroker). Any thread; the mark is an injector/fault event of
+  // the drill (detail observed: true).
   Result<ObservedMark> mark(std::int64_t drill_id, std::optional<std::int64_t> at_us,
                             std::optional<std::int32_t> broker, const std::string& by);
 
@@ -103,6 +103,9 @@ class DrillRunner {
   storage::ClusterId clusterId() const { return cluster_id_; }
 
  private:
+  // A broker of the inventory, or one the last metadata lists or names as a replica (a cluster
+  // without an inventory; a broker already gone when the mark comes).
+  bool knownBroker(std::int32_t broker) const;
   // A node the drill takes down, with its fault and what a refusal of that step starts with.
   struct PlannedFault {
     std::int32_t node;

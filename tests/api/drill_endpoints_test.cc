@@ -41,6 +41,9 @@ class FakeDrillControl final : public DrillControl {
   bool drillsEnabled(storage::ClusterId cluster) const override {
     return enabled_.contains(cluster);
   }
+  bool observable(storage::ClusterId cluster) const override {
+    return enabled_.contains(cluster) || observable_only.contains(cluster);
+  }
 
   Result<std::int64_t> submit(storage::ClusterId cluster, const drill::DrillSpec& spec) override {
     std::lock_guard lock(mutex_);
@@ -88,6 +91,7 @@ class FakeDrillControl final : public DrillControl {
     std::string by;
   };
   std::vector<Mark> marks;
+  std::set<storage::ClusterId> observable_only;  // a cluster without an inventory
   std::optional<Error> mark_error;
   std::string refusal;
   std::vector<std::int64_t> submitted;
@@ -317,6 +321,21 @@ TEST_CASE("POST a drill: 202 with Location, the drill queued as asked", "[integr
   const auto again = api.get(reply.header("Location"));
   CHECK(again.status == 200);
   CHECK(again.json()["id"] == drill["id"]);
+}
+
+TEST_CASE("a cluster without an inventory takes observed drills and refuses injected ones",
+          "[integration][api]") {
+  DrillApi api;
+  const std::string ok = R"({"fault":"kill","target":{"broker":1}})";
+  // A managed service: kfaild cannot inject there, but it can observe.
+  problemOf(api.send("POST", "/api/v1/clusters/idle/drills", R"({"fault":"observed"})"), 409,
+            "drills-disabled");
+  api.control().observable_only.insert(api.idle());
+  CHECK(api.send("POST", "/api/v1/clusters/idle/drills", R"({"fault":"observed"})").status == 202);
+  CHECK(problemOf(api.send("POST", "/api/v1/clusters/idle/drills", ok), 409,
+                  "drills-disabled")["detail"]
+            .get<std::string>()
+            .find("an observed drill, fault observed, needs none") != std::string::npos);
 }
 
 TEST_CASE("POST a drill is refused without the token, on bad bodies and by the guards",
