@@ -112,6 +112,20 @@ TEST_CASE(
   kfaild.waitSteady(lab.topic);
   waitSteadyState(kfaild, "tight", 120s);
 
+  // kfaild observes the experiment's fault on `tight`, which has no inventory (a managed
+  // service's view: kfaild could not inject there). The probe may still be behind after its
+  // start: the guard's 409 is asked again, as startDrill does.
+  const std::string observe = R"({"fault":"observed","options":{"window_s":300,"quiet_s":5}})";
+  auto opened = kfaild.post("/api/v1/clusters/tight/drills", observe);
+  for (int i = 0; i < 60 && opened.status == 409; ++i) {
+    std::this_thread::sleep_for(1s);
+    opened = kfaild.post("/api/v1/clusters/tight/drills", observe);
+  }
+  INFO(opened.status << " " << opened.body);
+  REQUIRE(opened.status == 202);
+  const auto observed_id = opened.json()["id"].get<std::int64_t>();
+  kfaild.waitForState(observed_id, [](const std::string& s) { return s == "observe"; }, 120s);
+
   // Tight objectives: the hypothesis holds before the kill and deviates after it, naming the
   // partitions broker 1 led; the rollback brings the broker back.
   const auto kill = runExperiment(lab, kfaild, "kill-broker", "tight");
@@ -137,6 +151,25 @@ TEST_CASE(
   CHECK(kill.journal["rollbacks"][0]["status"] == "succeeded");
   CHECK(labAlive()[1]);
   CHECK(kill.output.find("Experiment ended with status: deviated") != std::string::npos);
+
+  // The observed drill holds that run's figures per partition: broker 1's departure, found from
+  // the metadata alone, and every partition of `tight` stalled past the 3 s bound (broker 1 is in
+  // every ISR: acks=all waits for its fencing).
+  const auto observed = kfaild.waitForState(observed_id, finished, 240s);
+  INFO("observed drill: " << observed.dump().substr(0, 8000));
+  REQUIRE(observed["state"] == "done");
+  REQUIRE(observed["runs"].size() >= 1);
+  const auto& run = observed["runs"][0];
+  CHECK(run["observed_fault"]["broker"] == 1);
+  for (int p = 0; p < 3; ++p) {
+    const auto& part = partitionOf(run["analysis"], tight_topic, p);
+    INFO("partition " << p << ": " << part.dump());
+    CHECK(ackStall(part) > 3'000'000);
+    WARN("observed by kfaild during the experiment: "
+         << tight_topic << "-" << p << " " << part["role"].get<std::string>() << " ack stall "
+         << ackStall(part) / 1e6 << " s, departure " << run["observed_fault"]["departure"].dump()
+         << ", verdict " << observed["verdict"]);
+  }
 
   // The default objectives (15 s): a graceful stop's stall stays far below, so the hypothesis
   // holds after it as well.
