@@ -38,6 +38,13 @@ const char* judgedAs(const std::optional<analysis::DepartureFound>& departure) {
   return "observed";
 }
 
+// When the fault was seen: its departure's first sign, or its placed time (a mark). Whole again is
+// looked for after this, not after the placed time, which lies earlier for a departure the
+// metadata showed: the cluster looked whole in between.
+std::int64_t seenUs(const ObservedFault& f) {
+  return f.departure ? std::max(f.fault_us, f.departure->at_us) : f.fault_us;
+}
+
 // A departure's fault time and its ± (observed_run.h).
 void departureFault(const analysis::DepartureFound& d, std::int64_t session_timeout_us,
                     std::int64_t heartbeat_us, ObservedFault& out) {
@@ -46,9 +53,15 @@ void departureFault(const analysis::DepartureFound& d, std::int64_t session_time
     // Never after the departure's first sign (a metadata poll may show it a moment earlier).
     out.fault_us = std::min(d.kind_at_us - session_timeout_us + heartbeat_us / 2, d.at_us);
     out.uncertainty_us = heartbeat_us / 2 + d.kind_resolution_us;
-  } else if (d.kind == DepartureKind::kUnregistered) {
-    out.fault_us = d.at_us;
-    out.uncertainty_us = d.resolution_us + session_timeout_us;
+  } else if (d.kind == DepartureKind::kUnregistered || d.kind == DepartureKind::kLeaderLost) {
+    // Seen in the metadata, which shows a dead broker unregistered (and its leadership gone) only
+    // at its fencing, up to a session timeout after it died: the fault lies in
+    // [sign − session timeout − resolution, sign], placed at the middle. Placed at the sign, a
+    // partition whose stall ended at its own ISR shrink, a poll before the sign, lost that stall
+    // (the stall is the longest gap ending after the fault).
+    const auto span = session_timeout_us + d.resolution_us;
+    out.fault_us = d.at_us - span / 2;
+    out.uncertainty_us = span - span / 2;
   } else {
     out.fault_us = d.at_us;
     out.uncertainty_us = d.resolution_us;
@@ -338,7 +351,7 @@ bool ObservedRun::watch() {
                    "; waiting for the cluster to be whole again");
     }
     const auto now = deps_.clock.wallNow();
-    const auto last_fault = faults.back().fault_us;
+    const auto last_fault = seenUs(faults.back());
     const auto whole_since = wholeAfter(last_fault + spec_.options.observe_min_s * kSecond);
     if (whole_since && whole_.back().second &&
         now - std::max(*whole_since, whole_.back().first) >= spec_.options.quiet_s * kSecond) {
@@ -404,7 +417,7 @@ void ObservedRun::analyseSteps(const std::vector<ObservedFault>& faults) {
   for (std::size_t i = 0; i < faults.size(); ++i) {
     // Each step is observed until the cluster is whole again after it, or the next fault.
     const auto& f = faults[i];
-    const auto resumed = wholeAfter(f.fault_us + spec_.options.observe_min_s * kSecond);
+    const auto resumed = wholeAfter(seenUs(f) + spec_.options.observe_min_s * kSecond);
     std::int64_t end = resumed ? std::min(*resumed, window_end_us_) : window_end_us_;
     const auto next_from = i + 1 < faults.size()
                                ? faults[i + 1].fault_us - faults[i + 1].uncertainty_us - kSignLeadUs
@@ -468,14 +481,15 @@ RunOutcome ObservedRun::step(const ObservedFault& fault, int index, std::int64_t
     if (t <= fault.fault_us - fault.uncertainty_us) probe = p;
   }
   outcome.probe_at_fault = probe;
+  const auto seen_us = seenUs(fault);
   const auto resumed =
-      !cut_by_next && wholeAfter(fault.fault_us).has_value() && observe_end_us < window_end_us_;
+      !cut_by_next && wholeAfter(seen_us).has_value() && observe_end_us < window_end_us_;
   outcome.observe_timed_out = !cut_by_next && !resumed;
   outcome.observe_end_us = observe_end_us;
   outcome.window_end_us = observe_end_us;
   const auto back = wholeAfter(fault.departure && fault.departure->back_at_us
                                    ? *fault.departure->back_at_us
-                                   : fault.fault_us + spec_.options.observe_min_s * kSecond);
+                                   : seen_us + spec_.options.observe_min_s * kSecond);
   if (fault.departure && fault.departure->back_at_us && back) outcome.recovered_us = back;
   outcome.clock_steps_in_window = deps_.clock.steps() - steps_at_baseline_;
 

@@ -153,18 +153,23 @@ TEST_CASE(
   CHECK(kill.output.find("Experiment ended with status: deviated") != std::string::npos);
 
   // The observed drill holds that run's figures per partition: broker 1's departure, found from
-  // the metadata alone, and every partition of `tight` stalled past the 3 s bound (broker 1 is in
-  // every ISR: acks=all waits for its fencing).
+  // the metadata alone, and a stall past the 3 s bound where /steady saw one. Which partitions
+  // stall depends on the ISRs at the kill (a follower that had not caught up since an earlier
+  // test's kill stalls nothing), as it does for /steady: both see the same one.
   const auto observed = kfaild.waitForState(observed_id, finished, 240s);
   INFO("observed drill: " << observed.dump().substr(0, 8000));
   REQUIRE(observed["state"] == "done");
   REQUIRE(observed["runs"].size() >= 1);
   const auto& run = observed["runs"][0];
   CHECK(run["observed_fault"]["broker"] == 1);
+  for (const auto& failure : after_kill["body"]["failures"]) {
+    if (failure["check"] != "ack_stall" || failure["topic"] != tight_topic) continue;
+    const auto& part = partitionOf(run["analysis"], tight_topic, failure["partition"].get<int>());
+    INFO("partition " << failure["partition"] << ": " << part.dump());
+    CHECK(ackStall(part) > 3'000'000);
+  }
   for (int p = 0; p < 3; ++p) {
     const auto& part = partitionOf(run["analysis"], tight_topic, p);
-    INFO("partition " << p << ": " << part.dump());
-    CHECK(ackStall(part) > 3'000'000);
     WARN("observed by kfaild during the experiment: "
          << tight_topic << "-" << p << " " << part["role"].get<std::string>() << " ack stall "
          << ackStall(part) / 1e6 << " s, departure " << run["observed_fault"]["departure"].dump()

@@ -17,7 +17,9 @@ const NOT_SERVED = new Set(['getHealth', 'getReadiness', 'getMetrics', 'listGaps
   // The dashboard shows the active maintenance window; opening and closing one is for operators' scripts.
   'openMaintenanceWindow', 'getMaintenanceWindow', 'closeMaintenanceWindow',
   // A mark is a chaos tool's or kfailctl's word that it injected a fault; the dashboard only shows it.
-  'markDrill']);
+  'markDrill',
+  // The steady-state check is for chaos tools and rollouts between their steps, not the dashboard.
+  'getSteadyState']);
 
 let stopMock = () => {};
 let base = '';
