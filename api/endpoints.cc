@@ -372,18 +372,9 @@ Response Endpoints::clusterList(const Request& request) const {
 }
 
 Response Endpoints::clusterDetail(const Request& request) const {
-  const std::string& name = request.params.at("cluster");
-  const auto clusters = live_.clusters();
-  const auto found = std::find_if(clusters.begin(), clusters.end(),
-                                  [&name](const ClusterLive& c) { return c.name == name; });
-  if (found == clusters.end()) {
-    std::string known;
-    for (const auto& c : clusters) known += (known.empty() ? "" : ", ") + c.name;
-    return problem(ProblemType::kUnknownCluster,
-                   "no configured cluster is named \"" + printable(name, 100) +
-                       "\"; configured: " + (known.empty() ? std::string("none") : known),
-                   request.path);
-  }
+  auto live = findLiveCluster(request, live_, request.params.at("cluster"));
+  if (auto* failure = std::get_if<Response>(&live)) return std::move(*failure);
+  const auto* found = &std::get<ClusterLive>(live);
   if (auto query = QueryReader::create(request.query, {}); !query) {
     return badRequest(request, query.error());
   }

@@ -46,6 +46,20 @@ std::variant<storage::ClusterId, Response> findCluster(const Request& request,
                  request.path);
 }
 
+std::variant<ClusterLive, Response> findLiveCluster(const Request& request,
+                                                    const LiveClusters& live,
+                                                    const std::string& name) {
+  std::string known;
+  for (auto& cluster : live.clusters()) {
+    if (cluster.name == name) return std::move(cluster);
+    known += (known.empty() ? "" : ", ") + cluster.name;
+  }
+  return problem(ProblemType::kUnknownCluster,
+                 "no configured cluster is named \"" + printable(name, 100) +
+                     "\"; configured: " + (known.empty() ? std::string("none") : known),
+                 request.path);
+}
+
 json timeOrNull(std::optional<std::int64_t> wall_us) {
   return wall_us ? json(common::formatRfc3339(*wall_us)) : json(nullptr);
 }

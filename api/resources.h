@@ -53,6 +53,12 @@ std::variant<storage::ClusterId, Response> findCluster(const Request& request,
                                                        const std::string& name,
                                                        ProblemType unknown);
 
+// The configured cluster called `name` as kfaild sees it now; else 404 unknown-cluster naming the
+// configured ones.
+std::variant<ClusterLive, Response> findLiveCluster(const Request& request,
+                                                    const LiveClusters& live,
+                                                    const std::string& name);
+
 nlohmann::json timeOrNull(std::optional<std::int64_t> wall_us);
 nlohmann::json intOrNull(std::optional<std::int64_t> value);
 // `maintenance_id`: the planned-maintenance window the gap overlaps (planned), if any.

@@ -115,18 +115,9 @@ void SteadyEndpoint::registerOn(Router& router) const {
 }
 
 Response SteadyEndpoint::steady(const Request& request) const {
-  const std::string& name = request.params.at("cluster");
-  const auto clusters = live_.clusters();
-  const auto found = std::find_if(clusters.begin(), clusters.end(),
-                                  [&name](const ClusterLive& c) { return c.name == name; });
-  if (found == clusters.end()) {
-    std::string known;
-    for (const auto& c : clusters) known += (known.empty() ? "" : ", ") + c.name;
-    return problem(ProblemType::kUnknownCluster,
-                   "no configured cluster is named \"" + printable(name, 100) +
-                       "\"; configured: " + (known.empty() ? std::string("none") : known),
-                   request.path);
-  }
+  auto live = findLiveCluster(request, live_, request.params.at("cluster"));
+  if (auto* failure = std::get_if<Response>(&live)) return std::move(*failure);
+  const auto* found = &std::get<ClusterLive>(live);
   auto query = QueryReader::create(request.query, {"window_s"});
   if (!query) return badRequest(request, query.error());
   auto window_s =
@@ -136,7 +127,7 @@ Response SteadyEndpoint::steady(const Request& request) const {
 
   const auto now = clock_.now();
   auto in = liveInput(*found, now, window_us);
-  const auto configured = settings_.find(name);
+  const auto configured = settings_.find(found->name);
   const auto settings = configured == settings_.end() ? SteadySettings{} : configured->second;
   in.objectives = settings.objectives;
   in.min_insync = settings.min_insync;
@@ -167,7 +158,7 @@ Response SteadyEndpoint::steady(const Request& request) const {
   }
 
   const auto result = analysis::checkSteady(in);
-  return jsonResponse(result.steady ? 200 : 503, resultJson(name, in, result));
+  return jsonResponse(result.steady ? 200 : 503, resultJson(found->name, in, result));
 }
 
 }  // namespace kfaild::api
