@@ -740,6 +740,7 @@ Response DrillEndpoints::statistics(const Request& request) const {
                        {"receive_regressed", t.receive_regressed}});
     }
     out.push_back({{"cluster", g.cluster},
+                   {"profile", g.profile.empty() ? json(nullptr) : json(g.profile)},
                    {"topic", g.topic},
                    {"partition", g.partition},
                    {"role", g.role},

@@ -184,6 +184,30 @@ json partitionJson(std::int32_t partition, const kafka::PartitionInfo* info,
   };
 }
 
+// Each client profile's probe, the primary first, with its partitions (as `probe` of each
+// partition in topics); empty without probe.profiles.
+json profilesJson(const ClusterLive& cluster, common::MonoMicros now) {
+  json out = json::array();
+  for (const auto& p : cluster.profiles) {
+    json partitions = json::array();
+    for (const auto& status : p.probe.partitions) {
+      partitions.push_back({{"topic", status.topic},
+                            {"partition", status.partition},
+                            {"probe", probeOfPartition(status, now)}});
+    }
+    out.push_back({{"profile", p.name},
+                   {"client", p.client},
+                   {"phase", probe::toString(p.probe.phase)},
+                   {"problem", textOrNull(p.probe.problem)},
+                   {"run_id", runId(p.probe.run_id)},
+                   {"ticks", p.probe.ticks},
+                   {"held_ticks", p.probe.held_ticks},
+                   {"client_settings", p.probe.client_settings},
+                   {"partitions", std::move(partitions)}});
+  }
+  return out;
+}
+
 // The snapshot's topics and partitions, joined with the probe's partitions; partitions the
 // probe knows but the last metadata answer lacks still appear, without replicas.
 json topicsJson(const ClusterLive& cluster, common::MonoMicros now) {
@@ -424,6 +448,7 @@ Response Endpoints::clusterDetail(const Request& request) const {
                {"sender_scheduling", textOrNull(probe.sender_scheduling)},
                {"client_settings", probe.client_settings},
            }},
+          {"profiles", profilesJson(cluster, clock_.monoNow())},
       });
 }
 
@@ -432,15 +457,37 @@ std::variant<storage::ClusterId, Response> Endpoints::resolveCluster(const Reque
                      ProblemType::kUnknownCluster);
 }
 
+std::variant<storage::ClusterId, Response> Endpoints::resolveProfile(
+    const Request& request, storage::ClusterId cluster, const QueryReader& query) const {
+  auto name = query.identifier("profile");
+  if (!name) return badRequest(request, name.error());
+  if (!*name) return cluster;
+  std::string known;
+  for (const auto& live : live_.clusters()) {
+    if (live.id != cluster) continue;
+    for (const auto& p : live.profiles) known += (known.empty() ? "" : ", ") + p.name;
+    if (!live.profiles.empty() && live.profiles.front().name == **name) return cluster;
+  }
+  auto streams = store_.profileStreams(cluster);
+  if (!streams) return storeFailure(request, streams.error());
+  if (auto it = streams->find(**name); it != streams->end()) return it->second;
+  return problem(ProblemType::kInvalidParameter,
+                 "profile: the cluster has no client profile named \"" + printable(**name, 100) +
+                     "\"; configured: " + (known.empty() ? std::string("one, unnamed") : known),
+                 request.path);
+}
+
 Response Endpoints::gaps(const Request& request) const {
   auto cluster = resolveCluster(request);
   if (auto* failure = std::get_if<Response>(&cluster)) return std::move(*failure);
-  auto query = QueryReader::create(request.query,
-                                   {"topic", "partition", "kind", "min_ms", "from", "to", "limit"});
+  auto query = QueryReader::create(
+      request.query, {"topic", "partition", "kind", "min_ms", "from", "to", "limit", "profile"});
   if (!query) return badRequest(request, query.error());
+  auto stream = resolveProfile(request, std::get<storage::ClusterId>(cluster), *query);
+  if (auto* failure = std::get_if<Response>(&stream)) return std::move(*failure);
 
   storage::GapQuery gap_query;
-  gap_query.cluster = std::get<storage::ClusterId>(cluster);
+  gap_query.cluster = std::get<storage::ClusterId>(stream);
   auto topic = query->topic("topic");
   if (!topic) return badRequest(request, topic.error());
   gap_query.topic = *topic;
@@ -526,11 +573,13 @@ Response Endpoints::samples(const Request& request) const {
   }
   auto partition = parseInteger("partition", request.params.at("partition"), 0, kMaxPartition);
   if (!partition) return badRequest(request, partition.error());
-  auto query = QueryReader::create(request.query, {"from", "to", "limit"});
+  auto query = QueryReader::create(request.query, {"from", "to", "limit", "profile"});
   if (!query) return badRequest(request, query.error());
+  auto stream = resolveProfile(request, std::get<storage::ClusterId>(cluster), *query);
+  if (auto* failure = std::get_if<Response>(&stream)) return std::move(*failure);
 
   storage::SampleQuery sample_query;
-  sample_query.cluster = std::get<storage::ClusterId>(cluster);
+  sample_query.cluster = std::get<storage::ClusterId>(stream);
   sample_query.topic = topic;
   sample_query.partition = static_cast<std::int32_t>(*partition);
   auto range = query->range(clock_.wallNow(), kSamplesDefaultWindowUs, kSamplesMaxWindowUs);

@@ -26,6 +26,7 @@
 
 #include "api/http_message.h"
 #include "api/live_state.h"
+#include "api/query_params.h"
 #include "api/router.h"
 #include "server/common/clock.h"
 #include "server/maintenance/maintenance_windows.h"
@@ -92,6 +93,11 @@ class Endpoints {
 
   // The cluster named in the path, by live state first and then by the store; or the 404/503.
   std::variant<storage::ClusterId, Response> resolveCluster(const Request& request) const;
+  // The stream the query's `profile` names (a client profile of `cluster`): the cluster's own
+  // for none or the primary, 400 for a name the cluster has no profile of.
+  std::variant<storage::ClusterId, Response> resolveProfile(const Request& request,
+                                                            storage::ClusterId cluster,
+                                                            const QueryReader& query) const;
 
   const LiveClusters& live_;
   const storage::Store& store_;

@@ -17,12 +17,21 @@
 
 namespace kfaild::api {
 
+// A client profile's probe (config::ProbeProfile).
+struct ProfileLive {
+  std::string name;
+  std::string client;  // librdkafka | wire | java
+  probe::ProbeStatus probe;
+};
+
 struct ClusterLive {
   std::string name;
   storage::ClusterId id = 0;
   std::string bootstrap;
   observe::ObservedCluster observed;
-  probe::ProbeStatus probe;
+  probe::ProbeStatus probe;  // the primary profile's
+  // With probe.profiles: every profile, the primary first; empty without.
+  std::vector<ProfileLive> profiles{};
 };
 
 class LiveClusters {

@@ -359,6 +359,15 @@ ALTER TABLE recovery_journal ADD COLUMN place_table TEXT NOT NULL DEFAULT '';
 ALTER TABLE recovery_journal ADD COLUMN place_filler TEXT NOT NULL DEFAULT '';
 )sql";
 
+// A client profile's stream (probe.profiles): a row of clusters under its cluster, named
+// "<cluster>/<profile>" ('/' is in no cluster's name), whose id keys the profile's probe
+// partitions, gaps and probe events as a cluster's do. Listing clusters leaves them out.
+constexpr std::string_view kProfileStreams = R"sql(
+ALTER TABLE clusters ADD COLUMN parent_id INTEGER REFERENCES clusters (id);
+ALTER TABLE clusters ADD COLUMN profile TEXT NOT NULL DEFAULT '';
+CREATE INDEX clusters_by_parent ON clusters (parent_id) WHERE parent_id IS NOT NULL;
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{"clusters, probe samples, gaps, events", kInitialSchema},
     Migration{"drills, recovery journal, schedules", kDrillSchema},
@@ -374,6 +383,7 @@ constexpr std::array kMigrations = {
     Migration{"refused requests with a token counted per minute past the first few",
               kAuditAggregates},
     Migration{"where a recovery journal entry's gray fault was placed", kRecoveryPlace},
+    Migration{"client profiles' streams", kProfileStreams},
 };
 
 }  // namespace

@@ -29,6 +29,13 @@ INSERT INTO probe_partitions (cluster_id, topic, partition) VALUES (?1, ?2, ?3)
 ON CONFLICT (cluster_id, topic, partition) DO UPDATE SET topic = excluded.topic
 RETURNING id)sql";
 
+// A profile's stream under its cluster: named "<cluster>/<profile>", bootstrap as the cluster's.
+constexpr std::string_view kUpsertProfileStream = R"sql(
+INSERT INTO clusters (name, bootstrap, created_us, parent_id, profile)
+SELECT c.name || '/' || ?2, c.bootstrap, ?3, c.id, ?2 FROM clusters AS c WHERE c.id = ?1
+ON CONFLICT (name) DO UPDATE SET bootstrap = excluded.bootstrap
+RETURNING id)sql";
+
 constexpr std::string_view kInsertBlock = R"sql(
 INSERT INTO probe_sample_blocks (partition_id, first_send_us, samples, data)
 VALUES (?1, ?2, ?3, ?4))sql";
@@ -349,6 +356,25 @@ class SqliteBatchSink final : public BatchSink {
 
     if (auto committed = db_->exec("COMMIT"); !committed) return abort(committed.error());
     return outcome;
+  }
+
+  Result<ClusterId> upsertProfileStream(ClusterId cluster, const std::string& profile,
+                                        std::int64_t now_us) {
+    if (auto limited = applyPageLimit(); !limited) return limited.error();
+    auto upsert = db_->prepare(kUpsertProfileStream);
+    if (!upsert) return upsert.error();
+    upsert->bindInt(1, cluster);
+    upsert->bindText(2, profile);
+    upsert->bindInt(3, now_us);
+    auto row = upsert->step();
+    if (!row) return row.error();
+    if (!*row) {
+      return Error{make_error_code(errc::query_failed),
+                   "no cluster with id " + std::to_string(cluster) + " for profile " + profile};
+    }
+    const ClusterId id = upsert->columnInt(0);
+    if (auto done = upsert->run(); !done) return done.error();
+    return id;
   }
 
   Result<ClusterId> upsertCluster(const std::string& name, const std::string& bootstrap,
@@ -727,9 +753,33 @@ Result<ClusterId> SqliteStore::ensureCluster(const std::string& name,
   });
 }
 
+Result<ClusterId> SqliteStore::ensureProfileStream(ClusterId cluster, const std::string& profile) {
+  const auto now_us = clock_.wallNow();
+  return writer_->runOnWriter<ClusterId>([this, cluster, profile, now_us]() -> Result<ClusterId> {
+    return sink_->upsertProfileStream(cluster, profile, now_us);
+  });
+}
+
+Result<std::map<std::string, ClusterId>> SqliteStore::profileStreams(ClusterId cluster) const {
+  return withReader([cluster](sqlite::Database& db) -> Result<std::map<std::string, ClusterId>> {
+    auto select =
+        db.prepare("SELECT profile, id FROM clusters WHERE parent_id = ?1 ORDER BY profile");
+    if (!select) return select.error();
+    select->bindInt(1, cluster);
+    std::map<std::string, ClusterId> found;
+    for (;;) {
+      auto row = select->step();
+      if (!row) return row.error();
+      if (!*row) return found;
+      found[select->columnText(0)] = select->columnInt(1);
+    }
+  });
+}
+
 Result<std::vector<Cluster>> SqliteStore::clusters() const {
   return withReader([](sqlite::Database& db) -> Result<std::vector<Cluster>> {
-    auto select = db.prepare("SELECT id, name, bootstrap, created_us FROM clusters ORDER BY id");
+    auto select = db.prepare(
+        "SELECT id, name, bootstrap, created_us FROM clusters WHERE parent_id IS NULL ORDER BY id");
     if (!select) return select.error();
     std::vector<Cluster> found;
     for (;;) {

@@ -83,6 +83,8 @@ class SqliteStore final : public Store {
   // Runs on the writer thread, so it waits for the batch being written (if any).
   Result<ClusterId> ensureCluster(const std::string& name, const std::string& bootstrap) override;
   Result<std::vector<Cluster>> clusters() const override;
+  Result<ClusterId> ensureProfileStream(ClusterId cluster, const std::string& profile) override;
+  Result<std::map<std::string, ClusterId>> profileStreams(ClusterId cluster) const override;
 
   Result<std::vector<ProbeSample>> samples(const SampleQuery& query) const override;
   // Gaps ordered by end_us, events by t_us (ties by id, i.e. arrival).

@@ -7,6 +7,7 @@
 // (each thread gets its own read connection in WAL mode).
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -116,7 +117,14 @@ class Store {
   // Synchronous: registers a cluster by name (idempotent) and returns its id.
   virtual Result<ClusterId> ensureCluster(const std::string& name,
                                           const std::string& bootstrap) = 0;
+  // The clusters, without the profiles' streams.
   virtual Result<std::vector<Cluster>> clusters() const = 0;
+  // Synchronous: the stream of client profile `profile` of `cluster` (idempotent): the id its
+  // samples, gaps and probe events are stored under, as a cluster's are. The primary profile's
+  // stream is the cluster's own id, never this.
+  virtual Result<ClusterId> ensureProfileStream(ClusterId cluster, const std::string& profile) = 0;
+  // The profile streams of `cluster` that have been made, by profile name.
+  virtual Result<std::map<std::string, ClusterId>> profileStreams(ClusterId cluster) const = 0;
 
   virtual Result<std::vector<ProbeSample>> samples(const SampleQuery& query) const = 0;
   virtual Result<std::vector<Gap>> gaps(const GapQuery& query) const = 0;

@@ -1,9 +1,9 @@
 #pragma once
 
-// Statistics across drills, for the statistics endpoint and the dashboard: per (cluster, topic,
-// partition, role, fault) the distribution of the ack and receive stalls and of each phase over
-// the runs that measured them, and the trend (one point per run). Pure: the caller reads the
-// drills from the store.
+// Statistics across drills, for the statistics endpoint and the dashboard: per (cluster, client
+// profile, topic, partition, role, fault) the distribution of the ack and receive stalls and of
+// each phase over the runs that measured them, and the trend (one point per run). Pure: the caller
+// reads the drills from the store.
 //
 // Only figures count: a stall is taken where a run's analysis reports one (`stall` set; an open
 // interval from results stored before outcomes existed is a lower bound and is left out), so a
@@ -55,6 +55,9 @@ struct TrendPoint {
 
 struct StatisticsGroup {
   std::string cluster;
+  // The client profile whose view it is (probe.profiles); empty for runs stored without profiles
+  // (the primary's, named nowhere).
+  std::string profile;
   std::string topic;
   std::int32_t partition = 0;
   std::string role;

@@ -381,6 +381,23 @@ std::vector<StallSample> stallSamplesOf(const json& result) {
   return out;
 }
 
+void addProfile(Verdict& verdict, const std::string& primary, const std::string& profile,
+                const Verdict& theirs) {
+  if (verdict.profiles.empty()) verdict.profiles.emplace_back(primary, verdict.verdict);
+  verdict.profiles.emplace_back(profile, theirs.verdict);
+  for (auto c : theirs.checks) {
+    c.profile = profile;
+    verdict.checks.push_back(std::move(c));
+  }
+  const auto rank = [](CheckStatus s) {
+    return s == CheckStatus::kFail ? 2 : s == CheckStatus::kInconclusive ? 1 : 0;
+  };
+  if (rank(theirs.verdict) > rank(verdict.verdict)) verdict.verdict = theirs.verdict;
+  if (verdict.reason.empty() && !theirs.reason.empty()) {
+    verdict.reason = "profile " + profile + ": " + theirs.reason;
+  }
+}
+
 json toJson(const Verdict& v) {
   json checks = json::array();
   for (const auto& c : v.checks) {
@@ -395,6 +412,7 @@ json toJson(const Verdict& v) {
                       {"partition", optJson(c.partition)},
                       {"role", optJson(c.role)},
                       {"reason", c.reason}});
+    if (c.profile) checks.back()["profile"] = *c.profile;
   }
   json regressions = json::array();
   for (const auto& r : v.regressions) {
@@ -414,6 +432,12 @@ json toJson(const Verdict& v) {
               {"regressions", std::move(regressions)},
               {"regression", toJson(v.policy)}};
   if (!v.reason.empty()) out["reason"] = v.reason;
+  if (!v.profiles.empty()) {
+    auto& profiles = out["profiles"] = json::array();
+    for (const auto& [name, status] : v.profiles) {
+      profiles.push_back({{"profile", name}, {"verdict", toString(status)}});
+    }
+  }
   return out;
 }
 

@@ -56,6 +56,8 @@ struct Check {
   std::optional<std::int32_t> partition;
   std::optional<std::string> role;
   std::string reason;
+  std::optional<std::string>
+      profile;  // a client profile's check (addProfile); unset: the primary's
 };
 
 struct Regression {
@@ -85,6 +87,8 @@ struct Verdict {
   std::vector<Regression> regressions;
   RegressionPolicy policy;
   std::string reason;  // set when the drill did not finish (failed / aborted)
+  // With client profiles (addProfile): each profile's own verdict, the primary's first.
+  std::vector<std::pair<std::string, CheckStatus>> profiles;
 };
 
 // Kafka's default broker.session.timeout.ms and broker.heartbeat.interval.ms, in seconds.
@@ -139,6 +143,13 @@ Verdict unfinishedVerdict(const Objectives& objectives, const std::string& state
 // The stalls of a stored drill result ({"runs":[{"state":"done","analysis":{...}}]}), for the
 // history of later drills: outcome stall, and none's longest gap (a measured non-stall).
 std::vector<StallSample> stallSamplesOf(const nlohmann::json& result);
+
+// Adds client profile `profile`'s verdict (evaluated on its own analyses) to the drill's, whose
+// own checks are the primary profile's (`primary`): its checks are appended marked with the
+// profile, and the drill's verdict becomes the worst of all (fail, then inconclusive, then pass),
+// so an objective any profile misses fails the drill, naming the profile.
+void addProfile(Verdict& verdict, const std::string& primary, const std::string& profile,
+                const Verdict& theirs);
 
 nlohmann::json toJson(const Verdict& verdict);
 

@@ -275,23 +275,79 @@ CoordinatorProbeConfig readCoordinatorProbe(const YAML::Node& node, const std::s
   return c;
 }
 
+}  // namespace
+
+const char* toString(ProbeClient client) {
+  switch (client) {
+    case ProbeClient::kLibrdkafka:
+      return "librdkafka";
+    case ProbeClient::kWire:
+      return "wire";
+  }
+  return "librdkafka";
+}
+
+namespace {
+
+ProbeClient readProbeClient(const YAML::Node& node, const std::string& key) {
+  const auto text = readString(node, key);
+  if (text == "librdkafka") return ProbeClient::kLibrdkafka;
+  if (text == "wire") return ProbeClient::kWire;
+  fail(key, "must be `librdkafka` or `wire`, got '" + text + "'");
+}
+
+// probe.profiles: names unique and fit for a URL and a stream's name; the settings each client
+// takes. Without the key, one profile named after probe.client. A librdkafka setting librdkafka
+// refuses stops kfaild when the probe starts (ClusterParts::start names the profile's key).
+std::vector<ProbeProfile> readProfiles(const YAML::Node& node, const std::string& key,
+                                       ProbeClient default_client) {
+  if (!node) return {ProbeProfile{toString(default_client), default_client, {}}};
+  if (!node.IsSequence() || node.size() == 0) fail(key, "must be a non-empty list of profiles");
+  std::vector<ProbeProfile> profiles;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const auto& n = node[i];
+    const auto pkey = key + "[" + std::to_string(i) + "]";
+    if (!n.IsMap()) fail(pkey, "must be a mapping with name, client and settings");
+    rejectUnknownKeys(n, pkey, {"name", "client", "settings"});
+    if (!n["name"]) fail(pkey + ".name", "required");
+    ProbeProfile profile;
+    profile.name = readString(n["name"], pkey + ".name");
+    if (profile.name.empty() || profile.name.size() > 32 ||
+        !std::all_of(profile.name.begin(), profile.name.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+        })) {
+      fail(pkey + ".name",
+           "must be 1-32 characters of a-z, 0-9, '_' and '-', got '" + profile.name + "'");
+    }
+    if (!names.insert(profile.name).second) {
+      fail(pkey + ".name", "profile '" + profile.name + "' is named twice");
+    }
+    profile.client = n["client"] ? readProbeClient(n["client"], pkey + ".client") : default_client;
+    if (n["settings"]) profile.settings = readStringMap(n["settings"], pkey + ".settings");
+    for (const auto& reserved : {"bootstrap.servers", "acks", "group.id", "client.id"}) {
+      if (profile.settings.contains(reserved)) {
+        fail(pkey + ".settings." + reserved,
+             "set by kfaild for every profile (bootstrap from .bootstrap, acks=all, its own ids)");
+      }
+    }
+    if (profile.client == ProbeClient::kWire && !profile.settings.empty()) {
+      fail(pkey + ".settings." + profile.settings.begin()->first,
+           "the wire client takes no settings (it has none of librdkafka's or Java's)");
+    }
+    profiles.push_back(std::move(profile));
+  }
+  return profiles;
+}
+
 ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
   rejectUnknownKeys(
       node, key,
       {"interval_ms", "payload_bytes", "gap_threshold_ms", "loss_timeout_ms", "consumer_restart_ms",
        "max_outstanding_ms", "max_outstanding", "message_timeout_ms", "sender_priority", "topics",
-       "control", "coordinators", "client"});
+       "control", "coordinators", "client", "profiles"});
   ProbeConfig p;
-  if (node["client"]) {
-    const auto text = readString(node["client"], key + ".client");
-    if (text == "librdkafka") {
-      p.client = ProbeClient::kLibrdkafka;
-    } else if (text == "wire") {
-      p.client = ProbeClient::kWire;
-    } else {
-      fail(key + ".client", "must be `librdkafka` or `wire`, got '" + text + "'");
-    }
-  }
+  if (node["client"]) p.client = readProbeClient(node["client"], key + ".client");
   if (node["interval_ms"])
     p.interval_us = readInt(node["interval_ms"], key + ".interval_ms", 1, 60000) * 1000;
   if (node["payload_bytes"]) {
@@ -369,6 +425,8 @@ ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
     if (!seen.insert(topic.name).second) fail(tkey + ".name", "duplicate topic " + topic.name);
     p.topics.push_back(std::move(topic));
   }
+  p.profiles = readProfiles(node["profiles"], key + ".profiles", p.client);
+  p.client = p.profiles.front().client;
   return p;
 }
 
@@ -705,7 +763,8 @@ ClusterConfig readCluster(const YAML::Node& node, const std::string& key,
   }
   if (!node["probe"]) fail(key + ".probe", "required");
   c.probe = readProbe(node["probe"], key + ".probe");
-  if (c.probe.client == ProbeClient::kWire) {
+  for (const auto& profile : c.probe.profiles) {
+    if (profile.client != ProbeClient::kWire) continue;
     const auto protocol = c.client.find("security.protocol");
     if (protocol != c.client.end() && protocol->second != "plaintext" &&
         protocol->second != "PLAINTEXT") {

@@ -70,6 +70,19 @@ struct CoordinatorProbeConfig {
 // client (server/probe/wire_client.h: one request per broker per tick; PLAINTEXT only).
 enum class ProbeClient { kLibrdkafka, kWire };
 
+const char* toString(ProbeClient client);
+
+// One client profile (probe.profiles): its own producer and consumer on the same probe
+// partitions, with its own settings over the cluster's `client` map, measured as a stream of its
+// own. The first profile is the cluster's primary: its stream is the cluster's (what kfaild
+// stored before profiles existed), its figures are the run's top-level ones, and its status
+// gates drills. Without probe.profiles there is one, named after probe.client.
+struct ProbeProfile {
+  std::string name;
+  ProbeClient client = ProbeClient::kLibrdkafka;
+  std::map<std::string, std::string> settings;
+};
+
 struct ProbeConfig {
   ProbeClient client = ProbeClient::kLibrdkafka;
   std::int64_t interval_us = 20'000;
@@ -95,6 +108,8 @@ struct ProbeConfig {
   // long, and a gap across it is inconclusive. Falls back a step when the process may not.
   common::ThreadPriority sender_priority = common::ThreadPriority::kRealtime;
   std::vector<ProbeTopic> topics;
+  // Never empty once loaded; profiles[0] is the primary, and its client is `client` above.
+  std::vector<ProbeProfile> profiles;
   ControlProbeConfig control;
   CoordinatorProbeConfig coordinators;
 };

@@ -19,7 +19,8 @@ ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::Cluster
                            const common::Clock& clock, const std::string& client_log_dir,
                            drill::DrillListener* listener,
                            maintenance::MaintenanceWindows* maintenance,
-                           const std::string& gray_instance)
+                           const std::string& gray_instance,
+                           const std::map<std::string, storage::ClusterId>& profile_streams)
     : config_(config), id_(id), clock_(clock) {
   std::set<std::string> topics;
   for (const auto& t : config.probe.topics) topics.insert(t.name);
@@ -28,7 +29,23 @@ ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::Cluster
       client_log_dir.empty() ? std::string() : client_log_dir + "/" + config.name + "-client.log");
   observer_ = observe::makeObserverClient(config_);
   poller_ = std::make_unique<observe::MetadataPoller>(config_, id, store, clock, observer_.get());
-  probe_ = std::make_unique<probe::ProbeRunner>(config_, id, store, clock, client_log_->sink());
+  const auto& profiles = config_.probe.profiles;
+  probe_ = std::make_unique<probe::ProbeRunner>(
+      config_, id, store, clock, client_log_->sink(),
+      profiles.empty() ? std::nullopt : std::optional(profiles.front()));
+  for (std::size_t i = 1; i < profiles.size(); ++i) {
+    Profile p;
+    p.stream = profile_streams.at(profiles[i].name);
+    p.client_log = std::make_unique<observe::ClientLogWatcher>(
+        p.stream, topics, store, clock,
+        client_log_dir.empty()
+            ? std::string()
+            : client_log_dir + "/" + config.name + "-" + profiles[i].name + "-client.log");
+    p.probe = std::make_unique<probe::ProbeRunner>(config_, p.stream, store, clock,
+                                                   p.client_log->sink(), profiles[i]);
+    p.view = std::make_unique<drill::RunnerProbeView>(*p.probe);
+    profiles_.push_back(std::move(p));
+  }
   if (config_.probe.control.enabled) {
     control_ = std::make_unique<probe::ControlProbe>(config_, id, store, clock);
     probe_->attachControl(control_.get());
@@ -37,10 +54,10 @@ ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::Cluster
     coordinators_ = std::make_unique<probe::CoordinatorProbe>(config_, id, store, clock);
     probe_->attachCoordinators(coordinators_.get());
   }
-  poller_->setPartitionCountListener(
-      [probe = probe_.get()](const std::map<std::string, std::int32_t>& counts) {
-        probe->partitionsSeen(counts);
-      });
+  poller_->setPartitionCountListener([this](const std::map<std::string, std::int32_t>& counts) {
+    probe_->partitionsSeen(counts);
+    for (auto& p : profiles_) p.probe->partitionsSeen(counts);
+  });
   // A drill engine for every cluster: one without an inventory (a managed service) runs observed
   // drills only, refused any other at the API (DrillControl::drillsEnabled).
   {
@@ -51,10 +68,12 @@ ClusterParts::ClusterParts(const config::ClusterConfig& config, storage::Cluster
     probe_view_ = std::make_unique<drill::RunnerProbeView>(*probe_);
     admin_client_ = observe::makeObserverClient(config_);
     admin_ = std::make_unique<drill::KafkaClusterAdmin>(config_, *admin_client_);
-    drills_ = std::make_unique<drill::DrillRunner>(
-        config_, id, store, drills, clock,
-        drill::RunnerSeams{*view_, *probe_view_, *admin_, listener, maintenance},
-        std::move(injectors));
+    drill::RunnerSeams seams{*view_, *probe_view_, *admin_, listener, maintenance};
+    for (std::size_t i = 0; i < profiles_.size(); ++i) {
+      seams.profiles.push_back({profiles[i + 1], profiles_[i].stream, profiles_[i].view.get()});
+    }
+    drills_ = std::make_unique<drill::DrillRunner>(config_, id, store, drills, clock,
+                                                   std::move(seams), std::move(injectors));
   }
 }
 
@@ -67,6 +86,12 @@ std::optional<StartFailure> ClusterParts::start(std::size_t index) {
   }
   // A refused client property is a configuration mistake: name the key.
   if (auto s = probe_->start(); !s) return StartFailure{2, where + s.error().describe()};
+  for (std::size_t i = 0; i < profiles_.size(); ++i) {
+    if (auto s = profiles_[i].probe->start(); !s) {
+      return StartFailure{2, "clusters[" + std::to_string(index) + "].probe.profiles[" +
+                                 std::to_string(i + 1) + "].settings: " + s.error().describe()};
+    }
+  }
   if (control_) {
     if (auto s = control_->start(); !s) return StartFailure{2, where + s.error().describe()};
   }
@@ -77,8 +102,12 @@ std::optional<StartFailure> ClusterParts::start(std::size_t index) {
   // drill but beside the probe and the HTTP server: an operator reads GET /api/v1/recoveries and
   // may resolve an entry while kfaild retries it (drills are refused while one is open).
   if (drills_) drills_->start(kReplayTimeout);
-  spdlog::info("cluster {}: probing {} topic(s) via {}{}", config_.name,
-               config_.probe.topics.size(), config_.bootstrap,
+  std::string names;
+  for (const auto& p : config_.probe.profiles) {
+    names += (names.empty() ? "" : ", ") + p.name + " (" + config::toString(p.client) + ")";
+  }
+  spdlog::info("cluster {}: probing {} topic(s) via {} with client profile(s) {}{}", config_.name,
+               config_.probe.topics.size(), config_.bootstrap, names,
                !config_.inventory.empty()
                    ? ", drills enabled for " + std::to_string(config_.inventory.size()) + " node(s)"
                    : ", observed drills only (no inventory)");
@@ -92,6 +121,7 @@ void ClusterParts::stopDrills() {
 void ClusterParts::requestStop() {
   if (coordinators_) coordinators_->requestStop();
   if (control_) control_->requestStop();
+  for (auto& p : profiles_) p.probe->requestStop();
   probe_->requestStop();
   poller_->requestStop();
 }
@@ -101,8 +131,15 @@ void ClusterParts::stop() {
   requestStop();
   if (coordinators_) coordinators_->stop();
   if (control_) control_->stop();
+  for (auto& p : profiles_) p.probe->stop();
   probe_->stop();
   poller_->stop();
+}
+
+std::vector<const probe::ProbeRunner*> ClusterParts::profiles() const {
+  std::vector<const probe::ProbeRunner*> out{probe_.get()};
+  for (const auto& p : profiles_) out.push_back(p.probe.get());
+  return out;
 }
 
 std::string ClusterParts::statusLine() const {

@@ -4,8 +4,10 @@
 // start; stop() stops them in the reverse order (the drill engine first, so a running drill
 // still has its probe and poller while it brings its node back).
 
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "server/common/clock.h"
 #include "server/common/result.h"
@@ -34,7 +36,8 @@ class ClusterParts {
                storage::DrillStore& drills, const common::Clock& clock,
                const std::string& client_log_dir, drill::DrillListener* listener = nullptr,
                maintenance::MaintenanceWindows* maintenance = nullptr,
-               const std::string& gray_instance = {});
+               const std::string& gray_instance = {},
+               const std::map<std::string, storage::ClusterId>& profile_streams = {});
   ~ClusterParts() { stop(); }
   ClusterParts(const ClusterParts&) = delete;
   ClusterParts& operator=(const ClusterParts&) = delete;
@@ -57,6 +60,8 @@ class ClusterParts {
   storage::ClusterId id() const { return id_; }
   const observe::MetadataPoller& poller() const { return *poller_; }
   const probe::ProbeRunner& probe() const { return *probe_; }
+  // Every client profile's probe, the primary's (probe()) first.
+  std::vector<const probe::ProbeRunner*> profiles() const;
   drill::DrillRunner* drills() { return drills_.get(); }
   // One line of what the cluster and its probe look like now, for the log.
   std::string statusLine() const;
@@ -75,6 +80,14 @@ class ClusterParts {
   std::unique_ptr<probe::ControlProbe> control_;           // null with probe.control: off
   std::unique_ptr<probe::CoordinatorProbe> coordinators_;  // null with probe.coordinators: off
   std::unique_ptr<probe::ProbeRunner> probe_;
+  // The other client profiles (probe.profiles[1..]): each its own probe, stream and client log.
+  struct Profile {
+    storage::ClusterId stream = 0;
+    std::unique_ptr<observe::ClientLogWatcher> client_log;
+    std::unique_ptr<probe::ProbeRunner> probe;
+    std::unique_ptr<drill::RunnerProbeView> view;
+  };
+  std::vector<Profile> profiles_;
   // The drill engine and its seams, only with an inventory.
   std::unique_ptr<drill::PollerView> view_;
   std::unique_ptr<drill::RunnerProbeView> probe_view_;

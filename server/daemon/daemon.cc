@@ -55,6 +55,13 @@ class Daemon::LiveView final : public api::LiveClusters {
     for (const auto& parts : clusters_) {
       out.push_back({parts->config().name, parts->id(), parts->config().bootstrap,
                      parts->poller().latest(), parts->probe().status()});
+      const auto profiles = parts->profiles();
+      if (profiles.size() > 1) {
+        for (const auto* p : profiles) {
+          out.back().profiles.push_back({p->profile().name, config::toString(p->profile().client),
+                                         p == profiles.front() ? out.back().probe : p->status()});
+        }
+      }
     }
     return out;
   }
@@ -329,9 +336,19 @@ std::optional<StartFailure> Daemon::startClusters() {
     auto id = store_->ensureCluster(cc.name, cc.bootstrap);
     if (!id)
       return StartFailure{1, "cannot register cluster " + cc.name + ": " + id.error().describe()};
+    std::map<std::string, storage::ClusterId> streams;
+    for (std::size_t p = 1; p < cc.probe.profiles.size(); ++p) {
+      const auto& name = cc.probe.profiles[p].name;
+      auto stream = store_->ensureProfileStream(*id, name);
+      if (!stream) {
+        return StartFailure{1, "cannot register profile " + name + " of cluster " + cc.name + ": " +
+                                   stream.error().describe()};
+      }
+      streams[name] = *stream;
+    }
     clusters_.push_back(std::make_unique<ClusterParts>(
         cc, *id, *store_, *drill_store_, clock_, options_.client_log_dir, notifier_.get(),
-        maintenance_.get(), fault::grayInstanceHere(config_.storage.path)));
+        maintenance_.get(), fault::grayInstanceHere(config_.storage.path), streams));
     if (auto failure = clusters_.back()->start(i)) return failure;
   }
   return std::nullopt;

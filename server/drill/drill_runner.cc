@@ -41,8 +41,17 @@ DrillRunner::DrillRunner(const config::ClusterConfig& cluster, storage::ClusterI
       resolve_(std::move(seams.resolve)),
       addresses_(resolveNodeAddresses(cluster.inventory, resolve_)),
       maintenance_(seams.maintenance),
-      deps_{cluster_,   cluster_id_, store,       drills,     clock,
-            seams.view, seams.probe, seams.admin, injectors_, seams.listener},
+      deps_{cluster_,
+            cluster_id_,
+            store,
+            drills,
+            clock,
+            seams.view,
+            seams.probe,
+            seams.admin,
+            injectors_,
+            seams.listener,
+            std::move(seams.profiles)},
       records_(deps_),
       guards_(deps_),
       recovery_(deps_),
@@ -346,6 +355,7 @@ void DrillRunner::execute(storage::DrillRecord drill) {
   }
   nlohmann::json result = {{"runs", nlohmann::json::array()}};
   std::vector<analysis::RunAnalysis> analyses;
+  ProfileRuns profiles(deps_.profiles.size());
   analysis::FaultMechanism mechanism;
   mechanism.fault = drill.fault;
   if (spec->fault == FaultType::kPause) mechanism.pause_s = spec->options.pause_s;
@@ -362,6 +372,7 @@ void DrillRunner::execute(storage::DrillRecord drill) {
       return;
     }
     if (outcome.analysis) analyses.push_back(*outcome.analysis);
+    profiles.add(outcome);
     if (outcome.probe_client)
       mechanism.settings = analysis::withClientSettings({}, *outcome.probe_client);
     if (outcome.cluster_settings) applyTo(*outcome.cluster_settings, mechanism);
@@ -374,8 +385,9 @@ void DrillRunner::execute(storage::DrillRecord drill) {
   }
   // Before the terminal state is written: the listener is told of the row as written, verdict
   // included.
-  const auto verdict = analysis::evaluate(analyses, analysis::objectivesFor(objectives, mechanism),
-                                          mechanism, history(drill), cluster_.regression);
+  auto verdict = analysis::evaluate(analyses, analysis::objectivesFor(objectives, mechanism),
+                                    mechanism, history(drill), cluster_.regression);
+  profiles.judge(verdict, cluster_, objectives, mechanism);
   result["verdict"] = analysis::toJson(verdict);
   drill.result = common::jsonText(result);
   drill.verdict = analysis::toString(verdict.verdict);
@@ -383,6 +395,31 @@ void DrillRunner::execute(storage::DrillRecord drill) {
   spdlog::info("drill {} on {}: verdict {} ({} checks, {} regressions)", drill.id, cluster_.name,
                *drill.verdict, verdict.checks.size(), verdict.regressions.size());
   records_.setState(drill, DrillState::kDone);
+}
+
+void ProfileRuns::add(const RunOutcome& outcome) {
+  for (std::size_t i = 0; i < outcome.profiles.size() && i < runs_.size(); ++i) {
+    const auto& p = outcome.profiles[i];
+    auto& runs = runs_[i];
+    runs.name = p.profile;
+    if (p.analysis) runs.analyses.push_back(*p.analysis);
+    if (p.probe_client) runs.client_settings = *p.probe_client;
+  }
+}
+
+void ProfileRuns::judge(analysis::Verdict& verdict, const config::ClusterConfig& cluster,
+                        const analysis::Objectives& objectives,
+                        const analysis::FaultMechanism& mechanism) const {
+  if (runs_.empty()) return;
+  // The same objectives for every profile; the mechanisms' client settings are the profile's.
+  // Regressions are the primary's alone: the history holds the primary's stalls.
+  for (const auto& runs : runs_) {
+    auto theirs = mechanism;
+    theirs.settings = analysis::withClientSettings(mechanism.settings, runs.client_settings);
+    const auto v = analysis::evaluate(runs.analyses, analysis::objectivesFor(objectives, theirs),
+                                      theirs, {}, cluster.regression);
+    analysis::addProfile(verdict, cluster.probe.profiles.front().name, runs.name, v);
+  }
 }
 
 void DrillRunner::executeRolling(storage::DrillRecord& drill, const DrillSpec& spec,

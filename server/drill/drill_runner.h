@@ -30,6 +30,7 @@
 #include "server/drill/guard_inputs.h"
 #include "server/drill/node_recovery.h"
 #include "server/drill/observed_run.h"
+#include "server/drill/run_outcome.h"
 #include "server/drill/seams.h"
 #include "server/maintenance/maintenance_windows.h"
 
@@ -50,6 +51,27 @@ struct RunnerSeams {
   maintenance::MaintenanceWindows* maintenance = nullptr;
   // The name service the peers of an isolate are resolved with (peer_addresses.h).
   HostResolver resolve = resolveHost;
+  // The client profiles beside the primary (ProfileProbe), analysed in every run.
+  std::vector<ProfileProbe> profiles{};
+};
+
+// The client profiles' analyses over a drill's runs (RunOutcome::profiles), each judged on its
+// own and added to the drill's verdict (analysis::addProfile).
+class ProfileRuns {
+ public:
+  explicit ProfileRuns(std::size_t profiles) : runs_(profiles) {}
+  void add(const RunOutcome& outcome);
+  void judge(analysis::Verdict& verdict, const config::ClusterConfig& cluster,
+             const analysis::Objectives& objectives,
+             const analysis::FaultMechanism& mechanism) const;
+
+ private:
+  struct Runs {
+    std::string name;
+    std::vector<analysis::RunAnalysis> analyses;
+    std::map<std::string, std::string> client_settings;
+  };
+  std::vector<Runs> runs_;
 };
 
 class DrillRunner {

@@ -52,10 +52,28 @@ std::vector<analysis::PartitionAtFault> partitionsOf(
   return out;
 }
 
+std::vector<storage::Event> profileEvents(const std::vector<storage::Event>& cluster,
+                                          std::vector<storage::Event> stream) {
+  for (const auto& e : cluster) {
+    const auto source = storage::sourceOf(e);
+    if (source != common::EventSource::kProbe && source != common::EventSource::kClient) {
+      stream.push_back(e);
+    }
+  }
+  std::sort(stream.begin(), stream.end(), [](const auto& a, const auto& b) {
+    return std::pair(a.t_us, a.id) < std::pair(b.t_us, b.id);
+  });
+  return stream;
+}
+
 ProbeSnapshotAtFault probeSnapshot(const EngineDeps& deps) {
-  const auto status = deps.probe.status();
+  return probeSnapshot(deps.probe, deps.clock);
+}
+
+ProbeSnapshotAtFault probeSnapshot(const ProbeView& view, const common::Clock& clock) {
+  const auto status = view.status();
   ProbeSnapshotAtFault probe;
-  const auto now = deps.clock.monoNow();
+  const auto now = clock.monoNow();
   for (const auto& p : status.partitions) {
     analysis::ProbeAtFault f;
     f.topic = p.topic;
@@ -69,7 +87,7 @@ ProbeSnapshotAtFault probeSnapshot(const EngineDeps& deps) {
   }
   probe.skipped_ticks = status.skipped_ticks;
   probe.max_send_lateness_us = status.max_send_lateness_us;
-  probe.clock_steps = deps.clock.steps();
+  probe.clock_steps = clock.steps();
   return probe;
 }
 
@@ -78,6 +96,15 @@ RunExecution::RunExecution(RunParts parts, storage::DrillRecord& drill, const Dr
     : parts_(parts), deps_(parts.deps), drill_(drill), spec_(spec) {
   outcome_.run = run;
   outcome_.fault = spec.fault;
+  if (!deps_.profiles.empty()) outcome_.profile = deps_.cluster.probe.profiles.front().name;
+  for (const auto& p : deps_.profiles) {
+    outcome_.profiles.push_back({.profile = p.profile.name,
+                                 .client = config::toString(p.profile.client),
+                                 .probe_at_fault = std::nullopt,
+                                 .probe_client = std::nullopt,
+                                 .analysis = std::nullopt,
+                                 .problem = "the run ended before its analysis"});
+  }
   if (spec.then) {
     second_spec_ = secondSpec(spec);
     SecondFaultOutcome second;
@@ -392,6 +419,11 @@ bool RunExecution::atFault() {
 
   outcome_.probe_at_fault = probeNow();
   outcome_.probe_client = deps_.probe.status().client_settings;
+  for (std::size_t i = 0; i < deps_.profiles.size(); ++i) {
+    auto& profile = outcome_.profiles[i];
+    profile.probe_at_fault = probeSnapshot(*deps_.profiles[i].probe, deps_.clock);
+    profile.probe_client = deps_.profiles[i].probe->status().client_settings;
+  }
   awaitWhatDependsOn(target_, spec_.fault, at_fault_, in.quorum);
   sortByRecovery(target_, spec_.fault, at_fault_);
   return true;
@@ -899,8 +931,13 @@ void RunExecution::analyse() {
   const auto& clock = deps_.clock;
   const auto settle_start = clock.monoNow();
   const auto settle_deadline = settle_start + spec_.options.settle_timeout_s * kSecond;
-  while (!deps_.probe.pending(baseline_start_us_, window_end_us_).empty() &&
-         clock.monoNow() < settle_deadline && parts_.queue.sleep(kPollUs)) {
+  const auto unsettled = [this] {
+    if (!deps_.probe.pending(baseline_start_us_, window_end_us_).empty()) return true;
+    return std::any_of(deps_.profiles.begin(), deps_.profiles.end(), [this](const auto& p) {
+      return !p.probe->pending(baseline_start_us_, window_end_us_).empty();
+    });
+  };
+  while (unsettled() && clock.monoNow() < settle_deadline && parts_.queue.sleep(kPollUs)) {
   }
   outcome_.settle_us = clock.monoNow() - settle_start;
   if (interrupted()) {
@@ -940,8 +977,47 @@ void RunExecution::analyse() {
     toSecondFault(input);
   }
   outcome_.analysis = analysis::analyse(input);
+  for (std::size_t i = 0; i < deps_.profiles.size(); ++i) {
+    analyseProfile(deps_.profiles[i], input, window, outcome_.profiles[i]);
+  }
   outcome_.state = DrillState::kDone;
   outcome_.reason.clear();
+}
+
+void RunExecution::analyseProfile(const ProfileProbe& profile,
+                                  const analysis::AnalysisInput& primary,
+                                  const AnalysisWindow& primary_window, ProfileOutcome& out) const {
+  if (!out.probe_at_fault) {
+    out.problem = "the profile's probe was not read at the fault";
+    return;
+  }
+  // The profile's own samples and probe events (its stream), the cluster's other events (the
+  // metadata, the brokers' logs, the injector: the same for every profile).
+  AnalysisWindow window = primary_window;
+  window.cluster = profile.stream;
+  std::erase_if(window.partitions, [](const auto& p) { return probe::isOwnStream(p.first); });
+  const auto live = profile.probe->status();
+  auto stored = loadAnalysisInputs(deps_.store, window);
+  if (!stored) {
+    out.problem = "analysis not run: " + stored.error().describe();
+    return;
+  }
+  auto input = primary;
+  input.pending = profile.probe->pending(baseline_start_us_, window_end_us_);
+  input.samples = std::move(stored->samples);
+  input.events = profileEvents(primary.events, std::move(stored->events));
+  input.holds.clear();
+  input.idles.clear();
+  input.refusals.clear();
+  input.probe_at_fault = out.probe_at_fault->partitions;
+  input.settings = outcome_.cluster_settings ? mechanismSettings(*outcome_.cluster_settings)
+                                             : analysis::MechanismSettings{};
+  if (out.probe_client) {
+    input.settings = analysis::withClientSettings(input.settings, *out.probe_client);
+  }
+  addProbeStretches(live, input);
+  out.analysis = analysis::analyse(input);
+  out.problem.clear();
 }
 
 analysis::AnalysisInput RunExecution::analysisInput() const {

@@ -33,6 +33,11 @@ std::vector<analysis::PartitionAtFault> partitionsOf(
     const kafka::ClusterSnapshot& snapshot, const std::map<std::string, std::int32_t>& min_insync);
 // The probe's state now, as a run keeps it at the fault.
 ProbeSnapshotAtFault probeSnapshot(const EngineDeps& deps);
+ProbeSnapshotAtFault probeSnapshot(const ProbeView& view, const common::Clock& clock);
+// A profile's events (ProfileProbe): its stream's own (the probe's and its client's) with the
+// cluster's others (metadata, brokers' logs, injector, ...), by (t_us, id).
+std::vector<storage::Event> profileEvents(const std::vector<storage::Event>& cluster,
+                                          std::vector<storage::Event> stream);
 // Reads the failover lines of the brokers' logs since `since_us` (fault::readFailoverLogs) about
 // each of `targets` (the first's with every node's leader epochs and ISR shrinks) and stores them
 // as broker_log events.
@@ -112,6 +117,10 @@ class RunExecution {
   void analyseOwnStreams(const probe::ProbeStatus& live, const analysis::AnalysisInput& input,
                          StoredInputs& stored);
   void addProbeStretches(const probe::ProbeStatus& live, analysis::AnalysisInput& input) const;
+  // One profile beside the primary: its samples and probe events from its stream, analysed with
+  // the primary's input otherwise (the same fault, window and cluster events).
+  void analyseProfile(const ProfileProbe& profile, const analysis::AnalysisInput& primary,
+                      const AnalysisWindow& primary_window, ProfileOutcome& out) const;
   analysis::AnalysisInput firstOfTwo(const analysis::AnalysisInput& input) const;
   // Its target's roles with the first node out of the ISRs, from its moment, against the noise
   // of the baseline before the first fault.

@@ -105,6 +105,18 @@ nlohmann::json toJson(const RunOutcome& o) {
     out["second_fault"] = std::move(second);
   }
   if (!o.recovery_order.empty()) out["recovery_order"] = o.recovery_order;
+  if (!o.profile.empty()) out["profile"] = o.profile;
+  if (!o.profiles.empty()) {
+    auto& profiles = out["profiles"] = nlohmann::json::array();
+    for (const auto& p : o.profiles) {
+      nlohmann::json one = {{"profile", p.profile}, {"client", p.client}};
+      if (p.probe_at_fault) one["probe_at_fault"] = toJson(*p.probe_at_fault);
+      if (p.probe_client) one["probe_client"] = *p.probe_client;
+      if (p.analysis) one["analysis"] = analysis::toJson(*p.analysis);
+      if (!p.problem.empty()) one["problem"] = p.problem;
+      profiles.push_back(std::move(one));
+    }
+  }
   return out;
 }
 

@@ -91,8 +91,20 @@ struct SecondFaultOutcome {
   std::optional<analysis::RunAnalysis> first_analysis;
 };
 
+// A client profile beside the primary (ProfileProbe): its own view of the run, analysed as the
+// primary's is, from its own stream. Unset analysis: `problem` says why.
+struct ProfileOutcome {
+  std::string profile;
+  std::string client;  // librdkafka | wire | java
+  std::optional<ProbeSnapshotAtFault> probe_at_fault;
+  std::optional<std::map<std::string, std::string>> probe_client;
+  std::optional<analysis::RunAnalysis> analysis;
+  std::string problem;
+};
+
 struct RunOutcome {
   int run = 0;
+  std::string profile;  // the primary profile's name: whose view `analysis` is
   FaultType fault = FaultType::kKill;
   DrillState state = DrillState::kFailed;  // done, failed or aborted
   std::string reason;                      // why not done
@@ -130,6 +142,8 @@ struct RunOutcome {
   // A compound drill's second fault, and the order its nodes were brought back in (recoveryOrder).
   std::optional<SecondFaultOutcome> second_fault;
   std::vector<std::int32_t> recovery_order;
+  // The other client profiles' views of the same run, in probe.profiles' order.
+  std::vector<ProfileOutcome> profiles;
 };
 
 nlohmann::json toJson(const RunOutcome& outcome);

@@ -77,6 +77,15 @@ class ClusterAdmin {
       const std::vector<std::string>& keys) = 0;
 };
 
+// A client profile other than the primary (config::ProbeProfile, probe.profiles[1..]): its probe
+// and the stream its samples, gaps and probe events are stored under. A run analyses each as it
+// analyses the primary's; the primary alone gates drills (guards, settle).
+struct ProfileProbe {
+  config::ProbeProfile profile;
+  storage::ClusterId stream = 0;
+  const ProbeView* probe = nullptr;
+};
+
 // Everything one cluster's drill engine works with. The references outlive the engine; the
 // injectors (one per inventory node) are used by the engine's thread only.
 struct EngineDeps {
@@ -90,6 +99,7 @@ struct EngineDeps {
   ClusterAdmin& admin;
   std::map<std::int32_t, std::unique_ptr<fault::Injector>>& injectors;
   DrillListener* listener = nullptr;  // told of every terminal state; may be null
+  std::vector<ProfileProbe> profiles{};
 };
 
 }  // namespace kfaild::drill

@@ -150,8 +150,7 @@ void ProbeRunner::LibrdkafkaClient::runReporter() {
       const bool fatal = rd_kafka_event_error_is_fatal(event);
       // Transient errors (a broker went away) are the very thing being measured; log a few.
       if (logged_errors++ < 20 || fatal) {
-        spdlog::warn("probe {}: producer: {}", runner_.cluster_.name,
-                     rd_kafka_event_error_string(event));
+        spdlog::warn("probe {}: producer: {}", runner_.label_, rd_kafka_event_error_string(event));
       }
       if (fatal && !runner_.stopping_) {
         // The idempotent producer cannot go on (its sequence state is lost): every send is
@@ -238,7 +237,7 @@ void ProbeRunner::LibrdkafkaClient::recreateProducer(const std::string& error,
   old.reset();
   const auto recreations = ++runner_.producer_recreations_;
   spdlog::warn("probe {}: producer recreated after a fatal error ({}), {} time(s) so far",
-               runner_.cluster_.name, error, recreations);
+               runner_.label_, error, recreations);
   storage::Event e;
   e.cluster = runner_.cluster_id_;
   e.t_us = runner_.clock_.now().wall;
@@ -258,8 +257,7 @@ void ProbeRunner::LibrdkafkaClient::runReceiver() {
       if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR && runner_.ready_) {
         received(*msg, now);
       } else if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        spdlog::debug("probe {}: consumer: {}", runner_.cluster_.name,
-                      rd_kafka_message_errstr(msg));
+        spdlog::debug("probe {}: consumer: {}", runner_.label_, rd_kafka_message_errstr(msg));
       }
       rd_kafka_message_destroy(msg);
     }
@@ -354,7 +352,7 @@ void ProbeRunner::LibrdkafkaClient::restartFetches(const std::vector<StuckFetch>
         "probe {}: {}[{}]: the consumer has read nothing for {} s or more though the cluster acked "
         "offset {} "
         "{} s ago; {} there{} (restart {} in a row)",
-        runner_.cluster_.name, r.topic, r.partition, after_us / 1'000'000, r.unread.offset,
+        runner_.label_, r.topic, r.partition, after_us / 1'000'000, r.unread.offset,
         r.unread.acked_ago_us / 1'000'000,
         recreate ? "a new consumer reads from" : "its fetch restarted",
         error.empty() ? "" : " failed: " + error, r.in_row);
@@ -421,10 +419,10 @@ std::string ProbeRunner::LibrdkafkaClient::recreateConsumer(const std::vector<St
     spdlog::warn(
         "probe {}: consumer recreated ({} so far): {} partition(s) assigned, {} of them stuck, in "
         "{} ms",
-        runner_.cluster_.name, recreations, assigned, stuck.size(), took_us / 1000);
+        runner_.label_, recreations, assigned, stuck.size(), took_us / 1000);
   } else {
     spdlog::error("probe {}: the consumer could not be recreated, the old one goes on: {}",
-                  runner_.cluster_.name, error);
+                  runner_.label_, error);
   }
   storage::Event e;
   e.cluster = runner_.cluster_id_;

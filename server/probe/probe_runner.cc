@@ -58,11 +58,18 @@ constexpr const char* kConsumerPrefix = "consumer.";
 
 }  // namespace
 
-ProbeRunner::ProbeRunner(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,
+ProbeRunner::ProbeRunner(const config::ClusterConfig& cluster, storage::ClusterId stream,
                          storage::Store& store, const common::Clock& clock,
-                         kafka::LogSink client_log)
+                         kafka::LogSink client_log, std::optional<config::ProbeProfile> profile)
     : cluster_(cluster),
-      cluster_id_(cluster_id),
+      profile_(profile ? std::move(*profile)
+                       : config::ProbeProfile{config::toString(cluster.probe.client),
+                                              cluster.probe.client,
+                                              {}}),
+      primary_(!profile || cluster.probe.profiles.empty() ||
+               profile_.name == cluster.probe.profiles.front().name),
+      label_(primary_ ? cluster.name : cluster.name + "/" + profile_.name),
+      cluster_id_(stream),
       store_(store),
       clock_(clock),
       client_log_(std::move(client_log)),
@@ -73,7 +80,7 @@ ProbeRunner::~ProbeRunner() {
 }
 
 std::unique_ptr<ProbeRunner::Client> ProbeRunner::makeClient() {
-  if (cluster_.probe.client == config::ProbeClient::kWire) {
+  if (profile_.client == config::ProbeClient::kWire) {
     return std::make_unique<WireProbeClient>(*this);
   }
   return std::make_unique<LibrdkafkaClient>(*this);
@@ -83,7 +90,8 @@ Status ProbeRunner::start() {
   kafka::ClientOptions options;
   options.bootstrap = cluster_.bootstrap;
   options.properties = cluster_.client;
-  options.client_id = "kfaild-" + cluster_.name;
+  for (const auto& [key, value] : profile_.settings) options.properties[key] = value;
+  options.client_id = "kfaild-" + cluster_.name + (primary_ ? "" : "-" + profile_.name);
   options.debug = cluster_.observe.client_debug;
   options.log = client_log_;
   // The ledger bounds what each partition may have outstanding (probe.max_outstanding*), so the
@@ -171,7 +179,7 @@ Status ProbeRunner::start() {
     spdlog::warn(
         "probe {}: client sets fetch.min.bytes {}: the broker may hold a fetch for up to "
         "fetch.wait.max.ms ({} ms), and every receive time is late by up to that long",
-        cluster_.name, min_bytes, consumer_setting("fetch.wait.max.ms"));
+        label_, min_bytes, consumer_setting("fetch.wait.max.ms"));
   }
   if (auto it = client_settings_.find("message.timeout.ms"); it != client_settings_.end()) {
     message_timeout_us_ = std::stoll(it->second) * 1000;
@@ -262,7 +270,7 @@ void ProbeRunner::stop() {
 void ProbeRunner::setProblem(std::string problem) {
   std::lock_guard lock(status_mutex_);
   if (problem != problem_ && !problem.empty()) {
-    spdlog::warn("probe {}: {}", cluster_.name, problem);
+    spdlog::warn("probe {}: {}", label_, problem);
   }
   problem_ = std::move(problem);
 }
@@ -343,7 +351,7 @@ Result<kafka::ClusterSnapshot> ProbeRunner::describeTopic(std::size_t t) {
   spec.configs = topic.create->configs;
   auto created = kafka::createTopic(producer_.get(), spec, timeout_ms);
   if (!created) return created.error();
-  spdlog::info("probe {}: {} topic {}", cluster_.name,
+  spdlog::info("probe {}: {} topic {}", label_,
                *created == kafka::CreateOutcome::kCreated ? "created" : "found existing",
                topic.name);
   md = kafka::fetchMetadata(producer_.get(), {topic.name}, timeout_ms);
@@ -419,7 +427,7 @@ void ProbeRunner::publishSlots(std::vector<std::unique_ptr<Slot>> slots,
     phase_ = ProbePhase::kProbing;
     problem_.clear();
   }
-  spdlog::info("probe {}: probing {} partition(s) every {} µs, run id {:016x}", cluster_.name,
+  spdlog::info("probe {}: probing {} partition(s) every {} µs, run id {:016x}", label_,
                slots_.size(), cluster_.probe.interval_us, run_id_);
 }
 
@@ -445,9 +453,9 @@ void ProbeRunner::takeSenderScheduling() {
   }
   if (scheduling.find('(') != std::string::npos) {
     spdlog::warn("probe {}: sender wanted {} priority, has {}: a busy host can make its sends late",
-                 cluster_.name, common::toString(cluster_.probe.sender_priority), scheduling);
+                 label_, common::toString(cluster_.probe.sender_priority), scheduling);
   } else {
-    spdlog::info("probe {}: sender scheduling {}", cluster_.name, scheduling);
+    spdlog::info("probe {}: sender scheduling {}", label_, scheduling);
   }
 }
 
@@ -506,7 +514,7 @@ void ProbeRunner::addSeenPartitions() {
   if (!client_->addPartitions(added, grown)) return;
   const auto now = clock_.now();
   for (const auto& a : added) {
-    spdlog::info("probe {}: {}[{}] added to the topic: probing it too", cluster_.name, a.topic,
+    spdlog::info("probe {}: {}[{}] added to the topic: probing it too", label_, a.topic,
                  a.partition);
     storage::Event e;
     e.cluster = cluster_id_;
@@ -605,7 +613,7 @@ ProbeRunner::Slot* ProbeRunner::slotFor(const char* topic, std::int32_t partitio
 
 void ProbeRunner::publish(LedgerOutput& out) {
   for (auto& gap : out.gaps) {
-    spdlog::info("probe {}: {} gap on {}[{}]: {:.3f} s", cluster_.name, storage::toString(gap.kind),
+    spdlog::info("probe {}: {} gap on {}[{}]: {:.3f} s", label_, storage::toString(gap.kind),
                  gap.topic, gap.partition, static_cast<double>(gap.duration_us) / 1e6);
     store_.addGap(std::move(gap));
   }

@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -49,9 +50,13 @@ class CoordinatorProbe;
 class ProbeRunner {
  public:
   // `client_log` receives every librdkafka log line of the producer and consumer (for the
-  // client-log observer); it must outlive the runner.
-  ProbeRunner(const config::ClusterConfig& cluster, storage::ClusterId cluster_id,
-              storage::Store& store, const common::Clock& clock, kafka::LogSink client_log);
+  // client-log observer); it must outlive the runner. `profile` (probe.profiles): the client and
+  // its settings, over the cluster's `client` map; without it, the cluster's primary profile.
+  // `stream`: where the samples, gaps and probe events go (the cluster's id for the primary, the
+  // profile's own stream for another: storage::Store::ensureProfileStream).
+  ProbeRunner(const config::ClusterConfig& cluster, storage::ClusterId stream,
+              storage::Store& store, const common::Clock& clock, kafka::LogSink client_log,
+              std::optional<config::ProbeProfile> profile = std::nullopt);
   ~ProbeRunner();
   ProbeRunner(const ProbeRunner&) = delete;
   ProbeRunner& operator=(const ProbeRunner&) = delete;
@@ -85,6 +90,9 @@ class ProbeRunner {
   void attachCoordinators(const CoordinatorProbe* coordinators) { coordinators_ = coordinators; }
 
   ProbeStatus status() const;
+  const config::ProbeProfile& profile() const { return profile_; }
+  // The primary profile probes with the cluster's own client id; the others add their name.
+  bool primary() const { return primary_; }
   // Messages sent in [from, to] (wall) whose fate is still open (see PartitionLedger::pending).
   std::vector<storage::ProbeSample> pending(common::WallMicros from, common::WallMicros to) const;
 
@@ -166,6 +174,9 @@ class ProbeRunner {
   void setProblem(std::string problem);
 
   config::ClusterConfig cluster_;
+  config::ProbeProfile profile_;
+  bool primary_ = true;
+  std::string label_;  // for the log: the cluster's name, "/profile" after it but for the primary
   const ControlProbe* control_ = nullptr;
   const CoordinatorProbe* coordinators_ = nullptr;
   storage::ClusterId cluster_id_;

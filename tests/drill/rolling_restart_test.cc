@@ -157,9 +157,9 @@ TEST_CASE(
   verdict.verdict = analysis::CheckStatus::kFail;
   verdict.checks = {
       analysis::Check{
-          "max_ack_stall_s", "", 1, 0.5, "s", analysis::CheckStatus::kPass, 1, {}, {}, {}, ""},
+          "max_ack_stall_s", "", 1, 0.5, "s", analysis::CheckStatus::kPass, 1, {}, {}, {}, "", {}},
       analysis::Check{
-          "max_ack_stall_s", "", 1, 2.25, "s", analysis::CheckStatus::kFail, 2, {}, {}, {}, ""},
+          "max_ack_stall_s", "", 1, 2.25, "s", analysis::CheckStatus::kFail, 2, {}, {}, {}, "", {}},
       analysis::Check{"max_receive_stall_s",
                       "",
                       1,
@@ -170,7 +170,8 @@ TEST_CASE(
                       {},
                       {},
                       {},
-                      ""}};
+                      "",
+                      {}}};
   const auto s = analysis::summariseRolling({one, two}, {3, 1}, verdict);
   REQUIRE(s.steps.size() == 2);
   CHECK(s.steps[0].node == 3);

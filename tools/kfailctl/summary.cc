@@ -115,6 +115,8 @@ std::string formatVerdict(const json& drill) {
     if (status == "pass") continue;
     (status == "fail" ? failed : status == "not_applicable" ? not_applicable : inconclusive) += 1;
     std::string where = fmt::format("run {}", c.value("run", 0));
+    if (member(c, "profile").is_string())
+      where = "[" + c["profile"].get<std::string>() + "] " + where;
     if (member(c, "topic").is_string()) {
       where += fmt::format(" {}[{}] {}", c["topic"].get<std::string>(), c.value("partition", 0),
                            c.value("role", std::string("?")));
@@ -136,6 +138,14 @@ std::string formatVerdict(const json& drill) {
   out +=
       not_applicable > 0 ? fmt::format(", {} not applicable)", not_applicable) : std::string(")");
   if (member(detail, "reason").is_string()) out += " — " + detail["reason"].get<std::string>();
+  if (const auto& profiles = member(detail, "profiles"); profiles.is_array()) {
+    std::string each;
+    for (const auto& p : profiles) {
+      each += fmt::format("{}{} {}", each.empty() ? "" : ", ", p.value("profile", std::string("?")),
+                          p.value("verdict", std::string("?")));
+    }
+    out += "; by profile: " + each;
+  }
   out += "\n" + lines;
   const auto& regressions = member(detail, "regressions");
   if (regressions.is_array()) {
@@ -152,6 +162,64 @@ std::string formatVerdict(const json& drill) {
 }
 
 namespace {
+
+// The client profiles side by side (RunOutcome::profiles): per partition, a column group per
+// profile with its ack and receive stalls and its client's discovery and resume.
+std::string formatProfiles(const json& run) {
+  const auto& others = member(run, "profiles");
+  if (!others.is_array() || others.empty()) return {};
+  std::vector<std::pair<std::string, const json*>> views;  // profile, its analysis
+  views.emplace_back(run.value("profile", std::string("primary")), &member(run, "analysis"));
+  for (const auto& p : others) {
+    views.emplace_back(p.value("profile", std::string("?")), &member(p, "analysis"));
+  }
+  std::vector<std::pair<std::string, std::int32_t>> partitions;
+  for (const auto& [name, analysis] : views) {
+    const auto& ps = member(*analysis, "partitions");
+    if (!ps.is_array()) continue;
+    for (const auto& p : ps) {
+      const std::pair key(p.value("topic", std::string("?")), p.value("partition", 0));
+      if (std::find(partitions.begin(), partitions.end(), key) == partitions.end())
+        partitions.push_back(key);
+    }
+  }
+  std::string out = fmt::format("  {:<16}", "by profile");
+  std::string head = fmt::format("  {:<16}", "partition");
+  for (const auto& [name, analysis] : views) {
+    out += fmt::format(" | {:<43}", name);
+    head += fmt::format(" | {:>10} {:>10} {:>10} {:>10}", "ack stall", "recv stall", "discovery",
+                        "resume");
+  }
+  out += "\n" + head + "\n";
+  for (const auto& [topic, partition] : partitions) {
+    out += fmt::format("  {:<16}", fmt::format("{}[{}]", topic, partition));
+    for (const auto& [name, analysis] : views) {
+      const json* found = nullptr;
+      const auto& ps = member(*analysis, "partitions");
+      for (std::size_t i = 0; ps.is_array() && i < ps.size(); ++i) {
+        if (ps[i].value("topic", std::string()) == topic &&
+            ps[i].value("partition", -1) == partition)
+          found = &ps[i];
+      }
+      if (!found) {
+        out += fmt::format(" | {:>10} {:>10} {:>10} {:>10}", "-", "-", "-", "-");
+        continue;
+      }
+      const auto& phases = member(*found, "phases");
+      out += fmt::format(" | {:>10} {:>10} {:>10} {:>10}", stallText(member(*found, "ack")),
+                         stallText(member(*found, "receive")), phaseText(phases, "discovery"),
+                         phaseText(phases, "resume"));
+    }
+    out += "\n";
+  }
+  for (const auto& p : others) {
+    if (member(p, "problem").is_string()) {
+      out += fmt::format("  n/a: profile {}: {}\n", p.value("profile", std::string("?")),
+                         p["problem"].get<std::string>());
+    }
+  }
+  return out;
+}
 
 // A rolling restart's steps, a row each, and its totals.
 std::string formatRolling(const json& rolling) {
@@ -325,6 +393,7 @@ std::string formatDrill(const json& drill) {
       }
     }
     out += notes;
+    out += formatProfiles(run);
   }
   return out;
 }
