@@ -459,20 +459,28 @@ std::variant<storage::ClusterId, Response> Endpoints::resolveCluster(const Reque
 
 std::variant<storage::ClusterId, Response> Endpoints::resolveProfile(
     const Request& request, storage::ClusterId cluster, const QueryReader& query) const {
-  auto name = query.identifier("profile");
-  if (!name) return badRequest(request, name.error());
-  if (!*name) return cluster;
+  // A profile's name as the configuration allows it (config::ProbeProfile): 1-32 of a-z 0-9 _ -.
+  const auto given = query.raw("profile");
+  if (!given) return cluster;
+  const std::optional<std::string> name{std::string(*given)};
+  if (name->empty() || name->size() > 32 ||
+      name->find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos) {
+    return problem(ProblemType::kInvalidParameter,
+                   "profile: must be 1-32 characters of a-z, 0-9, '_' and '-', got \"" +
+                       printable(*name, 100) + "\"",
+                   request.path);
+  }
   std::string known;
   for (const auto& live : live_.clusters()) {
     if (live.id != cluster) continue;
     for (const auto& p : live.profiles) known += (known.empty() ? "" : ", ") + p.name;
-    if (!live.profiles.empty() && live.profiles.front().name == **name) return cluster;
+    if (!live.profiles.empty() && live.profiles.front().name == *name) return cluster;
   }
   auto streams = store_.profileStreams(cluster);
   if (!streams) return storeFailure(request, streams.error());
-  if (auto it = streams->find(**name); it != streams->end()) return it->second;
+  if (auto it = streams->find(*name); it != streams->end()) return it->second;
   return problem(ProblemType::kInvalidParameter,
-                 "profile: the cluster has no client profile named \"" + printable(**name, 100) +
+                 "profile: the cluster has no client profile named \"" + printable(*name, 100) +
                      "\"; configured: " + (known.empty() ? std::string("one, unnamed") : known),
                  request.path);
 }

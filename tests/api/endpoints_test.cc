@@ -196,6 +196,31 @@ TEST_CASE("probe partitions missing from the metadata still show without replica
   CHECK(p1["probe"]["acked"] == 990);
 }
 
+TEST_CASE("a cluster's detail lists each client profile's probe, the primary first",
+          "[integration][api]") {
+  ApiHarness api;
+  CHECK(api.get("/api/v1/clusters/lab").json()["profiles"] == json::array());
+  api.live().update([](std::vector<ClusterLive>& clusters) {
+    auto java = clusters[0].probe;
+    java.run_id = 0xabcdef;
+    java.client_settings = {{"linger.ms", "0"}};
+    java.partitions.resize(1);
+    clusters[0].profiles = {{"librdkafka", "librdkafka", clusters[0].probe},
+                            {"java", "java", java}};
+  });
+  const auto body = api.get("/api/v1/clusters/lab").json();
+  REQUIRE(body["profiles"].size() == 2);
+  CHECK(body["profiles"][0]["profile"] == "librdkafka");
+  CHECK(body["profiles"][0]["partitions"].size() == 3);
+  const auto& java = body["profiles"][1];
+  CHECK(java["client"] == "java");
+  CHECK(java["run_id"] == "0000000000abcdef");
+  CHECK(java["client_settings"] == json{{"linger.ms", "0"}});
+  REQUIRE(java["partitions"].size() == 1);
+  CHECK(java["partitions"][0]["topic"] == "orders");
+  CHECK(java["partitions"][0]["probe"]["acked"].is_number());
+}
+
 TEST_CASE("an unknown cluster is a 404 problem naming it", "[integration][api]") {
   ApiHarness api;
   for (const std::string target :

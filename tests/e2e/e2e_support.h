@@ -218,6 +218,16 @@ struct Kfaild {
                probe["in_flight"].get<int>() < 20;
         }
       }
+      // Every client profile's probe too (probe.profiles): each reads the same partitions.
+      for (const auto& profile : cluster["profiles"]) {
+        ok = ok && profile["phase"] == "probing";
+        for (const auto& p : profile["partitions"]) {
+          const auto& probe = p["probe"];
+          ok = ok && probe["current_ack_gap_seconds"].is_number() &&
+               probe["current_ack_gap_seconds"].get<double>() < 0.5 &&
+               probe["in_flight"].get<int>() < 20;
+        }
+      }
       good = ok && partitions == 3 ? good + 1 : 0;
       std::this_thread::sleep_for(250ms);
     }
