@@ -96,6 +96,27 @@ TEST_CASE("statistics leave out open stalls runs not done and partitions the fil
   CHECK(sole->trend.size() == 1);
 }
 
+TEST_CASE("statistics group each client profile's view apart, the primary's named by the run",
+          "[unit][analysis]") {
+  auto one = run(1, 100, {partition(0, "leader", stall(8'300'000))});
+  one["profile"] = "librdkafka";
+  one["profiles"] =
+      json::array({{{"profile", "java"},
+                    {"client", "java"},
+                    {"analysis", {{"partitions", {partition(0, "leader", stall(9'100'000))}}}}},
+                   {{"profile", "broken"}, {"client", "java"}, {"problem", "not analysed"}}});
+  auto old = run(1, 50, {partition(0, "leader", stall(8'000'000))});  // before profiles
+  const auto stats = statisticsOf({drill(1, "kill", {old}), drill(2, "kill", {one})}, {});
+  CHECK(stats.runs_used == 2);
+  REQUIRE(stats.groups.size() == 3);
+  CHECK(stats.groups[0].profile.empty());
+  CHECK(stats.groups[0].ack == std::vector<std::int64_t>{8'000'000});
+  CHECK(stats.groups[1].profile == "java");
+  CHECK(stats.groups[1].ack == std::vector<std::int64_t>{9'100'000});
+  CHECK(stats.groups[2].profile == "librdkafka");
+  CHECK(stats.groups[2].ack == std::vector<std::int64_t>{8'300'000});
+}
+
 TEST_CASE("a distribution gives nearest-rank percentiles", "[unit][analysis]") {
   CHECK_FALSE(distributionOf({}));
   const auto d =

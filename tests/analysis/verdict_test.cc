@@ -107,6 +107,39 @@ TEST_CASE(
   CHECK(toJson(strict)["checks"][0]["topic"] == "orders");
 }
 
+TEST_CASE("each client profile is judged against the same objectives, the worst naming it",
+          "[unit][verdict]") {
+  const auto objectives = overlay(defaultObjectives(), parsed(R"({"max_ack_stall_s":12})"));
+  auto verdict = evaluate({killRun()}, objectives, "kill", {}, {});
+  REQUIRE(verdict.verdict == CheckStatus::kPass);
+  const auto primary_checks = verdict.checks.size();
+  // The application's client took 12.1 s on the killed leader's partition.
+  const auto slow = evaluate({killRun(12.1)}, objectives, "kill", {}, {});
+  addProfile(verdict, "librdkafka", "app-defaults", slow);
+  CHECK(verdict.verdict == CheckStatus::kFail);
+  CHECK(verdict.checks.size() == primary_checks + slow.checks.size());
+  const auto fails = failing(verdict);
+  REQUIRE(fails.size() == 1);
+  CHECK(fails[0]->profile == "app-defaults");
+  CHECK(*fails[0]->measured == Approx(12.1));
+  CHECK_FALSE(verdict.checks.front().profile.has_value());
+  const auto text = toJson(verdict);
+  CHECK(text["profiles"] == json::array({{{"profile", "librdkafka"}, {"verdict", "pass"}},
+                                         {{"profile", "app-defaults"}, {"verdict", "fail"}}}));
+  CHECK_FALSE(text["checks"][0].contains("profile"));
+  CHECK(text["checks"][primary_checks]["profile"] == "app-defaults");
+
+  // An inconclusive profile makes a passing drill inconclusive, never a failing one less so.
+  auto passing = evaluate({killRun()}, objectives, "kill", {}, {});
+  auto unsure = slow;
+  unsure.verdict = CheckStatus::kInconclusive;
+  addProfile(passing, "librdkafka", "java", unsure);
+  CHECK(passing.verdict == CheckStatus::kInconclusive);
+  addProfile(verdict, "librdkafka", "java", unsure);
+  CHECK(verdict.verdict == CheckStatus::kFail);
+  CHECK(verdict.profiles.size() == 3);
+}
+
 TEST_CASE("a stall limit is the most specific one: by_fault.by_role, by_role, by_fault, top level",
           "[unit][verdict]") {
   const auto o = parsed(R"({"max_ack_stall_s":20,

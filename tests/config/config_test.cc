@@ -176,6 +176,55 @@ TEST_CASE("the probe's client is librdkafka unless set to wire, which refuses a 
         kfaild::config::ProbeClient::kWire);
 }
 
+TEST_CASE("client profiles: the first is the primary, names unique, settings per client",
+          "[unit][config]") {
+  const std::string base = kArticle;
+  const auto with = [&](const std::string& profiles) {
+    auto s = base;
+    s.replace(s.find("interval_ms: 20"), 15, "interval_ms: 20\n      profiles:\n" + profiles);
+    return s;
+  };
+  // Without the key: one profile, named after the client.
+  const auto plain = parseConfig(base).clusters[0].probe.profiles;
+  REQUIRE(plain.size() == 1);
+  CHECK(plain[0].name == "librdkafka");
+  CHECK(plain[0].client == kfaild::config::ProbeClient::kLibrdkafka);
+  CHECK(plain[0].settings.empty());
+
+  const auto two = parseConfig(with("        - name: librdkafka\n"
+                                    "        - name: app-defaults\n"
+                                    "          client: librdkafka\n"
+                                    "          settings: {reconnect.backoff.max.ms: \"10000\"}\n"))
+                       .clusters[0]
+                       .probe;
+  REQUIRE(two.profiles.size() == 2);
+  CHECK(two.client == kfaild::config::ProbeClient::kLibrdkafka);
+  CHECK(two.profiles[1].name == "app-defaults");
+  CHECK(two.profiles[1].settings.at("reconnect.backoff.max.ms") == "10000");
+  // The primary's client is the probe's.
+  CHECK(parseConfig(with("        - {name: own, client: wire}\n        - name: rd\n"))
+            .clusters[0]
+            .probe.client == kfaild::config::ProbeClient::kWire);
+
+  CHECK_THAT(errorOf(with("        - name: a\n        - name: a\n")),
+             Catch::Contains("clusters[0].probe.profiles[1].name: profile 'a' is named twice"));
+  CHECK_THAT(errorOf(with("        - {name: a, client: franz}\n")),
+             Catch::Contains("clusters[0].probe.profiles[0].client: must be"));
+  CHECK_THAT(errorOf(with("        - name: Java!\n")),
+             Catch::Contains("clusters[0].probe.profiles[0].name: must be 1-32 characters"));
+  CHECK_THAT(errorOf(with("        - {name: a, settings: {acks: \"1\"}}\n")),
+             Catch::Contains("clusters[0].probe.profiles[0].settings.acks: set by kfaild"));
+  CHECK_THAT(errorOf(with("        - {name: a, client: wire, settings: {linger.ms: \"5\"}}\n")),
+             Catch::Contains("clusters[0].probe.profiles[0].settings.linger.ms: the wire client "
+                             "takes no settings"));
+  CHECK_THAT(errorOf(with("        - {name: a, colour: red}\n")),
+             Catch::Contains("clusters[0].probe.profiles[0]"));
+  auto empty = base;
+  empty.replace(empty.find("interval_ms: 20"), 15, "interval_ms: 20\n      profiles: []");
+  CHECK_THAT(errorOf(empty),
+             Catch::Contains("clusters[0].probe.profiles: must be a non-empty list"));
+}
+
 TEST_CASE("a configuration mistake names its key", "[unit][config][reliability]") {
   std::string base = kArticle;
   auto replace = [&](const std::string& from, const std::string& to) {

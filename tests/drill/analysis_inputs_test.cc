@@ -5,6 +5,7 @@
 #include <string>
 
 #include "server/drill/errc.h"
+#include "server/drill/run_execution.h"
 #include "storage/sqlite_store.h"
 #include "tests/support/temp_dir.h"
 
@@ -144,4 +145,29 @@ TEST_CASE("a window whose samples cannot be paged fails with the reason instead 
 }
 
 }  // namespace
+TEST_CASE(
+    "a client profile's events are its stream's probe and client events with the cluster's others",
+    "[unit][drill]") {
+  const auto event = [](std::int64_t id, std::int64_t t, const char* source, const char* kind) {
+    storage::Event e;
+    e.id = id;
+    e.t_us = t;
+    e.source = source;
+    e.kind = kind;
+    return e;
+  };
+  // The cluster's stream: the primary profile's probe and client events among the others.
+  const std::vector<storage::Event> cluster = {
+      event(1, 100, "metadata", "isr_shrink"), event(2, 150, "probe", "held_back"),
+      event(3, 200, "client", "leader_update"), event(6, 300, "broker_log", "fenced"),
+      event(7, 300, "injector", "fault")};
+  // The profile's own stream.
+  const std::vector<storage::Event> stream = {event(4, 250, "client", "leader_update"),
+                                              event(5, 300, "probe", "idle")};
+  const auto merged = profileEvents(cluster, stream);
+  std::vector<std::int64_t> ids;
+  for (const auto& e : merged) ids.push_back(e.id);
+  CHECK(ids == std::vector<std::int64_t>{1, 4, 5, 6, 7});
+}
+
 }  // namespace kfaild::drill::analysis_inputs_test

@@ -98,14 +98,13 @@ TEST_CASE(
   std::set<std::string> grouped;
   for (const auto& g : stats["groups"]) grouped.insert(g["profile"].get<std::string>());
   CHECK(grouped == std::set<std::string>{"librdkafka", "app-defaults"});
-  const auto [status, out] = kfailctl(kfaild, lab, "show " + std::to_string(drill["id"].get<int>()));
+  const auto [status, out] =
+      kfailctl(kfaild, lab, "show " + std::to_string(drill["id"].get<int>()));
   INFO(out);
   CHECK(out.find("by profile") != std::string::npos);
-  WARN("kill of broker 1, ack stalls librdkafka / app-defaults:" << figures << " discovery "
-                                                                  << lead_mine["phases"]["discovery_us"]
-                                                                  << " / "
-                                                                  << lead_app["phases"]["discovery_us"]
-                                                                  << " µs");
+  WARN("kill of broker 1, ack stalls librdkafka / app-defaults:"
+       << figures << " discovery " << lead_mine["phases"]["discovery_us"] << " / "
+       << lead_app["phases"]["discovery_us"] << " µs");
 }
 
 }  // namespace client_profiles_test

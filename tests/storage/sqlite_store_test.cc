@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -328,6 +329,58 @@ TEST_CASE("sample queries return exactly the partition, time range and count ask
               .empty());
     CHECK(querySamples(*store, sampleQuery(fixture.lab, "orders", 1, {}, 0)).empty());
   }
+}
+
+TEST_CASE(
+    "a client profile's stream keeps its samples, gaps and events apart from its cluster's and "
+    "is not listed as a cluster",
+    "[integration][storage]") {
+  TempDir dir;
+  auto store = openStore((dir / "kfaild.db").string());
+  const auto lab = cluster(*store, "lab");
+  const auto java = store->ensureProfileStream(lab, "java");
+  REQUIRE(java.ok());
+  CHECK(*java != lab);
+  CHECK(*store->ensureProfileStream(lab, "java") == *java);  // idempotent
+  const auto other = *store->ensureProfileStream(lab, "app-defaults");
+  CHECK(*store->profileStreams(lab) ==
+        std::map<std::string, ClusterId>{{"app-defaults", other}, {"java", *java}});
+  CHECK(store->profileStreams(*java)->empty());
+  CHECK_FALSE(store->ensureProfileStream(9999, "java").ok());
+  const auto listed = *store->clusters();
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].name == "lab");
+
+  store->addSample(probeSample(lab, "orders", 0, 1));
+  store->addSample(probeSample(*java, "orders", 0, 1));
+  store->addSample(probeSample(*java, "orders", 0, 2));
+  Gap gap;
+  gap.cluster = *java;
+  gap.topic = "orders";
+  gap.kind = GapKind::kAck;
+  gap.start_us = kBase;
+  gap.end_us = kBase + 8'000'000;
+  gap.duration_us = 8'000'000;
+  store->addGap(gap);
+  Event event;
+  event.cluster = *java;
+  event.t_us = kBase;
+  event.source = "probe";
+  event.kind = "held_back";
+  store->addEvent(event);
+  store->flush();
+  CHECK(querySamples(*store, sampleQuery(lab, "orders", 0)).size() == 1);
+  CHECK(querySamples(*store, sampleQuery(*java, "orders", 0)).size() == 2);
+  GapQuery gaps;
+  gaps.cluster = lab;
+  CHECK(store->gaps(gaps)->empty());
+  gaps.cluster = *java;
+  CHECK(store->gaps(gaps)->size() == 1);
+  EventQuery events;
+  events.cluster = lab;
+  CHECK(store->events(events)->empty());
+  events.cluster = *java;
+  CHECK(store->events(events)->size() == 1);
 }
 
 TEST_CASE(
