@@ -106,14 +106,26 @@ constexpr PartitionGauge kPartitionGauges[] = {
      }},
 };
 
-// Calls emit(partition status, labels) for every probe partition of every cluster. The labels
-// point at strings that live only for the call (Labels holds string_views).
+// Calls emit(partition status, labels) for every probe partition of every cluster: the primary
+// client profile's without a `profile` label (as before profiles existed), every other profile's
+// (probe.profiles) with its name as `profile`. The labels point at strings that live only for the
+// call (Labels holds string_views).
 template <typename Emit>
 void forEachPartition(const Clusters& clusters, Emit&& emit) {
   for (const auto& cluster : clusters) {
     for (const auto& p : cluster.probe.partitions) {
       const std::string partition = std::to_string(p.partition);
       emit(p, Labels{{"cluster", cluster.name}, {"topic", p.topic}, {"partition", partition}});
+    }
+    for (std::size_t i = 1; i < cluster.profiles.size(); ++i) {
+      const auto& profile = cluster.profiles[i];
+      for (const auto& p : profile.probe.partitions) {
+        const std::string partition = std::to_string(p.partition);
+        emit(p, Labels{{"cluster", cluster.name},
+                       {"topic", p.topic},
+                       {"partition", partition},
+                       {"profile", profile.name}});
+      }
     }
   }
 }

@@ -104,6 +104,8 @@ class FullMetrics {
     endpoints_->registerOn(router_);
   }
 
+  testing::FixedLiveClusters& live() { return live_; }
+
   std::string scrape() {
     const auto target = parseTarget("/metrics");
     REQUIRE(target.ok());
@@ -254,6 +256,25 @@ TEST_CASE(
   // No outstanding message, no age: the family is there without partition 1's sample.
   CHECK(text.find(R"(kfaild_probe_oldest_outstanding_age_seconds{cluster="lab",topic="orders",)"
                   R"(partition="1"})") == std::string::npos);
+}
+
+TEST_CASE("each client profile's partitions are labelled with it, the primary's are not",
+          "[integration][api]") {
+  FullMetrics metrics;
+  metrics.live().update([](std::vector<ClusterLive>& clusters) {
+    auto java = clusters[0].probe;
+    java.partitions.resize(1);
+    java.partitions[0].counters.acked = 4242;
+    clusters[0].profiles = {{"librdkafka", "librdkafka", clusters[0].probe},
+                            {"java", "java", java}};
+  });
+  const auto text = metrics.scrape();
+  CHECK(text.find(R"(kfaild_probe_acked_total{cluster="lab",topic="orders",partition="0",)"
+                  R"(profile="java"} 4242)"
+                  "\n") != std::string::npos);
+  CHECK(text.find(R"(kfaild_probe_acked_total{cluster="lab",topic="orders",partition="0"} )") !=
+        std::string::npos);
+  CHECK(text.find(R"(profile="librdkafka")") == std::string::npos);
 }
 
 }  // namespace
