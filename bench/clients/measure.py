@@ -4,7 +4,8 @@
 Starts kfaild (build/server/kfaild) on a running lab with the profiles of --profiles, runs each
 drill of --plan against broker 1 (the leader of the probe topic's partition 0, a follower of 1
 and 2), keeps each drill's JSON under --out and prints one table row per fault and profile: the
-leader partition's and the followers' ack stalls (min-max over the runs), the leader partition's
+ack stalls of the partitions the target led and of those it followed (min-max over the runs and,
+for a rolling restart, its steps), the leader partition's
 client discovery, and what ended each stall. --write-doc puts the table into docs/CLIENTS.md
 between its `measured` markers.
 
@@ -49,6 +50,7 @@ FAULTS = {
         "fault": "isolate",
         "options": {"from": "all", "mode": "drop", "duration_s": 75},
     },
+    "rolling": {"fault": "rolling_restart", "options": {"between_s": 5}},
     "isolate-reject": {
         "fault": "isolate",
         "options": {"from": "all", "mode": "reject", "duration_s": 20},
@@ -231,12 +233,12 @@ def table(results):
                     for p in a["partitions"]:
                         stall = p["ack"].get("stall") or {}
                         s = stall.get("duration_us", 0) / 1e6 if stall else 0.0
-                        if p["partition"] == 0:
+                        if "leader" in p["role"]:
                             e["lead"].append(s)
                             disc = (p.get("phases") or {}).get("discovery_us")
                             e["disc"].append(disc / 1e6 if disc is not None else None)
                             e["end"].append(ended_by(p))
-                        else:
+                        elif "follower" in p["role"]:
                             e["fol"].append(s)
         for name, e in per.items():
             ends = ", ".join(sorted({f"{x} ×{e['end'].count(x)}" for x in e["end"]}))
@@ -269,7 +271,9 @@ def main():
             for item in args.plan.split(","):
                 fault, count = item.split(":")
                 for n in range(int(count)):
-                    request = dict(FAULTS[fault], target={"broker": 1})
+                    request = dict(FAULTS[fault])
+                    if fault != "rolling":
+                        request["target"] = {"broker": 1}
                     request.setdefault("options", {})
                     request["options"] = dict(request["options"], baseline_s=3)
                     log(f"{fault} {n + 1}/{count}")

@@ -454,6 +454,7 @@ void DrillRunner::executeRolling(storage::DrillRecord& drill, const DrillSpec& s
   };
   std::vector<std::int32_t> done_nodes;
   std::vector<analysis::RunAnalysis> analyses;
+  ProfileRuns profiles(deps_.profiles.size());
   analysis::FaultMechanism mechanism;
   mechanism.fault = toString(FaultType::kRestart);
   auto remaining = *plan;
@@ -491,6 +492,7 @@ void DrillRunner::executeRolling(storage::DrillRecord& drill, const DrillSpec& s
     }
     done_nodes.push_back(node);
     if (outcome.analysis) analyses.push_back(*outcome.analysis);
+    profiles.add(outcome);
     if (outcome.probe_client)
       mechanism.settings = analysis::withClientSettings({}, *outcome.probe_client);
     if (outcome.cluster_settings) applyTo(*outcome.cluster_settings, mechanism);
@@ -508,9 +510,11 @@ void DrillRunner::executeRolling(storage::DrillRecord& drill, const DrillSpec& s
       drill.reason.clear();
     }
   }
-  const auto verdict = analysis::evaluate(analyses, analysis::objectivesFor(objectives, mechanism),
-                                          mechanism, history(drill), cluster_.regression);
+  auto verdict = analysis::evaluate(analyses, analysis::objectivesFor(objectives, mechanism),
+                                    mechanism, history(drill), cluster_.regression);
+  // The steps' summary is the primary profile's; the verdict judges every profile.
   describe(done_nodes, analyses, verdict);
+  profiles.judge(verdict, cluster_, objectives, mechanism);
   result["verdict"] = analysis::toJson(verdict);
   drill.result = common::jsonText(result);
   drill.verdict = analysis::toString(verdict.verdict);
