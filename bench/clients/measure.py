@@ -216,8 +216,8 @@ def span(values):
 def table(results):
     rows = [
         "| fault | profile | leader partition ack stall | its discovery | ended by | "
-        "followers' ack stalls | runs |",
-        "|---|---|---|---|---|---|---|",
+        "followers' ack stalls | runs | inconclusive |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for fault, drills in results.items():
         per = {}
@@ -225,14 +225,19 @@ def table(results):
             for run in d["runs"]:
                 for name, a in views(run):
                     e = per.setdefault(
-                        name, {"lead": [], "disc": [], "end": [], "fol": [], "runs": 0}
+                        name, {"lead": [], "disc": [], "end": [], "fol": [], "runs": 0, "n/a": 0}
                     )
                     if not a:
                         continue
                     e["runs"] += 1
                     for p in a["partitions"]:
+                        # An inconclusive outcome is no figure: counted apart.
                         stall = p["ack"].get("stall") or {}
+                        outcome = p["ack"].get("outcome")
                         s = stall.get("duration_us", 0) / 1e6 if stall else 0.0
+                        if outcome == "inconclusive":
+                            e["n/a"] += 1
+                            continue
                         if "leader" in p["role"]:
                             e["lead"].append(s)
                             disc = (p.get("phases") or {}).get("discovery_us")
@@ -244,7 +249,7 @@ def table(results):
             ends = ", ".join(sorted({f"{x} ×{e['end'].count(x)}" for x in e["end"]}))
             rows.append(
                 f"| {fault} | {name} | {span(e['lead'])} | {span(e['disc'])} | {ends} | "
-                f"{span(e['fol'])} | {e['runs']} |"
+                f"{span(e['fol'])} | {e['runs']} | {e['n/a']} |"
             )
     return "\n".join(rows) + "\n"
 
@@ -275,7 +280,7 @@ def main():
                     if fault != "rolling":
                         request["target"] = {"broker": 1}
                     request.setdefault("options", {})
-                    request["options"] = dict(request["options"], baseline_s=3)
+                    request["options"] = dict(request["options"], baseline_s=10)
                     log(f"{fault} {n + 1}/{count}")
                     d = drill(kfaild, request)
                     (out / f"{fault}-{n + 1}.json").write_text(json.dumps(d, indent=1))
