@@ -57,6 +57,9 @@ std::optional<MechanismResult> sharedRequest(const AnalysisInput& in,
   if (!own) return std::nullopt;
   const auto& stall = *stalled.ack.stall;
   const std::int64_t tolerance = in.interval_us + kSharedAckResolutionUs;
+  const auto noise = [&](const PartitionResult& r) {
+    return r.ack.baseline ? r.ack.baseline->duration_us() : in.interval_us;
+  };
 
   const PartitionResult* waited_on = nullptr;
   for (const auto& other : analysed) {
@@ -65,7 +68,9 @@ std::optional<MechanismResult> sharedRequest(const AnalysisInput& in,
     if (!p || p->leader != own->leader || !waitsForTarget(*p, in.target)) continue;
     const auto& theirs = *other.ack.stall;
     const auto apart = std::abs(theirs.end_us - stall.end_us);
-    if (theirs.start_us > stall.start_us + tolerance || apart > tolerance) continue;
+    const auto start_tolerance =
+        std::max({in.interval_us, noise(stalled), noise(other)}) + kSharedAckResolutionUs;
+    if (theirs.start_us > stall.start_us + start_tolerance || apart > tolerance) continue;
     if (!waited_on || apart < std::abs(waited_on->ack.stall->end_us - stall.end_us)) {
       waited_on = &other;
     }

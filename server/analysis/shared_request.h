@@ -18,9 +18,11 @@
 //   - W had the same leader at the fault, with the target in its ISR and not its leader (acks=all
 //     waited for the target), and an ack stall of its own (outcome stall: under a gray fault, one
 //     its own mechanism explained);
-//   - W's stall covers this one's: it started no later than this one's start plus the tolerance,
-//     and ended within the tolerance of this one's end; tolerance = one probe interval +
-//     kSharedAckResolutionUs.
+//   - W's stall covers this one's: it ended within one probe interval + kSharedAckResolutionUs
+//     of this one's end (both are answered together), and started no later than this one's start
+//     plus the larger of the two partitions' noise (at least one interval) and
+//     kSharedAckResolutionUs: the two last acks before the hold can be a tick and an ack's
+//     latency apart, but a stall that began well before W's was not W's.
 // Among several such W, the one whose end is nearest this one's (the first in the metadata's
 // order on a tie). When there is none, no mechanism is claimed: the stall stays unexplained.
 //

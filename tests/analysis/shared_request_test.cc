@@ -178,8 +178,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "a partition of the same leader whose stall ends more than an interval away from this one's "
-    "is not what it waited on",
+    "a partition of the same leader whose stall ends more than an interval away from this one's, "
+    "or began well after it, is not what it waited on",
     "[unit][analysis]") {
   const std::int64_t resume = kT0 + 8'550 * kMs;
   // 60 ms later: beyond one 20 ms interval and the 10 ms resolution.
@@ -193,6 +193,13 @@ TEST_CASE(
   const auto near = analyse(killOfBroker2(Held{kT0, resume + 20 * kMs}, resume));
   REQUIRE(partition(near, "single", 0).mechanism.has_value());
   CHECK(partition(near, "single", 0).mechanism->waited_on->partition == 0);
+  // So is one whose last ack before the hold came a tick before orders-0's.
+  const auto tick_before = analyse(killOfBroker2(Held{kT0 - kInterval, resume}, resume));
+  REQUIRE(partition(tick_before, "single", 0).mechanism.has_value());
+  // Not one that began 2 s before orders-0's, though both end together.
+  const auto earlier = analyse(killOfBroker2(Held{kT0 - 2 * kSecond, resume}, resume));
+  CHECK(partition(earlier, "single", 0).ack.outcome == Outcome::kStall);
+  CHECK_FALSE(partition(earlier, "single", 0).mechanism.has_value());
 }
 
 TEST_CASE(
@@ -219,8 +226,8 @@ TEST_CASE(
   const std::int64_t shrink = kT0 + 30 * kSecond;
   AnalysisInput in;
   in.fault = "throttle";
-  in.gray = GrayFaultInput{common::GrayFault::kThrottle, "", "", 1'000, 60 * kSecond,
-                           kT0 + 60 * kSecond};
+  in.gray =
+      GrayFaultInput{common::GrayFault::kThrottle, "", "", 1'000, 60 * kSecond, kT0 + 60 * kSecond};
   in.target = 2;
   in.fault_us = kT0;
   in.window_start_us = kT0 - 5 * kSecond;
