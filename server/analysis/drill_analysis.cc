@@ -8,6 +8,8 @@
 #include <map>
 #include <utility>
 
+#include "server/analysis/shared_request.h"
+
 namespace kfaild::analysis {
 
 using common::Departure;
@@ -854,7 +856,6 @@ PartitionResult analysePartition(const RunScope& run, const RunAnalysis& out,
   }
 
   findPhases(run, out, key, role, sole, r);
-  if (in.gray) explainGrayStall(in, out, r, run.departure_from_metadata, run.log_resolution_us);
 
   for (const auto& e : in.events) {
     if (sourceOf(e) != EventSource::kProbe || !isPartition(e, key)) continue;
@@ -862,6 +863,31 @@ PartitionResult analysePartition(const RunScope& run, const RunAnalysis& out,
     if (kindOf(e) == EventKind::kReordered) ++r.reordered;
   }
   return r;
+}
+
+// The mechanisms step, once every partition's outcomes are known: a gray fault's mechanism for
+// each partition, then shared_request for the stalls of partitions the target does not replicate,
+// which are judged against the others' (shared_request.h). Under a gray fault such a stall that no
+// other partition explains keeps the gray fault's verdict on it: none, unexplained.
+void explainMechanisms(const RunScope& run, RunAnalysis& out) {
+  const auto& in = run.in;
+  const auto unreplicatedStall = [](const PartitionResult& r) {
+    return baseRole(r.role) == Role::kNotAReplica && r.ack.outcome == Outcome::kStall;
+  };
+  const auto explainGray = [&](PartitionResult& r) {
+    if (in.gray) explainGrayStall(in, out, r, run.departure_from_metadata, run.log_resolution_us);
+  };
+  for (auto& r : out.partitions) {
+    if (!unreplicatedStall(r)) explainGray(r);
+  }
+  for (auto& r : out.partitions) {
+    if (!unreplicatedStall(r)) continue;
+    if (auto shared = sharedRequest(in, out.partitions, r)) {
+      r.mechanism = std::move(shared);
+    } else {
+      explainGray(r);
+    }
+  }
 }
 
 }  // namespace
@@ -898,9 +924,12 @@ RunAnalysis analyse(const AnalysisInput& in) {
         restarts.recreations};
     auto r = analysePartition(run, out, p, by_partition[{p.topic, p.partition}], causes);
     out.settled = out.settled && r.settled;
+    out.partitions.push_back(std::move(r));
+  }
+  explainMechanisms(run, out);
+  for (const auto& r : out.partitions) {
     out.conclusive = out.conclusive && r.ack.outcome != Outcome::kInconclusive &&
                      r.receive.outcome != Outcome::kInconclusive;
-    out.partitions.push_back(std::move(r));
   }
   return out;
 }

@@ -302,8 +302,10 @@ struct PartitionResult {
   std::int64_t duplicated = 0;        // from the probe's anomaly events
   std::int64_t reordered = 0;
   Phases phases;
-  // Gray faults only: what bounds the stall (gray_mechanism.h) and the steps observed. A stall
-  // its mechanism does not explain makes the ack outcome inconclusive, with the reason.
+  // Gray faults: what bounds the stall (gray_mechanism.h) and the steps observed. A stall its
+  // mechanism does not explain makes the ack outcome inconclusive, with the reason. Any fault:
+  // shared_request for a not_a_replica partition whose stall another's explains
+  // (shared_request.h). Unset otherwise.
   std::optional<MechanismResult> mechanism;
 };
 

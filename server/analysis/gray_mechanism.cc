@@ -227,6 +227,7 @@ MechanismEnd mechanismEnd(Mechanism mechanism, const MechanismScope& s,
   auto& end = m.end;
   switch (mechanism) {
     case Mechanism::kNone:
+    case Mechanism::kSharedRequest:  // never a gray fault's expectation: shared_request.h
       break;
     case Mechanism::kSessionTimeout:
       return sessionTimeoutEnd(s, events, phases);
@@ -357,13 +358,21 @@ nlohmann::json toJson(const MechanismResult& r) {
                       {"ended_by", p.ended_by},
                       {"resolution_us", p.resolution_us}});
   }
-  return {{"name", toString(r.mechanism)},
-          {"setting", r.setting.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.setting)},
-          {"expected_us", r.expected_us},
-          {"phases", phases},
-          {"explained", r.explained},
-          {"ended_by", r.ended_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.ended_by)},
-          {"reason", r.reason}};
+  nlohmann::json out = {
+      {"name", toString(r.mechanism)},
+      {"setting", r.setting.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.setting)},
+      {"expected_us", r.expected_us},
+      {"phases", phases},
+      {"explained", r.explained},
+      {"ended_by", r.ended_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.ended_by)},
+      {"reason", r.reason}};
+  if (r.waited_on) {
+    out["waited_on"] = {{"topic", r.waited_on->topic}, {"partition", r.waited_on->partition}};
+    out["cluster_stall_us"] =
+        r.cluster_stall_us ? nlohmann::json(*r.cluster_stall_us) : nlohmann::json(nullptr);
+    out["client_stall_us"] = r.client_stall_us;
+  }
+  return out;
 }
 
 }  // namespace kfaild::analysis

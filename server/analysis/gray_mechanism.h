@@ -41,6 +41,9 @@
 //                    min.insync.replicas) after disk_full: it resumes once the node is back.
 //   none             the fault does not touch this partition's writes (a follower isolated from
 //                    clients only, a partition the target does not replicate).
+//   shared_request   (any fault, not only gray ones: shared_request.h) a partition the target
+//                    does not replicate stalled because its batches waited in the producer's
+//                    requests to its leader behind a partition the target follows.
 //
 // A stall is explained when its mechanism's event comes after the fault and no later than the
 // ack that ended the stall (within the event source's resolution). A stall that is not is
@@ -127,6 +130,16 @@ struct MechanismResult {
   // reached the broker (another namespace, a fill that did not fill), so the partition's "no
   // stall" measures nothing.
   bool took_effect = true;
+  // shared_request only (shared_request.h): the partition whose stall this one's waited on; the
+  // partition's own stall as the cluster saw it (0 when its leader and ISR never changed in the
+  // window; unset when they did, and it is not known); the stall the client measured.
+  struct PartitionRef {
+    std::string topic;
+    std::int32_t partition = 0;
+  };
+  std::optional<PartitionRef> waited_on;
+  std::optional<std::int64_t> cluster_stall_us;
+  std::int64_t client_stall_us = 0;
 };
 
 // What one partition's ack stall (`stall`: closed, or nullopt when there is none) shows of

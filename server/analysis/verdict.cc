@@ -32,6 +32,25 @@ Check partitionCheck(const std::string& objective, const std::string& source, do
   return c;
 }
 
+// A shared_request stall (shared_request.h) is the client's: the partition's own stall as the
+// cluster saw it is what a stall objective judges, where it is known.
+std::optional<std::int64_t> coupledClusterStall(const PartitionResult& p) {
+  if (!p.mechanism || p.mechanism->mechanism != Mechanism::kSharedRequest) return std::nullopt;
+  return p.mechanism->cluster_stall_us;
+}
+
+std::string coupledReason(const PartitionResult& p, std::int64_t client_us,
+                          std::int64_t cluster_us) {
+  const auto& w = *p.mechanism->waited_on;
+  char text[320];
+  std::snprintf(text, sizeof text,
+                "shared_request: the client's stall was %.3f s, its batches waiting in the "
+                "producer's requests to their leader behind %s-%d's; the cluster's own stall was "
+                "%.3f s (a producer of its own would not have waited)",
+                seconds(client_us), w.topic.c_str(), w.partition, seconds(cluster_us));
+  return text;
+}
+
 void checkStall(std::vector<Check>& out, const Objectives& o, const std::string& fault, int run,
                 const PartitionResult& p, StallKind kind) {
   const auto limit = stallLimit(o, fault, toString(p.role), kind);
@@ -42,6 +61,10 @@ void checkStall(std::vector<Check>& out, const Objectives& o, const std::string&
   switch (k.outcome) {
     case Outcome::kStall:
       c.measured = seconds(k.stall->duration_us());
+      if (const auto cluster_us = coupledClusterStall(p)) {
+        c.measured = seconds(*cluster_us);
+        c.reason = coupledReason(p, k.stall->duration_us(), *cluster_us);
+      }
       c.status = compare(*c.measured, c.threshold);
       break;
     case Outcome::kNone:

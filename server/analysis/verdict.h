@@ -6,7 +6,10 @@
 // Checks, one per (objective, run, partition) where the objective applies:
 //   max_ack_stall_s / max_receive_stall_s  every partition with a limit for its role and the fault.
 //        outcome stall → the stall; none → the longest gap (not significant, still compared);
-//        inconclusive → inconclusive with the analysis' reason.
+//        inconclusive → inconclusive with the analysis' reason. A stall whose mechanism is
+//        shared_request (shared_request.h) is the client's: the check measures the partition's
+//        own stall as the cluster saw it (cluster_stall_us) where it is known, and its reason
+//        gives the client's figure and the partition it waited on.
 //   max_lost / max_duplicated / max_failed  every partition. A count above the limit fails even
 //        while the partition is unsettled (counts only grow); otherwise unsettled → inconclusive.
 //   max_detection_s  every partition whose detection phase was observed; a kill or pause whose

@@ -95,7 +95,7 @@ constexpr std::array<Table<Outcome>, 3> kOutcomes{{
     {Outcome::kInconclusive, "inconclusive"},
 }};
 
-constexpr std::array<Table<Mechanism>, 7> kMechanisms{{
+constexpr std::array<Table<Mechanism>, 8> kMechanisms{{
     {Mechanism::kNone, "none"},
     {Mechanism::kSessionTimeout, "session_timeout"},
     {Mechanism::kClientTimeout, "client_timeout"},
@@ -103,6 +103,7 @@ constexpr std::array<Table<Mechanism>, 7> kMechanisms{{
     {Mechanism::kIsrShrink, "isr_shrink"},
     {Mechanism::kHeal, "heal"},
     {Mechanism::kNodeBack, "node_back"},
+    {Mechanism::kSharedRequest, "shared_request"},
 }};
 
 constexpr std::array<Table<GrayFault>, 3> kGrayFaults{{

@@ -107,7 +107,8 @@ enum class Departure { kFenced, kControlledShutdown };
 // What the analysis made of a partition's (or a stream's) longest gap (analysis::KindResult).
 enum class Outcome { kStall, kNone, kInconclusive };
 
-// What should bound a gray fault's stall (analysis::Expectation).
+// What bounds a partition's stall (analysis::Expectation, analysis::MechanismResult): a gray
+// fault's mechanisms, and shared_request under any fault.
 enum class Mechanism {
   kNone,
   kSessionTimeout,
@@ -116,6 +117,7 @@ enum class Mechanism {
   kIsrShrink,
   kHeal,
   kNodeBack,
+  kSharedRequest,
 };
 
 const char* toString(EventSource source);

@@ -116,8 +116,9 @@ TEST_CASE("every outcome and mechanism reads back from its spelling", "[unit][co
                              {Mechanism::kStaleLeader, "stale_leader"},
                              {Mechanism::kIsrShrink, "isr_shrink"},
                              {Mechanism::kHeal, "heal"},
-                             {Mechanism::kNodeBack, "node_back"}},
-                            static_cast<Mechanism>(7), mechanismFromString);
+                             {Mechanism::kNodeBack, "node_back"},
+                             {Mechanism::kSharedRequest, "shared_request"}},
+                            static_cast<Mechanism>(8), mechanismFromString);
   checkRoundTrip<GrayFault>({{GrayFault::kIsolate, "isolate"},
                              {GrayFault::kThrottle, "throttle"},
                              {GrayFault::kDiskFull, "disk_full"}},

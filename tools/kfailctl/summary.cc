@@ -73,8 +73,9 @@ static std::string phaseText(const json& phases, const std::string& name) {
   return "≤" + (resolution.is_number() ? formatSeconds(resolution) : formatSeconds(json(0)));
 }
 
-// A gray fault's mechanism: "isr_shrink (replica.lag.time.max.ms, expected 30.000 s): isr_shrink
-// 30.100 s → isr_shrink, resume 0.100 s → ack".
+// A partition's mechanism: "isr_shrink (replica.lag.time.max.ms, expected 30.000 s): isr_shrink
+// 30.100 s → isr_shrink, resume 0.100 s → ack"; "shared_request: waited_on 8.800 s →
+// waited_on_ack (waited on orders-0; the cluster's stall 0.000 s, the client's 8.800 s)".
 static std::string mechanismText(const json& m) {
   std::string text = member(m, "name").is_string() ? m["name"].get<std::string>() : "?";
   const auto& setting = member(m, "setting");
@@ -94,6 +95,16 @@ static std::string mechanismText(const json& m) {
     }
   }
   if (!steps.empty()) text += ": " + steps;
+  if (const auto& waited_on = member(m, "waited_on"); waited_on.is_object()) {
+    // shared_request: the stall is the client's; the cluster's own stands beside it.
+    const auto& cluster = member(m, "cluster_stall_us");
+    text += fmt::format(
+        " (waited on {}-{}; the cluster's stall {}, the client's {})",
+        member(waited_on, "topic").is_string() ? waited_on["topic"].get<std::string>() : "?",
+        member(waited_on, "partition").dump(),
+        cluster.is_number() ? formatSeconds(cluster) : "not known",
+        formatSeconds(member(m, "client_stall_us")));
+  }
   if (member(m, "explained") == false && member(m, "reason").is_string() &&
       !m["reason"].get<std::string>().empty()) {
     text += " (unexplained)";

@@ -325,6 +325,25 @@ describe('gray fault mechanism', () => {
     );
     expect(mechanismText(null)).toBe('—');
   });
+
+  it('shows a shared request as the client\'s stall, beside the cluster\'s', () => {
+    const m = {
+      name: 'shared_request' as const,
+      setting: null,
+      expected_us: 8_800_000,
+      phases: [],
+      explained: true,
+      ended_by: 'waited_on_ack',
+      reason: '',
+      waited_on: { topic: 'orders', partition: 0 },
+      cluster_stall_us: 0,
+      client_stall_us: 8_802_000,
+    };
+    expect(mechanismText(m)).toBe("shared request (the client's): waited on orders-0; cluster's stall 0 s, client's 8.80 s");
+    expect(mechanismText({ ...m, cluster_stall_us: null })).toBe(
+      "shared request (the client's): waited on orders-0; cluster's stall not known, client's 8.80 s",
+    );
+  });
 });
 
 describe('coordinators row', () => {

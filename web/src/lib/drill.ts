@@ -111,12 +111,20 @@ export const MECHANISM_LABEL: Record<Mechanism['name'], string> = {
   isr_shrink: 'ISR shrink (replica lag)',
   heal: 'heal → reconnect',
   node_back: 'node back',
+  shared_request: "shared request (the client's)",
 };
 
-/** What bounded a gray fault's stall, and the event that ended it: "ISR shrink (replica lag), ended by isr_shrink". */
+/**
+ * What bounded a stall, and the event that ended it: "ISR shrink (replica lag), ended by isr_shrink";
+ * for a shared request, the partition it waited on and the cluster's stall beside the client's.
+ */
 export function mechanismText(m: Mechanism | null | undefined): string {
   if (!m) return '—';
   const label = MECHANISM_LABEL[m.name] ?? m.name;
+  if (m.waited_on) {
+    const cluster = m.cluster_stall_us === null || m.cluster_stall_us === undefined ? 'not known' : m.cluster_stall_us === 0 ? '0 s' : formatDuration(m.cluster_stall_us);
+    return `${label}: waited on ${m.waited_on.topic}-${m.waited_on.partition}; cluster's stall ${cluster}, client's ${formatDuration(m.client_stall_us)}`;
+  }
   if (m.explained && m.ended_by) return `${label}, ended by ${m.ended_by}`;
   return m.reason ? `${label}, unexplained` : label;
 }
