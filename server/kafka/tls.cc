@@ -92,6 +92,13 @@ std::string tlsFailure(SSL* ssl, int ssl_error) {
   return openSslErrors("TLS error " + std::to_string(ssl_error));
 }
 
+bool tlsRefused(SSL* ssl, int ssl_error) {
+  if (ssl != nullptr && SSL_get_verify_result(ssl) != X509_V_OK) return true;
+  if (ssl_error != SSL_ERROR_SSL) return false;
+  // OpenSSL 3 reports a peer gone without close_notify (a broker killed) as a protocol error.
+  return ERR_GET_REASON(ERR_peek_error()) != SSL_R_UNEXPECTED_EOF_WHILE_READING;
+}
+
 Result<std::shared_ptr<const TlsContext>> TlsContext::create(const ClientSecurity& security) {
   ERR_clear_error();
   SSL_CTX* raw = SSL_CTX_new(TLS_client_method());
