@@ -83,9 +83,9 @@ Request parse(const Bytes& frame) {
   REQUIRE(frame.size() >= 12);
   Request r;
   r.api_key = (frame[4] << 8) | frame[5];
-  r.correlation = static_cast<std::int32_t>((std::uint32_t{frame[8]} << 24) |
-                                            (std::uint32_t{frame[9]} << 16) |
-                                            (std::uint32_t{frame[10]} << 8) | frame[11]);
+  r.correlation =
+      static_cast<std::int32_t>((std::uint32_t{frame[8]} << 24) | (std::uint32_t{frame[9]} << 16) |
+                                (std::uint32_t{frame[10]} << 8) | frame[11]);
   if (r.api_key == kafka::kSaslAuthenticateKey) {
     // size, key, version, correlation, client id (int16 + 6 bytes "kfaild"), header tags
     const std::size_t at = 4 + 2 + 2 + 4 + 2 + 6 + 1;
@@ -113,8 +113,8 @@ TEST_CASE(
     "id, and keeps the session lifetime the broker gives",
     "[unit]") {
   std::int32_t next = 40;
-  kafka::SaslExchange exchange(security(kafka::SaslMechanism::kPlain, "kfaild", "secret"),
-                               "kfaild", [&] { return next++; });
+  kafka::SaslExchange exchange(security(kafka::SaslMechanism::kPlain, "kfaild", "secret"), "kfaild",
+                               [&] { return next++; });
   const auto handshake = parse(exchange.begin());
   CHECK(handshake.api_key == kafka::kSaslHandshakeKey);
   CHECK(handshake.correlation == 40);
@@ -137,8 +137,9 @@ TEST_CASE(
 TEST_CASE("a SCRAM exchange replays RFC 7677's messages and checks the server's signature",
           "[unit]") {
   std::int32_t next = 1;
-  kafka::SaslExchange exchange(security(kafka::SaslMechanism::kScramSha256, "user", "pencil"),
-                               "kfaild", [&] { return next++; }, kNonce);
+  kafka::SaslExchange exchange(
+      security(kafka::SaslMechanism::kScramSha256, "user", "pencil"), "kfaild",
+      [&] { return next++; }, kNonce);
   exchange.begin();
   auto step = exchange.answer(handshakeAnswer(1, 0, {"SCRAM-SHA-256"}));
   REQUIRE(step);

@@ -259,10 +259,9 @@ TEST_CASE(
   INFO("problem: " << out.stats.problem);
   CHECK(out.stats.authentication_failures >= 2);
   CHECK(broker.handshakes() >= 2);
-  CHECK_THAT(out.stats.problem,
-             Catch::Contains("authentication failed") &&
-                 Catch::Contains("Invalid username or password") &&
-                 !Catch::Contains("not-the-password"));
+  CHECK_THAT(out.stats.problem, Catch::Contains("authentication failed") &&
+                                    Catch::Contains("Invalid username or password") &&
+                                    !Catch::Contains("not-the-password"));
   CHECK(out.refusing);
 }
 
@@ -271,10 +270,8 @@ TEST_CASE(
     "not a refusal, and the client connects and authenticates again",
     "[integration]") {
   SecuredBroker broker(nullptr, Sasl::kCloseMidway);
-  const auto out =
-      probeWith(broker, saslPlaintext(), [&](const probe::WireStats&) {
-        return broker.handshakes() >= 3;
-      });
+  const auto out = probeWith(broker, saslPlaintext(),
+                             [&](const probe::WireStats&) { return broker.handshakes() >= 3; });
   INFO("problem: " << out.stats.problem);
   CHECK(broker.handshakes() >= 3);
   CHECK(out.stats.authentication_failures == 0);
@@ -311,9 +308,8 @@ TEST_CASE(
     SecuredBroker broker(serverTls(certs, true), Sasl::kNone);
     ssl["ssl.certificate.location"] = certs.clientCert();
     ssl["ssl.key.location"] = certs.clientKey();
-    const auto out = probeWith(broker, ssl, [&](const probe::WireStats&) {
-      return broker.connections() >= 2;
-    });
+    const auto out =
+        probeWith(broker, ssl, [&](const probe::WireStats&) { return broker.connections() >= 2; });
     INFO("problem: " << out.stats.problem);
     CHECK(out.stats.authentication_failures == 0);
     CHECK_THAT(out.stats.problem, Catch::Contains("closed by the broker"));
