@@ -153,11 +153,12 @@ std::string plainMessage(std::string_view username, std::string_view password) {
 }
 
 ScramClient::ScramClient(SaslMechanism mechanism, std::string username, std::string password,
-                         std::string nonce)
+                         std::string nonce, ScramSaltCache* cache)
     : mechanism_(mechanism),
       username_(std::move(username)),
       password_(std::move(password)),
-      nonce_(std::move(nonce)) {
+      nonce_(std::move(nonce)),
+      cache_(cache) {
   client_first_bare_ = "n=" + escapeUsername(username_) + ",r=" + nonce_;
 }
 
@@ -197,10 +198,16 @@ Result<std::string> ScramClient::clientFinal(std::string_view server_first) {
   }
   const EVP_MD* md = digestOf(mechanism_);
   std::vector<std::uint8_t> salted(static_cast<std::size_t>(EVP_MD_get_size(md)));
-  if (PKCS5_PBKDF2_HMAC(password_.data(), static_cast<int>(password_.size()), salt->data(),
-                        static_cast<int>(salt->size()), static_cast<int>(iterations), md,
-                        static_cast<int>(salted.size()), salted.data()) != 1) {
-    return saslError("SCRAM: PBKDF2 failed");
+  if (cache_ != nullptr && cache_->mechanism == mechanism_ && cache_->salt == s->second &&
+      cache_->iterations == iterations && !cache_->salted.empty()) {
+    salted = cache_->salted;
+  } else {
+    if (PKCS5_PBKDF2_HMAC(password_.data(), static_cast<int>(password_.size()), salt->data(),
+                          static_cast<int>(salt->size()), static_cast<int>(iterations), md,
+                          static_cast<int>(salted.size()), salted.data()) != 1) {
+      return saslError("SCRAM: PBKDF2 failed");
+    }
+    if (cache_ != nullptr) *cache_ = {mechanism_, s->second, iterations, salted};
   }
   const auto client_key = hmac(md, salted, "Client Key");
   const auto stored_key = digest(md, client_key);
@@ -229,13 +236,14 @@ Status ScramClient::verifyServerFinal(std::string_view server_final) const {
 }
 
 SaslExchange::SaslExchange(const ClientSecurity& security, std::string client_id,
-                           std::function<std::int32_t()> next_id, std::string nonce)
+                           std::function<std::int32_t()> next_id, std::string nonce,
+                           ScramSaltCache* cache)
     : mechanism_(security.mechanism),
       username_(security.username),
       password_(security.password),
       client_id_(std::move(client_id)),
       next_id_(std::move(next_id)),
-      scram_(security.mechanism, security.username, security.password, std::move(nonce)) {}
+      scram_(security.mechanism, security.username, security.password, std::move(nonce), cache) {}
 
 std::vector<std::uint8_t> SaslExchange::begin() {
   correlation_ = next_id_();

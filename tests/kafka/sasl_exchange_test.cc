@@ -167,6 +167,38 @@ TEST_CASE("a SCRAM exchange replays RFC 7677's messages and checks the server's 
 }
 
 TEST_CASE(
+    "SCRAM exchanges sharing a salt cache compute the salted password once and give the same "
+    "proof, and a new salt is computed again",
+    "[unit]") {
+  kafka::ScramSaltCache cache;
+  const auto proofOf = [&](const std::string& server_first) {
+    std::int32_t next = 1;
+    kafka::SaslExchange exchange(
+        security(kafka::SaslMechanism::kScramSha256, "user", "pencil"), "kfaild",
+        [&] { return next++; }, kNonce, &cache);
+    exchange.begin();
+    REQUIRE(exchange.answer(handshakeAnswer(1, 0, {"SCRAM-SHA-256"})));
+    auto step = exchange.answer(authenticateAnswer(2, 0, "", server_first, 0));
+    REQUIRE(step);
+    return parse(step->frame).auth_bytes;
+  };
+  const auto first = proofOf(kServerFirst);
+  REQUIRE(cache.iterations == 4096);
+  const auto salted = cache.salted;
+  CHECK(proofOf(kServerFirst) == first);
+  CHECK(cache.salted == salted);
+
+  std::string other_salt = kServerFirst;
+  other_salt.replace(other_salt.find("s=W22"), 5, "s=X22");
+  CHECK(proofOf(other_salt) != first);
+  CHECK(cache.salted != salted);
+  // A cache that claims the salt with the wrong key: the proof is wrong, which is how it is used
+  // at all (the right key gives RFC 7677's proof above).
+  cache.salt = "W22ZaJ0SNY7soEsUEjb6gQ==";
+  CHECK(proofOf(kServerFirst) != first);
+}
+
+TEST_CASE(
     "a broker refusing the mechanism or the credentials, or answering out of turn, ends the "
     "exchange with its reason and never the password",
     "[unit]") {
