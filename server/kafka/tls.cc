@@ -61,10 +61,15 @@ const BIO_METHOD* socketWithoutSigpipe() {
 
 }  // namespace
 
-bool attachSocket(SSL* ssl, int fd) {
+BIO* socketBio(int fd) {
   BIO* bio = BIO_new(socketWithoutSigpipe());
+  if (bio != nullptr) BIO_set_fd(bio, fd, BIO_NOCLOSE);
+  return bio;
+}
+
+bool attachSocket(SSL* ssl, int fd) {
+  BIO* bio = socketBio(fd);
   if (bio == nullptr) return false;
-  BIO_set_fd(bio, fd, BIO_NOCLOSE);
   SSL_set_bio(ssl, bio, bio);  // the session owns it now
   return true;
 }

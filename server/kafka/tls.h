@@ -50,6 +50,11 @@ std::string tlsFailure(SSL* ssl, int ssl_error);
 // close_notify). Call before tlsFailure(), which drains the error queue this reads.
 bool tlsRefused(SSL* ssl, int ssl_error);
 
+// A BIO on `fd` (a connected socket the caller keeps owning) that writes with MSG_NOSIGNAL and
+// reads as OpenSSL's socket BIO; the caller's until given to a session. Null when OpenSSL cannot
+// allocate it.
+BIO* socketBio(int fd);
+
 // Makes `fd` (a connected socket the caller keeps owning) the session's transport, writing with
 // MSG_NOSIGNAL: a broker that closed the connection is an error, never a SIGPIPE. False when
 // OpenSSL cannot allocate it.

@@ -86,6 +86,15 @@ struct Conn {
   std::deque<InFlight> inflight;
   int rcvlowat = 1;    // SO_RCVLOWAT as last set (drain())
   SSL* ssl = nullptr;  // owned; null on a PLAINTEXT or SASL_PLAINTEXT connection
+  // Over TLS the session reads from this memory BIO (owned by `ssl`), which the loop fills from
+  // the socket (pump()), following the socket's TLS records as they come: what the record begun
+  // still lacks of its 5-byte header and of its body (answers(): SO_RCVLOWAT).
+  BIO* tls_in = nullptr;
+  bool tls_eof = false;  // the socket reached its end; what it held is in tls_in
+  std::size_t header_got = 0;
+  std::uint8_t header[5] = {};
+  std::size_t body_size = 0;
+  std::size_t body_left = 0;
   // OpenSSL asked to repeat a write of this many bytes (0: none pending), and waits for these
   // poll events (besides POLLIN, always watched).
   std::size_t tls_retry = 0;
@@ -175,6 +184,7 @@ struct WireClient::Impl {
   std::vector<Conn*> abandon;  // overdue connections of brokers that lost partitions (described())
   // Brokers whose last connection refused this client (-1: a bootstrap server), with why.
   std::map<std::int32_t, std::string> refusals;
+  kafka::ScramSaltCache scram_cache;  // one PBKDF2 for all the connections (sasl.h)
 
   // tickOnIoThread(): the ticker and its next time, guarded by tick_mutex (held while it runs).
   std::mutex tick_mutex;
@@ -325,11 +335,20 @@ struct WireClient::Impl {
   bool secure(Conn& conn, common::Instant at, std::string& why) {
     if (options.tls) {
       conn.ssl = SSL_new(options.tls->get());
-      if (conn.ssl == nullptr || !kafka::attachSocket(conn.ssl, conn.fd)) {
+      BIO* in = BIO_new(BIO_s_mem());
+      BIO* out = kafka::socketBio(conn.fd);
+      if (conn.ssl == nullptr || in == nullptr || out == nullptr) {
+        BIO_free(in);
+        BIO_free(out);
         why = "TLS: " + kafka::openSslErrors("cannot make a session");
         return false;
       }
+      BIO_set_mem_eof_return(in, -1);  // empty: wait for more, not the end
+      SSL_set_bio(conn.ssl, in, out);
+      conn.tls_in = in;
       SSL_set_mode(conn.ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+      // A compressed record could be shorter than what it carries (answers(): SO_RCVLOWAT).
+      SSL_set_options(conn.ssl, SSL_OP_NO_COMPRESSION);
       if (auto bad = common::expectPeerHost(conn.ssl, conn.host, options.tls->verifyHostname())) {
         why = "TLS: " + *bad;
         return false;
@@ -342,6 +361,7 @@ struct WireClient::Impl {
 
   // One step of the TLS handshake; false (with why) when it failed.
   bool handshake(Conn& conn, common::Instant at, std::string& why) {
+    if (!pump(conn, why)) return false;
     ERR_clear_error();
     errno = 0;
     const int rc = SSL_connect(conn.ssl);
@@ -350,6 +370,10 @@ struct WireClient::Impl {
       return authenticate(conn, at);
     }
     const int e = SSL_get_error(conn.ssl, rc);
+    if (e == SSL_ERROR_WANT_READ && conn.tls_eof) {
+      why = "TLS handshake: connection closed by the broker";
+      return false;
+    }
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
       conn.tls_wants = e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
       return true;
@@ -359,6 +383,58 @@ struct WireClient::Impl {
     return false;
   }
 
+  // Moves what the socket holds into the TLS session's read BIO, following its records; false
+  // (with why) when the socket failed. The socket's end is noted (tls_eof), not failed: what came
+  // before it is read first.
+  bool pump(Conn& conn, std::string& why) {
+    std::uint8_t buffer[65536];
+    for (;;) {
+      const auto n = ::recv(conn.fd, buffer, sizeof buffer, 0);
+      if (n > 0) {
+        BIO_write(conn.tls_in, buffer, static_cast<int>(n));
+        followRecords(conn, {buffer, static_cast<std::size_t>(n)});
+        if (static_cast<std::size_t>(n) < sizeof buffer) return true;
+        continue;
+      }
+      if (n == 0) {
+        conn.tls_eof = true;
+        return true;
+      }
+      if (errno == EAGAIN || errno == EINTR) return true;
+      why = errnoText("recv", errno);
+      return false;
+    }
+  }
+
+  // TLS records: a 5-byte header (type, version, body length), then the body.
+  static void followRecords(Conn& conn, std::span<const std::uint8_t> bytes) {
+    while (!bytes.empty()) {
+      if (conn.body_left > 0) {
+        const auto n = std::min(conn.body_left, bytes.size());
+        conn.body_left -= n;
+        bytes = bytes.subspan(n);
+        continue;
+      }
+      conn.header[conn.header_got++] = bytes.front();
+      bytes = bytes.subspan(1);
+      if (conn.header_got == sizeof conn.header) {
+        conn.body_size = (std::size_t{conn.header[3]} << 8) | conn.header[4];
+        conn.body_left = conn.body_size;
+        conn.header_got = 0;
+      }
+    }
+  }
+
+  // The fewest bytes the socket must still deliver before `plaintext` more bytes can be
+  // decrypted: a record's body is never shorter than what it carries (no compression), so the
+  // rest of the record begun, and what that record cannot hold.
+  static std::size_t tlsBytesDue(const Conn& conn, std::size_t plaintext) {
+    if (conn.header_got > 0) return sizeof conn.header - conn.header_got + plaintext;
+    if (conn.body_left > 0)
+      return conn.body_left + (plaintext > conn.body_size ? plaintext - conn.body_size : 0);
+    return plaintext;
+  }
+
   // Begins the SASL exchange, or makes the connection ready when the cluster has none.
   bool authenticate(Conn& conn, common::Instant at) {
     if (!options.security.sasl()) {
@@ -366,8 +442,9 @@ struct WireClient::Impl {
       return true;
     }
     conn.stage = Stage::kSasl;
-    conn.sasl = std::make_unique<kafka::SaslExchange>(options.security, options.client_id,
-                                                      [this] { return next_correlation++; });
+    conn.sasl = std::make_unique<kafka::SaslExchange>(
+        options.security, options.client_id, [this] { return next_correlation++; },
+        kafka::scramNonce(), &scram_cache);
     append(conn, conn.sasl->begin());
     return true;
   }
@@ -461,8 +538,9 @@ struct WireClient::Impl {
   bool receive(Conn& conn, std::string& why) {
     std::uint8_t buffer[65536];
     if (conn.ssl != nullptr) {
-      // Until OpenSSL wants the socket again: a record it read and decrypted is not left behind
-      // a socket that poll() no longer reports readable.
+      if (!pump(conn, why)) return false;
+      // Until the read BIO is empty but for a record begun: nothing decryptable is left behind a
+      // socket that poll() no longer reports readable.
       for (;;) {
         ERR_clear_error();
         errno = 0;
@@ -472,6 +550,10 @@ struct WireClient::Impl {
           continue;
         }
         const int e = SSL_get_error(conn.ssl, n);
+        if (e == SSL_ERROR_WANT_READ && conn.tls_eof) {
+          why = "connection closed by the broker";
+          return false;
+        }
         if (e == SSL_ERROR_WANT_READ) return true;
         if (e == SSL_ERROR_WANT_WRITE) {
           conn.tls_wants = POLLOUT;
@@ -541,9 +623,6 @@ struct WireClient::Impl {
       pos += 4 + size;
     }
     conn.in.erase(conn.in.begin(), conn.in.begin() + static_cast<std::ptrdiff_t>(pos));
-    // Not over TLS: the socket holds records, not answers, and OpenSSL may hold the start of the
-    // record that ends one, so the bytes still due on the socket can be fewer than the answer's.
-    if (conn.ssl != nullptr) return true;
     // A broker writes a fetch answer in pieces (a partition's records at a time), and each piece
     // would wake this thread to read a part it cannot use yet: at 100 partitions 33 wake-ups a
     // tick, 148 with the thread at the sender's real-time priority. The rest of an answer begun is
@@ -557,6 +636,8 @@ struct WireClient::Impl {
     } else if (!conn.in.empty()) {
       want = 4 - conn.in.size();
     }
+    // Over TLS the socket holds records, not answers: asked for what must still come in them.
+    if (conn.ssl != nullptr) want = std::max<std::size_t>(1, tlsBytesDue(conn, want));
     const int lowat = static_cast<int>(std::min(want, kMaxRcvLowat));
     if (lowat != conn.rcvlowat) {
       if (::setsockopt(conn.fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat) == 0)
@@ -1016,7 +1097,9 @@ struct WireClient::Impl {
       std::int32_t error = timed_out ? RD_KAFKA_RESP_ERR__TIMED_OUT : RD_KAFKA_RESP_ERR__TRANSPORT;
       if (c->refused) {
         error = RD_KAFKA_RESP_ERR__AUTHENTICATION;
-        refusals[c->node] = broken.reasons[i];
+        refusals[c->node] =
+            (c->node >= 0 ? "broker " + std::to_string(c->node) : std::string("bootstrap")) + ": " +
+            broken.reasons[i];
         std::lock_guard lock(mutex);
         ++stats.authentication_failures;
       }

@@ -109,7 +109,8 @@ class SecuredBroker {
       SSL* ssl = nullptr;
       if (tls_ != nullptr) {
         ssl = SSL_new(tls_);
-        SSL_set_fd(ssl, c);
+        // Writing with MSG_NOSIGNAL: a client that went away must not end the test by SIGPIPE.
+        kafka::attachSocket(ssl, c);
         if (SSL_accept(ssl) != 1) {
           SSL_free(ssl);
           ::close(c);
