@@ -326,6 +326,17 @@ TEST_CASE(
     CHECK_THAT(out.stats.problem, Catch::Contains("Invalid username or password"));
     CHECK(out.refusing);
   }
+  SECTION("SASL over mutual TLS: the certificate admits the session, SASL runs inside it") {
+    SecuredBroker broker(serverTls(certs, true), Sasl::kRefuse);
+    auto both = saslPlaintext();
+    both["security.protocol"] = "SASL_SSL";
+    both["ssl.ca.location"] = certs.ca();
+    both["ssl.certificate.location"] = certs.clientCert();
+    both["ssl.key.location"] = certs.clientKey();
+    const auto out = probeWith(broker, both, refused);
+    CHECK(broker.handshakes() >= 1);
+    CHECK_THAT(out.stats.problem, Catch::Contains("Invalid username or password"));
+  }
 }
 
 }  // namespace wire_client_secured_test
