@@ -1196,6 +1196,40 @@ def _variant_order(d):
     return order
 
 
+def secured_section(d):
+    out = ["## 13. On the secured lab: the wire client beside librdkafka", ""]
+    if not d:
+        return out + ["Not run yet: `bench/run-all --parts secured`.", ""]
+    out += [
+        "Two kfailds started together on the secured lab (three brokers, SASL_SSL with "
+        "SCRAM-SHA-512 and the lab's CA), one with `probe.client: wire`, one with "
+        "`librdkafka`, each on a topic of its own (RF 3, min.insync.replicas 2), 20 ms; one "
+        "window measured for both at the same moments. CPU per process from /proc, acked from "
+        "each one's API. Wake-ups: voluntary context switches per second of kfaild's own "
+        "threads (the wire client's I/O thread among them) and of librdkafka's.",
+        "",
+        "| partitions | run | window s | load at start | client | CPU ms / 1,000 acked | cores "
+        "| acked ÷ expected | own wake-ups/s | librdkafka wake-ups/s | RSS MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in d.get("runs", []):
+        if "error" in r:
+            out.append(f"| {r['partitions']} | {r['repeat']} | failed: {r['error'][:200]} "
+                       "|||||||||")  # fmt: skip
+            continue
+        for c in ("wire", "librdkafka"):
+            k = r[c]
+            out.append(
+                f"| {r['partitions']} | {r['repeat']} | {r['window_s']} | "
+                f"{r['load_at_window_start'][0]} | {c} | {f(k['cpu_ms_per_1000_acked'])} | "
+                f"{f(k['cpu_cores'], 3)} | {f(k['acked_fraction'], 3)} | "
+                f"{f(k['own_wakeups_per_s'], 0)} | {f(k['librdkafka_wakeups_per_s'], 0)} | "
+                f"{k['rss_kb'] // 1024} |"
+            )
+    out += ["", f"Command: `{d.get('invocation', 'bench/run-all --parts secured')}`", ""]
+    return out
+
+
 def main():
     store, probe, peer = load("store"), load("probe"), load("peer")
     drill, res, outage = load("drill"), load("resolution"), load("outage")
@@ -1204,6 +1238,7 @@ def main():
     drill_settled = load("drill-wire-alone-settled")
     drill_cxx = load("drill-wire-alone-settled-cxx")
     side, idle, poll, knobs = load("side"), load("idle"), load("poll"), load("knobs")
+    secured = load("secured")
     latest = next((x for x in (side, store, probe, peer, drill, res, outage) if x), None)
     m = (latest or {}).get("machine") or {}
     lines = [
@@ -1263,6 +1298,7 @@ def main():
         side_section(side),
         idle_section(idle, poll),
         knobs_section(knobs),
+        secured_section(secured),
     ):
         lines += section
     stamps = [
@@ -1282,6 +1318,7 @@ def main():
             idle,
             poll,
             knobs,
+            secured,
         )
         if x
     ]

@@ -45,6 +45,11 @@ its command and commit, into docs/PERFORMANCE.md (the current figures). Parts:
               batching in its clients (fetches held 10 / 20 ms, linger.ms 20): CPU, librdkafka
               wake-ups, acked, ack and end-to-end latency means from kfaild's /metrics;
               --repeats rounds of every variant
+  secured     the wire probe client and the librdkafka one side by side on the secured lab
+              (SASL_SSL, SCRAM-SHA-512; three brokers, KFAILD_BENCH_SECURED_PORT_BASE, default
+              29400, state KFAILD_BENCH_SECURED_DIR, default /tmp/bench-lab-secured), one kfaild
+              each on its own topic at each --sizes, --repeats runs, one window of
+              --secured-window-s (default 60) each: CPU per 1,000 acked per process
 
 The issue-18 set, ~60 min on a quiet machine:
     bench/run-all --parts probe,peer,side,idle,poll,resolution --kfaild-intervals 20,5,1 \
@@ -77,6 +82,7 @@ from .parts.knobs import part_knobs
 from .parts.outage import part_outage
 from .parts.poll import part_poll
 from .parts.probe import part_peer, part_probe, part_resolution
+from .parts.secured import part_secured
 from .parts.side import part_side
 from .parts.store import part_store
 from .settings import Settings
@@ -94,6 +100,7 @@ PARTS = {
     "idle": part_idle,
     "knobs": part_knobs,
     "poll": part_poll,
+    "secured": part_secured,
 }
 
 
@@ -112,6 +119,12 @@ def parser():
     )
     ap.add_argument("--sizes", default="3,100,1000", help="partition counts for probe and peer")
     ap.add_argument("--drills", type=int, default=3)
+    ap.add_argument(
+        "--secured-window-s",
+        type=float,
+        default=60,
+        help="secured part: the measured window, seconds (after 10 s of warm-up)",
+    )
     ap.add_argument("--repeats", type=int, default=3, help="side and knobs parts: runs per size")
     ap.add_argument(
         "--probe-clients",

@@ -73,9 +73,10 @@ storage:
 """
 
 
-def kfaild_config(s, path, db, topic, partitions, one_broker=False, **options):
-    """Writes kfaild_yaml() for the bench lab (one_broker: the one-broker lab) to path."""
-    bootstrap = s.bootstrap1 if one_broker else s.bootstrap
+def kfaild_config(s, path, db, topic, partitions, one_broker=False, bootstrap=None, **options):
+    """Writes kfaild_yaml() for the bench lab (one_broker: the one-broker lab; bootstrap: another
+    three-broker lab's) to path."""
+    bootstrap = bootstrap or (s.bootstrap1 if one_broker else s.bootstrap)
     path.write_text(kfaild_yaml(bootstrap, db, topic, partitions, one_broker=one_broker, **options))
 
 

@@ -24,6 +24,9 @@ class Settings:
     # of the probe-cost parts), as the lab script's environment.
     lab_env: dict
     lab1_env: dict
+    # The secured lab (SASL_SSL, SCRAM-SHA-512, the lab's CA: lab/README.md), three brokers: the
+    # secured part's.
+    secured_env: dict = dataclasses.field(default_factory=dict)
     # The article-method peer: probe.py (python, confluent-kafka) or its C++ port on librdkafka
     # (bench/peer-probe/refprobe.cc, `--peer-impl cxx`): the same options, CSV and JSON.
     peer_impl: str = "python"
@@ -59,6 +62,11 @@ class Settings:
                 "KFAILD_LAB_DIR": environ.get("KFAILD_BENCH_LAB1_DIR", "/tmp/bench-lab-1b"),
                 "KFAILD_LAB_BROKERS": "1",
             },
+            secured_env={
+                "KFAILD_LAB_PORT_BASE": environ.get("KFAILD_BENCH_SECURED_PORT_BASE", "29400"),
+                "KFAILD_LAB_DIR": environ.get("KFAILD_BENCH_SECURED_DIR", "/tmp/bench-lab-secured"),
+                "KFAILD_LAB_SECURITY": "sasl_ssl",
+            },
             peer_impl=peer_impl,
             kminion_src=environ.get("KFAILD_KMINION_SRC", ""),
             kminion=environ.get("KFAILD_KMINION", ""),
@@ -93,6 +101,11 @@ class Settings:
     @property
     def bootstrap(self):
         base = int(self.lab_env["KFAILD_LAB_PORT_BASE"])
+        return ",".join(f"127.0.0.1:{base + 91 + i}" for i in range(3))
+
+    @property
+    def secured_bootstrap(self):
+        base = int(self.secured_env["KFAILD_LAB_PORT_BASE"])
         return ",".join(f"127.0.0.1:{base + 91 + i}" for i in range(3))
 
     @property

@@ -22,6 +22,7 @@
 
 #include "server/config/config_file.h"
 #include "server/config/token_file.h"
+#include "server/kafka/security.h"
 
 namespace kfaild::config {
 namespace {
@@ -763,14 +764,16 @@ ClusterConfig readCluster(const YAML::Node& node, const std::string& key,
   }
   if (!node["probe"]) fail(key + ".probe", "required");
   c.probe = readProbe(node["probe"], key + ".probe");
-  for (const auto& profile : c.probe.profiles) {
-    if (profile.client != ProbeClient::kWire) continue;
-    const auto protocol = c.client.find("security.protocol");
-    if (protocol != c.client.end() && protocol->second != "plaintext" &&
-        protocol->second != "PLAINTEXT") {
-      fail(key + ".probe.client",
-           "`wire` speaks PLAINTEXT only; this cluster's client sets security.protocol " +
-               protocol->second + ": use `librdkafka`");
+  const bool wire = std::any_of(c.probe.profiles.begin(), c.probe.profiles.end(),
+                                [](const auto& p) { return p.client == ProbeClient::kWire; });
+  if (wire) {
+    // The wire client connects as kfaild's own protocol client does: what that cannot honour
+    // (GSSAPI, OAUTHBEARER, a keystore) stops kfaild here, not the probe later.
+    if (auto security = kafka::clientSecurity(c.client); !security) {
+      const auto& message = security.error().message;
+      const auto colon = message.find(": ");
+      fail(key + ".client." + message.substr(0, colon),
+           "with probe.client wire: " + message.substr(colon + 2));
     }
   }
   c.observe.metadata_interval_us =

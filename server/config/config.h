@@ -67,7 +67,8 @@ struct CoordinatorProbeConfig {
 
 // Which client the probe's sends and reads go through: librdkafka's producer and consumer (the
 // view an application on librdkafka has, client discovery included), or kfaild's own protocol
-// client (server/probe/wire_client.h: one request per broker per tick; PLAINTEXT only).
+// client (server/probe/wire_client.h: one request per broker per tick; secured as the own
+// protocol client, server/kafka/security.h).
 enum class ProbeClient { kLibrdkafka, kWire };
 
 const char* toString(ProbeClient client);

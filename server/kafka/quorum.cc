@@ -279,32 +279,16 @@ class Connection {
 Status authenticate(Connection& connection, const ClientSecurity& security,
                     std::string_view client_id, const std::function<std::int32_t()>& next_id,
                     Clock::time_point deadline) {
-  const auto mechanism = mechanismName(security.mechanism);
-  const auto handshake_id = next_id();
-  auto handshake = connection.roundTrip(
-      encodeSaslHandshakeRequest(handshake_id, client_id, mechanism), deadline);
-  if (!handshake) return handshake.error();
-  if (auto s = decodeSaslHandshakeResponse(*handshake, handshake_id, mechanism); !s) return s;
-  const auto step = [&](const std::string& message) -> Result<std::string> {
-    const auto id = next_id();
-    auto answer =
-        connection.roundTrip(encodeSaslAuthenticateRequest(id, client_id, message), deadline);
+  SaslExchange exchange(security, std::string(client_id), next_id);
+  auto frame = exchange.begin();
+  for (;;) {
+    auto answer = connection.roundTrip(frame, deadline);
     if (!answer) return answer.error();
-    return decodeSaslAuthenticateResponse(*answer, id);
-  };
-  if (security.mechanism == SaslMechanism::kPlain) {
-    auto done = step(plainMessage(security.username, security.password));
-    if (!done) return done.error();
-    return okStatus();
+    auto step = exchange.answer(*answer);
+    if (!step) return step.error();
+    if (step->done) return okStatus();
+    frame = std::move(step->frame);
   }
-  ScramClient scram(security.mechanism, security.username, security.password, scramNonce());
-  auto server_first = step(scram.clientFirst());
-  if (!server_first) return server_first.error();
-  auto client_final = scram.clientFinal(*server_first);
-  if (!client_final) return client_final.error();
-  auto server_final = step(*client_final);
-  if (!server_final) return server_final.error();
-  return scram.verifyServerFinal(*server_final);
 }
 
 // Connects, then TLS and SASL as the cluster's client properties say.

@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <map>
+#include <utility>
 
 #include "server/kafka/errc.h"
 #include "server/kafka/wire.h"
@@ -119,8 +120,8 @@ std::vector<std::uint8_t> encodeSaslAuthenticateRequest(std::int32_t correlation
   return std::move(out).finish();
 }
 
-Result<std::string> decodeSaslAuthenticateResponse(std::span<const std::uint8_t> response,
-                                                   std::int32_t correlation_id) {
+Result<SaslAnswer> decodeSaslAuthenticateAnswer(std::span<const std::uint8_t> response,
+                                                std::int32_t correlation_id) {
   const std::string what = "SaslAuthenticate";
   wire::FrameReader in(response);
   if (auto s = wire::checkCorrelation(in, correlation_id, what); !s) return s.error();
@@ -128,11 +129,18 @@ Result<std::string> decodeSaslAuthenticateResponse(std::span<const std::uint8_t>
   const auto code = in.int16("ErrorCode");
   const auto message = in.compactNullableString("ErrorMessage");
   const auto bytes = in.compactNullableString("AuthBytes");
-  in.int64("SessionLifetimeMs");
+  const auto lifetime = in.int64("SessionLifetimeMs");
   in.skipTaggedFields("response tagged fields");
   if (!in.ok()) return wire::malformed(what, in);
   if (code != 0) return wire::brokerError("SASL authentication failed", code, message);
-  return bytes.value_or(std::string());
+  return SaslAnswer{bytes.value_or(std::string()), lifetime};
+}
+
+Result<std::string> decodeSaslAuthenticateResponse(std::span<const std::uint8_t> response,
+                                                   std::int32_t correlation_id) {
+  auto answer = decodeSaslAuthenticateAnswer(response, correlation_id);
+  if (!answer) return answer.error();
+  return std::move(answer->bytes);
 }
 
 std::string plainMessage(std::string_view username, std::string_view password) {
@@ -145,11 +153,12 @@ std::string plainMessage(std::string_view username, std::string_view password) {
 }
 
 ScramClient::ScramClient(SaslMechanism mechanism, std::string username, std::string password,
-                         std::string nonce)
+                         std::string nonce, ScramSaltCache* cache)
     : mechanism_(mechanism),
       username_(std::move(username)),
       password_(std::move(password)),
-      nonce_(std::move(nonce)) {
+      nonce_(std::move(nonce)),
+      cache_(cache) {
   client_first_bare_ = "n=" + escapeUsername(username_) + ",r=" + nonce_;
 }
 
@@ -189,10 +198,16 @@ Result<std::string> ScramClient::clientFinal(std::string_view server_first) {
   }
   const EVP_MD* md = digestOf(mechanism_);
   std::vector<std::uint8_t> salted(static_cast<std::size_t>(EVP_MD_get_size(md)));
-  if (PKCS5_PBKDF2_HMAC(password_.data(), static_cast<int>(password_.size()), salt->data(),
-                        static_cast<int>(salt->size()), static_cast<int>(iterations), md,
-                        static_cast<int>(salted.size()), salted.data()) != 1) {
-    return saslError("SCRAM: PBKDF2 failed");
+  if (cache_ != nullptr && cache_->mechanism == mechanism_ && cache_->salt == s->second &&
+      cache_->iterations == iterations && !cache_->salted.empty()) {
+    salted = cache_->salted;
+  } else {
+    if (PKCS5_PBKDF2_HMAC(password_.data(), static_cast<int>(password_.size()), salt->data(),
+                          static_cast<int>(salt->size()), static_cast<int>(iterations), md,
+                          static_cast<int>(salted.size()), salted.data()) != 1) {
+      return saslError("SCRAM: PBKDF2 failed");
+    }
+    if (cache_ != nullptr) *cache_ = {mechanism_, s->second, iterations, salted};
   }
   const auto client_key = hmac(md, salted, "Client Key");
   const auto stored_key = digest(md, client_key);
@@ -218,6 +233,59 @@ Status ScramClient::verifyServerFinal(std::string_view server_final) const {
     return saslError("SCRAM: the server's signature is wrong (it does not know the credentials)");
   }
   return okStatus();
+}
+
+SaslExchange::SaslExchange(const ClientSecurity& security, std::string client_id,
+                           std::function<std::int32_t()> next_id, std::string nonce,
+                           ScramSaltCache* cache)
+    : mechanism_(security.mechanism),
+      username_(security.username),
+      password_(security.password),
+      client_id_(std::move(client_id)),
+      next_id_(std::move(next_id)),
+      scram_(security.mechanism, security.username, security.password, std::move(nonce), cache) {}
+
+std::vector<std::uint8_t> SaslExchange::begin() {
+  correlation_ = next_id_();
+  stage_ = Stage::kHandshake;
+  return encodeSaslHandshakeRequest(correlation_, client_id_, mechanismName(mechanism_));
+}
+
+std::vector<std::uint8_t> SaslExchange::authenticate(const std::string& message) {
+  correlation_ = next_id_();
+  return encodeSaslAuthenticateRequest(correlation_, client_id_, message);
+}
+
+Result<SaslExchange::Step> SaslExchange::answer(std::span<const std::uint8_t> response) {
+  const auto stage = std::exchange(stage_, Stage::kFailed);
+  if (stage == Stage::kHandshake) {
+    if (auto s = decodeSaslHandshakeResponse(response, correlation_, mechanismName(mechanism_));
+        !s) {
+      return s.error();
+    }
+    if (mechanism_ == SaslMechanism::kPlain) {
+      stage_ = Stage::kPlain;
+      return Step{authenticate(plainMessage(username_, password_)), false};
+    }
+    stage_ = Stage::kScramFirst;
+    return Step{authenticate(scram_.clientFirst()), false};
+  }
+  if (stage != Stage::kPlain && stage != Stage::kScramFirst && stage != Stage::kScramFinal)
+    return saslError("SASL: an answer after the exchange ended");
+  auto answer = decodeSaslAuthenticateAnswer(response, correlation_);
+  if (!answer) return answer.error();
+  if (stage == Stage::kScramFirst) {
+    auto client_final = scram_.clientFinal(answer->bytes);
+    if (!client_final) return client_final.error();
+    stage_ = Stage::kScramFinal;
+    return Step{authenticate(*client_final), false};
+  }
+  if (stage == Stage::kScramFinal) {
+    if (auto s = scram_.verifyServerFinal(answer->bytes); !s) return s.error();
+  }
+  session_lifetime_ms_ = answer->session_lifetime_ms;
+  stage_ = Stage::kDone;
+  return Step{{}, true};
 }
 
 std::string scramNonce() {

@@ -61,10 +61,15 @@ const BIO_METHOD* socketWithoutSigpipe() {
 
 }  // namespace
 
-bool attachSocket(SSL* ssl, int fd) {
+BIO* socketBio(int fd) {
   BIO* bio = BIO_new(socketWithoutSigpipe());
+  if (bio != nullptr) BIO_set_fd(bio, fd, BIO_NOCLOSE);
+  return bio;
+}
+
+bool attachSocket(SSL* ssl, int fd) {
+  BIO* bio = socketBio(fd);
   if (bio == nullptr) return false;
-  BIO_set_fd(bio, fd, BIO_NOCLOSE);
   SSL_set_bio(ssl, bio, bio);  // the session owns it now
   return true;
 }
@@ -90,6 +95,13 @@ std::string tlsFailure(SSL* ssl, int ssl_error) {
     return openSslErrors("the peer closed the connection");
   }
   return openSslErrors("TLS error " + std::to_string(ssl_error));
+}
+
+bool tlsRefused(SSL* ssl, int ssl_error) {
+  if (ssl != nullptr && SSL_get_verify_result(ssl) != X509_V_OK) return true;
+  if (ssl_error != SSL_ERROR_SSL) return false;
+  // OpenSSL 3 reports a peer gone without close_notify (a broker killed) as a protocol error.
+  return ERR_GET_REASON(ERR_peek_error()) != SSL_R_UNEXPECTED_EOF_WHILE_READING;
 }
 
 Result<std::shared_ptr<const TlsContext>> TlsContext::create(const ClientSecurity& security) {

@@ -44,6 +44,17 @@ class TlsContext {
 // issuer certificate"). Drains OpenSSL's error queue of this thread.
 std::string tlsFailure(SSL* ssl, int ssl_error);
 
+// Whether a failed handshake, TLS read or write (`ssl_error` from SSL_get_error) was a refusal
+// of the session (the peer's certificate not verified, a TLS alert from the peer: a client
+// certificate it does not accept) rather than a broken transport (reset, closed, an EOF without
+// close_notify). Call before tlsFailure(), which drains the error queue this reads.
+bool tlsRefused(SSL* ssl, int ssl_error);
+
+// A BIO on `fd` (a connected socket the caller keeps owning) that writes with MSG_NOSIGNAL and
+// reads as OpenSSL's socket BIO; the caller's until given to a session. Null when OpenSSL cannot
+// allocate it.
+BIO* socketBio(int fd);
+
 // Makes `fd` (a connected socket the caller keeps owning) the session's transport, writing with
 // MSG_NOSIGNAL: a broker that closed the connection is an error, never a SIGPIPE. False when
 // OpenSSL cannot allocate it.

@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
@@ -20,8 +21,10 @@
 #include <string_view>
 #include <utility>
 
+#include "server/common/tls_verify.h"
 #include "server/common/worker.h"
 #include "server/kafka/probe_wire.h"
+#include "server/kafka/sasl.h"
 
 namespace kfaild::probe {
 namespace {
@@ -45,8 +48,14 @@ constexpr std::string_view kNoAnswer = "no answer within the request timeout";
 // The most a socket is asked to hold before it reports an answer's rest readable (drain()):
 // small enough that the kernel need not grow the receive buffer or clamp the window for it.
 constexpr std::size_t kMaxRcvLowat = 32 << 10;
+// A session the broker limits (KIP-368) is ended by the client, when idle, past this share of it.
+constexpr std::int64_t kReauthenticatePercent = 85;
 
 enum class Role { kProduce, kFetch, kMetadata };
+
+// A connection's way to its first request: TCP connect, the TLS handshake (SSL, SASL_SSL), the
+// SASL exchange (SASL_PLAINTEXT, SASL_SSL), then ready. Requests queued before wait in `held`.
+enum class Stage { kConnecting, kTls, kSasl, kReady };
 
 struct InFlight {
   std::int32_t correlation = 0;
@@ -65,17 +74,40 @@ struct InFlight {
 
 struct Conn {
   int fd = -1;
-  bool connected = false;
+  bool connected = false;  // the TCP connect is done
+  Stage stage = Stage::kConnecting;
   std::int32_t node = -1;  // -1: a bootstrap server (metadata only)
   Role role = Role::kProduce;
+  std::string host;  // as connected to: the name the broker's certificate must carry
   std::vector<std::uint8_t> out;
   std::size_t out_sent = 0;
+  std::vector<std::uint8_t> held;  // requests queued before the connection was ready
   std::vector<std::uint8_t> in;
   std::deque<InFlight> inflight;
-  int rcvlowat = 1;  // SO_RCVLOWAT as last set (drain())
+  int rcvlowat = 1;    // SO_RCVLOWAT as last set (drain())
+  SSL* ssl = nullptr;  // owned; null on a PLAINTEXT or SASL_PLAINTEXT connection
+  // Over TLS the session reads from this memory BIO (owned by `ssl`), which the loop fills from
+  // the socket (pump()), following the socket's TLS records as they come: what the record begun
+  // still lacks of its 5-byte header and of its body (answers(): SO_RCVLOWAT).
+  BIO* tls_in = nullptr;
+  bool tls_eof = false;  // the socket reached its end; what it held is in tls_in
+  std::size_t header_got = 0;
+  std::uint8_t header[5] = {};
+  std::size_t body_size = 0;
+  std::size_t body_left = 0;
+  // OpenSSL asked to repeat a write of this many bytes (0: none pending), and waits for these
+  // poll events (besides POLLIN, always watched).
+  std::size_t tls_retry = 0;
+  short tls_wants = 0;
+  std::unique_ptr<kafka::SaslExchange> sasl;  // during Stage::kSasl
+  bool refused = false;          // the broker refused the client (the class comment in the .h)
+  std::int64_t retire_mono = 0;  // a limited session: closed when idle past this (0: never)
   ~Conn() {
+    if (ssl != nullptr) SSL_free(ssl);
     if (fd >= 0) ::close(fd);
   }
+  bool ready() const { return stage == Stage::kReady; }
+  bool writable() const { return stage == Stage::kSasl || stage == Stage::kReady; }
 };
 
 struct Part {
@@ -150,6 +182,9 @@ struct WireClient::Impl {
   std::int32_t next_correlation = 1;
   std::vector<WireAck> acks;   // reused per turn
   std::vector<Conn*> abandon;  // overdue connections of brokers that lost partitions (described())
+  // Brokers whose last connection refused this client (-1: a bootstrap server), with why.
+  std::map<std::int32_t, std::string> refusals;
+  kafka::ScramSaltCache scram_cache;  // one PBKDF2 for all the connections (sasl.h)
 
   // tickOnIoThread(): the ticker and its next time, guarded by tick_mutex (held while it runs).
   std::mutex tick_mutex;
@@ -226,6 +261,7 @@ struct WireClient::Impl {
     conn->fd = fd;
     conn->node = node;
     conn->role = role;
+    conn->host = host;
     std::lock_guard lock(mutex);
     ++stats.connections;
     return conn;
@@ -275,17 +311,189 @@ struct WireClient::Impl {
   }
 
   void enqueue(Conn& conn, std::vector<std::uint8_t> frame, InFlight f) {
-    if (conn.out_sent == conn.out.size()) {
+    conn.inflight.push_back(std::move(f));
+    if (!conn.ready()) {
+      conn.held.insert(conn.held.end(), frame.begin(), frame.end());
+      return;
+    }
+    append(conn, frame);
+  }
+
+  static void append(Conn& conn, const std::vector<std::uint8_t>& frame) {
+    // A write OpenSSL asked to repeat must find its bytes where they were.
+    if (conn.out_sent == conn.out.size() && conn.tls_retry == 0) {
       conn.out.clear();
       conn.out_sent = 0;
     }
     conn.out.insert(conn.out.end(), frame.begin(), frame.end());
-    conn.inflight.push_back(std::move(f));
+  }
+
+  // --- security ------------------------------------------------------------------------------
+
+  // The TCP connect is done: the TLS handshake or the SASL exchange begins, or the connection is
+  // ready. False (with why) when no TLS session can be made.
+  bool secure(Conn& conn, common::Instant at, std::string& why) {
+    if (options.tls) {
+      conn.ssl = SSL_new(options.tls->get());
+      BIO* in = BIO_new(BIO_s_mem());
+      BIO* out = kafka::socketBio(conn.fd);
+      if (conn.ssl == nullptr || in == nullptr || out == nullptr) {
+        BIO_free(in);
+        BIO_free(out);
+        why = "TLS: " + kafka::openSslErrors("cannot make a session");
+        return false;
+      }
+      BIO_set_mem_eof_return(in, -1);  // empty: wait for more, not the end
+      SSL_set_bio(conn.ssl, in, out);
+      conn.tls_in = in;
+      SSL_set_mode(conn.ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+      // A compressed record could be shorter than what it carries (answers(): SO_RCVLOWAT).
+      SSL_set_options(conn.ssl, SSL_OP_NO_COMPRESSION);
+      if (auto bad = common::expectPeerHost(conn.ssl, conn.host, options.tls->verifyHostname())) {
+        why = "TLS: " + *bad;
+        return false;
+      }
+      conn.stage = Stage::kTls;
+      return handshake(conn, at, why);
+    }
+    return authenticate(conn, at);
+  }
+
+  // One step of the TLS handshake; false (with why) when it failed.
+  bool handshake(Conn& conn, common::Instant at, std::string& why) {
+    if (!pump(conn, why)) return false;
+    ERR_clear_error();
+    errno = 0;
+    const int rc = SSL_connect(conn.ssl);
+    if (rc == 1) {
+      conn.tls_wants = 0;
+      return authenticate(conn, at);
+    }
+    const int e = SSL_get_error(conn.ssl, rc);
+    if (e == SSL_ERROR_WANT_READ && conn.tls_eof) {
+      why = "TLS handshake: connection closed by the broker";
+      return false;
+    }
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+      conn.tls_wants = e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+      return true;
+    }
+    conn.refused = kafka::tlsRefused(conn.ssl, e);
+    why = "TLS handshake: " + kafka::tlsFailure(conn.ssl, e);
+    return false;
+  }
+
+  // Moves what the socket holds into the TLS session's read BIO, following its records; false
+  // (with why) when the socket failed. The socket's end is noted (tls_eof), not failed: what came
+  // before it is read first.
+  bool pump(Conn& conn, std::string& why) {
+    std::uint8_t buffer[65536];
+    for (;;) {
+      const auto n = ::recv(conn.fd, buffer, sizeof buffer, 0);
+      if (n > 0) {
+        BIO_write(conn.tls_in, buffer, static_cast<int>(n));
+        followRecords(conn, {buffer, static_cast<std::size_t>(n)});
+        if (static_cast<std::size_t>(n) < sizeof buffer) return true;
+        continue;
+      }
+      if (n == 0) {
+        conn.tls_eof = true;
+        return true;
+      }
+      if (errno == EAGAIN || errno == EINTR) return true;
+      why = errnoText("recv", errno);
+      return false;
+    }
+  }
+
+  // TLS records: a 5-byte header (type, version, body length), then the body.
+  static void followRecords(Conn& conn, std::span<const std::uint8_t> bytes) {
+    while (!bytes.empty()) {
+      if (conn.body_left > 0) {
+        const auto n = std::min(conn.body_left, bytes.size());
+        conn.body_left -= n;
+        bytes = bytes.subspan(n);
+        continue;
+      }
+      conn.header[conn.header_got++] = bytes.front();
+      bytes = bytes.subspan(1);
+      if (conn.header_got == sizeof conn.header) {
+        conn.body_size = (std::size_t{conn.header[3]} << 8) | conn.header[4];
+        conn.body_left = conn.body_size;
+        conn.header_got = 0;
+      }
+    }
+  }
+
+  // The fewest bytes the socket must still deliver before `plaintext` more bytes can be
+  // decrypted: a record's body is never shorter than what it carries (no compression), so the
+  // rest of the record begun, and what that record cannot hold.
+  static std::size_t tlsBytesDue(const Conn& conn, std::size_t plaintext) {
+    if (conn.header_got > 0) return sizeof conn.header - conn.header_got + plaintext;
+    if (conn.body_left > 0)
+      return conn.body_left + (plaintext > conn.body_size ? plaintext - conn.body_size : 0);
+    return plaintext;
+  }
+
+  // Begins the SASL exchange, or makes the connection ready when the cluster has none.
+  bool authenticate(Conn& conn, common::Instant at) {
+    if (!options.security.sasl()) {
+      ready(conn, at, 0);
+      return true;
+    }
+    conn.stage = Stage::kSasl;
+    conn.sasl = std::make_unique<kafka::SaslExchange>(
+        options.security, options.client_id, [this] { return next_correlation++; },
+        kafka::scramNonce(), &scram_cache);
+    append(conn, conn.sasl->begin());
+    return true;
+  }
+
+  // A SASL answer: the exchange's next frame queued, or the connection ready; false (with why)
+  // when the broker refused.
+  bool saslAnswered(Conn& conn, std::span<const std::uint8_t> body, common::Instant at,
+                    std::string& why) {
+    auto step = conn.sasl->answer(body);
+    if (!step) {
+      conn.refused = true;
+      why = "authentication failed: " + step.error().message;
+      return false;
+    }
+    if (!step->done) {
+      append(conn, step->frame);
+      return true;
+    }
+    ready(conn, at, conn.sasl->sessionLifetimeMs());
+    conn.sasl.reset();
+    return true;
+  }
+
+  // The broker accepted the client: what waited is sent, and the broker (with the bootstrap
+  // servers: the credentials work) is no longer refusing.
+  void ready(Conn& conn, common::Instant at, std::int64_t session_lifetime_ms) {
+    conn.stage = Stage::kReady;
+    if (session_lifetime_ms > 0) {
+      conn.retire_mono = at.mono + session_lifetime_ms * 1000 * kReauthenticatePercent / 100;
+    }
+    if (!conn.held.empty()) {
+      append(conn, conn.held);
+      conn.held.clear();
+    }
+    backoff_us.erase(conn.node);
+    if (!refusals.empty()) {
+      refusals.erase(conn.node);
+      refusals.erase(-1);
+    }
   }
 
   // Writes what it can; false when the connection broke.
   bool flush(Conn& conn, std::string& why) {
-    while (conn.connected && conn.out_sent < conn.out.size()) {
+    while (conn.connected && conn.writable() && conn.out_sent < conn.out.size()) {
+      if (conn.ssl != nullptr) {
+        if (!tlsWrite(conn, why)) return false;
+        if (conn.tls_retry != 0) return true;
+        continue;
+      }
       const auto n = ::send(conn.fd, conn.out.data() + conn.out_sent,
                             conn.out.size() - conn.out_sent, MSG_NOSIGNAL);
       if (n > 0) {
@@ -300,9 +508,66 @@ struct WireClient::Impl {
     return true;
   }
 
-  // Reads what is there and hands over every whole answer; false when the connection broke.
-  bool drain(Conn& conn, common::Instant at, std::string& why) {
+  // One SSL_write of what is unsent (or of what OpenSSL asked to repeat); false when it failed.
+  bool tlsWrite(Conn& conn, std::string& why) {
+    const auto size = conn.tls_retry != 0
+                          ? conn.tls_retry
+                          : std::min<std::size_t>(conn.out.size() - conn.out_sent, 1u << 30);
+    ERR_clear_error();
+    errno = 0;
+    const int n = SSL_write(conn.ssl, conn.out.data() + conn.out_sent, static_cast<int>(size));
+    if (n > 0) {
+      conn.out_sent += static_cast<std::size_t>(n);
+      conn.tls_retry = 0;
+      conn.tls_wants = 0;
+      return true;
+    }
+    const int e = SSL_get_error(conn.ssl, n);
+    if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
+      conn.tls_retry = size;
+      conn.tls_wants = e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+      return true;
+    }
+    conn.refused = kafka::tlsRefused(conn.ssl, e);
+    why = "TLS send: " + kafka::tlsFailure(conn.ssl, e);
+    return false;
+  }
+
+  // Reads into `conn.in` what the socket (or the TLS session) has; false when it broke, what came
+  // before kept (a broker refusing the credentials answers, then closes).
+  bool receive(Conn& conn, std::string& why) {
     std::uint8_t buffer[65536];
+    if (conn.ssl != nullptr) {
+      if (!pump(conn, why)) return false;
+      // Until the read BIO is empty but for a record begun: nothing decryptable is left behind a
+      // socket that poll() no longer reports readable.
+      for (;;) {
+        ERR_clear_error();
+        errno = 0;
+        const int n = SSL_read(conn.ssl, buffer, sizeof buffer);
+        if (n > 0) {
+          conn.in.insert(conn.in.end(), buffer, buffer + n);
+          continue;
+        }
+        const int e = SSL_get_error(conn.ssl, n);
+        if (e == SSL_ERROR_WANT_READ && conn.tls_eof) {
+          why = "connection closed by the broker";
+          return false;
+        }
+        if (e == SSL_ERROR_WANT_READ) return true;
+        if (e == SSL_ERROR_WANT_WRITE) {
+          conn.tls_wants = POLLOUT;
+          return true;
+        }
+        if (e == SSL_ERROR_ZERO_RETURN) {
+          why = "connection closed by the broker";
+          return false;
+        }
+        conn.refused = kafka::tlsRefused(conn.ssl, e);
+        why = "TLS receive: " + kafka::tlsFailure(conn.ssl, e);
+        return false;
+      }
+    }
     for (;;) {
       const auto n = ::recv(conn.fd, buffer, sizeof buffer, 0);
       if (n > 0) {
@@ -318,6 +583,20 @@ struct WireClient::Impl {
       why = errnoText("recv", errno);
       return false;
     }
+    return true;
+  }
+
+  // Reads what is there and hands over every whole answer; false when the connection broke.
+  bool drain(Conn& conn, common::Instant at, std::string& why) {
+    std::string closed;
+    const bool open = receive(conn, closed);
+    if (!answers(conn, at, why)) return false;
+    if (!open) why = std::move(closed);
+    return open;
+  }
+
+  // Hands over every whole answer in `conn.in`; false when one broke the connection.
+  bool answers(Conn& conn, common::Instant at, std::string& why) {
     std::size_t pos = 0;
     while (conn.in.size() - pos >= 4) {
       const auto size = (std::uint32_t{conn.in[pos]} << 24) |
@@ -328,6 +607,11 @@ struct WireClient::Impl {
         return false;
       }
       if (conn.in.size() - pos - 4 < size) break;
+      if (conn.stage == Stage::kSasl) {
+        if (!saslAnswered(conn, {conn.in.data() + pos + 4, size}, at, why)) return false;
+        pos += 4 + size;
+        continue;
+      }
       if (conn.inflight.empty()) {
         why = "an answer to no request";
         return false;
@@ -352,6 +636,8 @@ struct WireClient::Impl {
     } else if (!conn.in.empty()) {
       want = 4 - conn.in.size();
     }
+    // Over TLS the socket holds records, not answers: asked for what must still come in them.
+    if (conn.ssl != nullptr) want = std::max<std::size_t>(1, tlsBytesDue(conn, want));
     const int lowat = static_cast<int>(std::min(want, kMaxRcvLowat));
     if (lowat != conn.rcvlowat) {
       if (::setsockopt(conn.fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat) == 0)
@@ -689,6 +975,7 @@ struct WireClient::Impl {
       const auto after = clock.monoNow();
       findTimedOut(after, broken);
       failBroken(broken, after);
+      retireSessions(after);
       if (!sends.empty()) sendTick(sends, after);
       if (!acks.empty()) ack_sink(acks, clock.now());
     }
@@ -709,7 +996,9 @@ struct WireClient::Impl {
     poll.fds.push_back({wake_fd, POLLIN, 0});
     auto watch = [&](Conn* c) {
       short events = POLLIN;
-      if (!c->connected || c->out_sent < c->out.size()) events |= POLLOUT;
+      if (!c->connected || (c->writable() && c->out_sent < c->out.size())) events |= POLLOUT;
+      events |= c->tls_wants;
+      if (c->retire_mono != 0) next = std::min(next, std::max(c->retire_mono, now_mono + 1000));
       poll.fds.push_back({c->fd, events, 0});
       poll.polled.push_back(c);
       for (const auto& f : c->inflight) next = std::min(next, f.deadline_mono);
@@ -743,12 +1032,15 @@ struct WireClient::Impl {
           ok = false;
         } else if ((revents & (POLLOUT | POLLIN)) != 0) {
           c->connected = true;
-          backoff_us.erase(c->node);
+          ok = secure(*c, at, why);
         }
+      } else if (c->stage == Stage::kTls) {
+        ok = handshake(*c, at, why);
       }
-      if (ok && c->connected && (revents & (POLLIN | POLLHUP | POLLERR)) != 0)
-        ok = drain(*c, at, why);
-      if (ok && c->connected && (revents & POLLOUT) != 0) ok = flush(*c, why);
+      // Over TLS a read may wait for the socket to be writable, and a write for it to be readable.
+      const auto readable = POLLIN | POLLHUP | POLLERR | (c->ssl != nullptr ? POLLOUT : 0);
+      if (ok && c->writable() && (revents & readable) != 0) ok = drain(*c, at, why);
+      if (ok && c->writable() && c->out_sent < c->out.size()) ok = flush(*c, why);
       if (!ok) broken.add(c, why);
     }
     if ((poll.fds[0].revents & POLLIN) != 0) {
@@ -802,8 +1094,16 @@ struct WireClient::Impl {
     for (std::size_t i = 0; i < broken.conns.size(); ++i) {
       Conn* c = broken.conns[i];
       const bool timed_out = broken.reasons[i] == kNoAnswer;
-      fail(*c, timed_out ? RD_KAFKA_RESP_ERR__TIMED_OUT : RD_KAFKA_RESP_ERR__TRANSPORT,
-           broken.reasons[i], after);
+      std::int32_t error = timed_out ? RD_KAFKA_RESP_ERR__TIMED_OUT : RD_KAFKA_RESP_ERR__TRANSPORT;
+      if (c->refused) {
+        error = RD_KAFKA_RESP_ERR__AUTHENTICATION;
+        refusals[c->node] =
+            (c->node >= 0 ? "broker " + std::to_string(c->node) : std::string("bootstrap")) + ": " +
+            broken.reasons[i];
+        std::lock_guard lock(mutex);
+        ++stats.authentication_failures;
+      }
+      fail(*c, error, broken.reasons[i], after);
       if (c == metadata_conn.get()) {
         metadata_conn.reset();
       } else {
@@ -812,12 +1112,23 @@ struct WireClient::Impl {
     }
   }
 
+  // Closes, without failing anything, the idle connections whose limited session (KIP-368) is
+  // near its end: the next request opens a new one, authenticated again.
+  void retireSessions(std::int64_t after) {
+    const auto due = [&](const Conn& c) {
+      return c.retire_mono != 0 && after >= c.retire_mono && c.inflight.empty() &&
+             c.out_sent == c.out.size();
+    };
+    std::erase_if(conns, [&](const auto& entry) { return due(*entry.second); });
+    if (metadata_conn && due(*metadata_conn)) metadata_conn.reset();
+  }
+
   // Sends a tick's messages at once rather than at the next turn's poll.
   void sendTick(std::vector<WireSend>& sends, std::int64_t after) {
     sendProduce(sends, after);
     for (auto& [key, c] : conns) {
       std::string why;
-      if (c->connected && !flush(*c, why)) {
+      if (c->writable() && !flush(*c, why)) {
         // Seen as broken on the next turn's poll.
         spdlog::debug("probe wire client: broker {}: {}", c->node, why);
       }
@@ -877,6 +1188,16 @@ void WireClient::stop() {
 WireStats WireClient::stats() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->stats;
+}
+
+const std::string* WireClient::authenticationFailure(std::size_t slot) const {
+  const auto& refusals = impl_->refusals;
+  if (refusals.empty()) return nullptr;
+  const auto index = slot < impl_->slot_index.size() ? impl_->slot_index[slot] : SIZE_MAX;
+  const auto leader = index == SIZE_MAX ? -1 : impl_->parts[index].leader;
+  if (leader < 0) return &refusals.begin()->second;
+  const auto it = refusals.find(leader);
+  return it == refusals.end() ? nullptr : &it->second;
 }
 
 }  // namespace kfaild::probe

@@ -23,8 +23,19 @@
 // the socket reports alone (SO_RCVLOWAT), not at each piece a broker writes. The probe's ticks
 // run on it too (tickOnIoThread), so that per tick no thread wakes another.
 //
-// PLAINTEXT only: a cluster with TLS or SASL settings keeps librdkafka (config validation says
-// so). Thread-safe: add(), tickOnIoThread(), stopTicking(), stats() from any thread; the sinks
+// Secured as the cluster's other clients (server/kafka/security.h): TLS (the CA, host name and
+// client certificate of tls.h) and SASL PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (sasl.h), each
+// connection a state machine on the I/O thread: TCP connect, TLS handshake, SASL exchange, then
+// requests, which wait in the connection until it is ready. Nothing of it blocks the loop but
+// SCRAM's PBKDF2 (a few milliseconds per connection). A broker that refuses the client (the SASL
+// mechanism or credentials, the TLS session: a certificate not verified either way) is the
+// client's problem, not the cluster's: its connection fails, the problem says "authentication
+// failed" and authenticationFailure() tells the ticker to refuse the partition's sends until a
+// connection to that broker is accepted again. A session lifetime the broker gives (KIP-368,
+// connections.max.reauth.ms) is honoured by reconnecting, and authenticating again, when the
+// connection is idle before 85 % of it has passed.
+//
+// Thread-safe: add(), tickOnIoThread(), stopTicking(), stats() from any thread; the sinks
 // and the ticker run on the I/O thread.
 
 #include <atomic>
@@ -41,6 +52,8 @@
 #include <vector>
 
 #include "server/common/clock.h"
+#include "server/kafka/security.h"
+#include "server/kafka/tls.h"
 
 namespace kfaild::probe {
 
@@ -78,14 +91,18 @@ struct WireClientOptions {
   std::int32_t fetch_max_wait_ms = 500;
   std::int32_t fetch_max_bytes = 4 << 20;
   std::int32_t reconnect_backoff_max_ms = 1000;
+  // The cluster's security, and with TLS its context (made once, shared by the connections).
+  kafka::ClientSecurity security;
+  std::shared_ptr<const kafka::TlsContext> tls;
 };
 
 struct WireStats {
   std::uint64_t produce_requests = 0;
   std::uint64_t fetch_requests = 0;
   std::uint64_t metadata_requests = 0;
-  std::uint64_t connections = 0;  // opened, over the client's life
-  std::string problem;            // the last one, empty once metadata answers again
+  std::uint64_t connections = 0;              // opened, over the client's life
+  std::string problem;                        // the last one, empty once metadata answers again
+  std::uint64_t authentication_failures = 0;  // connections a broker refused (the class comment)
 };
 
 class WireClient {
@@ -127,6 +144,12 @@ class WireClient {
   void stop();
 
   WireStats stats() const;
+
+  // Why a send to `slot`'s partition is to be refused rather than asked of the cluster: the
+  // broker leading it (any broker while its leader is not known) refused this client's last
+  // connection to it; null otherwise. The I/O thread only (from the ticker); valid until it
+  // returns.
+  const std::string* authenticationFailure(std::size_t slot) const;
 
  private:
   struct Impl;

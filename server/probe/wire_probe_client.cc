@@ -37,6 +37,16 @@ Status ProbeRunner::WireProbeClient::beginReading(
     options.bootstrap.emplace_back(std::move(server.host), std::move(server.port));
   }
   options.client_id = "kfaild-" + cluster.name;
+  // The cluster's client properties, as its librdkafka clients and the quorum's client take
+  // them (config validation refused what the wire client cannot honour).
+  auto security = kafka::clientSecurity(cluster.client);
+  if (!security) return security.error();
+  if (security->tls()) {
+    auto tls = kafka::TlsContext::create(*security);
+    if (!tls) return tls.error();
+    options.tls = std::move(*tls);
+  }
+  options.security = std::move(*security);
   options.request_timeout_ms = kRequestTimeoutMs;
   options.fetch_max_wait_ms = kFetchWaitMs;
   std::vector<WireTarget> targets;
@@ -106,14 +116,29 @@ common::MonoMicros ProbeRunner::WireProbeClient::tickOnIoThread(std::vector<Wire
   if (runner_.stopping_) return runner_.pacer_->deadline() + runner_.pacer_->interval();
   sends.reserve(runner_.slots_.size());
   sends_ = &sends;
+  tick_refused_ = false;
   runner_.tick();
   sends_ = nullptr;
+  if (!tick_refused_ && !refusing_why_.empty()) {
+    refusing_why_.clear();
+    runner_.setProblem({});
+  }
   return runner_.pacer_->deadline();
 }
 
 rd_kafka_resp_err_t ProbeRunner::WireProbeClient::send(std::size_t index, Slot&, std::int64_t seq,
                                                        const std::string& body,
                                                        common::Instant now) {
+  // A broker refusing the client's credentials or certificate is not asked: the partition's
+  // sends are refused (the probe's own stretch) until it accepts a connection again.
+  if (const auto* refused = wire_->authenticationFailure(index)) {
+    tick_refused_ = true;
+    if (refusing_why_ != *refused) {
+      refusing_why_ = *refused;
+      runner_.setProblem("wire client: " + *refused);
+    }
+    return RD_KAFKA_RESP_ERR__AUTHENTICATION;
+  }
   WireSend send;
   send.slot = index;
   send.seq = seq;

@@ -59,6 +59,10 @@ class ProbeRunner::WireProbeClient final : public ProbeRunner::Client {
   std::unique_ptr<WireClient> wire_;
   bool ticked_ = false;                     // the I/O thread only: it took the sender's scheduling
   std::vector<WireSend>* sends_ = nullptr;  // the I/O thread only: the tick's sends, during tick()
+  // The I/O thread only: the refusal last reported as the probe's problem (send()), empty when
+  // none.
+  std::string refusing_why_;
+  bool tick_refused_ = false;  // the I/O thread only: a send of this tick was refused
 };
 
 }  // namespace kfaild::probe

@@ -153,8 +153,10 @@ TEST_CASE(
              Catch::Contains("clusters[0].probe.consumer_restart_ms"));
 }
 
-TEST_CASE("the probe's client is librdkafka unless set to wire, which refuses a secured cluster",
-          "[unit][config]") {
+TEST_CASE(
+    "the probe's client is librdkafka unless set to wire, which takes what kfaild's own protocol "
+    "client speaks and refuses the rest naming the client key",
+    "[unit][config]") {
   const std::string base = kArticle;
   const auto with = [&](const std::string& value, const std::string& protocol = "") {
     auto s = base;
@@ -170,8 +172,28 @@ TEST_CASE("the probe's client is librdkafka unless set to wire, which refuses a 
   CHECK_THAT(
       errorOf(with("franz")),
       Catch::Contains("clusters[0].probe.client: must be `librdkafka` or `wire`, got 'franz'"));
-  CHECK_THAT(errorOf(with("wire", "SASL_SSL")),
-             Catch::Contains("clusters[0].probe.client: `wire` speaks PLAINTEXT only"));
+  const auto sasl = [](const std::string& mechanism) {
+    return "SASL_SSL\n      sasl.mechanism: " + mechanism +
+           "\n      sasl.username: kfaild\n      sasl.password: secret";
+  };
+  CHECK(parseConfig(with("wire", sasl("SCRAM-SHA-512"))).clusters[0].probe.client ==
+        kfaild::config::ProbeClient::kWire);
+  CHECK(parseConfig(with("wire", "SSL\n      ssl.ca.location: /etc/ca.pem"))
+            .clusters[0]
+            .probe.client == kfaild::config::ProbeClient::kWire);
+  for (const auto* mechanism : {"GSSAPI", "OAUTHBEARER"}) {
+    INFO(mechanism);
+    const auto error = errorOf(with("wire", sasl(mechanism)));
+    CHECK_THAT(error,
+               Catch::Contains("clusters[0].client.sasl.mechanism: with probe.client wire: " +
+                               std::string(mechanism) + " is not supported"));
+    CHECK_THAT(error, !Catch::Contains("secret"));
+    CHECK(parseConfig(with("librdkafka", sasl(mechanism))).clusters[0].probe.client ==
+          kfaild::config::ProbeClient::kLibrdkafka);
+  }
+  CHECK_THAT(
+      errorOf(with("wire", "SASL_SSL")),
+      Catch::Contains("clusters[0].client.sasl.mechanism: with probe.client wire: required"));
   CHECK(parseConfig(with("wire", "PLAINTEXT")).clusters[0].probe.client ==
         kfaild::config::ProbeClient::kWire);
 }
