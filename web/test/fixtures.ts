@@ -122,9 +122,10 @@ export function samples(fromUs: number, n: number, gap?: { from: number; to: num
   return out;
 }
 
-export function group(partitionNo: number, role: Role, stalls: number[]): StatGroup {
+export function group(partitionNo: number, role: Role, stalls: number[], profile: string | null = null): StatGroup {
   return {
     cluster: 'lab',
+    profile,
     topic: 'orders',
     partition: partitionNo,
     role,
