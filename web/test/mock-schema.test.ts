@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMock } from '../e2e/start-mock.mjs';
 import { responseValidator } from '../scripts/openapi.mjs';
-import { drill, group, samples, FAULT_US } from './fixtures';
+import { drill, group, samples, twoProfileDrill, FAULT_US } from './fixtures';
 
 const TOKEN = 'schema-test';
 const validator = responseValidator();
@@ -203,6 +203,8 @@ describe('the mock server with two client profiles answers as openapi.yaml says'
 describe('the unit-test fixtures follow openapi.yaml', () => {
   it('drill, samples and statistics groups', () => {
     expect(validator.checkSchema('Drill', drill(1))).toEqual([]);
+    expect(validator.checkSchema('Drill', twoProfileDrill(2))).toEqual([]);
+    expect(validator.checkSchema('StatisticsGroup', group(0, 'leader', [9_400_000], 'java'))).toEqual([]);
     expect(samples(FAULT_US, 5).flatMap((s) => validator.checkSchema('Sample', s))).toEqual([]);
     expect(validator.checkSchema('StatisticsGroup', group(0, 'leader', [9_400_000]))).toEqual([]);
   });
