@@ -7,9 +7,15 @@
 // stalls of the article's size (kill: ~9.4 s where the target leads, ~8.6 s where it follows).
 //
 //   node e2e/mock-server.mjs [--port 8090] [--token secret] [--history 6] [--dist ../dist] [--check-schema]
+//                            [--profiles librdkafka,java]
 //
 // --check-schema validates every API answer against openapi.yaml as it is sent and prints each
 // departure on stderr as "mock: schema: ..." (npm run e2e:mock turns them into a failed check).
+//
+// --profiles names the probe's client profiles, the primary first (default: one, librdkafka). With
+// more than one, the cluster lists each profile's probe, every run carries the others' analyses
+// (`profiles`), the verdict one per profile, statistics a group per profile, and samples answer
+// ?profile=: a profile after the primary discovers the new leader PROFILE_LAG_US later.
 //
 // It is not kfaild: shapes follow ../../openapi.yaml (test/mock-schema.test.ts checks every route's
 // answers against it; --check-schema checks each answer as it is sent), numbers are made up.
@@ -40,6 +46,13 @@ const ASSIGNMENT = [
   [3, 1, 2],
 ];
 const TOPIC = 'orders';
+const PROFILES = String(args.profiles ?? 'librdkafka').split(',').filter(Boolean);
+const PRIMARY = PROFILES[0];
+const MULTI = PROFILES.length > 1;
+const PROFILE_CLIENT = (name) => (name === 'java' || name === 'wire' ? name : 'librdkafka');
+const PROFILE_SETTINGS = (name) => (name === 'java' ? { 'metadata.max.age.ms': '300000', 'request.timeout.ms': '30000' } : { 'topic.metadata.refresh.interval.ms': '10000', 'message.timeout.ms': '30000' });
+// How much later than the primary each profile's client finds the new leader (µs).
+const PROFILE_LAG_US = (name) => (name === PRIMARY ? 0 : 1_200_000 * PROFILES.indexOf(name));
 
 const nowUs = () => Date.now() * 1000;
 const rfc = (us) => {
@@ -208,6 +221,10 @@ function drillJson(d, now = nowUs()) {
       if (now >= p.recovered) run.recovered_us = p.recovered;
       if (now >= p.elected && (d.options.preferred_election ?? true)) run.preferred_leaders_restored = true;
       if (done) run.analysis = analysisJson(d, p);
+      if (done && MULTI) {
+        run.profile = PRIMARY;
+        run.profiles = PROFILES.slice(1).map((name) => ({ profile: name, client: PROFILE_CLIENT(name), probe_client: PROFILE_SETTINGS(name), analysis: analysisJson(d, p, name) }));
+      }
       return run;
     });
   return {
@@ -245,15 +262,16 @@ function mockVerdict(d, state, runs) {
     return { ...base, verdict: 'inconclusive', regressed: false, verdict_detail: detail };
   }
   const checks = [];
+  const views = (run) => [{ profile: PRIMARY, analysis: run.analysis }, ...(run.profiles ?? [])];
   for (const run of runs) {
-    for (const p of run.analysis.partitions) {
+    for (const view of views(run)) for (const p of view.analysis.partitions) {
       for (const kind of ['ack', 'receive']) {
         const key = `max_${kind}_stall_s`;
         let threshold = objectives.by_fault[d.fault]?.[key] ?? objectives[key];
         let source = objectives.by_fault[d.fault]?.[key] !== undefined ? `by_fault.${d.fault}.${key}` : key;
         if (d.expect?.[key] !== undefined) [threshold, source] = [d.expect[key], key];
         const measured = p[kind].stall ? p[kind].stall.duration_us / 1e6 : 0;
-        checks.push({ objective: key, source, threshold, measured, unit: 's', status: measured <= threshold ? 'pass' : 'fail', run: run.run, topic: p.topic, partition: p.partition, role: p.role, reason: '' });
+        checks.push({ objective: key, source, threshold, measured, unit: 's', status: measured <= threshold ? 'pass' : 'fail', run: run.run, topic: p.topic, partition: p.partition, role: p.role, reason: '', ...(view.profile === PRIMARY ? {} : { profile: view.profile }) });
       }
     }
   }
@@ -261,18 +279,23 @@ function mockVerdict(d, state, runs) {
   const regressions = d.fault === 'kill' && d.id === 4 && runs[0]?.analysis
     ? [{ kind: 'ack', role: 'leader', topic: TOPIC, partition: 0, run: 1, stall_s: checks[0].measured, median_s: checks[0].measured / 1.6, factor: 1.6, previous: 3 }]
     : [];
-  const verdict = checks.some((c) => c.status === 'fail') ? 'fail' : 'pass';
-  return { ...base, verdict, regressed: regressions.length > 0, verdict_detail: { verdict, objectives: { ...objectives, ...(d.expect ?? {}) }, checks, regressions, regression } };
+  const verdictOf = (cs) => (cs.some((c) => c.status === 'fail') ? 'fail' : 'pass');
+  const verdict = verdictOf(checks);
+  const detail = { verdict, objectives: { ...objectives, ...(d.expect ?? {}) }, checks, regressions, regression };
+  if (MULTI) detail.profiles = PROFILES.map((name) => ({ profile: name, verdict: verdictOf(checks.filter((c) => (c.profile ?? PRIMARY) === name)) }));
+  return { ...base, verdict, regressed: regressions.length > 0, verdict_detail: detail };
 }
 
-function analysisJson(d, p) {
+function analysisJson(d, p, profile = PRIMARY) {
+  const lag = PROFILE_LAG_US(profile);
+  const later = (x) => (lag === 0 || x.role !== 'leader' ? x : { ...x, stall: { ...x.stall, end_us: x.stall.end_us + lag, duration_us: x.stall.duration_us + lag }, phases: { ...x.phases, discovery_us: x.phases.discovery_us + lag, client_update_at_us: x.phases.client_update_at_us + lag } });
   return {
     fault: d.fault,
     target: p.target,
     fault_us: p.faultUs,
     departure: d.fault === 'stop' || d.fault === 'restart' ? 'controlled_shutdown' : 'fenced',
     departure_at_us: p.fenced,
-    partitions: p.parts.map((x) => ({
+    partitions: p.parts.map(later).map((x) => ({
       topic: TOPIC,
       partition: x.p,
       role: x.role,
@@ -320,12 +343,13 @@ function drillEvents(d, now) {
 }
 
 /** Stall windows of partition p (from every drill), as [start, end) of held-back acks. */
-function stallsOf(p, now) {
+function stallsOf(p, now, profile = PRIMARY) {
   const out = [];
   for (const d of drills) {
     for (const plan of d.plans) {
       const x = plan.parts[p];
-      if (x.stall && plan.faultUs <= now) out.push([plan.faultUs, x.stall.end_us, x.stall.start_us]);
+      const lag = x.role === 'leader' ? PROFILE_LAG_US(profile) : 0;
+      if (x.stall && plan.faultUs <= now) out.push([plan.faultUs, x.stall.end_us + lag, x.stall.start_us]);
     }
   }
   return out;
@@ -338,8 +362,8 @@ function brokerDownAt(b, now) {
 
 // ---- samples ------------------------------------------------------------------------------------
 
-function samples(p, fromUs, toUs, limit, now) {
-  const stalls = stallsOf(p, now);
+function samples(p, fromUs, toUs, limit, now, profile = PRIMARY) {
+  const stalls = stallsOf(p, now, profile);
   const items = [];
   const end = Math.min(toUs, now);
   let seq = Math.ceil(fromUs / INTERVAL);
@@ -406,11 +430,11 @@ function statistics(q, now) {
     nDrills++;
     for (const run of j.runs) {
       nRuns++;
-      for (const p of run.analysis.partitions) {
+      for (const [profile, p] of [{ profile: PRIMARY, analysis: run.analysis }, ...(run.profiles ?? [])].flatMap((v) => v.analysis.partitions.map((x) => [v.profile, x]))) {
         if (q.get('role') && q.get('role') !== p.role) continue;
         if (q.get('partition') && Number(q.get('partition')) !== p.partition) continue;
-        const key = `${p.topic}/${p.partition}/${p.role}`;
-        if (!groups.has(key)) groups.set(key, { cluster: d.cluster, topic: p.topic, partition: p.partition, role: p.role, fault: d.fault, rows: [] });
+        const key = `${profile}/${p.topic}/${p.partition}/${p.role}`;
+        if (!groups.has(key)) groups.set(key, { cluster: d.cluster, profile, topic: p.topic, partition: p.partition, role: p.role, fault: d.fault, rows: [] });
         groups.get(key).rows.push({ d, j, run, p });
       }
     }
@@ -424,6 +448,7 @@ function statistics(q, now) {
     truncated: false,
     groups: [...groups.values()].map((g) => ({
       cluster: g.cluster,
+      profile: g.profile,
       topic: g.topic,
       partition: g.partition,
       role: g.role,
@@ -530,6 +555,19 @@ function clusterDetail(now) {
     observers: [],
     described_at_us: now - 300_000,
   };
+  const profiles = MULTI
+    ? PROFILES.map((name, i) => ({
+        profile: name,
+        client: PROFILE_CLIENT(name),
+        phase: 'probing',
+        problem: null,
+        run_id: `00c0ffee00c0ff${String(i).padStart(2, '0')}`,
+        ticks: Math.floor(now / INTERVAL),
+        held_ticks: 0,
+        client_settings: PROFILE_SETTINGS(name),
+        partitions: partitions.map((x) => ({ topic: TOPIC, partition: x.partition, probe: x.probe })),
+      }))
+    : [];
   return {
     name: CLUSTER,
     id: 1,
@@ -589,6 +627,7 @@ function clusterDetail(now) {
       sender_scheduling: 'SCHED_FIFO 1',
       client_settings: { acks: 'all', 'enable.idempotence': 'true', 'message.timeout.ms': '30000', 'max.in.flight.requests.per.connection': '5', retries: '2147483647' },
     },
+    profiles,
   };
 }
 
@@ -631,8 +670,10 @@ async function api(req, res, url) {
     if (Number.isNaN(from) || Number.isNaN(to)) return problem(res, 400, 'invalid-parameter', 'Bad Request', 'from/to: not RFC 3339', path);
     if (to - from > 86_400e6) return problem(res, 400, 'invalid-parameter', 'Bad Request', 'range longer than 24 hours', path);
     const p = Number(r[3]);
+    const profile = q.get('profile') ?? PRIMARY;
+    if (!PROFILES.includes(profile)) return problem(res, 400, 'invalid-parameter', 'Bad Request', `profile: the cluster has no profile "${profile}"`, path);
     if (decodeURIComponent(r[2]) !== TOPIC || p > 2) return send(res, 200, { items: [], count: 0, truncated: false, next: null, from: rfc(from), to: rfc(to) });
-    return send(res, 200, samples(p, from, to, Number(q.get('limit') ?? 100000), now));
+    return send(res, 200, samples(p, from, to, Number(q.get('limit') ?? 100000), now, profile));
   }
   if ((r = m(/^\/api\/v1\/clusters\/([^/]+)\/events$/))) {
     const to = parseTime(q.get('to')) ?? now;

@@ -35,6 +35,7 @@ function detail(
     brokers: brokers.map((id) => ({ id, host: '127.0.0.1', port: 19090 + id })),
     topics: [{ name: 'orders', error: null, partitions: parts.map((p, i) => ({ partition: i, error: null, probe: null, ...p })) }],
     probe: { phase: 'probing', problem: null, run_id: '00c0ffee00c0ffee', interval_us: 20_000, ticks: 0, skipped_ticks: 0, held_ticks: 0, max_send_lateness_us: 0, sender_scheduling: 'SCHED_FIFO 1', client_settings: {} },
+    profiles: [],
   };
 }
 

@@ -122,9 +122,10 @@ export function samples(fromUs: number, n: number, gap?: { from: number; to: num
   return out;
 }
 
-export function group(partitionNo: number, role: Role, stalls: number[]): StatGroup {
+export function group(partitionNo: number, role: Role, stalls: number[], profile: string | null = null): StatGroup {
   return {
     cluster: 'lab',
+    profile,
     topic: 'orders',
     partition: partitionNo,
     role,
@@ -142,4 +143,37 @@ export function group(partitionNo: number, role: Role, stalls: number[]): StatGr
       return { drill: i + 1, run: 1, at: rfc3339FromUs(at), at_us: at, ack_stall_us: s, receive_stall_us: null, ack_regressed: false, receive_regressed: false };
     }),
   };
+}
+
+/**
+ * The kill above seen by two client profiles: librdkafka (the primary, `analysis`) and java, whose
+ * client found the new leader of orders-0 1.2 s later; its verdict failed on that partition.
+ */
+export function twoProfileDrill(id: number): Drill {
+  const d = drill(id);
+  const run = d.runs[0]!;
+  const java = [
+    partition(0, 'leader', 10_610_000, { phases: { ...partition(0, 'leader', 0).phases, discovery_us: 1_400_000 }, mechanism: { name: 'session_timeout', setting: 'broker.session.timeout.ms', expected_us: 9_000_000, phases: [], explained: true, ended_by: 'fenced', reason: '' } }),
+    partition(1, 'follower', 8_620_000),
+    partition(2, 'follower', 8_590_000),
+  ];
+  run.profile = 'librdkafka';
+  run.probe_client = { 'topic.metadata.refresh.interval.ms': '10000' };
+  run.profiles = [{ profile: 'java', client: 'java', probe_client: { 'metadata.max.age.ms': '300000' }, analysis: { ...run.analysis!, partitions: java } }];
+  d.verdict = 'fail';
+  d.verdict_detail = {
+    verdict: 'fail',
+    objectives: { max_ack_stall_s: 10 },
+    checks: [
+      { objective: 'max_ack_stall_s', source: 'max_ack_stall_s', threshold: 10, measured: 9.41, unit: 's', status: 'pass', run: 1, topic: 'orders', partition: 0, role: 'leader', reason: '' },
+      { objective: 'max_ack_stall_s', source: 'max_ack_stall_s', threshold: 10, measured: 10.61, unit: 's', status: 'fail', run: 1, topic: 'orders', partition: 0, role: 'leader', reason: '', profile: 'java' },
+    ],
+    regressions: [],
+    regression: { window: 5, factor: 1.5, min_runs: 3, min_delta_s: 1 },
+    profiles: [
+      { profile: 'librdkafka', verdict: 'pass' },
+      { profile: 'java', verdict: 'fail' },
+    ],
+  };
+  return d;
 }

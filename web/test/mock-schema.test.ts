@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMock } from '../e2e/start-mock.mjs';
 import { responseValidator } from '../scripts/openapi.mjs';
-import { drill, group, samples, FAULT_US } from './fixtures';
+import { drill, group, samples, twoProfileDrill, FAULT_US } from './fixtures';
 
 const TOKEN = 'schema-test';
 const validator = responseValidator();
@@ -164,9 +164,47 @@ describe('the mock server answers as openapi.yaml says', () => {
   });
 });
 
+describe('the mock server with two client profiles answers as openapi.yaml says', () => {
+  let stop = () => {};
+  let url = '';
+  beforeAll(async () => {
+    const mock = await startMock({ args: ['--token', TOKEN, '--profiles', 'librdkafka,java'] });
+    url = mock.url;
+    stop = mock.stop;
+  });
+  afterAll(() => stop());
+
+  const get = async (path: string, status = 200): Promise<any> => {
+    const res = await fetch(url + path, { headers: { Accept: 'application/json' } });
+    const text = await res.text();
+    const problems = validator.check({ method: 'GET', path: new URL(url + path).pathname, status: res.status, contentType: res.headers.get('content-type'), body: text });
+    expect.soft(problems, path).toEqual([]);
+    expect(res.status, `${path}: ${text.slice(0, 300)}`).toBe(status);
+    return JSON.parse(text);
+  };
+
+  it('cluster, drill, statistics and samples by profile', async () => {
+    const c = await get('/api/v1/clusters/lab');
+    expect(c.profiles.map((p: any) => [p.profile, p.client])).toEqual([['librdkafka', 'librdkafka'], ['java', 'java']]);
+    const page = await get('/api/v1/drills?state=done&limit=1');
+    const d = await get(`/api/v1/drills/${page.items[0].id}`);
+    expect(d.runs[0].profile).toBe('librdkafka');
+    expect(d.runs[0].profiles.map((p: any) => p.profile)).toEqual(['java']);
+    expect(d.verdict_detail.profiles.map((p: any) => p.profile)).toEqual(['librdkafka', 'java']);
+    const st = await get('/api/v1/statistics?cluster=lab&fault=kill');
+    expect(new Set(st.groups.map((g: any) => g.profile))).toEqual(new Set(['librdkafka', 'java']));
+    const now = Date.now() * 1000;
+    const q = `from=${encodeURIComponent(rfc(now - 10e6))}&to=${encodeURIComponent(rfc(now))}`;
+    await get(`/api/v1/clusters/lab/partitions/orders/0/samples?${q}&profile=java`);
+    await get(`/api/v1/clusters/lab/partitions/orders/0/samples?${q}&profile=nope`, 400);
+  });
+});
+
 describe('the unit-test fixtures follow openapi.yaml', () => {
   it('drill, samples and statistics groups', () => {
     expect(validator.checkSchema('Drill', drill(1))).toEqual([]);
+    expect(validator.checkSchema('Drill', twoProfileDrill(2))).toEqual([]);
+    expect(validator.checkSchema('StatisticsGroup', group(0, 'leader', [9_400_000], 'java'))).toEqual([]);
     expect(samples(FAULT_US, 5).flatMap((s) => validator.checkSchema('Sample', s))).toEqual([]);
     expect(validator.checkSchema('StatisticsGroup', group(0, 'leader', [9_400_000]))).toEqual([]);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ackSummary, alignTrend, groupLabel, jitter, quantile, sortGroups, stripSeries, summaryRows, trendSeries, yTop } from '../src/lib/stats';
+import { ackSummary, alignTrend, filterProfile, groupLabel, jitter, profileName, quantile, sortGroups, statProfiles, stripSeries, summaryRows, trendSeries, yTop } from '../src/lib/stats';
 import { group } from './fixtures';
 
 describe('statistics shaping', () => {
@@ -73,5 +73,27 @@ describe('trend alignment', () => {
       [10, null, 30],
       [null, 20, 31],
     ]);
+  });
+
+  it('labels series without a profile when the groups have one (or none, from before profiles)', () => {
+    const groups = [group(2, 'follower', [8_400_000]), group(0, 'leader', [9_400_000]), group(1, 'follower', [8_370_000])];
+    expect(statProfiles(groups)).toEqual([null]);
+    expect(stripSeries(groups).map((x) => x.label)).toEqual(['orders-0 · leader', 'orders-1 · follower', 'orders-2 · follower']);
+    expect(summaryRows(groups).map((r) => r.profile)).toEqual([null, null, null]);
+  });
+
+  it('keeps the profiles of a partition next to each other, labels and filters them', () => {
+    const two = [group(0, 'leader', [9_400_000], 'librdkafka'), group(1, 'follower', [8_600_000], 'librdkafka'), group(0, 'leader', [10_600_000], 'java'), group(0, 'leader', [9_900_000], null)];
+    expect(statProfiles(two)).toEqual(['librdkafka', 'java', null]);
+    expect(trendSeries(two).map((x) => x.label)).toEqual(['orders-0 · leader · librdkafka', 'orders-0 · leader · java', 'orders-0 · leader · (before profiles)', 'orders-1 · follower · librdkafka']);
+    expect(summaryRows(two).map((r) => [r.label, profileName(r.profile)])).toEqual([
+      ['orders-0 · leader', 'librdkafka'],
+      ['orders-0 · leader', 'java'],
+      ['orders-0 · leader', '(before profiles)'],
+      ['orders-1 · follower', 'librdkafka'],
+    ]);
+    expect(filterProfile(two, 'java').map((g) => g.trend[0]!.ack_stall_us)).toEqual([10_600_000]);
+    expect(filterProfile(two, null).map((g) => g.trend[0]!.ack_stall_us)).toEqual([9_900_000]);
+    expect(filterProfile(two, '')).toHaveLength(4);
   });
 });

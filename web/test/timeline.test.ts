@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { TimelineItem } from '../src/api/types';
 import {
   buildLane,
+  laneRefs,
   coverageNote,
   drillPartitions,
   eventLabel,
@@ -148,5 +149,15 @@ describe('probe markers', () => {
     expect(eventLabel({ kind: 'held_back', broker: null, topic: 'orders', partition: 0, detail: { ticks: 350, end_us: 1 } })).toBe(
       'held_back orders-0 350 ticks',
     );
+  });
+
+  it('gives a lane per partition, or per partition and profile side by side', () => {
+    const parts = [{ topic: 'orders', partition: 0 }, { topic: 'orders', partition: 1 }];
+    expect(laneRefs(parts, [])).toEqual(parts);
+    const refs = laneRefs(parts, ['librdkafka', 'java']);
+    expect(refs.map((r) => `${r.partition}/${r.profile}`)).toEqual(['0/librdkafka', '0/java', '1/librdkafka', '1/java']);
+    const lane = buildLane(refs[1]!, samples(FAULT_US, 10), FAULT_US);
+    expect([lane.key, lane.profile]).toEqual(['orders-0 java', 'java']);
+    expect(buildLane(parts[0]!, samples(FAULT_US, 10), FAULT_US).key).toBe('orders-0');
   });
 });

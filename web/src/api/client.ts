@@ -141,7 +141,7 @@ const enc = encodeURIComponent;
 export const api = {
   clusters: (s?: AbortSignal) => getJson<ClusterList>('/api/v1/clusters', {}, s),
   cluster: (c: string, s?: AbortSignal) => getJson<ClusterDetail>(`/api/v1/clusters/${enc(c)}`, {}, s),
-  samples: (c: string, topic: string, partition: number, q: { from?: string; to?: string; limit?: number }, s?: AbortSignal) =>
+  samples: (c: string, topic: string, partition: number, q: { profile?: string; from?: string; to?: string; limit?: number }, s?: AbortSignal) =>
     getJson<SampleList>(`/api/v1/clusters/${enc(c)}/partitions/${enc(topic)}/${partition}/samples`, q, s),
   events: (c: string, q: Query, s?: AbortSignal) => getJson<EventList>(`/api/v1/clusters/${enc(c)}/events`, q, s),
   incidents: (c: string, q: Query, s?: AbortSignal) => getJson<IncidentList>(`/api/v1/clusters/${enc(c)}/incidents`, q, s),

@@ -209,8 +209,10 @@ function checkText(c: VerdictCheck, multiRun: boolean): string {
   const unit = c.unit === 's' ? ' s' : ` ${c.unit}`;
   const measured = c.measured === null ? 'not measured' : `${c.unit === 's' ? c.measured.toFixed(2) : c.measured}${unit}`;
   const run = multiRun ? `, run ${c.run}` : '';
+  // A check of another profile than the primary names it: the same objective, another client.
+  const profile = c.profile ? `, profile ${c.profile}` : '';
   const why = c.reason ? ` — ${c.reason}` : '';
-  return `${c.objective} on ${where}${run}: ${measured}, limit ${c.threshold}${unit} (${c.source})${why}`;
+  return `${c.objective} on ${where}${run}${profile}: ${measured}, limit ${c.threshold}${unit} (${c.source})${why}`;
 }
 
 export function objectiveVerdict(drill: Drill): ObjectiveVerdict {

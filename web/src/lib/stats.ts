@@ -5,18 +5,48 @@ import { ROLE_LABEL } from './drill';
 
 const ROLE_ORDER: Record<Role, number> = { leader: 0, follower: 1, follower_out_of_isr: 2, not_a_replica: 3, sole_replica: 4, below_min_isr: 5, isolated_leader: 6, isolated_follower: 7, throttled_leader: 8, throttled_follower: 9 };
 
-export function groupLabel(g: Pick<StatGroup, 'topic' | 'partition' | 'role'>): string {
+/** A group's client profile as a person reads it: runs stored before profiles existed have none. */
+export function profileName(profile: string | null | undefined): string {
+  return profile ?? '(before profiles)';
+}
+
+/** The distinct profiles of the groups, in the order they first appear (the server's: primary first). */
+export function statProfiles(groups: readonly Pick<StatGroup, 'profile'>[]): (string | null)[] {
+  return [...new Set(groups.map((g) => g.profile ?? null))];
+}
+
+/** The groups of one profile ('' keeps every group; null names the groups from before profiles). */
+export function filterProfile<T extends Pick<StatGroup, 'profile'>>(groups: readonly T[], profile: string | null | ''): T[] {
+  if (profile === '') return [...groups];
+  return groups.filter((g) => (g.profile ?? null) === profile);
+}
+
+type Labelled = Pick<StatGroup, 'topic' | 'partition' | 'role'> & { profile?: string | null };
+
+/** "orders-0 · leader". */
+export function groupLabel(g: Labelled): string {
   return `${g.topic}-${g.partition} · ${ROLE_LABEL[g.role] ?? g.role}`;
 }
 
-/** Groups ordered by role (leader first), then topic and partition. */
-export function sortGroups<T extends Pick<StatGroup, 'topic' | 'partition' | 'role'>>(gs: readonly T[]): T[] {
+/** A chart series' label: the group's, and its profile when the groups shown have more than one. */
+function seriesLabel(g: Labelled, withProfile: boolean): string {
+  return withProfile ? `${groupLabel(g)} · ${profileName(g.profile)}` : groupLabel(g);
+}
+
+/** Groups ordered by role (leader first), then topic and partition, then profile (as given). */
+export function sortGroups<T extends Labelled>(gs: readonly T[]): T[] {
+  const profiles = statProfiles(gs.map((g) => ({ profile: g.profile ?? null })));
   return [...gs].sort(
     (a, b) =>
       (ROLE_ORDER[a.role] ?? 9) - (ROLE_ORDER[b.role] ?? 9) ||
       (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0) ||
-      a.partition - b.partition,
+      a.partition - b.partition ||
+      profiles.indexOf(a.profile ?? null) - profiles.indexOf(b.profile ?? null),
   );
+}
+
+function manyProfiles(groups: readonly Pick<StatGroup, 'profile'>[]): boolean {
+  return statProfiles(groups).length > 1;
 }
 
 /** The q-quantile (0..1) of values by linear interpolation; null when empty. */
@@ -60,10 +90,11 @@ export interface StripSeries {
 
 /** One series per group for the strip plot; x is the group's index, spread by `width`. */
 export function stripSeries(groups: readonly StatGroup[], width = 0.5): StripSeries[] {
+  const withProfile = manyProfiles(groups);
   return sortGroups(groups).map((g, i) => {
     const pts = g.trend.filter((t) => t.ack_stall_us !== null);
     return {
-      label: groupLabel(g),
+      label: seriesLabel(g, withProfile),
       role: g.role,
       x: pts.map((t) => i + jitter(t.drill, t.run) * width),
       y: pts.map((t) => t.ack_stall_us! / 1e6),
@@ -83,12 +114,13 @@ export interface TrendSeries {
 }
 
 export function trendSeries(groups: readonly StatGroup[]): TrendSeries[] {
+  const withProfile = manyProfiles(groups);
   return sortGroups(groups).map((g) => {
     const pts = g.trend
       .filter((t) => t.ack_stall_us !== null)
       .sort((a, b) => a.at_us - b.at_us);
     return {
-      label: groupLabel(g),
+      label: seriesLabel(g, withProfile),
       role: g.role,
       x: pts.map((t) => t.at_us / 1e6),
       y: pts.map((t) => t.ack_stall_us! / 1e6),
@@ -98,6 +130,7 @@ export function trendSeries(groups: readonly StatGroup[]): TrendSeries[] {
 
 export interface PhaseSummaryRow {
   label: string;
+  profile: string | null;
   role: Role;
   count: number;
   ack: Quantiles | null;
@@ -111,6 +144,7 @@ export interface PhaseSummaryRow {
 export function summaryRows(groups: readonly StatGroup[]): PhaseSummaryRow[] {
   return sortGroups(groups).map((g) => ({
     label: groupLabel(g),
+    profile: g.profile ?? null,
     role: g.role,
     count: g.count,
     ack: ackSummary(g),

@@ -15,6 +15,25 @@ export function laneKey(p: PartitionRef): string {
   return `${p.topic}-${p.partition}`;
 }
 
+/** A lane's partition, and the client profile whose samples it draws when the probe runs several. */
+export interface LaneRef extends PartitionRef {
+  profile?: string;
+}
+
+/** "orders-0", or with a profile "orders-0 java". */
+export function laneRefKey(r: LaneRef): string {
+  return r.profile ? `${laneKey(r)} ${r.profile}` : laneKey(r);
+}
+
+/**
+ * One lane per partition, or with profiles one per partition and profile, a partition's profiles
+ * next to each other (in the given order) so their stalls line up in time.
+ */
+export function laneRefs(parts: readonly PartitionRef[], profiles: readonly string[]): LaneRef[] {
+  if (profiles.length === 0) return parts.map((p) => ({ topic: p.topic, partition: p.partition }));
+  return parts.flatMap((p) => profiles.map((profile) => ({ topic: p.topic, partition: p.partition, profile })));
+}
+
 /** The probe partitions a drill analysed, in topic / partition order, without repeats. */
 export function drillPartitions(drill: Drill): PartitionRef[] {
   const seen = new Map<string, PartitionRef>();
@@ -57,7 +76,7 @@ export interface LaneGap {
   duration_s: number;
 }
 
-export interface Lane extends PartitionRef {
+export interface Lane extends LaneRef {
   key: string;
   /** Ack times, seconds relative to the origin, ascending. */
   ack: Float64Array;
@@ -85,7 +104,7 @@ function toLaneGap(g: ReturnType<typeof longestGap>, originUs: number): LaneGap 
 }
 
 /** Builds a lane from one partition's raw samples. */
-export function buildLane(ref: PartitionRef, samples: readonly Sample[], originUs: number, openAfterUs = 500_000): Lane {
+export function buildLane(ref: LaneRef, samples: readonly Sample[], originUs: number, openAfterUs = 500_000): Lane {
   const acks = eventTimes(samples, 'ack');
   const recv = eventTimes(samples, 'receive');
   const rel = (ts: number[]) => Float64Array.from(ts, (t) => (t - originUs) / 1e6);
@@ -102,7 +121,7 @@ export function buildLane(ref: PartitionRef, samples: readonly Sample[], originU
       : null;
   return {
     ...ref,
-    key: laneKey(ref),
+    key: laneRefKey(ref),
     ack: rel(acks),
     receive: rel(recv),
     longestAck: toLaneGap(longestGap(acks), originUs),

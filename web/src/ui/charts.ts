@@ -144,7 +144,8 @@ export class TimelineChart extends SizedChart {
         },
         {
           font: FONT,
-          size: 78,
+          // Wide enough for the longest lane name ("orders-0 librdkafka" with client profiles).
+          size: Math.max(78, 12 + 7 * Math.max(0, ...this.model.lanes.map((l) => l.key.length))),
           gap: 4,
           splits: () => m().lanes.map((_, i) => n - i - 0.5),
           values: () => m().lanes.map((l) => l.key),

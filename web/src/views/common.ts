@@ -16,11 +16,24 @@ import {
   objectiveVerdict,
   verdict,
 } from '../lib/drill';
+import { profileVerdicts } from '../lib/profiles';
 import { formatAgo, formatDuration, formatTimestamp, nowUs } from '../lib/time';
 import { PHASE_COLOR, ROLE_COLOR } from '../ui/colors';
 import { badge, h, select } from '../ui/dom';
 
 const VERDICT_CLASS: Record<VerdictStatus, string> = { pass: 'ok', fail: 'bad', inconclusive: 'warn' };
+
+/** One badge per profile with its own verdict; null with one profile. */
+export function profileVerdictBadges(d: Drill): HTMLElement | null {
+  const vs = profileVerdicts(d);
+  if (vs.length === 0) return null;
+  return h(
+    'div',
+    { class: 'profile-verdicts', 'data-testid': 'profile-verdicts' },
+    'By client profile: ',
+    vs.map((v) => badge(`${v.profile} ${v.verdict.toUpperCase()}`, `verdict-${VERDICT_CLASS[v.verdict]}`, { 'data-testid': 'profile-verdict', 'data-profile': v.profile, 'data-verdict': v.verdict })),
+  );
+}
 
 /** kfaild's verdict against the objectives: a badge, then what failed, what could not be measured, and the regressions. */
 export function objectiveBlock(d: Drill): HTMLElement | null {
@@ -43,6 +56,7 @@ export function objectiveBlock(d: Drill): HTMLElement | null {
           : o.reason ?? `${o.inconclusive.length} of ${o.checks} objective checks could not be measured`,
       d.regressed ? badge('REGRESSED', 'verdict-warn') : null,
     ),
+    profileVerdictBadges(d),
     list(o.failed, 'Failed', 'failed-check'),
     list(o.inconclusive, 'Not measured', 'inconclusive-check'),
     list(o.notApplicable, 'Not applicable', 'not-applicable-check'),

@@ -6,12 +6,14 @@ import { api, ApiError } from '../api/client';
 import type { ClusterDetail, Drill, Sample, Timeline } from '../api/types';
 import { controlPlaneRow, coordinatorsRow, rollingRows, secondFaultRow, stepOffsets, cssToken, faultLabel, hitBrokers, isRunning, mechanismText, observedLine, PHASE_LABEL, phaseText, ROLE_LABEL, runFaultUs, stallText, targetLabel } from '../lib/drill';
 import { SampleWindow } from '../lib/gaps';
+import { clusterProfiles, drillProfiles } from '../lib/profiles';
 import {
   buildLane,
   coverageNote,
   drillPartitions,
   eventRows,
-  laneKey,
+  laneRefKey,
+  laneRefs,
   laneSummary,
   markers,
   sortPartitions,
@@ -28,6 +30,7 @@ import { MARKER_COLOR } from '../ui/colors';
 import { confirmDialog } from '../ui/dialogs';
 import { h, notice, replace, table } from '../ui/dom';
 import { departureText, phaseBars, roleBadge, stallBars, stateBadge, verdictBanner } from './common';
+import { profilesSection } from './profiles';
 import type { View } from './view';
 
 const DAY_US = 86_400_000_000;
@@ -65,6 +68,7 @@ export class DrillView implements View {
   private lastState: string | null = null;
   private lastSamplesAt = 0;
   private probePartitions: PartitionRef[] | null = null;
+  private probeProfiles: string[] = [];
   private finalLoaded = false;
 
   constructor(private readonly id: number) {
@@ -72,7 +76,7 @@ export class DrillView implements View {
     replace(
       this.timelineCard,
       h('h2', null, 'Timeline'),
-      h('p', { class: 'muted' }, 'One lane per probe partition: a tick per ack (upper half) and per receipt (lower half). A stall is the empty stretch; the longest ack gap is shaded with its length. Times in seconds from the fault.'),
+      h('p', { class: 'muted' }, 'One lane per probe partition (with several client profiles, one per partition and profile, side by side): a tick per ack (upper half) and per receipt (lower half). A stall is the empty stretch; the longest ack gap is shaded with its length. Times in seconds from the fault.'),
       h('label', { class: 'check' }, this.showReceive, ' show receipts'),
       this.legend,
       this.chartBox,
@@ -226,6 +230,7 @@ export class DrillView implements View {
               h('section', { class: 'card' }, h('h2', null, 'Stall per partition'), stallBars(d)),
               h('section', { class: 'card' }, h('h2', null, 'Phases'), ...d.runs.map((r) => (departureText(r) ? h('p', null, d.runs.length > 1 ? `Run ${r.run}: ` : '', departureText(r)) : null)), phaseBars(d)),
             ),
+            profilesSection(d),
             h('section', { class: 'card' }, h('h2', null, 'Analysis'), this.analysisTable(d)),
             d.runs.some((r) => r.second_fault)
               ? h(
@@ -338,6 +343,7 @@ export class DrillView implements View {
     // Before the analysis, lanes come from the cluster's probe partitions.
     const c: ClusterDetail = await api.cluster(cluster, signal);
     this.probePartitions = sortPartitions(c.topics.flatMap((t) => t.partitions.filter((p) => p.probe).map((p) => ({ topic: t.name, partition: p.partition }))));
+    this.probeProfiles = clusterProfiles(c);
     return this.probePartitions;
   }
 
@@ -364,11 +370,14 @@ export class DrillView implements View {
       replace(this.timelineNote, notice('warn', `Cannot find the probe partitions: ${(e as Error).message}`));
       return;
     }
+    // With several client profiles, a lane per partition and profile (each profile's own stream).
+    const analysedProfiles = drillProfiles(d);
+    const refs = laneRefs(parts, analysedProfiles.length ? analysedProfiles : this.probeProfiles);
     const truncated: string[] = [];
     const errors: string[] = [];
     const lanes = await Promise.all(
-      parts.map(async (p) => {
-        const key = laneKey(p);
+      refs.map(async (p) => {
+        const key = laneRefKey(p);
         let w = this.windows.get(key);
         if (!w) {
           w = new SampleWindow(DAY_US);
@@ -376,7 +385,7 @@ export class DrillView implements View {
         }
         const from = Math.max(tl.from_us, w.size ? w.nextFromUs(tl.to_us) : tl.from_us);
         try {
-          const res = await api.samples(cluster, p.topic, p.partition, { from: rfc3339FromUs(from), to: rfc3339FromUs(tl.to_us), limit: 100_000 }, signal);
+          const res = await api.samples(cluster, p.topic, p.partition, { profile: p.profile, from: rfc3339FromUs(from), to: rfc3339FromUs(tl.to_us), limit: 100_000 }, signal);
           if (res.truncated) truncated.push(key);
           w.merge(res.items, tl.to_us);
         } catch (e) {
@@ -442,6 +451,7 @@ export class DrillView implements View {
             'data-lane': l.key,
             'data-topic': l.topic,
             'data-partition': l.partition,
+            'data-profile': l.profile,
             'data-acks': l.ack.length,
             'data-longest-ack-gap-s': l.longestAck ? l.longestAck.duration_s.toFixed(3) : '',
             'data-longest-receive-gap-s': l.longestReceive ? l.longestReceive.duration_s.toFixed(3) : '',

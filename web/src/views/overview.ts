@@ -10,6 +10,7 @@ import { buildHash, drillHash } from '../lib/route';
 import { formatAgo, formatDuration, formatTimestamp, nowUs, rfc3339FromUs } from '../lib/time';
 import { SparklineChart } from '../ui/charts';
 import { badge, h, notice, replace, table } from '../ui/dom';
+import { clusterProfilesBlock } from './profiles';
 import { clusters, type View } from './view';
 
 const WINDOW_US = 60_000_000;
@@ -85,6 +86,7 @@ class ClusterCard {
       this.maintenance ? maintenanceBadge(this.maintenance) : null,
       h('span', { class: 'muted' }, ` ${d.bootstrap} · every ${formatDuration(d.probe.interval_us)}`),
       s.probe_problem || d.probe.problem ? notice('warn', s.probe_problem ?? d.probe.problem ?? '') : null,
+      clusterProfilesBlock(d),
       d.metadata.last_error ? notice('warn', `metadata: ${d.metadata.last_error}`) : null,
       h(
         'div',

@@ -4,7 +4,7 @@
 import { api } from '../api/client';
 import type { Quantiles, Statistics } from '../api/types';
 import { FAULTS } from '../api/types';
-import { alignTrend, SERIES_COLORS, stripSeries, summaryRows, trendSeries, yTop } from '../lib/stats';
+import { alignTrend, filterProfile, profileName, SERIES_COLORS, statProfiles, stripSeries, summaryRows, trendSeries, yTop } from '../lib/stats';
 import { buildHash, drillHash } from '../lib/route';
 import { formatDuration, nowUs, PERIODS, periodStartUs, rfc3339FromUs, type Period } from '../lib/time';
 import { StripChart, TrendChart } from '../ui/charts';
@@ -25,6 +25,9 @@ export class StatsView implements View {
   private readonly fault: string;
   private readonly period: Period;
   private readonly role: string;
+  /** '' for every profile; the URL's `profile=-` for the groups from before profiles. */
+  private readonly profile: string;
+  private readonly profileField = h('span');
   private strip: StripChart | null = null;
   private trend: TrendChart | null = null;
   private lastKey = '';
@@ -35,6 +38,7 @@ export class StatsView implements View {
     const p = params.get('period') as Period | null;
     this.period = p && PERIODS.includes(p) ? p : '30d';
     this.role = params.get('role') ?? '';
+    this.profile = params.get('profile') ?? '';
     replace(this.el, h('h1', null, 'Statistics'), this.filters, this.body);
   }
 
@@ -48,11 +52,11 @@ export class StatsView implements View {
       const role = select('role', [['', 'every role'], ...Object.entries(ROLE_LABEL).map(([k, v]): [string, string] => [k, v])], this.role);
       const apply = () => {
         rememberCluster(cluster.value);
-        location.hash = buildHash('/stats', { cluster: cluster.value, fault: fault.value, period: period.value, role: role.value });
+        location.hash = buildHash('/stats', { cluster: cluster.value, fault: fault.value, period: period.value, role: role.value, profile: this.profile });
       };
       for (const s of [cluster, fault, period, role]) s.addEventListener('change', apply);
       this.filters.addEventListener('submit', (e) => e.preventDefault());
-      replace(this.filters, field('Cluster', cluster), field('Fault', fault), field('Period', period), field('Role', role));
+      replace(this.filters, field('Cluster', cluster), field('Fault', fault), field('Period', period), field('Role', role), this.profileField);
     }
     if (!this.cluster) {
       replace(this.body, notice('info', 'No clusters configured.'));
@@ -82,10 +86,29 @@ export class StatsView implements View {
     this.trend?.destroy();
   }
 
-  private render(s: Statistics): void {
+  // The profile filter, from the profiles the answer has groups of; none with a single profile.
+  private renderProfileFilter(profiles: (string | null)[]): void {
+    if (profiles.length < 2 && this.profile === '') {
+      replace(this.profileField);
+      return;
+    }
+    const options = profiles.map((p): [string, string] => [p ?? '-', profileName(p)]);
+    const sel = select('profile', [['', 'every profile'], ...options], this.profile);
+    sel.addEventListener('change', () => {
+      const q = new URLSearchParams(location.hash.split('?')[1] ?? '');
+      location.hash = buildHash('/stats', { ...Object.fromEntries(q), profile: sel.value });
+    });
+    replace(this.profileField, field('Client profile', sel));
+  }
+
+  private render(all: Statistics): void {
     this.strip?.destroy();
     this.trend?.destroy();
     this.strip = this.trend = null;
+    const profiles = statProfiles(all.groups);
+    this.renderProfileFilter(profiles);
+    const s = { ...all, groups: filterProfile(all.groups, this.profile === '-' ? null : this.profile) };
+    const withProfile = profiles.length > 1 || profiles.some((p) => p !== null);
     if (s.groups.length === 0) {
       replace(this.body, notice('info', `No ${this.fault} drills on ${this.cluster} in this period.`, { 'data-testid': 'stats-empty' }));
       return;
@@ -114,8 +137,9 @@ export class StatsView implements View {
         { class: 'card' },
         h('h2', null, 'Medians'),
         table(
-          ['partition', 'role', 'runs', 'ack stall min · median · p95 · max', 'receive stall', 'detection', 'election', 'discovery', 'resume'],
+          [...(withProfile ? ['profile'] : []), 'partition', 'role', 'runs', 'ack stall min · median · p95 · max', 'receive stall', 'detection', 'election', 'discovery', 'resume'],
           rows.map((r) => [
+            ...(withProfile ? [profileName(r.profile)] : []),
             r.label.split(' · ')[0]!,
             roleBadge(r.role),
             String(r.count),
