@@ -6,13 +6,13 @@ drill of --plan against broker 1 (the leader of the probe topic's partition 0, a
 and 2), keeps each drill's JSON under --out and prints one table row per fault and profile: the
 ack stalls of the partitions the target led and of those it followed (min-max over the runs and,
 for a rolling restart, its steps), the leader partition's
-client discovery, and what ended each stall. --write-doc puts the table into docs/CLIENTS.md
-between its `measured` markers.
+client discovery, and what ended each stall. --write-doc SECTION puts the table into
+docs/CLIENTS.md between its SECTION markers.
 
   KFAILD_LAB_NETNS=1 KFAILD_LAB_PORT_BASE=39000 KFAILD_LAB_DIR=/tmp/clients-lab lab/lab up
   KFAILD_LAB_PORT_BASE=39000 KFAILD_LAB_DIR=/tmp/clients-lab \\
       bench/clients/measure.py --plan kill:3,stop:3,pause:3,isolate-drop:3,isolate-reject:3 \\
-      --profiles librdkafka,app-defaults,java --write-doc
+      --profiles librdkafka,app-defaults,java --write-doc measured-java
 
 The isolate faults need the namespaced lab (KFAILD_LAB_NETNS=1) and root. Standard library only.
 """
@@ -30,13 +30,17 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "CLIENTS.md"
-BEGIN, END = "<!-- measured: begin -->", "<!-- measured: end -->"
 
 # Each profile kfaild can run here, as probe.profiles lists it.
 PROFILES = {
     "librdkafka": "{name: librdkafka, client: librdkafka}",
     "app-defaults": (
         '{name: app-defaults, client: librdkafka, settings: {reconnect.backoff.max.ms: "10000"}}'
+    ),
+    # librdkafka with its socket timeout at the Java client's request.timeout.ms: whether that
+    # setting is what bounds a blackholed leader's stall.
+    "rd-socket30": (
+        '{name: rd-socket30, client: librdkafka, settings: {socket.timeout.ms: "30000"}}'
     ),
     "wire": "{name: wire, client: wire}",
     "java": "{name: java, client: java}",
@@ -215,7 +219,7 @@ def span(values):
 
 def table(results):
     rows = [
-        "| fault | profile | leader partition ack stall | its discovery | ended by | "
+        "| fault | profile | led partition's ack stall | its discovery | ended by | "
         "followers' ack stalls | runs | inconclusive |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -262,7 +266,11 @@ def main():
     ap.add_argument("--profiles", default="librdkafka,app-defaults,java")
     ap.add_argument("--interval-ms", type=int, default=20)
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "clients"))
-    ap.add_argument("--write-doc", action="store_true")
+    ap.add_argument(
+        "--write-doc",
+        metavar="SECTION",
+        help="put the table into docs/CLIENTS.md between <!-- SECTION: begin/end -->",
+    )
     ap.add_argument("--report-only", action="store_true", help="the table from --out's JSON")
     args = ap.parse_args()
     out = Path(args.out)
@@ -291,9 +299,10 @@ def main():
     text = table(results)
     print(text)
     if args.write_doc:
+        begin, end = f"<!-- {args.write_doc}: begin -->", f"<!-- {args.write_doc}: end -->"
         doc = DOC.read_text()
-        head, rest = doc.split(BEGIN, 1)
-        DOC.write_text(head + BEGIN + "\n" + text + END + rest.split(END, 1)[1])
+        head, rest = doc.split(begin, 1)
+        DOC.write_text(head + begin + "\n" + text + end + rest.split(end, 1)[1])
 
 
 if __name__ == "__main__":
