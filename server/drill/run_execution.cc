@@ -96,7 +96,10 @@ RunExecution::RunExecution(RunParts parts, storage::DrillRecord& drill, const Dr
     : parts_(parts), deps_(parts.deps), drill_(drill), spec_(spec) {
   outcome_.run = run;
   outcome_.fault = spec.fault;
-  if (!deps_.profiles.empty()) outcome_.profile = deps_.cluster.probe.profiles.front().name;
+  if (!deps_.profiles.empty()) {
+    outcome_.profile = deps_.cluster.probe.profiles.front().name;
+    outcome_.profile_client = config::toString(deps_.cluster.probe.profiles.front().client);
+  }
   for (const auto& p : deps_.profiles) {
     outcome_.profiles.push_back({.profile = p.profile.name,
                                  .client = config::toString(p.profile.client),

@@ -105,7 +105,10 @@ nlohmann::json toJson(const RunOutcome& o) {
     out["second_fault"] = std::move(second);
   }
   if (!o.recovery_order.empty()) out["recovery_order"] = o.recovery_order;
-  if (!o.profile.empty()) out["profile"] = o.profile;
+  if (!o.profile.empty()) {
+    out["profile"] = o.profile;
+    out["profile_client"] = o.profile_client;
+  }
   if (!o.profiles.empty()) {
     auto& profiles = out["profiles"] = nlohmann::json::array();
     for (const auto& p : o.profiles) {

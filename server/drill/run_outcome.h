@@ -104,7 +104,8 @@ struct ProfileOutcome {
 
 struct RunOutcome {
   int run = 0;
-  std::string profile;  // the primary profile's name: whose view `analysis` is
+  std::string profile;         // the primary profile's name: whose view `analysis` is
+  std::string profile_client;  // and its client
   FaultType fault = FaultType::kKill;
   DrillState state = DrillState::kFailed;  // done, failed or aborted
   std::string reason;                      // why not done
