@@ -280,7 +280,7 @@ ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
       node, key,
       {"interval_ms", "payload_bytes", "gap_threshold_ms", "loss_timeout_ms", "consumer_restart_ms",
        "max_outstanding_ms", "max_outstanding", "message_timeout_ms", "sender_priority", "topics",
-       "control", "coordinators", "client"});
+       "control", "coordinators", "client", "java"});
   ProbeConfig p;
   if (node["client"]) {
     const auto text = readString(node["client"], key + ".client");
@@ -288,9 +288,19 @@ ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
       p.client = ProbeClient::kLibrdkafka;
     } else if (text == "wire") {
       p.client = ProbeClient::kWire;
+    } else if (text == "java") {
+      p.client = ProbeClient::kJava;
     } else {
-      fail(key + ".client", "must be `librdkafka` or `wire`, got '" + text + "'");
+      fail(key + ".client", "must be `librdkafka`, `wire` or `java`, got '" + text + "'");
     }
+  }
+  if (node["java"]) {
+    const auto j = node["java"];
+    const auto jkey = key + ".java";
+    rejectUnknownKeys(j, jkey, {"runtime", "jar", "settings"});
+    if (j["runtime"]) p.java.runtime = readString(j["runtime"], jkey + ".runtime");
+    if (j["jar"]) p.java.jar = readString(j["jar"], jkey + ".jar");
+    if (j["settings"]) p.java.settings = readStringMap(j["settings"], jkey + ".settings");
   }
   if (node["interval_ms"])
     p.interval_us = readInt(node["interval_ms"], key + ".interval_ms", 1, 60000) * 1000;
