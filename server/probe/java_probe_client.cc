@@ -58,7 +58,8 @@ ssize_t writeSome(int fd, const std::string& bytes) {
   ::pthread_sigmask(SIG_BLOCK, &pipe_signal, &old);
   ssize_t total = 0;
   while (static_cast<std::size_t>(total) < bytes.size()) {
-    const auto n = ::write(fd, bytes.data() + total, bytes.size() - static_cast<std::size_t>(total));
+    const auto n =
+        ::write(fd, bytes.data() + total, bytes.size() - static_cast<std::size_t>(total));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       if (errno == EAGAIN) break;
@@ -90,8 +91,8 @@ void closeFd(int& fd) {
 // (PR_SET_DEATHSIG), so the caller must be a thread that lives as long as the child should.
 Result<Spawned> spawn(const std::vector<std::string>& argv) {
   int in[2], out[2], err[2], exec_status[2];
-  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 ||
-      ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(exec_status, O_CLOEXEC) != 0) {
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 ||
+      ::pipe2(exec_status, O_CLOEXEC) != 0) {
     return javaError(std::string("pipe: ") + std::strerror(errno));
   }
   std::vector<char*> args;
@@ -211,8 +212,8 @@ Result<JavaRuntime> findJavaRuntime(const config::JavaProbeConfig& java) {
     return runtime;
   }
   const auto self = selfDir();
-  for (const auto& candidate : {self / ".." / "share" / "kfaild" / "java" / kJarName,
-                                self / ".." / "java" / kJarName}) {
+  for (const auto& candidate :
+       {self / ".." / "share" / "kfaild" / "java" / kJarName, self / ".." / "java" / kJarName}) {
     if (fs::is_regular_file(candidate)) {
       runtime.jar = fs::weakly_canonical(candidate).string();
       return runtime;
@@ -230,7 +231,8 @@ Result<java::JavaSettings> checkJavaSettings(const config::ClusterConfig& cluste
   auto mapped = java::javaSettings(cluster.client, settings, error);
   if (!mapped) return javaError("client." + error);
   mapped->settings["bootstrap.servers"] = cluster.bootstrap;
-  if (!mapped->settings.contains("client.id")) mapped->settings["client.id"] = "kfaild-" + cluster.name;
+  if (!mapped->settings.contains("client.id"))
+    mapped->settings["client.id"] = "kfaild-" + cluster.name;
   auto child = spawn(childArgv(runtime, true));
   if (!child) return child.error();
   const auto text = configText(*mapped);
@@ -310,7 +312,8 @@ void ProbeRunner::JavaProbeClient::describe(std::map<std::string, std::string>& 
     if (!secretSetting(key) && key != "bootstrap.servers") settings["java." + key] = value;
   }
   settings["java.acks"] = "all";
-  if (!settings_.settings.contains("enable.idempotence")) settings["java.enable.idempotence"] = "true";
+  if (!settings_.settings.contains("enable.idempotence"))
+    settings["java.enable.idempotence"] = "true";
   const auto timeout = settings_.settings.find("delivery.timeout.ms");
   if (timeout != settings_.settings.end()) {
     message_timeout_us = std::stoll(timeout->second) * 1000;
@@ -352,13 +355,12 @@ Status ProbeRunner::JavaProbeClient::startChild() {
   std::vector<std::string> lines, err_lines;
   std::optional<java::Report> hello;
   const auto deadline = before + kHelloTimeoutUs;
+  int err_fd = child.err;
   while (failure.empty() && !hello && runner_.clock_.monoNow() < deadline &&
          !runner_.reporter_.stopRequested() && !runner_.stopping_) {
-    pollfd fds[2] = {{child.out, POLLIN, 0}, {child.err, POLLIN, 0}};
+    pollfd fds[2] = {{child.out, POLLIN, 0}, {err_fd, POLLIN, 0}};
     if (::poll(fds, 2, 100) <= 0) continue;
-    if (!readLines(child.err, stderr_lines_, err_lines)) {
-      // Its stderr closed: it is gone (stdout will say so too).
-    }
+    if (fds[1].revents != 0 && !readLines(err_fd, stderr_lines_, err_lines)) err_fd = -1;
     for (const auto& line : err_lines) forwardStderr(line);
     err_lines.clear();
     if (!readLines(child.out, stdout_lines_, lines) && lines.empty()) {
@@ -389,8 +391,8 @@ Status ProbeRunner::JavaProbeClient::startChild() {
   child_ = child;
   pending_.clear();
   for (std::size_t i = 0; i < targets_.size(); ++i) {
-    pending_ += java::assignLine(i, targets_[i].topic, targets_[i].partition,
-                                 targets_[i].read_from);
+    pending_ +=
+        java::assignLine(i, targets_[i].topic, targets_[i].partition, targets_[i].read_from);
   }
   flushLocked();
   up_ = true;
@@ -499,7 +501,8 @@ void ProbeRunner::JavaProbeClient::serveChild() {
     pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
     if (::poll(fds, 2, 100) <= 0) continue;
     if (fds[1].revents != 0) {
-      readLines(err_fd, stderr_lines_, err_lines);
+      // A closed stderr would wake every poll: left out from there on.
+      if (!readLines(err_fd, stderr_lines_, err_lines)) err_fd = -1;
       for (const auto& line : err_lines) forwardStderr(line);
       err_lines.clear();
     }
@@ -518,10 +521,9 @@ void ProbeRunner::JavaProbeClient::serveChild() {
       return;
     }
     if (!open) {
-      childGone(stdout_lines_.partial().empty() ? std::string()
-                                                : "died mid-line (\"" +
-                                                      stdout_lines_.partial().substr(0, 200) +
-                                                      "\")");
+      childGone(stdout_lines_.partial().empty()
+                    ? std::string()
+                    : "died mid-line (\"" + stdout_lines_.partial().substr(0, 200) + "\")");
       return;
     }
   }

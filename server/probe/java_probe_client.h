@@ -118,7 +118,7 @@ class ProbeRunner::JavaProbeClient final : public ProbeRunner::Client {
   Child child_;
   std::string pending_;  // lines for the child's stdin not written yet
   std::vector<Target> targets_;
-  std::atomic<bool> up_{false};  // a child runs and said hello
+  std::atomic<bool> up_{false};        // a child runs and said hello
   std::atomic<bool> begun_{false};     // beginReading() gave the targets
   std::atomic<int> attempts_{0};       // starts tried
   std::atomic<bool> quitting_{false};  // finishOutstanding() told the child to quit

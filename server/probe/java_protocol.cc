@@ -39,12 +39,12 @@ std::optional<Report> parseNumbers(ReportKind kind, const std::vector<std::strin
       ok = w.size() == 3 && number(w[1], r.code) && number(w[2], r.t_ns);
       break;
     case ReportKind::kAck:
-      ok = w.size() == 5 && number(w[1], r.slot) && number(w[2], r.seq) &&
-           number(w[3], r.t_ns) && number(w[4], r.offset);
+      ok = w.size() == 5 && number(w[1], r.slot) && number(w[2], r.seq) && number(w[3], r.t_ns) &&
+           number(w[4], r.offset);
       break;
     case ReportKind::kError:
-      ok = w.size() == 6 && number(w[1], r.slot) && number(w[2], r.seq) &&
-           number(w[3], r.t_ns) && number(w[4], r.code) && !w[5].empty();
+      ok = w.size() == 6 && number(w[1], r.slot) && number(w[2], r.seq) && number(w[3], r.t_ns) &&
+           number(w[4], r.code) && !w[5].empty();
       if (ok) r.text = w[5];
       break;
     case ReportKind::kRecv:
@@ -216,7 +216,7 @@ std::string jaasQuoted(const std::string& text) {
 
 bool mapSasl(const std::map<std::string, std::string>& client, JavaSettings& out,
              std::string& error) {
-  auto mechanism = client.contains("sasl.mechanisms") ? client.at("sasl.mechanisms")
+  auto mechanism = client.contains("sasl.mechanisms")  ? client.at("sasl.mechanisms")
                    : client.contains("sasl.mechanism") ? client.at("sasl.mechanism")
                                                        : std::string();
   if (mechanism.empty() && !client.contains("sasl.username")) return true;
@@ -253,7 +253,7 @@ bool mapSsl(const std::map<std::string, std::string>& client, JavaSettings& out,
   const auto cert = client.find("ssl.certificate.location");
   const auto key = client.find("ssl.key.location");
   if ((cert == client.end()) != (key == client.end())) {
-    error = std::string(cert == client.end() ? "ssl.key.location" : "ssl.certificate.location") +
+    error = std::string(cert == client.end() ? "ssl.certificate.location" : "ssl.key.location") +
             ": the Java client needs both ssl.certificate.location and ssl.key.location";
     return false;
   }

@@ -52,8 +52,8 @@ struct Report {
   std::int32_t code = 0;    // error: the Kafka error code; hello: the protocol version
   std::int32_t broker = -1;
   std::int32_t epoch = -1;
-  std::string text;    // error: the error's name; recv: the head; refused: the reason
-  std::string key;     // refused
+  std::string text;  // error: the error's name; recv: the head; refused: the reason
+  std::string key;   // refused
 };
 
 // One line (without its '\n'); nullopt when it is not one of the reports above.

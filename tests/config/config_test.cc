@@ -167,9 +167,18 @@ TEST_CASE("the probe's client is librdkafka unless set to wire, which refuses a 
   CHECK(parseConfig(with("wire")).clusters[0].probe.client == kfaild::config::ProbeClient::kWire);
   CHECK(parseConfig(with("librdkafka")).clusters[0].probe.client ==
         kfaild::config::ProbeClient::kLibrdkafka);
-  CHECK_THAT(
-      errorOf(with("franz")),
-      Catch::Contains("clusters[0].probe.client: must be `librdkafka` or `wire`, got 'franz'"));
+  CHECK_THAT(errorOf(with("franz")),
+             Catch::Contains(
+                 "clusters[0].probe.client: must be `librdkafka`, `wire` or `java`, got 'franz'"));
+  const auto java =
+      parseConfig(with("java\n      java: {runtime: /opt/jdk/bin/java, jar: /opt/p.jar, settings: "
+                       "{linger.ms: '0'}}"));
+  CHECK(java.clusters[0].probe.client == kfaild::config::ProbeClient::kJava);
+  CHECK(java.clusters[0].probe.java.runtime == "/opt/jdk/bin/java");
+  CHECK(java.clusters[0].probe.java.jar == "/opt/p.jar");
+  CHECK(java.clusters[0].probe.java.settings.at("linger.ms") == "0");
+  CHECK_THAT(errorOf(with("java\n      java: {jvm: x}")),
+             Catch::Contains("clusters[0].probe.java"));
   CHECK_THAT(errorOf(with("wire", "SASL_SSL")),
              Catch::Contains("clusters[0].probe.client: `wire` speaks PLAINTEXT only"));
   CHECK(parseConfig(with("wire", "PLAINTEXT")).clusters[0].probe.client ==

@@ -6,6 +6,10 @@
 #include <dirent.h>
 #include <signal.h>
 
+#include <algorithm>
+
+#include "server/probe/probe_runner.h"
+#include "storage/sqlite_store.h"
 #include "tests/e2e/e2e_support.h"
 
 namespace java_probe_test {
@@ -52,7 +56,94 @@ bool eventually(std::chrono::seconds limit, Pred pred) {
   return pred();
 }
 
+// The median of `values` (µs); 0 when empty.
+std::int64_t median(std::vector<std::int64_t> values) {
+  if (values.empty()) return 0;
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
+}
+
+struct Delays {
+  std::vector<std::int64_t> ack, receive;
+};
+
 }  // namespace
+
+TEST_CASE(
+    "on a quiet cluster the java probe's ack and receive delays are within 1 ms of the librdkafka "
+    "probe's",
+    "[e2e][probe][java]") {
+  testing::TempDir dir;
+  auto store = storage::SqliteStore::open((dir / "kfaild.db").string(), {});
+  REQUIRE(store);
+  common::SystemClock clock;
+  const auto topic = "e2e-java-side-" + std::to_string(std::random_device{}() % 1'000'000);
+  std::vector<std::unique_ptr<probe::ProbeRunner>> runners;
+  std::vector<storage::ClusterId> ids;
+  // One runner per client, the same interval and the same partitions' leaders (a topic each,
+  // created with one assignment), side by side in one process.
+  for (const auto client : {config::ProbeClient::kLibrdkafka, config::ProbeClient::kJava}) {
+    const std::string name = client == config::ProbeClient::kJava ? "java" : "librdkafka";
+    config::ClusterConfig cluster;
+    cluster.name = name;
+    cluster.bootstrap = testing::labBootstrap();
+    cluster.observe.client_debug = "";
+    cluster.probe.interval_us = 20'000;
+    cluster.probe.client = client;
+    config::TopicCreation create;
+    create.replica_assignment = {{1, 2, 3}, {2, 3, 1}, {3, 1, 2}};
+    create.partitions = 3;
+    create.replication_factor = 3;
+    cluster.probe.topics = {config::ProbeTopic{topic + "-" + name, create}};
+    auto id = (*store)->ensureCluster(name, cluster.bootstrap);
+    REQUIRE(id);
+    ids.push_back(*id);
+    runners.push_back(
+        std::make_unique<probe::ProbeRunner>(cluster, *id, **store, clock, kafka::LogSink{}));
+    REQUIRE(runners.back()->start());
+  }
+  REQUIRE(eventually(60s, [&] {
+    return std::all_of(runners.begin(), runners.end(), [](const auto& r) {
+      const auto s = r->status();
+      return s.phase == probe::ProbePhase::kProbing && s.partitions.size() == 3 &&
+             s.partitions[0].counters.received > 50;
+    });
+  }));
+  // Warmed up (the JVM compiles its hot paths in its first seconds): measure the next 10 s.
+  std::this_thread::sleep_for(3s);
+  const auto from = clock.wallNow();
+  std::this_thread::sleep_for(10s);
+  const auto to = clock.wallNow();
+  for (auto& r : runners) r->stop();
+  (*store)->flush();
+
+  std::vector<Delays> delays(2);
+  for (std::size_t c = 0; c < 2; ++c) {
+    for (int p = 0; p < 3; ++p) {
+      storage::SampleQuery query;
+      query.cluster = ids[c];
+      query.topic = topic + "-" + (c == 1 ? "java" : "librdkafka");
+      query.partition = p;
+      query.range = {from, to};
+      auto rows = (*store)->samples(query);
+      REQUIRE(rows);
+      for (const auto& row : *rows) {
+        if (row.ack_us && row.ack_error == 0) delays[c].ack.push_back(*row.ack_us - row.send_us);
+        if (row.receive_us) delays[c].receive.push_back(*row.receive_us - row.send_us);
+      }
+    }
+    // 10 s at 20 ms on 3 partitions: 1,500 each.
+    CHECK(delays[c].ack.size() > 1300);
+    CHECK(delays[c].receive.size() > 1300);
+  }
+  const auto ack_rd = median(delays[0].ack), ack_java = median(delays[1].ack);
+  const auto recv_rd = median(delays[0].receive), recv_java = median(delays[1].receive);
+  WARN("median ack delay: librdkafka " << ack_rd << " µs, java " << ack_java
+                                       << " µs; median receive delay: librdkafka " << recv_rd
+                                       << " µs, java " << recv_java << " µs");
+  CHECK(std::abs(ack_java - ack_rd) < 1000);
+  CHECK(std::abs(recv_java - recv_rd) < 1000);
+}
 
 TEST_CASE(
     "with the java client a kill of broker 1 stalls every partition it replicates, and the "
@@ -96,8 +187,8 @@ TEST_CASE(
        << detection / 1000 << " ms; ack stalls p0 " << ackStall(p0) / 1000 << " ms, p1 "
        << ackStall(partitionOf(analysis, lab.topic, 1)) / 1000 << " ms, p2 "
        << ackStall(partitionOf(analysis, lab.topic, 2)) / 1000 << " ms; p0 discovery "
-       << p0["phases"]["discovery_us"] << " µs, resume " << (resumed - client_at.get<std::int64_t>()) / 1000
-       << " ms after it");
+       << p0["phases"]["discovery_us"] << " µs, resume "
+       << (resumed - client_at.get<std::int64_t>()) / 1000 << " ms after it");
 }
 
 TEST_CASE(
@@ -127,8 +218,9 @@ TEST_CASE(
                     "json_extract(detail, '$.end_us') - t_us >= 900000") == "3";
   }));
   CHECK(sqlValue(lab.db, "SELECT count(*) FROM events WHERE kind = 'client_exited'") == "1");
-  CHECK(sqlValue(lab.db, "SELECT json_extract(detail, '$.reason') FROM events WHERE kind = "
-                         "'client_exited'") == "killed by signal 9");
+  CHECK(sqlValue(lab.db,
+                 "SELECT json_extract(detail, '$.reason') FROM events WHERE kind = "
+                 "'client_exited'") == "killed by signal 9");
   CHECK(sqlValue(lab.db, "SELECT count(*) FROM events WHERE kind = 'client_restarted'") == "1");
   const auto metrics = api::testing::httpGet(kfaild.port, "/metrics").body;
   CHECK_THAT(metrics, Catch::Contains(R"(client="java"} 1)"));

@@ -58,8 +58,10 @@ for line in sys.stdin:
     if line.strip() == "go":
         break
 if check:
-    print("refused )" << refuse << R"( not wanted" if ")" << refuse << R"(" else "ok", flush=True)
-    sys.exit(2 if ")" << refuse << R"(" else 0)
+    print("refused )" << refuse
+                      << R"( not wanted" if ")" << refuse << R"(" else "ok", flush=True)
+    sys.exit(2 if ")" << refuse
+                      << R"(" else 0)
 first = not os.path.exists(marker)
 open(marker, "a").close()
 print("hello 1 %d" % time.monotonic_ns(), flush=True)
@@ -169,8 +171,7 @@ TEST_CASE("a java child that dies mid-line is restarted, its gap the probe's own
   // It dies after 40 sends (0.8 s), is started again 1 s later, and acks from then on.
   REQUIRE(eventually(30s, [&] {
     const auto s = runner.status();
-    return s.client_restarts == 1u && !s.partitions.empty() &&
-           s.partitions[0].counters.acked > 100;
+    return s.client_restarts == 1u && !s.partitions.empty() && s.partitions[0].counters.acked > 100;
   }));
   runner.stop();
   (*store)->flush();

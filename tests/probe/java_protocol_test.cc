@@ -53,13 +53,13 @@ TEST_CASE("the java child's reports parse into their fields", "[unit][probe]") {
 TEST_CASE("a line that is not a whole report is refused, not half read", "[unit][probe]") {
   CHECK_FALSE(parseReport(""));
   CHECK_FALSE(parseReport("ack"));
-  CHECK_FALSE(parseReport("ack 1 2 3"));          // died mid-line
-  CHECK_FALSE(parseReport("ack 1 2 3 4 5"));      // one word too many
-  CHECK_FALSE(parseReport("ack 1 2 x 4"));        // not a number
-  CHECK_FALSE(parseReport("ack -1 2 3 4"));       // no such slot
-  CHECK_FALSE(parseReport("ack 1  3 4"));         // an empty word
-  CHECK_FALSE(parseReport("recv 1 2 3"));         // no head
-  CHECK_FALSE(parseReport("Exception in thread")); // a Java stack trace on stdout
+  CHECK_FALSE(parseReport("ack 1 2 3"));            // died mid-line
+  CHECK_FALSE(parseReport("ack 1 2 3 4 5"));        // one word too many
+  CHECK_FALSE(parseReport("ack 1 2 x 4"));          // not a number
+  CHECK_FALSE(parseReport("ack -1 2 3 4"));         // no such slot
+  CHECK_FALSE(parseReport("ack 1  3 4"));           // an empty word
+  CHECK_FALSE(parseReport("recv 1 2 3"));           // no head
+  CHECK_FALSE(parseReport("Exception in thread"));  // a Java stack trace on stdout
   CHECK_FALSE(parseReport("ok then"));
   CHECK_FALSE(parseReport("refused"));
 }
@@ -137,8 +137,8 @@ TEST_CASE("the cluster's librdkafka security settings are mapped to the Java cli
                                     {"sasl.password", "p"}},
                                    {}, error);
     REQUIRE(java);
-    CHECK(java->settings.at("sasl.jaas.config").starts_with(
-        "org.apache.kafka.common.security.plain.PlainLoginModule required"));
+    CHECK(java->settings.at("sasl.jaas.config")
+              .starts_with("org.apache.kafka.common.security.plain.PlainLoginModule required"));
   }
   SECTION("a client certificate goes inline as a PEM keystore") {
     kfaild::testing::TempDir dir;
