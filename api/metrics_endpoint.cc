@@ -218,6 +218,10 @@ void appendProbeTotals(PrometheusText& out, const Clusters& clusters) {
     out.sample("kfaild_probe_client_recreations_total",
                {{"cluster", cluster.name}, {"client", "consumer"}},
                cluster.probe.consumer_recreations);
+    if (cluster.probe.client_restarts) {
+      out.sample("kfaild_probe_client_recreations_total",
+                 {{"cluster", cluster.name}, {"client", "java"}}, *cluster.probe.client_restarts);
+    }
   }
   out.family("kfaild_probe_max_send_lateness_seconds", "gauge",
              "Longest delay of a probe tick behind its schedule since the probe started.");

@@ -23,7 +23,7 @@ constexpr std::array<Table<EventSource>, 8> kSources{{
     {EventSource::kKfaild, "kfaild"},
 }};
 
-constexpr std::array<Table<EventKind>, 40> kKinds{{
+constexpr std::array<Table<EventKind>, 42> kKinds{{
     {EventKind::kBrokerGone, "broker_gone"},
     {EventKind::kBrokerBack, "broker_back"},
     {EventKind::kControllerChange, "controller_change"},
@@ -46,6 +46,8 @@ constexpr std::array<Table<EventKind>, 40> kKinds{{
     {EventKind::kProducerRecreated, "producer_recreated"},
     {EventKind::kConsumerRestarted, "consumer_restarted"},
     {EventKind::kConsumerRecreated, "consumer_recreated"},
+    {EventKind::kClientExited, "client_exited"},
+    {EventKind::kClientRestarted, "client_restarted"},
     {EventKind::kHeldBack, "held_back"},
     {EventKind::kIdle, "idle"},
     {EventKind::kRefused, "refused"},

@@ -60,6 +60,8 @@ enum class EventKind {
   kProducerRecreated,
   kConsumerRestarted,
   kConsumerRecreated,
+  kClientExited,     // the probe client's child process (java) died or was made to go
+  kClientRestarted,  // ... and was started again
   kHeldBack,
   kIdle,
   kRefused,

@@ -284,6 +284,8 @@ const char* toString(ProbeClient client) {
       return "librdkafka";
     case ProbeClient::kWire:
       return "wire";
+    case ProbeClient::kJava:
+      return "java";
   }
   return "librdkafka";
 }
@@ -294,7 +296,8 @@ ProbeClient readProbeClient(const YAML::Node& node, const std::string& key) {
   const auto text = readString(node, key);
   if (text == "librdkafka") return ProbeClient::kLibrdkafka;
   if (text == "wire") return ProbeClient::kWire;
-  fail(key, "must be `librdkafka` or `wire`, got '" + text + "'");
+  if (text == "java") return ProbeClient::kJava;
+  fail(key, "must be `librdkafka`, `wire` or `java`, got '" + text + "'");
 }
 
 // probe.profiles: names unique and fit for a URL and a stream's name; the settings each client
@@ -346,9 +349,17 @@ ProbeConfig readProbe(const YAML::Node& node, const std::string& key) {
       node, key,
       {"interval_ms", "payload_bytes", "gap_threshold_ms", "loss_timeout_ms", "consumer_restart_ms",
        "max_outstanding_ms", "max_outstanding", "message_timeout_ms", "sender_priority", "topics",
-       "control", "coordinators", "client", "profiles"});
+       "control", "coordinators", "client", "profiles", "java"});
   ProbeConfig p;
   if (node["client"]) p.client = readProbeClient(node["client"], key + ".client");
+  if (node["java"]) {
+    const auto j = node["java"];
+    const auto jkey = key + ".java";
+    rejectUnknownKeys(j, jkey, {"runtime", "jar", "settings"});
+    if (j["runtime"]) p.java.runtime = readString(j["runtime"], jkey + ".runtime");
+    if (j["jar"]) p.java.jar = readString(j["jar"], jkey + ".jar");
+    if (j["settings"]) p.java.settings = readStringMap(j["settings"], jkey + ".settings");
+  }
   if (node["interval_ms"])
     p.interval_us = readInt(node["interval_ms"], key + ".interval_ms", 1, 60000) * 1000;
   if (node["payload_bytes"]) {

@@ -68,8 +68,19 @@ struct CoordinatorProbeConfig {
 // Which client the probe's sends and reads go through: librdkafka's producer and consumer (the
 // view an application on librdkafka has, client discovery included), or kfaild's own protocol
 // client (server/probe/wire_client.h: one request per broker per tick; secured as the own
-// protocol client, server/kafka/security.h).
-enum class ProbeClient { kLibrdkafka, kWire };
+// protocol client, server/kafka/security.h), or the Java client in a child process kfaild
+// supervises (server/probe/java_probe_client.h).
+enum class ProbeClient { kLibrdkafka, kWire, kJava };
+
+// probe.client java (server/probe/java_probe_client.h): the Java runtime and the probe's jar
+// (empty: found as findJavaRuntime says), and the Java client's own settings (kafka-clients'
+// names), on top of those mapped from the cluster's `client` map; a java profile's own settings
+// (ProbeProfile::settings) go on top of these.
+struct JavaProbeConfig {
+  std::string runtime;
+  std::string jar;
+  std::map<std::string, std::string> settings;
+};
 
 const char* toString(ProbeClient client);
 
@@ -86,6 +97,7 @@ struct ProbeProfile {
 
 struct ProbeConfig {
   ProbeClient client = ProbeClient::kLibrdkafka;
+  JavaProbeConfig java;
   std::int64_t interval_us = 20'000;
   std::int32_t payload_bytes = 64;
   std::int64_t gap_threshold_us = 0;          // 0 in the file means 5 × interval

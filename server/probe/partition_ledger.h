@@ -34,6 +34,11 @@ namespace kfaild::probe {
 // librdkafka's RD_KAFKA_RESP_ERR__TIMED_OUT: used for a message that never got a delivery
 // report within the unacked timeout.
 inline constexpr std::int32_t kNoDeliveryReport = -185;
+// Not a librdkafka code (its own run from -200 up to -137, and -100: none is -101): the probe's
+// client process (probe.client java) is down. A send refused with it opens a refused stretch, and
+// what was outstanding at its death fails with it, so a gap across its absence is the probe's own
+// (inconclusive), never the cluster's.
+inline constexpr std::int32_t kClientDown = -101;
 
 struct LedgerOptions {
   std::int64_t gap_threshold_us = 100'000;

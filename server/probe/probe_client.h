@@ -12,6 +12,9 @@
 //   WireProbeClient (wire_probe_client.h)  kfaild's own protocol client (wire_client.h): the
 //       librdkafka clients are let go after set-up; ticks, sends, acks and reads run on its I/O
 //       thread; the receiver thread only gives up on lost messages.
+//   JavaProbeClient (java_probe_client.h)  the Java client (kafka-clients) in a child process
+//       kfaild supervises: the librdkafka clients are let go after set-up; sends go to the
+//       child's stdin on the sender thread, its reports are read on the reporter thread.
 //
 // Nested in ProbeRunner: an implementation works on the runner's slots and its librdkafka
 // clients under the runner's locks (probe_runner.h says which thread holds which).
@@ -40,6 +43,10 @@ class ProbeRunner::Client {
   static constexpr std::int64_t kExpireEveryUs = 1'000'000;
 
   virtual ~Client() = default;
+
+  // start(), before describe(): what the client needs before it may probe (its runtime, its
+  // settings checked); an error is a configuration error naming the key.
+  [[nodiscard]] virtual Status prepare() { return okStatus(); }
 
   // start(), after the librdkafka settings: what decides what this client measures, reported
   // with every drill, and the time within which a message has its fate.

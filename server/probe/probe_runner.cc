@@ -19,6 +19,7 @@
 #include "server/kafka/rdkafka_ptr.h"
 #include "server/probe/control_probe.h"
 #include "server/probe/coordinator_probe.h"
+#include "server/probe/java_probe_client.h"
 #include "server/probe/librdkafka_probe_client.h"
 #include "server/probe/payload.h"
 #include "server/probe/wire_probe_client.h"
@@ -83,6 +84,9 @@ std::unique_ptr<ProbeRunner::Client> ProbeRunner::makeClient() {
   if (profile_.client == config::ProbeClient::kWire) {
     return std::make_unique<WireProbeClient>(*this);
   }
+  if (profile_.client == config::ProbeClient::kJava) {
+    return std::make_unique<JavaProbeClient>(*this);
+  }
   return std::make_unique<LibrdkafkaClient>(*this);
 }
 
@@ -90,7 +94,11 @@ Status ProbeRunner::start() {
   kafka::ClientOptions options;
   options.bootstrap = cluster_.bootstrap;
   options.properties = cluster_.client;
-  for (const auto& [key, value] : profile_.settings) options.properties[key] = value;
+  // A librdkafka profile's settings are its clients'; another client's are its own (the
+  // librdkafka clients then only set up, with the cluster's map).
+  if (profile_.client == config::ProbeClient::kLibrdkafka) {
+    for (const auto& [key, value] : profile_.settings) options.properties[key] = value;
+  }
   options.client_id = "kfaild-" + cluster_.name + (primary_ ? "" : "-" + profile_.name);
   options.debug = cluster_.observe.client_debug;
   options.log = client_log_;
@@ -186,6 +194,7 @@ Status ProbeRunner::start() {
   }
   rd_kafka_poll_set_consumer(consumer_.get());
   client_ = makeClient();
+  if (auto prepared = client_->prepare(); !prepared) return prepared.error();
   client_->describe(client_settings_, message_timeout_us_);
 
   sender_.start("kfaild:send", [this] { senderLoop(); });
@@ -633,7 +642,9 @@ void ProbeRunner::publish(LedgerOutput& out) {
       detail["reason"] = stretch.reason;
     } else if (kind == common::EventKind::kRefused) {
       detail["sends"] = stretch.ticks;
-      detail["error"] = rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(stretch.error));
+      detail["error"] = stretch.error == kClientDown
+                            ? "client_down"
+                            : rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(stretch.error));
     } else {
       detail["kind"] = storage::toString(stretch.gap_kind);
     }
@@ -677,6 +688,7 @@ ProbeStatus ProbeRunner::status() const {
   s.held_ticks = held_ticks_;
   s.producer_recreations = producer_recreations_;
   s.consumer_recreations = consumer_recreations_;
+  if (profile_.client == config::ProbeClient::kJava) s.client_restarts = client_restarts_;
   s.client_settings = client_settings_;
   if (control_ != nullptr) s.control = control_->status();
   if (coordinators_ != nullptr) s.coordinators = coordinators_->status();

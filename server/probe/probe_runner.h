@@ -125,6 +125,7 @@ class ProbeRunner {
   class Client;
   class LibrdkafkaClient;
   class WireProbeClient;
+  class JavaProbeClient;
   std::unique_ptr<Client> makeClient();
 
   // Sets up (retrying while the cluster is away), then runs the client's sender.
@@ -204,6 +205,7 @@ class ProbeRunner {
   std::map<std::string, std::string> consumer_settings_;  // written by start() only
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> producer_recreations_{0};
+  std::atomic<std::uint64_t> client_restarts_{0};  // the java client's child started again
 
   // Slots are created by the sender during set-up (ready_ publishes them) and appended by the
   // ticking thread when a probe topic grows ("the sender" below: with the wire client its I/O

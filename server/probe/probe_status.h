@@ -170,6 +170,8 @@ struct ProbeStatus {
   std::uint64_t producer_recreations = 0;  // producers replaced after a fatal error
   std::uint64_t consumer_recreations =
       0;  // consumers replaced when a seek did not free their reading
+  // probe.client java: how often its child process was started again after it died
+  std::optional<std::uint64_t> client_restarts;
   std::map<std::string, std::string> client_settings;  // the producer's, as librdkafka has them
   std::vector<PartitionStatus> partitions;
   std::optional<ControlStatus> control;           // nullopt: the control probe is off

@@ -64,6 +64,8 @@ TEST_CASE("every event kind reads back from the spelling it is stored as", "[uni
                              {EventKind::kProducerRecreated, "producer_recreated"},
                              {EventKind::kConsumerRestarted, "consumer_restarted"},
                              {EventKind::kConsumerRecreated, "consumer_recreated"},
+                             {EventKind::kClientExited, "client_exited"},
+                             {EventKind::kClientRestarted, "client_restarted"},
                              {EventKind::kHeldBack, "held_back"},
                              {EventKind::kIdle, "idle"},
                              {EventKind::kRefused, "refused"},

@@ -169,9 +169,9 @@ TEST_CASE(
   CHECK(parseConfig(with("wire")).clusters[0].probe.client == kfaild::config::ProbeClient::kWire);
   CHECK(parseConfig(with("librdkafka")).clusters[0].probe.client ==
         kfaild::config::ProbeClient::kLibrdkafka);
-  CHECK_THAT(
-      errorOf(with("franz")),
-      Catch::Contains("clusters[0].probe.client: must be `librdkafka` or `wire`, got 'franz'"));
+  CHECK_THAT(errorOf(with("franz")),
+             Catch::Contains(
+                 "clusters[0].probe.client: must be `librdkafka`, `wire` or `java`, got 'franz'"));
   const auto sasl = [](const std::string& mechanism) {
     return "SASL_SSL\n      sasl.mechanism: " + mechanism +
            "\n      sasl.username: kfaild\n      sasl.password: secret";
@@ -194,6 +194,15 @@ TEST_CASE(
   CHECK_THAT(
       errorOf(with("wire", "SASL_SSL")),
       Catch::Contains("clusters[0].client.sasl.mechanism: with probe.client wire: required"));
+  const auto java =
+      parseConfig(with("java\n      java: {runtime: /opt/jdk/bin/java, jar: /opt/p.jar, settings: "
+                       "{linger.ms: '0'}}"));
+  CHECK(java.clusters[0].probe.client == kfaild::config::ProbeClient::kJava);
+  CHECK(java.clusters[0].probe.java.runtime == "/opt/jdk/bin/java");
+  CHECK(java.clusters[0].probe.java.jar == "/opt/p.jar");
+  CHECK(java.clusters[0].probe.java.settings.at("linger.ms") == "0");
+  CHECK_THAT(errorOf(with("java\n      java: {jvm: x}")),
+             Catch::Contains("clusters[0].probe.java"));
   CHECK(parseConfig(with("wire", "PLAINTEXT")).clusters[0].probe.client ==
         kfaild::config::ProbeClient::kWire);
 }
