@@ -149,52 +149,6 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "with the java client a kill of broker 1 stalls every partition it replicates, and the "
-    "leader's partition resumes after the Java client's own discovery",
-    "[e2e][probe][java]") {
-  LabOptions options;
-  options.probe_client = "java";
-  Lab lab(options);
-  Kfaild kfaild(lab, "kfaild");
-  kfaild.waitSteady(lab.topic);
-  const auto settings = kfaild.get("/api/v1/clusters/lab")["probe"]["client_settings"];
-  INFO("client settings: " << settings.dump());
-  REQUIRE(settings["probe.client"] == "java");
-  REQUIRE(settings["java.acks"] == "all");
-
-  const auto drill = runDrillToDone(
-      kfaild, R"({"fault":"kill","target":{"broker":1},"options":{"baseline_s":3}})");
-  const auto& run = drill["runs"][0];
-  const auto& analysis = run["analysis"];
-  INFO("run: " << run.dump().substr(0, 12000));
-  REQUIRE(analysis["departure"] == "fenced");
-  const auto fault_us = analysis["fault_us"].get<std::int64_t>();
-  const auto detection = analysis["departure_at_us"].get<std::int64_t>() - fault_us;
-  const auto& p0 = partitionOf(analysis, lab.topic, 0);
-  CHECK(p0["role"] == "leader");
-  for (int p = 0; p < 3; ++p) {
-    const auto& part = partitionOf(analysis, lab.topic, p);
-    INFO("partition " << p);
-    CHECK(part["ack"]["outcome"] == "stall");
-    CHECK(part["receive"]["outcome"] == "stall");
-    CHECK(ackStallEnd(part) >= analysis["departure_at_us"].get<std::int64_t>());
-    CHECK(part["lost"] == 0);
-  }
-  // The leader's partition: the Java producer's own metadata names the new leader (its
-  // client_leader_update), and the stall ends after it.
-  const auto client_at = p0["phases"]["client_update_at_us"];
-  REQUIRE(client_at.is_number());
-  const auto resumed = p0["ack"]["stall"]["end_us"].get<std::int64_t>();
-  CHECK(resumed >= client_at.get<std::int64_t>());
-  WARN("java client, kill of broker 1: detection "
-       << detection / 1000 << " ms; ack stalls p0 " << ackStall(p0) / 1000 << " ms, p1 "
-       << ackStall(partitionOf(analysis, lab.topic, 1)) / 1000 << " ms, p2 "
-       << ackStall(partitionOf(analysis, lab.topic, 2)) / 1000 << " ms; p0 discovery "
-       << p0["phases"]["discovery_us"] << " µs, resume "
-       << (resumed - client_at.get<std::int64_t>()) / 1000 << " ms after it");
-}
-
-TEST_CASE(
     "a SIGKILLed java child is started again, its absence the probe's own, and a SIGKILLed "
     "kfaild leaves no java child",
     "[e2e][probe][java]") {
