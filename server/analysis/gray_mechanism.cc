@@ -129,6 +129,12 @@ MechanismSettings withClientSettings(MechanismSettings settings,
   if (const auto it = client.find("probe.client"); it != client.end() && it->second == "wire") {
     settings.sends_retried = false;
   }
+  if (const auto it = client.find("probe.client"); it != client.end() && it->second == "java") {
+    settings.java_client = true;
+    settings.socket_timeout_us = 30'000'000;  // kafka-clients' request.timeout.ms default
+    millis("java.request.timeout.ms", settings.socket_timeout_us);
+    millis("java.delivery.timeout.ms", settings.message_timeout_us);
+  }
   return settings;
 }
 
@@ -179,7 +185,9 @@ Expectation expectationFor(const GrayFaultInput& fault, Role role, const Mechani
         // Requests in flight to the blackholed leader wait for the client's own timeout, and a
         // retry cannot go elsewhere before the fencing names a new leader.
         const bool socket_first = s.socket_timeout_us <= s.message_timeout_us;
-        e = {Mechanism::kClientTimeout, socket_first ? "socket.timeout.ms" : "message.timeout.ms",
+        const char* request_setting = s.java_client ? "request.timeout.ms" : "socket.timeout.ms";
+        const char* message_setting = s.java_client ? "delivery.timeout.ms" : "message.timeout.ms";
+        e = {Mechanism::kClientTimeout, socket_first ? request_setting : message_setting,
              std::max(s.session_timeout_us, std::min(s.socket_timeout_us, s.message_timeout_us))};
       }
     }
@@ -234,7 +242,13 @@ MechanismEnd mechanismEnd(Mechanism mechanism, const MechanismScope& s,
     case Mechanism::kClientTimeout:
       m.wanted = toString(EventKind::kClientRequestTimeout);
       end = first(events, s, [&](const storage::Event& e) {
-        // The producer's: the acks wait on it, not on the consumer's fetches.
+        // The producer's: the acks wait on it, not on the consumer's fetches. The Java client logs
+        // no request timeout; its producer's move of this partition off the target, which it makes
+        // only once the request to the target gave up, stands for it.
+        if (isEvent(e, EventSource::kClient, EventKind::kClientLeaderUpdate) &&
+            e.detail.find("\"via\":\"java\"") != std::string::npos) {
+          return isPartition(e, s) && e.broker && *e.broker != s.target;
+        }
         return isEvent(e, EventSource::kClient, EventKind::kClientRequestTimeout) && e.broker &&
                *e.broker == s.target && e.detail.find("\"producer\"") != std::string::npos;
       });

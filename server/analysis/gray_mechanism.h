@@ -83,11 +83,17 @@ struct MechanismSettings {
   // application would see; kfaild's wire client (probe.client wire) does not retry, and every
   // send during a stall fails at once, the next tick being the retry.
   bool sends_retried = true;
+  // The Java client (probe.client java) gives up on a request at its request.timeout.ms, which
+  // then stands where librdkafka's socket.timeout.ms does (socket_timeout_us), and it logs no
+  // request timeout: its own discovery of the new leader afterwards ends the stall.
+  bool java_client = false;
 };
 
 // `settings` with the probe's client settings applied ("request.timeout.ms", "socket.timeout.ms",
 // "message.timeout.ms" as the run outcome's probe_client lists them; "probe.client" wire: sends not
-// retried); values that are not whole milliseconds are ignored.
+// retried; java: its client's "java.request.timeout.ms" (30 s unless set) as the client timeout and
+// "java.delivery.timeout.ms" as the message timeout); values that are not whole milliseconds are
+// ignored.
 MechanismSettings withClientSettings(MechanismSettings settings,
                                      const std::map<std::string, std::string>& client);
 

@@ -137,6 +137,42 @@ TEST_CASE("a leader isolated from all with drop stalls until the client's reques
   CHECK(a.conclusive);
 }
 
+TEST_CASE(
+    "with the Java client a blackholed leader stalls until its request.timeout.ms, ended by its "
+    "own move of the partition",
+    "[unit]") {
+  auto in = grayRun("isolate", "all", "drop", 75 * kSecond);
+  // The Java client's settings as the java profile reports them: request.timeout.ms at its
+  // default (30 s, not listed), delivery.timeout.ms from probe.message_timeout_ms.
+  in.settings = withClientSettings(
+      in.settings, {{"probe.client", "java"}, {"java.delivery.timeout.ms", "60000"}});
+  const std::int64_t moved = kT0 + 30'050'000;
+  stream(in, 0, moved + 150'000);
+  stream(in, 1, kT0 + 9'100'000);
+  stream(in, 2, std::nullopt);
+  in.events = {event(kT0 + 9'000'000, "broker_log", "fenced", 1),
+               event(kT0 + 9'050'000, "metadata", "isr_shrink", 1, 1),
+               event(kT0 + 9'060'000, "metadata", "leader_change", 2, 0),
+               // Its poll of the producer's metadata while the request is outstanding: no move.
+               event(kT0 + 9'500'000, "client", "client_leader_update", 1, 0,
+                     R"({"client":"producer","via":"java","from":-1,"to":1,"epoch":-1})"),
+               event(moved, "client", "client_leader_update", 2, 0,
+                     R"({"client":"producer","via":"java","from":1,"to":2,"epoch":-1})")};
+  const auto a = analyse(in);
+  const auto& p0 = partition(a, 0);
+  REQUIRE(p0.ack.outcome == Outcome::kStall);
+  REQUIRE(p0.mechanism);
+  CHECK(p0.mechanism->mechanism == Mechanism::kClientTimeout);
+  CHECK(p0.mechanism->setting == "request.timeout.ms");
+  CHECK(p0.mechanism->expected_us == 30 * kSecond);
+  CHECK(p0.mechanism->explained);
+  CHECK(p0.mechanism->ended_by == "client_leader_update");
+  // librdkafka's settings keep socket.timeout.ms.
+  const auto rd = withClientSettings(MechanismSettings{}, {{"socket.timeout.ms", "30000"}});
+  CHECK_FALSE(rd.java_client);
+  CHECK(expectationFor(*in.gray, Role::kIsolatedLeader, rd).setting == "socket.timeout.ms");
+}
+
 TEST_CASE("a blackholed leader's stall that ends before the client's timeout is inconclusive",
           "[unit]") {
   auto in = grayRun("isolate", "all", "drop", 60 * kSecond);
