@@ -58,9 +58,17 @@ struct Found {
 // the event), so up to that span, at least one poll interval; and the brokers answering Metadata
 // learn a change from the controller after the leader that acts on it, so one more poll interval:
 // an ISR shrink can be observed after the ack it allowed (88712dd).
+// The Java client's leader updates are its producer's metadata as the child polls it
+// (java/probe/KfaildJavaProbe.java, every 20 ms): seen up to one poll after the client applied it,
+// so an ack it allowed may come first.
+constexpr std::int64_t kJavaLeaderPollUs = 20'000;
+
 std::int64_t resolutionOf(const storage::Event& e, const MechanismScope& s) {
   const auto source = sourceOf(e);
   if (source == EventSource::kBrokerLog) return logResolutionUs(e);
+  if (source == EventSource::kClient && e.detail.find("\"via\":\"java\"") != std::string::npos) {
+    return kJavaLeaderPollUs + kLogResolutionUs;
+  }
   if (source != EventSource::kMetadata) return kLogResolutionUs;
   std::int64_t span = s.metadata_interval_us;
   const auto detail = nlohmann::json::parse(e.detail, nullptr, false);

@@ -167,6 +167,14 @@ TEST_CASE(
   CHECK(p0.mechanism->expected_us == 30 * kSecond);
   CHECK(p0.mechanism->explained);
   CHECK(p0.mechanism->ended_by == "client_leader_update");
+  // The child sees the move at its next 20 ms poll of the producer's metadata: an ack the move
+  // allowed may come first (seen: the stall ended 6 ms before the update).
+  auto late = in;
+  late.events.back().t_us = moved + 150'000 + 6'000;
+  const auto b = analyse(late);
+  REQUIRE(partition(b, 0).mechanism);
+  CHECK(partition(b, 0).mechanism->explained);
+  CHECK(partition(b, 0).ack.outcome == Outcome::kStall);
   // librdkafka's settings keep socket.timeout.ms.
   const auto rd = withClientSettings(MechanismSettings{}, {{"socket.timeout.ms", "30000"}});
   CHECK_FALSE(rd.java_client);
