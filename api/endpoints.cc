@@ -479,7 +479,7 @@ std::variant<storage::ClusterId, Response> Endpoints::resolveProfile(
   auto streams = store_.profileStreams(cluster);
   if (!streams) return storeFailure(request, streams.error());
   if (auto it = streams->find(*name); it != streams->end()) return it->second;
-  return problem(ProblemType::kInvalidParameter,
+  return problem(ProblemType::kNotFound,
                  "profile: the cluster has no client profile named \"" + printable(*name, 100) +
                      "\"; configured: " + (known.empty() ? std::string("one, unnamed") : known),
                  request.path);

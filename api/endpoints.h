@@ -94,7 +94,8 @@ class Endpoints {
   // The cluster named in the path, by live state first and then by the store; or the 404/503.
   std::variant<storage::ClusterId, Response> resolveCluster(const Request& request) const;
   // The stream the query's `profile` names (a client profile of `cluster`): the cluster's own
-  // for none or the primary, 400 for a name the cluster has no profile of.
+  // for none or the primary, 404 for a name the cluster has no profile of (400 for one no profile
+  // could have).
   std::variant<storage::ClusterId, Response> resolveProfile(const Request& request,
                                                             storage::ClusterId cluster,
                                                             const QueryReader& query) const;

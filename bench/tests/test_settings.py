@@ -74,5 +74,6 @@ def test_lists_on_the_command_line_are_split():
 
 def test_every_part_the_help_names_has_a_runner():
     assert set(PARTS) == {"store", "probe", "peer", "drill", "resolution", "outage",
-                          "drill-reanalyse", "side", "peers", "idle", "knobs", "poll"}  # fmt: skip
+                          "drill-reanalyse", "side", "peers", "idle", "knobs", "poll",
+                          "secured"}  # fmt: skip
     assert PARTS["peers"] is PARTS["side"]

@@ -95,7 +95,7 @@ TEST_CASE(
   const auto gaps = kfaild.get("/api/v1/clusters/lab/gaps?profile=java&topic=" + lab.topic);
   CHECK(gaps["count"].get<int>() >= 3);
   CHECK(api::testing::httpGet(kfaild.port, "/api/v1/clusters/lab/gaps?profile=nosuch").status ==
-        400);
+        404);
   // The verdict judges both, naming each.
   const auto& verdict = drill["verdict_detail"];
   REQUIRE(verdict["profiles"].size() == 2);
