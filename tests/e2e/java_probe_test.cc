@@ -70,8 +70,8 @@ struct Delays {
 }  // namespace
 
 TEST_CASE(
-    "on a quiet cluster the java probe's ack and receive delays are within 2 ms of the librdkafka "
-    "probe's",
+    "on a quiet cluster the java probe's ack and receive delays are within 10 ms of the "
+    "librdkafka probe's",
     "[e2e][probe][java]") {
   testing::TempDir dir;
   auto store = storage::SqliteStore::open((dir / "kfaild.db").string(), {});
@@ -142,10 +142,11 @@ TEST_CASE(
                                        << " µs; median receive delay: librdkafka " << recv_rd
                                        << " µs, java " << recv_java << " µs");
   // The Java client's path adds a pipe each way and the JVM's threads to librdkafka's: 1.3 ms on
-  // acks and 1.5 ms on receives at a load average of 10 on two cores (6 December), so the bound
-  // is 2 ms, not the 1 ms a quiet host would hold.
-  CHECK(std::abs(ack_java - ack_rd) < 2000);
-  CHECK(std::abs(recv_java - recv_rd) < 2000);
+  // acks and 1.5 ms on receives at a load average of 10 on two cores, 4.3 and 6.3 ms in a full
+  // test run beside three labs' drills (6 December). The bound, 10 ms, is what a loaded host
+  // holds; a clock that is not kfaild's, or a child whose lines wait in a pipe, is off by more.
+  CHECK(std::abs(ack_java - ack_rd) < 10'000);
+  CHECK(std::abs(recv_java - recv_rd) < 10'000);
 }
 
 TEST_CASE(
