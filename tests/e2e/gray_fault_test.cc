@@ -126,8 +126,9 @@ TEST_CASE(
       CHECK(std::llabs(end_us - article_stall->end_us) <= kIntervalUs);
       // The two probes tick on phases of their own: each stall starts at that probe's last ack
       // before the fault (about an interval apart at most) and ends within an interval of the
-      // event, so the durations differ by up to two intervals, plus the acks' own jitter.
-      CHECK(std::llabs(stall_us - article_stall->duration()) <= 2 * kIntervalUs + 10'000);
+      // event, so the durations differ by up to two intervals, plus the acks' own jitter (14.6 ms
+      // in a full run of 6 December on a loaded host: 25 ms allowed).
+      CHECK(std::llabs(stall_us - article_stall->duration()) <= 2 * kIntervalUs + 25'000);
     } else {
       // The reference was late for the cluster's own event (a loaded host delays both probes'
       // acks after the leader's line): kfaild is then held to the event itself within one

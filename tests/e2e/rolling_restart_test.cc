@@ -45,8 +45,16 @@ TEST_CASE(
   Kfaild kfaild(lab, "kfaild");
   waitFullIsr();
   kfaild.waitSteady(lab.topic);
-  const auto [code, out] = kfailctl(
+  auto [code, out] = kfailctl(
       kfaild, lab, "drill lab --fault rolling_restart --between 3 --baseline 3 --timeout 900");
+  // A step refused because the probe was behind on a loaded host (the node not touched: a full
+  // run of 6 December saw "1.0 s behind" at step 2) is asked again once.
+  if (code == 1 && out.find("refused at the fault: the probe") != std::string::npos) {
+    WARN("asked again: " << out.substr(0, 400));
+    kfaild.waitSteady(lab.topic);
+    std::tie(code, out) = kfailctl(
+        kfaild, lab, "drill lab --fault rolling_restart --between 3 --baseline 3 --timeout 900");
+  }
   INFO("kfailctl:\n" << out);
   // Exit 0 (pass), 5 (fail) or 6 (inconclusive): the rehearsal finished.
   CHECK((code == 0 || code == 5 || code == 6));
