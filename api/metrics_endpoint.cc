@@ -113,19 +113,17 @@ constexpr PartitionGauge kPartitionGauges[] = {
 template <typename Emit>
 void forEachPartition(const Clusters& clusters, Emit&& emit) {
   for (const auto& cluster : clusters) {
-    for (const auto& p : cluster.probe.partitions) {
-      const std::string partition = std::to_string(p.partition);
-      emit(p, Labels{{"cluster", cluster.name}, {"topic", p.topic}, {"partition", partition}});
-    }
-    for (std::size_t i = 1; i < cluster.profiles.size(); ++i) {
-      const auto& profile = cluster.profiles[i];
-      for (const auto& p : profile.probe.partitions) {
+    const auto each = [&](const probe::ProbeStatus& probe, const std::string* profile) {
+      for (const auto& p : probe.partitions) {
         const std::string partition = std::to_string(p.partition);
-        emit(p, Labels{{"cluster", cluster.name},
-                       {"topic", p.topic},
-                       {"partition", partition},
-                       {"profile", profile.name}});
+        Labels labels{{"cluster", cluster.name}, {"topic", p.topic}, {"partition", partition}};
+        if (profile) labels.emplace_back("profile", *profile);
+        emit(p, labels);
       }
+    };
+    each(cluster.probe, nullptr);
+    for (std::size_t i = 1; i < cluster.profiles.size(); ++i) {
+      each(cluster.profiles[i].probe, &cluster.profiles[i].name);
     }
   }
 }

@@ -980,15 +980,26 @@ void RunExecution::analyse() {
     toSecondFault(input);
   }
   outcome_.analysis = analysis::analyse(input);
-  for (std::size_t i = 0; i < deps_.profiles.size(); ++i) {
-    analyseProfile(deps_.profiles[i], input, window, outcome_.profiles[i]);
+  if (!deps_.profiles.empty()) {
+    // The primary's input without its own samples and probe stretches is each profile's base: no
+    // copy of the primary's samples per profile.
+    const auto cluster_events = std::move(input.events);
+    input.events.clear();
+    input.samples.clear();
+    input.pending.clear();
+    input.holds.clear();
+    input.idles.clear();
+    input.refusals.clear();
+    for (std::size_t i = 0; i < deps_.profiles.size(); ++i) {
+      analyseProfile(deps_.profiles[i], input, cluster_events, window, outcome_.profiles[i]);
+    }
   }
   outcome_.state = DrillState::kDone;
   outcome_.reason.clear();
 }
 
-void RunExecution::analyseProfile(const ProfileProbe& profile,
-                                  const analysis::AnalysisInput& primary,
+void RunExecution::analyseProfile(const ProfileProbe& profile, analysis::AnalysisInput input,
+                                  const std::vector<storage::Event>& cluster_events,
                                   const AnalysisWindow& primary_window, ProfileOutcome& out) const {
   if (!out.probe_at_fault) {
     out.problem = "the profile's probe was not read at the fault";
@@ -1005,13 +1016,9 @@ void RunExecution::analyseProfile(const ProfileProbe& profile,
     out.problem = "analysis not run: " + stored.error().describe();
     return;
   }
-  auto input = primary;
   input.pending = profile.probe->pending(baseline_start_us_, window_end_us_);
   input.samples = std::move(stored->samples);
-  input.events = profileEvents(primary.events, std::move(stored->events));
-  input.holds.clear();
-  input.idles.clear();
-  input.refusals.clear();
+  input.events = profileEvents(cluster_events, std::move(stored->events));
   input.probe_at_fault = out.probe_at_fault->partitions;
   input.settings = outcome_.cluster_settings ? mechanismSettings(*outcome_.cluster_settings)
                                              : analysis::MechanismSettings{};

@@ -118,8 +118,10 @@ class RunExecution {
                          StoredInputs& stored);
   void addProbeStretches(const probe::ProbeStatus& live, analysis::AnalysisInput& input) const;
   // One profile beside the primary: its samples and probe events from its stream, analysed with
-  // the primary's input otherwise (the same fault, window and cluster events).
-  void analyseProfile(const ProfileProbe& profile, const analysis::AnalysisInput& primary,
+  // the primary's input otherwise (`input`, stripped of the primary's samples and stretches; the
+  // cluster's events).
+  void analyseProfile(const ProfileProbe& profile, analysis::AnalysisInput input,
+                      const std::vector<storage::Event>& cluster_events,
                       const AnalysisWindow& primary_window, ProfileOutcome& out) const;
   analysis::AnalysisInput firstOfTwo(const analysis::AnalysisInput& input) const;
   // Its target's roles with the first node out of the ISRs, from its moment, against the noise
